@@ -1,0 +1,2 @@
+// placeholder until the exercises are written
+namespace ex01 {}

@@ -1,0 +1,2 @@
+// placeholder until the chapter is written
+int main() { return 0; }

@@ -1,0 +1,22 @@
+# add_chapter(01 bigram) builds one chapter of the course:
+#   - chNN_exercises : the learner's stubs, chapters/NN_name/exercises/exNN_M_*.cpp
+#   - NN_name        : the narrated walkthrough, chapters/NN_name/main.cpp (runs the reference
+#                      implementation, or the learner's stubs with --mine)
+# It records the chapter in the global property ATTN_CHAPTERS ("01_bigram;02_averaging;...") so
+# tests/ can build one exercise checker per chapter.
+function(add_chapter number name)
+  set(dir ${PROJECT_SOURCE_DIR}/chapters/${number}_${name})
+  file(GLOB stubs CONFIGURE_DEPENDS ${dir}/exercises/ex${number}_*.cpp)
+  add_library(ch${number}_exercises STATIC ${stubs})
+  target_include_directories(ch${number}_exercises PUBLIC ${dir}/exercises)
+  target_link_libraries(ch${number}_exercises PUBLIC attn::common PRIVATE attn::warnings)
+  # Learners' code gets the same warnings, but a warning never blocks their build, and a stub
+  # that has not used its parameters yet is not worth a warning.
+  target_compile_options(ch${number}_exercises PRIVATE -Wno-error -Wno-unused-parameter)
+  set_target_properties(ch${number}_exercises PROPERTIES LINKER_LANGUAGE CXX)
+
+  add_executable(${number}_${name} ${dir}/main.cpp)
+  target_link_libraries(${number}_${name} PRIVATE attn::common ch${number}_exercises attn::warnings)
+
+  set_property(GLOBAL APPEND PROPERTY ATTN_CHAPTERS ${number}_${name})
+endfunction()

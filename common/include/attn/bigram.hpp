@@ -1,0 +1,59 @@
+// attn/bigram.hpp: the bigram language model, two ways (chapter 01).
+// A bigram model predicts the next character from the current one only: a (V, V) table whose
+// row a holds the scores (logits) for every next character b.
+//   1. Counting: N[a, b] = how often b follows a. The maximum-likelihood table is
+//      log((N + alpha) / rowsum) -- the closed-form optimum of the cross-entropy.
+//   2. Learning: start from zeros and follow the hand-derived gradient (softmax - onehot) of the
+//      cross-entropy with mini-batch gradient descent. It should approach the counting optimum.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "attn/random.hpp"
+#include "attn/text.hpp"
+#include "attn/xt.hpp"
+
+namespace attn {
+
+// (V, V) counts: counts(a, b) = number of i with tokens[i] == a and tokens[i+1] == b.
+// Throws std::invalid_argument for a token outside [0, V).
+Matrix bigram_counts(std::span<const int> tokens, std::size_t V);
+
+// The counting model as logits: log((counts + alpha) / rowsum(counts + alpha)). alpha > 0 keeps
+// unseen pairs finite (add-alpha smoothing).
+Matrix bigram_logits_from_counts(const Matrix& counts, float alpha = 1.0f);
+
+// Mean cross-entropy of a bigram logits table on a token stream: predict tokens[i+1] from
+// tokens[i] for every i.
+double bigram_loss(const Matrix& logits, std::span<const int> tokens);
+
+// Mini-batch gradient descent on the (V, V) logits table.
+struct BigramTrainConfig {
+  std::size_t steps = 3000;        // optimizer steps, e.g. the lecture's 3000
+  std::size_t batch_size = 32;     // B windows per step
+  std::size_t block_size = 8;      // T characters per window
+  float learning_rate = 1.0f;      // step size (see docs/01-bigram.md for how it was chosen)
+  std::size_t eval_interval = 500; // report train/val loss every this many steps (and at the end)
+};
+
+struct BigramReport {
+  std::size_t step;
+  double train_loss;  // on the whole training split
+  double val_loss;    // on the whole validation split
+};
+
+// Trains `logits` (V, V) in place and calls `on_report` every eval_interval steps and after the
+// last one. Throws std::invalid_argument for zero sizes or splits shorter than block_size + 1.
+void train_bigram(Matrix& logits, const Split& split, const BigramTrainConfig& config, Rng& rng,
+                  const std::function<void(const BigramReport&)>& on_report = {});
+
+// Generates `n` tokens starting after `start`, sampling each from the table row of the previous
+// token (with temperature).
+std::vector<int> bigram_generate(const Matrix& logits, int start, std::size_t n, float temperature,
+                                 Rng& rng);
+
+}  // namespace attn

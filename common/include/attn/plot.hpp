@@ -1,0 +1,42 @@
+// attn/plot.hpp: heatmaps, in the terminal and as SVG for the docs.
+// Attention weights are easiest to read as a picture: one cell per (query, key) pair, darker
+// where the query attends more. In a colour terminal the cells are shaded with 256-colour
+// backgrounds; otherwise (not a TTY, NO_COLOR set, or `plain` asked for) each cell is a
+// character from a fixed ramp " .:-=+*#%@", so transcripts stay plain text.
+#pragma once
+
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attn/xt.hpp"
+
+namespace attn {
+
+struct HeatmapOptions {
+  std::string title;                    // printed above the map / SVG title
+  std::vector<std::string> row_labels;  // one per row, e.g. the query characters
+  std::vector<std::string> col_labels;  // one per column
+  std::optional<float> vmin;            // colour scale; default: the finite min of the matrix
+  std::optional<float> vmax;            // default: the finite max
+  bool annotate = true;                 // SVG: write the value in each cell (if it fits)
+  int precision = 2;                    // digits for annotations and the legend
+};
+
+// True when `stream` is a terminal and NO_COLOR is unset or empty.
+bool use_color(std::FILE* stream);
+
+// The terminal heatmap as text. color=false gives the plain character ramp. NaN cells print as
+// '?' and -inf as ' ' (nothing to see there), both listed in the legend line under the map.
+std::string heatmap_text(const Matrix& m, const HeatmapOptions& options, bool color);
+
+// A self-contained SVG document (no scripts, no external fonts), byte-identical for equal input.
+std::string heatmap_svg(const Matrix& m, const HeatmapOptions& options);
+
+// Writes heatmap_svg to `path`, creating parent folders. Throws std::runtime_error naming the path
+// if it cannot be written.
+void write_svg(const std::filesystem::path& path, const std::string& svg);
+
+}  // namespace attn

@@ -1,0 +1,20 @@
+// attn/sample.hpp: turning logits into a token (chapters 01 and 07).
+// Temperature divides the logits before the softmax: below 1 sharpens the distribution (1e-3 is
+// nearly argmax), above 1 flattens it toward uniform.
+#pragma once
+
+#include <span>
+
+#include "attn/random.hpp"
+#include "attn/xt.hpp"
+
+namespace attn {
+
+// softmax(logits / temperature). Throws std::invalid_argument if temperature is not > 0 (or is
+// NaN/inf) or logits is empty.
+Vector probs_with_temperature(std::span<const float> logits, float temperature);
+
+// One token id drawn from softmax(logits / temperature).
+int sample_logits(std::span<const float> logits, float temperature, Rng& rng);
+
+}  // namespace attn

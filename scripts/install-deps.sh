@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs everything the course needs to build and test, from Debian/Ubuntu packages.
+# Run as root or with sudo:  sudo scripts/install-deps.sh
+set -euo pipefail
+packages=(
+  cmake ninja-build g++ git                      # toolchain
+  libxtensor-dev libxtensor-blas-dev libopenblas-dev  # tensors and BLAS
+  libcli11-dev libfmt-dev                        # command line, formatting
+  doctest-dev libbenchmark-dev                   # tests, benchmarks
+)
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update
+$SUDO apt-get install -y --no-install-recommends "${packages[@]}"

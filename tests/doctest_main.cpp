@@ -1,0 +1,3 @@
+// The doctest main for the library tests (tests/common/).
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>

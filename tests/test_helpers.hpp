@@ -1,0 +1,49 @@
+// tests/test_helpers.hpp: comparing tensors in doctest.
+// CHECK_TENSOR_NEAR(got, want, atol, rtol) passes when the shapes are equal and every element
+// satisfies |got - want| <= atol + rtol * |want| (NaN never passes; equal infinities do). On
+// failure it reports the shapes or the first offending index and both values.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+
+#include "attn/check.hpp"
+#include "attn/xt.hpp"
+
+namespace attn::testing {
+
+template <class A, class B>
+std::string tensor_mismatch(const A& got, const B& want, double atol, double rtol) {
+  if (got.dimension() != want.dimension() ||
+      !std::equal(got.shape().begin(), got.shape().end(), want.shape().begin())) {
+    return "shape " + attn::shape_str(got.shape()) + " vs expected " +
+           attn::shape_str(want.shape());
+  }
+  auto g = got.begin();
+  auto w = want.begin();
+  for (std::size_t i = 0; g != got.end(); ++g, ++w, ++i) {
+    const double gv = static_cast<double>(*g);
+    const double wv = static_cast<double>(*w);
+    const bool same_inf = std::isinf(gv) && std::isinf(wv) && (gv > 0) == (wv > 0);
+    if (same_inf) continue;
+    if (!(std::abs(gv - wv) <= atol + rtol * std::abs(wv))) {
+      std::ostringstream out;
+      out << "flat index " << i << ": got " << gv << ", expected " << wv
+          << " (|diff| = " << std::abs(gv - wv) << ", tolerance " << atol + rtol * std::abs(wv)
+          << ")";
+      return out.str();
+    }
+  }
+  return {};
+}
+
+}  // namespace attn::testing
+
+#define CHECK_TENSOR_NEAR(got, want, atol, rtol)                                           \
+  do {                                                                                     \
+    const std::string attn_mismatch_ = attn::testing::tensor_mismatch((got), (want), (atol), (rtol)); \
+    CHECK_MESSAGE(attn_mismatch_.empty(), #got " vs " #want ": " << attn_mismatch_);       \
+  } while (false)
