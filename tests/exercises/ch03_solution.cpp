@@ -1,0 +1,20 @@
+// tests/exercises/ch03_solution.cpp: chapter 03's exercises answered by the reference library.
+// Linked in place of the learner's stubs (ctest solution.ch03) to prove that every test in
+// ch03_test.cpp passes against attn::.
+#include "attn/mask.hpp"
+#include "attn/softmax.hpp"
+#include "exercises.hpp"
+
+namespace ex03 {
+
+attn::Mask causal_mask(std::size_t T) { return attn::causal_mask(T); }
+
+attn::Matrix causal_mask_additive(std::size_t T) { return attn::causal_mask_additive(T); }
+
+attn::Matrix softmax(const attn::Matrix& x) { return attn::softmax<2>(x); }
+
+attn::Matrix masked_softmax(const attn::Matrix& scores, const attn::Mask& allowed) {
+  return attn::masked_softmax<2>(scores, allowed);
+}
+
+}  // namespace ex03
