@@ -1,2 +1,349 @@
-// placeholder until the chapter is written
-int main() { return 0; }
+// chapters/03_masked_softmax/main.cpp: chapter 03, scores -> causal mask -> softmax.
+// Walks through the masked softmax of a random (T, T) score matrix, then through what goes wrong
+// with -1e9, with large logits and with the triu(ones, 1) * -inf mask. The math itself lives in
+// common/src/mask.cpp and common/src/softmax.cpp; this file only calls it and narrates.
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "attn/cli.hpp"
+#include "attn/mask.hpp"
+#include "attn/plot.hpp"
+#include "attn/print.hpp"
+#include "attn/random.hpp"
+#include "attn/softmax.hpp"
+#include "exercises.hpp"
+
+namespace {
+
+using attn::Mask;
+using attn::Matrix;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr std::size_t kMaxTimeSteps = 16;  // every (T, T) matrix is printed
+
+// The four functions this chapter teaches: from attn:: (the reference) or, with --mine, from the
+// learner's ex03:: exercises.
+struct Kernels {
+  Mask (*causal_mask)(std::size_t T);                                // (T, T) bool
+  Matrix (*causal_mask_additive)(std::size_t T);                     // (T, T) 0 / -inf
+  Matrix (*softmax)(const Matrix& x);                                // (T, S) -> (T, S)
+  Matrix (*masked_softmax)(const Matrix& scores, const Mask& mask);  // (T, S) -> (T, S)
+};
+
+Kernels reference_kernels() {
+  return {&attn::causal_mask, &attn::causal_mask_additive, &attn::softmax<2>,
+          &attn::masked_softmax<2>};
+}
+
+Kernels learner_kernels() {
+  return {&ex03::causal_mask, &ex03::causal_mask_additive, &ex03::softmax, &ex03::masked_softmax};
+}
+
+void print(const std::string& text) { std::fputs(text.c_str(), stdout); }
+
+std::string matrix_text(const Matrix& m, int precision = 4) {
+  attn::MatrixFormat format;
+  format.precision = precision;
+  return attn::format_matrix(m, format);
+}
+
+std::string row_text(const Matrix& m, std::size_t row) {
+  const std::size_t S = m.shape()[1];
+  return attn::format_vector(std::span<const float>(m.data() + row * S, S));
+}
+
+std::string size_text(std::size_t n) { return std::to_string(n); }
+
+// Largest |a - b| over all entries, in double.
+double max_abs_difference(const Matrix& a, const Matrix& b) {
+  double worst = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double d = std::abs(static_cast<double>(a.data()[i]) - static_cast<double>(b.data()[i]));
+    if (d > worst) worst = d;
+  }
+  return worst;
+}
+
+std::string difference_text(double d) {
+  return d == 0.0 ? "0 (bitwise identical)" : attn::format_number(static_cast<float>(d), 8);
+}
+
+std::size_t count_nan(const Matrix& m) {
+  std::size_t n = 0;
+  for (const float v : m) n += std::isnan(v) ? 1 : 0;
+  return n;
+}
+
+attn::HeatmapOptions weights_heatmap(const std::string& title, std::size_t T) {
+  attn::HeatmapOptions options;
+  options.title = title;
+  for (std::size_t t = 0; t < T; ++t) {
+    options.row_labels.push_back("q" + size_text(t));
+    options.col_labels.push_back("k" + size_text(t));
+  }
+  options.vmin = 0.0f;  // weights are probabilities: a fixed scale makes maps comparable
+  options.vmax = 1.0f;
+  return options;
+}
+
+void print_heatmap(const Matrix& m, const attn::HeatmapOptions& options) {
+  print(attn::heatmap_text(m, options, attn::use_color(stdout)));
+}
+
+// 1. The scores: one number per (query, key) pair.
+void show_scores(const Matrix& scores, float scale) {
+  const std::size_t T = scores.shape()[0];
+  print("\n== 1. Scores ==\n");
+  print(
+      "Attention starts from a score for every pair (query t, key s): row t says how much\n"
+      "position t is interested in each position. Chapter 04 computes the scores from the data\n"
+      "(q . k); here they are random numbers with standard deviation " +
+      attn::format_number(scale, 1) +
+      ", so we can watch the mask\n"
+      "and the softmax on their own.\n");
+  print("scores (T, T) = (" + size_text(T) + ", " + size_text(T) +
+        "), rows = queries, columns = keys:\n");
+  print(matrix_text(scores));
+}
+
+// 2. The causal mask in its two forms, and the masked scores.
+void show_mask(const Mask& mask, const Matrix& additive, const Matrix& scores) {
+  print("\n== 2. The causal mask ==\n");
+  print(
+      "A decoder predicts position t+1 from positions 0..t, so query t may look at the past and\n"
+      "at itself, never at the future. The rule is a lower-triangular (T, T) mask.\n");
+  print("Boolean form, tril(ones(T, T)): 1 = allowed, 0 = masked (the future):\n");
+  print(matrix_text(xt::cast<float>(mask), 0));
+  print("Additive form, where(tril, 0, -inf): added to the scores before the softmax:\n");
+  print(matrix_text(additive));
+  const Matrix masked = scores + additive;  // (T, T) + (T, T) -> (T, T)
+  print("masked scores = scores + additive mask (every future score is now -inf):\n");
+  print(matrix_text(masked));
+}
+
+// 3. The masked softmax: the attention weights.
+Matrix show_weights(const Kernels& k, const Matrix& scores, const Mask& mask) {
+  const std::size_t T = scores.shape()[0];
+  print("\n== 3. Softmax over each row ==\n");
+  print(
+      "Each query turns its row of scores into weights that are >= 0 and sum to 1:\n"
+      "  softmax(z)_i = exp(z_i - max(z)) / sum_j exp(z_j - max(z))\n"
+      "A masked score is -inf and exp(-inf) = 0, so the future gets weight 0.\n");
+  const Matrix weights = k.masked_softmax(scores, mask);  // (T, T)
+  print("weights = masked_softmax(scores, mask) (T, T):\n");
+  print(matrix_text(weights));
+
+  std::vector<float> sums(T, 0.0f);
+  std::size_t future = 0;
+  std::size_t future_zero = 0;
+  for (std::size_t t = 0; t < T; ++t) {
+    double sum = 0.0;
+    for (std::size_t s = 0; s < T; ++s) {
+      sum += static_cast<double>(weights(t, s));
+      if (s > t) {
+        ++future;
+        future_zero += weights(t, s) == 0.0f ? 1 : 0;
+      }
+    }
+    sums[t] = static_cast<float>(sum);
+  }
+  print("row sums: " + attn::format_vector(sums) + "\n");
+  print("future weights that are exactly 0: " + size_text(future_zero) + " of " +
+        size_text(future) + "\n");
+  print("Query 0 sees only key 0, so its weight there is " +
+        attn::format_number(weights(0, 0)) + ".\n");
+  print_heatmap(weights,
+                weights_heatmap("causal attention weights (row = query, column = key)", T));
+  return weights;
+}
+
+// 4. Why -inf, and what -1e9 changes.
+void show_minus_1e9(const Kernels& k, const Matrix& scores, const Mask& mask,
+                    const Matrix& additive) {
+  const std::size_t T = scores.shape()[0];
+  const std::size_t key = T > 1 ? 1 : 0;  // a masked key of query 0, if there is one
+  const float score = scores(0, key);
+  print("\n== 4. Why -inf, and not -1e9 ==\n");
+  print(std::string("exp(-inf) == 0 exactly: ") + (std::exp(-kInf) == 0.0f ? "true" : "false") +
+        ". A masked key adds nothing to the row sum. Much code masks with\n"
+        "-1e9 instead. In float32 the numbers near 1e9 are " +
+        attn::format_number(std::nextafter(1e9f, kInf) - 1e9f, 0) +
+        " apart, so a score added to -1e9\n"
+        "simply disappears (here the score of query 0 for key " + size_text(key) + "):\n");
+  const float sum = score + -1e9f;
+  print("  " + attn::format_number(score) + " + (-1e9) = " + attn::format_number(sum) +
+        ", equal to -1e9: " + (sum == -1e9f ? "yes" : "no") + "\n");
+
+  // The same causal rule with -1e9 instead of -inf.
+  const Matrix additive_1e9 = xt::where(mask, 0.0f, -1e9f);  // (T, T)
+  const Matrix with_1e9 = k.softmax(scores + additive_1e9);    // (T, T)
+  const Matrix with_inf = k.softmax(scores + additive);        // (T, T)
+  print(
+      "exp(-1e9 - max) underflows to 0, so on ordinary rows nothing changes:\n"
+      "  softmax(scores + (-1e9 mask)) vs softmax(scores + (-inf mask))\n"
+      "  max |difference|: " +
+      difference_text(max_abs_difference(with_1e9, with_inf)) + "\n");
+
+  // A query that may attend to nothing, e.g. a padding position: row 0 entirely masked.
+  Mask padded = mask;
+  for (std::size_t s = 0; s < T; ++s) padded(0, s) = false;
+  const Matrix pad_additive = xt::where(padded, 0.0f, -kInf);                 // (T, T)
+  const Matrix pad_1e9 = k.softmax(scores + xt::where(padded, 0.0f, -1e9f));  // (T, T)
+  const Matrix pad_inf = k.softmax(scores + pad_additive);                    // (T, T)
+  const Matrix pad_naive = attn::softmax_naive<2>(scores + pad_additive);     // (T, T)
+  const Matrix pad_bool = k.masked_softmax(scores, padded);                   // (T, T)
+  print(
+      "The difference shows on a row where every key is masked (a padding query, say).\n"
+      "Mask all of row 0 and look at its weights:\n");
+  print("  -1e9 mask, softmax:            " + row_text(pad_1e9, 0) + "\n");
+  print("  -inf mask, stable softmax:     " + row_text(pad_inf, 0) + "\n");
+  print("  boolean mask, masked_softmax:  " + row_text(pad_bool, 0) + "\n");
+  print("  -inf mask, naive softmax:      " + row_text(pad_naive, 0) + "\n");
+  print("With -1e9 every entry of the row is exactly -1e9, so the softmax is uniform over all\n" +
+        size_text(T) +
+        " keys, the future ones included: a silent leak. With -inf (or a boolean mask) the\n"
+        "stable softmax returns a row of zeros, the convention of this course: documented,\n"
+        "never NaN. The naive formula computes exp(-inf) = 0 for every key, then 0 / 0 = NaN.\n");
+}
+
+// 5. Overflow and underflow: why the stable softmax subtracts the row maximum.
+void show_overflow(const Kernels& k) {
+  print("\n== 5. Why subtract the maximum ==\n");
+  const float overflow_at = std::log(std::numeric_limits<float>::max());  // 88.72
+  print("float32 exp overflows to inf above z = " + attn::format_number(overflow_at, 2) +
+        " and underflows to 0 below about -104.\n");
+  const Matrix big = {{1000.0f, 1001.0f, 1002.0f}};  // (1, 3)
+  const Matrix small = {{-1000.0f, -1001.0f}};       // (1, 2)
+  print("logits " + row_text(big, 0) + "\n");
+  print("  naive  exp(z) / sum exp(z):   " + row_text(attn::softmax_naive<2>(big), 0) +
+        "   (inf / inf)\n");
+  print("  stable, subtract max = 1002:  " + row_text(k.softmax(big), 0) + "\n");
+  print("logits " + row_text(small, 0) + "\n");
+  print("  naive  exp(z) / sum exp(z):   " + row_text(attn::softmax_naive<2>(small), 0) +
+        "   (0 / 0)\n");
+  print("  stable, subtract max = -1000: " + row_text(k.softmax(small), 0) + "\n");
+  print(
+      "Subtracting m from every logit multiplies the numerator and the denominator by the same\n"
+      "exp(-m), so the answer is unchanged; but now the largest exponent is exp(0) = 1, the sum\n"
+      "is at least 1, and nothing overflows or divides by zero.\n");
+}
+
+// 6. The boolean and the additive mask are the same rule.
+void show_forms_agree(const Kernels& k, const Matrix& scores, const Matrix& additive,
+                      const Matrix& weights) {
+  print("\n== 6. Two masks, one answer ==\n");
+  const Matrix from_additive = k.softmax(scores + additive);  // (T, T)
+  print(
+      "boolean:  masked_softmax(scores, tril)\n"
+      "additive: softmax(scores + where(tril, 0, -inf))\n"
+      "max |difference|: " +
+      difference_text(max_abs_difference(weights, from_additive)) + "\n");
+}
+
+// 7. The trap: building the additive mask by multiplying with -inf.
+Matrix show_nan_trap(const Kernels& k, const Matrix& scores, const Matrix& weights) {
+  const std::size_t T = scores.shape()[0];
+  print("\n== 7. The trap: triu(ones, 1) * -inf ==\n");
+  print(
+      "A popular one-liner for the additive mask is mask = triu(ones(T, T), k=1) * -inf: 1 above\n"
+      "the diagonal, 0 elsewhere, times -inf. Above the diagonal 1 * -inf = -inf, as intended.\n"
+      "Elsewhere it computes 0 * -inf, and IEEE 754 defines 0 * inf as NaN (no answer is right,\n"
+      "so the result is Not a Number):\n");
+  const float zero = 0.0f;
+  print("  0 * -inf = " + attn::format_number(zero * -kInf) + "\n");
+  const Matrix naive_mask = attn::causal_mask_additive_naive(T);  // (T, T)
+  print("naive mask (T, T): NaN exactly where attention should be allowed:\n");
+  print(matrix_text(naive_mask));
+  const Matrix broken = k.softmax(scores + naive_mask);  // (T, T)
+  print(
+      "NaN spreads: a NaN score makes its row maximum and its row sum NaN, so every weight of\n"
+      "the \"causal attention\" is NaN:\n");
+  print(matrix_text(broken));
+  print("NaN weights: " + size_text(count_nan(broken)) + " of " + size_text(broken.size()) + "\n");
+  print_heatmap(broken, weights_heatmap("weights with the triu(ones, 1) * -inf mask", T));
+
+  const Matrix fixed_mask = k.causal_mask_additive(T);  // (T, T)
+  const Matrix fixed = k.softmax(scores + fixed_mask);  // (T, T)
+  print(
+      "The fix chooses instead of multiplying: where(tril, 0, -inf) puts 0 or -inf in each cell\n"
+      "and never multiplies by infinity:\n");
+  print(matrix_text(fixed_mask));
+  print("weights with it, NaN count " + size_text(count_nan(fixed)) + ":\n");
+  print(matrix_text(fixed));
+  print("max |difference| from the weights of section 3: " +
+        difference_text(max_abs_difference(fixed, weights)) + "\n");
+  return broken;
+}
+
+void show_timing(const Kernels& k, const Matrix& scores, const Mask& mask) {
+  constexpr int kRepeats = 1000;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kRepeats; ++i) {
+    const Matrix weights = k.masked_softmax(scores, mask);  // (T, T), through a pointer: not elided
+  }
+  const auto stop = std::chrono::steady_clock::now();
+  const double us =
+      std::chrono::duration<double, std::micro>(stop - start).count() / kRepeats;
+  std::printf("\ntiming: masked_softmax on (%zu, %zu): %.2f us per call (mean of %d calls)\n",
+              scores.shape()[0], scores.shape()[1], us, kRepeats);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  attn::Cli cli("03_masked_softmax",
+                "Chapter 03: masked softmax. Scores -> causal mask -> softmax, why the mask is "
+                "-inf (not -1e9), why softmax subtracts the row maximum, and the "
+                "triu(ones, 1) * -inf trap (0 * inf = NaN).");
+  std::size_t T = 6;
+  float scale = 2.0f;
+  cli.add_size("--time-steps", T,
+               "sequence length T: the scores, the mask and the weights are (T, T) (at most " +
+                   size_text(kMaxTimeSteps) + ")");
+  cli.add_float("--scale", scale, "standard deviation of the random scores", 0.0f);
+
+  return cli.run(argc, argv, [&](const attn::CommonOptions& options) {
+    if (T > kMaxTimeSteps) {
+      throw attn::UsageError("--time-steps must be at most " + size_text(kMaxTimeSteps) +
+                             ", got " + size_text(T) + " (every (T, T) matrix is printed)");
+    }
+    const Kernels k = options.mine ? learner_kernels() : reference_kernels();
+    print("Chapter 03: masked softmax\n");
+    print("T = " + size_text(T) + ", scale = " + attn::format_number(scale, 1) +
+          ", seed = " + std::to_string(options.seed) + ", functions: " +
+          (options.mine ? "yours (ex03::, --mine)" : "the reference (attn::)") + "\n");
+
+    attn::Rng rng(options.seed);
+    const Matrix scores = attn::randn(rng, T, T, scale);  // (T, T)
+    show_scores(scores, scale);
+
+    const Mask mask = k.causal_mask(T);               // (T, T) bool
+    const Matrix additive = k.causal_mask_additive(T);  // (T, T) 0 / -inf
+    show_mask(mask, additive, scores);
+
+    const Matrix weights = show_weights(k, scores, mask);
+    show_minus_1e9(k, scores, mask, additive);
+    show_overflow(k);
+    show_forms_agree(k, scores, additive, weights);
+    const Matrix broken = show_nan_trap(k, scores, weights);
+
+    if (options.svg_dir) {
+      const auto causal_path = *options.svg_dir / "causal_weights.svg";
+      const auto trap_path = *options.svg_dir / "nan_trap.svg";
+      attn::write_svg(causal_path, attn::heatmap_svg(weights, weights_heatmap(
+                                                                  "causal attention weights", T)));
+      attn::write_svg(trap_path,
+                      attn::heatmap_svg(broken, weights_heatmap(
+                                                    "weights with triu(ones, 1) * -inf: NaN", T)));
+      print("\nwrote " + causal_path.string() + " and " + trap_path.string() + "\n");
+    }
+    if (options.timing) show_timing(k, scores, mask);
+  });
+}
