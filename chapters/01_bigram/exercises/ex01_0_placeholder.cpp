@@ -1,2 +1,0 @@
-// placeholder until the exercises are written
-namespace ex01 {}

@@ -1,0 +1,21 @@
+// Exercise ex01.2: bigram counts (chapter 01, the bigram model).
+//
+// Goal: count how often each character follows each other character. The table is the whole
+// "model" of the counting approach: row a, normalised, is the distribution of what comes after a.
+//   input:  tokens (N,), ids in [0, V), and the vocabulary size V
+//   output: counts (V, V), float; counts(a, b) = number of i in [0, N-1) with
+//           tokens[i] == a and tokens[i+1] == b
+// The entries add up to N - 1 (one pair per neighbouring position); a single token has no pair.
+// Check: build/default/bin/attn-check 01
+#include <stdexcept>
+
+#include "exercises.hpp"
+
+namespace ex01 {
+
+attn::Matrix bigram_counts(std::span<const int> tokens, std::size_t V) {
+  // TODO(ex01.2): start from a (V, V) table of zeros and add 1 for every neighbouring pair.
+  throw std::logic_error("TODO ex01.2: bigram counts");
+}
+
+}  // namespace ex01
