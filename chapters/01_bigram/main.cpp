@@ -1,2 +1,479 @@
-// placeholder until the chapter is written
-int main() { return 0; }
+// chapters/01_bigram/main.cpp: chapter 01, the bigram language model.
+// The narrated walkthrough: the task (predict the next character), context and target, a V x V
+// table by counting, the same table by gradient descent, and text sampled from it. The math
+// lives in common/ (text, bigram, loss, sample); this file tells the story in teaching order.
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attn/bigram.hpp"
+#include "attn/check.hpp"
+#include "attn/cli.hpp"
+#include "attn/corpus.hpp"
+#include "attn/plot.hpp"
+#include "attn/print.hpp"
+#include "attn/random.hpp"
+#include "attn/text.hpp"
+#include "exercises.hpp"
+
+namespace {
+
+using ReportFn = std::function<void(const attn::BigramReport&)>;
+
+// The functions the walkthrough calls: from attn:: (the reference) or, with --mine, built from
+// the learner's ex01:: exercises. Nothing else in the chapter computes the math itself.
+struct Functions {
+  std::vector<int> (*encode)(const attn::Vocab&, std::string_view);          // ex01.1
+  std::string (*decode)(const attn::Vocab&, std::span<const int>);           // ex01.1
+  attn::Matrix (*bigram_counts)(std::span<const int>, std::size_t);          // ex01.2
+  double (*bigram_loss)(const attn::Matrix&, std::span<const int>);          // ex01.3
+  void (*train)(attn::Matrix&, const attn::Split&, const attn::BigramTrainConfig&, attn::Rng&,
+                const ReportFn&);                                            // ex01.3
+  std::vector<int> (*generate)(const attn::Matrix&, int, std::size_t, float, attn::Rng&);  // ex01.4
+};
+
+// ---- --mine: the same steps as attn::bigram_loss / train_bigram / bigram_generate, with the
+// learner's cross-entropy, gradient and sampler in place of the library's.
+
+// Copies row `token` of the table into row `n` of `rows`: the bigram "forward pass".
+void lookup_row(const attn::Matrix& table, int token, attn::Matrix& rows, std::size_t n) {
+  const std::size_t V = table.shape()[1];
+  std::copy_n(table.data() + static_cast<std::size_t>(token) * V, V, rows.data() + n * V);
+}
+
+// Mean cross-entropy of predicting tokens[i+1] from tokens[i], with ex01::cross_entropy. Every
+// occurrence of a pair (a, b) costs the same, so each distinct pair is scored once, as a batch of
+// one row, and weighted by how often it occurs: O(V^3) work instead of O(n V) on a long split.
+double bigram_loss_mine(const attn::Matrix& logits, std::span<const int> tokens) {
+  if (tokens.size() < 2) throw std::invalid_argument("bigram loss: need at least 2 tokens");
+  const std::size_t V = logits.shape()[1];
+  std::vector<double> pairs(V * V, 0.0);  // (V * V,): occurrences of each pair
+  for (std::size_t i = 0; i + 1 < tokens.size(); ++i)
+    pairs[static_cast<std::size_t>(tokens[i]) * V + static_cast<std::size_t>(tokens[i + 1])] += 1.0;
+  attn::Matrix row({1, V});  // (1, V)
+  double total = 0.0;
+  for (std::size_t a = 0; a < V; ++a) {
+    lookup_row(logits, static_cast<int>(a), row, 0);
+    for (std::size_t b = 0; b < V; ++b) {
+      if (pairs[a * V + b] == 0.0) continue;
+      const int target[1] = {static_cast<int>(b)};
+      total += pairs[a * V + b] * ex01::cross_entropy(row, target);
+    }
+  }
+  return total / static_cast<double>(tokens.size() - 1);
+}
+
+// Mini-batch gradient descent as in attn::train_bigram (same batches, same decaying step), with
+// the gradient from ex01::cross_entropy_grad. Its rounding may differ from the library's in the
+// last digits, so --mine can print slightly different losses even when every exercise is right.
+void train_mine(attn::Matrix& logits, const attn::Split& split,
+                const attn::BigramTrainConfig& config, attn::Rng& rng, const ReportFn& on_report) {
+  const std::size_t V = logits.shape()[1];
+  const std::size_t B = config.batch_size, T = config.block_size;
+  const auto report = [&](std::size_t step) {
+    if (on_report)
+      on_report({step, bigram_loss_mine(logits, split.train), bigram_loss_mine(logits, split.val)});
+  };
+  attn::Matrix rows({B * T, V});  // (B*T, V): the looked-up row of every input position
+  std::vector<int> targets(B * T);
+  report(0);
+  for (std::size_t step = 1; step <= config.steps; ++step) {
+    const attn::Batch batch = attn::get_batch(split.train, B, T, rng);  // x, y: (B, T)
+    for (std::size_t n = 0; n < B * T; ++n) {
+      lookup_row(logits, batch.x.data()[n], rows, n);
+      targets[n] = batch.y.data()[n];
+    }
+    const attn::Matrix grad = ex01::cross_entropy_grad(rows, targets);  // (B*T, V)
+    // A token that occurs k times in the batch receives k gradient rows: add them all up.
+    attn::Matrix table_grad = xt::zeros<float>({V, V});  // (V, V)
+    for (std::size_t n = 0; n < B * T; ++n) {
+      const auto row = static_cast<std::size_t>(batch.x.data()[n]);
+      for (std::size_t j = 0; j < V; ++j) table_grad(row, j) += grad(n, j);
+    }
+    const float progress = static_cast<float>(step - 1) / static_cast<float>(config.steps);
+    const float lr = config.learning_rate * (1.0f - progress);  // linear decay, as the library
+    logits -= lr * table_grad;
+    if (step % config.eval_interval == 0 || step == config.steps) report(step);
+  }
+}
+
+std::vector<int> generate_mine(const attn::Matrix& logits, int start, std::size_t n,
+                               float temperature, attn::Rng& rng) {
+  const std::size_t V = logits.shape()[1];
+  std::vector<int> out;
+  out.reserve(n);
+  int current = start;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::span<const float> row(logits.data() + static_cast<std::size_t>(current) * V, V);
+    current = ex01::sample_logits(row, temperature, rng);
+    out.push_back(current);
+  }
+  return out;
+}
+
+Functions reference_functions() {
+  return {+[](const attn::Vocab& v, std::string_view s) { return v.encode(s); },
+          +[](const attn::Vocab& v, std::span<const int> ids) { return v.decode(ids); },
+          &attn::bigram_counts,
+          &attn::bigram_loss,
+          &attn::train_bigram,
+          &attn::bigram_generate};
+}
+
+Functions mine_functions() {
+  return {&ex01::encode, &ex01::decode, &ex01::bigram_counts,
+          &bigram_loss_mine, &train_mine, &generate_mine};
+}
+
+// ---- Narration helpers.
+
+void section(int number, std::string_view title) {
+  const std::string line = fmt::format("{}. {}", number, title);
+  fmt::print("\n{}\n{}\n", line, std::string(line.size(), '-'));
+}
+
+std::string num(double value, int precision = 4) {
+  return attn::format_number(static_cast<float>(value), precision);
+}
+
+// Text as it would appear inside double quotes, with newlines and tabs made visible.
+std::string show_text(std::u32string_view chars) {
+  std::string out = "\"";
+  for (char32_t c : chars) {
+    if (c == U'\n') out += "\\n";
+    else if (c == U'\t') out += "\\t";
+    else if (c == U'"') out += "\\\"";
+    else out += attn::encode_utf8(c);
+  }
+  return out + "\"";
+}
+
+// One character for the narration: 'a', '\n', ' '.
+std::string char_name(char32_t c) {
+  return c == U' ' ? attn::printable(c) : "'" + attn::printable(c) + "'";
+}
+
+std::u32string chars_of(const attn::Vocab& vocab, std::span<const int> ids) {
+  std::u32string out;
+  for (int id : ids) out += vocab.char_of(id);
+  return out;
+}
+
+// Ids of the `k` most frequent characters of `tokens`, most frequent first (ties: lower id).
+std::vector<int> most_frequent(std::span<const int> tokens, std::size_t V, std::size_t k) {
+  std::vector<std::size_t> freq(V, 0);
+  for (int t : tokens) ++freq[static_cast<std::size_t>(t)];
+  std::vector<int> ids(V);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::stable_sort(ids.begin(), ids.end(), [&](int a, int b) {
+    return freq[static_cast<std::size_t>(a)] > freq[static_cast<std::size_t>(b)];
+  });
+  ids.resize(std::min(k, V));
+  return ids;
+}
+
+std::vector<std::string> labels_of(const attn::Vocab& vocab, std::span<const int> ids) {
+  std::vector<std::string> out;
+  for (int id : ids) out.push_back(attn::printable(vocab.char_of(id)));
+  return out;
+}
+
+// The chapter's own flags, with their defaults.
+struct Options {
+  attn::BigramTrainConfig train;  // --steps, --batch-size, --block-size, --lr, --eval-interval
+  std::size_t sample_length = 300;
+  float temperature = 1.0f;
+  std::string start;  // empty: the first character of the corpus
+};
+
+// Everything the flags ask of the corpus is checked before the walkthrough starts, so a bad
+// value fails fast with one line instead of after the training.
+void check_options(const Options& o, const attn::Vocab& vocab, const attn::Split& split) {
+  const std::size_t T = o.train.block_size;
+  const std::size_t shortest = std::min(split.train.size(), split.val.size());
+  if (shortest < T + 1) {
+    throw std::runtime_error(fmt::format(
+        "--block-size {} needs at least {} tokens in each split, but the corpus splits into {} "
+        "train and {} validation tokens",
+        T, T + 1, split.train.size(), split.val.size()));
+  }
+  std::u32string start;
+  try {
+    start = attn::decode_utf8(o.start);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("--start: {}", e.what()));
+  }
+  for (char32_t c : start) {
+    if (!vocab.contains(c)) {
+      throw std::runtime_error(fmt::format(
+          "--start: character {} (U+{:04X}) is not in the vocabulary of this corpus ({} characters)",
+          char_name(c),
+          static_cast<std::uint32_t>(c), vocab.size()));
+    }
+  }
+}
+
+// ---- The walkthrough.
+
+void run(const attn::CommonOptions& common, Options o) {
+  using Clock = std::chrono::steady_clock;
+  const auto t_start = Clock::now();
+  const Functions fns = common.mine ? mine_functions() : reference_functions();
+
+  const attn::Corpus corpus = attn::load_corpus(common.data);
+  const std::u32string text = attn::decode_utf8(corpus.text);
+  const attn::Vocab vocab = attn::Vocab::from_text(corpus.text);
+  const std::size_t V = vocab.size();
+  const attn::Split split = attn::train_val_split(vocab.encode(corpus.text));
+  if (o.start.empty()) o.start = attn::encode_utf8(text.front());
+  check_options(o, vocab, split);
+  const std::size_t B = o.train.batch_size, T = o.train.block_size;
+
+  fmt::print("Chapter 01: the bigram language model\n");
+  fmt::print("seed {}, corpus {}{}\n", common.seed, corpus.origin,
+             common.mine ? ", running YOUR exercises (--mine)" : "");
+
+  // 1. ---------------------------------------------------------------------------------------
+  section(1, "The task: predict the next character");
+  const auto lines = std::count(text.begin(), text.end(), U'\n') + (text.back() != U'\n' ? 1 : 0);
+  fmt::print("The corpus has {} characters ({} bytes of UTF-8) on {} lines.\n", text.size(),
+             corpus.text.size(), lines);
+  fmt::print("A model reads characters and, at every position, guesses the one that comes next.\n");
+  fmt::print("\nThe vocabulary is the sorted set of characters that occur: V = {}.\n", V);
+  std::string line = " ";
+  for (char32_t c : vocab.chars()) {
+    const std::string item = " " + attn::printable(c);
+    if (line.size() + item.size() > 90) {
+      fmt::print("{}\n", line);
+      line = " ";
+    }
+    line += item;
+  }
+  fmt::print("{}\n", line);
+
+  // A short phrase from the corpus: the start of its first line with at least 12 characters.
+  std::u32string phrase;
+  for (std::size_t begin = 0; begin < text.size() && phrase.empty();) {
+    std::size_t end = text.find(U'\n', begin);
+    if (end == std::u32string::npos) end = text.size();
+    if (end - begin >= 12) phrase = text.substr(begin, std::min<std::size_t>(end - begin, 24));
+    begin = end + 1;
+  }
+  if (phrase.empty()) phrase = text.substr(0, std::min<std::size_t>(text.size(), 24));
+  const std::string phrase_utf8 = attn::encode_utf8(phrase);
+  const std::vector<int> phrase_ids = fns.encode(vocab, phrase_utf8);
+  const std::string round_trip = fns.decode(vocab, phrase_ids);
+  fmt::print("\nA token is a character's position in that list. Encoding and decoding a phrase:\n");
+  fmt::print("  text    {}\n", show_text(phrase));
+  fmt::print("  encode  {}\n", attn::format_ids(phrase_ids));
+  fmt::print("  decode  {}  (round trip {})\n", show_text(attn::decode_utf8(round_trip)),
+             round_trip == phrase_utf8 ? "exact" : "DIFFERS: check ex01.1");
+
+  const std::vector<int> tokens = fns.encode(vocab, corpus.text);
+  fmt::print("\nThe whole corpus becomes {} tokens. The first 90% ({}) train the model, the last\n"
+             "10% ({}) measure it on text it never saw (the validation split).\n",
+             tokens.size(), split.train.size(), split.val.size());
+  const std::size_t first_n = std::min<std::size_t>(split.train.size(), 9);
+  const std::span<const int> first(split.train.data(), first_n);
+  fmt::print("The first {} tokens of the train split: {} = {}\n", first_n, attn::format_ids(first),
+             show_text(chars_of(vocab, first)));
+
+  // 2. ---------------------------------------------------------------------------------------
+  section(2, "Context and target");
+  fmt::print("A window of T = block_size = {} tokens is not one training example but {}: at\n"
+             "position t the context is x[0..t] and the target is y[t] = x[t+1].\n",
+             T, T);
+  const std::size_t shown = std::min<std::size_t>(T, 8);
+  std::vector<std::string> contexts;
+  std::size_t width = 0;
+  for (std::size_t t = 0; t < shown; ++t) {
+    const std::span<const int> context(split.train.data(), t + 1);
+    contexts.push_back(attn::format_ids(context));
+    width = std::max(width, contexts.back().size());
+  }
+  for (std::size_t t = 0; t < shown; ++t) {
+    const std::span<const int> context(split.train.data(), t + 1);
+    const int target = split.train[t + 1];
+    fmt::print("  when the context is {:<{}}  the target is {:<3}  {} -> {}\n", contexts[t], width,
+               target, show_text(chars_of(vocab, context)), char_name(vocab.char_of(target)));
+  }
+  if (T > shown) fmt::print("  ... {} more, up to a context of {} tokens\n", T - shown, T);
+  fmt::print("The bigram model below only looks at the LAST token of each context; the chapters\n"
+             "after this one learn to use the rest.\n");
+
+  attn::Rng batch_rng(common.seed, 1);  // its own stream: showing a batch changes no other number
+  const attn::Batch batch = attn::get_batch(split.train, B, T, batch_rng);
+  fmt::print("\nTraining takes B = {} windows at random positions at once: x and y have shape "
+             "(B, T) = {}.\n",
+             B, attn::shape_str(batch.x.shape()));
+  const std::size_t rows_shown = std::min<std::size_t>(B, 4);
+  for (std::size_t b = 0; b < rows_shown; ++b) {
+    const std::span<const int> xb(batch.x.data() + b * T, T), yb(batch.y.data() + b * T, T);
+    fmt::print("  x[{}] = {}\n  y[{}] = {}\n", b, show_text(chars_of(vocab, xb)), b,
+               show_text(chars_of(vocab, yb)));
+  }
+  if (B > rows_shown) fmt::print("  ... {} more rows\n", B - rows_shown);
+  bool shifted = true;
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t t = 0; t + 1 < T; ++t) shifted = shifted && batch.y(b, t) == batch.x(b, t + 1);
+  fmt::print("y is x shifted left by one (y[b, t] == x[b, t+1] for every b and t < T-1): {}.\n"
+             "So one batch holds B * T = {} (context, target) examples.\n",
+             shifted ? "yes" : "NO", B * T);
+
+  // 3. ---------------------------------------------------------------------------------------
+  section(3, "Counting: the best bigram table in closed form");
+  const attn::Matrix counts = fns.bigram_counts(split.train, V);  // (V, V)
+  fmt::print("counts[a, b] = how often b follows a in the train split: a (V, V) = ({}, {}) table\n"
+             "holding {} pairs.\n",
+             V, V, split.train.size() - 1);
+  std::vector<std::size_t> pairs(V * V);
+  std::iota(pairs.begin(), pairs.end(), std::size_t{0});
+  std::stable_sort(pairs.begin(), pairs.end(), [&](std::size_t p, std::size_t q) {
+    return counts.data()[p] > counts.data()[q];
+  });
+  fmt::print("The most frequent pairs, with P(b | a) = counts[a, b] / (sum of row a):\n");
+  for (std::size_t i = 0; i < std::min<std::size_t>(10, pairs.size()); ++i) {
+    const std::size_t a = pairs[i] / V, b = pairs[i] % V;
+    const float row_sum = xt::sum(xt::row(counts, static_cast<std::ptrdiff_t>(a)))();
+    const float c = counts(a, b);
+    fmt::print("  {:>5} -> {:<5} {:>7}   P = {}\n", char_name(vocab.char_of(static_cast<int>(a))),
+               char_name(vocab.char_of(static_cast<int>(b))), num(c, 0),
+               num(row_sum > 0.0f ? c / row_sum : 0.0f));
+  }
+
+  const std::vector<int> top8 = most_frequent(split.train, V, 8);
+  attn::Matrix sub({top8.size(), top8.size()});
+  for (std::size_t i = 0; i < top8.size(); ++i)
+    for (std::size_t j = 0; j < top8.size(); ++j)
+      sub(i, j) = counts(static_cast<std::size_t>(top8[i]), static_cast<std::size_t>(top8[j]));
+  fmt::print("\nThe counts among the {} most frequent characters (row: current, column: next):\n",
+             top8.size());
+  attn::MatrixFormat count_format;
+  count_format.precision = 0;
+  count_format.row_labels = labels_of(vocab, top8);
+  count_format.col_labels = count_format.row_labels;
+  fmt::print("{}", attn::format_matrix(sub, count_format));
+
+  // The raw frequencies minimise the train loss exactly; a tiny alpha stands in for alpha = 0.
+  const attn::Matrix frequencies = attn::bigram_logits_from_counts(counts, 1e-6f);  // (V, V)
+  const double floor_train = fns.bigram_loss(frequencies, split.train);
+  std::size_t unseen = 0;  // validation pairs that never occur in the train split
+  for (std::size_t i = 0; i + 1 < split.val.size(); ++i)
+    unseen += counts(static_cast<std::size_t>(split.val[i]), static_cast<std::size_t>(split.val[i + 1])) == 0.0f;
+  fmt::print("\nNormalising each row gives P(b | a), and W[a, b] = log P(b | a) is a table of logits\n"
+             "whose softmax is exactly those frequencies. No bigram table has a lower cross-entropy\n"
+             "on the train split (the floor): {}.\n"
+             "But a pair never seen in training gets probability 0, and {} of the {} validation\n"
+             "pairs are unseen: each would cost -log 0 = infinity. Adding 1 to every count first\n"
+             "(smoothing) keeps them possible:\n",
+             num(floor_train), unseen, split.val.size() - 1);
+  const attn::Matrix optimum = attn::bigram_logits_from_counts(counts, 1.0f);  // (V, V)
+  const double opt_train = fns.bigram_loss(optimum, split.train);
+  const double opt_val = fns.bigram_loss(optimum, split.val);
+  fmt::print("  the counting model W[a, b] = log((counts[a, b] + 1) / rowsum(counts + 1)):\n"
+             "    train loss {}, val loss {}  <- the number learning must approach\n",
+             num(opt_train), num(opt_val));
+  fmt::print("  for scale, a uniform guess over V = {} characters: log(V) = {}\n", V,
+             num(std::log(static_cast<double>(V))));
+
+  const std::vector<int> top = most_frequent(split.train, V, 16);
+  attn::Matrix probs({top.size(), top.size()});  // P(next | current) on the frequent characters
+  for (std::size_t i = 0; i < top.size(); ++i)
+    for (std::size_t j = 0; j < top.size(); ++j)
+      probs(i, j) = std::exp(optimum(static_cast<std::size_t>(top[i]), static_cast<std::size_t>(top[j])));
+  attn::HeatmapOptions heat;
+  heat.title = fmt::format("P(next | current), the {} most frequent characters", top.size());
+  heat.row_labels = labels_of(vocab, top);
+  heat.col_labels = heat.row_labels;
+  heat.vmin = 0.0f;
+  fmt::print("\nThe same table as probabilities, as a picture (rows: current, columns: next):\n");
+  fmt::print("{}", attn::heatmap_text(probs, heat, attn::use_color(stdout)));
+  if (common.svg_dir) {
+    const auto path = *common.svg_dir / "bigram_counts.svg";
+    attn::write_svg(path, attn::heatmap_svg(probs, heat));
+    fmt::print("(written to {})\n", path.string());
+  }
+
+  // 4. ---------------------------------------------------------------------------------------
+  section(4, "Learning: the same table by gradient descent");
+  attn::Matrix logits = xt::zeros<float>({V, V});  // (V, V), every row uniform at the start
+  fmt::print("Start from a ({}, {}) table of zeros: every row is the uniform guess, loss log(V).\n"
+             "Each step draws a batch, looks up the row of every input token ((B*T, V) = ({}, {})\n"
+             "logits), and moves each looked-up row against the gradient of the mean cross-entropy,\n"
+             "(softmax(row) - onehot(target)) / (B*T). A row used k times gets k such terms.\n",
+             V, V, B * T, V);
+  fmt::print("The step size starts at {} and falls linearly toward 0 over the {} steps: big steps\n"
+             "travel far early, small ones late average out the noise of random batches.\n",
+             fmt::format("{:g}", o.train.learning_rate), o.train.steps);
+  fmt::print("batch size {}, block size {}:\n", B, T);
+  attn::Rng train_rng(common.seed);
+  attn::BigramReport last{};
+  const auto t_train = Clock::now();
+  fns.train(logits, split, o.train, train_rng, [&](const attn::BigramReport& r) {
+    fmt::print("  step {:>6}   train loss {}   val loss {}\n", r.step, num(r.train_loss),
+               num(r.val_loss));
+    last = r;
+  });
+  const std::chrono::duration<double> train_time = Clock::now() - t_train;
+  fmt::print("After {} steps the learned table has train loss {}, {} above the floor, and\n"
+             "val loss {} against {} for the counting model (difference {}).\n",
+             last.step, num(last.train_loss), num(last.train_loss - floor_train), num(last.val_loss),
+             num(opt_val), num(last.val_loss - opt_val));
+  if (last.val_loss < opt_val) {
+    fmt::print("Learning beats counting on unseen text here: +1 is strong smoothing for this corpus\n"
+               "({} pretend pairs added to {} real ones), and gradient descent stopped after {}\n"
+               "steps never pushes an unseen pair all the way down, a gentler smoothing.\n",
+               V * V, split.train.size() - 1, last.step);
+  } else {
+    fmt::print("Learning and counting found nearly the same table, by two very different routes.\n");
+  }
+  if (common.timing)
+    fmt::print("(training took {} ms)\n", num(train_time.count() * 1000.0, 1));
+
+  // 5. ---------------------------------------------------------------------------------------
+  section(5, "Sampling: writing with the learned table");
+  const std::vector<int> start_ids = fns.encode(vocab, o.start);
+  attn::Rng sample_rng(common.seed, 2);
+  const std::vector<int> sampled =
+      fns.generate(logits, start_ids.back(), o.sample_length, o.temperature, sample_rng);
+  fmt::print("Start from {}, then {} times: take the row of the last character, softmax(row / {}),\n"
+             "draw the next character from it, append it.\n",
+             show_text(attn::decode_utf8(o.start)), o.sample_length, num(o.temperature, 2));
+  fmt::print("\n{}{}\n", o.start, fns.decode(vocab, sampled));
+  fmt::print("\nLocally plausible pairs, no words: one character of context is not enough.\n"
+             "Next: chapter 02 lets every position look at its whole past.\n");
+  if (common.timing) {
+    const std::chrono::duration<double> total = Clock::now() - t_start;
+    fmt::print("(whole run: {} ms)\n", num(total.count() * 1000.0, 1));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  attn::Cli cli("01_bigram",
+                "Chapter 01: the bigram language model. Predict the next character from the "
+                "current one with a V x V table, built by counting and by gradient descent, "
+                "then sample text from it.");
+  Options o;
+  cli.add_size("--steps", o.train.steps, "optimizer steps");
+  cli.add_size("--batch-size", o.train.batch_size, "B, windows per step");
+  cli.add_size("--block-size", o.train.block_size, "T, tokens per window");
+  cli.add_float("--lr", o.train.learning_rate, "learning rate", 0.0f);
+  cli.add_size("--eval-interval", o.train.eval_interval, "report the losses every N steps");
+  cli.add_size("--sample-length", o.sample_length, "characters to sample at the end");
+  cli.add_float("--temperature", o.temperature, "sampling temperature (> 0)", 0.0f);
+  cli.add_string("--start", o.start,
+                 "first characters of the sample (default: the corpus's first character)");
+  return cli.run(argc, argv, [&](const attn::CommonOptions& common) { run(common, o); });
+}
