@@ -1,0 +1,79 @@
+// Tests for attn/sample.hpp: temperature and sampling (chapters 01 and 07).
+// Sampling is checked statistically with a fixed seed and bounds of several standard errors,
+// so the tests are deterministic and far from flaky.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "attn/random.hpp"
+#include "attn/sample.hpp"
+#include "test_helpers.hpp"
+
+TEST_SUITE("sample") {
+
+TEST_CASE("temperature 1 is the plain softmax") {
+  const std::vector<float> logits = {1.0f, 2.0f, 3.0f};
+  const attn::Vector want = {0.09003057f, 0.24472847f, 0.66524096f};
+  CHECK_TENSOR_NEAR(attn::probs_with_temperature(logits, 1.0f), want, 1e-7, 1e-6);
+}
+
+TEST_CASE("temperature divides the logits before the softmax") {
+  const std::vector<float> logits = {1.0f, 2.0f, 3.0f};
+  // softmax([0.5, 1, 1.5])
+  const attn::Vector want = {0.18632372f, 0.30719589f, 0.50648039f};
+  CHECK_TENSOR_NEAR(attn::probs_with_temperature(logits, 2.0f), want, 1e-7, 1e-6);
+  const attn::Vector flat = attn::probs_with_temperature(logits, 1000.0f);
+  for (const float p : flat) CHECK(p == doctest::Approx(1.0 / 3.0).epsilon(1e-2));
+}
+
+TEST_CASE("a tiny temperature is nearly argmax") {
+  const std::vector<float> logits = {1.0f, 3.0f, 2.9f, -5.0f};
+  const attn::Vector p = attn::probs_with_temperature(logits, 1e-3f);
+  CHECK(p(1) == doctest::Approx(1.0).epsilon(1e-6));
+  attn::Rng rng(3);
+  for (int i = 0; i < 1000; ++i) CHECK(attn::sample_logits(logits, 1e-3f, rng) == 1);
+}
+
+TEST_CASE("at temperature 1 the frequencies approach the softmax") {
+  const std::vector<float> logits = {0.0f, 1.0f, 2.0f, -1.0f};
+  const attn::Vector p = attn::probs_with_temperature(logits, 1.0f);
+  const int n = 200000;
+  std::vector<int> counts(4, 0);
+  attn::Rng rng(2024);
+  for (int i = 0; i < n; ++i) ++counts[static_cast<std::size_t>(attn::sample_logits(logits, 1.0f, rng))];
+  for (std::size_t k = 0; k < 4; ++k) {
+    const double pk = static_cast<double>(p(k));
+    const double freq = counts[k] / static_cast<double>(n);
+    const double se = std::sqrt(pk * (1.0 - pk) / n);
+    CAPTURE(k);
+    CHECK(std::abs(freq - pk) < 5.0 * se);
+  }
+}
+
+TEST_CASE("equal seeds give equal samples") {
+  const std::vector<float> logits = {0.3f, -0.2f, 1.5f, 0.0f, 0.7f};
+  attn::Rng a(99);
+  attn::Rng b(99);
+  for (int i = 0; i < 100; ++i) CHECK(attn::sample_logits(logits, 0.8f, a) == attn::sample_logits(logits, 0.8f, b));
+}
+
+TEST_CASE("a temperature that is not > 0, or not finite, is an error") {
+  const std::vector<float> logits = {1.0f, 2.0f};
+  attn::Rng rng(1);
+  CHECK_THROWS_WITH_AS(attn::sample_logits(logits, 0.0f, rng),
+                       "attn::sample_logits: temperature must be > 0, got 0", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(attn::probs_with_temperature(logits, -0.5f),
+                       "attn::probs_with_temperature: temperature must be > 0, got -0.5",
+                       std::invalid_argument);
+  CHECK_THROWS_AS(attn::sample_logits(logits, std::numeric_limits<float>::quiet_NaN(), rng),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(attn::sample_logits(logits, std::numeric_limits<float>::infinity(), rng),
+                  std::invalid_argument);
+  CHECK_THROWS_WITH_AS(attn::sample_logits(std::vector<float>{}, 1.0f, rng),
+                       "attn::sample_logits: logits must not be empty", std::invalid_argument);
+}
+
+}  // TEST_SUITE
