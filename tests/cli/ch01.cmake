@@ -1,0 +1,42 @@
+# Chapter 01 (01_bigram): bad input exits with 2 (command line) or 1 (runtime) and one line on
+# stderr. Every value here fails on the shipped corpus and on Tiny Shakespeare alike, so the tests
+# pass with or without ATTN_DATA.
+
+# Sizes and floats are checked by attn::Cli.
+attn_cli_test(ch01.steps_zero EXIT 2 MATCH "--steps must be at least 1, got 0"
+              COMMAND 01_bigram --steps 0)
+attn_cli_test(ch01.batch_size_negative EXIT 2 MATCH "--batch-size must be at least 1, got -3"
+              COMMAND 01_bigram --batch-size -3)
+attn_cli_test(ch01.block_size_zero EXIT 2 MATCH "--block-size must be at least 1, got 0"
+              COMMAND 01_bigram --block-size 0)
+attn_cli_test(ch01.temperature_zero EXIT 2 MATCH "--temperature must be > 0, got 0"
+              COMMAND 01_bigram --temperature 0)
+attn_cli_test(ch01.temperature_negative EXIT 2 MATCH "--temperature must be > 0, got -1"
+              COMMAND 01_bigram --temperature -1)
+attn_cli_test(ch01.lr_not_a_number EXIT 2 MATCH "--lr expects a number, got 'abc'"
+              COMMAND 01_bigram --lr abc)
+attn_cli_test(ch01.unknown_flag EXIT 2 MATCH "unknown option '--frobnicate'"
+              COMMAND 01_bigram --frobnicate)
+
+# What the flags ask of the corpus is checked by the chapter, before the walkthrough starts.
+attn_cli_test(ch01.start_unknown_character EXIT 1
+              MATCH "--start: character '@' \\(U\\+0040\\) is not in the vocabulary"
+              COMMAND 01_bigram --start "T@")
+attn_cli_test(ch01.block_size_beyond_corpus EXIT 1
+              MATCH "--block-size 2000000 needs at least 2000001 tokens in each split, but the corpus splits into [0-9]+ train and [0-9]+ validation tokens"
+              COMMAND 01_bigram --block-size 2000000)
+
+# Bad corpora are reported by the library (attn::read_corpus).
+set(ch01_empty ${CMAKE_CURRENT_BINARY_DIR}/ch01_empty.txt)
+set(ch01_invalid ${CMAKE_CURRENT_BINARY_DIR}/ch01_invalid_utf8.txt)
+file(WRITE ${ch01_empty} "")
+string(ASCII 255 ch01_byte_ff)
+file(WRITE ${ch01_invalid} "To be, or not ${ch01_byte_ff} to be\n")
+attn_cli_test(ch01.data_missing EXIT 1
+              MATCH "cannot read corpus '.*no_such_corpus.txt': No such file or directory"
+              COMMAND 01_bigram --data ${CMAKE_CURRENT_BINARY_DIR}/no_such_corpus.txt)
+attn_cli_test(ch01.data_empty EXIT 1 MATCH "corpus '.*ch01_empty.txt' is empty"
+              COMMAND 01_bigram --data ${ch01_empty})
+attn_cli_test(ch01.data_invalid_utf8 EXIT 1
+              MATCH "corpus '.*ch01_invalid_utf8.txt' is not valid UTF-8: invalid UTF-8 at byte 14 \\(0xff\\)"
+              COMMAND 01_bigram --data ${ch01_invalid})
