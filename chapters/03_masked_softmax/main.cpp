@@ -261,7 +261,9 @@ Matrix show_nan_trap(const Kernels& k, const Matrix& scores, const Matrix& weigh
   const Matrix naive_mask = attn::causal_mask_additive_naive(T);  // (T, T)
   print("naive mask (T, T): NaN exactly where attention should be allowed:\n");
   print(matrix_text(naive_mask));
-  const Matrix broken = k.softmax(scores + naive_mask);  // (T, T)
+  // Always the library's softmax: it lets a NaN through on purpose (NaN in, NaN out). A softmax
+  // whose row maximum is std::max(m, z) skips NaN and would hide the trap behind zeros.
+  const Matrix broken = attn::softmax<2>(scores + naive_mask);  // (T, T)
   print(
       "NaN spreads: a NaN score makes its row maximum and its row sum NaN, so every weight of\n"
       "the \"causal attention\" is NaN:\n");
