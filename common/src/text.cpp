@@ -173,12 +173,17 @@ Vocab Vocab::from_text(std::string_view text) {
 Vocab::Vocab(std::u32string sorted_unique_chars) : chars_(std::move(sorted_unique_chars)) {
   // id_of is a binary search, so the order is part of the contract: check it once here.
   require(!chars_.empty(), "attn::Vocab", "a vocabulary needs at least one character");
+  // The messages are built only on failure (require() evaluates its arguments every time, and
+  // chars_[i - 1] must not be read at i == 0).
   for (std::size_t i = 0; i < chars_.size(); ++i) {
-    require(is_scalar_value(chars_[i]), "attn::Vocab",
-            code_point_name(chars_[i]) + " is not a Unicode scalar value");
-    require(i == 0 || chars_[i - 1] < chars_[i], "attn::Vocab",
-            "characters must be sorted by code point and unique, but " +
-                code_point_name(chars_[i]) + " follows " + code_point_name(chars_[i - 1]));
+    if (!is_scalar_value(chars_[i])) {
+      require(false, "attn::Vocab", code_point_name(chars_[i]) + " is not a Unicode scalar value");
+    }
+    if (i > 0 && !(chars_[i - 1] < chars_[i])) {
+      require(false, "attn::Vocab",
+              "characters must be sorted by code point and unique, but " +
+                  code_point_name(chars_[i]) + " follows " + code_point_name(chars_[i - 1]));
+    }
   }
 }
 

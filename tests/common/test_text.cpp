@@ -179,6 +179,9 @@ TEST_CASE("the constructor rejects unsorted, repeated or empty character lists")
   CHECK_THROWS_AS(attn::Vocab(U"bac"), std::invalid_argument);
   CHECK_THROWS_AS(attn::Vocab(U"abb"), std::invalid_argument);
   CHECK_THROWS_AS(attn::Vocab(U""), std::invalid_argument);
+  CHECK_THROWS_AS(attn::Vocab(std::u32string{U'a', char32_t{0xD800}}), std::invalid_argument);
+  CHECK(message_of<std::invalid_argument>([] { (void)attn::Vocab(U"bac"); }) ==
+        "attn::Vocab: characters must be sorted by code point and unique, but U+0061 follows U+0062");
 }
 
 TEST_CASE("an unknown character is named on one line with its code point and the vocabulary size") {
