@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "attn/cli.hpp"
+#include "attn/corpus.hpp"
 #include "attn/mask.hpp"
 #include "attn/plot.hpp"
 #include "attn/print.hpp"
@@ -317,7 +318,12 @@ int main(int argc, char** argv) {
                              ", got " + size_text(T) + " (every (T, T) matrix is printed)");
     }
     const Kernels k = options.mine ? learner_kernels() : reference_kernels();
+    // The scores here are random, so no text is needed; a bad --data is still an error.
+    const std::string corpus_origin = options.data ? attn::load_corpus(options.data).origin : "";
     print("Chapter 03: masked softmax\n");
+    if (!corpus_origin.empty()) {
+      print("corpus: " + corpus_origin + ", read but not used (the scores are random)\n");
+    }
     print("T = " + size_text(T) + ", scale = " + attn::format_number(scale, 1) +
           ", seed = " + std::to_string(options.seed) + ", functions: " +
           (options.mine ? "yours (ex03::, --mine)" : "the reference (attn::)") + "\n");
