@@ -26,17 +26,6 @@ attn_cli_test(ch01.block_size_beyond_corpus EXIT 1
               MATCH "--block-size 2000000 needs at least 2000001 tokens in each split, but the corpus splits into [0-9]+ train and [0-9]+ validation tokens"
               COMMAND 01_bigram --block-size 2000000)
 
-# Bad corpora are reported by the library (attn::read_corpus).
-set(ch01_empty ${CMAKE_CURRENT_BINARY_DIR}/ch01_empty.txt)
-set(ch01_invalid ${CMAKE_CURRENT_BINARY_DIR}/ch01_invalid_utf8.txt)
-file(WRITE ${ch01_empty} "")
-string(ASCII 255 ch01_byte_ff)
-file(WRITE ${ch01_invalid} "To be, or not ${ch01_byte_ff} to be\n")
-attn_cli_test(ch01.data_missing EXIT 1
-              MATCH "cannot read corpus '.*no_such_corpus.txt': No such file or directory"
-              COMMAND 01_bigram --data ${CMAKE_CURRENT_BINARY_DIR}/no_such_corpus.txt)
-attn_cli_test(ch01.data_empty EXIT 1 MATCH "corpus '.*ch01_empty.txt' is empty"
-              COMMAND 01_bigram --data ${ch01_empty})
-attn_cli_test(ch01.data_invalid_utf8 EXIT 1
-              MATCH "corpus '.*ch01_invalid_utf8.txt' is not valid UTF-8: invalid UTF-8 at byte 14 \\(0xff\\)"
-              COMMAND 01_bigram --data ${ch01_invalid})
+# A missing, empty or invalid UTF-8 corpus (--data) is reported by the library, attn::read_corpus;
+# tests/cli/CMakeLists.txt checks it for every chapter: cli.ch01.generic.data_missing,
+# cli.ch01.generic.data_empty and cli.ch01.generic.data_invalid_utf8.
