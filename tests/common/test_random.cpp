@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attn/random.hpp"
+#include "test_helpers.hpp"
 
 namespace {
 
@@ -273,7 +274,7 @@ TEST_CASE("randn is reproducible from the seed") {
   const attn::Matrix ma = attn::randn(a, 4, 4);
   const attn::Matrix mb = attn::randn(b, 4, 4);
   const attn::Matrix mc = attn::randn(c, 4, 4);
-  CHECK(ma == mb);
+  CHECK_TENSOR_NEAR(ma, mb, 0.0, 0.0);  // bit-identical, not merely close
   CHECK(ma != mc);
 }
 

@@ -189,6 +189,12 @@ TEST_CASE("an unknown character is named on one line with its code point and the
   const std::string message = message_of<std::invalid_argument>([&] { (void)vocab.id_of(U'Z'); });
   CHECK(message == "unknown character 'Z' (U+005A): the vocabulary has 4 characters, see --help");
 
+  // encode() reports the same error for an unknown ASCII character between known ones.
+  CHECK(message_of<std::invalid_argument>([&] { (void)vocab.encode("hex"); }) ==
+        "unknown character 'x' (U+0078): the vocabulary has 4 characters, see --help");
+  CHECK(message_of<std::invalid_argument>([&] { (void)vocab.encode("h e"); }) ==
+        "unknown character ' ' (U+0020): the vocabulary has 4 characters, see --help");
+
   // A newline must not break the message over two lines.
   const std::string newline = message_of<std::invalid_argument>([&] { (void)vocab.id_of(U'\n'); });
   CHECK(newline.find('\n') == std::string::npos);
