@@ -14,6 +14,7 @@
 
 #include "attn/averaging.hpp"
 #include "attn/cli.hpp"
+#include "attn/corpus.hpp"
 #include "attn/mask.hpp"
 #include "attn/matmul.hpp"
 #include "attn/plot.hpp"
@@ -148,10 +149,16 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
         fmt::format("--channels must be at most {}, got {}", kMaxChannels, C));
   }
   const Averaging& ops = opts.mine ? kMine : kReference;
+  // The tokens here are random vectors, so no text is needed; a bad --data is still an error.
+  const std::string corpus_origin = opts.data ? attn::load_corpus(opts.data).origin : "";
 
   fmt::print("02_averaging: the mathematical trick in attention\n");
   fmt::print("seed {}, T = {} time steps, C = {} channels{}\n", opts.seed, T, C,
              opts.mine ? ", running YOUR exercises (--mine)" : "");
+  if (!corpus_origin.empty()) {
+    fmt::print("corpus: {}, read but not used (the tokens here are random vectors)\n",
+               corpus_origin);
+  }
 
   // 1. ------------------------------------------------------------------------------------
   heading("1. Why average");
