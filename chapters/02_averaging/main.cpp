@@ -153,8 +153,8 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
   const std::string corpus_origin = opts.data ? attn::load_corpus(opts.data).origin : "";
 
   fmt::print("02_averaging: the mathematical trick in attention\n");
-  fmt::print("seed {}, T = {} time steps, C = {} channels{}\n", opts.seed, T, C,
-             opts.mine ? ", running YOUR exercises (--mine)" : "");
+  fmt::print("seed {}, T = {} time step{}, C = {} channel{}{}\n", opts.seed, T, T == 1 ? "" : "s",
+             C, C == 1 ? "" : "s", opts.mine ? ", running YOUR exercises (--mine)" : "");
   if (!corpus_origin.empty()) {
     fmt::print("corpus: {}, read but not used (the tokens here are random vectors)\n",
                corpus_origin);
