@@ -28,6 +28,7 @@ using attn::Matrix;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr std::size_t kMaxTimeSteps = 16;  // every (T, T) matrix is printed
+constexpr float kMaxScale = 1000.0f;       // far past saturation, far below float overflow
 
 // The four functions this chapter teaches: from attn:: (the reference) or, with --mine, from the
 // learner's ex03:: exercises.
@@ -176,8 +177,9 @@ void show_minus_1e9(const Kernels& k, const Matrix& scores, const Mask& mask,
         ". A masked key adds nothing to the row sum. Much code masks with\n"
         "-1e9 instead. In float32 the numbers near 1e9 are " +
         attn::format_number(std::nextafter(1e9f, kInf) - 1e9f, 0) +
-        " apart, so a score added to -1e9\n"
-        "simply disappears (here the score of query 0 for key " + size_text(key) + "):\n");
+        " apart, so a score below 32 in size,\n"
+        "added to -1e9, simply disappears (here the score of query 0 for key " + size_text(key) +
+        "):\n");
   const float sum = score + -1e9f;
   print("  " + attn::format_number(score) + " + (-1e9) = " + attn::format_number(sum) +
         ", equal to -1e9: " + (sum == -1e9f ? "yes" : "no") + "\n");
@@ -310,12 +312,19 @@ int main(int argc, char** argv) {
   cli.add_size("--time-steps", T,
                "sequence length T: the scores, the mask and the weights are (T, T) (at most " +
                    size_text(kMaxTimeSteps) + ")");
-  cli.add_float("--scale", scale, "standard deviation of the random scores", 0.0f);
+  cli.add_float("--scale", scale,
+                "standard deviation of the random scores (at most " +
+                    attn::format_number(kMaxScale, 0) + ")",
+                0.0f);
 
   return cli.run(argc, argv, [&](const attn::CommonOptions& options) {
     if (T > kMaxTimeSteps) {
       throw attn::UsageError("--time-steps must be at most " + size_text(kMaxTimeSteps) +
                              ", got " + size_text(T) + " (every (T, T) matrix is printed)");
+    }
+    if (scale > kMaxScale) {
+      throw attn::UsageError("--scale must be at most " + attn::format_number(kMaxScale, 0) +
+                             ", got " + attn::format_number(scale, 1));
     }
     const Kernels k = options.mine ? learner_kernels() : reference_kernels();
     // The scores here are random, so no text is needed; a bad --data is still an error.
@@ -332,7 +341,7 @@ int main(int argc, char** argv) {
     const Matrix scores = attn::randn(rng, T, T, scale);  // (T, T)
     show_scores(scores, scale);
 
-    const Mask mask = k.causal_mask(T);               // (T, T) bool
+    const Mask mask = k.causal_mask(T);                 // (T, T) bool
     const Matrix additive = k.causal_mask_additive(T);  // (T, T) 0 / -inf
     show_mask(mask, additive, scores);
 
