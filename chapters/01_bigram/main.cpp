@@ -217,8 +217,7 @@ void check_options(const Options& o, const attn::Vocab& vocab, const attn::Split
     if (!vocab.contains(c)) {
       throw std::runtime_error(fmt::format(
           "--start: character {} (U+{:04X}) is not in the vocabulary of this corpus ({} characters)",
-          char_name(c),
-          static_cast<std::uint32_t>(c), vocab.size()));
+          char_name(c), static_cast<std::uint32_t>(c), vocab.size()));
     }
   }
 }
@@ -469,7 +468,8 @@ int main(int argc, char** argv) {
   cli.add_size("--steps", o.train.steps, "optimizer steps");
   cli.add_size("--batch-size", o.train.batch_size, "B, windows per step");
   cli.add_size("--block-size", o.train.block_size, "T, tokens per window");
-  cli.add_float("--lr", o.train.learning_rate, "learning rate", 0.0f);
+  cli.add_float("--lr", o.train.learning_rate, "learning rate at step 1, decaying linearly to 0",
+                0.0f);
   cli.add_size("--eval-interval", o.train.eval_interval, "report the losses every N steps");
   cli.add_size("--sample-length", o.sample_length, "characters to sample at the end");
   cli.add_float("--temperature", o.temperature, "sampling temperature (> 0)", 0.0f);
