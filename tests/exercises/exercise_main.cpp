@@ -105,6 +105,7 @@ Failure describe(const doctest::AssertData& a) {
   const std::string macro = doctest::assertString(a.m_at);
   const std::string expr = one_line(a.m_expr);
   const std::string exception = a.m_threw ? one_line(a.m_exception.c_str()) : std::string{};
+  const std::string values = one_line(a.m_decomp.c_str());
   std::string what;
   if (a.m_at & (is_throws_as | is_throws_with)) {
     what = a.m_threw ? fmt::format("{}({}) threw a different exception: {}", macro, expr, exception)
@@ -113,14 +114,19 @@ Failure describe(const doctest::AssertData& a) {
     what = fmt::format("{}({}) did not throw", macro, expr);
   } else if (a.m_threw) {
     what = fmt::format("{}({}) threw: {}", macro, expr, exception);
+  } else if (values == "false" || values == "true") {
+    what = fmt::format("{}({}) failed", macro, expr);
   } else {
-    what = fmt::format("{}({}) with values {}", macro, expr, one_line(a.m_decomp.c_str()));
+    what = fmt::format("{}({}) with values {}", macro, expr, values);
   }
   const std::string context = active_contexts();
   if (context.empty()) return {what, exception};
-  // CHECK_MESSAGE(ok, why) and CHECK_TENSOR_NEAR: the message says it all when the values don't.
-  const std::string values = one_line(a.m_decomp.c_str());
-  if (!a.m_threw && (values == "false" || values == "true")) return {context, exception};
+  // CAPTURE(i) gives "i := 3": the check first, then where. A message from INFO or CHECK_MESSAGE
+  // (CHECK_TENSOR_NEAR reports that way) explains the failure better than the check: it comes
+  // first.
+  if (context.find(" := ") != std::string::npos) {
+    return {fmt::format("{} at {}", what, context), exception};
+  }
   return {fmt::format("{} [{}]", context, what), exception};
 }
 
@@ -473,8 +479,9 @@ int report_stubs(bool crashed) {
   for (const auto& [id, paths] : cat.stubs) {
     const auto parsed = parse_id(id);
     if (!parsed || cat.chapters.count(parsed->chapter) == 0) continue;
+    const std::string& stub_id = id;  // (older clangs cannot capture a structured binding)
     const bool covered = std::any_of(cat.exercises.begin(), cat.exercises.end(),
-                                     [&](const Exercise& ex) { return ex.id.id == id; });
+                                     [&stub_id](const Exercise& ex) { return ex.id.id == stub_id; });
     if (!covered) {
       fmt::print("{:<8} PROBLEM\n  {}: stub {} has no tests (no TEST_SUITE(\"{} <title>\"))\n", id,
                  id, repo_relative(paths.front()), id);
