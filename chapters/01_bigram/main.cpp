@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <functional>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -18,6 +17,8 @@
 
 #include "attn/bigram.hpp"
 #include "attn/check.hpp"
+#include "attn/loss.hpp"
+#include "attn/sample.hpp"
 #include "attn/cli.hpp"
 #include "attn/corpus.hpp"
 #include "attn/plot.hpp"
@@ -28,111 +29,27 @@
 
 namespace {
 
-using ReportFn = std::function<void(const attn::BigramReport&)>;
-
-// The functions the walkthrough calls: from attn:: (the reference) or, with --mine, built from
-// the learner's ex01:: exercises. Nothing else in the chapter computes the math itself.
+// The functions the walkthrough calls: from attn:: (the reference) or, with --mine, the
+// learner's ex01:: exercises. Training and sampling take the gradient and the sampler as
+// parameters, so --mine runs the very same loop with the learner's pieces. The losses are always
+// measured with attn::bigram_loss, so the numbers of both runs compare directly.
 struct Functions {
-  std::vector<int> (*encode)(const attn::Vocab&, std::string_view);          // ex01.1
-  std::string (*decode)(const attn::Vocab&, std::span<const int>);           // ex01.1
-  attn::Matrix (*bigram_counts)(std::span<const int>, std::size_t);          // ex01.2
-  double (*bigram_loss)(const attn::Matrix&, std::span<const int>);          // ex01.3
-  void (*train)(attn::Matrix&, const attn::Split&, const attn::BigramTrainConfig&, attn::Rng&,
-                const ReportFn&);                                            // ex01.3
-  std::vector<int> (*generate)(const attn::Matrix&, int, std::size_t, float, attn::Rng&);  // ex01.4
+  std::vector<int> (*encode)(const attn::Vocab&, std::string_view);  // ex01.1
+  std::string (*decode)(const attn::Vocab&, std::span<const int>);   // ex01.1
+  attn::Matrix (*bigram_counts)(std::span<const int>, std::size_t);  // ex01.2
+  attn::CrossEntropyGradFn cross_entropy_grad;                       // ex01.3
+  attn::SampleFn sample_logits;                                      // ex01.4
 };
-
-// ---- --mine: the same steps as attn::bigram_loss / train_bigram / bigram_generate, with the
-// learner's cross-entropy, gradient and sampler in place of the library's.
-
-// Copies row `token` of the table into row `n` of `rows`: the bigram "forward pass".
-void lookup_row(const attn::Matrix& table, int token, attn::Matrix& rows, std::size_t n) {
-  const std::size_t V = table.shape()[1];
-  std::copy_n(table.data() + static_cast<std::size_t>(token) * V, V, rows.data() + n * V);
-}
-
-// Mean cross-entropy of predicting tokens[i+1] from tokens[i], with ex01::cross_entropy. Every
-// occurrence of a pair (a, b) costs the same, so each distinct pair is scored once, as a batch of
-// one row, and weighted by how often it occurs: O(V^3) work instead of O(n V) on a long split.
-double bigram_loss_mine(const attn::Matrix& logits, std::span<const int> tokens) {
-  if (tokens.size() < 2) throw std::invalid_argument("bigram loss: need at least 2 tokens");
-  const std::size_t V = logits.shape()[1];
-  std::vector<double> pairs(V * V, 0.0);  // (V * V,): occurrences of each pair
-  for (std::size_t i = 0; i + 1 < tokens.size(); ++i)
-    pairs[static_cast<std::size_t>(tokens[i]) * V + static_cast<std::size_t>(tokens[i + 1])] += 1.0;
-  attn::Matrix row({1, V});  // (1, V)
-  double total = 0.0;
-  for (std::size_t a = 0; a < V; ++a) {
-    lookup_row(logits, static_cast<int>(a), row, 0);
-    for (std::size_t b = 0; b < V; ++b) {
-      if (pairs[a * V + b] == 0.0) continue;
-      const int target[1] = {static_cast<int>(b)};
-      total += pairs[a * V + b] * ex01::cross_entropy(row, target);
-    }
-  }
-  return total / static_cast<double>(tokens.size() - 1);
-}
-
-// Mini-batch gradient descent as in attn::train_bigram (same batches, same decaying step), with
-// the gradient from ex01::cross_entropy_grad. Its rounding may differ from the library's in the
-// last digits, so --mine can print slightly different losses even when every exercise is right.
-void train_mine(attn::Matrix& logits, const attn::Split& split,
-                const attn::BigramTrainConfig& config, attn::Rng& rng, const ReportFn& on_report) {
-  const std::size_t V = logits.shape()[1];
-  const std::size_t B = config.batch_size, T = config.block_size;
-  const auto report = [&](std::size_t step) {
-    if (on_report)
-      on_report({step, bigram_loss_mine(logits, split.train), bigram_loss_mine(logits, split.val)});
-  };
-  attn::Matrix rows({B * T, V});  // (B*T, V): the looked-up row of every input position
-  std::vector<int> targets(B * T);
-  report(0);
-  for (std::size_t step = 1; step <= config.steps; ++step) {
-    const attn::Batch batch = attn::get_batch(split.train, B, T, rng);  // x, y: (B, T)
-    for (std::size_t n = 0; n < B * T; ++n) {
-      lookup_row(logits, batch.x.data()[n], rows, n);
-      targets[n] = batch.y.data()[n];
-    }
-    const attn::Matrix grad = ex01::cross_entropy_grad(rows, targets);  // (B*T, V)
-    // A token that occurs k times in the batch receives k gradient rows: add them all up.
-    attn::Matrix table_grad = xt::zeros<float>({V, V});  // (V, V)
-    for (std::size_t n = 0; n < B * T; ++n) {
-      const auto row = static_cast<std::size_t>(batch.x.data()[n]);
-      for (std::size_t j = 0; j < V; ++j) table_grad(row, j) += grad(n, j);
-    }
-    const float progress = static_cast<float>(step - 1) / static_cast<float>(config.steps);
-    const float lr = config.learning_rate * (1.0f - progress);  // linear decay, as the library
-    logits -= lr * table_grad;
-    if (step % config.eval_interval == 0 || step == config.steps) report(step);
-  }
-}
-
-std::vector<int> generate_mine(const attn::Matrix& logits, int start, std::size_t n,
-                               float temperature, attn::Rng& rng) {
-  const std::size_t V = logits.shape()[1];
-  std::vector<int> out;
-  out.reserve(n);
-  int current = start;
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::span<const float> row(logits.data() + static_cast<std::size_t>(current) * V, V);
-    current = ex01::sample_logits(row, temperature, rng);
-    out.push_back(current);
-  }
-  return out;
-}
 
 Functions reference_functions() {
   return {+[](const attn::Vocab& v, std::string_view s) { return v.encode(s); },
           +[](const attn::Vocab& v, std::span<const int> ids) { return v.decode(ids); },
-          &attn::bigram_counts,
-          &attn::bigram_loss,
-          &attn::train_bigram,
-          &attn::bigram_generate};
+          &attn::bigram_counts, &attn::cross_entropy_grad, &attn::sample_logits};
 }
 
 Functions mine_functions() {
-  return {&ex01::encode, &ex01::decode, &ex01::bigram_counts,
-          &bigram_loss_mine, &train_mine, &generate_mine};
+  return {&ex01::encode, &ex01::decode, &ex01::bigram_counts, &ex01::cross_entropy_grad,
+          &ex01::sample_logits};
 }
 
 // ---- Narration helpers.
@@ -365,7 +282,7 @@ void run(const attn::CommonOptions& common, Options o) {
 
   // The raw frequencies minimise the train loss exactly; a tiny alpha stands in for alpha = 0.
   const attn::Matrix frequencies = attn::bigram_logits_from_counts(counts, 1e-6f);  // (V, V)
-  const double floor_train = fns.bigram_loss(frequencies, split.train);
+  const double floor_train = attn::bigram_loss(frequencies, split.train);
   std::size_t unseen = 0;  // validation pairs that never occur in the train split
   for (std::size_t i = 0; i + 1 < split.val.size(); ++i)
     unseen += counts(static_cast<std::size_t>(split.val[i]), static_cast<std::size_t>(split.val[i + 1])) == 0.0f;
@@ -377,8 +294,8 @@ void run(const attn::CommonOptions& common, Options o) {
              "(smoothing) keeps them possible:\n",
              num(floor_train), unseen, split.val.size() - 1);
   const attn::Matrix optimum = attn::bigram_logits_from_counts(counts, 1.0f);  // (V, V)
-  const double opt_train = fns.bigram_loss(optimum, split.train);
-  const double opt_val = fns.bigram_loss(optimum, split.val);
+  const double opt_train = attn::bigram_loss(optimum, split.train);
+  const double opt_val = attn::bigram_loss(optimum, split.val);
   fmt::print("  the counting model W[a, b] = log((counts[a, b] + 1) / rowsum(counts + 1)):\n"
              "    train loss {}, val loss {}  <- the number learning must approach\n",
              num(opt_train), num(opt_val));
@@ -418,11 +335,12 @@ void run(const attn::CommonOptions& common, Options o) {
   attn::Rng train_rng(common.seed);
   attn::BigramReport last{};
   const auto t_train = Clock::now();
-  fns.train(logits, split, o.train, train_rng, [&](const attn::BigramReport& r) {
+  const auto on_report = [&](const attn::BigramReport& r) {
     fmt::print("  step {:>6}   train loss {}   val loss {}\n", r.step, num(r.train_loss),
                num(r.val_loss));
     last = r;
-  });
+  };
+  attn::train_bigram(logits, split, o.train, train_rng, on_report, fns.cross_entropy_grad);
   const std::chrono::duration<double> train_time = Clock::now() - t_train;
   fmt::print("After {} steps the learned table has train loss {}, {} above the floor, and\n"
              "val loss {} against {} for the counting model (difference {}).\n",
@@ -444,7 +362,8 @@ void run(const attn::CommonOptions& common, Options o) {
   const std::vector<int> start_ids = fns.encode(vocab, o.start);
   attn::Rng sample_rng(common.seed, 2);
   const std::vector<int> sampled =
-      fns.generate(logits, start_ids.back(), o.sample_length, o.temperature, sample_rng);
+      attn::bigram_generate(logits, start_ids.back(), o.sample_length, o.temperature, sample_rng,
+                            fns.sample_logits);
   fmt::print("Start from {}, then {} times: take the row of the last character, softmax(row / {}),\n"
              "draw the next character from it, append it.\n",
              show_text(attn::decode_utf8(o.start)), o.sample_length, num(o.temperature, 2));

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "attn/check.hpp"
+#include "attn/loss.hpp"
 #include "attn/sample.hpp"
 #include "attn/softmax.hpp"
 
@@ -125,7 +126,8 @@ double bigram_loss(const Matrix& logits, std::span<const int> tokens) {
 }
 
 void train_bigram(Matrix& logits, const Split& split, const BigramTrainConfig& config, Rng& rng,
-                  const std::function<void(const BigramReport&)>& on_report) {
+                  const std::function<void(const BigramReport&)>& on_report,
+                  CrossEntropyGradFn grad) {
   const char* fn = "attn::train_bigram";
   const std::size_t V = check_table(logits, fn, "logits");
   const std::size_t B = config.batch_size;
@@ -142,6 +144,7 @@ void train_bigram(Matrix& logits, const Split& split, const BigramTrainConfig& c
   require(split.val.size() >= T + 1, fn,
           fmt::format("the validation split has {} tokens, but block_size + 1 = {} are needed",
                       split.val.size(), T + 1));
+  if (grad == nullptr) grad = &cross_entropy_grad;
 
   // Count the pairs of both splits once: every evaluation is then O(V^2), whatever their size.
   const PairCounts train_pairs = count_pairs(split.train, V, fn, " in the training split");
@@ -152,13 +155,9 @@ void train_bigram(Matrix& logits, const Split& split, const BigramTrainConfig& c
                              loss_from_pairs(logits, val_pairs)});
   };
 
-  const std::size_t BT = B * T;                               // predictions per step
-  const float inv_bt = 1.0f / static_cast<float>(BT);         // the 1/N of the mean loss
-  Matrix probs = xt::zeros<float>({V, V});                    // (V, V) softmax of used rows
-  Matrix grad = xt::zeros<float>({V, V});                     // (V, V) dloss/dlogits
-  std::vector<char> used(V, 0);                               // rows seen in this batch
-  std::vector<std::size_t> used_rows;
-  used_rows.reserve(V);
+  const std::size_t N = B * T;  // predictions per step
+  Matrix rows({N, V});          // (B*T, V): the logits of every position of the batch
+  std::vector<int> targets(N);  // (B*T,)
 
   report(0);  // before the first step: a table of zeros scores log(V)
   for (std::size_t step = 1; step <= config.steps; ++step) {
@@ -168,48 +167,32 @@ void train_bigram(Matrix& logits, const Split& split, const BigramTrainConfig& c
     const int* ys = batch.y.data();  // (B * T,)
 
     // 2. Forward: the logits of position i are the table row of its input, logits[x_i] (V,).
-    //    Their softmax only depends on the row, so compute it once per distinct row.
-    used_rows.clear();
-    for (std::size_t i = 0; i < BT; ++i) {
-      const auto a = static_cast<std::size_t>(xs[i]);
-      if (used[a]) continue;
-      used[a] = 1;
-      used_rows.push_back(a);
-      float* p = probs.data() + a * V;  // (V,)
-      const float* l = logits.data() + a * V;
-      for (std::size_t b = 0; b < V; ++b) p[b] = l[b];
-      softmax_rows(p, 1, V);
+    for (std::size_t i = 0; i < N; ++i) {
+      const float* row = logits.data() + static_cast<std::size_t>(xs[i]) * V;
+      std::copy_n(row, V, rows.data() + i * V);
+      targets[i] = ys[i];
     }
 
-    // 3. Backward, the hand-derived gradient of the mean cross-entropy: for every position i,
-    //      dloss/dlogits[x_i] += (softmax(logits[x_i]) - onehot(y_i)) / (B * T),
-    //    scatter-added, because positions with the same input share (and update) one row.
-    for (std::size_t i = 0; i < BT; ++i) {
-      const auto a = static_cast<std::size_t>(xs[i]);
-      const auto y = static_cast<std::size_t>(ys[i]);
-      float* g = grad.data() + a * V;         // (V,)
-      const float* p = probs.data() + a * V;  // (V,)
-      for (std::size_t b = 0; b < V; ++b) g[b] += p[b] * inv_bt;
-      g[y] -= inv_bt;
-    }
+    // 3. Backward, the hand-derived gradient of the mean cross-entropy (docs/01-bigram.md):
+    //      dloss/drows[i] = (softmax(rows[i]) - onehot(y_i)) / (B * T)      (B*T, V)
+    const Matrix row_grad = grad(rows, targets);
+    if (row_grad.shape()[0] != N || row_grad.shape()[1] != V)
+      shape_error(fn, fmt::format("a gradient of shape ({}, {})", N, V),
+                  shape_str(row_grad.shape()));
 
-    // 4. Update: logits -= lr * grad, with lr falling linearly from learning_rate (step 1) to
-    //    learning_rate / steps (last step). Why decay: each batch is a noisy estimate of the
-    //    true gradient, and at a constant step SGD keeps jittering around the optimum by an
-    //    amount that grows with the step (here about 0.03 above the counting loss, whatever
-    //    the step size). A large step early travels far; a small one late averages the noise.
-    //    Rows no position used have zero gradient, so only the used rows change; their
-    //    gradient is cleared for the next step.
+    // 4. Update: rows[i] is a copy of table row x_i, so its gradient flows back to that row;
+    //    positions with the same input add up (scatter-add). logits -= lr * grad, with lr
+    //    falling linearly from learning_rate (step 1) to learning_rate / steps (last step).
+    //    Why decay: each batch is a noisy estimate of the true gradient, and at a constant step
+    //    SGD keeps jittering around the optimum by an amount that grows with the step (here
+    //    about 0.03 above the counting loss, whatever the step size). A large step early
+    //    travels far; a small one late averages the noise away.
     const float progress = static_cast<float>(step - 1) / static_cast<float>(config.steps);
     const float lr = config.learning_rate * (1.0f - progress);
-    for (const std::size_t a : used_rows) {
-      float* l = logits.data() + a * V;  // (V,)
-      float* g = grad.data() + a * V;    // (V,)
-      for (std::size_t b = 0; b < V; ++b) {
-        l[b] -= lr * g[b];
-        g[b] = 0.0f;
-      }
-      used[a] = 0;
+    for (std::size_t i = 0; i < N; ++i) {
+      float* table_row = logits.data() + static_cast<std::size_t>(xs[i]) * V;  // (V,)
+      const float* g = row_grad.data() + i * V;                                 // (V,)
+      for (std::size_t b = 0; b < V; ++b) table_row[b] -= lr * g[b];
     }
 
     // 5. Measure on the whole splits every eval_interval steps and after the last step.
@@ -218,20 +201,21 @@ void train_bigram(Matrix& logits, const Split& split, const BigramTrainConfig& c
 }
 
 std::vector<int> bigram_generate(const Matrix& logits, int start, std::size_t n, float temperature,
-                                 Rng& rng) {
+                                 Rng& rng, SampleFn sample) {
   const char* fn = "attn::bigram_generate";
   const std::size_t V = check_table(logits, fn, "logits");
   if (start < 0 || static_cast<std::size_t>(start) >= V)
     shape_error(fn, fmt::format("a start token in [0, {})", V), std::to_string(start));
   require(std::isfinite(temperature) && temperature > 0.0f, fn,
           fmt::format("temperature must be > 0, got {}", temperature));
+  if (sample == nullptr) sample = &sample_logits;
   std::vector<int> out;
   out.reserve(n);
   int current = start;
   for (std::size_t i = 0; i < n; ++i) {
     // The next token depends on the current one only: sample from its row of the table.
     const std::span<const float> row(logits.data() + static_cast<std::size_t>(current) * V, V);
-    current = sample_logits(row, temperature, rng);
+    current = sample(row, temperature, rng);
     out.push_back(current);
   }
   return out;

@@ -49,15 +49,23 @@ struct BigramReport {
   double val_loss;    // on the whole validation split
 };
 
+// The gradient of the mean cross-entropy with respect to (N, V) logits, given N targets: by
+// default attn::cross_entropy_grad; chapter 01's --mine passes the learner's ex01.3 instead.
+using CrossEntropyGradFn = Matrix (*)(const Matrix& logits, std::span<const int> targets);
+// One token drawn from softmax(logits / temperature): by default attn::sample_logits.
+using SampleFn = int (*)(std::span<const float> logits, float temperature, Rng& rng);
+
 // Trains `logits` (V, V) in place and calls `on_report` before the first step (step 0), every
-// eval_interval steps and after the last one. Throws std::invalid_argument for zero sizes or
-// splits shorter than block_size + 1.
+// eval_interval steps and after the last one. Each step gathers the table rows of the batch's
+// inputs, asks `grad` for the gradient of the loss on those rows, and scatter-adds it back into
+// the table. Throws std::invalid_argument for zero sizes or splits shorter than block_size + 1.
 void train_bigram(Matrix& logits, const Split& split, const BigramTrainConfig& config, Rng& rng,
-                  const std::function<void(const BigramReport&)>& on_report = {});
+                  const std::function<void(const BigramReport&)>& on_report = {},
+                  CrossEntropyGradFn grad = nullptr);
 
 // Generates `n` tokens starting after `start`, sampling each from the table row of the previous
-// token (with temperature).
+// token (with temperature) with `sample` (default attn::sample_logits).
 std::vector<int> bigram_generate(const Matrix& logits, int start, std::size_t n, float temperature,
-                                 Rng& rng);
+                                 Rng& rng, SampleFn sample = nullptr);
 
 }  // namespace attn
