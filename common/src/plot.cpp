@@ -1,1 +1,485 @@
-// placeholder: implemented in the foundation work
+// Heatmaps of attention weights: in the terminal, and as SVG figures for the docs (attn/plot.hpp).
+// Chapters 02 onward draw their (T, T) weight matrices here. Both outputs are deterministic:
+// numbers go through fmt with fixed precision, there are no timestamps and no random ids.
+#include "attn/plot.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string_view>
+#include <system_error>
+
+#include "attn/check.hpp"
+#include "attn/print.hpp"
+
+namespace attn {
+namespace {
+
+constexpr std::string_view kRamp = " .:-=+*#%@";  // plain mode, from low to high
+
+// ---------------------------------------------------------------------------------------------
+// Shared by both outputs: the colour scale and label handling.
+
+struct Scale {
+  float lo = 0.0f;
+  float hi = 1.0f;
+  bool has_nan = false;
+  bool has_neg_inf = false;
+};
+
+// vmin/vmax default to the finite min/max; NaN and +-inf never stretch the scale.
+Scale scale_of(const Matrix& m, const HeatmapOptions& options) {
+  Scale s;
+  bool any_finite = false;
+  float lo = 0.0f;
+  float hi = 0.0f;
+  for (float v : m) {
+    if (std::isnan(v)) {
+      s.has_nan = true;
+    } else if (std::isinf(v)) {
+      if (v < 0) s.has_neg_inf = true;
+    } else if (!any_finite) {
+      lo = hi = v;
+      any_finite = true;
+    } else {
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+  }
+  if (any_finite) {
+    s.lo = lo;
+    s.hi = hi;
+  }
+  if (options.vmin) s.lo = *options.vmin;
+  if (options.vmax) s.hi = *options.vmax;
+  return s;
+}
+
+// Where `v` sits on the scale, in [0, 1]. A flat scale (every value equal) puts it mid-way.
+double position(float v, const Scale& s) {
+  if (std::isinf(v)) return v > 0 ? 1.0 : 0.0;
+  const double lo = static_cast<double>(s.lo);
+  const double hi = static_cast<double>(s.hi);
+  if (!(hi > lo)) return 0.5;
+  return std::clamp((static_cast<double>(v) - lo) / (hi - lo), 0.0, 1.0);
+}
+
+// Labels are printed as given, except control characters, which would break a line (or an XML
+// document): the caller should pass printable names such as "\\n".
+std::string sanitize(std::string_view label) {
+  std::string out;
+  for (char c : label) {
+    const auto u = static_cast<unsigned char>(c);
+    out += (u < 0x20 || u == 0x7f) ? '?' : c;
+  }
+  return out;
+}
+
+// Splits a UTF-8 label into its characters (code points), for terminal columns.
+std::vector<std::string> characters(std::string_view text) {
+  std::vector<std::string> out;
+  for (char c : text) {
+    if ((static_cast<unsigned char>(c) & 0xC0u) == 0x80u && !out.empty()) {
+      out.back() += c;
+    } else {
+      out.emplace_back(1, c);
+    }
+  }
+  return out;
+}
+
+void check_labels(const Matrix& m, const HeatmapOptions& options, std::string_view function) {
+  require(options.row_labels.empty() || options.row_labels.size() == m.shape(0), function,
+          fmt::format("expected {} row labels, got {}", m.shape(0), options.row_labels.size()));
+  require(options.col_labels.empty() || options.col_labels.size() == m.shape(1), function,
+          fmt::format("expected {} column labels, got {}", m.shape(1), options.col_labels.size()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Terminal.
+
+// Dark navy to white through blue and cyan, from the xterm 256-colour cube: low weights stay
+// close to a dark terminal's background, high weights stand out.
+constexpr std::array<int, 16> kTermColors = {16,  17, 18, 19, 20,  21,  27,  33,
+                                             39, 45, 51, 87, 123, 159, 195, 231};
+
+constexpr std::string_view kReset = "\x1b[0m";
+
+std::string colored_cell(float v, const Scale& s) {
+  if (std::isnan(v)) return fmt::format("{}??", kReset);
+  if (std::isinf(v) && v < 0) return fmt::format("{}  ", kReset);
+  const auto last = static_cast<double>(kTermColors.size() - 1);
+  const auto index = static_cast<std::size_t>(std::lround(position(v, s) * last));
+  return fmt::format("\x1b[48;5;{}m  ", kTermColors[index]);
+}
+
+char plain_cell(float v, const Scale& s) {
+  if (std::isnan(v)) return '?';
+  if (std::isinf(v) && v < 0) return ' ';
+  // Ten equal bins: [0, 0.1) -> ' ', ..., [0.9, 1] -> '@'.
+  const auto bin = static_cast<std::size_t>(position(v, s) * static_cast<double>(kRamp.size()));
+  return kRamp[std::min(bin, kRamp.size() - 1)];
+}
+
+// ---------------------------------------------------------------------------------------------
+// SVG.
+
+struct Rgb {
+  int r, g, b;
+};
+
+// The "Blues" colour map (ColorBrewer, as in matplotlib), from near-white to dark blue.
+constexpr std::array<Rgb, 9> kBlues = {{{247, 251, 255},
+                                        {222, 235, 247},
+                                        {198, 219, 239},
+                                        {158, 202, 225},
+                                        {107, 174, 214},
+                                        {66, 146, 198},
+                                        {33, 113, 181},
+                                        {8, 81, 156},
+                                        {8, 48, 107}}};
+
+Rgb blues(double t) {
+  const double x = t * static_cast<double>(kBlues.size() - 1);
+  const auto i = std::min(static_cast<std::size_t>(x), kBlues.size() - 2);
+  const double f = x - static_cast<double>(i);
+  auto mix = [f](int a, int b) {
+    return static_cast<int>(std::lround(static_cast<double>(a) + f * static_cast<double>(b - a)));
+  };
+  return {mix(kBlues[i].r, kBlues[i + 1].r), mix(kBlues[i].g, kBlues[i + 1].g),
+          mix(kBlues[i].b, kBlues[i + 1].b)};
+}
+
+std::string hex(Rgb c) { return fmt::format("#{:02x}{:02x}{:02x}", c.r, c.g, c.b); }
+
+// Dark fills get white text.
+bool is_dark(Rgb c) { return 0.299 * c.r + 0.587 * c.g + 0.114 * c.b < 140.0; }
+
+constexpr std::string_view kNegInfFill = "#ececec";
+constexpr std::string_view kNanFill = "#9e9e9e";
+constexpr std::string_view kSans = "DejaVu Sans, Helvetica, Arial, sans-serif";
+constexpr std::string_view kMono = "DejaVu Sans Mono, Menlo, Consolas, monospace";
+
+std::string xml_escape(std::string_view text) {
+  std::string out;
+  for (char c : sanitize(text)) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// Approximate rendered width of `text` at `font_size`: good enough to lay out margins.
+int text_width(std::string_view text, int font_size) {
+  const auto chars = static_cast<double>(characters(text).size());
+  return static_cast<int>(std::ceil(chars * 0.62 * static_cast<double>(font_size)));
+}
+
+}  // namespace
+
+bool use_color(std::FILE* stream) {
+  if (stream == nullptr) return false;
+  const int fd = fileno(stream);
+  if (fd < 0 || isatty(fd) == 0) return false;
+  const char* no_color = std::getenv("NO_COLOR");
+  return no_color == nullptr || no_color[0] == '\0';
+}
+
+std::string heatmap_text(const Matrix& m, const HeatmapOptions& options, bool color) {
+  check_labels(m, options, "attn::heatmap_text");
+  const std::size_t rows = m.shape(0);
+  const std::size_t cols = m.shape(1);
+  const Scale s = scale_of(m, options);
+
+  std::string out;
+  if (!options.title.empty()) out += sanitize(options.title) + '\n';
+  if (rows == 0 || cols == 0) return out + "  (empty)\n";
+
+  // Row labels, left-aligned in their own column.
+  std::vector<std::vector<std::string>> row_chars;
+  std::size_t label_width = 0;
+  for (const std::string& label : options.row_labels) {
+    row_chars.push_back(characters(sanitize(label)));
+    label_width = std::max(label_width, row_chars.back().size());
+  }
+  auto prefix = [&](std::size_t i) {
+    std::string p = "  ";
+    if (label_width == 0) return p;
+    for (const std::string& c : row_chars[i]) p += c;
+    return p + std::string(label_width - row_chars[i].size() + 1, ' ');
+  };
+  const std::size_t map_indent = 2 + (label_width > 0 ? label_width + 1 : 0);
+
+  // Column labels above their cells. Each cell is two columns wide (a character and a space in
+  // plain mode, two coloured spaces in colour mode). A label wider than that is written
+  // vertically, one character per line, ending just above its column.
+  if (!options.col_labels.empty()) {
+    std::vector<std::vector<std::string>> col_chars;
+    std::size_t height = 1;
+    bool fits = true;
+    for (const std::string& label : options.col_labels) {
+      col_chars.push_back(characters(sanitize(label)));
+      height = std::max(height, col_chars.back().size());
+      fits = fits && col_chars.back().size() <= 1;
+    }
+    if (fits) height = 1;
+    const std::size_t first = map_indent + (color ? 0 : 1);  // plain rows open with '|'
+    for (std::size_t k = 0; k < height; ++k) {
+      std::string line(first, ' ');
+      for (std::size_t j = 0; j < cols; ++j) {
+        const std::vector<std::string>& c = col_chars[j];
+        const std::size_t skip = height - c.size();  // bottom-align the vertical labels
+        line += (k >= skip && !c.empty()) ? c[k - skip] : std::string(" ");
+        line += ' ';
+      }
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      out += line + '\n';
+    }
+  }
+
+  // The map, one line per row.
+  for (std::size_t i = 0; i < rows; ++i) {
+    std::string line = prefix(i);  // map_indent columns
+    if (color) {
+      for (std::size_t j = 0; j < cols; ++j) line += colored_cell(m(i, j), s);
+      line += kReset;
+    } else {
+      line += '|';
+      for (std::size_t j = 0; j < cols; ++j) {
+        if (j > 0) line += ' ';
+        line += plain_cell(m(i, j), s);
+      }
+      line += '|';
+    }
+    out += line + '\n';
+  }
+
+  // The legend.
+  const std::string lo = format_number(s.lo, options.precision);
+  const std::string hi = format_number(s.hi, options.precision);
+  if (color) {
+    std::string bar;
+    for (int c : kTermColors) bar += fmt::format("\x1b[48;5;{}m ", c);
+    out += fmt::format("  scale: {} {}{} {}", lo, bar, kReset, hi);
+    if (s.has_neg_inf) out += "; blank = -inf";
+    if (s.has_nan) out += "; ?? = NaN";
+  } else {
+    out += fmt::format("  scale: '{}' = {} ... '{}' = {}", kRamp.front(), lo, kRamp.back(), hi);
+    if (s.has_neg_inf) out += "; ' ' = -inf";
+    if (s.has_nan) out += "; '?' = NaN";
+  }
+  return out + '\n';
+}
+
+std::string heatmap_svg(const Matrix& m, const HeatmapOptions& options) {
+  check_labels(m, options, "attn::heatmap_svg");
+  const auto rows = static_cast<int>(m.shape(0));
+  const auto cols = static_cast<int>(m.shape(1));
+  const Scale s = scale_of(m, options);
+
+  // 1. Sizes. Cells are square: 32 px up to 16x16, smaller for bigger maps (a 65x65 bigram table
+  //    is 8 px per cell, 520 px wide), so a figure stays readable in a README.
+  const int n = std::max({rows, cols, 1});
+  const int cell = n <= 16 ? 32 : std::clamp(512 / n, 8, 32);
+  const int label_font = std::clamp(cell - 4, 7, 13);
+  const int value_font = std::clamp(cell * 10 / 32, 6, 10);
+  const int title_font = 15;
+  const int pad = 12;
+
+  std::vector<std::string> values;  // annotations, empty where nothing fits
+  values.reserve(static_cast<std::size_t>(rows * cols));
+  for (int i = 0; i < rows; ++i) {
+    for (int j = 0; j < cols; ++j) {
+      const float v = m(static_cast<std::size_t>(i), static_cast<std::size_t>(j));
+      std::string text;
+      if (std::isnan(v)) {
+        text = "NaN";  // always, so a NaN cell is never mistaken for data
+      } else if (options.annotate) {
+        text = format_number(v, options.precision);
+      }
+      if (!text.empty() && (cell < 16 || text_width(text, value_font) > cell - 4)) text.clear();
+      values.push_back(std::move(text));
+    }
+  }
+
+  int row_label_w = 0;
+  for (const std::string& label : options.row_labels) {
+    row_label_w = std::max(row_label_w, text_width(label, label_font));
+  }
+  int col_label_w = 0;  // the longest column label, horizontal
+  for (const std::string& label : options.col_labels) {
+    col_label_w = std::max(col_label_w, text_width(label, label_font));
+  }
+  const bool rotate_cols = col_label_w > cell - 2;  // too wide: write them upwards
+  const int col_band = options.col_labels.empty() ? 0
+                       : rotate_cols              ? col_label_w + 8
+                                                  : label_font + 8;
+
+  const int title_h = options.title.empty() ? 0 : title_font + 14;
+  const int grid_x = pad + (row_label_w > 0 ? row_label_w + 8 : 0);
+  const int grid_y = pad + title_h + col_band;
+  const int grid_w = cols * cell;
+  const int grid_h = rows * cell;
+
+  // The legend: a vertical bar of ten steps right of the grid, then the special cells.
+  const std::string lo = format_number(s.lo, options.precision);
+  const std::string hi = format_number(s.hi, options.precision);
+  const int legend_font = 11;
+  const int bar_x = grid_x + grid_w + 16;
+  const int bar_w = 12;
+  const int steps = 10;
+  const int step_h = std::clamp(grid_h / steps, 6, 16);
+  const int bar_h = steps * step_h;
+  const int tick_w = std::max({text_width(lo, legend_font), text_width(hi, legend_font),
+                               s.has_nan ? text_width("NaN", legend_font) : 0,
+                               s.has_neg_inf ? text_width("-inf", legend_font) : 0});
+  const int legend_right = bar_x + bar_w + 6 + tick_w;
+  const int specials = (s.has_nan ? 1 : 0) + (s.has_neg_inf ? 1 : 0);
+  const int legend_bottom = grid_y + bar_h + specials * (step_h + 8 + 4);
+
+  const int width =
+      std::max(legend_right, pad + text_width(options.title, title_font)) + pad;
+  const int height = std::max(grid_y + grid_h, legend_bottom) + pad;
+
+  // 2. The document.
+  std::string out = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+      "viewBox=\"0 0 {0} {1}\" font-family=\"{2}\">\n",
+      width, height, kSans);
+  if (!options.title.empty()) out += fmt::format("<title>{}</title>\n", xml_escape(options.title));
+  out += fmt::format("<rect width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", width, height);
+  if (!options.title.empty()) {
+    out += fmt::format(
+        "<text x=\"{}\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\" fill=\"#222222\">{}</text>\n",
+        pad, pad + title_font, title_font, xml_escape(options.title));
+  }
+
+  // Column labels, centred over their column (or written upwards when they are long).
+  if (!options.col_labels.empty()) {
+    out += fmt::format("<g font-family=\"{}\" font-size=\"{}\" fill=\"#333333\"{}>\n", kMono,
+                       label_font, rotate_cols ? "" : " text-anchor=\"middle\"");
+    for (int j = 0; j < cols; ++j) {
+      const std::string label = xml_escape(options.col_labels[static_cast<std::size_t>(j)]);
+      const int cx = grid_x + j * cell + cell / 2;
+      if (rotate_cols) {
+        const int x = cx + label_font / 3;
+        const int y = grid_y - 6;
+        out += fmt::format("<text x=\"{0}\" y=\"{1}\" transform=\"rotate(-90 {0} {1})\">{2}</text>\n",
+                           x, y, label);
+      } else {
+        out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", cx, grid_y - 7, label);
+      }
+    }
+    out += "</g>\n";
+  }
+
+  // Row labels, right-aligned left of their row.
+  if (!options.row_labels.empty()) {
+    out += fmt::format(
+        "<g font-family=\"{}\" font-size=\"{}\" fill=\"#333333\" text-anchor=\"end\">\n", kMono,
+        label_font);
+    for (int i = 0; i < rows; ++i) {
+      out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", grid_x - 6,
+                         grid_y + i * cell + cell / 2 + label_font * 7 / 20,
+                         xml_escape(options.row_labels[static_cast<std::size_t>(i)]));
+    }
+    out += "</g>\n";
+  }
+
+  // The cells, then their values on top.
+  out += "<g>\n";
+  for (int i = 0; i < rows; ++i) {
+    for (int j = 0; j < cols; ++j) {
+      const float v = m(static_cast<std::size_t>(i), static_cast<std::size_t>(j));
+      std::string fill;
+      if (std::isnan(v)) {
+        fill = kNanFill;
+      } else if (std::isinf(v) && v < 0) {
+        fill = kNegInfFill;
+      } else {
+        fill = hex(blues(position(v, s)));
+      }
+      out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>\n",
+                         grid_x + j * cell, grid_y + i * cell, cell, cell, fill);
+    }
+  }
+  out += "</g>\n";
+  if (std::any_of(values.begin(), values.end(), [](const std::string& v) { return !v.empty(); })) {
+    out += fmt::format("<g font-size=\"{}\" text-anchor=\"middle\">\n", value_font);
+    for (int i = 0; i < rows; ++i) {
+      for (int j = 0; j < cols; ++j) {
+        const std::string& text = values[static_cast<std::size_t>(i * cols + j)];
+        if (text.empty()) continue;
+        const float v = m(static_cast<std::size_t>(i), static_cast<std::size_t>(j));
+        const bool white = !std::isnan(v) && !std::isinf(v) && is_dark(blues(position(v, s)));
+        const std::string_view ink = white ? "#ffffff" : std::isinf(v) && v < 0 ? "#888888" : "#222222";
+        out += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">{}</text>\n",
+                           grid_x + j * cell + cell / 2,
+                           grid_y + i * cell + cell / 2 + value_font * 7 / 20, ink, text);
+      }
+    }
+    out += "</g>\n";
+  }
+  out += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888888\" "
+      "stroke-width=\"1\"/>\n",
+      grid_x, grid_y, grid_w, grid_h);
+
+  // The legend: high values on top, like a y axis.
+  out += fmt::format("<g font-size=\"{}\" fill=\"#333333\">\n", legend_font);
+  for (int k = 0; k < steps; ++k) {
+    const double t = (static_cast<double>(steps - 1 - k) + 0.5) / static_cast<double>(steps);
+    out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>\n", bar_x,
+                       grid_y + k * step_h, bar_w, step_h, hex(blues(t)));
+  }
+  out += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888888\"/>\n",
+      bar_x, grid_y, bar_w, bar_h);
+  const int tick_x = bar_x + bar_w + 6;
+  out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", tick_x, grid_y + legend_font - 1, hi);
+  out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", tick_x, grid_y + bar_h, lo);
+  int y = grid_y + bar_h + 8;
+  auto special = [&](std::string_view fill, std::string_view name) {
+    out += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#888888\"/>\n",
+        bar_x, y, bar_w, step_h + 4, fill);
+    out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", tick_x,
+                       y + (step_h + 4) / 2 + legend_font * 7 / 20, name);
+    y += step_h + 8 + 4;
+  };
+  if (s.has_neg_inf) special(kNegInfFill, "-inf");
+  if (s.has_nan) special(kNanFill, "NaN");
+  out += "</g>\n";
+  return out + "</svg>\n";
+}
+
+void write_svg(const std::filesystem::path& path, const std::string& svg) {
+  auto fail = [&](const std::string& reason) {
+    throw std::runtime_error(fmt::format("cannot write '{}': {}", path.string(), reason));
+  };
+  if (path.has_parent_path()) {
+    std::error_code ec;
+    std::filesystem::create_directories(path.parent_path(), ec);
+    if (ec) fail(ec.message());
+  }
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  if (file == nullptr) fail(std::strerror(errno));
+  const bool written = std::fwrite(svg.data(), 1, svg.size(), file) == svg.size();
+  const int saved_errno = errno;
+  if (std::fclose(file) != 0 || !written) fail(std::strerror(written ? errno : saved_errno));
+}
+
+}  // namespace attn

@@ -1,0 +1,311 @@
+// Tests for attn/plot.hpp: terminal heatmaps (plain and colour) and SVG figures.
+// Plain heatmaps appear in the docs, so their exact text is pinned here; SVGs are checked for
+// well-formedness basics, escaping and byte-for-byte determinism.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "attn/plot.hpp"
+
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// A fresh temporary folder, removed at the end of the test.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "attn_plot_XXXXXX").string();
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    path = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+// Sets or unsets an environment variable for the life of the object.
+struct EnvGuard {
+  std::string name;
+  std::optional<std::string> saved;
+  EnvGuard(std::string n, const char* value) : name(std::move(n)) {
+    if (const char* old = std::getenv(name.c_str())) saved = old;
+    if (value == nullptr) {
+      unsetenv(name.c_str());
+    } else {
+      setenv(name.c_str(), value, 1);
+    }
+  }
+  ~EnvGuard() {
+    if (saved) {
+      setenv(name.c_str(), saved->c_str(), 1);
+    } else {
+      unsetenv(name.c_str());
+    }
+  }
+  EnvGuard(const EnvGuard&) = delete;
+  EnvGuard& operator=(const EnvGuard&) = delete;
+};
+
+const attn::Matrix kCausal = {{1.0f, -kInf, -kInf, -kInf},
+                              {0.5f, 0.5f, -kInf, -kInf},
+                              {0.2f, 0.3f, 0.5f, -kInf},
+                              {0.1f, 0.2f, 0.3f, 0.4f}};
+
+}  // namespace
+
+TEST_SUITE("common.plot") {
+  TEST_CASE("the plain heatmap maps values onto the ramp ' .:-=+*#%@'") {
+    // Ten equal bins between vmin and vmax: 0.00-0.09 ' ', 0.10-0.19 '.', ..., 0.90-1.00 '@'.
+    // Mid-bin values, because 0.7f is really 0.69999999 (bin 6) and would make the test fragile.
+    const attn::Matrix m = {
+        {0.0f, 0.15f, 0.25f, 0.35f, 0.45f, 0.55f, 0.65f, 0.75f, 0.85f, 0.95f, 1.0f}};
+    attn::HeatmapOptions o;
+    CHECK(attn::heatmap_text(m, o, false) ==
+          "  |  . : - = + * # % @ @|\n"
+          "  scale: ' ' = 0.00 ... '@' = 1.00\n");
+  }
+
+  TEST_CASE("the plain heatmap of causal weights, with title and labels") {
+    attn::HeatmapOptions o;
+    o.title = "weights";
+    o.row_labels = {"a", "b", "c", "d"};
+    o.col_labels = {"a", "b", "c", "d"};
+    o.vmin = 0.0f;
+    CHECK(attn::heatmap_text(kCausal, o, false) ==
+          "weights\n"
+          "     a b c d\n"
+          "  a |@      |\n"
+          "  b |+ +    |\n"
+          "  c |: - +  |\n"
+          "  d |. : - =|\n"
+          "  scale: ' ' = 0.00 ... '@' = 1.00; ' ' = -inf\n");
+  }
+
+  TEST_CASE("the default scale is the finite min and max; NaN and inf do not stretch it") {
+    const attn::Matrix m = {{2.0f, 4.0f}, {kNan, kInf}};
+    attn::HeatmapOptions o;
+    o.precision = 1;
+    CHECK(attn::heatmap_text(m, o, false) ==
+          "  |  @|\n"
+          "  |? @|\n"
+          "  scale: ' ' = 2.0 ... '@' = 4.0; '?' = NaN\n");
+  }
+
+  TEST_CASE("values outside vmin..vmax are clamped; a flat matrix sits mid-ramp") {
+    attn::HeatmapOptions o;
+    o.vmin = 0.0f;
+    o.vmax = 1.0f;
+    CHECK(attn::heatmap_text(attn::Matrix{{-5.0f, 5.0f}}, o, false) ==
+          "  |  @|\n"
+          "  scale: ' ' = 0.00 ... '@' = 1.00\n");
+    CHECK(attn::heatmap_text(attn::Matrix{{0.25f, 0.25f}}, attn::HeatmapOptions{}, false) ==
+          "  |+ +|\n"
+          "  scale: ' ' = 0.25 ... '@' = 0.25\n");
+  }
+
+  TEST_CASE("row labels are aligned and long column labels are written vertically") {
+    const attn::Matrix m = {{0.0f, 1.0f, 0.0f}, {1.0f, 0.0f, 1.0f}};
+    attn::HeatmapOptions o;
+    o.row_labels = {"' '", "é"};
+    o.col_labels = {"a", "\\n", "' '"};
+    CHECK(attn::heatmap_text(m, o, false) ==
+          "           '\n"
+          "         \\\n"
+          "       a n '\n"
+          "  ' ' |  @  |\n"
+          "  é   |@   @|\n"
+          "  scale: ' ' = 0.00 ... '@' = 1.00\n");
+  }
+
+  TEST_CASE("control characters in labels are replaced, so a line never breaks") {
+    attn::HeatmapOptions o;
+    o.row_labels = {"\n"};
+    o.title = "a\tb";
+    CHECK(attn::heatmap_text(attn::Matrix{{1.0f}}, o, false) ==
+          "a?b\n"
+          "  ? |+|\n"
+          "  scale: ' ' = 1.00 ... '@' = 1.00\n");
+  }
+
+  TEST_CASE("the colour heatmap shades two spaces per cell and resets at each line end") {
+    attn::HeatmapOptions o;
+    o.vmin = 0.0f;
+    const std::string text = attn::heatmap_text(kCausal, o, true);
+    std::istringstream lines(text);
+    std::string line;
+    for (int row = 0; row < 4; ++row) {
+      REQUIRE(std::getline(lines, line));
+      CHECK(line.rfind("  \x1b[", 0) == 0);
+      CHECK(line.substr(line.size() - 4) == "\x1b[0m");  // nothing bleeds into the next line
+    }
+    REQUIRE(std::getline(lines, line));
+    CHECK(line.rfind("  scale: 0.00 \x1b[48;5;16m ", 0) == 0);
+    CHECK(line.find("\x1b[0m 1.00; blank = -inf") != std::string::npos);
+    CHECK_FALSE(std::getline(lines, line));
+    CHECK(text.find("\x1b[48;5;231m  ") != std::string::npos);  // the 1.0 cell: white
+    CHECK(count(text, "\x1b[48;5;") == 10 + 16);  // ten finite cells, sixteen legend steps
+    CHECK(text.find("blank = -inf") != std::string::npos);
+    CHECK(text.find("NaN") == std::string::npos);  // none in this matrix
+  }
+
+  TEST_CASE("colour mode marks NaN cells with ??") {
+    const std::string text = attn::heatmap_text(attn::Matrix{{kNan, 1.0f}}, {}, true);
+    CHECK(text.find("\x1b[0m??") != std::string::npos);
+    CHECK(text.find("?? = NaN") != std::string::npos);
+  }
+
+  TEST_CASE("empty matrices and wrong label counts") {
+    attn::HeatmapOptions o;
+    o.title = "nothing";
+    CHECK(attn::heatmap_text(attn::Matrix(std::array<std::size_t, 2>{0, 0}), o, false) ==
+          "nothing\n  (empty)\n");
+    attn::HeatmapOptions bad;
+    bad.row_labels = {"a"};
+    CHECK_THROWS_WITH_AS(attn::heatmap_text(attn::Matrix{{1.0f}, {2.0f}}, bad, false),
+                         "attn::heatmap_text: expected 2 row labels, got 1",
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(attn::heatmap_svg(attn::Matrix{{1.0f}, {2.0f}}, bad),
+                         "attn::heatmap_svg: expected 2 row labels, got 1", std::invalid_argument);
+  }
+
+  TEST_CASE("use_color is false for a file, and for a terminal only without NO_COLOR") {
+    std::FILE* file = std::tmpfile();
+    REQUIRE(file != nullptr);
+    CHECK_FALSE(attn::use_color(file));
+    std::fclose(file);
+    CHECK_FALSE(attn::use_color(nullptr));
+
+    // A pseudo-terminal stands in for a real one.
+    const int master = posix_openpt(O_RDWR | O_NOCTTY);
+    if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0 || ptsname(master) == nullptr) {
+      MESSAGE("no pseudo-terminal available: the terminal half of this test is skipped");
+      if (master >= 0) close(master);
+      return;
+    }
+    std::FILE* tty = std::fopen(ptsname(master), "w");
+    REQUIRE(tty != nullptr);
+    {
+      EnvGuard unset("NO_COLOR", nullptr);
+      CHECK(attn::use_color(tty));
+    }
+    {
+      EnvGuard empty("NO_COLOR", "");
+      CHECK(attn::use_color(tty));
+    }
+    {
+      EnvGuard set("NO_COLOR", "1");
+      CHECK_FALSE(attn::use_color(tty));
+    }
+    std::fclose(tty);
+    close(master);
+  }
+
+  TEST_CASE("an SVG is a self-contained document, identical for equal input") {
+    attn::HeatmapOptions o;
+    o.title = "causal weights";
+    o.row_labels = {"a", "b", "c", "d"};
+    o.col_labels = {"a", "b", "c", "d"};
+    const std::string svg = attn::heatmap_svg(kCausal, o);
+    CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
+    CHECK(svg.substr(svg.size() - 7) == "</svg>\n");
+    CHECK(count(svg, "<svg") == 1);
+    CHECK(count(svg, "<g") == count(svg, "</g>"));
+    CHECK(count(svg, "<text") == count(svg, "</text>"));
+    CHECK(svg.find("<script") == std::string::npos);
+    CHECK(svg.find("href") == std::string::npos);  // no external fonts or images
+    CHECK(svg.find(">causal weights</text>") != std::string::npos);
+    CHECK(svg.find("<title>causal weights</title>") != std::string::npos);
+    CHECK(svg == attn::heatmap_svg(kCausal, o));
+    CHECK(svg == attn::heatmap_svg(attn::Matrix(kCausal), o));
+  }
+
+  TEST_CASE("SVG cells: white to blue, annotated, -inf light grey, NaN grey") {
+    const attn::Matrix m = {{0.0f, 1.0f}, {-kInf, kNan}};
+    attn::HeatmapOptions o;
+    const std::string svg = attn::heatmap_svg(m, o);
+    CHECK(svg.find("fill=\"#f7fbff\"/>") != std::string::npos);  // 0: near white
+    CHECK(svg.find("fill=\"#08306b\"/>") != std::string::npos);  // 1: dark blue
+    CHECK(svg.find("fill=\"#ffffff\">1.00</text>") != std::string::npos);  // white on dark
+    CHECK(svg.find("fill=\"#222222\">0.00</text>") != std::string::npos);  // dark on light
+    CHECK(svg.find(">-inf</text>") != std::string::npos);
+    CHECK(count(svg, ">NaN</text>") == 2);  // the cell and the legend
+    CHECK(svg.find("fill=\"#ececec\"") != std::string::npos);
+    CHECK(svg.find("fill=\"#9e9e9e\"") != std::string::npos);
+
+    o.annotate = false;
+    const std::string bare = attn::heatmap_svg(m, o);
+    CHECK(bare.find("fill=\"#ffffff\">1.00</text>") == std::string::npos);
+    CHECK(count(bare, ">1.00</text>") == 1);  // only the legend's top tick
+    CHECK(bare.find(">-inf</text>") != std::string::npos);  // only the legend's
+    CHECK(count(bare, ">NaN</text>") == 2);  // NaN is always marked
+  }
+
+  TEST_CASE("SVG labels and titles are XML-escaped") {
+    attn::HeatmapOptions o;
+    o.title = "Q & K <\"heads\">";
+    o.row_labels = {"<", "&"};
+    o.col_labels = {"'", "\\n"};
+    const std::string svg = attn::heatmap_svg(attn::Matrix{{1.0f, 0.0f}, {0.5f, 0.5f}}, o);
+    CHECK(svg.find("Q &amp; K &lt;&quot;heads&quot;&gt;") != std::string::npos);
+    CHECK(svg.find(">&lt;</text>") != std::string::npos);
+    CHECK(svg.find(">&amp;</text>") != std::string::npos);
+    CHECK(svg.find(">&apos;</text>") != std::string::npos);
+    CHECK(svg.find(">\\n</text>") != std::string::npos);
+    CHECK(svg.find("<\"") == std::string::npos);
+  }
+
+  TEST_CASE("big SVG maps get smaller cells and drop annotations that do not fit") {
+    const attn::Matrix m = xt::ones<float>({65, 65}) / 65.0f;
+    const std::string svg = attn::heatmap_svg(m, {});
+    CHECK(svg.find("width=\"8\" height=\"8\"") != std::string::npos);
+    CHECK(count(svg, ">0.02</text>") == 2);  // the legend's two ticks, no cell values
+    CHECK(count(svg, "<rect") == 1 + 65 * 65 + 1 + 10 + 1);  // background, cells, frame, legend
+  }
+
+  TEST_CASE("write_svg creates the folders and writes the bytes") {
+    TempDir dir;
+    const std::filesystem::path path = dir.path / "figures" / "03" / "weights.svg";
+    const std::string svg = attn::heatmap_svg(kCausal, {});
+    attn::write_svg(path, svg);
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream read;
+    read << in.rdbuf();
+    CHECK(read.str() == svg);
+  }
+
+  TEST_CASE("write_svg names the path and the reason when it cannot write") {
+    TempDir dir;
+    const std::filesystem::path file = dir.path / "plain_file";
+    std::ofstream(file) << "x";
+    // A folder cannot be created inside a file, even by root.
+    const std::string inside_file = "cannot write '" + (file / "sub" / "x.svg").string() + "': ";
+    CHECK_THROWS_WITH_AS(attn::write_svg(file / "sub" / "x.svg", "<svg/>"),
+                         doctest::Contains(inside_file.c_str()), std::runtime_error);
+    // A folder is not a file.
+    CHECK_THROWS_WITH_AS(attn::write_svg(dir.path, "<svg/>"),
+                         ("cannot write '" + dir.path.string() + "': Is a directory").c_str(),
+                         std::runtime_error);
+  }
+}
