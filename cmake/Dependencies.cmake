@@ -4,3 +4,11 @@ find_package(xtensor REQUIRED)
 find_package(fmt REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(doctest REQUIRED)
+# OpenBLAS for the GEMMs of chapters 04-07 (cblas_sgemm). Its CMake config defines variables,
+# not a target; wrap them in one.
+find_package(OpenBLAS REQUIRED)
+if(NOT TARGET attn_openblas)
+  add_library(attn_openblas INTERFACE)
+  target_include_directories(attn_openblas SYSTEM INTERFACE ${OpenBLAS_INCLUDE_DIRS})
+  target_link_libraries(attn_openblas INTERFACE ${OpenBLAS_LIBRARIES})
+endif()

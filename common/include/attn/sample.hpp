@@ -18,3 +18,13 @@ Vector probs_with_temperature(std::span<const float> logits, float temperature);
 int sample_logits(std::span<const float> logits, float temperature, Rng& rng);
 
 }  // namespace attn
+
+namespace attn {
+
+// Top-k sampling: keep the k largest logits (ties broken by lower index), renormalise
+// softmax(logits / temperature) over them, draw one. Throws std::invalid_argument if
+// top_k == 0 or top_k > V ("attn::sample_top_k: top_k must be in [1, 65], got 0"), or for a
+// bad temperature.
+int sample_top_k(std::span<const float> logits, float temperature, std::size_t top_k, Rng& rng);
+
+}  // namespace attn

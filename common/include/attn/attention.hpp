@@ -1,0 +1,67 @@
+// attn/attention.hpp: scaled dot-product attention and multi-head attention (chapters 04-05).
+//   Attention(Q, K, V) = softmax(Q K^T / sqrt(hs) + mask) V
+// Shapes: q (B, H, T, hs), k and v (B, H, S, hs) -> out (B, H, T, hs), weights (B, H, T, S).
+// S = T for self-attention; S may differ for cross-attention (keys/values from another source).
+// The causal mask lets query t see keys 0..t only (requires S == T).
+// Multi-head attention has four (C, C) matrices w_q, w_k, w_v, w_o and no biases:
+//   q = x @ w_q, k = x @ w_k, v = x @ w_v          (B, T, C)
+//   split into H heads of hs = C / H               (B, H, T, hs)
+//   per head attention, merge heads, @ w_o          (B, T, C)
+#pragma once
+
+#include <cstddef>
+
+#include "attn/random.hpp"
+#include "attn/xt.hpp"
+
+namespace attn {
+
+struct AttentionResult {
+  Tensor<4> out;      // (B, H, T, hs)
+  Tensor<4> weights;  // (B, H, T, S); empty (shape all 0) when not requested
+};
+
+// Throws std::invalid_argument naming the shapes when they do not fit together, or when
+// causal is set and S != T.
+AttentionResult scaled_dot_product_attention(const Tensor<4>& q, const Tensor<4>& k,
+                                             const Tensor<4>& v, bool causal,
+                                             bool need_weights = true);
+
+// (B, T, C) -> (B, H, T, hs): column block h of C becomes head h. Throws if H does not divide C
+// ("attn::split_heads: n_heads = 5 does not divide C = 64").
+Tensor<4> split_heads(const Tensor<3>& x, std::size_t n_heads);
+// (B, H, T, hs) -> (B, T, H * hs), the inverse of split_heads.
+Tensor<3> merge_heads(const Tensor<4>& x);
+
+struct MhaWeights {
+  Matrix w_q;  // (C, C)
+  Matrix w_k;  // (C, C)
+  Matrix w_v;  // (C, C)
+  Matrix w_o;  // (C, C)
+};
+// Normal(0, std) weights drawn from rng in the order w_q, w_k, w_v, w_o.
+MhaWeights mha_init(Rng& rng, std::size_t C, float std = 0.02f);
+
+struct MhaResult {
+  Tensor<3> out;      // (B, T, C)
+  Tensor<4> weights;  // (B, H, T, T); empty when not requested
+};
+
+// The fast path: one GEMM per projection, attention for all heads, one GEMM out. Throws if
+// n_heads does not divide C or a weight is not (C, C).
+MhaResult mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
+                      bool need_weights = true);
+// The same, one head at a time with its own (C, hs) column slices of the weights: the way the
+// math is usually first written. Equal to mha_forward to float rounding.
+MhaResult mha_forward_per_head(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads,
+                               bool causal);
+// Fused QKV: one (C, 3C) matrix [w_q | w_k | w_v] and one GEMM for all three projections.
+Matrix fuse_qkv(const MhaWeights& w);  // (C, 3C)
+MhaResult mha_forward_fused(const Tensor<3>& x, const Matrix& w_qkv, const Matrix& w_o,
+                            std::size_t n_heads, bool causal, bool need_weights = true);
+
+// Cross-attention: queries from x (B, T, C), keys and values from y (B, S, C). Never causal.
+MhaResult mha_cross_forward(const Tensor<3>& x, const Tensor<3>& y, const MhaWeights& w,
+                            std::size_t n_heads);
+
+}  // namespace attn

@@ -1,0 +1,65 @@
+// attn/block.hpp: the transformer block (chapter 06).
+//   pre-norm (default, GPT-2 style):  x = x + attn(ln1(x));  x = x + ffn(ln2(x))
+//   post-norm (original Transformer): x = ln1(x + attn(x));  x = ln2(x + ffn(x))
+// The residual additions keep a direct path from input to output; LayerNorm keeps the scale of
+// the activations in check as blocks are stacked.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "attn/attention.hpp"
+#include "attn/ffn.hpp"
+#include "attn/random.hpp"
+#include "attn/xt.hpp"
+
+namespace attn {
+
+enum class NormPlacement { pre, post };
+NormPlacement parse_norm(std::string_view name);  // "pre" | "post", else std::invalid_argument
+std::string_view norm_name(NormPlacement n);
+
+struct BlockConfig {
+  std::size_t n_heads = 4;                   // H, must divide C
+  bool causal = true;                        // decoder (true) or encoder (false)
+  NormPlacement norm = NormPlacement::pre;   // where the LayerNorms go
+  Activation activation = Activation::gelu;  // FFN activation
+  float eps = 1e-5f;                         // LayerNorm epsilon
+  bool use_layer_norm = true;                // false: LayerNorm replaced by identity (ch06 experiment)
+};
+
+struct BlockWeights {
+  MhaWeights attn;
+  Vector ln1_gamma, ln1_beta;  // (C,)
+  Vector ln2_gamma, ln2_beta;  // (C,)
+  FfnWeights ffn;              // w1 (C, F), b1 (F,), w2 (F, C), b2 (C,)
+};
+// Normal(0, 0.02) matrices, LayerNorm gamma = 1 and beta = 0, zero biases.
+BlockWeights block_init(Rng& rng, std::size_t C, std::size_t F);
+
+// Called after each step of the block with its name and the tensor it produced, e.g.
+// ("ln1", (B, T, C)), ("attn", ...), ("residual1", ...), ("ln2", ...), ("ffn", ...),
+// ("residual2", ...). For shape traces and debugging.
+using BlockTrace = std::function<void(std::string_view step, const Tensor<3>& value)>;
+
+struct BlockResult {
+  Tensor<3> out;      // (B, T, C)
+  Tensor<4> weights;  // (B, H, T, T) attention weights
+};
+// x (B, T, C) -> (B, T, C). Throws std::invalid_argument naming any mis-shaped weight.
+BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
+                          const BlockTrace& trace = {});
+
+// Parameter count and forward FLOPs of one block, from the formulas:
+//   params = 4 C^2 (attention) + 2 C F + F + C (FFN) + 4 C (two LayerNorms)
+//   flops  = 2 * B * T * (4 C^2 + 2 C F) (the GEMMs) + 4 * B * H * T^2 * hs (scores, weights @ v)
+std::size_t block_param_count(std::size_t C, std::size_t F);
+double block_forward_flops(std::size_t B, std::size_t T, std::size_t C, std::size_t F,
+                           std::size_t H);
+double mha_forward_flops(std::size_t B, std::size_t T, std::size_t C, std::size_t H);
+// The number of floats actually held by the weights (checked against the formula in ch06).
+std::size_t parameter_count(const BlockWeights& w);
+
+}  // namespace attn

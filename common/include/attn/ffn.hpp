@@ -1,0 +1,44 @@
+// attn/ffn.hpp: the position-wise feed-forward network and its activations (chapter 06).
+//   FFN(x) = act(x @ w1 + b1) @ w2 + b2,   w1 (C, F), b1 (F,), w2 (F, C), b2 (C,), F = 4C usually
+// Activations: ReLU max(0, x); GELU exact x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) (the default,
+// like PyTorch's nn.GELU()); GELU tanh approximation
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (nn.GELU(approximate="tanh")).
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string_view>
+
+#include "attn/random.hpp"
+#include "attn/xt.hpp"
+
+namespace attn {
+
+enum class Activation { relu, gelu, gelu_tanh };
+
+// "relu", "gelu", "gelu_tanh" <-> Activation. parse throws std::invalid_argument listing the
+// accepted names.
+Activation parse_activation(std::string_view name);
+std::string_view activation_name(Activation a);
+
+// In place over a buffer, and as a new tensor.
+void activate(std::span<float> values, Activation a);
+template <std::size_t N>
+Tensor<N> activate(const Tensor<N>& x, Activation a);
+extern template Tensor<1> activate<1>(const Tensor<1>&, Activation);
+extern template Tensor<2> activate<2>(const Tensor<2>&, Activation);
+extern template Tensor<3> activate<3>(const Tensor<3>&, Activation);
+
+struct FfnWeights {
+  Matrix w1;  // (C, F)
+  Vector b1;  // (F,)
+  Matrix w2;  // (F, C)
+  Vector b2;  // (C,)
+};
+// Normal(0, std) matrices, zero biases.
+FfnWeights ffn_init(Rng& rng, std::size_t C, std::size_t F, float std = 0.02f);
+
+// x (B, T, C) -> (B, T, C). Throws std::invalid_argument naming mismatched shapes.
+Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a = Activation::gelu);
+
+}  // namespace attn

@@ -1,0 +1,26 @@
+// attn/linear.hpp: matrix products through BLAS, and the linear layer (chapters 04-07).
+// Convention (PyTorch-compatible): a linear map is y = x @ W (+ b) with W of shape (in, out).
+// The big products of attention are GEMMs; OpenBLAS's cblas_sgemm runs them near the machine's
+// peak. attn::matmul (matmul.hpp) stays the plain-loop reference every product here is tested
+// against.
+#pragma once
+
+#include <cstddef>
+
+#include "attn/xt.hpp"
+
+namespace attn {
+
+// out (M, N) = alpha * op(a) @ op(b) + beta * out, on raw row-major buffers (cblas_sgemm).
+// op(a) is a (M, K) or, with trans_a, a is stored (K, M); likewise b.
+void gemm(std::size_t M, std::size_t N, std::size_t K, float alpha, const float* a, bool trans_a,
+          const float* b, bool trans_b, float beta, float* out);
+
+// (M, K) @ (K, N) -> (M, N) with BLAS. Throws std::invalid_argument naming both shapes.
+Matrix matmul_blas(const Matrix& a, const Matrix& b);
+
+// x (B, T, in) @ w (in, out) [+ b (out,)] -> (B, T, out). One GEMM over all B*T rows.
+Tensor<3> linear(const Tensor<3>& x, const Matrix& w);
+Tensor<3> linear(const Tensor<3>& x, const Matrix& w, const Vector& b);
+
+}  // namespace attn

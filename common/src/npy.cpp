@@ -1,0 +1,1 @@
+// placeholder: implemented in the chapters 04-07 work
