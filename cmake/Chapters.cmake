@@ -18,9 +18,11 @@ function(add_chapter number name)
   # that has not used its parameters yet is not worth a warning.
   target_compile_options(ch${number}_exercises PRIVATE -Wno-error -Wno-unused-parameter)
   set_target_properties(ch${number}_exercises PROPERTIES LINKER_LANGUAGE CXX)
+  attn_reuse_pch(ch${number}_exercises)
 
   add_executable(${number}_${name} ${dir}/main.cpp)
   target_link_libraries(${number}_${name} PRIVATE attn::common ch${number}_exercises attn::warnings)
+  attn_reuse_pch(${number}_${name})
 
   set_property(GLOBAL APPEND PROPERTY ATTN_CHAPTERS ${number}_${name})
 endfunction()
