@@ -1,1 +1,112 @@
-// placeholder: implemented in the chapters 04-07 work
+// linear.cpp: matrix products through OpenBLAS, and the linear layer y = x @ W (+ b)
+// (chapters 04-07). Every projection of attention, the FFN and the LM head runs through gemm:
+// one cblas_sgemm call instead of three loops, tested against the plain attn::matmul.
+#include "attn/linear.hpp"
+
+#include <cblas.h>  // OpenBLAS's; only .cpp files include it (target attn_openblas)
+
+#include <algorithm>
+#include <climits>
+#include <string>
+
+#include "attn/check.hpp"
+
+namespace attn {
+
+namespace {
+
+// BLAS takes its sizes as int; a larger dimension would wrap around silently.
+int blas_int(std::size_t n, const char* what) {
+  require(n <= static_cast<std::size_t>(INT_MAX), "attn::gemm",
+          std::string(what) + " = " + std::to_string(n) + " is too large for BLAS (int)");
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
+void gemm(std::size_t M, std::size_t N, std::size_t K, float alpha, const float* a, bool trans_a,
+          const float* b, bool trans_b, float beta, float* out) {
+  // Nothing to write.
+  if (M == 0 || N == 0) return;
+  // 1. An empty sum (K = 0): out = beta * out. Handled here because BLAS implementations differ
+  //    on K = 0, and a leading dimension of 0 is illegal for them. beta = 0 writes zeros (never
+  //    0 * garbage, which could be NaN), the same rule BLAS follows.
+  if (K == 0) {
+    for (std::size_t i = 0; i < M * N; ++i) out[i] = beta == 0.0f ? 0.0f : beta * out[i];
+    return;
+  }
+  // 2. Row-major storage: a stored (M, K) has leading dimension (row length) K; a stored (K, M)
+  //    read transposed has M. Same for b. out (M, N) has N.
+  const int m = blas_int(M, "M");
+  const int n = blas_int(N, "N");
+  const int k = blas_int(K, "K");
+  const int lda = trans_a ? m : k;
+  const int ldb = trans_b ? k : n;
+  // 3. out (M, N) = alpha * op(a) (M, K) @ op(b) (K, N) + beta * out (M, N). With beta = 0 BLAS
+  //    never reads out, so it may be uninitialised.
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, out, n);
+}
+
+Matrix matmul_blas(const Matrix& a, const Matrix& b) {
+  const std::size_t M = a.shape()[0];
+  const std::size_t K = a.shape()[1];
+  const std::size_t N = b.shape()[1];
+  if (b.shape()[0] != K) {
+    shape_error("attn::matmul_blas", "(M, K) @ (K, N) with the same K",
+                shape_str(a.shape()) + " @ " + shape_str(b.shape()));
+  }
+  Matrix out(Matrix::shape_type{M, N});  // (M, K) @ (K, N) -> (M, N), filled by gemm
+  gemm(M, N, K, 1.0f, a.data(), false, b.data(), false, 0.0f, out.data());
+  return out;
+}
+
+namespace {
+
+// x (B, T, in) and w (in, out) must agree on `in`.
+void check_linear(const Tensor<3>& x, const Matrix& w) {
+  if (x.shape()[2] != w.shape()[0]) {
+    shape_error("attn::linear", "x (B, T, in) @ w (in, out) with the same in",
+                "x " + shape_str(x.shape()) + " @ w " + shape_str(w.shape()));
+  }
+}
+
+}  // namespace
+
+Tensor<3> linear(const Tensor<3>& x, const Matrix& w) {
+  check_linear(x, w);
+  const std::size_t B = x.shape()[0];
+  const std::size_t T = x.shape()[1];
+  const std::size_t in = w.shape()[0];
+  const std::size_t out_features = w.shape()[1];
+  // 1. A linear layer acts on each position independently, so the (B, T) axes are just B * T
+  //    rows of one matrix: a row-major (B, T, in) tensor *is* a (B*T, in) matrix in memory.
+  //    One big GEMM runs far faster than B (or B*T) small ones.
+  Tensor<3> y(Tensor<3>::shape_type{B, T, out_features});
+  // 2. (B*T, in) @ (in, out) -> (B*T, out), written straight into y.
+  gemm(B * T, out_features, in, 1.0f, x.data(), false, w.data(), false, 0.0f, y.data());
+  return y;
+}
+
+Tensor<3> linear(const Tensor<3>& x, const Matrix& w, const Vector& b) {
+  check_linear(x, w);
+  if (b.shape()[0] != w.shape()[1]) {
+    shape_error("attn::linear", "bias (out,) matching w (in, out)",
+                "w " + shape_str(w.shape()) + " and bias " + shape_str(b.shape()));
+  }
+  const std::size_t B = x.shape()[0];
+  const std::size_t T = x.shape()[1];
+  const std::size_t in = w.shape()[0];
+  const std::size_t out_features = w.shape()[1];
+  Tensor<3> y(Tensor<3>::shape_type{B, T, out_features});
+  // 1. Every row of y starts as the bias: (out,) broadcast to (B*T, out).
+  for (std::size_t r = 0; r < B * T; ++r)
+    std::copy(b.data(), b.data() + out_features, y.data() + r * out_features);
+  // 2. y += x @ w: beta = 1 makes BLAS add the product to the bias already there, so the bias
+  //    costs no extra pass over y (PyTorch's addmm does the same).
+  //    (B*T, in) @ (in, out) + (B*T, out) -> (B*T, out)
+  gemm(B * T, out_features, in, 1.0f, x.data(), false, w.data(), false, 1.0f, y.data());
+  return y;
+}
+
+}  // namespace attn

@@ -1,0 +1,211 @@
+// Tests for attn/linear.hpp: the BLAS products and the linear layer (chapters 04-07).
+// Every BLAS result is compared with the plain-loop attn::matmul or a double-precision loop,
+// never with itself: odd shapes (1x1, vectors, K = 1), both transposes, alpha and beta, empty
+// sizes, bias broadcasting, and the shape errors.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "attn/linear.hpp"
+#include "attn/matmul.hpp"
+#include "attn/random.hpp"
+#include "test_helpers.hpp"
+
+namespace {
+
+// The stored transpose of a, by two loops.
+attn::Matrix transposed(const attn::Matrix& a) {
+  attn::Matrix t(attn::Matrix::shape_type{a.shape()[1], a.shape()[0]});
+  for (std::size_t i = 0; i < a.shape()[0]; ++i)
+    for (std::size_t j = 0; j < a.shape()[1]; ++j) t(j, i) = a(i, j);
+  return t;
+}
+
+// x (B, T, in) @ w (in, out) + b, in double.
+attn::Tensor<3> reference_linear(const attn::Tensor<3>& x, const attn::Matrix& w,
+                                 const std::vector<double>& bias) {
+  const std::size_t B = x.shape()[0], T = x.shape()[1], in = w.shape()[0], out = w.shape()[1];
+  attn::Tensor<3> y(attn::Tensor<3>::shape_type{B, T, out});
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t j = 0; j < out; ++j) {
+        double s = bias.empty() ? 0.0 : bias[j];
+        for (std::size_t i = 0; i < in; ++i)
+          s += static_cast<double>(x(b, t, i)) * static_cast<double>(w(i, j));
+        y(b, t, j) = static_cast<float>(s);
+      }
+  return y;
+}
+
+using Shape3 = std::array<std::size_t, 3>;  // M, K, N
+
+}  // namespace
+
+TEST_SUITE("linear") {
+
+TEST_CASE("gemm matches the plain matmul on odd shapes, with and without transposes") {
+  attn::Rng rng(4);
+  for (const auto [M, K, N] : {Shape3{1, 1, 1}, Shape3{3, 5, 2}, Shape3{7, 1, 9}, Shape3{1, 40, 1},
+                               Shape3{17, 33, 16}, Shape3{65, 70, 3}}) {
+    const attn::Matrix a = attn::randn(rng, M, K);
+    const attn::Matrix b = attn::randn(rng, K, N);
+    const attn::Matrix want = attn::matmul(a, b);  // (M, K) @ (K, N) -> (M, N)
+    const attn::Matrix a_t = transposed(a);        // stored (K, M)
+    const attn::Matrix b_t = transposed(b);        // stored (N, K)
+    for (const bool ta : {false, true}) {
+      for (const bool tb : {false, true}) {
+        CAPTURE(M);
+        CAPTURE(K);
+        CAPTURE(N);
+        CAPTURE(ta);
+        CAPTURE(tb);
+        attn::Matrix got(attn::Matrix::shape_type{M, N});
+        attn::gemm(M, N, K, 1.0f, (ta ? a_t : a).data(), ta, (tb ? b_t : b).data(), tb, 0.0f,
+                   got.data());
+        CHECK_TENSOR_NEAR(got, want, 1e-5, 1e-5);
+      }
+    }
+  }
+}
+
+TEST_CASE("gemm computes alpha * a @ b + beta * out") {
+  attn::Rng rng(5);
+  const attn::Matrix a = attn::randn(rng, 4, 6);
+  const attn::Matrix b = attn::randn(rng, 6, 3);
+  const attn::Matrix c0 = attn::randn(rng, 4, 3);
+  attn::Matrix got = c0;
+  attn::gemm(4, 3, 6, 0.5f, a.data(), false, b.data(), false, -2.0f, got.data());
+  const attn::Matrix ab = attn::matmul(a, b);
+  attn::Matrix want(attn::Matrix::shape_type{4, 3});
+  for (std::size_t i = 0; i < 4; ++i)
+    for (std::size_t j = 0; j < 3; ++j) want(i, j) = 0.5f * ab(i, j) - 2.0f * c0(i, j);
+  CHECK_TENSOR_NEAR(got, want, 1e-5, 1e-5);
+}
+
+TEST_CASE("gemm with beta = 0 ignores whatever the output held, even NaN") {
+  const attn::Matrix a = {{1.0f, 2.0f}};
+  const attn::Matrix b = {{3.0f}, {4.0f}};
+  attn::Matrix out = {{std::numeric_limits<float>::quiet_NaN()}};
+  attn::gemm(1, 1, 2, 1.0f, a.data(), false, b.data(), false, 0.0f, out.data());
+  CHECK(out(0, 0) == 11.0f);
+}
+
+TEST_CASE("gemm with an empty inner dimension scales the output by beta") {
+  attn::Matrix out = {{1.0f, 2.0f}, {3.0f, 4.0f}};
+  attn::gemm(2, 2, 0, 1.0f, nullptr, false, nullptr, false, 3.0f, out.data());
+  const attn::Matrix tripled = {{3.0f, 6.0f}, {9.0f, 12.0f}};
+  CHECK_TENSOR_NEAR(out, tripled, 0.0, 0.0);
+  out(0, 0) = std::numeric_limits<float>::quiet_NaN();
+  attn::gemm(2, 2, 0, 1.0f, nullptr, false, nullptr, false, 0.0f, out.data());
+  const attn::Matrix zeros = xt::zeros<float>({2, 2});
+  CHECK_TENSOR_NEAR(out, zeros, 0.0, 0.0);
+}
+
+TEST_CASE("matmul_blas matches the plain matmul and a double loop") {
+  attn::Rng rng(6);
+  for (const auto [M, K, N] : {Shape3{1, 1, 1}, Shape3{3, 5, 2}, Shape3{2, 1, 5}, Shape3{31, 64, 9}}) {
+    const attn::Matrix a = attn::randn(rng, M, K);
+    const attn::Matrix b = attn::randn(rng, K, N);
+    attn::Tensor<3> a3(attn::Tensor<3>::shape_type{1, M, K});
+    std::copy(a.begin(), a.end(), a3.begin());
+    const attn::Tensor<3> want_d = reference_linear(a3, b, {});
+    const attn::Matrix got = attn::matmul_blas(a, b);
+    CAPTURE(M);
+    CAPTURE(K);
+    CAPTURE(N);
+    CHECK_TENSOR_NEAR(got, attn::matmul(a, b), 1e-5, 1e-5);
+    const attn::Matrix want = xt::view(want_d, 0);
+    CHECK_TENSOR_NEAR(got, want, 1e-5, 1e-5);
+  }
+}
+
+TEST_CASE("matmul_blas: a hand-worked product, and an empty inner dimension gives zeros") {
+  const attn::Matrix a = {{1.0f, 2.0f, 3.0f}, {4.0f, 5.0f, 6.0f}};
+  const attn::Matrix b = {{7.0f, 8.0f}, {9.0f, 10.0f}, {11.0f, 12.0f}};
+  const attn::Matrix want = {{58.0f, 64.0f}, {139.0f, 154.0f}};
+  CHECK_TENSOR_NEAR(attn::matmul_blas(a, b), want, 0.0, 0.0);
+  const attn::Matrix e1(attn::Matrix::shape_type{2, 0});
+  const attn::Matrix e2(attn::Matrix::shape_type{0, 3});
+  const attn::Matrix zeros = xt::zeros<float>({2, 3});
+  CHECK_TENSOR_NEAR(attn::matmul_blas(e1, e2), zeros, 0.0, 0.0);
+}
+
+TEST_CASE("matmul_blas with mismatched inner dimensions names both shapes") {
+  const attn::Matrix a = xt::zeros<float>({2, 3});
+  const attn::Matrix b = xt::zeros<float>({4, 5});
+  CHECK_THROWS_WITH_AS(
+      attn::matmul_blas(a, b),
+      "attn::matmul_blas: expected (M, K) @ (K, N) with the same K, got (2, 3) @ (4, 5)",
+      std::invalid_argument);
+}
+
+TEST_CASE("linear without bias is x @ W on every position") {
+  attn::Rng rng(7);
+  for (const auto [B, T, in] : {Shape3{1, 1, 1}, Shape3{2, 3, 5}, Shape3{3, 7, 16}}) {
+    for (const std::size_t out : {std::size_t{1}, std::size_t{4}, std::size_t{33}}) {
+      const attn::Tensor<3> x = attn::randn<3>(rng, {B, T, in});
+      const attn::Matrix w = attn::randn(rng, in, out);
+      CAPTURE(B);
+      CAPTURE(T);
+      CAPTURE(in);
+      CAPTURE(out);
+      const attn::Tensor<3> y = attn::linear(x, w);
+      CHECK_TENSOR_NEAR(y, reference_linear(x, w, {}), 1e-5, 1e-5);
+      // Each position on its own through the plain matmul: the batch axes are really just rows.
+      for (std::size_t b = 0; b < B; ++b) {
+        const attn::Matrix xb = xt::view(x, b);
+        const attn::Matrix yb = xt::view(y, b);
+        CHECK_TENSOR_NEAR(yb, attn::matmul(xb, w), 1e-5, 1e-5);
+      }
+    }
+  }
+}
+
+TEST_CASE("linear with bias adds the bias to every position") {
+  attn::Rng rng(8);
+  const attn::Tensor<3> x = attn::randn<3>(rng, {2, 5, 6});
+  const attn::Matrix w = attn::randn(rng, 6, 3);
+  const attn::Vector bias = {0.5f, -1.0f, 100.0f};
+  const std::vector<double> bias_d(bias.begin(), bias.end());
+  CHECK_TENSOR_NEAR(attn::linear(x, w, bias), reference_linear(x, w, bias_d), 1e-4, 1e-6);
+}
+
+TEST_CASE("linear by hand: one position, identity-like weights and a bias") {
+  const attn::Tensor<3> x = {{{1.0f, 2.0f}}};                      // (1, 1, 2)
+  const attn::Matrix w = {{1.0f, 0.0f, 2.0f}, {0.0f, 1.0f, 3.0f}};  // (2, 3)
+  const attn::Vector b = {10.0f, 20.0f, 30.0f};                    // (3,)
+  // x @ w = [1, 2, 1*2 + 2*3] = [1, 2, 8]; + b = [11, 22, 38]
+  const attn::Tensor<3> want_no_bias = {{{1.0f, 2.0f, 8.0f}}};
+  const attn::Tensor<3> want = {{{11.0f, 22.0f, 38.0f}}};
+  CHECK_TENSOR_NEAR(attn::linear(x, w), want_no_bias, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(attn::linear(x, w, b), want, 0.0, 0.0);
+}
+
+TEST_CASE("linear of an empty batch is an empty result") {
+  const attn::Tensor<3> x(attn::Tensor<3>::shape_type{0, 4, 3});
+  const attn::Matrix w = xt::ones<float>({3, 2});
+  const attn::Vector b = xt::ones<float>({2});
+  CHECK(attn::linear(x, w).shape() == attn::Tensor<3>::shape_type{0, 4, 2});
+  CHECK(attn::linear(x, w, b).shape() == attn::Tensor<3>::shape_type{0, 4, 2});
+}
+
+TEST_CASE("linear shape errors name both shapes") {
+  const attn::Tensor<3> x = xt::zeros<float>({2, 3, 4});
+  const attn::Matrix w = xt::zeros<float>({5, 6});
+  CHECK_THROWS_WITH_AS(
+      attn::linear(x, w),
+      "attn::linear: expected x (B, T, in) @ w (in, out) with the same in, got x (2, 3, 4) @ w (5, 6)",
+      std::invalid_argument);
+  const attn::Matrix w_ok = xt::zeros<float>({4, 6});
+  const attn::Vector b = xt::zeros<float>({5});
+  CHECK_THROWS_WITH_AS(
+      attn::linear(x, w_ok, b),
+      "attn::linear: expected bias (out,) matching w (in, out), got w (4, 6) and bias (5,)",
+      std::invalid_argument);
+  CHECK_THROWS_AS(attn::linear(x, w, b), std::invalid_argument);
+}
+
+}  // TEST_SUITE
