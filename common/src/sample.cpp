@@ -3,8 +3,12 @@
 // way torch.multinomial does in the lecture.
 #include "attn/sample.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -46,6 +50,40 @@ int sample_logits(std::span<const float> logits, float temperature, Rng& rng) {
   check_sampling_inputs(logits, temperature, "attn::sample_logits");
   const Vector probs = probs_unchecked(logits, temperature);  // (V,)
   // 3. One uniform draw, walked along the cumulative sum of the probabilities.
+  return static_cast<int>(rng.categorical(std::span<const float>(probs.data(), probs.size())));
+}
+
+}  // namespace attn
+
+// Top-k sampling (chapter 07): only the k most likely tokens may be drawn.
+namespace attn {
+
+int sample_top_k(std::span<const float> logits, float temperature, std::size_t top_k, Rng& rng) {
+  check_sampling_inputs(logits, temperature, "attn::sample_top_k");
+  const std::size_t V = logits.size();
+  require(top_k >= 1 && top_k <= V, "attn::sample_top_k",
+          fmt::format("top_k must be in [1, {}], got {}", V, top_k));
+  // 1. Rank the ids by logit, largest first; equal logits keep the lower id first. NaN ranks
+  //    above everything (a strict order even then), so it stays in and the draw reports it.
+  std::vector<std::size_t> order(V);
+  for (std::size_t v = 0; v < V; ++v) order[v] = v;
+  const auto before = [&logits](std::size_t i, std::size_t j) {
+    const bool nan_i = std::isnan(logits[i]);
+    const bool nan_j = std::isnan(logits[j]);
+    if (nan_i != nan_j) return nan_i;
+    if (!nan_i && logits[i] != logits[j]) return logits[i] > logits[j];
+    return i < j;
+  };
+  std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(top_k - 1),
+                   order.end(), before);
+  // 2. Every id outside the top k gets logit -inf, i.e. probability exactly 0 after the
+  //    softmax; the k survivors are renormalised among themselves by that same softmax.
+  //    Keeping the ids in their places (rather than compacting the k survivors) means that
+  //    top_k = V draws exactly what sample_logits draws from the same generator.
+  std::vector<float> kept(V, -std::numeric_limits<float>::infinity());
+  for (std::size_t r = 0; r < top_k; ++r) kept[order[r]] = logits[order[r]];
+  const Vector probs = probs_unchecked(kept, temperature);  // (V,)
+  // 3. One draw; zero-probability ids are never chosen.
   return static_cast<int>(rng.categorical(std::span<const float>(probs.data(), probs.size())));
 }
 
