@@ -1,1 +1,374 @@
-// placeholder: implemented in the chapters 04-07 work
+// attention.cpp: scaled dot-product attention and multi-head attention (chapters 04-05; every
+// transformer block of chapters 06-07 calls mha_forward). One kernel does the work for all
+// entry points: per (batch, head), scores = q k^T / sqrt(hs) by one GEMM, a stable row softmax
+// on raw pointers, then weights @ v by a second GEMM.
+#include "attn/attention.hpp"
+
+#include <cblas.h>  // OpenBLAS's; only .cpp files include it (target attn_openblas)
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "attn/check.hpp"
+#include "attn/linear.hpp"
+#include "attn/softmax.hpp"
+
+namespace attn {
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The kernel
+// ---------------------------------------------------------------------------------------------
+
+// Where head h of batch b starts and how far apart its rows are, in floats. The same kernel
+// then reads a contiguous (B, H, T, hs) tensor (scaled_dot_product_attention) or the column
+// blocks of a (B, T, C) projection in place (mha_forward): head h of position t is the hs floats
+// at column h*hs of row t, and BLAS only needs to be told that rows are C floats apart (its
+// "leading dimension"). So multi-head attention never copies q, k, v into (B, H, T, hs) and
+// never copies the heads back: split and merge cost nothing.
+template <class F>
+struct Heads {
+  F* data;
+  std::size_t batch_stride;  // from batch b to b + 1
+  std::size_t head_stride;   // from head h to h + 1
+  std::size_t row_stride;    // from position t to t + 1 (the BLAS leading dimension)
+  F* at(std::size_t b, std::size_t h) const { return data + b * batch_stride + h * head_stride; }
+};
+
+// A contiguous (B, H, rows, width) tensor.
+template <class F>
+Heads<F> contiguous_heads(F* data, std::size_t H, std::size_t rows, std::size_t width) {
+  return {data, H * rows * width, rows * width, width};
+}
+
+// The H column blocks of width hs of a (B, rows, row_width) tensor, starting at `data` (an offset
+// into the row selects q, k or v of a fused (B, T, 3C) projection).
+template <class F>
+Heads<F> column_heads(F* data, std::size_t rows, std::size_t row_width, std::size_t hs) {
+  return {data, rows * row_width, hs, row_width};
+}
+
+struct Sizes {
+  std::size_t B, H, T, S, hs, hv;  // q (B,H,T,hs), k (B,H,S,hs), v (B,H,S,hv)
+};
+
+int blas_int(std::size_t n) {
+  require(n <= static_cast<std::size_t>(INT_MAX), "attn::scaled_dot_product_attention",
+          "size " + std::to_string(n) + " is too large for BLAS (int)");
+  return static_cast<int>(n);
+}
+
+// c (M, N) = alpha * a (M, K) @ op(b) (K, N), with explicit row strides (leading dimensions).
+// op(b) = b^T when b is stored (N, K). Callers guarantee K >= 1.
+void gemm_strided(std::size_t M, std::size_t N, std::size_t K, float alpha, const float* a,
+                  std::size_t lda, const float* b, std::size_t ldb, bool trans_b, float* c,
+                  std::size_t ldc) {
+  if (M == 0 || N == 0) return;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, blas_int(M),
+              blas_int(N), blas_int(K), alpha, a, blas_int(lda), b, blas_int(ldb), 0.0f, c,
+              blas_int(ldc));
+}
+
+// Queries are processed kRowBlock at a time. For causal attention, block [i0, i1) only needs
+// keys 0..i1-1, so the GEMMs skip (almost) the whole masked upper triangle: about half the
+// work for long sequences. The block of scores (kRowBlock, S) also stays in cache between the
+// softmax and the second GEMM.
+constexpr std::size_t kRowBlock = 64;
+
+// out = softmax(q k^T / sqrt(hs) + mask) v for every (b, h). weights: (B, H, T, S) to fill, or
+// nullptr to use a scratch buffer that is never returned.
+void attend(const Sizes& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
+            Heads<float> out, bool causal, float* weights) {
+  const std::size_t T = n.T, S = n.S, hs = n.hs, hv = n.hv;
+  // Why 1/sqrt(hs): with q and k of unit-variance entries, q . k is a sum of hs products and has
+  // variance hs. Dividing by sqrt(hs) brings the scores back to variance 1 whatever the head
+  // size, so softmax stays soft instead of saturating into a one-hot (and vanishing gradients).
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  // One scratch block, allocated once and reused by every (b, h) when weights are not kept.
+  std::vector<float> scratch(weights != nullptr ? 0 : std::min(kRowBlock, T) * S);
+  for (std::size_t b = 0; b < n.B; ++b) {
+    for (std::size_t h = 0; h < n.H; ++h) {
+      const float* qh = q.at(b, h);  // (T, hs), rows q.row_stride apart
+      const float* kh = k.at(b, h);  // (S, hs)
+      const float* vh = v.at(b, h);  // (S, hv)
+      float* oh = out.at(b, h);      // (T, hv)
+      float* wh = weights != nullptr ? weights + (b * n.H + h) * T * S : nullptr;  // (T, S)
+      for (std::size_t i0 = 0; i0 < T; i0 += kRowBlock) {
+        const std::size_t i1 = std::min(T, i0 + kRowBlock);
+        const std::size_t rows = i1 - i0;
+        // Keys this block can see: all S, or with the causal mask keys 0..i1-1 only.
+        const std::size_t keys = causal ? i1 : S;
+        float* sc = wh != nullptr ? wh + i0 * S : scratch.data();  // (rows, S), row stride S
+        // 1. Scores, scaled inside the GEMM (alpha) so they are written once:
+        //    (rows, hs) @ (hs, keys) -> (rows, keys)
+        gemm_strided(rows, keys, hs, scale, qh + i0 * q.row_stride, q.row_stride, kh,
+                     k.row_stride, /*trans_b=*/true, sc, S);
+        // 2. Mask and softmax each row. Query t may see keys 0..t: softmax over those t+1
+        //    scores only (subtracting the row max keeps exp from overflowing), and the masked
+        //    entries are written as exactly 0, never computed: the scores above the diagonal
+        //    the GEMM produced in this block are simply overwritten. Same weights as adding a
+        //    -inf mask before the softmax, without exp-ing the future.
+        if (causal) {
+          // Without kept weights, only columns < keys are read by the GEMM below.
+          const std::size_t row_end = wh != nullptr ? S : keys;
+          for (std::size_t r = 0; r < rows; ++r) {
+            float* row = sc + r * S;  // (S,)
+            const std::size_t visible = i0 + r + 1;
+            softmax_rows(row, 1, visible);
+            std::fill(row + visible, row + row_end, 0.0f);
+          }
+        } else {
+          softmax_rows(sc, rows, S);  // (rows, S), each row sums to 1
+        }
+        // 3. Weighted sum of the values: (rows, keys) @ (keys, hv) -> (rows, hv), written
+        //    straight into the output rows of this head.
+        gemm_strided(rows, hv, keys, 1.0f, sc, S, vh, v.row_stride, /*trans_b=*/false,
+                     oh + i0 * out.row_stride, out.row_stride);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks shared by the multi-head functions
+// ---------------------------------------------------------------------------------------------
+
+// "attn::mha_forward: n_heads = 5 does not divide C = 64"
+void check_heads(const char* function, std::size_t n_heads, std::size_t C) {
+  require(n_heads >= 1 && C % n_heads == 0, function,
+          "n_heads = " + std::to_string(n_heads) + " does not divide C = " + std::to_string(C));
+}
+
+// "attn::mha_forward: w_k is (64, 32), expected (64, 64)"
+void check_weight(const char* function, const char* name, const Matrix& w, std::size_t rows,
+                  std::size_t cols) {
+  const std::array<std::size_t, 2> want{rows, cols};
+  require(w.shape()[0] == rows && w.shape()[1] == cols, function,
+          std::string(name) + " is " + shape_str(w.shape()) + ", expected " + shape_str(want));
+}
+
+void check_mha(const char* function, const Tensor<3>& x, const MhaWeights& w,
+               std::size_t n_heads) {
+  const std::size_t C = x.shape()[2];
+  require(C >= 1, function, "x is " + shape_str(x.shape()) + ", C must be at least 1");
+  check_heads(function, n_heads, C);
+  check_weight(function, "w_q", w.w_q, C, C);
+  check_weight(function, "w_k", w.w_k, C, C);
+  check_weight(function, "w_v", w.w_v, C, C);
+  check_weight(function, "w_o", w.w_o, C, C);
+}
+
+// Steps 2-4 of every multi-head variant, given the projections in place: q (B, T, C) and
+// k, v (B, S, C), each a pointer with its row width (C, or 3C inside a fused projection).
+MhaResult attend_heads_and_project(const float* q, const float* k, const float* v,
+                                   std::size_t row_width, std::size_t B, std::size_t T,
+                                   std::size_t S, std::size_t C, std::size_t H,
+                                   const Matrix& w_o, bool causal, bool need_weights) {
+  const std::size_t hs = C / H;
+  MhaResult result;
+  result.weights = need_weights ? Tensor<4>(Tensor<4>::shape_type{B, H, T, S})
+                                : Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0});
+  // 2. Split into heads: a view, not a copy. Head h reads columns [h*hs, (h+1)*hs) of each row,
+  //    which is exactly what PyTorch's view(B, T, H, hs).transpose(1, 2) selects.
+  //    (B, T, C) -> (B, H, T, hs) and (B, S, C) -> (B, H, S, hs)
+  // 3. Attention for every head, each writing its (T, hs) output into its own column block of
+  //    `merged`: the merge of the heads is done by where we write.
+  //    (B, H, T, hs) @ (B, H, hs, S) -> (B, H, T, S);  (B, H, T, S) @ (B, H, S, hs) -> (B, H, T, hs)
+  Tensor<3> merged(Tensor<3>::shape_type{B, T, C});  // (B, T, H * hs), fully written below
+  attend({B, H, T, S, hs, hs}, column_heads(q, T, row_width, hs),
+         column_heads(k, S, row_width, hs), column_heads(v, S, row_width, hs),
+         column_heads(merged.data(), T, C, hs), causal,
+         need_weights ? result.weights.data() : nullptr);
+  // 4. Output projection mixes the heads: (B, T, C) @ (C, C) -> (B, T, C).
+  result.out = linear(merged, w_o);
+  return result;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Scaled dot-product attention
+// ---------------------------------------------------------------------------------------------
+
+AttentionResult scaled_dot_product_attention(const Tensor<4>& q, const Tensor<4>& k,
+                                             const Tensor<4>& v, bool causal,
+                                             bool need_weights) {
+  const char* fn = "attn::scaled_dot_product_attention";
+  const auto& qs = q.shape();  // (B, H, T, hs)
+  const auto& ks = k.shape();  // (B, H, S, hs)
+  const auto& vs = v.shape();  // (B, H, S, hv)
+  const std::string got = "q " + shape_str(qs) + ", k " + shape_str(ks) + ", v " + shape_str(vs);
+  if (ks[0] != qs[0] || vs[0] != qs[0] || ks[1] != qs[1] || vs[1] != qs[1] || vs[2] != ks[2] ||
+      ks[3] != qs[3]) {
+    shape_error(fn, "q (B, H, T, hs), k (B, H, S, hs), v (B, H, S, hv)", got);
+  }
+  if (qs[3] == 0 || ks[2] == 0) shape_error(fn, "hs >= 1 and at least one key (S >= 1)", got);
+  if (causal && ks[2] != qs[2]) shape_error(fn, "S == T for causal attention", got);
+
+  const Sizes n{qs[0], qs[1], qs[2], ks[2], qs[3], vs[3]};
+  AttentionResult result;
+  result.out = Tensor<4>(Tensor<4>::shape_type{n.B, n.H, n.T, n.hv});  // fully written
+  result.weights = need_weights ? Tensor<4>(Tensor<4>::shape_type{n.B, n.H, n.T, n.S})
+                                : Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0});
+  // softmax(q k^T / sqrt(hs) + mask) v, one (b, h) at a time:
+  //   (B, H, T, hs) @ (B, H, hs, S) -> (B, H, T, S);  (B, H, T, S) @ (B, H, S, hv) -> (B, H, T, hv)
+  attend(n, contiguous_heads(q.data(), n.H, n.T, n.hs), contiguous_heads(k.data(), n.H, n.S, n.hs),
+         contiguous_heads(v.data(), n.H, n.S, n.hv),
+         contiguous_heads(result.out.data(), n.H, n.T, n.hv), causal,
+         need_weights ? result.weights.data() : nullptr);
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Heads
+// ---------------------------------------------------------------------------------------------
+
+Tensor<4> split_heads(const Tensor<3>& x, std::size_t n_heads) {
+  const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
+  check_heads("attn::split_heads", n_heads, C);
+  const std::size_t H = n_heads, hs = C / H;
+  // (B, T, C) -> (B, T, H, hs) -> (B, H, T, hs): row t of head h is the contiguous run of hs
+  // floats at column h*hs of x's row t, so each copy moves one run.
+  Tensor<4> out(Tensor<4>::shape_type{B, H, T, hs});
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t h = 0; h < H; ++h) {
+        const float* src = x.data() + (b * T + t) * C + h * hs;  // x[b, t, h*hs : (h+1)*hs]
+        std::copy(src, src + hs, out.data() + ((b * H + h) * T + t) * hs);  // out[b, h, t, :]
+      }
+  return out;
+}
+
+Tensor<3> merge_heads(const Tensor<4>& x) {
+  const std::size_t B = x.shape()[0], H = x.shape()[1], T = x.shape()[2], hs = x.shape()[3];
+  const std::size_t C = H * hs;
+  // (B, H, T, hs) -> (B, T, H, hs) -> (B, T, C): the heads side by side again, head h in
+  // columns [h*hs, (h+1)*hs).
+  Tensor<3> out(Tensor<3>::shape_type{B, T, C});
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t t = 0; t < T; ++t) {
+        const float* src = x.data() + ((b * H + h) * T + t) * hs;  // x[b, h, t, :]
+        std::copy(src, src + hs, out.data() + (b * T + t) * C + h * hs);
+      }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Multi-head attention
+// ---------------------------------------------------------------------------------------------
+
+MhaWeights mha_init(Rng& rng, std::size_t C, float std) {
+  // Drawn one statement at a time, so the order (w_q, w_k, w_v, w_o) is fixed.
+  MhaWeights w;
+  w.w_q = randn(rng, C, C, std);
+  w.w_k = randn(rng, C, C, std);
+  w.w_v = randn(rng, C, C, std);
+  w.w_o = randn(rng, C, C, std);
+  return w;
+}
+
+MhaResult mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
+                      bool need_weights) {
+  check_mha("attn::mha_forward", x, w, n_heads);
+  const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
+  // 1. Projections, one GEMM each over all B*T rows: (B, T, C) @ (C, C) -> (B, T, C).
+  const Tensor<3> q = linear(x, w.w_q);
+  const Tensor<3> k = linear(x, w.w_k);
+  const Tensor<3> v = linear(x, w.w_v);
+  // 2-4. Split (a view), attend per head, merge (in place), project with w_o.
+  return attend_heads_and_project(q.data(), k.data(), v.data(), C, B, T, T, C, n_heads, w.w_o,
+                                  causal, need_weights);
+}
+
+MhaResult mha_forward_per_head(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads,
+                               bool causal) {
+  check_mha("attn::mha_forward_per_head", x, w, n_heads);
+  const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
+  const std::size_t H = n_heads, hs = C / H;
+  Tensor<3> merged(Tensor<3>::shape_type{B, T, C});
+  MhaResult result;
+  result.weights = Tensor<4>(Tensor<4>::shape_type{B, H, T, T});
+  for (std::size_t h = 0; h < H; ++h) {
+    const std::size_t c0 = h * hs, c1 = (h + 1) * hs;
+    // 1. This head's own projections: columns [h*hs, (h+1)*hs) of each weight, copied.
+    //    (C, C) -> (C, hs)
+    const Matrix wq_h = xt::view(w.w_q, xt::all(), xt::range(c0, c1));
+    const Matrix wk_h = xt::view(w.w_k, xt::all(), xt::range(c0, c1));
+    const Matrix wv_h = xt::view(w.w_v, xt::all(), xt::range(c0, c1));
+    // 2. Project: (B, T, C) @ (C, hs) -> (B, T, hs), seen as one head: (B, 1, T, hs).
+    Tensor<4> q_h(Tensor<4>::shape_type{B, 1, T, hs});
+    Tensor<4> k_h(Tensor<4>::shape_type{B, 1, T, hs});
+    Tensor<4> v_h(Tensor<4>::shape_type{B, 1, T, hs});
+    xt::view(q_h, xt::all(), 0) = linear(x, wq_h);
+    xt::view(k_h, xt::all(), 0) = linear(x, wk_h);
+    xt::view(v_h, xt::all(), 0) = linear(x, wv_h);
+    // 3. Attend: (B, 1, T, hs) -> out (B, 1, T, hs), weights (B, 1, T, T).
+    const AttentionResult r = scaled_dot_product_attention(q_h, k_h, v_h, causal);
+    // 4. The head's output goes into its column block: (B, T, hs) -> merged[:, :, h*hs:(h+1)*hs].
+    xt::view(merged, xt::all(), xt::all(), xt::range(c0, c1)) = xt::view(r.out, xt::all(), 0);
+    xt::view(result.weights, xt::all(), h) = xt::view(r.weights, xt::all(), 0);
+  }
+  // 5. Output projection: (B, T, C) @ (C, C) -> (B, T, C).
+  result.out = linear(merged, w.w_o);
+  return result;
+}
+
+Matrix fuse_qkv(const MhaWeights& w) {
+  const std::size_t C = w.w_q.shape()[0];
+  check_weight("attn::fuse_qkv", "w_q", w.w_q, C, C);
+  check_weight("attn::fuse_qkv", "w_k", w.w_k, C, C);
+  check_weight("attn::fuse_qkv", "w_v", w.w_v, C, C);
+  // [w_q | w_k | w_v]: row i is row i of w_q, then of w_k, then of w_v. (C, C) x 3 -> (C, 3C)
+  Matrix w_qkv(Matrix::shape_type{C, 3 * C});
+  for (std::size_t i = 0; i < C; ++i) {
+    float* row = w_qkv.data() + i * 3 * C;
+    std::copy(w.w_q.data() + i * C, w.w_q.data() + (i + 1) * C, row);
+    std::copy(w.w_k.data() + i * C, w.w_k.data() + (i + 1) * C, row + C);
+    std::copy(w.w_v.data() + i * C, w.w_v.data() + (i + 1) * C, row + 2 * C);
+  }
+  return w_qkv;
+}
+
+MhaResult mha_forward_fused(const Tensor<3>& x, const Matrix& w_qkv, const Matrix& w_o,
+                            std::size_t n_heads, bool causal, bool need_weights) {
+  const char* fn = "attn::mha_forward_fused";
+  const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
+  require(C >= 1, fn, "x is " + shape_str(x.shape()) + ", C must be at least 1");
+  check_heads(fn, n_heads, C);
+  check_weight(fn, "w_qkv", w_qkv, C, 3 * C);
+  check_weight(fn, "w_o", w_o, C, C);
+  // 1. All three projections in one GEMM: (B, T, C) @ (C, 3C) -> (B, T, 3C). Column j of the
+  //    product only involves column j of w_qkv, so columns [0, C) are exactly x @ w_q, and so on.
+  const Tensor<3> qkv = linear(x, w_qkv);
+  // 2-4. q, k, v are the three column blocks of each row (row width 3C), read in place.
+  return attend_heads_and_project(qkv.data(), qkv.data() + C, qkv.data() + 2 * C, 3 * C, B, T,
+                                  T, C, n_heads, w_o, causal, need_weights);
+}
+
+MhaResult mha_cross_forward(const Tensor<3>& x, const Tensor<3>& y, const MhaWeights& w,
+                            std::size_t n_heads) {
+  const char* fn = "attn::mha_cross_forward";
+  check_mha(fn, x, w, n_heads);
+  if (y.shape()[0] != x.shape()[0] || y.shape()[2] != x.shape()[2]) {
+    shape_error(fn, "x (B, T, C) and y (B, S, C)",
+                "x " + shape_str(x.shape()) + " and y " + shape_str(y.shape()));
+  }
+  require(y.shape()[1] >= 1, fn, "y is " + shape_str(y.shape()) + ", S must be at least 1");
+  const std::size_t B = x.shape()[0], T = x.shape()[1], S = y.shape()[1], C = x.shape()[2];
+  // 1. Queries from x, keys and values from y:
+  //    (B, T, C) @ (C, C) -> (B, T, C);  (B, S, C) @ (C, C) -> (B, S, C)
+  const Tensor<3> q = linear(x, w.w_q);
+  const Tensor<3> k = linear(y, w.w_k);
+  const Tensor<3> v = linear(y, w.w_v);
+  // 2-4. Every query sees every key of y: no mask. Weights (B, H, T, S).
+  return attend_heads_and_project(q.data(), k.data(), v.data(), C, B, T, S, C, n_heads, w.w_o,
+                                  /*causal=*/false, /*need_weights=*/true);
+}
+
+}  // namespace attn
