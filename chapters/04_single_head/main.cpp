@@ -1,8 +1,6 @@
-// chapters/04_single_head/main.cpp: chapter 04, one head of self-attention.
-// The scores of chapter 03 now come from the tokens: queries, keys and values are projections of
-// the token vectors, weights = softmax(q k^T / sqrt(hs)), out = weights @ v. Then why the scale,
-// encoder vs decoder, and cross-attention. The math lives in common/src/attention.cpp and
-// common/src/linear.cpp; this file calls it and narrates. Page: docs/04-single-head.md
+// chapters/04_single_head/main.cpp: chapter 04, one head of self-attention, narrated. Queries,
+// keys and values project the tokens; weights = softmax(q k^T / sqrt(hs)), out = weights @ v.
+// The math lives in common/src/linear.cpp and attention.cpp. Page: docs/04-single-head.md
 #include <algorithm>
 #include <chrono>
 #include <cmath>
