@@ -1,0 +1,36 @@
+// tests/exercises/ch06_solution.cpp: chapter 06's exercises answered by the reference library.
+// Linked in place of the learner's stubs (ctest solution.ch06) to prove that every test in
+// ch06_test.cpp passes against attn::.
+#include "attn/block.hpp"
+#include "attn/ffn.hpp"
+#include "attn/layernorm.hpp"
+#include "exercises.hpp"
+
+namespace ex06 {
+
+attn::Tensor<3> layer_norm(const attn::Tensor<3>& x, const attn::Vector& gamma,
+                           const attn::Vector& beta, float eps) {
+  return attn::layer_norm<3>(x, gamma, beta, eps);
+}
+
+attn::Tensor<3> gelu(const attn::Tensor<3>& x) {
+  return attn::activate<3>(x, attn::Activation::gelu);
+}
+
+attn::Tensor<3> ffn_forward(const attn::Tensor<3>& x, const attn::FfnWeights& w,
+                            attn::Activation activation) {
+  return attn::ffn_forward(x, w, activation);
+}
+
+attn::Tensor<3> block_forward_pre_norm(const attn::Tensor<3>& x, const attn::BlockWeights& w,
+                                       std::size_t n_heads, bool causal,
+                                       attn::Activation activation) {
+  attn::BlockConfig config;
+  config.n_heads = n_heads;
+  config.causal = causal;
+  config.norm = attn::NormPlacement::pre;
+  config.activation = activation;
+  return attn::block_forward(x, w, config).out;
+}
+
+}  // namespace ex06
