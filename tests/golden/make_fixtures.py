@@ -1,0 +1,281 @@
+#!/usr/bin/python3
+"""tests/golden/make_fixtures.py: the PyTorch side of the golden tests (chapters 03-07).
+
+Writes tests/golden/cases/<name>/{case.txt, *.npy}: small inputs, weights and the outputs PyTorch
+computes from them, in float32. `attn-golden` (tools/golden.cpp) recomputes every output with the
+C++ library and compares. Only needed to regenerate the committed files:
+
+    /usr/bin/python3 tests/golden/make_fixtures.py
+
+Needs numpy and torch (Debian: python3-numpy, python3-torch). Deterministic: every case has its
+own seed and torch runs on one thread, so a re-run rewrites byte-identical files.
+"""
+
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parent / "cases"
+EPS = 1e-5  # LayerNorm epsilon of every block and of the model
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference computations, written with torch's own ops. Shapes: B batch, T time, C channels,
+# H heads, hs head size, V vocabulary, F FFN width. Linear maps are y = x @ W, W of shape (in, out).
+
+def causal_fill(scores):
+    """(..., T, T) -> scores with -inf above the diagonal (query t sees keys 0..t)."""
+    T = scores.shape[-1]
+    allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    return scores.masked_fill(~allowed, float("-inf"))
+
+
+def sdpa(q, k, v, causal):
+    """q, k, v (B, H, T, hs) -> out (B, H, T, hs), weights (B, H, T, T)."""
+    hs = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(hs)  # (B, H, T, T)
+    if causal:
+        scores = causal_fill(scores)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def mha(x, w, n_heads, causal):
+    """x (B, T, C) -> out (B, T, C), weights (B, H, T, T). No biases."""
+    B, T, C = x.shape
+    hs = C // n_heads
+
+    def heads(y):  # (B, T, C) -> (B, H, T, hs)
+        return y.view(B, T, n_heads, hs).transpose(1, 2)
+
+    q, k, v = heads(x @ w["w_q"]), heads(x @ w["w_k"]), heads(x @ w["w_v"])
+    out, weights = sdpa(q, k, v, causal)
+    out = out.transpose(1, 2).contiguous().view(B, T, C)  # merge heads
+    return out @ w["w_o"], weights
+
+
+def layer_norm(x, gamma, beta, eps):
+    return F.layer_norm(x, (x.shape[-1],), gamma, beta, eps)
+
+
+def activate(h, activation):
+    if activation == "relu":
+        return F.relu(h)
+    if activation == "gelu":
+        return F.gelu(h, approximate="none")
+    if activation == "gelu_tanh":
+        return F.gelu(h, approximate="tanh")
+    raise ValueError(activation)
+
+
+def ffn(x, w, activation):
+    """act(x @ w1 + b1) @ w2 + b2."""
+    return activate(x @ w["w1"] + w["b1"], activation) @ w["w2"] + w["b2"]
+
+
+def block(x, w, n_heads, causal, norm, activation, eps):
+    if norm == "pre":  # GPT-2
+        x = x + mha(layer_norm(x, w["ln1_gamma"], w["ln1_beta"], eps), w, n_heads, causal)[0]
+        return x + ffn(layer_norm(x, w["ln2_gamma"], w["ln2_beta"], eps), w, activation)
+    # post-norm, the original Transformer
+    x = layer_norm(x + mha(x, w, n_heads, causal)[0], w["ln1_gamma"], w["ln1_beta"], eps)
+    return layer_norm(x + ffn(x, w, activation), w["ln2_gamma"], w["ln2_beta"], eps)
+
+
+def lm(tokens, w, n_layers, n_heads):
+    """tokens (B, T) -> logits (B, T, V): pre-norm, causal, exact GELU, tied output projection."""
+    T = tokens.shape[1]
+    x = w["wte"][tokens] + w["wpe"][:T]  # (B, T, C)
+    for i in range(n_layers):
+        layer = {k[len(f"h{i}."):]: v for k, v in w.items() if k.startswith(f"h{i}.")}
+        x = block(x, layer, n_heads, True, "pre", "gelu", EPS)
+    x = layer_norm(x, w["ln_f_gamma"], w["ln_f_beta"], EPS)
+    return x @ w["wte"].T
+
+
+# ---------------------------------------------------------------------------------------------
+# Random inputs and weights, at scales that keep every output non-trivial.
+
+def randn(*shape, std=1.0):
+    return torch.randn(*shape) * std
+
+
+def mha_weights(C):
+    # std 1/sqrt(C): q.k / sqrt(hs) is then of order 1, so the attention weights are far from
+    # uniform and far from one-hot.
+    return {name: randn(C, C, std=1.0 / math.sqrt(C)) for name in ("w_q", "w_k", "w_v", "w_o")}
+
+
+def ln_weights(C, prefix):
+    return {f"{prefix}_gamma": 1.0 + randn(C, std=0.1), f"{prefix}_beta": randn(C, std=0.1)}
+
+
+def ffn_weights(C, Fw):
+    return {"w1": randn(C, Fw, std=1.0 / math.sqrt(C)), "b1": randn(Fw, std=0.1),
+            "w2": randn(Fw, C, std=1.0 / math.sqrt(Fw)), "b2": randn(C, std=0.1)}
+
+
+def block_weights(C, Fw):
+    w = mha_weights(C)
+    w.update(ln_weights(C, "ln1"))
+    w.update(ln_weights(C, "ln2"))
+    w.update(ffn_weights(C, Fw))
+    return w
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing a case.
+
+def write_case(name, about, op, keys, arrays):
+    """cases/<name>/case.txt (a comment, `op`, then `key value` lines) and one .npy per array."""
+    folder = ROOT / name
+    folder.mkdir(parents=True)
+    lines = [f"# {about}", f"op {op}"] + [f"{k} {v}" for k, v in keys.items()]
+    (folder / "case.txt").write_text("\n".join(lines) + "\n")
+    for file_name, value in arrays.items():
+        array = value.detach().numpy()
+        if array.dtype != np.int64:
+            array = array.astype(np.float32)
+        np.save(folder / f"{file_name}.npy", array)
+
+
+def case_softmax(name, about, shape, scale=1.0):
+    x = randn(*shape, std=scale)
+    write_case(name, about, "softmax", {}, {"x": x, "y": torch.softmax(x, dim=-1)})
+
+
+def case_masked_softmax(name, about, shape, causal, scale=1.0):
+    x = randn(*shape, std=scale)
+    y = torch.softmax(causal_fill(x) if causal else x, dim=-1)
+    write_case(name, about, "masked_softmax", {"causal": int(causal)}, {"x": x, "y": y})
+
+
+def case_sdpa(name, about, B, H, T, hs, causal):
+    q, k, v = randn(B, H, T, hs), randn(B, H, T, hs), randn(B, H, T, hs)
+    out, weights = sdpa(q, k, v, causal)
+    write_case(name, about, "sdpa", {"causal": int(causal)},
+               {"q": q, "k": k, "v": v, "out": out, "weights": weights})
+
+
+def case_mha(name, about, B, T, C, H, causal):
+    x, w = randn(B, T, C), mha_weights(C)
+    out, weights = mha(x, w, H, causal)
+    write_case(name, about, "mha", {"n_heads": H, "causal": int(causal)},
+               {"x": x, **w, "out": out, "weights": weights})
+
+
+def case_layernorm(name, about, shape, eps=EPS, offset=0.0, scale=1.0, values=None):
+    C = shape[-1]
+    x = randn(*shape, std=scale) + offset if values is None else torch.tensor(values).view(shape)
+    w = ln_weights(C, "ln")
+    gamma, beta = w["ln_gamma"], w["ln_beta"]
+    write_case(name, about, "layernorm", {"eps": repr(eps)},
+               {"x": x, "gamma": gamma, "beta": beta, "y": layer_norm(x, gamma, beta, eps)})
+
+
+def case_ffn(name, about, B, T, C, Fw, activation):
+    x, w = randn(B, T, C), ffn_weights(C, Fw)
+    write_case(name, about, "ffn", {"activation": activation},
+               {"x": x, **w, "y": ffn(x, w, activation)})
+
+
+def case_block(name, about, B, T, C, H, causal, norm, activation, eps=EPS):
+    x, w = randn(B, T, C), block_weights(C, 4 * C)
+    y = block(x, w, H, causal, norm, activation, eps)
+    write_case(name, about, "block",
+               {"n_heads": H, "causal": int(causal), "norm": norm, "activation": activation,
+                "eps": repr(eps)},
+               {"x": x, **w, "y": y})
+
+
+def case_lm(name, about, B, T, V, T_max, C, H, L):
+    tokens = torch.randint(0, V, (B, T), dtype=torch.int64)
+    w = {"wte": randn(V, C, std=0.5), "wpe": randn(T_max, C, std=0.5)}
+    for i in range(L):
+        w.update({f"h{i}.{k}": v for k, v in block_weights(C, 4 * C).items()})
+    w.update({"ln_f_gamma": 1.0 + randn(C, std=0.1), "ln_f_beta": randn(C, std=0.1)})
+    write_case(name, about, "lm", {"n_layers": L, "n_heads": H},
+               {"tokens": tokens, **w, "logits": lm(tokens, w, L, H)})
+
+
+# Every case: (function, name, description, arguments). Each gets its own seed, its index, so
+# adding a case at the end changes no other file.
+CASES = [
+    (case_softmax, "softmax_rows", "softmax over the rows of a (4, 7) matrix", dict(shape=(4, 7))),
+    (case_softmax, "softmax_large_logits", "logits of order 100: the max shift keeps exp finite",
+     dict(shape=(3, 10), scale=100.0)),
+    (case_softmax, "softmax_3d", "softmax over the last axis of a (2, 3, 5) tensor",
+     dict(shape=(2, 3, 5))),
+    (case_softmax, "softmax_4d", "softmax over the last axis of a (2, 2, 3, 4) tensor",
+     dict(shape=(2, 2, 3, 4))),
+    (case_softmax, "softmax_one_column", "a last axis of length 1: every weight is 1",
+     dict(shape=(5, 1))),
+    (case_masked_softmax, "masked_softmax_T7", "causal softmax of (2, 7, 7) scores",
+     dict(shape=(2, 7, 7), causal=True)),
+    (case_masked_softmax, "masked_softmax_4d_T10", "causal softmax of (2, 3, 10, 10) scores x10",
+     dict(shape=(2, 3, 10, 10), causal=True, scale=10.0)),
+    (case_masked_softmax, "masked_softmax_T1", "T = 1: the only key is the query itself",
+     dict(shape=(1, 1, 1, 1), causal=True)),
+    (case_masked_softmax, "masked_softmax_2d", "one (5, 5) score matrix, causal",
+     dict(shape=(5, 5), causal=True)),
+    (case_masked_softmax, "masked_softmax_not_causal", "causal 0: a plain softmax",
+     dict(shape=(2, 6, 6), causal=False)),
+    (case_sdpa, "sdpa_causal", "B 2, H 2, T 5, hs 4, causal", dict(B=2, H=2, T=5, hs=4, causal=True)),
+    (case_sdpa, "sdpa_not_causal_T7", "B 1, H 3, T 7, hs 8, every key visible",
+     dict(B=1, H=3, T=7, hs=8, causal=False)),
+    (case_sdpa, "sdpa_T1", "T = 1", dict(B=2, H=1, T=1, hs=4, causal=True)),
+    (case_sdpa, "sdpa_hs1", "head size 1", dict(B=1, H=2, T=6, hs=1, causal=True)),
+    (case_mha, "mha_causal", "B 2, T 5, C 8, H 2, causal", dict(B=2, T=5, C=8, H=2, causal=True)),
+    (case_mha, "mha_odd", "B 1, T 7, C 12, H 3 (hs 3), not causal",
+     dict(B=1, T=7, C=12, H=3, causal=False)),
+    (case_mha, "mha_one_head", "H = 1: hs = C = 6", dict(B=2, T=4, C=6, H=1, causal=True)),
+    (case_mha, "mha_hs1", "H = C = 4: head size 1, T = 10", dict(B=1, T=10, C=4, H=4, causal=True)),
+    (case_mha, "mha_T1", "T = 1, B = 3", dict(B=3, T=1, C=8, H=2, causal=True)),
+    (case_layernorm, "layernorm_3d", "(2, 5, 8), eps 1e-5", dict(shape=(2, 5, 8))),
+    (case_layernorm, "layernorm_offset_1e3",
+     "inputs around 1000 with std 5: the mean must be removed before the variance",
+     dict(shape=(3, 6), offset=1000.0, scale=5.0)),
+    (case_layernorm, "layernorm_eps_1e-3", "(4, 16) with eps 1e-3 and small inputs",
+     dict(shape=(4, 16), eps=1e-3, scale=0.05)),
+    # Dyadic inputs: for a constant row PyTorch's float32 mean is exact only when x is (for
+    # x = 1000 it is off by ~2e-3 after the 1/sqrt(eps) scaling), and the reference must be exact.
+    (case_layernorm, "layernorm_one_feature", "C = 1: variance 0, the output is beta",
+     dict(shape=(1, 4, 1), values=[0.0, 1.0, -2.0, 0.5])),
+    (case_ffn, "ffn_gelu", "exact GELU, C 8, F 32", dict(B=2, T=5, C=8, Fw=32, activation="gelu")),
+    (case_ffn, "ffn_gelu_tanh", "tanh GELU, C 6, F 24, T 7",
+     dict(B=1, T=7, C=6, Fw=24, activation="gelu_tanh")),
+    (case_ffn, "ffn_relu", "ReLU, C 4, F 10 (not 4C)", dict(B=2, T=3, C=4, Fw=10, activation="relu")),
+    (case_block, "block_pre_gelu_causal", "GPT-2 block: pre-norm, exact GELU, causal",
+     dict(B=2, T=6, C=8, H=2, causal=True, norm="pre", activation="gelu")),
+    (case_block, "block_post_relu_encoder", "original Transformer encoder: post-norm, ReLU",
+     dict(B=1, T=7, C=12, H=3, causal=False, norm="post", activation="relu")),
+    (case_block, "block_pre_gelu_tanh_one_head", "pre-norm, tanh GELU, H 1, eps 1e-6",
+     dict(B=2, T=5, C=6, H=1, causal=True, norm="pre", activation="gelu_tanh", eps=1e-6)),
+    (case_block, "block_post_gelu_T1", "post-norm, exact GELU, T = 1, hs 2",
+     dict(B=2, T=1, C=8, H=4, causal=True, norm="post", activation="gelu")),
+    (case_lm, "lm_2layer", "2 layers, B 2, T 7 of T_max 10, V 11, C 8, H 2",
+     dict(B=2, T=7, V=11, T_max=10, C=8, H=2, L=2)),
+    (case_lm, "lm_full_context", "T = T_max = 6, B 2, V 13, C 12, H 3, 2 layers",
+     dict(B=2, T=6, V=13, T_max=6, C=12, H=3, L=2)),
+    (case_lm, "lm_one_token", "one layer, one token, H 1", dict(B=1, T=1, V=5, T_max=4, C=4, H=1, L=1)),
+]
+
+
+def main():
+    torch.set_num_threads(1)  # same reductions, same bits, on every run
+    if ROOT.exists():
+        shutil.rmtree(ROOT)
+    for index, (make, name, about, args) in enumerate(CASES):
+        torch.manual_seed(1000 + index)
+        make(name, about, **args)
+    files = sorted(p for p in ROOT.rglob("*") if p.is_file())
+    size = sum(p.stat().st_size for p in files)
+    print(f"{len(CASES)} cases, {len(files)} files, {size} bytes in {ROOT}")
+
+
+if __name__ == "__main__":
+    main()
