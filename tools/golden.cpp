@@ -1,0 +1,434 @@
+// tools/golden.cpp: attn-golden checks the library against PyTorch (tests/golden, ctest
+// golden.pytorch). Each case folder holds case.txt (`op` and `key value` lines) and .npy files
+// written by tests/golden/make_fixtures.py; we recompute every output with attn:: and compare.
+//
+//   attn-golden [--help] DIR...
+//
+// A case passes when every element of every output satisfies |got - ref| <= 1e-5 + 1e-4 |ref|.
+// Exit codes: 0 every case passed, 1 a case failed or could not be run, 2 usage error.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attn/attention.hpp"
+#include "attn/block.hpp"
+#include "attn/check.hpp"
+#include "attn/ffn.hpp"
+#include "attn/layernorm.hpp"
+#include "attn/mask.hpp"
+#include "attn/model.hpp"
+#include "attn/npy.hpp"
+#include "attn/softmax.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kAtol = 1e-5;
+constexpr double kRtol = 1e-4;
+
+constexpr std::string_view kUsage =
+    "usage: attn-golden [--help] DIR...\n"
+    "\n"
+    "Runs every golden case found under the DIRs (any folder holding a case.txt) with the attn\n"
+    "library and compares each output with PyTorch's, saved next to it as .npy files.\n"
+    "A case passes when |got - ref| <= 1e-5 + 1e-4 * |ref| for every element of every output.\n"
+    "\n"
+    "case.txt: one `key value` per line ('#' starts a comment). `op` is one of softmax,\n"
+    "masked_softmax, sdpa, mha, layernorm, ffn, block, lm; the other keys and the .npy files\n"
+    "each op needs are listed in tests/golden/README.md.\n"
+    "\n"
+    "Exit codes: 0 all passed, 1 a case failed or could not be run, 2 usage error.\n";
+
+// A case that cannot be run (missing key or file, bad value): the message names the file.
+struct CaseError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// ---------------------------------------------------------------------------------------------
+// case.txt
+
+std::string_view trim(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t\r");
+  if (first == std::string_view::npos) return {};
+  const auto last = s.find_last_not_of(" \t\r");
+  return s.substr(first, last - first + 1);
+}
+
+class Case {
+ public:
+  explicit Case(fs::path dir) : dir_(std::move(dir)), file_(dir_ / "case.txt") {}
+
+  const fs::path& dir() const { return dir_; }
+  fs::path file(std::string_view name) const { return dir_ / (std::string(name) + ".npy"); }
+
+  // Reads case.txt; fills op(). Throws CaseError.
+  void parse() {
+    std::ifstream in(file_);
+    if (!in) fail("cannot read the file");
+    std::string raw;
+    for (int line_no = 1; std::getline(in, raw); ++line_no) {
+      const std::string_view line = trim(raw);
+      if (line.empty() || line.front() == '#') continue;
+      const auto space = line.find_first_of(" \t");
+      if (space == std::string_view::npos) {
+        fail(fmt::format("line {}: expected 'key value', got '{}'", line_no, line));
+      }
+      const std::string key(line.substr(0, space));
+      const std::string value(trim(line.substr(space)));
+      if (!keys_.emplace(key, value).second) {
+        fail(fmt::format("line {}: key {} appears twice", line_no, key));
+      }
+    }
+    op_ = text("op");
+  }
+
+  const std::string& op() const { return op_; }
+
+  // Every key must be one the op uses: a typo ("n_head 4") is an error, not a default.
+  void allow_keys(std::initializer_list<std::string_view> allowed) const {
+    for (const auto& [key, value] : keys_) {
+      if (key == "op") continue;
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+        std::string list;
+        for (const std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        fail(fmt::format("unknown key {} for op {} (expected: {})", key, op_,
+                         list.empty() ? "none" : list));
+      }
+    }
+  }
+
+  const std::string& text(const std::string& key) const {
+    const auto it = keys_.find(key);
+    if (it == keys_.end()) fail("missing key " + key);
+    return it->second;
+  }
+  std::size_t positive(const std::string& key) const {
+    const std::string& v = text(key);
+    std::size_t n = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size() || n == 0) {
+      fail(fmt::format("key {} must be a positive integer, got '{}'", key, v));
+    }
+    return n;
+  }
+  bool flag(const std::string& key) const {
+    const std::string& v = text(key);
+    if (v != "0" && v != "1") fail(fmt::format("key {} must be 0 or 1, got '{}'", key, v));
+    return v == "1";
+  }
+  float eps(const std::string& key) const {
+    const std::string& v = text(key);
+    std::size_t used = 0;
+    float x = 0.0f;
+    try {
+      x = std::stof(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != v.size() || !std::isfinite(x) || x < 0.0f) {
+      fail(fmt::format("key {} must be a number >= 0, got '{}'", key, v));
+    }
+    return x;
+  }
+  // A library parser (parse_activation, parse_norm) whose error is reported against case.txt.
+  template <class Parse>
+  auto parsed(const std::string& key, Parse parse_value) const {
+    const std::string& v = text(key);
+    try {
+      return parse_value(v);
+    } catch (const std::invalid_argument& e) {
+      fail(fmt::format("key {}: {}", key, e.what()));
+    }
+  }
+
+  [[noreturn]] void fail(std::string_view what) const {
+    throw CaseError(fmt::format("{}: {}", file_.string(), what));
+  }
+
+ private:
+  fs::path dir_;
+  fs::path file_;
+  std::map<std::string, std::string> keys_;
+  std::string op_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Comparing one output with its reference.
+
+struct Comparison {
+  double max_abs = 0.0;
+  double max_rel = 0.0;       // over elements with ref != 0
+  std::string first_failure;  // empty: every element within tolerance
+};
+
+// Folds the comparison of one output into `total`.
+template <std::size_t N>
+void compare(const Case& c, std::string_view name, const attn::Tensor<N>& got, Comparison& total) {
+  const attn::Tensor<N> ref = attn::load_npy<N>(c.file(name));
+  if (!std::equal(got.shape().begin(), got.shape().end(), ref.shape().begin())) {
+    if (total.first_failure.empty()) {
+      total.first_failure = fmt::format("{}: shape {}, reference {}", name,
+                                        attn::shape_str(got.shape()), attn::shape_str(ref.shape()));
+    }
+    total.max_abs = total.max_rel = std::numeric_limits<double>::infinity();
+    return;
+  }
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double g = static_cast<double>(got.data()[i]);
+    const double r = static_cast<double>(ref.data()[i]);
+    const bool same_inf = std::isinf(g) && std::isinf(r) && (g > 0) == (r > 0);
+    const double diff = same_inf ? 0.0 : std::abs(g - r);
+    const bool ok = diff <= kAtol + kRtol * std::abs(r);  // NaN is never ok
+    total.max_abs = std::isnan(diff) ? diff : std::max(total.max_abs, diff);
+    if (r != 0.0 && std::isfinite(r)) {
+      total.max_rel = std::isnan(diff) ? diff : std::max(total.max_rel, diff / std::abs(r));
+    }
+    if (!ok && total.first_failure.empty()) {
+      total.first_failure =
+          fmt::format("{}: flat index {}: got {:.7g}, expected {:.7g}", name, i, g, r);
+    }
+    if (std::isnan(diff)) return;
+  }
+}
+
+// The rank of an input whose rank the op leaves open (softmax of a matrix or of a 4-D tensor).
+std::size_t rank_of(const Case& c, std::string_view name) {
+  return attn::read_npy(c.file(name)).shape.size();
+}
+
+[[noreturn]] void bad_rank(const Case& c, std::string_view name, std::string_view allowed) {
+  const attn::NpyArray a = attn::read_npy(c.file(name));
+  throw CaseError(fmt::format("{}: op {} takes a {} array, got shape {}", c.file(name).string(),
+                              c.op(), allowed, attn::shape_str(a.shape)));
+}
+
+// A braced list is evaluated left to right, so the first missing file in this order is reported.
+attn::MhaWeights load_mha(const Case& c) {
+  return {attn::load_npy<2>(c.file("w_q")), attn::load_npy<2>(c.file("w_k")),
+          attn::load_npy<2>(c.file("w_v")), attn::load_npy<2>(c.file("w_o"))};
+}
+
+attn::FfnWeights load_ffn(const Case& c) {
+  return {attn::load_npy<2>(c.file("w1")), attn::load_npy<1>(c.file("b1")),
+          attn::load_npy<2>(c.file("w2")), attn::load_npy<1>(c.file("b2"))};
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ops: each reads its keys and inputs, runs the library, compares every output.
+
+template <std::size_t N>
+void run_softmax(const Case& c, Comparison& cmp) {
+  compare<N>(c, "y", attn::softmax<N>(attn::load_npy<N>(c.file("x"))), cmp);
+}
+
+template <std::size_t N>
+void run_masked_softmax(const Case& c, bool causal, Comparison& cmp) {
+  const attn::Tensor<N> x = attn::load_npy<N>(c.file("x"));  // (..., T, T)
+  const std::size_t T = x.shape()[N - 1];
+  // causal 0: every key allowed, so the result is a plain softmax (through the masked path).
+  const attn::Mask allowed = causal ? attn::causal_mask(T) : attn::Mask(xt::ones<bool>({T, T}));
+  compare<N>(c, "y", attn::masked_softmax<N>(x, allowed), cmp);
+}
+
+template <std::size_t N>
+void run_layernorm(const Case& c, float eps, Comparison& cmp) {
+  const attn::Tensor<N> x = attn::load_npy<N>(c.file("x"));  // (..., C)
+  const attn::Vector gamma = attn::load_npy<1>(c.file("gamma"));
+  const attn::Vector beta = attn::load_npy<1>(c.file("beta"));
+  compare<N>(c, "y", attn::layer_norm<N>(x, gamma, beta, eps), cmp);
+}
+
+void run_case(const Case& c, Comparison& cmp) {
+  const std::string& op = c.op();
+  if (op == "softmax") {
+    c.allow_keys({});
+    switch (rank_of(c, "x")) {
+      case 1: return run_softmax<1>(c, cmp);
+      case 2: return run_softmax<2>(c, cmp);
+      case 3: return run_softmax<3>(c, cmp);
+      case 4: return run_softmax<4>(c, cmp);
+      default: bad_rank(c, "x", "rank 1-4");
+    }
+  }
+  if (op == "masked_softmax") {
+    c.allow_keys({"causal"});
+    const bool causal = c.flag("causal");
+    switch (rank_of(c, "x")) {
+      case 2: return run_masked_softmax<2>(c, causal, cmp);
+      case 3: return run_masked_softmax<3>(c, causal, cmp);
+      case 4: return run_masked_softmax<4>(c, causal, cmp);
+      default: bad_rank(c, "x", "rank 2-4 (..., T, T)");
+    }
+  }
+  if (op == "sdpa") {
+    c.allow_keys({"causal"});
+    const bool causal = c.flag("causal");
+    const attn::Tensor<4> q = attn::load_npy<4>(c.file("q"));  // (B, H, T, hs)
+    const attn::Tensor<4> k = attn::load_npy<4>(c.file("k"));
+    const attn::Tensor<4> v = attn::load_npy<4>(c.file("v"));
+    const attn::AttentionResult r =
+        attn::scaled_dot_product_attention(q, k, v, causal, /*need_weights=*/true);
+    compare<4>(c, "out", r.out, cmp);          // (B, H, T, hs)
+    compare<4>(c, "weights", r.weights, cmp);  // (B, H, T, T)
+    return;
+  }
+  if (op == "mha") {
+    c.allow_keys({"n_heads", "causal"});
+    const std::size_t H = c.positive("n_heads");
+    const bool causal = c.flag("causal");
+    // Named variables: the files are read (and a missing one reported) in a fixed order.
+    const attn::Tensor<3> x = attn::load_npy<3>(c.file("x"));  // (B, T, C)
+    const attn::MhaWeights w = load_mha(c);
+    const attn::MhaResult r = attn::mha_forward(x, w, H, causal, /*need_weights=*/true);
+    compare<3>(c, "out", r.out, cmp);          // (B, T, C)
+    compare<4>(c, "weights", r.weights, cmp);  // (B, H, T, T)
+    return;
+  }
+  if (op == "layernorm") {
+    c.allow_keys({"eps"});
+    const float eps = c.eps("eps");
+    switch (rank_of(c, "x")) {
+      case 2: return run_layernorm<2>(c, eps, cmp);
+      case 3: return run_layernorm<3>(c, eps, cmp);
+      default: bad_rank(c, "x", "rank 2 or 3 (..., C)");
+    }
+  }
+  if (op == "ffn") {
+    c.allow_keys({"activation"});
+    const attn::Activation a = c.parsed("activation", attn::parse_activation);
+    const attn::Tensor<3> x = attn::load_npy<3>(c.file("x"));  // (B, T, C)
+    const attn::FfnWeights w = load_ffn(c);
+    compare<3>(c, "y", attn::ffn_forward(x, w, a), cmp);
+    return;
+  }
+  if (op == "block") {
+    c.allow_keys({"n_heads", "causal", "norm", "activation", "eps"});
+    attn::BlockConfig config;
+    config.n_heads = c.positive("n_heads");
+    config.causal = c.flag("causal");
+    config.norm = c.parsed("norm", attn::parse_norm);
+    config.activation = c.parsed("activation", attn::parse_activation);
+    config.eps = c.eps("eps");
+    const attn::Tensor<3> x = attn::load_npy<3>(c.file("x"));  // (B, T, C)
+    attn::BlockWeights w;
+    w.attn = load_mha(c);
+    w.ln1_gamma = attn::load_npy<1>(c.file("ln1_gamma"));
+    w.ln1_beta = attn::load_npy<1>(c.file("ln1_beta"));
+    w.ln2_gamma = attn::load_npy<1>(c.file("ln2_gamma"));
+    w.ln2_beta = attn::load_npy<1>(c.file("ln2_beta"));
+    w.ffn = load_ffn(c);
+    compare<3>(c, "y", attn::block_forward(x, w, config).out, cmp);
+    return;
+  }
+  if (op == "lm") {
+    c.allow_keys({"n_layers", "n_heads"});
+    const std::size_t n_layers = c.positive("n_layers");
+    const std::size_t n_heads = c.positive("n_heads");
+    // The case folder is a saved model (load_lm's layout) plus tokens.npy and logits.npy.
+    attn::LmConfig config;
+    const attn::LmWeights w = attn::load_lm(c.dir(), n_layers, n_heads, config);
+    const xt::xtensor<int, 2> tokens = attn::load_npy_tokens(c.file("tokens"));  // (B, T)
+    compare<3>(c, "logits", attn::lm_forward(tokens, w, config), cmp);           // (B, T, V)
+    return;
+  }
+  c.fail(fmt::format("unknown op '{}' (known: softmax, masked_softmax, sdpa, mha, layernorm, "
+                     "ffn, block, lm)",
+                     op));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+// Every folder under `root` (or `root` itself) that holds a case.txt, sorted.
+std::vector<fs::path> find_cases(const fs::path& root) {
+  std::vector<fs::path> out;
+  if (fs::is_regular_file(root / "case.txt")) out.push_back(root);
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    if (entry.is_directory() && fs::is_regular_file(entry.path() / "case.txt")) {
+      out.push_back(entry.path());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string fmt_err(double e) { return std::isfinite(e) ? fmt::format("{:.2e}", e) : fmt::format("{}", e); }
+
+int usage_error(std::string_view what) {
+  fmt::print(stderr, "attn-golden: error: {} (run attn-golden --help)\n", what);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // 1. Arguments: --help, or one or more folders.
+  std::vector<fs::path> roots;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      fmt::print("{}", kUsage);
+      return 0;
+    }
+    if (arg.size() > 1 && arg.front() == '-') return usage_error(fmt::format("unknown option '{}'", arg));
+    roots.emplace_back(arg);
+  }
+  if (roots.empty()) return usage_error("no case folders given");
+
+  // 2. Collect the cases.
+  std::vector<fs::path> cases;
+  for (const fs::path& root : roots) {
+    std::error_code ec;
+    if (!fs::is_directory(root, ec)) return usage_error(fmt::format("'{}' is not a folder", root.string()));
+    const std::vector<fs::path> found = find_cases(root);
+    if (found.empty()) return usage_error(fmt::format("no case.txt under '{}'", root.string()));
+    cases.insert(cases.end(), found.begin(), found.end());
+  }
+
+  // 3. Run each, one line per case: path, op, max abs and max rel error, PASS/FAIL (+ why).
+  std::size_t width = 0;
+  for (const fs::path& dir : cases) width = std::max(width, dir.string().size());
+  std::size_t passed = 0;
+  for (const fs::path& dir : cases) {
+    Case c(dir);
+    Comparison cmp;
+    std::string error;
+    try {
+      c.parse();
+      run_case(c, cmp);
+    } catch (const std::exception& e) {
+      error = e.what();
+      // Library shape errors do not know the case; npy and case.txt errors already name a file.
+      if (error.find(dir.string()) == std::string::npos) error = dir.string() + ": " + error;
+    }
+    const bool ok = error.empty() && cmp.first_failure.empty();
+    std::string line = fmt::format("{:<{}}  {:<14}", dir.string(), width, c.op().empty() ? "?" : c.op());
+    if (error.empty()) {
+      line += fmt::format("  max abs {:>9}  max rel {:>9}", fmt_err(cmp.max_abs), fmt_err(cmp.max_rel));
+    } else {
+      line += fmt::format("  max abs {:>9}  max rel {:>9}", "-", "-");
+    }
+    line += ok ? "  PASS" : "  FAIL";
+    if (!error.empty()) line += "  " + error;
+    if (error.empty() && !ok) line += "  " + cmp.first_failure;
+    fmt::print("{}\n", line);
+    if (ok) ++passed;
+  }
+
+  // 4. Summary.
+  const std::size_t failed = cases.size() - passed;
+  fmt::print("{} case{}: {} passed, {} failed\n", cases.size(), cases.size() == 1 ? "" : "s",
+             passed, failed);
+  return failed == 0 ? 0 : 1;
+}
