@@ -28,13 +28,15 @@ double wiggle(std::size_t i, double phase, double scale) {
 
 Tensor<3> wiggly3(std::size_t B, std::size_t T, std::size_t C, double phase, double scale) {
   Tensor<3> x({B, T, C});
-  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(wiggle(i, phase, scale));
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x.data()[i] = static_cast<float>(wiggle(i, phase, scale));
   return x;
 }
 
 Matrix wiggly2(std::size_t rows, std::size_t cols, double phase, double scale) {
   Matrix m({rows, cols});
-  for (std::size_t i = 0; i < m.size(); ++i) m.data()[i] = static_cast<float>(wiggle(i, phase, scale));
+  for (std::size_t i = 0; i < m.size(); ++i)
+    m.data()[i] = static_cast<float>(wiggle(i, phase, scale));
   return m;
 }
 
@@ -62,9 +64,12 @@ double gelu_tanh(double v) {
 
 double activation_by_hand(double v, attn::Activation a) {
   switch (a) {
-    case attn::Activation::relu: return v > 0.0 ? v : 0.0;
-    case attn::Activation::gelu: return gelu_exact(v);
-    case attn::Activation::gelu_tanh: return gelu_tanh(v);
+    case attn::Activation::relu:
+      return v > 0.0 ? v : 0.0;
+    case attn::Activation::gelu:
+      return gelu_exact(v);
+    case attn::Activation::gelu_tanh:
+      return gelu_tanh(v);
   }
   return v;
 }
@@ -291,8 +296,7 @@ TEST_SUITE("ex06.3 Feed-forward network") {
     // x = [-1, 0.5]: h = [0, 1.5, 0]; relu -> [0, 1.5, 0]; y = [0.1, 1.4].
     const Tensor<3> x = {{{1.0f, 1.0f}, {-1.0f, 0.5f}}};  // (1, 2, 2)
     const Tensor<3> want = {{{3.6f, 0.4f}, {0.1f, 1.4f}}};
-    CHECK_TENSOR_NEAR(ex06::ffn_forward(x, tiny_ffn(), attn::Activation::relu), want, 1e-6,
-                      1e-6);
+    CHECK_TENSOR_NEAR(ex06::ffn_forward(x, tiny_ffn(), attn::Activation::relu), want, 1e-6, 1e-6);
   }
 
   TEST_CASE("the activation sits between the two layers, exact GELU by name") {
@@ -300,8 +304,7 @@ TEST_SUITE("ex06.3 Feed-forward network") {
     // y = [2.99595031 + 0.34573123 + 0.1, -0.15426877 + 0.34573123 - 0.1].
     const Tensor<3> x = {{{1.0f, 1.0f}}};
     const Tensor<3> want = {{{3.44168154f, 0.09146246f}}};
-    CHECK_TENSOR_NEAR(ex06::ffn_forward(x, tiny_ffn(), attn::Activation::gelu), want, 1e-6,
-                      1e-5);
+    CHECK_TENSOR_NEAR(ex06::ffn_forward(x, tiny_ffn(), attn::Activation::gelu), want, 1e-6, 1e-5);
   }
 
   TEST_CASE("a (B, T, C) batch matches a double-precision loop for every activation") {
@@ -360,7 +363,8 @@ TEST_SUITE("ex06.4 Pre-norm block") {
     const std::size_t C = 8, F = 16, H = 2;
     const attn::BlockWeights w = wiggly_block(C, F);
     const Tensor<3> x = wiggly3(2, 5, C, 0.5, 1.5);
-    const Tensor<3> want = to_float(block_by_hand(to_double(x), w, H, true, attn::Activation::gelu));
+    const Tensor<3> want =
+        to_float(block_by_hand(to_double(x), w, H, true, attn::Activation::gelu));
     CHECK_TENSOR_NEAR(ex06::block_forward_pre_norm(x, w, H, true, attn::Activation::gelu), want,
                       1e-4, 1e-4);
   }
@@ -387,7 +391,8 @@ TEST_SUITE("ex06.4 Pre-norm block") {
     double last = 0.0;     // largest |change| at position 3
     for (std::size_t t = 0; t < 4; ++t)
       for (std::size_t c = 0; c < C; ++c) {
-        const double d = std::abs(static_cast<double>(z(0, t, c)) - static_cast<double>(y(0, t, c)));
+        const double d =
+            std::abs(static_cast<double>(z(0, t, c)) - static_cast<double>(y(0, t, c)));
         if (t < 3) {
           earlier = std::max(earlier, d);
         } else {

@@ -19,7 +19,7 @@ namespace ex06 {
 
 attn::Tensor<3> layer_norm(const attn::Tensor<3>& x, const attn::Vector& gamma,
                            const attn::Vector& beta, float eps) {
-  // TODO(ex06.1): for each (b, t), the mean and biased variance over c, then normalise, scale, shift.
+  // TODO(ex06.1): per token (b, t): mean and biased variance over c; normalise, scale, shift.
   throw std::logic_error("TODO ex06.1: layer norm");
 }
 
