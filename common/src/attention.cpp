@@ -8,14 +8,17 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <climits>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "attn/check.hpp"
 #include "attn/linear.hpp"
-#include "attn/softmax.hpp"
 
 namespace attn {
 
@@ -58,7 +61,7 @@ struct Sizes {
 };
 
 int blas_int(std::size_t n) {
-  require(n <= static_cast<std::size_t>(INT_MAX), "attn::scaled_dot_product_attention",
+  require(n <= static_cast<std::size_t>(INT_MAX), "attn::attention (BLAS)",
           "size " + std::to_string(n) + " is too large for BLAS (int)");
   return static_cast<int>(n);
 }
@@ -74,64 +77,177 @@ void gemm_strided(std::size_t M, std::size_t N, std::size_t K, float alpha, cons
               blas_int(ldc));
 }
 
+// ---------------------------------------------------------------------------------------------
+// The row softmax of the kernel
+// ---------------------------------------------------------------------------------------------
+// Same math as attn::softmax_rows (softmax.hpp), written for speed: exp is most of the cost of
+// attention that is not a GEMM (one exp per visible score), and libm's expf is a function call
+// the compiler cannot vectorise. The loops below work in chunks of 8 with no branches, so that
+// g++ -O2 turns each chunk into SIMD instructions (SSE2 on any x86-64).
+
+// exp(x) for x <= 0, to 1 ulp (Cephes' expf polynomial), 0 below about -88 where the true value
+// is no longer a normal float; NaN stays NaN. Branch-free so that it vectorises.
+//   exp(x) = 2^n * exp(r),  n = round(x / ln 2),  r = x - n ln 2 in [-ln2/2, ln2/2]
+inline float exp_nonpositive(float x) {
+  // 1. Clamp x to -88.5 (exp(-88.5) ~ 4e-39 is already below the smallest normal float). The
+  //    comparison is done on the bits: for negative floats a larger unsigned pattern means a
+  //    more negative number, and -inf (0xFF800000) is the largest. NaNs are left alone.
+  const auto xi = std::bit_cast<std::uint32_t>(x);
+  const std::uint32_t too_small = (0u - static_cast<std::uint32_t>(xi > 0xC2B10000u)) &
+                                  (0u - static_cast<std::uint32_t>(xi <= 0xFF800000u));
+  const float xc = std::bit_cast<float>((0xC2B10000u & too_small) | (xi & ~too_small));
+  // 2. n = round(x / ln 2) by the 1.5 * 2^23 trick: adding it pushes the fraction bits out, so
+  //    t holds n in its low mantissa bits and t - 1.5 * 2^23 is n as a float.
+  const float t = xc * 1.44269504088896341f + 12582912.0f;
+  const float n = t - 12582912.0f;
+  // 3. r = x - n ln 2, with ln 2 split into an exact high part and a small correction.
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  // 4. exp(r) = 1 + r + r^2 p(r), with p a degree-5 minimax polynomial.
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float er = p * r * r + r + 1.0f;
+  // 5. 2^n built directly as float bits: biased exponent n + 127, or 0 (so the result is 0)
+  //    when n + 127 <= 0, i.e. below the normal range.
+  const std::int32_t biased = std::bit_cast<std::int32_t>(t) - 0x4B400000 + 127;
+  const std::uint32_t keep = 0u - static_cast<std::uint32_t>(biased > 0);
+  return er * std::bit_cast<float>((static_cast<std::uint32_t>(biased) << 23) & keep);
+}
+
+// softmax over row[0, n) in place (n >= 1). Masked entries are never passed in.
+void softmax_row(float* row, std::size_t n) {
+  constexpr std::size_t W = 8;  // chunk width: two SSE registers, one AVX register
+  std::size_t j = 0;
+  // 1. m = max_j z_j, so every exponent below is <= 0 and exp cannot overflow. (A NaN score
+  //    never wins a comparison; it still turns its row into NaN through exp and the sum.)
+  float mx[W];
+  for (std::size_t u = 0; u < W; ++u) mx[u] = row[0];
+  for (; j + W <= n; j += W)
+    for (std::size_t u = 0; u < W; ++u) mx[u] = row[j + u] > mx[u] ? row[j + u] : mx[u];
+  float m = row[0];
+  for (; j < n; ++j) m = row[j] > m ? row[j] : m;
+  for (std::size_t u = 0; u < W; ++u) m = mx[u] > m ? mx[u] : m;
+  // 2. A row of -inf scores (only possible from infinite inputs) has no distribution: zeros,
+  //    as attn::softmax_rows defines it.
+  if (m == -std::numeric_limits<float>::infinity()) {
+    std::fill(row, row + n, 0.0f);
+    return;
+  }
+  // 3. e_j = exp(z_j - m), and their sum (8 partial sums, then added up).
+  float partial[W] = {};
+  for (j = 0; j + W <= n; j += W)
+    for (std::size_t u = 0; u < W; ++u) {
+      row[j + u] = exp_nonpositive(row[j + u] - m);
+      partial[u] += row[j + u];
+    }
+  float sum = 0.0f;
+  for (; j < n; ++j) {
+    row[j] = exp_nonpositive(row[j] - m);
+    sum += row[j];
+  }
+  for (std::size_t u = 0; u < W; ++u) sum += partial[u];
+  // 4. Normalise: the largest term is exp(0) = 1, so sum >= 1 and 1 / sum is safe.
+  const float inv = 1.0f / sum;
+  for (j = 0; j + W <= n; j += W)
+    for (std::size_t u = 0; u < W; ++u) row[j + u] *= inv;
+  for (; j < n; ++j) row[j] *= inv;
+}
+
 // Queries are processed kRowBlock at a time. For causal attention, block [i0, i1) only needs
 // keys 0..i1-1, so the GEMMs skip (almost) the whole masked upper triangle: about half the
 // work for long sequences. The block of scores (kRowBlock, S) also stays in cache between the
 // softmax and the second GEMM.
 constexpr std::size_t kRowBlock = 64;
 
-// out = softmax(q k^T / sqrt(hs) + mask) v for every (b, h). weights: (B, H, T, S) to fill, or
-// nullptr to use a scratch buffer that is never returned.
-void attend(const Sizes& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
-            Heads<float> out, bool causal, float* weights) {
+// out = softmax(q k^T / sqrt(hs) + mask) v for the (b, h) pairs bh_begin..bh_end-1 (pair
+// number b * H + h). weights: (B, H, T, S) to fill, or nullptr to use `scratch`, a
+// (kRowBlock, S) buffer that is never returned.
+void attend_range(const Sizes& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
+                  Heads<float> out, bool causal, float* weights, std::size_t bh_begin,
+                  std::size_t bh_end, float* scratch) {
   const std::size_t T = n.T, S = n.S, hs = n.hs, hv = n.hv;
   // Why 1/sqrt(hs): with q and k of unit-variance entries, q . k is a sum of hs products and has
   // variance hs. Dividing by sqrt(hs) brings the scores back to variance 1 whatever the head
   // size, so softmax stays soft instead of saturating into a one-hot (and vanishing gradients).
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  // One scratch block, allocated once and reused by every (b, h) when weights are not kept.
-  std::vector<float> scratch(weights != nullptr ? 0 : std::min(kRowBlock, T) * S);
-  for (std::size_t b = 0; b < n.B; ++b) {
-    for (std::size_t h = 0; h < n.H; ++h) {
-      const float* qh = q.at(b, h);  // (T, hs), rows q.row_stride apart
-      const float* kh = k.at(b, h);  // (S, hs)
-      const float* vh = v.at(b, h);  // (S, hv)
-      float* oh = out.at(b, h);      // (T, hv)
-      float* wh = weights != nullptr ? weights + (b * n.H + h) * T * S : nullptr;  // (T, S)
-      for (std::size_t i0 = 0; i0 < T; i0 += kRowBlock) {
-        const std::size_t i1 = std::min(T, i0 + kRowBlock);
-        const std::size_t rows = i1 - i0;
-        // Keys this block can see: all S, or with the causal mask keys 0..i1-1 only.
-        const std::size_t keys = causal ? i1 : S;
-        float* sc = wh != nullptr ? wh + i0 * S : scratch.data();  // (rows, S), row stride S
-        // 1. Scores, scaled inside the GEMM (alpha) so they are written once:
-        //    (rows, hs) @ (hs, keys) -> (rows, keys)
-        gemm_strided(rows, keys, hs, scale, qh + i0 * q.row_stride, q.row_stride, kh,
-                     k.row_stride, /*trans_b=*/true, sc, S);
-        // 2. Mask and softmax each row. Query t may see keys 0..t: softmax over those t+1
-        //    scores only (subtracting the row max keeps exp from overflowing), and the masked
-        //    entries are written as exactly 0, never computed: the scores above the diagonal
-        //    the GEMM produced in this block are simply overwritten. Same weights as adding a
-        //    -inf mask before the softmax, without exp-ing the future.
-        if (causal) {
-          // Without kept weights, only columns < keys are read by the GEMM below.
-          const std::size_t row_end = wh != nullptr ? S : keys;
-          for (std::size_t r = 0; r < rows; ++r) {
-            float* row = sc + r * S;  // (S,)
-            const std::size_t visible = i0 + r + 1;
-            softmax_rows(row, 1, visible);
-            std::fill(row + visible, row + row_end, 0.0f);
-          }
-        } else {
-          softmax_rows(sc, rows, S);  // (rows, S), each row sums to 1
+  for (std::size_t bh = bh_begin; bh < bh_end; ++bh) {
+    const std::size_t b = bh / n.H, h = bh % n.H;
+    const float* qh = q.at(b, h);  // (T, hs), rows q.row_stride apart
+    const float* kh = k.at(b, h);  // (S, hs)
+    const float* vh = v.at(b, h);  // (S, hv)
+    float* oh = out.at(b, h);      // (T, hv)
+    float* wh = weights != nullptr ? weights + bh * T * S : nullptr;  // (T, S)
+    for (std::size_t i0 = 0; i0 < T; i0 += kRowBlock) {
+      const std::size_t i1 = std::min(T, i0 + kRowBlock);
+      const std::size_t rows = i1 - i0;
+      // Keys this block can see: all S, or with the causal mask keys 0..i1-1 only.
+      const std::size_t keys = causal ? i1 : S;
+      float* sc = wh != nullptr ? wh + i0 * S : scratch;  // (rows, S), row stride S
+      // 1. Scores, scaled inside the GEMM (alpha) so they are written once:
+      //    (rows, hs) @ (hs, keys) -> (rows, keys)
+      gemm_strided(rows, keys, hs, scale, qh + i0 * q.row_stride, q.row_stride, kh, k.row_stride,
+                   /*trans_b=*/true, sc, S);
+      // 2. Mask and softmax each row. Query t may see keys 0..t: softmax over those t+1 scores
+      //    only (subtracting the row max keeps exp from overflowing), and the masked entries
+      //    are written as exactly 0, never computed: the scores above the diagonal the GEMM
+      //    produced in this block are simply overwritten. Same weights as adding a -inf mask
+      //    before the softmax, without exp-ing the future.
+      if (causal) {
+        // Without kept weights, only columns < keys are read by the GEMM below.
+        const std::size_t row_end = wh != nullptr ? S : keys;
+        for (std::size_t r = 0; r < rows; ++r) {
+          float* row = sc + r * S;  // (S,)
+          const std::size_t visible = i0 + r + 1;
+          softmax_row(row, visible);
+          std::fill(row + visible, row + row_end, 0.0f);
         }
-        // 3. Weighted sum of the values: (rows, keys) @ (keys, hv) -> (rows, hv), written
-        //    straight into the output rows of this head.
-        gemm_strided(rows, hv, keys, 1.0f, sc, S, vh, v.row_stride, /*trans_b=*/false,
-                     oh + i0 * out.row_stride, out.row_stride);
+      } else {
+        for (std::size_t r = 0; r < rows; ++r) softmax_row(sc + r * S, S);  // each sums to 1
       }
+      // 3. Weighted sum of the values: (rows, keys) @ (keys, hv) -> (rows, hv), written
+      //    straight into the output rows of this head.
+      gemm_strided(rows, hv, keys, 1.0f, sc, S, vh, v.row_stride, /*trans_b=*/false,
+                   oh + i0 * out.row_stride, out.row_stride);
     }
   }
+}
+
+// All (b, h) pairs. They are independent, so with more than one BLAS thread allowed
+// (OPENBLAS_NUM_THREADS), the pairs are split between that many threads of our own, each
+// running whole heads with single-threaded GEMMs: the per-head GEMMs are too small for BLAS's
+// own threading to pay off (it would wake and join its threads twice per block of queries).
+void attend(const Sizes& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
+            Heads<float> out, bool causal, float* weights) {
+  // Every size handed to BLAS is checked here, so nothing can throw inside a worker thread.
+  for (std::size_t size : {n.T, n.S, n.hs, n.hv, q.row_stride, k.row_stride, v.row_stride,
+                           out.row_stride})
+    blas_int(size);
+  const std::size_t pairs = n.B * n.H;
+  const std::size_t blas_threads = static_cast<std::size_t>(std::max(1, openblas_get_num_threads()));
+  const std::size_t n_threads = std::min(blas_threads, pairs);
+  // One scratch block per thread, allocated once, when the weights are not kept.
+  const std::size_t scratch_size = weights != nullptr ? 0 : std::min(kRowBlock, n.T) * n.S;
+  std::vector<float> scratch(std::max<std::size_t>(n_threads, 1) * scratch_size);
+  if (n_threads <= 1) {
+    attend_range(n, q, k, v, out, causal, weights, 0, pairs, scratch.data());
+    return;
+  }
+  // BLAS calls inside the workers must run on the calling thread only.
+  openblas_set_num_threads(1);
+  {
+    std::vector<std::jthread> workers;
+    for (std::size_t i = 1; i < n_threads; ++i)
+      workers.emplace_back([&, i] {
+        attend_range(n, q, k, v, out, causal, weights, pairs * i / n_threads,
+                     pairs * (i + 1) / n_threads, scratch.data() + i * scratch_size);
+      });
+    attend_range(n, q, k, v, out, causal, weights, 0, pairs / n_threads, scratch.data());
+  }  // the jthreads join here
+  openblas_set_num_threads(static_cast<int>(blas_threads));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -163,10 +279,11 @@ void check_mha(const char* function, const Tensor<3>& x, const MhaWeights& w,
   check_weight(function, "w_o", w.w_o, C, C);
 }
 
-// Steps 2-4 of every multi-head variant, given the projections in place: q (B, T, C) and
-// k, v (B, S, C), each a pointer with its row width (C, or 3C inside a fused projection).
-MhaResult attend_heads_and_project(const float* q, const float* k, const float* v,
-                                   std::size_t row_width, std::size_t B, std::size_t T,
+// Steps 2-4 of every multi-head variant. q: (B, T, C) inside rows of q_width floats (C, or 3C
+// in a (B, T, 3C) projection buffer); k, v: (B, S, C) inside rows of kv_width floats.
+// Overwrites q's columns with the merged heads' outputs, then projects them with w_o.
+MhaResult attend_heads_and_project(float* q, std::size_t q_width, const float* k, const float* v,
+                                   std::size_t kv_width, std::size_t B, std::size_t T,
                                    std::size_t S, std::size_t C, std::size_t H,
                                    const Matrix& w_o, bool causal, bool need_weights) {
   const std::size_t hs = C / H;
@@ -176,16 +293,20 @@ MhaResult attend_heads_and_project(const float* q, const float* k, const float* 
   // 2. Split into heads: a view, not a copy. Head h reads columns [h*hs, (h+1)*hs) of each row,
   //    which is exactly what PyTorch's view(B, T, H, hs).transpose(1, 2) selects.
   //    (B, T, C) -> (B, H, T, hs) and (B, S, C) -> (B, H, S, hs)
-  // 3. Attention for every head, each writing its (T, hs) output into its own column block of
-  //    `merged`: the merge of the heads is done by where we write.
+  // 3. Attention for every head. Head h writes its (T, hs) output into its own column block of
+  //    the (B, T, C) merged result, so merging the heads is done by where we write. And we write
+  //    it over q itself: each block of query rows of a head is read once, by the scores GEMM,
+  //    before the output of the same rows is written, so q's memory is free to reuse. That saves
+  //    a (B, T, C) buffer, and with it page faults on every call.
   //    (B, H, T, hs) @ (B, H, hs, S) -> (B, H, T, S);  (B, H, T, S) @ (B, H, S, hs) -> (B, H, T, hs)
-  Tensor<3> merged(Tensor<3>::shape_type{B, T, C});  // (B, T, H * hs), fully written below
-  attend({B, H, T, S, hs, hs}, column_heads(q, T, row_width, hs),
-         column_heads(k, S, row_width, hs), column_heads(v, S, row_width, hs),
-         column_heads(merged.data(), T, C, hs), causal,
-         need_weights ? result.weights.data() : nullptr);
+  //    then (B, H, T, hs) -> (B, T, C), in place of q.
+  attend({B, H, T, S, hs, hs}, column_heads<const float>(q, T, q_width, hs),
+         column_heads(k, S, kv_width, hs), column_heads(v, S, kv_width, hs),
+         column_heads(q, T, q_width, hs), causal, need_weights ? result.weights.data() : nullptr);
   // 4. Output projection mixes the heads: (B, T, C) @ (C, C) -> (B, T, C).
-  result.out = linear(merged, w_o);
+  result.out = Tensor<3>(Tensor<3>::shape_type{B, T, C});
+  gemm_strided(B * T, C, C, 1.0f, q, q_width, w_o.data(), C, /*trans_b=*/false, result.out.data(),
+               C);
   return result;
 }
 
@@ -277,13 +398,16 @@ MhaResult mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_hea
                       bool need_weights) {
   check_mha("attn::mha_forward", x, w, n_heads);
   const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
-  // 1. Projections, one GEMM each over all B*T rows: (B, T, C) @ (C, C) -> (B, T, C).
-  const Tensor<3> q = linear(x, w.w_q);
-  const Tensor<3> k = linear(x, w.w_k);
-  const Tensor<3> v = linear(x, w.w_v);
+  // 1. Projections, one GEMM each over all B*T rows: (B, T, C) @ (C, C) -> (B, T, C), written
+  //    side by side into one (B, T, 3C) buffer [q | k | v], the layout of the fused form, so
+  //    everything after this step is shared with mha_forward_fused.
+  Tensor<3> qkv(Tensor<3>::shape_type{B, T, 3 * C});
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, w.w_q.data(), C, false, qkv.data(), 3 * C);
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, w.w_k.data(), C, false, qkv.data() + C, 3 * C);
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, w.w_v.data(), C, false, qkv.data() + 2 * C, 3 * C);
   // 2-4. Split (a view), attend per head, merge (in place), project with w_o.
-  return attend_heads_and_project(q.data(), k.data(), v.data(), C, B, T, T, C, n_heads, w.w_o,
-                                  causal, need_weights);
+  return attend_heads_and_project(qkv.data(), 3 * C, qkv.data() + C, qkv.data() + 2 * C, 3 * C, B,
+                                  T, T, C, n_heads, w.w_o, causal, need_weights);
 }
 
 MhaResult mha_forward_per_head(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads,
@@ -345,10 +469,10 @@ MhaResult mha_forward_fused(const Tensor<3>& x, const Matrix& w_qkv, const Matri
   check_weight(fn, "w_o", w_o, C, C);
   // 1. All three projections in one GEMM: (B, T, C) @ (C, 3C) -> (B, T, 3C). Column j of the
   //    product only involves column j of w_qkv, so columns [0, C) are exactly x @ w_q, and so on.
-  const Tensor<3> qkv = linear(x, w_qkv);
+  Tensor<3> qkv = linear(x, w_qkv);
   // 2-4. q, k, v are the three column blocks of each row (row width 3C), read in place.
-  return attend_heads_and_project(qkv.data(), qkv.data() + C, qkv.data() + 2 * C, 3 * C, B, T,
-                                  T, C, n_heads, w_o, causal, need_weights);
+  return attend_heads_and_project(qkv.data(), 3 * C, qkv.data() + C, qkv.data() + 2 * C, 3 * C, B,
+                                  T, T, C, n_heads, w_o, causal, need_weights);
 }
 
 MhaResult mha_cross_forward(const Tensor<3>& x, const Tensor<3>& y, const MhaWeights& w,
@@ -363,11 +487,11 @@ MhaResult mha_cross_forward(const Tensor<3>& x, const Tensor<3>& y, const MhaWei
   const std::size_t B = x.shape()[0], T = x.shape()[1], S = y.shape()[1], C = x.shape()[2];
   // 1. Queries from x, keys and values from y:
   //    (B, T, C) @ (C, C) -> (B, T, C);  (B, S, C) @ (C, C) -> (B, S, C)
-  const Tensor<3> q = linear(x, w.w_q);
+  Tensor<3> q = linear(x, w.w_q);
   const Tensor<3> k = linear(y, w.w_k);
   const Tensor<3> v = linear(y, w.w_v);
   // 2-4. Every query sees every key of y: no mask. Weights (B, H, T, S).
-  return attend_heads_and_project(q.data(), k.data(), v.data(), C, B, T, S, C, n_heads, w.w_o,
+  return attend_heads_and_project(q.data(), C, k.data(), v.data(), C, B, T, S, C, n_heads, w.w_o,
                                   /*causal=*/false, /*need_weights=*/true);
 }
 
