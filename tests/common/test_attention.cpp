@@ -326,6 +326,22 @@ TEST_CASE("causal attention: changing keys and values after position t leaves ou
   CHECK(max_abs_diff(a, b) > 0.1);  // the later positions did change
 }
 
+TEST_CASE("a NaN in one query makes that query's output NaN and leaves the others alone") {
+  attn::Rng rng(29);
+  Tensor<4> q = attn::randn<4>(rng, {1, 1, 20, 4});
+  const Tensor<4> k = attn::randn<4>(rng, {1, 1, 20, 4});
+  const Tensor<4> v = attn::randn<4>(rng, {1, 1, 20, 4});
+  const Tensor<4> clean = attn::scaled_dot_product_attention(q, k, v, true).out;
+  q(0, 0, 12, 1) = std::numeric_limits<float>::quiet_NaN();
+  const Tensor<4> out = attn::scaled_dot_product_attention(q, k, v, true).out;
+  for (std::size_t t = 0; t < 20; ++t)
+    for (std::size_t d = 0; d < 4; ++d) {
+      CAPTURE(t);
+      if (t == 12) CHECK(std::isnan(out(0, 0, t, d)));
+      else CHECK(out(0, 0, t, d) == clean(0, 0, t, d));
+    }
+}
+
 TEST_CASE("attention shape errors name the function and every shape") {
   const auto z = [](std::size_t B, std::size_t H, std::size_t T, std::size_t hs) {
     return Tensor<4>(xt::zeros<float>({B, H, T, hs}));
