@@ -1,0 +1,379 @@
+// Tests for attn/block.hpp: the transformer block (chapter 06).
+// The block is compared with a naive composition written here from attn::matmul and plain
+// double-precision loops (LayerNorm, per-head attention with softmax, GELU); then causality,
+// the trace, the parameter and FLOP formulas, and the error messages.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <numbers>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attn/block.hpp"
+#include "attn/matmul.hpp"
+#include "attn/random.hpp"
+#include "test_helpers.hpp"
+
+namespace {
+
+using attn::Tensor;
+
+// ---- A naive block, from attn::matmul and loops ------------------------------------------------
+
+// (B, T, in) @ (in, out) [+ bias] through attn::matmul on the (B*T, in) matrix of rows.
+Tensor<3> naive_linear(const Tensor<3>& x, const attn::Matrix& w, const attn::Vector* bias = nullptr) {
+  const std::size_t B = x.shape()[0], T = x.shape()[1], in = x.shape()[2], out = w.shape()[1];
+  attn::Matrix rows(attn::Matrix::shape_type{B * T, in});
+  std::copy(x.data(), x.data() + x.size(), rows.data());
+  const attn::Matrix y = attn::matmul(rows, w);  // (B*T, in) @ (in, out) -> (B*T, out)
+  Tensor<3> result(Tensor<3>::shape_type{B, T, out});
+  for (std::size_t r = 0; r < B * T; ++r)
+    for (std::size_t j = 0; j < out; ++j)
+      result.data()[r * out + j] = y(r, j) + (bias != nullptr ? (*bias)(j) : 0.0f);
+  return result;
+}
+
+Tensor<3> naive_layer_norm(const Tensor<3>& x, const attn::Vector& gamma, const attn::Vector& beta,
+                           double eps) {
+  Tensor<3> y(x.shape());
+  const std::size_t C = x.shape()[2];
+  for (std::size_t r = 0; r < x.size() / C; ++r) {
+    double mean = 0.0, var = 0.0;
+    for (std::size_t j = 0; j < C; ++j) mean += static_cast<double>(x.data()[r * C + j]);
+    mean /= static_cast<double>(C);
+    for (std::size_t j = 0; j < C; ++j) {
+      const double d = static_cast<double>(x.data()[r * C + j]) - mean;
+      var += d * d;
+    }
+    var /= static_cast<double>(C);
+    for (std::size_t j = 0; j < C; ++j) {
+      const double n = (static_cast<double>(x.data()[r * C + j]) - mean) / std::sqrt(var + eps);
+      y.data()[r * C + j] =
+          static_cast<float>(n * static_cast<double>(gamma(j)) + static_cast<double>(beta(j)));
+    }
+  }
+  return y;
+}
+
+Tensor<3> naive_add(const Tensor<3>& a, const Tensor<3>& b) {
+  Tensor<3> y(a.shape());
+  for (std::size_t i = 0; i < a.size(); ++i) y.data()[i] = a.data()[i] + b.data()[i];
+  return y;
+}
+
+// Multi-head attention, head by head, token by token; the softmax in double.
+std::pair<Tensor<3>, Tensor<4>> naive_attention(const Tensor<3>& x, const attn::MhaWeights& w,
+                                                std::size_t H, bool causal) {
+  const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2], hs = C / H;
+  const Tensor<3> q = naive_linear(x, w.w_q), k = naive_linear(x, w.w_k), v = naive_linear(x, w.w_v);
+  Tensor<3> merged(x.shape());
+  Tensor<4> weights = xt::zeros<float>({B, H, T, T});
+  for (std::size_t b = 0; b < B; ++b) {
+    for (std::size_t h = 0; h < H; ++h) {
+      for (std::size_t t = 0; t < T; ++t) {
+        const std::size_t last = causal ? t : T - 1;  // keys 0..last are visible
+        std::vector<double> p(last + 1);
+        double max_score = -1e300;
+        for (std::size_t u = 0; u <= last; ++u) {
+          double s = 0.0;
+          for (std::size_t d = 0; d < hs; ++d)
+            s += static_cast<double>(q(b, t, h * hs + d)) * static_cast<double>(k(b, u, h * hs + d));
+          p[u] = s / std::sqrt(static_cast<double>(hs));
+          max_score = std::max(max_score, p[u]);
+        }
+        double sum = 0.0;
+        for (double& e : p) sum += (e = std::exp(e - max_score));
+        for (std::size_t u = 0; u <= last; ++u) weights(b, h, t, u) = static_cast<float>(p[u] / sum);
+        for (std::size_t d = 0; d < hs; ++d) {
+          double o = 0.0;
+          for (std::size_t u = 0; u <= last; ++u) o += p[u] / sum * static_cast<double>(v(b, u, h * hs + d));
+          merged(b, t, h * hs + d) = static_cast<float>(o);
+        }
+      }
+    }
+  }
+  return {naive_linear(merged, w.w_o), weights};
+}
+
+double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2)); }
+
+Tensor<3> naive_ffn(const Tensor<3>& x, const attn::FfnWeights& w) {
+  Tensor<3> h = naive_linear(x, w.w1, &w.b1);
+  for (float& e : h) e = static_cast<float>(gelu(static_cast<double>(e)));
+  return naive_linear(h, w.w2, &w.b2);
+}
+
+// The block, composed step by step exactly as block.hpp states it.
+std::pair<Tensor<3>, Tensor<4>> naive_block(const Tensor<3>& x, const attn::BlockWeights& w,
+                                            const attn::BlockConfig& cfg) {
+  auto ln = [&](const Tensor<3>& t, const attn::Vector& g, const attn::Vector& b) {
+    return cfg.use_layer_norm ? naive_layer_norm(t, g, b, static_cast<double>(cfg.eps)) : t;
+  };
+  if (cfg.norm == attn::NormPlacement::pre) {
+    auto [a, weights] = naive_attention(ln(x, w.ln1_gamma, w.ln1_beta), w.attn, cfg.n_heads, cfg.causal);
+    const Tensor<3> x1 = naive_add(x, a);                                          // x + attn(ln1(x))
+    return {naive_add(x1, naive_ffn(ln(x1, w.ln2_gamma, w.ln2_beta), w.ffn)), weights};  // + ffn(ln2)
+  }
+  auto [a, weights] = naive_attention(x, w.attn, cfg.n_heads, cfg.causal);
+  const Tensor<3> x1 = ln(naive_add(x, a), w.ln1_gamma, w.ln1_beta);                   // ln1(x + attn(x))
+  return {ln(naive_add(x1, naive_ffn(x1, w.ffn)), w.ln2_gamma, w.ln2_beta), weights};  // ln2(x + ffn(x))
+}
+
+// Weights large enough that attention is far from uniform and every parameter matters
+// (block_init's 0.02 would make the sub-layers' outputs tiny next to the residual).
+attn::BlockWeights random_weights(attn::Rng& rng, std::size_t C, std::size_t F) {
+  attn::BlockWeights w = attn::block_init(rng, C, F);
+  for (attn::Matrix* m : {&w.attn.w_q, &w.attn.w_k, &w.attn.w_v, &w.attn.w_o})
+    *m = attn::randn(rng, C, C, 0.4f);
+  w.ffn.w1 = attn::randn(rng, C, F, 0.4f);
+  w.ffn.w2 = attn::randn(rng, F, C, 0.4f);
+  w.ffn.b1 = attn::randn<1>(rng, {F}, 0.5f);
+  w.ffn.b2 = attn::randn<1>(rng, {C}, 0.5f);
+  w.ln1_gamma = attn::randn<1>(rng, {C}, 0.5f) + 1.0f;
+  w.ln1_beta = attn::randn<1>(rng, {C}, 0.5f);
+  w.ln2_gamma = attn::randn<1>(rng, {C}, 0.5f) + 1.0f;
+  w.ln2_beta = attn::randn<1>(rng, {C}, 0.5f);
+  return w;
+}
+
+// x[:, :n, :]
+Tensor<3> first_tokens(const Tensor<3>& x, std::size_t n) {
+  const std::size_t B = x.shape()[0], C = x.shape()[2];
+  Tensor<3> y(Tensor<3>::shape_type{B, n, C});
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t t = 0; t < n; ++t)
+      for (std::size_t c = 0; c < C; ++c) y(b, t, c) = x(b, t, c);
+  return y;
+}
+
+std::string error_of(const Tensor<3>& x, const attn::BlockWeights& w, const attn::BlockConfig& cfg) {
+  try {
+    (void)attn::block_forward(x, w, cfg);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "no exception";
+}
+
+void check_against_naive(const attn::BlockConfig& cfg) {
+  attn::Rng rng(101);
+  const std::size_t B = 2, T = 7, C = 12, F = 20;
+  const attn::BlockWeights w = random_weights(rng, C, F);
+  const Tensor<3> x = attn::randn<3>(rng, {B, T, C});
+  const attn::BlockResult got = attn::block_forward(x, w, cfg);
+  const auto [out, weights] = naive_block(x, w, cfg);
+  CHECK_TENSOR_NEAR(got.out, out, 1e-5, 1e-4);
+  CHECK_TENSOR_NEAR(got.weights, weights, 1e-6, 1e-4);
+}
+
+}  // namespace
+
+TEST_SUITE("block") {
+
+TEST_CASE("norm placement names parse and print") {
+  CHECK(attn::parse_norm("pre") == attn::NormPlacement::pre);
+  CHECK(attn::parse_norm("post") == attn::NormPlacement::post);
+  CHECK(attn::norm_name(attn::NormPlacement::post) == "post");
+  CHECK_THROWS_WITH_AS(attn::parse_norm("middle"),
+                       "unknown norm placement 'middle': expected pre or post",
+                       std::invalid_argument);
+}
+
+TEST_CASE("the block equals the naive composition of its parts") {
+  attn::BlockConfig cfg;
+  cfg.n_heads = 3;
+  SUBCASE("pre-norm, causal, exact GELU (the defaults)") { check_against_naive(cfg); }
+  SUBCASE("post-norm") {
+    cfg.norm = attn::NormPlacement::post;
+    check_against_naive(cfg);
+  }
+  SUBCASE("not causal (an encoder block)") {
+    cfg.causal = false;
+    check_against_naive(cfg);
+  }
+  SUBCASE("a larger eps") {
+    cfg.eps = 0.5f;  // large enough to change the result visibly
+    check_against_naive(cfg);
+  }
+  SUBCASE("use_layer_norm = false: both LayerNorms become the identity, pre-norm") {
+    cfg.use_layer_norm = false;
+    check_against_naive(cfg);
+  }
+  SUBCASE("use_layer_norm = false, post-norm") {
+    cfg.use_layer_norm = false;
+    cfg.norm = attn::NormPlacement::post;
+    check_against_naive(cfg);
+  }
+}
+
+TEST_CASE("the activation option reaches the FFN") {
+  attn::Rng rng(5);
+  const attn::BlockWeights w = random_weights(rng, 8, 16);
+  const Tensor<3> x = attn::randn<3>(rng, {1, 5, 8});
+  attn::BlockConfig cfg;
+  cfg.n_heads = 2;
+  const Tensor<3> gelu_out = attn::block_forward(x, w, cfg).out;
+  cfg.activation = attn::Activation::relu;
+  const Tensor<3> relu_out = attn::block_forward(x, w, cfg).out;
+  // With ReLU, step 5 is relu(ln2(x1) @ w1 + b1) @ w2 + b2: rebuild it from the traced ln2.
+  Tensor<3> ln2;
+  Tensor<3> residual1;
+  (void)attn::block_forward(x, w, cfg, [&](std::string_view step, const Tensor<3>& v) {
+    if (step == "ln2") ln2 = v;
+    if (step == "residual1") residual1 = v;
+  });
+  Tensor<3> h = naive_linear(ln2, w.ffn.w1, &w.ffn.b1);
+  for (float& e : h) e = std::max(e, 0.0f);
+  CHECK_TENSOR_NEAR(relu_out, naive_add(residual1, naive_linear(h, w.ffn.w2, &w.ffn.b2)), 1e-5, 1e-5);
+  CHECK(xt::amax(xt::abs(gelu_out - relu_out))() > 1e-3f);
+}
+
+TEST_CASE("with zero output projections the pre-norm block is the identity") {
+  // The residual path: x + 0 + 0. Whatever the sub-layers compute, x reaches the output intact.
+  attn::Rng rng(8);
+  attn::BlockWeights w = random_weights(rng, 16, 32);
+  w.attn.w_o = xt::zeros<float>({16, 16});
+  w.ffn.w2 = xt::zeros<float>({32, 16});
+  w.ffn.b2 = xt::zeros<float>({16});
+  const Tensor<3> x = attn::randn<3>(rng, {2, 4, 16});
+  CHECK_TENSOR_NEAR(attn::block_forward(x, w, attn::BlockConfig{}).out, x, 0.0, 0.0);
+}
+
+TEST_CASE("causal: changing future tokens does not change earlier outputs") {
+  attn::Rng rng(13);
+  const std::size_t T = 9, C = 16, cut = 5;
+  const attn::BlockWeights w = random_weights(rng, C, 4 * C);
+  const Tensor<3> x = attn::randn<3>(rng, {2, T, C});
+  Tensor<3> changed = x;
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t t = cut; t < T; ++t)
+      for (std::size_t c = 0; c < C; ++c) changed(b, t, c) = 3.0f * rng.normal();
+  for (const attn::NormPlacement norm : {attn::NormPlacement::pre, attn::NormPlacement::post}) {
+    CAPTURE(attn::norm_name(norm));
+    attn::BlockConfig cfg;
+    cfg.norm = norm;
+    const attn::BlockResult a = attn::block_forward(x, w, cfg);
+    const attn::BlockResult b = attn::block_forward(changed, w, cfg);
+    CHECK_TENSOR_NEAR(first_tokens(a.out, cut), first_tokens(b.out, cut), 1e-6, 1e-6);
+    // Token t gives zero weight to every key u > t.
+    for (std::size_t h = 0; h < cfg.n_heads; ++h)
+      for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t u = t + 1; u < T; ++u) CHECK(a.weights(1, h, t, u) == 0.0f);
+    // Not causal: the same change reaches the earlier tokens (so the test above can fail).
+    cfg.causal = false;
+    const Tensor<3> c_past = first_tokens(attn::block_forward(x, w, cfg).out, cut) -
+                             first_tokens(attn::block_forward(changed, w, cfg).out, cut);
+    CHECK(xt::amax(xt::abs(c_past))() > 1e-2f);
+  }
+}
+
+TEST_CASE("the trace reports every step with its (B, T, C) shape: the (1, 10, 64, 4) example") {
+  attn::Rng rng(42);
+  const attn::BlockWeights w = attn::block_init(rng, 64, 256);
+  const Tensor<3> x = attn::randn<3>(rng, {1, 10, 64});
+  std::vector<std::string> steps;
+  std::vector<Tensor<3>> values;
+  const attn::BlockTrace trace = [&](std::string_view step, const Tensor<3>& v) {
+    steps.emplace_back(step);
+    values.push_back(v);
+  };
+  attn::BlockConfig cfg;  // n_heads = 4, pre-norm, causal
+  SUBCASE("pre-norm") {
+    const attn::BlockResult r = attn::block_forward(x, w, cfg, trace);
+    CHECK(steps == std::vector<std::string>{"ln1", "attn", "residual1", "ln2", "ffn", "residual2"});
+    for (const Tensor<3>& v : values) CHECK(v.shape() == std::array<std::size_t, 3>{1, 10, 64});
+    CHECK(r.out.shape() == std::array<std::size_t, 3>{1, 10, 64});
+    CHECK(r.weights.shape() == std::array<std::size_t, 4>{1, 4, 10, 10});
+    // The values are the steps: ln1 is LayerNorm(x), residual1 = x + attn, the last is the output.
+    CHECK_TENSOR_NEAR(values[0], naive_layer_norm(x, w.ln1_gamma, w.ln1_beta, 1e-5), 1e-6, 1e-6);
+    CHECK_TENSOR_NEAR(values[2], naive_add(x, values[1]), 0.0, 0.0);
+    CHECK_TENSOR_NEAR(values[5], naive_add(values[2], values[4]), 0.0, 0.0);
+    CHECK_TENSOR_NEAR(values[5], r.out, 0.0, 0.0);
+  }
+  SUBCASE("post-norm") {
+    cfg.norm = attn::NormPlacement::post;
+    const attn::BlockResult r = attn::block_forward(x, w, cfg, trace);
+    CHECK(steps == std::vector<std::string>{"attn", "residual1", "ln1", "ffn", "residual2", "ln2"});
+    for (const Tensor<3>& v : values) CHECK(v.shape() == std::array<std::size_t, 3>{1, 10, 64});
+    CHECK_TENSOR_NEAR(values[5], r.out, 0.0, 0.0);
+  }
+  SUBCASE("without LayerNorm the ln steps are still reported, as the identity") {
+    cfg.use_layer_norm = false;
+    (void)attn::block_forward(x, w, cfg, trace);
+    CHECK(steps.size() == 6);
+    CHECK_TENSOR_NEAR(values[0], x, 0.0, 0.0);
+    CHECK_TENSOR_NEAR(values[3], values[2], 0.0, 0.0);
+  }
+}
+
+TEST_CASE("block_init: shapes, LayerNorm gamma = 1 and beta = 0, zero biases, draw order") {
+  attn::Rng rng(7);
+  const attn::BlockWeights w = attn::block_init(rng, 32, 128);
+  CHECK(w.attn.w_o.shape() == std::array<std::size_t, 2>{32, 32});
+  CHECK(w.ffn.w1.shape() == std::array<std::size_t, 2>{32, 128});
+  for (const attn::Vector* g : {&w.ln1_gamma, &w.ln2_gamma})
+    for (const float v : *g) CHECK(v == 1.0f);
+  for (const attn::Vector* b : {&w.ln1_beta, &w.ln2_beta, &w.ffn.b1, &w.ffn.b2})
+    for (const float v : *b) CHECK(v == 0.0f);
+  // Attention weights first (w_q, w_k, w_v, w_o), then the FFN's.
+  attn::Rng same(7);
+  const attn::MhaWeights m = attn::mha_init(same, 32);
+  const attn::FfnWeights f = attn::ffn_init(same, 32, 128);
+  CHECK_TENSOR_NEAR(w.attn.w_q, m.w_q, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(w.attn.w_o, m.w_o, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(w.ffn.w2, f.w2, 0.0, 0.0);
+}
+
+TEST_CASE("parameter count: the formula, the hand count and the real weights agree") {
+  // 4 C^2 + 2 C F + F + C + 4 C for C = 64, F = 256:
+  // 16384 + 32768 + 256 + 64 + 256 = 49728.
+  CHECK(attn::block_param_count(64, 256) == 4 * 64 * 64 + 2 * 64 * 256 + 256 + 64 + 4 * 64);
+  CHECK(attn::block_param_count(64, 256) == 49728);
+  attn::Rng rng(1);
+  CHECK(attn::parameter_count(attn::block_init(rng, 64, 256)) == 49728);
+  CHECK(attn::parameter_count(attn::block_init(rng, 12, 20)) == attn::block_param_count(12, 20));
+}
+
+TEST_CASE("FLOP formulas, by hand") {
+  // (B, T, C, F, H) = (1, 10, 64, 256, 4), hs = 16:
+  //   GEMMs 2 * 10 * (4 * 64^2 + 2 * 64 * 256) = 20 * 49152 = 983040
+  //   attention 4 * 1 * 4 * 10^2 * 16 = 25600
+  CHECK(attn::block_forward_flops(1, 10, 64, 256, 4) == 983040.0 + 25600.0);
+  //   attention alone: 2 * 10 * 4 * 64^2 = 327680, plus the same 25600
+  CHECK(attn::mha_forward_flops(1, 10, 64, 4) == 327680.0 + 25600.0);
+  // The benchmark size (32, 128, 512, 8), F = 2048: 2*4096*(1048576 + 2097152) + 4*8*32*128^2*64
+  CHECK(attn::block_forward_flops(32, 128, 512, 2048, 8) == 25769803776.0 + 1073741824.0);
+  CHECK_THROWS_AS((void)attn::mha_forward_flops(1, 10, 64, 5), std::invalid_argument);
+}
+
+TEST_CASE("block_forward names the mis-shaped weight") {
+  attn::Rng rng(3);
+  const attn::BlockWeights good = attn::block_init(rng, 64, 256);
+  const Tensor<3> x = attn::randn<3>(rng, {1, 4, 64});
+  const attn::BlockConfig cfg;
+  attn::BlockWeights w = good;
+  w.ffn.w2 = attn::randn(rng, 256, 32);
+  CHECK(error_of(x, w, cfg) == "attn::block_forward: ffn.w2 is (256, 32), expected (256, 64)");
+  w = good;
+  w.attn.w_k = attn::randn(rng, 64, 32);
+  CHECK(error_of(x, w, cfg) == "attn::block_forward: attn.w_k is (64, 32), expected (64, 64)");
+  w = good;
+  w.ln2_beta = xt::zeros<float>({63});
+  CHECK(error_of(x, w, cfg) == "attn::block_forward: ln2_beta is (63,), expected (64,)");
+  w = good;
+  w.ffn.w1 = attn::randn(rng, 32, 256);
+  CHECK(error_of(x, w, cfg) == "attn::block_forward: ffn.w1 is (32, 256), expected (64, 256)");
+  w = good;
+  w.ffn.b1 = xt::zeros<float>({255});
+  CHECK(error_of(x, w, cfg) == "attn::block_forward: ffn.b1 is (255,), expected (256,)");
+  // x itself of the wrong width: every weight disagrees, the first one checked is named.
+  const Tensor<3> narrow = attn::randn<3>(rng, {1, 4, 32});
+  CHECK(error_of(narrow, good, cfg) == "attn::block_forward: attn.w_q is (64, 64), expected (32, 32)");
+  attn::BlockConfig five_heads;
+  five_heads.n_heads = 5;
+  CHECK(error_of(x, good, five_heads) == "attn::block_forward: n_heads = 5 does not divide C = 64");
+}
+
+}  // TEST_SUITE
