@@ -118,8 +118,25 @@ inline float exp_nonpositive(float x) {
   return er * std::bit_cast<float>((static_cast<std::uint32_t>(biased) << 23) & keep);
 }
 
+// On x86-64 with GCC or Clang, softmax_row is compiled twice, for plain x86-64 (SSE2) and for
+// AVX2 (8 floats per instruction), and the loader picks the one the CPU supports. Both do the
+// same operations in the same order (no FMA: -ffp-contract=off), so the results are identical.
+// Not under ThreadSanitizer, whose runtime is not ready when the loader runs the chooser.
+#if defined(__SANITIZE_THREAD__)  // GCC
+#define ATTN_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)  // Clang
+#define ATTN_TSAN 1
+#endif
+#endif
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__ELF__) && !defined(ATTN_TSAN)
+#define ATTN_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define ATTN_SIMD_CLONES
+#endif
+
 // softmax over row[0, n) in place (n >= 1). Masked entries are never passed in.
-void softmax_row(float* row, std::size_t n) {
+ATTN_SIMD_CLONES void softmax_row(float* row, std::size_t n) {
   constexpr std::size_t W = 8;  // chunk width: two SSE registers, one AVX register
   std::size_t j = 0;
   // 1. m = max_j z_j, so every exponent below is <= 0 and exp cannot overflow. (A NaN score
