@@ -1,0 +1,254 @@
+// bench_attention.cpp: attn-bench, the course's speed check (docs/performance.md).
+// Times causal multi-head attention and the transformer block in float32 on the CPU with Google
+// Benchmark, and a large SGEMM that gives the machine's peak, so every result reads as a fraction.
+//
+//   build/default/bin/attn-bench                          # console table
+//   build/default/bin/attn-bench --benchmark_format=json  # what scripts/bench_compare.py reads
+//
+// Threads: OpenBLAS reads OPENBLAS_NUM_THREADS (default: one per core). Nothing else is threaded.
+// Counters: "GFLOP/s" (rate, from attn::mha_forward_flops / block_forward_flops: the dense count,
+// causal half included), "peak_fraction" (GFLOP/s over the gemm_peak result of this run, present
+// once gemm_peak has run: it is registered first), "blas_threads".
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "attn/attention.hpp"
+#include "attn/block.hpp"
+#include "attn/ffn.hpp"
+#include "attn/layernorm.hpp"
+#include "attn/linear.hpp"
+#include "attn/matmul.hpp"
+#include "attn/random.hpp"
+
+extern "C" int openblas_get_num_threads(void);  // from OpenBLAS (its cblas.h clashes with xtensor-blas)
+
+namespace {
+
+struct Shape {
+  std::size_t B, T, C, H;  // batch, time, channels, heads
+  std::string name() const {
+    return std::to_string(B) + "_" + std::to_string(T) + "_" + std::to_string(C) + "_" +
+           std::to_string(H);
+  }
+};
+
+// The shapes of the issue: a training-sized batch, one long sequence, and a tiny smoke shape.
+constexpr std::array<Shape, 3> kShapes{{{32, 128, 512, 8}, {1, 1024, 512, 8}, {2, 10, 64, 4}}};
+
+constexpr std::size_t kPeakN = 2048;  // gemm_peak: (2048, 2048) @ (2048, 2048), 17.2 GFLOP
+double g_peak_gflops = 0.0;           // best gemm_peak result of this run, 0 until it has run
+
+// Wall-clock time of the timed loop, for peak_fraction (benchmark keeps its own clock private).
+class LoopClock {
+ public:
+  LoopClock() : start_(std::chrono::steady_clock::now()) {}
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+// GFLOP/s as a rate counter (benchmark divides by the measured time; UseRealTime makes that
+// wall-clock time, which is what counts when OpenBLAS runs extra threads), the fraction of this
+// run's GEMM peak (a plain number, from our own clock around the same loop), the BLAS threads.
+void set_counters(benchmark::State& state, double flops_per_iter, const LoopClock& clock) {
+  using benchmark::Counter;
+  const double seconds = clock.seconds();
+  state.counters["GFLOP/s"] = Counter(flops_per_iter * 1e-9, Counter::kIsIterationInvariantRate);
+  if (g_peak_gflops > 0.0 && seconds > 0.0) {
+    const double gflops = flops_per_iter * 1e-9 * static_cast<double>(state.iterations()) / seconds;
+    state.counters["peak_fraction"] = gflops / g_peak_gflops;
+  }
+  state.counters["blas_threads"] = openblas_get_num_threads();
+}
+
+attn::Tensor<3> input(const Shape& s) {
+  attn::Rng rng(1);
+  return attn::randn<3>(rng, {s.B, s.T, s.C});  // (B, T, C)
+}
+
+// 1. The machine's single-precision GEMM peak: one large cblas_sgemm through attn::gemm.
+void bm_gemm_peak(benchmark::State& state) {
+  const std::size_t N = kPeakN;
+  attn::Rng rng(2);
+  const attn::Matrix a = attn::randn(rng, N, N);
+  const attn::Matrix b = attn::randn(rng, N, N);
+  attn::Matrix c = xt::zeros<float>({N, N});
+  const double flops = 2.0 * static_cast<double>(N) * static_cast<double>(N) * static_cast<double>(N);
+  const LoopClock clock;
+  for (auto _ : state) {
+    attn::gemm(N, N, N, 1.0f, a.data(), false, b.data(), false, 0.0f, c.data());
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  const double seconds = clock.seconds();
+  // The same figure the GFLOP/s counter reports, kept for the other benchmarks' peak_fraction.
+  if (state.iterations() > 0 && seconds > 0.0) {
+    const double gflops = flops * 1e-9 * static_cast<double>(state.iterations()) / seconds;
+    g_peak_gflops = std::max(g_peak_gflops, gflops);
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["blas_threads"] = openblas_get_num_threads();
+}
+
+// 2. Causal multi-head attention, the fast path, without the (B, H, T, T) weights.
+void bm_mha(benchmark::State& state, Shape s) {
+  attn::Rng rng(3);
+  const attn::MhaWeights w = attn::mha_init(rng, s.C);
+  const attn::Tensor<3> x = input(s);
+  const LoopClock clock;
+  for (auto _ : state) {
+    attn::MhaResult r = attn::mha_forward(x, w, s.H, /*causal=*/true, /*need_weights=*/false);
+    benchmark::DoNotOptimize(r.out.data());
+  }
+  set_counters(state, attn::mha_forward_flops(s.B, s.T, s.C, s.H), clock);
+}
+
+// 3. The transformer block: pre-norm, exact GELU, F = 4C, causal.
+void bm_block(benchmark::State& state, Shape s) {
+  const std::size_t F = 4 * s.C;
+  attn::Rng rng(4);
+  const attn::BlockWeights w = attn::block_init(rng, s.C, F);
+  attn::BlockConfig config;
+  config.n_heads = s.H;
+  config.causal = true;
+  config.norm = attn::NormPlacement::pre;
+  config.activation = attn::Activation::gelu;
+  const attn::Tensor<3> x = input(s);
+  const LoopClock clock;
+  for (auto _ : state) {
+    attn::BlockResult r = attn::block_forward(x, w, config);
+    benchmark::DoNotOptimize(r.out.data());
+  }
+  set_counters(state, attn::block_forward_flops(s.B, s.T, s.C, F, s.H), clock);
+}
+
+// 4. The pieces, to see where the block's time goes (not compared with PyTorch).
+// One projection x @ w_q: a (B*T, C) @ (C, C) GEMM.
+void bm_linear(benchmark::State& state, Shape s) {
+  attn::Rng rng(5);
+  const attn::Matrix w = attn::randn(rng, s.C, s.C, 0.02f);
+  const attn::Tensor<3> x = input(s);
+  const LoopClock clock;
+  for (auto _ : state) {
+    attn::Tensor<3> y = attn::linear(x, w);  // (B, T, C) @ (C, C) -> (B, T, C)
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_counters(state, 2.0 * static_cast<double>(s.B * s.T * s.C * s.C), clock);
+}
+
+// Causal attention for all heads on already split q, k, v (B, H, T, hs), no weights returned.
+void bm_sdpa(benchmark::State& state, Shape s) {
+  const std::size_t hs = s.C / s.H;
+  attn::Rng rng(6);
+  const attn::Tensor<4> q = attn::randn<4>(rng, {s.B, s.H, s.T, hs});
+  const attn::Tensor<4> k = attn::randn<4>(rng, {s.B, s.H, s.T, hs});
+  const attn::Tensor<4> v = attn::randn<4>(rng, {s.B, s.H, s.T, hs});
+  const LoopClock clock;
+  for (auto _ : state) {
+    attn::AttentionResult r = attn::scaled_dot_product_attention(q, k, v, true, false);
+    benchmark::DoNotOptimize(r.out.data());
+  }
+  // Dense count (both T x T products), as in mha_forward_flops.
+  set_counters(state, 4.0 * static_cast<double>(s.B * s.H * s.T * s.T * hs), clock);
+}
+
+void bm_layer_norm(benchmark::State& state, Shape s) {
+  const attn::Vector gamma = xt::ones<float>({s.C});
+  const attn::Vector beta = xt::zeros<float>({s.C});
+  const attn::Tensor<3> x = input(s);
+  for (auto _ : state) {
+    attn::Tensor<3> y = attn::layer_norm(x, gamma, beta);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["blas_threads"] = openblas_get_num_threads();
+}
+
+// Exact GELU over the FFN's hidden activations (B*T, 4C), in place.
+void bm_gelu(benchmark::State& state, Shape s) {
+  attn::Rng rng(7);
+  const attn::Matrix h0 = attn::randn(rng, s.B * s.T, 4 * s.C);
+  attn::Matrix h = h0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::copy(h0.begin(), h0.end(), h.begin());
+    state.ResumeTiming();
+    attn::activate(std::span<float>(h.data(), h.size()), attn::Activation::gelu);
+    benchmark::DoNotOptimize(h.data());
+  }
+  state.counters["Melem/s"] = benchmark::Counter(static_cast<double>(h.size()) * 1e-6,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_ffn(benchmark::State& state, Shape s) {
+  const std::size_t F = 4 * s.C;
+  attn::Rng rng(8);
+  const attn::FfnWeights w = attn::ffn_init(rng, s.C, F);
+  const attn::Tensor<3> x = input(s);
+  const LoopClock clock;
+  for (auto _ : state) {
+    attn::Tensor<3> y = attn::ffn_forward(x, w, attn::Activation::gelu);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_counters(state, 4.0 * static_cast<double>(s.B * s.T * s.C * F), clock);
+}
+
+// 5. Why BLAS: the chapter-02 three-loop attn::matmul against attn::matmul_blas on one
+// projection-sized product (B*T, C) @ (C, C) of the first shape.
+void bm_matmul(benchmark::State& state, bool blas) {
+  const Shape s = kShapes[0];
+  attn::Rng rng(9);
+  const attn::Matrix a = attn::randn(rng, s.B * s.T, s.C);
+  const attn::Matrix b = attn::randn(rng, s.C, s.C, 0.02f);
+  const LoopClock clock;
+  for (auto _ : state) {
+    attn::Matrix c = blas ? attn::matmul_blas(a, b) : attn::matmul(a, b);
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_counters(state, 2.0 * static_cast<double>(s.B * s.T * s.C * s.C), clock);
+}
+
+void configure(benchmark::internal::Benchmark* b) {
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+
+  // Registration order is run order: the peak first, so the others can report a fraction of it.
+  configure(benchmark::RegisterBenchmark(("gemm_peak/" + std::to_string(kPeakN)).c_str(),
+                                         bm_gemm_peak));
+  for (const Shape& s : kShapes) {
+    configure(benchmark::RegisterBenchmark(("mha_forward/" + s.name()).c_str(), bm_mha, s));
+    configure(benchmark::RegisterBenchmark(("block_forward/" + s.name()).c_str(), bm_block, s));
+  }
+  for (const Shape& s : kShapes) {
+    configure(benchmark::RegisterBenchmark(("part_linear/" + s.name()).c_str(), bm_linear, s));
+    configure(benchmark::RegisterBenchmark(("part_sdpa/" + s.name()).c_str(), bm_sdpa, s));
+    configure(benchmark::RegisterBenchmark(("part_layer_norm/" + s.name()).c_str(),
+                                           bm_layer_norm, s));
+    configure(benchmark::RegisterBenchmark(("part_gelu/" + s.name()).c_str(), bm_gelu, s));
+    configure(benchmark::RegisterBenchmark(("part_ffn/" + s.name()).c_str(), bm_ffn, s));
+  }
+  const std::string mm = kShapes[0].name();
+  configure(benchmark::RegisterBenchmark(("matmul_naive/" + mm).c_str(), bm_matmul, false));
+  configure(benchmark::RegisterBenchmark(("matmul_blas/" + mm).c_str(), bm_matmul, true));
+
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

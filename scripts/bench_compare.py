@@ -1,0 +1,300 @@
+#!/usr/bin/python3
+"""bench_compare.py: our attention and block forward against PyTorch, same shapes, same run.
+
+Runs attn-bench (Google Benchmark, JSON) at OPENBLAS_NUM_THREADS=1 and =2 and keeps the faster
+per shape; times the same math in PyTorch (float32, CPU, torch.no_grad()) at 1 and 2 intra-op
+threads (torch.set_num_threads) and, because PyTorch's matmuls run in the same OpenBLAS whose
+threads only OPENBLAS_NUM_THREADS controls, at OPENBLAS_NUM_THREADS=1 and =2 too (one child
+process per setting), and keeps the fastest of the four; prints, per shape, ours ms, PyTorch ms, ours/PyTorch, our GFLOP/s
+and its fraction of the machine's SGEMM peak (attn-bench's gemm_peak, best thread setting).
+See docs/performance.md.
+
+  /usr/bin/python3 scripts/bench_compare.py --bench build/default/bin/attn-bench
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+SHAPES = [(32, 128, 512, 8), (1, 1024, 512, 8), (2, 10, 64, 4)]  # (B, T, C, H)
+THREADS = [1, 2]
+
+
+def die(message):
+    print(f"bench_compare.py: error: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def shape_name(shape):
+    return "_".join(str(n) for n in shape)
+
+
+def mha_flops(B, T, C, H):
+    # The same count as attn::mha_forward_flops: four (C, C) projections and the two dense
+    # (T, T) products; the masked half of the causal scores is counted too.
+    return 2.0 * B * T * 4 * C * C + 4.0 * B * H * T * T * (C // H)
+
+
+def block_flops(B, T, C, H):
+    F = 4 * C
+    return 2.0 * B * T * (4 * C * C + 2 * C * F) + 4.0 * B * H * T * T * (C // H)
+
+
+# ---------------------------------------------------------------------------------------------
+# Ours: attn-bench's JSON.
+
+
+def run_ours(bench, threads, repetitions, min_time):
+    """{benchmark name: {"ms": median real time, "gflops": median GFLOP/s}} at one BLAS setting."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
+    cmd = [
+        bench,
+        "--benchmark_format=json",
+        "--benchmark_filter=^(gemm_peak|mha_forward|block_forward)/",
+        f"--benchmark_repetitions={repetitions}",
+        "--benchmark_report_aggregates_only=true",
+        f"--benchmark_min_time={min_time}",
+    ]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        die(f"{' '.join(cmd)} exited with {proc.returncode}:\n{proc.stderr.strip()}")
+    report = json.loads(proc.stdout)
+    results = {}
+    for b in report["benchmarks"]:
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            continue
+        name = b.get("run_name", b["name"]).removesuffix("/real_time")  # UseRealTime's suffix
+        scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b.get("time_unit", "ns")]
+        results[name] = {"ms": b["real_time"] * scale, "gflops": b.get("GFLOP/s", float("nan"))}
+    return results
+
+
+# ---------------------------------------------------------------------------------------------
+# PyTorch: the same math, written the same way (x @ W, no biases in attention).
+
+
+def make_torch_fns(torch, B, T, C, H):
+    F = torch.nn.functional
+    hs = C // H
+    gen = torch.Generator().manual_seed(0)
+
+    def randn(*shape, std=1.0):
+        return torch.randn(*shape, generator=gen) * std
+
+    x = randn(B, T, C)
+    w_q, w_k, w_v, w_o = (randn(C, C, std=0.02) for _ in range(4))
+    w1, w2 = randn(C, 4 * C, std=0.02), randn(4 * C, C, std=0.02)
+    b1, b2 = torch.zeros(4 * C), torch.zeros(C)
+    g1, be1, g2, be2 = torch.ones(C), torch.zeros(C), torch.ones(C), torch.zeros(C)
+    # Precomputed once, like nanoGPT's registered buffer: True where a query may not look.
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    scale = 1.0 / math.sqrt(hs)
+
+    def mha(x):
+        q = (x @ w_q).view(B, T, H, hs).transpose(1, 2)  # (B, H, T, hs)
+        k = (x @ w_k).view(B, T, H, hs).transpose(1, 2)
+        v = (x @ w_v).view(B, T, H, hs).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * scale  # (B, H, T, T)
+        att = att.masked_fill(future, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = att @ v  # (B, H, T, hs)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)  # merge heads
+        return y @ w_o
+
+    def block(x):
+        x = x + mha(F.layer_norm(x, (C,), g1, be1, 1e-5))
+        h = F.gelu(F.layer_norm(x, (C,), g2, be2, 1e-5) @ w1 + b1)  # exact (erf) GELU
+        return x + (h @ w2 + b2)
+
+    fns = {"mha_forward": (lambda: mha(x)), "block_forward": (lambda: block(x))}
+
+    # Extra rows, not the same math (biases, packed in_proj), PyTorch's library modules.
+    mha_mod = torch.nn.MultiheadAttention(C, H, batch_first=True).eval()
+    layer = torch.nn.TransformerEncoderLayer(C, H, 4 * C, dropout=0.0, activation="gelu",
+                                             batch_first=True, norm_first=True).eval()
+    fns["nn.MultiheadAttention"] = lambda: mha_mod(x, x, x, attn_mask=future,
+                                                   need_weights=False)[0]
+    fns["nn.TransformerEncoderLayer"] = lambda: layer(x, src_mask=future)
+    return fns
+
+
+def time_torch(torch, fn, repetitions, min_time):
+    """Median over repetitions of the mean time of one call (ms), after a warm-up."""
+    with torch.no_grad():
+        for _ in range(3):
+            fn()
+        # Calibrate: enough calls per sample to fill min_time, as Google Benchmark does.
+        n, start = 1, time.perf_counter()
+        fn()
+        one = time.perf_counter() - start
+        n = max(1, int(min_time / max(one, 1e-7)))
+        samples = []
+        for _ in range(repetitions):
+            start = time.perf_counter()
+            for _ in range(n):
+                fn()
+            samples.append((time.perf_counter() - start) / n * 1e3)
+    return statistics.median(samples)
+
+
+def torch_gemm_peak(torch, repetitions):
+    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+    ms = time_torch(torch, lambda: a @ b, repetitions, 0.2)
+    return 2.0 * 2048**3 / (ms * 1e-3) * 1e-9
+
+
+TORCH_SETTINGS = [(b, i) for b in THREADS for i in THREADS]  # (OpenBLAS, intra-op) threads
+
+
+def torch_worker(intra_threads, repetitions, min_time):
+    """Child process: every shape and variant at one setting, as JSON on stdout."""
+    import torch
+    torch.set_num_threads(intra_threads)
+    out = {"gemm_peak": torch_gemm_peak(torch, repetitions)}
+    for shape in SHAPES:
+        for label, fn in make_torch_fns(torch, *shape).items():
+            out[f"{shape_name(shape)} {label}"] = time_torch(torch, fn, repetitions, min_time)
+    json.dump(out, sys.stdout)
+
+
+def run_torch_worker(blas_threads, intra_threads, repetitions, min_time):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(blas_threads))
+    cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", str(intra_threads),
+           "--repetitions", str(repetitions), "--min-time", str(min_time)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        die(f"the PyTorch timing process failed:\n{proc.stderr.strip()}")
+    return json.loads(proc.stdout)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--bench", default="build/default/bin/attn-bench",
+                        help="the attn-bench binary (default: %(default)s)")
+    parser.add_argument("--repetitions", type=int, default=5,
+                        help="timed repetitions per measurement, median kept (default: 5)")
+    parser.add_argument("--min-time", type=float, default=0.2,
+                        help="seconds per repetition (default: 0.2)")
+    parser.add_argument("--markdown", action="store_true", help="print one markdown table")
+    parser.add_argument("--json", metavar="FILE", help="also write every measurement to FILE")
+    parser.add_argument("--torch-worker", type=int, metavar="INTRA", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.torch_worker is not None:
+        torch_worker(args.torch_worker, args.repetitions, args.min_time)
+        return 0
+
+    try:
+        import torch
+    except ImportError:
+        die(f"PyTorch is not installed for {sys.executable}; run with /usr/bin/python3")
+    if not (os.path.isfile(args.bench) and os.access(args.bench, os.X_OK)):
+        die(f"{args.bench}: no such executable; build it first: "
+            "cmake --build --preset default --target attn-bench")
+
+    print(f"attn-bench: {args.bench}; PyTorch {torch.__version__}; "
+          f"{args.repetitions} repetitions of >= {args.min_time} s, medians", file=sys.stderr)
+
+    # 1. Ours at each OpenBLAS thread setting.
+    ours = {}
+    for t in THREADS:
+        print(f"  running attn-bench with OPENBLAS_NUM_THREADS={t} ...", file=sys.stderr)
+        ours[t] = run_ours(args.bench, t, args.repetitions, args.min_time)
+    peak_name = next((n for n in ours[THREADS[0]] if n.startswith("gemm_peak/")), None)
+    if peak_name is None:
+        die("attn-bench reported no gemm_peak benchmark")
+    peak_by_threads = {t: ours[t][peak_name]["gflops"] for t in THREADS}
+    peak = max(peak_by_threads.values())
+
+    # 2. PyTorch: one child process per (OpenBLAS threads, intra-op threads) setting.
+    torch_ms, torch_peak = {}, {}
+    for blas_t in THREADS:
+        for intra_t in THREADS:
+            print(f"  timing PyTorch with OPENBLAS_NUM_THREADS={blas_t}, "
+                  f"torch.set_num_threads({intra_t}) ...", file=sys.stderr)
+            got = run_torch_worker(blas_t, intra_t, args.repetitions, args.min_time)
+            torch_peak[(blas_t, intra_t)] = got.pop("gemm_peak")
+            for key, ms in got.items():
+                shape_text, label = key.split(" ", 1)
+                shape = tuple(int(n) for n in shape_text.split("_"))
+                torch_ms[(shape, label, (blas_t, intra_t))] = ms
+
+    # 3. The table.
+    rows = []
+    for shape in SHAPES:
+        for op, flops in (("mha_forward", mha_flops), ("block_forward", block_flops)):
+            name = f"{op}/{shape_name(shape)}"
+            best_t = min(THREADS, key=lambda t: ours[t][name]["ms"])
+            ms = ours[best_t][name]["ms"]
+            t_best = min(TORCH_SETTINGS, key=lambda t: torch_ms[(shape, op, t)])
+            tms = torch_ms[(shape, op, t_best)]
+            gflops = flops(*shape) / (ms * 1e-3) * 1e-9
+            rows.append(dict(shape=shape, op=op, ours_ms=ms, ours_threads=best_t,
+                             ours_ms_by_threads={t: ours[t][name]["ms"] for t in THREADS},
+                             torch_ms=tms, torch_threads=f"{t_best[0]}/{t_best[1]}",
+                             torch_ms_by_threads={f"{t[0]}/{t[1]}": torch_ms[(shape, op, t)]
+                                                  for t in TORCH_SETTINGS},
+                             ratio=ms / tms, gflops=gflops, peak_fraction=gflops / peak))
+    extras = []
+    for shape in SHAPES:
+        for label in ("nn.MultiheadAttention", "nn.TransformerEncoderLayer"):
+            t_best = min(TORCH_SETTINGS, key=lambda t: torch_ms[(shape, label, t)])
+            extras.append(dict(shape=shape, op=label, torch_ms=torch_ms[(shape, label, t_best)],
+                               torch_threads=f"{t_best[0]}/{t_best[1]}"))
+
+    peak_text = ", ".join(f"{peak_by_threads[t]:.1f} at {t} thread(s)" for t in THREADS)
+    torch_peak_text = ", ".join(f"{v:.1f} at {b}/{i}" for (b, i), v in torch_peak.items())
+    print(f"SGEMM 2048^3 peak (attn-bench gemm_peak): {peak_text} GFLOP/s -> peak {peak:.1f}")
+    print(f"PyTorch 2048^3 matmul (BLAS/intra-op threads): {torch_peak_text} GFLOP/s")
+    if args.markdown:
+        print()
+        print("| shape (B, T, C, H) | op | ours ms (BLAS threads) | PyTorch ms (threads) "
+              "| ours / PyTorch | ours GFLOP/s | fraction of peak |")
+        print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+        for r in rows:
+            print(f"| ({', '.join(map(str, r['shape']))}) | {r['op']} | {r['ours_ms']:.3f} "
+                  f"({r['ours_threads']}) | {r['torch_ms']:.3f} ({r['torch_threads']}) | "
+                  f"{r['ratio']:.2f} | {r['gflops']:.1f} | {r['peak_fraction']:.2f} |")
+        print()
+        print("| shape (B, T, C, H) | PyTorch module (biases, not the same math) | ms (threads) |")
+        print("| --- | --- | ---: |")
+        for e in extras:
+            print(f"| ({', '.join(map(str, e['shape']))}) | {e['op']} | {e['torch_ms']:.3f} "
+                  f"({e['torch_threads']}) |")
+    else:
+        for shape in SHAPES:
+            print()
+            print(f"(B, T, C, H) = {shape}")
+            print(f"  {'':28} {'ours ms (n)':>14} {'PyTorch ms (b/i)':>18} {'ours/PT':>8} "
+                  f"{'GFLOP/s':>8} {'of peak':>8}")
+            for r in rows:
+                if r["shape"] != shape:
+                    continue
+                print(f"  {r['op']:28} {r['ours_ms']:10.3f} ({r['ours_threads']}) "
+                      f"{r['torch_ms']:12.3f} ({r['torch_threads']}) {r['ratio']:8.2f} "
+                      f"{r['gflops']:8.1f} {r['peak_fraction']:8.2f}")
+            for e in extras:
+                if e["shape"] == shape:
+                    print(f"  {e['op']:28} {'':14} {e['torch_ms']:12.3f} ({e['torch_threads']})"
+                          f"   (PyTorch module, with biases)")
+        print()
+        print("(n) = OPENBLAS_NUM_THREADS for ours; (b/i) = OPENBLAS_NUM_THREADS / "
+              "torch.set_num_threads for PyTorch; the fastest setting is kept.")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(peak_by_threads=peak_by_threads,
+                           torch_peak={f"{b}/{i}": v for (b, i), v in torch_peak.items()}, rows=rows,
+                           extras=extras, ours_raw={str(t): ours[t] for t in THREADS}),
+                      f, indent=1, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
