@@ -5,11 +5,13 @@
 //   build/default/bin/attn-bench                          # console table
 //   build/default/bin/attn-bench --benchmark_format=json  # what scripts/bench_compare.py reads
 //
-// Threads: OpenBLAS reads OPENBLAS_NUM_THREADS (default: one per core). Nothing else is threaded.
+// Threads: attn::num_threads() (attn/threads.hpp), OPENBLAS_NUM_THREADS by default (one per core
+// when unset). gemm_peak alone lets OpenBLAS thread its SGEMM itself, with as many threads.
 // Counters: "GFLOP/s" (rate, from attn::mha_forward_flops / block_forward_flops: the dense count,
 // causal half included), "peak_fraction" (GFLOP/s over the gemm_peak result of this run, present
-// once gemm_peak has run: it is registered first), "blas_threads".
+// once gemm_peak has run: it is registered first), "threads".
 #include <benchmark/benchmark.h>
+#include <cblas.h>  // OpenBLAS's, for the peak: a plain cblas_sgemm on OpenBLAS's own threads
 
 #include <algorithm>
 #include <array>
@@ -18,6 +20,7 @@
 #include <cstdio>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "attn/attention.hpp"
@@ -27,8 +30,7 @@
 #include "attn/linear.hpp"
 #include "attn/matmul.hpp"
 #include "attn/random.hpp"
-
-extern "C" int openblas_get_num_threads(void);  // from OpenBLAS (its cblas.h clashes with xtensor-blas)
+#include "attn/threads.hpp"
 
 namespace {
 
@@ -59,8 +61,8 @@ class LoopClock {
 };
 
 // GFLOP/s as a rate counter (benchmark divides by the measured time; UseRealTime makes that
-// wall-clock time, which is what counts when OpenBLAS runs extra threads), the fraction of this
-// run's GEMM peak (a plain number, from our own clock around the same loop), the BLAS threads.
+// wall-clock time, which is what counts when work runs on several threads), the fraction of this
+// run's GEMM peak (a plain number, from our own clock around the same loop), the thread count.
 void set_counters(benchmark::State& state, double flops_per_iter, const LoopClock& clock) {
   using benchmark::Counter;
   const double seconds = clock.seconds();
@@ -69,7 +71,7 @@ void set_counters(benchmark::State& state, double flops_per_iter, const LoopCloc
     const double gflops = flops_per_iter * 1e-9 * static_cast<double>(state.iterations()) / seconds;
     state.counters["peak_fraction"] = gflops / g_peak_gflops;
   }
-  state.counters["blas_threads"] = openblas_get_num_threads();
+  state.counters["threads"] = static_cast<double>(attn::num_threads());
 }
 
 attn::Tensor<3> input(const Shape& s) {
@@ -77,29 +79,45 @@ attn::Tensor<3> input(const Shape& s) {
   return attn::randn<3>(rng, {s.B, s.T, s.C});  // (B, T, C)
 }
 
-// 1. The machine's single-precision GEMM peak: one large cblas_sgemm through attn::gemm.
-void bm_gemm_peak(benchmark::State& state) {
+// 1. The machine's single-precision GEMM peak: one large cblas_sgemm, threaded by OpenBLAS itself
+// over attn::num_threads() threads (the library keeps BLAS single-threaded otherwise, and
+// splits the work over its own threads: gemm_attn below, its own result on the same product).
+void bm_gemm_peak(benchmark::State& state, bool library) {
   const std::size_t N = kPeakN;
+  const int n = static_cast<int>(N);
   attn::Rng rng(2);
   const attn::Matrix a = attn::randn(rng, N, N);
   const attn::Matrix b = attn::randn(rng, N, N);
   attn::Matrix c = xt::zeros<float>({N, N});
   const double flops = 2.0 * static_cast<double>(N) * static_cast<double>(N) * static_cast<double>(N);
+  const int threads = static_cast<int>(attn::num_threads());  // also pins BLAS to 1 thread
+  if (!library) openblas_set_num_threads(threads);
   const LoopClock clock;
   for (auto _ : state) {
-    attn::gemm(N, N, N, 1.0f, a.data(), false, b.data(), false, 0.0f, c.data());
+    if (library) {
+      attn::gemm(N, N, N, 1.0f, a.data(), false, b.data(), false, 0.0f, c.data());
+    } else {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(),
+                  n, 0.0f, c.data(), n);
+    }
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }
   const double seconds = clock.seconds();
-  // The same figure the GFLOP/s counter reports, kept for the other benchmarks' peak_fraction.
-  if (state.iterations() > 0 && seconds > 0.0) {
-    const double gflops = flops * 1e-9 * static_cast<double>(state.iterations()) / seconds;
-    g_peak_gflops = std::max(g_peak_gflops, gflops);
+  if (!library) {
+    openblas_set_num_threads(1);
+    // OpenBLAS's idle threads spin for about 0.1 s after their last job; let them go to sleep
+    // before the next benchmark, or they would take cycles from it.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // The same figure the GFLOP/s counter reports, kept for the other benchmarks' peak_fraction.
+    if (state.iterations() > 0 && seconds > 0.0) {
+      const double gflops = flops * 1e-9 * static_cast<double>(state.iterations()) / seconds;
+      g_peak_gflops = std::max(g_peak_gflops, gflops);
+    }
   }
   state.counters["GFLOP/s"] =
       benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["blas_threads"] = openblas_get_num_threads();
+  state.counters["threads"] = threads;
 }
 
 // 2. Causal multi-head attention, the fast path, without the (B, H, T, T) weights.
@@ -125,6 +143,7 @@ void bm_block(benchmark::State& state, Shape s) {
   config.causal = true;
   config.norm = attn::NormPlacement::pre;
   config.activation = attn::Activation::gelu;
+  config.keep_weights = false;  // like bm_mha, and like PyTorch's modules on their fast path
   const attn::Tensor<3> x = input(s);
   const LoopClock clock;
   for (auto _ : state) {
@@ -172,7 +191,7 @@ void bm_layer_norm(benchmark::State& state, Shape s) {
     attn::Tensor<3> y = attn::layer_norm(x, gamma, beta);
     benchmark::DoNotOptimize(y.data());
   }
-  state.counters["blas_threads"] = openblas_get_num_threads();
+  state.counters["threads"] = static_cast<double>(attn::num_threads());
 }
 
 // Exact GELU over the FFN's hidden activations (B*T, 4C), in place.
@@ -231,7 +250,7 @@ int main(int argc, char** argv) {
 
   // Registration order is run order: the peak first, so the others can report a fraction of it.
   configure(benchmark::RegisterBenchmark(("gemm_peak/" + std::to_string(kPeakN)).c_str(),
-                                         bm_gemm_peak));
+                                         bm_gemm_peak, false));
   for (const Shape& s : kShapes) {
     configure(benchmark::RegisterBenchmark(("mha_forward/" + s.name()).c_str(), bm_mha, s));
     configure(benchmark::RegisterBenchmark(("block_forward/" + s.name()).c_str(), bm_block, s));
@@ -244,6 +263,8 @@ int main(int argc, char** argv) {
     configure(benchmark::RegisterBenchmark(("part_gelu/" + s.name()).c_str(), bm_gelu, s));
     configure(benchmark::RegisterBenchmark(("part_ffn/" + s.name()).c_str(), bm_ffn, s));
   }
+  configure(benchmark::RegisterBenchmark(("gemm_attn/" + std::to_string(kPeakN)).c_str(),
+                                         bm_gemm_peak, true));
   const std::string mm = kShapes[0].name();
   configure(benchmark::RegisterBenchmark(("matmul_naive/" + mm).c_str(), bm_matmul, false));
   configure(benchmark::RegisterBenchmark(("matmul_blas/" + mm).c_str(), bm_matmul, true));

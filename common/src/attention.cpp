@@ -14,11 +14,12 @@
 #include <cstdint>
 #include <limits>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "attn/check.hpp"
 #include "attn/linear.hpp"
+#include "parallel.hpp"
+#include "simd.hpp"
 
 namespace attn {
 
@@ -66,9 +67,10 @@ int blas_int(std::size_t n) {
   return static_cast<int>(n);
 }
 
-// c (M, N) = alpha * a (M, K) @ op(b) (K, N), with explicit row strides (leading dimensions).
+// The kernel's GEMMs, inside a worker thread: c (M, N) = alpha * a (M, K) @ op(b) (K, N), with
+// explicit row strides (leading dimensions), straight to BLAS (sizes checked by attend()).
 // op(b) = b^T when b is stored (N, K). Callers guarantee K >= 1.
-void gemm_strided(std::size_t M, std::size_t N, std::size_t K, float alpha, const float* a,
+void head_gemm(std::size_t M, std::size_t N, std::size_t K, float alpha, const float* a,
                   std::size_t lda, const float* b, std::size_t ldb, bool trans_b, float* c,
                   std::size_t ldc) {
   if (M == 0 || N == 0) return;
@@ -118,23 +120,7 @@ inline float exp_nonpositive(float x) {
   return er * std::bit_cast<float>((static_cast<std::uint32_t>(biased) << 23) & keep);
 }
 
-// On x86-64 with GCC or Clang, softmax_row is compiled twice, for plain x86-64 (SSE2) and for
-// AVX2 (8 floats per instruction), and the loader picks the one the CPU supports. Both do the
-// same operations in the same order (no FMA: -ffp-contract=off), so the results are identical.
-// Not under ThreadSanitizer, whose runtime is not ready when the loader runs the chooser.
-#if defined(__SANITIZE_THREAD__)  // GCC
-#define ATTN_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)  // Clang
-#define ATTN_TSAN 1
-#endif
-#endif
-#if defined(__GNUC__) && defined(__x86_64__) && defined(__ELF__) && !defined(ATTN_TSAN)
-#define ATTN_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define ATTN_SIMD_CLONES
-#endif
-
+// softmax_row is compiled for SSE2 and for AVX2 (ATTN_SIMD_CLONES, simd.hpp): same results.
 // softmax over row[0, n) in place (n >= 1). Masked entries are never passed in.
 ATTN_SIMD_CLONES void softmax_row(float* row, std::size_t n) {
   constexpr std::size_t W = 8;  // chunk width: two SSE registers, one AVX register
@@ -206,7 +192,7 @@ void attend_range(const Sizes& n, Heads<const float> q, Heads<const float> k, He
       float* sc = wh != nullptr ? wh + i0 * S : scratch;  // (rows, S), row stride S
       // 1. Scores, scaled inside the GEMM (alpha) so they are written once:
       //    (rows, hs) @ (hs, keys) -> (rows, keys)
-      gemm_strided(rows, keys, hs, scale, qh + i0 * q.row_stride, q.row_stride, kh, k.row_stride,
+      head_gemm(rows, keys, hs, scale, qh + i0 * q.row_stride, q.row_stride, kh, k.row_stride,
                    /*trans_b=*/true, sc, S);
       // 2. Mask and softmax each row. Query t may see keys 0..t: softmax over those t+1 scores
       //    only (subtracting the row max keeps exp from overflowing), and the masked entries
@@ -227,7 +213,7 @@ void attend_range(const Sizes& n, Heads<const float> q, Heads<const float> k, He
       }
       // 3. Weighted sum of the values: (rows, keys) @ (keys, hv) -> (rows, hv), written
       //    straight into the output rows of this head.
-      gemm_strided(rows, hv, keys, 1.0f, sc, S, vh, v.row_stride, /*trans_b=*/false,
+      head_gemm(rows, hv, keys, 1.0f, sc, S, vh, v.row_stride, /*trans_b=*/false,
                    oh + i0 * out.row_stride, out.row_stride);
     }
   }
@@ -235,8 +221,7 @@ void attend_range(const Sizes& n, Heads<const float> q, Heads<const float> k, He
 
 // All (b, h) pairs. They are independent, so with more than one BLAS thread allowed
 // (OPENBLAS_NUM_THREADS), the pairs are split between that many threads of our own, each
-// running whole heads with single-threaded GEMMs: the per-head GEMMs are too small for BLAS's
-// own threading to pay off (it would wake and join its threads twice per block of queries).
+// running whole heads with single-threaded GEMMs (parallel.hpp).
 void attend(const Sizes& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
             Heads<float> out, bool causal, float* weights) {
   // Every size handed to BLAS is checked here, so nothing can throw inside a worker thread.
@@ -244,27 +229,14 @@ void attend(const Sizes& n, Heads<const float> q, Heads<const float> k, Heads<co
                            out.row_stride})
     blas_int(size);
   const std::size_t pairs = n.B * n.H;
-  const std::size_t blas_threads = static_cast<std::size_t>(std::max(1, openblas_get_num_threads()));
-  const std::size_t n_threads = std::min(blas_threads, pairs);
+  const std::size_t n_threads = detail::worker_count(pairs);
   // One scratch block per thread, allocated once, when the weights are not kept.
   const std::size_t scratch_size = weights != nullptr ? 0 : std::min(kRowBlock, n.T) * n.S;
-  std::vector<float> scratch(std::max<std::size_t>(n_threads, 1) * scratch_size);
-  if (n_threads <= 1) {
-    attend_range(n, q, k, v, out, causal, weights, 0, pairs, scratch.data());
-    return;
-  }
-  // BLAS calls inside the workers must run on the calling thread only.
-  openblas_set_num_threads(1);
-  {
-    std::vector<std::jthread> workers;
-    for (std::size_t i = 1; i < n_threads; ++i)
-      workers.emplace_back([&, i] {
-        attend_range(n, q, k, v, out, causal, weights, pairs * i / n_threads,
-                     pairs * (i + 1) / n_threads, scratch.data() + i * scratch_size);
-      });
-    attend_range(n, q, k, v, out, causal, weights, 0, pairs / n_threads, scratch.data());
-  }  // the jthreads join here
-  openblas_set_num_threads(static_cast<int>(blas_threads));
+  std::vector<float> scratch(n_threads * scratch_size);
+  detail::run_parts(pairs, n_threads, [&](std::size_t begin, std::size_t end, std::size_t part) {
+    attend_range(n, q, k, v, out, causal, weights, begin, end,
+                 scratch.data() + part * scratch_size);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -322,8 +294,8 @@ MhaResult attend_heads_and_project(float* q, std::size_t q_width, const float* k
          column_heads(q, T, q_width, hs), causal, need_weights ? result.weights.data() : nullptr);
   // 4. Output projection mixes the heads: (B, T, C) @ (C, C) -> (B, T, C).
   result.out = Tensor<3>(Tensor<3>::shape_type{B, T, C});
-  gemm_strided(B * T, C, C, 1.0f, q, q_width, w_o.data(), C, /*trans_b=*/false, result.out.data(),
-               C);
+  gemm_strided(B * T, C, C, 1.0f, q, q_width, false, w_o.data(), C, false, 0.0f,
+               result.out.data(), C);
   return result;
 }
 
@@ -419,9 +391,12 @@ MhaResult mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_hea
   //    side by side into one (B, T, 3C) buffer [q | k | v], the layout of the fused form, so
   //    everything after this step is shared with mha_forward_fused.
   Tensor<3> qkv(Tensor<3>::shape_type{B, T, 3 * C});
-  gemm_strided(B * T, C, C, 1.0f, x.data(), C, w.w_q.data(), C, false, qkv.data(), 3 * C);
-  gemm_strided(B * T, C, C, 1.0f, x.data(), C, w.w_k.data(), C, false, qkv.data() + C, 3 * C);
-  gemm_strided(B * T, C, C, 1.0f, x.data(), C, w.w_v.data(), C, false, qkv.data() + 2 * C, 3 * C);
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_q.data(), C, false, 0.0f,
+               qkv.data(), 3 * C);
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_k.data(), C, false, 0.0f,
+               qkv.data() + C, 3 * C);
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_v.data(), C, false, 0.0f,
+               qkv.data() + 2 * C, 3 * C);
   // 2-4. Split (a view), attend per head, merge (in place), project with w_o.
   return attend_heads_and_project(qkv.data(), 3 * C, qkv.data() + C, qkv.data() + 2 * C, 3 * C, B,
                                   T, T, C, n_heads, w.w_o, causal, need_weights);

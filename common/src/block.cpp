@@ -111,7 +111,7 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
     const Tensor<3>& h1 = norm(x, w.ln1_gamma, w.ln1_beta, config, ln_storage);
     report(trace, "ln1", h1);
     // 2. a = MultiHeadAttention(h): tokens exchange information  (B, T, C), weights (B, H, T, T)
-    MhaResult a = mha_forward(h1, w.attn, config.n_heads, config.causal, /*need_weights=*/true);
+    MhaResult a = mha_forward(h1, w.attn, config.n_heads, config.causal, config.keep_weights);
     report(trace, "attn", a.out);
     // 3. x = x + a: the residual connection                   (B, T, C)
     Tensor<3> stream = std::move(a.out);
@@ -132,7 +132,7 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
   // Post-norm (the original Transformer): normalise after each residual addition, so the
   // stream itself is renormalised twice per block.
   // 1. a = MultiHeadAttention(x)                               (B, T, C), weights (B, H, T, T)
-  MhaResult a = mha_forward(x, w.attn, config.n_heads, config.causal, /*need_weights=*/true);
+  MhaResult a = mha_forward(x, w.attn, config.n_heads, config.causal, config.keep_weights);
   report(trace, "attn", a.out);
   // 2. r = x + a                                               (B, T, C)
   Tensor<3> r1 = std::move(a.out);

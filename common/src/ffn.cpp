@@ -4,15 +4,20 @@
 // F = 2048) the activation runs on 8.4M values per forward, so GELU gets a vectorised kernel.
 #include "attn/ffn.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bit>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "attn/check.hpp"
 #include "attn/linear.hpp"
+#include "parallel.hpp"
+#include "simd.hpp"
 
 namespace attn {
 
@@ -36,52 +41,61 @@ std::string_view activation_name(Activation a) {
 namespace {
 
 // ---- The activation kernels -------------------------------------------------------------------
-// Written on 4 floats at a time with the GCC/Clang vector extension (one SSE register). Why not
-// a plain loop over std::erf? std::erf costs ~10 ns a call here (84 ms for 8.4M values), and
-// g++ -O2 does not vectorise the scalar formulas below: under the default -ftrapping-math it
-// will not turn `x < 0 ? a : b` into branch-free code. Each lane does exactly what the scalar
-// formula would (same IEEE operations, no FMA: -ffp-contract=off), so a value gets the same
-// result wherever it sits in a buffer.
-using f32x4 = float __attribute__((vector_size(16)));
-using i32x4 = std::int32_t __attribute__((vector_size(16)));
+// Written on 8 floats at a time with the GCC/Clang vector extension. Why not a plain loop over
+// std::erf? std::erf costs ~10 ns a call here (84 ms for 8.4M values), and g++ -O2 does not
+// vectorise the scalar formulas below: under the default -ftrapping-math it will not turn
+// `x < 0 ? a : b` into branch-free code. An 8-float vector is one AVX register, or two SSE
+// registers on a CPU without AVX; the loop that applies a kernel is compiled for both
+// (ATTN_SIMD_CLONES, simd.hpp). Each lane does exactly what the scalar formula would (same IEEE
+// operations, no FMA: -ffp-contract=off), so a value gets the same result wherever it sits in a
+// buffer and whichever version runs.
+//
+// The kernels take and return vectors by value and are always inlined into the cloned loop:
+// their code is generated once per target inside it, and no 32-byte vector ever crosses a call
+// (where SSE-only code would pass it differently from AVX code). GCC still notes that ABI
+// difference (-Wpsabi), at the end of the file, so the note is switched off for this file.
+#pragma GCC diagnostic ignored "-Wpsabi"
+using f32x8 = float __attribute__((vector_size(32)));
+using i32x8 = std::int32_t __attribute__((vector_size(32)));
+#define ATTN_KERNEL [[gnu::always_inline]] inline
 
-f32x4 splat(float v) { return f32x4{v, v, v, v}; }
+ATTN_KERNEL f32x8 splat(float v) { return f32x8{v, v, v, v, v, v, v, v}; }
 
 // |x|: clear the sign bit.
-f32x4 abs4(f32x4 x) { return std::bit_cast<f32x4>(std::bit_cast<i32x4>(x) & 0x7fffffff); }
+ATTN_KERNEL f32x8 abs8(f32x8 x) { return std::bit_cast<f32x8>(std::bit_cast<i32x8>(x) & 0x7fffffff); }
 
 // e^x. Cephes expf (S. L. Moshier, Cephes Math Library, single/expf.c), relative error ~1e-7:
 // x = n ln2 + r with |r| <= ln2 / 2, e^r from a polynomial, 2^n written into the exponent bits.
 // Below -87.3 (where e^x leaves the normal floats) the result is exactly 0.
-f32x4 exp4(f32x4 x) {
-  const i32x4 underflow = x < -87.3f;
+ATTN_KERNEL f32x8 exp8(f32x8 x) {
+  const i32x8 underflow = x < -87.3f;
   // Clamp to the range where 2^n is a normal float. Written so that a NaN lane fails the test
   // and becomes a finite number: the float -> int conversion of step 4 must never see NaN or
   // infinity. (The callers carry NaN through x itself.)
   x = x < 88.3f ? x : splat(88.3f);
   x = x > -87.3f ? x : splat(-87.3f);
   // 1. n = round(x / ln 2): adding 1.5 * 2^23 pushes the fraction bits out of the float.
-  const f32x4 n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const f32x8 n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   // 2. r = x - n ln2 in two parts: 0.693359375 has few mantissa bits, so n * it is exact.
-  f32x4 r = x - n * 0.693359375f;
+  f32x8 r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   // 3. e^r = 1 + r + r^2 P(r) on [-ln2/2, ln2/2].
-  f32x4 p = splat(1.9875691500e-4f);
+  f32x8 p = splat(1.9875691500e-4f);
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  const f32x4 e_r = p * (r * r) + r + 1.0f;
+  const f32x8 e_r = p * (r * r) + r + 1.0f;
   // 4. e^x = e^r * 2^n, with 2^n built directly: exponent field n + 127, mantissa 0.
-  const i32x4 two_n = (__builtin_convertvector(n, i32x4) + 127) << 23;
-  const f32x4 y = e_r * std::bit_cast<f32x4>(two_n);
+  const i32x8 two_n = (__builtin_convertvector(n, i32x8) + 127) << 23;
+  const f32x8 y = e_r * std::bit_cast<f32x8>(two_n);
   return underflow ? splat(0.0f) : y;
 }
 
 // x with +-inf replaced by +-1e30, for the products x * h below (inf * 0 would be NaN). A NaN
 // lane becomes -1e30 here, so the callers use it only where x itself also enters the result.
-f32x4 clamp_inf(f32x4 x) {
+ATTN_KERNEL f32x8 clamp_inf(f32x8 x) {
   x = x > -1e30f ? x : splat(-1e30f);
   return x < 1e30f ? x : splat(1e30f);
 }
@@ -91,8 +105,8 @@ f32x4 clamp_inf(f32x4 x) {
 //   x < 0:  GELU(x) = x h       h is small there and computed to a small relative error, so
 //                               there is no cancellation as in 1 + erf(x / sqrt 2) -> 0;
 //   x >= 0: GELU(x) = x - x h   which rounds better than x (1 - h).
-f32x4 gelu_from_tail(f32x4 x, f32x4 h) {
-  const f32x4 xh = clamp_inf(x) * h;
+ATTN_KERNEL f32x8 gelu_from_tail(f32x8 x, f32x8 h) {
+  const f32x8 xh = clamp_inf(x) * h;
   return x < 0.0f ? xh : x - xh;
 }
 
@@ -101,12 +115,11 @@ f32x4 gelu_from_tail(f32x4 x, f32x4 h) {
 //   erfc(z) = t exp(-z^2 - 1.26551223 + t (1.00002368 + ... + t 0.17087277)),  t = 1 / (1 + z/2)
 // with a fractional error below 1.2e-7 for every z. Measured against 0.5 x erfc(-x / sqrt 2) in
 // double on [-20, 20] (step 1e-4): max absolute error 2.4e-7 at x = 4.16 (half a float step
-// there), 1.4e-7 on [-3, 3]; tested in test_ffn.cpp. Speed on the course's 2-core test machine:
-// 48 ms for 8.4M values, vs 84 ms for a std::erf loop and 43 ms for PyTorch's (AVX2) F.gelu.
-f32x4 gelu4(f32x4 x) {
-  const f32x4 z = abs4(x) * 0.70710678118654752f;  // |x| / sqrt 2
-  const f32x4 t = 1.0f / (1.0f + 0.5f * z);
-  const f32x4 poly =
+// there), 1.4e-7 on [-3, 3]; tested in test_ffn.cpp. Speed: see activate() below.
+ATTN_KERNEL f32x8 gelu8(f32x8 x) {
+  const f32x8 z = abs8(x) * 0.70710678118654752f;  // |x| / sqrt 2
+  const f32x8 t = 1.0f / (1.0f + 0.5f * z);
+  const f32x8 poly =
       -1.26551223f +
       t * (1.00002368f +
            t * (0.37409196f +
@@ -115,43 +128,46 @@ f32x4 gelu4(f32x4 x) {
                           t * (0.27886807f +
                                t * (-1.13520398f +
                                     t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f))))))));
-  const f32x4 h = 0.5f * (t * exp4(-z * z + poly));  // Phi(-|x|) = erfc(z) / 2
+  const f32x8 h = 0.5f * (t * exp8(-z * z + poly));  // Phi(-|x|) = erfc(z) / 2
   return gelu_from_tail(x, h);
 }
 
 // GELU, tanh approximation: P(x) = (1 + tanh(u)) / 2 with u = sqrt(2/pi) (x + 0.044715 x^3).
 // (1 + tanh(u)) / 2 is the logistic sigmoid of 2u, so h = P(-|x|) = e / (1 + e), e = e^(-2|u|)
 // (u has the sign of x, and e <= 1 never overflows).
-f32x4 gelu_tanh4(f32x4 x) {
-  const f32x4 xc = clamp_inf(x);  // x^3 of a huge x is inf, harmless; of inf, also fine
-  const f32x4 u = 0.7978845608028654f * (xc + 0.044715f * xc * xc * xc);
-  const f32x4 e = exp4(-2.0f * abs4(u));
+ATTN_KERNEL f32x8 gelu_tanh8(f32x8 x) {
+  const f32x8 xc = clamp_inf(x);  // x^3 of a huge x is inf, harmless; of inf, also fine
+  const f32x8 u = 0.7978845608028654f * (xc + 0.044715f * xc * xc * xc);
+  const f32x8 e = exp8(-2.0f * abs8(u));
   return gelu_from_tail(x, e / (1.0f + e));
 }
 
 // ReLU: max(0, x), NaN stays NaN.
-f32x4 relu4(f32x4 x) { return x < 0.0f ? splat(0.0f) : x; }
+ATTN_KERNEL f32x8 relu8(f32x8 x) { return x < 0.0f ? splat(0.0f) : x; }
 
-// Applies a kernel to a buffer, 4 values at a time; the last 1-3 values go through the same
-// kernel padded with zeros.
-template <f32x4 (*Kernel)(f32x4)>
-void apply4(std::span<float> values) {
-  float* v = values.data();
-  const std::size_t n = values.size();
-  std::size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    f32x4 x;
-    std::memcpy(&x, v + i, sizeof x);  // unaligned load
-    x = Kernel(x);
-    std::memcpy(v + i, &x, sizeof x);
+// Applies a kernel to values[0, n), 8 values at a time; the last 1-7 values go through the same
+// kernel padded with zeros. One function per kernel, each compiled for SSE2 and AVX2.
+#define ATTN_APPLY8(NAME, KERNEL)                                \
+  ATTN_SIMD_CLONES void NAME(float* v, std::size_t n) {          \
+    std::size_t i = 0;                                           \
+    for (; i + 8 <= n; i += 8) {                                 \
+      f32x8 x;                                                   \
+      std::memcpy(&x, v + i, sizeof x); /* unaligned load */     \
+      x = KERNEL(x);                                             \
+      std::memcpy(v + i, &x, sizeof x);                          \
+    }                                                            \
+    if (i < n) {                                                 \
+      f32x8 x = splat(0.0f);                                     \
+      std::memcpy(&x, v + i, (n - i) * sizeof(float));           \
+      x = KERNEL(x);                                             \
+      std::memcpy(v + i, &x, (n - i) * sizeof(float));           \
+    }                                                            \
   }
-  if (i < n) {
-    f32x4 x = splat(0.0f);
-    std::memcpy(&x, v + i, (n - i) * sizeof(float));
-    x = Kernel(x);
-    std::memcpy(v + i, &x, (n - i) * sizeof(float));
-  }
-}
+ATTN_APPLY8(apply_relu, relu8)
+ATTN_APPLY8(apply_gelu, gelu8)
+ATTN_APPLY8(apply_gelu_tanh, gelu_tanh8)
+#undef ATTN_APPLY8
+#undef ATTN_KERNEL
 
 // "w2 is (32, 7), expected (32, 8)" when a weight does not have its shape.
 template <std::size_t R>
@@ -163,13 +179,19 @@ void check_shape(std::string_view function, std::string_view name, const Tensor<
   }
 }
 
+// Tokens per chunk of ffn_forward. Measured on the (32, 128, 512, 8) benchmark block: 128 rows
+// keep the single-threaded GEMMs near full speed while the (128, F) hidden chunk (1 MB at
+// F = 2048) stays in the cache.
+constexpr std::size_t kFfnRows = 128;
+constexpr std::size_t kMaxBlasSize = static_cast<std::size_t>(INT_MAX);
+
 }  // namespace
 
 void activate(std::span<float> values, Activation a) {
   switch (a) {
-    case Activation::relu: return apply4<relu4>(values);
-    case Activation::gelu: return apply4<gelu4>(values);
-    case Activation::gelu_tanh: return apply4<gelu_tanh4>(values);
+    case Activation::relu: return apply_relu(values.data(), values.size());
+    case Activation::gelu: return apply_gelu(values.data(), values.size());
+    case Activation::gelu_tanh: return apply_gelu_tanh(values.data(), values.size());
   }
   throw std::invalid_argument("attn::activate: unknown activation");
 }
@@ -201,15 +223,44 @@ Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a) {
   check_shape<1>("attn::ffn_forward", "b1", w.b1, {F});
   check_shape<2>("attn::ffn_forward", "w2", w.w2, {F, C});
   check_shape<1>("attn::ffn_forward", "b2", w.b2, {C});
-  // 1. Expand: every token to F (usually 4C) features, one GEMM over all B*T tokens.
-  //    (B, T, C) @ (C, F) + (F,) -> (B, T, F)
-  Tensor<3> hidden = linear(x, w.w1, w.b1);
-  // 2. The non-linearity, in place. Without it the two products would collapse into a single
-  //    (C, C) matrix and the FFN could only compute linear maps.
-  activate(std::span<float>(hidden.data(), hidden.size()), a);
-  // 3. Project back to the model width.
-  //    (B, T, F) @ (F, C) + (C,) -> (B, T, C)
-  return linear(hidden, w.w2, w.b2);
+  const std::size_t rows = x.shape()[0] * x.shape()[1];  // B*T tokens
+  Tensor<3> y(x.shape());                                 // (B, T, C)
+  if (y.size() == 0) return y;
+  // Nothing may throw inside the worker threads: check what gemm and activate would.
+  require(C <= kMaxBlasSize && F <= kMaxBlasSize, "attn::ffn_forward",
+          "C = " + std::to_string(C) + ", F = " + std::to_string(F) + " too large for BLAS (int)");
+  require(a == Activation::relu || a == Activation::gelu || a == Activation::gelu_tanh,
+          "attn::ffn_forward", "unknown activation");
+  // Each token goes through the FFN on its own, so the B*T tokens are processed kFfnRows at a
+  // time: the chunk's hidden activations (kFfnRows, F) stay in cache between the two GEMMs and
+  // the activation, instead of a (B, T, F) tensor (32 MB in the benchmark) that goes to memory
+  // and back three times. Chunks are independent, so they are also split over the threads
+  // (parallel.hpp); the thread count does not change a bit of the result (test_ffn.cpp).
+  const std::size_t chunks = (rows + kFfnRows - 1) / kFfnRows;
+  const std::size_t n_threads = detail::worker_count(chunks);
+  std::vector<float> hidden(n_threads * std::min(rows, kFfnRows) * F);  // one chunk per thread
+  detail::run_parts(chunks, n_threads, [&](std::size_t begin, std::size_t end, std::size_t part) {
+    float* h = hidden.data() + part * std::min(rows, kFfnRows) * F;  // (n, F)
+    for (std::size_t chunk = begin; chunk < end; ++chunk) {
+      const std::size_t r0 = chunk * kFfnRows;
+      const std::size_t n = std::min(kFfnRows, rows - r0);  // tokens in this chunk
+      const float* xc = x.data() + r0 * C;                 // (n, C)
+      float* yc = y.data() + r0 * C;                       // (n, C)
+      // 1. Expand: every token to F (usually 4C) features. The bias goes in first and the GEMM
+      //    adds the product to it (beta = 1), like attn::linear.
+      //    (n, C) @ (C, F) + (F,) -> (n, F)
+      for (std::size_t r = 0; r < n; ++r) std::copy(w.b1.begin(), w.b1.end(), h + r * F);
+      gemm(n, F, C, 1.0f, xc, false, w.w1.data(), false, 1.0f, h);
+      // 2. The non-linearity, in place. Without it the two products would collapse into a
+      //    single (C, C) matrix and the FFN could only compute linear maps.
+      activate(std::span<float>(h, n * F), a);
+      // 3. Project back to the model width.
+      //    (n, F) @ (F, C) + (C,) -> (n, C)
+      for (std::size_t r = 0; r < n; ++r) std::copy(w.b2.begin(), w.b2.end(), yc + r * C);
+      gemm(n, C, F, 1.0f, h, false, w.w2.data(), false, 1.0f, yc);
+    }
+  });
+  return y;
 }
 
 }  // namespace attn

@@ -35,6 +35,7 @@ BlockConfig block_config(const LmConfig& config) {
   b.norm = NormPlacement::pre;
   b.activation = Activation::gelu;
   b.eps = kEps;
+  b.keep_weights = false;  // only the logits are returned: no (B, H, T, T) per layer
   return b;
 }
 

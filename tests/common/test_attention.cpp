@@ -14,6 +14,7 @@
 #include "attn/attention.hpp"
 #include "attn/linear.hpp"
 #include "attn/random.hpp"
+#include "attn/threads.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -505,6 +506,35 @@ TEST_CASE("mha_forward, per-head and fused agree, and match the definition in do
       check_same_to_rounding(fused.weights, fast.weights);
     }
   }
+}
+
+TEST_CASE("mha_forward on 1 to 3 threads: the same bits") {
+  // (3, 70, 24, 3): 9 (batch, head) pairs of 2 query blocks each, small projections (one GEMM).
+  // (2, 256, 128, 4): projections big enough to be split into blocks of rows as well.
+  attn::Rng rng(23);
+  const std::size_t saved = attn::num_threads();
+  for (const DimsMha d : {DimsMha{3, 70, 24, 3}, DimsMha{2, 256, 128, 4}}) {
+    const Tensor<3> x = attn::randn<3>(rng, {d.B, d.T, d.C});
+    const attn::MhaWeights w = test_weights(rng, d.C);
+    for (const bool causal : {false, true}) {
+      for (const bool need_weights : {false, true}) {
+        CAPTURE(d.T);
+        CAPTURE(causal);
+        CAPTURE(need_weights);
+        attn::set_num_threads(1);
+        const attn::MhaResult one = attn::mha_forward(x, w, d.H, causal, need_weights);
+        CHECK_TENSOR_NEAR(one.out, reference_mha(x, x, w, d.H, causal).out, 1e-5, 1e-4);
+        for (const std::size_t threads : {2, 3}) {
+          CAPTURE(threads);
+          attn::set_num_threads(threads);
+          const attn::MhaResult many = attn::mha_forward(x, w, d.H, causal, need_weights);
+          CHECK_TENSOR_NEAR(many.out, one.out, 0.0, 0.0);
+          CHECK_TENSOR_NEAR(many.weights, one.weights, 0.0, 0.0);
+        }
+      }
+    }
+  }
+  attn::set_num_threads(saved);
 }
 
 TEST_CASE("fused QKV: [w_q | w_k | w_v] side by side, and the same result as three GEMMs") {

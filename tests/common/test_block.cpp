@@ -208,6 +208,24 @@ TEST_CASE("the block equals the naive composition of its parts") {
   }
 }
 
+TEST_CASE("keep_weights = false: the same output, bit for bit, and no weights") {
+  attn::Rng rng(6);
+  const attn::BlockWeights w = random_weights(rng, 12, 24);
+  const Tensor<3> x = attn::randn<3>(rng, {2, 9, 12});
+  for (const attn::NormPlacement norm : {attn::NormPlacement::pre, attn::NormPlacement::post}) {
+    CAPTURE(attn::norm_name(norm));
+    attn::BlockConfig cfg;
+    cfg.n_heads = 3;
+    cfg.norm = norm;
+    const attn::BlockResult kept = attn::block_forward(x, w, cfg);
+    cfg.keep_weights = false;
+    const attn::BlockResult lean = attn::block_forward(x, w, cfg);
+    CHECK(kept.weights.shape() == std::array<std::size_t, 4>{2, 3, 9, 9});
+    CHECK(lean.weights.size() == 0);
+    CHECK_TENSOR_NEAR(lean.out, kept.out, 0.0, 0.0);
+  }
+}
+
 TEST_CASE("the activation option reaches the FFN") {
   attn::Rng rng(5);
   const attn::BlockWeights w = random_weights(rng, 8, 16);

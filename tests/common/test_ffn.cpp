@@ -3,6 +3,7 @@
 // grids; the FFN with a naive composition of attn::matmul and those formulas.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -13,6 +14,7 @@
 #include "attn/ffn.hpp"
 #include "attn/matmul.hpp"
 #include "attn/random.hpp"
+#include "attn/threads.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -228,6 +230,35 @@ TEST_CASE("ffn_forward equals act(x @ w1 + b1) @ w2 + b2 computed with plain loo
   // GELU is the default, like nn.GELU() in the PyTorch FFN.
   CHECK_TENSOR_NEAR(attn::ffn_forward(x, w), attn::ffn_forward(x, w, attn::Activation::gelu), 0.0,
                     0.0);
+}
+
+TEST_CASE("ffn_forward in chunks of tokens, on 1 to 3 threads: the plain-loop result, and the "
+          "same bits whatever the thread count") {
+  // 300 tokens: two full chunks of 128 and a partial one, split over the threads.
+  attn::Rng rng(32);
+  const std::size_t B = 3, T = 100, C = 16, F = 24;
+  attn::FfnWeights w = attn::ffn_init(rng, C, F, 0.5f);
+  w.b1 = attn::randn<1>(rng, {F}, 0.5f);
+  w.b2 = attn::randn<1>(rng, {C}, 0.5f);
+  const attn::Tensor<3> x = attn::randn<3>(rng, {B, T, C});
+  const std::size_t saved = attn::num_threads();
+  attn::set_num_threads(1);
+  const attn::Tensor<3> one = attn::ffn_forward(x, w);
+  CHECK_TENSOR_NEAR(one, naive_ffn(x, w, attn::Activation::gelu), 1e-5, 1e-5);
+  for (const std::size_t threads : {2, 3}) {
+    CAPTURE(threads);
+    attn::set_num_threads(threads);
+    const attn::Tensor<3> y = attn::ffn_forward(x, w);
+    CHECK_TENSOR_NEAR(y, one, 0.0, 0.0);
+  }
+  attn::set_num_threads(saved);
+}
+
+TEST_CASE("ffn_forward of no tokens is an empty tensor") {
+  attn::Rng rng(33);
+  const attn::FfnWeights w = attn::ffn_init(rng, 4, 8);
+  CHECK(attn::ffn_forward(attn::Tensor<3>(attn::Tensor<3>::shape_type{2, 0, 4}), w).shape() ==
+        std::array<std::size_t, 3>{2, 0, 4});
 }
 
 TEST_CASE("ffn_init: shapes, zero biases, weights of the requested spread") {

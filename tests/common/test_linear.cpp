@@ -12,6 +12,7 @@
 #include "attn/linear.hpp"
 #include "attn/matmul.hpp"
 #include "attn/random.hpp"
+#include "attn/threads.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -69,6 +70,82 @@ TEST_CASE("gemm matches the plain matmul on odd shapes, with and without transpo
       }
     }
   }
+}
+
+TEST_CASE("a big gemm split into row blocks over 1 to 3 threads: same bits, transposes and beta") {
+  // 2 * 301 * 200 * 90 multiply-adds is above the split threshold; 301 rows do not divide evenly.
+  attn::Rng rng(6);
+  const std::size_t M = 301, K = 200, N = 90;
+  const attn::Matrix a = attn::randn(rng, M, K);
+  const attn::Matrix b = attn::randn(rng, K, N);
+  const attn::Matrix c0 = attn::randn(rng, M, N);
+  const attn::Matrix a_t = transposed(a);
+  const attn::Matrix b_t = transposed(b);
+  const attn::Matrix ab = attn::matmul(a, b);
+  const std::size_t saved = attn::num_threads();
+  for (const bool ta : {false, true}) {
+    for (const bool tb : {false, true}) {
+      CAPTURE(ta);
+      CAPTURE(tb);
+      auto run = [&](std::size_t threads) {
+        attn::set_num_threads(threads);
+        attn::Matrix got = c0;
+        attn::gemm(M, N, K, 0.5f, (ta ? a_t : a).data(), ta, (tb ? b_t : b).data(), tb, 2.0f,
+                   got.data());
+        return got;
+      };
+      const attn::Matrix one = run(1);
+      CHECK_TENSOR_NEAR(one, attn::Matrix(0.5f * ab + 2.0f * c0), 1e-4, 1e-5);
+      CHECK_TENSOR_NEAR(run(2), one, 0.0, 0.0);
+      CHECK_TENSOR_NEAR(run(3), one, 0.0, 0.0);
+    }
+  }
+  attn::set_num_threads(saved);
+}
+
+TEST_CASE("gemm_strided works on blocks inside wider buffers and leaves the rest alone") {
+  // a: columns 2..5 of a (7, 9) buffer; b: columns 1..3 of a (4, 5) buffer (or its transpose);
+  // out: columns 3..5 of a (7, 8) buffer. Both the one-call and the split path (big M).
+  attn::Rng rng(7);
+  for (const std::size_t M : {std::size_t{7}, std::size_t{1000}}) {
+    const std::size_t K = 4, N = 3;
+    const std::size_t lda = 9, ldc = 8;
+    const attn::Matrix a_buf = attn::randn(rng, M, lda);
+    const attn::Matrix b_buf = attn::randn(rng, K, 5);
+    const attn::Matrix b_t_buf = transposed(b_buf);  // (5, K)
+    const attn::Matrix a = xt::view(a_buf, xt::all(), xt::range(2, 2 + K));
+    const attn::Matrix b = xt::view(b_buf, xt::all(), xt::range(1, 1 + N));
+    const attn::Matrix want = attn::matmul(a, b);  // (M, K) @ (K, N)
+    for (const bool tb : {false, true}) {
+      CAPTURE(M);
+      CAPTURE(tb);
+      attn::Matrix out_buf = attn::randn(rng, M, ldc);
+      const attn::Matrix before = out_buf;
+      // b^T stored: rows 1..3 of the (5, K) buffer, K floats apart.
+      const float* b_ptr = tb ? b_t_buf.data() + 1 * K : b_buf.data() + 1;
+      attn::gemm_strided(M, N, K, 1.0f, a_buf.data() + 2, lda, false, b_ptr, tb ? K : 5, tb, 0.0f,
+                         out_buf.data() + 3, ldc);
+      const attn::Matrix got = xt::view(out_buf, xt::all(), xt::range(3, 3 + N));
+      CHECK_TENSOR_NEAR(got, want, 1e-5, 1e-5);
+      // Columns outside the block are untouched.
+      const attn::Matrix left = xt::view(out_buf, xt::all(), xt::range(0, 3));
+      const attn::Matrix right = xt::view(out_buf, xt::all(), xt::range(6, 8));
+      CHECK_TENSOR_NEAR(left, attn::Matrix(xt::view(before, xt::all(), xt::range(0, 3))), 0.0, 0.0);
+      CHECK_TENSOR_NEAR(right, attn::Matrix(xt::view(before, xt::all(), xt::range(6, 8))), 0.0,
+                        0.0);
+    }
+  }
+}
+
+TEST_CASE("the thread count: at least 1 by default, settable, 0 refused") {
+  const std::size_t saved = attn::num_threads();
+  CHECK(saved >= 1);
+  attn::set_num_threads(3);
+  CHECK(attn::num_threads() == 3);
+  CHECK_THROWS_WITH_AS(attn::set_num_threads(0),
+                       "attn::set_num_threads: n = 0, expected at least 1", std::invalid_argument);
+  CHECK(attn::num_threads() == 3);
+  attn::set_num_threads(saved);
 }
 
 TEST_CASE("gemm computes alpha * a @ b + beta * out") {

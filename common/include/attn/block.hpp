@@ -28,6 +28,8 @@ struct BlockConfig {
   Activation activation = Activation::gelu;  // FFN activation
   float eps = 1e-5f;                         // LayerNorm epsilon
   bool use_layer_norm = true;                // false: LayerNorm replaced by identity (ch06 experiment)
+  bool keep_weights = true;                  // false: skip the (B, H, T, T) attention weights
+                                             // (BlockResult::weights empty; faster, less memory)
 };
 
 struct BlockWeights {
@@ -46,7 +48,7 @@ using BlockTrace = std::function<void(std::string_view step, const Tensor<3>& va
 
 struct BlockResult {
   Tensor<3> out;      // (B, T, C)
-  Tensor<4> weights;  // (B, H, T, T) attention weights
+  Tensor<4> weights;  // (B, H, T, T) attention weights; (0, 0, 0, 0) without keep_weights
 };
 // x (B, T, C) -> (B, T, C). Throws std::invalid_argument naming any mis-shaped weight.
 BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,

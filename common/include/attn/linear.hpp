@@ -16,6 +16,15 @@ namespace attn {
 void gemm(std::size_t M, std::size_t N, std::size_t K, float alpha, const float* a, bool trans_a,
           const float* b, bool trans_b, float beta, float* out);
 
+// The same on matrices inside wider buffers: rows of the stored a, b and out are lda, ldb and ldc
+// floats apart (BLAS's "leading dimensions"). E.g. q, k and v as column blocks of one (B*T, 3C)
+// buffer: ldc = 3C. Big products are split into fixed blocks of rows over the library's threads
+// (attn::num_threads), each a single-threaded BLAS call; the result does not depend on the
+// thread count.
+void gemm_strided(std::size_t M, std::size_t N, std::size_t K, float alpha, const float* a,
+                  std::size_t lda, bool trans_a, const float* b, std::size_t ldb, bool trans_b,
+                  float beta, float* out, std::size_t ldc);
+
 // (M, K) @ (K, N) -> (M, N) with BLAS. Throws std::invalid_argument naming both shapes.
 Matrix matmul_blas(const Matrix& a, const Matrix& b);
 
