@@ -74,6 +74,14 @@ attn::Tensor<3> naive_ffn(const attn::Tensor<3>& x, const attn::FfnWeights& w,
 
 std::string message_of(const std::exception& e) { return e.what(); }
 
+// Normal(0, 0.5) weights and non-zero biases, so that both bias additions are checked.
+attn::FfnWeights weights_with_biases(attn::Rng& rng, std::size_t C, std::size_t F) {
+  attn::FfnWeights w = attn::ffn_init(rng, C, F, 0.5f);
+  w.b1 = attn::randn<1>(rng, {F}, 0.5f);
+  w.b2 = attn::randn<1>(rng, {C}, 0.5f);
+  return w;
+}
+
 }  // namespace
 
 TEST_SUITE("ffn") {
@@ -215,11 +223,9 @@ TEST_CASE("activate on tensors returns a new tensor of the same shape") {
 
 TEST_CASE("ffn_forward equals act(x @ w1 + b1) @ w2 + b2 computed with plain loops") {
   attn::Rng rng(31);
-  // Odd sizes, and non-zero biases so that both bias additions are checked.
+  // Odd sizes.
   const std::size_t B = 2, T = 3, C = 5, F = 7;
-  attn::FfnWeights w = attn::ffn_init(rng, C, F, 0.5f);
-  w.b1 = attn::randn<1>(rng, {F}, 0.5f);
-  w.b2 = attn::randn<1>(rng, {C}, 0.5f);
+  const attn::FfnWeights w = weights_with_biases(rng, C, F);
   const attn::Tensor<3> x = attn::randn<3>(rng, {B, T, C});
   for (const attn::Activation a :
        {attn::Activation::relu, attn::Activation::gelu, attn::Activation::gelu_tanh}) {
@@ -237,9 +243,7 @@ TEST_CASE("ffn_forward in chunks of tokens, on 1 to 3 threads: the plain-loop re
   // 300 tokens: two full chunks of 128 and a partial one, split over the threads.
   attn::Rng rng(32);
   const std::size_t B = 3, T = 100, C = 16, F = 24;
-  attn::FfnWeights w = attn::ffn_init(rng, C, F, 0.5f);
-  w.b1 = attn::randn<1>(rng, {F}, 0.5f);
-  w.b2 = attn::randn<1>(rng, {C}, 0.5f);
+  const attn::FfnWeights w = weights_with_biases(rng, C, F);
   const attn::Tensor<3> x = attn::randn<3>(rng, {B, T, C});
   const std::size_t saved = attn::num_threads();
   attn::set_num_threads(1);
