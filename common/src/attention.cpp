@@ -71,8 +71,8 @@ int blas_int(std::size_t n) {
 // explicit row strides (leading dimensions), straight to BLAS (sizes checked by attend()).
 // op(b) = b^T when b is stored (N, K). Callers guarantee K >= 1.
 void head_gemm(std::size_t M, std::size_t N, std::size_t K, float alpha, const float* a,
-                  std::size_t lda, const float* b, std::size_t ldb, bool trans_b, float* c,
-                  std::size_t ldc) {
+               std::size_t lda, const float* b, std::size_t ldb, bool trans_b, float* c,
+               std::size_t ldc) {
   if (M == 0 || N == 0) return;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, blas_int(M),
               blas_int(N), blas_int(K), alpha, a, blas_int(lda), b, blas_int(ldb), 0.0f, c,
@@ -193,7 +193,7 @@ void attend_range(const Sizes& n, Heads<const float> q, Heads<const float> k, He
       // 1. Scores, scaled inside the GEMM (alpha) so they are written once:
       //    (rows, hs) @ (hs, keys) -> (rows, keys)
       head_gemm(rows, keys, hs, scale, qh + i0 * q.row_stride, q.row_stride, kh, k.row_stride,
-                   /*trans_b=*/true, sc, S);
+                /*trans_b=*/true, sc, S);
       // 2. Mask and softmax each row. Query t may see keys 0..t: softmax over those t+1 scores
       //    only (subtracting the row max keeps exp from overflowing), and the masked entries
       //    are written as exactly 0, never computed: the scores above the diagonal the GEMM
@@ -214,14 +214,14 @@ void attend_range(const Sizes& n, Heads<const float> q, Heads<const float> k, He
       // 3. Weighted sum of the values: (rows, keys) @ (keys, hv) -> (rows, hv), written
       //    straight into the output rows of this head.
       head_gemm(rows, hv, keys, 1.0f, sc, S, vh, v.row_stride, /*trans_b=*/false,
-                   oh + i0 * out.row_stride, out.row_stride);
+                oh + i0 * out.row_stride, out.row_stride);
     }
   }
 }
 
-// All (b, h) pairs. They are independent, so with more than one BLAS thread allowed
-// (OPENBLAS_NUM_THREADS), the pairs are split between that many threads of our own, each
-// running whole heads with single-threaded GEMMs (parallel.hpp).
+// All (b, h) pairs. They are independent, so they are split between attn::num_threads()
+// threads (parallel.hpp), each running whole heads with single-threaded GEMMs. A pair is
+// computed the same way whichever thread runs it.
 void attend(const Sizes& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
             Heads<float> out, bool causal, float* weights) {
   // Every size handed to BLAS is checked here, so nothing can throw inside a worker thread.

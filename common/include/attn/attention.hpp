@@ -44,11 +44,12 @@ MhaWeights mha_init(Rng& rng, std::size_t C, float std = 0.02f);
 
 struct MhaResult {
   Tensor<3> out;      // (B, T, C)
-  Tensor<4> weights;  // (B, H, T, T); empty when not requested
+  Tensor<4> weights;  // (B, H, T, T), (B, H, T, S) for cross-attention; empty when not requested
 };
 
-// The fast path: one GEMM per projection, attention for all heads, one GEMM out. Throws if
-// n_heads does not divide C or a weight is not (C, C).
+// The fast path: one GEMM per projection, attention for all heads, one GEMM out, split over
+// attn::num_threads() threads (threads.hpp; same result whatever the count). Throws if n_heads
+// does not divide C or a weight is not (C, C).
 MhaResult mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
                       bool need_weights = true);
 // The same, one head at a time with its own (C, hs) column slices of the weights: the way the
