@@ -1,7 +1,8 @@
 // tools/doccheck.cpp: attn-doccheck keeps the program output shown in the course's pages honest.
 // It runs every `<!-- attn:run CMD -->` directive and compares the ```text block after it, runs
-// every `<!-- attn:figures CMD --svg DIR -->` and compares the SVGs, and checks the headings of
-// chapter pages (CONTRIBUTING.md, "A doc page"). With --update it rewrites blocks and figures.
+// every `<!-- attn:figures CMD --svg DIR -->` and compares the SVGs, checks the headings of
+// chapter pages (CONTRIBUTING.md, "A doc page"), and checks that every relative link points to a
+// file or folder that exists. With --update it rewrites blocks and figures.
 //
 //   attn-doccheck [--update] --bin-dir DIR --root SRC FILE.md...
 //
@@ -347,6 +348,7 @@ class Page {
     ends_with_newline_ = !text->empty() && text->back() == '\n';
     lines_ = split_lines(*text);
     check_headings();
+    check_links();
 
     Fences fences;
     for (std::size_t i = 0; i < lines_.size(); ++i) {
@@ -371,9 +373,10 @@ class Page {
       if (!write_file(path_, out)) fail(0, "cannot write the page");
     }
     if (failures_ == 0) {
-      fmt::print("{}: {} {}, {} {}{}\n", display(), outputs_, outputs_ == 1 ? "output" : "outputs",
-                 figures_, figures_ == 1 ? "figure" : "figures",
-                 options_.update ? (changed_ ? " (updated)" : " (unchanged)") : " match");
+      fmt::print("{}: {} {}, {} {}{}, {} {}\n", display(), outputs_,
+                 outputs_ == 1 ? "output" : "outputs", figures_, figures_ == 1 ? "figure" : "figures",
+                 options_.update ? (changed_ ? " (updated)" : " (unchanged)") : " match", links_,
+                 links_ == 1 ? "relative link ok" : "relative links ok");
     }
     return failures_ == 0;
   }
@@ -423,6 +426,36 @@ class Page {
       }
       at = static_cast<std::size_t>(found - headings.begin()) + 1;
       previous = required;
+    }
+  }
+
+  // Every Markdown link or image `](target)` outside code (fenced blocks and `inline code`) whose
+  // target is a relative path must name an existing file or folder, relative to the page
+  // (the #anchor part is not checked). http(s), mailto and in-page #anchors are left alone.
+  void check_links() {
+    Fences fences;
+    for (std::size_t i = 0; i < lines_.size(); ++i) {
+      const std::string_view line = lines_[i];
+      if (fences.step(trim(line))) continue;
+      bool in_code = false;
+      for (std::size_t j = 0; j + 1 < line.size(); ++j) {
+        if (line[j] == '`') in_code = !in_code;
+        if (in_code || line[j] != ']' || line[j + 1] != '(') continue;
+        const std::size_t start = j + 2;
+        std::size_t end = start;
+        while (end < line.size() && line[end] != ')' && line[end] != ' ') ++end;
+        std::string_view target = line.substr(start, end - start);
+        if (target.empty() || starts_with(target, "http://") || starts_with(target, "https://") ||
+            starts_with(target, "mailto:") || starts_with(target, "#")) {
+          continue;
+        }
+        target = target.substr(0, target.find('#'));
+        std::error_code ec;
+        if (!fs::exists(path_.parent_path() / std::string(target), ec)) {
+          fail(i, fmt::format("link to '{}', which does not exist (relative to the page)", target));
+        }
+        ++links_;
+      }
     }
   }
 
@@ -588,6 +621,7 @@ class Page {
   int failures_ = 0;
   int outputs_ = 0;
   int figures_ = 0;
+  int links_ = 0;
 };
 
 constexpr const char* kUsage = "usage: attn-doccheck [--update] --bin-dir DIR --root SRC FILE.md...";
