@@ -5,6 +5,7 @@
 // file or folder that exists. With --update it rewrites blocks and figures.
 //
 //   attn-doccheck [--update] --bin-dir DIR --root SRC FILE.md...
+//   attn-doccheck --mask LINE      (prints LINE as the comparison sees it: the masks' tests)
 //
 // Exit codes: 0 every page matches, 1 a mismatch or a broken directive, 2 usage error.
 #include <fcntl.h>
@@ -112,6 +113,46 @@ std::vector<std::string> split_words(std::string_view text) {
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_alnum(char c) {
   return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+// Rounding noise: a number in scientific notation below 1e-5 ("4.17e-07") becomes "~0". Such
+// values are differences between two float computations of the same thing, and their last
+// digits depend on the machine's BLAS kernels (which order they add products in), so a page
+// written on one CPU must still match on another. The page keeps the real value; the check only
+// requires the program to print some value that small at that place.
+std::string mask_rounding_noise(const std::string& line) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    const bool starts_number = is_digit(line[i]) && (i == 0 || (!is_alnum(line[i - 1]) && line[i - 1] != '.'));
+    if (!starts_number) {
+      out += line[i++];
+      continue;
+    }
+    std::size_t end = i;
+    while (end < line.size() && is_digit(line[end])) ++end;
+    if (end + 1 < line.size() && line[end] == '.' && is_digit(line[end + 1])) {
+      ++end;
+      while (end < line.size() && is_digit(line[end])) ++end;
+    }
+    // e-NN with NN >= 6, and not followed by more of a word.
+    std::size_t exp_end = end;
+    int exponent = -1;
+    if (end + 2 < line.size() && line[end] == 'e' && line[end + 1] == '-' && is_digit(line[end + 2])) {
+      exponent = 0;
+      for (exp_end = end + 2; exp_end < line.size() && is_digit(line[exp_end]); ++exp_end)
+        exponent = std::min(exponent * 10 + (line[exp_end] - '0'), 1000);
+    }
+    const bool tiny = exponent >= 6 && (exp_end == line.size() || !is_alnum(line[exp_end]));
+    if (tiny) {
+      out += "~0";
+      i = exp_end;
+    } else {
+      out.append(line, i, end - i);
+      i = end;
+    }
+  }
+  return out;
 }
 
 // For --timing: every number followed by a time unit becomes "#" ("12.5 ms" -> "# ms").
@@ -511,8 +552,9 @@ class Page {
                                          lines_.begin() + static_cast<std::ptrdiff_t>(close));
     const bool timing = std::find(args.begin(), args.end(), "--timing") != args.end();
     const auto normalise = [timing](std::vector<std::string> lines) {
-      if (timing) {
-        for (auto& line : lines) line = mask_timings(line);
+      for (auto& line : lines) {
+        line = mask_rounding_noise(line);
+        if (timing) line = mask_timings(line);
       }
       return lines;
     };
@@ -527,8 +569,9 @@ class Page {
       changed_ = true;
       return i + 2 + actual.size();
     }
-    fail(i, fmt::format("the output of '{}' differs from the page (- page, + program{}):", command_line,
-                        timing ? ", timings masked as #" : ""));
+    fail(i, fmt::format("the output of '{}' differs from the page (- page, + program; values below "
+                        "1e-5 shown as ~0{}):",
+                        command_line, timing ? ", timings as #" : ""));
     print_diff(want, got, diff(want, got), i + 3);
     fmt::print("  to accept the new output: {}\n", kUpdateCommand);
     return close;
@@ -630,7 +673,11 @@ std::optional<Options> parse(int argc, char** argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    if (arg == "--update") {
+    if (arg == "--mask" && i + 1 < argc) {
+      // For the tests of the masks: print a line as the comparison sees it, and exit.
+      fmt::print("{}\n", mask_timings(mask_rounding_noise(argv[++i])));
+      std::exit(0);
+    } else if (arg == "--update") {
       options.update = true;
     } else if ((arg == "--bin-dir" || arg == "--root") && i + 1 < argc) {
       (arg == "--bin-dir" ? options.bin_dir : options.root) = fs::absolute(argv[++i]).lexically_normal();
