@@ -143,7 +143,7 @@ void bm_block(benchmark::State& state, Shape s) {
   config.causal = true;
   config.norm = attn::NormPlacement::pre;
   config.activation = attn::Activation::gelu;
-  config.keep_weights = false;  // like bm_mha, and like PyTorch's modules on their fast path
+  config.keep_weights = false;  // like bm_mha, and like need_weights=False in PyTorch
   const attn::Tensor<3> x = input(s);
   const LoopClock clock;
   for (auto _ : state) {
