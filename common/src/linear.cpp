@@ -1,6 +1,7 @@
 // linear.cpp: matrix products through OpenBLAS, and the linear layer y = x @ W (+ b)
 // (chapters 04-07). Every projection of attention, the FFN and the LM head runs through gemm:
-// one cblas_sgemm call instead of three loops, tested against the plain attn::matmul.
+// cblas_sgemm instead of three loops (on fixed blocks of rows over the library's threads when
+// the product is big), tested against the plain attn::matmul.
 #include "attn/linear.hpp"
 
 #include <cblas.h>  // OpenBLAS's; only .cpp files include it (target attn_openblas)

@@ -1,8 +1,8 @@
 // attn/linear.hpp: matrix products through BLAS, and the linear layer (chapters 04-07).
 // Convention (PyTorch-compatible): a linear map is y = x @ W (+ b) with W of shape (in, out).
 // The big products of attention are GEMMs; OpenBLAS's cblas_sgemm runs them near the machine's
-// peak. attn::matmul (matmul.hpp) stays the plain-loop reference every product here is tested
-// against.
+// peak (single-threaded, on fixed blocks of rows shared by the library's threads: threads.hpp).
+// attn::matmul (matmul.hpp) stays the plain-loop reference every product here is tested against.
 #pragma once
 
 #include <cstddef>
@@ -28,7 +28,7 @@ void gemm_strided(std::size_t M, std::size_t N, std::size_t K, float alpha, cons
 // (M, K) @ (K, N) -> (M, N) with BLAS. Throws std::invalid_argument naming both shapes.
 Matrix matmul_blas(const Matrix& a, const Matrix& b);
 
-// x (B, T, in) @ w (in, out) [+ b (out,)] -> (B, T, out). One GEMM over all B*T rows.
+// x (B, T, in) @ w (in, out) [+ b (out,)] -> (B, T, out). One attn::gemm over all B*T rows.
 Tensor<3> linear(const Tensor<3>& x, const Matrix& w);
 Tensor<3> linear(const Tensor<3>& x, const Matrix& w, const Vector& b);
 
