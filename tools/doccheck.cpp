@@ -115,81 +115,71 @@ bool is_alnum(char c) {
   return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
 
+// Rewrites every number of a line: digits, optionally followed by .digits, not inside a word
+// and not after a '.'. rewrite(line, begin, end, next) gets the number's span [begin, end),
+// returns the text that replaces line[begin, next), and may move `next` (initially end) further
+// to swallow a suffix.
+template <class Rewrite>
+std::string rewrite_numbers(const std::string& line, const Rewrite& rewrite) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    const bool starts_number = is_digit(line[i]) && (i == 0 || (!is_alnum(line[i - 1]) && line[i - 1] != '.'));
+    if (!starts_number) {
+      out += line[i++];
+      continue;
+    }
+    std::size_t end = i;
+    while (end < line.size() && is_digit(line[end])) ++end;
+    if (end + 1 < line.size() && line[end] == '.' && is_digit(line[end + 1])) {
+      ++end;
+      while (end < line.size() && is_digit(line[end])) ++end;
+    }
+    std::size_t next = end;
+    out += rewrite(line, i, end, next);
+    i = next;
+  }
+  return out;
+}
+
 // Rounding noise: a number in scientific notation below 1e-5 ("4.17e-07") becomes "~0". Such
 // values are differences between two float computations of the same thing, and their last
 // digits depend on the machine's BLAS kernels (which order they add products in), so a page
 // written on one CPU must still match on another. The page keeps the real value; the check only
 // requires the program to print some value that small at that place.
 std::string mask_rounding_noise(const std::string& line) {
-  std::string out;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    const bool starts_number = is_digit(line[i]) && (i == 0 || (!is_alnum(line[i - 1]) && line[i - 1] != '.'));
-    if (!starts_number) {
-      out += line[i++];
-      continue;
-    }
-    std::size_t end = i;
-    while (end < line.size() && is_digit(line[end])) ++end;
-    if (end + 1 < line.size() && line[end] == '.' && is_digit(line[end + 1])) {
-      ++end;
-      while (end < line.size() && is_digit(line[end])) ++end;
-    }
+  return rewrite_numbers(line, [](const std::string& l, std::size_t begin, std::size_t end,
+                                  std::size_t& next) {
     // e-NN with NN >= 6, and not followed by more of a word.
     std::size_t exp_end = end;
     int exponent = -1;
-    if (end + 2 < line.size() && line[end] == 'e' && line[end + 1] == '-' && is_digit(line[end + 2])) {
+    if (end + 2 < l.size() && l[end] == 'e' && l[end + 1] == '-' && is_digit(l[end + 2])) {
       exponent = 0;
-      for (exp_end = end + 2; exp_end < line.size() && is_digit(line[exp_end]); ++exp_end)
-        exponent = std::min(exponent * 10 + (line[exp_end] - '0'), 1000);
+      for (exp_end = end + 2; exp_end < l.size() && is_digit(l[exp_end]); ++exp_end)
+        exponent = std::min(exponent * 10 + (l[exp_end] - '0'), 1000);
     }
-    const bool tiny = exponent >= 6 && (exp_end == line.size() || !is_alnum(line[exp_end]));
-    if (tiny) {
-      out += "~0";
-      i = exp_end;
-    } else {
-      out.append(line, i, end - i);
-      i = end;
+    if (exponent >= 6 && (exp_end == l.size() || !is_alnum(l[exp_end]))) {
+      next = exp_end;
+      return std::string("~0");
     }
-  }
-  return out;
+    return l.substr(begin, end - begin);
+  });
 }
 
 // For --timing: every number followed by a time unit becomes "#" ("12.5 ms" -> "# ms").
 std::string mask_timings(const std::string& line) {
   static constexpr std::string_view units[] = {"ns", "us", "\xC2\xB5s", "ms", "s"};
-  std::string out;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    const bool starts_number = is_digit(line[i]) && (i == 0 || (!is_alnum(line[i - 1]) && line[i - 1] != '.'));
-    if (!starts_number) {
-      out += line[i++];
-      continue;
-    }
-    std::size_t end = i;
-    while (end < line.size() && is_digit(line[end])) ++end;
-    if (end + 1 < line.size() && line[end] == '.' && is_digit(line[end + 1])) {
-      ++end;
-      while (end < line.size() && is_digit(line[end])) ++end;
-    }
+  return rewrite_numbers(line, [](const std::string& l, std::size_t begin, std::size_t end,
+                                  std::size_t&) {
     std::size_t unit_at = end;
-    if (unit_at < line.size() && line[unit_at] == ' ') ++unit_at;
-    bool timed = false;
+    if (unit_at < l.size() && l[unit_at] == ' ') ++unit_at;
+    const std::string_view rest = std::string_view(l).substr(unit_at);
     for (const auto unit : units) {
-      const std::string_view rest = std::string_view(line).substr(unit_at);
-      if (starts_with(rest, unit) && (rest.size() == unit.size() || !is_alnum(rest[unit.size()]))) {
-        timed = true;
-        break;
-      }
+      if (starts_with(rest, unit) && (rest.size() == unit.size() || !is_alnum(rest[unit.size()])))
+        return std::string("#");
     }
-    if (timed) {
-      out += '#';
-    } else {
-      out.append(line, i, end - i);
-    }
-    i = end;
-  }
-  return out;
+    return l.substr(begin, end - begin);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

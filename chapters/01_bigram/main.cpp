@@ -63,18 +63,6 @@ std::string num(double value, int precision = 4) {
   return attn::format_number(static_cast<float>(value), precision);
 }
 
-// Text as it would appear inside double quotes, with newlines and tabs made visible.
-std::string show_text(std::u32string_view chars) {
-  std::string out = "\"";
-  for (char32_t c : chars) {
-    if (c == U'\n') out += "\\n";
-    else if (c == U'\t') out += "\\t";
-    else if (c == U'"') out += "\\\"";
-    else out += attn::encode_utf8(c);
-  }
-  return out + "\"";
-}
-
 // One character for the narration: 'a', '\n', ' '.
 std::string char_name(char32_t c) {
   return c == U' ' ? attn::printable(c) : "'" + attn::printable(c) + "'";
@@ -190,9 +178,9 @@ void run(const attn::CommonOptions& common, Options o) {
   const std::vector<int> phrase_ids = fns.encode(vocab, phrase_utf8);
   const std::string round_trip = fns.decode(vocab, phrase_ids);
   fmt::print("\nA token is a character's position in that list. Encoding and decoding a phrase:\n");
-  fmt::print("  text    {}\n", show_text(phrase));
+  fmt::print("  text    {}\n", attn::quote(phrase));
   fmt::print("  encode  {}\n", attn::format_ids(phrase_ids));
-  fmt::print("  decode  {}  (round trip {})\n", show_text(attn::decode_utf8(round_trip)),
+  fmt::print("  decode  {}  (round trip {})\n", attn::quote(attn::decode_utf8(round_trip)),
              round_trip == phrase_utf8 ? "exact" : "DIFFERS: check ex01.1");
 
   const std::vector<int> tokens = fns.encode(vocab, corpus.text);
@@ -202,7 +190,7 @@ void run(const attn::CommonOptions& common, Options o) {
   const std::size_t first_n = std::min<std::size_t>(split.train.size(), 9);
   const std::span<const int> first(split.train.data(), first_n);
   fmt::print("The first {} tokens of the train split: {} = {}\n", first_n, attn::format_ids(first),
-             show_text(chars_of(vocab, first)));
+             attn::quote(chars_of(vocab, first)));
 
   // 2. ---------------------------------------------------------------------------------------
   section(2, "Context and target");
@@ -221,7 +209,7 @@ void run(const attn::CommonOptions& common, Options o) {
     const std::span<const int> context(split.train.data(), t + 1);
     const int target = split.train[t + 1];
     fmt::print("  when the context is {:<{}}  the target is {:<3}  {} -> {}\n", contexts[t], width,
-               target, show_text(chars_of(vocab, context)), char_name(vocab.char_of(target)));
+               target, attn::quote(chars_of(vocab, context)), char_name(vocab.char_of(target)));
   }
   if (T > shown) fmt::print("  ... {} more, up to a context of {} tokens\n", T - shown, T);
   fmt::print("The bigram model below only looks at the LAST token of each context; the chapters\n"
@@ -235,8 +223,8 @@ void run(const attn::CommonOptions& common, Options o) {
   const std::size_t rows_shown = std::min<std::size_t>(B, 4);
   for (std::size_t b = 0; b < rows_shown; ++b) {
     const std::span<const int> xb(batch.x.data() + b * T, T), yb(batch.y.data() + b * T, T);
-    fmt::print("  x[{}] = {}\n  y[{}] = {}\n", b, show_text(chars_of(vocab, xb)), b,
-               show_text(chars_of(vocab, yb)));
+    fmt::print("  x[{}] = {}\n  y[{}] = {}\n", b, attn::quote(chars_of(vocab, xb)), b,
+               attn::quote(chars_of(vocab, yb)));
   }
   if (B > rows_shown) fmt::print("  ... {} more rows\n", B - rows_shown);
   bool shifted = true;
@@ -366,7 +354,7 @@ void run(const attn::CommonOptions& common, Options o) {
                             fns.sample_logits);
   fmt::print("Start from {}, then {} times: take the row of the last character, softmax(row / {}),\n"
              "draw the next character from it, append it.\n",
-             show_text(attn::decode_utf8(o.start)), o.sample_length, num(o.temperature, 2));
+             attn::quote(attn::decode_utf8(o.start)), o.sample_length, num(o.temperature, 2));
   fmt::print("\n{}{}\n", o.start, fns.decode(vocab, sampled));
   fmt::print("\nLocally plausible pairs, no words: one character of context is not enough.\n"
              "Next: chapter 02 lets every position look at its whole past.\n");

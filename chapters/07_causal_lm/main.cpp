@@ -125,18 +125,6 @@ std::string num(double value, int precision = 4) {
   return attn::format_number(static_cast<float>(value), precision);
 }
 
-// Text as it would appear inside double quotes, with newlines made visible.
-std::string show_text(std::u32string_view chars) {
-  std::string out = "\"";
-  for (char32_t c : chars) {
-    if (c == U'\n') out += "\\n";
-    else if (c == U'\t') out += "\\t";
-    else if (c == U'"') out += "\\\"";
-    else out += attn::encode_utf8(c);
-  }
-  return out + "\"";
-}
-
 std::u32string chars_of(const attn::Vocab& vocab, std::span<const int> ids) {
   std::u32string out;
   for (int id : ids) out += vocab.char_of(id);
@@ -375,12 +363,12 @@ Tensor<3> show_logits(const Kernels& k, const Model& m, const attn::Vocab& vocab
   const attn::LmConfig& c = m.config;
   const std::size_t V = c.vocab_size, T_max = c.block_size;
   section(2, "Logits for a prompt");
-  fmt::print("prompt {} ({})\n", show_text(chars_of(vocab, p.ids)), plural(p.ids.size(), "character"));
+  fmt::print("prompt {} ({})\n", attn::quote(chars_of(vocab, p.ids)), plural(p.ids.size(), "character"));
   if (p.ids.size() > T_max) {
     fmt::print(
         "That is longer than T_max = {}: wpe has no row for position {}, so the model reads\n"
         "the last {} characters only: {}\n",
-        T_max, T_max, T_max, show_text(chars_of(vocab, p.context)));
+        T_max, T_max, T_max, attn::quote(chars_of(vocab, p.context)));
   }
   const Tokens tokens = as_batch(p.context);  // (1, T)
   const std::size_t T = p.context.size();
@@ -422,7 +410,7 @@ Tensor<3> show_logits(const Kernels& k, const Model& m, const attn::Vocab& vocab
   });
   const char32_t last_char = vocab.char_of(p.context.back());
   fmt::print("\nlogits[0, {}] scores the character after {}. The 5 most likely:\n", T - 1,
-             show_text(chars_of(vocab, std::span<const int>(p.context).last(std::min<std::size_t>(T, 12)))));
+             attn::quote(chars_of(vocab, std::span<const int>(p.context).last(std::min<std::size_t>(T, 12)))));
   for (std::size_t r = 0; r < std::min<std::size_t>(5, V); ++r) {
     const auto id = static_cast<std::size_t>(order[r]);
     fmt::print("  {:>5}  logit {:>7}  p = {}\n", char_name(vocab.char_of(order[r])),
@@ -542,7 +530,7 @@ void show_generation(const Kernels& k, const Model& m, const attn::Vocab& vocab,
       repeats += s[i] == (i == 0 ? p.ids.back() : s[i - 1]) ? 1 : 0;
     const std::vector<int> head(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(s.size(), 30)));
     fmt::print("  {:<26} {:>9} {:>8}  {}\n", name, distinct(s), repeats,
-               show_text(chars_of(vocab, head)));
+               attn::quote(chars_of(vocab, head)));
   };
   compare("temperature 0.5", 0.5f, 0);
   compare("temperature 1.5", 1.5f, 0);

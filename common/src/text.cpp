@@ -148,6 +148,17 @@ std::string printable(char32_t c) {
   return encode_utf8(c);
 }
 
+std::string quote(std::u32string_view text) {
+  std::string out = "\"";
+  for (const char32_t c : text) {
+    if (c == U'\n') out += "\\n";
+    else if (c == U'\t') out += "\\t";
+    else if (c == U'"') out += "\\\"";
+    else out += encode_utf8(c);
+  }
+  return out + "\"";
+}
+
 Vocab Vocab::from_text(std::string_view text) {
   require(!text.empty(), "attn::Vocab::from_text", "the text is empty, so there is no vocabulary");
   // sorted(set(text)). A corpus is mostly ASCII, so mark those in a 128-entry table and sort

@@ -113,6 +113,13 @@ TEST_CASE("the largest valid forms next to each invalid range are accepted") {
   CHECK(attn::decode_utf8(bytes({0xF4, 0x8F, 0xBF, 0xBF})) == std::u32string{char32_t{0x10FFFF}});
 }
 
+TEST_CASE("quote writes a text as a one-line double-quoted literal") {
+  CHECK(attn::quote(U"") == "\"\"");
+  CHECK(attn::quote(U"First Citizen:\nBefore") == "\"First Citizen:\\nBefore\"");
+  CHECK(attn::quote(U"a\tb \"c\"") == "\"a\\tb \\\"c\\\"\"");
+  CHECK(attn::quote(U"\u00e9t\u00e9 \u2014 ok") == "\"\xc3\xa9t\xc3\xa9 \xe2\x80\x94 ok\"");  // UTF-8
+}
+
 TEST_CASE("printable names make invisible characters visible") {
   CHECK(attn::printable(U'a') == "a");
   CHECK(attn::printable(U'\n') == "\\n");

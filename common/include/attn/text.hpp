@@ -23,6 +23,9 @@ std::string encode_utf8(char32_t code_point);
 
 // A printable name for one character, for tables: 'a', '\n' as "\\n", ' ' as "' '".
 std::string printable(char32_t code_point);
+// A text as a double-quoted literal on one line: newline as \n, tab as \t, '"' as \", the rest
+// as UTF-8. quote(U"a\nb") == "\"a\\nb\"".
+std::string quote(std::u32string_view text);
 
 class Vocab {
  public:
