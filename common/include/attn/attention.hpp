@@ -65,4 +65,35 @@ MhaResult mha_forward_fused(const Tensor<3>& x, const Matrix& w_qkv, const Matri
 MhaResult mha_cross_forward(const Tensor<3>& x, const Tensor<3>& y, const MhaWeights& w,
                             std::size_t n_heads);
 
+// ---- Backward (chapter 08) ----
+// Scaled dot-product attention, per (b, h), with P the attention weights and O = P V:
+//   dV = P^T dO,  dP = dO V^T,  dS = softmax_backward(P, dP),  dQ = dS K / sqrt(hs),
+//   dK = dS^T Q / sqrt(hs)
+// Causal: the masked triangle is skipped (P = 0 there, so dS = 0 there). `weights` are the
+// forward's P (B, H, T, S). Same shapes as the forward's q, k, v. Threaded over (b, h); the
+// result does not depend on the thread count.
+struct AttentionGrads {
+  Tensor<4> dq;  // (B, H, T, hs)
+  Tensor<4> dk;  // (B, H, S, hs)
+  Tensor<4> dv;  // (B, H, S, hs)
+};
+AttentionGrads scaled_dot_product_attention_backward(const Tensor<4>& dout, const Tensor<4>& q,
+                                                     const Tensor<4>& k, const Tensor<4>& v,
+                                                     const Tensor<4>& weights, bool causal);
+
+// What mha_forward keeps for its backward: the input, q|k|v in the fast kernel's (B, T, 3C)
+// layout (heads read in place), the attention weights, and the merged heads before w_o.
+struct MhaCache {
+  Tensor<3> x;        // (B, T, C)
+  Tensor<3> qkv;      // (B, T, 3C)  q | k | v column blocks
+  Tensor<4> weights;  // (B, H, T, T)
+  Tensor<3> heads;    // (B, T, C)   merged head outputs, the input of w_o
+};
+// The forward that fills `cache` (same `out` as mha_forward; weights kept in the cache).
+Tensor<3> mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
+                      MhaCache& cache);
+// dout (B, T, C) -> dx (B, T, C) (overwritten); grads.w_q, w_k, w_v, w_o accumulate (+=).
+void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
+                  std::size_t n_heads, bool causal, Tensor<3>& dx, MhaWeights& grads);
+
 }  // namespace attn

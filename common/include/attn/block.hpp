@@ -12,6 +12,7 @@
 
 #include "attn/attention.hpp"
 #include "attn/ffn.hpp"
+#include "attn/layernorm.hpp"
 #include "attn/random.hpp"
 #include "attn/xt.hpp"
 
@@ -30,6 +31,11 @@ struct BlockConfig {
   bool use_layer_norm = true;                // false: LayerNorm replaced by identity (ch06 experiment)
   bool keep_weights = true;                  // false: skip the (B, H, T, T) attention weights
                                              // (BlockResult::weights empty; faster, less memory)
+  // Variants for chapter 09's ladder, which rebuilds the lecture's models step by step. The
+  // defaults are the block above; the weights a variant does not use are empty (size 0).
+  bool residual = true;   // false: x = attn(...), x = ffn(...) with no skip connections
+  bool use_ffn = true;    // false: attention only (ffn weights empty; steps 4-6 skipped)
+  bool attn_proj = true;  // false: no w_o; the heads' outputs are only concatenated
 };
 
 struct BlockWeights {
@@ -53,6 +59,32 @@ struct BlockResult {
 // x (B, T, C) -> (B, T, C). Throws std::invalid_argument naming any mis-shaped weight.
 BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
                           const BlockTrace& trace = {});
+
+// ---- Backward (chapter 08) ----
+// Everything block_backward needs from the forward: the input, each sub-layer's cache, the
+// LayerNorm inputs/outputs. Held explicitly (no hidden tape); activation_floats counts it.
+struct BlockCache {
+  Tensor<3> x;                   // (B, T, C) block input
+  LayerNormCache ln1, ln2;       // per-token mean and rstd
+  Tensor<3> ln1_in, ln1_out;     // (B, T, C) (empty without LayerNorm)
+  Tensor<3> ln2_in, ln2_out;     // (B, T, C)
+  MhaCache attn;                 // q|k|v, weights (B, H, T, T), merged heads
+  Tensor<3> residual1;           // (B, T, C) the stream after the attention step
+  FfnCache ffn;                  // pre-activation and activation (B, T, F)
+};
+// The forward that fills `cache` (same out as block_forward; weights stay in the cache).
+Tensor<3> block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
+                        BlockCache& cache);
+// dout (B, T, C) -> dx (B, T, C) (overwritten); every tensor of grads accumulates (+=). grads
+// has the shapes of w (block_zeros_like).
+void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockWeights& w,
+                    const BlockConfig& config, Tensor<3>& dx, BlockWeights& grads);
+// Zero tensors shaped like w (the gradient struct an optimizer walks beside the weights).
+BlockWeights block_zeros_like(const BlockWeights& w);
+// Floats held by a cache, and the same by formula for (B, T, C, F, H) (chapter 08 prints both).
+std::size_t activation_floats(const BlockCache& cache);
+std::size_t block_activation_floats(std::size_t B, std::size_t T, std::size_t C, std::size_t F,
+                                    std::size_t H, const BlockConfig& config);
 
 // Parameter count and forward FLOPs of one block, from the formulas:
 //   params = 4 C^2 (attention) + 2 C F + F + C (FFN) + 4 C (two LayerNorms)

@@ -41,4 +41,24 @@ FfnWeights ffn_init(Rng& rng, std::size_t C, std::size_t F, float std = 0.02f);
 // x (B, T, C) -> (B, T, C). Throws std::invalid_argument naming mismatched shapes.
 Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a = Activation::gelu);
 
+// ---- Backward (chapter 08) ----
+// dx = dy * act'(x), x the pre-activation: ReLU' = [x > 0]; exact GELU' = Phi(x) + x phi(x);
+// tanh GELU' from u = sqrt(2/pi) (x + 0.044715 x^3): 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) u'.
+void activate_backward(std::span<const float> x, std::span<const float> dy, std::span<float> dx,
+                       Activation a);
+template <std::size_t N>
+Tensor<N> activate_backward(const Tensor<N>& x, const Tensor<N>& dy, Activation a);
+
+// What ffn_forward keeps for its backward.
+struct FfnCache {
+  Tensor<3> x;    // (B, T, C) the input
+  Tensor<3> pre;  // (B, T, F) x @ w1 + b1, before the activation
+  Tensor<3> act;  // (B, T, F) act(pre)
+};
+// The forward that fills `cache` (same output as ffn_forward).
+Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a, FfnCache& cache);
+// dy (B, T, C) -> dx (B, T, C) (overwritten); grads.w1, b1, w2, b2 accumulate (+=).
+void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& w, Activation a,
+                  Tensor<3>& dx, FfnWeights& grads);
+
 }  // namespace attn

@@ -16,4 +16,33 @@ Tensor<N> layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta
 extern template Tensor<2> layer_norm<2>(const Tensor<2>&, const Vector&, const Vector&, float);
 extern template Tensor<3> layer_norm<3>(const Tensor<3>&, const Vector&, const Vector&, float);
 
+// What the forward keeps for the backward: per row (token) the mean and 1/sqrt(var + eps).
+struct LayerNormCache {
+  Vector mean;  // (rows,)
+  Vector rstd;  // (rows,)
+};
+// The forward that also fills `cache` (same output as layer_norm).
+template <std::size_t N>
+Tensor<N> layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta, float eps,
+                     LayerNormCache& cache);
+
+// Backward (chapter 08). With xhat = (x - mean) * rstd and g = gamma * dy, per row of C:
+//   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))     (the three terms)
+//   dgamma += sum_rows dy * xhat,   dbeta += sum_rows dy   (accumulated)
+// Row sums in double, like the forward. dx is overwritten (resized if needed).
+template <std::size_t N>
+void layer_norm_backward(const Tensor<N>& dy, const Tensor<N>& x, const Vector& gamma,
+                         const LayerNormCache& cache, Tensor<N>& dx, Vector& dgamma,
+                         Vector& dbeta);
+// The same recomputing mean and rstd from x, returning fresh gradients (chapters, tests).
+template <std::size_t N>
+struct LayerNormGrads {
+  Tensor<N> dx;   // like x
+  Vector dgamma;  // (C,)
+  Vector dbeta;   // (C,)
+};
+template <std::size_t N>
+LayerNormGrads<N> layer_norm_backward(const Tensor<N>& dy, const Tensor<N>& x, const Vector& gamma,
+                                      float eps = 1e-5f);
+
 }  // namespace attn

@@ -32,4 +32,20 @@ Matrix matmul_blas(const Matrix& a, const Matrix& b);
 Tensor<3> linear(const Tensor<3>& x, const Matrix& w);
 Tensor<3> linear(const Tensor<3>& x, const Matrix& w, const Vector& b);
 
+// Backward of y = x @ W + b (chapter 08). With dy = dL/dy (B, T, out):
+//   dx = dy @ W^T      (B, T, in)     overwritten (resized if needed)
+//   dW += x^T @ dy     (in, out)      accumulated over all B*T rows
+//   db += sum_rows dy  (out,)         accumulated; skipped when db is null
+// Gradients of parameters accumulate (+=), so a weight used twice collects both uses; zero them
+// before a step. Throws std::invalid_argument naming mismatched shapes.
+void linear_backward(const Tensor<3>& dy, const Tensor<3>& x, const Matrix& w, Tensor<3>& dx,
+                     Matrix& dw, Vector* db = nullptr);
+// The same, returning fresh gradients (for the chapters and tests).
+struct LinearGrads {
+  Tensor<3> dx;  // (B, T, in)
+  Matrix dw;     // (in, out)
+  Vector db;     // (out,)
+};
+LinearGrads linear_backward(const Tensor<3>& dy, const Tensor<3>& x, const Matrix& w);
+
 }  // namespace attn

@@ -36,4 +36,9 @@ extern template Tensor<2> masked_softmax<2>(const Tensor<2>&, const Matrix&);
 extern template Tensor<3> masked_softmax<3>(const Tensor<3>&, const Matrix&);
 extern template Tensor<4> masked_softmax<4>(const Tensor<4>&, const Matrix&);
 
+// Backward of masked_softmax (chapter 08): the softmax backward on y = masked_softmax(...).
+// Masked entries have y = 0, so their gradient is exactly 0: nothing flows to the future.
+template <std::size_t N>
+Tensor<N> masked_softmax_backward(const Tensor<N>& y, const Tensor<N>& dy);
+
 }  // namespace attn

@@ -7,9 +7,12 @@
 #include <cstddef>
 #include <filesystem>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "attn/block.hpp"
+#include "attn/ffn.hpp"
+#include "attn/layernorm.hpp"
 #include "attn/random.hpp"
 #include "attn/xt.hpp"
 
@@ -22,6 +25,16 @@ struct LmConfig {
   std::size_t n_heads = 4;      // H
   std::size_t n_layers = 2;     // L
   // Every block: pre-norm, causal, exact GELU, eps 1e-5, F = 4C.
+
+  // Variants, for chapter 09's ladder (the lecture's models step by step). The defaults are the
+  // model above; a variant's unused weights are empty (size 0) and are not saved.
+  bool tied_head = true;        // false: logits = h @ lm_head + lm_head_bias, lm_head (C, V)
+  bool use_layer_norm = true;   // false: no ln1, ln2 or ln_f
+  bool residual = true;         // false: no skip connections
+  bool use_ffn = true;          // false: attention-only blocks
+  bool attn_proj = true;        // false: no w_o
+  std::size_t ffn_hidden = 0;   // F; 0 means 4 C
+  Activation activation = Activation::gelu;
 };
 
 struct LmWeights {
@@ -29,6 +42,8 @@ struct LmWeights {
   Matrix wpe;                       // (T_max, C) learned positions
   std::vector<BlockWeights> blocks; // L blocks
   Vector ln_f_gamma, ln_f_beta;     // (C,)
+  Matrix lm_head;                   // (C, V) when !tied_head, else empty
+  Vector lm_head_bias;              // (V,) when !tied_head, else empty
 };
 
 LmWeights lm_init(Rng& rng, const LmConfig& config);
@@ -48,6 +63,40 @@ LmWeights load_lm(const std::filesystem::path& dir, std::size_t n_layers, std::s
                   LmConfig& config_out);
 // Writes the same layout (for tests and for exporting a model made here).
 void save_lm(const std::filesystem::path& dir, const LmWeights& w);
+
+// ---- Training support (chapters 08-09) ----
+// Every parameter tensor by name (the load_lm file names without ".npy": "wte", "h0.w_q", ...,
+// "lm_head"), in a fixed order, skipping empty ones. `rank` lets an optimizer decay only
+// matrices and embeddings (rank >= 2). The spans point into w.
+struct NamedTensor {
+  std::string name;
+  std::span<float> values;
+  std::size_t rank;
+};
+std::vector<NamedTensor> lm_parameters(LmWeights& w);
+std::size_t lm_parameter_count(const LmWeights& w);
+// Zero tensors shaped like w: the gradient struct.
+LmWeights lm_zeros_like(const LmWeights& w);
+void lm_zero(LmWeights& g);
+
+// What the forward keeps for the backward, reused between steps (no allocation once sized).
+struct LmCache {
+  xt::xtensor<int, 2> tokens;      // (B, T)
+  std::vector<BlockCache> blocks;  // L
+  Tensor<3> x_final;               // (B, T, C) the last block's output
+  LayerNormCache ln_f;
+  Tensor<3> h;                     // (B, T, C) ln_f(x_final)
+  Matrix logits;                   // (B*T, V), becomes dloss/dlogits in the backward
+};
+// Mean cross-entropy of the model's next-token predictions: tokens, targets (B, T) ids in [0, V).
+double lm_loss(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
+               const LmWeights& w, const LmConfig& config);
+// One forward (keeping activations in `cache`) and backward: returns the loss and ADDS
+// dloss/dparameter into `grads` (shaped like w: lm_zeros_like; zero it first for a fresh step).
+// The tied wte collects both of its uses (embedding rows and output projection).
+double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
+                           const LmWeights& w, const LmConfig& config, LmWeights& grads,
+                           LmCache& cache);
 
 struct GenerateOptions {
   std::size_t max_new_tokens = 100;

@@ -30,6 +30,16 @@ Tensor<N> softmax_naive(const Tensor<N>& x);
 template <std::size_t N>
 Tensor<N> log_softmax(const Tensor<N>& x);
 
+// Backward (chapter 08). With y = softmax(x) over a row and dy = dL/dy, the Jacobian-vector product
+//   dx_i = y_i (dy_i - sum_j dy_j y_j)
+// costs O(cols) per row; the (cols, cols) Jacobian is never formed. Only y is needed, not x.
+// Masked entries (y = 0) get dx = 0. dx may alias dy. Rows of length cols, contiguous.
+void softmax_rows_backward(const float* y, const float* dy, float* dx, std::size_t rows,
+                           std::size_t cols);
+// Any rank >= 1, over the last axis. Throws std::invalid_argument when the shapes differ.
+template <std::size_t N>
+Tensor<N> softmax_backward(const Tensor<N>& y, const Tensor<N>& dy);
+
 extern template Tensor<1> softmax<1>(const Tensor<1>&);
 extern template Tensor<2> softmax<2>(const Tensor<2>&);
 extern template Tensor<3> softmax<3>(const Tensor<3>&);
