@@ -37,6 +37,21 @@ class Rng {
   // renormalised by its sum). Throws std::invalid_argument on empty, negative, NaN or all-zero.
   std::size_t categorical(std::span<const float> probs);
 
+  // The generator's whole state, so a checkpoint can stop and resume a stream exactly.
+  struct State {
+    std::uint64_t state = 0;
+    std::uint64_t inc = 0;
+    bool has_spare = false;
+    double spare = 0.0;
+  };
+  State state() const { return {state_, inc_, has_spare_, spare_}; }
+  void restore(const State& s) {
+    state_ = s.state;
+    inc_ = s.inc;
+    has_spare_ = s.has_spare;
+    spare_ = s.spare;
+  }
+
  private:
   std::uint64_t state_;
   std::uint64_t inc_;
