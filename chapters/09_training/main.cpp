@@ -1,0 +1,828 @@
+// chapters/09_training/main.cpp: chapter 09, training the character GPT.
+// The narrated walkthrough: the data as the lecture prepares it, one training step taken apart,
+// a run with a progress line and loss estimates, samples before and after, and what every
+// trained head attends to. --ladder rebuilds the lecture's loss table row by row. The math lives
+// in common/src/train.cpp, optim.cpp and model.cpp; this file calls it and tells the story.
+
+#include <fmt/core.h>
+#include <unistd.h>  // isatty
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attn/bigram.hpp"
+#include "attn/cli.hpp"
+#include "attn/corpus.hpp"
+#include "attn/loss.hpp"
+#include "attn/model.hpp"
+#include "attn/optim.hpp"
+#include "attn/plot.hpp"
+#include "attn/print.hpp"
+#include "attn/random.hpp"
+#include "attn/sample.hpp"
+#include "attn/text.hpp"
+#include "attn/train.hpp"
+#include "exercises.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using attn::Matrix;
+using attn::Tensor;
+using Tokens = xt::xtensor<int, 2>;
+using Clock = std::chrono::steady_clock;
+
+// ---- Limits on what a user can type (the input contract: every size bounded, in --help).
+constexpr std::size_t kMaxEmbd = 1024;
+constexpr std::size_t kMaxHeads = 64;
+constexpr std::size_t kMaxLayers = 32;
+constexpr std::size_t kMaxBlock = 1024;
+constexpr std::size_t kMaxBatch = 1024;
+constexpr std::size_t kMaxSteps = 1000000;
+constexpr std::size_t kMaxEvalIters = 10000;
+constexpr std::size_t kMaxSample = 10000;
+// B * T tokens of activations per step, and the model's parameters: both bounded so a typo
+// cannot ask for more memory than a laptop has.
+constexpr std::size_t kMaxTokensPerStep = std::size_t{1} << 17;
+constexpr std::size_t kMaxParameters = std::size_t{1} << 27;
+
+// ---- Ctrl-C: finish the step, save, exit 130.
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
+
+// ---- The functions the walkthrough calls: from attn:: (the reference) or, with --mine, the
+// learner's ex09:: exercises.
+struct Kernels {
+  void (*adamw_update)(std::span<float>, std::span<const float>, std::span<float>,
+                       std::span<float>, float, float, std::size_t,
+                       const attn::AdamWConfig&);                                    // ex09.1
+  attn::Batch (*get_batch)(std::span<const int>, std::size_t, std::size_t, attn::Rng&);  // ex09.2
+  attn::EvalRecord (*estimate_loss)(const attn::LmWeights&, const attn::LmConfig&,
+                                    const attn::Split&, std::size_t, std::size_t,
+                                    std::uint64_t, std::size_t);                      // ex09.3
+  attn::StepResult (*train_step_on)(attn::TrainState&, const attn::TrainConfig&,
+                                    const Tokens&, const Tokens&);                    // ex09.4
+};
+
+Kernels reference_kernels() {
+  return {&attn::adamw_update, &attn::get_batch, &attn::estimate_loss, &attn::train_step_on};
+}
+Kernels learner_kernels() {
+  return {&ex09::adamw_update, &ex09::get_batch, &ex09::estimate_loss, &ex09::train_step_on};
+}
+
+// ---- The chapter's flags.
+struct Options {
+  std::size_t n_embd = 64;
+  std::size_t n_heads = 4;
+  std::size_t n_layers = 2;
+  std::size_t block_size = 32;
+  std::size_t batch_size = 16;
+  std::size_t steps = 1500;
+  float lr = 2e-3f;
+  float weight_decay = 0.1f;
+  float grad_clip = 1.0f;
+  std::size_t eval_interval = 250;
+  std::size_t eval_iters = 50;
+  std::size_t sample_length = 200;
+  std::string activation = "gelu";
+  std::string init = "gpt2";
+  std::string schedule = "constant";
+  std::size_t warmup = 0;
+  bool untied = false;
+  std::string save_dir;
+  std::string resume_dir;
+  bool ladder = false;
+  std::size_t ladder_steps = 0;  // 0: the lecture's 5000 (3000 for the bigram)
+  std::string ladder_rows;       // "" = all; e.g. "0,5"
+};
+
+// True when argv holds `flag` as "--flag value", "--flag=value" or the bare flag.
+bool flag_given(int argc, char** argv, std::string_view flag) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    if (arg == flag || (arg.size() > flag.size() && arg.substr(0, flag.size()) == flag &&
+                        arg[flag.size()] == '=')) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// ---- Narration helpers.
+
+void section(int number, std::string_view title) { fmt::print("\n== {}. {} ==\n", number, title); }
+
+std::string num(double value, int precision = 4) {
+  return attn::format_number(static_cast<float>(value), precision);
+}
+
+std::string thousands(double n) {
+  if (n >= 1e6) return fmt::format("{:.2f}M", n / 1e6);
+  if (n >= 1e3) return fmt::format("{:.1f}k", n / 1e3);
+  return fmt::format("{:.0f}", n);
+}
+
+std::string clock_text(double seconds) {
+  const auto s = static_cast<long long>(seconds + 0.5);
+  return fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+std::u32string chars_of(const attn::Vocab& vocab, std::span<const int> ids) {
+  std::u32string out;
+  for (int id : ids) out += vocab.char_of(id);
+  return out;
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// ---- Flag checks, before anything is printed (exit 2 with the flag named).
+
+void check_at_most(std::string_view flag, std::size_t value, std::size_t max) {
+  if (value > max) {
+    throw attn::UsageError(fmt::format("{} must be at most {}, got {}", flag, max, value));
+  }
+}
+
+attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t seed) {
+  check_at_most("--n-embd", o.n_embd, kMaxEmbd);
+  check_at_most("--n-heads", o.n_heads, kMaxHeads);
+  check_at_most("--n-layers", o.n_layers, kMaxLayers);
+  check_at_most("--block-size", o.block_size, kMaxBlock);
+  check_at_most("--batch-size", o.batch_size, kMaxBatch);
+  check_at_most("--steps", o.steps, kMaxSteps);
+  check_at_most("--eval-iters", o.eval_iters, kMaxEvalIters);
+  check_at_most("--sample-length", o.sample_length, kMaxSample);
+  if (o.n_embd % o.n_heads != 0) {
+    throw attn::UsageError(fmt::format(
+        "--n-heads {} does not divide --n-embd {} (every head gets n_embd / n_heads channels)",
+        o.n_heads, o.n_embd));
+  }
+  if (o.batch_size * o.block_size > kMaxTokensPerStep) {
+    throw attn::UsageError(fmt::format(
+        "--batch-size {} x --block-size {} = {} tokens per step, at most {} are allowed",
+        o.batch_size, o.block_size, o.batch_size * o.block_size, kMaxTokensPerStep));
+  }
+  if (o.lr > 1.0f) throw attn::UsageError(fmt::format("--lr must be at most 1, got {}", o.lr));
+  if (o.weight_decay > 1.0f) {
+    throw attn::UsageError(fmt::format("--weight-decay must be at most 1, got {}", o.weight_decay));
+  }
+  attn::TrainConfig c;
+  c.model.vocab_size = V;
+  c.model.block_size = o.block_size;
+  c.model.n_embd = o.n_embd;
+  c.model.n_heads = o.n_heads;
+  c.model.n_layers = o.n_layers;
+  c.model.tied_head = !o.untied;
+  try {
+    c.model.activation = attn::parse_activation(o.activation);
+    c.init = attn::parse_init(o.init);
+    c.schedule.shape = attn::parse_lr_shape(o.schedule);
+  } catch (const std::invalid_argument& e) {
+    throw attn::UsageError(e.what());
+  }
+  const std::size_t C = o.n_embd, L = o.n_layers;
+  const std::size_t params = V * C * (o.untied ? 2 : 1) + o.block_size * C + L * 12 * C * C;
+  if (params > kMaxParameters) {
+    throw attn::UsageError(fmt::format(
+        "a model of about {} parameters is too big for this chapter (at most {}): lower "
+        "--n-embd or --n-layers",
+        params, kMaxParameters));
+  }
+  c.batch_size = o.batch_size;
+  c.steps = o.steps;
+  c.schedule.lr = o.lr;
+  c.schedule.warmup = o.warmup;
+  c.schedule.total = o.steps;
+  c.schedule.min_lr = o.lr / 10.0f;
+  c.adam.weight_decay = o.weight_decay;
+  c.grad_clip = o.grad_clip;
+  c.eval_interval = o.eval_interval;
+  c.eval_iters = o.eval_iters;
+  c.seed = seed;
+  return c;
+}
+
+// ---- The data, as the lecture prepares it.
+struct Data {
+  attn::Vocab vocab;
+  attn::Split split;
+};
+
+Data prepare_data(const attn::Corpus& corpus) {
+  attn::Vocab vocab = attn::Vocab::from_text(corpus.text);
+  const std::vector<int> ids = vocab.encode(corpus.text);
+  return {std::move(vocab), attn::train_val_split(ids)};
+}
+
+void check_data_fits(const Data& d, std::size_t block_size) {
+  if (d.split.val.size() < block_size + 1) {
+    throw std::runtime_error(fmt::format(
+        "the corpus is too short for --block-size {}: its validation split (the last 10%) has "
+        "{} tokens, a window needs {}",
+        block_size, d.split.val.size(), block_size + 1));
+  }
+}
+
+// ---- The run: steps, estimates, progress, checkpoints.
+
+struct RunReport {
+  double seconds = 0.0;
+  std::size_t steps_taken = 0;
+  bool interrupted = false;
+};
+
+std::string progress_line(std::size_t step, std::size_t total, double loss,
+                          std::optional<double> val, double tokens_per_s, double elapsed) {
+  const double left = tokens_per_s > 0.0 && step > 0
+                          ? elapsed * static_cast<double>(total - step) / static_cast<double>(step)
+                          : 0.0;
+  return fmt::format("step {:>5}/{} | loss {} | val {} | {} tok/s | {} elapsed | ETA {}", step,
+                     total, num(loss), val ? num(*val) : std::string("  -   "),
+                     thousands(tokens_per_s), clock_text(elapsed), clock_text(left));
+}
+
+RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainConfig& c,
+                       const Data& d, const std::string& save_dir, bool timing) {
+  const bool live = ::isatty(STDOUT_FILENO) != 0;
+  const std::size_t tokens_per_step = c.batch_size * c.model.block_size;
+  const Clock::time_point start = Clock::now();
+  RunReport report;
+  std::optional<double> last_val;
+  if (!s.evals.empty()) last_val = s.evals.back().val_loss;
+  Clock::time_point last_draw = start;
+
+  const auto evaluate = [&](std::size_t step) {
+    const attn::EvalRecord e =
+        k.estimate_loss(s.weights, c.model, d.split, c.batch_size, c.eval_iters, c.seed, step);
+    s.evals.push_back(e);
+    last_val = e.val_loss;
+    if (live) fmt::print("\r\033[K");
+    std::string line = fmt::format("step {:>5}: train loss {}, val loss {}", step,
+                                   num(e.train_loss), num(e.val_loss));
+    if (timing && report.steps_taken > 0) {
+      const double t = seconds_since(start);
+      line += fmt::format("  ({} tok/s, {} elapsed)",
+                          thousands(static_cast<double>(report.steps_taken * tokens_per_step) / t),
+                          clock_text(t));
+    }
+    fmt::print("{}\n", line);
+    if (!save_dir.empty()) attn::save_checkpoint(save_dir, s, c, d.vocab);
+  };
+
+  if (s.step == 0 && s.evals.empty()) evaluate(0);
+  while (s.step < c.steps) {
+    s.batch = k.get_batch(d.split.train, c.batch_size, c.model.block_size, s.data_rng);
+    const attn::StepResult r = k.train_step_on(s, c, s.batch.x, s.batch.y);
+    if (!std::isfinite(r.loss)) {
+      throw std::runtime_error(fmt::format(
+          "the loss became {} at step {}: the learning rate {} is too high for this model "
+          "(try --lr {} or --grad-clip 1)",
+          num(r.loss), s.step, num(c.schedule.lr, 5), num(c.schedule.lr / 10.0f, 5)));
+    }
+    ++report.steps_taken;
+    if (live && seconds_since(last_draw) > 0.2) {
+      last_draw = Clock::now();
+      const double t = seconds_since(start);
+      fmt::print("\r\033[K{}", progress_line(s.step, c.steps, r.loss, last_val,
+                                              static_cast<double>(report.steps_taken *
+                                                                  tokens_per_step) / t,
+                                              t));
+      std::fflush(stdout);
+    }
+    const bool last = s.step == c.steps;
+    if (s.step % c.eval_interval == 0 || last) evaluate(s.step);
+    if (g_interrupted.load()) {
+      if (!(s.step % c.eval_interval == 0 || last) && !save_dir.empty()) {
+        attn::save_checkpoint(save_dir, s, c, d.vocab);
+      }
+      report.interrupted = true;
+      break;
+    }
+  }
+  if (live) fmt::print("\r\033[K");
+  report.seconds = seconds_since(start);
+  return report;
+}
+
+// ---- Samples.
+
+std::string sample_text(const attn::LmWeights& w, const attn::LmConfig& config,
+                        const attn::Vocab& vocab, std::size_t n, std::uint64_t seed) {
+  attn::Rng rng(seed, 909);
+  attn::GenerateOptions g;
+  g.max_new_tokens = n;
+  const std::vector<int> prompt = {vocab.id_of(U'\n')};
+  const std::vector<int> ids = attn::lm_generate(w, config, prompt, g, rng);
+  return vocab.decode(ids);
+}
+
+void print_sample(std::string_view text) {
+  for (const std::string_view line : {text}) {
+    std::size_t begin = 0;
+    while (begin <= line.size()) {
+      const std::size_t end = std::min(line.find('\n', begin), line.size());
+      fmt::print("  | {}\n", line.substr(begin, end - begin));
+      if (end == line.size()) break;
+      begin = end + 1;
+    }
+  }
+}
+
+// ---- What the heads attend to.
+
+struct HeadStats {
+  double previous = 0.0;     // attention on position t - 1
+  double self = 0.0;         // on position t itself
+  double same_char = 0.0;    // on earlier positions holding the same character
+  double line_start = 0.0;   // on the first character of the current line (or the newline)
+  double distance = 0.0;     // mean distance t - s, weighted
+};
+
+HeadStats head_stats(const attn::Tensor<4>& weights, std::size_t h, std::span<const int> ids,
+                     const attn::Vocab& vocab) {
+  const std::size_t T = ids.size();
+  HeadStats st;
+  std::size_t line_begin = 0;
+  std::size_t counted_prev = 0;
+  for (std::size_t t = 0; t < T; ++t) {
+    if (t > 0 && vocab.char_of(ids[t - 1]) == U'\n') line_begin = t;
+    const auto p = [&](std::size_t s2) { return static_cast<double>(weights(0, h, t, s2)); };
+    st.self += p(t);
+    if (t > 0) {
+      st.previous += p(t - 1);
+      ++counted_prev;
+    }
+    st.line_start += p(line_begin == 0 ? 0 : line_begin - 1) + (line_begin == 0 ? 0.0 : p(line_begin));
+    for (std::size_t s2 = 0; s2 < t; ++s2) {
+      if (ids[s2] == ids[t]) st.same_char += p(s2);
+      st.distance += p(s2) * static_cast<double>(t - s2);
+    }
+  }
+  const double n = static_cast<double>(T);
+  st.self /= n;
+  st.previous /= static_cast<double>(std::max<std::size_t>(counted_prev, 1));
+  st.same_char /= n;
+  st.line_start /= n;
+  st.distance /= n;
+  return st;
+}
+
+// One sentence chosen by the numbers: the head's strongest habit.
+std::string describe(const HeadStats& st) {
+  struct Habit {
+    double share;
+    std::string_view text;
+  };
+  const Habit habits[] = {{st.previous, "the previous character"},
+                          {st.self, "its own position"},
+                          {st.same_char, "earlier copies of the same character"},
+                          {st.line_start, "the start of the line"}};
+  const Habit* best = &habits[0];
+  for (const Habit& h : habits) {
+    if (h.share > best->share) best = &h;
+  }
+  if (best->share >= 0.5) return fmt::format("mostly {} ({}%)", best->text, num(100 * best->share, 0));
+  if (best->share >= 0.25) {
+    return fmt::format("leans on {} ({}%), spreads the rest over ~{} characters back",
+                       best->text, num(100 * best->share, 0), num(st.distance, 1));
+  }
+  return fmt::format("spreads out: no habit above 25%, mean distance {} characters",
+                     num(st.distance, 1));
+}
+
+void show_heads(const attn::LmWeights& w, const attn::LmConfig& config, const Data& d,
+                const std::optional<fs::path>& svg_dir, int number) {
+  section(number, "What the trained heads attend to");
+  // One line of the validation text, at most T_max characters, starting after a newline.
+  const std::span<const int> val = d.split.val;
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i + 1 < val.size(); ++i) {
+    if (d.vocab.char_of(val[i]) == U'\n' && d.vocab.char_of(val[i + 1]) != U'\n') {
+      begin = i + 1;
+      break;
+    }
+  }
+  const std::size_t T = std::min<std::size_t>({config.block_size, 40, val.size() - begin - 1});
+  const std::span<const int> ids = val.subspan(begin, T);
+  const std::span<const int> next = val.subspan(begin + 1, T);
+  Tokens x({1, T}), y({1, T});
+  std::copy(ids.begin(), ids.end(), x.begin());
+  std::copy(next.begin(), next.end(), y.begin());
+  attn::LmWeights grads = attn::lm_zeros_like(w);
+  attn::LmCache cache;
+  const double loss = attn::lm_forward_backward(x, y, w, config, grads, cache);
+  fmt::print("The line {} (loss {} on it). Rows: the query character; columns: the keys it may\n"
+             "see (causal: only the past). Darker = more attention.\n",
+             attn::quote(chars_of(d.vocab, ids)), num(loss));
+  std::vector<std::string> labels;
+  for (int id : ids) labels.push_back(attn::printable(d.vocab.char_of(id)));
+  for (std::size_t l = 0; l < config.n_layers; ++l) {
+    const attn::Tensor<4>& weights = cache.blocks[l].attn.weights;  // (1, H, T, T)
+    for (std::size_t h = 0; h < config.n_heads; ++h) {
+      Matrix m({T, T});
+      for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t s2 = 0; s2 < T; ++s2) m(t, s2) = weights(0, h, t, s2);
+      attn::HeatmapOptions opt;
+      opt.title = fmt::format("layer {} head {}", l, h);
+      opt.row_labels = labels;
+      opt.col_labels = labels;
+      opt.vmin = 0.0f;
+      opt.vmax = 1.0f;
+      opt.annotate = false;
+      const HeadStats st = head_stats(weights, h, ids, d.vocab);
+      fmt::print("\nlayer {} head {}: {}\n", l, h, describe(st));
+      fmt::print("  previous {}%  self {}%  same character {}%  line start {}%  mean distance {}\n",
+                 num(100 * st.previous, 0), num(100 * st.self, 0), num(100 * st.same_char, 0),
+                 num(100 * st.line_start, 0), num(st.distance, 1));
+      fmt::print("{}", attn::heatmap_text(m, opt, attn::use_color(stdout)));
+      if (svg_dir) {
+        attn::write_svg(*svg_dir / fmt::format("attention_l{}_h{}.svg", l, h),
+                        attn::heatmap_svg(m, opt));
+      }
+    }
+  }
+}
+
+
+// ---- The lecture's ladder: each row a model of its own, trained from scratch.
+
+struct LadderRow {
+  std::string_view what;
+  double lecture_val;  // the val loss the lecture reports for this row
+  bool bigram = false; // row 0: chapter 01's V x V table, no attention at all
+  attn::LmConfig model;
+};
+
+std::vector<LadderRow> ladder_rows(std::size_t V) {
+  // Every attention row: n_embd 32, block 8, the lecture's nn defaults for the initial weights
+  // and a separate output head with bias (lm_head = nn.Linear(n_embd, vocab_size)).
+  attn::LmConfig base;
+  base.vocab_size = V;
+  base.block_size = 8;
+  base.n_embd = 32;
+  base.n_heads = 1;
+  base.n_layers = 1;
+  base.tied_head = false;
+  base.use_layer_norm = false;
+  base.residual = false;
+  base.use_ffn = false;
+  base.attn_proj = false;
+  base.activation = attn::Activation::relu;
+  std::vector<LadderRow> rows;
+  rows.push_back({"bigram table (chapter 01), AdamW", 2.49, true, base});
+  attn::LmConfig m = base;
+  rows.push_back({"+ positions, one head (hs 32)", 2.40, false, m});
+  m.n_heads = 4;
+  rows.push_back({"four heads of 8", 2.28, false, m});
+  m.use_ffn = true;
+  m.ffn_hidden = 32;
+  rows.push_back({"+ FFN (C -> C, ReLU)", 2.24, false, m});
+  m.residual = true;
+  m.attn_proj = true;
+  m.ffn_hidden = 0;
+  m.n_layers = 3;
+  rows.push_back({"+ residuals, projection, 4C FFN, 3 blocks", 2.08, false, m});
+  m.use_layer_norm = true;
+  rows.push_back({"+ LayerNorm", 2.06, false, m});
+  return rows;
+}
+
+// The bigram row, the lecture's bigram script: logits = table[token], table (V, V) drawn N(0, 1)
+// like nn.Embedding, AdamW (lr 1e-2, torch's default weight decay 0.01), B 32, T 8.
+double train_bigram_row(const Data& d, std::size_t steps, std::size_t eval_iters,
+                        std::uint64_t seed) {
+  const std::size_t V = d.vocab.size(), B = 32, T = 8;
+  attn::Rng init(seed);
+  Matrix table = attn::randn(init, V, V, 1.0f);  // (V, V)
+  Matrix grad = xt::zeros<float>({V, V});
+  Matrix m = xt::zeros<float>({V, V}), v = xt::zeros<float>({V, V});
+  Matrix logits({B * T, V});
+  attn::Rng data_rng(seed, 101);
+  const attn::AdamWConfig adam{0.9f, 0.999f, 1e-8f, 0.01f};
+  const auto gather = [&](const Tokens& x) {
+    for (std::size_t i = 0; i < B * T; ++i)
+      std::copy_n(table.data() + static_cast<std::size_t>(x.data()[i]) * V, V, logits.data() + i * V);
+  };
+  for (std::size_t step = 1; step <= steps; ++step) {
+    const attn::Batch b = attn::get_batch(d.split.train, B, T, data_rng);
+    gather(b.x);
+    const attn::LossGrad lg = attn::cross_entropy_with_grad(
+        logits, std::span<const int>(b.y.data(), b.y.size()));
+    std::fill(grad.begin(), grad.end(), 0.0f);
+    // Row `token` of the table produced logits row i: its gradient collects every such row.
+    for (std::size_t i = 0; i < B * T; ++i) {
+      float* g = grad.data() + static_cast<std::size_t>(b.x.data()[i]) * V;
+      const float* dl = lg.grad.data() + i * V;
+      for (std::size_t j = 0; j < V; ++j) g[j] += dl[j];
+    }
+    attn::adamw_update(std::span<float>(table.data(), table.size()),
+                       std::span<const float>(grad.data(), grad.size()),
+                       std::span<float>(m.data(), m.size()), std::span<float>(v.data(), v.size()),
+                       1e-2f, adam.weight_decay, step, adam);
+  }
+  attn::Rng eval_rng(seed + steps, 202);
+  double sum = 0.0;
+  for (std::size_t i = 0; i < eval_iters; ++i) {
+    const attn::Batch b = attn::get_batch(d.split.val, B, T, eval_rng);
+    gather(b.x);
+    sum += attn::cross_entropy(logits, std::span<const int>(b.y.data(), b.y.size()));
+  }
+  return sum / static_cast<double>(eval_iters);
+}
+
+std::vector<std::size_t> parse_rows(const std::string& text, std::size_t n) {
+  std::vector<std::size_t> rows;
+  if (text.empty()) {
+    for (std::size_t i = 0; i < n; ++i) rows.push_back(i);
+    return rows;
+  }
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    const std::string item = text.substr(begin, end - begin);
+    std::size_t used = 0;
+    unsigned long r = 0;
+    try {
+      r = std::stoul(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || r >= n) {
+      throw attn::UsageError(fmt::format(
+          "--ladder-rows expects row numbers 0 to {} separated by commas, got '{}'", n - 1, text));
+    }
+    rows.push_back(r);
+    if (end == text.size()) break;
+    begin = end + 1;
+  }
+  return rows;
+}
+
+void run_ladder(const attn::CommonOptions& common, const Options& o) {
+  const attn::Corpus corpus = attn::load_corpus(common.data);
+  const Data d = prepare_data(corpus);
+  const std::vector<LadderRow> rows = ladder_rows(d.vocab.size());
+  const std::vector<std::size_t> chosen = parse_rows(o.ladder_rows, rows.size());
+  check_data_fits(d, 8);
+  const std::size_t eval_iters = 200;
+  section(1, "The lecture's ladder");
+  fmt::print(
+      "Each row is trained from scratch on {} (V = {}): n_embd 32, block 8, batch 32, AdamW\n"
+      "lr 1e-3 for {} steps (the bigram row: lr 1e-2, {} steps), then the val loss over {} batches.\n\n",
+      corpus.origin, d.vocab.size(), o.ladder_steps == 0 ? 5000 : o.ladder_steps,
+      o.ladder_steps == 0 ? 3000 : o.ladder_steps, eval_iters);
+  fmt::print("  {:<3} {:<44} {:>8} {:>9} {:>8} {:>7}\n", "row", "model", "params", "val loss",
+             "lecture", "diff");
+  std::size_t within = 0;
+  for (const std::size_t r : chosen) {
+    const LadderRow& row = rows[r];
+    const Clock::time_point start = Clock::now();
+    double val = 0.0;
+    std::size_t params = 0;
+    if (row.bigram) {
+      val = train_bigram_row(d, o.ladder_steps == 0 ? 3000 : o.ladder_steps, eval_iters, common.seed);
+      params = d.vocab.size() * d.vocab.size();
+    } else {
+      attn::TrainConfig c;
+      c.model = row.model;
+      c.init = attn::InitScheme::pytorch;
+      c.batch_size = 32;
+      c.steps = o.ladder_steps == 0 ? 5000 : o.ladder_steps;
+      c.schedule.lr = 1e-3f;
+      c.adam.weight_decay = 0.01f;  // torch.optim.AdamW's default, as the lecture leaves it
+      c.seed = common.seed;
+      attn::TrainState s = attn::train_init(c);
+      params = attn::lm_parameter_count(s.weights);
+      while (s.step < c.steps) attn::train_step(s, c, d.split.train);
+      val = attn::estimate_loss(s.weights, c.model, d.split, 32, eval_iters, c.seed, s.step).val_loss;
+    }
+    const double diff = val - row.lecture_val;
+    if (std::abs(diff) <= 0.05) ++within;
+    fmt::print("  {:<3} {:<44} {:>8} {:>9} {:>8} {:>+7.3f}{}\n", r, row.what, params, num(val),
+               num(row.lecture_val, 2), diff,
+               common.timing ? fmt::format("  ({:.1f} s)", seconds_since(start)) : std::string());
+    std::fflush(stdout);
+  }
+  fmt::print("\n{} of {} rows within 0.05 of the lecture's number.\n", within, chosen.size());
+  if (const char* check = std::getenv("ATTN_LADDER_CHECK"); check != nullptr && *check == '1' &&
+      within != chosen.size()) {
+    throw std::runtime_error("a ladder row is further than 0.05 from the lecture's number");
+  }
+}
+
+// ---- The walkthrough.
+
+void run(const attn::CommonOptions& common, const Options& o, int argc, char** argv) {
+  (void)argc;
+  (void)argv;
+  if (o.ladder) {
+    run_ladder(common, o);
+    return;
+  }
+  const Kernels k = common.mine ? learner_kernels() : reference_kernels();
+  const attn::Corpus corpus = attn::load_corpus(common.data);
+  const Data d = prepare_data(corpus);
+  const std::size_t V = d.vocab.size();
+
+  // A run starts fresh, or from a checkpoint.
+  attn::TrainConfig c;
+  attn::TrainState s;
+  if (!o.resume_dir.empty()) {
+    attn::Checkpoint ck = attn::load_checkpoint(o.resume_dir);
+    if (ck.vocab.chars() != d.vocab.chars()) {
+      throw std::runtime_error(fmt::format(
+          "checkpoint '{}' was trained on another corpus ({} characters, this one has {}): use "
+          "--data with the corpus it was made with",
+          o.resume_dir, ck.vocab.size(), V));
+    }
+    c = ck.config;
+    if (o.steps < ck.state.step) {
+      throw attn::UsageError(fmt::format(
+          "--steps {} is before the checkpoint's step {}: --steps counts from the start of the "
+          "run", o.steps, ck.state.step));
+    }
+    c.steps = o.steps;
+    c.schedule.total = o.steps;
+    s = std::move(ck.state);
+  } else {
+    c = config_from(o, V, common.seed);
+    s = attn::train_init(c);
+  }
+  check_data_fits(d, c.model.block_size);
+
+  const bool fresh = s.step == 0;
+
+  section(1, "The data");
+  fmt::print("{}: {} characters, V = {}.\n", corpus.origin,
+             d.split.train.size() + d.split.val.size(), V);
+  fmt::print(
+      "Encoded once, then split like the lecture: the first 90% trains ({} tokens), the last 10%\n"
+      "measures ({} tokens). The model never sees the validation text, so its loss there tells\n"
+      "learning apart from memorising.\n",
+      d.split.train.size(), d.split.val.size());
+  {
+    attn::Rng demo(common.seed, 7);
+    const attn::Batch b = k.get_batch(d.split.train, 2, std::min<std::size_t>(c.model.block_size, 24), demo);
+    const std::size_t T = b.x.shape()[1];
+    fmt::print(
+        "A batch is B windows of T + 1 tokens from random places; x is the first T, y the last T.\n"
+        "Two of them (T = {}):\n", T);
+    for (std::size_t r = 0; r < 2; ++r) {
+      fmt::print("  x[{}] = {}\n  y[{}] = {}\n", r,
+                 attn::quote(chars_of(d.vocab, std::span<const int>(b.x.data() + r * T, T))), r,
+                 attn::quote(chars_of(d.vocab, std::span<const int>(b.y.data() + r * T, T))));
+    }
+    fmt::print(
+        "Every position is an example: after x[0][0..t] the answer is y[0][t]. One window of T\n"
+        "tokens teaches T predictions at once, with 1 to T characters of context.\n");
+  }
+
+  section(2, "The model, before training");
+  const std::size_t params = attn::lm_parameter_count(s.weights);
+  fmt::print("C = {}, H = {} (head size {}), L = {}, T = {}, {} activation, {} output head,\n"
+             "{} initialisation: {} parameters. B = {} windows a step: {} tokens.\n",
+             c.model.n_embd, c.model.n_heads, c.model.n_embd / c.model.n_heads, c.model.n_layers,
+             c.model.block_size, attn::activation_name(c.model.activation),
+             c.model.tied_head ? "tied (wte^T)" : "separate", attn::init_name(c.init), params,
+             c.batch_size, c.batch_size * c.model.block_size);
+  const double log_v = std::log(static_cast<double>(V));
+  // The bigram's best: chapter 01's counting table on the train split, measured on val.
+  const Matrix bigram = attn::bigram_logits_from_counts(attn::bigram_counts(d.split.train, V));
+  const double bigram_val = attn::bigram_loss(bigram, d.split.val);
+  if (fresh) {
+    const attn::EvalRecord e0 = k.estimate_loss(s.weights, c.model, d.split, c.batch_size,
+                                                c.eval_iters, c.seed, 0);
+    fmt::print(
+        "Untrained, its val loss is {}; guessing uniformly over V = {} characters scores log V =\n"
+        "{}. {}\n",
+        num(e0.val_loss), V, num(log_v),
+        std::abs(e0.val_loss - log_v) < 0.1
+            ? "Random weights give nearly uniform predictions, so the two are close."
+            : "The random weights already prefer some characters, so the two differ.");
+    fmt::print("The bar to beat: chapter 01's bigram table, counted on the train split, scores {}\n"
+               "on val. It sees one character of context; this model sees up to {}.\n",
+               num(bigram_val), c.model.block_size);
+    fmt::print("A sample from the untrained model (seed {}):\n", common.seed);
+    print_sample(sample_text(s.weights, c.model, d.vocab, std::min<std::size_t>(o.sample_length, 80),
+                             common.seed));
+  } else {
+    fmt::print("Resumed from '{}' at step {} of {}.\n", o.resume_dir, s.step, c.steps);
+  }
+
+  if (fresh) {
+    section(3, "One step, taken apart");
+    attn::TrainState probe = s;  // a copy: the real run starts from the same weights
+    attn::Rng demo(common.seed, 8);
+    const attn::Batch b = k.get_batch(d.split.train, c.batch_size, c.model.block_size, demo);
+    const attn::StepResult r = k.train_step_on(probe, c, b.x, b.y);
+    const double after = attn::lm_loss(b.x, b.y, probe.weights, c.model);
+    fmt::print(
+        "  1. zero the gradients                 {} tensors, shaped like the weights\n"
+        "  2. forward and backward on one batch  loss {}\n"
+        "  3. clip the global gradient norm      norm {} {}\n"
+        "  4. AdamW at lr {}                 every weight moves by about lr\n"
+        "The same batch after the step: loss {} ({} {}).\n",
+        attn::lm_parameters(probe.grads).size(), num(r.loss), num(r.grad_norm),
+        c.grad_clip <= 0.0f ? std::string("(clipping off)")
+        : r.grad_norm > static_cast<double>(c.grad_clip)
+            ? fmt::format("> {}: scaled down to {}", num(c.grad_clip, 2), num(c.grad_clip, 2))
+            : fmt::format("<= {}: left alone", num(c.grad_clip, 2)),
+        num(r.lr, 5), num(after), after < r.loss ? "down by" : "up by", num(std::abs(after - r.loss)));
+  }
+
+  section(fresh ? 4 : 3, "Training");
+  fmt::print("{} steps, estimates every {} steps over {} batches per split{}.\n", c.steps - s.step,
+             c.eval_interval, c.eval_iters,
+             o.save_dir.empty() ? "" : fmt::format(", a checkpoint in '{}' at each", o.save_dir));
+  std::signal(SIGINT, on_sigint);
+  const RunReport r = run_training(k, s, c, d, o.save_dir, common.timing);
+  if (r.interrupted) {
+    fmt::print("Interrupted at step {}{}.\n", s.step,
+               o.save_dir.empty() ? "" : fmt::format(": saved to '{}'", o.save_dir));
+    std::fflush(stdout);
+    std::exit(130);
+  }
+  if (!o.save_dir.empty()) attn::save_checkpoint(o.save_dir, s, c, d.vocab);
+  if (common.timing) {
+    fmt::print("{} steps in {} ({} tokens/s).\n", r.steps_taken, clock_text(r.seconds),
+               thousands(static_cast<double>(r.steps_taken * c.batch_size * c.model.block_size) /
+                         std::max(r.seconds, 1e-9)));
+  }
+  const auto best = std::min_element(s.evals.begin(), s.evals.end(),
+                                     [](const attn::EvalRecord& a, const attn::EvalRecord& b2) {
+                                       return a.val_loss < b2.val_loss;
+                                     });
+  const attn::EvalRecord& final_eval = s.evals.back();
+  fmt::print("Best val loss {} at step {}; the bigram table's is {}: {}.\n", num(best->val_loss),
+             best->step, num(bigram_val),
+             best->val_loss < bigram_val
+                 ? fmt::format("{} lower, what attention over {} characters buys",
+                               num(bigram_val - best->val_loss), c.model.block_size)
+                 : std::string("not lower yet: train longer or with a higher --lr"));
+  if (final_eval.val_loss > best->val_loss + 0.02 &&
+      final_eval.train_loss < final_eval.val_loss - 0.1) {
+    fmt::print(
+        "The val loss rose from {} to {} while the train loss kept falling ({}): the model is\n"
+        "memorising its {} training characters. A bigger corpus (--data, see the page) cures it.\n",
+        num(best->val_loss), num(final_eval.val_loss), num(final_eval.train_loss),
+        d.split.train.size());
+  }
+  if (common.svg_dir) {
+    attn::write_svg(*common.svg_dir / "loss_curve.svg", loss_curve_svg(s));
+  }
+
+  section(fresh ? 5 : 4, "A sample after training");
+  print_sample(sample_text(s.weights, c.model, d.vocab, o.sample_length, common.seed));
+
+  show_heads(s.weights, c.model, d, common.svg_dir, fresh ? 6 : 5);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  attn::Cli cli("09_training",
+                "Chapter 09: training the character GPT. AdamW on the decoder of chapter 07, "
+                "loss estimates on both splits, checkpoints that survive kill -9, samples before "
+                "and after, and what every trained head attends to. --ladder rebuilds the "
+                "lecture's loss table step by step.");
+  Options o;
+  cli.add_size("--n-embd", o.n_embd, fmt::format("C, the model width (at most {})", kMaxEmbd));
+  cli.add_size("--n-heads", o.n_heads, fmt::format("H, attention heads, must divide C (at most {})", kMaxHeads));
+  cli.add_size("--n-layers", o.n_layers, fmt::format("L, transformer blocks (at most {})", kMaxLayers));
+  cli.add_size("--block-size", o.block_size, fmt::format("T, the context length (at most {})", kMaxBlock));
+  cli.add_size("--batch-size", o.batch_size, fmt::format("B, windows per step (at most {})", kMaxBatch));
+  cli.add_size("--steps", o.steps, fmt::format("the run's last step, counted from its start (at most {})", kMaxSteps));
+  cli.add_float("--lr", o.lr, "AdamW learning rate (> 0, at most 1)", 0.0f);
+  cli.add_float("--weight-decay", o.weight_decay, "AdamW decoupled weight decay (0 to 1)", -1e-30f);
+  cli.add_float("--grad-clip", o.grad_clip, "max global gradient norm (0 = off)", -1e-30f);
+  cli.add_size("--eval-interval", o.eval_interval, "estimate the losses every N steps");
+  cli.add_size("--eval-iters", o.eval_iters, fmt::format("batches per split per estimate (at most {})", kMaxEvalIters));
+  cli.add_size("--sample-length", o.sample_length, fmt::format("characters to sample (at most {})", kMaxSample), 0);
+  cli.add_string("--activation", o.activation, "FFN activation: gelu, gelu_tanh or relu");
+  cli.add_string("--init", o.init, "initial weights: gpt2 (N(0, 0.02)) or pytorch (nn defaults)");
+  cli.add_string("--schedule", o.schedule, "learning rate: constant or cosine (warmup, then down to lr/10)");
+  cli.add_size("--warmup", o.warmup, "warmup steps of the cosine schedule", 0);
+  cli.add_flag("--untied", o.untied, "a separate output head with bias instead of wte^T");
+  cli.add_string("--save", o.save_dir, "DIR: write a checkpoint at every estimate and at the end");
+  cli.add_string("--resume", o.resume_dir, "DIR: continue the run saved in DIR");
+  cli.add_flag("--ladder", o.ladder, "rebuild the lecture's loss table (needs a big corpus)");
+  cli.add_size("--ladder-steps", o.ladder_steps, "steps per ladder row (0: the lecture's)", 0);
+  cli.add_string("--ladder-rows", o.ladder_rows, "only these ladder rows, e.g. 0,5 (default: all)");
+  return cli.run(argc, argv, [&](const attn::CommonOptions& common) { run(common, o, argc, argv); });
+}

@@ -1,0 +1,261 @@
+// Don't edit: these tests check your exercises.
+// tests/exercises/ch09_test.cpp: chapter 09 (training the character GPT, docs/09-training.md).
+// Expected values come from torch.optim.AdamW's own numbers, from windows read straight out of
+// the data, or from the library's lower-level pieces (lm_loss, lm_forward_backward) composed by
+// hand; never from the attn:: function the reference solution forwards to.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include "attn/model.hpp"
+#include "attn/optim.hpp"
+#include "attn/random.hpp"
+#include "attn/text.hpp"
+#include "attn/train.hpp"
+#include "exercises.hpp"
+
+namespace {
+
+using Tokens = xt::xtensor<int, 2>;
+
+// A tiny model: V = 6, C = 8, H = 2, T = 5, two layers.
+attn::TrainConfig tiny_config() {
+  attn::TrainConfig c;
+  c.model.vocab_size = 6;
+  c.model.block_size = 5;
+  c.model.n_embd = 8;
+  c.model.n_heads = 2;
+  c.model.n_layers = 2;
+  c.batch_size = 3;
+  c.steps = 10;
+  c.schedule.lr = 0.01f;
+  c.adam.weight_decay = 0.1f;
+  c.grad_clip = 0.5f;
+  c.seed = 7;
+  return c;
+}
+
+std::vector<int> counting_data(std::size_t n, int V) {
+  std::vector<int> d(n);
+  for (std::size_t i = 0; i < n; ++i) d[i] = static_cast<int>((i * 7 + i / 3) % static_cast<std::size_t>(V));
+  return d;
+}
+
+Tokens tokens_of(std::initializer_list<std::initializer_list<int>> rows) {
+  Tokens t({rows.size(), rows.begin()->size()});
+  std::size_t r = 0;
+  for (auto row : rows) {
+    std::size_t c = 0;
+    for (int v : row) t(r, c++) = v;
+    ++r;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_SUITE("ex09.1 AdamW update") {
+
+TEST_CASE("three steps match torch.optim.AdamW with and without weight decay") {
+  // torch.optim.AdamW(lr=0.01, betas=(0.9, 0.999), eps=1e-8), weight_decay 0.1 on p, 0 on b.
+  std::vector<float> p = {0.5f, -1.0f, 2.0f, 0.25f}, b = {0.1f, -0.2f};
+  std::vector<float> pm(4, 0.0f), pv(4, 0.0f), bm(2, 0.0f), bv(2, 0.0f);
+  const std::vector<std::vector<float>> gp = {
+      {0.3f, -0.1f, 0.0f, 2.0f}, {-0.2f, 0.4f, 1e-3f, -1.0f}, {0.1f, 0.1f, 0.1f, 0.1f}};
+  const std::vector<std::vector<float>> gb = {{1.0f, -0.5f}, {0.0f, 0.25f}, {-3.0f, 3.0f}};
+  const attn::AdamWConfig config{0.9f, 0.999f, 1e-8f, 0.1f};
+  for (std::size_t t = 1; t <= 3; ++t) {
+    ex09::adamw_update(p, gp[t - 1], pm, pv, 0.01f, 0.1f, t, config);
+    ex09::adamw_update(b, gb[t - 1], bm, bv, 0.01f, 0.0f, t, config);
+  }
+  const std::vector<float> want_p = {0.484292656f, -0.99832195f, 1.98012698f, 0.234267652f};
+  const std::vector<float> want_b = {0.0877238959f, -0.193240032f};
+  for (std::size_t i = 0; i < 4; ++i) CHECK(p[i] == doctest::Approx(want_p[i]).epsilon(1e-6));
+  for (std::size_t i = 0; i < 2; ++i) CHECK(b[i] == doctest::Approx(want_b[i]).epsilon(1e-6));
+}
+
+TEST_CASE("the moments hold the running means after one step") {
+  std::vector<float> p = {1.0f}, m = {0.0f}, v = {0.0f};
+  const std::vector<float> g = {2.0f};
+  ex09::adamw_update(p, g, m, v, 0.1f, 0.0f, 1, attn::AdamWConfig{0.8f, 0.9f, 1e-8f, 0.0f});
+  CHECK(m[0] == doctest::Approx(0.4f));   // (1 - 0.8) * 2
+  CHECK(v[0] == doctest::Approx(0.4f));   // (1 - 0.9) * 4
+  // Bias-corrected: m_hat = 2, v_hat = 4, so the step is lr * 2 / 2 = 0.1.
+  CHECK(p[0] == doctest::Approx(0.9f).epsilon(1e-6));
+}
+
+TEST_CASE("weight decay is applied to the parameter before the Adam step") {
+  std::vector<float> p = {4.0f}, m = {0.0f}, v = {0.0f};
+  const std::vector<float> g = {1.0f};
+  ex09::adamw_update(p, g, m, v, 0.1f, 0.5f, 1, attn::AdamWConfig{});
+  // 4 * (1 - 0.05) = 3.8, then the first Adam step moves it by lr = 0.1 (g / |g|).
+  CHECK(p[0] == doctest::Approx(3.7f).epsilon(1e-6));
+}
+
+TEST_CASE("different lengths and step 0 are rejected") {
+  std::vector<float> p(3), g(2), m(3), v(3), g3(3);
+  CHECK_THROWS_AS(ex09::adamw_update(p, g, m, v, 0.1f, 0.0f, 1, {}), std::invalid_argument);
+  CHECK_THROWS_AS(ex09::adamw_update(p, g3, m, v, 0.1f, 0.0f, 0, {}), std::invalid_argument);
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("ex09.2 get_batch") {
+
+TEST_CASE("each row is a window of the data and its targets are shifted by one") {
+  const std::vector<int> data = counting_data(50, 9);
+  attn::Rng rng(3);
+  attn::Rng starts(3);  // the same stream: the starts the batch must use, in row order
+  const attn::Batch b = ex09::get_batch(data, 4, 6, rng);
+  REQUIRE(b.x.shape()[0] == 4);
+  REQUIRE(b.x.shape()[1] == 6);
+  REQUIRE(b.y.shape()[0] == 4);
+  REQUIRE(b.y.shape()[1] == 6);
+  for (std::size_t r = 0; r < 4; ++r) {
+    const std::size_t i = starts.below(50 - 6);
+    for (std::size_t t = 0; t < 6; ++t) {
+      CHECK(b.x(r, t) == data[i + t]);
+      CHECK(b.y(r, t) == data[i + t + 1]);
+    }
+  }
+}
+
+TEST_CASE("a window may end on the last token, never past it") {
+  const std::vector<int> data = {1, 2, 3};  // T = 2: the only window is [1, 2] -> [2, 3]
+  attn::Rng rng(1);
+  const attn::Batch b = ex09::get_batch(data, 5, 2, rng);
+  for (std::size_t r = 0; r < 5; ++r) {
+    CHECK(b.x(r, 0) == 1);
+    CHECK(b.y(r, 1) == 3);
+  }
+}
+
+TEST_CASE("zero sizes and data shorter than T + 1 are rejected") {
+  const std::vector<int> data = counting_data(10, 4);
+  attn::Rng rng(1);
+  CHECK_THROWS_AS(ex09::get_batch(data, 0, 3, rng), std::invalid_argument);
+  CHECK_THROWS_AS(ex09::get_batch(data, 2, 0, rng), std::invalid_argument);
+  CHECK_THROWS_AS(ex09::get_batch(data, 2, 10, rng), std::invalid_argument);
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("ex09.3 estimate_loss") {
+
+TEST_CASE("the estimate is the mean lm_loss over the batches of each split, train first") {
+  const attn::TrainConfig c = tiny_config();
+  attn::Rng init(5);
+  const attn::LmWeights w = attn::lm_init(init, c.model);
+  attn::Split split;
+  split.train = counting_data(40, 6);
+  split.val = counting_data(23, 6);
+  std::reverse(split.val.begin(), split.val.end());
+  const attn::EvalRecord got = ex09::estimate_loss(w, c.model, split, 2, 3, 11, 4);
+  attn::Rng rng(11 + 4, 202);
+  double train = 0.0, val = 0.0;
+  for (int i = 0; i < 3; ++i) {
+    const attn::Batch b = attn::get_batch(split.train, 2, 5, rng);
+    train += attn::lm_loss(b.x, b.y, w, c.model);
+  }
+  for (int i = 0; i < 3; ++i) {
+    const attn::Batch b = attn::get_batch(split.val, 2, 5, rng);
+    val += attn::lm_loss(b.x, b.y, w, c.model);
+  }
+  CHECK(got.step == 4);
+  CHECK(got.train_loss == doctest::Approx(train / 3.0).epsilon(1e-9));
+  CHECK(got.val_loss == doctest::Approx(val / 3.0).epsilon(1e-9));
+  CHECK(got.train_loss != doctest::Approx(got.val_loss).epsilon(1e-9));
+}
+
+TEST_CASE("zero batches are rejected") {
+  const attn::TrainConfig c = tiny_config();
+  attn::Rng init(5);
+  const attn::LmWeights w = attn::lm_init(init, c.model);
+  attn::Split split{counting_data(40, 6), counting_data(20, 6)};
+  CHECK_THROWS_AS(ex09::estimate_loss(w, c.model, split, 2, 0, 1, 0), std::invalid_argument);
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("ex09.4 the training step") {
+
+// The step composed from the pieces: forward/backward, clip, AdamW, on copies of the state.
+attn::TrainState expected_after_step(const attn::TrainState& before, const attn::TrainConfig& c,
+                                     const Tokens& x, const Tokens& y, double& loss) {
+  attn::TrainState s;
+  s.weights = before.weights;
+  s.adam_m = before.adam_m;
+  s.adam_v = before.adam_v;
+  s.grads = attn::lm_zeros_like(s.weights);
+  attn::LmCache cache;
+  loss = attn::lm_forward_backward(x, y, s.weights, c.model, s.grads, cache);
+  std::vector<attn::NamedTensor> p = attn::lm_parameters(s.weights), g = attn::lm_parameters(s.grads),
+                                 m = attn::lm_parameters(s.adam_m), v = attn::lm_parameters(s.adam_v);
+  double norm2 = 0.0;
+  for (const attn::NamedTensor& t : g)
+    for (float e : t.values) norm2 += static_cast<double>(e) * static_cast<double>(e);
+  const double norm = std::sqrt(norm2);
+  const double scale = norm > static_cast<double>(c.grad_clip) && c.grad_clip > 0.0f
+                           ? static_cast<double>(c.grad_clip) / (norm + 1e-6)
+                           : 1.0;
+  for (attn::NamedTensor& t : g)
+    for (float& e : t.values) e = static_cast<float>(static_cast<double>(e) * scale);
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const float wd = p[i].rank >= 2 ? c.adam.weight_decay : 0.0f;
+    attn::adamw_update(p[i].values, g[i].values, m[i].values, v[i].values, c.schedule.lr, wd,
+                       before.step + 1, c.adam);
+  }
+  s.step = before.step + 1;
+  return s;
+}
+
+void check_same_weights(attn::LmWeights& a, attn::LmWeights& b) {
+  std::vector<attn::NamedTensor> x = attn::lm_parameters(a), y = attn::lm_parameters(b);
+  REQUIRE(x.size() == y.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    INFO("tensor " << x[i].name);
+    REQUIRE(x[i].values.size() == y[i].values.size());
+    for (std::size_t j = 0; j < x[i].values.size(); ++j) {
+      CHECK(x[i].values[j] == doctest::Approx(y[i].values[j]).epsilon(1e-5).scale(1e-6));
+    }
+  }
+}
+
+TEST_CASE("two steps equal the pieces composed by hand, with clipping and two decay groups") {
+  const attn::TrainConfig c = tiny_config();
+  attn::TrainState s = attn::train_init(c);
+  const Tokens x = tokens_of({{0, 1, 2, 3, 4}, {5, 4, 3, 2, 1}, {1, 1, 2, 2, 3}});
+  const Tokens y = tokens_of({{1, 2, 3, 4, 5}, {4, 3, 2, 1, 0}, {1, 2, 2, 3, 3}});
+  for (int step = 0; step < 2; ++step) {
+    double want_loss = 0.0;
+    attn::TrainState want = expected_after_step(s, c, x, y, want_loss);
+    const attn::StepResult r = ex09::train_step_on(s, c, x, y);
+    CHECK(r.loss == doctest::Approx(want_loss).epsilon(1e-6));
+    CHECK(r.lr == doctest::Approx(c.schedule.lr));
+    CHECK(r.grad_norm > 0.0);
+    CHECK(s.step == want.step);
+    REQUIRE(s.losses.size() == static_cast<std::size_t>(step + 1));
+    CHECK(s.losses.back() == doctest::Approx(want_loss).epsilon(1e-6));
+    check_same_weights(s.weights, want.weights);
+    check_same_weights(s.adam_m, want.adam_m);
+    check_same_weights(s.adam_v, want.adam_v);
+  }
+}
+
+TEST_CASE("the loss on a repeated batch falls: the step moves downhill") {
+  attn::TrainConfig c = tiny_config();
+  c.grad_clip = 0.0f;
+  attn::TrainState s = attn::train_init(c);
+  const Tokens x = tokens_of({{0, 1, 2, 3, 4}});
+  const Tokens y = tokens_of({{1, 2, 3, 4, 5}});
+  const double first = ex09::train_step_on(s, c, x, y).loss;
+  double last = first;
+  for (int i = 0; i < 30; ++i) last = ex09::train_step_on(s, c, x, y).loss;
+  CHECK(last < first - 0.5);
+}
+
+}  // TEST_SUITE
