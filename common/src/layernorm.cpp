@@ -4,7 +4,9 @@
 #include "attn/layernorm.hpp"
 
 #include <cmath>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "attn/check.hpp"
 
@@ -52,8 +54,13 @@ double sum_squared_deviations(const float* row, std::size_t C, double mean) {
 
 }  // namespace
 
+namespace {
+
+// The forward of both public overloads. mean_out / rstd_out: null, or (rows,) buffers that get
+// each row's mean and 1/sqrt(var + eps) (the backward's cache).
 template <std::size_t N>
-Tensor<N> layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta, float eps) {
+Tensor<N> layer_norm_impl(const Tensor<N>& x, const Vector& gamma, const Vector& beta, float eps,
+                          float* mean_out, float* rstd_out) {
   static_assert(N >= 1, "layer_norm needs at least one axis");
   const std::size_t C = x.shape()[N - 1];
   if (C == 0 || gamma.size() != C || beta.size() != C) {
@@ -84,6 +91,10 @@ Tensor<N> layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta
     // 3. rstd = 1 / sqrt(var + eps). eps (1e-5) keeps a (nearly) constant token from dividing
     //    by zero: a constant row gives x - mean = 0, so y = beta instead of NaN.
     const double rstd = 1.0 / std::sqrt(var + static_cast<double>(eps));
+    if (mean_out != nullptr) {
+      mean_out[r] = static_cast<float>(mean);
+      rstd_out[r] = static_cast<float>(rstd);
+    }
     // 4. y_j = (x_j - mean) * rstd * gamma_j + beta_j. The subtraction is done in double: mean
     //    rounded to float could be off by 5e-4 near 1e4, a large error next to a spread of 0.01.
     for (std::size_t j = 0; j < C; ++j) {
@@ -94,7 +105,142 @@ Tensor<N> layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta
   return y;
 }
 
+void check_layer_norm(const char* fn, std::size_t C, std::span<const std::size_t> x_shape,
+                      const Vector& gamma) {
+  if (C == 0 || gamma.size() != C) {
+    shape_error(fn, "x (..., C) with C > 0 and gamma (C,)",
+                "x " + shape_str(x_shape) + ", gamma " + shape_str(gamma.shape()));
+  }
+}
+
+// Row r's mean in double, recomputed from x (see layer_norm_backward).
+double row_mean(const float* row, std::size_t C) {
+  return sum_double(row, C) / static_cast<double>(C);
+}
+
+// The backward over `rows` rows, with rstd per row given (float) and the mean recomputed in
+// double. Adds to dgamma, dbeta; overwrites dx.
+void layer_norm_backward_rows(const float* dy, const float* x, const float* gamma,
+                              const float* rstd, std::size_t rows, std::size_t C, float* dx,
+                              float* dgamma, float* dbeta) {
+  thread_local std::vector<double> acc;  // (2C,) dgamma and dbeta sums, reused between calls
+  acc.assign(2 * C, 0.0);
+  double* dg = acc.data();
+  double* db = acc.data() + C;
+  const double inv_C = 1.0 / static_cast<double>(C);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* in = x + r * C;     // (C,)
+    const float* g_in = dy + r * C;  // (C,)
+    float* out = dx + r * C;         // (C,)
+    // 1. xhat_j = (x_j - mean) rstd, the normalised input, in double like the forward: the mean
+    //    is recomputed from x in double (a float mean near 1e4 is off by up to 5e-4, a large error
+    //    next to a spread of 0.01); rstd, a ratio, is kept to float precision in the cache.
+    const double mean = row_mean(in, C);
+    const double rs = static_cast<double>(rstd[r]);
+    // 2. g_j = gamma_j dy_j is the gradient reaching xhat. The two row means of the formula:
+    //      a = mean_j g_j,   b = mean_j g_j xhat_j
+    double a = 0.0, b = 0.0;
+    for (std::size_t j = 0; j < C; ++j) {
+      const double xhat = (static_cast<double>(in[j]) - mean) * rs;
+      const double g = static_cast<double>(gamma[j]) * static_cast<double>(g_in[j]);
+      a += g;
+      b += g * xhat;
+      // dgamma_j collects dy_j xhat_j and dbeta_j collects dy_j over the rows.
+      dg[j] += static_cast<double>(g_in[j]) * xhat;
+      db[j] += static_cast<double>(g_in[j]);
+    }
+    a *= inv_C;
+    b *= inv_C;
+    // 3. The three terms: dx_j = rstd (g_j - a - xhat_j b). g_j is the direct path; -a because
+    //    every x_j moves the mean; -xhat_j b because every x_j moves the variance.
+    for (std::size_t j = 0; j < C; ++j) {
+      const double xhat = (static_cast<double>(in[j]) - mean) * rs;
+      const double g = static_cast<double>(gamma[j]) * static_cast<double>(g_in[j]);
+      out[j] = static_cast<float>(rs * (g - a - xhat * b));
+    }
+  }
+  for (std::size_t j = 0; j < C; ++j) {
+    dgamma[j] = static_cast<float>(static_cast<double>(dgamma[j]) + dg[j]);
+    dbeta[j] = static_cast<float>(static_cast<double>(dbeta[j]) + db[j]);
+  }
+}
+
+}  // namespace
+
+template <std::size_t N>
+Tensor<N> layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta, float eps) {
+  return layer_norm_impl(x, gamma, beta, eps, nullptr, nullptr);
+}
+
+template <std::size_t N>
+Tensor<N> layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta, float eps,
+                     LayerNormCache& cache) {
+  const std::size_t C = x.shape()[N - 1];
+  const std::size_t rows = C == 0 ? 0 : x.size() / C;
+  if (cache.mean.size() != rows) cache.mean.resize({rows});
+  if (cache.rstd.size() != rows) cache.rstd.resize({rows});
+  return layer_norm_impl(x, gamma, beta, eps, cache.mean.data(), cache.rstd.data());
+}
+
+template <std::size_t N>
+void layer_norm_backward(const Tensor<N>& dy, const Tensor<N>& x, const Vector& gamma,
+                         const LayerNormCache& cache, Tensor<N>& dx, Vector& dgamma,
+                         Vector& dbeta) {
+  constexpr const char* kFn = "attn::layer_norm_backward";
+  const std::size_t C = x.shape()[N - 1];
+  check_layer_norm(kFn, C, x.shape(), gamma);
+  if (dy.shape() != x.shape()) {
+    shape_error(kFn, "dy of the same shape as x " + shape_str(x.shape()),
+                "dy " + shape_str(dy.shape()));
+  }
+  const std::size_t rows = x.size() / C;
+  if (cache.rstd.size() != rows) {
+    shape_error(kFn, "a cache from the forward of x " + shape_str(x.shape()) + ": rstd (" +
+                         std::to_string(rows) + ",)",
+                "rstd " + shape_str(cache.rstd.shape()));
+  }
+  if (dgamma.size() != C || dbeta.size() != C) {
+    shape_error(kFn, "dgamma and dbeta of shape (" + std::to_string(C) + ",)",
+                shape_str(dgamma.shape()) + " and " + shape_str(dbeta.shape()));
+  }
+  if (dx.shape() != x.shape()) dx.resize(x.shape());
+  layer_norm_backward_rows(dy.data(), x.data(), gamma.data(), cache.rstd.data(), rows, C,
+                           dx.data(), dgamma.data(), dbeta.data());
+}
+
+template <std::size_t N>
+LayerNormGrads<N> layer_norm_backward(const Tensor<N>& dy, const Tensor<N>& x, const Vector& gamma,
+                                      float eps) {
+  constexpr const char* kFn = "attn::layer_norm_backward";
+  const std::size_t C = x.shape()[N - 1];
+  check_layer_norm(kFn, C, x.shape(), gamma);
+  require(eps >= 0.0f, kFn, "eps must be >= 0, got " + std::to_string(eps));
+  // Recompute the cache: the forward with beta = 0 (beta does not enter mean or rstd).
+  LayerNormCache cache;
+  const Vector zeros = xt::zeros<float>({C});
+  (void)layer_norm<N>(x, gamma, zeros, eps, cache);
+  LayerNormGrads<N> g;
+  g.dgamma = xt::zeros<float>({C});
+  g.dbeta = xt::zeros<float>({C});
+  layer_norm_backward<N>(dy, x, gamma, cache, g.dx, g.dgamma, g.dbeta);
+  return g;
+}
+
+
+
 template Tensor<2> layer_norm<2>(const Tensor<2>&, const Vector&, const Vector&, float);
 template Tensor<3> layer_norm<3>(const Tensor<3>&, const Vector&, const Vector&, float);
+template Tensor<2> layer_norm<2>(const Tensor<2>&, const Vector&, const Vector&, float,
+                                 LayerNormCache&);
+template Tensor<3> layer_norm<3>(const Tensor<3>&, const Vector&, const Vector&, float,
+                                 LayerNormCache&);
+template void layer_norm_backward<2>(const Tensor<2>&, const Tensor<2>&, const Vector&,
+                                     const LayerNormCache&, Tensor<2>&, Vector&, Vector&);
+template void layer_norm_backward<3>(const Tensor<3>&, const Tensor<3>&, const Vector&,
+                                     const LayerNormCache&, Tensor<3>&, Vector&, Vector&);
+template LayerNormGrads<2> layer_norm_backward<2>(const Tensor<2>&, const Tensor<2>&,
+                                                  const Vector&, float);
+template LayerNormGrads<3> layer_norm_backward<3>(const Tensor<3>&, const Tensor<3>&,
+                                                  const Vector&, float);
 
 }  // namespace attn

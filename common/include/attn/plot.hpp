@@ -1,4 +1,4 @@
-// attn/plot.hpp: heatmaps, in the terminal and as SVG for the docs.
+// attn/plot.hpp: heatmaps (in the terminal and as SVG) and line plots (SVG) for the docs.
 // Attention weights are easiest to read as a picture: one cell per (query, key) pair, darker
 // where the query attends more. In a colour terminal the cells are shaded with 256-colour
 // backgrounds; otherwise (not a TTY, NO_COLOR set, or `plain` asked for) each cell is a
@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,31 @@ std::string heatmap_text(const Matrix& m, const HeatmapOptions& options, bool co
 // A self-contained SVG document (no scripts, no external fonts), byte-identical for equal input.
 std::string heatmap_svg(const Matrix& m, const HeatmapOptions& options);
 
-// Writes heatmap_svg to `path`, creating parent folders. Throws std::runtime_error naming the path
-// if it cannot be written.
+// A line plot: one or more series of (x, y) points, each drawn as a polyline with dots and named
+// in a legend (chapter 08's gradient norms by depth; loss curves). Points whose y is not finite
+// (or not > 0 on a log axis) are left out and break the line there, so a series that overflows
+// simply stops.
+struct LineSeries {
+  std::string name;       // the legend entry
+  std::vector<double> x;  // as many as y
+  std::vector<double> y;
+};
+struct LinePlotOptions {
+  std::string title;    // printed above the plot / SVG title
+  std::string x_label;  // under the x axis
+  std::string y_label;  // above the y axis
+  bool log_y = false;   // base-10 logarithmic y axis, ticks at powers of ten
+  int width = 640;      // of the plotting area, pixels
+  int height = 360;
+};
+
+// A self-contained SVG document, byte-identical for equal input. Throws std::invalid_argument
+// when there is no series, a series' x and y differ in length, an x is not finite, or no point
+// at all can be drawn.
+std::string line_plot_svg(std::span<const LineSeries> series, const LinePlotOptions& options);
+
+// Writes an SVG document (heatmap_svg, line_plot_svg) to `path`, creating parent folders. Throws
+// std::runtime_error naming the path if it cannot be written.
 void write_svg(const std::filesystem::path& path, const std::string& svg);
 
 }  // namespace attn

@@ -1,0 +1,66 @@
+// attn/gradcheck.hpp: the gradient checker (chapter 08). Every backward of the library is proven
+// against central differences computed here.
+//
+// For a scalar loss L(theta) and each element theta_i of the tensors given,
+//   numeric_i = (L(theta_i + h_i) - L(theta_i - h_i)) / (2 h_i)
+// with the perturbation made on the float parameter and the quotient taken in double: h_i is the
+// step actually stored (fl(theta_i + h) - theta_i, exact in double), and L should be accumulated
+// in double, e.g. L = sum(out * R) for a fixed random R (weighted_sum below), so that the only
+// noise left is the float rounding of the forward itself.
+//
+// Why h = 1e-2 (relative to max(1, |theta_i|)) and a 1% tolerance: the truncation error of the
+// central difference is h^2 L''' / 6 ~ 2e-5 for O(1) derivatives, and the forward's float
+// rounding (~1e-7 relative per output, ~1e-6 in L for a few hundred outputs) divided by 2h is
+// ~5e-5. A correct gradient then shows relative errors ~1e-4 (measured: see the tests), 100x
+// below the tolerance, while the subtle bugs the chapter shows (unbiased variance in LayerNorm:
+// a factor C / (C - 1); a missing 1 / sqrt(hs); the causal mask ignored) are off by 10% or more.
+// An element's relative error is |analytic - numeric| / max(|analytic|, |numeric|, floor), with
+// floor = 1% of the tensor's largest |numeric| (at least 1e-6): an element whose gradient is near
+// zero is judged against the tensor's scale, where the finite-difference noise lives.
+// Functions with kinks (ReLU) need a smaller h, or inputs away from the kink.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+struct GradCheckOptions {
+  double h = 1e-2;          // step, times max(1, |theta_i|)
+  double tolerance = 1e-2;  // a tensor passes when max_rel <= tolerance
+  double floor = 1e-2;      // near-zero elements: relative to this fraction of the tensor's max
+};
+
+// One tensor to check: its values (perturbed in place, restored afterwards) and the analytic
+// gradient dL/dvalues computed beforehand by the backward under test (any function: a wrong one
+// is how the tests show the checker catches bugs).
+struct GradTensor {
+  std::string name;
+  std::span<float> values;
+  std::span<const float> grad;
+};
+
+struct GradCheckResult {
+  std::string name;
+  std::size_t count = 0;  // elements checked
+  double max_abs = 0.0;   // max |analytic - numeric|
+  double max_rel = 0.0;   // max relative error (see above)
+  bool pass = false;
+};
+
+// Central differences over every element of every tensor. `loss` evaluates L at the current
+// values (it is called 2 * count times). Throws std::invalid_argument when a grad's size differs
+// from its values'.
+std::vector<GradCheckResult> grad_check(const std::function<double()>& loss,
+                                        const std::vector<GradTensor>& tensors,
+                                        const GradCheckOptions& options = {});
+bool all_pass(const std::vector<GradCheckResult>& results);
+
+// sum_i a_i b_i accumulated in double: the scalar loss L = sum(out * R) whose gradient with
+// respect to out is R.
+double weighted_sum(std::span<const float> a, std::span<const float> b);
+
+}  // namespace attn
