@@ -75,13 +75,15 @@ struct Kernels {
                                     std::uint64_t, std::size_t);                      // ex09.3
   attn::StepResult (*train_step_on)(attn::TrainState&, const attn::TrainConfig&,
                                     const Tokens&, const Tokens&);                    // ex09.4
+  bool reference;  // true: the library's own step (it reuses the batch buffers)
 };
 
 Kernels reference_kernels() {
-  return {&attn::adamw_update, &attn::get_batch, &attn::estimate_loss, &attn::train_step_on};
+  return {&attn::adamw_update, &attn::get_batch, &attn::estimate_loss, &attn::train_step_on, true};
 }
 Kernels learner_kernels() {
-  return {&ex09::adamw_update, &ex09::get_batch, &ex09::estimate_loss, &ex09::train_step_on};
+  return {&ex09::adamw_update, &ex09::get_batch, &ex09::estimate_loss, &ex09::train_step_on,
+          false};
 }
 
 // ---- The chapter's flags.
@@ -218,6 +220,39 @@ attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t see
   return c;
 }
 
+
+// With --resume, the checkpoint fixes the model and the optimizer: a flag that says otherwise is a
+// usage error (exit 2), never silently ignored. --steps, --save and --sample-length may change.
+void check_resume_flags(const Options& o, const attn::TrainConfig& c, int argc, char** argv) {
+  const auto same = [&](std::string_view flag, const std::string& given, const std::string& saved) {
+    if (flag_given(argc, argv, flag) && given != saved) {
+      throw attn::UsageError(fmt::format(
+          "{} cannot change when resuming (the checkpoint has {}, got {}): drop the flag or "
+          "start a new run",
+          flag, saved, given));
+    }
+  };
+  const auto n = [](auto x) { return fmt::format("{}", x); };
+  same("--n-embd", n(o.n_embd), n(c.model.n_embd));
+  same("--n-heads", n(o.n_heads), n(c.model.n_heads));
+  same("--n-layers", n(o.n_layers), n(c.model.n_layers));
+  same("--block-size", n(o.block_size), n(c.model.block_size));
+  same("--batch-size", n(o.batch_size), n(c.batch_size));
+  same("--lr", n(o.lr), n(c.schedule.lr));
+  same("--weight-decay", n(o.weight_decay), n(c.adam.weight_decay));
+  same("--grad-clip", n(o.grad_clip), n(c.grad_clip));
+  same("--eval-interval", n(o.eval_interval), n(c.eval_interval));
+  same("--eval-iters", n(o.eval_iters), n(c.eval_iters));
+  same("--activation", o.activation, std::string(attn::activation_name(c.model.activation)));
+  same("--init", o.init, std::string(attn::init_name(c.init)));
+  same("--untied", o.untied ? "on" : "off", c.model.tied_head ? "off" : "on");
+  same("--schedule", o.schedule, c.schedule.shape == attn::LrShape::constant ? "constant" : "cosine");
+  same("--warmup", n(o.warmup), n(c.schedule.warmup));
+  if (flag_given(argc, argv, "--seed")) {
+    throw attn::UsageError("--seed cannot change when resuming: the checkpoint holds the run's seed");
+  }
+}
+
 // ---- The data, as the lecture prepares it.
 struct Data {
   attn::Vocab vocab;
@@ -287,8 +322,13 @@ RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainC
 
   if (s.step == 0 && s.evals.empty()) evaluate(0);
   while (s.step < c.steps) {
-    s.batch = k.get_batch(d.split.train, c.batch_size, c.model.block_size, s.data_rng);
-    const attn::StepResult r = k.train_step_on(s, c, s.batch.x, s.batch.y);
+    attn::StepResult r{};
+    if (k.reference) {
+      r = attn::train_step(s, c, d.split.train);  // the same draws, into reused buffers
+    } else {
+      s.batch = k.get_batch(d.split.train, c.batch_size, c.model.block_size, s.data_rng);
+      r = k.train_step_on(s, c, s.batch.x, s.batch.y);
+    }
     if (!std::isfinite(r.loss)) {
       throw std::runtime_error(fmt::format(
           "the loss became {} at step {}: the learning rate {} is too high for this model "
@@ -318,6 +358,29 @@ RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainC
   if (live) fmt::print("\r\033[K");
   report.seconds = seconds_since(start);
   return report;
+}
+
+
+// The loss curve: every step's training loss (noisy) and the estimates of both splits.
+std::string loss_curve_svg(const attn::TrainState& s) {
+  attn::LineSeries steps{"train loss of each step's batch", {}, {}};
+  for (std::size_t i = 0; i < s.losses.size(); ++i) {
+    steps.x.push_back(static_cast<double>(i + 1));
+    steps.y.push_back(static_cast<double>(s.losses[i]));
+  }
+  attn::LineSeries train{"train (estimate)", {}, {}}, val{"val (estimate)", {}, {}};
+  for (const attn::EvalRecord& e : s.evals) {
+    train.x.push_back(static_cast<double>(e.step));
+    train.y.push_back(e.train_loss);
+    val.x.push_back(static_cast<double>(e.step));
+    val.y.push_back(e.val_loss);
+  }
+  attn::LinePlotOptions opt;
+  opt.title = "Chapter 09: the loss while training";
+  opt.x_label = "step";
+  opt.y_label = "cross-entropy (nats)";
+  const std::vector<attn::LineSeries> series = {steps, train, val};
+  return attn::line_plot_svg(series, opt);
 }
 
 // ---- Samples.
@@ -628,9 +691,7 @@ void run_ladder(const attn::CommonOptions& common, const Options& o) {
 
 // ---- The walkthrough.
 
-void run(const attn::CommonOptions& common, const Options& o, int argc, char** argv) {
-  (void)argc;
-  (void)argv;
+void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
   if (o.ladder) {
     run_ladder(common, o);
     return;
@@ -652,6 +713,7 @@ void run(const attn::CommonOptions& common, const Options& o, int argc, char** a
           o.resume_dir, ck.vocab.size(), V));
     }
     c = ck.config;
+    check_resume_flags(o, c, argc, argv);
     if (o.steps < ck.state.step) {
       throw attn::UsageError(fmt::format(
           "--steps {} is before the checkpoint's step {}: --steps counts from the start of the "
@@ -660,6 +722,7 @@ void run(const attn::CommonOptions& common, const Options& o, int argc, char** a
     c.steps = o.steps;
     c.schedule.total = o.steps;
     s = std::move(ck.state);
+    if (o.save_dir.empty()) o.save_dir = o.resume_dir;  // a resumed run keeps saving where it was
   } else {
     c = config_from(o, V, common.seed);
     s = attn::train_init(c);
@@ -677,7 +740,7 @@ void run(const attn::CommonOptions& common, const Options& o, int argc, char** a
       "learning apart from memorising.\n",
       d.split.train.size(), d.split.val.size());
   {
-    attn::Rng demo(common.seed, 7);
+    attn::Rng demo(c.seed, 7);
     const attn::Batch b = k.get_batch(d.split.train, 2, std::min<std::size_t>(c.model.block_size, 24), demo);
     const std::size_t T = b.x.shape()[1];
     fmt::print(
@@ -718,9 +781,9 @@ void run(const attn::CommonOptions& common, const Options& o, int argc, char** a
     fmt::print("The bar to beat: chapter 01's bigram table, counted on the train split, scores {}\n"
                "on val. It sees one character of context; this model sees up to {}.\n",
                num(bigram_val), c.model.block_size);
-    fmt::print("A sample from the untrained model (seed {}):\n", common.seed);
+    fmt::print("A sample from the untrained model (seed {}):\n", c.seed);
     print_sample(sample_text(s.weights, c.model, d.vocab, std::min<std::size_t>(o.sample_length, 80),
-                             common.seed));
+                             c.seed));
   } else {
     fmt::print("Resumed from '{}' at step {} of {}.\n", o.resume_dir, s.step, c.steps);
   }
@@ -728,7 +791,7 @@ void run(const attn::CommonOptions& common, const Options& o, int argc, char** a
   if (fresh) {
     section(3, "One step, taken apart");
     attn::TrainState probe = s;  // a copy: the real run starts from the same weights
-    attn::Rng demo(common.seed, 8);
+    attn::Rng demo(c.seed, 8);
     const attn::Batch b = k.get_batch(d.split.train, c.batch_size, c.model.block_size, demo);
     const attn::StepResult r = k.train_step_on(probe, c, b.x, b.y);
     const double after = attn::lm_loss(b.x, b.y, probe.weights, c.model);
@@ -788,7 +851,7 @@ void run(const attn::CommonOptions& common, const Options& o, int argc, char** a
   }
 
   section(fresh ? 5 : 4, "A sample after training");
-  print_sample(sample_text(s.weights, c.model, d.vocab, o.sample_length, common.seed));
+  print_sample(sample_text(s.weights, c.model, d.vocab, o.sample_length, c.seed));
 
   show_heads(s.weights, c.model, d, common.svg_dir, fresh ? 6 : 5);
 }

@@ -271,6 +271,13 @@ Split train_val_split(std::span<const int> tokens, double train_fraction) {
 
 Batch get_batch(std::span<const int> data, std::size_t batch_size, std::size_t block_size,
                 Rng& rng) {
+  Batch batch;
+  get_batch(data, batch_size, block_size, rng, batch);
+  return batch;
+}
+
+void get_batch(std::span<const int> data, std::size_t batch_size, std::size_t block_size, Rng& rng,
+               Batch& out) {
   const std::size_t B = batch_size;
   const std::size_t T = block_size;
   const std::size_t n = data.size();
@@ -282,9 +289,11 @@ Batch get_batch(std::span<const int> data, std::size_t batch_size, std::size_t b
                 "at least block_size + 1 = " + std::to_string(T + 1) + " tokens",
                 std::to_string(n));
   }
-  Batch batch{xt::xtensor<int, 2>::from_shape({B, T}), xt::xtensor<int, 2>::from_shape({B, T})};
-  int* x = batch.x.data();
-  int* y = batch.y.data();
+  const std::array<std::size_t, 2> shape = {B, T};
+  if (out.x.shape() != shape) out.x.resize(shape);
+  if (out.y.shape() != shape) out.y.resize(shape);
+  int* x = out.x.data();
+  int* y = out.y.data();
   for (std::size_t b = 0; b < B; ++b) {
     // 1. A start i in [0, n - T - 1], like torch.randint(len(data) - block_size): the target
     //    window i+1 .. i+T still ends inside the data.
@@ -294,7 +303,6 @@ Batch get_batch(std::span<const int> data, std::size_t batch_size, std::size_t b
     std::copy_n(data.begin() + static_cast<std::ptrdiff_t>(i), T, x + b * T);  // (T,)
     std::copy_n(data.begin() + static_cast<std::ptrdiff_t>(i + 1), T, y + b * T);  // (T,)
   }
-  return batch;
 }
 
 }  // namespace attn

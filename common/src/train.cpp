@@ -86,38 +86,41 @@ TrainState train_init(const TrainConfig& config) {
 
 namespace {
 
-// Spans of every parameter of a struct, in lm_parameters' order.
-std::vector<std::span<float>> spans_of(LmWeights& w) {
-  std::vector<std::span<float>> out;
-  for (NamedTensor& t : lm_parameters(w)) out.push_back(t.values);
-  return out;
+// The spans the step walks, rebuilt only when the tensors are not the ones they were built for
+// (a copied state): lm_parameters allocates names, the step itself must not.
+void refresh_views(TrainState& s) {
+  TrainState::Views& v = s.views;
+  if (v.built_for == s.weights.wte.data() && !v.p.empty()) return;
+  v = {};
+  for (NamedTensor& t : lm_parameters(s.weights)) {
+    v.p.push_back(t.values);
+    v.decay.push_back(decays(t.rank));
+  }
+  for (NamedTensor& t : lm_parameters(s.grads)) v.g.push_back(t.values);
+  for (NamedTensor& t : lm_parameters(s.adam_m)) v.m.push_back(t.values);
+  for (NamedTensor& t : lm_parameters(s.adam_v)) v.v.push_back(t.values);
+  v.built_for = s.weights.wte.data();
 }
 
 }  // namespace
 
 StepResult train_step_on(TrainState& s, const TrainConfig& config,
                          const xt::xtensor<int, 2>& inputs, const xt::xtensor<int, 2>& targets) {
+  refresh_views(s);
+  const TrainState::Views& v = s.views;
   // 1. Zero the gradients: lm_forward_backward adds into them.
-  lm_zero(s.grads);
+  for (std::span<float> g : v.g) std::fill(g.begin(), g.end(), 0.0f);
   // 2. Forward (keeping what the backward needs) and backward: the loss, and every gradient.
   const double loss =
       lm_forward_backward(inputs, targets, s.weights, config.model, s.grads, s.cache);
   // 3. Clip the gradient's global norm (a rare huge gradient cannot throw the model far).
-  std::vector<NamedTensor> params = lm_parameters(s.weights);
-  std::vector<NamedTensor> grads = lm_parameters(s.grads);
-  std::vector<NamedTensor> m = lm_parameters(s.adam_m);
-  std::vector<NamedTensor> v = lm_parameters(s.adam_v);
-  std::vector<std::span<float>> grad_spans;
-  grad_spans.reserve(grads.size());
-  for (NamedTensor& g : grads) grad_spans.push_back(g.values);
-  const double norm = clip_grad_norm(grad_spans, config.grad_clip);
+  const double norm = clip_grad_norm(v.g, config.grad_clip);
   // 4. AdamW on every tensor; weight decay only on matrices and embeddings.
   const std::size_t t = s.step + 1;
   const float lr = learning_rate(config.schedule, t);
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const float wd = decays(params[i].rank) ? config.adam.weight_decay : 0.0f;
-    adamw_update(params[i].values, grads[i].values, m[i].values, v[i].values, lr, wd, t,
-                 config.adam);
+  for (std::size_t i = 0; i < v.p.size(); ++i) {
+    adamw_update(v.p[i], v.g[i], v.m[i], v.v[i], lr, v.decay[i] ? config.adam.weight_decay : 0.0f,
+                 t, config.adam);
   }
   s.step = t;
   s.losses.push_back(static_cast<float>(loss));
@@ -126,7 +129,7 @@ StepResult train_step_on(TrainState& s, const TrainConfig& config,
 
 StepResult train_step(TrainState& s, const TrainConfig& config,
                       std::span<const int> train_tokens) {
-  s.batch = get_batch(train_tokens, config.batch_size, config.model.block_size, s.data_rng);
+  get_batch(train_tokens, config.batch_size, config.model.block_size, s.data_rng, s.batch);
   return train_step_on(s, config, s.batch.x, s.batch.y);
 }
 

@@ -64,5 +64,9 @@ struct Batch {
 };
 Batch get_batch(std::span<const int> data, std::size_t batch_size, std::size_t block_size,
                 Rng& rng);
+// The same into `out`, reusing its buffers when they already have the shape (the training loop
+// of chapter 09 draws a batch every step without allocating).
+void get_batch(std::span<const int> data, std::size_t batch_size, std::size_t block_size, Rng& rng,
+               Batch& out);
 
 }  // namespace attn

@@ -62,6 +62,11 @@ struct TrainState {
   // Buffers reused from step to step (no allocation once the first step has sized them).
   LmCache cache;
   Batch batch;
+  struct Views {                          // spans into weights, grads, adam_m, adam_v (same order)
+    std::vector<std::span<float>> p, g, m, v;
+    std::vector<bool> decay;              // decays(rank) of each tensor
+    const float* built_for = nullptr;     // weights.wte.data() when built: stale after a copy
+  } views;
 };
 
 // Fresh weights from config.seed, zero moments, step 0. Throws std::invalid_argument for a config

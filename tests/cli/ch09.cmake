@@ -1,0 +1,42 @@
+# Chapter 09 (09_training): bad command lines exit with 2, bad files and checkpoints with 1, each
+# with one line on stderr. Then the checkpoint tests: resume is bit-identical, kill -9 never loses
+# the last checkpoint, Ctrl-C saves and exits 130 (tests/cli/ch09_checkpoints.sh).
+set(ch09_small --n-embd 16 --n-heads 2 --n-layers 1 --block-size 8 --batch-size 4
+               --eval-iters 2 --sample-length 0)
+attn_cli_test(ch09.heads_not_dividing EXIT 2
+              MATCH "--n-heads 5 does not divide --n-embd 64"
+              COMMAND 09_training --n-heads 5)
+attn_cli_test(ch09.embd_zero EXIT 2 MATCH "--n-embd must be at least 1, got 0"
+              COMMAND 09_training --n-embd 0)
+attn_cli_test(ch09.layers_negative EXIT 2 MATCH "--n-layers must be at least 1, got -2"
+              COMMAND 09_training --n-layers -2)
+attn_cli_test(ch09.steps_too_many EXIT 2 MATCH "--steps must be at most 1000000, got 1000001"
+              COMMAND 09_training --steps 1000001)
+attn_cli_test(ch09.embd_too_big EXIT 2 MATCH "--n-embd must be at most 1024, got 4096"
+              COMMAND 09_training --n-embd 4096)
+attn_cli_test(ch09.tokens_per_step EXIT 2 MATCH "--batch-size 1024 x --block-size 1024"
+              COMMAND 09_training --batch-size 1024 --block-size 1024)
+attn_cli_test(ch09.lr_zero EXIT 2 MATCH "--lr must be > 0, got 0"
+              COMMAND 09_training --lr 0)
+attn_cli_test(ch09.lr_negative EXIT 2 MATCH "--lr must be > 0, got -0.1"
+              COMMAND 09_training --lr -0.1)
+attn_cli_test(ch09.lr_too_high EXIT 2 MATCH "--lr must be at most 1, got 5"
+              COMMAND 09_training --lr 5)
+attn_cli_test(ch09.activation_unknown EXIT 2 MATCH "unknown activation 'swish'"
+              COMMAND 09_training --activation swish)
+attn_cli_test(ch09.block_size_above_corpus EXIT 1
+              MATCH "the corpus is too short for --block-size 1000: its validation split"
+              COMMAND 09_training --block-size 1000 --batch-size 2)
+attn_cli_test(ch09.ladder_rows_bad EXIT 2 MATCH "--ladder-rows expects row numbers 0 to 5"
+              COMMAND 09_training --ladder --ladder-rows 9)
+attn_cli_test(ch09.resume_missing EXIT 1
+              MATCH "checkpoint '/nonexistent/run': no checkpoint here"
+              COMMAND 09_training --resume /nonexistent/run)
+attn_cli_test(ch09.save_unwritable EXIT 1 MATCH "checkpoint '/proc/attn-run': cannot create the folder"
+              COMMAND 09_training ${ch09_small} --steps 2 --save /proc/attn-run)
+
+# The checkpoint contract, end to end on the binary (a small model, a few seconds).
+add_test(NAME cli.ch09.checkpoints
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ch09_checkpoints.sh $<TARGET_FILE:09_training>
+                 ${CMAKE_CURRENT_BINARY_DIR}/ch09_checkpoints)
+set_tests_properties(cli.ch09.checkpoints PROPERTIES LABELS "cli;ch09;robust" ENVIRONMENT "ATTN_DATA=")

@@ -1,0 +1,251 @@
+// Tests for attn/train.hpp: the training step, loss estimates and checkpoints (chapter 09).
+// The step is checked against PyTorch in the golden `train` cases; here: that it learns, that it
+// is deterministic, that a stopped and resumed run is bit-identical to one without the stop, and
+// that checkpoints are atomic and reject corruption with a message naming the file.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attn/model.hpp"
+#include "attn/text.hpp"
+#include "attn/train.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+attn::TrainConfig small_config() {
+  attn::TrainConfig c;
+  c.model.vocab_size = 7;
+  c.model.block_size = 6;
+  c.model.n_embd = 8;
+  c.model.n_heads = 2;
+  c.model.n_layers = 2;
+  c.batch_size = 4;
+  c.steps = 12;
+  c.schedule.lr = 3e-3f;
+  c.grad_clip = 1.0f;
+  c.eval_iters = 2;
+  c.seed = 42;
+  return c;
+}
+
+std::vector<int> data_of(std::size_t n) {
+  std::vector<int> d(n);
+  for (std::size_t i = 0; i < n; ++i) d[i] = static_cast<int>((i * 3 + i / 5) % 7);
+  return d;
+}
+
+attn::Vocab vocab7() { return attn::Vocab(U"\nabcdef"); }
+
+// A fresh, empty folder under the system's temporary directory.
+fs::path temp_dir(const std::string& name) {
+  const fs::path p = fs::temp_directory_path() / ("attn_test_train_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+bool bitwise_equal(attn::LmWeights& a, attn::LmWeights& b) {
+  std::vector<attn::NamedTensor> x = attn::lm_parameters(a), y = attn::lm_parameters(b);
+  if (x.size() != y.size()) return false;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (x[i].name != y[i].name || x[i].values.size() != y[i].values.size()) return false;
+    for (std::size_t j = 0; j < x[i].values.size(); ++j) {
+      if (x[i].values[j] != y[i].values[j]) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_SUITE("train") {
+
+TEST_CASE("training on a repeating text drives the loss far below log V") {
+  attn::TrainConfig c = small_config();
+  c.steps = 150;
+  c.schedule.lr = 1e-2f;
+  attn::TrainState s = attn::train_init(c);
+  const std::vector<int> data = data_of(400);
+  double first = 0.0, last = 0.0;
+  while (s.step < c.steps) {
+    const attn::StepResult r = attn::train_step(s, c, data);
+    if (s.step == 1) first = r.loss;
+    last = r.loss;
+  }
+  CHECK(first == doctest::Approx(std::log(7.0)).epsilon(0.05));
+  CHECK(last < 0.5);
+  CHECK(s.losses.size() == 150);
+}
+
+TEST_CASE("two runs with the same seed are bit-identical; another seed differs") {
+  const attn::TrainConfig c = small_config();
+  const std::vector<int> data = data_of(200);
+  attn::TrainState a = attn::train_init(c), b = attn::train_init(c);
+  for (int i = 0; i < 5; ++i) {
+    attn::train_step(a, c, data);
+    attn::train_step(b, c, data);
+  }
+  CHECK(bitwise_equal(a.weights, b.weights));
+  attn::TrainConfig other = c;
+  other.seed = 43;
+  attn::TrainState d = attn::train_init(other);
+  for (int i = 0; i < 5; ++i) attn::train_step(d, other, data);
+  CHECK_FALSE(bitwise_equal(a.weights, d.weights));
+}
+
+TEST_CASE("after the first step, a step allocates no new buffers") {
+  const attn::TrainConfig c = small_config();
+  const std::vector<int> data = data_of(200);
+  attn::TrainState s = attn::train_init(c);
+  attn::train_step(s, c, data);
+  const int* x = s.batch.x.data();
+  const float* logits = s.cache.logits.data();
+  const float* att = s.cache.blocks.at(0).attn.weights.data();
+  const float* grad = s.grads.wte.data();
+  for (int i = 0; i < 3; ++i) attn::train_step(s, c, data);
+  CHECK(s.batch.x.data() == x);
+  CHECK(s.cache.logits.data() == logits);
+  CHECK(s.cache.blocks.at(0).attn.weights.data() == att);
+  CHECK(s.grads.wte.data() == grad);
+}
+
+TEST_CASE("an estimate depends only on the weights, the seed and the step") {
+  const attn::TrainConfig c = small_config();
+  const attn::TrainState s = attn::train_init(c);
+  attn::Split split{data_of(100), data_of(30)};
+  const attn::EvalRecord a = attn::estimate_loss(s.weights, c.model, split, 4, 3, 9, 10);
+  const attn::EvalRecord b = attn::estimate_loss(s.weights, c.model, split, 4, 3, 9, 10);
+  const attn::EvalRecord other = attn::estimate_loss(s.weights, c.model, split, 4, 3, 9, 11);
+  CHECK(a.train_loss == b.train_loss);
+  CHECK(a.val_loss == b.val_loss);
+  CHECK(a.train_loss != other.train_loss);
+  CHECK_THROWS_AS(attn::estimate_loss(s.weights, c.model, split, 4, 0, 9, 0), std::invalid_argument);
+}
+
+TEST_CASE("a run stopped, saved, loaded and resumed ends bit-identical to one without the stop") {
+  const attn::TrainConfig c = small_config();
+  const std::vector<int> data = data_of(300);
+  attn::TrainState straight = attn::train_init(c);
+  while (straight.step < c.steps) attn::train_step(straight, c, data);
+
+  const fs::path dir = temp_dir("resume");
+  attn::TrainState first = attn::train_init(c);
+  while (first.step < 5) attn::train_step(first, c, data);
+  first.evals.push_back({5, 1.25, 1.5});
+  attn::save_checkpoint(dir, first, c, vocab7());
+  attn::Checkpoint loaded = attn::load_checkpoint(dir);
+  CHECK(loaded.state.step == 5);
+  CHECK(loaded.config.seed == c.seed);
+  CHECK(loaded.config.schedule.lr == c.schedule.lr);
+  CHECK(loaded.vocab.chars() == vocab7().chars());
+  REQUIRE(loaded.state.evals.size() == 1);
+  CHECK(loaded.state.evals[0].val_loss == 1.5);
+  CHECK(loaded.state.losses == first.losses);
+  attn::TrainState resumed = std::move(loaded.state);
+  while (resumed.step < c.steps) attn::train_step(resumed, loaded.config, data);
+  CHECK(bitwise_equal(resumed.weights, straight.weights));
+  CHECK(bitwise_equal(resumed.adam_m, straight.adam_m));
+  CHECK(bitwise_equal(resumed.adam_v, straight.adam_v));
+  CHECK(resumed.losses == straight.losses);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a new checkpoint replaces the previous one only once it is complete") {
+  const attn::TrainConfig c = small_config();
+  const std::vector<int> data = data_of(300);
+  const fs::path dir = temp_dir("atomic");
+  attn::TrainState s = attn::train_init(c);
+  attn::train_step(s, c, data);
+  attn::save_checkpoint(dir, s, c, vocab7());
+  CHECK(fs::read_symlink(dir / "current") == fs::path("ckpt-000001"));
+  // A save that died half way leaves a temporary folder: loading ignores it, the next save
+  // removes it.
+  fs::create_directories(dir / "ckpt-000002.tmp-99999" / "model");
+  CHECK(attn::load_checkpoint(dir).state.step == 1);
+  attn::train_step(s, c, data);
+  attn::save_checkpoint(dir, s, c, vocab7());
+  CHECK(fs::read_symlink(dir / "current") == fs::path("ckpt-000002"));
+  CHECK_FALSE(fs::exists(dir / "ckpt-000001"));
+  CHECK_FALSE(fs::exists(dir / "ckpt-000002.tmp-99999"));
+  // DIR/model is the model folder of the newest checkpoint, for chapters 07 and 10.
+  CHECK(fs::exists(dir / "model" / "wte.npy"));
+  attn::LmConfig mc = c.model;
+  const attn::LmWeights w = attn::load_lm(dir / "model", mc);
+  CHECK(mc.vocab_size == 7);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a corrupt or inconsistent checkpoint is rejected, naming the file") {
+  const attn::TrainConfig c = small_config();
+  const std::vector<int> data = data_of(300);
+  attn::TrainState s = attn::train_init(c);
+  attn::train_step(s, c, data);
+  const auto fresh = [&](const std::string& name) {
+    const fs::path dir = temp_dir(name);
+    attn::save_checkpoint(dir, s, c, vocab7());
+    return dir;
+  };
+  const auto message = [](const fs::path& dir) {
+    try {
+      attn::load_checkpoint(dir);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  SUBCASE("no checkpoint at all") {
+    const fs::path dir = temp_dir("empty");
+    CHECK(message(dir).find("no checkpoint here") != std::string::npos);
+    fs::remove_all(dir);
+  }
+  SUBCASE("a truncated weight file") {
+    const fs::path dir = fresh("truncated");
+    fs::resize_file(dir / "current" / "model" / "h0.w_q.npy", 100);
+    CHECK(message(dir).find("h0.w_q.npy") != std::string::npos);
+    fs::remove_all(dir);
+  }
+  SUBCASE("a missing moment file") {
+    const fs::path dir = fresh("moment");
+    fs::remove(dir / "current" / "adam_v" / "wpe.npy");
+    CHECK(message(dir).find("wpe.npy") != std::string::npos);
+    fs::remove_all(dir);
+  }
+  SUBCASE("a bad value in train.txt") {
+    const fs::path dir = fresh("key");
+    {
+      std::ofstream out(dir / "current" / "train.txt", std::ios::app);
+      out << "bogus line without value\n";
+    }
+    CHECK(message(dir).find("train.txt") != std::string::npos);
+    fs::remove_all(dir);
+  }
+  SUBCASE("a vocabulary of the wrong size") {
+    const fs::path dir = fresh("vocab");
+    {
+      std::ofstream out(dir / "current" / "vocab.txt", std::ios::binary | std::ios::trunc);
+      out << "abc";
+    }
+    CHECK(message(dir).find("vocab.txt") != std::string::npos);
+    fs::remove_all(dir);
+  }
+  SUBCASE("losses that do not match the step") {
+    const fs::path dir = fresh("losses");
+    attn::TrainState other = s;
+    other.losses.push_back(1.0f);
+    fs::remove_all(dir);
+    attn::save_checkpoint(dir, other, c, vocab7());
+    CHECK(message(dir).find("losses.npy") != std::string::npos);
+    fs::remove_all(dir);
+  }
+}
+
+}  // TEST_SUITE
