@@ -24,8 +24,10 @@
 #include <vector>
 
 #include "attn/bigram.hpp"
+#include "attn/block.hpp"
 #include "attn/cli.hpp"
 #include "attn/corpus.hpp"
+#include "attn/limits.hpp"
 #include "attn/loss.hpp"
 #include "attn/model.hpp"
 #include "attn/optim.hpp"
@@ -57,7 +59,6 @@ constexpr std::size_t kMaxSample = 10000;
 // B * T tokens of activations per step, and the model's parameters: both bounded so a typo
 // cannot ask for more memory than a laptop has.
 constexpr std::size_t kMaxTokensPerStep = std::size_t{1} << 17;
-constexpr std::size_t kMaxParameters = std::size_t{1} << 27;
 
 // ---- Ctrl-C: finish the step, save, exit 130.
 std::atomic<bool> g_interrupted{false};
@@ -155,21 +156,7 @@ double seconds_since(Clock::time_point start) {
 
 // ---- Flag checks, before anything is printed (exit 2 with the flag named).
 
-void check_at_most(std::string_view flag, std::size_t value, std::size_t max) {
-  if (value > max) {
-    throw attn::UsageError(fmt::format("{} must be at most {}, got {}", flag, max, value));
-  }
-}
-
 attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t seed) {
-  check_at_most("--n-embd", o.n_embd, kMaxEmbd);
-  check_at_most("--n-heads", o.n_heads, kMaxHeads);
-  check_at_most("--n-layers", o.n_layers, kMaxLayers);
-  check_at_most("--block-size", o.block_size, kMaxBlock);
-  check_at_most("--batch-size", o.batch_size, kMaxBatch);
-  check_at_most("--steps", o.steps, kMaxSteps);
-  check_at_most("--eval-iters", o.eval_iters, kMaxEvalIters);
-  check_at_most("--sample-length", o.sample_length, kMaxSample);
   if (o.n_embd % o.n_heads != 0) {
     throw attn::UsageError(fmt::format(
         "--n-heads {} does not divide --n-embd {} (every head gets n_embd / n_heads channels)",
@@ -179,10 +166,6 @@ attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t see
     throw attn::UsageError(fmt::format(
         "--batch-size {} x --block-size {} = {} tokens per step, at most {} are allowed",
         o.batch_size, o.block_size, o.batch_size * o.block_size, kMaxTokensPerStep));
-  }
-  if (o.lr > 1.0f) throw attn::UsageError(fmt::format("--lr must be at most 1, got {}", o.lr));
-  if (o.weight_decay > 1.0f) {
-    throw attn::UsageError(fmt::format("--weight-decay must be at most 1, got {}", o.weight_decay));
   }
   attn::TrainConfig c;
   c.model.vocab_size = V;
@@ -200,11 +183,22 @@ attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t see
   }
   const std::size_t C = o.n_embd, L = o.n_layers;
   const std::size_t params = V * C * (o.untied ? 2 : 1) + o.block_size * C + L * 12 * C * C;
-  if (params > kMaxParameters) {
+  if (params > attn::limits::kMaxModelParameters) {
     throw attn::UsageError(fmt::format(
         "a model of about {} parameters is too big for this chapter (at most {}): lower "
         "--n-embd or --n-layers",
-        params, kMaxParameters));
+        params, attn::limits::kMaxModelParameters));
+  }
+  // The backward keeps every layer's activations, the (B, H, T, T) attention weights the largest.
+  const std::size_t kept = attn::block_activation_floats(o.batch_size, o.block_size, C,
+                                                         4 * C, o.n_heads, attn::BlockConfig{});
+  if (kept > attn::limits::kMaxElements / L) {
+    throw attn::UsageError(fmt::format(
+        "--batch-size {}, --block-size {}, --n-embd {}, --n-heads {} and --n-layers {} would keep "
+        "{} of activations for the backward (at most {}): lower one of them",
+        o.batch_size, o.block_size, C, o.n_heads, L,
+        attn::bytes_text(static_cast<std::uint64_t>(kept) * L * sizeof(float)),
+        attn::bytes_text(attn::limits::kMaxElements * sizeof(float))));
   }
   c.batch_size = o.batch_size;
   c.steps = o.steps;
@@ -865,27 +859,27 @@ int main(int argc, char** argv) {
                 "and after, and what every trained head attends to. --ladder rebuilds the "
                 "lecture's loss table step by step.");
   Options o;
-  cli.add_size("--n-embd", o.n_embd, fmt::format("C, the model width (at most {})", kMaxEmbd));
-  cli.add_size("--n-heads", o.n_heads, fmt::format("H, attention heads, must divide C (at most {})", kMaxHeads));
-  cli.add_size("--n-layers", o.n_layers, fmt::format("L, transformer blocks (at most {})", kMaxLayers));
-  cli.add_size("--block-size", o.block_size, fmt::format("T, the context length (at most {})", kMaxBlock));
-  cli.add_size("--batch-size", o.batch_size, fmt::format("B, windows per step (at most {})", kMaxBatch));
-  cli.add_size("--steps", o.steps, fmt::format("the run's last step, counted from its start (at most {})", kMaxSteps));
-  cli.add_float("--lr", o.lr, "AdamW learning rate (> 0, at most 1)", 0.0f);
-  cli.add_float("--weight-decay", o.weight_decay, "AdamW decoupled weight decay (0 to 1)", -1e-30f);
-  cli.add_float("--grad-clip", o.grad_clip, "max global gradient norm (0 = off)", -1e-30f);
-  cli.add_size("--eval-interval", o.eval_interval, "estimate the losses every N steps");
-  cli.add_size("--eval-iters", o.eval_iters, fmt::format("batches per split per estimate (at most {})", kMaxEvalIters));
-  cli.add_size("--sample-length", o.sample_length, fmt::format("characters to sample (at most {})", kMaxSample), 0);
+  cli.add_size("--n-embd", o.n_embd, "C, the model width", 1, kMaxEmbd);
+  cli.add_size("--n-heads", o.n_heads, "H, attention heads, must divide C", 1, kMaxHeads);
+  cli.add_size("--n-layers", o.n_layers, "L, transformer blocks", 1, kMaxLayers);
+  cli.add_size("--block-size", o.block_size, "T, the context length", 1, kMaxBlock);
+  cli.add_size("--batch-size", o.batch_size, "B, windows per step", 1, kMaxBatch);
+  cli.add_size("--steps", o.steps, "the run's last step, counted from its start", 1, kMaxSteps);
+  cli.add_float("--lr", o.lr, "AdamW learning rate", 0.0f, 1.0f);
+  cli.add_float("--weight-decay", o.weight_decay, "AdamW decoupled weight decay (>= 0)", -1e-30f, 1.0f);
+  cli.add_float("--grad-clip", o.grad_clip, "max global gradient norm (0 = off)", -1e-30f, 1e6f);
+  cli.add_size("--eval-interval", o.eval_interval, "estimate the losses every N steps", 1, kMaxSteps);
+  cli.add_size("--eval-iters", o.eval_iters, "batches per split per estimate", 1, kMaxEvalIters);
+  cli.add_size("--sample-length", o.sample_length, "characters to sample", 0, kMaxSample);
   cli.add_string("--activation", o.activation, "FFN activation: gelu, gelu_tanh or relu");
   cli.add_string("--init", o.init, "initial weights: gpt2 (N(0, 0.02)) or pytorch (nn defaults)");
-  cli.add_string("--schedule", o.schedule, "learning rate: constant or cosine (warmup, then down to lr/10)");
-  cli.add_size("--warmup", o.warmup, "warmup steps of the cosine schedule", 0);
+  cli.add_string("--schedule", o.schedule, "learning rate: constant, or cosine (warmup, then down to lr/10)");
+  cli.add_size("--warmup", o.warmup, "warmup steps of the cosine schedule", 0, kMaxSteps);
   cli.add_flag("--untied", o.untied, "a separate output head with bias instead of wte^T");
   cli.add_string("--save", o.save_dir, "DIR: write a checkpoint at every estimate and at the end");
-  cli.add_string("--resume", o.resume_dir, "DIR: continue the run saved in DIR");
-  cli.add_flag("--ladder", o.ladder, "rebuild the lecture's loss table (needs a big corpus)");
-  cli.add_size("--ladder-steps", o.ladder_steps, "steps per ladder row (0: the lecture's)", 0);
-  cli.add_string("--ladder-rows", o.ladder_rows, "only these ladder rows, e.g. 0,5 (default: all)");
+  cli.add_string("--resume", o.resume_dir, "DIR: continue the run saved in DIR (it keeps saving there)");
+  cli.add_flag("--ladder", o.ladder, "rebuild the lecture's loss table (use the full corpus: --data)");
+  cli.add_size("--ladder-steps", o.ladder_steps, "steps per ladder row (0: the lecture's 5000 and 3000)", 0, kMaxSteps);
+  cli.add_string("--ladder-rows", o.ladder_rows, "only these ladder rows, e.g. 0,5 (default: all six)");
   return cli.run(argc, argv, [&](const attn::CommonOptions& common) { run(common, o, argc, argv); });
 }
