@@ -466,16 +466,23 @@ std::string describe(const HeadStats& st) {
 void show_heads(const attn::LmWeights& w, const attn::LmConfig& config, const Data& d,
                 const std::optional<fs::path>& svg_dir, int number) {
   section(number, "What the trained heads attend to");
-  // One line of the validation text, at most T_max characters, starting after a newline.
+  // The first line of the validation text with at least 24 characters, cut to at most T_max
+  // (and 40) characters: one line, so "the start of the line" is position 0.
   const std::span<const int> val = d.split.val;
-  std::size_t begin = 0;
-  for (std::size_t i = 0; i + 1 < val.size(); ++i) {
-    if (d.vocab.char_of(val[i]) == U'\n' && d.vocab.char_of(val[i + 1]) != U'\n') {
-      begin = i + 1;
+  const int newline = d.vocab.contains(U'\n') ? d.vocab.id_of(U'\n') : -1;
+  std::size_t begin = 0, length = 0;
+  for (std::size_t i = 0; i < val.size();) {
+    std::size_t end = i;
+    while (end < val.size() && val[end] != newline) ++end;
+    if (end - i >= 24 || end == val.size()) {
+      begin = i;
+      length = end - i;
       break;
     }
+    i = end + 1;
   }
-  const std::size_t T = std::min<std::size_t>({config.block_size, 40, val.size() - begin - 1});
+  const std::size_t T =
+      std::min<std::size_t>({config.block_size, 40, length, val.size() - begin - 1});
   const std::span<const int> ids = val.subspan(begin, T);
   const std::span<const int> next = val.subspan(begin + 1, T);
   Tokens x({1, T}), y({1, T});
@@ -485,10 +492,14 @@ void show_heads(const attn::LmWeights& w, const attn::LmConfig& config, const Da
   attn::LmCache cache;
   const double loss = attn::lm_forward_backward(x, y, w, config, grads, cache);
   fmt::print("The line {} (loss {} on it). Rows: the query character; columns: the keys it may\n"
-             "see (causal: only the past). Darker = more attention.\n",
+             "see (causal: only the past; '_' is a space). Darker = more attention.\n",
              attn::quote(chars_of(d.vocab, ids)), num(loss));
+  // One glyph per character, so the columns stay one character wide: '_' marks a space.
   std::vector<std::string> labels;
-  for (int id : ids) labels.push_back(attn::printable(d.vocab.char_of(id)));
+  for (int id : ids) {
+    const char32_t ch = d.vocab.char_of(id);
+    labels.push_back(ch == U' ' ? std::string("_") : attn::printable(ch));
+  }
   for (std::size_t l = 0; l < config.n_layers; ++l) {
     const attn::Tensor<4>& weights = cache.blocks[l].attn.weights;  // (1, H, T, T)
     for (std::size_t h = 0; h < config.n_heads; ++h) {
@@ -507,7 +518,9 @@ void show_heads(const attn::LmWeights& w, const attn::LmConfig& config, const Da
       fmt::print("  previous {}%  self {}%  same character {}%  line start {}%  mean distance {}\n",
                  num(100 * st.previous, 0), num(100 * st.self, 0), num(100 * st.same_char, 0),
                  num(100 * st.line_start, 0), num(st.distance, 1));
-      fmt::print("{}", attn::heatmap_text(m, opt, attn::use_color(stdout)));
+      attn::HeatmapOptions terminal = opt;
+      terminal.title.clear();  // the sentence above says which head it is
+      fmt::print("{}", attn::heatmap_text(m, terminal, attn::use_color(stdout)));
       if (svg_dir) {
         attn::write_svg(*svg_dir / fmt::format("attention_l{}_h{}.svg", l, h),
                         attn::heatmap_svg(m, opt));

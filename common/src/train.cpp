@@ -269,7 +269,16 @@ class KeyReader {
   const std::string& text(const std::string& key) const {
     const auto it = keys_.find(key);
     if (it == keys_.end()) checkpoint_error(path_, fmt::format("missing key '{}'", key));
+    used_.push_back(key);
     return it->second;
+  }
+  // After every read: a key nobody read is a typo or a file from elsewhere, never ignored.
+  void check_all_used() const {
+    for (const auto& [key, value] : keys_) {
+      if (std::find(used_.begin(), used_.end(), key) == used_.end()) {
+        checkpoint_error(path_, fmt::format("unknown key '{}'", key));
+      }
+    }
   }
   std::uint64_t u64(const std::string& key) const {
     const std::string& v = text(key);
@@ -314,6 +323,7 @@ class KeyReader {
   }
   fs::path path_;
   std::map<std::string, std::string> keys_;
+  mutable std::vector<std::string> used_;
 };
 
 constexpr std::size_t kMaxSize = std::size_t{1} << 24;  // no size in a checkpoint is above this
@@ -507,6 +517,7 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   r.has_spare = k.flag("rng_has_spare");
   r.spare = k.real("rng_spare");
   if (r.inc % 2 == 0) checkpoint_error(path / "train.txt", "rng_inc must be odd");
+  k.check_all_used();
   s.data_rng.restore(r);
   try {
     const Vector losses = load_npy<1>(path / "losses.npy");

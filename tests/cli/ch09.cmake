@@ -24,9 +24,13 @@ attn_cli_test(ch09.lr_too_high EXIT 2 MATCH "--lr must be at most 1, got 5"
               COMMAND 09_training --lr 5)
 attn_cli_test(ch09.activation_unknown EXIT 2 MATCH "unknown activation 'swish'"
               COMMAND 09_training --activation swish)
+# 300 characters: a validation split of 30 tokens, too short for windows of 64 + 1.
+set(ch09_short ${CMAKE_CURRENT_BINARY_DIR}/ch09_short.txt)
+string(REPEAT "Shall I compare thee to a summer's day?\n" 8 ch09_short_text)
+file(WRITE ${ch09_short} "${ch09_short_text}")
 attn_cli_test(ch09.block_size_above_corpus EXIT 1
-              MATCH "the corpus is too short for --block-size 1000: its validation split"
-              COMMAND 09_training --block-size 1000 --batch-size 2)
+              MATCH "the corpus is too short for --block-size 64: its validation split \\(the last 10%\\) has 32 tokens, a window needs 65"
+              COMMAND 09_training --block-size 64 --data ${ch09_short})
 attn_cli_test(ch09.ladder_rows_bad EXIT 2 MATCH "--ladder-rows expects row numbers 0 to 5"
               COMMAND 09_training --ladder --ladder-rows 9)
 attn_cli_test(ch09.resume_missing EXIT 1

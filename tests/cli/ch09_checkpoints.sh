@@ -45,7 +45,7 @@ done
 
 # 3. Ctrl-C: finish the step, save, exit 130.
 rm -rf interrupted
-timeout -s INT 1.5 "$exe" $small --steps 1000000 --eval-interval 1000 --save interrupted > int.txt 2>&1
+timeout --preserve-status -s INT 1.5 "$exe" $small --steps 1000000 --eval-interval 1000 --save interrupted > int.txt 2>&1
 code=$?
 [ "$code" -eq 130 ] || fail "SIGINT: exit code $code, expected 130: $(tail -1 int.txt)"
 step=$(sed -n 's/^step //p' interrupted/current/train.txt)
