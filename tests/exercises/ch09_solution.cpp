@@ -5,6 +5,7 @@
 #include "attn/train.hpp"
 #include "exercises.hpp"
 
+
 namespace ex09 {
 
 void adamw_update(std::span<float> p, std::span<const float> g, std::span<float> m,
