@@ -1,0 +1,46 @@
+// bench_train.cpp: attn-bench's training case (chapter 09, docs/performance.md).
+// One full training step of the chapter-09 CPU model (B 32, T 64, C 64, H 4, 4 layers, V 65):
+// batch -> forward keeping activations -> loss -> backward -> clip -> AdamW, on the library's
+// threads. Counter "tokens/s" = B * T per step over wall-clock time. scripts/bench_compare.py
+// times the same step in PyTorch (autograd + torch.optim.AdamW) in the same run.
+//
+//   build/default/bin/attn-bench --benchmark_filter=train_step
+#include <benchmark/benchmark.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "attn/threads.hpp"
+#include "attn/train.hpp"
+
+namespace {
+
+void bm_train_step(benchmark::State& state) {
+  attn::TrainConfig c;
+  c.model.vocab_size = 65;
+  c.model.block_size = 64;  // T
+  c.model.n_embd = 64;      // C
+  c.model.n_heads = 4;      // H
+  c.model.n_layers = 4;     // L
+  c.batch_size = 32;        // B
+  c.schedule.lr = 1e-3f;
+  c.grad_clip = 1.0f;
+  attn::TrainState s = attn::train_init(c);
+  // A stand-in corpus: 100k token ids with some structure (the step's cost does not depend on
+  // the values).
+  std::vector<int> data(100000);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<int>((i * 7 + i / 13) % 65);
+  attn::train_step(s, c, data);  // the first step sizes every buffer
+  for (auto _ : state) {
+    const attn::StepResult r = attn::train_step(s, c, data);
+    benchmark::DoNotOptimize(r.loss);
+  }
+  const double tokens = static_cast<double>(c.batch_size * c.model.block_size);
+  state.counters["tokens/s"] =
+      benchmark::Counter(tokens, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["threads"] = static_cast<double>(attn::num_threads());
+}
+
+}  // namespace
+
+BENCHMARK(bm_train_step)->Name("train_step/32_64_64_4_L4")->Unit(benchmark::kMillisecond)->UseRealTime();
