@@ -5,6 +5,8 @@
 //   attn-golden [--help] DIR...
 //
 // A case passes when every element of every output satisfies |got - ref| <= 1e-5 + 1e-4 |ref|.
+// Backward cases (chapter 08) hold grad.NAME.npy files: the upstream gradient of the op's output
+// and the reference gradients of its inputs and parameters; the runner also runs the backward.
 // Exit codes: 0 every case passed, 1 a case failed or could not be run, 2 usage error.
 #include <fmt/format.h>
 
@@ -48,8 +50,13 @@ constexpr std::string_view kUsage =
     "A case passes when |got - ref| <= 1e-5 + 1e-4 * |ref| for every element of every output.\n"
     "\n"
     "case.txt: one `key value` per line ('#' starts a comment). `op` is one of softmax,\n"
-    "masked_softmax, sdpa, mha, layernorm, ffn, block, lm; the other keys and the .npy files\n"
-    "each op needs are listed in tests/golden/README.md.\n"
+    "masked_softmax, sdpa, mha, layernorm, ffn, block, cross_entropy, lm; the other keys and\n"
+    "the .npy files each op needs are listed in tests/golden/README.md.\n"
+    "\n"
+    "Gradients: grad.NAME.npy is dloss/dNAME. For the op's output (y, out) it is the upstream\n"
+    "gradient; for its inputs and parameters (x, w_q, gamma, h0.w1, wte, ...) a reference. A case\n"
+    "with any grad. file also runs the op's backward and checks every grad. reference, with the\n"
+    "same tolerance; a grad. file naming nothing of the op is an error.\n"
     "\n"
     "Exit codes: 0 all passed, 1 a case failed or could not be run, 2 usage error.\n";
 
