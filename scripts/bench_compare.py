@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""bench_compare.py: our attention and block forward against PyTorch, same shapes, same run.
+"""bench_compare.py: our attention and block against PyTorch, same shapes, same run.
 
-Runs attn-bench (Google Benchmark, JSON) at OPENBLAS_NUM_THREADS=1 and =2 (the library's thread
-count) and keeps the faster per shape; times the same math in PyTorch (float32, CPU,
-torch.no_grad()) at 1 and 2 intra-op threads (torch.set_num_threads) and, because PyTorch's
+Forward alone (under torch.no_grad()) and forward + backward (PyTorch's autograd from a random
+upstream gradient to the gradients of the input and of every weight; ours attn::mha_backward and
+attn::block_backward, chapter 08). Runs attn-bench (Google Benchmark, JSON) at OPENBLAS_NUM_THREADS=1 and =2 (the library's thread
+count) and keeps the faster per shape; times the same math in PyTorch (float32, CPU) at 1 and 2 intra-op threads (torch.set_num_threads) and, because PyTorch's
 matmuls run in an OpenBLAS whose threads only OPENBLAS_NUM_THREADS controls, at
 OPENBLAS_NUM_THREADS=1 and =2 too (one child process per setting), and keeps the fastest of the
 four. The whole sweep is repeated --rounds times, ours and PyTorch taking turns, and each
@@ -25,6 +26,8 @@ import time
 
 SHAPES = [(32, 128, 512, 8), (1, 1024, 512, 8), (2, 10, 64, 4)]  # (B, T, C, H)
 THREADS = [1, 2]
+OPS = ["mha_forward", "block_forward", "mha_fwd_bwd", "block_fwd_bwd"]
+MODULES = {"mha_forward": "nn.MultiheadAttention", "block_forward": "nn.TransformerEncoderLayer"}
 
 
 def die(message):
@@ -47,17 +50,24 @@ def block_flops(B, T, C, H):
     return 2.0 * B * T * (4 * C * C + 2 * C * F) + 4.0 * B * H * T * T * (C // H)
 
 
+# Forward + backward: the backward's products are twice the forward's (for y = x @ W, both
+# dx = dy @ W^T and dW = x^T @ dy), so three times the forward's count, as attn-bench counts.
+FLOPS = {"mha_forward": mha_flops, "block_forward": block_flops,
+         "mha_fwd_bwd": lambda *s: 3.0 * mha_flops(*s),
+         "block_fwd_bwd": lambda *s: 3.0 * block_flops(*s)}
+
+
 # ---------------------------------------------------------------------------------------------
 # Ours: attn-bench's JSON.
 
 
-def run_ours(bench, threads, repetitions, min_time):
+def run_ours(bench, threads, repetitions, min_time, ops):
     """{benchmark name: {"ms": median real time, "gflops": median GFLOP/s}} at one BLAS setting."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
     cmd = [
         bench,
         "--benchmark_format=json",
-        "--benchmark_filter=^(gemm_peak|mha_forward|block_forward)/",
+        f"--benchmark_filter=^(gemm_peak|{'|'.join(ops)})/",
         f"--benchmark_repetitions={repetitions}",
         "--benchmark_report_aggregates_only=true",
         f"--benchmark_min_time={min_time}",
@@ -80,7 +90,8 @@ def run_ours(bench, threads, repetitions, min_time):
 # PyTorch: the same math, written the same way (x @ W, no biases in attention).
 
 
-def make_torch_fns(torch, B, T, C, H):
+def make_torch_fns(torch, B, T, C, H, ops):
+    """{label: fn} for the requested ops; fwd_bwd ops also name the tensors they differentiate."""
     F = torch.nn.functional
     hs = C // H
     gen = torch.Generator().manual_seed(0)
@@ -93,6 +104,7 @@ def make_torch_fns(torch, B, T, C, H):
     w1, w2 = randn(C, 4 * C, std=0.02), randn(4 * C, C, std=0.02)
     b1, b2 = torch.zeros(4 * C), torch.zeros(C)
     g1, be1, g2, be2 = torch.ones(C), torch.zeros(C), torch.ones(C), torch.zeros(C)
+    dout = randn(B, T, C)  # the upstream gradient of the backward
     # Precomputed once, like nanoGPT's registered buffer: True where a query may not look.
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     scale = 1.0 / math.sqrt(hs)
@@ -113,21 +125,36 @@ def make_torch_fns(torch, B, T, C, H):
         h = F.gelu(F.layer_norm(x, (C,), g2, be2, 1e-5) @ w1 + b1)  # exact (erf) GELU
         return x + (h @ w2 + b2)
 
-    fns = {"mha_forward": (lambda: mha(x)), "block_forward": (lambda: block(x))}
+    # Forward + backward: autograd records the forward, then goes back from dout to the input and
+    # every weight (fresh gradients each call, as torch.autograd.grad returns them).
+    mha_leaves = [x, w_q, w_k, w_v, w_o]
+    block_leaves = mha_leaves + [g1, be1, g2, be2, w1, b1, w2, b2]
+    for t in block_leaves:
+        t.requires_grad_()  # ignored by the forward rows, which run under torch.no_grad()
+
+    def fwd_bwd(fn, leaves):
+        return lambda: torch.autograd.grad(fn(x), leaves, dout)
+
+    fns = {"mha_forward": (lambda: mha(x)), "block_forward": (lambda: block(x)),
+           "mha_fwd_bwd": fwd_bwd(mha, mha_leaves),
+           "block_fwd_bwd": fwd_bwd(block, block_leaves)}
 
     # Extra rows, not the same math (biases, packed in_proj), PyTorch's library modules.
-    mha_mod = torch.nn.MultiheadAttention(C, H, batch_first=True).eval()
-    layer = torch.nn.TransformerEncoderLayer(C, H, 4 * C, dropout=0.0, activation="gelu",
-                                             batch_first=True, norm_first=True).eval()
-    fns["nn.MultiheadAttention"] = lambda: mha_mod(x, x, x, attn_mask=future,
-                                                   need_weights=False)[0]
-    fns["nn.TransformerEncoderLayer"] = lambda: layer(x, src_mask=future)
-    return fns
+    if "mha_forward" in ops:
+        mha_mod = torch.nn.MultiheadAttention(C, H, batch_first=True).eval()
+        fns["nn.MultiheadAttention"] = lambda: mha_mod(x, x, x, attn_mask=future,
+                                                       need_weights=False)[0]
+    if "block_forward" in ops:
+        layer = torch.nn.TransformerEncoderLayer(C, H, 4 * C, dropout=0.0, activation="gelu",
+                                                 batch_first=True, norm_first=True).eval()
+        fns["nn.TransformerEncoderLayer"] = lambda: layer(x, src_mask=future)
+    return {k: v for k, v in fns.items() if k in ops or k in MODULES.values()}
 
 
-def time_torch(torch, fn, repetitions, min_time):
-    """Median over repetitions of the mean time of one call (ms), after a warm-up."""
-    with torch.no_grad():
+def time_torch(torch, fn, repetitions, min_time, grad=False):
+    """Median over repetitions of the mean time of one call (ms), after a warm-up. Without
+    `grad`, under torch.no_grad() (no autograd records)."""
+    with torch.set_grad_enabled(grad):
         for _ in range(3):
             fn()
         # Calibrate: enough calls per sample to fill min_time, as Google Benchmark does.
@@ -153,21 +180,23 @@ def torch_gemm_peak(torch, repetitions):
 TORCH_SETTINGS = [(b, i) for b in THREADS for i in THREADS]  # (OpenBLAS, intra-op) threads
 
 
-def torch_worker(intra_threads, repetitions, min_time):
+def torch_worker(intra_threads, repetitions, min_time, ops):
     """Child process: every shape and variant at one setting, as JSON on stdout."""
     import torch
     torch.set_num_threads(intra_threads)
     out = {"gemm_peak": torch_gemm_peak(torch, repetitions)}
     for shape in SHAPES:
-        for label, fn in make_torch_fns(torch, *shape).items():
-            out[f"{shape_name(shape)} {label}"] = time_torch(torch, fn, repetitions, min_time)
+        for label, fn in make_torch_fns(torch, *shape, ops).items():
+            out[f"{shape_name(shape)} {label}"] = time_torch(torch, fn, repetitions, min_time,
+                                                             grad=label.endswith("_fwd_bwd"))
     json.dump(out, sys.stdout)
 
 
-def run_torch_worker(blas_threads, intra_threads, repetitions, min_time):
+def run_torch_worker(blas_threads, intra_threads, repetitions, min_time, ops):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(blas_threads))
     cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", str(intra_threads),
-           "--repetitions", str(repetitions), "--min-time", str(min_time)]
+           "--repetitions", str(repetitions), "--min-time", str(min_time),
+           "--ops", ",".join(ops)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         die(f"the PyTorch timing process failed:\n{proc.stderr.strip()}")
@@ -189,10 +218,17 @@ def main():
                         help="seconds per repetition (default: 0.2)")
     parser.add_argument("--markdown", action="store_true", help="print one markdown table")
     parser.add_argument("--json", metavar="FILE", help="also write every measurement to FILE")
+    parser.add_argument("--ops", default=",".join(OPS),
+                        help="comma-separated subset of %(default)s (default: all)")
     parser.add_argument("--torch-worker", type=int, metavar="INTRA", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    ops = [op for op in args.ops.split(",") if op]
+    unknown = [op for op in ops if op not in OPS]
+    if unknown or not ops:
+        parser.error(f"--ops: unknown op {', '.join(unknown) or '(none given)'}; "
+                     f"known: {', '.join(OPS)}")
     if args.torch_worker is not None:
-        torch_worker(args.torch_worker, args.repetitions, args.min_time)
+        torch_worker(args.torch_worker, args.repetitions, args.min_time, ops)
         return 0
 
     try:
@@ -216,7 +252,8 @@ def main():
         for t in THREADS:
             print(f"  round {round_no}: attn-bench with OPENBLAS_NUM_THREADS={t} ...",
                   file=sys.stderr)
-            for name, got in run_ours(args.bench, t, args.repetitions, args.min_time).items():
+            for name, got in run_ours(args.bench, t, args.repetitions, args.min_time,
+                                      ops).items():
                 best = ours[t].get(name)
                 # The peak keeps its highest rate, everything else its lowest time.
                 better = (best is None or (got["gflops"] > best["gflops"]
@@ -228,7 +265,7 @@ def main():
         for blas_t, intra_t in TORCH_SETTINGS:
             print(f"  round {round_no}: PyTorch with OPENBLAS_NUM_THREADS={blas_t}, "
                   f"torch.set_num_threads({intra_t}) ...", file=sys.stderr)
-            got = run_torch_worker(blas_t, intra_t, args.repetitions, args.min_time)
+            got = run_torch_worker(blas_t, intra_t, args.repetitions, args.min_time, ops)
             peak_now = got.pop("gemm_peak")
             torch_peak[(blas_t, intra_t)] = max(torch_peak.get((blas_t, intra_t), 0.0), peak_now)
             for key, ms in got.items():
@@ -246,7 +283,8 @@ def main():
     # 3. The table.
     rows = []
     for shape in SHAPES:
-        for op, flops in (("mha_forward", mha_flops), ("block_forward", block_flops)):
+        for op in ops:
+            flops = FLOPS[op]
             name = f"{op}/{shape_name(shape)}"
             best_t = min(THREADS, key=lambda t: ours[t][name]["ms"])
             ms = ours[best_t][name]["ms"]
@@ -261,7 +299,7 @@ def main():
                              ratio=ms / tms, gflops=gflops, peak_fraction=gflops / peak))
     extras = []
     for shape in SHAPES:
-        for label in ("nn.MultiheadAttention", "nn.TransformerEncoderLayer"):
+        for label in (MODULES[op] for op in MODULES if op in ops):
             t_best = min(TORCH_SETTINGS, key=lambda t: torch_ms[(shape, label, t)])
             extras.append(dict(shape=shape, op=label, torch_ms=torch_ms[(shape, label, t_best)],
                                torch_threads=f"{t_best[0]}/{t_best[1]}"))
