@@ -489,7 +489,7 @@ void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& 
   //    dw2 += act^T @ dy     (F, B*T) @ (B*T, C) -> (F, C)
   //    dw1 += x^T @ dpre     (C, B*T) @ (B*T, F) -> (C, F)
   //    db2 += sum_rows dy (C,),  db1 += sum_rows dpre (F,)
-  detail::run_parts(2, detail::worker_count(2), [&](std::size_t begin, std::size_t end, std::size_t) {
+  auto weight_grads = [&](std::size_t begin, std::size_t end, std::size_t) {
     detail::WorkerScope scope;
     for (std::size_t job = begin; job < end; ++job) {
       if (job == 0) {
@@ -500,7 +500,8 @@ void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& 
         bias_backward(dh, rows, F, grads.b1.data());
       }
     }
-  });
+  };
+  detail::run_parts(2, detail::worker_count(2), weight_grads);
 }
 
 }  // namespace attn
