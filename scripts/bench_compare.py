@@ -3,14 +3,17 @@
 
 Forward alone (under torch.no_grad()) and forward + backward (PyTorch's autograd from a random
 upstream gradient to the gradients of the input and of every weight; ours attn::mha_backward and
-attn::block_backward, chapter 08). Runs attn-bench (Google Benchmark, JSON) at OPENBLAS_NUM_THREADS=1 and =2 (the library's thread
-count) and keeps the faster per shape; times the same math in PyTorch (float32, CPU) at 1 and 2 intra-op threads (torch.set_num_threads) and, because PyTorch's
-matmuls run in an OpenBLAS whose threads only OPENBLAS_NUM_THREADS controls, at
+attn::block_backward, chapter 08). Runs attn-bench (Google Benchmark, JSON) at
+OPENBLAS_NUM_THREADS=1 and =2 (the library's thread count) and keeps the faster per shape; times
+the same math in PyTorch (float32, CPU) at 1 and 2 intra-op threads (torch.set_num_threads) and,
+because PyTorch's matmuls run in an OpenBLAS whose threads only OPENBLAS_NUM_THREADS controls, at
 OPENBLAS_NUM_THREADS=1 and =2 too (one child process per setting), and keeps the fastest of the
 four. The whole sweep is repeated --rounds times, ours and PyTorch taking turns, and each
 setting keeps its best round, so that a slow spell of a shared machine does not land on one side
 only. Prints, per shape, ours ms, PyTorch ms, ours/PyTorch, our GFLOP/s and its fraction of the
-machine's SGEMM peak (attn-bench's gemm_peak, best thread setting). See docs/performance.md.
+machine's SGEMM peak (attn-bench's gemm_peak, best thread setting), and the ratio of CPU times on
+one thread (ours at 1 thread, PyTorch at 1/1), which other programs on a busy machine disturb
+least. See docs/performance.md.
 
   /usr/bin/python3 scripts/bench_compare.py --bench build/default/bin/attn-bench
 """
@@ -82,7 +85,8 @@ def run_ours(bench, threads, repetitions, min_time, ops):
             continue
         name = b.get("run_name", b["name"]).removesuffix("/real_time")  # UseRealTime's suffix
         scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b.get("time_unit", "ns")]
-        results[name] = {"ms": b["real_time"] * scale, "gflops": b.get("GFLOP/s", float("nan"))}
+        results[name] = {"ms": b["real_time"] * scale, "cpu_ms": b["cpu_time"] * scale,
+                         "gflops": b.get("GFLOP/s", float("nan"))}
     return results
 
 
@@ -152,8 +156,8 @@ def make_torch_fns(torch, B, T, C, H, ops):
 
 
 def time_torch(torch, fn, repetitions, min_time, grad=False):
-    """Median over repetitions of the mean time of one call (ms), after a warm-up. Without
-    `grad`, under torch.no_grad() (no autograd records)."""
+    """Medians over repetitions of the mean wall-clock and process CPU time of one call (ms),
+    after a warm-up. Without `grad`, under torch.no_grad() (no autograd records)."""
     with torch.set_grad_enabled(grad):
         for _ in range(3):
             fn()
@@ -162,18 +166,19 @@ def time_torch(torch, fn, repetitions, min_time, grad=False):
         fn()
         one = time.perf_counter() - start
         n = max(1, int(min_time / max(one, 1e-7)))
-        samples = []
+        samples, cpu_samples = [], []
         for _ in range(repetitions):
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             for _ in range(n):
                 fn()
             samples.append((time.perf_counter() - start) / n * 1e3)
-    return statistics.median(samples)
+            cpu_samples.append((time.process_time() - cpu_start) / n * 1e3)
+    return statistics.median(samples), statistics.median(cpu_samples)
 
 
 def torch_gemm_peak(torch, repetitions):
     a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
-    ms = time_torch(torch, lambda: a @ b, repetitions, 0.2)
+    ms = time_torch(torch, lambda: a @ b, repetitions, 0.2)[0]
     return 2.0 * 2048**3 / (ms * 1e-3) * 1e-9
 
 
@@ -246,7 +251,8 @@ def main():
           file=sys.stderr)
 
     ours = {t: {} for t in THREADS}  # threads -> benchmark name -> best {"ms", "gflops"}
-    torch_ms, torch_peak = {}, {}
+    torch_ms, torch_cpu, torch_peak = {}, {}, {}
+    ours_cpu = {}  # benchmark name -> best CPU time at 1 thread (all the work is on that thread)
     for round_no in range(1, args.rounds + 1):
         # 1. Ours at each thread setting.
         for t in THREADS:
@@ -261,6 +267,8 @@ def main():
                                            else got["ms"] < best["ms"]))
                 if better:
                     ours[t][name] = got
+                if t == 1:
+                    ours_cpu[name] = min(ours_cpu.get(name, math.inf), got["cpu_ms"])
         # 2. PyTorch: one child process per (OpenBLAS threads, intra-op threads) setting.
         for blas_t, intra_t in TORCH_SETTINGS:
             print(f"  round {round_no}: PyTorch with OPENBLAS_NUM_THREADS={blas_t}, "
@@ -268,11 +276,12 @@ def main():
             got = run_torch_worker(blas_t, intra_t, args.repetitions, args.min_time, ops)
             peak_now = got.pop("gemm_peak")
             torch_peak[(blas_t, intra_t)] = max(torch_peak.get((blas_t, intra_t), 0.0), peak_now)
-            for key, ms in got.items():
+            for key, (ms, cpu_ms) in got.items():
                 shape_text, label = key.split(" ", 1)
                 shape = tuple(int(n) for n in shape_text.split("_"))
                 k = (shape, label, (blas_t, intra_t))
                 torch_ms[k] = min(torch_ms.get(k, math.inf), ms)
+                torch_cpu[k] = min(torch_cpu.get(k, math.inf), cpu_ms)
 
     peak_name = next((n for n in ours[THREADS[0]] if n.startswith("gemm_peak/")), None)
     if peak_name is None:
@@ -296,7 +305,8 @@ def main():
                              torch_ms=tms, torch_threads=f"{t_best[0]}/{t_best[1]}",
                              torch_ms_by_threads={f"{t[0]}/{t[1]}": torch_ms[(shape, op, t)]
                                                   for t in TORCH_SETTINGS},
-                             ratio=ms / tms, gflops=gflops, peak_fraction=gflops / peak))
+                             ratio=ms / tms, gflops=gflops, peak_fraction=gflops / peak,
+                             cpu1_ratio=ours_cpu[name] / torch_cpu[(shape, op, (1, 1))]))
     extras = []
     for shape in SHAPES:
         for label in (MODULES[op] for op in MODULES if op in ops):
@@ -311,12 +321,13 @@ def main():
     if args.markdown:
         print()
         print("| shape (B, T, C, H) | op | ours ms (BLAS threads) | PyTorch ms (threads) "
-              "| ours / PyTorch | ours GFLOP/s | fraction of peak |")
-        print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+              "| ours / PyTorch | ours GFLOP/s | fraction of peak | 1-thread CPU ratio |")
+        print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
         for r in rows:
             print(f"| ({', '.join(map(str, r['shape']))}) | {r['op']} | {r['ours_ms']:.3f} "
                   f"({r['ours_threads']}) | {r['torch_ms']:.3f} ({r['torch_threads']}) | "
-                  f"{r['ratio']:.2f} | {r['gflops']:.1f} | {r['peak_fraction']:.2f} |")
+                  f"{r['ratio']:.2f} | {r['gflops']:.1f} | {r['peak_fraction']:.2f} | "
+                  f"{r['cpu1_ratio']:.2f} |")
         print()
         print("| shape (B, T, C, H) | PyTorch module (biases, not the same math) | ms (threads) |")
         print("| --- | --- | ---: |")
@@ -328,13 +339,13 @@ def main():
             print()
             print(f"(B, T, C, H) = {shape}")
             print(f"  {'':28} {'ours ms (n)':>14} {'PyTorch ms (b/i)':>18} {'ours/PT':>8} "
-                  f"{'GFLOP/s':>8} {'of peak':>8}")
+                  f"{'GFLOP/s':>8} {'of peak':>8} {'CPU1 o/PT':>9}")
             for r in rows:
                 if r["shape"] != shape:
                     continue
                 print(f"  {r['op']:28} {r['ours_ms']:10.3f} ({r['ours_threads']}) "
                       f"{r['torch_ms']:12.3f} ({r['torch_threads']}) {r['ratio']:8.2f} "
-                      f"{r['gflops']:8.1f} {r['peak_fraction']:8.2f}")
+                      f"{r['gflops']:8.1f} {r['peak_fraction']:8.2f} {r['cpu1_ratio']:9.2f}")
             for e in extras:
                 if e["shape"] == shape:
                     print(f"  {e['op']:28} {'':14} {e['torch_ms']:12.3f} ({e['torch_threads']})"
@@ -342,7 +353,9 @@ def main():
         print()
         print("(n) = OPENBLAS_NUM_THREADS for ours (the library's thread count); (b/i) = "
               "OPENBLAS_NUM_THREADS / torch.set_num_threads for PyTorch; the fastest setting is "
-              f"kept, and the best of {args.rounds} round(s).")
+              f"kept, and the best of {args.rounds} round(s). CPU1 o/PT = ours / PyTorch in "
+              "CPU time on one thread (1 and 1/1): what other programs on the machine change "
+              "least.")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(peak_by_threads=peak_by_threads,
