@@ -34,6 +34,7 @@
 #include "attn/model.hpp"
 #include "attn/npy.hpp"
 #include "attn/softmax.hpp"
+#include "attn/train.hpp"
 
 namespace {
 
@@ -50,8 +51,8 @@ constexpr std::string_view kUsage =
     "A case passes when |got - ref| <= 1e-5 + 1e-4 * |ref| for every element of every output.\n"
     "\n"
     "case.txt: one `key value` per line ('#' starts a comment). `op` is one of softmax,\n"
-    "masked_softmax, sdpa, mha, layernorm, ffn, block, cross_entropy, lm; the other keys and\n"
-    "the .npy files each op needs are listed in tests/golden/README.md.\n"
+    "masked_softmax, sdpa, mha, layernorm, ffn, block, cross_entropy, lm, train; the other\n"
+    "keys and the .npy files each op needs are listed in tests/golden/README.md.\n"
     "\n"
     "Gradients: grad.NAME.npy is dloss/dNAME. For the op's output (y, out) it is the upstream\n"
     "gradient; for its inputs and parameters (x, w_q, gamma, h0.w1, wte, ...) a reference. A case\n"
@@ -612,6 +613,58 @@ void run_lm(const Case& c, Comparison& cmp) {
   }
 }
 
+// Chapter 09's training step in lockstep with torch.optim.AdamW: the case folder is an `lm` model
+// (the initial weights) plus batches.npy (steps, B, T+1) int64; step s trains on inputs
+// batches[s, :, :T] and targets batches[s, :, 1:]. losses.npy (steps,) holds each step's loss
+// before its update.
+void run_train(const Case& c, Comparison& cmp) {
+  attn::TrainConfig config;
+  const std::size_t n_layers = c.positive("n_layers");
+  const std::size_t n_heads = c.positive("n_heads");
+  config.schedule.lr = c.eps("lr");
+  config.adam.beta1 = c.eps("beta1");
+  config.adam.beta2 = c.eps("beta2");
+  config.adam.eps = c.eps("adam_eps");
+  config.adam.weight_decay = c.eps("weight_decay");
+  config.grad_clip = c.eps("grad_clip");
+  if (config.schedule.lr <= 0.0f) c.fail("key lr must be > 0");
+  if (config.adam.beta1 >= 1.0f || config.adam.beta2 >= 1.0f) c.fail("beta1 and beta2 must be < 1");
+  attn::TrainState s;
+  s.weights = attn::load_lm(c.dir(), n_layers, n_heads, config.model);
+  s.grads = attn::lm_zeros_like(s.weights);
+  s.adam_m = attn::lm_zeros_like(s.weights);
+  s.adam_v = attn::lm_zeros_like(s.weights);
+  std::vector<std::size_t> shape;
+  const std::vector<int> batches = load_ids(c, "batches", 3, shape);  // (steps, B, T + 1)
+  const std::size_t steps = shape[0], B = shape[1];
+  if (steps == 0 || B == 0 || shape[2] < 2 || shape[2] - 1 > config.model.block_size) {
+    throw CaseError(fmt::format("{}: shape {}, expected (steps, B, T + 1) with steps, B >= 1 and "
+                                "1 <= T <= block_size {}",
+                                c.file("batches").string(), attn::shape_str(shape),
+                                config.model.block_size));
+  }
+  const std::size_t T = shape[2] - 1;
+  xt::xtensor<int, 2> inputs({B, T}), targets({B, T});
+  std::vector<float> losses;
+  for (std::size_t step = 0; step < steps; ++step) {
+    for (std::size_t b = 0; b < B; ++b) {
+      const int* row = batches.data() + (step * B + b) * (T + 1);  // (T + 1,)
+      for (std::size_t t = 0; t < T; ++t) {
+        if (static_cast<std::size_t>(std::max(row[t], row[t + 1])) >= config.model.vocab_size) {
+          throw CaseError(fmt::format("{}: a token id at step {}, row {} is >= V = {}",
+                                      c.file("batches").string(), step, b,
+                                      config.model.vocab_size));
+        }
+        inputs(b, t) = row[t];
+        targets(b, t) = row[t + 1];
+      }
+    }
+    losses.push_back(static_cast<float>(attn::train_step_on(s, config, inputs, targets).loss));
+  }
+  const std::array<std::size_t, 1> loss_shape{steps};
+  compare_values(c, "losses", losses, loss_shape, cmp);
+}
+
 // The grad. files each op accepts (check_grad_names). lm's depend on the model's layers.
 GradNames grad_names(const Case& c) {
   const std::string& op = c.op();
@@ -718,8 +771,14 @@ void run_op(const Case& c, Comparison& cmp) {
     check_grad_names(c, grad_names(c));
     return run_lm(c, cmp);
   }
+  if (op == "train") {
+    c.allow_keys({"n_layers", "n_heads", "lr", "beta1", "beta2", "adam_eps", "weight_decay",
+                  "grad_clip"});
+    check_grad_names(c, grad_names(c));
+    return run_train(c, cmp);
+  }
   c.fail(fmt::format("unknown op '{}' (known: softmax, masked_softmax, sdpa, mha, layernorm, "
-                     "ffn, block, cross_entropy, lm)",
+                     "ffn, block, cross_entropy, lm, train)",
                      op));
 }
 
