@@ -47,6 +47,8 @@ elseif(KIND STREQUAL "wrong_reference")  # a good copy and one whose reference i
   file(COPY_FILE ${WORK}/wrong/x.npy ${WORK}/wrong/y.npy)
 elseif(KIND STREQUAL "wrong_shape")      # a reference of the wrong shape
   file(COPY_FILE ${case}/out.npy ${case}/weights.npy)
+elseif(KIND STREQUAL "train_wrong_lr")   # the steps of a train case with another learning rate
+  edit_case_txt("lr 0.03" "lr 0.003")
 elseif(KIND STREQUAL "lm_missing_weight")
   file(REMOVE ${case}/h0.b1.npy)
 # Gradients (chapter 08): grad.NAME.npy files.

@@ -316,6 +316,44 @@ def case_lm_grad(name, about, B, T, V, T_max, C, H, L):
                extra={"tokens": tokens, "targets": targets})
 
 
+def case_train(name, about, B, T, V, T_max, C, H, L, steps, lr, weight_decay, grad_clip,
+               beta1=0.9, beta2=0.999, adam_eps=1e-8):
+    """`steps` AdamW steps of the `lm` model, like chapter 09's training step: the loss of every
+    step before its update. torch.optim.AdamW with two groups: matrices and embeddings decayed,
+    vectors (LayerNorm gains and biases, FFN biases) not; clip_grad_norm_ when grad_clip > 0."""
+    w = {"wte": randn(V, C, std=0.3), "wpe": randn(T_max, C, std=0.3)}
+    for i in range(L):
+        w.update({f"h{i}.{k}": v for k, v in block_weights(C, 4 * C).items()})
+    w.update({"ln_f_gamma": 1.0 + randn(C, std=0.1), "ln_f_beta": randn(C, std=0.1)})
+    # A text with structure to learn: a repeating cycle of the vocabulary with a few random
+    # characters, cut into windows at random places.
+    stream = torch.arange(0, 4 * V * (T + 1)) % V
+    noise = torch.rand(stream.shape) < 0.1
+    stream = torch.where(noise, torch.randint(0, V, stream.shape), stream)
+    starts = torch.randint(0, stream.numel() - T - 1, (steps, B))
+    batches = torch.stack([torch.stack([stream[s:s + T + 1] for s in row]) for row in starts])
+    params = {k: v.clone().requires_grad_(True) for k, v in w.items()}
+    decay = [p for p in params.values() if p.dim() >= 2]
+    no_decay = [p for p in params.values() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}],
+                            lr=lr, betas=(beta1, beta2), eps=adam_eps)
+    losses = []
+    for s in range(steps):
+        x, y = batches[s, :, :T], batches[s, :, 1:]
+        loss = F.cross_entropy(lm(x, params, L, H).reshape(-1, V), y.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        if grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(list(params.values()), grad_clip)
+        opt.step()
+        losses.append(loss.item())
+    keys = {"n_layers": L, "n_heads": H, "lr": lr, "beta1": beta1, "beta2": beta2,
+            "adam_eps": adam_eps, "weight_decay": weight_decay, "grad_clip": grad_clip}
+    write_case(name, about, "train", keys,
+               {**w, "batches": batches, "losses": torch.tensor(losses, dtype=torch.float32)})
+
+
 # Every case: (function, name, description, arguments). Each gets its own seed, its index, so
 # adding a case at the end changes no other file.
 CASES = [
@@ -449,6 +487,15 @@ CASES = [
      dict(B=1, T=6, V=9, T_max=6, C=12, H=3, L=3)),
     (case_lm_grad, "lm_grad_one_token", "1 layer, one token, H 1",
      dict(B=1, T=1, V=5, T_max=4, C=4, H=1, L=1)),
+    (case_train, "train_2layer_clip", "10 AdamW steps, 2 layers, clipping at 1.0, weight decay 0.1",
+     dict(B=3, T=6, V=9, T_max=8, C=8, H=2, L=2, steps=10, lr=3e-2, weight_decay=0.1,
+          grad_clip=1.0)),
+    (case_train, "train_1layer_no_clip", "8 AdamW steps, 1 layer, no clipping, no weight decay, T = T_max",
+     dict(B=2, T=5, V=7, T_max=5, C=6, H=3, L=1, steps=8, lr=1e-2, weight_decay=0.0,
+          grad_clip=0.0, beta1=0.8, beta2=0.99, adam_eps=1e-6)),
+    (case_train, "train_3layer_one_head", "12 AdamW steps, 3 layers, H 1, clipping at 0.5",
+     dict(B=2, T=4, V=11, T_max=6, C=4, H=1, L=3, steps=12, lr=5e-2, weight_decay=0.01,
+          grad_clip=0.5)),
 ]
 
 
