@@ -311,6 +311,7 @@ RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainC
                           clock_text(t));
     }
     fmt::print("{}\n", line);
+    std::fflush(stdout);  // a log file shows each estimate as it comes
     if (!save_dir.empty()) attn::save_checkpoint(save_dir, s, c, d.vocab);
   };
 
