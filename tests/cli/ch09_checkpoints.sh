@@ -35,7 +35,7 @@ for delay in 0.3 0.6 0.9 1.3 1.7; do
   [ "$code" -eq 137 ] || [ "$code" -eq 124 ] || fail "after kill -9 at ${delay}s: exit code $code"
   if [ -e killed/current ]; then
     step=$(sed -n 's/^step //p' killed/current/train.txt)
-    "$exe" --resume killed --steps "$step" > resumed.txt 2>&1 || fail "checkpoint after kill -9 at ${delay}s does not load: $(tail -1 resumed.txt)"
+    "$exe" --resume killed --steps "$((step > 0 ? step : 1))" > resumed.txt 2>&1 || fail "checkpoint after kill -9 at ${delay}s does not load: $(tail -1 resumed.txt)"
     echo "kill -9 at ${delay}s: checkpoint at step $step loads"
   else
     [ ! -e killed/model ] || fail "DIR/model without DIR/current after kill -9 at ${delay}s"
@@ -43,13 +43,20 @@ for delay in 0.3 0.6 0.9 1.3 1.7; do
   fi
 done
 
-# 3. Ctrl-C: finish the step, save, exit 130.
+# 3. Ctrl-C: finish the step, save, exit 130. The signal is sent once training has started
+#    (the first checkpoint exists), however slow the build (the sanitizers) makes the start.
 rm -rf interrupted
-timeout --preserve-status -s INT 1.5 "$exe" $small --steps 1000000 --eval-interval 1000 --save interrupted > int.txt 2>&1
+"$exe" $small --steps 1000000 --eval-interval 50 --save interrupted > int.txt 2>&1 &
+pid=$!
+waited=0
+while [ ! -e interrupted/current ] && [ "$waited" -lt 600 ]; do sleep 0.1; waited=$((waited + 1)); done
+[ -e interrupted/current ] || { kill -9 "$pid"; fail "SIGINT: no checkpoint after 60 s"; }
+kill -INT "$pid"
+wait "$pid"
 code=$?
 [ "$code" -eq 130 ] || fail "SIGINT: exit code $code, expected 130: $(tail -1 int.txt)"
 step=$(sed -n 's/^step //p' interrupted/current/train.txt)
-grep -q "Interrupted at step $step" int.txt || fail "SIGINT: the output does not name the saved step $step"
+grep -q "Interrupted at step $step" int.txt || fail "SIGINT: the output does not name the saved step $step: $(tail -1 int.txt)"
 echo "SIGINT: saved at step $step, exit 130"
 
 # 4. Contradicting flags and a corrupt checkpoint.
