@@ -96,16 +96,16 @@ struct Options {
   std::size_t batch_size = 16;
   std::size_t steps = 1500;
   float lr = 2e-3f;
-  float weight_decay = 0.1f;
-  float grad_clip = 1.0f;
+  float weight_decay = 0.01f;  // torch.optim.AdamW's default, as the lecture leaves it
+  float grad_clip = 0.0f;      // off, like the lecture
   std::size_t eval_interval = 250;
   std::size_t eval_iters = 50;
   std::size_t sample_length = 200;
-  std::string activation = "gelu";
+  std::string activation = "relu";  // the lecture's FFN
   std::string init = "gpt2";
   std::string schedule = "constant";
   std::size_t warmup = 0;
-  bool untied = false;
+  bool tied = false;  // the lecture's lm_head: a separate Linear(C, V) with bias
   std::string save_dir;
   std::string resume_dir;
   bool ladder = false;
@@ -173,7 +173,7 @@ attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t see
   c.model.n_embd = o.n_embd;
   c.model.n_heads = o.n_heads;
   c.model.n_layers = o.n_layers;
-  c.model.tied_head = !o.untied;
+  c.model.tied_head = o.tied;
   try {
     c.model.activation = attn::parse_activation(o.activation);
     c.init = attn::parse_init(o.init);
@@ -182,7 +182,7 @@ attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t see
     throw attn::UsageError(e.what());
   }
   const std::size_t C = o.n_embd, L = o.n_layers;
-  const std::size_t params = V * C * (o.untied ? 2 : 1) + o.block_size * C + L * 12 * C * C;
+  const std::size_t params = V * C * (o.tied ? 1 : 2) + o.block_size * C + L * 12 * C * C;
   if (params > attn::limits::kMaxModelParameters) {
     throw attn::UsageError(fmt::format(
         "a model of about {} parameters is too big for this chapter (at most {}): lower "
@@ -239,7 +239,7 @@ void check_resume_flags(const Options& o, const attn::TrainConfig& c, int argc, 
   same("--eval-iters", n(o.eval_iters), n(c.eval_iters));
   same("--activation", o.activation, std::string(attn::activation_name(c.model.activation)));
   same("--init", o.init, std::string(attn::init_name(c.init)));
-  same("--untied", o.untied ? "on" : "off", c.model.tied_head ? "off" : "on");
+  same("--tied", o.tied ? "on" : "off", c.model.tied_head ? "on" : "off");
   same("--schedule", o.schedule, c.schedule.shape == attn::LrShape::constant ? "constant" : "cosine");
   same("--warmup", n(o.warmup), n(c.schedule.warmup));
   if (flag_given(argc, argv, "--seed")) {
@@ -889,7 +889,8 @@ int main(int argc, char** argv) {
   cli.add_string("--init", o.init, "initial weights: gpt2 (N(0, 0.02)) or pytorch (nn defaults)");
   cli.add_string("--schedule", o.schedule, "learning rate: constant, or cosine (warmup, then down to lr/10)");
   cli.add_size("--warmup", o.warmup, "warmup steps of the cosine schedule", 0, kMaxSteps);
-  cli.add_flag("--untied", o.untied, "a separate output head with bias instead of wte^T");
+  cli.add_flag("--tied", o.tied, "tie the output head to the embedding (logits = x @ wte^T, GPT-2) "
+               "instead of the lecture's separate Linear(C, V) with bias");
   cli.add_string("--save", o.save_dir, "DIR: write a checkpoint at every estimate and at the end");
   cli.add_string("--resume", o.resume_dir, "DIR: continue the run saved in DIR (it keeps saving there)");
   cli.add_flag("--ladder", o.ladder, "rebuild the lecture's loss table (use the full corpus: --data)");
