@@ -12,6 +12,7 @@
 // second); h + Enter shows the next hint, q + Enter or Ctrl-C stops.
 // Hidden, for the tests: --watch-cycles N (stop after N checks), --build-command CMD (run
 // "CMD chNN_mine" through /bin/sh instead of cmake --build), --timeout S (per chapter run),
+// --chapter-binary NN=PATH (run PATH as chapter NN's tests, e.g. a catalogue build),
 // --verify-shipped (every committed stub still carries its TODO marker; ctest
 // exercise.shipped_markers).
 #include <fcntl.h>
@@ -60,7 +61,15 @@ std::vector<std::string> compiled_chapters() {  // "01", "02", ...: chapters wit
   return chapters;
 }
 
+std::map<std::string, fs::path>& binary_overrides() {  // --chapter-binary NN=PATH
+  static std::map<std::string, fs::path> overrides;
+  return overrides;
+}
+
 fs::path mine_binary(const std::string& nn) {
+  if (const auto found = binary_overrides().find(nn); found != binary_overrides().end()) {
+    return found->second;
+  }
   return fs::path(ATTN_EXERCISE_BIN_DIR) / ("ch" + nn + "_mine");
 }
 
@@ -823,6 +832,12 @@ int main(int argc, char** argv) {
         return usage_error(arg + " needs a whole number of at least 1");
       }
       (arg == "--watch-cycles" ? options.watch_cycles : options.timeout_s) = std::stoi(*v);
+    } else if (arg == "--chapter-binary") {
+      const auto v = value(arg.c_str());
+      if (!v || v->size() < 4 || !course::all_digits(v->substr(0, 2)) || (*v)[2] != '=') {
+        return usage_error("--chapter-binary needs NN=PATH");
+      }
+      binary_overrides()[v->substr(0, 2)] = v->substr(3);
     } else if (arg == "--build-command") {
       const auto v = value(arg.c_str());
       if (!v || v->empty()) return usage_error("--build-command needs a command");

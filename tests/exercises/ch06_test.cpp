@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "attn/ffn.hpp"
 #include "exercises.hpp"
 #include "test_helpers.hpp"
 
@@ -334,7 +335,7 @@ TEST_SUITE("ex06.3 Feed-forward network") {
     const Tensor<3> x = wiggly3(2, 3, C, 3.1, 1.5);
     for (const attn::Activation a :
          {attn::Activation::relu, attn::Activation::gelu, attn::Activation::gelu_tanh}) {
-      CAPTURE(static_cast<int>(a));
+      INFO("activation " << attn::activation_name(a));
       const Tensor<3> want = to_float(ffn_by_hand(to_double(x), w, a));
       CHECK_TENSOR_NEAR(ex06::ffn_forward(x, w, a), want, 1e-5, 1e-5);
     }
