@@ -1,5 +1,5 @@
 // tests/exercises/attn_check.cpp: attn-check, the learner's loop: build, check, show the next step.
-//   attn-check [NN | exNN.M] [--watch]
+//   attn-check [NN | exNN.M] [--watch]       attn-check --hint exNN.M (the whole ladder)
 // 1. Builds the learner's test binaries itself (cmake --build <this build> --target chNN_mine),
 //    one chapter at a time. A chapter that does not compile is reported (the exercise, file:line
 //    and the first error in plain words) and none of its old results are shown.
@@ -16,12 +16,11 @@
 // --verify-shipped (every committed stub still carries its TODO marker; ctest
 // exercise.shipped_markers).
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -47,7 +46,7 @@ namespace course = attn::course;
 using course::CaseRecord;
 using course::Failure;
 
-constexpr const char* kUsage = "usage: attn-check [NN | exNN.M] [--watch] [--help]";
+constexpr const char* kUsage = "usage: attn-check [NN | exNN.M] [--watch] [--hint exNN.M] [--help]";
 
 // ---------------------------------------------------------------------------------------------
 // 1. The build this program belongs to (compiled in by tests/exercises/CMakeLists.txt).
@@ -159,13 +158,20 @@ ChildResult run_child(const std::vector<std::string>& args, bool capture, int ti
 
 std::string signal_name(int sig) {
   switch (sig) {
-    case SIGSEGV: return "a segmentation fault (SIGSEGV: memory outside a tensor?)";
-    case SIGFPE: return "a floating-point exception (SIGFPE: an integer division by zero?)";
-    case SIGABRT: return "an abort (SIGABRT: a failed assert or an uncaught exception)";
-    case SIGBUS: return "a bus error (SIGBUS)";
-    case SIGILL: return "an illegal instruction (SIGILL)";
-    case SIGKILL: return "SIGKILL";
-    default: return fmt::format("signal {}", sig);
+    case SIGSEGV:
+      return "a segmentation fault (SIGSEGV: memory outside a tensor?)";
+    case SIGFPE:
+      return "a floating-point exception (SIGFPE: an integer division by zero?)";
+    case SIGABRT:
+      return "an abort (SIGABRT: a failed assert or an uncaught exception)";
+    case SIGBUS:
+      return "a bus error (SIGBUS)";
+    case SIGILL:
+      return "an illegal instruction (SIGILL)";
+    case SIGKILL:
+      return "SIGKILL";
+    default:
+      return fmt::format("signal {}", sig);
   }
 }
 
@@ -175,7 +181,7 @@ std::string signal_name(int sig) {
 struct BuildError {
   std::optional<course::ExerciseId> exercise;  // from the stub's file name, when known
   std::string chapter;
-  std::string where;    // "chapters/04_single_head/exercises/ex04_1_project.cpp:23:5"
+  std::string where;  // "chapters/04_single_head/exercises/ex04_1_project.cpp:23:5"
   int line = 0;
   std::string file;     // absolute path of `where`
   std::string message;  // the compiler's first error
@@ -190,9 +196,11 @@ std::string plain_words(const std::string& message) {
   };
   static const std::vector<Rule> rules = {
       {std::regex("^'([^']+)' was not declared in this scope.*"),
-       "$1 is not declared here: a typo, a variable declared in another block, or a missing #include?"},
+       "$1 is not declared here: a typo, a variable declared in another block, or a missing "
+       "#include?"},
       {std::regex("^use of undeclared identifier '([^']+)'.*"),
-       "$1 is not declared here: a typo, a variable declared in another block, or a missing #include?"},
+       "$1 is not declared here: a typo, a variable declared in another block, or a missing "
+       "#include?"},
       {std::regex("^expected '([^']+)' before (.*)"), "a '$1' is missing before $2"},
       {std::regex("^expected '([^']+)' at end of input.*"),
        "a '$1' is missing at the end of the file (an unclosed brace?)"},
@@ -203,8 +211,7 @@ std::string plain_words(const std::string& message) {
        "$1 does not work on $2"},
       {std::regex("^invalid operands to binary expression \\((.*)\\)"),
        "this operator does not work on $1"},
-      {std::regex("^cannot convert '([^']+)' to '([^']+)'.*"),
-       "a $1 is used where a $2 is needed"},
+      {std::regex("^cannot convert '([^']+)' to '([^']+)'.*"), "a $1 is used where a $2 is needed"},
       {std::regex("^conversion from '([^']+)' to non-scalar type '([^']+)' requested"),
        "a $1 cannot become a $2"},
       {std::regex("^'(?:class |struct )?([^']+)' has no member named '([^']+)'.*"),
@@ -227,7 +234,8 @@ std::string plain_words(const std::string& message) {
 std::optional<BuildError> first_error(const std::string& log, const std::string& chapter) {
   static const std::regex compile_error(R"(^(.+?):(\d+):(\d+): (?:fatal )?error: (.*)$)");
   static const std::regex link_error(R"(undefined reference to `([^']+)')");
-  static const std::regex stub_location(R"(((?:/|[A-Za-z0-9_.-]+/)\S*ex\d\d_\d+_[A-Za-z0-9_]+\.cpp):(\d+))");
+  static const std::regex stub_location(
+      R"(((?:/|[A-Za-z0-9_.-]+/)\S*ex\d\d_\d+_[A-Za-z0-9_]+\.cpp):(\d+))");
   BuildError error;
   error.chapter = chapter;
   std::istringstream lines(log);
@@ -244,7 +252,8 @@ std::optional<BuildError> first_error(const std::string& log, const std::string&
     if (std::regex_match(line, m, compile_error)) {
       error.file = m[1];
       error.line = std::stoi(m[2]);
-      error.where = fmt::format("{}:{}:{}", course::repo_relative(fs::path(m[1].str())), m[2].str(), m[3].str());
+      error.where = fmt::format("{}:{}:{}", course::repo_relative(fs::path(m[1].str())), m[2].str(),
+                                m[3].str());
       error.message = m[4];
       found = true;
       break;
@@ -275,8 +284,8 @@ std::optional<BuildError> first_error(const std::string& log, const std::string&
         error.line = std::stoi(s[2]);
         error.where = error.where.empty()
                           ? fmt::format("{}:{}", course::repo_relative(stub), error.line)
-                          : fmt::format("{}:{} (the error itself is in {})", course::repo_relative(stub),
-                                        error.line, error.where);
+                          : fmt::format("{}:{} (the error itself is in {})",
+                                        course::repo_relative(stub), error.line, error.where);
       }
     }
   }
@@ -326,8 +335,8 @@ struct ChapterRun {
 ChapterRun run_chapter(const std::string& nn, const Options& options) {
   ChapterRun run;
   const fs::path binary = mine_binary(nn);
-  const fs::path records = fs::temp_directory_path() /
-                           fmt::format("attn-check-{}-ch{}.records", static_cast<long>(getpid()), nn);
+  const fs::path records = fs::temp_directory_path() / fmt::format("attn-check-{}-ch{}.records",
+                                                                   static_cast<long>(getpid()), nn);
   std::set<std::string> seen_suites;  // exercise ids already run (or crashed)
   for (int attempt = 0; attempt < 64; ++attempt) {
     std::vector<std::string> args = {binary.string(), "--attn-records", records.string()};
@@ -358,16 +367,18 @@ ChapterRun run_chapter(const std::string& nn, const Options& options) {
       if (died && &c == culprit) {
         Failure f;
         if (r.timed_out) {
-          f.text = fmt::format("timed out after {} s: an endless loop? (the exercise's other cases did not run)",
-                               options.timeout_s);
+          f.text = fmt::format(
+              "timed out after {} s: an endless loop? (the exercise's other cases did not run)",
+              options.timeout_s);
         } else {
           f.text = fmt::format("crashed with {} (the exercise's other cases did not run)",
                                signal_name(r.signal));
         }
         // doctest's own report of the signal, if it got one out, says the same: keep ours.
-        c.failures.erase(std::remove_if(c.failures.begin(), c.failures.end(),
-                                        [](const Failure& x) { return x.text.rfind("crashed: ", 0) == 0; }),
-                         c.failures.end());
+        c.failures.erase(
+            std::remove_if(c.failures.begin(), c.failures.end(),
+                           [](const Failure& x) { return x.text.rfind("crashed: ", 0) == 0; }),
+            c.failures.end());
         c.failures.insert(c.failures.begin(), f);
         c.finished = true;
       }
@@ -376,8 +387,9 @@ ChapterRun run_chapter(const std::string& nn, const Options& options) {
     }
     if (!died) return run;
     if (cases.empty()) {
-      run.problem = r.timed_out ? "the tests timed out before the first case"
-                                : "the tests crashed before the first case: " + signal_name(r.signal);
+      run.problem = r.timed_out
+                        ? "the tests timed out before the first case"
+                        : "the tests crashed before the first case: " + signal_name(r.signal);
       return run;
     }
   }
@@ -431,15 +443,18 @@ std::string status_of(const std::vector<const CaseRecord*>& cases, bool marker,
 }
 
 void print_table(const std::vector<Row>& rows) {
-  const std::vector<std::string> header = {"chapter", "exercise", "title", "status", "first failure"};
+  const std::vector<std::string> header = {"chapter", "exercise", "title", "status",
+                                           "first failure"};
   std::vector<std::vector<std::string>> cells;
   for (const Row& row : rows) {
-    cells.push_back({row.chapter_dir, row.id.id, row.title, row.status, course::truncate(row.failure, 60)});
+    cells.push_back(
+        {row.chapter_dir, row.id.id, row.title, row.status, course::truncate(row.failure, 60)});
   }
   std::vector<std::size_t> widths;
   for (const auto& h : header) widths.push_back(course::width(h));
   for (const auto& line : cells) {
-    for (std::size_t i = 0; i < line.size(); ++i) widths[i] = std::max(widths[i], course::width(line[i]));
+    for (std::size_t i = 0; i < line.size(); ++i)
+      widths[i] = std::max(widths[i], course::width(line[i]));
   }
   const auto print_line = [&widths](const std::vector<std::string>& line) {
     std::string text;
@@ -484,13 +499,15 @@ void print_hint(const Row& row, int level) {
   }
   if (shown < static_cast<int>(ladder.size())) {
     const auto page = course::chapter_page(row.id.chapter);
-    fmt::print("\n(more hints: {} under \"{}\", or h + Enter in {} --watch)\n",
-               page ? course::repo_relative(*page) : "the chapter's page", row.id.id, this_program());
+    fmt::print("\n(the next hint: {} --hint {}, or h + Enter in --watch; all of them in {})\n",
+               this_program(), row.id.id,
+               page ? course::repo_relative(*page) : "the chapter's page");
   }
 }
 
 void print_next(const Row& row, int hint_level) {
-  const std::string stub = row.stub.empty() ? std::string("(no stub file)") : course::repo_relative(row.stub);
+  const std::string stub =
+      row.stub.empty() ? std::string("(no stub file)") : course::repo_relative(row.stub);
   fmt::print("\nNext: {} {}\n", row.id.id, row.title);
   fmt::print("  edit:   {}\n", stub);
   fmt::print("  check:  {} {}\n", this_program(), row.id.id);
@@ -499,7 +516,8 @@ void print_next(const Row& row, int hint_level) {
     return;
   }
   if (row.status == "passes: delete TODO") {
-    fmt::print("\nIts tests pass: delete the TODO({}) line in {} to mark it done.\n", row.id.id, stub);
+    fmt::print("\nIts tests pass: delete the TODO({}) line in {} to mark it done.\n", row.id.id,
+               stub);
     return;
   }
   if (!row.failure.empty() && row.status != "not started") {
@@ -520,7 +538,8 @@ Check check_once(const Options& options, int hint_level) {
   Check result;
   std::vector<std::string> chapters;
   for (const auto& nn : compiled_chapters()) {
-    if (!options.selection || options.selection->substr(options.selection->size() > 2 ? 2 : 0, 2) == nn) {
+    if (!options.selection ||
+        options.selection->substr(options.selection->size() > 2 ? 2 : 0, 2) == nn) {
       chapters.push_back(nn);
     }
   }
@@ -550,9 +569,10 @@ Check check_once(const Options& options, int hint_level) {
         errors.push_back(*build.error);
         error = &errors.back();
       } else {
-        problems.push_back(fmt::format("chapter {} does not build, and the build log has no error "
-                                       "line attn-check can read; its last lines:\n{}",
-                                       nn, build.log.substr(build.log.size() > 2000 ? build.log.size() - 2000 : 0)));
+        problems.push_back(fmt::format(
+            "chapter {} does not build, and the build log has no error "
+            "line attn-check can read; its last lines:\n{}",
+            nn, build.log.substr(build.log.size() > 2000 ? build.log.size() - 2000 : 0)));
       }
       for (auto& [number, row] : by_number) {
         if (error != nullptr && error->exercise && error->exercise->id == row.id.id) {
@@ -581,7 +601,8 @@ Check check_once(const Options& options, int hint_level) {
       const auto [id_text, title] = course::split_suite(c.suite);
       const auto id = course::parse_id(id_text);
       if (!id || id->chapter != nn) continue;
-      if (options.selection && options.selection->size() > 2 && *options.selection != id->id) continue;
+      if (options.selection && options.selection->size() > 2 && *options.selection != id->id)
+        continue;
       Row& row = by_number[id->number];
       if (row.id.id.empty()) {  // a suite without a stub on disk
         row.id = *id;
@@ -595,7 +616,9 @@ Check check_once(const Options& options, int hint_level) {
                           course::has_marker(course::read_file(row.stub).value_or(""), row.id.id);
       if (cases_of[number].empty() && run.problem.empty()) {
         row.status = row.stub.empty() ? "no stub file" : "no tests";
-        row.failure = row.stub.empty() ? "" : fmt::format("no TEST_SUITE(\"{} ...\") in tests/exercises", row.id.id);
+        row.failure = row.stub.empty()
+                          ? ""
+                          : fmt::format("no TEST_SUITE(\"{} ...\") in tests/exercises", row.id.id);
       } else if (cases_of[number].empty()) {
         row.status = "not run";
         row.failure = run.problem;
@@ -616,7 +639,8 @@ Check check_once(const Options& options, int hint_level) {
   }
   print_table(rows);
   for (const auto& problem : problems) fmt::print("\nattn-check: {}\n", problem);
-  const auto next = std::find_if(rows.begin(), rows.end(), [](const Row& r) { return !is_done(r); });
+  const auto next =
+      std::find_if(rows.begin(), rows.end(), [](const Row& r) { return !is_done(r); });
   if (next == rows.end() && problems.empty()) {
     if (rows.size() == 1) {
       fmt::print("\n{} is done. Well done!\n", rows.front().id.id);
@@ -626,11 +650,14 @@ Check check_once(const Options& options, int hint_level) {
     result.exit_code = 0;
     return result;
   }
-  const auto left = std::count_if(rows.begin(), rows.end(), [](const Row& r) { return !is_done(r); });
-  fmt::print("\n{} of {} {} to go.\n", left, rows.size(), rows.size() == 1 ? "exercise" : "exercises");
+  const auto left =
+      std::count_if(rows.begin(), rows.end(), [](const Row& r) { return !is_done(r); });
+  fmt::print("\n{} of {} {} to go.\n", left, rows.size(),
+             rows.size() == 1 ? "exercise" : "exercises");
   if (next != rows.end()) {
     // A compile error comes first: nothing of its chapter can be checked before it is fixed.
-    const auto broken = std::find_if(rows.begin(), rows.end(), [](const Row& r) { return r.build_error != nullptr; });
+    const auto broken = std::find_if(rows.begin(), rows.end(),
+                                     [](const Row& r) { return r.build_error != nullptr; });
     const Row& shown = broken != rows.end() ? *broken : *next;
     print_next(shown, hint_level);
     result.next = shown;
@@ -647,7 +674,8 @@ std::map<std::string, fs::file_time_type> exercise_files(const Options& options)
   std::error_code ec;
   for (const auto& chapter : fs::directory_iterator(course::source_dir() / "chapters", ec)) {
     const std::string name = chapter.path().filename().string();
-    if (options.selection && name.substr(0, 2) != options.selection->substr(options.selection->size() > 2 ? 2 : 0, 2)) {
+    if (options.selection &&
+        name.substr(0, 2) != options.selection->substr(options.selection->size() > 2 ? 2 : 0, 2)) {
       continue;
     }
     const fs::path dir = chapter.path() / "exercises";
@@ -767,7 +795,8 @@ int verify_shipped() {
   for (const auto& [id, paths] : course::stubs_on_disk()) {
     for (const auto& path : paths) {
       const std::string rel = course::repo_relative(path);
-      const auto committed = capture(git + " show " + shell_quote("HEAD:./" + rel) + " 2>/dev/null");
+      const auto committed =
+          capture(git + " show " + shell_quote("HEAD:./" + rel) + " 2>/dev/null");
       if (!committed) {
         fmt::print("{}: not committed (a shipped stub must be in git: git add {})\n", rel, rel);
         ++errors;
@@ -797,6 +826,7 @@ void print_help() {
       "  attn-check 03         chapter 03 only\n"
       "  attn-check ex03.2     one exercise\n"
       "  attn-check --watch    check again every time you save an exercise file\n"
+      "  attn-check --hint ex03.2   every hint of an exercise, from a nudge to the key line\n"
       "\n"
       "An exercise is done when its tests pass and you have deleted its TODO(exNN.M) line.\n"
       "Exit code: 0 when every selected exercise is done, 1 otherwise, 2 for a usage error.\n",
@@ -824,6 +854,21 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (arg == "--verify-shipped") return verify_shipped();
+    if (arg == "--hint") {
+      const auto v = value(arg.c_str());
+      const auto id = v ? course::parse_id(*v) : std::nullopt;
+      if (!id) return usage_error("--hint needs an exercise id like ex03.2");
+      const auto ladder = course::hints(id->chapter, id->id);
+      if (ladder.empty()) {
+        fmt::print(stderr, "attn-check: error: no hints for {} (docs/{}-*.md, \"### {}\")\n",
+                   id->id, id->chapter, id->id);
+        return 2;
+      }
+      Row row;
+      row.id = *id;
+      print_hint(row, static_cast<int>(ladder.size()));
+      return 0;
+    }
     if (arg == "--watch") {
       options.watch = true;
     } else if (arg == "--watch-cycles" || arg == "--timeout") {

@@ -10,7 +10,9 @@ namespace ex03 {
 
 ATTN_REFERENCE attn::Mask causal_mask(std::size_t T) { return attn::causal_mask(T); }
 
-ATTN_REFERENCE attn::Matrix causal_mask_additive(std::size_t T) { return attn::causal_mask_additive(T); }
+ATTN_REFERENCE attn::Matrix causal_mask_additive(std::size_t T) {
+  return attn::causal_mask_additive(T);
+}
 
 ATTN_REFERENCE attn::Matrix softmax(const attn::Matrix& x) { return attn::softmax<2>(x); }
 

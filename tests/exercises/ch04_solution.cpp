@@ -50,7 +50,7 @@ ATTN_REFERENCE attn::Matrix attention_scores(const attn::Matrix& q, const attn::
 }
 
 ATTN_REFERENCE AttentionResult single_head_attention(const attn::Matrix& q, const attn::Matrix& k,
-                                      const attn::Matrix& v, bool causal) {
+                                                     const attn::Matrix& v, bool causal) {
   const attn::AttentionResult r =
       attn::scaled_dot_product_attention(as_4d(q), as_4d(k), as_4d(v), causal);
   return {as_2d(r.out), as_2d(r.weights)};

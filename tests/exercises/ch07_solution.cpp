@@ -17,7 +17,7 @@
 namespace ex07 {
 
 ATTN_REFERENCE attn::Tensor<3> embed(const xt::xtensor<int, 2>& tokens, const attn::Matrix& wte,
-                      const attn::Matrix& wpe) {
+                                     const attn::Matrix& wpe) {
   const std::size_t B = tokens.shape()[0], T = tokens.shape()[1];
   const std::size_t V = wte.shape()[0], C = wte.shape()[1];
   if (wpe.shape()[1] != C) {
@@ -46,13 +46,13 @@ ATTN_REFERENCE attn::Tensor<3> tied_logits(const attn::Tensor<3>& x, const attn:
   return attn::linear(x, wte_t);                  // (B, T, C) @ (C, V) -> (B, T, V)
 }
 
-ATTN_REFERENCE attn::Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const attn::LmWeights& w,
-                           const attn::LmConfig& config) {
+ATTN_REFERENCE attn::Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens,
+                                          const attn::LmWeights& w, const attn::LmConfig& config) {
   return attn::lm_forward(tokens, w, config);
 }
 
 ATTN_REFERENCE int sample_top_k(std::span<const float> logits, float temperature, std::size_t top_k,
-                 attn::Rng& rng) {
+                                attn::Rng& rng) {
   return attn::sample_top_k(logits, temperature, top_k, rng);
 }
 

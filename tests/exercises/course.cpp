@@ -45,7 +45,8 @@ std::optional<ExerciseId> parse_id(std::string_view id) {
 
 std::optional<ExerciseId> id_of_stub(const fs::path& file) {
   const std::string name = file.filename().string();
-  if (file.extension() != ".cpp" || name.size() < 7 || name.substr(0, 2) != "ex" || name[4] != '_') {
+  if (file.extension() != ".cpp" || name.size() < 7 || name.substr(0, 2) != "ex" ||
+      name[4] != '_') {
     return std::nullopt;
   }
   // "ex03_2_stable_softmax.cpp" -> "ex03.2"
@@ -194,7 +195,8 @@ std::string trim_lines(const std::vector<std::string>& raw) {
     while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.pop_back();
   }
   while (!lines.empty() && lines.back().empty()) lines.pop_back();
-  auto first = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return !l.empty(); });
+  auto first =
+      std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return !l.empty(); });
   std::string text;
   for (auto it = first; it != lines.end(); ++it) text += (text.empty() ? "" : "\n") + *it;
   return text;
@@ -252,8 +254,7 @@ std::string take_group(std::string_view s, std::size_t& at) {
 }
 
 bool simple(const std::string& text) {  // needs no parentheses after ^ _ or around a fraction part
-  return text.size() <= 1 ||
-         std::all_of(text.begin(), text.end(), [](char c) {
+  return text.size() <= 1 || std::all_of(text.begin(), text.end(), [](char c) {
            return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                   c == '.' || (static_cast<unsigned char>(c) & 0x80) != 0;
          });
@@ -263,17 +264,15 @@ std::string wrap(const std::string& text) { return simple(text) ? text : "(" + t
 
 const std::map<std::string, std::string>& symbols() {
   static const std::map<std::string, std::string> table = {
-      {"alpha", "α"},   {"beta", "β"},     {"gamma", "γ"},   {"delta", "δ"},
-      {"epsilon", "ε"}, {"varepsilon", "ε"}, {"eta", "η"},   {"theta", "θ"},
-      {"lambda", "λ"},  {"mu", "μ"},       {"pi", "π"},      {"sigma", "σ"},
-      {"tau", "τ"},     {"phi", "φ"},      {"Phi", "Φ"},     {"ell", "ℓ"},
-      {"Sigma", "Σ"},   {"infty", "∞"},    {"cdot", "·"},    {"times", "×"},
-      {"le", "≤"},      {"leq", "≤"},      {"ge", "≥"},      {"geq", "≥"},
-      {"ne", "≠"},      {"neq", "≠"},      {"approx", "≈"},  {"in", "∈"},
-      {"to", "→"},      {"rightarrow", "→"}, {"ldots", "..."}, {"dots", "..."},
-      {"cdots", "..."}, {"top", "T"},      {"sum", "sum"},   {"prod", "prod"},
-      {"log", "log"},   {"exp", "exp"},    {"max", "max"},   {"min", "min"},
-      {"sqrt", ""},     {"mid", "|"},      {"lvert", "|"},   {"rvert", "|"}};
+      {"alpha", "α"},      {"beta", "β"},   {"gamma", "γ"},   {"delta", "δ"},  {"epsilon", "ε"},
+      {"varepsilon", "ε"}, {"eta", "η"},    {"theta", "θ"},   {"lambda", "λ"}, {"mu", "μ"},
+      {"pi", "π"},         {"sigma", "σ"},  {"tau", "τ"},     {"phi", "φ"},    {"Phi", "Φ"},
+      {"ell", "ℓ"},        {"Sigma", "Σ"},  {"infty", "∞"},   {"cdot", "·"},   {"times", "×"},
+      {"le", "≤"},         {"leq", "≤"},    {"ge", "≥"},      {"geq", "≥"},    {"ne", "≠"},
+      {"neq", "≠"},        {"approx", "≈"}, {"in", "∈"},      {"to", "→"},     {"rightarrow", "→"},
+      {"ldots", "..."},    {"dots", "..."}, {"cdots", "..."}, {"top", "T"},    {"sum", "sum"},
+      {"prod", "prod"},    {"log", "log"},  {"exp", "exp"},   {"max", "max"},  {"min", "min"},
+      {"sqrt", ""},        {"mid", "|"},    {"lvert", "|"},   {"rvert", "|"}};
   return table;
 }
 
@@ -285,7 +284,8 @@ std::string render_latex(std::string_view s) {
     const char c = s[at];
     if (c == '\\') {
       std::size_t end = at + 1;
-      while (end < s.size() && ((s[end] >= 'a' && s[end] <= 'z') || (s[end] >= 'A' && s[end] <= 'Z'))) {
+      while (end < s.size() &&
+             ((s[end] >= 'a' && s[end] <= 'z') || (s[end] >= 'A' && s[end] <= 'Z'))) {
         ++end;
       }
       const std::string name(s.substr(at + 1, end - at - 1));
@@ -302,8 +302,8 @@ std::string render_latex(std::string_view s) {
         out += wrap(num) + "/" + wrap(den);
       } else if (name == "sqrt") {
         out += "sqrt(" + render_latex(take_group(s, at)) + ")";
-      } else if (name == "text" || name == "mathrm" || name == "operatorname" ||
-                 name == "mathbf" || name == "mathit" || name == "textrm" || name == "mathcal") {
+      } else if (name == "text" || name == "mathrm" || name == "operatorname" || name == "mathbf" ||
+                 name == "mathit" || name == "textrm" || name == "mathcal") {
         out += render_latex(take_group(s, at));
       } else if (name == "left" || name == "right" || name == "big" || name == "Big" ||
                  name == "bigl" || name == "bigr") {
@@ -393,8 +393,9 @@ std::string render_for_terminal(const std::string& markdown) {
 // Text in columns.
 
 std::size_t width(std::string_view text) {
-  return static_cast<std::size_t>(std::count_if(
-      text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+  return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
 }
 
 std::string truncate(const std::string& text, std::size_t max_width) {

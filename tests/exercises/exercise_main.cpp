@@ -10,8 +10,9 @@
 //                             written to FILE as it happens, for attn-check (attn_check.cpp),
 //                             which runs each chapter in its own process
 #define DOCTEST_CONFIG_IMPLEMENT
-#include <doctest/doctest.h>
+#include "exercise_main.hpp"
 
+#include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -28,7 +29,6 @@
 #include <vector>
 
 #include "course.hpp"
-#include "exercise_main.hpp"
 
 namespace attn::exercises {
 namespace {
@@ -105,8 +105,9 @@ Failure describe(const doctest::AssertData& a) {
   if (a.m_at & (is_throws_as | is_throws_with)) {
     const std::string type = a.m_exception_type != nullptr ? a.m_exception_type : "";
     const std::string wanted = type.empty() ? "to throw" : "to throw " + type;
-    what = a.m_threw ? fmt::format("expected {} {}; it threw something else: {}", expr, wanted, exception)
-                     : fmt::format("expected {} {}; it returned normally", expr, wanted);
+    what = a.m_threw
+               ? fmt::format("expected {} {}; it threw something else: {}", expr, wanted, exception)
+               : fmt::format("expected {} {}; it returned normally", expr, wanted);
   } else if (a.m_at & is_throws) {
     what = fmt::format("expected {} to throw; it returned normally", expr);
   } else if (a.m_at & is_nothrow) {
@@ -209,10 +210,10 @@ REGISTER_LISTENER("attn-exercise-recorder", 1, Recorder);
 struct Exercise {
   course::ExerciseId id;
   std::string title;
-  std::vector<fs::path> stubs;  // exactly one when the chapter is laid out right
-  bool marker = false;          // the (single) stub carries TODO(exNN.M)
+  std::vector<fs::path> stubs;           // exactly one when the chapter is laid out right
+  bool marker = false;                   // the (single) stub carries TODO(exNN.M)
   std::vector<const CaseRecord*> cases;  // the cases that ran
-  bool selected = false;        // at least one case ran
+  bool selected = false;                 // at least one case ran
 
   int failed() const {
     return static_cast<int>(std::count_if(cases.begin(), cases.end(),
@@ -222,9 +223,9 @@ struct Exercise {
 };
 
 struct Catalogue {
-  std::vector<Exercise> exercises;         // course order: chapter, then exercise number
-  std::vector<std::string> stray_cases;    // cases outside an "exNN.M Title" suite
-  std::set<std::string> chapters;          // chapters that have linked tests ("01", ...)
+  std::vector<Exercise> exercises;       // course order: chapter, then exercise number
+  std::vector<std::string> stray_cases;  // cases outside an "exNN.M Title" suite
+  std::set<std::string> chapters;        // chapters that have linked tests ("01", ...)
   std::map<std::string, std::vector<fs::path>> stubs;  // every stub on disk
 };
 
@@ -276,7 +277,8 @@ std::vector<std::string> stub_problems(const Exercise& ex) {
   }
   if (ex.stubs.size() > 1) {
     std::string list;
-    for (const auto& stub : ex.stubs) list += (list.empty() ? "" : ", ") + course::repo_relative(stub);
+    for (const auto& stub : ex.stubs)
+      list += (list.empty() ? "" : ", ") + course::repo_relative(stub);
     problems.push_back(fmt::format("{}: several stub files: {}", id, list));
     return problems;
   }
@@ -319,8 +321,9 @@ int report_stubs(bool crashed) {
     const auto parsed = course::parse_id(id);
     if (!parsed || cat.chapters.count(parsed->chapter) == 0) continue;
     const std::string& stub_id = id;  // (older clangs cannot capture a structured binding)
-    const bool covered = std::any_of(cat.exercises.begin(), cat.exercises.end(),
-                                     [&stub_id](const Exercise& ex) { return ex.id.id == stub_id; });
+    const bool covered =
+        std::any_of(cat.exercises.begin(), cat.exercises.end(),
+                    [&stub_id](const Exercise& ex) { return ex.id.id == stub_id; });
     if (!covered) {
       fmt::print("{:<8} PROBLEM\n  {}: stub {} has no tests (no TEST_SUITE(\"{} <title>\"))\n", id,
                  id, course::repo_relative(paths.front()), id);

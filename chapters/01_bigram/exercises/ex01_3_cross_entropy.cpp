@@ -18,12 +18,13 @@
 namespace ex01 {
 
 double cross_entropy(const attn::Matrix& logits, std::span<const int> targets) {
-  // TODO(ex01.3): for each row add log(sum exp(row - max)) + max - row[target]; divide by N.
+  // TODO(ex01.3): return -(1/N) sum_n log softmax(logits[n])[targets[n]], finite for logits like
+  // 1000.
   throw std::logic_error("TODO ex01.3: cross-entropy loss");
 }
 
 attn::Matrix cross_entropy_grad(const attn::Matrix& logits, std::span<const int> targets) {
-  // TODO(ex01.3): softmax of each row, minus 1 at the target, all divided by N.
+  // TODO(ex01.3): return grad (N, V), grad[n, j] = (softmax(logits[n])[j] - [j == targets[n]]) / N.
   throw std::logic_error("TODO ex01.3: gradient of the cross-entropy");
 }
 

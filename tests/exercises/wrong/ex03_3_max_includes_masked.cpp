@@ -1,4 +1,5 @@
-// Wrong: the row maximum taken over every score, masked ones included: a huge masked score underflows the rest.
+// Wrong: the row maximum taken over every score, masked ones included: a huge masked score
+// underflows the rest.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>

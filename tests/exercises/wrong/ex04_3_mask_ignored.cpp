@@ -1,8 +1,8 @@
 // Wrong: the causal flag is ignored: every query sees every key.
 #include <cmath>
 #include <stdexcept>
-#include "attn/mask.hpp"
 
+#include "attn/mask.hpp"
 #include "exercises.hpp"
 
 namespace ex04 {

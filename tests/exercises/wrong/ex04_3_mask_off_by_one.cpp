@@ -1,8 +1,8 @@
 // Wrong: mask off by one: keys s < t only, a query never attends to itself.
 #include <cmath>
 #include <stdexcept>
-#include "attn/mask.hpp"
 
+#include "attn/mask.hpp"
 #include "exercises.hpp"
 
 namespace ex04 {

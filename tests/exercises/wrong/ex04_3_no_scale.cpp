@@ -1,8 +1,8 @@
 // Wrong: the softmax of the raw dot products: no 1 / sqrt(hs).
 #include <cmath>
 #include <stdexcept>
-#include "attn/mask.hpp"
 
+#include "attn/mask.hpp"
 #include "exercises.hpp"
 
 namespace ex04 {

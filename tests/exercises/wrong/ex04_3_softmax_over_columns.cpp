@@ -1,8 +1,8 @@
 // Wrong: the softmax over the wrong axis: over the queries of each key.
 #include <cmath>
 #include <stdexcept>
-#include "attn/mask.hpp"
 
+#include "attn/mask.hpp"
 #include "exercises.hpp"
 
 namespace ex04 {
@@ -24,7 +24,8 @@ AttentionResult single_head_attention(const attn::Matrix& q, const attn::Matrix&
   if (causal)
     for (std::size_t t = 0; t < T; ++t)
       for (std::size_t s = 0; s < S; ++s) allowed(t, s) = s <= t;
-  const attn::Matrix weights = xt::transpose(attn::masked_softmax(attn::Matrix(xt::transpose(scores)), attn::Mask(xt::transpose(allowed))));
+  const attn::Matrix weights = xt::transpose(attn::masked_softmax(
+      attn::Matrix(xt::transpose(scores)), attn::Mask(xt::transpose(allowed))));
   attn::Matrix out = xt::zeros<float>({T, D});
   for (std::size_t t = 0; t < T; ++t)
     for (std::size_t d = 0; d < D; ++d)

@@ -1,9 +1,9 @@
 // Wrong: splits the projections with a plain reshape (no transpose) and merges the same way.
 #include <algorithm>
 #include <cstddef>
+
 #include "attn/attention.hpp"
 #include "attn/linear.hpp"
-
 #include "exercises.hpp"
 
 namespace ex05 {

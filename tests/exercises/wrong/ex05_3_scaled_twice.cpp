@@ -1,9 +1,9 @@
 // Wrong: divides q by sqrt(hs) again, although the attention call already scales.
 #include <cmath>
 #include <cstddef>
+
 #include "attn/attention.hpp"
 #include "attn/linear.hpp"
-
 #include "exercises.hpp"
 
 namespace ex05 {

@@ -1,4 +1,5 @@
-// Wrong: LayerNorm with the one-pass float variance E[x^2] - E[x]^2: cancellation near 100 and 1000.
+// Wrong: LayerNorm with the one-pass float variance E[x^2] - E[x]^2: cancellation near 100 and
+// 1000.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>

@@ -1,7 +1,6 @@
 // Wrong: forgets the biases b1 and b2.
 #include "attn/ffn.hpp"
 #include "attn/linear.hpp"
-
 #include "exercises.hpp"
 
 namespace ex06 {

@@ -2,7 +2,6 @@
 #include "attn/attention.hpp"
 #include "attn/ffn.hpp"
 #include "attn/layernorm.hpp"
-
 #include "exercises.hpp"
 
 namespace ex06 {
@@ -19,7 +18,9 @@ attn::Tensor<3> block_forward_pre_norm(const attn::Tensor<3>& x, const attn::Blo
   const auto mha = [&](const attn::Tensor<3>& y) {
     return attn::mha_forward(y, w.attn, n_heads, causal, false).out;
   };
-  const auto ffn = [&](const attn::Tensor<3>& y) { return attn::ffn_forward(y, w.ffn, activation); };
+  const auto ffn = [&](const attn::Tensor<3>& y) {
+    return attn::ffn_forward(y, w.ffn, activation);
+  };
   const attn::Tensor<3> n1 = ln1(x);
   const attn::Tensor<3> r = n1 + mha(n1);
   const attn::Tensor<3> n2 = ln2(r);

@@ -14,8 +14,10 @@ attn::Tensor<3> embed(const xt::xtensor<int, 2>& tokens, const attn::Matrix& wte
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t t = 0; t < T; ++t) {
       const int id = tokens(b, t);
-      if (id < 0 || static_cast<std::size_t>(id) > V) throw std::invalid_argument("token id outside [0, V)");
-      for (std::size_t c = 0; c < C; ++c) x(b, t, c) = wte.data()[(static_cast<std::size_t>(id) * C + c) % wte.size()] + wpe(t, c);
+      if (id < 0 || static_cast<std::size_t>(id) > V)
+        throw std::invalid_argument("token id outside [0, V)");
+      for (std::size_t c = 0; c < C; ++c)
+        x(b, t, c) = wte.data()[(static_cast<std::size_t>(id) * C + c) % wte.size()] + wpe(t, c);
     }
   return x;
 }

@@ -1,8 +1,8 @@
 // Wrong: returns probabilities (a softmax over V) instead of the raw logits.
 #include <algorithm>
 #include <stdexcept>
-#include "attn/softmax.hpp"
 
+#include "attn/softmax.hpp"
 #include "exercises.hpp"
 
 namespace ex07 {

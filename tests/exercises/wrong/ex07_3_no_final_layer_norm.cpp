@@ -1,8 +1,8 @@
 // Wrong: forgets the final LayerNorm before the tied projection.
 #include <stdexcept>
+
 #include "attn/block.hpp"
 #include "attn/layernorm.hpp"
-
 #include "exercises.hpp"
 
 namespace ex07 {
@@ -15,7 +15,8 @@ attn::Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const attn::LmWeig
   attn::BlockConfig block;
   block.n_heads = config.n_heads;
 
-  for (std::size_t l = 0; l < w.blocks.size(); ++l) x = attn::block_forward(x, w.blocks[l], block).out;
+  for (std::size_t l = 0; l < w.blocks.size(); ++l)
+    x = attn::block_forward(x, w.blocks[l], block).out;
 
   return tied_logits(x, w.wte);
 }

@@ -15,9 +15,8 @@ int sample_top_k(std::span<const float> logits, float temperature, std::size_t t
   if (V == 0) throw std::invalid_argument("top_k in [1, V], temperature > 0");
   std::vector<std::size_t> ids(V);
   std::iota(ids.begin(), ids.end(), std::size_t{0});
-  std::stable_sort(ids.begin(), ids.end(), [&](std::size_t a, std::size_t b) {
-    return logits[a] > logits[b];
-  });
+  std::stable_sort(ids.begin(), ids.end(),
+                   [&](std::size_t a, std::size_t b) { return logits[a] > logits[b]; });
   const std::size_t keep = std::min(std::max(top_k, std::size_t{1}), V);
   const float t = temperature;
   std::vector<float> probs(V, 0.0f);
