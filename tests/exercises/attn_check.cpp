@@ -486,11 +486,12 @@ void print_build_error(const BuildError& e) {
   if (e.plain != e.message) fmt::print("  (the compiler says: {})\n", e.message);
 }
 
-void print_hint(const Row& row, int level) {
+// Hints 1..level of the exercise's ladder (only the last of them with only_last).
+void print_hint(const Row& row, int level, bool only_last = false) {
   const std::vector<std::string> ladder = course::hints(row.id.chapter, row.id.id);
   if (ladder.empty()) return;
   const int shown = std::clamp(level, 1, static_cast<int>(ladder.size()));
-  for (int i = 0; i < shown; ++i) {
+  for (int i = only_last ? shown - 1 : 0; i < shown; ++i) {
     fmt::print("\nHint {} of {}:\n", i + 1, ladder.size());
     std::istringstream lines(course::render_for_terminal(ladder[static_cast<std::size_t>(i)]));
     for (std::string line; std::getline(lines, line);) {
@@ -536,20 +537,28 @@ struct Check {
 
 Check check_once(const Options& options, int hint_level) {
   Check result;
+  // Every chapter this build has tests for, and every chapter with stubs on disk (one without
+  // tests in this build is listed too, as not checked).
+  const auto stubs = course::stubs_on_disk();
+  const std::vector<std::string> compiled = compiled_chapters();
+  std::set<std::string> all_chapters(compiled.begin(), compiled.end());
+  for (const auto& [id, paths] : stubs) {
+    if (const auto parsed = course::parse_id(id)) all_chapters.insert(parsed->chapter);
+  }
   std::vector<std::string> chapters;
-  for (const auto& nn : compiled_chapters()) {
+  for (const auto& nn : all_chapters) {
     if (!options.selection ||
         options.selection->substr(options.selection->size() > 2 ? 2 : 0, 2) == nn) {
       chapters.push_back(nn);
     }
   }
-  const auto stubs = course::stubs_on_disk();
   std::vector<BuildError> errors;  // kept alive for the rows that point at them
   errors.reserve(chapters.size());
   std::vector<Row> rows;
   std::vector<std::string> problems;
   for (const auto& nn : chapters) {
-    const ChapterBuild build = build_chapter(nn, options);
+    const bool has_tests = std::find(compiled.begin(), compiled.end(), nn) != compiled.end();
+    const ChapterBuild build = has_tests ? build_chapter(nn, options) : ChapterBuild{};
     // The chapter's exercises: every stub on disk, plus every suite its tests report.
     std::map<int, Row> by_number;
     for (const auto& [id, paths] : stubs) {
@@ -562,6 +571,14 @@ Check check_once(const Options& options, int hint_level) {
       row.chapter_dir = paths.front().parent_path().parent_path().filename().string();
       row.title = course::title_from_page(nn, id);
       by_number[parsed->number] = row;
+    }
+    if (!has_tests) {
+      for (auto& [number, row] : by_number) {
+        row.status = "not checked";
+        row.failure = fmt::format("no exercise tests for chapter {} in this build", nn);
+        rows.push_back(row);
+      }
+      continue;
     }
     if (!build.ok) {
       const BuildError* error = nullptr;
@@ -735,7 +752,7 @@ int watch(const Options& options) {
             if (typed.find('q') != std::string::npos) return last_code;
             if (typed.find('h') != std::string::npos && check.next) {
               ++hint_level;
-              print_hint(*check.next, hint_level);
+              print_hint(*check.next, hint_level, /*only_last=*/true);
               std::fflush(stdout);
             }
           }
