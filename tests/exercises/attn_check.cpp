@@ -220,11 +220,15 @@ std::string plain_words(const std::string& message) {
       {std::regex("^redeclaration of '([^']+)'"), "$1 is declared twice in the same block"},
       {std::regex("^assignment of read-only (variable|location|reference) '([^']+)'"),
        "$2 is const: it cannot be changed (make a copy, or drop const)"},
-      {std::regex("^undefined reference to `([^']+)'"),
-       "$1 is declared but never defined: was its signature changed, or the function renamed?"},
+      {std::regex("^undefined reference to `([^(']+)\\(.*"),
+       "$1 is declared in exercises.hpp but not defined with that signature: were its parameters "
+       "or its name changed?"},
   };
   for (const Rule& rule : rules) {
     if (std::regex_match(message, rule.pattern)) {
+      if (message.rfind("undefined reference", 0) == 0) {
+        return std::regex_replace(message, rule.pattern, rule.text);
+      }
       return std::regex_replace(message, rule.pattern, rule.text);
     }
   }
@@ -269,7 +273,27 @@ std::optional<BuildError> first_error(const std::string& log, const std::string&
     }
   }
   if (!found) return std::nullopt;
+  // GCC spells out every alias: "'const attn::Matrix' {aka 'const xt::xtensor_container<...>'}".
+  // The learner wrote the short name; keep only that.
+  error.message = std::regex_replace(error.message, std::regex(R"( \{aka '[^']*'\})"), "");
   error.plain = plain_words(error.message);
+  // A link error names a function: the stub that should define it is the exercise.
+  if (error.file.empty()) {
+    static const std::regex function(R"(`(ex\d\d::[A-Za-z0-9_]+)\()");
+    std::smatch f;
+    if (std::regex_search(error.message, f, function)) {
+      const std::string name = f[1].str().substr(6);  // without "exNN::"
+      for (const auto& [id, paths] : course::stubs_on_disk()) {
+        const auto parsed = course::parse_id(id);
+        if (!parsed || parsed->chapter != error.chapter) continue;
+        if (course::read_file(paths.front()).value_or("").find(" " + name + "(") != std::string::npos) {
+          error.exercise = parsed;
+          error.where = course::repo_relative(paths.front());
+        }
+      }
+    }
+    error.message = std::regex_replace(error.message, std::regex(R"(\(.*\)')"), "(...)'");
+  }
   if (!error.file.empty()) error.exercise = course::id_of_stub(fs::path(error.file));
   // An error inside a header or the library, caused by a line of a stub ("required from here",
   // "In file included from"): point at the stub's line.
@@ -476,7 +500,7 @@ std::string this_program() {
 
 void print_build_error(const BuildError& e) {
   const std::string what = e.exercise ? e.exercise->id : "chapter " + e.chapter;
-  fmt::print("\n{} does not compile", what);
+  fmt::print("\n{} does not {}", what, e.file.empty() && !e.message.empty() ? "link" : "compile");
   if (!e.where.empty()) fmt::print(": {}", e.where);
   fmt::print("\n  {}\n", e.plain);
   if (!e.file.empty() && e.line > 0) {
@@ -594,7 +618,8 @@ Check check_once(const Options& options, int hint_level) {
       for (auto& [number, row] : by_number) {
         if (error != nullptr && error->exercise && error->exercise->id == row.id.id) {
           row.status = "does not compile";
-          row.failure = fmt::format("line {}: {}", error->line, error->plain);
+          row.failure = error->line > 0 ? fmt::format("line {}: {}", error->line, error->plain)
+                                        : error->plain;
           row.build_error = error;
         } else {
           row.status = "not checked";
