@@ -328,8 +328,32 @@ std::string source_line(const std::string& file, int line) {
 struct ChapterBuild {
   bool ok = true;
   std::optional<BuildError> error;
-  std::string log;  // when it failed without an error we could read
+  std::string log;                    // when it failed without an error we could read
+  std::vector<std::string> warnings;  // "ex04.1 line 7: unused variable 'count'" (stubs only)
 };
+
+// The compiler's warnings about the learner's stubs, as "exNN.M line N: message". They never
+// stop the build, but they are worth reading (a compiler only repeats them when it recompiles
+// the file, that is, right after a save).
+std::vector<std::string> stub_warnings(const std::string& log) {
+  static const std::regex warning(R"(^(.+?):(\d+):\d+: warning: (.*?)(?: \[-W[^\]]*\])?$)");
+  std::vector<std::string> found;
+  std::istringstream lines(log);
+  std::smatch m;
+  for (std::string line; std::getline(lines, line);) {
+    for (const char* quote : {"\u2018", "\u2019"}) {
+      for (auto at = line.find(quote); at != std::string::npos; at = line.find(quote)) {
+        line.replace(at, std::string_view(quote).size(), "'");
+      }
+    }
+    if (!std::regex_match(line, m, warning)) continue;
+    const auto id = course::id_of_stub(fs::path(m[1].str()));
+    if (!id) continue;
+    const std::string text = std::regex_replace(m[3].str(), std::regex(R"( \{aka '[^']*'\})"), "");
+    found.push_back(fmt::format("{} line {}: {}", id->id, m[2].str(), text));
+  }
+  return found;
+}
 
 ChapterBuild build_chapter(const std::string& nn, const Options& options) {
   const std::string target = "ch" + nn + "_mine";
@@ -341,7 +365,10 @@ ChapterBuild build_chapter(const std::string& nn, const Options& options) {
   }
   const ChildResult r = run_child(args, /*capture=*/true, /*timeout_s=*/1800);
   ChapterBuild build;
-  if (r.started && !r.timed_out && r.exit_code == 0) return build;
+  if (r.started && !r.timed_out && r.exit_code == 0) {
+    build.warnings = stub_warnings(r.output);
+    return build;
+  }
   build.ok = false;
   build.error = first_error(r.output, nn);
   build.log = r.output;
@@ -580,9 +607,11 @@ Check check_once(const Options& options, int hint_level) {
   errors.reserve(chapters.size());
   std::vector<Row> rows;
   std::vector<std::string> problems;
+  std::vector<std::string> warnings;
   for (const auto& nn : chapters) {
     const bool has_tests = std::find(compiled.begin(), compiled.end(), nn) != compiled.end();
     const ChapterBuild build = has_tests ? build_chapter(nn, options) : ChapterBuild{};
+    warnings.insert(warnings.end(), build.warnings.begin(), build.warnings.end());
     // The chapter's exercises: every stub on disk, plus every suite its tests report.
     std::map<int, Row> by_number;
     for (const auto& [id, paths] : stubs) {
@@ -681,6 +710,11 @@ Check check_once(const Options& options, int hint_level) {
   }
   print_table(rows);
   for (const auto& problem : problems) fmt::print("\nattn-check: {}\n", problem);
+  if (!warnings.empty()) {
+    fmt::print("\nWarnings in your code (they never stop the build):\n");
+    for (std::size_t i = 0; i < warnings.size() && i < 8; ++i) fmt::print("  {}\n", warnings[i]);
+    if (warnings.size() > 8) fmt::print("  ... and {} more\n", warnings.size() - 8);
+  }
   const auto next =
       std::find_if(rows.begin(), rows.end(), [](const Row& r) { return !is_done(r); });
   if (next == rows.end() && problems.empty()) {
