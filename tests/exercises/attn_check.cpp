@@ -1,7 +1,7 @@
 // tests/exercises/attn_check.cpp: attn-check, the learner's loop: build, check, show the next step.
 //   attn-check [NN | exNN.M] [--watch]       attn-check --hint exNN.M (the whole ladder)
-// 1. Builds the learner's test binaries itself (cmake --build <this build> --target chNN_mine),
-//    one chapter at a time. A chapter that does not compile is reported (the exercise, file:line
+// 1. Builds the learner's test binaries itself (cmake --build <this build> --target chNN_mine
+//    NN_name: the tests and the walkthrough that --mine runs), one chapter at a time. A chapter that does not compile is reported (the exercise, file:line
 //    and the first error in plain words) and none of its old results are shown.
 // 2. Runs each chapter's tests in a process of its own (chNN_mine --attn-records FILE): a crash
 //    or an endless loop in one exercise never hides the others; after a crash the chapter's
@@ -51,12 +51,22 @@ constexpr const char* kUsage = "usage: attn-check [NN | exNN.M] [--watch] [--hin
 // ---------------------------------------------------------------------------------------------
 // 1. The build this program belongs to (compiled in by tests/exercises/CMakeLists.txt).
 
-std::vector<std::string> compiled_chapters() {  // "01", "02", ...: chapters with exercise tests
+// The chapters with exercise tests in this build: "01" -> "01_bigram" (the walkthrough's target).
+const std::map<std::string, std::string>& chapter_targets() {
+  static const std::map<std::string, std::string> targets = [] {
+    std::map<std::string, std::string> found;
+    std::istringstream list(ATTN_EXERCISE_CHAPTERS);
+    for (std::string name; std::getline(list, name, ',');) {
+      if (name.size() > 2) found[name.substr(0, 2)] = name;
+    }
+    return found;
+  }();
+  return targets;
+}
+
+std::vector<std::string> compiled_chapters() {  // "01", "02", ...
   std::vector<std::string> chapters;
-  std::istringstream list(ATTN_EXERCISE_CHAPTERS);
-  for (std::string nn; std::getline(list, nn, ',');) {
-    if (!nn.empty()) chapters.push_back(nn);
-  }
+  for (const auto& [nn, name] : chapter_targets()) chapters.push_back(nn);
   return chapters;
 }
 
@@ -356,12 +366,14 @@ std::vector<std::string> stub_warnings(const std::string& log) {
 }
 
 ChapterBuild build_chapter(const std::string& nn, const Options& options) {
+  // The tests on the learner's code, and the walkthrough, so that `NN_name --mine` runs it too.
   const std::string target = "ch" + nn + "_mine";
+  const std::string walkthrough = chapter_targets().at(nn);
   std::vector<std::string> args;
   if (options.build_command) {
-    args = {"/bin/sh", "-c", *options.build_command + " " + target};
+    args = {"/bin/sh", "-c", *options.build_command + " " + target + " " + walkthrough};
   } else {
-    args = {ATTN_CMAKE_COMMAND, "--build", ATTN_BINARY_DIR, "--target", target};
+    args = {ATTN_CMAKE_COMMAND, "--build", ATTN_BINARY_DIR, "--target", target, walkthrough};
   }
   const ChildResult r = run_child(args, /*capture=*/true, /*timeout_s=*/1800);
   ChapterBuild build;
