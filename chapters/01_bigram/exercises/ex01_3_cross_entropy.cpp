@@ -8,7 +8,7 @@
 // Formula, with p_n = softmax(logits[n]), p_n[j] = exp(logits[n, j]) / sum_k exp(logits[n, k]):
 //   loss = -(1/N) * sum_n log p_n[targets[n]]
 //   grad[n, j] = (p_n[j] - (j == targets[n] ? 1 : 0)) / N
-// Subtract each row's maximum before exp (it cancels out): logits like 1000 must not overflow.
+// Edge case: logits like 1000 must give a finite loss and gradient, though exp(1000) overflows.
 // The derivation of the gradient is in docs/01-bigram.md, "The math".
 // Check: build/default/bin/attn-check 01
 #include <stdexcept>
