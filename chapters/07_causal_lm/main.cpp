@@ -31,6 +31,7 @@
 #include "attn/linear.hpp"
 #include "attn/loss.hpp"
 #include "attn/model.hpp"
+#include "attn/narrate.hpp"
 #include "attn/npy.hpp"
 #include "attn/print.hpp"
 #include "attn/random.hpp"
@@ -436,11 +437,25 @@ Tensor<3> show_logits(const Kernels& k, const Model& m, const attn::Vocab& vocab
         "mean -log p(target) = {}. A uniform guess scores log V = log {} = {}.\n",
         plural(T - 1, "prediction"), num(loss), V, num(std::log(static_cast<double>(V))));
     if (m.untrained) {
+      const double log_v = std::log(static_cast<double>(V));
       fmt::print(
           "Small random weights give nearly equal logits, so nearly uniform probabilities and a\n"
-          "loss near log V: the model knows nothing yet. It is a little above log V because\n"
-          "preferences that have nothing to do with the text cost more on the characters they\n"
-          "neglect than they win on the ones they favour. Training (a later chapter) lowers it.\n");
+          "loss near log V: the model knows nothing yet.\n");
+      if (loss > log_v) {
+        fmt::print(
+            "Here it is {} above log V, as it must be on average: preferences that have\n"
+            "nothing to do with the text cost more on the characters they neglect than they win\n"
+            "on the ones they favour.\n",
+            num(loss - log_v));
+      } else {
+        fmt::print(
+            "Here it is {} below log V, by luck: only on average must random preferences\n"
+            "cost more on the characters they neglect than they win on the ones they favour, and\n"
+            "this prompt's characters happen to be among the favoured.\n",
+            num(log_v - loss));
+      }
+      attn::claim(std::abs(loss - log_v) < 0.5, "an untrained model's loss is near log V");
+      fmt::print("Training lowers it: it needs a gradient for every weight.\n");
     }
   } else {
     fmt::print("\nA one-character prompt has no target inside it, so there is no loss to show.\n");
@@ -479,10 +494,28 @@ void show_generation(const Kernels& k, const Model& m, const attn::Vocab& vocab,
   row("temperature 1.0, top-k 5", 1.0f, std::min<std::size_t>(5, V));
   row("temperature 0.1", 0.1f, V);
   if (m.untrained) {
-    fmt::print(
-        "The logits are so close together that temperatures of 0.5 to 1.5 barely change the\n"
-        "distribution; it takes a temperature as low as 0.1 to make the favourite dominate.\n"
-        "Top-k changes it at once: k characters remain, whatever their logits.\n");
+    // The sentence below, measured: the entropies at 0.5 and 1.5 within 10% of log V, and the
+    // favourite's probability at 0.1.
+    const double log_v = std::log(static_cast<double>(V));
+    const double h_cold = entropy(top_k_probs(last, 0.5f, V));
+    const double h_hot = entropy(top_k_probs(last, 1.5f, V));
+    const std::vector<float> p01 = top_k_probs(last, 0.1f, V);
+    const double top01 = *std::max_element(p01.begin(), p01.end());
+    if (h_cold > 0.9 * log_v && h_hot > 0.9 * log_v) {
+      fmt::print(
+          "The logits are so close together that temperatures of 0.5 to 1.5 barely change the\n"
+          "distribution (their entropy is within 10% of log V)");
+      if (top01 > 0.3) {
+        fmt::print(";\nit takes a temperature as low as 0.1 to make the favourite stand out.\n");
+      } else {
+        fmt::print(";\neven at 0.1 the favourite has only p = {}.\n", num(top01));
+      }
+    } else {
+      fmt::print("The logits are far enough apart that the temperature matters: the entropy goes\n"
+                 "from {} at 0.5 to {} at 1.5.\n",
+                 num(h_cold), num(h_hot));
+    }
+    fmt::print("Top-k changes it at once: k characters remain, whatever their logits.\n");
   }
 
   // The sample with the flags' settings.
@@ -494,7 +527,7 @@ void show_generation(const Kernels& k, const Model& m, const attn::Vocab& vocab,
   const std::vector<int> library = attn::lm_generate(m.weights, c, p.ids, g, library_rng);
   const std::string top_k_text = g.top_k == 0 ? "off" : std::to_string(g.top_k);
   fmt::print("\n{} new characters, temperature {}, top-k {} (--max-new-tokens, --temperature, --top-k):\n",
-             g.max_new_tokens, num(g.temperature, 2), top_k_text);
+             g.max_new_tokens, attn::format_significant(g.temperature), top_k_text);
   fmt::print("\n{}{}\n\n", attn::encode_utf8(chars_of(vocab, p.ids)),
              attn::encode_utf8(chars_of(vocab, sample)));
   fmt::print("attn::lm_generate with the same seed draws the same {} tokens: {}\n", sample.size(),
@@ -531,11 +564,12 @@ void show_generation(const Kernels& k, const Model& m, const attn::Vocab& vocab,
     const std::vector<int> head(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(s.size(), 30)));
     fmt::print("  {:<26} {:>9} {:>8}  {}\n", name, distinct(s), repeats,
                attn::quote(chars_of(vocab, head)));
+    return repeats;
   };
   compare("temperature 0.5", 0.5f, 0);
-  compare("temperature 1.5", 1.5f, 0);
+  const std::size_t repeats_hot = compare("temperature 1.5", 1.5f, 0);
   compare("temperature 1.0, top-k 5", 1.0f, std::min<std::size_t>(5, V));
-  compare("temperature 0.1", 0.1f, 0);
+  const std::size_t repeats_low = compare("temperature 0.1", 0.1f, 0);
   fmt::print(
       "distinct: how many different characters the sample uses (the vocabulary has {});\n"
       "repeats: how often a character equals the one before it.\n",
@@ -544,8 +578,15 @@ void show_generation(const Kernels& k, const Model& m, const attn::Vocab& vocab,
     fmt::print(
         "One seed means one stream of uniform draws, so where the distributions are nearly flat\n"
         "the samples pick the same or neighbouring characters whatever the temperature. Top-k\n"
-        "and a low temperature leave few candidates, and the favourite is often the character\n"
-        "just written (section 2): hence the runs of repeats.\n");
+        "and a low temperature leave few candidates");
+    if (repeats_low > repeats_hot) {
+      fmt::print(
+          ", and the favourite is often the character\n"
+          "just written (section 2), hence the repeats: {} at temperature 0.1, {} at 1.5.\n",
+          repeats_low, repeats_hot);
+    } else {
+      fmt::print(", yet here they repeat no more than the others.\n");
+    }
   }
 }
 
@@ -596,12 +637,14 @@ void show_weights(const Kernels& k, const Model& m, const Prompt& p, const Tenso
       "wte and wpe; L and H come from --layers and --heads), the same prompt again:\n"
       "  max |difference| of the logits: {}\n",
       difference_text(max_abs_difference(again, logits)));
+  attn::claim(max_abs_difference(again, logits) == 0.0, "every bit survives the round trip");
   fmt::print(
       "float32 in, float32 out: every bit survives. From the command line, the same is\n"
       "  07_causal_lm --export DIR       then       07_causal_lm --weights DIR\n"
-      "and a model exported from PyTorch runs with --weights unchanged, once its linear weights\n"
-      "are transposed: this course computes x @ W with W (in, out), PyTorch's nn.Linear stores\n"
-      "W as (out, in) and computes x @ W^T (docs/07-causal-lm.md has the script).\n");
+      "and a model exported from PyTorch runs with --weights unchanged. This course computes\n"
+      "x @ W with W (in, out), as GPT-2's Conv1D layers store it; PyTorch's nn.Linear stores\n"
+      "W as (out, in) and computes x @ W^T, so an exporter transposes nn.Linear weights and\n"
+      "copies Conv1D ones as they are (docs/07-causal-lm.md has the script).\n");
   if (!export_dir.empty()) {
     fmt::print("\n--export: the same {} files are in '{}'.\n", names.size(), export_dir);
   }
@@ -675,8 +718,8 @@ void run(const attn::CommonOptions& common, const Options& o) {
   show_generation(k, m, vocab, p, logits, g, common.seed, common.timing);
   show_weights(k, m, p, logits, o.export_dir);
   fmt::print(
-      "\nNext: training. The loss of section 2 needs gradients for every weight (backprop),\n"
-      "which later chapters derive; docs/performance.md looks at where the time goes.\n");
+      "\nWhat this model lacks is training: the loss of section 2 needs a gradient for every\n"
+      "weight (backpropagation). docs/performance.md looks at where the time goes.\n");
   if (common.timing) {
     const std::chrono::duration<double> total = Clock::now() - t_start;
     fmt::print("(section 2: {} ms; whole run: {} ms)\n", num(forward_time.count() * 1000.0, 2),
