@@ -273,7 +273,7 @@ void show_averaging(const Tokens& tokens, const std::string& corpus_origin) {
       "depend on the data. From here on the scores are computed from the tokens themselves.\n");
   print("\nThe tokens: the first T = " + num(T) + " characters of " + corpus_origin + ", " +
         quoted(tokens.x_chars) + ",\neach embedded as a row of a random (V, C) = (" +
-        num(tokens.vocab_size) + ", " + num(C) + ") table, Normal(0, 1).\n");
+        num(tokens.vocab_size) + ", " + num(C) + ") table, N(0, 1).\n");
   print("x (T, C) = " + shape_text(tokens.x) + first_columns_note(tokens.x) + ":\n");
   print(table_text(first_columns(tokens.x, kShowCols), position_glyphs(tokens.x_chars), {}));
 }
@@ -294,9 +294,9 @@ Qkv show_projections(const Kernels& kern, const Tokens& tokens, const Head& head
       "  key    k = x W_k   \"what do I contain?\"\n"
       "  value  v = x W_v   \"what I hand over to a query that attends to me\"\n");
   print("W_q, W_k and W_v are (C, hs) = (" + num(C) + ", " + num(hs) +
-        "), drawn from Normal(0, 1/sqrt(C)) = Normal(0, " +
+        "), drawn from N(0, 1/C): std 1/sqrt(C) = " +
         fixed(1.0 / std::sqrt(static_cast<double>(C))) +
-        "),\nso each entry of q, k and v sums C terms of variance 1/C: variance about 1, as at\n"
+        ",\nso each entry of q, k and v sums C terms of variance 1/C: variance about 1, as at\n"
         "the start of training. In training they are learned.\n");
   Qkv p{kern.project(x, head.w_q), kern.project(x, head.w_k), kern.project(x, head.w_v)};
   const std::string product = shape_text(x) + " @ " + shape_text(head.w_q) + " -> ";
@@ -408,7 +408,7 @@ void show_scale(const Kernels& kern, std::uint64_t seed) {
       "product q_j k_j has mean 0 and variance 1, and the variances of the hs terms add up:\n"
       "Var(q . k) = hs. Dividing by sqrt(hs) divides the variance by hs, back to 1.\n");
   print("Measured: " + num(kRows) + " random queries, each scored against " + num(kKeys) +
-        " random keys (Normal(0, 1)\ncomponents), then a softmax over each row of " +
+        " random keys (N(0, 1)\ncomponents), then a softmax over each row of " +
         num(kKeys) + " scores. For comparison, uniform weights have max\nweight " +
         fixed(1.0 / static_cast<double>(kKeys)) + " and entropy ln " + num(kKeys) + " = " +
         fixed(std::log(static_cast<double>(kKeys))) +

@@ -638,7 +638,7 @@ int main(int argc, char** argv) {
     const MhaWeights w = attn::mha_init(rng, n.C, init_std);          // 4 x (C, C)
     const Tensor<3> x = attn::randn<3>(rng, {n.B, n.T, n.C});         // (B, T, C), N(0, 1)
     print(fmt::format(
-        "w_q, w_k, w_v, w_o: ({0}, {0}) each, Normal(0, 1/sqrt(C) = {1}), no biases; x: N(0, 1)\n",
+        "w_q, w_k, w_v, w_o: ({0}, {0}) each, N(0, 1/C) (std {1}), no biases; x: N(0, 1)\n",
         n.C, num(init_std)));
 
     show_why(n);

@@ -348,9 +348,10 @@ void show_architecture(const Model& m) {
   fmt::print(
       "\nTying: there is no separate (C, V) output matrix. The logit of token v is the dot\n"
       "product of the final vector with wte[v], the very row that embeds v: one table both reads\n"
-      "and writes tokens. That saves V * C = {} parameters, {}% of this model; in GPT-2 small\n"
-      "(V = 50257, C = 768) it saves 38.6 million of 124 million.\n",
-      V * C, num(100.0 * static_cast<double>(V * C) / static_cast<double>(total + V * C), 1));
+      "and writes tokens. That saves V * C = {} parameters: an untied model would be {}% larger\n"
+      "than this one. In GPT-2 small (V = 50257, C = 768) it saves 38.6 million parameters on top\n"
+      "of 124 million.\n",
+      V * C, num(100.0 * static_cast<double>(V * C) / static_cast<double>(total), 1));
 }
 
 struct Prompt {
@@ -395,7 +396,7 @@ Tensor<3> show_logits(const Kernels& k, const Model& m, const attn::Vocab& vocab
              difference_text(max_abs_difference(logits, stepwise)));
   if (m.untrained) {
     fmt::print(
-        "The weights start as N(0, 0.02): the embeddings are tiny, each block adds a little, and\n"
+        "The weights start as N(0, 0.02^2): the embeddings are tiny, each block adds a little, and\n"
         "ln_f rescales every vector to mean 0 and variance 1. Its dot product with a row of wte\n"
         "({} terms of size ~0.02) is a logit of size ~0.02 * sqrt({}) = {}: nearly equal scores.\n",
         c.n_embd, c.n_embd, num(0.02 * std::sqrt(static_cast<double>(c.n_embd)), 2));
