@@ -440,6 +440,27 @@ void run(const attn::CommonOptions& common, Options o) {
   }
   if (common.timing)
     fmt::print("(training took {} ms)\n", num(train_time.count() * 1000.0, 1));
+  if (common.svg_dir) {
+    attn::Series train{"train loss", {}, {}}, val{"val loss", {}, {}};
+    for (const attn::BigramReport& r : curve) {
+      train.x.push_back(static_cast<double>(r.step));
+      train.y.push_back(r.train_loss);
+      val.x.push_back(static_cast<double>(r.step));
+      val.y.push_back(r.val_loss);
+    }
+    const double end = static_cast<double>(o.train.steps);
+    const attn::Series counting{"counting model, val", {0.0, end}, {opt_val, opt_val}, true};
+    const attn::Series floor_line{"floor (best train loss)", {0.0, end}, {floor_train, floor_train},
+                                  true};
+    attn::LineChartOptions chart;
+    chart.title = fmt::format("Learning the bigram table: loss vs step (lr {:g}, decaying)",
+                              o.train.learning_rate);
+    chart.x_label = "step";
+    chart.y_label = "cross-entropy loss";
+    const auto path = *common.svg_dir / "loss_curve.svg";
+    attn::write_svg(path, attn::line_chart_svg({train, val, counting, floor_line}, chart));
+    fmt::print("(written to {})\n", path.string());
+  }
   show_constant_steps(split, o.train, common.seed, floor_train, last);
 
   // 5. ---------------------------------------------------------------------------------------

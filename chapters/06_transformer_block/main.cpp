@@ -44,6 +44,7 @@ using attn::Tensor;
 using attn::Vector;
 
 constexpr std::size_t kPositionRows = 32;  // T_max of the sinusoidal table that is drawn
+constexpr std::size_t kSvgPositions = 100;  // positions in the SVG of the sinusoids
 constexpr std::size_t kShownFeatures = 6;  // features of a token printed in section 1
 // Limits that keep the largest run near a second (about 30 block forwards).
 constexpr std::size_t kMaxBatch = 4;
@@ -250,7 +251,8 @@ void show_layer_norm(const Kernels& k, const Setup& s, attn::Rng& rng) {
 }
 
 // 2. The feed-forward network and its activations.
-void show_ffn(const Kernels& k, const Setup& s, const Tensor<3>& x, const BlockWeights& w) {
+void show_ffn(const Kernels& k, const Setup& s, const Tensor<3>& x, const BlockWeights& w,
+              const std::optional<std::filesystem::path>& svg_dir) {
   print("\n== 2. The feed-forward network and its activations ==\n");
   print(
       "After attention has mixed information between positions, every token goes through the\n"
@@ -292,6 +294,27 @@ void show_ffn(const Kernels& k, const Setup& s, const Tensor<3>& x, const BlockW
       worst = d;
       worst_at = grid[i];
     }
+  }
+  if (svg_dir) {  // the three activations over [-4, 3], from the same grid
+    attn::Series relu_s{"relu", {}, {}}, gelu_s{"gelu (exact)", {}, {}},
+        tanh_s{"gelu_tanh", {}, {}, true};
+    const Tensor<3> relu_g = attn::activate<3>(g, Activation::relu);
+    for (std::size_t i = 2000; i <= 9000; i += 50) {  // x = -4.00 .. 3.00
+      relu_s.x.push_back(static_cast<double>(grid[i]));
+      relu_s.y.push_back(static_cast<double>(relu_g.data()[i]));
+      gelu_s.x.push_back(static_cast<double>(grid[i]));
+      gelu_s.y.push_back(static_cast<double>(exact.data()[i]));
+      tanh_s.x.push_back(static_cast<double>(grid[i]));
+      tanh_s.y.push_back(static_cast<double>(approx.data()[i]));
+    }
+    attn::LineChartOptions chart;
+    chart.title = "ReLU vs GELU: GELU lets small negative inputs through (minimum -0.17)";
+    chart.x_label = "x";
+    chart.y_label = "activation";
+    chart.legend_left = true;
+    const auto path = *svg_dir / "gelu_relu.svg";
+    attn::write_svg(path, attn::line_chart_svg({relu_s, gelu_s, tanh_s}, chart));
+    print("(written to " + path.string() + ")\n");
   }
   print("max |gelu - gelu_tanh| over " + size_text(grid.size()) +
         " points of [-6, 6]: " + num(worst, 7) + ", at x = " + num(worst_at, 3) + "\n");
@@ -363,7 +386,7 @@ void show_residuals(const Kernels& k, const Setup& s, const Tensor<3>& x, const 
 }
 
 // 4. Positional encodings.
-Matrix show_positions(const Kernels& k, const Setup& s, const Tensor<3>& x, const BlockWeights& w,
+void show_positions(const Kernels& k, const Setup& s, const Tensor<3>& x, const BlockWeights& w,
                       std::uint64_t seed) {
   print("\n== 4. Positional encodings ==\n");
   print(
@@ -491,7 +514,6 @@ Matrix show_positions(const Kernels& k, const Setup& s, const Tensor<3>& x, cons
       "Learned positions (GPT-2, chapter 07) are simply a (T_max, C) table of weights, wpe,\n"
       "started random (std 0.02) and trained like everything else, which cannot go beyond "
       "T_max.\n");
-  return xt::view(pe, xt::range(0, kPositionRows), xt::all());
 }
 
 // 5. A shape trace through the block.
@@ -534,7 +556,8 @@ double uniform_peak(std::size_t T) {
 }
 
 // 6. Remove LayerNorm: feed the output back in, pass after pass.
-void show_no_layer_norm(const Setup& s, const Tensor<3>& x, attn::Rng& rng) {
+void show_no_layer_norm(const Setup& s, const Tensor<3>& x, attn::Rng& rng,
+                        const std::optional<std::filesystem::path>& svg_dir) {
   print("\n== 6. Experiment: remove LayerNorm ==\n");
   print("Feed the block's output back in as its input, " + size_text(s.passes) +
         " times (like a stack of identical blocks),\n"
@@ -615,6 +638,24 @@ void show_no_layer_norm(const Setup& s, const Tensor<3>& x, attn::Rng& rng) {
     print("In the last pass the std grew by " + num(last_with - previous_with, 2) + " (x" +
           num(last_with / previous_with, 2) + ") with LayerNorm and x" +
           num(last_without / previous_without, 2) + " without.\n");
+  }
+  if (svg_dir) {
+    attn::Series with_s{"with LayerNorm", {}, {}}, without_s{"without LayerNorm", {}, {}};
+    for (std::size_t p = 0; p < std_with.size(); ++p) {
+      with_s.x.push_back(static_cast<double>(p));
+      with_s.y.push_back(std_with[p]);
+      without_s.x.push_back(static_cast<double>(p));
+      without_s.y.push_back(std_without[p]);
+    }
+    attn::LineChartOptions chart;
+    chart.title = "Std of the activations after each pass (" +
+                  std::string(attn::norm_name(s.norm)) + "-norm block), log scale";
+    chart.x_label = "pass (the same block applied again)";
+    chart.y_label = "std of all activations";
+    chart.log_y = true;
+    const auto path = *svg_dir / "no_layernorm.svg";
+    attn::write_svg(path, attn::line_chart_svg({with_s, without_s}, chart));
+    print("(written to " + path.string() + ")\n");
   }
   // What the columns show, measured: the step of the std per pass with LayerNorm (largest over
   // smallest of the last half of the passes) and the growth factor without it.
@@ -786,9 +827,10 @@ attn::HeatmapOptions positions_svg_options(const Matrix& pe) {
   attn::HeatmapOptions options;
   options.title = "sinusoidal positions (" + size_text(pe.shape()[0]) + ", " +
                   size_text(pe.shape()[1]) + "): rows = positions, columns = features";
-  // A label on every 4th position and every 8th feature; the others stay blank.
+  options.diverging = true;  // sin and cos: -1 blue, 0 white, +1 red
+  // A label on every 10th position and every 8th feature; the others stay blank.
   for (std::size_t p = 0; p < pe.shape()[0]; ++p) {
-    options.row_labels.push_back(p % 4 == 0 ? size_text(p) : "");
+    options.row_labels.push_back(p % 10 == 0 ? size_text(p) : "");
   }
   for (std::size_t c = 0; c < pe.shape()[1]; ++c) {
     options.col_labels.push_back(c % 8 == 0 ? size_text(c) : "");
@@ -797,6 +839,41 @@ attn::HeatmapOptions positions_svg_options(const Matrix& pe) {
   options.vmax = 1.0f;
   options.annotate = false;
   return options;
+}
+
+// The block as a picture: pre-norm (GPT-2) or post-norm (the original Transformer), as --norm
+// chose. Attention, the only step that mixes positions, is highlighted.
+std::string block_diagram_title(const Setup& s) {
+  return std::string("One transformer block, ") + std::string(attn::norm_name(s.norm)) + "-norm";
+}
+
+std::vector<attn::DiagramNode> block_diagram(const Setup& s) {
+  using Kind = attn::DiagramNode::Kind;
+  const std::string btc = "(B, T, C) = " + shape_text(std::array<std::size_t, 3>{s.B, s.T, s.C});
+  const std::string attn_note = "H = " + size_text(s.H) + " heads of hs = " + size_text(s.C / s.H) +
+                                ", causal mask";
+  const std::string ffn_note = "C -> F = " + size_text(s.F) + " -> C, " +
+                               std::string(attn::activation_name(s.activation));
+  const std::string ln_note = "over the C features of each token";
+  std::vector<attn::DiagramNode> n;
+  n.push_back({Kind::text, "x", btc, 0, false});
+  if (s.norm == NormPlacement::pre) {
+    n.push_back({Kind::box, "LayerNorm ln1", ln_note, 0, false});
+    n.push_back({Kind::box, "multi-head self-attention", attn_note, 0, true});
+    n.push_back({Kind::add, "", "", 1, false});  // x + attn(ln1(x))
+    n.push_back({Kind::box, "LayerNorm ln2", ln_note, 0, false});
+    n.push_back({Kind::box, "feed-forward network (FFN)", ffn_note, 0, false});
+    n.push_back({Kind::add, "", "", 4, false});  // x + ffn(ln2(x))
+  } else {
+    n.push_back({Kind::box, "multi-head self-attention", attn_note, 0, true});
+    n.push_back({Kind::add, "", "", 1, false});  // x + attn(x)
+    n.push_back({Kind::box, "LayerNorm ln1", ln_note, 0, false});
+    n.push_back({Kind::box, "feed-forward network (FFN)", ffn_note, 0, false});
+    n.push_back({Kind::add, "", "", 4, false});  // x + ffn(x)
+    n.push_back({Kind::box, "LayerNorm ln2", ln_note, 0, false});
+  }
+  n.push_back({Kind::text, "out", btc + ", the same shape: blocks stack", 0, false});
+  return n;
 }
 
 }  // namespace
@@ -869,18 +946,21 @@ int main(int argc, char** argv) {
     const BlockWeights w = attn::block_init(rng, s.C, s.F);
 
     show_layer_norm(k, s, rng);
-    show_ffn(k, s, x, w);
+    show_ffn(k, s, x, w, options.svg_dir);
     show_residuals(k, s, x, w);
-    const Matrix pe = show_positions(k, s, x, w, options.seed);
+    show_positions(k, s, x, w, options.seed);
     show_trace(s, x, w);
-    show_no_layer_norm(s, x, rng);
+    show_no_layer_norm(s, x, rng, options.svg_dir);
     show_causality(k, s, x, w, rng);
     show_cost(s, w);
 
     if (options.svg_dir) {
+      const Matrix pe_svg = attn::sinusoidal_positions(kSvgPositions, s.C);  // (100, C)
       const auto path = *options.svg_dir / "sinusoidal_positions.svg";
-      attn::write_svg(path, attn::heatmap_svg(pe, positions_svg_options(pe)));
-      print("\nwrote " + path.string() + "\n");
+      attn::write_svg(path, attn::heatmap_svg(pe_svg, positions_svg_options(pe_svg)));
+      const auto block_path = *options.svg_dir / "transformer_block.svg";
+      attn::write_svg(block_path, attn::diagram_svg(block_diagram_title(s), block_diagram(s)));
+      print("\nwrote " + path.string() + " and " + block_path.string() + "\n");
     }
     if (options.timing) show_timing(s, x, w);
   });

@@ -33,6 +33,7 @@
 #include "attn/model.hpp"
 #include "attn/narrate.hpp"
 #include "attn/npy.hpp"
+#include "attn/plot.hpp"
 #include "attn/print.hpp"
 #include "attn/random.hpp"
 #include "attn/sample.hpp"
@@ -651,6 +652,65 @@ void show_weights(const Kernels& k, const Model& m, const Prompt& p, const Tenso
   }
 }
 
+// The whole model as a picture, for --svg.
+std::vector<attn::DiagramNode> model_diagram(const attn::LmConfig& c) {
+  using Kind = attn::DiagramNode::Kind;
+  const std::string btc = "(B, T, C), C = " + std::to_string(c.n_embd);
+  std::vector<attn::DiagramNode> n;
+  n.push_back({Kind::text, "tokens", "(B, T) ids in [0, V), V = " + std::to_string(c.vocab_size),
+               0, false});
+  n.push_back({Kind::box, "x = wte[tokens] + wpe[0..T)",
+               fmt::format("token ({}, {}) + position ({}, {}) tables", c.vocab_size, c.n_embd,
+                           c.block_size, c.n_embd),
+               0, false});
+  const std::string block_note = fmt::format("pre-norm, causal, {} heads, GELU FFN", c.n_heads);
+  if (c.n_layers <= 4) {
+    for (std::size_t l = 0; l < c.n_layers; ++l)
+      n.push_back({Kind::box, fmt::format("transformer block {} (chapter 06)", l), block_note, 0,
+                   true});
+  } else {
+    n.push_back({Kind::box, fmt::format("transformer blocks 0 .. {} (chapter 06)", c.n_layers - 1),
+                 block_note, 0, true});
+  }
+  n.push_back({Kind::box, "final LayerNorm ln_f", btc, 0, false});
+  n.push_back({Kind::box, "logits = x @ wte^T", "tied: the embedding table scores the tokens",
+               0, false});
+  n.push_back({Kind::text, "logits", "(B, T, V): row t scores the token after t", 0, false});
+  return n;
+}
+
+// Each head's attention in the last layer, over the prompt's context, for --svg.
+std::vector<std::string> write_head_maps(const fs::path& dir, const Model& m,
+                                         const attn::Vocab& vocab, const Prompt& p,
+                                         const Tensor<3>& logits) {
+  const attn::LmForward f = attn::lm_forward_with_weights(as_batch(p.context), m.weights, m.config);
+  attn::claim(max_abs_difference(f.logits, logits) == 0.0,
+              "keeping the attention weights changes no logit");
+  const std::size_t L = m.config.n_layers, T = p.context.size();
+  const Tensor<4>& a = f.weights[L - 1];  // (1, H, T, T)
+  std::vector<std::string> labels;
+  for (const int id : p.context) {
+    const char32_t c = vocab.char_of(id);
+    labels.push_back(c == U' ' ? "\u2423" : attn::printable(c));  // a visible space
+  }
+  std::vector<std::string> paths;
+  for (std::size_t h = 0; h < m.config.n_heads; ++h) {
+    const Matrix w = xt::view(a, 0, h, xt::all(), xt::all());  // (T, T)
+    attn::HeatmapOptions o;
+    o.title = fmt::format("layer {}, head {}: attention over the prompt (T = {}){}", L - 1, h, T,
+                          m.untrained ? ", untrained" : "");
+    o.row_labels = labels;
+    o.col_labels = labels;
+    o.vmin = 0.0f;
+    o.vmax = 1.0f;
+    o.annotate = T <= 12;
+    const fs::path path = dir / fmt::format("attention_l{}_h{}.svg", L - 1, h);
+    attn::write_svg(path, attn::heatmap_svg(w, o));
+    paths.push_back(path.string());
+  }
+  return paths;
+}
+
 void run(const attn::CommonOptions& common, const Options& o) {
   const auto t_start = Clock::now();
   const Kernels k = common.mine ? learner_kernels() : reference_kernels();
@@ -718,6 +778,15 @@ void run(const attn::CommonOptions& common, const Options& o) {
   g.top_k = top_k;
   show_generation(k, m, vocab, p, logits, g, common.seed, common.timing);
   show_weights(k, m, p, logits, o.export_dir);
+  if (common.svg_dir) {
+    const fs::path model_path = *common.svg_dir / "causal_lm.svg";
+    attn::write_svg(model_path,
+                    attn::diagram_svg(fmt::format("The causal language model, L = {}",
+                                                  m.config.n_layers),
+                                      model_diagram(m.config)));
+    const std::vector<std::string> maps = write_head_maps(*common.svg_dir, m, vocab, p, logits);
+    fmt::print("\nwrote {}, and {} .. {}\n", model_path.string(), maps.front(), maps.back());
+  }
   fmt::print(
       "\nWhat this model lacks is training: the loss of section 2 needs a gradient for every\n"
       "weight (backpropagation). docs/performance.md looks at where the time goes.\n");
