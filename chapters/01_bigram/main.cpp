@@ -302,6 +302,7 @@ void run(const attn::CommonOptions& common, Options o) {
   bool shifted = true;
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t t = 0; t + 1 < T; ++t) shifted = shifted && batch.y(b, t) == batch.x(b, t + 1);
+  attn::claim(shifted, "y is x shifted left by one");
   fmt::print("y is x shifted left by one (y[b, t] == x[b, t+1] for every b and t < T-1): {}.\n"
              "So one batch holds B * T = {} (context, target) examples.\n",
              shifted ? "yes" : "NO", B * T);

@@ -487,9 +487,10 @@ void show_heatmap(const Tokens& tokens, const ex04::AttentionResult& causal) {
   const std::u32string& chars = tokens.x_chars;
   const std::size_t T = chars.size();
   print("\n== 5. The weights as a heatmap ==\n");
-  print(
-      "Rows are queries, columns are keys, darker is more weight. Every query has its own\n"
-      "pattern, chosen by its data; the upper triangle is empty (the future).\n");
+  print(T > 1 ? "Rows are queries, columns are keys, darker is more weight. Every query has its own\n"
+                "pattern, chosen by its data; the upper triangle is empty (the future).\n"
+              : "Rows are queries, columns are keys, darker is more weight. With T = 1 there is\n"
+                "one cell: the only query gives all its weight to itself.\n");
   print_heatmap(causal.weights,
                 weights_heatmap("causal self-attention weights " + quoted(chars), chars, chars));
   // Equal keys get equal weights: the repeated character, if there is one.

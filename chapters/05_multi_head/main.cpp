@@ -388,6 +388,7 @@ Traced show_shapes(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, co
   print("These steps are what mha_forward(x, w, H) does in one call:\n"
         "  max |y - mha_forward(x, w, H)| = " +
         difference_text(max_abs_difference(y, one_call)) + "\n");
+  attn::claim(max_abs_difference(y, one_call) < 1e-4, "the steps are what mha_forward does");
   return {att.weights, one_call};
 }
 
@@ -445,6 +446,8 @@ void show_fused(const Tensor<3>& x, const MhaWeights& w, const Sizes& n,
       attn::mha_forward_fused(x, w_qkv, w.w_o, n.H, n.causal, /*need_weights=*/false).out;
   print("  max |fused - separate| (mha_forward_fused vs mha_forward) = " +
         difference_text(max_abs_difference(fused, separate)) + "\n");
+  attn::claim(block_diff == 0.0 && max_abs_difference(fused, separate) < 1e-4,
+              "fused and separate QKV give the same output");
   print(fmt::format(
       "Same parameters (3 C^2 = {} in w_qkv), same output; fewer, larger GEMMs.\n",
       group_digits(3 * C * C)));

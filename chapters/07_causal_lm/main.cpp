@@ -395,7 +395,11 @@ Tensor<3> show_logits(const Kernels& k, const Model& m, const attn::Vocab& vocab
   const Tensor<3> logits = k.lm_forward(tokens, m.weights, m.config);  // (1, T, V)
   fmt::print("lm_forward in one call gives the same logits: max |difference| {}\n",
              difference_text(max_abs_difference(logits, stepwise)));
+  attn::claim(max_abs_difference(logits, stepwise) < 1e-4, "lm_forward gives the same logits");
   if (m.untrained) {
+    const double expected = 0.02 * std::sqrt(static_cast<double>(c.n_embd));
+    attn::claim(std_of(stepwise) > 0.5 * expected && std_of(stepwise) < 2.0 * expected,
+                "the logits have a spread of about 0.02 sqrt(C)");
     fmt::print(
         "The weights start as N(0, 0.02^2): the embeddings are tiny, each block adds a little, and\n"
         "ln_f rescales every vector to mean 0 and variance 1. Its dot product with a row of wte\n"
@@ -542,9 +546,20 @@ void show_generation(const Kernels& k, const Model& m, const attn::Vocab& vocab,
         total, plural(c.block_size, "token"), total - 1 - c.block_size, total - 2);
   }
   if (m.untrained) {
-    fmt::print(
-        "It is noise, and honest noise: the weights are random, so every character is drawn from\n"
-        "a nearly uniform distribution. Nothing here knows that 'q' wants a 'u'.\n");
+    // How flat the distribution the sample was drawn from is, at these settings (first step).
+    const std::vector<float> drawn = top_k_probs(last, g.temperature, g.top_k == 0 ? V : g.top_k);
+    const double h = entropy(drawn);
+    if (h > 0.9 * std::log(static_cast<double>(V))) {
+      fmt::print(
+          "It is noise, and honest noise: the weights are random, so every character is drawn\n"
+          "from a nearly uniform distribution. Nothing here knows that 'q' wants a 'u'.\n");
+    } else {
+      fmt::print(
+          "It is noise, and honest noise: the weights are random. These settings leave about {}\n"
+          "equally likely characters (exp(entropy) at the first step), chosen by random\n"
+          "preferences, not by the text. Nothing here knows that 'q' wants a 'u'.\n",
+          num(std::exp(h), 1));
+    }
   }
   if (timing) {
     fmt::print("(generation took {} ms, {} ms per token)\n", num(took.count() * 1000.0, 1),
