@@ -134,11 +134,9 @@ void check_options(const Options& o, const attn::Vocab& vocab, const attn::Split
 // with the same batches (the same seed). At a constant step SGD does not settle: every batch is a
 // noisy estimate of the gradient, and the table jitters around the optimum by an amount that
 // grows with the step.
-void show_constant_steps(const attn::Split& split, const attn::BigramTrainConfig& train,
-                         std::uint64_t seed, double floor_train, const attn::BigramReport& decayed) {
-  const std::size_t V = static_cast<std::size_t>(
-      std::max(*std::max_element(split.train.begin(), split.train.end()),
-               *std::max_element(split.val.begin(), split.val.end())) + 1);
+void show_constant_steps(const attn::Split& split, std::size_t V,
+                         const attn::BigramTrainConfig& train, std::uint64_t seed,
+                         double floor_train, const attn::BigramReport& decayed) {
   const double log_v = std::log(static_cast<double>(V));
   fmt::print("\nWhy the step decays: the same {} steps at a constant step size, from zeros, on the\n"
              "same batches. Train loss at the end, and how far above the floor ({}) it stalls:\n",
@@ -462,7 +460,7 @@ void run(const attn::CommonOptions& common, Options o) {
     attn::write_svg(path, attn::line_chart_svg({train, val, counting, floor_line}, chart));
     fmt::print("(written to {})\n", path.string());
   }
-  show_constant_steps(split, o.train, common.seed, floor_train, last);
+  show_constant_steps(split, V, o.train, common.seed, floor_train, last);
 
   // 5. ---------------------------------------------------------------------------------------
   section(5, "Sampling: writing with the learned table");
