@@ -41,7 +41,7 @@ struct Options {
 // The headings every chapter page (docs/NN-name.md) has, in this order.
 constexpr std::string_view kChapterHeadings[] = {
     "## Goal", "## Shapes", "## The math", "## Walkthrough",
-    "## Run it", "## Exercises", "## Check yourself", "## Next"};
+    "## Run it", "## Exercises", "## Check yourself", "## Further reading", "## Next"};
 
 constexpr std::string_view kUpdateCommand = "cmake --build --preset default --target update-docs";
 

@@ -83,8 +83,12 @@ LmWeights lm_init(Rng& rng, const LmConfig& config) {
   return w;
 }
 
-Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
-                     const LmConfig& config) {
+namespace {
+
+// The forward pass of lm_forward; with `kept` non-null it also keeps every layer's attention
+// weights (B, H, T, T), which changes no number of the logits.
+Tensor<3> lm_forward_impl(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
+                          const LmConfig& config, std::vector<Tensor<4>>* kept) {
   constexpr const char* kFn = "attn::lm_forward";
   const std::size_t B = tokens.shape()[0], T = tokens.shape()[1];
   const std::size_t V = config.vocab_size, T_max = config.block_size, C = config.n_embd;
@@ -111,8 +115,13 @@ Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
   }
 
   // 2. The blocks: pre-norm, causal, exact GELU. (B, T, C) -> (B, T, C) each.
-  const BlockConfig bc = block_config(config);
-  for (const BlockWeights& block : w.blocks) x = block_forward(x, block, bc).out;
+  BlockConfig bc = block_config(config);
+  bc.keep_weights = kept != nullptr;
+  for (const BlockWeights& block : w.blocks) {
+    BlockResult r = block_forward(x, block, bc);
+    if (kept != nullptr) kept->push_back(std::move(r.weights));  // (B, H, T, T)
+    x = std::move(r.out);
+  }
 
   // 3. Final LayerNorm: the last block's residual stream is unnormalised.
   const Tensor<3> h = layer_norm<3>(x, w.ln_f_gamma, w.ln_f_beta, kEps);  // (B, T, C)
@@ -123,6 +132,20 @@ Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
   Tensor<3> logits(std::array<std::size_t, 3>{B, T, V});  // (B, T, V)
   gemm(B * T, V, C, 1.0f, h.data(), false, w.wte.data(), /*trans_b=*/true, 0.0f, logits.data());
   return logits;
+}
+
+}  // namespace
+
+Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
+                     const LmConfig& config) {
+  return lm_forward_impl(tokens, w, config, nullptr);
+}
+
+LmForward lm_forward_with_weights(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
+                                  const LmConfig& config) {
+  LmForward out;
+  out.logits = lm_forward_impl(tokens, w, config, &out.weights);
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -175,6 +175,32 @@ TEST_CASE("lm_forward equals the pieces composed by hand") {
   }
 }
 
+TEST_CASE("lm_forward_with_weights gives lm_forward's logits and each layer's causal weights") {
+  attn::Rng rng(11);
+  const attn::LmConfig config = tiny_config();
+  const attn::LmWeights w = random_model(rng, config);
+  const auto tokens = random_tokens(rng, 2, 5, config.vocab_size);
+  const attn::LmForward f = attn::lm_forward_with_weights(tokens, w, config);
+  const attn::Tensor<3> logits = attn::lm_forward(tokens, w, config);
+  CHECK(f.logits == logits);  // bit for bit: keeping the weights changes no number
+  REQUIRE(f.weights.size() == config.n_layers);
+  for (const attn::Tensor<4>& a : f.weights) {
+    REQUIRE(a.shape() == std::array<std::size_t, 4>{2, config.n_heads, 5, 5});
+    for (std::size_t b = 0; b < 2; ++b)
+      for (std::size_t h = 0; h < config.n_heads; ++h)
+        for (std::size_t t = 0; t < 5; ++t) {
+          double sum = 0.0;
+          for (std::size_t s = 0; s < 5; ++s) {
+            sum += static_cast<double>(a(b, h, t, s));
+            if (s > t) CHECK(a(b, h, t, s) == 0.0f);  // causal: the future gets nothing
+          }
+          CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
+        }
+  }
+  // The two layers attend differently (different weights): not one tensor copied twice.
+  if (config.n_layers >= 2) CHECK(xt::amax(xt::abs(f.weights[0] - f.weights[1]))() > 1e-4f);
+}
+
 TEST_CASE("future tokens do not change the logits of earlier positions") {
   attn::Rng rng(3);
   const attn::LmConfig config = tiny_config();

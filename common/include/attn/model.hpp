@@ -53,6 +53,16 @@ LmWeights lm_init(Rng& rng, const LmConfig& config);
 // (block_size 64)"), or a token outside [0, V).
 Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights& w, const LmConfig& config);
 
+// The same forward pass, also keeping what each layer's attention looked at (for pictures such
+// as chapter 07's per-head heatmaps): the logits are lm_forward's, bit for bit, and weights[l]
+// is layer l's (B, H, T, T) attention weights. Costs the memory of L * B * H * T * T floats.
+struct LmForward {
+  Tensor<3> logits;                // (B, T, V)
+  std::vector<Tensor<4>> weights;  // L tensors of (B, H, T, T)
+};
+LmForward lm_forward_with_weights(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
+                                  const LmConfig& config);
+
 // Loads a model saved as a folder of .npy files named like the golden fixtures: wte, wpe,
 // h{i}.w_q, h{i}.w_k, h{i}.w_v, h{i}.w_o, h{i}.ln1_gamma, h{i}.ln1_beta, h{i}.ln2_gamma,
 // h{i}.ln2_beta, h{i}.w1, h{i}.b1, h{i}.w2, h{i}.b2, ln_f_gamma, ln_f_beta (each + ".npy").
