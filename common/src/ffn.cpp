@@ -171,6 +171,80 @@ ATTN_APPLY8(apply_relu, relu8)
 ATTN_APPLY8(apply_gelu, gelu8)
 ATTN_APPLY8(apply_gelu_tanh, gelu_tanh8)
 #undef ATTN_APPLY8
+
+// ---- Their derivatives (chapter 08) -----------------------------------------------------------
+// dx = dy * act'(x), same 8-lane style. x is clamped to [-100, 100] in the tail terms x * p(x)
+// (p a Gaussian or logistic density, exactly 0 beyond |x| ~ 14): without the clamp x^3 of a huge
+// x would be inf and inf * 0 NaN. A NaN x gives a NaN gradient.
+ATTN_KERNEL f32x8 clamp100(f32x8 x) {
+  x = x > -100.0f ? x : splat(-100.0f);
+  return x < 100.0f ? x : splat(100.0f);
+}
+ATTN_KERNEL f32x8 keep_nan(f32x8 x, f32x8 d) { return x == x ? d : x; }
+
+// ReLU' = [x > 0] (0 at x = 0, like PyTorch).
+ATTN_KERNEL f32x8 relu_grad8(f32x8 x, f32x8 dy) {
+  return keep_nan(x, x > 0.0f ? dy : splat(0.0f));
+}
+
+// GELU'(x) = Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi). Phi from the same erfc as
+// the forward (h = Phi(-|x|), Phi(x) = h for x < 0, 1 - h otherwise).
+ATTN_KERNEL f32x8 gelu_grad8(f32x8 x, f32x8 dy) {
+  const f32x8 z = abs8(x) * 0.70710678118654752f;  // |x| / sqrt 2
+  const f32x8 t = 1.0f / (1.0f + 0.5f * z);
+  const f32x8 poly =
+      -1.26551223f +
+      t * (1.00002368f +
+           t * (0.37409196f +
+                t * (0.09678418f +
+                     t * (-0.18628806f +
+                          t * (0.27886807f +
+                               t * (-1.13520398f +
+                                    t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f))))))));
+  const f32x8 h = 0.5f * (t * exp8(-z * z + poly));  // Phi(-|x|)
+  const f32x8 cdf = x < 0.0f ? h : 1.0f - h;         // Phi(x)
+  const f32x8 xc = clamp100(x);
+  const f32x8 pdf = 0.3989422804014327f * exp8(-0.5f * xc * xc);  // phi(x)
+  return keep_nan(x, dy * (cdf + xc * pdf));
+}
+
+// tanh GELU: with s = sigmoid(2u) = (1 + tanh u) / 2 and u = sqrt(2/pi) (x + 0.044715 x^3),
+//   d/dx [x s] = s + x s (1 - s) 2 u',   u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+// using 1 - tanh^2 u = 4 s (1 - s). With h = sigmoid(-2|u|) as in the forward, s = h or 1 - h
+// and s (1 - s) = h (1 - h) either way: no cancellation for large |u|.
+ATTN_KERNEL f32x8 gelu_tanh_grad8(f32x8 x, f32x8 dy) {
+  const f32x8 xc = clamp100(x);
+  const f32x8 u = 0.7978845608028654f * (xc + 0.044715f * xc * xc * xc);
+  const f32x8 e = exp8(-2.0f * abs8(u));
+  const f32x8 h = e / (1.0f + e);
+  const f32x8 s = x < 0.0f ? h : 1.0f - h;
+  const f32x8 du = 0.7978845608028654f * (1.0f + 0.134145f * xc * xc);
+  return keep_nan(x, dy * (s + xc * (h * (1.0f - h)) * (2.0f * du)));
+}
+
+// dx[0, n) = kernel(x, dy), 8 at a time, the tail padded with zeros.
+#define ATTN_APPLY8_GRAD(NAME, KERNEL)                                           \
+  ATTN_SIMD_CLONES void NAME(const float* x, const float* dy, float* dx, std::size_t n) { \
+    std::size_t i = 0;                                                           \
+    for (; i + 8 <= n; i += 8) {                                                 \
+      f32x8 a, g;                                                                \
+      std::memcpy(&a, x + i, sizeof a);                                          \
+      std::memcpy(&g, dy + i, sizeof g);                                         \
+      a = KERNEL(a, g);                                                          \
+      std::memcpy(dx + i, &a, sizeof a);                                         \
+    }                                                                            \
+    if (i < n) {                                                                 \
+      f32x8 a = splat(0.0f), g = splat(0.0f);                                    \
+      std::memcpy(&a, x + i, (n - i) * sizeof(float));                           \
+      std::memcpy(&g, dy + i, (n - i) * sizeof(float));                          \
+      a = KERNEL(a, g);                                                          \
+      std::memcpy(dx + i, &a, (n - i) * sizeof(float));                          \
+    }                                                                            \
+  }
+ATTN_APPLY8_GRAD(apply_relu_grad, relu_grad8)
+ATTN_APPLY8_GRAD(apply_gelu_grad, gelu_grad8)
+ATTN_APPLY8_GRAD(apply_gelu_tanh_grad, gelu_tanh_grad8)
+#undef ATTN_APPLY8_GRAD
 #undef ATTN_KERNEL
 
 // "w2 is (32, 7), expected (32, 8)" when a weight does not have its shape.
@@ -265,6 +339,169 @@ Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a) {
     }
   });
   return y;
+}
+
+// ---- Backward (chapter 08) ----
+
+void activate_backward(std::span<const float> x, std::span<const float> dy, std::span<float> dx,
+                       Activation a) {
+  require(x.size() == dy.size() && x.size() == dx.size(), "attn::activate_backward",
+          "x, dy and dx must have the same size, got " + std::to_string(x.size()) + ", " +
+              std::to_string(dy.size()) + " and " + std::to_string(dx.size()));
+  switch (a) {
+    case Activation::relu: return apply_relu_grad(x.data(), dy.data(), dx.data(), x.size());
+    case Activation::gelu: return apply_gelu_grad(x.data(), dy.data(), dx.data(), x.size());
+    case Activation::gelu_tanh:
+      return apply_gelu_tanh_grad(x.data(), dy.data(), dx.data(), x.size());
+  }
+  throw std::invalid_argument("attn::activate_backward: unknown activation");
+}
+
+template <std::size_t N>
+Tensor<N> activate_backward(const Tensor<N>& x, const Tensor<N>& dy, Activation a) {
+  if (x.shape() != dy.shape()) {
+    shape_error("attn::activate_backward", "dy of the same shape as x " + shape_str(x.shape()),
+                "dy " + shape_str(dy.shape()));
+  }
+  Tensor<N> dx(x.shape());
+  activate_backward(std::span<const float>(x.data(), x.size()),
+                    std::span<const float>(dy.data(), dy.size()),
+                    std::span<float>(dx.data(), dx.size()), a);
+  return dx;
+}
+
+template Tensor<1> activate_backward<1>(const Tensor<1>&, const Tensor<1>&, Activation);
+template Tensor<2> activate_backward<2>(const Tensor<2>&, const Tensor<2>&, Activation);
+template Tensor<3> activate_backward<3>(const Tensor<3>&, const Tensor<3>&, Activation);
+
+namespace {
+
+// t takes `shape`, reallocating only when the shape changes (caches reused between steps).
+void ensure_shape(Tensor<3>& t, const std::array<std::size_t, 3>& shape) {
+  if (!std::equal(shape.begin(), shape.end(), t.shape().begin())) t.resize(shape);
+}
+
+void check_ffn(const char* fn, const Tensor<3>& x, const FfnWeights& w) {
+  const std::size_t C = x.shape()[2];
+  const std::size_t F = w.w1.shape()[1];
+  check_shape<2>(fn, "w1", w.w1, {C, F});
+  check_shape<1>(fn, "b1", w.b1, {F});
+  check_shape<2>(fn, "w2", w.w2, {F, C});
+  check_shape<1>(fn, "b2", w.b2, {C});
+  require(C <= kMaxBlasSize && F <= kMaxBlasSize, fn,
+          "C = " + std::to_string(C) + ", F = " + std::to_string(F) + " too large for BLAS (int)");
+}
+
+}  // namespace
+
+Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a, FfnCache& cache) {
+  constexpr const char* kFn = "attn::ffn_forward";
+  check_ffn(kFn, x, w);
+  require(a == Activation::relu || a == Activation::gelu || a == Activation::gelu_tanh, kFn,
+          "unknown activation");
+  const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
+  const std::size_t F = w.w1.shape()[1];
+  const std::size_t rows = B * T;
+  // The backward needs the input (for dW1), the pre-activation (for act') and the activation
+  // (for dW2): (B, T, C), (B, T, F), (B, T, F), reused when the shapes repeat.
+  ensure_shape(cache.x, {B, T, C});
+  ensure_shape(cache.pre, {B, T, F});
+  ensure_shape(cache.act, {B, T, F});
+  std::copy(x.begin(), x.end(), cache.x.begin());
+  Tensor<3> y(x.shape());  // (B, T, C)
+  if (y.size() == 0) return y;
+  // The same chunks of kFfnRows tokens as ffn_forward, so the output is the same bit for bit;
+  // only the (n, F) hidden values are written to the cache instead of a scratch block.
+  const std::size_t chunks = (rows + kFfnRows - 1) / kFfnRows;
+  detail::run_parts(chunks, detail::worker_count(chunks),
+                    [&](std::size_t begin, std::size_t end, std::size_t) {
+                      for (std::size_t chunk = begin; chunk < end; ++chunk) {
+                        const std::size_t r0 = chunk * kFfnRows;
+                        const std::size_t n = std::min(kFfnRows, rows - r0);
+                        const float* xc = x.data() + r0 * C;     // (n, C)
+                        float* pre = cache.pre.data() + r0 * F;  // (n, F)
+                        float* act = cache.act.data() + r0 * F;  // (n, F)
+                        float* yc = y.data() + r0 * C;           // (n, C)
+                        // 1. pre = x @ w1 + b1: (n, C) @ (C, F) + (F,) -> (n, F)
+                        for (std::size_t r = 0; r < n; ++r)
+                          std::copy(w.b1.begin(), w.b1.end(), pre + r * F);
+                        gemm(n, F, C, 1.0f, xc, false, w.w1.data(), false, 1.0f, pre);
+                        // 2. act = act(pre), kept beside pre
+                        std::copy(pre, pre + n * F, act);
+                        activate(std::span<float>(act, n * F), a);
+                        // 3. y = act @ w2 + b2: (n, F) @ (F, C) + (C,) -> (n, C)
+                        for (std::size_t r = 0; r < n; ++r)
+                          std::copy(w.b2.begin(), w.b2.end(), yc + r * C);
+                        gemm(n, C, F, 1.0f, act, false, w.w2.data(), false, 1.0f, yc);
+                      }
+                    });
+  return y;
+}
+
+void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& w, Activation a,
+                  Tensor<3>& dx, FfnWeights& grads) {
+  constexpr const char* kFn = "attn::ffn_backward";
+  check_ffn(kFn, cache.x, w);
+  const std::size_t B = cache.x.shape()[0], T = cache.x.shape()[1], C = cache.x.shape()[2];
+  const std::size_t F = w.w1.shape()[1];
+  if (dy.shape() != cache.x.shape()) {
+    shape_error(kFn, "dy of shape " + shape_str(cache.x.shape()) + " (like the forward's input)",
+                "dy " + shape_str(dy.shape()));
+  }
+  check_shape<2>(kFn, "grads.w1", grads.w1, {C, F});
+  check_shape<1>(kFn, "grads.b1", grads.b1, {F});
+  check_shape<2>(kFn, "grads.w2", grads.w2, {F, C});
+  check_shape<1>(kFn, "grads.b2", grads.b2, {C});
+  const std::size_t rows = B * T;
+  ensure_shape(dx, {B, T, C});
+  if (rows == 0) return;
+  // One (B*T, F) scratch for dact / dpre, kept by the calling thread between calls (a pointer is
+  // handed to the workers: inside them the thread_local name would be their own copy).
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < rows * F) scratch.resize(rows * F);
+  float* dh = scratch.data();  // (B*T, F)
+  // Steps 1-3 act on each token on its own, so they run in the forward's chunks of kFfnRows
+  // tokens, spread over the threads; every chunk is computed the same way on any thread count.
+  const std::size_t chunks = (rows + kFfnRows - 1) / kFfnRows;
+  detail::run_parts(chunks, detail::worker_count(chunks),
+                    [&](std::size_t begin, std::size_t end, std::size_t) {
+                      detail::WorkerScope scope;  // one BLAS call per chunk on any thread count
+                      for (std::size_t chunk = begin; chunk < end; ++chunk) {
+                        const std::size_t r0 = chunk * kFfnRows;
+                        const std::size_t n = std::min(kFfnRows, rows - r0);
+                        float* dhc = dh + r0 * F;  // (n, F)
+                        // 1. Through the second linear layer y = act @ w2 + b2:
+                        //    dact = dy @ w2^T   (n, C) @ (C, F) -> (n, F)
+                        gemm(n, F, C, 1.0f, dy.data() + r0 * C, false, w.w2.data(), true, 0.0f,
+                             dhc);
+                        // 2. The activation, element-wise: dpre = dact * act'(pre), in place.
+                        activate_backward(std::span<const float>(cache.pre.data() + r0 * F, n * F),
+                                          std::span<const float>(dhc, n * F),
+                                          std::span<float>(dhc, n * F), a);
+                        // 3. Through the first linear layer pre = x @ w1 + b1:
+                        //    dx = dpre @ w1^T   (n, F) @ (F, C) -> (n, C)
+                        gemm(n, C, F, 1.0f, dhc, false, w.w1.data(), true, 0.0f,
+                             dx.data() + r0 * C);
+                      }
+                    });
+  // 4. The parameters, summed over all B*T tokens. The two weight gradients are independent
+  //    GEMMs of equal size, run side by side (each one BLAS call on any thread count):
+  //    dw2 += act^T @ dy     (F, B*T) @ (B*T, C) -> (F, C)
+  //    dw1 += x^T @ dpre     (C, B*T) @ (B*T, F) -> (C, F)
+  //    db2 += sum_rows dy (C,),  db1 += sum_rows dpre (F,)
+  auto weight_grads = [&](std::size_t begin, std::size_t end, std::size_t) {
+    detail::WorkerScope scope;
+    for (std::size_t job = begin; job < end; ++job) {
+      if (job == 0) {
+        gemm(F, C, rows, 1.0f, cache.act.data(), true, dy.data(), false, 1.0f, grads.w2.data());
+        bias_backward(dy.data(), rows, C, grads.b2.data());
+      } else {
+        gemm(C, F, rows, 1.0f, cache.x.data(), true, dh, false, 1.0f, grads.w1.data());
+        bias_backward(dh, rows, F, grads.b1.data());
+      }
+    }
+  };
+  detail::run_parts(2, detail::worker_count(2), weight_grads);
 }
 
 }  // namespace attn

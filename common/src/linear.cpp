@@ -7,8 +7,10 @@
 #include <cblas.h>  // OpenBLAS's; only .cpp files include it (target attn_openblas)
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <string>
+#include <vector>
 
 #include "attn/check.hpp"
 #include "parallel.hpp"
@@ -154,6 +156,68 @@ Tensor<3> linear(const Tensor<3>& x, const Matrix& w, const Vector& b) {
   //    (B*T, in) @ (in, out) + (B*T, out) -> (B*T, out)
   gemm(B * T, out_features, in, 1.0f, x.data(), false, w.data(), false, 1.0f, y.data());
   return y;
+}
+
+}  // namespace attn
+
+// ---------------------------------------------------------------------------------------------
+// Backward (chapter 08)
+
+namespace attn {
+
+void bias_backward(const float* dy, std::size_t rows, std::size_t cols, float* db) {
+  thread_local std::vector<double> acc;  // reused between calls: no allocation per step
+  acc.assign(cols, 0.0);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* row = dy + r * cols;
+    for (std::size_t j = 0; j < cols; ++j) acc[j] += static_cast<double>(row[j]);
+  }
+  for (std::size_t j = 0; j < cols; ++j)
+    db[j] = static_cast<float>(static_cast<double>(db[j]) + acc[j]);
+}
+
+void linear_backward(const Tensor<3>& dy, const Tensor<3>& x, const Matrix& w, Tensor<3>& dx,
+                     Matrix& dw, Vector* db) {
+  constexpr const char* kFn = "attn::linear_backward";
+  const std::size_t B = x.shape()[0], T = x.shape()[1];
+  const std::size_t in = w.shape()[0], out_features = w.shape()[1];
+  if (x.shape()[2] != in) {
+    shape_error(kFn, "x (B, T, in) and w (in, out) with the same in",
+                "x " + shape_str(x.shape()) + " and w " + shape_str(w.shape()));
+  }
+  const std::array<std::size_t, 3> want{B, T, out_features};
+  if (!std::equal(want.begin(), want.end(), dy.shape().begin())) {
+    shape_error(kFn, "dy of shape " + shape_str(want) + " (like y = x @ w)",
+                "dy " + shape_str(dy.shape()));
+  }
+  if (dw.shape() != w.shape()) {
+    shape_error(kFn, "dw shaped like w " + shape_str(w.shape()), "dw " + shape_str(dw.shape()));
+  }
+  if (db != nullptr && (db->dimension() != 1 || db->shape()[0] != out_features)) {
+    shape_error(kFn, "db of shape (" + std::to_string(out_features) + ",)",
+                "db " + shape_str(db->shape()));
+  }
+  const std::size_t rows = B * T;
+  if (dx.shape() != x.shape()) dx.resize(x.shape());
+  // 1. dx = dy @ W^T: each input feature i received w[i, j] * x_i in every output j.
+  //    (B*T, out) @ (out, in) -> (B*T, in), W read transposed in place.
+  gemm(rows, in, out_features, 1.0f, dy.data(), false, w.data(), /*trans_b=*/true, 0.0f,
+       dx.data());
+  // 2. dW += x^T @ dy: w[i, j] met x_i in every one of the B*T rows, so its gradient sums
+  //    x_i dy_j over the rows. (in, B*T) @ (B*T, out) -> (in, out), x read transposed, beta = 1
+  //    adds to what dW already holds.
+  gemm(in, out_features, rows, 1.0f, x.data(), /*trans_a=*/true, dy.data(), false, 1.0f,
+       dw.data());
+  // 3. db += sum_rows dy: the bias was added to every row.
+  if (db != nullptr) bias_backward(dy.data(), rows, out_features, db->data());
+}
+
+LinearGrads linear_backward(const Tensor<3>& dy, const Tensor<3>& x, const Matrix& w) {
+  LinearGrads g;
+  g.dw = xt::zeros<float>(w.shape());
+  g.db = xt::zeros<float>({w.shape()[1]});
+  linear_backward(dy, x, w, g.dx, g.dw, &g.db);
+  return g;
 }
 
 }  // namespace attn

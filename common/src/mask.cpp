@@ -122,6 +122,26 @@ Tensor<N> masked_softmax(const Tensor<N>& scores, const Matrix& additive_mask) {
   return out;
 }
 
+// Backward (chapter 08): the same Jacobian-vector product as softmax's. A masked entry has
+// y = 0, so dx = y (dy - dot) = 0 there whatever dy is: no gradient reaches a future key.
+template <std::size_t N>
+Tensor<N> masked_softmax_backward(const Tensor<N>& y, const Tensor<N>& dy) {
+  static_assert(N >= 2, "masked_softmax_backward needs (..., T, S)");
+  if (y.shape() != dy.shape()) {
+    shape_error("attn::masked_softmax_backward",
+                "dy of the same shape as y " + shape_str(y.shape()), "dy " + shape_str(dy.shape()));
+  }
+  Tensor<N> dx(y.shape());  // (..., T, S)
+  const std::size_t S = y.shape()[N - 1];
+  if (dx.size() == 0) return dx;
+  softmax_rows_backward(y.data(), dy.data(), dx.data(), dx.size() / S, S);
+  return dx;
+}
+
+template Tensor<2> masked_softmax_backward<2>(const Tensor<2>&, const Tensor<2>&);
+template Tensor<3> masked_softmax_backward<3>(const Tensor<3>&, const Tensor<3>&);
+template Tensor<4> masked_softmax_backward<4>(const Tensor<4>&, const Tensor<4>&);
+
 template Tensor<2> masked_softmax<2>(const Tensor<2>&, const Mask&);
 template Tensor<3> masked_softmax<3>(const Tensor<3>&, const Mask&);
 template Tensor<4> masked_softmax<4>(const Tensor<4>&, const Mask&);

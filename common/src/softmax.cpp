@@ -116,6 +116,46 @@ Tensor<N> log_softmax(const Tensor<N>& x) {
   return out;
 }
 
+// ---- Backward (chapter 08) ----
+
+void softmax_rows_backward(const float* y, const float* dy, float* dx, std::size_t rows,
+                           std::size_t cols) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* yr = y + r * cols;    // (cols,) the forward's output
+    const float* dyr = dy + r * cols;  // (cols,) dL/dy
+    float* dxr = dx + r * cols;        // (cols,) dL/dx, may be dyr itself
+    // 1. The Jacobian of softmax is dy_i/dx_j = y_i ([i == j] - y_j), so
+    //      dx_j = sum_i dy_i y_i ([i == j] - y_j) = y_j (dy_j - sum_i dy_i y_i).
+    //    The (cols, cols) Jacobian is never formed: one dot product per row. In double, so a
+    //    long row's sum does not depend on the order of its float additions.
+    double dot = 0.0;
+    for (std::size_t j = 0; j < cols; ++j)
+      dot += static_cast<double>(dyr[j]) * static_cast<double>(yr[j]);
+    // 2. dx_j = y_j (dy_j - dot). A masked entry (y_j = 0) gets exactly 0.
+    for (std::size_t j = 0; j < cols; ++j)
+      dxr[j] = static_cast<float>(static_cast<double>(yr[j]) *
+                                  (static_cast<double>(dyr[j]) - dot));
+  }
+}
+
+template <std::size_t N>
+Tensor<N> softmax_backward(const Tensor<N>& y, const Tensor<N>& dy) {
+  if (y.shape() != dy.shape()) {
+    shape_error("attn::softmax_backward", "dy of the same shape as y " + shape_str(y.shape()),
+                "dy " + shape_str(dy.shape()));
+  }
+  Tensor<N> dx(y.shape());
+  const std::size_t cols = y.shape()[N - 1];
+  if (dx.size() == 0) return dx;
+  softmax_rows_backward(y.data(), dy.data(), dx.data(), dx.size() / cols, cols);
+  return dx;
+}
+
+template Tensor<1> softmax_backward<1>(const Tensor<1>&, const Tensor<1>&);
+template Tensor<2> softmax_backward<2>(const Tensor<2>&, const Tensor<2>&);
+template Tensor<3> softmax_backward<3>(const Tensor<3>&, const Tensor<3>&);
+template Tensor<4> softmax_backward<4>(const Tensor<4>&, const Tensor<4>&);
+
 template Tensor<1> softmax<1>(const Tensor<1>&);
 template Tensor<2> softmax<2>(const Tensor<2>&);
 template Tensor<3> softmax<3>(const Tensor<3>&);

@@ -15,6 +15,8 @@
 #include "attn/matmul.hpp"
 #include "attn/random.hpp"
 #include "attn/threads.hpp"
+#include "attn/gradcheck.hpp"
+#include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -303,6 +305,173 @@ TEST_CASE("ffn_forward names the mis-shaped weight") {
   w = good;
   w.b2 = xt::zeros<float>({9});
   CHECK(message(w) == "attn::ffn_forward: b2 is (9,), expected (8,)");
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("ffn.backward") {
+
+using attn::testing::check_gradients;
+using attn::testing::cspan_of;
+using attn::testing::span_of;
+using attn::testing::upstream;
+
+// d/dx of the reference formulas, in double.
+double reference_grad(attn::Activation a, double x) {
+  switch (a) {
+    case attn::Activation::relu: return x > 0.0 ? 1.0 : 0.0;
+    case attn::Activation::gelu:
+      return 0.5 * std::erfc(-x / std::numbers::sqrt2) +
+             x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * std::numbers::pi);
+    case attn::Activation::gelu_tanh: {
+      const double k = std::sqrt(2.0 / std::numbers::pi);
+      const double u = k * (x + 0.044715 * x * x * x);
+      const double th = std::tanh(u);
+      return 0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * k * (1.0 + 3.0 * 0.044715 * x * x);
+    }
+  }
+  return 0.0;
+}
+
+TEST_CASE("activate_backward is the exact derivative on [-20, 20] for all three activations") {
+  const std::vector<float> xs = grid(-20.0, 20.0, 1e-3);
+  const std::vector<float> ones(xs.size(), 1.0f);
+  std::vector<float> dx(xs.size());
+  for (attn::Activation a :
+       {attn::Activation::relu, attn::Activation::gelu, attn::Activation::gelu_tanh}) {
+    CAPTURE(attn::activation_name(a));
+    attn::activate_backward(xs, ones, dx, a);
+    double worst = 0.0;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      if (a == attn::Activation::relu && xs[i] == 0.0f) continue;
+      worst = std::max(worst, std::abs(static_cast<double>(dx[i]) -
+                                       reference_grad(a, static_cast<double>(xs[i]))));
+    }
+    MESSAGE(attn::activation_name(a) << " derivative: max abs error " << worst);
+    CHECK(worst < 1e-6);
+  }
+}
+
+TEST_CASE("activate_backward at 0, the infinities and NaN") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> xs = {0.0f, inf, -inf, std::nanf(""), 1e30f, -1e30f};
+  const std::vector<float> dy(xs.size(), 2.0f);
+  std::vector<float> dx(xs.size());
+  attn::activate_backward(xs, dy, dx, attn::Activation::relu);
+  CHECK(dx[0] == 0.0f);  // ReLU'(0) = 0, like PyTorch
+  CHECK(dx[1] == 2.0f);
+  CHECK(dx[2] == 0.0f);
+  CHECK(std::isnan(dx[3]));
+  for (attn::Activation a : {attn::Activation::gelu, attn::Activation::gelu_tanh}) {
+    attn::activate_backward(xs, dy, dx, a);
+    CHECK(dx[0] == doctest::Approx(1.0));  // GELU'(0) = 1/2, times dy = 2
+    CHECK(dx[1] == 2.0f);
+    CHECK(dx[2] == 0.0f);
+    CHECK(std::isnan(dx[3]));
+    CHECK(dx[4] == 2.0f);
+    CHECK(dx[5] == 0.0f);
+  }
+  std::vector<float> short_dx(2);
+  CHECK_THROWS_WITH_AS(attn::activate_backward(xs, dy, short_dx, attn::Activation::gelu),
+                       "attn::activate_backward: x, dy and dx must have the same size, got 6, 6 and 2",
+                       std::invalid_argument);
+}
+
+TEST_CASE("activate_backward matches central differences (tensor form)") {
+  attn::Rng rng(87);
+  for (attn::Activation a :
+       {attn::Activation::relu, attn::Activation::gelu, attn::Activation::gelu_tanh}) {
+    attn::Tensor<2> x = attn::randn<2>(rng, {3, 7}, 2.0f);
+    // Keep ReLU's inputs away from its kink, where a central difference straddles it.
+    for (float& v : x) v = std::abs(v) < 0.05f ? 0.5f : v;
+    const attn::Tensor<2> r = upstream(x, 4);
+    const attn::Tensor<2> dx = attn::activate_backward<2>(x, r, a);
+    check_gradients("activation " + std::string(attn::activation_name(a)),
+                    attn::grad_check([&] { return attn::weighted_sum(cspan_of(attn::activate<2>(x, a)), cspan_of(r)); },
+                                     {{"x", span_of(x), cspan_of(dx)}}, {.h = 1e-3}));
+  }
+}
+
+TEST_CASE("ffn_forward with a cache gives ffn_forward's output bit for bit, on any thread count") {
+  attn::Rng rng(88);
+  const attn::FfnWeights w = weights_with_biases(rng, 24, 40);
+  const attn::Tensor<3> x = attn::randn<3>(rng, {3, 100, 24});  // 300 tokens: 3 chunks of 128
+  const std::size_t saved = attn::num_threads();
+  for (attn::Activation a :
+       {attn::Activation::relu, attn::Activation::gelu, attn::Activation::gelu_tanh}) {
+    for (std::size_t threads : {1, 3}) {
+      attn::set_num_threads(threads);
+      attn::FfnCache cache;
+      const attn::Tensor<3> y = attn::ffn_forward(x, w, a, cache);
+      CHECK_TENSOR_NEAR(y, attn::ffn_forward(x, w, a), 0.0, 0.0);
+      CHECK_TENSOR_NEAR(cache.x, x, 0.0, 0.0);
+      CHECK_TENSOR_NEAR(cache.act, attn::activate<3>(cache.pre, a), 0.0, 0.0);
+    }
+  }
+  attn::set_num_threads(saved);
+}
+
+TEST_CASE("ffn_backward matches central differences, all three activations, odd sizes") {
+  attn::Rng rng(89);
+  for (attn::Activation a :
+       {attn::Activation::relu, attn::Activation::gelu, attn::Activation::gelu_tanh}) {
+    for (const std::array<std::size_t, 4> s :
+         {std::array<std::size_t, 4>{1, 1, 1, 1}, {2, 3, 4, 5}}) {
+      const std::size_t B = s[0], T = s[1], C = s[2], F = s[3];
+      attn::FfnWeights w = weights_with_biases(rng, C, F);
+      attn::Tensor<3> x = attn::randn<3>(rng, {B, T, C});
+      const attn::Tensor<3> r = upstream(x, 5);
+      attn::FfnCache cache;
+      (void)attn::ffn_forward(x, w, a, cache);
+      attn::FfnWeights g{xt::zeros<float>({C, F}), xt::zeros<float>({F}), xt::zeros<float>({F, C}),
+                         xt::zeros<float>({C})};
+      attn::Tensor<3> dx;
+      attn::ffn_backward(r, cache, w, a, dx, g);
+      check_gradients("ffn " + std::string(attn::activation_name(a)) + " " + attn::shape_str(s),
+                      attn::grad_check(
+                          [&] { return attn::weighted_sum(cspan_of(attn::ffn_forward(x, w, a)), cspan_of(r)); },
+                          {{"x", span_of(x), cspan_of(dx)},
+                           {"w1", span_of(w.w1), cspan_of(g.w1)},
+                           {"b1", span_of(w.b1), cspan_of(g.b1)},
+                           {"w2", span_of(w.w2), cspan_of(g.w2)},
+                           {"b2", span_of(w.b2), cspan_of(g.b2)}},
+                          {.h = a == attn::Activation::relu ? 1e-3 : 3e-3}));
+    }
+  }
+}
+
+TEST_CASE("ffn_backward: same bits on 1 and 3 threads; bad dy named") {
+  attn::Rng rng(90);
+  const attn::FfnWeights w = weights_with_biases(rng, 16, 48);
+  const attn::Tensor<3> x = attn::randn<3>(rng, {2, 150, 16});
+  const attn::Tensor<3> dy = attn::randn<3>(rng, {2, 150, 16});
+  const std::size_t saved = attn::num_threads();
+  std::vector<attn::Tensor<3>> dxs;
+  std::vector<attn::FfnWeights> gs;
+  for (std::size_t threads : {1, 3}) {
+    attn::set_num_threads(threads);
+    attn::FfnCache cache;
+    (void)attn::ffn_forward(x, w, attn::Activation::gelu, cache);
+    attn::FfnWeights g{xt::zeros<float>({16, 48}), xt::zeros<float>({48}),
+                       xt::zeros<float>({48, 16}), xt::zeros<float>({16})};
+    attn::Tensor<3> dx;
+    attn::ffn_backward(dy, cache, w, attn::Activation::gelu, dx, g);
+    dxs.push_back(dx);
+    gs.push_back(g);
+  }
+  attn::set_num_threads(saved);
+  CHECK_TENSOR_NEAR(dxs[0], dxs[1], 0.0, 0.0);
+  CHECK_TENSOR_NEAR(gs[0].w1, gs[1].w1, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(gs[0].w2, gs[1].w2, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(gs[0].b1, gs[1].b1, 0.0, 0.0);
+  attn::FfnCache cache;
+  (void)attn::ffn_forward(x, w, attn::Activation::gelu, cache);
+  attn::Tensor<3> dx;
+  attn::FfnWeights g = gs[0];
+  const attn::Tensor<3> dy_bad = xt::zeros<float>({2, 150, 15});
+  CHECK_THROWS_WITH_AS(attn::ffn_backward(dy_bad, cache, w, attn::Activation::gelu, dx, g),
+                       "attn::ffn_backward: expected dy of shape (2, 150, 16) (like the forward's input), got dy (2, 150, 15)",
+                       std::invalid_argument);
 }
 
 }  // TEST_SUITE

@@ -6,9 +6,13 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "attn/layernorm.hpp"
 #include "attn/random.hpp"
+#include "attn/threads.hpp"
+#include "attn/gradcheck.hpp"
+#include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -181,6 +185,176 @@ TEST_CASE("mismatched gamma, beta or eps are rejected with the shapes named") {
   SUBCASE("a negative eps") {
     CHECK_THROWS_WITH_AS((void)attn::layer_norm<3>(x, ones(8), zeros(8), -1.0f),
                          doctest::Contains("eps must be >= 0"), std::invalid_argument);
+  }
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("layernorm.backward") {
+
+using attn::testing::check_gradients;
+using attn::testing::cspan_of;
+using attn::testing::span_of;
+using attn::testing::upstream;
+
+// h = 1e-3: with C = 2 a token's two values can be close, and LayerNorm (which maps them to
+// about +-1) is then steep: a step of 1e-2 would see its curvature.
+TEST_CASE("layer_norm_backward matches central differences for x, gamma, beta") {
+  attn::Rng rng(91);
+  for (std::size_t C : {1, 2, 7}) {
+    attn::Tensor<3> x = attn::randn<3>(rng, {2, 3, C}, 1.5f);
+    attn::Vector gamma = attn::randn<1>(rng, {C});
+    attn::Vector beta = attn::randn<1>(rng, {C});
+    const attn::Tensor<3> r = upstream(x, 6);
+    const attn::LayerNormGrads<3> g = attn::layer_norm_backward<3>(r, x, gamma);
+    check_gradients("layer_norm C=" + std::to_string(C),
+                    attn::grad_check([&] { return attn::weighted_sum(cspan_of(attn::layer_norm<3>(x, gamma, beta)), cspan_of(r)); },
+                                     {{"x", span_of(x), cspan_of(g.dx)},
+                                      {"gamma", span_of(gamma), cspan_of(g.dgamma)},
+                                      {"beta", span_of(beta), cspan_of(g.dbeta)}},
+                                     {.h = 1e-3}));
+  }
+}
+
+TEST_CASE("layer_norm_backward keeps its precision for tokens far from zero (rank 2)") {
+  // Tokens near 1e4 with a spread of 0.01: the relative gradient must not suffer from the offset.
+  // The reference: the same data shifted to 0 (LayerNorm is shift-invariant, and so is dx).
+  attn::Rng rng(92);
+  const attn::Matrix small = attn::randn<2>(rng, {4, 16}, 0.01f);
+  const attn::Matrix big = small + 1e4f;
+  const attn::Vector gamma = attn::randn<1>(rng, {16});
+  const attn::Matrix dy = attn::randn<2>(rng, {4, 16});
+  const attn::LayerNormGrads<2> g_big = attn::layer_norm_backward<2>(dy, big, gamma);
+  const attn::Matrix shifted = big - 1e4f;  // the float values actually held, shifted exactly
+  const attn::LayerNormGrads<2> g_ref = attn::layer_norm_backward<2>(dy, shifted, gamma);
+  CHECK_TENSOR_NEAR(g_big.dx, g_ref.dx, 1e-3 * static_cast<double>(xt::amax(xt::abs(g_ref.dx))()), 1e-3);
+  CHECK_TENSOR_NEAR(g_big.dgamma, g_ref.dgamma, 1e-4, 1e-3);
+}
+
+TEST_CASE("the cache forward fills mean and rstd and gives the same output") {
+  attn::Rng rng(93);
+  const attn::Tensor<3> x = attn::randn<3>(rng, {2, 3, 5});
+  const attn::Vector gamma = attn::randn<1>(rng, {5});
+  const attn::Vector beta = attn::randn<1>(rng, {5});
+  attn::LayerNormCache cache;
+  const attn::Tensor<3> y = attn::layer_norm<3>(x, gamma, beta, 1e-5f, cache);
+  CHECK_TENSOR_NEAR(y, attn::layer_norm<3>(x, gamma, beta), 0.0, 0.0);
+  REQUIRE(cache.mean.size() == 6);
+  for (std::size_t r = 0; r < 6; ++r) {
+    double m = 0.0, v = 0.0;
+    for (std::size_t j = 0; j < 5; ++j) m += static_cast<double>(x.data()[r * 5 + j]);
+    m /= 5.0;
+    for (std::size_t j = 0; j < 5; ++j) {
+      const double d = static_cast<double>(x.data()[r * 5 + j]) - m;
+      v += d * d;
+    }
+    v /= 5.0;
+    CHECK(cache.mean(r) == doctest::Approx(m).epsilon(1e-6));
+    CHECK(cache.rstd(r) == doctest::Approx(1.0 / std::sqrt(v + 1e-5)).epsilon(1e-6));
+  }
+  // Accumulation: two backward calls double dgamma and dbeta, dx is overwritten.
+  const attn::Tensor<3> dy = attn::randn<3>(rng, {2, 3, 5});
+  attn::Tensor<3> dx;
+  attn::Vector dg = xt::zeros<float>({5}), db = xt::zeros<float>({5});
+  attn::layer_norm_backward<3>(dy, x, gamma, cache, dx, dg, db);
+  attn::layer_norm_backward<3>(dy, x, gamma, cache, dx, dg, db);
+  const attn::LayerNormGrads<3> once = attn::layer_norm_backward<3>(dy, x, gamma);
+  CHECK_TENSOR_NEAR(dx, once.dx, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(dg, attn::Vector(2.0f * once.dgamma), 1e-6, 1e-6);
+  CHECK_TENSOR_NEAR(db, attn::Vector(2.0f * once.dbeta), 1e-6, 1e-6);
+}
+
+TEST_CASE("layer_norm_backward names bad shapes") {
+  const attn::Tensor<3> x = xt::ones<float>({2, 3, 4});
+  const attn::Vector gamma = xt::ones<float>({4});
+  using E = std::invalid_argument;
+  CHECK_THROWS_WITH_AS(attn::layer_norm_backward<3>(attn::Tensor<3>(xt::ones<float>({2, 3, 5})), x, gamma),
+                       "attn::layer_norm_backward: expected dy of the same shape as x (2, 3, 4), got dy (2, 3, 5)", E);
+  CHECK_THROWS_WITH_AS(attn::layer_norm_backward<3>(x, x, attn::Vector(xt::ones<float>({3}))),
+                       "attn::layer_norm_backward: expected x (..., C) with C > 0 and gamma (C,), got x (2, 3, 4), gamma (3,)", E);
+  attn::LayerNormCache stale;  // not filled by a forward
+  attn::Tensor<3> dx;
+  attn::Vector dg = xt::zeros<float>({4}), db = xt::zeros<float>({4});
+  CHECK_THROWS_WITH_AS(attn::layer_norm_backward<3>(x, x, gamma, stale, dx, dg, db),
+                       "attn::layer_norm_backward: expected a cache from the forward of x (2, 3, 4): rstd (6,), got rstd (0,)", E);
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("layernorm.backward") {
+
+TEST_CASE("a wrong LayerNorm gradient is caught: the unbiased variance (C - 1) in the backward") {
+  // The classic slip: rstd from var = sum (x - mean)^2 / (C - 1) in the backward, while the
+  // forward (like PyTorch) divides by C. Everything else is the correct three-term formula.
+  attn::Rng rng(94);
+  const std::size_t C = 8;
+  attn::Tensor<2> x = attn::randn<2>(rng, {3, C});
+  attn::Vector gamma = attn::randn<1>(rng, {C});
+  attn::Vector beta = attn::randn<1>(rng, {C});
+  const attn::Tensor<2> r = attn::testing::upstream(x, 8);
+  attn::Tensor<2> dx(x.shape());
+  attn::Vector dgamma = xt::zeros<float>({C});
+  for (std::size_t row = 0; row < 3; ++row) {
+    double mean = 0.0, ss = 0.0;
+    for (std::size_t j = 0; j < C; ++j) mean += static_cast<double>(x(row, j));
+    mean /= static_cast<double>(C);
+    for (std::size_t j = 0; j < C; ++j) ss += (static_cast<double>(x(row, j)) - mean) * (static_cast<double>(x(row, j)) - mean);
+    const double rstd = 1.0 / std::sqrt(ss / static_cast<double>(C - 1) + 1e-5);  // the bug
+    double a = 0.0, b = 0.0;
+    for (std::size_t j = 0; j < C; ++j) {
+      const double xhat = (static_cast<double>(x(row, j)) - mean) * rstd;
+      const double g = static_cast<double>(gamma(j)) * static_cast<double>(r(row, j));
+      a += g / static_cast<double>(C);
+      b += g * xhat / static_cast<double>(C);
+      dgamma(j) += static_cast<float>(static_cast<double>(r(row, j)) * xhat);
+    }
+    for (std::size_t j = 0; j < C; ++j) {
+      const double xhat = (static_cast<double>(x(row, j)) - mean) * rstd;
+      const double g = static_cast<double>(gamma(j)) * static_cast<double>(r(row, j));
+      dx(row, j) = static_cast<float>(rstd * (g - a - xhat * b));
+    }
+  }
+  using attn::testing::cspan_of;
+  using attn::testing::span_of;
+  auto loss = [&] { return attn::weighted_sum(cspan_of(attn::layer_norm<2>(x, gamma, beta)), cspan_of(r)); };
+  attn::testing::check_caught("layer_norm unbiased variance",
+                              attn::grad_check(loss, {{"x", span_of(x), cspan_of(dx)},
+                                                      {"gamma", span_of(gamma), cspan_of(dgamma)}}));
+  // The library's own backward passes the same check.
+  const attn::LayerNormGrads<2> g = attn::layer_norm_backward<2>(r, x, gamma);
+  attn::testing::check_gradients("layer_norm (rank 2)",
+                                 attn::grad_check(loss, {{"x", span_of(x), cspan_of(g.dx)},
+                                                         {"gamma", span_of(gamma), cspan_of(g.dgamma)}}));
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("layernorm.backward") {
+
+TEST_CASE("LayerNorm forward and backward give the same bits on 1 and 3 threads (1000 rows)") {
+  attn::Rng rng(95);
+  const attn::Tensor<3> x = attn::randn<3>(rng, {4, 250, 24});
+  const attn::Vector gamma = attn::randn<1>(rng, {24});
+  const attn::Vector beta = attn::randn<1>(rng, {24});
+  const attn::Tensor<3> dy = attn::randn<3>(rng, {4, 250, 24});
+  const std::size_t saved = attn::num_threads();
+  std::vector<attn::Tensor<3>> ys;
+  std::vector<attn::LayerNormGrads<3>> gs;
+  for (std::size_t threads : {1, 3}) {
+    attn::set_num_threads(threads);
+    ys.push_back(attn::layer_norm<3>(x, gamma, beta));
+    gs.push_back(attn::layer_norm_backward<3>(dy, x, gamma));
+  }
+  attn::set_num_threads(saved);
+  CHECK_TENSOR_NEAR(ys[0], ys[1], 0.0, 0.0);
+  CHECK_TENSOR_NEAR(gs[0].dx, gs[1].dx, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(gs[0].dgamma, gs[1].dgamma, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(gs[0].dbeta, gs[1].dbeta, 0.0, 0.0);
+  // And the chunked sums agree with a plain double sum over all rows.
+  for (std::size_t j = 0; j < 24; ++j) {
+    double db = 0.0;
+    for (std::size_t r = 0; r < 1000; ++r) db += static_cast<double>(dy.data()[r * 24 + j]);
+    CHECK(gs[0].dbeta(j) == doctest::Approx(db).epsilon(1e-6));
   }
 }
 

@@ -13,6 +13,8 @@
 #include "attn/matmul.hpp"
 #include "attn/random.hpp"
 #include "attn/threads.hpp"
+#include "attn/gradcheck.hpp"
+#include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -283,6 +285,92 @@ TEST_CASE("linear shape errors name both shapes") {
       "attn::linear: expected bias (out,) matching w (in, out), got w (4, 6) and bias (5,)",
       std::invalid_argument);
   CHECK_THROWS_AS(attn::linear(x, w, b), std::invalid_argument);
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("linear.backward") {
+
+using attn::testing::check_gradients;
+using attn::testing::cspan_of;
+using attn::testing::span_of;
+using attn::testing::upstream;
+
+TEST_CASE("linear_backward matches central differences for x, W and b at odd sizes") {
+  attn::Rng rng(84);
+  for (const std::array<std::size_t, 4> s : {std::array<std::size_t, 4>{1, 1, 1, 1}, {2, 3, 5, 7},
+                                             {1, 4, 3, 1}}) {
+    const std::size_t B = s[0], T = s[1], in = s[2], out = s[3];
+    attn::Tensor<3> x = attn::randn<3>(rng, {B, T, in});
+    attn::Matrix w = attn::randn(rng, in, out);
+    attn::Vector b = attn::randn<1>(rng, {out});
+    const attn::Tensor<3> r = upstream(attn::linear(x, w, b), 3);
+    const attn::LinearGrads g = attn::linear_backward(r, x, w);
+    check_gradients("linear " + attn::shape_str(s),
+                    attn::grad_check([&] { return attn::weighted_sum(cspan_of(attn::linear(x, w, b)), cspan_of(r)); },
+                                     {{"x", span_of(x), cspan_of(g.dx)},
+                                      {"w", span_of(w), cspan_of(g.dw)},
+                                      {"b", span_of(b), cspan_of(g.db)}}));
+  }
+}
+
+TEST_CASE("linear_backward accumulates dW and db, and overwrites dx") {
+  attn::Rng rng(85);
+  const attn::Tensor<3> x = attn::randn<3>(rng, {2, 3, 4});
+  const attn::Matrix w = attn::randn(rng, 4, 5);
+  const attn::Tensor<3> dy = attn::randn<3>(rng, {2, 3, 5});
+  const attn::LinearGrads once = attn::linear_backward(dy, x, w);
+  attn::Tensor<3> dx = attn::randn<3>(rng, {1, 1, 1});  // wrong shape: resized
+  attn::Matrix dw = xt::zeros<float>({4, 5});
+  attn::Vector db = xt::zeros<float>({5});
+  attn::linear_backward(dy, x, w, dx, dw, &db);
+  attn::linear_backward(dy, x, w, dx, dw, &db);
+  CHECK_TENSOR_NEAR(dx, once.dx, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(dw, attn::Matrix(2.0f * once.dw), 1e-6, 1e-6);
+  CHECK_TENSOR_NEAR(db, attn::Vector(2.0f * once.db), 1e-6, 1e-6);
+  // Against the plain-loop matmul: dx = dy @ W^T, dW = x^T @ dy.
+  const attn::Matrix dy2 = xt::reshape_view(dy, {6, 5});
+  const attn::Matrix x2 = xt::reshape_view(x, {6, 4});
+  const attn::Matrix wt = xt::transpose(w);
+  const attn::Matrix xt2 = xt::transpose(x2);
+  CHECK_TENSOR_NEAR(attn::Matrix(xt::reshape_view(once.dx, {6, 4})), attn::matmul(dy2, wt), 1e-5, 1e-5);
+  CHECK_TENSOR_NEAR(once.dw, attn::matmul(xt2, dy2), 1e-5, 1e-5);
+  attn::Matrix dw_nb = xt::zeros<float>({4, 5});
+  attn::linear_backward(dy, x, w, dx, dw_nb);  // db null: skipped
+  CHECK_TENSOR_NEAR(dw_nb, once.dw, 0.0, 0.0);
+}
+
+TEST_CASE("linear_backward names mismatched shapes") {
+  const attn::Tensor<3> x = xt::zeros<float>({2, 3, 4});
+  const attn::Matrix w = xt::zeros<float>({4, 5});
+  const attn::Tensor<3> dy_bad = xt::zeros<float>({2, 3, 4});
+  using E = std::invalid_argument;
+  CHECK_THROWS_WITH_AS(attn::linear_backward(dy_bad, x, w),
+                       "attn::linear_backward: expected dy of shape (2, 3, 5) (like y = x @ w), got dy (2, 3, 4)", E);
+  attn::Tensor<3> dx;
+  attn::Matrix dw = xt::zeros<float>({5, 4});
+  const attn::Tensor<3> dy = xt::zeros<float>({2, 3, 5});
+  CHECK_THROWS_WITH_AS(attn::linear_backward(dy, x, w, dx, dw),
+                       "attn::linear_backward: expected dw shaped like w (4, 5), got dw (5, 4)", E);
+  const attn::Matrix w_bad = xt::zeros<float>({3, 5});
+  CHECK_THROWS_WITH_AS(attn::linear_backward(dy, x, w_bad),
+                       "attn::linear_backward: expected x (B, T, in) and w (in, out) with the same in, got x (2, 3, 4) and w (3, 5)", E);
+}
+
+TEST_CASE("linear_backward gives the same bits on 1 and 3 threads") {
+  attn::Rng rng(86);
+  const attn::Tensor<3> x = attn::randn<3>(rng, {4, 100, 96});
+  const attn::Matrix w = attn::randn(rng, 96, 200);
+  const attn::Tensor<3> dy = attn::randn<3>(rng, {4, 100, 200});
+  const std::size_t saved = attn::num_threads();
+  attn::set_num_threads(1);
+  const attn::LinearGrads one = attn::linear_backward(dy, x, w);
+  attn::set_num_threads(3);
+  const attn::LinearGrads three = attn::linear_backward(dy, x, w);
+  attn::set_num_threads(saved);
+  CHECK_TENSOR_NEAR(one.dx, three.dx, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(one.dw, three.dw, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(one.db, three.db, 0.0, 0.0);
 }
 
 }  // TEST_SUITE

@@ -10,7 +10,10 @@
 #include <vector>
 
 #include "attn/mask.hpp"
+#include "attn/softmax.hpp"
 #include "attn/random.hpp"
+#include "attn/gradcheck.hpp"
+#include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -195,6 +198,51 @@ TEST_CASE("a mask whose shape does not match the last two axes is an error namin
                        std::invalid_argument);
   const attn::Matrix rect = xt::zeros<float>({4, 5});
   CHECK_THROWS_AS(attn::masked_softmax<2>(rect, attn::causal_mask(4)), std::invalid_argument);
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("mask.backward") {
+
+using attn::testing::check_gradients;
+using attn::testing::cspan_of;
+using attn::testing::span_of;
+using attn::testing::upstream;
+
+TEST_CASE("masked_softmax_backward matches central differences; masked scores get no gradient") {
+  attn::Rng rng(82);
+  for (std::size_t T : {1, 2, 5}) {
+    const attn::Mask mask = attn::causal_mask(T);
+    attn::Tensor<3> s = attn::randn<3>(rng, {2, T, T}, 2.0f);
+    const attn::Tensor<3> r = upstream(s, 9);
+    const attn::Tensor<3> ds = attn::masked_softmax_backward<3>(attn::masked_softmax<3>(s, mask), r);
+    check_gradients("masked_softmax T=" + std::to_string(T),
+                    attn::grad_check(
+                        [&] {
+                          return attn::weighted_sum(cspan_of(attn::masked_softmax<3>(s, mask)),
+                                                    cspan_of(r));
+                        },
+                        {{"scores", span_of(s), cspan_of(ds)}}));
+    for (std::size_t b = 0; b < 2; ++b)
+      for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t u = t + 1; u < T; ++u) CHECK(ds(b, t, u) == 0.0f);
+  }
+}
+
+TEST_CASE("masked_softmax_backward at rank 2 and 4, and its shape error") {
+  attn::Rng rng(83);
+  const attn::Mask mask = attn::causal_mask(3);
+  const attn::Matrix s2 = attn::randn<2>(rng, {3, 3});
+  const attn::Matrix y2 = attn::masked_softmax<2>(s2, mask);
+  const attn::Matrix r2 = upstream(s2, 1);
+  CHECK_TENSOR_NEAR(attn::masked_softmax_backward<2>(y2, r2), attn::softmax_backward<2>(y2, r2),
+                    0.0, 0.0);
+  const attn::Tensor<4> s4 = attn::randn<4>(rng, {1, 2, 3, 3});
+  const attn::Tensor<4> y4 = attn::masked_softmax<4>(s4, mask);
+  CHECK(attn::masked_softmax_backward<4>(y4, upstream(s4, 2)).shape() == s4.shape());
+  CHECK_THROWS_WITH_AS(attn::masked_softmax_backward<2>(y2, attn::Matrix(xt::zeros<float>({3, 2}))),
+                       "attn::masked_softmax_backward: expected dy of the same shape as y (3, 3), got dy (3, 2)",
+                       std::invalid_argument);
 }
 
 }  // TEST_SUITE

@@ -11,6 +11,8 @@
 
 #include "attn/random.hpp"
 #include "attn/softmax.hpp"
+#include "attn/gradcheck.hpp"
+#include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -161,6 +163,65 @@ TEST_CASE("an empty last axis is an error naming the function and the shape") {
   const attn::Vector v(attn::Vector::shape_type{0});
   CHECK_THROWS_WITH_AS(attn::softmax<1>(v),
                        "attn::softmax: expected a non-empty last axis, got shape (0,)",
+                       std::invalid_argument);
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("softmax.backward") {
+
+using attn::testing::check_gradients;
+using attn::testing::cspan_of;
+using attn::testing::span_of;
+using attn::testing::upstream;
+
+TEST_CASE("softmax_backward matches central differences at every rank and odd sizes") {
+  attn::Rng rng(81);
+  auto check = [&](auto x, const char* op) {
+    constexpr std::size_t N = decltype(x)::rank;
+    const auto r = upstream(x, 7);
+    const auto dx = attn::softmax_backward<N>(attn::softmax<N>(x), r);
+    check_gradients(op, attn::grad_check(
+                            [&] { return attn::weighted_sum(cspan_of(attn::softmax<N>(x)), cspan_of(r)); },
+                            {{"x", span_of(x), cspan_of(dx)}}));
+  };
+  check(attn::randn<1>(rng, {1}, 2.0f), "softmax (1,)");
+  check(attn::randn<1>(rng, {7}, 2.0f), "softmax (7,)");
+  check(attn::randn<2>(rng, {3, 5}, 2.0f), "softmax (3,5)");
+  check(attn::randn<3>(rng, {2, 1, 3}, 2.0f), "softmax (2,1,3)");
+  check(attn::randn<4>(rng, {1, 2, 3, 4}, 2.0f), "softmax (1,2,3,4)");
+}
+
+TEST_CASE("softmax_backward is the Jacobian-vector product y (dy - sum dy y)") {
+  // Hand values: y = (0.25, 0.75), dy = (1, 0): sum dy y = 0.25, dx = (0.25 * 0.75, -0.75 * 0.25).
+  const attn::Vector y = {0.25f, 0.75f};
+  const attn::Vector dy = {1.0f, 0.0f};
+  const attn::Vector dx = attn::softmax_backward<1>(y, dy);
+  CHECK(dx(0) == doctest::Approx(0.1875));
+  CHECK(dx(1) == doctest::Approx(-0.1875));
+  // A constant dy changes nothing (softmax is shift-invariant): dx = 0.
+  const attn::Vector dx0 = attn::softmax_backward<1>(y, attn::Vector{3.0f, 3.0f});
+  CHECK(std::abs(dx0(0)) < 1e-7f);
+  CHECK(std::abs(dx0(1)) < 1e-7f);
+}
+
+TEST_CASE("softmax_rows_backward may write over dy, and zeros stay zeros") {
+  std::vector<float> y = {0.5f, 0.5f, 0.0f, 1.0f, 0.0f, 0.0f};
+  std::vector<float> dy = {1.0f, 2.0f, 5.0f, 1.0f, -3.0f, 4.0f};
+  attn::softmax_rows_backward(y.data(), dy.data(), dy.data(), 2, 3);
+  CHECK(dy[0] == doctest::Approx(-0.25));
+  CHECK(dy[1] == doctest::Approx(0.25));
+  CHECK(dy[2] == 0.0f);  // y = 0: masked, no gradient
+  CHECK(dy[3] == 0.0f);  // a one-hot row is saturated: no gradient at all
+  CHECK(dy[4] == 0.0f);
+  CHECK(dy[5] == 0.0f);
+}
+
+TEST_CASE("softmax_backward names mismatched shapes") {
+  const attn::Matrix y = xt::zeros<float>({2, 3});
+  const attn::Matrix dy = xt::zeros<float>({3, 2});
+  CHECK_THROWS_WITH_AS(attn::softmax_backward<2>(y, dy),
+                       "attn::softmax_backward: expected dy of the same shape as y (2, 3), got dy (3, 2)",
                        std::invalid_argument);
 }
 

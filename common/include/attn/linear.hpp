@@ -47,5 +47,8 @@ struct LinearGrads {
   Vector db;     // (out,)
 };
 LinearGrads linear_backward(const Tensor<3>& dy, const Tensor<3>& x, const Matrix& w);
+// The bias part alone, on raw buffers: db (cols,) += sum over the rows of dy (rows, cols),
+// accumulated in double per column (4096 rows summed in float would lose ~3 digits).
+void bias_backward(const float* dy, std::size_t rows, std::size_t cols, float* db);
 
 }  // namespace attn

@@ -1,0 +1,60 @@
+// tests/gradcheck_helpers.hpp: running attn::grad_check from doctest (chapter 08's tests).
+// check_gradients(op, results) CHECKs that every tensor passes and prints one line per tensor,
+//   gradcheck <op> <tensor> max_abs=... max_rel=...
+// so a test run shows the errors the issue notes quote.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "attn/gradcheck.hpp"
+#include "attn/random.hpp"
+#include "attn/xt.hpp"
+
+namespace attn::testing {
+
+template <class T>
+std::span<float> span_of(T& t) {
+  return {t.data(), t.size()};
+}
+template <class T>
+std::span<const float> cspan_of(const T& t) {
+  return {t.data(), t.size()};
+}
+
+// A fixed random R shaped like `like`: the upstream gradient of L = sum(out * R).
+template <std::size_t N>
+Tensor<N> upstream(const Tensor<N>& like, std::uint64_t seed) {
+  Rng rng(seed);
+  std::array<std::size_t, N> shape;
+  std::copy(like.shape().begin(), like.shape().end(), shape.begin());
+  return randn<N>(rng, shape);
+}
+
+inline void check_gradients(const std::string& op, const std::vector<GradCheckResult>& results) {
+  REQUIRE(!results.empty());
+  for (const GradCheckResult& r : results) {
+    std::printf("gradcheck %-28s %-12s n=%-5zu max_abs=%.3e max_rel=%.3e %s\n", op.c_str(),
+                r.name.c_str(), r.count, r.max_abs, r.max_rel, r.pass ? "PASS" : "FAIL");
+    CHECK_MESSAGE(r.pass, op << " " << r.name << ": max_abs " << r.max_abs << ", max_rel "
+                             << r.max_rel);
+  }
+}
+
+// The opposite: at least one tensor must fail (a deliberately wrong gradient).
+inline void check_caught(const std::string& op, const std::vector<GradCheckResult>& results) {
+  bool any_fail = false;
+  for (const GradCheckResult& r : results) {
+    std::printf("gradcheck %-28s %-12s n=%-5zu max_abs=%.3e max_rel=%.3e %s (wrong gradient)\n",
+                op.c_str(), r.name.c_str(), r.count, r.max_abs, r.max_rel,
+                r.pass ? "PASS" : "FAIL");
+    any_fail = any_fail || !r.pass;
+  }
+  CHECK_MESSAGE(any_fail, op << ": the wrong gradient was not caught");
+}
+
+}  // namespace attn::testing
