@@ -102,6 +102,8 @@ constexpr std::size_t kMaxBlock = 1024;
 constexpr std::size_t kMaxSampleLength = 100'000;
 constexpr std::size_t kMaxStartLength = 4096;  // characters of --start
 constexpr float kMaxLearningRate = 1000.0f;
+// Training costs about steps x B x T x V operations: at most 2^32 (some seconds).
+constexpr std::size_t kMaxTrainingWork = std::size_t{1} << 32;
 
 // The chapter's own flags, with their defaults.
 struct Options {
@@ -122,6 +124,12 @@ void check_options(const Options& o, const attn::Vocab& vocab, const attn::Split
         "--batch-size {} x --block-size {} x V = {} is {} numbers per step, more than the limit "
         "of {}: lower --batch-size or --block-size",
         B, T, V, B * T * V, attn::limits::kMaxElements));
+  }
+  if (o.train.steps > kMaxTrainingWork / (B * T * V)) {  // steps <= 1e5: the product fits
+    throw attn::UsageError(fmt::format(
+        "--steps {} x --batch-size {} x --block-size {} x V = {} is {} operations, more than the "
+        "limit of {}: lower one of them",
+        o.train.steps, B, T, V, o.train.steps * B * T * V, kMaxTrainingWork));
   }
   const std::size_t shortest = std::min(split.train.size(), split.val.size());
   if (shortest < T + 1) {

@@ -54,10 +54,10 @@ constexpr std::size_t kPromptMaxLength = 200;  // ... cut to its first 200 chara
 // seconds on its own, with the other flags at their defaults; the model's parameters are also
 // bounded together (limits::kMaxModelParameters).
 constexpr std::size_t kMaxLayers = 48;
-constexpr std::size_t kMaxChannels = 1024;
+constexpr std::size_t kMaxChannels = 512;
 constexpr std::size_t kMaxHeads = 64;
 constexpr std::size_t kMaxBlockSize = 4096;
-constexpr std::size_t kMaxNewTokens = 5000;
+constexpr std::size_t kMaxNewTokens = 2000;
 constexpr std::size_t kMaxPromptFlagLength = 4096;  // characters of --prompt
 
 // ---- The functions the walkthrough calls: from attn:: (the reference) or, with --mine, the
@@ -272,6 +272,29 @@ void check_model_size(const Options& o) {
         "--layers {} --channels {} --block-size {} make a model of {} parameters (before the "
         "embedding), more than the limit of {}: lower --layers or --channels",
         L, C, o.block_size, params, attn::limits::kMaxModelParameters));
+  }
+}
+
+// Section 3 generates max_new_tokens tokens six times (the sample, lm_generate's copy, four
+// other settings); each token is one forward pass over the last min(length, T_max) tokens.
+// Its floating-point operations, estimated in double, are bounded so that no combination of
+// flags runs for minutes: 2 T (12 C^2 L + V C) for the weights, 4 L T^2 C for attention.
+constexpr double kMaxGenerationWork = 2.5e11;  // some seconds on one core of a laptop
+
+void check_generation_work(const attn::LmConfig& c, std::size_t prompt, std::size_t new_tokens) {
+  const double C = static_cast<double>(c.n_embd), L = static_cast<double>(c.n_layers);
+  const double V = static_cast<double>(c.vocab_size);
+  double work = 0.0;
+  for (std::size_t i = 0; i < new_tokens; ++i) {
+    const double T = static_cast<double>(std::min(prompt + i, c.block_size));
+    work += 6.0 * (2.0 * T * (12.0 * C * C * L + V * C) + 4.0 * L * T * T * C);
+  }
+  if (work > kMaxGenerationWork) {
+    throw attn::UsageError(fmt::format(
+        "--max-new-tokens {} with L = {}, C = {}, T_max = {} is about {:.1e} floating-point "
+        "operations of generation, more than the limit of {:.1e}: lower --max-new-tokens, "
+        "--block-size, --channels or --layers",
+        new_tokens, c.n_layers, c.n_embd, c.block_size, work, kMaxGenerationWork));
   }
 }
 
@@ -689,6 +712,7 @@ void run(const attn::CommonOptions& common, const Options& o) {
   p.ids = vocab.encode(attn::encode_utf8(prompt));
   const std::size_t T = std::min(p.ids.size(), m.config.block_size);
   p.context.assign(p.ids.end() - static_cast<std::ptrdiff_t>(T), p.ids.end());
+  check_generation_work(m.config, p.ids.size(), o.max_new_tokens);
 
   fmt::print("Chapter 07: the causal language model\n");
   fmt::print("seed {}, corpus {}, functions: {}\n", common.seed, corpus.origin,
