@@ -718,6 +718,10 @@ int main(int argc, char** argv) {
     Page checked(*options, page);
     ok = checked.process() && ok;
   }
-  std::fflush(stdout);
+  // Output that cannot be written (> /dev/full) is an error too.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    std::fprintf(stderr, "attn-doccheck: error: cannot write the output (stdout)\n");
+    return 1;
+  }
   return ok ? 0 : 1;
 }

@@ -495,5 +495,10 @@ int main(int argc, char** argv) {
              passed, failed,
              problems.empty() ? "" : fmt::format(", {} unreadable path{}", problems.size(),
                                                  problems.size() == 1 ? "" : "s"));
+  // Output that cannot be written (> /dev/full) is an error too.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    std::fprintf(stderr, "attn-golden: error: cannot write the output (stdout)\n");
+    return 1;
+  }
   return failed == 0 && problems.empty() ? 0 : 1;
 }

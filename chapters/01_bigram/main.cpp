@@ -102,6 +102,8 @@ constexpr std::size_t kMaxBlock = 1024;
 constexpr std::size_t kMaxSampleLength = 100'000;
 constexpr std::size_t kMaxStartLength = 4096;  // characters of --start
 constexpr float kMaxLearningRate = 1000.0f;
+// Each step holds (B*T, V) logits and as many gradients: at most 2^24 numbers (64 MiB) each.
+constexpr std::size_t kMaxBatchNumbers = std::size_t{1} << 24;
 // Training costs about steps x B x T x V operations: at most 2^32 (some seconds).
 constexpr std::size_t kMaxTrainingWork = std::size_t{1} << 32;
 
@@ -119,11 +121,11 @@ void check_options(const Options& o, const attn::Vocab& vocab, const attn::Split
   const std::size_t T = o.train.block_size;
   // Each step looks up a (B*T, V) block of logits: bounded like every buffer (attn/limits.hpp).
   const std::size_t B = o.train.batch_size, V = vocab.size();
-  if (B * T > attn::limits::kMaxElements / V) {  // B, T <= 1024 and V <= 2048: no overflow
+  if (B * T > kMaxBatchNumbers / V) {  // B, T <= 1024 and V <= 2048: no overflow
     throw attn::UsageError(fmt::format(
         "--batch-size {} x --block-size {} x V = {} is {} numbers per step, more than the limit "
         "of {}: lower --batch-size or --block-size",
-        B, T, V, B * T * V, attn::limits::kMaxElements));
+        B, T, V, B * T * V, kMaxBatchNumbers));
   }
   if (o.train.steps > kMaxTrainingWork / (B * T * V)) {  // steps <= 1e5: the product fits
     throw attn::UsageError(fmt::format(

@@ -85,10 +85,14 @@ attn_cli_test(robust.ch07.vocabulary_3000 EXIT 0 STDOUT
               PREPARE "${hostile} vocab 3000 > ${robust_dir}/vocab_3000_07.txt"
               MATCH "Here V = 3001,"
               COMMAND 07_causal_lm --data ${robust_dir}/vocab_3000_07.txt --max-new-tokens 5)
-# Chapter 01: the work of training, B * T * V per step times the steps, is bounded too.
-attn_cli_test(robust.ch01.training_work EXIT 2
-              MATCH "^01_bigram: error: --steps 3000 x --batch-size 1024 x --block-size 1024 x V = [0-9]+ is [0-9]+ operations, more than the limit of [0-9]+: lower one of them"
+# Chapter 01: the memory of a step (B * T * V numbers) and the work of training (times the
+# steps) are bounded too, each flag being within its own bound.
+attn_cli_test(robust.ch01.batch_numbers EXIT 2
+              MATCH "^01_bigram: error: --batch-size 1024 x --block-size 1024 x V = [0-9]+ is [0-9]+ numbers per step, more than the limit of 16777216: lower --batch-size or --block-size"
               COMMAND 01_bigram --batch-size 1024 --block-size 1024)
+attn_cli_test(robust.ch01.training_work EXIT 2
+              MATCH "^01_bigram: error: --steps 3000 x --batch-size 1024 x --block-size 256 x V = [0-9]+ is [0-9]+ operations, more than the limit of 4294967296: lower one of them"
+              COMMAND 01_bigram --batch-size 1024 --block-size 256)
 
 # Control characters from the corpus are escaped (expect.cmake fails on any raw ESC).
 set(controls ${robust_dir}/controls.txt)
@@ -144,3 +148,12 @@ attn_cli_test(robust.ch07.model_parameters EXIT 2
 attn_cli_test(robust.ch07.generation_work EXIT 2
               MATCH "^07_causal_lm: error: --max-new-tokens 2000 with L = 2, C = 64, T_max = 4096 is about [0-9.]+e\\+[0-9]+ floating-point operations of generation, more than the limit of 2.5e\\+11: lower"
               COMMAND 07_causal_lm --block-size 4096 --max-new-tokens 2000)
+
+# The tools check their output too.
+attn_cli_test(robust.tools.golden_stdout_full EXIT 1 STDOUT_TO /dev/full
+              MATCH "^attn-golden: error: cannot write the output \\(stdout\\)$"
+              COMMAND attn-golden ${PROJECT_SOURCE_DIR}/tests/golden/cases/softmax_rows)
+attn_cli_test(robust.tools.doccheck_stdout_full EXIT 1 STDOUT_TO /dev/full
+              MATCH "^attn-doccheck: error: cannot write the output \\(stdout\\)$"
+              COMMAND attn-doccheck --bin-dir $<TARGET_FILE_DIR:attn-doccheck>
+                      --root ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/CONTRIBUTING.md)
