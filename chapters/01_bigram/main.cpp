@@ -104,8 +104,8 @@ constexpr std::size_t kMaxStartLength = 4096;  // characters of --start
 constexpr float kMaxLearningRate = 1000.0f;
 // Each step holds (B*T, V) logits and as many gradients: at most 2^24 numbers (64 MiB) each.
 constexpr std::size_t kMaxBatchNumbers = std::size_t{1} << 24;
-// Training costs about steps x B x T x V operations: at most 2^32 (some seconds).
-constexpr std::size_t kMaxTrainingWork = std::size_t{1} << 32;
+// Training costs about steps x B x T x V operations: at most 2^31 (some seconds).
+constexpr std::size_t kMaxTrainingWork = std::size_t{1} << 31;
 
 // The chapter's own flags, with their defaults.
 struct Options {

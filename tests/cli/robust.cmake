@@ -91,7 +91,7 @@ attn_cli_test(robust.ch01.batch_numbers EXIT 2
               MATCH "^01_bigram: error: --batch-size 1024 x --block-size 1024 x V = [0-9]+ is [0-9]+ numbers per step, more than the limit of 16777216: lower --batch-size or --block-size"
               COMMAND 01_bigram --batch-size 1024 --block-size 1024)
 attn_cli_test(robust.ch01.training_work EXIT 2
-              MATCH "^01_bigram: error: --steps 3000 x --batch-size 1024 x --block-size 256 x V = [0-9]+ is [0-9]+ operations, more than the limit of 4294967296: lower one of them"
+              MATCH "^01_bigram: error: --steps 3000 x --batch-size 1024 x --block-size 256 x V = [0-9]+ is [0-9]+ operations, more than the limit of 2147483648: lower one of them"
               COMMAND 01_bigram --batch-size 1024 --block-size 256)
 
 # Control characters from the corpus are escaped (expect.cmake fails on any raw ESC).
