@@ -22,6 +22,7 @@
 #include "attn/sample.hpp"
 #include "attn/cli.hpp"
 #include "attn/corpus.hpp"
+#include "attn/limits.hpp"
 #include "attn/plot.hpp"
 #include "attn/print.hpp"
 #include "attn/random.hpp"
@@ -94,6 +95,19 @@ std::vector<std::string> labels_of(const attn::Vocab& vocab, std::span<const int
   return out;
 }
 
+// Upper bounds of the flags (the input contract, CONTRIBUTING.md): each keeps a run within
+// seconds on its own, with the other flags at their defaults.
+constexpr std::size_t kMaxSteps = 100'000;
+constexpr std::size_t kMaxBatch = 1024;
+constexpr std::size_t kMaxBlock = 1024;
+constexpr std::size_t kMaxSampleLength = 100'000;
+constexpr std::size_t kMaxStartLength = 4096;  // characters of --start
+constexpr float kMaxLearningRate = 1000.0f;
+// Each step holds (B*T, V) logits and as many gradients: at most 2^24 numbers (64 MiB) each.
+constexpr std::size_t kMaxBatchNumbers = std::size_t{1} << 24;
+// Training costs about steps x B x T x V operations: at most 2^31 (some seconds).
+constexpr std::size_t kMaxTrainingWork = std::size_t{1} << 31;
+
 // The chapter's own flags, with their defaults.
 struct Options {
   attn::BigramTrainConfig train;  // --steps, --batch-size, --block-size, --lr, --eval-interval
@@ -106,6 +120,20 @@ struct Options {
 // value fails fast with one line instead of after the training.
 void check_options(const Options& o, const attn::Vocab& vocab, const attn::Split& split) {
   const std::size_t T = o.train.block_size;
+  // Each step looks up a (B*T, V) block of logits: bounded like every buffer (attn/limits.hpp).
+  const std::size_t B = o.train.batch_size, V = vocab.size();
+  if (B * T > kMaxBatchNumbers / V) {  // B, T <= 1024 and V <= 2048: no overflow
+    throw attn::UsageError(fmt::format(
+        "--batch-size {} x --block-size {} x V = {} is {} numbers per step, more than the limit "
+        "of {}: lower --batch-size or --block-size",
+        B, T, V, B * T * V, kMaxBatchNumbers));
+  }
+  if (o.train.steps > kMaxTrainingWork / (B * T * V)) {  // steps <= 1e5: the product fits
+    throw attn::UsageError(fmt::format(
+        "--steps {} x --batch-size {} x --block-size {} x V = {} is {} operations, more than the "
+        "limit of {}: lower one of them",
+        o.train.steps, B, T, V, o.train.steps * B * T * V, kMaxTrainingWork));
+  }
   const std::size_t shortest = std::min(split.train.size(), split.val.size());
   if (shortest < T + 1) {
     throw std::runtime_error(fmt::format(
@@ -118,6 +146,10 @@ void check_options(const Options& o, const attn::Vocab& vocab, const attn::Split
     start = attn::decode_utf8(o.start);
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("--start: {}", e.what()));
+  }
+  if (start.size() > kMaxStartLength) {
+    throw attn::UsageError(fmt::format("--start must be at most {} characters, got {}",
+                                       kMaxStartLength, start.size()));
   }
   for (char32_t c : start) {
     if (!vocab.contains(c)) {
@@ -208,6 +240,13 @@ void run(const attn::CommonOptions& common, Options o) {
   const std::u32string text = attn::decode_utf8(corpus.text);
   const attn::Vocab vocab = attn::Vocab::from_text(corpus.text);
   const std::size_t V = vocab.size();
+  if (V > attn::limits::kMaxBigramVocab) {  // a property of the file: exit code 1
+    throw std::runtime_error(fmt::format(
+        "corpus {} has {} distinct characters, but this chapter's bigram table holds V x V "
+        "numbers ({} here), so it accepts at most {} characters; chapter 07 stores V x C numbers "
+        "instead and runs on this corpus",
+        corpus.origin, V, attn::checked_mul(V, V, "V x V"), attn::limits::kMaxBigramVocab));
+  }
   const attn::Split split = attn::train_val_split(vocab.encode(corpus.text));
   if (o.start.empty()) o.start = attn::encode_utf8(text.front());
   check_options(o, vocab, split);
@@ -473,7 +512,8 @@ void run(const attn::CommonOptions& common, Options o) {
              "draw the next character from it, append it.\n",
              attn::quote(attn::decode_utf8(o.start)), o.sample_length,
              attn::format_significant(o.temperature));
-  fmt::print("\n{}{}\n", o.start, fns.decode(vocab, sampled));
+  fmt::print("\n{}{}\n", attn::terminal_safe(attn::decode_utf8(o.start)),
+             attn::terminal_safe(attn::decode_utf8(fns.decode(vocab, sampled))));
   fmt::print("\nEach character was drawn knowing only the one before it: one character of context\n"
              "cannot hold a word together.\n"
              "Next: chapter 02 lets every position look at its whole past.\n");
@@ -491,15 +531,18 @@ int main(int argc, char** argv) {
                 "current one with a V x V table, built by counting and by gradient descent, "
                 "then sample text from it.");
   Options o;
-  cli.add_size("--steps", o.train.steps, "optimizer steps");
-  cli.add_size("--batch-size", o.train.batch_size, "B, windows per step");
-  cli.add_size("--block-size", o.train.block_size, "T, tokens per window");
+  cli.add_size("--steps", o.train.steps, "optimizer steps", 1, kMaxSteps);
+  cli.add_size("--batch-size", o.train.batch_size, "B, windows per step", 1, kMaxBatch);
+  cli.add_size("--block-size", o.train.block_size, "T, tokens per window", 1, kMaxBlock);
   cli.add_float("--lr", o.train.learning_rate, "learning rate at step 1, decaying linearly to 0",
-                0.0f);
-  cli.add_size("--eval-interval", o.train.eval_interval, "report the losses every N steps");
-  cli.add_size("--sample-length", o.sample_length, "characters to sample at the end");
+                0.0f, kMaxLearningRate);
+  cli.add_size("--eval-interval", o.train.eval_interval, "report the losses every N steps", 1,
+               kMaxSteps);
+  cli.add_size("--sample-length", o.sample_length, "characters to sample at the end", 1,
+               kMaxSampleLength);
   cli.add_float("--temperature", o.temperature, "sampling temperature (> 0)", 0.0f);
   cli.add_string("--start", o.start,
-                 "first characters of the sample (default: the corpus's first character)");
+                 "first characters of the sample (default: the corpus's first character; at "
+                 "most 4096)");
   return cli.run(argc, argv, [&](const attn::CommonOptions& common) { run(common, o); });
 }

@@ -357,22 +357,11 @@ int main(int argc, char** argv) {
   std::size_t T = 6;
   float scale = 2.0f;
   cli.add_size("--time-steps", T,
-               "sequence length T: the scores, the mask and the weights are (T, T) (at most " +
-                   size_text(kMaxTimeSteps) + ")");
-  cli.add_float("--scale", scale,
-                "standard deviation of the random scores (at most " +
-                    attn::format_number(kMaxScale, 0) + ")",
-                0.0f);
+               "sequence length T: the scores, the mask and the weights are (T, T)", 1,
+               kMaxTimeSteps, "every (T, T) matrix is printed");
+  cli.add_float("--scale", scale, "standard deviation of the random scores", 0.0f, kMaxScale);
 
   return cli.run(argc, argv, [&](const attn::CommonOptions& options) {
-    if (T > kMaxTimeSteps) {
-      throw attn::UsageError("--time-steps must be at most " + size_text(kMaxTimeSteps) +
-                             ", got " + size_text(T) + " (every (T, T) matrix is printed)");
-    }
-    if (scale > kMaxScale) {
-      throw attn::UsageError("--scale must be at most " + attn::format_number(kMaxScale, 0) +
-                             ", got " + attn::format_number(scale, 1));
-    }
     const Kernels k = options.mine ? learner_kernels() : reference_kernels();
     // The scores here are random, so no text is needed; a bad --data is still an error.
     const std::string corpus_origin = options.data ? attn::load_corpus(options.data).origin : "";

@@ -236,7 +236,9 @@ Tokens embed_corpus(const attn::Corpus& corpus, std::size_t T, std::size_t S, st
                     attn::Rng& rng) {
   const std::u32string chars = attn::decode_utf8(corpus.text);
   if (chars.size() < T + S) {
-    throw attn::UsageError("--time-steps + --source-steps needs " + num(T + S) +
+    // A property of the file (the flags are within their bounds): exit code 1, as in every
+    // chapter whose corpus is too short.
+    throw std::runtime_error("--time-steps + --source-steps needs " + num(T + S) +
                            " characters, but the corpus has only " + num(chars.size()));
   }
   const attn::Vocab vocab = attn::Vocab::from_text(corpus.text);
@@ -606,34 +608,16 @@ int main(int argc, char** argv) {
   std::size_t C = 32;
   std::size_t hs = 16;
   std::size_t S = 5;
-  cli.add_size("--time-steps", T,
-               "sequence length T: the first T characters of the corpus (at most " +
-                   num(kMaxTimeSteps) + ")");
-  cli.add_size("--channels", C,
-               "channels C: the width of a token vector (at most " + num(kMaxWidth) + ")");
-  cli.add_size("--head-size", hs,
-               "head size hs: the width of q, k and v (at most " + num(kMaxWidth) + ")");
+  cli.add_size("--time-steps", T, "sequence length T: the first T characters of the corpus", 1,
+               kMaxTimeSteps, "every (T, T) matrix is printed");
+  cli.add_size("--channels", C, "channels C: the width of a token vector", 1, kMaxWidth);
+  cli.add_size("--head-size", hs, "head size hs: the width of q, k and v", 1, kMaxWidth);
   cli.add_size("--source-steps", S,
                "length S of the other sequence of cross-attention, the S characters after the "
-               "first T (at most " +
-                   num(kMaxTimeSteps) + ")");
+               "first T",
+               1, kMaxTimeSteps, "every (T, S) matrix is printed");
 
   return cli.run(argc, argv, [&](const attn::CommonOptions& options) {
-    if (T > kMaxTimeSteps) {
-      throw attn::UsageError("--time-steps must be at most " + num(kMaxTimeSteps) + ", got " +
-                             num(T) + " (every (T, T) matrix is printed)");
-    }
-    if (S > kMaxTimeSteps) {
-      throw attn::UsageError("--source-steps must be at most " + num(kMaxTimeSteps) + ", got " +
-                             num(S) + " (every (T, S) matrix is printed)");
-    }
-    if (C > kMaxWidth) {
-      throw attn::UsageError("--channels must be at most " + num(kMaxWidth) + ", got " + num(C));
-    }
-    if (hs > kMaxWidth) {
-      throw attn::UsageError("--head-size must be at most " + num(kMaxWidth) + ", got " +
-                             num(hs));
-    }
     const Kernels kern = options.mine ? learner_kernels() : reference_kernels();
     const attn::Corpus corpus = attn::load_corpus(options.data);
     attn::Rng rng(options.seed);

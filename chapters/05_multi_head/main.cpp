@@ -591,30 +591,17 @@ int main(int argc, char** argv) {
                 "one heatmap per head, the parameter count, and 1, 4 and 8 heads compared.");
   Sizes n{2, 10, 64, 4, true};
   bool no_causal = false;
-  cli.add_size("--batch", n.B,
-               "batch size B: sequences processed together (at most " +
-                   std::to_string(kMaxBatch) + ")");
-  cli.add_size("--time-steps", n.T,
-               "sequence length T: every head's weights are (T, T) (at most " +
-                   std::to_string(kMaxTimeSteps) + ")");
-  cli.add_size("--channels", n.C,
-               "model width C (at most " + std::to_string(kMaxChannels) + ")");
+  cli.add_size("--batch", n.B, "batch size B: sequences processed together", 1, kMaxBatch);
+  cli.add_size("--time-steps", n.T, "sequence length T: every head's weights are (T, T)", 1,
+               kMaxTimeSteps);
+  cli.add_size("--channels", n.C, "model width C", 1, kMaxChannels);
   cli.add_size("--heads", n.H,
-               "number of heads H; must divide C, each head gets hs = C / H channels (at most " +
-                   std::to_string(kMaxHeads) + ")");
+               "number of heads H; must divide C, each head gets hs = C / H channels", 1,
+               kMaxHeads);
   cli.add_flag("--no-causal", no_causal,
                "let every query see every key (encoder-style attention, no causal mask)");
 
   return cli.run(argc, argv, [&](const attn::CommonOptions& options) {
-    const auto at_most = [](const std::string& flag, std::size_t value, std::size_t limit) {
-      if (value > limit) {
-        throw attn::UsageError(fmt::format("{} must be at most {}, got {}", flag, limit, value));
-      }
-    };
-    at_most("--batch", n.B, kMaxBatch);
-    at_most("--time-steps", n.T, kMaxTimeSteps);
-    at_most("--channels", n.C, kMaxChannels);
-    at_most("--heads", n.H, kMaxHeads);
     if (n.C % n.H != 0) {
       throw attn::UsageError(fmt::format(
           "--heads {} does not divide --channels {}: every head gets C / H channels", n.H, n.C));

@@ -887,29 +887,16 @@ int main(int argc, char** argv) {
   std::size_t ffn_mult = 4;
   std::string activation = "gelu";
   std::string norm = "pre";
-  cli.add_size("--batch", s.B, "batch size B (at most " + size_text(kMaxBatch) + ")");
-  cli.add_size("--time-steps", s.T, "sequence length T (at most " + size_text(kMaxTimeSteps) + ")");
-  cli.add_size("--channels", s.C, "model width C (at most " + size_text(kMaxChannels) + ")");
-  cli.add_size("--heads", s.H, "number of heads H, must divide C");
-  cli.add_size("--ffn-mult", ffn_mult,
-               "FFN hidden width F = ffn-mult * C (at most " + size_text(kMaxFfnMult) + ")");
+  cli.add_size("--batch", s.B, "batch size B", 1, kMaxBatch);
+  cli.add_size("--time-steps", s.T, "sequence length T", 1, kMaxTimeSteps);
+  cli.add_size("--channels", s.C, "model width C", 1, kMaxChannels);
+  cli.add_size("--heads", s.H, "number of heads H, must divide C", 1, kMaxChannels);
+  cli.add_size("--ffn-mult", ffn_mult, "FFN hidden width F = ffn-mult * C", 1, kMaxFfnMult);
   cli.add_string("--activation", activation, "FFN activation: gelu (exact), gelu_tanh or relu");
   cli.add_string("--norm", norm, "LayerNorm placement: pre (GPT-2) or post (original Transformer)");
-  cli.add_size("--passes", s.passes,
-               "passes of the no-LayerNorm experiment (at most " + size_text(kMaxPasses) + ")");
+  cli.add_size("--passes", s.passes, "passes of the no-LayerNorm experiment", 1, kMaxPasses);
 
   return cli.run(argc, argv, [&](const attn::CommonOptions& options) {
-    const auto at_most = [](const char* flag, std::size_t value, std::size_t max) {
-      if (value > max) {
-        throw attn::UsageError(std::string(flag) + " must be at most " + size_text(max) + ", got " +
-                               size_text(value));
-      }
-    };
-    at_most("--batch", s.B, kMaxBatch);
-    at_most("--time-steps", s.T, kMaxTimeSteps);
-    at_most("--channels", s.C, kMaxChannels);
-    at_most("--ffn-mult", ffn_mult, kMaxFfnMult);
-    at_most("--passes", s.passes, kMaxPasses);
     if (s.C % s.H != 0) {
       throw attn::UsageError("--heads must divide --channels, got " + size_text(s.H) +
                              " heads for " + size_text(s.C) + " channels");

@@ -28,6 +28,7 @@
 #include "attn/cli.hpp"
 #include "attn/corpus.hpp"
 #include "attn/layernorm.hpp"
+#include "attn/limits.hpp"
 #include "attn/linear.hpp"
 #include "attn/loss.hpp"
 #include "attn/model.hpp"
@@ -49,6 +50,17 @@ using Tokens = xt::xtensor<int, 2>;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kPromptMinLength = 30;  // the default prompt: the first line this long
+constexpr std::size_t kPromptMaxLength = 200;  // ... cut to its first 200 characters
+
+// Upper bounds of the flags (the input contract, CONTRIBUTING.md): each keeps a run within
+// seconds on its own, with the other flags at their defaults; the model's parameters are also
+// bounded together (limits::kMaxModelParameters).
+constexpr std::size_t kMaxLayers = 48;
+constexpr std::size_t kMaxChannels = 512;
+constexpr std::size_t kMaxHeads = 64;
+constexpr std::size_t kMaxBlockSize = 4096;
+constexpr std::size_t kMaxNewTokens = 2000;
+constexpr std::size_t kMaxPromptFlagLength = 4096;  // characters of --prompt
 
 // ---- The functions the walkthrough calls: from attn:: (the reference) or, with --mine, the
 // learner's ex07:: exercises.
@@ -251,6 +263,43 @@ std::size_t blocks_in(const fs::path& dir) {
   return n;
 }
 
+// The flags' sizes together: the parameters of the model they describe, checked (no product may
+// wrap around) and bounded, before anything is drawn. A usage error: the flags are too large.
+void check_model_size(const Options& o) {
+  const std::size_t C = o.channels, L = o.layers;
+  const std::size_t per_block = 12 * C * C + 13 * C;  // C <= 1024: no overflow
+  const std::size_t params = L * per_block + o.block_size * C + 2 * C;  // + V * C, checked later
+  if (params > attn::limits::kMaxModelParameters) {
+    throw attn::UsageError(fmt::format(
+        "--layers {} --channels {} --block-size {} make a model of {} parameters (before the "
+        "embedding), more than the limit of {}: lower --layers or --channels",
+        L, C, o.block_size, params, attn::limits::kMaxModelParameters));
+  }
+}
+
+// Section 3 generates max_new_tokens tokens six times (the sample, lm_generate's copy, four
+// other settings); each token is one forward pass over the last min(length, T_max) tokens.
+// Its floating-point operations, estimated in double, are bounded so that no combination of
+// flags runs for minutes: 2 T (12 C^2 L + V C) for the weights, 4 L T^2 C for attention.
+constexpr double kMaxGenerationWork = 2.5e11;  // some seconds on one core of a laptop
+
+void check_generation_work(const attn::LmConfig& c, std::size_t prompt, std::size_t new_tokens) {
+  const double C = static_cast<double>(c.n_embd), L = static_cast<double>(c.n_layers);
+  const double V = static_cast<double>(c.vocab_size);
+  double work = 0.0;
+  for (std::size_t i = 0; i < new_tokens; ++i) {
+    const double T = static_cast<double>(std::min(prompt + i, c.block_size));
+    work += 6.0 * (2.0 * T * (12.0 * C * C * L + V * C) + 4.0 * L * T * T * C);
+  }
+  if (work > kMaxGenerationWork) {
+    throw attn::UsageError(fmt::format(
+        "--max-new-tokens {} with L = {}, C = {}, T_max = {} is about {:.1e} floating-point "
+        "operations of generation, more than the limit of {:.1e}: lower --max-new-tokens, "
+        "--block-size, --channels or --layers",
+        new_tokens, c.n_layers, c.n_embd, c.block_size, work, kMaxGenerationWork));
+  }
+}
+
 struct Model {
   attn::LmConfig config;
   attn::LmWeights weights;
@@ -284,7 +333,8 @@ Model make_model(const Options& o, std::size_t V, std::uint64_t seed) {
   // load_lm; a missing or broken wte.npy is left for load_lm to report.
   try {
     const attn::NpyArray wte = attn::read_npy(dir / "wte.npy");
-    if (wte.shape.size() == 2 && wte.shape[1] % o.heads != 0) {
+    if (wte.shape.size() == 2 && wte.shape[0] > 0 && wte.shape[1] > 0 &&
+        wte.shape[1] % o.heads != 0) {
       throw attn::UsageError(fmt::format(
           "--heads {} does not divide C = {} of model '{}' (every head gets C / H channels)",
           o.heads, wte.shape[1], o.weights_dir));
@@ -534,8 +584,8 @@ void show_generation(const Kernels& k, const Model& m, const attn::Vocab& vocab,
   const std::string top_k_text = g.top_k == 0 ? "off" : std::to_string(g.top_k);
   fmt::print("\n{} new characters, temperature {}, top-k {} (--max-new-tokens, --temperature, --top-k):\n",
              g.max_new_tokens, attn::format_significant(g.temperature), top_k_text);
-  fmt::print("\n{}{}\n\n", attn::encode_utf8(chars_of(vocab, p.ids)),
-             attn::encode_utf8(chars_of(vocab, sample)));
+  fmt::print("\n{}{}\n\n", attn::terminal_safe(chars_of(vocab, p.ids)),
+             attn::terminal_safe(chars_of(vocab, sample)));
   fmt::print("attn::lm_generate with the same seed draws the same {} tokens: {}\n", sample.size(),
              sample == library ? "yes" : "NO (check ex07.3 and ex07.4)");
   const std::size_t total = p.ids.size() + sample.size();
@@ -730,6 +780,7 @@ void run(const attn::CommonOptions& common, const Options& o) {
   const auto t_start = Clock::now();
   const Kernels k = common.mine ? learner_kernels() : reference_kernels();
   if (o.prompt_given && o.prompt.empty()) throw attn::UsageError("--prompt must not be empty");
+  if (o.weights_dir.empty()) check_model_size(o);
   if (o.weights_dir.empty() && o.channels % o.heads != 0) {
     throw attn::UsageError(fmt::format(
         "--heads {} does not divide --channels {} (every head gets C / H channels)", o.heads,
@@ -749,6 +800,10 @@ void run(const attn::CommonOptions& common, const Options& o) {
     } catch (const std::exception& e) {
       throw std::runtime_error(fmt::format("--prompt: {}", e.what()));
     }
+    if (prompt.size() > kMaxPromptFlagLength) {
+      throw attn::UsageError(fmt::format("--prompt must be at most {} characters, got {}",
+                                         kMaxPromptFlagLength, prompt.size()));
+    }
     for (char32_t c : prompt) {
       if (!vocab.contains(c)) {
         throw std::runtime_error(fmt::format(
@@ -762,7 +817,9 @@ void run(const attn::CommonOptions& common, const Options& o) {
     for (std::size_t begin = 0; begin < text.size() && prompt.empty();) {
       std::size_t end = text.find(U'\n', begin);
       if (end == std::u32string::npos) end = text.size();
-      if (end - begin >= kPromptMinLength) prompt = text.substr(begin, end - begin);
+      if (end - begin >= kPromptMinLength) {
+        prompt = text.substr(begin, std::min(end - begin, kPromptMaxLength));
+      }
       begin = end + 1;
     }
     if (prompt.empty()) prompt = text.substr(0, std::min<std::size_t>(text.size(), kPromptMinLength));
@@ -774,6 +831,7 @@ void run(const attn::CommonOptions& common, const Options& o) {
   p.ids = vocab.encode(attn::encode_utf8(prompt));
   const std::size_t T = std::min(p.ids.size(), m.config.block_size);
   p.context.assign(p.ids.end() - static_cast<std::ptrdiff_t>(T), p.ids.end());
+  check_generation_work(m.config, p.ids.size(), o.max_new_tokens);
 
   fmt::print("Chapter 07: the causal language model\n");
   fmt::print("seed {}, corpus {}, functions: {}\n", common.seed, corpus.origin,
@@ -822,14 +880,15 @@ int main(int argc, char** argv) {
                 "the weights as a folder of .npy files. The model is untrained: its text is "
                 "noise.");
   Options o;
-  cli.add_size("--layers", o.layers, "L, transformer blocks");
-  cli.add_size("--channels", o.channels, "C, the model width");
-  cli.add_size("--heads", o.heads, "H, attention heads (must divide C)");
-  cli.add_size("--block-size", o.block_size, "T_max, the longest context (rows of wpe)");
+  cli.add_size("--layers", o.layers, "L, transformer blocks", 1, kMaxLayers);
+  cli.add_size("--channels", o.channels, "C, the model width", 1, kMaxChannels);
+  cli.add_size("--heads", o.heads, "H, attention heads (must divide C)", 1, kMaxHeads);
+  cli.add_size("--block-size", o.block_size, "T_max, the longest context (rows of wpe)", 1,
+               kMaxBlockSize);
   cli.add_string("--prompt", o.prompt,
                  "text to continue (default: the first line of the corpus with at least 30 "
-                 "characters)");
-  cli.add_size("--max-new-tokens", o.max_new_tokens, "characters to generate");
+                 "characters, cut to 200; at most 4096)");
+  cli.add_size("--max-new-tokens", o.max_new_tokens, "characters to generate", 1, kMaxNewTokens);
   cli.add_float("--temperature", o.temperature, "sampling temperature (> 0)", 0.0f);
   cli.add_string("--top-k", o.top_k_text,
                  "K: sample only among the K most likely characters, 1 <= K <= V (default: all)");

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "attn/check.hpp"
+#include "attn/limits.hpp"
 #include "attn/loss.hpp"
 #include "attn/sample.hpp"
 #include "attn/softmax.hpp"
@@ -86,6 +87,7 @@ std::size_t check_table(const Matrix& logits, const char* function, const char* 
 Matrix bigram_counts(std::span<const int> tokens, std::size_t V) {
   require(V >= 1, "attn::bigram_counts", "V must be at least 1, got 0");
   const PairCounts pc = count_pairs(tokens, V, "attn::bigram_counts", "");
+  checked_elements({V, V}, "attn::bigram_counts: (V, V)");
   Matrix counts({V, V});  // (V, V)
   for (std::size_t i = 0; i < V * V; ++i) counts.data()[i] = static_cast<float>(pc.n[i]);
   return counts;
@@ -138,10 +140,10 @@ void train_bigram(Matrix& logits, const Split& split, const BigramTrainConfig& c
   require(config.eval_interval >= 1, fn, "eval_interval must be at least 1, got 0");
   require(std::isfinite(config.learning_rate) && config.learning_rate > 0.0f, fn,
           fmt::format("learning_rate must be > 0, got {}", config.learning_rate));
-  require(split.train.size() >= T + 1, fn,
+  require(split.train.size() > T, fn,
           fmt::format("the training split has {} tokens, but block_size + 1 = {} are needed",
                       split.train.size(), T + 1));
-  require(split.val.size() >= T + 1, fn,
+  require(split.val.size() > T, fn,
           fmt::format("the validation split has {} tokens, but block_size + 1 = {} are needed",
                       split.val.size(), T + 1));
   if (grad == nullptr) grad = &cross_entropy_grad;
@@ -155,7 +157,8 @@ void train_bigram(Matrix& logits, const Split& split, const BigramTrainConfig& c
                              loss_from_pairs(logits, val_pairs)});
   };
 
-  const std::size_t N = B * T;  // predictions per step
+  const std::size_t N = checked_mul(B, T, "attn::train_bigram: B * T");  // predictions per step
+  checked_elements({N, V}, "attn::train_bigram: the batch's logits (B*T, V)");
   Matrix rows({N, V});          // (B*T, V): the logits of every position of the batch
   std::vector<int> targets(N);  // (B*T,)
 

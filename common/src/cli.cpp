@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "attn/limits.hpp"
+
 // GCC 12 reports a false "potential null pointer dereference" inside CLI11's inline string
 // helpers (CLI::detail::split) at -O2; the code is fine, so that one warning is off for CLI11.
 #pragma GCC diagnostic push
@@ -14,6 +16,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <new>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -62,21 +67,27 @@ std::errc parse_number(std::string_view text, T& out) {
   return ptr == end ? std::errc{} : std::errc::invalid_argument;
 }
 
-std::size_t parse_size(const std::string& flag, const std::string& text, std::size_t min) {
+std::size_t parse_size(const std::string& flag, const std::string& text, std::size_t min,
+                       std::size_t max, const std::string& why) {
+  const std::string too_large = fmt::format("{} must be at most {}, got {}{}", flag, max, text,
+                                            why.empty() ? "" : " (" + why + ")");
   long long v = 0;
   const std::errc ec = parse_number(text, v);
   if (ec == std::errc::result_out_of_range) {
-    throw BadValue(fmt::format("{} is out of range, got {}", flag, text));
+    const bool negative = !text.empty() && text.front() == '-';
+    throw BadValue(negative ? fmt::format("{} must be at least {}, got {}", flag, min, text)
+                            : too_large);
   }
   if (ec != std::errc{}) throw BadValue(fmt::format("{} expects an integer, got '{}'", flag, text));
   if (v < 0 || static_cast<unsigned long long>(v) < min) {
     throw BadValue(fmt::format("{} must be at least {}, got {}", flag, min, text));
   }
+  if (static_cast<unsigned long long>(v) > max) throw BadValue(too_large);
   return static_cast<std::size_t>(v);
 }
 
 float parse_float(const std::string& flag, const std::string& text,
-                  std::optional<float> greater_than) {
+                  std::optional<float> greater_than, std::optional<float> at_most) {
   float v = 0.0f;
   const std::errc ec = parse_number(text, v);
   if (ec == std::errc::result_out_of_range || (ec == std::errc{} && !std::isfinite(v))) {
@@ -85,6 +96,9 @@ float parse_float(const std::string& flag, const std::string& text,
   if (ec != std::errc{}) throw BadValue(fmt::format("{} expects a number, got '{}'", flag, text));
   if (greater_than && !(v > *greater_than)) {
     throw BadValue(fmt::format("{} must be > {}, got {}", flag, *greater_than, text));
+  }
+  if (at_most && v > *at_most) {
+    throw BadValue(fmt::format("{} must be at most {}, got {}", flag, *at_most, text));
   }
   return v;
 }
@@ -96,6 +110,30 @@ std::uint64_t parse_seed(const std::string& text) {
         fmt::format("--seed expects an integer from 0 to 18446744073709551615, got '{}'", text));
   }
   return v;
+}
+
+// "optimizer steps" -> "optimizer steps (at most 100000)": every bound is shown in --help.
+std::string with_bound(const std::string& help, const std::string& max) {
+  return fmt::format("{} (at most {})", help, max);
+}
+
+// Everything printed must reach its destination: `01_bigram > /dev/full` fails (exit code 1)
+// instead of pretending success. Returns the reason when stdout could not be written.
+std::optional<std::string> stdout_failure() {
+  errno = 0;
+  std::cout.flush();
+  const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) != 0 || !std::cout;
+  if (!failed) return std::nullopt;
+  return fmt::format("cannot write the output (stdout): {}",
+                     errno != 0 ? std::strerror(errno) : "write error");
+}
+
+// What a learner can do about std::bad_alloc.
+std::string out_of_memory_message(std::string_view what) {
+  return fmt::format(
+      "out of memory ({}): the sizes asked for need more memory than this machine can give; "
+      "try smaller values (--help shows each flag's limit)",
+      what);
 }
 
 // CLI11's own messages, reworded where a learner would stumble.
@@ -206,28 +244,29 @@ Cli::Cli(std::string program, std::string description)
 Cli::~Cli() = default;
 
 void Cli::add_size(const std::string& name, std::size_t& value, const std::string& help,
-                   std::size_t min) {
+                   std::size_t min, std::size_t max, const std::string& why) {
   const std::string flag = long_name(name);
   std::string& text = impl_->text_slot();
-  CLI::Option* opt = impl_->app.add_option(flag, text, help)
+  CLI::Option* opt = impl_->app.add_option(flag, text, with_bound(help, std::to_string(max)))
                          ->type_name("N")
                          ->default_str(std::to_string(value))
                          ->group(std::string(kChapterGroup));
-  impl_->converters.emplace_back([&value, &text, flag, min, opt] {
-    if (opt->count() > 0) value = parse_size(flag, text, min);
+  impl_->converters.emplace_back([&value, &text, flag, min, max, why, opt] {
+    if (opt->count() > 0) value = parse_size(flag, text, min, max, why);
   });
 }
 
 void Cli::add_float(const std::string& name, float& value, const std::string& help,
-                    std::optional<float> greater_than) {
+                    std::optional<float> greater_than, std::optional<float> at_most) {
   const std::string flag = long_name(name);
   std::string& text = impl_->text_slot();
-  CLI::Option* opt = impl_->app.add_option(flag, text, help)
+  CLI::Option* opt = impl_->app.add_option(
+                             flag, text, at_most ? with_bound(help, fmt::format("{}", *at_most)) : help)
                          ->type_name("X")
                          ->default_str(fmt::format("{}", value))
                          ->group(std::string(kChapterGroup));
-  impl_->converters.emplace_back([&value, &text, flag, greater_than, opt] {
-    if (opt->count() > 0) value = parse_float(flag, text, greater_than);
+  impl_->converters.emplace_back([&value, &text, flag, greater_than, at_most, opt] {
+    if (opt->count() > 0) value = parse_float(flag, text, greater_than, at_most);
   });
 }
 
@@ -252,6 +291,10 @@ int Cli::run(int argc, char** argv, const std::function<void(const CommonOptions
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) {  // --help
       std::cout << d.help() << std::flush;
+      if (const auto failure = stdout_failure()) {
+        d.print_error(*failure, false);
+        return 1;
+      }
       return 0;
     }
     d.print_error(parse_error_message(e), true);
@@ -274,12 +317,34 @@ int Cli::run(int argc, char** argv, const std::function<void(const CommonOptions
   // 2. Run the chapter (exit code 1 for anything that goes wrong, 2 for a late usage error).
   try {
     body(d.common);
-    std::cout.flush();
+    if (const auto failure = stdout_failure()) {
+      d.print_error(*failure, false);
+      return 1;
+    }
     return 0;
   } catch (const UsageError& e) {
     d.print_error(e.what(), true);
     return 2;
+  } catch (const std::bad_alloc& e) {
+    d.print_error(out_of_memory_message(e.what()), false);
+    return 1;
+  } catch (const std::length_error& e) {
+    // SizeError (attn/limits.hpp) names the size; a container's own length_error
+    // ("vector::reserve") is the same story as bad_alloc.
+    d.print_error(dynamic_cast<const SizeError*>(&e) != nullptr ? std::string(e.what())
+                                                                : out_of_memory_message(e.what()),
+                  false);
+    return 1;
   } catch (const std::exception& e) {
+    // fmt::print throws "cannot write to file" when stdout is full or closed: say which file.
+    if (std::ferror(stdout) != 0) {
+      const std::string_view what = e.what();  // "cannot write to file: No space left on device"
+      const auto colon = what.rfind(": ");
+      d.print_error(fmt::format("cannot write the output (stdout): {}",
+                                colon == std::string_view::npos ? what : what.substr(colon + 2)),
+                    false);
+      return 1;
+    }
     const std::string unfinished = unfinished_exercise_message(e);
     d.print_error(unfinished.empty() ? std::string(e.what()) : unfinished, false);
     return 1;

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "attn/limits.hpp"
 #include "attn/text.hpp"
 
 namespace attn {
@@ -32,18 +33,29 @@ std::filesystem::path shipped_corpus_path() {
 Corpus read_corpus(const std::filesystem::path& path) {
   // 1. Ask the filesystem first, so a missing file and a directory get the operating system's
   //    own words ("No such file or directory", "Is a directory") instead of a vague failure.
+  //    Only a regular file (or a link to one) is read: /dev/zero or a pipe never ends.
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
-  if (ec) cannot_read(path, ec.message());
+  if (ec && ec != std::errc::no_such_file_or_directory) cannot_read(path, ec.message());
   if (!std::filesystem::exists(status)) {
     cannot_read(path, std::make_error_code(std::errc::no_such_file_or_directory).message());
   }
   if (std::filesystem::is_directory(status)) {
     cannot_read(path, std::make_error_code(std::errc::is_a_directory).message());
   }
+  if (!std::filesystem::is_regular_file(status)) {
+    cannot_read(path, "not a regular file (a device, a pipe or a socket); give a text file");
+  }
+  const auto too_large = [&path](const std::string& size) {
+    cannot_read(path, "the file holds " + size + " bytes, more than the limit of " +
+                          bytes_text(limits::kMaxCorpusBytes) + " for a corpus");
+  };
+  if (const auto size = std::filesystem::file_size(path, ec); !ec && size > limits::kMaxCorpusBytes) {
+    too_large(std::to_string(size));
+  }
 
-  // 2. Read the whole file. C stdio sets errno on failure (permission denied...), which
-  //    iostreams do not promise.
+  // 2. Read the whole file, never more than the limit (the file may grow while we read). C
+  //    stdio sets errno on failure (permission denied...), which iostreams do not promise.
   errno = 0;
   const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
                                                              &std::fclose);
@@ -53,6 +65,7 @@ Corpus read_corpus(const std::filesystem::path& path) {
   std::size_t got = 0;
   while ((got = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) {
     corpus.text.append(buffer, got);
+    if (corpus.text.size() > limits::kMaxCorpusBytes) too_large("over " + std::to_string(limits::kMaxCorpusBytes));
   }
   if (std::ferror(file.get())) {
     cannot_read(path, errno != 0 ? std::strerror(errno) : "read error");

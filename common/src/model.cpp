@@ -15,6 +15,7 @@
 
 #include "attn/check.hpp"
 #include "attn/layernorm.hpp"
+#include "attn/limits.hpp"
 #include "attn/linear.hpp"
 #include "attn/loss.hpp"
 #include "attn/npy.hpp"
@@ -96,6 +97,11 @@ LmWeights lm_init(Rng& rng, const LmConfig& config) {
           fmt::format("n_heads = {} does not divide n_embd = {}", config.n_heads, C));
   const std::size_t F = ffn_width(config);
   require(F > 0, "attn::lm_init", "ffn_hidden must be >= 1 (or 0 for 4 C)");
+  // Every tensor is sized from the config: check the products before allocating any.
+  checked_elements({V, C}, "attn::lm_init: wte (V, C)");
+  checked_elements({T_max, C}, "attn::lm_init: wpe (T_max, C)");
+  checked_elements({config.n_layers, checked_mul(4, C, "attn::lm_init: 4 C") + 2 * F + 13, C},
+                   "attn::lm_init: the blocks (L, 4 C + 2 F + 13, C)");
   // Drawn in this order: wte, wpe, then each block (block_init's own order), then lm_head when
   // the head is not tied. A variant draws the same numbers as the default model and then drops
   // the weights it does not use, so the weights it shares with the default are the same.
@@ -167,6 +173,7 @@ Tensor<3> lm_forward_impl(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
   // 4. logits = h @ wte^T: (B*T, C) @ (C, V) -> (B*T, V). Tying the output projection to the
   //    embedding scores each token by how much its embedding agrees with h, and saves V*C
   //    parameters. One GEMM with wte read transposed in place.
+  checked_elements({B, T, V}, "attn::lm_forward: logits (B, T, V)");
   Tensor<3> logits(std::array<std::size_t, 3>{B, T, V});  // (B, T, V)
   if (config.tied_head) {
     gemm(B * T, V, C, 1.0f, h.data(), false, w.wte.data(), /*trans_b=*/true, 0.0f, logits.data());
@@ -237,7 +244,13 @@ class ModelReader {
     Tensor<N> out(shape);
     constexpr double kMax = static_cast<double>(std::numeric_limits<float>::max());
     for (std::size_t i = 0; i < a.values.size(); ++i) {
-      if (std::isfinite(a.values[i]) && std::abs(a.values[i]) > kMax) {
+      // A NaN or an infinity would spread through every logit and reach the sampler as a
+      // meaningless error: name the tensor and the first bad element instead.
+      if (!std::isfinite(a.values[i])) {
+        fail(fmt::format("{} holds {} at flat index {}: weights must be finite numbers", name,
+                         a.values[i], i));
+      }
+      if (std::abs(a.values[i]) > kMax) {
         fail(fmt::format("{} holds {} at flat index {}, beyond float32", name, a.values[i], i));
       }
       out.data()[i] = static_cast<float>(a.values[i]);

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "attn/check.hpp"
+#include "attn/limits.hpp"
 
 namespace attn {
 
@@ -34,16 +35,65 @@ constexpr std::size_t kMagicSize = 6;
   throw std::runtime_error(fmt::format("{}: {}", path.string(), what));
 }
 
-std::vector<char> read_bytes(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) fail(path, "no such file");
-  if (fs::is_directory(path, ec)) fail(path, "is a directory, not a .npy file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open file");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) fail(path, "read error");
-  return bytes;
-}
+// Where the bytes come from: a file (read_npy) or memory (parse_npy). The reader asks for the
+// total size first and then only for ranges inside it, so a file is never read past what its
+// header declares, and nothing is read before the header has been checked against the size.
+class Source {
+ public:
+  virtual ~Source() = default;
+  virtual std::size_t size() const = 0;
+  virtual void read(std::size_t offset, std::size_t n, char* out) = 0;  // [offset, offset + n)
+};
+
+class MemorySource : public Source {
+ public:
+  explicit MemorySource(std::string_view bytes) : bytes_(bytes) {}
+  std::size_t size() const override { return bytes_.size(); }
+  void read(std::size_t offset, std::size_t n, char* out) override {
+    if (n == 0) return;  // out may be the null data() of an empty vector (fuzz_npy found it)
+    std::memcpy(out, bytes_.data() + offset, n);
+  }
+
+ private:
+  std::string_view bytes_;
+};
+
+// A regular file (or a link to one) of at most limits::kMaxNpyBytes: /dev/zero, a pipe or a
+// directory is refused before anything is read.
+class FileSource : public Source {
+ public:
+  explicit FileSource(const fs::path& path) : path_(path) {
+    std::error_code ec;
+    const fs::file_status status = fs::status(path, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory) fail(path, ec.message());  // a loop
+    if (!fs::exists(status)) fail(path, "no such file");
+    if (fs::is_directory(status)) fail(path, "is a directory, not a .npy file");
+    if (!fs::is_regular_file(status)) {
+      fail(path, "not a regular file (a device, a pipe or a socket), not a .npy file");
+    }
+    const std::uintmax_t size = fs::file_size(path, ec);
+    if (ec) fail(path, "cannot read the file size: " + ec.message());
+    if (size > limits::kMaxNpyBytes) {
+      fail(path, fmt::format("the file holds {} bytes, more than the limit of {} for a .npy file",
+                             size, bytes_text(limits::kMaxNpyBytes)));
+    }
+    size_ = static_cast<std::size_t>(size);
+    in_.open(path, std::ios::binary);
+    if (!in_) fail(path, "cannot open file");
+  }
+  std::size_t size() const override { return size_; }
+  void read(std::size_t offset, std::size_t n, char* out) override {
+    if (n == 0) return;
+    in_.seekg(static_cast<std::streamoff>(offset));
+    in_.read(out, static_cast<std::streamsize>(n));
+    if (!in_ || static_cast<std::size_t>(in_.gcount()) != n) fail(path_, "read error");
+  }
+
+ private:
+  const fs::path& path_;
+  std::size_t size_ = 0;
+  std::ifstream in_;
+};
 
 // Little-endian unsigned integer of `n` bytes at `p`.
 std::uint32_t read_le(const char* p, std::size_t n) {
@@ -246,17 +296,20 @@ bool is_float_descr(std::string_view descr) { return descr == "<f4" || descr == 
 
 }  // namespace
 
-NpyArray read_npy(const std::filesystem::path& path) {
-  const std::vector<char> bytes = read_bytes(path);
-  const std::size_t n = bytes.size();
+namespace {
+
+NpyArray read_npy_from(Source& source, const fs::path& path) {
+  const std::size_t n = source.size();
+  char prefix[kMagicSize + 2 + 4] = {};
+  source.read(0, std::min(n, sizeof prefix), prefix);
 
   // 1. Magic "\x93NUMPY", then the version (major, minor).
-  if (n < kMagicSize || std::memcmp(bytes.data(), kMagic, kMagicSize) != 0) {
+  if (n < kMagicSize || std::memcmp(prefix, kMagic, kMagicSize) != 0) {
     fail(path, "not a .npy file (bad magic)");
   }
   if (n < kMagicSize + 2) fail(path, "truncated header: the file ends inside the version");
-  const int major = static_cast<unsigned char>(bytes[6]);
-  const int minor = static_cast<unsigned char>(bytes[7]);
+  const int major = static_cast<unsigned char>(prefix[6]);
+  const int minor = static_cast<unsigned char>(prefix[7]);
   // 2. The header length: 2 bytes in version 1.0, 4 bytes in 2.0 and 3.0 (3.0 allows UTF-8).
   std::size_t len_size = 0;
   if (major == 1 && minor == 0) {
@@ -269,31 +322,35 @@ NpyArray read_npy(const std::filesystem::path& path) {
   }
   const std::size_t len_at = kMagicSize + 2;
   if (n < len_at + len_size) fail(path, "truncated header: the file ends inside the header length");
-  const std::size_t header_len = read_le(bytes.data() + len_at, len_size);
+  const std::size_t header_len = read_le(prefix + len_at, len_size);
   const std::size_t data_at = len_at + len_size + header_len;
-  if (n < data_at) {
+  if (n < data_at) {  // checked against the size before the header is read
     fail(path, fmt::format("truncated header: expected {} bytes of header, got {}", header_len,
                            n - len_at - len_size));
   }
 
   // 3. The dict: dtype, memory order, shape.
-  const std::string_view text(bytes.data() + len_at + len_size, header_len);
-  Header h = HeaderParser(path, text).parse();
+  std::string header(header_len, '\0');
+  source.read(len_at + len_size, header_len, header.data());
+  Header h = HeaderParser(path, header).parse();
   const Dtype& dtype = find_dtype(path, h.descr);
 
   NpyArray out;
   out.descr = h.descr;
   out.shape = std::move(h.shape);
 
-  // 4. The data: exactly prod(shape) elements.
-  std::size_t count = 1;
-  for (const std::size_t d : out.shape) {
-    if (d != 0 && count > std::numeric_limits<std::size_t>::max() / d / dtype.size) {
-      fail(path, fmt::format("shape {} is too large", shape_str(out.shape)));
-    }
-    count *= d;
+  // 4. The data: exactly prod(shape) elements. The element and byte counts are checked (a
+  //    shape such as (0, 2^32, 2^32) overflows even though it holds nothing), and compared with
+  //    the file size before a single data byte is read.
+  std::size_t count = 0;
+  std::size_t expected = 0;
+  try {
+    count = checked_elements(out.shape, "the array", limits::kMaxNpyBytes / dtype.size);
+    expected = checked_mul(count, dtype.size, "the array's bytes");
+  } catch (const SizeError&) {
+    fail(path, fmt::format("shape {} is too large (the limit is {} of data)", shape_str(out.shape),
+                           bytes_text(limits::kMaxNpyBytes)));
   }
-  const std::size_t expected = count * dtype.size;
   const std::size_t got = n - data_at;
   if (got < expected) {
     fail(path, fmt::format("truncated data: expected {} bytes for shape {}, got {}", expected,
@@ -303,7 +360,9 @@ NpyArray read_npy(const std::filesystem::path& path) {
     fail(path, fmt::format("unexpected trailing data: expected {} bytes for shape {}, got {}",
                            expected, describe(out), got));
   }
-  const char* data = bytes.data() + data_at;
+  std::vector<char> bytes(expected);
+  source.read(data_at, expected, bytes.data());
+  const char* data = bytes.data();
   out.values.resize(count);
   if (!h.fortran_order || out.shape.size() < 2) {
     for (std::size_t i = 0; i < count; ++i) out.values[i] = element(data + i * dtype.size, dtype);
@@ -327,6 +386,18 @@ NpyArray read_npy(const std::filesystem::path& path) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+NpyArray read_npy(const std::filesystem::path& path) {
+  FileSource source(path);
+  return read_npy_from(source, path);
+}
+
+NpyArray parse_npy(std::string_view bytes, const std::filesystem::path& name) {
+  MemorySource source(bytes);
+  return read_npy_from(source, name);
 }
 
 template <std::size_t N>

@@ -33,7 +33,22 @@ Vector probs_unchecked(std::span<const float> logits, float temperature) {
   Vector probs(Vector::shape_type{V});  // (V,)
   // 1. Scale: logits / temperature. Below 1 the gaps between logits grow (sharper), above 1
   //    they shrink (flatter, toward uniform).
-  for (std::size_t v = 0; v < V; ++v) probs(v) = logits[v] / temperature;
+  bool overflow = false;
+  for (std::size_t v = 0; v < V; ++v) {
+    probs(v) = logits[v] / temperature;
+    overflow = overflow || (std::isinf(probs(v)) && std::isfinite(logits[v]));
+  }
+  //    A tiny temperature (1e-38) overflows float: shift by the largest logit first, as the
+  //    softmax does anyway. (logit - max) / temperature is 0 for the largest logits and -inf or
+  //    hugely negative for the rest, so the softmax below gives the exact limit of a vanishing
+  //    temperature: argmax (shared equally among tied maxima), not NaN.
+  if (overflow) {
+    float top = -std::numeric_limits<float>::infinity();
+    for (std::size_t v = 0; v < V; ++v) {
+      if (std::isfinite(logits[v])) top = std::max(top, logits[v]);
+    }
+    for (std::size_t v = 0; v < V; ++v) probs(v) = (logits[v] - top) / temperature;
+  }
   // 2. The stable softmax turns the scaled scores into probabilities.
   softmax_rows(probs.data(), 1, V);
   return probs;

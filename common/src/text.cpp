@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "attn/check.hpp"
+#include "attn/limits.hpp"
 
 namespace attn {
 
@@ -148,15 +149,40 @@ std::string printable(char32_t c) {
   return encode_utf8(c);
 }
 
+namespace {
+
+// Characters that act on a terminal instead of showing (ESC starts colour and cursor commands,
+// NUL, BEL, backspace, CR...), and the ones that break a line without being '\n'.
+bool acts_on_terminal(char32_t c) {
+  return c < 0x20 || (c >= 0x7F && c <= 0x9F) || c == 0x2028 || c == 0x2029 ||
+         !is_scalar_value(c);
+}
+
+}  // namespace
+
 std::string quote(std::u32string_view text) {
   std::string out = "\"";
   for (const char32_t c : text) {
     if (c == U'\n') out += "\\n";
     else if (c == U'\t') out += "\\t";
     else if (c == U'"') out += "\\\"";
+    else if (acts_on_terminal(c)) out += printable(c);  // ESC as \x1b, CR as \r
     else out += encode_utf8(c);
   }
   return out + "\"";
+}
+
+std::string terminal_safe(std::u32string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char32_t c : text) {
+    if (c == U'\n' || c == U'\t' || !acts_on_terminal(c)) {
+      out += encode_utf8(c);
+    } else {
+      out += printable(c);
+    }
+  }
+  return out;
 }
 
 Vocab Vocab::from_text(std::string_view text) {
@@ -277,11 +303,12 @@ Batch get_batch(std::span<const int> data, std::size_t batch_size, std::size_t b
   if (B == 0) shape_error("attn::get_batch", "batch_size >= 1", "0");
   if (T == 0) shape_error("attn::get_batch", "block_size >= 1", "0");
   // A window needs T inputs plus the one target after the last of them.
-  if (n < T + 1) {
+  if (n <= T) {  // not n < T + 1, which wraps around for T = SIZE_MAX
     shape_error("attn::get_batch",
                 "at least block_size + 1 = " + std::to_string(T + 1) + " tokens",
                 std::to_string(n));
   }
+  checked_elements({B, T}, "attn::get_batch: (B, T)");  // B * T must not wrap around
   Batch batch{xt::xtensor<int, 2>::from_shape({B, T}), xt::xtensor<int, 2>::from_shape({B, T})};
   int* x = batch.x.data();
   int* y = batch.y.data();

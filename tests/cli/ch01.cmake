@@ -22,8 +22,13 @@ attn_cli_test(ch01.unknown_flag EXIT 2 MATCH "unknown option '--frobnicate'"
 attn_cli_test(ch01.start_unknown_character EXIT 1
               MATCH "--start: character '@' \\(U\\+0040\\) is not in the vocabulary"
               COMMAND 01_bigram --start "T@")
+# A corpus too short for the windows is a bad file: exit code 1 (as in chapter 04).
+set(ch01_short_corpus ${CMAKE_CURRENT_BINARY_DIR}/ch01_short.txt)
+file(WRITE ${ch01_short_corpus} "Shall I compare thee to a summer's day?\nThou art more lovely and more temperate.\n")
 attn_cli_test(ch01.block_size_beyond_corpus EXIT 1
-              MATCH "--block-size 2000000 needs at least 2000001 tokens in each split, but the corpus splits into [0-9]+ train and [0-9]+ validation tokens"
+              MATCH "--block-size 20 needs at least 21 tokens in each split, but the corpus splits into 72 train and 9 validation tokens"
+              COMMAND 01_bigram --block-size 20 --data ${ch01_short_corpus})
+attn_cli_test(ch01.block_size_too_large EXIT 2 MATCH "--block-size must be at most 1024, got 2000000"
               COMMAND 01_bigram --block-size 2000000)
 
 # A missing, empty or invalid UTF-8 corpus (--data) is reported by the library, attn::read_corpus;

@@ -10,7 +10,7 @@ attn_cli_test(ch02.channels_not_a_number EXIT 2 MATCH "--channels.*x"
 attn_cli_test(ch02.max_t_below_time_steps EXIT 2
               MATCH "--max-t \\(4\\) must be at least --time-steps \\(8\\)"
               COMMAND 02_averaging --max-t 4 --time-steps 8)
-attn_cli_test(ch02.max_t_too_large EXIT 2 MATCH "--max-t must be at most 4096, got 5000"
+attn_cli_test(ch02.max_t_too_large EXIT 2 MATCH "--max-t must be at most 2048, got 5000"
               COMMAND 02_averaging --max-t 5000)
 attn_cli_test(ch02.unknown_flag EXIT 2 MATCH "--frobnicate"
               COMMAND 02_averaging --frobnicate)

@@ -13,5 +13,5 @@ attn_cli_test(ch03.scale_nan EXIT 2 MATCH "--scale must be a finite number, got 
               COMMAND 03_masked_softmax --scale nan)
 attn_cli_test(ch03.unknown_flag EXIT 2 MATCH "unknown option '--frobnicate'"
               COMMAND 03_masked_softmax --frobnicate)
-attn_cli_test(ch03.scale_too_large EXIT 2 MATCH "--scale must be at most 1000, got 5000.0"
+attn_cli_test(ch03.scale_too_large EXIT 2 MATCH "--scale must be at most 1000, got 5000"
               COMMAND 03_masked_softmax --scale 5000)

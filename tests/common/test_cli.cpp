@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attn/cli.hpp"
+#include "attn/limits.hpp"
 
 namespace {
 
@@ -207,7 +208,58 @@ TEST_SUITE("common.cli") {
     check_usage_error(Chapter()({"--steps", "1.5"}), "--steps expects an integer, got '1.5'");
     check_usage_error(Chapter()({"--steps", "12abc"}), "--steps expects an integer, got '12abc'");
     check_usage_error(Chapter()({"--steps", "99999999999999999999"}),
-                      "--steps is out of range, got 99999999999999999999");
+                      "--steps must be at most 1000000, got 99999999999999999999");
+    check_usage_error(Chapter()({"--window", "-99999999999999999999"}),
+                      "--window must be at least 0, got -99999999999999999999");
+  }
+
+  TEST_CASE("every size has an upper bound, shown in --help, with the reason when given") {
+    attn::Cli cli("prog", "Bounded.");
+    const auto noop = [](const attn::CommonOptions&) {};
+    std::size_t layers = 2, heads = 4, plain = 1;
+    cli.add_size("layers", layers, "L, blocks", 1, 48);
+    cli.add_size("heads", heads, "H, heads", 1, 64, "one heatmap per head");
+    cli.add_size("plain", plain, "no bound of its own");
+    check_usage_error(run(cli, {"--layers", "49"}, noop), "--layers must be at most 48, got 49");
+    check_usage_error(run(cli, {"--layers", "2305843009213693952"}, noop),
+                      "--layers must be at most 48, got 2305843009213693952");
+    check_usage_error(run(cli, {"--heads", "65"}, noop),
+                      "--heads must be at most 64, got 65 (one heatmap per head)");
+    check_usage_error(run(cli, {"--plain", "1000001"}, noop),
+                      "--plain must be at most 1000000, got 1000001");
+    const Result ok = run(cli, {"--layers", "48", "--heads", "64"}, noop);
+    CHECK(ok.code == 0);
+    CHECK(layers == 48);
+    const Result help = run(cli, {"--help"}, noop);
+    CHECK(help.out.find("L, blocks (at most 48)") != std::string::npos);
+    CHECK(help.out.find("H, heads (at most 64)") != std::string::npos);
+    CHECK(help.out.find("no bound of its own (at most 1000000)") != std::string::npos);
+  }
+
+  TEST_CASE("floats can have an upper bound too") {
+    attn::Cli cli("prog", "Bounded.");
+    const auto noop = [](const attn::CommonOptions&) {};
+    float lr = 1.0f;
+    cli.add_float("lr", lr, "learning rate", 0.0f, 1000.0f);
+    check_usage_error(run(cli, {"--lr", "1001"}, noop), "--lr must be at most 1000, got 1001");
+    CHECK(run(cli, {"--help"}, noop).out.find("learning rate (at most 1000)") != std::string::npos);
+  }
+
+  TEST_CASE("running out of memory is one line a learner understands, exit code 1") {
+    const Result r = run_throwing(std::bad_alloc());
+    CHECK(r.code == 1);
+    CHECK(r.err.rfind("prog: error: out of memory (", 0) == 0);
+    CHECK(r.err.find("try smaller values") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    const Result reserve = run_throwing(std::length_error("vector::reserve"));
+    CHECK(reserve.code == 1);
+    CHECK(reserve.err.rfind("prog: error: out of memory (vector::reserve)", 0) == 0);
+  }
+
+  TEST_CASE("a SizeError is exit code 1 with its own message") {
+    const Result r = run_throwing(attn::SizeError("B * T: 2 x 3 overflows a 64-bit size"));
+    CHECK(r.code == 1);
+    CHECK(r.err == "prog: error: B * T: 2 x 3 overflows a 64-bit size\n");
   }
 
   TEST_CASE("floats must be finite, and greater than the bound when there is one") {

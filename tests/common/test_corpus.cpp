@@ -13,6 +13,7 @@
 #include <string>
 
 #include "attn/corpus.hpp"
+#include "attn/limits.hpp"
 #include "attn/text.hpp"
 
 namespace fs = std::filesystem;
@@ -115,6 +116,31 @@ TEST_CASE("an unreadable file says permission denied") {
   const fs::path file = dir.write("locked.txt", "secret");
   fs::permissions(file, fs::perms::none);
   CHECK(read_error(file) == "cannot read corpus '" + file.string() + "': Permission denied");
+}
+
+TEST_CASE("only regular files are read: /dev/zero and links to it never end (issue 7)") {
+  CHECK(read_error("/dev/zero") ==
+        "cannot read corpus '/dev/zero': not a regular file (a device, a pipe or a socket); give "
+        "a text file");
+  TempDir dir;
+  const fs::path link = dir.path / "zero.txt";
+  fs::create_symlink("/dev/zero", link);
+  CHECK(read_error(link) == "cannot read corpus '" + link.string() +
+                                "': not a regular file (a device, a pipe or a socket); give a "
+                                "text file");
+  const fs::path loop = dir.path / "loop.txt";
+  fs::create_symlink(loop, loop);
+  CHECK(read_error(loop) == "cannot read corpus '" + loop.string() +
+                                "': Too many levels of symbolic links");
+}
+
+TEST_CASE("a file above 64 MiB is rejected from its size, before it is read") {
+  TempDir dir;
+  const fs::path file = dir.write("huge.txt", "a");
+  fs::resize_file(file, attn::limits::kMaxCorpusBytes + 1);  // sparse: no disk space used
+  CHECK(read_error(file) == "cannot read corpus '" + file.string() +
+                                "': the file holds 67108865 bytes, more than the limit of 64 MiB "
+                                "for a corpus");
 }
 
 TEST_CASE("an empty file is rejected") {

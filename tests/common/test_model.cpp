@@ -5,6 +5,8 @@
 // tests/golden (cases lm_*).
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -308,6 +310,25 @@ TEST_CASE("load_lm names the first missing, mis-shaped or corrupt tensor") {
         attn::load_lm(dir, 2, 2, out),
         ("model '" + dir.string() + "': h0.b1.npy has shape (1, 32), expected (32,)").c_str(),
         std::runtime_error);
+  }
+  SUBCASE("a NaN or an infinity is named with its tensor and first index (issue 7)") {
+    const fs::path dir = saved_model("nonfinite", w);
+    attn::Matrix bad = w.blocks[1].attn.w_v;  // (8, 8)
+    bad(2, 3) = std::numeric_limits<float>::quiet_NaN();
+    bad(5, 0) = std::numeric_limits<float>::infinity();
+    attn::save_npy(dir / "h1.w_v.npy", bad);
+    CHECK_THROWS_WITH_AS(attn::load_lm(dir, 2, 2, out),
+                         ("model '" + dir.string() +
+                          "': h1.w_v.npy holds nan at flat index 19: weights must be finite numbers")
+                             .c_str(),
+                         std::runtime_error);
+    bad(2, 3) = 0.0f;
+    attn::save_npy(dir / "h1.w_v.npy", bad);
+    CHECK_THROWS_WITH_AS(attn::load_lm(dir, 2, 2, out),
+                         ("model '" + dir.string() +
+                          "': h1.w_v.npy holds inf at flat index 40: weights must be finite numbers")
+                             .c_str(),
+                         std::runtime_error);
   }
   SUBCASE("a corrupt .npy file") {
     const fs::path dir = saved_model("corrupt", w);

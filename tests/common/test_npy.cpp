@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include "attn/limits.hpp"
 #include "attn/npy.hpp"
 #include "attn/random.hpp"
 #include "test_helpers.hpp"
@@ -342,10 +343,77 @@ TEST_CASE("every broken file is one runtime_error naming the file") {
   }
   SUBCASE("a shape too large to exist") {
     const fs::path p = craft("huge.npy", npy_bytes(dict("<f4", "(4294967296, 4294967296)"), ""));
-    CHECK_THROWS_WITH_AS(attn::read_npy(p),
-                         msg(p, "shape (4294967296, 4294967296) is too large").c_str(),
-                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(
+        attn::read_npy(p),
+        msg(p, "shape (4294967296, 4294967296) is too large (the limit is 256 MiB of data)").c_str(),
+        std::runtime_error);
   }
+  SUBCASE("a shape holding no element whose other dimensions overflow (issue 7)") {
+    // Accepted before: the zero made the element count 0, while xtensor's strides overflowed.
+    const fs::path p =
+        craft("zero_huge.npy", npy_bytes(dict("<f4", "(0, 4294967296, 4294967296)"), ""));
+    CHECK_THROWS_WITH_AS(attn::read_npy(p),
+                         msg(p, "shape (0, 4294967296, 4294967296) is too large (the limit is "
+                                "256 MiB of data)").c_str(),
+                         std::runtime_error);
+    const fs::path q = craft("zero_max.npy", npy_bytes(dict("<f4", "(0, 18446744073709551615)"), ""));
+    CHECK_THROWS_AS(attn::read_npy(q), std::runtime_error);
+  }
+  SUBCASE("a header that declares more data than the file holds is rejected before reading") {
+    const fs::path p = craft("big_decl.npy", npy_bytes(dict("<f4", "(1000, 1000)"), "abcd"));
+    CHECK_THROWS_WITH_AS(
+        attn::read_npy(p),
+        msg(p, "truncated data: expected 4000000 bytes for shape (1000, 1000) '<f4', got 4").c_str(),
+        std::runtime_error);
+  }
+}
+
+TEST_CASE("only regular files are read: /dev/zero, a link to it, a pipe (issue 7)") {
+  const fs::path zero = "/dev/zero";
+  CHECK_THROWS_WITH_AS(attn::read_npy(zero),
+                       "/dev/zero: not a regular file (a device, a pipe or a socket), not a .npy file",
+                       std::runtime_error);
+  const fs::path link = temp() / "zero_link.npy";
+  fs::remove(link);
+  fs::create_symlink(zero, link);
+  CHECK_THROWS_WITH_AS(
+      attn::read_npy(link),
+      msg(link, "not a regular file (a device, a pipe or a socket), not a .npy file").c_str(),
+      std::runtime_error);
+  const fs::path loop = temp() / "loop.npy";  // a link to itself
+  fs::remove(loop);
+  fs::create_symlink(loop, loop);
+  CHECK_THROWS_AS(attn::read_npy(loop), std::runtime_error);
+}
+
+TEST_CASE("a file above the size limit is rejected from its size alone") {
+  const fs::path p = temp() / "sparse.npy";
+  { std::ofstream(p, std::ios::binary) << "\x93NUMPY"; }
+  fs::resize_file(p, attn::limits::kMaxNpyBytes + 1);  // sparse: no disk space used
+  CHECK_THROWS_WITH_AS(attn::read_npy(p),
+                       msg(p, "the file holds 268435457 bytes, more than the limit of 256 MiB "
+                              "for a .npy file").c_str(),
+                       std::runtime_error);
+  fs::remove(p);
+}
+
+TEST_CASE("an array with a zero dimension reads as no values (fuzz_npy's first finding)") {
+  // The data part is empty: reading it copied 0 bytes to a null pointer, undefined behaviour.
+  const std::string bytes = npy_bytes(dict("<f4", "(0, 3)"), "");
+  const attn::NpyArray a = attn::parse_npy(bytes, "empty.npy");
+  CHECK(a.shape == std::vector<std::size_t>{0, 3});
+  CHECK(a.values.empty());
+  const fs::path p = craft("empty_0x3.npy", bytes);
+  CHECK(attn::read_npy(p).values.empty());
+}
+
+TEST_CASE("parse_npy reads bytes from memory like read_npy reads a file") {
+  const std::string bytes = npy_bytes(dict("<f4", "(2,)"), raw<float>({1.5f, -2.0f}));
+  const attn::NpyArray a = attn::parse_npy(bytes, "mem.npy");
+  CHECK(a.shape == std::vector<std::size_t>{2});
+  CHECK(a.values == std::vector<double>{1.5, -2.0});
+  CHECK_THROWS_WITH_AS(attn::parse_npy(bytes.substr(0, 5), "mem.npy"),
+                       "mem.npy: not a .npy file (bad magic)", std::runtime_error);
 }
 
 TEST_CASE("load_npy checks the rank and that the array holds floats") {

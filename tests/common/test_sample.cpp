@@ -37,6 +37,33 @@ TEST_CASE("a tiny temperature is nearly argmax") {
   for (int i = 0; i < 1000; ++i) CHECK(attn::sample_logits(logits, 1e-3f, rng) == 1);
 }
 
+TEST_CASE("a temperature so small that logits / T overflows gives the exact limit, argmax") {
+  // 3 / 1e-38 is inf in float: the softmax of the plain quotient would be NaN (issue 7).
+  const std::vector<float> logits = {1.0f, 3.0f, 2.9f, -5.0f};
+  for (const float t : {1e-38f, 1e-45f, std::numeric_limits<float>::denorm_min()}) {
+    const attn::Vector p = attn::probs_with_temperature(logits, t);
+    CHECK(p(0) == 0.0f);
+    CHECK(p(1) == 1.0f);
+    CHECK(p(2) == 0.0f);
+    CHECK(p(3) == 0.0f);
+    attn::Rng rng(5);
+    for (int i = 0; i < 100; ++i) CHECK(attn::sample_logits(logits, t, rng) == 1);
+    for (int i = 0; i < 100; ++i) CHECK(attn::sample_top_k(logits, t, 2, rng) == 1);
+  }
+  // Tied maxima share the limit equally, as softmax(x / T) does for every T.
+  const std::vector<float> tied = {2.0f, -1.0f, 2.0f};
+  const attn::Vector p = attn::probs_with_temperature(tied, 1e-38f);
+  CHECK(p(0) == 0.5f);
+  CHECK(p(1) == 0.0f);
+  CHECK(p(2) == 0.5f);
+  // Huge logits overflow at an ordinary temperature too.
+  const std::vector<float> huge = {3e38f, -3e38f, 1e38f};
+  const attn::Vector q = attn::probs_with_temperature(huge, 0.5f);
+  CHECK(q(0) == 1.0f);
+  CHECK(q(1) == 0.0f);
+  CHECK(q(2) == 0.0f);
+}
+
 TEST_CASE("at temperature 1 the frequencies approach the softmax") {
   const std::vector<float> logits = {0.0f, 1.0f, 2.0f, -1.0f};
   const attn::Vector p = attn::probs_with_temperature(logits, 1.0f);

@@ -120,6 +120,15 @@ TEST_CASE("quote writes a text as a one-line double-quoted literal") {
   CHECK(attn::quote(U"\u00e9t\u00e9 \u2014 ok") == "\"\xc3\xa9t\xc3\xa9 \xe2\x80\x94 ok\"");  // UTF-8
 }
 
+TEST_CASE("quote and terminal_safe escape what would act on a terminal (ESC, NUL, CR)") {
+  using namespace std::string_literals;
+  const std::u32string text = U"a\x1b[31mb\0c\rd\ne\tf\u2028g\x7f\x9bh"s;
+  CHECK(attn::quote(text) == "\"a\\x1b[31mb\\x00c\\rd\\ne\\tf\\u{2028}g\\x7f\\x9bh\"");
+  // Sampled text keeps its line breaks and tabs; everything else that is invisible is escaped.
+  CHECK(attn::terminal_safe(text) == "a\\x1b[31mb\\x00c\\rd\ne\tf\\u{2028}g\\x7f\\x9bh");
+  CHECK(attn::terminal_safe(U"plain é text\n") == "plain \xc3\xa9 text\n");
+}
+
 TEST_CASE("printable names make invisible characters visible") {
   CHECK(attn::printable(U'a') == "a");
   CHECK(attn::printable(U'\n') == "\\n");

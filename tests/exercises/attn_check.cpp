@@ -15,6 +15,7 @@
 // --chapter-binary NN=PATH (run PATH as chapter NN's tests, e.g. a catalogue build),
 // --verify-shipped (every committed stub still carries its TODO marker; ctest
 // exercise.shipped_markers).
+#include <cerrno>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
@@ -988,6 +989,12 @@ int main(int argc, char** argv) {
   }
   if (options.watch) return watch(options);
   const Check check = check_once(options, 1);
-  std::fflush(stdout);
+  // The input contract: output that cannot be written (> /dev/full) is an error, exit code 1.
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    std::fprintf(stderr, "attn-check: error: cannot write the output (stdout): %s\n",
+                 errno != 0 ? std::strerror(errno) : "write error");
+    return 1;
+  }
   return check.exit_code;
 }

@@ -6,8 +6,9 @@
 //   --mine       run the walkthrough on your exercise solutions instead of the reference
 //   --timing     add wall-clock timings to the output (they vary, so they are off by default)
 //   --help       describe the chapter and its flags
-// Exit codes: 0 success, 1 runtime error (bad corpus, unknown character, unfinished exercise),
-// 2 usage error (unknown flag, bad value). Errors are one line on stderr: "<program>: error: ...".
+// Exit codes: 0 success, 1 runtime error (bad corpus, unknown character, unfinished exercise,
+// out of memory, stdout not writable), 2 usage error (unknown flag, bad value, a size above its
+// bound). Errors are one line on stderr: "<program>: error: ...".
 // CLI11 does the parsing; it stays inside cli.cpp so chapters compile fast.
 #pragma once
 
@@ -19,6 +20,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+
+#include "attn/limits.hpp"
 
 namespace attn {
 
@@ -46,13 +49,21 @@ class Cli {
   Cli& operator=(const Cli&) = delete;
 
   // Chapter-specific options. `value` holds the default and receives the parsed value.
-  // Sizes are parsed as signed integers and must be >= `min` (so "-5" and "0" are rejected with
-  // "--steps must be at least 1, got -5", not wrapped around).
+  // Sizes are parsed as signed integers and must lie in [min, max] (so "-5" and "0" are rejected
+  // with "--steps must be at least 1, got -5", not wrapped around, and "--steps 1000000000" with
+  // "--steps must be at most 100000, got 1000000000"). Every size has an upper bound (the input
+  // contract, CONTRIBUTING.md): choose `max` so that the run stays within seconds and memory
+  // within limits::kMaxElements; --help shows it as "(at most N)". The default `max` is only a
+  // backstop (limits::kMaxSizeFlag): give every flag its own. `why`, when given, ends the
+  // message: "--time-steps must be at most 64, got 100 (every (T, T) matrix is printed)".
   void add_size(const std::string& name, std::size_t& value, const std::string& help,
-                std::size_t min = 1);
-  // Floats must be finite and > `greater_than` when given (e.g. a temperature must be > 0).
+                std::size_t min = 1, std::size_t max = limits::kMaxSizeFlag,
+                const std::string& why = "");
+  // Floats must be finite, > `greater_than` when given (e.g. a temperature must be > 0) and
+  // <= `at_most` when given (shown in --help).
   void add_float(const std::string& name, float& value, const std::string& help,
-                 std::optional<float> greater_than = std::nullopt);
+                 std::optional<float> greater_than = std::nullopt,
+                 std::optional<float> at_most = std::nullopt);
   void add_string(const std::string& name, std::string& value, const std::string& help);
   void add_flag(const std::string& name, bool& value, const std::string& help);
 

@@ -19,8 +19,10 @@ struct Corpus {
 // The path of the corpus the repository ships.
 std::filesystem::path shipped_corpus_path();
 
-// Reads a corpus file. Throws std::runtime_error with a one-line message for a missing or
-// unreadable file ("cannot read corpus 'x.txt': No such file or directory"), an empty file
+// Reads a corpus file: a regular file (or a link to one) of at most limits::kMaxCorpusBytes
+// (64 MiB). Throws std::runtime_error with a one-line message for a missing or unreadable file
+// ("cannot read corpus 'x.txt': No such file or directory"), a device or pipe ("cannot read
+// corpus '/dev/zero': not a regular file ..."), a file above the limit, an empty file
 // ("corpus 'x.txt' is empty") or one that is not UTF-8 ("corpus 'x.txt' is not valid UTF-8:
 // invalid UTF-8 at byte 12 (0xff)").
 Corpus read_corpus(const std::filesystem::path& path);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "attn/xt.hpp"
@@ -22,8 +23,13 @@ struct NpyArray {
 };
 
 // Throws std::runtime_error with one line naming the file and what is wrong: missing file,
-// bad magic, truncated header or data, unsupported dtype, malformed header.
+// not a regular file (/dev/zero), a file above limits::kMaxNpyBytes (256 MiB), bad magic,
+// truncated header or data, unsupported dtype, malformed header, a shape whose element or byte
+// count overflows. The sizes the header declares are checked against the file's size before the
+// data is read.
 NpyArray read_npy(const std::filesystem::path& path);
+// The same on bytes already in memory; `name` stands for the file in messages (fuzzing, tests).
+NpyArray parse_npy(std::string_view bytes, const std::filesystem::path& name);
 
 // Typed loaders with a rank check: "w_q.npy: expected a rank-2 float array, got shape (3,)".
 template <std::size_t N>

@@ -23,9 +23,14 @@ std::string encode_utf8(char32_t code_point);
 
 // A printable name for one character, for tables: 'a', '\n' as "\\n", ' ' as "' '".
 std::string printable(char32_t code_point);
-// A text as a double-quoted literal on one line: newline as \n, tab as \t, '"' as \", the rest
-// as UTF-8. quote(U"a\nb") == "\"a\\nb\"".
+// A text as a double-quoted literal on one line: newline as \n, tab as \t, '"' as \", control
+// characters as printable() shows them (ESC as \x1b), the rest as UTF-8.
+// quote(U"a\nb") == "\"a\\nb\"".
 std::string quote(std::u32string_view text);
+// A text to print as it is (sampled text, which may hold anything the corpus held), except the
+// characters that would act on the terminal instead of showing (ESC, NUL, CR, other control
+// characters): those are escaped as printable() does. Newlines and tabs stay.
+std::string terminal_safe(std::u32string_view text);
 
 class Vocab {
  public:
