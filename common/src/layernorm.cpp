@@ -52,28 +52,15 @@ double sum_squared_deviations(const float* row, std::size_t C, double mean) {
 
 }  // namespace
 
-template <std::size_t N>
-Tensor<N> layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta, float eps) {
-  static_assert(N >= 1, "layer_norm needs at least one axis");
-  const std::size_t C = x.shape()[N - 1];
-  if (C == 0 || gamma.size() != C || beta.size() != C) {
-    shape_error("attn::layer_norm", "x (..., C) with C > 0, gamma (C,) and beta (C,)",
-                "x " + shape_str(x.shape()) + ", gamma " + shape_str(gamma.shape()) + ", beta " +
-                    shape_str(beta.shape()));
-  }
-  require(eps >= 0.0f, "attn::layer_norm", "eps must be >= 0, got " + std::to_string(eps));
-
-  Tensor<N> y(x.shape());  // (..., C): row-major, so the C features of a token are contiguous
-  const std::size_t rows = x.size() / C;
-  const float* g = gamma.data();
-  const float* b = beta.data();
+void layer_norm_rows(const float* x, std::size_t rows, std::size_t C, const float* g,
+                     const float* b, float eps, float* y) {
   const double inv_C = 1.0 / static_cast<double>(C);
   // One token (row of C features) at a time, through raw pointers: lazy xtensor reducers with
   // keep_dims are wrong in xtensor 0.24 (XTENSOR_NOTES.md, section 1), and a plain loop is
   // also the fastest.
   for (std::size_t r = 0; r < rows; ++r) {
-    const float* in = x.data() + r * C;  // (C,)
-    float* out = y.data() + r * C;       // (C,)
+    const float* in = x + r * C;  // (C,)
+    float* out = y + r * C;       // (C,)
     // 1. mean = (1/C) sum_j x_j.
     const double mean = sum_double(in, C) * inv_C;
     // 2. var = (1/C) sum_j (x_j - mean)^2: the biased variance (divide by C, not C - 1), like
@@ -91,6 +78,21 @@ Tensor<N> layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta
       out[j] = static_cast<float>(normed * static_cast<double>(g[j]) + static_cast<double>(b[j]));
     }
   }
+}
+
+template <std::size_t N>
+Tensor<N> layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta, float eps) {
+  static_assert(N >= 1, "layer_norm needs at least one axis");
+  const std::size_t C = x.shape()[N - 1];
+  if (C == 0 || gamma.size() != C || beta.size() != C) {
+    shape_error("attn::layer_norm", "x (..., C) with C > 0, gamma (C,) and beta (C,)",
+                "x " + shape_str(x.shape()) + ", gamma " + shape_str(gamma.shape()) + ", beta " +
+                    shape_str(beta.shape()));
+  }
+  require(eps >= 0.0f, "attn::layer_norm", "eps must be >= 0, got " + std::to_string(eps));
+
+  Tensor<N> y(x.shape());  // (..., C): row-major, so the C features of a token are contiguous
+  layer_norm_rows(x.data(), x.size() / C, C, gamma.data(), beta.data(), eps, y.data());
   return y;
 }
 
