@@ -183,6 +183,50 @@ void run_positions(KvCache& c, const int* tokens, std::size_t tok_stride, std::s
 
 }  // namespace
 
+void kv_append(Tensor<4>& cache, const Matrix& rows, std::size_t pos) {
+  constexpr const char* kFn = "attn::kv_append";
+  const std::size_t B = cache.shape()[0], H = cache.shape()[1], T_max = cache.shape()[2];
+  const std::size_t hs = cache.shape()[3], C = H * hs;
+  if (rows.shape()[0] != B || rows.shape()[1] != C) {
+    shape_error(kFn, fmt::format("rows (B, H*hs) = ({}, {}) for a cache {}", B, C,
+                                 shape_str(cache.shape())),
+                shape_str(rows.shape()));
+  }
+  if (pos >= T_max) {
+    require(false, kFn, fmt::format("position {} is outside the cache (T_max = {})", pos, T_max));
+  }
+  // (B, C) -> (B, H, 1, hs) at position pos: head h of row b is the run of hs floats at column
+  // h*hs, and goes to the run of hs floats at cache[b, h, pos].
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < H; ++h) {
+      const float* src = rows.data() + b * C + h * hs;
+      std::copy(src, src + hs, cache.data() + ((b * H + h) * T_max + pos) * hs);
+    }
+}
+
+Matrix attend_cache(const Matrix& q, const Tensor<4>& keys, const Tensor<4>& values,
+                    std::size_t n) {
+  constexpr const char* kFn = "attn::attend_cache";
+  const std::size_t B = keys.shape()[0], H = keys.shape()[1], T_max = keys.shape()[2];
+  const std::size_t hs = keys.shape()[3], C = H * hs;
+  if (values.shape() != keys.shape() || q.shape()[0] != B || q.shape()[1] != C || hs == 0) {
+    shape_error(kFn, "q (B, H*hs), keys and values (B, H, T_max, hs)",
+                "q " + shape_str(q.shape()) + ", keys " + shape_str(keys.shape()) + ", values " +
+                    shape_str(values.shape()));
+  }
+  if (n == 0 || n > T_max) {
+    require(false, kFn, fmt::format("n must be in [1, {}] (T_max), got {}", T_max, n));
+  }
+  Matrix out(std::array<std::size_t, 2>{B, C});  // (B, C)
+  Vector scratch(std::array<std::size_t, 1>{attention_scratch_floats(1, n)});
+  // One query (T = 1) over n keys per (b, h), the attention kernel of chapters 04-07:
+  //   (1, hs) @ (hs, n) -> (1, n), softmax, @ (n, hs) -> (1, hs)
+  const HeadStrides cached{H * T_max * hs, T_max * hs, hs};
+  attention_strided(B, H, 1, n, hs, q.data(), {C, hs, C}, keys.data(), cached, values.data(),
+                    cached, out.data(), {C, hs, C}, /*causal=*/false, scratch.data());
+  return out;
+}
+
 KvCache kv_cache_init(const LmConfig& config, std::size_t batch) {
   constexpr const char* kFn = "attn::kv_cache_init";
   const std::size_t V = config.vocab_size, T_max = config.block_size, C = config.n_embd;
@@ -331,6 +375,16 @@ double lm_token_flops_cached(const LmConfig& config, std::size_t n) {
   const double keys = static_cast<double>(n) + 1.0;
   // Per layer: the same projections and FFN on one row; one query against n + 1 keys.
   return L * (2.0 * (4.0 * C * C + 2.0 * C * F) + 4.0 * keys * C) + 2.0 * C * V;
+}
+
+double lm_token_flops_refill(const LmConfig& config) {
+  const double L = static_cast<double>(config.n_layers), C = static_cast<double>(config.n_embd);
+  const double F = 4.0 * C;
+  const double rows = static_cast<double>(config.block_size) - 1.0;  // positions 0..T_max-2
+  // L - 1 whole layers on T_max - 1 rows (their scores counted dense), the last layer's k and v
+  // projections, then the step of the last position over T_max keys.
+  const double whole = (L - 1.0) * (2.0 * rows * (4.0 * C * C + 2.0 * C * F) + 4.0 * rows * rows * C);
+  return whole + 2.0 * rows * (2.0 * C * C) + lm_token_flops_cached(config, config.block_size - 1);
 }
 
 }  // namespace attn

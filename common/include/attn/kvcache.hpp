@@ -45,6 +45,19 @@ std::size_t kv_cache_held_floats(const KvCache& cache);
 // The workspace's floats (everything else the cache allocates).
 std::size_t kv_cache_workspace_floats(const KvCache& cache);
 
+// The two moves of a step, on one layer's cache (chapter 10's exercises; run_positions in
+// kvcache.cpp does the same inside the model):
+// Append: rows (B, C), one key (or value) per sequence with its H heads side by side, written at
+// position pos: cache[b, h, pos, :] = rows[b, h*hs : (h+1)*hs]. Throws std::invalid_argument for
+// pos >= T_max or rows that are not (B, H*hs).
+void kv_append(Tensor<4>& cache, const Matrix& rows, std::size_t pos);
+// Attend: one query per sequence, q (B, C) with its heads side by side, over the first n cached
+// keys and values (B, H, T_max, hs). Per head h, scores_j = q_h . k_j / sqrt(hs) for j < n,
+// weights = softmax(scores), out_h = sum_j weights_j v_j; returns (B, C), heads side by side.
+// No mask: every cached position is in the past. Throws for n = 0, n > T_max or mismatched shapes.
+Matrix attend_cache(const Matrix& q, const Tensor<4>& keys, const Tensor<4>& values,
+                    std::size_t n);
+
 // Prefill: runs the model over `tokens`, B sequences of T ids (row-major (B, T), 1 <= T <= T_max),
 // into an emptied cache: positions 0..T-2 in one batched pass (at the last layer only their keys
 // and values, which is all the future needs), then the last position as a step. Returns the
@@ -77,7 +90,11 @@ std::vector<int> lm_generate_cached(const LmWeights& w, const LmConfig& config,
 //   cached, step at position n (n + 1 keys):
 //       L * (2 (4 C^2 + 2 C F) + 4 (n + 1) C) + 2 C V
 // (The uncached formula counts the masked half of the scores too, as block_forward_flops does.)
+//   re-fill past T_max (lm_prefill of T_max tokens): positions 0..T_max-2 through L-1 whole
+//   layers plus the last layer's k and v, then a step at position T_max - 1
+//       (L - 1) (2 (T-1) (4 C^2 + 2 C F) + 4 (T-1)^2 C) + 2 (T-1) 2 C^2 + cached(T - 1), T = T_max
 double lm_token_flops_uncached(const LmConfig& config, std::size_t T);
 double lm_token_flops_cached(const LmConfig& config, std::size_t n);
+double lm_token_flops_refill(const LmConfig& config);
 
 }  // namespace attn
