@@ -388,9 +388,9 @@ void show_step(const Kernels& k, const Model& m, std::span<const int> prompt) {
   const double d_attn = max_abs_difference(
       std::span<const float>(projected.data(), C), std::span<const float>(full.out.data() + n * C, C));
   fmt::print(
-      "  k, v, q = ln1(wte[id] + wpe[{}]) @ w_k, w_v, w_q          (1, C) each, C = {}\n"
-      "  append k and v at position {} of the layer-0 cache            (ex10.1)\n"
-      "  attend: {} heads, one query each, over {} cached keys        (ex10.2)\n"
+      "  k, v, q = ln1(wte[id] + wpe[{}]) @ w_k, w_v, w_q: (1, C) each, C = {}\n"
+      "  append k and v at position {} of the layer-0 cache (ex10.1)\n"
+      "  attend: {} heads, one query each, over {} cached keys (ex10.2)\n"
       "  @ w_o, against row {} of mha_forward over all {} tokens: max |difference| {}\n",
       n, C, n, H, n + 1, n, n + 1, difference_text(d_attn));
   fmt::print("  {}: one new row of work gives the attention of the whole sequence.\n",
@@ -527,7 +527,7 @@ void show_cost(const Model& m, std::uint64_t seed, bool timing) {
   }
   fmt::print("\n--timing: microseconds per token, one generation of {} tokens from 1 token:\n",
              n_new);
-  fmt::print("  {:>12}  {:>12}  {:>12}\n", "context n", "no cache", "cached");
+
   const std::size_t bucket = std::max<std::size_t>(1, T_max / 4);
   for (std::size_t begin = 0; begin < n_new; begin += bucket) {
     const std::size_t end = std::min(n_new, begin + bucket);
@@ -537,8 +537,8 @@ void show_cost(const Model& m, std::uint64_t seed, bool timing) {
       b += cached_us[i];
     }
     const double count = static_cast<double>(end - begin);
-    fmt::print("  {:>12}  {:>9} us  {:>9} us\n", fmt::format("{}-{}", begin + 1, end),
-               num(a / count, 1), num(b / count, 1));
+    fmt::print("  context {:>7}: no cache {} us, cached {} us\n",
+               fmt::format("{}-{}", begin + 1, end), num(a / count, 1), num(b / count, 1));
   }
 }
 

@@ -21,6 +21,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "attn/attention.hpp"
 #include "attn/block.hpp"
 #include "attn/kvcache.hpp"
 #include "attn/layernorm.hpp"
@@ -312,6 +313,68 @@ TEST_CASE("per-token FLOPs: the uncached formula is the blocks' plus the head, t
         doctest::Approx(4.0 * 4.0 * 63 * 64));
   // At a 64-token context the cache saves more than 40x the work.
   CHECK(attn::lm_token_flops_uncached(config, 64) / attn::lm_token_flops_cached(config, 63) > 40.0);
+}
+
+TEST_CASE("kv_append writes one position per head, attend_cache equals attention over the prefix") {
+  attn::Rng rng(21);
+  const std::size_t B = 2, H = 3, T_max = 5, hs = 4, C = H * hs;
+  attn::Tensor<4> keys(std::array<std::size_t, 4>{B, H, T_max, hs});
+  attn::Tensor<4> values(std::array<std::size_t, 4>{B, H, T_max, hs});
+  keys.fill(std::numeric_limits<float>::quiet_NaN());  // never read past n
+  values.fill(std::numeric_limits<float>::quiet_NaN());
+  const std::size_t n = 4;
+  std::vector<attn::Matrix> k_rows, v_rows;
+  for (std::size_t t = 0; t < n; ++t) {
+    k_rows.push_back(attn::randn(rng, B, C));
+    v_rows.push_back(attn::randn(rng, B, C));
+    attn::kv_append(keys, k_rows[t], t);
+    attn::kv_append(values, v_rows[t], t);
+  }
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t j = 0; j < hs; ++j) CHECK(keys(b, h, 2, j) == k_rows[2](b, h * hs + j));
+  const attn::Matrix q = attn::randn(rng, B, C);
+  const attn::Matrix got = attn::attend_cache(q, keys, values, n);
+  // The same through scaled_dot_product_attention on (B, H, 1, hs) and (B, H, n, hs) copies.
+  attn::Tensor<4> q4(std::array<std::size_t, 4>{B, H, 1, hs});
+  attn::Tensor<4> k4(std::array<std::size_t, 4>{B, H, n, hs});
+  attn::Tensor<4> v4(std::array<std::size_t, 4>{B, H, n, hs});
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t j = 0; j < hs; ++j) {
+        q4(b, h, 0, j) = q(b, h * hs + j);
+        for (std::size_t t = 0; t < n; ++t) {
+          k4(b, h, t, j) = k_rows[t](b, h * hs + j);
+          v4(b, h, t, j) = v_rows[t](b, h * hs + j);
+        }
+      }
+  const attn::AttentionResult want = attn::scaled_dot_product_attention(q4, k4, v4, false);
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t j = 0; j < hs; ++j)
+        CHECK(got(b, h * hs + j) == doctest::Approx(want.out(b, h, 0, j)).epsilon(1e-5));
+  CHECK_THROWS_WITH_AS(attn::kv_append(keys, k_rows[0], T_max),
+                       "attn::kv_append: position 5 is outside the cache (T_max = 5)",
+                       std::invalid_argument);
+  CHECK_THROWS_AS(attn::kv_append(keys, attn::randn(rng, B, C + 1), 0), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(attn::attend_cache(q, keys, values, 0),
+                       "attn::attend_cache: n must be in [1, 5] (T_max), got 0",
+                       std::invalid_argument);
+  CHECK_THROWS_AS(attn::attend_cache(q, keys, values, 6), std::invalid_argument);
+  CHECK_THROWS_AS(attn::attend_cache(attn::randn(rng, B, C - 1), keys, values, 2),
+                  std::invalid_argument);
+}
+
+TEST_CASE("a re-fill costs L-1 whole layers on T_max-1 rows, the last layer's k and v, one step") {
+  const attn::LmConfig config = config_of(65, 64, 64, 4, 4);
+  const double C = 64, F = 256, rows = 63;
+  const double want = 3.0 * (2.0 * rows * (4 * C * C + 2 * C * F) + 4.0 * rows * rows * C) +
+                      2.0 * rows * 2 * C * C + attn::lm_token_flops_cached(config, 63);
+  CHECK(attn::lm_token_flops_refill(config) == doctest::Approx(want));
+  // Less than the forward it replaces, more than 3/4 of it (the last layer is the saving).
+  const double full = attn::lm_token_flops_uncached(config, 64);
+  CHECK(attn::lm_token_flops_refill(config) < full);
+  CHECK(attn::lm_token_flops_refill(config) > 0.7 * full);
 }
 
 TEST_CASE("bad input: sizes, ids, a full cache, mismatched weights and options") {
