@@ -119,3 +119,9 @@ foreach(t weights_good weights_with_vocab_file weights_layers_mismatch weights_h
           weights_missing_tensor)
   set_tests_properties(cli.ch10.${t} PROPERTIES FIXTURES_REQUIRED ch10_models)
 endforeach()
+attn_cli_test(ch10.no_cache_same_text EXIT 0 STDOUT
+              MATCH "without the cache \\(--no-cache\\).*The same seed with the cache: the same 70 characters"
+              COMMAND 10_generation --no-cache --tokens 70 --top-k 5 --top-p 0.9)
+attn_cli_test(ch10.greedy_same_text EXIT 0 STDOUT
+              MATCH "greedy \\(the most likely character every time\\).*without the cache: the same 90 characters"
+              COMMAND 10_generation --greedy --tokens 90)

@@ -28,6 +28,7 @@
 #include "attn/model.hpp"
 #include "attn/random.hpp"
 #include "attn/sample.hpp"
+#include "attn/threads.hpp"
 #include "test_helpers.hpp"
 
 // ---- Counting every allocation of this test binary -------------------------------------------
@@ -245,6 +246,26 @@ TEST_CASE("lm_generate_cached gives lm_generate's tokens, token for token") {
       CHECK(a.next_u32() == b.next_u32());
     }
   }
+}
+
+TEST_CASE("the tokens do not depend on the library's thread count") {
+  attn::Rng init(31);
+  const attn::LmConfig config = config_of(65, 64, 64, 4, 2);
+  const attn::LmWeights w = random_model(init, config);
+  attn::GenerateOptions o;
+  o.max_new_tokens = 100;
+  o.top_k = 12;
+  const std::vector<int> prompt = random_ids(init, 70, 65);  // re-fills from the first token
+  const std::size_t saved = attn::num_threads();
+  std::vector<std::vector<int>> runs;
+  for (const std::size_t threads : {std::size_t{1}, std::size_t{2}, std::size_t{3}}) {
+    attn::set_num_threads(threads);
+    attn::Rng rng(4);
+    runs.push_back(attn::lm_generate_cached(w, config, prompt, o, rng));
+  }
+  attn::set_num_threads(saved);
+  CHECK(runs[0] == runs[1]);
+  CHECK(runs[0] == runs[2]);
 }
 
 TEST_CASE("no allocation per generated token: 10 or 300 new tokens allocate the same") {
