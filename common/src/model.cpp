@@ -20,6 +20,7 @@
 #include "attn/loss.hpp"
 #include "attn/npy.hpp"
 #include "attn/sample.hpp"
+#include "model_internal.hpp"
 
 namespace attn {
 
@@ -55,6 +56,10 @@ bool has_shape(const Shape& shape, std::initializer_list<std::size_t> want) {
   return shape.size() == want.size() && std::equal(want.begin(), want.end(), shape.begin());
 }
 
+}  // namespace
+
+namespace detail {
+
 // The weights must be the ones the config describes; a block checks its own weights.
 void check_weights(const LmWeights& w, const LmConfig& config, const char* function) {
   const std::size_t V = config.vocab_size, T_max = config.block_size, C = config.n_embd;
@@ -66,9 +71,11 @@ void check_weights(const LmWeights& w, const LmConfig& config, const char* funct
     shape_error(function, fmt::format("wpe of shape (T_max, C) = ({}, {})", T_max, C),
                 shape_str(w.wpe.shape()));
   }
-  require(w.blocks.size() == config.n_layers, function,
-          fmt::format("config has n_layers = {} but the weights hold {} blocks", config.n_layers,
-                      w.blocks.size()));
+  if (w.blocks.size() != config.n_layers) {  // (formatted only on failure: called per token)
+    require(false, function,
+            fmt::format("config has n_layers = {} but the weights hold {} blocks",
+                        config.n_layers, w.blocks.size()));
+  }
   if (config.use_layer_norm &&
       (!has_shape(w.ln_f_gamma.shape(), {C}) || !has_shape(w.ln_f_beta.shape(), {C}))) {
     shape_error(function, fmt::format("ln_f_gamma and ln_f_beta of shape ({},)", C),
@@ -86,7 +93,9 @@ void check_weights(const LmWeights& w, const LmConfig& config, const char* funct
   }
 }
 
-}  // namespace
+}  // namespace detail
+
+using detail::check_weights;
 
 LmWeights lm_init(Rng& rng, const LmConfig& config) {
   const std::size_t V = config.vocab_size, T_max = config.block_size, C = config.n_embd;
@@ -385,22 +394,38 @@ void save_lm(const std::filesystem::path& dir, const LmWeights& w) {
 // ---------------------------------------------------------------------------------------------
 // Generation.
 
-std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
-                             std::span<const int> prompt, const GenerateOptions& options,
-                             Rng& rng) {
-  constexpr const char* kFn = "attn::lm_generate";
-  const std::size_t V = config.vocab_size, T_max = config.block_size;
-  // Check everything up front, so a bad option fails even when max_new_tokens is 0.
-  require(!prompt.empty(), kFn, "empty prompt (give at least one token)");
-  require(std::isfinite(options.temperature) && options.temperature > 0.0f, kFn,
-          fmt::format("temperature must be > 0, got {}", options.temperature));
-  require(options.top_k <= V, kFn,
-          fmt::format("top_k must be in [0, {}] (0 = all tokens), got {}", V, options.top_k));
+namespace detail {
+
+SamplingOptions sampling_options(const GenerateOptions& o) {
+  return {o.temperature, o.top_k, o.top_p, o.greedy};
+}
+
+void check_generate_inputs(const LmWeights& w, const LmConfig& config,
+                           std::span<const int> prompt, const GenerateOptions& options,
+                           const char* function) {
+  const std::size_t V = config.vocab_size;
+  require(!prompt.empty(), function, "empty prompt (give at least one token)");
+  check_sampling_options(sampling_options(options), V, function);
   for (std::size_t i = 0; i < prompt.size(); ++i) {
-    require(prompt[i] >= 0 && static_cast<std::size_t>(prompt[i]) < V, kFn,
+    require(prompt[i] >= 0 && static_cast<std::size_t>(prompt[i]) < V, function,
             fmt::format("prompt token {} at position {} is outside [0, {})", prompt[i], i, V));
   }
-  check_weights(w, config, kFn);
+  check_weights(w, config, function);
+}
+
+}  // namespace detail
+
+using detail::check_generate_inputs;
+using detail::sampling_options;
+
+std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
+                             std::span<const int> prompt, const GenerateOptions& options,
+                             Rng& rng, const TokenCallback& on_token) {
+  const std::size_t V = config.vocab_size, T_max = config.block_size;
+  // Check everything up front, so a bad option fails even when max_new_tokens is 0.
+  check_generate_inputs(w, config, prompt, options, "attn::lm_generate");
+  const SamplingOptions sampling = sampling_options(options);
+  TokenSampler sampler(V);
 
   std::vector<int> context(prompt.begin(), prompt.end());
   std::vector<int> generated;
@@ -413,12 +438,11 @@ std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
     // 2. Logits of the last position only: they predict the next token. (1, T, V) -> (V,)
     const Tensor<3> logits = lm_forward(tokens, w, config);
     const std::span<const float> last(logits.data() + (T - 1) * V, V);
-    // 3. Sample, optionally among the top_k most likely tokens only.
-    const int next = options.top_k == 0
-                         ? sample_logits(last, options.temperature, rng)
-                         : sample_top_k(last, options.temperature, options.top_k, rng);
+    // 3. Sample: greedy, or a draw among the top_k most likely tokens and the top_p nucleus.
+    const int next = sampler.next(last, sampling, rng);
     context.push_back(next);
     generated.push_back(next);
+    if (on_token) on_token(next);
   }
   return generated;
 }

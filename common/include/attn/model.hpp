@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -118,10 +119,17 @@ struct GenerateOptions {
   std::size_t max_new_tokens = 100;
   float temperature = 1.0f;  // > 0
   std::size_t top_k = 0;     // 0: sample from all V tokens; else keep the k most likely (1..V)
+  float top_p = 1.0f;        // in (0, 1]: keep the fewest most likely tokens with mass >= top_p
+  bool greedy = false;       // always the most likely token (no draw; the three above unused)
 };
+// Called with each new token as soon as it is chosen (to stream text as it is generated).
+using TokenCallback = std::function<void(int)>;
+
 // Appends max_new_tokens sampled tokens to `prompt` (at least one token), cropping the context
-// to the last T_max tokens. Returns only the new tokens.
+// to the last T_max tokens: one full lm_forward over the cropped context per token. Returns only
+// the new tokens. The draw is attn::TokenSampler's (sample.hpp).
 std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
-                             std::span<const int> prompt, const GenerateOptions& options, Rng& rng);
+                             std::span<const int> prompt, const GenerateOptions& options, Rng& rng,
+                             const TokenCallback& on_token = {});
 
 }  // namespace attn
