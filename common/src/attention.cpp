@@ -258,14 +258,15 @@ void check_weight(const char* function, const char* name, const Matrix& w, std::
 }
 
 void check_mha(const char* function, const Tensor<3>& x, const MhaWeights& w,
-               std::size_t n_heads) {
+               std::size_t n_heads, bool allow_no_proj = false) {
   const std::size_t C = x.shape()[2];
   require(C >= 1, function, "x is " + shape_str(x.shape()) + ", C must be at least 1");
   check_heads(function, n_heads, C);
   check_weight(function, "w_q", w.w_q, C, C);
   check_weight(function, "w_k", w.w_k, C, C);
   check_weight(function, "w_v", w.w_v, C, C);
-  check_weight(function, "w_o", w.w_o, C, C);
+  // An empty w_o (size 0) means no output projection (BlockConfig::attn_proj = false).
+  if (!(allow_no_proj && w.w_o.size() == 0)) check_weight(function, "w_o", w.w_o, C, C);
 }
 
 // Steps 2-4 of every multi-head variant. q: (B, T, C) inside rows of q_width floats (C, or 3C
@@ -292,8 +293,14 @@ MhaResult attend_heads_and_project(float* q, std::size_t q_width, const float* k
   attend({B, H, T, S, hs, hs}, column_heads<const float>(q, T, q_width, hs),
          column_heads(k, S, kv_width, hs), column_heads(v, S, kv_width, hs),
          column_heads(q, T, q_width, hs), causal, need_weights ? result.weights.data() : nullptr);
-  // 4. Output projection mixes the heads: (B, T, C) @ (C, C) -> (B, T, C).
+  // 4. Output projection mixes the heads: (B, T, C) @ (C, C) -> (B, T, C). Without w_o (an
+  //    empty matrix: the attention-only variant) the output is the merged heads themselves.
   result.out = Tensor<3>(Tensor<3>::shape_type{B, T, C});
+  if (w_o.size() == 0) {
+    for (std::size_t r = 0; r < B * T; ++r)
+      std::copy(q + r * q_width, q + r * q_width + C, result.out.data() + r * C);
+    return result;
+  }
   gemm_strided(B * T, C, C, 1.0f, q, q_width, false, w_o.data(), C, false, 0.0f,
                result.out.data(), C);
   return result;
@@ -385,7 +392,7 @@ MhaWeights mha_init(Rng& rng, std::size_t C, float std) {
 
 MhaResult mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
                       bool need_weights) {
-  check_mha("attn::mha_forward", x, w, n_heads);
+  check_mha("attn::mha_forward", x, w, n_heads, /*allow_no_proj=*/true);
   const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
   // 1. Projections, one GEMM each over all B*T rows: (B, T, C) @ (C, C) -> (B, T, C), written
   //    side by side into one (B, T, 3C) buffer [q | k | v], the layout of the fused form, so
@@ -485,6 +492,260 @@ MhaResult mha_cross_forward(const Tensor<3>& x, const Tensor<3>& y, const MhaWei
   // 2-4. Every query sees every key of y: no mask. Weights (B, H, T, S).
   return attend_heads_and_project(q.data(), C, k.data(), v.data(), C, B, T, S, C, n_heads, w.w_o,
                                   /*causal=*/false, /*need_weights=*/true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backward (chapter 08)
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+// c (M, N) = alpha * op(a) @ op(b) + beta * c inside a worker (single-threaded BLAS), with
+// op(a) = a^T when a is stored (K, M). Callers guarantee K >= 1 and checked sizes.
+void head_gemm_t(std::size_t M, std::size_t N, std::size_t K, float alpha, const float* a,
+                 std::size_t lda, bool trans_a, const float* b, std::size_t ldb, bool trans_b,
+                 float beta, float* c, std::size_t ldc) {
+  if (M == 0 || N == 0) return;
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, blas_int(M), blas_int(N), blas_int(K), alpha,
+              a, blas_int(lda), b, blas_int(ldb), beta, c, blas_int(ldc));
+}
+
+// The softmax backward of one row of the kernel: ds[j] = p[j] (ds[j] - sum_i p[i] ds[i]) over
+// the n visible entries (ds holds dP on entry), in place. Four partial sums in double.
+void softmax_row_backward(const float* p, float* ds, std::size_t n) {
+  double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  std::size_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    s0 += static_cast<double>(p[j]) * static_cast<double>(ds[j]);
+    s1 += static_cast<double>(p[j + 1]) * static_cast<double>(ds[j + 1]);
+    s2 += static_cast<double>(p[j + 2]) * static_cast<double>(ds[j + 2]);
+    s3 += static_cast<double>(p[j + 3]) * static_cast<double>(ds[j + 3]);
+  }
+  for (; j < n; ++j) s0 += static_cast<double>(p[j]) * static_cast<double>(ds[j]);
+  const float dot = static_cast<float>((s0 + s1) + (s2 + s3));
+  for (j = 0; j < n; ++j) ds[j] = p[j] * (ds[j] - dot);
+}
+
+// The backward of attend_range for the (b, h) pairs bh_begin..bh_end-1. P = weights (B, H, T, S)
+// from the forward (zeros on the masked triangle); dO in `dout`; writes dq, dk, dv (every row,
+// beta = 0). `ds`: a (T, S) scratch for dP, then dS, of this thread.
+void attend_backward_range(const Sizes& n, Heads<const float> q, Heads<const float> k,
+                           Heads<const float> v, Heads<const float> dout, const float* weights,
+                           Heads<float> dq, Heads<float> dk, Heads<float> dv, bool causal,
+                           std::size_t bh_begin, std::size_t bh_end, float* ds) {
+  const std::size_t T = n.T, S = n.S, hs = n.hs, hv = n.hv;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  for (std::size_t bh = bh_begin; bh < bh_end; ++bh) {
+    const std::size_t b = bh / n.H, h = bh % n.H;
+    const float* qh = q.at(b, h);     // (T, hs)
+    const float* kh = k.at(b, h);     // (S, hs)
+    const float* vh = v.at(b, h);     // (S, hv)
+    const float* doh = dout.at(b, h); // (T, hv)
+    const float* p = weights + bh * T * S;  // (T, S), row stride S
+    float* dqh = dq.at(b, h);         // (T, hs)
+    float* dkh = dk.at(b, h);         // (S, hs)
+    float* dvh = dv.at(b, h);         // (S, hv)
+    // 1. dV = P^T dO, by blocks of keys [j0, j1): with the causal mask only queries t >= j0
+    //    saw these keys (P = 0 above the diagonal), so the sum over t starts at j0.
+    //    (j1 - j0, T - t0) @ (T - t0, hv) -> (j1 - j0, hv), P read transposed in place.
+    for (std::size_t j0 = 0; j0 < S; j0 += kRowBlock) {
+      const std::size_t j1 = std::min(S, j0 + kRowBlock);
+      const std::size_t t0 = causal ? j0 : 0;
+      head_gemm_t(j1 - j0, hv, T - t0, 1.0f, p + t0 * S + j0, S, /*trans_a=*/true,
+                  doh + t0 * dout.row_stride, dout.row_stride, false, 0.0f,
+                  dvh + j0 * dv.row_stride, dv.row_stride);
+    }
+    // 2-4. By blocks of queries [i0, i1), seeing keys 0..keys-1 (the forward's blocks):
+    for (std::size_t i0 = 0; i0 < T; i0 += kRowBlock) {
+      const std::size_t i1 = std::min(T, i0 + kRowBlock);
+      const std::size_t rows = i1 - i0;
+      const std::size_t keys = causal ? i1 : S;
+      float* dsb = ds + i0 * S;  // (rows, keys), row stride S
+      // 2. dP = dO V^T: (rows, hv) @ (hv, keys) -> (rows, keys)
+      head_gemm_t(rows, keys, hv, 1.0f, doh + i0 * dout.row_stride, dout.row_stride, false, vh,
+                  v.row_stride, /*trans_b=*/true, 0.0f, dsb, S);
+      // 3. dS = P * (dP - sum(dP * P)) per row, the softmax backward over the visible keys.
+      //    The masked entries of the block are set to exactly 0 (P = 0 there): the GEMMs below
+      //    read whole blocks.
+      for (std::size_t r = 0; r < rows; ++r) {
+        const std::size_t t = i0 + r;
+        const std::size_t visible = causal ? t + 1 : S;
+        softmax_row_backward(p + t * S, dsb + r * S, visible);
+        std::fill(dsb + r * S + visible, dsb + r * S + keys, 0.0f);
+      }
+      // 4. dQ = dS K / sqrt(hs): (rows, keys) @ (keys, hs) -> (rows, hs). The scale of the
+      //    scores, q k^T / sqrt(hs), carries over to both of their inputs.
+      head_gemm_t(rows, hs, keys, scale, dsb, S, false, kh, k.row_stride, false, 0.0f,
+                  dqh + i0 * dq.row_stride, dq.row_stride);
+    }
+    // 5. dK = dS^T Q / sqrt(hs), by blocks of keys like dV (queries t >= j0 only when causal).
+    //    (j1 - j0, T - t0) @ (T - t0, hs) -> (j1 - j0, hs), dS read transposed in place.
+    for (std::size_t j0 = 0; j0 < S; j0 += kRowBlock) {
+      const std::size_t j1 = std::min(S, j0 + kRowBlock);
+      const std::size_t t0 = causal ? j0 : 0;
+      head_gemm_t(j1 - j0, hs, T - t0, scale, ds + t0 * S + j0, S, /*trans_a=*/true,
+                  qh + t0 * q.row_stride, q.row_stride, false, 0.0f, dkh + j0 * dk.row_stride,
+                  dk.row_stride);
+    }
+  }
+}
+
+// All (b, h) pairs over the library's threads, one (T, S) scratch per thread (kept by the
+// calling thread between calls). A pair is computed the same way whichever thread runs it.
+void attend_backward(const Sizes& n, Heads<const float> q, Heads<const float> k,
+                     Heads<const float> v, Heads<const float> dout, const float* weights,
+                     Heads<float> dq, Heads<float> dk, Heads<float> dv, bool causal) {
+  for (std::size_t size : {n.T, n.S, n.hs, n.hv, q.row_stride, k.row_stride, v.row_stride,
+                           dout.row_stride, dq.row_stride, dk.row_stride, dv.row_stride})
+    blas_int(size);
+  const std::size_t pairs = n.B * n.H;
+  const std::size_t n_threads = detail::worker_count(pairs);
+  thread_local std::vector<float> scratch;
+  const std::size_t per_thread = n.T * n.S;
+  if (scratch.size() < n_threads * per_thread) scratch.resize(n_threads * per_thread);
+  // A pointer, not the name: inside a worker `scratch` would be that thread's own (empty) copy.
+  float* base = scratch.data();
+  detail::run_parts(pairs, n_threads, [&](std::size_t begin, std::size_t end, std::size_t part) {
+    attend_backward_range(n, q, k, v, dout, weights, dq, dk, dv, causal, begin, end,
+                          base + part * per_thread);
+  });
+}
+
+template <std::size_t N>
+void ensure_shape(Tensor<N>& t, const std::array<std::size_t, N>& shape) {
+  if (!std::equal(shape.begin(), shape.end(), t.shape().begin())) t.resize(shape);
+}
+
+}  // namespace
+
+AttentionGrads scaled_dot_product_attention_backward(const Tensor<4>& dout, const Tensor<4>& q,
+                                                     const Tensor<4>& k, const Tensor<4>& v,
+                                                     const Tensor<4>& weights, bool causal) {
+  const char* fn = "attn::scaled_dot_product_attention_backward";
+  const auto& qs = q.shape();  // (B, H, T, hs)
+  const auto& ks = k.shape();  // (B, H, S, hs)
+  const auto& vs = v.shape();  // (B, H, S, hv)
+  const std::string got = "q " + shape_str(qs) + ", k " + shape_str(ks) + ", v " + shape_str(vs);
+  if (ks[0] != qs[0] || vs[0] != qs[0] || ks[1] != qs[1] || vs[1] != qs[1] || vs[2] != ks[2] ||
+      ks[3] != qs[3]) {
+    shape_error(fn, "q (B, H, T, hs), k (B, H, S, hs), v (B, H, S, hv)", got);
+  }
+  if (qs[3] == 0 || ks[2] == 0) shape_error(fn, "hs >= 1 and at least one key (S >= 1)", got);
+  if (causal && ks[2] != qs[2]) shape_error(fn, "S == T for causal attention", got);
+  const Sizes n{qs[0], qs[1], qs[2], ks[2], qs[3], vs[3]};
+  const std::array<std::size_t, 4> w_shape{n.B, n.H, n.T, n.S};
+  if (!std::equal(w_shape.begin(), w_shape.end(), weights.shape().begin())) {
+    shape_error(fn, "the forward's weights " + shape_str(w_shape), shape_str(weights.shape()));
+  }
+  const std::array<std::size_t, 4> o_shape{n.B, n.H, n.T, n.hv};
+  if (!std::equal(o_shape.begin(), o_shape.end(), dout.shape().begin())) {
+    shape_error(fn, "dout " + shape_str(o_shape) + " (like the forward's out)",
+                "dout " + shape_str(dout.shape()));
+  }
+  AttentionGrads g;
+  g.dq = Tensor<4>(qs);
+  g.dk = Tensor<4>(ks);
+  g.dv = Tensor<4>(vs);
+  attend_backward(n, contiguous_heads(q.data(), n.H, n.T, n.hs),
+                  contiguous_heads(k.data(), n.H, n.S, n.hs),
+                  contiguous_heads(v.data(), n.H, n.S, n.hv),
+                  contiguous_heads(dout.data(), n.H, n.T, n.hv), weights.data(),
+                  contiguous_heads(g.dq.data(), n.H, n.T, n.hs),
+                  contiguous_heads(g.dk.data(), n.H, n.S, n.hs),
+                  contiguous_heads(g.dv.data(), n.H, n.S, n.hv), causal);
+  return g;
+}
+
+Tensor<3> mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
+                      MhaCache& cache) {
+  check_mha("attn::mha_forward", x, w, n_heads, /*allow_no_proj=*/true);
+  const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
+  const std::size_t H = n_heads, hs = C / H;
+  // The cache's buffers are reused when the shapes repeat (a training loop).
+  ensure_shape<3>(cache.x, {B, T, C});
+  ensure_shape<3>(cache.qkv, {B, T, 3 * C});
+  ensure_shape<4>(cache.weights, {B, H, T, T});
+  ensure_shape<3>(cache.heads, {B, T, C});
+  std::copy(x.begin(), x.end(), cache.x.begin());
+  // 1. q | k | v into the (B, T, 3C) buffer, as mha_forward: (B, T, C) @ (C, C) -> (B, T, C) x 3
+  float* qkv = cache.qkv.data();
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_q.data(), C, false, 0.0f, qkv, 3 * C);
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_k.data(), C, false, 0.0f, qkv + C,
+               3 * C);
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_v.data(), C, false, 0.0f, qkv + 2 * C,
+               3 * C);
+  // 2-3. Attention per head, heads read in place; the weights kept (the backward needs P), the
+  //      merged heads written to their own buffer (q must survive for dK).
+  attend({B, H, T, T, hs, hs}, column_heads<const float>(qkv, T, 3 * C, hs),
+         column_heads<const float>(qkv + C, T, 3 * C, hs),
+         column_heads<const float>(qkv + 2 * C, T, 3 * C, hs),
+         column_heads(cache.heads.data(), T, C, hs), causal, cache.weights.data());
+  // 4. Output projection (B, T, C) @ (C, C) -> (B, T, C), or the merged heads without w_o.
+  if (w.w_o.size() == 0) return cache.heads;
+  Tensor<3> out(Tensor<3>::shape_type{B, T, C});
+  gemm_strided(B * T, C, C, 1.0f, cache.heads.data(), C, false, w.w_o.data(), C, false, 0.0f,
+               out.data(), C);
+  return out;
+}
+
+void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
+                  std::size_t n_heads, bool causal, Tensor<3>& dx, MhaWeights& grads) {
+  const char* fn = "attn::mha_backward";
+  check_mha(fn, cache.x, w, n_heads, /*allow_no_proj=*/true);
+  const std::size_t B = cache.x.shape()[0], T = cache.x.shape()[1], C = cache.x.shape()[2];
+  const std::size_t H = n_heads, hs = C / H, rows = B * T;
+  if (dout.shape() != cache.x.shape()) {
+    shape_error(fn, "dout of shape " + shape_str(cache.x.shape()) + " (like the forward's x)",
+                "dout " + shape_str(dout.shape()));
+  }
+  const std::array<std::size_t, 4> w_shape{B, H, T, T};
+  if (!std::equal(w_shape.begin(), w_shape.end(), cache.weights.shape().begin()) ||
+      cache.qkv.size() != rows * 3 * C || cache.heads.size() != rows * C) {
+    shape_error(fn, "a cache filled by mha_forward(..., cache) for x " +
+                        shape_str(cache.x.shape()) + " and " + std::to_string(H) + " heads",
+                "weights " + shape_str(cache.weights.shape()));
+  }
+  const bool proj = w.w_o.size() != 0;
+  check_weight(fn, "grads.w_q", grads.w_q, C, C);
+  check_weight(fn, "grads.w_k", grads.w_k, C, C);
+  check_weight(fn, "grads.w_v", grads.w_v, C, C);
+  if (proj) check_weight(fn, "grads.w_o", grads.w_o, C, C);
+  ensure_shape<3>(dx, {B, T, C});
+  // Scratch kept by the calling thread between calls: dheads (B*T, C), dqkv (B*T, 3C).
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < rows * 4 * C) scratch.resize(rows * 4 * C);
+  float* dqkv = scratch.data();  // (B, T, 3C) dq | dk | dv, the layout of qkv
+  const float* dheads = dout.data();
+  // 1. Output projection out = heads @ w_o:
+  //    dheads = dout @ w_o^T     (B*T, C) @ (C, C) -> (B*T, C)
+  //    dw_o  += heads^T @ dout   (C, B*T) @ (B*T, C) -> (C, C)
+  if (proj) {
+    float* dh = scratch.data() + rows * 3 * C;
+    gemm(rows, C, C, 1.0f, dout.data(), false, w.w_o.data(), true, 0.0f, dh);
+    gemm(C, C, rows, 1.0f, cache.heads.data(), true, dout.data(), false, 1.0f, grads.w_o.data());
+    dheads = dh;
+  }
+  // 2. Attention per (b, h), heads read in place from qkv and dheads; dq, dk, dv written in
+  //    place into the column blocks of dqkv (no split/merge copies).
+  const float* qkv = cache.qkv.data();
+  attend_backward({B, H, T, T, hs, hs}, column_heads<const float>(qkv, T, 3 * C, hs),
+                  column_heads<const float>(qkv + C, T, 3 * C, hs),
+                  column_heads<const float>(qkv + 2 * C, T, 3 * C, hs),
+                  column_heads<const float>(dheads, T, C, hs), cache.weights.data(),
+                  column_heads(dqkv, T, 3 * C, hs), column_heads(dqkv + C, T, 3 * C, hs),
+                  column_heads(dqkv + 2 * C, T, 3 * C, hs), causal);
+  // 3. The projections q = x @ w_q (and k, v):
+  //    dw_q += x^T @ dq          (C, B*T) @ (B*T, C) -> (C, C), dq read in place (ld 3C)
+  //    dx = dq @ w_q^T + dk @ w_k^T + dv @ w_v^T   (B*T, C) @ (C, C) -> (B*T, C), summed by beta
+  const Matrix* weights[3] = {&w.w_q, &w.w_k, &w.w_v};
+  Matrix* dweights[3] = {&grads.w_q, &grads.w_k, &grads.w_v};
+  for (std::size_t i = 0; i < 3; ++i) {
+    gemm_strided(C, C, rows, 1.0f, cache.x.data(), C, /*trans_a=*/true, dqkv + i * C, 3 * C,
+                 false, 1.0f, dweights[i]->data(), C);
+    gemm_strided(rows, C, C, 1.0f, dqkv + i * C, 3 * C, false, weights[i]->data(), C,
+                 /*trans_b=*/true, i == 0 ? 0.0f : 1.0f, dx.data(), C);
+  }
 }
 
 }  // namespace attn

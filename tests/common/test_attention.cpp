@@ -15,6 +15,8 @@
 #include "attn/linear.hpp"
 #include "attn/random.hpp"
 #include "attn/threads.hpp"
+#include "attn/gradcheck.hpp"
+#include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -723,6 +725,245 @@ TEST_CASE("multi-head errors: head count, every weight's shape, x and y") {
   const Tensor<3> x0 = xt::zeros<float>({2, 10, 0});
   CHECK_THROWS_WITH_AS(attn::mha_forward(x0, w, 4, true),
                        "attn::mha_forward: x is (2, 10, 0), C must be at least 1", E);
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("attention.backward") {
+
+using attn::testing::check_caught;
+using attn::testing::check_gradients;
+using attn::testing::cspan_of;
+using attn::testing::span_of;
+using attn::testing::upstream;
+
+// The backward of one head written out in double from the five lines of the chapter, with two
+// switches for the classic bugs: `scaled` false drops the 1/sqrt(hs) from dq and dk; `mask_in_p`
+// false recomputes P for the backward from the scores without the causal mask.
+attn::AttentionGrads reference_backward(const Tensor<4>& dout, const Tensor<4>& q,
+                                        const Tensor<4>& k, const Tensor<4>& v, bool causal,
+                                        bool scaled = true, bool mask_in_p = true) {
+  const std::size_t B = q.shape()[0], H = q.shape()[1], T = q.shape()[2], hs = q.shape()[3];
+  const std::size_t S = k.shape()[2], hv = v.shape()[3];
+  attn::AttentionGrads g{xt::zeros<float>(q.shape()), xt::zeros<float>(k.shape()),
+                         xt::zeros<float>(v.shape())};
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
+  const double grad_scale = scaled ? scale : 1.0;
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < H; ++h) {
+      std::vector<double> p(T * S), ds(T * S);
+      for (std::size_t t = 0; t < T; ++t) {
+        const bool mask = causal && mask_in_p;
+        double m = -1e300;
+        for (std::size_t s = 0; s < S; ++s) {
+          double z = 0.0;
+          for (std::size_t i = 0; i < hs; ++i)
+            z += static_cast<double>(q(b, h, t, i)) * static_cast<double>(k(b, h, s, i));
+          p[t * S + s] = (mask && s > t) ? -1e300 : z * scale;
+          m = std::max(m, p[t * S + s]);
+        }
+        double sum = 0.0;
+        for (std::size_t s = 0; s < S; ++s) {
+          p[t * S + s] = (mask && s > t) ? 0.0 : std::exp(p[t * S + s] - m);
+          sum += p[t * S + s];
+        }
+        for (std::size_t s = 0; s < S; ++s) p[t * S + s] /= sum;
+        // dP = dO V^T, dS = P (dP - sum dP P)
+        double dot = 0.0;
+        for (std::size_t s = 0; s < S; ++s) {
+          double dp = 0.0;
+          for (std::size_t i = 0; i < hv; ++i)
+            dp += static_cast<double>(dout(b, h, t, i)) * static_cast<double>(v(b, h, s, i));
+          ds[t * S + s] = dp;
+          dot += dp * p[t * S + s];
+        }
+        for (std::size_t s = 0; s < S; ++s) ds[t * S + s] = p[t * S + s] * (ds[t * S + s] - dot);
+      }
+      for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t s = 0; s < S; ++s) {
+          for (std::size_t i = 0; i < hv; ++i)  // dV = P^T dO
+            g.dv(b, h, s, i) += static_cast<float>(p[t * S + s] * static_cast<double>(dout(b, h, t, i)));
+          for (std::size_t i = 0; i < hs; ++i) {  // dQ = dS K / sqrt(hs), dK = dS^T Q / sqrt(hs)
+            g.dq(b, h, t, i) += static_cast<float>(ds[t * S + s] * static_cast<double>(k(b, h, s, i)) * grad_scale);
+            g.dk(b, h, s, i) += static_cast<float>(ds[t * S + s] * static_cast<double>(q(b, h, t, i)) * grad_scale);
+          }
+        }
+    }
+  return g;
+}
+
+struct Sdpa {
+  Tensor<4> q, k, v, r;
+};
+Sdpa make_sdpa(std::size_t B, std::size_t H, std::size_t T, std::size_t S, std::size_t hs,
+               std::uint64_t seed) {
+  attn::Rng rng(seed);
+  Sdpa s{attn::randn<4>(rng, {B, H, T, hs}), attn::randn<4>(rng, {B, H, S, hs}),
+         attn::randn<4>(rng, {B, H, S, hs}), Tensor<4>()};
+  s.r = attn::randn<4>(rng, {B, H, T, hs});
+  return s;
+}
+
+std::vector<attn::GradCheckResult> check_sdpa(Sdpa& s, bool causal, const attn::AttentionGrads& g) {
+  return attn::grad_check(
+      [&] {
+        return attn::weighted_sum(
+            cspan_of(attn::scaled_dot_product_attention(s.q, s.k, s.v, causal, false).out),
+            cspan_of(s.r));
+      },
+      {{"q", span_of(s.q), cspan_of(g.dq)},
+       {"k", span_of(s.k), cspan_of(g.dk)},
+       {"v", span_of(s.v), cspan_of(g.dv)}});
+}
+
+TEST_CASE("scaled_dot_product_attention_backward matches central differences (T=1, hs=1, H=1, S != T)") {
+  struct Case {
+    std::size_t B, H, T, S, hs;
+    bool causal;
+  };
+  for (const Case c : {Case{1, 1, 1, 1, 1, true}, Case{1, 1, 1, 1, 1, false}, Case{2, 1, 5, 5, 3, true},
+                       Case{1, 3, 4, 4, 1, true}, Case{2, 2, 3, 6, 2, false}, Case{1, 2, 5, 5, 4, false}}) {
+    Sdpa s = make_sdpa(c.B, c.H, c.T, c.S, c.hs, 100 + c.T * 7 + c.hs);
+    const attn::AttentionResult f = attn::scaled_dot_product_attention(s.q, s.k, s.v, c.causal);
+    const attn::AttentionGrads g =
+        attn::scaled_dot_product_attention_backward(s.r, s.q, s.k, s.v, f.weights, c.causal);
+    const std::string name = "sdpa " + std::string(c.causal ? "causal " : "full ") +
+                             attn::shape_str(std::array<std::size_t, 5>{c.B, c.H, c.T, c.S, c.hs});
+    check_gradients(name, check_sdpa(s, c.causal, g));
+    // And against the double-precision reference.
+    const attn::AttentionGrads ref = reference_backward(s.r, s.q, s.k, s.v, c.causal);
+    CHECK_TENSOR_NEAR(g.dq, ref.dq, 1e-5, 1e-4);
+    CHECK_TENSOR_NEAR(g.dk, ref.dk, 1e-5, 1e-4);
+    CHECK_TENSOR_NEAR(g.dv, ref.dv, 1e-5, 1e-4);
+  }
+}
+
+TEST_CASE("the backward matches the reference across several query blocks (T = 150 > 64)") {
+  for (bool causal : {true, false}) {
+    Sdpa s = make_sdpa(1, 2, 150, 150, 8, 7);
+    const attn::AttentionResult f = attn::scaled_dot_product_attention(s.q, s.k, s.v, causal);
+    const attn::AttentionGrads g =
+        attn::scaled_dot_product_attention_backward(s.r, s.q, s.k, s.v, f.weights, causal);
+    const attn::AttentionGrads ref = reference_backward(s.r, s.q, s.k, s.v, causal);
+    CHECK_TENSOR_NEAR(g.dq, ref.dq, 1e-5, 1e-4);
+    CHECK_TENSOR_NEAR(g.dk, ref.dk, 1e-5, 1e-4);
+    CHECK_TENSOR_NEAR(g.dv, ref.dv, 1e-5, 1e-4);
+  }
+}
+
+TEST_CASE("a wrong attention gradient is caught: the missing 1/sqrt(hs), the mask ignored in P") {
+  Sdpa s = make_sdpa(1, 2, 4, 4, 4, 11);
+  const attn::AttentionGrads no_scale = reference_backward(s.r, s.q, s.k, s.v, true, false, true);
+  check_caught("sdpa without 1/sqrt(hs)", check_sdpa(s, true, no_scale));
+  const attn::AttentionGrads no_mask = reference_backward(s.r, s.q, s.k, s.v, true, true, false);
+  check_caught("sdpa mask ignored in dS", check_sdpa(s, true, no_mask));
+  // The honest reference passes the same check.
+  check_gradients("sdpa reference", check_sdpa(s, true, reference_backward(s.r, s.q, s.k, s.v, true)));
+}
+
+TEST_CASE("scaled_dot_product_attention_backward names bad shapes") {
+  Sdpa s = make_sdpa(1, 2, 3, 3, 4, 12);
+  const attn::AttentionResult f = attn::scaled_dot_product_attention(s.q, s.k, s.v, true);
+  const Tensor<4> bad_dout = xt::zeros<float>({1, 2, 3, 5});
+  CHECK_THROWS_WITH_AS(
+      attn::scaled_dot_product_attention_backward(bad_dout, s.q, s.k, s.v, f.weights, true),
+      "attn::scaled_dot_product_attention_backward: expected dout (1, 2, 3, 4) (like the forward's out), got dout (1, 2, 3, 5)",
+      std::invalid_argument);
+  const Tensor<4> no_weights = xt::zeros<float>({0, 0, 0, 0});
+  CHECK_THROWS_WITH_AS(
+      attn::scaled_dot_product_attention_backward(s.r, s.q, s.k, s.v, no_weights, true),
+      "attn::scaled_dot_product_attention_backward: expected the forward's weights (1, 2, 3, 3), got (0, 0, 0, 0)",
+      std::invalid_argument);
+}
+
+attn::MhaWeights zeros_like(const attn::MhaWeights& w) {
+  return {xt::zeros<float>(w.w_q.shape()), xt::zeros<float>(w.w_k.shape()),
+          xt::zeros<float>(w.w_v.shape()), xt::zeros<float>(w.w_o.shape())};
+}
+
+TEST_CASE("mha_backward matches central differences (H = 1, hs = 1, T = 1, causal or not, with or without w_o)") {
+  struct Case {
+    std::size_t B, T, C, H;
+  };
+  for (const Case c : {Case{1, 1, 1, 1}, Case{2, 3, 4, 1}, Case{1, 5, 6, 3}, Case{2, 4, 4, 4}}) {
+    for (bool causal : {true, false})
+      for (bool proj : {true, false}) {
+        attn::Rng rng(200 + c.T + c.C);
+        attn::MhaWeights w = attn::mha_init(rng, c.C, 0.7f);
+        if (!proj) w.w_o = attn::Matrix(attn::Matrix::shape_type{0, 0});
+        Tensor<3> x = attn::randn<3>(rng, {c.B, c.T, c.C});
+        const Tensor<3> r = attn::randn<3>(rng, {c.B, c.T, c.C});
+        attn::MhaCache cache;
+        const Tensor<3> out = attn::mha_forward(x, w, c.H, causal, cache);
+        CHECK_TENSOR_NEAR(out, attn::mha_forward(x, w, c.H, causal).out, 0.0, 0.0);
+        attn::MhaWeights g = zeros_like(w);
+        Tensor<3> dx;
+        attn::mha_backward(r, cache, w, c.H, causal, dx, g);
+        std::vector<attn::GradTensor> tensors = {{"x", span_of(x), cspan_of(dx)},
+                                                 {"w_q", span_of(w.w_q), cspan_of(g.w_q)},
+                                                 {"w_k", span_of(w.w_k), cspan_of(g.w_k)},
+                                                 {"w_v", span_of(w.w_v), cspan_of(g.w_v)}};
+        if (proj) tensors.push_back({"w_o", span_of(w.w_o), cspan_of(g.w_o)});
+        check_gradients("mha " + std::string(causal ? "causal " : "full ") + (proj ? "" : "no-proj ") +
+                            attn::shape_str(std::array<std::size_t, 4>{c.B, c.T, c.C, c.H}),
+                        attn::grad_check(
+                            [&] {
+                              return attn::weighted_sum(
+                                  cspan_of(attn::mha_forward(x, w, c.H, causal, false).out), cspan_of(r));
+                            },
+                            tensors));
+      }
+  }
+}
+
+TEST_CASE("mha forward+backward: same bits on 1 and 3 threads, cache buffers reused") {
+  attn::Rng rng(300);
+  const attn::MhaWeights w = attn::mha_init(rng, 32, 0.2f);
+  const Tensor<3> x = attn::randn<3>(rng, {3, 130, 32});
+  const Tensor<3> dout = attn::randn<3>(rng, {3, 130, 32});
+  const std::size_t saved = attn::num_threads();
+  for (bool causal : {true, false}) {
+    std::vector<Tensor<3>> dxs;
+    std::vector<attn::MhaWeights> gs;
+    for (std::size_t threads : {1, 3}) {
+      attn::set_num_threads(threads);
+      attn::MhaCache cache;
+      (void)attn::mha_forward(x, w, 4, causal, cache);
+      const float* qkv_data = cache.qkv.data();
+      const float* weights_data = cache.weights.data();
+      const Tensor<3> out = attn::mha_forward(x, w, 4, causal, cache);
+      CHECK(cache.qkv.data() == qkv_data);
+      CHECK(cache.weights.data() == weights_data);
+      CHECK_TENSOR_NEAR(out, attn::mha_forward(x, w, 4, causal).out, 0.0, 0.0);
+      attn::MhaWeights g = zeros_like(w);
+      Tensor<3> dx;
+      attn::mha_backward(dout, cache, w, 4, causal, dx, g);
+      dxs.push_back(dx);
+      gs.push_back(g);
+    }
+    CHECK_TENSOR_NEAR(dxs[0], dxs[1], 0.0, 0.0);
+    CHECK_TENSOR_NEAR(gs[0].w_q, gs[1].w_q, 0.0, 0.0);
+    CHECK_TENSOR_NEAR(gs[0].w_k, gs[1].w_k, 0.0, 0.0);
+    CHECK_TENSOR_NEAR(gs[0].w_v, gs[1].w_v, 0.0, 0.0);
+    CHECK_TENSOR_NEAR(gs[0].w_o, gs[1].w_o, 0.0, 0.0);
+  }
+  attn::set_num_threads(saved);
+}
+
+TEST_CASE("mha_backward names a bad dout and an unfilled cache") {
+  attn::Rng rng(301);
+  const attn::MhaWeights w = attn::mha_init(rng, 8);
+  const Tensor<3> x = attn::randn<3>(rng, {1, 3, 8});
+  attn::MhaCache cache;
+  (void)attn::mha_forward(x, w, 2, true, cache);
+  attn::MhaWeights g = zeros_like(w);
+  Tensor<3> dx;
+  CHECK_THROWS_WITH_AS(attn::mha_backward(Tensor<3>(xt::zeros<float>({1, 3, 7})), cache, w, 2, true, dx, g),
+                       "attn::mha_backward: expected dout of shape (1, 3, 8) (like the forward's x), got dout (1, 3, 7)",
+                       std::invalid_argument);
+  attn::MhaCache stale = cache;
+  stale.weights = Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0});
+  CHECK_THROWS_AS(attn::mha_backward(x, stale, w, 2, true, dx, g), std::invalid_argument);
 }
 
 }  // TEST_SUITE

@@ -278,3 +278,51 @@ TEST_CASE("layer_norm_backward names bad shapes") {
 }
 
 }  // TEST_SUITE
+
+TEST_SUITE("layernorm.backward") {
+
+TEST_CASE("a wrong LayerNorm gradient is caught: the unbiased variance (C - 1) in the backward") {
+  // The classic slip: rstd from var = sum (x - mean)^2 / (C - 1) in the backward, while the
+  // forward (like PyTorch) divides by C. Everything else is the correct three-term formula.
+  attn::Rng rng(94);
+  const std::size_t C = 8;
+  attn::Tensor<2> x = attn::randn<2>(rng, {3, C});
+  attn::Vector gamma = attn::randn<1>(rng, {C});
+  attn::Vector beta = attn::randn<1>(rng, {C});
+  const attn::Tensor<2> r = attn::testing::upstream(x, 8);
+  attn::Tensor<2> dx(x.shape());
+  attn::Vector dgamma = xt::zeros<float>({C});
+  for (std::size_t row = 0; row < 3; ++row) {
+    double mean = 0.0, ss = 0.0;
+    for (std::size_t j = 0; j < C; ++j) mean += static_cast<double>(x(row, j));
+    mean /= static_cast<double>(C);
+    for (std::size_t j = 0; j < C; ++j) ss += (static_cast<double>(x(row, j)) - mean) * (static_cast<double>(x(row, j)) - mean);
+    const double rstd = 1.0 / std::sqrt(ss / static_cast<double>(C - 1) + 1e-5);  // the bug
+    double a = 0.0, b = 0.0;
+    for (std::size_t j = 0; j < C; ++j) {
+      const double xhat = (static_cast<double>(x(row, j)) - mean) * rstd;
+      const double g = static_cast<double>(gamma(j)) * static_cast<double>(r(row, j));
+      a += g / static_cast<double>(C);
+      b += g * xhat / static_cast<double>(C);
+      dgamma(j) += static_cast<float>(static_cast<double>(r(row, j)) * xhat);
+    }
+    for (std::size_t j = 0; j < C; ++j) {
+      const double xhat = (static_cast<double>(x(row, j)) - mean) * rstd;
+      const double g = static_cast<double>(gamma(j)) * static_cast<double>(r(row, j));
+      dx(row, j) = static_cast<float>(rstd * (g - a - xhat * b));
+    }
+  }
+  using attn::testing::cspan_of;
+  using attn::testing::span_of;
+  auto loss = [&] { return attn::weighted_sum(cspan_of(attn::layer_norm<2>(x, gamma, beta)), cspan_of(r)); };
+  attn::testing::check_caught("layer_norm unbiased variance",
+                              attn::grad_check(loss, {{"x", span_of(x), cspan_of(dx)},
+                                                      {"gamma", span_of(gamma), cspan_of(dgamma)}}));
+  // The library's own backward passes the same check.
+  const attn::LayerNormGrads<2> g = attn::layer_norm_backward<2>(r, x, gamma);
+  attn::testing::check_gradients("layer_norm (rank 2)",
+                                 attn::grad_check(loss, {{"x", span_of(x), cspan_of(g.dx)},
+                                                         {"gamma", span_of(gamma), cspan_of(g.dgamma)}}));
+}
+
+}  // TEST_SUITE
