@@ -3,6 +3,7 @@
 // stacks these blocks into a language model (model.cpp).
 #include "attn/block.hpp"
 
+#include <algorithm>
 #include <array>
 #include <stdexcept>
 #include <string>
@@ -53,10 +54,11 @@ void check_shape(std::string_view name, const Tensor<R>& t, const std::array<std
   }
 }
 
-// C comes from x, F from ffn.w1; every other size must agree with them.
+// C comes from x, F from ffn.w1; every other size must agree with them. A variant's unused
+// weights must be empty (attn_proj false: w_o; use_ffn false: the FFN); without LayerNorm its
+// weights may be empty or (C,) (they are ignored).
 void check_block(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config) {
   const std::size_t C = x.shape()[2];
-  const std::size_t F = w.ffn.w1.shape()[1];
   require(C >= 1, kFunction, "x is " + shape_str(x.shape()) + ", C must be at least 1");
   require(config.n_heads >= 1 && C % config.n_heads == 0, kFunction,
           "n_heads = " + std::to_string(config.n_heads) + " does not divide C = " +
@@ -64,15 +66,32 @@ void check_block(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& c
   check_shape<2>("attn.w_q", w.attn.w_q, {C, C});
   check_shape<2>("attn.w_k", w.attn.w_k, {C, C});
   check_shape<2>("attn.w_v", w.attn.w_v, {C, C});
-  check_shape<2>("attn.w_o", w.attn.w_o, {C, C});
-  check_shape<1>("ln1_gamma", w.ln1_gamma, {C});
-  check_shape<1>("ln1_beta", w.ln1_beta, {C});
-  check_shape<1>("ln2_gamma", w.ln2_gamma, {C});
-  check_shape<1>("ln2_beta", w.ln2_beta, {C});
-  check_shape<2>("ffn.w1", w.ffn.w1, {C, F});
-  check_shape<1>("ffn.b1", w.ffn.b1, {F});
-  check_shape<2>("ffn.w2", w.ffn.w2, {F, C});
-  check_shape<1>("ffn.b2", w.ffn.b2, {C});
+  if (config.attn_proj) {
+    check_shape<2>("attn.w_o", w.attn.w_o, {C, C});
+  } else {
+    require(w.attn.w_o.size() == 0, kFunction,
+            "attn.w_o is " + shape_str(w.attn.w_o.shape()) +
+                ", expected an empty matrix (attn_proj = false)");
+  }
+  const bool ln_given = w.ln1_gamma.size() + w.ln1_beta.size() + w.ln2_gamma.size() +
+                            w.ln2_beta.size() != 0;
+  if (config.use_layer_norm || ln_given) {
+    check_shape<1>("ln1_gamma", w.ln1_gamma, {C});
+    check_shape<1>("ln1_beta", w.ln1_beta, {C});
+    check_shape<1>("ln2_gamma", w.ln2_gamma, {C});
+    check_shape<1>("ln2_beta", w.ln2_beta, {C});
+  }
+  if (config.use_ffn) {
+    const std::size_t F = w.ffn.w1.shape()[1];
+    check_shape<2>("ffn.w1", w.ffn.w1, {C, F});
+    check_shape<1>("ffn.b1", w.ffn.b1, {F});
+    check_shape<2>("ffn.w2", w.ffn.w2, {F, C});
+    check_shape<1>("ffn.b2", w.ffn.b2, {C});
+  } else {
+    require(w.ffn.w1.size() + w.ffn.b1.size() + w.ffn.w2.size() + w.ffn.b2.size() == 0, kFunction,
+            "ffn.w1 is " + shape_str(w.ffn.w1.shape()) +
+                ", expected empty FFN weights (use_ffn = false)");
+  }
 }
 
 // LayerNorm(x) into `storage`, or x itself when the config switches LayerNorm off (chapter 06's
@@ -114,9 +133,11 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
     MhaResult a = mha_forward(h1, w.attn, config.n_heads, config.causal, config.keep_weights);
     report(trace, "attn", a.out);
     // 3. x = x + a: the residual connection                   (B, T, C)
+    //    (residual = false, chapter 09's ladder: x = a)
     Tensor<3> stream = std::move(a.out);
-    add_in_place(stream, x);
+    if (config.residual) add_in_place(stream, x);
     report(trace, "residual1", stream);
+    if (!config.use_ffn) return {std::move(stream), std::move(a.weights)};
     // 4. h = ln2(x)                                            (B, T, C)
     const Tensor<3>& h2 = norm(stream, w.ln2_gamma, w.ln2_beta, config, ln_storage);
     report(trace, "ln2", h2);
@@ -124,7 +145,11 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
     Tensor<3> f = ffn_forward(h2, w.ffn, config.activation);
     report(trace, "ffn", f);
     // 6. x = x + f                                             (B, T, C)
-    add_in_place(stream, f);
+    if (config.residual) {
+      add_in_place(stream, f);
+    } else {
+      stream = std::move(f);
+    }
     report(trace, "residual2", stream);
     return {std::move(stream), std::move(a.weights)};
   }
@@ -136,21 +161,258 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
   report(trace, "attn", a.out);
   // 2. r = x + a                                               (B, T, C)
   Tensor<3> r1 = std::move(a.out);
-  add_in_place(r1, x);
+  if (config.residual) add_in_place(r1, x);
   report(trace, "residual1", r1);
   // 3. x = ln1(r)                                              (B, T, C)
   const Tensor<3>& x1 = norm(r1, w.ln1_gamma, w.ln1_beta, config, ln_storage);
   report(trace, "ln1", x1);
+  if (!config.use_ffn) return {Tensor<3>(x1), std::move(a.weights)};
   // 4. f = FFN(x)                                              (B, T, C)
   Tensor<3> r2 = ffn_forward(x1, w.ffn, config.activation);
   report(trace, "ffn", r2);
   // 5. r = x + f                                               (B, T, C)
-  add_in_place(r2, x1);
+  if (config.residual) add_in_place(r2, x1);
   report(trace, "residual2", r2);
   // 6. out = ln2(r)                                            (B, T, C)
   if (config.use_layer_norm) r2 = layer_norm<3>(r2, w.ln2_gamma, w.ln2_beta, config.eps);
   report(trace, "ln2", r2);
   return {std::move(r2), std::move(a.weights)};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backward (chapter 08)
+
+namespace {
+
+// t takes `shape`, reallocating only when it changes (caches are reused between steps).
+void ensure_shape(Tensor<3>& t, const std::array<std::size_t, 3>& shape) {
+  if (!std::equal(shape.begin(), shape.end(), t.shape().begin())) t.resize(shape);
+}
+void clear(Tensor<3>& t) {
+  if (t.size() != 0) t = Tensor<3>(Tensor<3>::shape_type{0, 0, 0});
+}
+void clear(LayerNormCache& c) {
+  if (c.mean.size() != 0) c.mean = Vector(Vector::shape_type{0});
+  if (c.rstd.size() != 0) c.rstd = Vector(Vector::shape_type{0});
+}
+void copy_into(Tensor<3>& dst, const Tensor<3>& src) {
+  ensure_shape(dst, {src.shape()[0], src.shape()[1], src.shape()[2]});
+  std::copy(src.begin(), src.end(), dst.begin());
+}
+// out = a + b (out may be a).
+void add_into(Tensor<3>& out, const Tensor<3>& a, const Tensor<3>& b) {
+  ensure_shape(out, {a.shape()[0], a.shape()[1], a.shape()[2]});
+  float* o = out.data();
+  const float* pa = a.data();
+  const float* pb = b.data();
+  for (std::size_t i = 0; i < out.size(); ++i) o[i] = pa[i] + pb[i];
+}
+
+}  // namespace
+
+Tensor<3> block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
+                        BlockCache& cache) {
+  check_block(x, w, config);
+  const bool ln = config.use_layer_norm;
+  // The same operations as block_forward above, in the same order (the same output, bit for
+  // bit), each keeping what its backward needs. Only what the backward reads is held: the
+  // fields a configuration does not need are emptied, so activation_floats counts exactly what
+  // training keeps. (cache.ln1_out / ln2_out are never needed: they live in attn.x / ffn.x.)
+  clear(cache.ln1_out);
+  clear(cache.ln2_out);
+  clear(cache.ln1_in);
+  if (config.norm == NormPlacement::pre) {
+    clear(cache.ln2_in);
+    // 1. h = ln1(x): the backward of ln1 needs x (and mean, rstd).
+    Tensor<3> h1;
+    if (ln) {
+      copy_into(cache.x, x);
+      h1 = layer_norm<3>(x, w.ln1_gamma, w.ln1_beta, config.eps, cache.ln1);
+    } else {
+      clear(cache.x);
+      clear(cache.ln1);
+    }
+    // 2. a = MHA(h): cache.attn keeps h, q|k|v, the weights and the merged heads.
+    Tensor<3> stream = mha_forward(ln ? h1 : x, w.attn, config.n_heads, config.causal, cache.attn);
+    // 3. x = x + a
+    if (config.residual) add_in_place(stream, x);
+    if (!config.use_ffn) {
+      clear(cache.residual1);
+      clear(cache.ln2);
+      clear(cache.ffn.x);
+      clear(cache.ffn.pre);
+      clear(cache.ffn.act);
+      return stream;
+    }
+    // 4. h = ln2(x): its backward needs the stream here (residual1).
+    Tensor<3> h2;
+    if (ln) {
+      copy_into(cache.residual1, stream);
+      h2 = layer_norm<3>(stream, w.ln2_gamma, w.ln2_beta, config.eps, cache.ln2);
+    } else {
+      clear(cache.residual1);
+      clear(cache.ln2);
+    }
+    // 5. f = FFN(h): cache.ffn keeps h, the pre-activation and the activation.
+    Tensor<3> f = ffn_forward(ln ? h2 : stream, w.ffn, config.activation, cache.ffn);
+    // 6. x = x + f
+    if (!config.residual) return f;
+    add_in_place(stream, f);
+    return stream;
+  }
+  // Post-norm.
+  clear(cache.x);  // the input lives in cache.attn.x
+  // 1. a = MHA(x)
+  Tensor<3> r1 = mha_forward(x, w.attn, config.n_heads, config.causal, cache.attn);
+  // 2. r = x + a
+  if (config.residual) add_in_place(r1, x);
+  // 3. x = ln1(r): its backward needs r (residual1).
+  Tensor<3> x1;
+  if (ln) {
+    copy_into(cache.residual1, r1);
+    x1 = layer_norm<3>(r1, w.ln1_gamma, w.ln1_beta, config.eps, cache.ln1);
+  } else {
+    clear(cache.residual1);
+    clear(cache.ln1);
+    x1 = std::move(r1);
+  }
+  if (!config.use_ffn) {
+    clear(cache.ln2_in);
+    clear(cache.ln2);
+    clear(cache.ffn.x);
+    clear(cache.ffn.pre);
+    clear(cache.ffn.act);
+    return x1;
+  }
+  // 4. f = FFN(x)
+  Tensor<3> r2 = ffn_forward(x1, w.ffn, config.activation, cache.ffn);
+  // 5. r = x + f
+  if (config.residual) add_in_place(r2, x1);
+  // 6. out = ln2(r): its backward needs r (ln2_in).
+  if (!ln) {
+    clear(cache.ln2_in);
+    clear(cache.ln2);
+    return r2;
+  }
+  copy_into(cache.ln2_in, r2);
+  return layer_norm<3>(r2, w.ln2_gamma, w.ln2_beta, config.eps, cache.ln2);
+}
+
+void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockWeights& w,
+                    const BlockConfig& config, Tensor<3>& dx, BlockWeights& grads) {
+  constexpr const char* kFn = "attn::block_backward";
+  const Tensor<3>& x_in = cache.attn.x;  // (B, T, C): the attention's input has the block's shape
+  if (dout.shape() != x_in.shape()) {
+    shape_error(kFn, "dout of shape " + shape_str(x_in.shape()) + " (like the block's output)",
+                "dout " + shape_str(dout.shape()));
+  }
+  check_block(x_in, w, config);
+  const bool ln = config.use_layer_norm;
+  const std::size_t H = config.n_heads;
+  // Scratch (B, T, C) gradients, kept by the calling thread between calls.
+  thread_local Tensor<3> d_stream, d_sub;
+  if (config.norm == NormPlacement::pre) {
+    // Backward through x2 = x1 + f(ln2(x1)), then x1 = x + a(ln1(x)): each residual addition
+    // passes its gradient to both branches unchanged, and the branch's gradient is added back.
+    const Tensor<3>* g = &dout;  // dL/d(stream after attention), once the FFN step is undone
+    if (config.use_ffn) {
+      // 6-5. f = FFN(h2): dh2 = ffn_backward(df), df = dout.
+      ffn_backward(dout, cache.ffn, w.ffn, config.activation, d_sub, grads.ffn);
+      // 4. h2 = ln2(x1)
+      if (ln) {
+        layer_norm_backward<3>(d_sub, cache.residual1, w.ln2_gamma, cache.ln2, d_sub,
+                               grads.ln2_gamma, grads.ln2_beta);
+      }
+      // 6. x2 = x1 + f: dx1 = dout + (the FFN branch), or the branch alone without residual.
+      if (config.residual) {
+        add_into(d_stream, dout, d_sub);
+      } else {
+        copy_into(d_stream, d_sub);
+      }
+      g = &d_stream;
+    }
+    // 2. a = MHA(h1)
+    mha_backward(*g, cache.attn, w.attn, H, config.causal, d_sub, grads.attn);
+    // 1. h1 = ln1(x)
+    if (ln) {
+      layer_norm_backward<3>(d_sub, cache.x, w.ln1_gamma, cache.ln1, d_sub,
+                             grads.ln1_gamma, grads.ln1_beta);
+    }
+    // 3. x1 = x + a
+    if (config.residual) {
+      add_into(dx, *g, d_sub);
+    } else {
+      copy_into(dx, d_sub);
+    }
+    return;
+  }
+  // Post-norm: out = ln2(r2), r2 = x1 + f(x1), x1 = ln1(r1), r1 = x + a(x).
+  const Tensor<3>* g = &dout;  // dL/dx1
+  if (config.use_ffn) {
+    // 6. out = ln2(r2)
+    const Tensor<3>* d_r2 = &dout;
+    if (ln) {
+      layer_norm_backward<3>(dout, cache.ln2_in, w.ln2_gamma, cache.ln2, d_stream,
+                             grads.ln2_gamma, grads.ln2_beta);
+      d_r2 = &d_stream;
+    }
+    // 4. f = FFN(x1)
+    ffn_backward(*d_r2, cache.ffn, w.ffn, config.activation, d_sub, grads.ffn);
+    // 5. r2 = x1 + f
+    if (config.residual) add_into(d_sub, d_sub, *d_r2);
+    g = &d_sub;
+  }
+  // 3. x1 = ln1(r1)
+  if (ln) {
+    layer_norm_backward<3>(*g, cache.residual1, w.ln1_gamma, cache.ln1, d_stream,
+                           grads.ln1_gamma, grads.ln1_beta);
+    g = &d_stream;
+  }
+  // 1. a = MHA(x), 2. r1 = x + a
+  mha_backward(*g, cache.attn, w.attn, H, config.causal, dx, grads.attn);
+  if (config.residual) add_into(dx, dx, *g);
+}
+
+BlockWeights block_zeros_like(const BlockWeights& w) {
+  BlockWeights g;
+  g.attn.w_q = xt::zeros<float>(w.attn.w_q.shape());
+  g.attn.w_k = xt::zeros<float>(w.attn.w_k.shape());
+  g.attn.w_v = xt::zeros<float>(w.attn.w_v.shape());
+  g.attn.w_o = xt::zeros<float>(w.attn.w_o.shape());
+  g.ln1_gamma = xt::zeros<float>(w.ln1_gamma.shape());
+  g.ln1_beta = xt::zeros<float>(w.ln1_beta.shape());
+  g.ln2_gamma = xt::zeros<float>(w.ln2_gamma.shape());
+  g.ln2_beta = xt::zeros<float>(w.ln2_beta.shape());
+  g.ffn.w1 = xt::zeros<float>(w.ffn.w1.shape());
+  g.ffn.b1 = xt::zeros<float>(w.ffn.b1.shape());
+  g.ffn.w2 = xt::zeros<float>(w.ffn.w2.shape());
+  g.ffn.b2 = xt::zeros<float>(w.ffn.b2.shape());
+  return g;
+}
+
+std::size_t activation_floats(const BlockCache& c) {
+  return c.x.size() + c.ln1.mean.size() + c.ln1.rstd.size() + c.ln2.mean.size() +
+         c.ln2.rstd.size() + c.ln1_in.size() + c.ln1_out.size() + c.ln2_in.size() +
+         c.ln2_out.size() + c.attn.x.size() + c.attn.qkv.size() + c.attn.weights.size() +
+         c.attn.heads.size() + c.residual1.size() + c.ffn.x.size() + c.ffn.pre.size() +
+         c.ffn.act.size();
+}
+
+std::size_t block_activation_floats(std::size_t B, std::size_t T, std::size_t C, std::size_t F,
+                                    std::size_t H, const BlockConfig& config) {
+  const std::size_t btc = B * T * C;
+  const bool ln = config.use_layer_norm, ffn = config.use_ffn;
+  // Attention: its input, q|k|v, the (B, H, T, T) weights, the merged heads.
+  std::size_t n = btc + 3 * btc + B * H * T * T + btc;
+  // FFN: its input, the pre-activation and the activation (B, T, F) each.
+  if (ffn) n += btc + 2 * B * T * F;
+  // Each LayerNorm used: its input (B, T, C) and the per-token mean and rstd (2 B T). Pre-norm:
+  // ln1's input is the block input, ln2's the stream after attention; post-norm: ln1's is the
+  // stream after attention, ln2's the stream after the FFN. The LayerNorm outputs are not
+  // stored again: they are the sub-layers' inputs above (or the block's output).
+  if (ln) n += btc + 2 * B * T;                // ln1
+  if (ln && ffn) n += btc + 2 * B * T;         // ln2
+  return n;
 }
 
 std::size_t block_param_count(std::size_t C, std::size_t F) {

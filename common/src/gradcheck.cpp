@@ -19,6 +19,7 @@ std::vector<GradCheckResult> grad_check(const std::function<double()>& loss,
                 " values but its gradient has " + std::to_string(t.grad.size()));
     // 1. The numeric gradient of every element: perturb, evaluate twice, restore.
     std::vector<double> numeric(t.values.size());
+    std::vector<double> noise(t.values.size());  // the rounding noise of each quotient
     for (std::size_t i = 0; i < t.values.size(); ++i) {
       const float x0 = t.values[i];
       const double step = options.h * std::max(1.0, std::abs(static_cast<double>(x0)));
@@ -30,9 +31,11 @@ std::vector<GradCheckResult> grad_check(const std::function<double()>& loss,
       t.values[i] = down;
       const double l_down = loss();
       t.values[i] = x0;
-      numeric[i] = (l_up - l_down) / (static_cast<double>(up) - static_cast<double>(down));
+      const double width = static_cast<double>(up) - static_cast<double>(down);
+      numeric[i] = (l_up - l_down) / width;
+      noise[i] = options.noise * std::max({1.0, std::abs(l_up), std::abs(l_down)}) / width;
     }
-    // 2. Compare: absolute error, and relative error against max(|a|, |n|, floor).
+    // 2. Compare: absolute error, and relative error against max(|a|, |n|, floor, noise / tol).
     double scale = 0.0;
     for (double n : numeric) scale = std::max(scale, std::abs(n));
     const double floor = std::max(options.floor * scale, 1e-6);
@@ -45,7 +48,9 @@ std::vector<GradCheckResult> grad_check(const std::function<double()>& loss,
       if (!std::isfinite(a) || !std::isfinite(numeric[i])) finite = false;
       const double err = std::abs(a - numeric[i]);
       r.max_abs = std::max(r.max_abs, err);
-      r.max_rel = std::max(r.max_rel, err / std::max({std::abs(a), std::abs(numeric[i]), floor}));
+      const double denominator =
+          std::max({std::abs(a), std::abs(numeric[i]), floor, noise[i] / options.tolerance});
+      r.max_rel = std::max(r.max_rel, err / denominator);
     }
     r.pass = finite && r.max_rel <= options.tolerance;
     results.push_back(r);

@@ -13,7 +13,10 @@
 
 #include "attn/block.hpp"
 #include "attn/matmul.hpp"
+#include "attn/gradcheck.hpp"
 #include "attn/random.hpp"
+#include "attn/threads.hpp"
+#include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -392,6 +395,219 @@ TEST_CASE("block_forward names the mis-shaped weight") {
   attn::BlockConfig five_heads;
   five_heads.n_heads = 5;
   CHECK(error_of(x, good, five_heads) == "attn::block_forward: n_heads = 5 does not divide C = 64");
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("block.backward") {
+
+using attn::testing::check_gradients;
+using attn::testing::cspan_of;
+using attn::testing::span_of;
+
+// random_weights with the variant's unused weights emptied.
+attn::BlockWeights variant_weights(attn::Rng& rng, std::size_t C, std::size_t F,
+                                   const attn::BlockConfig& cfg) {
+  attn::BlockWeights w = random_weights(rng, C, F);
+  if (!cfg.attn_proj) w.attn.w_o = attn::Matrix(attn::Matrix::shape_type{0, 0});
+  if (!cfg.use_ffn) w.ffn = attn::FfnWeights{};
+  if (!cfg.use_layer_norm) {
+    w.ln1_gamma = w.ln1_beta = w.ln2_gamma = w.ln2_beta = attn::Vector(attn::Vector::shape_type{0});
+  }
+  return w;
+}
+
+std::string describe(const attn::BlockConfig& c) {
+  return std::string(attn::norm_name(c.norm)) + (c.use_layer_norm ? "" : " noLN") +
+         (c.residual ? "" : " noRes") + (c.use_ffn ? "" : " noFFN") + (c.attn_proj ? "" : " noProj") +
+         " " + std::string(attn::activation_name(c.activation)) + (c.causal ? " causal" : " full");
+}
+
+// Every tensor of w and g, by name (empty ones skipped).
+std::vector<attn::GradTensor> block_tensors(attn::BlockWeights& w, const attn::BlockWeights& g) {
+  std::vector<attn::GradTensor> t;
+  auto add = [&](const char* name, auto& value, const auto& grad) {
+    if (value.size() != 0) t.push_back({name, span_of(value), cspan_of(grad)});
+  };
+  add("w_q", w.attn.w_q, g.attn.w_q);
+  add("w_k", w.attn.w_k, g.attn.w_k);
+  add("w_v", w.attn.w_v, g.attn.w_v);
+  add("w_o", w.attn.w_o, g.attn.w_o);
+  add("ln1_gamma", w.ln1_gamma, g.ln1_gamma);
+  add("ln1_beta", w.ln1_beta, g.ln1_beta);
+  add("ln2_gamma", w.ln2_gamma, g.ln2_gamma);
+  add("ln2_beta", w.ln2_beta, g.ln2_beta);
+  add("w1", w.ffn.w1, g.ffn.w1);
+  add("b1", w.ffn.b1, g.ffn.b1);
+  add("w2", w.ffn.w2, g.ffn.w2);
+  add("b2", w.ffn.b2, g.ffn.b2);
+  return t;
+}
+
+// Every combination of norm placement, LayerNorm, residual, FFN and output projection, with the
+// activation and the mask cycling through their values; plus all three activations on the
+// default block.
+std::vector<attn::BlockConfig> all_variants() {
+  std::vector<attn::BlockConfig> v;
+  std::size_t i = 0;
+  for (attn::NormPlacement norm : {attn::NormPlacement::pre, attn::NormPlacement::post})
+    for (bool ln : {true, false})
+      for (bool res : {true, false})
+        for (bool ffn : {true, false})
+          for (bool proj : {true, false}) {
+            attn::BlockConfig c;
+            c.n_heads = 2;
+            c.norm = norm;
+            c.use_layer_norm = ln;
+            c.residual = res;
+            c.use_ffn = ffn;
+            c.attn_proj = proj;
+            c.activation = std::array{attn::Activation::gelu, attn::Activation::relu,
+                                      attn::Activation::gelu_tanh}[i % 3];
+            c.causal = i % 2 == 0;
+            v.push_back(c);
+            ++i;
+          }
+  for (attn::NormPlacement norm : {attn::NormPlacement::pre, attn::NormPlacement::post})
+    for (attn::Activation a :
+         {attn::Activation::relu, attn::Activation::gelu, attn::Activation::gelu_tanh}) {
+      attn::BlockConfig c;
+      c.n_heads = 2;
+      c.norm = norm;
+      c.activation = a;
+      v.push_back(c);
+    }
+  return v;
+}
+
+TEST_CASE("block_backward matches central differences for every variant") {
+  std::size_t k = 0;
+  for (const attn::BlockConfig& cfg : all_variants()) {
+    attn::Rng rng(400 + k++);
+    const std::size_t B = 2, T = 3, C = 4, F = 6;
+    attn::BlockWeights w = variant_weights(rng, C, F, cfg);
+    Tensor<3> x = attn::randn<3>(rng, {B, T, C});
+    const Tensor<3> r = attn::randn<3>(rng, {B, T, C});
+    attn::BlockCache cache;
+    Tensor<3> out = attn::block_forward(x, w, cfg, cache);
+    // ReLU: a central difference that straddles the kink measures neither side's slope. Draw
+    // again until every pre-activation is at least 0.02 away from it (h = 1e-3 below).
+    for (int tries = 0; cfg.use_ffn && cfg.activation == attn::Activation::relu && tries < 50;
+         ++tries) {
+      if (xt::amin(xt::abs(cache.ffn.pre))() > 0.02f) break;
+      w = variant_weights(rng, C, F, cfg);
+      x = attn::randn<3>(rng, {B, T, C});
+      out = attn::block_forward(x, w, cfg, cache);
+    }
+    CHECK_TENSOR_NEAR(out, attn::block_forward(x, w, cfg).out, 0.0, 0.0);
+    CHECK(attn::activation_floats(cache) == attn::block_activation_floats(B, T, C, F, 2, cfg));
+    attn::BlockWeights g = attn::block_zeros_like(w);
+    Tensor<3> dx;
+    attn::block_backward(r, cache, w, cfg, dx, g);
+    std::vector<attn::GradTensor> tensors = block_tensors(w, g);
+    tensors.insert(tensors.begin(), {"x", span_of(x), cspan_of(dx)});
+    attn::GradCheckOptions options;
+    if (cfg.use_ffn && cfg.activation == attn::Activation::relu) options.h = 1e-3;  // the kink
+    check_gradients("block " + describe(cfg),
+                    attn::grad_check(
+                        [&] {
+                          return attn::weighted_sum(cspan_of(attn::block_forward(x, w, cfg).out),
+                                                    cspan_of(r));
+                        },
+                        tensors, options));
+  }
+}
+
+TEST_CASE("block variants compute what they say") {
+  attn::Rng rng(500);
+  const std::size_t C = 8;
+  const Tensor<3> x = attn::randn<3>(rng, {2, 5, C});
+  attn::BlockConfig cfg;
+  cfg.n_heads = 2;
+  cfg.use_ffn = false;
+  cfg.residual = false;
+  cfg.use_layer_norm = false;
+  attn::BlockWeights w = variant_weights(rng, C, 16, cfg);
+  // Attention alone: the block is mha_forward.
+  CHECK_TENSOR_NEAR(attn::block_forward(x, w, cfg).out, attn::mha_forward(x, w.attn, 2, true).out, 0.0, 0.0);
+  // With the residual: x + attn(x).
+  cfg.residual = true;
+  const Tensor<3> with_res = attn::block_forward(x, w, cfg).out;
+  CHECK_TENSOR_NEAR(with_res, Tensor<3>(x + attn::mha_forward(x, w.attn, 2, true).out), 1e-6, 1e-6);
+  // Without w_o: the merged heads, i.e. mha with an identity w_o.
+  cfg.residual = false;
+  cfg.attn_proj = false;
+  attn::BlockWeights wn = w;
+  wn.attn.w_o = attn::Matrix(attn::Matrix::shape_type{0, 0});
+  attn::MhaWeights eye = w.attn;
+  eye.w_o = xt::eye<float>(C);
+  CHECK_TENSOR_NEAR(attn::block_forward(x, wn, cfg).out, attn::mha_forward(x, eye, 2, true).out, 1e-6, 1e-6);
+  // A variant's unused weights must be empty, and the used ones present: named errors.
+  CHECK(error_of(x, w, cfg) == "attn::block_forward: attn.w_o is (8, 8), expected an empty matrix (attn_proj = false)");
+  attn::BlockConfig with_ffn;
+  with_ffn.n_heads = 2;
+  with_ffn.use_ffn = false;
+  attn::BlockWeights full = random_weights(rng, C, 16);
+  CHECK(error_of(x, full, with_ffn) == "attn::block_forward: ffn.w1 is (8, 16), expected empty FFN weights (use_ffn = false)");
+}
+
+TEST_CASE("block forward+backward: same bits on 1 and 3 threads; cache buffers reused; dout checked") {
+  attn::Rng rng(501);
+  const attn::BlockWeights w = random_weights(rng, 32, 64);
+  const Tensor<3> x = attn::randn<3>(rng, {3, 70, 32});
+  const Tensor<3> dout = attn::randn<3>(rng, {3, 70, 32});
+  const std::size_t saved = attn::num_threads();
+  for (attn::NormPlacement norm : {attn::NormPlacement::pre, attn::NormPlacement::post}) {
+    attn::BlockConfig cfg;
+    cfg.norm = norm;
+    std::vector<Tensor<3>> dxs;
+    std::vector<attn::BlockWeights> gs;
+    for (std::size_t threads : {1, 3}) {
+      attn::set_num_threads(threads);
+      attn::BlockCache cache;
+      (void)attn::block_forward(x, w, cfg, cache);
+      const float* ffn_pre = cache.ffn.pre.data();
+      const float* weights = cache.attn.weights.data();
+      (void)attn::block_forward(x, w, cfg, cache);
+      CHECK(cache.ffn.pre.data() == ffn_pre);
+      CHECK(cache.attn.weights.data() == weights);
+      attn::BlockWeights g = attn::block_zeros_like(w);
+      Tensor<3> dx;
+      attn::block_backward(dout, cache, w, cfg, dx, g);
+      dxs.push_back(dx);
+      gs.push_back(g);
+      if (threads == 1) {
+        CHECK_THROWS_WITH_AS(attn::block_backward(Tensor<3>(xt::zeros<float>({3, 70, 31})), cache, w, cfg, dx, g),
+                             "attn::block_backward: expected dout of shape (3, 70, 32) (like the block's output), got dout (3, 70, 31)",
+                             std::invalid_argument);
+      }
+    }
+    CHECK_TENSOR_NEAR(dxs[0], dxs[1], 0.0, 0.0);
+    CHECK_TENSOR_NEAR(gs[0].attn.w_q, gs[1].attn.w_q, 0.0, 0.0);
+    CHECK_TENSOR_NEAR(gs[0].ffn.w1, gs[1].ffn.w1, 0.0, 0.0);
+    CHECK_TENSOR_NEAR(gs[0].ln1_gamma, gs[1].ln1_gamma, 0.0, 0.0);
+  }
+  attn::set_num_threads(saved);
+}
+
+TEST_CASE("block_activation_floats: the formula at chapter 09's shapes, against the floats held") {
+  attn::Rng rng(502);
+  const std::size_t B = 4, T = 64, C = 64, H = 4, F = 256;
+  for (const attn::BlockConfig& base : all_variants()) {
+    attn::BlockConfig cfg = base;
+    cfg.n_heads = H;
+    const attn::BlockWeights w = variant_weights(rng, C, F, cfg);
+    const Tensor<3> x = attn::randn<3>(rng, {B, T, C});
+    attn::BlockCache cache;
+    (void)attn::block_forward(x, w, cfg, cache);
+    CHECK(attn::activation_floats(cache) == attn::block_activation_floats(B, T, C, F, H, cfg));
+  }
+  // The default block by hand: 5 BTC (attention: input, q|k|v, heads) + B H T^2 (weights)
+  // + BTC + 2 BTF (FFN: input, pre-activation, activation) + 2 (BTC + 2 BT) (two LayerNorms).
+  attn::BlockConfig cfg;
+  const std::size_t btc = B * T * C;
+  CHECK(attn::block_activation_floats(B, T, C, F, H, cfg) ==
+        5 * btc + B * H * T * T + btc + 2 * B * T * F + 2 * (btc + 2 * B * T));
 }
 
 }  // TEST_SUITE

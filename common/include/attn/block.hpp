@@ -61,16 +61,22 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
                           const BlockTrace& trace = {});
 
 // ---- Backward (chapter 08) ----
-// Everything block_backward needs from the forward: the input, each sub-layer's cache, the
-// LayerNorm inputs/outputs. Held explicitly (no hidden tape); activation_floats counts it.
+// Everything block_backward needs from the forward. Held explicitly (no hidden tape); only what
+// the configuration's backward reads is kept, the other fields are empty, and activation_floats
+// counts it (block_activation_floats gives the same number by formula):
+//   pre-norm:  x = the block input (for ln1's backward; empty without LayerNorm), residual1 =
+//              the stream after attention (ln2's input), attn.x = ln1(x), ffn.x = ln2(...)
+//   post-norm: residual1 = x + attn(x) (ln1's input), ln2_in = x1 + ffn(x1) (ln2's input),
+//              attn.x = the block input, ffn.x = ln1(...)
+// ln1_in, ln1_out and ln2_out stay empty: those tensors are already held by another field.
 struct BlockCache {
-  Tensor<3> x;                   // (B, T, C) block input
+  Tensor<3> x;                   // (B, T, C) block input (pre-norm with LayerNorm only)
   LayerNormCache ln1, ln2;       // per-token mean and rstd
-  Tensor<3> ln1_in, ln1_out;     // (B, T, C) (empty without LayerNorm)
-  Tensor<3> ln2_in, ln2_out;     // (B, T, C)
-  MhaCache attn;                 // q|k|v, weights (B, H, T, T), merged heads
+  Tensor<3> ln1_in, ln1_out;     // unused (empty)
+  Tensor<3> ln2_in, ln2_out;     // post-norm: ln2's input (B, T, C); ln2_out unused
+  MhaCache attn;                 // its input, q|k|v, weights (B, H, T, T), merged heads
   Tensor<3> residual1;           // (B, T, C) the stream after the attention step
-  FfnCache ffn;                  // pre-activation and activation (B, T, F)
+  FfnCache ffn;                  // its input (B, T, C), pre-activation and activation (B, T, F)
 };
 // The forward that fills `cache` (same out as block_forward; weights stay in the cache).
 Tensor<3> block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,

@@ -29,7 +29,9 @@ Tensor<N> layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta
 // Backward (chapter 08). With xhat = (x - mean) * rstd and g = gamma * dy, per row of C:
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))     (the three terms)
 //   dgamma += sum_rows dy * xhat,   dbeta += sum_rows dy   (accumulated)
-// Row sums in double, like the forward. dx is overwritten (resized if needed).
+// Row sums in double, like the forward. dx is overwritten (resized if needed); it may be dy
+// itself (each row is read before it is written). The mean is recomputed from x in double (a
+// float mean near 1e4 is off by up to 5e-4); rstd is taken from the cache.
 template <std::size_t N>
 void layer_norm_backward(const Tensor<N>& dy, const Tensor<N>& x, const Vector& gamma,
                          const LayerNormCache& cache, Tensor<N>& dx, Vector& dgamma,
