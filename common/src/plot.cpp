@@ -514,7 +514,10 @@ std::string line_plot_svg(std::span<const LineSeries> series, const LinePlotOpti
   require(!series.empty(), "attn::line_plot_svg", "expected at least one series");
   require(options.width >= 100 && options.height >= 100, "attn::line_plot_svg",
           "expected a plotting area of at least 100 x 100 pixels");
-  const auto drawable = [&](double y) { return std::isfinite(y) && (!options.log_y || y > 0.0); };
+  const auto drawable_y = [&](double y) { return std::isfinite(y) && (!options.log_y || y > 0.0); };
+  const auto drawable = [&](double x, double y) { return drawable_y(y) && (!options.log_x || x > 0.0); };
+  const auto tx = [&](double x) { return options.log_x ? std::log10(x) : x; };
+  const auto ty = [&](double y) { return options.log_y ? std::log10(y) : y; };
   // 1. The data range.
   double x_lo = 0.0, x_hi = 0.0, y_lo = 0.0, y_hi = 0.0;
   bool any = false;
@@ -526,20 +529,22 @@ std::string line_plot_svg(std::span<const LineSeries> series, const LinePlotOpti
     }
     for (std::size_t i = 0; i < s.x.size(); ++i) {
       require(std::isfinite(s.x[i]), "attn::line_plot_svg", "x values must be finite");
-      if (!drawable(s.y[i])) continue;
-      const double y = options.log_y ? std::log10(s.y[i]) : s.y[i];
+      if (!drawable(s.x[i], s.y[i])) continue;
+      const double x = tx(s.x[i]);
+      const double y = ty(s.y[i]);
       if (!any) {
-        x_lo = x_hi = s.x[i];
+        x_lo = x_hi = x;
         y_lo = y_hi = y;
         any = true;
       }
-      x_lo = std::min(x_lo, s.x[i]);
-      x_hi = std::max(x_hi, s.x[i]);
+      x_lo = std::min(x_lo, x);
+      x_hi = std::max(x_hi, x);
       y_lo = std::min(y_lo, y);
       y_hi = std::max(y_hi, y);
     }
   }
-  require(any, "attn::line_plot_svg", "no point to draw (every y is non-finite or <= 0 on a log axis)");
+  require(any, "attn::line_plot_svg",
+          "no point to draw (every y is non-finite, or every point is <= 0 on a log axis)");
   if (!(x_hi > x_lo)) {
     x_lo -= 1.0;
     x_hi += 1.0;
@@ -566,8 +571,29 @@ std::string line_plot_svg(std::span<const LineSeries> series, const LinePlotOpti
     y_hi = std::max(y_hi, y_ticks.back());
     for (const double t : y_ticks) y_tick_labels.push_back(tick_text(t, step));
   }
-  const std::vector<double> x_ticks = nice_ticks(x_lo, x_hi, 8);
-  const double x_step = x_ticks.size() > 1 ? x_ticks[1] - x_ticks[0] : 1.0;
+  // x ticks, in axis units, and their labels.
+  std::vector<double> x_ticks;
+  std::vector<std::string> x_tick_labels;
+  if (!options.x_ticks.empty()) {
+    for (const double t : options.x_ticks) {
+      require(std::isfinite(t) && (!options.log_x || t > 0.0), "attn::line_plot_svg",
+              "x ticks must be finite (and > 0 on a log axis)");
+      x_ticks.push_back(tx(t));
+      x_tick_labels.push_back(tick_text(t, std::abs(t - std::round(t)) < 1e-9 ? 1.0 : 0.01));
+    }
+    x_lo = std::min(x_lo, *std::min_element(x_ticks.begin(), x_ticks.end()));
+    x_hi = std::max(x_hi, *std::max_element(x_ticks.begin(), x_ticks.end()));
+  } else if (options.log_x) {
+    for (int e = static_cast<int>(std::floor(x_lo)); e <= static_cast<int>(std::ceil(x_hi)); ++e) {
+      if (static_cast<double>(e) < x_lo - 1e-9 || static_cast<double>(e) > x_hi + 1e-9) continue;
+      x_ticks.push_back(static_cast<double>(e));
+      x_tick_labels.push_back(decade_text(e));
+    }
+  } else {
+    x_ticks = nice_ticks(x_lo, x_hi, 8);
+    const double x_step = x_ticks.size() > 1 ? x_ticks[1] - x_ticks[0] : 1.0;
+    for (const double t : x_ticks) x_tick_labels.push_back(tick_text(t, x_step));
+  }
 
   // 2. The layout: y labels on the left, the legend on the right.
   const int font = 12;
@@ -617,13 +643,13 @@ std::string line_plot_svg(std::span<const LineSeries> series, const LinePlotOpti
     out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", plot_x - 6,
                        y + font * 0.35, y_tick_labels[i]);
   }
-  for (const double t : x_ticks) {
-    const double x = px(t);
+  for (std::size_t i = 0; i < x_ticks.size(); ++i) {
+    const double x = px(x_ticks[i]);
     out += fmt::format(
         "<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#e0e0e0\"/>\n", x, plot_y, x,
         plot_y + plot_h);
     out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x,
-                       plot_y + plot_h + font + 4, tick_text(t, x_step));
+                       plot_y + plot_h + font + 4, x_tick_labels[i]);
   }
   if (!options.y_label.empty()) {
     out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", pad, plot_y - 8,
@@ -654,20 +680,20 @@ std::string line_plot_svg(std::span<const LineSeries> series, const LinePlotOpti
       run_points = 0;
     };
     for (std::size_t i = 0; i < s.x.size(); ++i) {
-      if (!drawable(s.y[i])) {
+      if (!drawable(s.x[i], s.y[i])) {
         flush();
         continue;
       }
-      const double x = px(s.x[i]);
-      const double y = py(options.log_y ? std::log10(s.y[i]) : s.y[i]);
+      const double x = px(tx(s.x[i]));
+      const double y = py(ty(s.y[i]));
       run += fmt::format("{}{:.1f},{:.1f}", run.empty() ? "" : " ", x, y);
       ++run_points;
     }
     flush();
     for (std::size_t i = 0; i < s.x.size(); ++i) {
-      if (!drawable(s.y[i])) continue;
-      out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\"/>\n", px(s.x[i]),
-                         py(options.log_y ? std::log10(s.y[i]) : s.y[i]));
+      if (!drawable(s.x[i], s.y[i])) continue;
+      out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\"/>\n", px(tx(s.x[i])),
+                         py(ty(s.y[i])));
     }
     out += "</g>\n";
   }

@@ -392,4 +392,28 @@ TEST_SUITE("common.plot") {
     CHECK_THROWS_AS(attn::line_plot_svg(nothing, log), std::invalid_argument);
     CHECK_NOTHROW(attn::line_plot_svg(nothing, {}));  // fine on a linear axis
   }
+
+  TEST_CASE("a log x axis with given ticks spaces 1, 2, 4, 8 evenly") {
+    const std::vector<attn::LineSeries> series = {{"s", {1.0, 2.0, 4.0, 8.0, 0.0}, {1.0, 1.0, 1.0, 1.0, 1.0}}};
+    attn::LinePlotOptions o;
+    o.log_x = true;
+    o.x_ticks = {1.0, 2.0, 4.0, 8.0};
+    const std::string svg = attn::line_plot_svg(series, o);
+    for (const char* tick : {">1</text>", ">2</text>", ">4</text>", ">8</text>"}) {
+      const std::string text = tick;
+      CAPTURE(text);
+      CHECK(svg.find(text) != std::string::npos);
+    }
+    CHECK(count(svg, "<circle") == 4);  // x = 0 cannot be drawn on a log axis
+    const std::size_t at = svg.find("points=\"");
+    REQUIRE(at != std::string::npos);
+    double x[4] = {}, y[4] = {};
+    REQUIRE(std::sscanf(svg.c_str() + at + 8, "%lf,%lf %lf,%lf %lf,%lf %lf,%lf", &x[0], &y[0], &x[1],
+                        &y[1], &x[2], &y[2], &x[3], &y[3]) == 8);
+    CHECK(x[1] - x[0] == doctest::Approx(x[2] - x[1]).epsilon(0.002));  // 0.1 px rounding
+    CHECK(x[3] - x[2] == doctest::Approx(x[2] - x[1]).epsilon(0.002));
+    attn::LinePlotOptions bad = o;
+    bad.x_ticks = {0.0};
+    CHECK_THROWS_AS(attn::line_plot_svg(series, bad), std::invalid_argument);
+  }
 }

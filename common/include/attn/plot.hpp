@@ -50,6 +50,8 @@ struct LinePlotOptions {
   std::string x_label;  // under the x axis
   std::string y_label;  // above the y axis
   bool log_y = false;   // base-10 logarithmic y axis, ticks at powers of ten
+  bool log_x = false;   // logarithmic x axis (points with x <= 0 are left out)
+  std::vector<double> x_ticks;  // where to label the x axis; empty: round numbers (or decades)
   int width = 640;      // of the plotting area, pixels
   int height = 360;
 };
