@@ -91,4 +91,11 @@ LossGrad cross_entropy_with_grad(const Matrix& logits, std::span<const int> targ
   return out;
 }
 
+double cross_entropy_backward_inplace(Matrix& logits, std::span<const int> targets) {
+  check_loss_inputs(logits, targets, "attn::cross_entropy_backward_inplace");
+  // Safe in place: each row is read completely (steps 1-3) before step 4 writes its gradient,
+  // which only reads the row's exponentials kept aside.
+  return cross_entropy_pass(logits, targets, logits.data());
+}
+
 }  // namespace attn

@@ -16,6 +16,7 @@
 #include "attn/check.hpp"
 #include "attn/layernorm.hpp"
 #include "attn/linear.hpp"
+#include "attn/loss.hpp"
 #include "attn/npy.hpp"
 #include "attn/sample.hpp"
 
@@ -27,16 +28,25 @@ namespace fs = std::filesystem;
 
 constexpr float kEps = 1e-5f;  // every LayerNorm of the model, like GPT-2
 
-// Every block of the model: pre-norm, causal, exact GELU (model.hpp).
+// Every block of the model: pre-norm, causal, exact GELU (model.hpp), or the config's variant.
 BlockConfig block_config(const LmConfig& config) {
   BlockConfig b;
   b.n_heads = config.n_heads;
   b.causal = true;
   b.norm = NormPlacement::pre;
-  b.activation = Activation::gelu;
+  b.activation = config.activation;
   b.eps = kEps;
   b.keep_weights = false;  // only the logits are returned: no (B, H, T, T) per layer
+  b.use_layer_norm = config.use_layer_norm;
+  b.residual = config.residual;
+  b.use_ffn = config.use_ffn;
+  b.attn_proj = config.attn_proj;
   return b;
+}
+
+// F, the FFN width: ffn_hidden, or 4 C by default.
+std::size_t ffn_width(const LmConfig& config) {
+  return config.ffn_hidden == 0 ? 4 * config.n_embd : config.ffn_hidden;
 }
 
 template <class Shape>
@@ -58,9 +68,19 @@ void check_weights(const LmWeights& w, const LmConfig& config, const char* funct
   require(w.blocks.size() == config.n_layers, function,
           fmt::format("config has n_layers = {} but the weights hold {} blocks", config.n_layers,
                       w.blocks.size()));
-  if (!has_shape(w.ln_f_gamma.shape(), {C}) || !has_shape(w.ln_f_beta.shape(), {C})) {
+  if (config.use_layer_norm &&
+      (!has_shape(w.ln_f_gamma.shape(), {C}) || !has_shape(w.ln_f_beta.shape(), {C}))) {
     shape_error(function, fmt::format("ln_f_gamma and ln_f_beta of shape ({},)", C),
                 shape_str(w.ln_f_gamma.shape()) + " and " + shape_str(w.ln_f_beta.shape()));
+  }
+  if (!config.tied_head &&
+      (!has_shape(w.lm_head.shape(), {C, V}) || !has_shape(w.lm_head_bias.shape(), {V}))) {
+    shape_error(function, fmt::format("lm_head ({}, {}) and lm_head_bias ({},) (tied_head = false)", C, V, V),
+                shape_str(w.lm_head.shape()) + " and " + shape_str(w.lm_head_bias.shape()));
+  }
+  if (config.tied_head && w.lm_head.size() + w.lm_head_bias.size() != 0) {
+    shape_error(function, "an empty lm_head and lm_head_bias (tied_head: logits use wte)",
+                shape_str(w.lm_head.shape()) + " and " + shape_str(w.lm_head_bias.shape()));
   }
 }
 
@@ -73,13 +93,29 @@ LmWeights lm_init(Rng& rng, const LmConfig& config) {
                       V, T_max, C, config.n_layers));
   require(config.n_heads > 0 && C % config.n_heads == 0, "attn::lm_init",
           fmt::format("n_heads = {} does not divide n_embd = {}", config.n_heads, C));
-  // Drawn in this order: wte, wpe, then each block (block_init's own order).
+  const std::size_t F = ffn_width(config);
+  require(F > 0, "attn::lm_init", "ffn_hidden must be >= 1 (or 0 for 4 C)");
+  // Drawn in this order: wte, wpe, then each block (block_init's own order), then lm_head when
+  // the head is not tied. A variant draws the same numbers as the default model and then drops
+  // the weights it does not use, so the weights it shares with the default are the same.
   LmWeights w;
   w.wte = randn(rng, V, C, 0.02f);      // (V, C)
   w.wpe = randn(rng, T_max, C, 0.02f);  // (T_max, C)
-  for (std::size_t l = 0; l < config.n_layers; ++l) w.blocks.push_back(block_init(rng, C, 4 * C));
-  w.ln_f_gamma = xt::ones<float>({C});   // (C,)
-  w.ln_f_beta = xt::zeros<float>({C});   // (C,)
+  for (std::size_t l = 0; l < config.n_layers; ++l) {
+    BlockWeights b = block_init(rng, C, F);
+    if (!config.attn_proj) b.attn.w_o = Matrix(Matrix::shape_type{0, 0});
+    if (!config.use_ffn) b.ffn = FfnWeights{};
+    if (!config.use_layer_norm) b.ln1_gamma = b.ln1_beta = b.ln2_gamma = b.ln2_beta = Vector();
+    w.blocks.push_back(std::move(b));
+  }
+  if (config.use_layer_norm) {
+    w.ln_f_gamma = xt::ones<float>({C});   // (C,)
+    w.ln_f_beta = xt::zeros<float>({C});   // (C,)
+  }
+  if (!config.tied_head) {
+    w.lm_head = randn(rng, C, V, 0.02f);     // (C, V)
+    w.lm_head_bias = xt::zeros<float>({V});  // (V,)
+  }
   return w;
 }
 
@@ -115,13 +151,21 @@ Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
   for (const BlockWeights& block : w.blocks) x = block_forward(x, block, bc).out;
 
   // 3. Final LayerNorm: the last block's residual stream is unnormalised.
-  const Tensor<3> h = layer_norm<3>(x, w.ln_f_gamma, w.ln_f_beta, kEps);  // (B, T, C)
+  const Tensor<3> h = config.use_layer_norm ? layer_norm<3>(x, w.ln_f_gamma, w.ln_f_beta, kEps)
+                                            : x;  // (B, T, C)
 
   // 4. logits = h @ wte^T: (B*T, C) @ (C, V) -> (B*T, V). Tying the output projection to the
   //    embedding scores each token by how much its embedding agrees with h, and saves V*C
   //    parameters. One GEMM with wte read transposed in place.
   Tensor<3> logits(std::array<std::size_t, 3>{B, T, V});  // (B, T, V)
-  gemm(B * T, V, C, 1.0f, h.data(), false, w.wte.data(), /*trans_b=*/true, 0.0f, logits.data());
+  if (config.tied_head) {
+    gemm(B * T, V, C, 1.0f, h.data(), false, w.wte.data(), /*trans_b=*/true, 0.0f, logits.data());
+  } else {
+    // An untied head (chapter 09's ladder): h @ lm_head + lm_head_bias, (C, V) and (V,).
+    for (std::size_t r = 0; r < B * T; ++r)
+      std::copy(w.lm_head_bias.begin(), w.lm_head_bias.end(), logits.data() + r * V);
+    gemm(B * T, V, C, 1.0f, h.data(), false, w.lm_head.data(), false, 1.0f, logits.data());
+  }
   return logits;
 }
 
@@ -185,6 +229,21 @@ class ModelReader {
 
 LmWeights load_lm(const std::filesystem::path& dir, std::size_t n_layers, std::size_t n_heads,
                   LmConfig& config_out) {
+  // The default model (every block pre-norm, LayerNorm, FFN of 4 C, tied head).
+  LmConfig config;
+  config.n_layers = n_layers;
+  config.n_heads = n_heads;
+  LmWeights w = load_lm(dir, config);
+  config_out.vocab_size = config.vocab_size;
+  config_out.block_size = config.block_size;
+  config_out.n_embd = config.n_embd;
+  config_out.n_heads = n_heads;
+  config_out.n_layers = n_layers;
+  return w;
+}
+
+LmWeights load_lm(const std::filesystem::path& dir, LmConfig& config) {
+  const std::size_t n_layers = config.n_layers, n_heads = config.n_heads;
   const ModelReader r(dir);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) r.fail("no such folder");
@@ -206,7 +265,7 @@ LmWeights load_lm(const std::filesystem::path& dir, std::size_t n_layers, std::s
   if (n_heads < 1 || C % n_heads != 0) {
     r.fail(fmt::format("n_heads = {} does not divide C = {} (from wte.npy)", n_heads, C));
   }
-  const std::size_t F = 4 * C;  // the model's FFN width (model.hpp)
+  const std::size_t F = config.ffn_hidden == 0 ? 4 * C : config.ffn_hidden;  // (model.hpp)
 
   LmWeights w;
   w.wte = r.to_tensor<2>("wte.npy", wte, {V, C});
@@ -217,27 +276,36 @@ LmWeights load_lm(const std::filesystem::path& dir, std::size_t n_layers, std::s
     const std::string h = fmt::format("h{}.", i);
     BlockWeights b;
     Matrix* matrices[] = {&b.attn.w_q, &b.attn.w_k, &b.attn.w_v, &b.attn.w_o};
-    for (std::size_t m = 0; m < 4; ++m) {
+    // A variant's unused tensors are not read (and not saved by save_lm).
+    for (std::size_t m = 0; m < (config.attn_proj ? 4u : 3u); ++m) {
       *matrices[m] = r.load<2>(h + kBlockMatrices[m] + ".npy", {C, C});
     }
-    b.ln1_gamma = r.load<1>(h + "ln1_gamma.npy", {C});
-    b.ln1_beta = r.load<1>(h + "ln1_beta.npy", {C});
-    b.ln2_gamma = r.load<1>(h + "ln2_gamma.npy", {C});
-    b.ln2_beta = r.load<1>(h + "ln2_beta.npy", {C});
-    b.ffn.w1 = r.load<2>(h + "w1.npy", {C, F});
-    b.ffn.b1 = r.load<1>(h + "b1.npy", {F});
-    b.ffn.w2 = r.load<2>(h + "w2.npy", {F, C});
-    b.ffn.b2 = r.load<1>(h + "b2.npy", {C});
+    if (config.use_layer_norm) {
+      b.ln1_gamma = r.load<1>(h + "ln1_gamma.npy", {C});
+      b.ln1_beta = r.load<1>(h + "ln1_beta.npy", {C});
+      b.ln2_gamma = r.load<1>(h + "ln2_gamma.npy", {C});
+      b.ln2_beta = r.load<1>(h + "ln2_beta.npy", {C});
+    }
+    if (config.use_ffn) {
+      b.ffn.w1 = r.load<2>(h + "w1.npy", {C, F});
+      b.ffn.b1 = r.load<1>(h + "b1.npy", {F});
+      b.ffn.w2 = r.load<2>(h + "w2.npy", {F, C});
+      b.ffn.b2 = r.load<1>(h + "b2.npy", {C});
+    }
     w.blocks.push_back(std::move(b));
   }
-  w.ln_f_gamma = r.load<1>("ln_f_gamma.npy", {C});
-  w.ln_f_beta = r.load<1>("ln_f_beta.npy", {C});
+  if (config.use_layer_norm) {
+    w.ln_f_gamma = r.load<1>("ln_f_gamma.npy", {C});
+    w.ln_f_beta = r.load<1>("ln_f_beta.npy", {C});
+  }
+  if (!config.tied_head) {
+    w.lm_head = r.load<2>("lm_head.npy", {C, V});
+    w.lm_head_bias = r.load<1>("lm_head_bias.npy", {V});
+  }
 
-  config_out.vocab_size = V;
-  config_out.block_size = T_max;
-  config_out.n_embd = C;
-  config_out.n_heads = n_heads;
-  config_out.n_layers = n_layers;
+  config.vocab_size = V;
+  config.block_size = T_max;
+  config.n_embd = C;
   return w;
 }
 
@@ -248,26 +316,33 @@ void save_lm(const std::filesystem::path& dir, const LmWeights& w) {
     throw std::runtime_error(
         fmt::format("model '{}': cannot create the folder: {}", dir.string(), ec.message()));
   }
-  save_npy(dir / "wte.npy", w.wte);
-  save_npy(dir / "wpe.npy", w.wpe);
+  // The default model's files; a variant's empty tensors are skipped (load_lm with its
+  // LmConfig does not read them).
+  auto save = [&](const std::string& name, const auto& t) {
+    if (t.size() != 0) save_npy(dir / (name + ".npy"), t);
+  };
+  save("wte", w.wte);
+  save("wpe", w.wpe);
   for (std::size_t i = 0; i < w.blocks.size(); ++i) {
     const std::string h = fmt::format("h{}.", i);
     const BlockWeights& b = w.blocks[i];
-    save_npy(dir / (h + "w_q.npy"), b.attn.w_q);
-    save_npy(dir / (h + "w_k.npy"), b.attn.w_k);
-    save_npy(dir / (h + "w_v.npy"), b.attn.w_v);
-    save_npy(dir / (h + "w_o.npy"), b.attn.w_o);
-    save_npy(dir / (h + "ln1_gamma.npy"), b.ln1_gamma);
-    save_npy(dir / (h + "ln1_beta.npy"), b.ln1_beta);
-    save_npy(dir / (h + "ln2_gamma.npy"), b.ln2_gamma);
-    save_npy(dir / (h + "ln2_beta.npy"), b.ln2_beta);
-    save_npy(dir / (h + "w1.npy"), b.ffn.w1);
-    save_npy(dir / (h + "b1.npy"), b.ffn.b1);
-    save_npy(dir / (h + "w2.npy"), b.ffn.w2);
-    save_npy(dir / (h + "b2.npy"), b.ffn.b2);
+    save(h + "w_q", b.attn.w_q);
+    save(h + "w_k", b.attn.w_k);
+    save(h + "w_v", b.attn.w_v);
+    save(h + "w_o", b.attn.w_o);
+    save(h + "ln1_gamma", b.ln1_gamma);
+    save(h + "ln1_beta", b.ln1_beta);
+    save(h + "ln2_gamma", b.ln2_gamma);
+    save(h + "ln2_beta", b.ln2_beta);
+    save(h + "w1", b.ffn.w1);
+    save(h + "b1", b.ffn.b1);
+    save(h + "w2", b.ffn.w2);
+    save(h + "b2", b.ffn.b2);
   }
-  save_npy(dir / "ln_f_gamma.npy", w.ln_f_gamma);
-  save_npy(dir / "ln_f_beta.npy", w.ln_f_beta);
+  save("ln_f_gamma", w.ln_f_gamma);
+  save("ln_f_beta", w.ln_f_beta);
+  save("lm_head", w.lm_head);
+  save("lm_head_bias", w.lm_head_bias);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -309,6 +384,213 @@ std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
     generated.push_back(next);
   }
   return generated;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Training support (chapters 08-09).
+
+namespace {
+
+// Calls f(name, tensor) for every parameter of w in the fixed order of lm_parameters.
+template <class Weights, class F>
+void for_each_tensor(Weights& w, F&& f) {
+  f(std::string("wte"), w.wte);
+  f(std::string("wpe"), w.wpe);
+  for (std::size_t i = 0; i < w.blocks.size(); ++i) {
+    auto& b = w.blocks[i];
+    const std::string h = fmt::format("h{}.", i);
+    f(h + "w_q", b.attn.w_q);
+    f(h + "w_k", b.attn.w_k);
+    f(h + "w_v", b.attn.w_v);
+    f(h + "w_o", b.attn.w_o);
+    f(h + "ln1_gamma", b.ln1_gamma);
+    f(h + "ln1_beta", b.ln1_beta);
+    f(h + "ln2_gamma", b.ln2_gamma);
+    f(h + "ln2_beta", b.ln2_beta);
+    f(h + "w1", b.ffn.w1);
+    f(h + "b1", b.ffn.b1);
+    f(h + "w2", b.ffn.w2);
+    f(h + "b2", b.ffn.b2);
+  }
+  f(std::string("ln_f_gamma"), w.ln_f_gamma);
+  f(std::string("ln_f_beta"), w.ln_f_beta);
+  f(std::string("lm_head"), w.lm_head);
+  f(std::string("lm_head_bias"), w.lm_head_bias);
+}
+
+template <class Array, std::size_t N>
+void ensure_shape(Array& t, const std::array<std::size_t, N>& shape) {
+  if (!std::equal(shape.begin(), shape.end(), t.shape().begin())) t.resize(shape);
+}
+
+// tokens and targets (B, T) with ids in [0, V), T <= T_max: the checks of lm_forward_backward
+// and lm_loss, with one-line messages.
+void check_batch(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>* targets,
+                 const LmConfig& config, const char* fn) {
+  const std::size_t B = tokens.shape()[0], T = tokens.shape()[1], V = config.vocab_size;
+  require(B > 0 && T > 0, fn,
+          fmt::format("empty sequence: tokens of shape {}", shape_str(tokens.shape())));
+  require(T <= config.block_size, fn,
+          fmt::format("sequence of {} tokens is longer than the position table (block_size {})",
+                      T, config.block_size));
+  for (std::size_t i = 0; i < B * T; ++i) {
+    const int id = tokens.data()[i];
+    require(id >= 0 && static_cast<std::size_t>(id) < V, fn,
+            fmt::format("token id {} at ({}, {}) is outside [0, {})", id, i / T, i % T, V));
+  }
+  if (targets == nullptr) return;
+  if (targets->shape() != tokens.shape()) {
+    shape_error(fn, "targets of the same shape as tokens " + shape_str(tokens.shape()),
+                "targets " + shape_str(targets->shape()));
+  }
+  for (std::size_t i = 0; i < B * T; ++i) {
+    const int id = targets->data()[i];
+    require(id >= 0 && static_cast<std::size_t>(id) < V, fn,
+            fmt::format("target id {} at ({}, {}) is outside [0, {})", id, i / T, i % T, V));
+  }
+}
+
+}  // namespace
+
+std::vector<NamedTensor> lm_parameters(LmWeights& w) {
+  std::vector<NamedTensor> out;
+  for_each_tensor(w, [&](const std::string& name, auto& t) {
+    if (t.size() == 0) return;
+    out.push_back({name, std::span<float>(t.data(), t.size()), t.dimension()});
+  });
+  return out;
+}
+
+std::size_t lm_parameter_count(const LmWeights& w) {
+  std::size_t n = 0;
+  for_each_tensor(w, [&](const std::string&, const auto& t) { n += t.size(); });
+  return n;
+}
+
+LmWeights lm_zeros_like(const LmWeights& w) {
+  LmWeights g;
+  g.blocks.resize(w.blocks.size());
+  g.wte = xt::zeros<float>(w.wte.shape());
+  g.wpe = xt::zeros<float>(w.wpe.shape());
+  for (std::size_t i = 0; i < w.blocks.size(); ++i) g.blocks[i] = block_zeros_like(w.blocks[i]);
+  g.ln_f_gamma = xt::zeros<float>(w.ln_f_gamma.shape());
+  g.ln_f_beta = xt::zeros<float>(w.ln_f_beta.shape());
+  g.lm_head = xt::zeros<float>(w.lm_head.shape());
+  g.lm_head_bias = xt::zeros<float>(w.lm_head_bias.shape());
+  return g;
+}
+
+void lm_zero(LmWeights& g) {
+  for_each_tensor(g, [](const std::string&, auto& t) { std::fill(t.begin(), t.end(), 0.0f); });
+}
+
+double lm_loss(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
+               const LmWeights& w, const LmConfig& config) {
+  check_batch(tokens, &targets, config, "attn::lm_loss");
+  const Tensor<3> logits = lm_forward(tokens, w, config);  // (B, T, V)
+  const std::size_t N = tokens.size(), V = config.vocab_size;
+  const auto flat = xt::adapt(logits.data(), N * V, xt::no_ownership(),
+                              std::array<std::size_t, 2>{N, V});
+  const Matrix rows = flat;  // (B*T, V)
+  return cross_entropy(rows, std::span<const int>(targets.data(), N));
+}
+
+double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
+                           const LmWeights& w, const LmConfig& config, LmWeights& grads,
+                           LmCache& cache) {
+  constexpr const char* kFn = "attn::lm_forward_backward";
+  check_batch(tokens, &targets, config, kFn);
+  check_weights(w, config, kFn);
+  const std::size_t B = tokens.shape()[0], T = tokens.shape()[1];
+  const std::size_t V = config.vocab_size, C = config.n_embd, L = config.n_layers;
+  const std::size_t N = B * T;
+  require(grads.blocks.size() == L && grads.wte.shape() == w.wte.shape() &&
+              grads.wpe.shape() == w.wpe.shape() && grads.lm_head.shape() == w.lm_head.shape() &&
+              grads.ln_f_gamma.shape() == w.ln_f_gamma.shape(),
+          kFn, "grads must be shaped like the weights (make them with lm_zeros_like)");
+  const BlockConfig bc = block_config(config);
+
+  // ---- Forward, keeping what the backward needs (buffers reused when the shapes repeat) ----
+  ensure_shape(cache.tokens, std::array<std::size_t, 2>{B, T});
+  std::copy(tokens.begin(), tokens.end(), cache.tokens.begin());
+  if (cache.blocks.size() != L) cache.blocks.resize(L);
+  // 1. x = wte[tokens] + wpe[0..T)                                         (B, T, C)
+  thread_local Tensor<3> x, dx_a, dx_b;
+  ensure_shape(x, std::array<std::size_t, 3>{B, T, C});
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t t = 0; t < T; ++t) {
+      const float* tok = w.wte.data() + static_cast<std::size_t>(tokens(b, t)) * C;
+      const float* pos = w.wpe.data() + t * C;
+      float* out = x.data() + (b * T + t) * C;
+      for (std::size_t c = 0; c < C; ++c) out[c] = tok[c] + pos[c];
+    }
+  // 2. The blocks, each keeping its cache.                                  (B, T, C)
+  for (std::size_t l = 0; l < L; ++l) x = block_forward(x, w.blocks[l], bc, cache.blocks[l]);
+  ensure_shape(cache.x_final, std::array<std::size_t, 3>{B, T, C});
+  std::copy(x.begin(), x.end(), cache.x_final.begin());
+  // 3. h = ln_f(x)                                                          (B, T, C)
+  ensure_shape(cache.h, std::array<std::size_t, 3>{B, T, C});
+  if (config.use_layer_norm) {
+    const Tensor<3> h = layer_norm<3>(cache.x_final, w.ln_f_gamma, w.ln_f_beta, kEps, cache.ln_f);
+    std::copy(h.begin(), h.end(), cache.h.begin());
+  } else {
+    std::copy(x.begin(), x.end(), cache.h.begin());
+  }
+  // 4. logits = h @ wte^T (tied) or h @ lm_head + lm_head_bias              (B*T, V)
+  ensure_shape(cache.logits, std::array<std::size_t, 2>{N, V});
+  if (config.tied_head) {
+    gemm(N, V, C, 1.0f, cache.h.data(), false, w.wte.data(), true, 0.0f, cache.logits.data());
+  } else {
+    for (std::size_t r = 0; r < N; ++r)
+      std::copy(w.lm_head_bias.begin(), w.lm_head_bias.end(), cache.logits.data() + r * V);
+    gemm(N, V, C, 1.0f, cache.h.data(), false, w.lm_head.data(), false, 1.0f,
+         cache.logits.data());
+  }
+  // 5. loss = mean cross-entropy; the logits become dloss/dlogits = (softmax - onehot) / N.
+  const double loss =
+      cross_entropy_backward_inplace(cache.logits, std::span<const int>(targets.data(), N));
+
+  // ---- Backward: every step of the forward in reverse, gradients added into grads ----
+  const float* dlogits = cache.logits.data();  // (B*T, V)
+  ensure_shape(dx_a, std::array<std::size_t, 3>{B, T, C});
+  // 4. The output projection.
+  //    tied:   dh = dlogits @ wte        (B*T, V) @ (V, C) -> (B*T, C)
+  //            dwte += dlogits^T @ h     (V, B*T) @ (B*T, C) -> (V, C): wte's first use
+  //    untied: dh = dlogits @ lm_head^T, dlm_head += h^T @ dlogits, dbias += sum_rows dlogits
+  if (config.tied_head) {
+    gemm(N, C, V, 1.0f, dlogits, false, w.wte.data(), false, 0.0f, dx_a.data());
+    gemm(V, C, N, 1.0f, dlogits, true, cache.h.data(), false, 1.0f, grads.wte.data());
+  } else {
+    gemm(N, C, V, 1.0f, dlogits, false, w.lm_head.data(), true, 0.0f, dx_a.data());
+    gemm(C, V, N, 1.0f, cache.h.data(), true, dlogits, false, 1.0f, grads.lm_head.data());
+    bias_backward(dlogits, N, V, grads.lm_head_bias.data());
+  }
+  // 3. ln_f (in place: dx_a is both dy and dx).
+  if (config.use_layer_norm) {
+    layer_norm_backward<3>(dx_a, cache.x_final, w.ln_f_gamma, cache.ln_f, dx_a, grads.ln_f_gamma,
+                           grads.ln_f_beta);
+  }
+  // 2. The blocks in reverse, ping-ponging between two (B, T, C) buffers.
+  Tensor<3>* d_out = &dx_a;
+  Tensor<3>* d_in = &dx_b;
+  for (std::size_t l = L; l-- > 0;) {
+    block_backward(*d_out, cache.blocks[l], w.blocks[l], bc, *d_in, grads.blocks[l]);
+    std::swap(d_out, d_in);
+  }
+  // 1. The embeddings: x[b, t] = wte[tokens[b, t]] + wpe[t], so row tokens[b, t] of dwte (its
+  //    second use, beside the output projection) and row t of dwpe each collect dx[b, t].
+  const float* dx = d_out->data();
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t t = 0; t < T; ++t) {
+      const float* d = dx + (b * T + t) * C;
+      float* gt = grads.wte.data() + static_cast<std::size_t>(tokens(b, t)) * C;
+      float* gp = grads.wpe.data() + t * C;
+      for (std::size_t c = 0; c < C; ++c) {
+        gt[c] += d[c];
+        gp[c] += d[c];
+      }
+    }
+  return loss;
 }
 
 }  // namespace attn

@@ -20,6 +20,10 @@
 #include "attn/model.hpp"
 #include "attn/npy.hpp"
 #include "attn/random.hpp"
+#include "attn/gradcheck.hpp"
+#include "attn/loss.hpp"
+#include "attn/threads.hpp"
+#include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -416,6 +420,300 @@ TEST_CASE("lm_generate rejects an empty prompt, bad options and unknown prompt t
   CHECK_THROWS_WITH_AS(attn::lm_generate(w, config, std::vector<int>{3, 11}, options, rng),
                        "attn::lm_generate: prompt token 11 at position 1 is outside [0, 11)",
                        std::invalid_argument);
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("model.backward") {
+
+using attn::testing::check_gradients;
+using attn::testing::cspan_of;
+using attn::testing::span_of;
+
+attn::LmConfig small_config() {
+  attn::LmConfig c;
+  c.vocab_size = 7;
+  c.block_size = 5;
+  c.n_embd = 4;
+  c.n_heads = 2;
+  c.n_layers = 2;
+  return c;
+}
+
+// lm_init, then every parameter redrawn so that every part of the model matters.
+attn::LmWeights random_lm(attn::Rng& rng, const attn::LmConfig& config) {
+  attn::LmWeights w = attn::lm_init(rng, config);
+  for (const attn::NamedTensor& t : attn::lm_parameters(w)) {
+    const bool gamma = t.name.find("gamma") != std::string::npos;
+    for (float& v : t.values) v = gamma ? 1.0f + rng.normal(0.0f, 0.2f) : rng.normal(0.0f, 0.5f);
+  }
+  return w;
+}
+
+xt::xtensor<int, 2> random_ids(attn::Rng& rng, std::size_t B, std::size_t T, std::size_t V) {
+  xt::xtensor<int, 2> ids(std::array<std::size_t, 2>{B, T});
+  for (int& id : ids) id = static_cast<int>(rng.below(V));
+  return ids;
+}
+
+std::string describe(const attn::LmConfig& c) {
+  return "lm L=" + std::to_string(c.n_layers) + (c.tied_head ? "" : " untied") +
+         (c.use_layer_norm ? "" : " noLN") + (c.residual ? "" : " noRes") + (c.use_ffn ? "" : " noFFN") +
+         (c.attn_proj ? "" : " noProj") + (c.ffn_hidden ? " F=" + std::to_string(c.ffn_hidden) : "") + " " +
+         std::string(attn::activation_name(c.activation));
+}
+
+std::vector<attn::LmConfig> lm_variants() {
+  std::vector<attn::LmConfig> v;
+  attn::LmConfig c = small_config();
+  v.push_back(c);  // the default model
+  for (std::size_t L : {1, 3}) {
+    attn::LmConfig d = c;
+    d.n_layers = L;
+    v.push_back(d);
+  }
+  auto with = [&](auto change) {
+    attn::LmConfig d = c;
+    change(d);
+    v.push_back(d);
+  };
+  with([](attn::LmConfig& d) { d.tied_head = false; });
+  with([](attn::LmConfig& d) { d.use_layer_norm = false; });
+  with([](attn::LmConfig& d) { d.residual = false; });
+  with([](attn::LmConfig& d) { d.use_ffn = false; });
+  with([](attn::LmConfig& d) { d.attn_proj = false; });
+  with([](attn::LmConfig& d) { d.ffn_hidden = 5; d.activation = attn::Activation::gelu_tanh; });
+  with([](attn::LmConfig& d) { d.activation = attn::Activation::relu; });
+  with([](attn::LmConfig& d) {  // the bottom of chapter 09's ladder: attention only, untied
+    d.tied_head = false;
+    d.use_layer_norm = false;
+    d.residual = false;
+    d.use_ffn = false;
+    d.attn_proj = false;
+    d.n_layers = 1;
+  });
+  return v;
+}
+
+TEST_CASE("lm_forward_backward matches central differences for every parameter of every variant") {
+  std::uint64_t seed = 600;
+  for (const attn::LmConfig& config : lm_variants()) {
+    attn::Rng rng(seed++);
+    attn::LmWeights w = random_lm(rng, config);
+    const auto tokens = random_ids(rng, 2, 4, config.vocab_size);   // T = 4 < T_max = 5
+    const auto targets = random_ids(rng, 2, 4, config.vocab_size);
+    attn::LmWeights g = attn::lm_zeros_like(w);
+    attn::LmCache cache;
+    double loss = attn::lm_forward_backward(tokens, targets, w, config, g, cache);
+    // ReLU: redraw until no pre-activation is within 0.005 of the kink, where a central
+    // difference (h = 5e-4 below, moving a pre-activation by ~1e-3 at most) would straddle it.
+    auto near_kink = [&] {
+      for (const attn::BlockCache& b : cache.blocks)
+        if (b.ffn.pre.size() != 0 && xt::amin(xt::abs(b.ffn.pre))() < 0.005f) return true;
+      return false;
+    };
+    for (int tries = 0; config.activation == attn::Activation::relu && near_kink() && tries < 50;
+         ++tries) {
+      w = random_lm(rng, config);
+      attn::lm_zero(g);
+      loss = attn::lm_forward_backward(tokens, targets, w, config, g, cache);
+    }
+    if (config.activation == attn::Activation::relu) CHECK(!near_kink());
+    CHECK(loss == doctest::Approx(attn::lm_loss(tokens, targets, w, config)).epsilon(1e-12));
+    attn::LmWeights g_view = g;  // lm_parameters wants a mutable struct; spans into g_view
+    const std::vector<attn::NamedTensor> params = attn::lm_parameters(w);
+    const std::vector<attn::NamedTensor> grads = attn::lm_parameters(g_view);
+    REQUIRE(params.size() == grads.size());
+    std::vector<attn::GradTensor> tensors;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      CHECK(params[i].name == grads[i].name);
+      tensors.push_back({params[i].name, params[i].values, grads[i].values});
+    }
+    // h = 1e-3: two or three blocks deep (and without residuals) the loss curves more than one
+    // op does; at the default 3e-3 the truncation error of wte's difference quotient reached
+    // 2.4% (measured: it falls 9x at h = 1e-3, as h^2 says), while the rounding noise stays far
+    // below the tolerance.
+    attn::GradCheckOptions options;
+    options.h = config.activation == attn::Activation::relu ? 5e-4 : 1e-3;
+    const auto results = attn::grad_check(
+        [&] { return attn::lm_loss(tokens, targets, w, config); }, tensors, options);
+    check_gradients(describe(config), results);
+    // wpe's last row (position 4) is never used with T = 4: its gradient is exactly 0.
+    for (std::size_t c = 0; c < config.n_embd; ++c) CHECK(g.wpe(4, c) == 0.0f);
+  }
+}
+
+TEST_CASE("the tied wte collects both uses: embedding rows plus the output projection") {
+  // An untied model whose lm_head is wte^T computes the same loss; there wte only gets the
+  // embedding's gradient and lm_head the projection's. Tied, wte must get their sum.
+  attn::Rng rng(700);
+  attn::LmConfig tied = small_config();
+  attn::LmWeights w = random_lm(rng, tied);
+  attn::LmConfig untied = tied;
+  untied.tied_head = false;
+  attn::LmWeights wu = w;
+  wu.lm_head = xt::transpose(w.wte);
+  wu.lm_head_bias = xt::zeros<float>({tied.vocab_size});
+  const auto tokens = random_ids(rng, 3, 5, tied.vocab_size);
+  const auto targets = random_ids(rng, 3, 5, tied.vocab_size);
+  attn::LmWeights g = attn::lm_zeros_like(w), gu = attn::lm_zeros_like(wu);
+  attn::LmCache cache, cache_u;
+  const double loss = attn::lm_forward_backward(tokens, targets, w, tied, g, cache);
+  const double loss_u = attn::lm_forward_backward(tokens, targets, wu, untied, gu, cache_u);
+  CHECK(loss == doctest::Approx(loss_u).epsilon(1e-6));
+  const attn::Matrix sum = gu.wte + xt::transpose(gu.lm_head);
+  CHECK_TENSOR_NEAR(g.wte, sum, 1e-6, 1e-4);
+  CHECK(xt::amax(xt::abs(gu.lm_head))() > 0.0f);  // both parts are really there
+  CHECK(xt::amax(xt::abs(gu.wte))() > 0.0f);
+}
+
+TEST_CASE("lm_forward_backward accumulates, reuses its buffers, and is thread-count independent") {
+  attn::Rng rng(701);
+  attn::LmConfig config = small_config();
+  config.n_embd = 16;
+  config.block_size = 40;
+  config.n_heads = 4;
+  const attn::LmWeights w = random_lm(rng, config);
+  const auto tokens = random_ids(rng, 4, 40, config.vocab_size);
+  const auto targets = random_ids(rng, 4, 40, config.vocab_size);
+  const std::size_t saved = attn::num_threads();
+  std::vector<attn::LmWeights> results;
+  for (std::size_t threads : {1, 3}) {
+    attn::set_num_threads(threads);
+    attn::LmWeights g = attn::lm_zeros_like(w);
+    attn::LmCache cache;
+    const double l1 = attn::lm_forward_backward(tokens, targets, w, config, g, cache);
+    const attn::LmWeights once = g;
+    const float* logits = cache.logits.data();
+    const float* qkv = cache.blocks[1].attn.qkv.data();
+    const float* pre = cache.blocks[0].ffn.pre.data();
+    const float* h = cache.h.data();
+    const float* gw = g.wte.data();
+    const double l2 = attn::lm_forward_backward(tokens, targets, w, config, g, cache);
+    CHECK(l1 == l2);
+    // Same buffers on the second step: nothing of the cache was reallocated.
+    CHECK(cache.logits.data() == logits);
+    CHECK(cache.blocks[1].attn.qkv.data() == qkv);
+    CHECK(cache.blocks[0].ffn.pre.data() == pre);
+    CHECK(cache.h.data() == h);
+    CHECK(g.wte.data() == gw);
+    // Gradients add up: twice the first step's.
+    CHECK_TENSOR_NEAR(g.wte, attn::Matrix(2.0f * once.wte), 1e-6, 1e-6);
+    CHECK_TENSOR_NEAR(g.blocks[0].attn.w_q, attn::Matrix(2.0f * once.blocks[0].attn.w_q), 1e-6, 1e-6);
+    attn::lm_zero(g);
+    CHECK(xt::amax(xt::abs(g.wte))() == 0.0f);
+    CHECK(xt::amax(xt::abs(g.blocks[1].ffn.w1))() == 0.0f);
+    (void)attn::lm_forward_backward(tokens, targets, w, config, g, cache);
+    results.push_back(g);
+  }
+  attn::set_num_threads(saved);
+  attn::LmWeights a = results[0], b = results[1];
+  const auto pa = attn::lm_parameters(a), pb = attn::lm_parameters(b);
+  for (std::size_t i = 0; i < pa.size(); ++i) {
+    CAPTURE(pa[i].name);
+    CHECK(std::equal(pa[i].values.begin(), pa[i].values.end(), pb[i].values.begin()));
+  }
+}
+
+TEST_CASE("lm_parameters: the .npy names in order, variants skip their empty tensors") {
+  attn::Rng rng(702);
+  attn::LmConfig config = small_config();
+  config.n_layers = 1;
+  attn::LmWeights w = attn::lm_init(rng, config);
+  std::vector<std::string> names;
+  std::size_t total = 0;
+  for (const attn::NamedTensor& t : attn::lm_parameters(w)) {
+    names.push_back(t.name);
+    total += t.values.size();
+    CHECK(t.rank == (t.name == "wte" || t.name == "wpe" || t.name.find(".w") != std::string::npos ? 2u : 1u));
+  }
+  const std::vector<std::string> want = {"wte", "wpe", "h0.w_q", "h0.w_k", "h0.w_v", "h0.w_o",
+                                         "h0.ln1_gamma", "h0.ln1_beta", "h0.ln2_gamma", "h0.ln2_beta",
+                                         "h0.w1", "h0.b1", "h0.w2", "h0.b2", "ln_f_gamma", "ln_f_beta"};
+  CHECK(names == want);
+  CHECK(total == attn::lm_parameter_count(w));
+  const std::size_t V = 7, T = 5, C = 4, F = 16;
+  CHECK(total == V * C + T * C + attn::block_param_count(C, F) + 2 * C);
+  attn::LmConfig ladder = config;
+  ladder.tied_head = false;
+  ladder.use_layer_norm = false;
+  ladder.use_ffn = false;
+  ladder.attn_proj = false;
+  attn::LmWeights wl = attn::lm_init(rng, ladder);
+  names.clear();
+  for (const attn::NamedTensor& t : attn::lm_parameters(wl)) names.push_back(t.name);
+  CHECK(names == std::vector<std::string>{"wte", "wpe", "h0.w_q", "h0.w_k", "h0.w_v", "lm_head", "lm_head_bias"});
+  CHECK(attn::lm_parameter_count(wl) == V * C + T * C + 3 * C * C + C * V + V);
+}
+
+TEST_CASE("lm_init: a variant shares the default model's draws; default logits unchanged") {
+  attn::LmConfig config = small_config();
+  attn::Rng r1(703), r2(703);
+  const attn::LmWeights def = attn::lm_init(r1, config);
+  attn::LmConfig variant = config;
+  variant.attn_proj = false;
+  variant.tied_head = false;
+  const attn::LmWeights var = attn::lm_init(r2, variant);
+  CHECK_TENSOR_NEAR(var.wte, def.wte, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(var.blocks[1].ffn.w2, def.blocks[1].ffn.w2, 0.0, 0.0);
+  CHECK(var.blocks[0].attn.w_o.size() == 0);
+  CHECK(var.lm_head.shape()[0] == config.n_embd);
+  CHECK(var.lm_head.shape()[1] == config.vocab_size);
+  // Logits of the variant model are lm_forward's (shape (B, T, V)).
+  attn::Rng rng(704);
+  const auto tokens = random_ids(rng, 2, 3, config.vocab_size);
+  CHECK(attn::lm_forward(tokens, var, variant).shape()[2] == config.vocab_size);
+}
+
+TEST_CASE("save_lm / load_lm(dir, config) round-trip a variant") {
+  attn::Rng rng(705);
+  attn::LmConfig config = small_config();
+  config.tied_head = false;
+  config.use_layer_norm = false;
+  config.ffn_hidden = 6;
+  const attn::LmWeights w = random_lm(rng, config);
+  const fs::path dir = temp() / "variant";
+  attn::save_lm(dir, w);
+  CHECK(fs::exists(dir / "lm_head.npy"));
+  CHECK(!fs::exists(dir / "ln_f_gamma.npy"));
+  attn::LmConfig loaded;
+  loaded.n_layers = 2;
+  loaded.n_heads = 2;
+  loaded.tied_head = false;
+  loaded.use_layer_norm = false;
+  loaded.ffn_hidden = 6;
+  const attn::LmWeights back = attn::load_lm(dir, loaded);
+  CHECK(loaded.vocab_size == 7);
+  CHECK(loaded.n_embd == 4);
+  CHECK(loaded.block_size == 5);
+  const auto tokens = random_ids(rng, 2, 5, 7);
+  CHECK_TENSOR_NEAR(attn::lm_forward(tokens, back, loaded), attn::lm_forward(tokens, w, config), 0.0, 0.0);
+  // Asking for the tied default finds no ln_f.
+  attn::LmConfig wrong;
+  CHECK_THROWS_AS(attn::load_lm(dir, 2, 2, wrong), std::runtime_error);
+}
+
+TEST_CASE("lm_forward_backward and lm_loss name bad targets") {
+  attn::Rng rng(706);
+  const attn::LmConfig config = small_config();
+  const attn::LmWeights w = attn::lm_init(rng, config);
+  attn::LmWeights g = attn::lm_zeros_like(w);
+  attn::LmCache cache;
+  const auto tokens = random_ids(rng, 2, 3, 7);
+  auto targets = random_ids(rng, 2, 3, 7);
+  targets(1, 2) = 7;
+  using E = std::invalid_argument;
+  CHECK_THROWS_WITH_AS(attn::lm_forward_backward(tokens, targets, w, config, g, cache),
+                       "attn::lm_forward_backward: target id 7 at (1, 2) is outside [0, 7)", E);
+  CHECK_THROWS_WITH_AS(attn::lm_loss(tokens, targets, w, config),
+                       "attn::lm_loss: target id 7 at (1, 2) is outside [0, 7)", E);
+  const auto short_targets = random_ids(rng, 2, 2, 7);
+  CHECK_THROWS_WITH_AS(attn::lm_forward_backward(tokens, short_targets, w, config, g, cache),
+                       "attn::lm_forward_backward: expected targets of the same shape as tokens (2, 3), got targets (2, 2)", E);
+  attn::LmWeights wrong_grads = attn::lm_zeros_like(w);
+  wrong_grads.blocks.pop_back();
+  CHECK_THROWS_WITH_AS(attn::lm_forward_backward(tokens, random_ids(rng, 2, 3, 7), w, config, wrong_grads, cache),
+                       "attn::lm_forward_backward: grads must be shaped like the weights (make them with lm_zeros_like)", E);
 }
 
 }  // TEST_SUITE

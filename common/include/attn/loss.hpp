@@ -26,4 +26,8 @@ struct LossGrad {
 };
 LossGrad cross_entropy_with_grad(const Matrix& logits, std::span<const int> targets);
 
+// The same in place, for training loops that reuse their buffers: returns the mean loss and
+// overwrites logits (N, V) with dloss/dlogits (the same numbers as cross_entropy_with_grad).
+double cross_entropy_backward_inplace(Matrix& logits, std::span<const int> targets);
+
 }  // namespace attn

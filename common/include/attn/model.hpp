@@ -61,7 +61,13 @@ Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights& w, cons
 // "model 'dir': h1.w_q.npy has shape (64, 32), expected (64, 64)".
 LmWeights load_lm(const std::filesystem::path& dir, std::size_t n_layers, std::size_t n_heads,
                   LmConfig& config_out);
-// Writes the same layout (for tests and for exporting a model made here).
+// The same for any variant (chapter 09's checkpoints): the caller fills config's n_layers,
+// n_heads and variant fields (tied_head, use_layer_norm, use_ffn, attn_proj, ffn_hidden, ...);
+// load_lm reads exactly the tensors that variant has (lm_head.npy and lm_head_bias.npy when the
+// head is untied) and sets vocab_size, block_size and n_embd from wte and wpe.
+LmWeights load_lm(const std::filesystem::path& dir, LmConfig& config);
+// Writes the same layout (for tests and for exporting a model made here); empty tensors (a
+// variant's unused weights) are not written.
 void save_lm(const std::filesystem::path& dir, const LmWeights& w);
 
 // ---- Training support (chapters 08-09) ----
