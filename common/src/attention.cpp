@@ -720,10 +720,10 @@ void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights
   // 1. Output projection out = heads @ w_o:
   //    dheads = dout @ w_o^T     (B*T, C) @ (C, C) -> (B*T, C)
   //    dw_o  += heads^T @ dout   (C, B*T) @ (B*T, C) -> (C, C)
+  //    (dw_o is computed in step 3, beside the other weight gradients)
   if (proj) {
     float* dh = scratch.data() + rows * 3 * C;
     gemm(rows, C, C, 1.0f, dout.data(), false, w.w_o.data(), true, 0.0f, dh);
-    gemm(C, C, rows, 1.0f, cache.heads.data(), true, dout.data(), false, 1.0f, grads.w_o.data());
     dheads = dh;
   }
   // 2. Attention per (b, h), heads read in place from qkv and dheads; dq, dk, dv written in
@@ -738,11 +738,26 @@ void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights
   // 3. The projections q = x @ w_q (and k, v):
   //    dw_q += x^T @ dq          (C, B*T) @ (B*T, C) -> (C, C), dq read in place (ld 3C)
   //    dx = dq @ w_q^T + dk @ w_k^T + dv @ w_v^T   (B*T, C) @ (C, C) -> (B*T, C), summed by beta
+  //    The weight gradients (with dw_o += heads^T @ dout) are independent GEMMs of equal size:
+  //    they run side by side over the threads, each computed the same way on any thread count.
   const Matrix* weights[3] = {&w.w_q, &w.w_k, &w.w_v};
   Matrix* dweights[3] = {&grads.w_q, &grads.w_k, &grads.w_v};
+  const std::size_t jobs = proj ? 4 : 3;
+  detail::run_parts(jobs, detail::worker_count(jobs),
+                    [&](std::size_t begin, std::size_t end, std::size_t) {
+                      detail::WorkerScope scope;
+                      for (std::size_t job = begin; job < end; ++job) {
+                        if (job == 3) {
+                          gemm(C, C, rows, 1.0f, cache.heads.data(), true, dout.data(), false,
+                               1.0f, grads.w_o.data());
+                        } else {
+                          gemm_strided(C, C, rows, 1.0f, cache.x.data(), C, /*trans_a=*/true,
+                                       dqkv + job * C, 3 * C, false, 1.0f,
+                                       dweights[job]->data(), C);
+                        }
+                      }
+                    });
   for (std::size_t i = 0; i < 3; ++i) {
-    gemm_strided(C, C, rows, 1.0f, cache.x.data(), C, /*trans_a=*/true, dqkv + i * C, 3 * C,
-                 false, 1.0f, dweights[i]->data(), C);
     gemm_strided(rows, C, C, 1.0f, dqkv + i * C, 3 * C, false, weights[i]->data(), C,
                  /*trans_b=*/true, i == 0 ? 0.0f : 1.0f, dx.data(), C);
   }

@@ -455,27 +455,53 @@ void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& 
   const std::size_t rows = B * T;
   ensure_shape(dx, {B, T, C});
   if (rows == 0) return;
-  // One (B*T, F) scratch for dact / dpre, kept by the calling thread between calls.
+  // One (B*T, F) scratch for dact / dpre, kept by the calling thread between calls (a pointer is
+  // handed to the workers: inside them the thread_local name would be their own copy).
   thread_local std::vector<float> scratch;
   if (scratch.size() < rows * F) scratch.resize(rows * F);
   float* dh = scratch.data();  // (B*T, F)
-  // 1. Second linear layer y = act @ w2 + b2:
-  //    dact = dy @ w2^T        (B*T, C) @ (C, F) -> (B*T, F)
-  //    dw2 += act^T @ dy       (F, B*T) @ (B*T, C) -> (F, C)
-  //    db2 += sum_rows dy      (C,)
-  gemm(rows, F, C, 1.0f, dy.data(), false, w.w2.data(), true, 0.0f, dh);
-  gemm(F, C, rows, 1.0f, cache.act.data(), true, dy.data(), false, 1.0f, grads.w2.data());
-  bias_backward(dy.data(), rows, C, grads.b2.data());
-  // 2. The activation, element-wise: dpre = dact * act'(pre), in place.
-  activate_backward(std::span<const float>(cache.pre.data(), rows * F),
-                    std::span<const float>(dh, rows * F), std::span<float>(dh, rows * F), a);
-  // 3. First linear layer pre = x @ w1 + b1:
-  //    dx = dpre @ w1^T        (B*T, F) @ (F, C) -> (B*T, C)
-  //    dw1 += x^T @ dpre       (C, B*T) @ (B*T, F) -> (C, F)
-  //    db1 += sum_rows dpre    (F,)
-  gemm(rows, C, F, 1.0f, dh, false, w.w1.data(), true, 0.0f, dx.data());
-  gemm(C, F, rows, 1.0f, cache.x.data(), true, dh, false, 1.0f, grads.w1.data());
-  bias_backward(dh, rows, F, grads.b1.data());
+  // Steps 1-3 act on each token on its own, so they run in the forward's chunks of kFfnRows
+  // tokens, spread over the threads; every chunk is computed the same way on any thread count.
+  const std::size_t chunks = (rows + kFfnRows - 1) / kFfnRows;
+  detail::run_parts(chunks, detail::worker_count(chunks),
+                    [&](std::size_t begin, std::size_t end, std::size_t) {
+                      detail::WorkerScope scope;  // one BLAS call per chunk on any thread count
+                      for (std::size_t chunk = begin; chunk < end; ++chunk) {
+                        const std::size_t r0 = chunk * kFfnRows;
+                        const std::size_t n = std::min(kFfnRows, rows - r0);
+                        float* dhc = dh + r0 * F;  // (n, F)
+                        // 1. Through the second linear layer y = act @ w2 + b2:
+                        //    dact = dy @ w2^T   (n, C) @ (C, F) -> (n, F)
+                        gemm(n, F, C, 1.0f, dy.data() + r0 * C, false, w.w2.data(), true, 0.0f,
+                             dhc);
+                        // 2. The activation, element-wise: dpre = dact * act'(pre), in place.
+                        activate_backward(std::span<const float>(cache.pre.data() + r0 * F, n * F),
+                                          std::span<const float>(dhc, n * F),
+                                          std::span<float>(dhc, n * F), a);
+                        // 3. Through the first linear layer pre = x @ w1 + b1:
+                        //    dx = dpre @ w1^T   (n, F) @ (F, C) -> (n, C)
+                        gemm(n, C, F, 1.0f, dhc, false, w.w1.data(), true, 0.0f,
+                             dx.data() + r0 * C);
+                      }
+                    });
+  // 4. The parameters, summed over all B*T tokens. The two weight gradients are independent
+  //    GEMMs of equal size, run side by side (each one BLAS call on any thread count):
+  //    dw2 += act^T @ dy     (F, B*T) @ (B*T, C) -> (F, C)
+  //    dw1 += x^T @ dpre     (C, B*T) @ (B*T, F) -> (C, F)
+  //    db2 += sum_rows dy (C,),  db1 += sum_rows dpre (F,)
+  auto weight_grads = [&](std::size_t begin, std::size_t end, std::size_t) {
+    detail::WorkerScope scope;
+    for (std::size_t job = begin; job < end; ++job) {
+      if (job == 0) {
+        gemm(F, C, rows, 1.0f, cache.act.data(), true, dy.data(), false, 1.0f, grads.w2.data());
+        bias_backward(dy.data(), rows, C, grads.b2.data());
+      } else {
+        gemm(C, F, rows, 1.0f, cache.x.data(), true, dh, false, 1.0f, grads.w1.data());
+        bias_backward(dh, rows, F, grads.b1.data());
+      }
+    }
+  };
+  detail::run_parts(2, detail::worker_count(2), weight_grads);
 }
 
 }  // namespace attn

@@ -3,16 +3,22 @@
 // (post-norm) each sub-layer, so the activations keep a unit scale however many blocks we stack.
 #include "attn/layernorm.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "attn/check.hpp"
+#include "parallel.hpp"
 
 namespace attn {
 
 namespace {
+
+// Tokens per chunk when a LayerNorm is split over the threads (fixed, so results do not depend
+// on the thread count): 256 rows of C = 512 are ~0.1 ms of work, well above a thread's start.
+constexpr std::size_t kLnRows = 256;
 
 // sum_j row[j], accumulated in double. Four partial sums instead of one: the additions of one
 // chain wait for each other, four independent chains keep the FPU busy. Double, because a float
@@ -77,31 +83,36 @@ Tensor<N> layer_norm_impl(const Tensor<N>& x, const Vector& gamma, const Vector&
   const double inv_C = 1.0 / static_cast<double>(C);
   // One token (row of C features) at a time, through raw pointers: lazy xtensor reducers with
   // keep_dims are wrong in xtensor 0.24 (XTENSOR_NOTES.md, section 1), and a plain loop is
-  // also the fastest.
-  for (std::size_t r = 0; r < rows; ++r) {
-    const float* in = x.data() + r * C;  // (C,)
-    float* out = y.data() + r * C;       // (C,)
-    // 1. mean = (1/C) sum_j x_j.
-    const double mean = sum_double(in, C) * inv_C;
-    // 2. var = (1/C) sum_j (x_j - mean)^2: the biased variance (divide by C, not C - 1), like
-    //    PyTorch. Two passes (mean first, then deviations) instead of E[x^2] - E[x]^2: for a
-    //    token near 1e4 with spread 0.01, E[x^2] = 1e8 and the variance 1e-4 would be lost in
-    //    the rounding of the difference.
-    const double var = sum_squared_deviations(in, C, mean) * inv_C;
-    // 3. rstd = 1 / sqrt(var + eps). eps (1e-5) keeps a (nearly) constant token from dividing
-    //    by zero: a constant row gives x - mean = 0, so y = beta instead of NaN.
-    const double rstd = 1.0 / std::sqrt(var + static_cast<double>(eps));
-    if (mean_out != nullptr) {
-      mean_out[r] = static_cast<float>(mean);
-      rstd_out[r] = static_cast<float>(rstd);
+  // also the fastest. Rows are independent: big inputs are cut into fixed chunks of kLnRows
+  // tokens shared by the library's threads (each row is computed the same way on any thread).
+  const std::size_t chunks = (rows + kLnRows - 1) / kLnRows;
+  auto normalise_rows = [&](std::size_t first, std::size_t last, std::size_t) {
+    for (std::size_t r = first * kLnRows; r < std::min(rows, last * kLnRows); ++r) {
+      const float* in = x.data() + r * C;  // (C,)
+      float* out = y.data() + r * C;       // (C,)
+      // 1. mean = (1/C) sum_j x_j.
+      const double mean = sum_double(in, C) * inv_C;
+      // 2. var = (1/C) sum_j (x_j - mean)^2: the biased variance (divide by C, not C - 1), like
+      //    PyTorch. Two passes (mean first, then deviations) instead of E[x^2] - E[x]^2: for a
+      //    token near 1e4 with spread 0.01, E[x^2] = 1e8 and the variance 1e-4 would be lost in
+      //    the rounding of the difference.
+      const double var = sum_squared_deviations(in, C, mean) * inv_C;
+      // 3. rstd = 1 / sqrt(var + eps). eps (1e-5) keeps a (nearly) constant token from dividing
+      //    by zero: a constant row gives x - mean = 0, so y = beta instead of NaN.
+      const double rstd = 1.0 / std::sqrt(var + static_cast<double>(eps));
+      if (mean_out != nullptr) {
+        mean_out[r] = static_cast<float>(mean);
+        rstd_out[r] = static_cast<float>(rstd);
+      }
+      // 4. y_j = (x_j - mean) * rstd * gamma_j + beta_j. The subtraction is done in double: mean
+      //    rounded to float could be off by 5e-4 near 1e4, a large error next to a spread of 0.01.
+      for (std::size_t j = 0; j < C; ++j) {
+        const double normed = (static_cast<double>(in[j]) - mean) * rstd;
+        out[j] = static_cast<float>(normed * static_cast<double>(g[j]) + static_cast<double>(b[j]));
+      }
     }
-    // 4. y_j = (x_j - mean) * rstd * gamma_j + beta_j. The subtraction is done in double: mean
-    //    rounded to float could be off by 5e-4 near 1e4, a large error next to a spread of 0.01.
-    for (std::size_t j = 0; j < C; ++j) {
-      const double normed = (static_cast<double>(in[j]) - mean) * rstd;
-      out[j] = static_cast<float>(normed * static_cast<double>(g[j]) + static_cast<double>(b[j]));
-    }
-  }
+  };
+  detail::run_parts(chunks, detail::worker_count(chunks), normalise_rows);
   return y;
 }
 
@@ -118,17 +129,13 @@ double row_mean(const float* row, std::size_t C) {
   return sum_double(row, C) / static_cast<double>(C);
 }
 
-// The backward over `rows` rows, with rstd per row given (float) and the mean recomputed in
-// double. Adds to dgamma, dbeta; overwrites dx.
-void layer_norm_backward_rows(const float* dy, const float* x, const float* gamma,
-                              const float* rstd, std::size_t rows, std::size_t C, float* dx,
-                              float* dgamma, float* dbeta) {
-  thread_local std::vector<double> acc;  // (2C,) dgamma and dbeta sums, reused between calls
-  acc.assign(2 * C, 0.0);
-  double* dg = acc.data();
-  double* db = acc.data() + C;
+// The backward of rows [r0, r1), with rstd per row given (float) and the mean recomputed in
+// double. Overwrites dx; adds this range's sums of dy * xhat and dy to dg, db (double, (C,)).
+void layer_norm_backward_range(const float* dy, const float* x, const float* gamma,
+                               const float* rstd, std::size_t r0, std::size_t r1, std::size_t C,
+                               float* dx, double* dg, double* db) {
   const double inv_C = 1.0 / static_cast<double>(C);
-  for (std::size_t r = 0; r < rows; ++r) {
+  for (std::size_t r = r0; r < r1; ++r) {
     const float* in = x + r * C;     // (C,)
     const float* g_in = dy + r * C;  // (C,)
     float* out = dx + r * C;         // (C,)
@@ -152,16 +159,43 @@ void layer_norm_backward_rows(const float* dy, const float* x, const float* gamm
     a *= inv_C;
     b *= inv_C;
     // 3. The three terms: dx_j = rstd (g_j - a - xhat_j b). g_j is the direct path; -a because
-    //    every x_j moves the mean; -xhat_j b because every x_j moves the variance.
+    //    every x_j moves the mean; -xhat_j b because every x_j moves the variance. (out may be
+    //    g_in: element j is read before it is written.)
     for (std::size_t j = 0; j < C; ++j) {
       const double xhat = (static_cast<double>(in[j]) - mean) * rs;
       const double g = static_cast<double>(gamma[j]) * static_cast<double>(g_in[j]);
       out[j] = static_cast<float>(rs * (g - a - xhat * b));
     }
   }
+}
+
+// All rows, in fixed chunks of kLnRows over the threads. Each chunk sums its dgamma, dbeta
+// terms on its own (double); the chunks' sums are then added in chunk order, so the result does
+// not depend on the thread count.
+void layer_norm_backward_rows(const float* dy, const float* x, const float* gamma,
+                              const float* rstd, std::size_t rows, std::size_t C, float* dx,
+                              float* dgamma, float* dbeta) {
+  const std::size_t chunks = (rows + kLnRows - 1) / kLnRows;
+  thread_local std::vector<double> acc;  // (chunks, 2C), reused between calls
+  acc.assign(chunks * 2 * C, 0.0);
+  double* sums = acc.data();  // a pointer for the workers (the thread_local is this thread's)
+  detail::run_parts(chunks, detail::worker_count(chunks),
+                    [&](std::size_t first, std::size_t last, std::size_t) {
+                      for (std::size_t k = first; k < last; ++k) {
+                        double* part = sums + k * 2 * C;
+                        layer_norm_backward_range(dy, x, gamma, rstd, k * kLnRows,
+                                                  std::min(rows, (k + 1) * kLnRows), C, dx, part,
+                                                  part + C);
+                      }
+                    });
   for (std::size_t j = 0; j < C; ++j) {
-    dgamma[j] = static_cast<float>(static_cast<double>(dgamma[j]) + dg[j]);
-    dbeta[j] = static_cast<float>(static_cast<double>(dbeta[j]) + db[j]);
+    double dg = 0.0, db = 0.0;
+    for (std::size_t k = 0; k < chunks; ++k) {
+      dg += sums[k * 2 * C + j];
+      db += sums[k * 2 * C + C + j];
+    }
+    dgamma[j] = static_cast<float>(static_cast<double>(dgamma[j]) + dg);
+    dbeta[j] = static_cast<float>(static_cast<double>(dbeta[j]) + db);
   }
 }
 

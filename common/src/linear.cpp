@@ -172,7 +172,8 @@ void bias_backward(const float* dy, std::size_t rows, std::size_t cols, float* d
     const float* row = dy + r * cols;
     for (std::size_t j = 0; j < cols; ++j) acc[j] += static_cast<double>(row[j]);
   }
-  for (std::size_t j = 0; j < cols; ++j) db[j] = static_cast<float>(static_cast<double>(db[j]) + acc[j]);
+  for (std::size_t j = 0; j < cols; ++j)
+    db[j] = static_cast<float>(static_cast<double>(db[j]) + acc[j]);
 }
 
 void linear_backward(const Tensor<3>& dy, const Tensor<3>& x, const Matrix& w, Tensor<3>& dx,

@@ -75,7 +75,8 @@ void check_weights(const LmWeights& w, const LmConfig& config, const char* funct
   }
   if (!config.tied_head &&
       (!has_shape(w.lm_head.shape(), {C, V}) || !has_shape(w.lm_head_bias.shape(), {V}))) {
-    shape_error(function, fmt::format("lm_head ({}, {}) and lm_head_bias ({},) (tied_head = false)", C, V, V),
+    shape_error(function,
+                fmt::format("lm_head ({}, {}) and lm_head_bias ({},) (tied_head = false)", C, V, V),
                 shape_str(w.lm_head.shape()) + " and " + shape_str(w.lm_head_bias.shape()));
   }
   if (config.tied_head && w.lm_head.size() + w.lm_head_bias.size() != 0) {

@@ -49,7 +49,8 @@ struct MhaResult {
 
 // The fast path: one GEMM per projection, attention for all heads, one GEMM out, split over
 // attn::num_threads() threads (threads.hpp; same result whatever the count). Throws if n_heads
-// does not divide C or a weight is not (C, C).
+// does not divide C or a weight is not (C, C). An empty w_o (size 0) means no output
+// projection: out is the merged heads (BlockConfig::attn_proj = false).
 MhaResult mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
                       bool need_weights = true);
 // The same, one head at a time with its own (C, hs) column slices of the weights: the way the
