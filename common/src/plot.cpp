@@ -768,6 +768,253 @@ std::string diagram_svg(const std::string& title, const std::vector<DiagramNode>
   return out + "</svg>\n";
 }
 
+// ---------------------------------------------------------------------------------------------
+// Line plots.
+
+namespace {
+
+// Colour-blind-safe palette (Okabe-Ito), in a fixed order.
+constexpr std::array<std::string_view, 8> kPlotColors = {
+    "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#f0e442"};
+
+// Up to about `target` round tick values (1, 2 or 5 times a power of ten) covering [lo, hi].
+std::vector<double> nice_ticks(double lo, double hi, int target) {
+  const double span = hi - lo;
+  const double raw = span / static_cast<double>(std::max(target, 1));
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = magnitude;
+  for (const double m : {1.0, 2.0, 5.0, 10.0}) {
+    step = m * magnitude;
+    if (step >= raw) break;
+  }
+  std::vector<double> ticks;
+  for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9; t += step) {
+    ticks.push_back(std::abs(t) < step * 1e-9 ? 0.0 : t);
+  }
+  return ticks;
+}
+
+// A tick label: integers as integers, else the fewest decimals that show the step.
+std::string step_tick_text(double v, double step) {
+  if (std::abs(v - std::round(v)) < 1e-9 && std::abs(v) < 1e15) {
+    return fmt::format("{}", static_cast<long long>(std::llround(v)));
+  }
+  const int decimals = std::clamp(static_cast<int>(std::ceil(-std::log10(step) - 1e-9)), 1, 6);
+  return fmt::format("{:.{}f}", v, decimals);
+}
+
+// 10^e as text: "1", "10", "0.01" for |e| <= 3, else "1e-05".
+std::string decade_text(int e) {
+  if (e >= 0 && e <= 3) return fmt::format("{}", static_cast<long long>(std::llround(std::pow(10.0, e))));
+  if (e < 0 && e >= -3) return fmt::format("{:.{}f}", std::pow(10.0, e), -e);
+  return fmt::format("1e{:+03d}", e);
+}
+
+}  // namespace
+
+std::string line_plot_svg(std::span<const LineSeries> series, const LinePlotOptions& options) {
+  require(!series.empty(), "attn::line_plot_svg", "expected at least one series");
+  require(options.width >= 100 && options.height >= 100, "attn::line_plot_svg",
+          "expected a plotting area of at least 100 x 100 pixels");
+  const auto drawable_y = [&](double y) { return std::isfinite(y) && (!options.log_y || y > 0.0); };
+  const auto drawable = [&](double x, double y) { return drawable_y(y) && (!options.log_x || x > 0.0); };
+  const auto tx = [&](double x) { return options.log_x ? std::log10(x) : x; };
+  const auto ty = [&](double y) { return options.log_y ? std::log10(y) : y; };
+  // 1. The data range.
+  double x_lo = 0.0, x_hi = 0.0, y_lo = 0.0, y_hi = 0.0;
+  bool any = false;
+  for (const LineSeries& s : series) {
+    if (s.x.size() != s.y.size()) {
+      throw std::invalid_argument(fmt::format(
+          "attn::line_plot_svg: series '{}' has {} x values and {} y values", s.name, s.x.size(),
+          s.y.size()));
+    }
+    for (std::size_t i = 0; i < s.x.size(); ++i) {
+      require(std::isfinite(s.x[i]), "attn::line_plot_svg", "x values must be finite");
+      if (!drawable(s.x[i], s.y[i])) continue;
+      const double x = tx(s.x[i]);
+      const double y = ty(s.y[i]);
+      if (!any) {
+        x_lo = x_hi = x;
+        y_lo = y_hi = y;
+        any = true;
+      }
+      x_lo = std::min(x_lo, x);
+      x_hi = std::max(x_hi, x);
+      y_lo = std::min(y_lo, y);
+      y_hi = std::max(y_hi, y);
+    }
+  }
+  require(any, "attn::line_plot_svg",
+          "no point to draw (every y is non-finite, or every point is <= 0 on a log axis)");
+  if (!(x_hi > x_lo)) {
+    x_lo -= 1.0;
+    x_hi += 1.0;
+  }
+  std::vector<double> y_ticks;  // in axis units (log10 of the value on a log axis)
+  std::vector<std::string> y_tick_labels;
+  if (options.log_y) {
+    y_lo = std::floor(y_lo);
+    y_hi = std::max(std::ceil(y_hi), y_lo + 1.0);
+    const int decades = static_cast<int>(y_hi - y_lo);
+    const int every = std::max(1, (decades + 7) / 8);  // at most about 8 labelled decades
+    for (int e = static_cast<int>(y_lo); e <= static_cast<int>(y_hi); e += every) {
+      y_ticks.push_back(static_cast<double>(e));
+      y_tick_labels.push_back(decade_text(e));
+    }
+  } else {
+    if (!(y_hi > y_lo)) {
+      y_lo -= 1.0;
+      y_hi += 1.0;
+    }
+    y_ticks = nice_ticks(y_lo, y_hi, 6);
+    const double step = y_ticks.size() > 1 ? y_ticks[1] - y_ticks[0] : 1.0;
+    y_lo = std::min(y_lo, y_ticks.front());
+    y_hi = std::max(y_hi, y_ticks.back());
+    for (const double t : y_ticks) y_tick_labels.push_back(step_tick_text(t, step));
+  }
+  // x ticks, in axis units, and their labels.
+  std::vector<double> x_ticks;
+  std::vector<std::string> x_tick_labels;
+  if (!options.x_ticks.empty()) {
+    for (const double t : options.x_ticks) {
+      require(std::isfinite(t) && (!options.log_x || t > 0.0), "attn::line_plot_svg",
+              "x ticks must be finite (and > 0 on a log axis)");
+      x_ticks.push_back(tx(t));
+      x_tick_labels.push_back(step_tick_text(t, std::abs(t - std::round(t)) < 1e-9 ? 1.0 : 0.01));
+    }
+    x_lo = std::min(x_lo, *std::min_element(x_ticks.begin(), x_ticks.end()));
+    x_hi = std::max(x_hi, *std::max_element(x_ticks.begin(), x_ticks.end()));
+  } else if (options.log_x) {
+    for (int e = static_cast<int>(std::floor(x_lo)); e <= static_cast<int>(std::ceil(x_hi)); ++e) {
+      if (static_cast<double>(e) < x_lo - 1e-9 || static_cast<double>(e) > x_hi + 1e-9) continue;
+      x_ticks.push_back(static_cast<double>(e));
+      x_tick_labels.push_back(decade_text(e));
+    }
+  } else {
+    x_ticks = nice_ticks(x_lo, x_hi, 8);
+    const double x_step = x_ticks.size() > 1 ? x_ticks[1] - x_ticks[0] : 1.0;
+    for (const double t : x_ticks) x_tick_labels.push_back(step_tick_text(t, x_step));
+  }
+
+  // 2. The layout: y labels on the left, the legend on the right.
+  const int font = 12;
+  const int title_font = 15;
+  const int pad = 12;
+  int y_label_w = 0;
+  for (const std::string& t : y_tick_labels) y_label_w = std::max(y_label_w, text_width(t, font));
+  int legend_w = 0;
+  for (const LineSeries& s : series) legend_w = std::max(legend_w, text_width(s.name, font));
+  legend_w += 34;
+  const int title_h = options.title.empty() ? 0 : title_font + 14;
+  const int y_name_h = options.y_label.empty() ? 0 : font + 8;
+  const int plot_x = pad + y_label_w + 8;
+  const int plot_y = pad + title_h + y_name_h;
+  const int plot_w = options.width;
+  const int plot_h = options.height;
+  const int legend_x = plot_x + plot_w + 16;
+  const int width = std::max(legend_x + legend_w, pad + text_width(options.title, title_font)) + pad;
+  const int height = plot_y + plot_h + font + 10 + (options.x_label.empty() ? 0 : font + 10) + pad;
+  const auto px = [&](double x) {
+    return static_cast<double>(plot_x) + (x - x_lo) / (x_hi - x_lo) * static_cast<double>(plot_w);
+  };
+  const auto py = [&](double y) {
+    return static_cast<double>(plot_y + plot_h) -
+           (y - y_lo) / (y_hi - y_lo) * static_cast<double>(plot_h);
+  };
+
+  // 3. The document.
+  std::string out = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+      "viewBox=\"0 0 {0} {1}\" font-family=\"{2}\">\n",
+      width, height, kSans);
+  if (!options.title.empty()) out += fmt::format("<title>{}</title>\n", xml_escape(options.title));
+  out += fmt::format("<rect width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", width, height);
+  if (!options.title.empty()) {
+    out += fmt::format(
+        "<text x=\"{}\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\" fill=\"#222222\">{}</text>\n",
+        pad, pad + title_font, title_font, xml_escape(options.title));
+  }
+  // Grid lines and tick labels.
+  out += fmt::format("<g font-size=\"{}\" fill=\"#333333\">\n", font);
+  for (std::size_t i = 0; i < y_ticks.size(); ++i) {
+    const double y = py(y_ticks[i]);
+    out += fmt::format(
+        "<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e0e0e0\"/>\n", plot_x, y,
+        plot_x + plot_w, y);
+    out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", plot_x - 6,
+                       y + font * 0.35, y_tick_labels[i]);
+  }
+  for (std::size_t i = 0; i < x_ticks.size(); ++i) {
+    const double x = px(x_ticks[i]);
+    out += fmt::format(
+        "<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#e0e0e0\"/>\n", x, plot_y, x,
+        plot_y + plot_h);
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x,
+                       plot_y + plot_h + font + 4, x_tick_labels[i]);
+  }
+  if (!options.y_label.empty()) {
+    out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", pad, plot_y - 8,
+                       xml_escape(options.y_label));
+  }
+  if (!options.x_label.empty()) {
+    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+                       plot_x + plot_w / 2, plot_y + plot_h + 2 * font + 12,
+                       xml_escape(options.x_label));
+  }
+  out += "</g>\n";
+  out += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888888\"/>\n",
+      plot_x, plot_y, plot_w, plot_h);
+
+  // The series: one polyline per unbroken run of drawable points, a dot on every point.
+  for (std::size_t k = 0; k < series.size(); ++k) {
+    const LineSeries& s = series[k];
+    const std::string_view color = kPlotColors[k % kPlotColors.size()];
+    out += fmt::format("<g stroke=\"{0}\" fill=\"{0}\">\n", color);
+    std::string run;
+    std::size_t run_points = 0;
+    const auto flush = [&] {
+      if (run_points >= 2) {
+        out += fmt::format("<polyline fill=\"none\" stroke-width=\"2\" points=\"{}\"/>\n", run);
+      }
+      run.clear();
+      run_points = 0;
+    };
+    for (std::size_t i = 0; i < s.x.size(); ++i) {
+      if (!drawable(s.x[i], s.y[i])) {
+        flush();
+        continue;
+      }
+      const double x = px(tx(s.x[i]));
+      const double y = py(ty(s.y[i]));
+      run += fmt::format("{}{:.1f},{:.1f}", run.empty() ? "" : " ", x, y);
+      ++run_points;
+    }
+    flush();
+    for (std::size_t i = 0; i < s.x.size(); ++i) {
+      if (!drawable(s.x[i], s.y[i])) continue;
+      out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\"/>\n", px(tx(s.x[i])),
+                         py(ty(s.y[i])));
+    }
+    out += "</g>\n";
+  }
+
+  // The legend, top right.
+  out += fmt::format("<g font-size=\"{}\" fill=\"#333333\">\n", font);
+  for (std::size_t k = 0; k < series.size(); ++k) {
+    const int y = plot_y + 8 + static_cast<int>(k) * (font + 10);
+    const std::string_view color = kPlotColors[k % kPlotColors.size()];
+    out += fmt::format(
+        "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"/>\n",
+        legend_x, y, legend_x + 24, y, color);
+    out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", legend_x + 30, y + font * 7 / 20,
+                       xml_escape(series[k].name));
+  }
+  out += "</g>\n";
+  return out + "</svg>\n";
+}
+
 void write_svg(const std::filesystem::path& path, const std::string& svg) {
   auto fail = [&](const std::string& reason) {
     throw std::runtime_error(fmt::format("cannot write '{}': {}", path.string(), reason));

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "attn/plot.hpp"
 
@@ -360,5 +361,111 @@ TEST_SUITE("common.plot") {
     CHECK(svg.find(">(B, T, C)</text>") != std::string::npos);
     nodes[3].skip_from = 3;  // must be an earlier node
     CHECK_THROWS_AS(attn::diagram_svg("block", nodes), std::invalid_argument);
+  }
+  TEST_CASE("a line plot is a self-contained document with one polyline and legend entry per series") {
+    const std::vector<attn::LineSeries> series = {
+        {"up", {1.0, 2.0, 3.0}, {1.0, 2.0, 3.0}},
+        {"down & out", {1.0, 2.0, 3.0}, {3.0, 2.0, 1.0}},
+    };
+    attn::LinePlotOptions o;
+    o.title = "two <lines>";
+    o.x_label = "step";
+    o.y_label = "value";
+    const std::string svg = attn::line_plot_svg(series, o);
+    CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
+    CHECK(svg.substr(svg.size() - 7) == "</svg>\n");
+    CHECK(count(svg, "<g") == count(svg, "</g>"));
+    CHECK(count(svg, "<text") == count(svg, "</text>"));
+    CHECK(svg.find("<script") == std::string::npos);
+    CHECK(count(svg, "<polyline") == 2);
+    CHECK(count(svg, "<circle") == 6);
+    CHECK(svg.find("<title>two &lt;lines&gt;</title>") != std::string::npos);
+    CHECK(svg.find(">down &amp; out</text>") != std::string::npos);
+    CHECK(svg.find(">step</text>") != std::string::npos);
+    CHECK(svg.find(">value</text>") != std::string::npos);
+    CHECK(svg.find("stroke=\"#0072b2\"") != std::string::npos);  // first colour
+    CHECK(svg.find("stroke=\"#d55e00\"") != std::string::npos);  // second colour
+    CHECK(svg == attn::line_plot_svg(series, o));
+  }
+
+  TEST_CASE("line plot points: the smallest y at the bottom, the largest at the top") {
+    // Area 200 x 100 at x = 12 + label width + 8; y from 1 to 3 with ticks 1, 1.5, ... 3.
+    const std::vector<attn::LineSeries> series = {{"s", {0.0, 10.0}, {1.0, 3.0}}};
+    attn::LinePlotOptions o;
+    o.width = 200;
+    o.height = 100;
+    const std::string svg = attn::line_plot_svg(series, o);
+    const std::size_t at = svg.find("points=\"");
+    REQUIRE(at != std::string::npos);
+    const std::string points = svg.substr(at + 8, svg.find('"', at + 8) - at - 8);
+    // Two points: (left, bottom) and (right, top) of the area, 200 px apart and 100 px apart.
+    double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+    REQUIRE(std::sscanf(points.c_str(), "%lf,%lf %lf,%lf", &x0, &y0, &x1, &y1) == 4);
+    CHECK(x1 - x0 == doctest::Approx(200.0));
+    CHECK(y0 - y1 == doctest::Approx(100.0));
+    CHECK(svg.find(">1.5</text>") != std::string::npos);
+    CHECK(svg.find(">10</text>") != std::string::npos);
+  }
+
+  TEST_CASE("a log axis has ticks at powers of ten; non-finite and non-positive points break the line") {
+    const double inf = std::numeric_limits<double>::infinity();
+    const std::vector<attn::LineSeries> series = {
+        {"grows", {1.0, 2.0, 3.0, 4.0, 5.0}, {0.01, 1.0, 100.0, inf, 1e4}},
+        {"zero", {1.0, 2.0, 3.0}, {1.0, 0.0, 1.0}},
+    };
+    attn::LinePlotOptions o;
+    o.log_y = true;
+    const std::string svg = attn::line_plot_svg(series, o);
+    for (const char* tick : {">0.01</text>", ">0.1</text>", ">1</text>", ">10</text>",
+                             ">100</text>", ">1000</text>", ">1e+04</text>"}) {
+      const std::string text = tick;
+      CAPTURE(text);
+      CHECK(svg.find(text) != std::string::npos);
+    }
+    // "grows": 0.01, 1, 100 in one line, the inf point breaks it, 1e4 alone (a dot, no line);
+    // "zero": 0 cannot be drawn on a log axis, so two single dots.
+    CHECK(count(svg, "<polyline") == 1);
+    CHECK(count(svg, "<circle") == 4 + 2);
+  }
+
+  TEST_CASE("line plots reject no series, mismatched lengths, non-finite x and nothing to draw") {
+    const std::vector<attn::LineSeries> none;
+    CHECK_THROWS_AS(attn::line_plot_svg(none, {}), std::invalid_argument);
+    const std::vector<attn::LineSeries> mismatched = {{"bad", {1.0, 2.0}, {1.0}}};
+    CHECK_THROWS_WITH_AS(attn::line_plot_svg(mismatched, {}),
+                         "attn::line_plot_svg: series 'bad' has 2 x values and 1 y values",
+                         std::invalid_argument);
+    const std::vector<attn::LineSeries> nan_x = {
+        {"s", {std::numeric_limits<double>::quiet_NaN()}, {1.0}}};
+    CHECK_THROWS_AS(attn::line_plot_svg(nan_x, {}), std::invalid_argument);
+    const std::vector<attn::LineSeries> nothing = {{"s", {1.0, 2.0}, {-1.0, 0.0}}};
+    attn::LinePlotOptions log;
+    log.log_y = true;
+    CHECK_THROWS_AS(attn::line_plot_svg(nothing, log), std::invalid_argument);
+    CHECK_NOTHROW(attn::line_plot_svg(nothing, {}));  // fine on a linear axis
+  }
+
+  TEST_CASE("a log x axis with given ticks spaces 1, 2, 4, 8 evenly") {
+    const std::vector<attn::LineSeries> series = {{"s", {1.0, 2.0, 4.0, 8.0, 0.0}, {1.0, 1.0, 1.0, 1.0, 1.0}}};
+    attn::LinePlotOptions o;
+    o.log_x = true;
+    o.x_ticks = {1.0, 2.0, 4.0, 8.0};
+    const std::string svg = attn::line_plot_svg(series, o);
+    for (const char* tick : {">1</text>", ">2</text>", ">4</text>", ">8</text>"}) {
+      const std::string text = tick;
+      CAPTURE(text);
+      CHECK(svg.find(text) != std::string::npos);
+    }
+    CHECK(count(svg, "<circle") == 4);  // x = 0 cannot be drawn on a log axis
+    const std::size_t at = svg.find("points=\"");
+    REQUIRE(at != std::string::npos);
+    double x[4] = {}, y[4] = {};
+    REQUIRE(std::sscanf(svg.c_str() + at + 8, "%lf,%lf %lf,%lf %lf,%lf %lf,%lf", &x[0], &y[0], &x[1],
+                        &y[1], &x[2], &y[2], &x[3], &y[3]) == 8);
+    CHECK(x[1] - x[0] == doctest::Approx(x[2] - x[1]).epsilon(0.002));  // 0.1 px rounding
+    CHECK(x[3] - x[2] == doctest::Approx(x[2] - x[1]).epsilon(0.002));
+    attn::LinePlotOptions bad = o;
+    bad.x_ticks = {0.0};
+    CHECK_THROWS_AS(attn::line_plot_svg(series, bad), std::invalid_argument);
   }
 }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -72,8 +73,33 @@ struct DiagramNode {
 // Throws std::invalid_argument for an add node whose skip_from is not an earlier node.
 std::string diagram_svg(const std::string& title, const std::vector<DiagramNode>& nodes);
 
-// Writes heatmap_svg to `path`, creating parent folders. Throws std::runtime_error naming the path
-// if it cannot be written.
+// A line plot: one or more series of (x, y) points, each drawn as a polyline with dots and named
+// in a legend (chapter 08's gradient norms by depth; loss curves). Points whose y is not finite
+// (or not > 0 on a log axis) are left out and break the line there, so a series that overflows
+// simply stops.
+struct LineSeries {
+  std::string name;       // the legend entry
+  std::vector<double> x;  // as many as y
+  std::vector<double> y;
+};
+struct LinePlotOptions {
+  std::string title;    // printed above the plot / SVG title
+  std::string x_label;  // under the x axis
+  std::string y_label;  // above the y axis
+  bool log_y = false;   // base-10 logarithmic y axis, ticks at powers of ten
+  bool log_x = false;   // logarithmic x axis (points with x <= 0 are left out)
+  std::vector<double> x_ticks;  // where to label the x axis; empty: round numbers (or decades)
+  int width = 640;      // of the plotting area, pixels
+  int height = 360;
+};
+
+// A self-contained SVG document, byte-identical for equal input. Throws std::invalid_argument
+// when there is no series, a series' x and y differ in length, an x is not finite, or no point
+// at all can be drawn.
+std::string line_plot_svg(std::span<const LineSeries> series, const LinePlotOptions& options);
+
+// Writes an SVG document (heatmap_svg, line_chart_svg, line_plot_svg, diagram_svg) to `path`, creating parent folders. Throws
+// std::runtime_error naming the path if it cannot be written.
 void write_svg(const std::filesystem::path& path, const std::string& svg);
 
 }  // namespace attn
