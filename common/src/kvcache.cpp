@@ -42,8 +42,24 @@ bool has_shape(const Tensor<N>& t, const std::array<std::size_t, N>& want) {
 
 // The weights of every block, which lm_forward leaves to block_forward. Nothing is formatted
 // unless a check fails: this runs for every step.
-void check_blocks(const LmWeights& w, std::size_t C, const char* function) {
-  const std::size_t F = 4 * C;
+// The FFN width of the config: ffn_hidden, or 4 C when it is 0.
+std::size_t ffn_width(const LmConfig& config) {
+  return config.ffn_hidden == 0 ? 4 * config.n_embd : config.ffn_hidden;
+}
+
+// The cache runs the pre-norm block of chapter 07 with any activation, FFN width and output head;
+// the ladder's variants without LayerNorm, residuals, FFN or projection are not supported.
+void check_variant(const LmConfig& config, const char* function) {
+  if (!config.use_layer_norm || !config.residual || !config.use_ffn || !config.attn_proj) {
+    require(false, function,
+            "the KV cache runs pre-norm blocks with LayerNorm, residuals, an FFN and an output "
+            "projection; this model is one of chapter 09's reduced variants");
+  }
+}
+
+void check_blocks(const LmWeights& w, const LmConfig& config, const char* function) {
+  check_variant(config, function);
+  const std::size_t C = config.n_embd, F = ffn_width(config);
   for (std::size_t l = 0; l < w.blocks.size(); ++l) {
     const BlockWeights& b = w.blocks[l];
     const bool ok = has_shape<2>(b.attn.w_q, {C, C}) && has_shape<2>(b.attn.w_k, {C, C}) &&
@@ -106,7 +122,7 @@ void fill_bias(float* out, std::size_t rows, const Vector& bias) {
 void run_positions(KvCache& c, const int* tokens, std::size_t tok_stride, std::size_t T,
                    std::size_t pos0, const LmWeights& w, const LmConfig& config, bool finish) {
   const std::size_t B = c.batch, C = config.n_embd, H = config.n_heads, hs = C / H;
-  const std::size_t F = 4 * C, V = config.vocab_size, T_max = config.block_size;
+  const std::size_t F = ffn_width(config), V = config.vocab_size, T_max = config.block_size;
   const std::size_t L = config.n_layers;
   const std::size_t rows = B * T;  // every new position of every sequence
   const std::size_t S = pos0 + T;  // keys visible after this call
@@ -162,23 +178,28 @@ void run_positions(KvCache& c, const int* tokens, std::size_t tok_stride, std::s
     // 6. x = x + att @ w_o                                  (rows, C) @ (C, C) -> (rows, C)
     gemm_strided(rows, C, C, 1.0f, att, C, false, bw.attn.w_o.data(), C, false, 0.0f, proj, C);
     residual_add(x, proj, rows * C);
-    // 7. x = x + FFN(ln2(x)): (rows, C) @ (C, F) + b1, GELU, @ (F, C) + b2
+    // 7. x = x + FFN(ln2(x)): (rows, C) @ (C, F) + b1, activation, @ (F, C) + b2
     layer_norm_rows(x, rows, C, bw.ln2_gamma.data(), bw.ln2_beta.data(), kEps, h);
     fill_bias(hidden, rows, bw.ffn.b1);
     gemm_strided(rows, F, C, 1.0f, h, C, false, bw.ffn.w1.data(), F, false, 1.0f, hidden, F);
-    activate(std::span<float>(hidden, rows * F), Activation::gelu);
+    activate(std::span<float>(hidden, rows * F), config.activation);
     fill_bias(proj, rows, bw.ffn.b2);
     gemm_strided(rows, C, F, 1.0f, hidden, F, false, bw.ffn.w2.data(), C, false, 1.0f, proj, C);
     residual_add(x, proj, rows * C);
   }
   if (!finish) return;
-  // 8. Logits of the last new position of each sequence only: ln_f, then @ wte^T.
-  //    (B, C) @ (C, V) -> (B, V)
+  // 8. Logits of the last new position of each sequence only: ln_f, then @ wte^T (tied) or
+  //    @ lm_head + lm_head_bias.   (B, C) @ (C, V) -> (B, V)
   for (std::size_t b = 0; b < B; ++b) {
     const std::size_t r = b * T + T - 1;
     layer_norm_rows(x + r * C, 1, C, w.ln_f_gamma.data(), w.ln_f_beta.data(), kEps, h + b * C);
   }
-  gemm(B, V, C, 1.0f, h, false, w.wte.data(), /*trans_b=*/true, 0.0f, c.logits.data());
+  if (config.tied_head) {
+    gemm(B, V, C, 1.0f, h, false, w.wte.data(), /*trans_b=*/true, 0.0f, c.logits.data());
+  } else {
+    fill_bias(c.logits.data(), B, w.lm_head_bias);
+    gemm(B, V, C, 1.0f, h, false, w.lm_head.data(), /*trans_b=*/false, 1.0f, c.logits.data());
+  }
 }
 
 }  // namespace
@@ -249,7 +270,7 @@ KvCache kv_cache_init(const LmConfig& config, std::size_t batch) {
   c.qkv = Matrix(std::array<std::size_t, 2>{rows, 3 * C});
   c.att = Matrix(std::array<std::size_t, 2>{rows, C});
   c.proj = Matrix(std::array<std::size_t, 2>{rows, C});
-  c.hidden = Matrix(std::array<std::size_t, 2>{rows, 4 * C});
+  c.hidden = Matrix(std::array<std::size_t, 2>{rows, ffn_width(config)});
   c.scratch = Vector(std::array<std::size_t, 1>{attention_scratch_floats(T_max, T_max)});
   c.logits = Matrix(std::array<std::size_t, 2>{batch, V});
   return c;
@@ -277,7 +298,7 @@ const Matrix& lm_prefill(KvCache& cache, std::span<const int> tokens, const LmWe
   constexpr const char* kFn = "attn::lm_prefill";
   check_cache(cache, config, kFn);
   detail::check_weights(w, config, kFn);
-  check_blocks(w, config.n_embd, kFn);
+  check_blocks(w, config, kFn);
   const std::size_t B = cache.batch, T_max = config.block_size;
   if (tokens.empty() || tokens.size() % B != 0 || tokens.size() / B > T_max) {
     require(false, kFn,
@@ -301,7 +322,7 @@ const Matrix& lm_step(KvCache& cache, std::span<const int> tokens, const LmWeigh
   constexpr const char* kFn = "attn::lm_step";
   check_cache(cache, config, kFn);
   detail::check_weights(w, config, kFn);
-  check_blocks(w, config.n_embd, kFn);
+  check_blocks(w, config, kFn);
   if (tokens.size() != cache.batch) {
     require(false, kFn,
             fmt::format("expected one token per sequence (B = {}), got {}", cache.batch,
@@ -323,7 +344,7 @@ std::vector<int> lm_generate_cached(const LmWeights& w, const LmConfig& config,
                                     Rng& rng, const TokenCallback& on_token) {
   constexpr const char* kFn = "attn::lm_generate_cached";
   detail::check_generate_inputs(w, config, prompt, options, kFn);
-  check_blocks(w, config.n_embd, kFn);
+  check_blocks(w, config, kFn);
   const std::size_t V = config.vocab_size, T_max = config.block_size;
   const std::size_t n_new = options.max_new_tokens;
   // Everything the loop touches is allocated here, before the first token.
@@ -363,7 +384,7 @@ std::vector<int> lm_generate_cached(const LmWeights& w, const LmConfig& config,
 
 double lm_token_flops_uncached(const LmConfig& config, std::size_t T) {
   const double L = static_cast<double>(config.n_layers), C = static_cast<double>(config.n_embd);
-  const double F = 4.0 * C, V = static_cast<double>(config.vocab_size);
+  const double F = static_cast<double>(ffn_width(config)), V = static_cast<double>(config.vocab_size);
   const double t = static_cast<double>(T);
   // Per layer: q, k, v, o projections and the FFN on T rows; scores and weights @ v (T x T).
   return L * (2.0 * t * (4.0 * C * C + 2.0 * C * F) + 4.0 * t * t * C) + 2.0 * t * C * V;
@@ -371,7 +392,7 @@ double lm_token_flops_uncached(const LmConfig& config, std::size_t T) {
 
 double lm_token_flops_cached(const LmConfig& config, std::size_t n) {
   const double L = static_cast<double>(config.n_layers), C = static_cast<double>(config.n_embd);
-  const double F = 4.0 * C, V = static_cast<double>(config.vocab_size);
+  const double F = static_cast<double>(ffn_width(config)), V = static_cast<double>(config.vocab_size);
   const double keys = static_cast<double>(n) + 1.0;
   // Per layer: the same projections and FFN on one row; one query against n + 1 keys.
   return L * (2.0 * (4.0 * C * C + 2.0 * C * F) + 4.0 * keys * C) + 2.0 * C * V;
@@ -379,7 +400,7 @@ double lm_token_flops_cached(const LmConfig& config, std::size_t n) {
 
 double lm_token_flops_refill(const LmConfig& config) {
   const double L = static_cast<double>(config.n_layers), C = static_cast<double>(config.n_embd);
-  const double F = 4.0 * C;
+  const double F = static_cast<double>(ffn_width(config));
   const double rows = static_cast<double>(config.block_size) - 1.0;  // positions 0..T_max-2
   // L - 1 whole layers on T_max - 1 rows (their scores counted dense), the last layer's k and v
   // projections, then the step of the last position over T_max keys.

@@ -248,6 +248,48 @@ TEST_CASE("lm_generate_cached gives lm_generate's tokens, token for token") {
   }
 }
 
+TEST_CASE("chapter 09's models: a separate output head, ReLU or tanh GELU, another FFN width") {
+  // The variants a training run of chapter 09 saves by default (the lecture's head and ReLU),
+  // checked like the default model: cached tokens equal lm_generate's, past T_max too.
+  attn::LmConfig relu_untied = config_of(11, 6, 8, 2, 2);
+  relu_untied.tied_head = false;
+  relu_untied.activation = attn::Activation::relu;
+  attn::LmConfig tanh_wide = config_of(13, 5, 12, 3, 1);
+  tanh_wide.activation = attn::Activation::gelu_tanh;
+  tanh_wide.ffn_hidden = 20;
+  for (const attn::LmConfig& config : {relu_untied, tanh_wide}) {
+    for (const std::uint64_t seed : {4u, 5u}) {
+      CAPTURE(seed);
+      attn::Rng init(seed);
+      attn::LmWeights w = attn::lm_init(init, config);
+      // Larger weights than lm_init's 0.02, so the head and the FFN shape the distribution.
+      for (attn::NamedTensor& t : attn::lm_parameters(w)) {
+        for (float& x : t.values) x += 0.3f * init.normal();
+      }
+      const std::vector<int> prompt = random_ids(init, 3, config.vocab_size);
+      attn::GenerateOptions o;
+      o.max_new_tokens = 20;
+      attn::Rng a(seed), b(seed);
+      const std::vector<int> uncached = attn::lm_generate(w, config, prompt, o, a);
+      const std::vector<int> cached = attn::lm_generate_cached(w, config, prompt, o, b);
+      CHECK(cached == uncached);
+    }
+  }
+}
+
+TEST_CASE("the ladder's reduced models (no LayerNorm, residual, FFN or projection) are refused") {
+  attn::LmConfig reduced = config_of(11, 6, 8, 2, 1);
+  reduced.use_ffn = false;
+  attn::Rng init(1);
+  const attn::LmWeights w = attn::lm_init(init, reduced);
+  const std::vector<int> prompt = {1, 2};
+  attn::GenerateOptions o;
+  o.max_new_tokens = 3;
+  attn::Rng rng(1);
+  CHECK_THROWS_WITH_AS(attn::lm_generate_cached(w, reduced, prompt, o, rng),
+                       doctest::Contains("reduced variants"), std::invalid_argument);
+}
+
 TEST_CASE("the tokens do not depend on the library's thread count") {
   attn::Rng init(31);
   const attn::LmConfig config = config_of(65, 64, 64, 4, 2);
