@@ -4,6 +4,8 @@
 #include "attn/model.hpp"
 
 #include <algorithm>
+#include <fstream>
+#include <charconv>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -276,23 +278,95 @@ class ModelReader {
 LmWeights load_lm(const std::filesystem::path& dir, std::size_t n_layers, std::size_t n_heads,
                   LmConfig& config_out) {
   // The default model (every block pre-norm, LayerNorm, FFN of 4 C, tied head).
+  // (or the variant its model.txt names).
   LmConfig config;
   config.n_layers = n_layers;
   config.n_heads = n_heads;
   LmWeights w = load_lm(dir, config);
-  config_out.vocab_size = config.vocab_size;
-  config_out.block_size = config.block_size;
-  config_out.n_embd = config.n_embd;
-  config_out.n_heads = n_heads;
-  config_out.n_layers = n_layers;
+  config_out = config;
   return w;
 }
+
+namespace {
+
+constexpr const char* kModelTxt = "model.txt";
+
+std::string flag_text(bool b) { return b ? "1" : "0"; }
+
+// model.txt, when the folder has one: the variant fields replace config's; n_layers and n_heads
+// must agree with the caller's.
+void read_model_txt(const fs::path& dir, LmConfig& config, const ModelReader& r) {
+  const fs::path path = dir / kModelTxt;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return;
+  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > 4096) {
+    r.fail(std::string(kModelTxt) + " is not a small regular file");
+  }
+  std::ifstream in(path);
+  std::string line;
+  std::size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty() || line[0] == '#') continue;
+    const std::size_t space = line.find(' ');
+    const std::string key = line.substr(0, space);
+    const std::string value = space == std::string::npos ? "" : line.substr(space + 1);
+    const auto bad = [&](std::string_view want) {
+      r.fail(fmt::format("{} line {}: {} is '{}', expected {}", kModelTxt, number, key, value,
+                         want));
+    };
+    const auto flag = [&](bool& out) {
+      if (value != "0" && value != "1") bad("0 or 1");
+      out = value == "1";
+    };
+    const auto size = [&](std::size_t& out) {
+      std::size_t n = 0;
+      const auto [end, err] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (err != std::errc() || end != value.data() + value.size() || n > (1u << 20)) {
+        bad("a whole number");
+      }
+      out = n;
+    };
+    if (key == "n_layers" || key == "n_heads") {
+      std::size_t n = 0;
+      size(n);
+      const std::size_t given = key == "n_layers" ? config.n_layers : config.n_heads;
+      if (n != given) {
+        r.fail(fmt::format("{} says {} {}, but {} was asked for (pass {} {})", kModelTxt, key, n,
+                           given, key == "n_layers" ? "--layers" : "--heads", n));
+      }
+    } else if (key == "tied_head") {
+      flag(config.tied_head);
+    } else if (key == "use_layer_norm") {
+      flag(config.use_layer_norm);
+    } else if (key == "residual") {
+      flag(config.residual);
+    } else if (key == "use_ffn") {
+      flag(config.use_ffn);
+    } else if (key == "attn_proj") {
+      flag(config.attn_proj);
+    } else if (key == "ffn_hidden") {
+      size(config.ffn_hidden);
+    } else if (key == "activation") {
+      try {
+        config.activation = parse_activation(value);
+      } catch (const std::invalid_argument&) {
+        bad("relu, gelu or gelu_tanh");
+      }
+    } else {
+      r.fail(fmt::format("{} line {}: unknown key '{}'", kModelTxt, number, key));
+    }
+  }
+}
+
+}  // namespace
 
 LmWeights load_lm(const std::filesystem::path& dir, LmConfig& config) {
   const std::size_t n_layers = config.n_layers, n_heads = config.n_heads;
   const ModelReader r(dir);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) r.fail("no such folder");
+  read_model_txt(dir, config, r);
   if (n_layers < 1) r.fail("n_layers must be at least 1, got 0");
 
   // 1. wte (V, C) and wpe (T_max, C) define the sizes.
@@ -389,6 +463,22 @@ void save_lm(const std::filesystem::path& dir, const LmWeights& w) {
   save("ln_f_beta", w.ln_f_beta);
   save("lm_head", w.lm_head);
   save("lm_head_bias", w.lm_head_bias);
+}
+
+void save_lm(const std::filesystem::path& dir, const LmWeights& w, const LmConfig& config) {
+  save_lm(dir, w);
+  std::ofstream out(dir / kModelTxt);
+  out << "# the architecture of this model folder (attn::save_lm)\n"
+      << "n_layers " << config.n_layers << "\nn_heads " << config.n_heads
+      << "\ntied_head " << flag_text(config.tied_head) << "\nuse_layer_norm "
+      << flag_text(config.use_layer_norm) << "\nresidual " << flag_text(config.residual)
+      << "\nuse_ffn " << flag_text(config.use_ffn) << "\nattn_proj "
+      << flag_text(config.attn_proj) << "\nffn_hidden " << config.ffn_hidden << "\nactivation "
+      << activation_name(config.activation) << "\n";
+  out.close();
+  if (!out) {
+    throw std::runtime_error(fmt::format("model '{}': cannot write {}", dir.string(), kModelTxt));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

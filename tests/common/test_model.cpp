@@ -740,6 +740,37 @@ TEST_CASE("save_lm / load_lm(dir, config) round-trip a variant") {
   CHECK_THROWS_AS(attn::load_lm(dir, 2, 2, wrong), std::runtime_error);
 }
 
+TEST_CASE("a folder saved with its config carries the variant: model.txt, read by both loaders") {
+  attn::Rng rng(716);
+  attn::LmConfig config = small_config();
+  config.tied_head = false;
+  config.activation = attn::Activation::relu;
+  config.ffn_hidden = 6;
+  const attn::LmWeights w = random_lm(rng, config);
+  const fs::path dir = temp() / "with_model_txt";
+  attn::save_lm(dir, w, config);
+  REQUIRE(fs::exists(dir / "model.txt"));
+  // The chapter 07 / 10 loader passes only n_layers and n_heads: the rest comes from model.txt.
+  attn::LmConfig loaded;
+  const attn::LmWeights back = attn::load_lm(dir, 2, 2, loaded);
+  CHECK_FALSE(loaded.tied_head);
+  CHECK(loaded.activation == attn::Activation::relu);
+  CHECK(loaded.ffn_hidden == 6);
+  const auto tokens = random_ids(rng, 2, 5, 7);
+  CHECK_TENSOR_NEAR(attn::lm_forward(tokens, back, loaded), attn::lm_forward(tokens, w, config), 0.0, 0.0);
+  // A layer or head count that contradicts model.txt is refused, naming the flag to pass.
+  attn::LmConfig other;
+  CHECK_THROWS_WITH_AS(attn::load_lm(dir, 2, 1, other), doctest::Contains("model.txt says n_heads 2"),
+                       std::runtime_error);
+  // A damaged model.txt is named.
+  {
+    std::ofstream out(dir / "model.txt", std::ios::app);
+    out << "activation swish\n";
+  }
+  CHECK_THROWS_WITH_AS(attn::load_lm(dir, 2, 2, other), doctest::Contains("activation is 'swish'"),
+                       std::runtime_error);
+}
+
 TEST_CASE("lm_forward_backward and lm_loss name bad targets") {
   attn::Rng rng(706);
   const attn::LmConfig config = small_config();

@@ -80,6 +80,10 @@ LmWeights load_lm(const std::filesystem::path& dir, LmConfig& config);
 // Writes the same layout (for tests and for exporting a model made here); empty tensors (a
 // variant's unused weights) are not written.
 void save_lm(const std::filesystem::path& dir, const LmWeights& w);
+// The same plus model.txt, the architecture as `key value` lines (n_layers, n_heads and the
+// variant fields), so the folder says what it holds: both load_lm overloads read model.txt when
+// it is there, take the variant from it, and refuse an n_layers or n_heads that contradicts it.
+void save_lm(const std::filesystem::path& dir, const LmWeights& w, const LmConfig& config);
 
 // ---- Training support (chapters 08-09) ----
 // Every parameter tensor by name (the load_lm file names without ".npy": "wte", "h0.w_q", ...,
