@@ -1,6 +1,7 @@
 // bench_attention.cpp: attn-bench, the course's speed check (docs/performance.md).
 // Times causal multi-head attention and the transformer block in float32 on the CPU with Google
-// Benchmark, and a large SGEMM that gives the machine's peak, so every result reads as a fraction.
+// Benchmark, forward alone and forward + backward (chapter 08), and a large SGEMM that gives the
+// machine's peak, so every result reads as a fraction.
 //
 //   build/default/bin/attn-bench                          # console table
 //   build/default/bin/attn-bench --benchmark_format=json  # what scripts/bench_compare.py reads
@@ -9,8 +10,9 @@
 // when unset). gemm_peak alone lets OpenBLAS thread its SGEMM itself, with as many threads.
 // generate_cached/N and generate_uncached/N (N = 500, 63) time chapter 10's generation loop ("tokens/s").
 // Counters: "GFLOP/s" (rate, from attn::mha_forward_flops / block_forward_flops: the dense count,
-// causal half included), "peak_fraction" (GFLOP/s over the gemm_peak result of this run, present
-// once gemm_peak has run: it is registered first), "threads".
+// causal half included; three times that for forward + backward), "peak_fraction" (GFLOP/s over
+// the gemm_peak result of this run, present once gemm_peak has run: it is registered first),
+// "threads".
 #include <benchmark/benchmark.h>
 #include <cblas.h>  // OpenBLAS's, for the peak: a plain cblas_sgemm on OpenBLAS's own threads
 
@@ -156,7 +158,54 @@ void bm_block(benchmark::State& state, Shape s) {
   set_counters(state, attn::block_forward_flops(s.B, s.T, s.C, F, s.H), clock);
 }
 
-// 4. The pieces, to see where the block's time goes (not compared with PyTorch).
+// 4. Forward + backward (chapter 08): the forward that keeps its activations, then the backward
+// from a fixed random upstream gradient to dx and every weight's gradient, as one training step
+// of the layer does (the gradients accumulate, as they do there). FLOPs: three times the
+// forward's dense count (the backward's GEMMs are twice the forward's).
+void bm_mha_fwd_bwd(benchmark::State& state, Shape s) {
+  attn::Rng rng(3);
+  const attn::MhaWeights w = attn::mha_init(rng, s.C);
+  const attn::Tensor<3> x = input(s);
+  const attn::Tensor<3> dout = attn::randn<3>(rng, {s.B, s.T, s.C});  // (B, T, C)
+  attn::MhaWeights grads{xt::zeros_like(w.w_q), xt::zeros_like(w.w_k), xt::zeros_like(w.w_v),
+                         xt::zeros_like(w.w_o)};
+  attn::MhaCache cache;
+  attn::Tensor<3> dx;
+  const LoopClock clock;
+  for (auto _ : state) {
+    attn::Tensor<3> out = attn::mha_forward(x, w, s.H, /*causal=*/true, cache);
+    benchmark::DoNotOptimize(out.data());
+    attn::mha_backward(dout, cache, w, s.H, /*causal=*/true, dx, grads);
+    benchmark::DoNotOptimize(dx.data());
+  }
+  set_counters(state, 3.0 * attn::mha_forward_flops(s.B, s.T, s.C, s.H), clock);
+}
+
+void bm_block_fwd_bwd(benchmark::State& state, Shape s) {
+  const std::size_t F = 4 * s.C;
+  attn::Rng rng(4);
+  const attn::BlockWeights w = attn::block_init(rng, s.C, F);
+  attn::BlockConfig config;  // pre-norm, exact GELU, causal, as bm_block
+  config.n_heads = s.H;
+  config.causal = true;
+  config.norm = attn::NormPlacement::pre;
+  config.activation = attn::Activation::gelu;
+  const attn::Tensor<3> x = input(s);
+  const attn::Tensor<3> dout = attn::randn<3>(rng, {s.B, s.T, s.C});  // (B, T, C)
+  attn::BlockWeights grads = attn::block_zeros_like(w);
+  attn::BlockCache cache;
+  attn::Tensor<3> dx;
+  const LoopClock clock;
+  for (auto _ : state) {
+    attn::Tensor<3> out = attn::block_forward(x, w, config, cache);
+    benchmark::DoNotOptimize(out.data());
+    attn::block_backward(dout, cache, w, config, dx, grads);
+    benchmark::DoNotOptimize(dx.data());
+  }
+  set_counters(state, 3.0 * attn::block_forward_flops(s.B, s.T, s.C, F, s.H), clock);
+}
+
+// 5. The pieces, to see where the block's time goes (not compared with PyTorch).
 // One projection x @ w_q: a (B*T, C) @ (C, C) GEMM.
 void bm_linear(benchmark::State& state, Shape s) {
   attn::Rng rng(5);
@@ -226,7 +275,96 @@ void bm_ffn(benchmark::State& state, Shape s) {
   set_counters(state, 4.0 * static_cast<double>(s.B * s.T * s.C * F), clock);
 }
 
-// 5. Why BLAS: the chapter-02 three-loop attn::matmul against attn::matmul_blas on one
+// The backward's pieces, each on the activations its forward kept (computed once, outside the
+// timed loop): where forward + backward's time goes.
+// One projection's backward: dx = dy @ W^T and dW += x^T @ dy, two GEMMs of the forward's size.
+void bm_linear_bwd(benchmark::State& state, Shape s) {
+  attn::Rng rng(5);
+  const attn::Matrix w = attn::randn(rng, s.C, s.C, 0.02f);
+  const attn::Tensor<3> x = input(s);
+  const attn::Tensor<3> dy = attn::randn<3>(rng, {s.B, s.T, s.C});
+  attn::Tensor<3> dx;
+  attn::Matrix dw = xt::zeros_like(w);
+  const LoopClock clock;
+  for (auto _ : state) {
+    attn::linear_backward(dy, x, w, dx, dw);
+    benchmark::DoNotOptimize(dx.data());
+  }
+  set_counters(state, 4.0 * static_cast<double>(s.B * s.T * s.C * s.C), clock);
+}
+
+// Attention's backward for all heads: dV, dP, the softmax backward, dQ, dK (dense count: four
+// T x T products, twice the forward's two).
+void bm_sdpa_bwd(benchmark::State& state, Shape s) {
+  const std::size_t hs = s.C / s.H;
+  attn::Rng rng(6);
+  const attn::Tensor<4> q = attn::randn<4>(rng, {s.B, s.H, s.T, hs});
+  const attn::Tensor<4> k = attn::randn<4>(rng, {s.B, s.H, s.T, hs});
+  const attn::Tensor<4> v = attn::randn<4>(rng, {s.B, s.H, s.T, hs});
+  const attn::Tensor<4> dout = attn::randn<4>(rng, {s.B, s.H, s.T, hs});
+  const attn::AttentionResult r = attn::scaled_dot_product_attention(q, k, v, true, true);
+  const LoopClock clock;
+  for (auto _ : state) {
+    attn::AttentionGrads g =
+        attn::scaled_dot_product_attention_backward(dout, q, k, v, r.weights, true);
+    benchmark::DoNotOptimize(g.dq.data());
+  }
+  set_counters(state, 8.0 * static_cast<double>(s.B * s.H * s.T * s.T * hs), clock);
+}
+
+void bm_layer_norm_bwd(benchmark::State& state, Shape s) {
+  const attn::Vector gamma = xt::ones<float>({s.C});
+  const attn::Vector beta = xt::zeros<float>({s.C});
+  const attn::Tensor<3> x = input(s);
+  attn::Rng rng(10);
+  const attn::Tensor<3> dy = attn::randn<3>(rng, {s.B, s.T, s.C});
+  attn::LayerNormCache cache;
+  const attn::Tensor<3> y = attn::layer_norm(x, gamma, beta, 1e-5f, cache);
+  attn::Tensor<3> dx;
+  attn::Vector dgamma = xt::zeros<float>({s.C}), dbeta = xt::zeros<float>({s.C});
+  for (auto _ : state) {
+    attn::layer_norm_backward(dy, x, gamma, cache, dx, dgamma, dbeta);
+    benchmark::DoNotOptimize(dx.data());
+  }
+  state.counters["threads"] = static_cast<double>(attn::num_threads());
+}
+
+// GELU's derivative times the upstream gradient over the FFN's hidden values (B*T, 4C).
+void bm_gelu_bwd(benchmark::State& state, Shape s) {
+  attn::Rng rng(7);
+  const attn::Matrix h = attn::randn(rng, s.B * s.T, 4 * s.C);
+  const attn::Matrix dy = attn::randn(rng, s.B * s.T, 4 * s.C);
+  attn::Matrix dx = xt::zeros_like(h);
+  for (auto _ : state) {
+    attn::activate_backward(std::span<const float>(h.data(), h.size()),
+                            std::span<const float>(dy.data(), dy.size()),
+                            std::span<float>(dx.data(), dx.size()), attn::Activation::gelu);
+    benchmark::DoNotOptimize(dx.data());
+  }
+  state.counters["Melem/s"] = benchmark::Counter(static_cast<double>(h.size()) * 1e-6,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_ffn_bwd(benchmark::State& state, Shape s) {
+  const std::size_t F = 4 * s.C;
+  attn::Rng rng(8);
+  const attn::FfnWeights w = attn::ffn_init(rng, s.C, F);
+  const attn::Tensor<3> x = input(s);
+  const attn::Tensor<3> dy = attn::randn<3>(rng, {s.B, s.T, s.C});
+  attn::FfnCache cache;
+  const attn::Tensor<3> y = attn::ffn_forward(x, w, attn::Activation::gelu, cache);
+  attn::FfnWeights grads{xt::zeros_like(w.w1), xt::zeros_like(w.b1), xt::zeros_like(w.w2),
+                         xt::zeros_like(w.b2)};
+  attn::Tensor<3> dx;
+  const LoopClock clock;
+  for (auto _ : state) {
+    attn::ffn_backward(dy, cache, w, attn::Activation::gelu, dx, grads);
+    benchmark::DoNotOptimize(dx.data());
+  }
+  set_counters(state, 8.0 * static_cast<double>(s.B * s.T * s.C * F), clock);
+}
+
+// 6. Why BLAS: the chapter-02 three-loop attn::matmul against attn::matmul_blas on one
 // projection-sized product (B*T, C) @ (C, C) of the first shape.
 void bm_matmul(benchmark::State& state, bool blas) {
   const Shape s = kShapes[0];
@@ -289,6 +427,9 @@ int main(int argc, char** argv) {
   for (const Shape& s : kShapes) {
     configure(benchmark::RegisterBenchmark(("mha_forward/" + s.name()).c_str(), bm_mha, s));
     configure(benchmark::RegisterBenchmark(("block_forward/" + s.name()).c_str(), bm_block, s));
+    configure(benchmark::RegisterBenchmark(("mha_fwd_bwd/" + s.name()).c_str(), bm_mha_fwd_bwd, s));
+    configure(
+        benchmark::RegisterBenchmark(("block_fwd_bwd/" + s.name()).c_str(), bm_block_fwd_bwd, s));
   }
   for (const Shape& s : kShapes) {
     configure(benchmark::RegisterBenchmark(("part_linear/" + s.name()).c_str(), bm_linear, s));
@@ -297,6 +438,14 @@ int main(int argc, char** argv) {
                                            bm_layer_norm, s));
     configure(benchmark::RegisterBenchmark(("part_gelu/" + s.name()).c_str(), bm_gelu, s));
     configure(benchmark::RegisterBenchmark(("part_ffn/" + s.name()).c_str(), bm_ffn, s));
+  }
+  for (const Shape& s : kShapes) {
+    configure(benchmark::RegisterBenchmark(("part_linear_bwd/" + s.name()).c_str(), bm_linear_bwd, s));
+    configure(benchmark::RegisterBenchmark(("part_sdpa_bwd/" + s.name()).c_str(), bm_sdpa_bwd, s));
+    configure(benchmark::RegisterBenchmark(("part_layer_norm_bwd/" + s.name()).c_str(),
+                                           bm_layer_norm_bwd, s));
+    configure(benchmark::RegisterBenchmark(("part_gelu_bwd/" + s.name()).c_str(), bm_gelu_bwd, s));
+    configure(benchmark::RegisterBenchmark(("part_ffn_bwd/" + s.name()).c_str(), bm_ffn_bwd, s));
   }
   configure(benchmark::RegisterBenchmark(("gemm_attn/" + std::to_string(kPeakN)).c_str(),
                                          bm_gemm_peak, true));

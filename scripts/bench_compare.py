@@ -1,15 +1,19 @@
 #!/usr/bin/python3
-"""bench_compare.py: our attention and block forward against PyTorch, same shapes, same run.
+"""bench_compare.py: our attention and block against PyTorch, same shapes, same run.
 
-Runs attn-bench (Google Benchmark, JSON) at OPENBLAS_NUM_THREADS=1 and =2 (the library's thread
-count) and keeps the faster per shape; times the same math in PyTorch (float32, CPU,
-torch.no_grad()) at 1 and 2 intra-op threads (torch.set_num_threads) and, because PyTorch's
-matmuls run in an OpenBLAS whose threads only OPENBLAS_NUM_THREADS controls, at
+Forward alone (under torch.no_grad()) and forward + backward (PyTorch's autograd from a random
+upstream gradient to the gradients of the input and of every weight; ours attn::mha_backward and
+attn::block_backward, chapter 08). Runs attn-bench (Google Benchmark, JSON) at
+OPENBLAS_NUM_THREADS=1 and =2 (the library's thread count) and keeps the faster per shape; times
+the same math in PyTorch (float32, CPU) at 1 and 2 intra-op threads (torch.set_num_threads) and,
+because PyTorch's matmuls run in an OpenBLAS whose threads only OPENBLAS_NUM_THREADS controls, at
 OPENBLAS_NUM_THREADS=1 and =2 too (one child process per setting), and keeps the fastest of the
 four. The whole sweep is repeated --rounds times, ours and PyTorch taking turns, and each
 setting keeps its best round, so that a slow spell of a shared machine does not land on one side
 only. Prints, per shape, ours ms, PyTorch ms, ours/PyTorch, our GFLOP/s and its fraction of the
-machine's SGEMM peak (attn-bench's gemm_peak, best thread setting). See docs/performance.md.
+machine's SGEMM peak (attn-bench's gemm_peak, best thread setting), and the ratio of CPU times on
+one thread (ours at 1 thread, PyTorch at 1/1), which other programs on a busy machine disturb
+least. See docs/performance.md.
 
   /usr/bin/python3 scripts/bench_compare.py --bench build/default/bin/attn-bench
 
@@ -34,6 +38,8 @@ import time
 
 SHAPES = [(32, 128, 512, 8), (1, 1024, 512, 8), (2, 10, 64, 4)]  # (B, T, C, H)
 THREADS = [1, 2]
+OPS = ["mha_forward", "block_forward", "mha_fwd_bwd", "block_fwd_bwd"]
+MODULES = {"mha_forward": "nn.MultiheadAttention", "block_forward": "nn.TransformerEncoderLayer"}
 
 
 def die(message):
@@ -56,11 +62,18 @@ def block_flops(B, T, C, H):
     return 2.0 * B * T * (4 * C * C + 2 * C * F) + 4.0 * B * H * T * T * (C // H)
 
 
+# Forward + backward: the backward's products are twice the forward's (for y = x @ W, both
+# dx = dy @ W^T and dW = x^T @ dy), so three times the forward's count, as attn-bench counts.
+FLOPS = {"mha_forward": mha_flops, "block_forward": block_flops,
+         "mha_fwd_bwd": lambda *s: 3.0 * mha_flops(*s),
+         "block_fwd_bwd": lambda *s: 3.0 * block_flops(*s)}
+
+
 # ---------------------------------------------------------------------------------------------
 # Ours: attn-bench's JSON.
 
 
-def run_ours(bench, threads, repetitions, min_time, bench_filter="^(gemm_peak|mha_forward|block_forward)/"):
+def run_ours(bench, threads, repetitions, min_time, bench_filter):
     """{benchmark name: {"ms": median real time, "gflops": median GFLOP/s}} at one BLAS setting."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
     cmd = [
@@ -81,7 +94,8 @@ def run_ours(bench, threads, repetitions, min_time, bench_filter="^(gemm_peak|mh
             continue
         name = b.get("run_name", b["name"]).removesuffix("/real_time")  # UseRealTime's suffix
         scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b.get("time_unit", "ns")]
-        results[name] = {"ms": b["real_time"] * scale, "gflops": b.get("GFLOP/s", float("nan"))}
+        results[name] = {"ms": b["real_time"] * scale, "cpu_ms": b["cpu_time"] * scale,
+                         "gflops": b.get("GFLOP/s", float("nan"))}
     return results
 
 
@@ -89,7 +103,8 @@ def run_ours(bench, threads, repetitions, min_time, bench_filter="^(gemm_peak|mh
 # PyTorch: the same math, written the same way (x @ W, no biases in attention).
 
 
-def make_torch_fns(torch, B, T, C, H):
+def make_torch_fns(torch, B, T, C, H, ops):
+    """{label: fn} for the requested ops; fwd_bwd ops also name the tensors they differentiate."""
     F = torch.nn.functional
     hs = C // H
     gen = torch.Generator().manual_seed(0)
@@ -102,6 +117,7 @@ def make_torch_fns(torch, B, T, C, H):
     w1, w2 = randn(C, 4 * C, std=0.02), randn(4 * C, C, std=0.02)
     b1, b2 = torch.zeros(4 * C), torch.zeros(C)
     g1, be1, g2, be2 = torch.ones(C), torch.zeros(C), torch.ones(C), torch.zeros(C)
+    dout = randn(B, T, C)  # the upstream gradient of the backward
     # Precomputed once, like nanoGPT's registered buffer: True where a query may not look.
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     scale = 1.0 / math.sqrt(hs)
@@ -122,21 +138,36 @@ def make_torch_fns(torch, B, T, C, H):
         h = F.gelu(F.layer_norm(x, (C,), g2, be2, 1e-5) @ w1 + b1)  # exact (erf) GELU
         return x + (h @ w2 + b2)
 
-    fns = {"mha_forward": (lambda: mha(x)), "block_forward": (lambda: block(x))}
+    # Forward + backward: autograd records the forward, then goes back from dout to the input and
+    # every weight (fresh gradients each call, as torch.autograd.grad returns them).
+    mha_leaves = [x, w_q, w_k, w_v, w_o]
+    block_leaves = mha_leaves + [g1, be1, g2, be2, w1, b1, w2, b2]
+    for t in block_leaves:
+        t.requires_grad_()  # ignored by the forward rows, which run under torch.no_grad()
+
+    def fwd_bwd(fn, leaves):
+        return lambda: torch.autograd.grad(fn(x), leaves, dout)
+
+    fns = {"mha_forward": (lambda: mha(x)), "block_forward": (lambda: block(x)),
+           "mha_fwd_bwd": fwd_bwd(mha, mha_leaves),
+           "block_fwd_bwd": fwd_bwd(block, block_leaves)}
 
     # Extra rows, not the same math (biases, packed in_proj), PyTorch's library modules.
-    mha_mod = torch.nn.MultiheadAttention(C, H, batch_first=True).eval()
-    layer = torch.nn.TransformerEncoderLayer(C, H, 4 * C, dropout=0.0, activation="gelu",
-                                             batch_first=True, norm_first=True).eval()
-    fns["nn.MultiheadAttention"] = lambda: mha_mod(x, x, x, attn_mask=future,
-                                                   need_weights=False)[0]
-    fns["nn.TransformerEncoderLayer"] = lambda: layer(x, src_mask=future)
-    return fns
+    if "mha_forward" in ops:
+        mha_mod = torch.nn.MultiheadAttention(C, H, batch_first=True).eval()
+        fns["nn.MultiheadAttention"] = lambda: mha_mod(x, x, x, attn_mask=future,
+                                                       need_weights=False)[0]
+    if "block_forward" in ops:
+        layer = torch.nn.TransformerEncoderLayer(C, H, 4 * C, dropout=0.0, activation="gelu",
+                                                 batch_first=True, norm_first=True).eval()
+        fns["nn.TransformerEncoderLayer"] = lambda: layer(x, src_mask=future)
+    return {k: v for k, v in fns.items() if k in ops or k in MODULES.values()}
 
 
-def time_torch(torch, fn, repetitions, min_time):
-    """Median over repetitions of the mean time of one call (ms), after a warm-up."""
-    with torch.no_grad():
+def time_torch(torch, fn, repetitions, min_time, grad=False):
+    """Medians over repetitions of the mean wall-clock and process CPU time of one call (ms),
+    after a warm-up. Without `grad`, under torch.no_grad() (no autograd records)."""
+    with torch.set_grad_enabled(grad):
         for _ in range(3):
             fn()
         # Calibrate: enough calls per sample to fill min_time, as Google Benchmark does.
@@ -144,18 +175,19 @@ def time_torch(torch, fn, repetitions, min_time):
         fn()
         one = time.perf_counter() - start
         n = max(1, int(min_time / max(one, 1e-7)))
-        samples = []
+        samples, cpu_samples = [], []
         for _ in range(repetitions):
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             for _ in range(n):
                 fn()
             samples.append((time.perf_counter() - start) / n * 1e3)
-    return statistics.median(samples)
+            cpu_samples.append((time.process_time() - cpu_start) / n * 1e3)
+    return statistics.median(samples), statistics.median(cpu_samples)
 
 
 def torch_gemm_peak(torch, repetitions):
     a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
-    ms = time_torch(torch, lambda: a @ b, repetitions, 0.2)
+    ms = time_torch(torch, lambda: a @ b, repetitions, 0.2)[0]
     return 2.0 * 2048**3 / (ms * 1e-3) * 1e-9
 
 
@@ -417,7 +449,7 @@ def run_generate(args, rounds):
 # ---------------------------------------------------------------------------------------------
 
 
-def torch_worker(intra_threads, repetitions, min_time, cases="forward"):
+def torch_worker(intra_threads, repetitions, min_time, cases="forward", ops=OPS):
     """Child process: every shape and variant at one setting, as JSON on stdout."""
     import torch
     torch.set_num_threads(intra_threads)
@@ -426,16 +458,18 @@ def torch_worker(intra_threads, repetitions, min_time, cases="forward"):
         return
     out = {"gemm_peak": torch_gemm_peak(torch, repetitions)}
     for shape in SHAPES:
-        for label, fn in make_torch_fns(torch, *shape).items():
-            out[f"{shape_name(shape)} {label}"] = time_torch(torch, fn, repetitions, min_time)
+        for label, fn in make_torch_fns(torch, *shape, ops).items():
+            out[f"{shape_name(shape)} {label}"] = time_torch(torch, fn, repetitions, min_time,
+                                                             grad=label.endswith("_fwd_bwd"))
     json.dump(out, sys.stdout)
 
 
-def run_torch_worker(blas_threads, intra_threads, repetitions, min_time, cases="forward"):
+def run_torch_worker(blas_threads, intra_threads, repetitions, min_time, cases="forward",
+                     ops=OPS):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(blas_threads))
     cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", str(intra_threads),
            "--repetitions", str(repetitions), "--min-time", str(min_time),
-           "--worker-cases", cases]
+           "--worker-cases", cases, "--ops", ",".join(ops)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         die(f"the PyTorch timing process failed:\n{proc.stderr.strip()}")
@@ -458,13 +492,20 @@ def main():
     parser.add_argument("--markdown", action="store_true", help="print one markdown table")
     parser.add_argument("--json", metavar="FILE", help="also write every measurement to FILE")
     parser.add_argument("--cases", choices=["all", "forward", "generate"], default="all",
-                        help="attention/block forward, chapter 10's generation, or both "
-                             "(default: %(default)s)")
+                        help="attention/block forward (and forward+backward, --ops), chapter "
+                             "10's generation, or both (default: %(default)s)")
+    parser.add_argument("--ops", default=",".join(OPS),
+                        help="comma-separated subset of %(default)s (default: all)")
     parser.add_argument("--torch-worker", type=int, metavar="INTRA", help=argparse.SUPPRESS)
     parser.add_argument("--worker-cases", default="forward", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    ops = [op for op in args.ops.split(",") if op]
+    unknown = [op for op in ops if op not in OPS]
+    if unknown or not ops:
+        parser.error(f"--ops: unknown op {', '.join(unknown) or '(none given)'}; "
+                     f"known: {', '.join(OPS)}")
     if args.torch_worker is not None:
-        torch_worker(args.torch_worker, args.repetitions, args.min_time, args.worker_cases)
+        torch_worker(args.torch_worker, args.repetitions, args.min_time, args.worker_cases, ops)
         return 0
 
     try:
@@ -491,13 +532,15 @@ def main():
             return 0
 
     ours = {t: {} for t in THREADS}  # threads -> benchmark name -> best {"ms", "gflops"}
-    torch_ms, torch_peak = {}, {}
+    torch_ms, torch_cpu, torch_peak = {}, {}, {}
+    ours_cpu = {}  # benchmark name -> best CPU time at 1 thread (all the work is on that thread)
     for round_no in range(1, args.rounds + 1):
         # 1. Ours at each thread setting.
         for t in THREADS:
             print(f"  round {round_no}: attn-bench with OPENBLAS_NUM_THREADS={t} ...",
                   file=sys.stderr)
-            for name, got in run_ours(args.bench, t, args.repetitions, args.min_time).items():
+            for name, got in run_ours(args.bench, t, args.repetitions, args.min_time,
+                                      f"^(gemm_peak|{'|'.join(ops)})/").items():
                 best = ours[t].get(name)
                 # The peak keeps its highest rate, everything else its lowest time.
                 better = (best is None or (got["gflops"] > best["gflops"]
@@ -505,18 +548,22 @@ def main():
                                            else got["ms"] < best["ms"]))
                 if better:
                     ours[t][name] = got
+                if t == 1:
+                    ours_cpu[name] = min(ours_cpu.get(name, math.inf), got["cpu_ms"])
         # 2. PyTorch: one child process per (OpenBLAS threads, intra-op threads) setting.
         for blas_t, intra_t in TORCH_SETTINGS:
             print(f"  round {round_no}: PyTorch with OPENBLAS_NUM_THREADS={blas_t}, "
                   f"torch.set_num_threads({intra_t}) ...", file=sys.stderr)
-            got = run_torch_worker(blas_t, intra_t, args.repetitions, args.min_time)
+            got = run_torch_worker(blas_t, intra_t, args.repetitions, args.min_time, "forward",
+                                   ops)
             peak_now = got.pop("gemm_peak")
             torch_peak[(blas_t, intra_t)] = max(torch_peak.get((blas_t, intra_t), 0.0), peak_now)
-            for key, ms in got.items():
+            for key, (ms, cpu_ms) in got.items():
                 shape_text, label = key.split(" ", 1)
                 shape = tuple(int(n) for n in shape_text.split("_"))
                 k = (shape, label, (blas_t, intra_t))
                 torch_ms[k] = min(torch_ms.get(k, math.inf), ms)
+                torch_cpu[k] = min(torch_cpu.get(k, math.inf), cpu_ms)
 
     peak_name = next((n for n in ours[THREADS[0]] if n.startswith("gemm_peak/")), None)
     if peak_name is None:
@@ -527,7 +574,8 @@ def main():
     # 3. The table.
     rows = []
     for shape in SHAPES:
-        for op, flops in (("mha_forward", mha_flops), ("block_forward", block_flops)):
+        for op in ops:
+            flops = FLOPS[op]
             name = f"{op}/{shape_name(shape)}"
             best_t = min(THREADS, key=lambda t: ours[t][name]["ms"])
             ms = ours[best_t][name]["ms"]
@@ -539,10 +587,11 @@ def main():
                              torch_ms=tms, torch_threads=f"{t_best[0]}/{t_best[1]}",
                              torch_ms_by_threads={f"{t[0]}/{t[1]}": torch_ms[(shape, op, t)]
                                                   for t in TORCH_SETTINGS},
-                             ratio=ms / tms, gflops=gflops, peak_fraction=gflops / peak))
+                             ratio=ms / tms, gflops=gflops, peak_fraction=gflops / peak,
+                             cpu1_ratio=ours_cpu[name] / torch_cpu[(shape, op, (1, 1))]))
     extras = []
     for shape in SHAPES:
-        for label in ("nn.MultiheadAttention", "nn.TransformerEncoderLayer"):
+        for label in (MODULES[op] for op in MODULES if op in ops):
             t_best = min(TORCH_SETTINGS, key=lambda t: torch_ms[(shape, label, t)])
             extras.append(dict(shape=shape, op=label, torch_ms=torch_ms[(shape, label, t_best)],
                                torch_threads=f"{t_best[0]}/{t_best[1]}"))
@@ -554,12 +603,13 @@ def main():
     if args.markdown:
         print()
         print("| shape (B, T, C, H) | op | ours ms (BLAS threads) | PyTorch ms (threads) "
-              "| ours / PyTorch | ours GFLOP/s | fraction of peak |")
-        print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+              "| ours / PyTorch | ours GFLOP/s | fraction of peak | 1-thread CPU ratio |")
+        print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
         for r in rows:
             print(f"| ({', '.join(map(str, r['shape']))}) | {r['op']} | {r['ours_ms']:.3f} "
                   f"({r['ours_threads']}) | {r['torch_ms']:.3f} ({r['torch_threads']}) | "
-                  f"{r['ratio']:.2f} | {r['gflops']:.1f} | {r['peak_fraction']:.2f} |")
+                  f"{r['ratio']:.2f} | {r['gflops']:.1f} | {r['peak_fraction']:.2f} | "
+                  f"{r['cpu1_ratio']:.2f} |")
         print()
         print("| shape (B, T, C, H) | PyTorch module (biases, not the same math) | ms (threads) |")
         print("| --- | --- | ---: |")
@@ -571,13 +621,13 @@ def main():
             print()
             print(f"(B, T, C, H) = {shape}")
             print(f"  {'':28} {'ours ms (n)':>14} {'PyTorch ms (b/i)':>18} {'ours/PT':>8} "
-                  f"{'GFLOP/s':>8} {'of peak':>8}")
+                  f"{'GFLOP/s':>8} {'of peak':>8} {'CPU1 o/PT':>9}")
             for r in rows:
                 if r["shape"] != shape:
                     continue
                 print(f"  {r['op']:28} {r['ours_ms']:10.3f} ({r['ours_threads']}) "
                       f"{r['torch_ms']:12.3f} ({r['torch_threads']}) {r['ratio']:8.2f} "
-                      f"{r['gflops']:8.1f} {r['peak_fraction']:8.2f}")
+                      f"{r['gflops']:8.1f} {r['peak_fraction']:8.2f} {r['cpu1_ratio']:9.2f}")
             for e in extras:
                 if e["shape"] == shape:
                     print(f"  {e['op']:28} {'':14} {e['torch_ms']:12.3f} ({e['torch_threads']})"
@@ -585,7 +635,9 @@ def main():
         print()
         print("(n) = OPENBLAS_NUM_THREADS for ours (the library's thread count); (b/i) = "
               "OPENBLAS_NUM_THREADS / torch.set_num_threads for PyTorch; the fastest setting is "
-              f"kept, and the best of {args.rounds} round(s).")
+              f"kept, and the best of {args.rounds} round(s). CPU1 o/PT = ours / PyTorch in "
+              "CPU time on one thread (1 and 1/1): what other programs on the machine change "
+              "least.")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(peak_by_threads=peak_by_threads,

@@ -5,6 +5,8 @@
 //   attn-golden [--help] DIR...
 //
 // A case passes when every element of every output satisfies |got - ref| <= 1e-5 + 1e-4 |ref|.
+// Backward cases (chapter 08) hold grad.NAME.npy files: the upstream gradient of the op's output
+// and the reference gradients of its inputs and parameters; the runner also runs the backward.
 // Exit codes: 0 every case passed, 1 a case failed or could not be run, 2 usage error.
 #include <fmt/format.h>
 
@@ -16,6 +18,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -27,6 +30,7 @@
 #include "attn/check.hpp"
 #include "attn/ffn.hpp"
 #include "attn/layernorm.hpp"
+#include "attn/loss.hpp"
 #include "attn/mask.hpp"
 #include "attn/model.hpp"
 #include "attn/npy.hpp"
@@ -47,8 +51,13 @@ constexpr std::string_view kUsage =
     "A case passes when |got - ref| <= 1e-5 + 1e-4 * |ref| for every element of every output.\n"
     "\n"
     "case.txt: one `key value` per line ('#' starts a comment). `op` is one of softmax,\n"
-    "masked_softmax, sdpa, mha, layernorm, ffn, block, lm; the other keys and the .npy files\n"
-    "each op needs are listed in tests/golden/README.md.\n"
+    "masked_softmax, sdpa, mha, layernorm, ffn, block, cross_entropy, lm; the other keys and\n"
+    "the .npy files each op needs are listed in tests/golden/README.md.\n"
+    "\n"
+    "Gradients: grad.NAME.npy is dloss/dNAME. For the op's output (y, out) it is the upstream\n"
+    "gradient; for its inputs and parameters (x, w_q, gamma, h0.w1, wte, ...) a reference. A case\n"
+    "with any grad. file also runs the op's backward and checks every grad. reference, with the\n"
+    "same tolerance; a grad. file naming nothing of the op is an error.\n"
     "\n"
     "Exit codes: 0 all passed, 1 a case failed or could not be run, 2 usage error.\n";
 
@@ -176,15 +185,44 @@ class Case {
     }
   }
 
+  bool has(const std::string& key) const { return keys_.count(key) != 0; }
+  // A 0/1 key that may be left out.
+  bool flag_or(const std::string& key, bool absent) const { return has(key) ? flag(key) : absent; }
+
   [[noreturn]] void fail(std::string_view what) const {
     throw CaseError(fmt::format("{}: {}", file_.string(), what));
   }
+
+  // Gradients (chapter 08): the NAME of every grad.NAME.npy file in the folder, sorted. Any such
+  // file makes the case a backward case. Throws CaseError when the folder cannot be listed.
+  void scan_grads() {
+    std::error_code ec;
+    fs::directory_iterator it(dir_, ec);
+    for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      constexpr std::string_view kPrefix = "grad.", kSuffix = ".npy";
+      if (name.size() < kPrefix.size() + kSuffix.size() || !name.starts_with(kPrefix) ||
+          !name.ends_with(kSuffix)) {
+        continue;
+      }
+      grads_.push_back(name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size()));
+    }
+    if (ec) throw CaseError(fmt::format("{}: cannot list the folder: {}", dir_.string(), ec.message()));
+    std::sort(grads_.begin(), grads_.end());
+  }
+  const std::vector<std::string>& grads() const { return grads_; }
+  bool backward() const { return !grads_.empty(); }
+  bool has_grad(std::string_view name) const {
+    return std::find(grads_.begin(), grads_.end(), name) != grads_.end();
+  }
+  fs::path grad_file(std::string_view name) const { return file("grad." + std::string(name)); }
 
  private:
   fs::path dir_;
   fs::path file_;
   std::map<std::string, std::string> keys_;
   std::string op_;
+  std::vector<std::string> grads_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -194,23 +232,44 @@ struct Comparison {
   double max_abs = 0.0;
   double max_rel = 0.0;       // over elements with ref != 0
   std::string first_failure;  // empty: every element within tolerance
+  std::vector<std::string> compared;  // the reference files compared, e.g. "y", "grad.x"
 };
 
-// Folds the comparison of one output into `total`.
-template <std::size_t N>
-void compare(const Case& c, std::string_view name, const attn::Tensor<N>& got, Comparison& total) {
-  const attn::Tensor<N> ref = attn::load_npy<N>(c.file(name));
-  if (!std::equal(got.shape().begin(), got.shape().end(), ref.shape().begin())) {
+// A reference of any rank (a 0-d loss, a weight's gradient): a float array whose values fit in
+// float32, like load_npy's (converting a larger double to float would be undefined).
+attn::NpyArray load_reference(const Case& c, std::string_view name) {
+  const fs::path path = c.file(name);
+  attn::NpyArray a = attn::read_npy(path);
+  if (a.descr != "<f4" && a.descr != "<f8") {
+    throw CaseError(fmt::format("{}: expected a float array, got '{}'", path.string(), a.descr));
+  }
+  constexpr double kFloatMax = static_cast<double>(std::numeric_limits<float>::max());
+  for (std::size_t i = 0; i < a.values.size(); ++i) {
+    if (std::isfinite(a.values[i]) && std::abs(a.values[i]) > kFloatMax) {
+      throw CaseError(fmt::format("{}: value {} at flat index {} does not fit in float32",
+                                  path.string(), a.values[i], i));
+    }
+  }
+  return a;
+}
+
+// Folds the comparison of one output (`got`, of shape `shape`) with `name`.npy into `total`.
+// A reference of another shape fails the case, naming it.
+void compare_values(const Case& c, std::string_view name, std::span<const float> got,
+                    std::span<const std::size_t> shape, Comparison& total) {
+  const attn::NpyArray ref = load_reference(c, name);
+  total.compared.emplace_back(name);
+  if (!std::equal(shape.begin(), shape.end(), ref.shape.begin(), ref.shape.end())) {
     if (total.first_failure.empty()) {
-      total.first_failure = fmt::format("{}: shape {}, reference {}", name,
-                                        attn::shape_str(got.shape()), attn::shape_str(ref.shape()));
+      total.first_failure = fmt::format("{}: shape {}, reference {}", name, attn::shape_str(shape),
+                                        attn::shape_str(ref.shape));
     }
     total.max_abs = total.max_rel = std::numeric_limits<double>::infinity();
     return;
   }
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    const double g = static_cast<double>(got.data()[i]);
-    const double r = static_cast<double>(ref.data()[i]);
+  for (std::size_t i = 0; i < ref.values.size(); ++i) {
+    const double g = static_cast<double>(got[i]);
+    const double r = static_cast<double>(static_cast<float>(ref.values[i]));  // a float32 value
     const bool same_inf = std::isinf(g) && std::isinf(r) && (g > 0) == (r > 0);
     const double diff = same_inf ? 0.0 : std::abs(g - r);
     const bool ok = diff <= kAtol + kRtol * std::abs(r);  // NaN is never ok
@@ -220,10 +279,22 @@ void compare(const Case& c, std::string_view name, const attn::Tensor<N>& got, C
     }
     if (!ok && total.first_failure.empty()) {
       total.first_failure =
-          fmt::format("{}: flat index {}: got {:.7g}, expected {:.7g}", name, i, g, r);
+          shape.empty() ? fmt::format("{}: got {:.7g}, expected {:.7g}", name, g, r)
+                        : fmt::format("{}: flat index {}: got {:.7g}, expected {:.7g}", name, i, g, r);
     }
     if (std::isnan(diff)) return;
   }
+}
+
+template <std::size_t N>
+void compare(const Case& c, std::string_view name, const attn::Tensor<N>& got, Comparison& total) {
+  compare_values(c, name, std::span<const float>(got.data(), got.size()), got.shape(), total);
+}
+
+// A 0-d output (the loss): its reference has shape ().
+void compare_scalar(const Case& c, std::string_view name, double got, Comparison& total) {
+  const float value = static_cast<float>(got);
+  compare_values(c, name, std::span<const float>(&value, 1), {}, total);
 }
 
 // The rank of an input whose rank the op leaves open (softmax of a matrix or of a 4-D tensor).
@@ -248,12 +319,130 @@ attn::FfnWeights load_ffn(const Case& c) {
           attn::load_npy<2>(c.file("w2")), attn::load_npy<1>(c.file("b2"))};
 }
 
+// Integer ids of rank `rank` (cross-entropy targets (N,), lm targets (B, T)).
+std::vector<int> load_ids(const Case& c, std::string_view name, std::size_t rank,
+                          std::vector<std::size_t>& shape) {
+  const fs::path path = c.file(name);
+  const attn::NpyArray a = attn::read_npy(path);
+  if (a.descr != "<i8" && a.descr != "<i4") {
+    throw CaseError(fmt::format("{}: expected an integer array of ids, got '{}'", path.string(),
+                                a.descr));
+  }
+  if (a.shape.size() != rank) {
+    throw CaseError(fmt::format("{}: expected a rank-{} array of ids, got shape {}", path.string(),
+                                rank, attn::shape_str(a.shape)));
+  }
+  std::vector<int> ids(a.values.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const double v = a.values[i];
+    if (v < 0.0 || v > static_cast<double>(std::numeric_limits<int>::max())) {
+      throw CaseError(fmt::format("{}: id {} at flat index {} is negative or too large",
+                                  path.string(), v, i));
+    }
+    ids[i] = static_cast<int>(v);
+  }
+  shape = a.shape;
+  return ids;
+}
+
 // ---------------------------------------------------------------------------------------------
-// The ops: each reads its keys and inputs, runs the library, compares every output.
+// Gradients (chapter 08). grad.NAME.npy is dloss/dNAME: for the op's output it is the upstream
+// gradient (an input of the case), for its inputs and parameters a reference to compare with.
+
+// What an op accepts: `params` the float inputs and parameters that have a gradient, `upstream`
+// the output whose gradient comes in (empty when the op ends in a loss), and the names that are
+// in the case but have no gradient, with the reason. Any other grad. file is an error, named.
+struct GradNames {
+  std::vector<std::string> params;
+  std::string upstream;
+  std::vector<std::pair<std::string, std::string>> no_grad;  // name, why
+};
+
+void check_grad_names(const Case& c, const GradNames& names) {
+  for (const std::string& g : c.grads()) {
+    if (g == names.upstream) continue;
+    if (std::find(names.params.begin(), names.params.end(), g) != names.params.end()) continue;
+    const auto why = std::find_if(names.no_grad.begin(), names.no_grad.end(),
+                                  [&](const auto& p) { return p.first == g; });
+    if (why != names.no_grad.end()) {
+      throw CaseError(fmt::format("{}: {}", c.grad_file(g).string(), why->second));
+    }
+    std::string list;
+    for (const std::string& p : names.params) list += (list.empty() ? "" : ", ") + p;
+    throw CaseError(fmt::format(
+        "{}: names no input, parameter or output of op {} (gradients of: {}{})",
+        c.grad_file(g).string(), c.op(), list,
+        names.upstream.empty() ? "" : "; upstream: " + names.upstream));
+  }
+}
+
+// The upstream gradient dloss/d`name`: required in a backward case, shaped like the output.
+template <std::size_t N>
+attn::Tensor<N> load_upstream(const Case& c, std::string_view name,
+                              const typename attn::Tensor<N>::shape_type& shape) {
+  const fs::path path = c.grad_file(name);
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    throw CaseError(fmt::format("{}: missing: a case with grad. files needs the upstream gradient "
+                                "dloss/d{}", path.string(), name));
+  }
+  const attn::NpyArray a = attn::read_npy(path);
+  if (!std::equal(shape.begin(), shape.end(), a.shape.begin(), a.shape.end())) {
+    throw CaseError(fmt::format("{}: shape {}, expected {} (the shape of {})", path.string(),
+                                attn::shape_str(a.shape), attn::shape_str(shape), name));
+  }
+  return attn::load_npy<N>(path);
+}
+
+// Compares the gradient of `name` with grad.`name`.npy when the case has that reference.
+template <std::size_t N>
+void compare_grad(const Case& c, std::string_view name, const attn::Tensor<N>& got,
+                  Comparison& cmp) {
+  if (c.has_grad(name)) compare<N>(c, "grad." + std::string(name), got, cmp);
+}
+
+const GradNames kMhaNames{{"x", "w_q", "w_k", "w_v", "w_o"}, "out",
+                          {{"weights", "the attention weights have no upstream gradient (only "
+                                       "out has: grad.out.npy)"}}};
+const char* const kIdsWhy = "integer ids have no gradient";
+
+void compare_mha_grads(const Case& c, const attn::MhaWeights& g, Comparison& cmp,
+                       std::string_view prefix = "") {
+  const std::string p(prefix);
+  compare_grad<2>(c, p + "w_q", g.w_q, cmp);
+  compare_grad<2>(c, p + "w_k", g.w_k, cmp);
+  compare_grad<2>(c, p + "w_v", g.w_v, cmp);
+  compare_grad<2>(c, p + "w_o", g.w_o, cmp);
+}
+
+void compare_ffn_grads(const Case& c, const attn::FfnWeights& g, Comparison& cmp) {
+  compare_grad<2>(c, "w1", g.w1, cmp);
+  compare_grad<1>(c, "b1", g.b1, cmp);
+  compare_grad<2>(c, "w2", g.w2, cmp);
+  compare_grad<1>(c, "b2", g.b2, cmp);
+}
+
+attn::MhaWeights mha_zeros_like(const attn::MhaWeights& w) {
+  return {xt::zeros_like(w.w_q), xt::zeros_like(w.w_k), xt::zeros_like(w.w_v),
+          xt::zeros_like(w.w_o)};
+}
+
+attn::FfnWeights ffn_zeros_like(const attn::FfnWeights& w) {
+  return {xt::zeros_like(w.w1), xt::zeros_like(w.b1), xt::zeros_like(w.w2), xt::zeros_like(w.b2)};
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ops: each reads its keys and inputs, runs the library, compares every output; a backward
+// case also runs the op's backward on the upstream gradient and compares every grad. reference.
 
 template <std::size_t N>
 void run_softmax(const Case& c, Comparison& cmp) {
-  compare<N>(c, "y", attn::softmax<N>(attn::load_npy<N>(c.file("x"))), cmp);
+  const attn::Tensor<N> x = attn::load_npy<N>(c.file("x"));
+  const attn::Tensor<N> y = attn::softmax<N>(x);
+  compare<N>(c, "y", y, cmp);
+  if (!c.backward()) return;
+  const attn::Tensor<N> dy = load_upstream<N>(c, "y", y.shape());
+  compare_grad<N>(c, "x", attn::softmax_backward<N>(y, dy), cmp);
 }
 
 template <std::size_t N>
@@ -262,7 +451,11 @@ void run_masked_softmax(const Case& c, bool causal, Comparison& cmp) {
   const std::size_t T = x.shape()[N - 1];
   // causal 0: every key allowed, so the result is a plain softmax (through the masked path).
   const attn::Mask allowed = causal ? attn::causal_mask(T) : attn::Mask(xt::ones<bool>({T, T}));
-  compare<N>(c, "y", attn::masked_softmax<N>(x, allowed), cmp);
+  const attn::Tensor<N> y = attn::masked_softmax<N>(x, allowed);
+  compare<N>(c, "y", y, cmp);
+  if (!c.backward()) return;
+  const attn::Tensor<N> dy = load_upstream<N>(c, "y", y.shape());
+  compare_grad<N>(c, "x", attn::masked_softmax_backward<N>(y, dy), cmp);
 }
 
 template <std::size_t N>
@@ -270,13 +463,225 @@ void run_layernorm(const Case& c, float eps, Comparison& cmp) {
   const attn::Tensor<N> x = attn::load_npy<N>(c.file("x"));  // (..., C)
   const attn::Vector gamma = attn::load_npy<1>(c.file("gamma"));
   const attn::Vector beta = attn::load_npy<1>(c.file("beta"));
-  compare<N>(c, "y", attn::layer_norm<N>(x, gamma, beta, eps), cmp);
+  if (!c.backward()) {
+    compare<N>(c, "y", attn::layer_norm<N>(x, gamma, beta, eps), cmp);
+    return;
+  }
+  // The training path: the forward keeps mean and rstd, the backward uses them.
+  attn::LayerNormCache cache;
+  const attn::Tensor<N> y = attn::layer_norm<N>(x, gamma, beta, eps, cache);
+  compare<N>(c, "y", y, cmp);
+  const attn::Tensor<N> dy = load_upstream<N>(c, "y", y.shape());
+  attn::Tensor<N> dx;
+  attn::Vector dgamma = xt::zeros_like(gamma), dbeta = xt::zeros_like(beta);
+  attn::layer_norm_backward<N>(dy, x, gamma, cache, dx, dgamma, dbeta);
+  compare_grad<N>(c, "x", dx, cmp);
+  compare_grad<1>(c, "gamma", dgamma, cmp);
+  compare_grad<1>(c, "beta", dbeta, cmp);
 }
 
-void run_case(const Case& c, Comparison& cmp) {
+void run_sdpa(const Case& c, Comparison& cmp) {
+  const bool causal = c.flag("causal");
+  const attn::Tensor<4> q = attn::load_npy<4>(c.file("q"));  // (B, H, T, hs)
+  const attn::Tensor<4> k = attn::load_npy<4>(c.file("k"));
+  const attn::Tensor<4> v = attn::load_npy<4>(c.file("v"));
+  const attn::AttentionResult r =
+      attn::scaled_dot_product_attention(q, k, v, causal, /*need_weights=*/true);
+  compare<4>(c, "out", r.out, cmp);          // (B, H, T, hs)
+  compare<4>(c, "weights", r.weights, cmp);  // (B, H, T, T)
+  if (!c.backward()) return;
+  const attn::Tensor<4> dout = load_upstream<4>(c, "out", r.out.shape());
+  const attn::AttentionGrads g =
+      attn::scaled_dot_product_attention_backward(dout, q, k, v, r.weights, causal);
+  compare_grad<4>(c, "q", g.dq, cmp);
+  compare_grad<4>(c, "k", g.dk, cmp);
+  compare_grad<4>(c, "v", g.dv, cmp);
+}
+
+void run_mha(const Case& c, Comparison& cmp) {
+  const std::size_t H = c.positive("n_heads");
+  const bool causal = c.flag("causal");
+  // Named variables: the files are read (and a missing one reported) in a fixed order.
+  const attn::Tensor<3> x = attn::load_npy<3>(c.file("x"));  // (B, T, C)
+  const attn::MhaWeights w = load_mha(c);
+  if (!c.backward()) {
+    const attn::MhaResult r = attn::mha_forward(x, w, H, causal, /*need_weights=*/true);
+    compare<3>(c, "out", r.out, cmp);          // (B, T, C)
+    compare<4>(c, "weights", r.weights, cmp);  // (B, H, T, T)
+    return;
+  }
+  attn::MhaCache cache;
+  const attn::Tensor<3> out = attn::mha_forward(x, w, H, causal, cache);
+  compare<3>(c, "out", out, cmp);
+  compare<4>(c, "weights", cache.weights, cmp);
+  const attn::Tensor<3> dout = load_upstream<3>(c, "out", out.shape());
+  attn::Tensor<3> dx;
+  attn::MhaWeights g = mha_zeros_like(w);
+  attn::mha_backward(dout, cache, w, H, causal, dx, g);
+  compare_grad<3>(c, "x", dx, cmp);
+  compare_mha_grads(c, g, cmp);
+}
+
+void run_ffn(const Case& c, Comparison& cmp) {
+  const attn::Activation a = c.parsed("activation", attn::parse_activation);
+  const attn::Tensor<3> x = attn::load_npy<3>(c.file("x"));  // (B, T, C)
+  const attn::FfnWeights w = load_ffn(c);
+  if (!c.backward()) {
+    compare<3>(c, "y", attn::ffn_forward(x, w, a), cmp);
+    return;
+  }
+  attn::FfnCache cache;
+  const attn::Tensor<3> y = attn::ffn_forward(x, w, a, cache);
+  compare<3>(c, "y", y, cmp);
+  const attn::Tensor<3> dy = load_upstream<3>(c, "y", y.shape());
+  attn::Tensor<3> dx;
+  attn::FfnWeights g = ffn_zeros_like(w);
+  attn::ffn_backward(dy, cache, w, a, dx, g);
+  compare_grad<3>(c, "x", dx, cmp);
+  compare_ffn_grads(c, g, cmp);
+}
+
+void run_block(const Case& c, Comparison& cmp) {
+  attn::BlockConfig config;
+  config.n_heads = c.positive("n_heads");
+  config.causal = c.flag("causal");
+  config.norm = c.parsed("norm", attn::parse_norm);
+  config.activation = c.parsed("activation", attn::parse_activation);
+  config.eps = c.eps("eps");
+  config.use_layer_norm = c.flag_or("layer_norm", true);
+  const attn::Tensor<3> x = attn::load_npy<3>(c.file("x"));  // (B, T, C)
+  attn::BlockWeights w;
+  w.attn = load_mha(c);
+  const std::size_t C = x.shape()[2];
+  if (config.use_layer_norm) {
+    w.ln1_gamma = attn::load_npy<1>(c.file("ln1_gamma"));
+    w.ln1_beta = attn::load_npy<1>(c.file("ln1_beta"));
+    w.ln2_gamma = attn::load_npy<1>(c.file("ln2_gamma"));
+    w.ln2_beta = attn::load_npy<1>(c.file("ln2_beta"));
+  } else {
+    // layer_norm 0: the case has no LayerNorm weights; the block ignores these.
+    w.ln1_gamma = w.ln2_gamma = xt::ones<float>({C});
+    w.ln1_beta = w.ln2_beta = xt::zeros<float>({C});
+  }
+  w.ffn = load_ffn(c);
+  if (!c.backward()) {
+    compare<3>(c, "y", attn::block_forward(x, w, config).out, cmp);
+    return;
+  }
+  attn::BlockCache cache;
+  const attn::Tensor<3> y = attn::block_forward(x, w, config, cache);
+  compare<3>(c, "y", y, cmp);
+  const attn::Tensor<3> dy = load_upstream<3>(c, "y", y.shape());
+  attn::Tensor<3> dx;
+  attn::BlockWeights g = attn::block_zeros_like(w);
+  attn::block_backward(dy, cache, w, config, dx, g);
+  compare_grad<3>(c, "x", dx, cmp);
+  compare_mha_grads(c, g.attn, cmp);
+  compare_ffn_grads(c, g.ffn, cmp);
+  if (config.use_layer_norm) {
+    compare_grad<1>(c, "ln1_gamma", g.ln1_gamma, cmp);
+    compare_grad<1>(c, "ln1_beta", g.ln1_beta, cmp);
+    compare_grad<1>(c, "ln2_gamma", g.ln2_gamma, cmp);
+    compare_grad<1>(c, "ln2_beta", g.ln2_beta, cmp);
+  }
+}
+
+void run_cross_entropy(const Case& c, Comparison& cmp) {
+  const attn::Matrix logits = attn::load_npy<2>(c.file("logits"));  // (N, V)
+  std::vector<std::size_t> shape;
+  const std::vector<int> targets = load_ids(c, "targets", 1, shape);  // (N,)
+  if (shape[0] != logits.shape()[0]) {
+    throw CaseError(fmt::format("{}: {} targets for {} rows of logits", c.file("targets").string(),
+                                shape[0], logits.shape()[0]));
+  }
+  const attn::LossGrad r = attn::cross_entropy_with_grad(logits, targets);
+  compare_scalar(c, "loss", r.loss, cmp);
+  compare_grad<2>(c, "logits", r.grad, cmp);
+}
+
+void run_lm(const Case& c, Comparison& cmp) {
+  const std::size_t n_layers = c.positive("n_layers");
+  const std::size_t n_heads = c.positive("n_heads");
+  // The case folder is a saved model (load_lm's layout) plus tokens.npy and logits.npy, and for
+  // the backward targets.npy, loss.npy and grad.<weight>.npy.
+  attn::LmConfig config;
+  const attn::LmWeights w = attn::load_lm(c.dir(), n_layers, n_heads, config);
+  const xt::xtensor<int, 2> tokens = attn::load_npy_tokens(c.file("tokens"));  // (B, T)
+  compare<3>(c, "logits", attn::lm_forward(tokens, w, config), cmp);           // (B, T, V)
+  std::error_code ec;
+  const bool has_targets = fs::exists(c.file("targets"), ec);
+  if (!has_targets) {
+    if (c.backward()) {
+      throw CaseError(fmt::format("{}: missing: lm's backward starts from the loss of targets.npy",
+                                  c.file("targets").string()));
+    }
+    return;
+  }
+  const xt::xtensor<int, 2> targets = attn::load_npy_tokens(c.file("targets"));  // (B, T)
+  if (targets.shape() != tokens.shape()) {
+    throw CaseError(fmt::format("{}: shape {}, expected {} like tokens.npy",
+                                c.file("targets").string(), attn::shape_str(targets.shape()),
+                                attn::shape_str(tokens.shape())));
+  }
+  attn::LmWeights grads = attn::lm_zeros_like(w);
+  attn::LmCache cache;
+  const double loss = attn::lm_forward_backward(tokens, targets, w, config, grads, cache);
+  compare_scalar(c, "loss", loss, cmp);
+  for (const attn::NamedTensor& g : attn::lm_parameters(grads)) {
+    if (!c.has_grad(g.name)) continue;
+    // The gradient has the shape of its weight, as read from the weight's own file.
+    const attn::NpyArray weight = attn::read_npy(c.file(g.name));
+    compare_values(c, "grad." + g.name, g.values, weight.shape, cmp);
+  }
+}
+
+// The grad. files each op accepts (check_grad_names). lm's depend on the model's layers.
+GradNames grad_names(const Case& c) {
+  const std::string& op = c.op();
+  if (op == "softmax" || op == "masked_softmax") return {{"x"}, "y", {}};
+  if (op == "sdpa") {
+    return {{"q", "k", "v"}, "out", {{"weights", kMhaNames.no_grad[0].second}}};
+  }
+  if (op == "mha") return kMhaNames;
+  if (op == "layernorm") return {{"x", "gamma", "beta"}, "y", {}};
+  if (op == "ffn") return {{"x", "w1", "b1", "w2", "b2"}, "y", {}};
+  if (op == "block") {
+    GradNames n{{"x", "w_q", "w_k", "w_v", "w_o", "w1", "b1", "w2", "b2"}, "y", {}};
+    const std::vector<std::string> ln{"ln1_gamma", "ln1_beta", "ln2_gamma", "ln2_beta"};
+    if (c.flag_or("layer_norm", true)) {
+      n.params.insert(n.params.end(), ln.begin(), ln.end());
+    } else {
+      for (const std::string& name : ln) n.no_grad.emplace_back(name, "the case has layer_norm 0: the block has no LayerNorm weights");
+    }
+    return n;
+  }
+  if (op == "cross_entropy") {
+    return {{"logits"}, "", {{"targets", kIdsWhy}, {"loss", "the loss is where the backward "
+                                                            "starts (dloss/dloss = 1)"}}};
+  }
+  if (op == "lm") {
+    GradNames n{{"wte", "wpe"}, "", {{"tokens", kIdsWhy}, {"targets", kIdsWhy},
+                                     {"loss", "the loss is where the backward starts"},
+                                     {"logits", "lm's backward starts from the loss of "
+                                                "targets.npy, not from an upstream gradient"}}};
+    const std::size_t L = c.positive("n_layers");
+    for (std::size_t i = 0; i < L; ++i) {
+      for (const char* p : {"w_q", "w_k", "w_v", "w_o", "ln1_gamma", "ln1_beta", "ln2_gamma",
+                            "ln2_beta", "w1", "b1", "w2", "b2"}) {
+        n.params.push_back(fmt::format("h{}.{}", i, p));
+      }
+    }
+    n.params.insert(n.params.end(), {"ln_f_gamma", "ln_f_beta"});
+    return n;
+  }
+  return {};
+}
+
+void run_op(const Case& c, Comparison& cmp) {
   const std::string& op = c.op();
   if (op == "softmax") {
     c.allow_keys({});
+    check_grad_names(c, grad_names(c));
     switch (rank_of(c, "x")) {
       case 1: return run_softmax<1>(c, cmp);
       case 2: return run_softmax<2>(c, cmp);
@@ -287,6 +692,7 @@ void run_case(const Case& c, Comparison& cmp) {
   }
   if (op == "masked_softmax") {
     c.allow_keys({"causal"});
+    check_grad_names(c, grad_names(c));
     const bool causal = c.flag("causal");
     switch (rank_of(c, "x")) {
       case 2: return run_masked_softmax<2>(c, causal, cmp);
@@ -297,30 +703,17 @@ void run_case(const Case& c, Comparison& cmp) {
   }
   if (op == "sdpa") {
     c.allow_keys({"causal"});
-    const bool causal = c.flag("causal");
-    const attn::Tensor<4> q = attn::load_npy<4>(c.file("q"));  // (B, H, T, hs)
-    const attn::Tensor<4> k = attn::load_npy<4>(c.file("k"));
-    const attn::Tensor<4> v = attn::load_npy<4>(c.file("v"));
-    const attn::AttentionResult r =
-        attn::scaled_dot_product_attention(q, k, v, causal, /*need_weights=*/true);
-    compare<4>(c, "out", r.out, cmp);          // (B, H, T, hs)
-    compare<4>(c, "weights", r.weights, cmp);  // (B, H, T, T)
-    return;
+    check_grad_names(c, grad_names(c));
+    return run_sdpa(c, cmp);
   }
   if (op == "mha") {
     c.allow_keys({"n_heads", "causal"});
-    const std::size_t H = c.positive("n_heads");
-    const bool causal = c.flag("causal");
-    // Named variables: the files are read (and a missing one reported) in a fixed order.
-    const attn::Tensor<3> x = attn::load_npy<3>(c.file("x"));  // (B, T, C)
-    const attn::MhaWeights w = load_mha(c);
-    const attn::MhaResult r = attn::mha_forward(x, w, H, causal, /*need_weights=*/true);
-    compare<3>(c, "out", r.out, cmp);          // (B, T, C)
-    compare<4>(c, "weights", r.weights, cmp);  // (B, H, T, T)
-    return;
+    check_grad_names(c, grad_names(c));
+    return run_mha(c, cmp);
   }
   if (op == "layernorm") {
     c.allow_keys({"eps"});
+    check_grad_names(c, grad_names(c));
     const float eps = c.eps("eps");
     switch (rank_of(c, "x")) {
       case 2: return run_layernorm<2>(c, eps, cmp);
@@ -330,45 +723,41 @@ void run_case(const Case& c, Comparison& cmp) {
   }
   if (op == "ffn") {
     c.allow_keys({"activation"});
-    const attn::Activation a = c.parsed("activation", attn::parse_activation);
-    const attn::Tensor<3> x = attn::load_npy<3>(c.file("x"));  // (B, T, C)
-    const attn::FfnWeights w = load_ffn(c);
-    compare<3>(c, "y", attn::ffn_forward(x, w, a), cmp);
-    return;
+    check_grad_names(c, grad_names(c));
+    return run_ffn(c, cmp);
   }
   if (op == "block") {
-    c.allow_keys({"n_heads", "causal", "norm", "activation", "eps"});
-    attn::BlockConfig config;
-    config.n_heads = c.positive("n_heads");
-    config.causal = c.flag("causal");
-    config.norm = c.parsed("norm", attn::parse_norm);
-    config.activation = c.parsed("activation", attn::parse_activation);
-    config.eps = c.eps("eps");
-    const attn::Tensor<3> x = attn::load_npy<3>(c.file("x"));  // (B, T, C)
-    attn::BlockWeights w;
-    w.attn = load_mha(c);
-    w.ln1_gamma = attn::load_npy<1>(c.file("ln1_gamma"));
-    w.ln1_beta = attn::load_npy<1>(c.file("ln1_beta"));
-    w.ln2_gamma = attn::load_npy<1>(c.file("ln2_gamma"));
-    w.ln2_beta = attn::load_npy<1>(c.file("ln2_beta"));
-    w.ffn = load_ffn(c);
-    compare<3>(c, "y", attn::block_forward(x, w, config).out, cmp);
-    return;
+    c.allow_keys({"n_heads", "causal", "norm", "activation", "eps", "layer_norm"});
+    check_grad_names(c, grad_names(c));
+    return run_block(c, cmp);
+  }
+  if (op == "cross_entropy") {
+    c.allow_keys({});
+    check_grad_names(c, grad_names(c));
+    return run_cross_entropy(c, cmp);
   }
   if (op == "lm") {
     c.allow_keys({"n_layers", "n_heads"});
-    const std::size_t n_layers = c.positive("n_layers");
-    const std::size_t n_heads = c.positive("n_heads");
-    // The case folder is a saved model (load_lm's layout) plus tokens.npy and logits.npy.
-    attn::LmConfig config;
-    const attn::LmWeights w = attn::load_lm(c.dir(), n_layers, n_heads, config);
-    const xt::xtensor<int, 2> tokens = attn::load_npy_tokens(c.file("tokens"));  // (B, T)
-    compare<3>(c, "logits", attn::lm_forward(tokens, w, config), cmp);           // (B, T, V)
-    return;
+    check_grad_names(c, grad_names(c));
+    return run_lm(c, cmp);
   }
   c.fail(fmt::format("unknown op '{}' (known: softmax, masked_softmax, sdpa, mha, layernorm, "
-                     "ffn, block, lm)",
+                     "ffn, block, cross_entropy, lm)",
                      op));
+}
+
+void run_case(Case& c, Comparison& cmp) {
+  c.scan_grads();
+  run_op(c, cmp);
+  // Every grad. reference must have been compared (a safety net for this runner's own bugs).
+  const std::string upstream = grad_names(c).upstream;
+  for (const std::string& g : c.grads()) {
+    if (g != upstream && std::find(cmp.compared.begin(), cmp.compared.end(), "grad." + g) ==
+                             cmp.compared.end()) {
+      throw CaseError(fmt::format("{}: was not compared (attn-golden does not know how)",
+                                  c.grad_file(g).string()));
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

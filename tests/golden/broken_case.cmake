@@ -49,6 +49,26 @@ elseif(KIND STREQUAL "wrong_shape")      # a reference of the wrong shape
   file(COPY_FILE ${case}/out.npy ${case}/weights.npy)
 elseif(KIND STREQUAL "lm_missing_weight")
   file(REMOVE ${case}/h0.b1.npy)
+# Gradients (chapter 08): grad.NAME.npy files.
+elseif(KIND STREQUAL "grad_wrong")          # a good copy and one with another weight's gradient
+  file(RENAME ${case} ${WORK}/good)
+  file(COPY ${SOURCE} DESTINATION ${WORK})
+  file(RENAME ${case} ${WORK}/wrong)
+  file(COPY_FILE ${WORK}/wrong/grad.w_q.npy ${WORK}/wrong/grad.w_k.npy)
+elseif(KIND STREQUAL "grad_unknown_name")   # a gradient of nothing the op has
+  file(COPY_FILE ${case}/grad.x.npy ${case}/grad.w_qk.npy)
+elseif(KIND STREQUAL "grad_wrong_shape")    # a reference gradient of the wrong shape
+  file(COPY_FILE ${case}/grad.w_q.npy ${case}/grad.x.npy)
+elseif(KIND STREQUAL "grad_upstream_shape") # an upstream gradient of the wrong shape
+  file(COPY_FILE ${case}/grad.w_q.npy ${case}/grad.out.npy)
+elseif(KIND STREQUAL "grad_missing_upstream")
+  file(REMOVE ${case}/grad.out.npy)
+elseif(KIND STREQUAL "grad_of_weights")     # the attention weights output has no upstream gradient
+  file(COPY_FILE ${case}/weights.npy ${case}/grad.weights.npy)
+elseif(KIND STREQUAL "grad_lm_no_targets")  # lm's backward starts from the loss of targets.npy
+  file(REMOVE ${case}/targets.npy)
+elseif(KIND STREQUAL "grad_lm_wrong_loss")  # a loss from another model
+  file(COPY_FILE ${SOURCE}/../lm_grad_2layer/loss.npy ${case}/loss.npy)
 else()
   message(FATAL_ERROR "broken_case.cmake: unknown KIND '${KIND}'")
 endif()

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
-"""tests/golden/make_fixtures.py: the PyTorch side of the golden tests (chapters 03-07).
+"""tests/golden/make_fixtures.py: the PyTorch side of the golden tests (chapters 03-08).
 
 Writes tests/golden/cases/<name>/{case.txt, *.npy}: small inputs, weights and the outputs PyTorch
-computes from them, in float32. `attn-golden` (tools/golden.cpp) recomputes every output with the
+computes from them, in float32; the backward cases (chapter 08) add grad.<name>.npy, the upstream
+gradient of the output and the gradients autograd computes (in float64) for every input and
+weight. `attn-golden` (tools/golden.cpp) recomputes every output with the
 C++ library and compares. Only needed to regenerate the committed files:
 
     /usr/bin/python3 tests/golden/make_fixtures.py
@@ -77,13 +79,18 @@ def ffn(x, w, activation):
     return activate(x @ w["w1"] + w["b1"], activation) @ w["w2"] + w["b2"]
 
 
-def block(x, w, n_heads, causal, norm, activation, eps):
+def block(x, w, n_heads, causal, norm, activation, eps, use_layer_norm=True):
+    def ln(x, i):  # LayerNorm i, or the identity when the block has none
+        if not use_layer_norm:
+            return x
+        return layer_norm(x, w[f"ln{i}_gamma"], w[f"ln{i}_beta"], eps)
+
     if norm == "pre":  # GPT-2
-        x = x + mha(layer_norm(x, w["ln1_gamma"], w["ln1_beta"], eps), w, n_heads, causal)[0]
-        return x + ffn(layer_norm(x, w["ln2_gamma"], w["ln2_beta"], eps), w, activation)
+        x = x + mha(ln(x, 1), w, n_heads, causal)[0]
+        return x + ffn(ln(x, 2), w, activation)
     # post-norm, the original Transformer
-    x = layer_norm(x + mha(x, w, n_heads, causal)[0], w["ln1_gamma"], w["ln1_beta"], eps)
-    return layer_norm(x + ffn(x, w, activation), w["ln2_gamma"], w["ln2_beta"], eps)
+    x = ln(x + mha(x, w, n_heads, causal)[0], 1)
+    return ln(x + ffn(x, w, activation), 2)
 
 
 def lm(tokens, w, n_layers, n_heads):
@@ -202,6 +209,113 @@ def case_lm(name, about, B, T, V, T_max, C, H, L):
                {"tokens": tokens, **w, "logits": lm(tokens, w, L, H)})
 
 
+# ---------------------------------------------------------------------------------------------
+# Backward cases (chapter 08). grad.NAME.npy is dloss/dNAME. For the op's output (y, out) it is an
+# input of the case: the upstream gradient, random. For the op's inputs and parameters it is the
+# reference autograd computes from it. References are computed in float64 from the same float32
+# inputs and rounded once to float32, so they carry no float32 accumulation error of their own.
+
+def with_grads(name, about, op, keys, leaves, forward, upstream, dy_scale=1.0, extra=None):
+    """leaves: float32 inputs and parameters that get a gradient. forward(**leaves) -> dict of
+    outputs. `upstream` names the output that receives a random upstream gradient (std dy_scale),
+    or is None when forward returns a scalar "loss" (the backward starts from dloss/dloss = 1)."""
+    extra = extra or {}
+    leaves64 = {k: v.double().requires_grad_() for k, v in leaves.items()}
+    outputs = forward(**leaves64)
+    arrays = {**leaves, **extra, **{k: v.detach() for k, v in outputs.items()}}
+    if upstream is None:
+        outputs["loss"].backward()
+    else:
+        dy = randn(*outputs[upstream].shape, std=dy_scale)  # float32 values
+        outputs[upstream].backward(dy.double())
+        arrays[f"grad.{upstream}"] = dy
+    for k, v in leaves64.items():
+        arrays[f"grad.{k}"] = v.grad
+    write_case(name, about, op, keys, arrays)
+
+
+def case_softmax_grad(name, about, shape, scale=1.0, dy_scale=1.0):
+    with_grads(name, about, "softmax", {}, {"x": randn(*shape, std=scale)},
+               lambda x: {"y": torch.softmax(x, dim=-1)}, "y", dy_scale)
+
+
+def case_masked_softmax_grad(name, about, shape, causal, scale=1.0):
+    def forward(x):
+        return {"y": torch.softmax(causal_fill(x) if causal else x, dim=-1)}
+    with_grads(name, about, "masked_softmax", {"causal": int(causal)},
+               {"x": randn(*shape, std=scale)}, forward, "y")
+
+
+def case_sdpa_grad(name, about, B, H, T, hs, causal, scale=1.0):
+    leaves = {n: randn(B, H, T, hs, std=scale) for n in ("q", "k", "v")}
+
+    def forward(q, k, v):
+        out, weights = sdpa(q, k, v, causal)
+        return {"out": out, "weights": weights}
+    with_grads(name, about, "sdpa", {"causal": int(causal)}, leaves, forward, "out")
+
+
+def case_mha_grad(name, about, B, T, C, H, causal):
+    leaves = {"x": randn(B, T, C), **mha_weights(C)}
+
+    def forward(x, **w):
+        out, weights = mha(x, w, H, causal)
+        return {"out": out, "weights": weights}
+    with_grads(name, about, "mha", {"n_heads": H, "causal": int(causal)}, leaves, forward, "out")
+
+
+def case_layernorm_grad(name, about, shape, eps=EPS, offset=0.0, scale=1.0, values=None):
+    C = shape[-1]
+    x = randn(*shape, std=scale) + offset if values is None else torch.tensor(values).view(shape)
+    w = ln_weights(C, "ln")
+    leaves = {"x": x, "gamma": w["ln_gamma"], "beta": w["ln_beta"]}
+    with_grads(name, about, "layernorm", {"eps": repr(eps)}, leaves,
+               lambda x, gamma, beta: {"y": layer_norm(x, gamma, beta, eps)}, "y")
+
+
+def case_ffn_grad(name, about, B, T, C, Fw, activation, scale=1.0):
+    leaves = {"x": randn(B, T, C, std=scale), **ffn_weights(C, Fw)}
+    with_grads(name, about, "ffn", {"activation": activation}, leaves,
+               lambda x, **w: {"y": ffn(x, w, activation)}, "y")
+
+
+def case_block_grad(name, about, B, T, C, H, causal, norm, activation, eps=EPS,
+                    use_layer_norm=True):
+    w = block_weights(C, 4 * C)
+    if not use_layer_norm:  # a block without LayerNorm has no ln weights at all
+        w = {k: v for k, v in w.items() if not k.startswith("ln")}
+    leaves = {"x": randn(B, T, C), **w}
+    keys = {"n_heads": H, "causal": int(causal), "norm": norm, "activation": activation,
+            "eps": repr(eps), "layer_norm": int(use_layer_norm)}
+    with_grads(name, about, "block", keys, leaves,
+               lambda x, **w: {"y": block(x, w, H, causal, norm, activation, eps,
+                                          use_layer_norm)}, "y")
+
+
+def case_cross_entropy(name, about, N, V, scale=1.0):
+    logits = randn(N, V, std=scale)
+    targets = torch.randint(0, V, (N,), dtype=torch.int64)
+    with_grads(name, about, "cross_entropy", {}, {"logits": logits},
+               lambda logits: {"loss": F.cross_entropy(logits, targets)}, None,
+               extra={"targets": targets})
+
+
+def case_lm_grad(name, about, B, T, V, T_max, C, H, L):
+    """An lm case with targets: the loss (mean cross-entropy) and the gradient of every weight."""
+    tokens = torch.randint(0, V, (B, T), dtype=torch.int64)
+    targets = torch.randint(0, V, (B, T), dtype=torch.int64)
+    w = {"wte": randn(V, C, std=0.5), "wpe": randn(T_max, C, std=0.5)}
+    for i in range(L):
+        w.update({f"h{i}.{k}": v for k, v in block_weights(C, 4 * C).items()})
+    w.update({"ln_f_gamma": 1.0 + randn(C, std=0.1), "ln_f_beta": randn(C, std=0.1)})
+
+    def forward(**w):
+        logits = lm(tokens, w, L, H)  # (B, T, V)
+        return {"logits": logits, "loss": F.cross_entropy(logits.view(B * T, V), targets.view(-1))}
+    with_grads(name, about, "lm", {"n_layers": L, "n_heads": H}, w, forward, None,
+               extra={"tokens": tokens, "targets": targets})
+
+
 # Every case: (function, name, description, arguments). Each gets its own seed, its index, so
 # adding a case at the end changes no other file.
 CASES = [
@@ -262,6 +376,79 @@ CASES = [
     (case_lm, "lm_full_context", "T = T_max = 6, B 2, V 13, C 12, H 3, 2 layers",
      dict(B=2, T=6, V=13, T_max=6, C=12, H=3, L=2)),
     (case_lm, "lm_one_token", "one layer, one token, H 1", dict(B=1, T=1, V=5, T_max=4, C=4, H=1, L=1)),
+    # Backward cases (chapter 08): the same ops with grad.*.npy, and cross-entropy.
+    (case_softmax_grad, "softmax_grad_rows", "backward of a (4, 7) row softmax", dict(shape=(4, 7))),
+    (case_softmax_grad, "softmax_grad_large_logits", "backward at logits of order 100 (one-hot)",
+     dict(shape=(3, 10), scale=100.0)),
+    (case_softmax_grad, "softmax_grad_4d", "backward over the last axis of (2, 2, 3, 4)",
+     dict(shape=(2, 2, 3, 4))),
+    (case_softmax_grad, "softmax_grad_one_column", "a last axis of length 1: dx is 0",
+     dict(shape=(5, 1))),
+    (case_softmax_grad, "softmax_grad_large_upstream", "upstream gradient of order 1000",
+     dict(shape=(3, 9), dy_scale=1000.0)),
+    (case_masked_softmax_grad, "masked_softmax_grad_T7", "backward of a causal (2, 7, 7) softmax",
+     dict(shape=(2, 7, 7), causal=True)),
+    (case_masked_softmax_grad, "masked_softmax_grad_4d_T10", "causal (2, 3, 10, 10), scores x10",
+     dict(shape=(2, 3, 10, 10), causal=True, scale=10.0)),
+    (case_masked_softmax_grad, "masked_softmax_grad_T1", "T = 1: dx is 0",
+     dict(shape=(1, 1, 1, 1), causal=True)),
+    (case_masked_softmax_grad, "masked_softmax_grad_not_causal", "causal 0, (2, 6, 6)",
+     dict(shape=(2, 6, 6), causal=False)),
+    (case_sdpa_grad, "sdpa_grad_causal", "dq, dk, dv: B 2, H 2, T 5, hs 4, causal",
+     dict(B=2, H=2, T=5, hs=4, causal=True)),
+    (case_sdpa_grad, "sdpa_grad_not_causal_T7", "dq, dk, dv: B 1, H 3, T 7, hs 8, not causal",
+     dict(B=1, H=3, T=7, hs=8, causal=False)),
+    (case_sdpa_grad, "sdpa_grad_T1", "T = 1: dq and dk are 0", dict(B=2, H=1, T=1, hs=4, causal=True)),
+    (case_sdpa_grad, "sdpa_grad_hs1", "head size 1", dict(B=1, H=2, T=6, hs=1, causal=True)),
+    (case_sdpa_grad, "sdpa_grad_sharp", "q, k with std 3: sharp attention, T 9",
+     dict(B=1, H=2, T=9, hs=4, causal=True, scale=3.0)),
+    (case_mha_grad, "mha_grad_causal", "B 2, T 5, C 8, H 2, causal",
+     dict(B=2, T=5, C=8, H=2, causal=True)),
+    (case_mha_grad, "mha_grad_odd", "B 1, T 7, C 12, H 3 (hs 3), not causal",
+     dict(B=1, T=7, C=12, H=3, causal=False)),
+    (case_mha_grad, "mha_grad_one_head", "H = 1: hs = C = 6", dict(B=2, T=4, C=6, H=1, causal=True)),
+    (case_mha_grad, "mha_grad_hs1", "H = C = 4: head size 1, T = 9",
+     dict(B=1, T=9, C=4, H=4, causal=True)),
+    (case_mha_grad, "mha_grad_T1", "T = 1, B = 3", dict(B=3, T=1, C=8, H=2, causal=True)),
+    (case_layernorm_grad, "layernorm_grad_3d", "dx, dgamma, dbeta: (2, 5, 8)", dict(shape=(2, 5, 8))),
+    (case_layernorm_grad, "layernorm_grad_offset_1e3", "inputs around 1000 with std 5",
+     dict(shape=(3, 6), offset=1000.0, scale=5.0)),
+    (case_layernorm_grad, "layernorm_grad_eps_1e-3", "(4, 16), eps 1e-3, small inputs",
+     dict(shape=(4, 16), eps=1e-3, scale=0.05)),
+    (case_layernorm_grad, "layernorm_grad_one_feature", "C = 1: dx and dgamma are 0",
+     dict(shape=(1, 4, 1), values=[0.0, 1.0, -2.0, 0.5])),
+    (case_ffn_grad, "ffn_grad_gelu", "exact GELU, C 8, F 32", dict(B=2, T=5, C=8, Fw=32, activation="gelu")),
+    (case_ffn_grad, "ffn_grad_gelu_tanh", "tanh GELU, C 6, F 24, T 7",
+     dict(B=1, T=7, C=6, Fw=24, activation="gelu_tanh")),
+    (case_ffn_grad, "ffn_grad_relu", "ReLU, C 4, F 10", dict(B=2, T=3, C=4, Fw=10, activation="relu")),
+    (case_ffn_grad, "ffn_grad_gelu_tails", "exact GELU, inputs with std 10 (both tails)",
+     dict(B=1, T=4, C=4, Fw=16, activation="gelu", scale=10.0)),
+    (case_block_grad, "block_grad_pre_gelu_causal", "GPT-2 block: pre-norm, exact GELU, causal",
+     dict(B=2, T=6, C=8, H=2, causal=True, norm="pre", activation="gelu")),
+    (case_block_grad, "block_grad_post_relu_encoder", "post-norm, ReLU, not causal, H 3",
+     dict(B=1, T=7, C=12, H=3, causal=False, norm="post", activation="relu")),
+    (case_block_grad, "block_grad_pre_gelu_tanh_one_head", "pre-norm, tanh GELU, H 1, eps 1e-6",
+     dict(B=2, T=5, C=6, H=1, causal=True, norm="pre", activation="gelu_tanh", eps=1e-6)),
+    (case_block_grad, "block_grad_post_gelu_T1", "post-norm, exact GELU, T = 1, hs 2",
+     dict(B=2, T=1, C=8, H=4, causal=True, norm="post", activation="gelu")),
+    (case_block_grad, "block_grad_pre_no_layernorm", "pre-norm placement, no LayerNorm",
+     dict(B=2, T=5, C=8, H=2, causal=True, norm="pre", activation="gelu", use_layer_norm=False)),
+    (case_block_grad, "block_grad_post_no_layernorm", "post-norm placement, no LayerNorm, ReLU",
+     dict(B=1, T=6, C=8, H=2, causal=False, norm="post", activation="relu", use_layer_norm=False)),
+    (case_cross_entropy, "cross_entropy_rows", "N 6, V 5", dict(N=6, V=5)),
+    (case_cross_entropy, "cross_entropy_large_logits", "logits of order 50: log-sum-exp shifted",
+     dict(N=4, V=7, scale=50.0)),
+    (case_cross_entropy, "cross_entropy_one_row", "N = 1, V 3", dict(N=1, V=3)),
+    (case_cross_entropy, "cross_entropy_V1", "V = 1: the loss and its gradient are 0",
+     dict(N=3, V=1)),
+    (case_lm_grad, "lm_grad_1layer", "1 layer, B 2, T 5 of T_max 6, V 7, C 8, H 2, targets",
+     dict(B=2, T=5, V=7, T_max=6, C=8, H=2, L=1)),
+    (case_lm_grad, "lm_grad_2layer", "2 layers, B 2, T 7 of T_max 10 (wpe rows 7-9 get 0), V 11",
+     dict(B=2, T=7, V=11, T_max=10, C=8, H=2, L=2)),
+    (case_lm_grad, "lm_grad_3layer", "3 layers, B 1, T = T_max = 6, V 9, C 12, H 3",
+     dict(B=1, T=6, V=9, T_max=6, C=12, H=3, L=3)),
+    (case_lm_grad, "lm_grad_one_token", "1 layer, one token, H 1",
+     dict(B=1, T=1, V=5, T_max=4, C=4, H=1, L=1)),
 ]
 
 
