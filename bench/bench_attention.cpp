@@ -8,6 +8,7 @@
 //
 // Threads: attn::num_threads() (attn/threads.hpp), OPENBLAS_NUM_THREADS by default (one per core
 // when unset). gemm_peak alone lets OpenBLAS thread its SGEMM itself, with as many threads.
+// generate_cached/N and generate_uncached/N (N = 500, 63) time chapter 10's generation loop ("tokens/s").
 // Counters: "GFLOP/s" (rate, from attn::mha_forward_flops / block_forward_flops: the dense count,
 // causal half included; three times that for forward + backward), "peak_fraction" (GFLOP/s over
 // the gemm_peak result of this run, present once gemm_peak has run: it is registered first),
@@ -28,9 +29,11 @@
 #include "attn/attention.hpp"
 #include "attn/block.hpp"
 #include "attn/ffn.hpp"
+#include "attn/kvcache.hpp"
 #include "attn/layernorm.hpp"
 #include "attn/linear.hpp"
 #include "attn/matmul.hpp"
+#include "attn/model.hpp"
 #include "attn/random.hpp"
 #include "attn/threads.hpp"
 
@@ -376,6 +379,38 @@ void bm_matmul(benchmark::State& state, bool blas) {
   set_counters(state, 2.0 * static_cast<double>(s.B * s.T * s.C * s.C), clock);
 }
 
+// 6. Generation (chapter 10): new tokens from a 1-token prompt with the chapter-09 model's
+// shapes (V 65, T_max 64, C 64, H 4, 4 layers), sampled at temperature 1 with a fixed seed, with
+// the KV cache (lm_generate_cached) or without (lm_generate: a forward over the cropped context
+// per token). Both give the same tokens. 500 tokens: past T_max = 64 the cached loop re-fills its
+// cache from the cropped context for every token (kvcache.hpp), so 437 of the 500 tokens cost a
+// prefill. 63 tokens: the context never exceeds T_max, every token is one step.
+// Counter "tokens/s".
+constexpr std::array<std::size_t, 2> kGenTokens{500, 63};
+
+void bm_generate(benchmark::State& state, bool cached, std::size_t n_new) {
+  attn::LmConfig config;
+  config.vocab_size = 65;
+  config.block_size = 64;
+  config.n_embd = 64;
+  config.n_heads = 4;
+  config.n_layers = 4;
+  attn::Rng init(1337);
+  const attn::LmWeights w = attn::lm_init(init, config);
+  const std::vector<int> prompt = {0};
+  attn::GenerateOptions options;
+  options.max_new_tokens = n_new;
+  for (auto _ : state) {
+    attn::Rng rng(42);
+    std::vector<int> out = cached ? attn::lm_generate_cached(w, config, prompt, options, rng)
+                                  : attn::lm_generate(w, config, prompt, options, rng);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(n_new),
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["threads"] = static_cast<double>(attn::num_threads());
+}
+
 void configure(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
@@ -417,6 +452,13 @@ int main(int argc, char** argv) {
   const std::string mm = kShapes[0].name();
   configure(benchmark::RegisterBenchmark(("matmul_naive/" + mm).c_str(), bm_matmul, false));
   configure(benchmark::RegisterBenchmark(("matmul_blas/" + mm).c_str(), bm_matmul, true));
+
+  for (const std::size_t n : kGenTokens) {
+    const std::string gen = std::to_string(n);
+    configure(benchmark::RegisterBenchmark(("generate_cached/" + gen).c_str(), bm_generate, true, n));
+    configure(
+        benchmark::RegisterBenchmark(("generate_uncached/" + gen).c_str(), bm_generate, false, n));
+  }
 
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

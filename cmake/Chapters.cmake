@@ -13,10 +13,9 @@ function(add_chapter number name)
   file(GLOB stubs CONFIGURE_DEPENDS ${dir}/exercises/ex${number}_*.cpp)
   add_library(ch${number}_exercises STATIC ${stubs})
   target_include_directories(ch${number}_exercises PUBLIC ${dir}/exercises)
-  target_link_libraries(ch${number}_exercises PUBLIC attn::common PRIVATE attn::warnings)
-  # Learners' code gets the same warnings, but a warning never blocks their build, and a stub
-  # that has not used its parameters yet is not worth a warning.
-  target_compile_options(ch${number}_exercises PRIVATE -Wno-error -Wno-unused-parameter)
+  # Learners' code gets the same warnings, but a warning never blocks their build
+  # (attn::learner_warnings has no -Werror; cmake/Warnings.cmake).
+  target_link_libraries(ch${number}_exercises PUBLIC attn::common PRIVATE attn::learner_warnings)
   set_target_properties(ch${number}_exercises PROPERTIES LINKER_LANGUAGE CXX)
   attn_reuse_pch(ch${number}_exercises)
 

@@ -16,6 +16,15 @@ one thread (ours at 1 thread, PyTorch at 1/1), which other programs on a busy ma
 least. See docs/performance.md.
 
   /usr/bin/python3 scripts/bench_compare.py --bench build/default/bin/attn-bench
+
+Generation (chapter 10, --cases generate or all): 500 (and 63) new tokens from a 1-token prompt with the
+chapter-09 model's shapes (V 65, T_max 64, C 64, H 4, 4 layers), sampled at temperature 1. Ours:
+attn-bench's generate_cached/500 and generate_uncached/500. PyTorch, in the same run and at the
+same four thread settings: the lecture's loop (ng-video-lecture gpt.py: one module per head, a
+full forward over the context cropped to T_max for every token, no cache) and a loop with a KV
+cache written the usual way (per layer k and v grown with torch.cat, one step per token; past
+T_max the cropped context is prefilled again, which keeps its tokens equal to the no-cache
+loop's: checked greedily before timing). Prints tokens/s and the ratios.
 """
 
 import argparse
@@ -64,13 +73,13 @@ FLOPS = {"mha_forward": mha_flops, "block_forward": block_flops,
 # Ours: attn-bench's JSON.
 
 
-def run_ours(bench, threads, repetitions, min_time, ops):
+def run_ours(bench, threads, repetitions, min_time, bench_filter):
     """{benchmark name: {"ms": median real time, "gflops": median GFLOP/s}} at one BLAS setting."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
     cmd = [
         bench,
         "--benchmark_format=json",
-        f"--benchmark_filter=^(gemm_peak|{'|'.join(ops)})/",
+        f"--benchmark_filter={bench_filter}",
         f"--benchmark_repetitions={repetitions}",
         "--benchmark_report_aggregates_only=true",
         f"--benchmark_min_time={min_time}",
@@ -184,11 +193,269 @@ def torch_gemm_peak(torch, repetitions):
 
 TORCH_SETTINGS = [(b, i) for b in THREADS for i in THREADS]  # (OpenBLAS, intra-op) threads
 
+# ---------------------------------------------------------------------------------------------
+# Generation (chapter 10): the chapter-09 model's shapes.
 
-def torch_worker(intra_threads, repetitions, min_time, ops):
+GEN = dict(V=65, T_MAX=64, C=64, H=4, L=4)
+GEN_LENGTHS = [500, 63]  # past T_max (the issue's case), and within it (every token one step)
+
+
+def make_lecture_gpt(torch, scale=None, seed=0):
+    """The lecture's model (ng-video-lecture gpt.py: Head, MultiHeadAttention, FeedFoward, Block),
+    with our model's math: no biases in attention, exact GELU, output tied to the embedding.
+    Dropout modules are kept as in the lecture (p = 0, eval mode). scale: None for the 0.02
+    initialisation of the benchmark, else a larger one for the greedy equality check."""
+    nn, F = torch.nn, torch.nn.functional
+    V, T_MAX, C, H, L = GEN["V"], GEN["T_MAX"], GEN["C"], GEN["H"], GEN["L"]
+    hs = C // H
+
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.key = nn.Linear(C, hs, bias=False)
+            self.query = nn.Linear(C, hs, bias=False)
+            self.value = nn.Linear(C, hs, bias=False)
+            self.register_buffer("tril", torch.tril(torch.ones(T_MAX, T_MAX)))
+            self.dropout = nn.Dropout(0.0)
+
+        def forward(self, x):
+            B, T, _ = x.shape
+            k = self.key(x)
+            q = self.query(x)
+            wei = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5
+            wei = wei.masked_fill(self.tril[:T, :T] == 0, float("-inf"))
+            wei = F.softmax(wei, dim=-1)
+            wei = self.dropout(wei)
+            return wei @ self.value(x)
+
+    class MultiHeadAttention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.heads = nn.ModuleList([Head() for _ in range(H)])
+            self.proj = nn.Linear(C, C, bias=False)
+            self.dropout = nn.Dropout(0.0)
+
+        def forward(self, x):
+            out = torch.cat([h(x) for h in self.heads], dim=-1)
+            return self.dropout(self.proj(out))
+
+    class FeedFoward(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(C, 4 * C), nn.GELU(), nn.Linear(4 * C, C),
+                                     nn.Dropout(0.0))
+
+        def forward(self, x):
+            return self.net(x)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.sa = MultiHeadAttention()
+            self.ffwd = FeedFoward()
+            self.ln1 = nn.LayerNorm(C)
+            self.ln2 = nn.LayerNorm(C)
+
+        def forward(self, x):
+            x = x + self.sa(self.ln1(x))
+            return x + self.ffwd(self.ln2(x))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.token_embedding_table = nn.Embedding(V, C)
+            self.position_embedding_table = nn.Embedding(T_MAX, C)
+            self.blocks = nn.Sequential(*[Block() for _ in range(L)])
+            self.ln_f = nn.LayerNorm(C)
+            self.lm_head = nn.Linear(C, V, bias=False)
+            self.lm_head.weight = self.token_embedding_table.weight  # tied
+
+        def forward(self, idx):
+            B, T = idx.shape
+            tok_emb = self.token_embedding_table(idx)
+            pos_emb = self.position_embedding_table(torch.arange(T))
+            x = self.blocks(tok_emb + pos_emb)
+            return self.lm_head(self.ln_f(x))
+
+        def generate(self, idx, max_new_tokens, greedy=False):
+            for _ in range(max_new_tokens):
+                idx_cond = idx[:, -T_MAX:]
+                logits = self(idx_cond)[:, -1, :]
+                if greedy:
+                    idx_next = logits.argmax(dim=-1, keepdim=True)
+                else:
+                    probs = F.softmax(logits, dim=-1)
+                    idx_next = torch.multinomial(probs, num_samples=1)
+                idx = torch.cat((idx, idx_next), dim=1)
+            return idx
+
+    torch.manual_seed(seed)
+    model = GPT().eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("bias") or "ln" in name:
+                if scale is not None:
+                    p.normal_(0.0, 0.1)
+                    if name.endswith("weight"):
+                        p.add_(1.0)
+                continue
+            std = 0.02 if scale is None else (0.5 if "embedding" in name else C ** -0.5)
+            p.normal_(0.0, std)
+    return model
+
+
+class CachedGPT:
+    """The same weights, generating with a KV cache the usual way: q, k, v of the new rows in one
+    (C, 3C) product, per layer k and v of shape (B, H, n, hs) grown by torch.cat, one step per
+    token; past T_max the cropped context is prefilled again (positions moved)."""
+
+    def __init__(self, torch, lecture):
+        self.torch, self.F = torch, torch.nn.functional
+        self.wte = lecture.token_embedding_table.weight
+        self.wpe = lecture.position_embedding_table.weight
+        self.layers = []
+        for b in lecture.blocks:
+            w_qkv = torch.cat([torch.cat([h.query.weight.t() for h in b.sa.heads], 1),
+                               torch.cat([h.key.weight.t() for h in b.sa.heads], 1),
+                               torch.cat([h.value.weight.t() for h in b.sa.heads], 1)], 1)
+            self.layers.append(dict(ln1=b.ln1, ln2=b.ln2, w_qkv=w_qkv.contiguous(),
+                                    w_o=b.sa.proj.weight.t().contiguous(), ffwd=b.ffwd))
+        self.ln_f = lecture.ln_f
+
+    def forward(self, idx, cache, pos0):
+        torch, F = self.torch, self.F
+        C, H = GEN["C"], GEN["H"]
+        hs = C // H
+        B, T = idx.shape
+        x = self.wte[idx] + self.wpe[pos0:pos0 + T]
+        for layer, kv in zip(self.layers, cache):
+            q, k, v = (layer["ln1"](x) @ layer["w_qkv"]).split(C, dim=2)
+            q = q.view(B, T, H, hs).transpose(1, 2)  # (B, H, T, hs)
+            k = k.view(B, T, H, hs).transpose(1, 2)
+            v = v.view(B, T, H, hs).transpose(1, 2)
+            if kv:
+                k = torch.cat([kv[0], k], dim=2)  # (B, H, n + T, hs)
+                v = torch.cat([kv[1], v], dim=2)
+            kv[:] = [k, v]
+            att = (q @ k.transpose(-2, -1)) * hs ** -0.5
+            if T > 1:
+                att = att.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+            y = F.softmax(att, dim=-1) @ v
+            x = x + y.transpose(1, 2).reshape(B, T, C) @ layer["w_o"]
+            x = x + layer["ffwd"](layer["ln2"](x))
+        return self.ln_f(x[:, -1, :]) @ self.wte.t()  # (B, V)
+
+    def generate(self, idx, max_new_tokens, greedy=False):
+        torch, T_MAX = self.torch, GEN["T_MAX"]
+        cache = [[] for _ in self.layers]
+        logits = self.forward(idx[:, -T_MAX:], cache, 0)
+        for i in range(max_new_tokens):
+            if greedy:
+                idx_next = logits.argmax(dim=-1, keepdim=True)
+            else:
+                idx_next = torch.multinomial(self.F.softmax(logits, dim=-1), num_samples=1)
+            idx = torch.cat((idx, idx_next), dim=1)
+            if i + 1 == max_new_tokens:
+                break
+            n = cache[0][0].shape[2]
+            if n < T_MAX:
+                logits = self.forward(idx_next, cache, n)
+            else:  # every token moves one position: prefill the cropped context again
+                cache = [[] for _ in self.layers]
+                logits = self.forward(idx[:, -T_MAX:], cache, 0)
+        return idx
+
+
+def torch_generate_worker(torch, repetitions):
+    """Tokens/s of both PyTorch loops (best of `repetitions`), after checking they agree."""
+    with torch.no_grad():
+        check = make_lecture_gpt(torch, scale=1.0, seed=1)
+        start = torch.zeros((1, 1), dtype=torch.long)
+        a = check.generate(start, 150, greedy=True)
+        b = CachedGPT(torch, check).generate(start, 150, greedy=True)
+        same = bool(torch.equal(a, b))
+        lecture = make_lecture_gpt(torch)
+        cached = CachedGPT(torch, lecture)
+        out = {"same_tokens": same}
+        for n in GEN_LENGTHS:
+            for label, model in (("torch_nocache", lecture), ("torch_cached", cached)):
+                model.generate(start, 20)  # warm-up
+                best = math.inf
+                for _ in range(repetitions):
+                    t0 = time.perf_counter()
+                    model.generate(start, n)
+                    best = min(best, time.perf_counter() - t0)
+                out[f"{label}/{n}"] = n / best
+    return out
+
+
+def run_generate(args, rounds):
+    """{label: best tokens/s} for ours (per thread setting) and PyTorch (per setting)."""
+    ours, torch_rate, same = {}, {}, True
+    for round_no in range(1, rounds + 1):
+        for t in THREADS:
+            print(f"  round {round_no}: attn-bench generate with OPENBLAS_NUM_THREADS={t} ...",
+                  file=sys.stderr)
+            got = run_ours(args.bench, t, args.repetitions, args.min_time, "^generate_")
+            for name, r in got.items():
+                label, n = name.split("/")
+                key = (label, int(n), t)
+                ours[key] = max(ours.get(key, 0.0), int(n) / (r["ms"] * 1e-3))
+        for blas_t, intra_t in TORCH_SETTINGS:
+            print(f"  round {round_no}: PyTorch generation with OPENBLAS_NUM_THREADS={blas_t}, "
+                  f"torch.set_num_threads({intra_t}) ...", file=sys.stderr)
+            got = run_torch_worker(blas_t, intra_t, args.repetitions, args.min_time, "generate")
+            same = same and got.pop("same_tokens")
+            for name, rate in got.items():
+                label, n = name.split("/")
+                key = (label, int(n), (blas_t, intra_t))
+                torch_rate[key] = max(torch_rate.get(key, 0.0), rate)
+    names = {"generate_cached": "ours, KV cache (lm_generate_cached)",
+             "generate_uncached": "ours, no cache (lm_generate)",
+             "torch_cached": "PyTorch, KV cache (torch.cat)",
+             "torch_nocache": "PyTorch, lecture loop, no cache"}
+    best = {}
+    for n in GEN_LENGTHS:
+        for label in ("generate_cached", "generate_uncached"):
+            t = max(THREADS, key=lambda k: ours[(label, n, k)])
+            best[(label, n)] = (ours[(label, n, t)], str(t))
+        for label in ("torch_nocache", "torch_cached"):
+            t = max(TORCH_SETTINGS, key=lambda k: torch_rate[(label, n, k)])
+            best[(label, n)] = (torch_rate[(label, n, t)], f"{t[0]}/{t[1]}")
+    print()
+    print(f"Generation from a 1-token prompt: V {GEN['V']}, T_max {GEN['T_MAX']}, C {GEN['C']}, "
+          f"H {GEN['H']}, {GEN['L']} layers")
+    if args.markdown:
+        print()
+        print("| new tokens | loop | tokens/s (threads) | / PyTorch no cache | / PyTorch cached |")
+        print("| ---: | --- | ---: | ---: | ---: |")
+    for n in GEN_LENGTHS:
+        base, cached_pt = best[("torch_nocache", n)][0], best[("torch_cached", n)][0]
+        if not args.markdown:
+            print(f"  {n} new tokens")
+        for label in names:
+            rate, th = best[(label, n)]
+            if args.markdown:
+                print(f"| {n} | {names[label]} | {rate:.0f} ({th}) | {rate / base:.2f} | "
+                      f"{rate / cached_pt:.2f} |")
+            else:
+                print(f"    {names[label]:38} {rate:9.0f} tokens/s ({th:>3})  x{rate / base:6.2f} "
+                      f"vs PyTorch no cache, x{rate / cached_pt:5.2f} vs PyTorch cached")
+    print("PyTorch's two loops gave the same 150 greedy tokens: " + ("yes" if same else "NO"))
+    return dict(best={f"{k[0]}/{k[1]}": v[0] for k, v in best.items()},
+                threads={f"{k[0]}/{k[1]}": v[1] for k, v in best.items()}, same_tokens=same)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def torch_worker(intra_threads, repetitions, min_time, cases="forward", ops=OPS):
     """Child process: every shape and variant at one setting, as JSON on stdout."""
     import torch
     torch.set_num_threads(intra_threads)
+    if cases == "generate":
+        json.dump(torch_generate_worker(torch, repetitions), sys.stdout)
+        return
     out = {"gemm_peak": torch_gemm_peak(torch, repetitions)}
     for shape in SHAPES:
         for label, fn in make_torch_fns(torch, *shape, ops).items():
@@ -197,11 +464,12 @@ def torch_worker(intra_threads, repetitions, min_time, ops):
     json.dump(out, sys.stdout)
 
 
-def run_torch_worker(blas_threads, intra_threads, repetitions, min_time, ops):
+def run_torch_worker(blas_threads, intra_threads, repetitions, min_time, cases="forward",
+                     ops=OPS):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(blas_threads))
     cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", str(intra_threads),
            "--repetitions", str(repetitions), "--min-time", str(min_time),
-           "--ops", ",".join(ops)]
+           "--worker-cases", cases, "--ops", ",".join(ops)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         die(f"the PyTorch timing process failed:\n{proc.stderr.strip()}")
@@ -223,9 +491,13 @@ def main():
                         help="seconds per repetition (default: 0.2)")
     parser.add_argument("--markdown", action="store_true", help="print one markdown table")
     parser.add_argument("--json", metavar="FILE", help="also write every measurement to FILE")
+    parser.add_argument("--cases", choices=["all", "forward", "generate"], default="all",
+                        help="attention/block forward (and forward+backward, --ops), chapter "
+                             "10's generation, or both (default: %(default)s)")
     parser.add_argument("--ops", default=",".join(OPS),
                         help="comma-separated subset of %(default)s (default: all)")
     parser.add_argument("--torch-worker", type=int, metavar="INTRA", help=argparse.SUPPRESS)
+    parser.add_argument("--worker-cases", default="forward", help=argparse.SUPPRESS)
     args = parser.parse_args()
     ops = [op for op in args.ops.split(",") if op]
     unknown = [op for op in ops if op not in OPS]
@@ -233,7 +505,7 @@ def main():
         parser.error(f"--ops: unknown op {', '.join(unknown) or '(none given)'}; "
                      f"known: {', '.join(OPS)}")
     if args.torch_worker is not None:
-        torch_worker(args.torch_worker, args.repetitions, args.min_time, ops)
+        torch_worker(args.torch_worker, args.repetitions, args.min_time, args.worker_cases, ops)
         return 0
 
     try:
@@ -250,6 +522,15 @@ def main():
           f"{args.repetitions} repetitions of >= {args.min_time} s, median per round, best round",
           file=sys.stderr)
 
+    generation = None
+    if args.cases in ("all", "generate"):
+        generation = run_generate(args, args.rounds)
+        if args.cases == "generate":
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump(dict(generation=generation), f, indent=1, default=str)
+            return 0
+
     ours = {t: {} for t in THREADS}  # threads -> benchmark name -> best {"ms", "gflops"}
     torch_ms, torch_cpu, torch_peak = {}, {}, {}
     ours_cpu = {}  # benchmark name -> best CPU time at 1 thread (all the work is on that thread)
@@ -259,7 +540,7 @@ def main():
             print(f"  round {round_no}: attn-bench with OPENBLAS_NUM_THREADS={t} ...",
                   file=sys.stderr)
             for name, got in run_ours(args.bench, t, args.repetitions, args.min_time,
-                                      ops).items():
+                                      f"^(gemm_peak|{'|'.join(ops)})/").items():
                 best = ours[t].get(name)
                 # The peak keeps its highest rate, everything else its lowest time.
                 better = (best is None or (got["gflops"] > best["gflops"]
@@ -273,7 +554,8 @@ def main():
         for blas_t, intra_t in TORCH_SETTINGS:
             print(f"  round {round_no}: PyTorch with OPENBLAS_NUM_THREADS={blas_t}, "
                   f"torch.set_num_threads({intra_t}) ...", file=sys.stderr)
-            got = run_torch_worker(blas_t, intra_t, args.repetitions, args.min_time, ops)
+            got = run_torch_worker(blas_t, intra_t, args.repetitions, args.min_time, "forward",
+                                   ops)
             peak_now = got.pop("gemm_peak")
             torch_peak[(blas_t, intra_t)] = max(torch_peak.get((blas_t, intra_t), 0.0), peak_now)
             for key, (ms, cpu_ms) in got.items():
@@ -360,7 +642,8 @@ def main():
         with open(args.json, "w") as f:
             json.dump(dict(peak_by_threads=peak_by_threads,
                            torch_peak={f"{b}/{i}": v for (b, i), v in torch_peak.items()}, rows=rows,
-                           extras=extras, ours_raw={str(t): ours[t] for t in THREADS}),
+                           extras=extras, ours_raw={str(t): ours[t] for t in THREADS},
+                           generation=generation),
                       f, indent=1, default=str)
     return 0
 

@@ -7,6 +7,7 @@ packages=(
   libxtensor-dev libxtensor-blas-dev libopenblas-dev  # tensors and BLAS
   libcli11-dev libfmt-dev                        # command line, formatting
   doctest-dev libbenchmark-dev                   # tests, benchmarks
+  clang libclang-rt-14-dev                       # fuzzing only (scripts/fuzz.sh, preset fuzz)
 )
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
 export DEBIAN_FRONTEND=noninteractive

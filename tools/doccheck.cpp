@@ -41,7 +41,7 @@ struct Options {
 // The headings every chapter page (docs/NN-name.md) has, in this order.
 constexpr std::string_view kChapterHeadings[] = {
     "## Goal", "## Shapes", "## The math", "## Walkthrough",
-    "## Run it", "## Exercises", "## Check yourself", "## Next"};
+    "## Run it", "## Exercises", "## Check yourself", "## Further reading", "## Next"};
 
 constexpr std::string_view kUpdateCommand = "cmake --build --preset default --target update-docs";
 
@@ -57,7 +57,14 @@ std::string_view trim(std::string_view s) {
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
+constexpr std::uintmax_t kMaxFileBytes = std::uintmax_t{16} << 20;  // a page or a figure
+
+// The whole of a regular file of at most kMaxFileBytes; nothing for anything else (a folder,
+// /dev/zero, a file too large to be a page).
 std::optional<std::string> read_file(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return std::nullopt;
+  if (const auto size = fs::file_size(path, ec); ec || size > kMaxFileBytes) return std::nullopt;
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
   std::ostringstream text;
@@ -373,7 +380,17 @@ class Page {
   bool process() {
     const auto text = read_file(path_);
     if (!text) {
-      fail(0, fmt::format("cannot read {}", path_.string()));
+      std::error_code ec;
+      const fs::file_status status = fs::status(path_, ec);
+      std::string why;
+      if (fs::is_directory(status)) {
+        why = ": it is a folder, not a page (give the .md files)";
+      } else if (fs::exists(status) && !fs::is_regular_file(status)) {
+        why = ": not a regular file";
+      } else if (fs::is_regular_file(status)) {
+        why = fmt::format(": larger than {} MiB", kMaxFileBytes >> 20);
+      }
+      fail(0, fmt::format("cannot read {}{}", path_.string(), why));
       return false;
     }
     ends_with_newline_ = !text->empty() && text->back() == '\n';
@@ -701,6 +718,10 @@ int main(int argc, char** argv) {
     Page checked(*options, page);
     ok = checked.process() && ok;
   }
-  std::fflush(stdout);
+  // Output that cannot be written (> /dev/full) is an error too.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    std::fprintf(stderr, "attn-doccheck: error: cannot write the output (stdout)\n");
+    return 1;
+  }
   return ok ? 0 : 1;
 }

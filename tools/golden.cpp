@@ -19,6 +19,7 @@
 #include <limits>
 #include <map>
 #include <span>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -61,6 +62,8 @@ constexpr std::string_view kUsage =
     "\n"
     "Exit codes: 0 all passed, 1 a case failed or could not be run, 2 usage error.\n";
 
+constexpr std::uintmax_t kMaxCaseBytes = 64 * 1024;  // a case.txt is a few lines
+
 // A case that cannot be run (missing key or file, bad value): the message names the file.
 struct CaseError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -83,10 +86,30 @@ class Case {
   const fs::path& dir() const { return dir_; }
   fs::path file(std::string_view name) const { return dir_ / (std::string(name) + ".npy"); }
 
-  // Reads case.txt; fills op(). Throws CaseError.
+  // Reads case.txt: a regular file (a link to /dev/zero never ends) of at most kMaxCaseBytes.
+  // Fills op(). Throws CaseError.
   void parse() {
-    std::ifstream in(file_);
+    std::error_code ec;
+    const fs::file_status status = fs::status(file_, ec);
+    if (ec) fail("cannot read the file: " + ec.message());
+    if (!fs::is_regular_file(status)) fail("not a regular file");
+    const std::uintmax_t size = fs::file_size(file_, ec);
+    if (ec) fail("cannot read the file: " + ec.message());
+    if (size > kMaxCaseBytes) {
+      fail(fmt::format("the file holds {} bytes, more than the limit of {} for a case.txt", size,
+                       kMaxCaseBytes));
+    }
+    std::ifstream in(file_, std::ios::binary);
     if (!in) fail("cannot read the file");
+    std::string contents(static_cast<std::size_t>(size), '\0');
+    in.read(contents.data(), static_cast<std::streamsize>(contents.size()));
+    if (static_cast<std::uintmax_t>(in.gcount()) != size) fail("cannot read the file");
+    parse_text(contents);
+  }
+
+  // The same on the text of a case.txt (attn-golden's fuzz target calls it directly).
+  void parse_text(std::string_view contents) {
+    std::istringstream in{std::string(contents)};
     std::string raw;
     for (int line_no = 1; std::getline(in, raw); ++line_no) {
       const std::string_view line = trim(raw);
@@ -798,17 +821,49 @@ void run_case(Case& c, Comparison& cmp) {
 
 // ---------------------------------------------------------------------------------------------
 
-// Every folder under `root` (or `root` itself) that holds a case.txt, sorted.
-std::vector<fs::path> find_cases(const fs::path& root) {
-  std::vector<fs::path> out;
-  if (fs::is_regular_file(root / "case.txt")) out.push_back(root);
-  for (const auto& entry : fs::recursive_directory_iterator(root)) {
-    if (entry.is_directory() && fs::is_regular_file(entry.path() / "case.txt")) {
-      out.push_back(entry.path());
-    }
+// What walking the case folders found: the case folders, and every path that could not be
+// looked at (an unreadable folder, a link to itself) with the reason.
+struct Found {
+  std::vector<fs::path> cases;
+  std::vector<std::pair<fs::path, std::string>> problems;
+};
+
+constexpr int kMaxDepth = 64;  // deeper trees are not case trees
+
+// Every folder under `dir` (or `dir` itself) that holds a case.txt. Only the non-throwing
+// std::filesystem overloads are used: a bad path is reported and the walk goes on. Links to
+// folders are looked into but not walked (no cycles).
+void find_cases(const fs::path& dir, bool follow, int depth, Found& found) {
+  std::error_code ec;
+  // Any case.txt counts, even a link to /dev/zero: Case::parse then says what is wrong with it.
+  if (fs::exists(fs::symlink_status(dir / "case.txt", ec))) found.cases.push_back(dir);
+  if (!follow) return;
+  if (depth > kMaxDepth) {
+    found.problems.emplace_back(dir, fmt::format("more than {} folders deep", kMaxDepth));
+    return;
   }
-  std::sort(out.begin(), out.end());
-  return out;
+  std::vector<std::pair<fs::path, bool>> subfolders;  // (path, walk into it)
+  fs::directory_iterator it(dir, ec);
+  const fs::directory_iterator end;
+  for (; !ec && it != end; it.increment(ec)) {
+    std::error_code entry_ec;
+    const bool is_link = it->is_symlink(entry_ec);
+    const fs::file_status status = it->status(entry_ec);  // follows links: a loop fails here
+    if (entry_ec) {
+      found.problems.emplace_back(it->path(), entry_ec.message());
+      continue;
+    }
+    if (fs::is_directory(status)) subfolders.emplace_back(it->path(), !is_link);
+  }
+  if (ec) found.problems.emplace_back(dir, "cannot read the folder: " + ec.message());
+  for (const auto& [sub, walk] : subfolders) find_cases(sub, walk, depth + 1, found);
+}
+
+Found find_cases(const fs::path& root) {
+  Found found;
+  find_cases(root, true, 0, found);
+  std::sort(found.cases.begin(), found.cases.end());
+  return found;
 }
 
 std::string fmt_err(double e) { return std::isfinite(e) ? fmt::format("{:.2e}", e) : fmt::format("{}", e); }
@@ -836,17 +891,25 @@ int main(int argc, char** argv) {
 
   // 2. Collect the cases.
   std::vector<fs::path> cases;
+  std::vector<std::pair<fs::path, std::string>> problems;
   for (const fs::path& root : roots) {
     std::error_code ec;
     if (!fs::is_directory(root, ec)) return usage_error(fmt::format("'{}' is not a folder", root.string()));
-    const std::vector<fs::path> found = find_cases(root);
-    if (found.empty()) return usage_error(fmt::format("no case.txt under '{}'", root.string()));
-    cases.insert(cases.end(), found.begin(), found.end());
+    Found found = find_cases(root);
+    if (found.cases.empty() && found.problems.empty()) {
+      return usage_error(fmt::format("no case.txt under '{}'", root.string()));
+    }
+    cases.insert(cases.end(), found.cases.begin(), found.cases.end());
+    problems.insert(problems.end(), found.problems.begin(), found.problems.end());
   }
 
   // 3. Run each, one line per case: path, op, max abs and max rel error, PASS/FAIL (+ why).
   std::size_t width = 0;
   for (const fs::path& dir : cases) width = std::max(width, dir.string().size());
+  // A path the walk could not look at may hide cases: it fails the run, on a line of its own.
+  for (const auto& [path, why] : problems) {
+    fmt::print("{:<{}}  {:<14}  FAIL  {}: {}\n", path.string(), width, "?", path.string(), why);
+  }
   std::size_t passed = 0;
   for (const fs::path& dir : cases) {
     Case c(dir);
@@ -876,7 +939,14 @@ int main(int argc, char** argv) {
 
   // 4. Summary.
   const std::size_t failed = cases.size() - passed;
-  fmt::print("{} case{}: {} passed, {} failed\n", cases.size(), cases.size() == 1 ? "" : "s",
-             passed, failed);
-  return failed == 0 ? 0 : 1;
+  fmt::print("{} case{}: {} passed, {} failed{}\n", cases.size(), cases.size() == 1 ? "" : "s",
+             passed, failed,
+             problems.empty() ? "" : fmt::format(", {} unreadable path{}", problems.size(),
+                                                 problems.size() == 1 ? "" : "s"));
+  // Output that cannot be written (> /dev/full) is an error too.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    std::fprintf(stderr, "attn-golden: error: cannot write the output (stdout)\n");
+    return 1;
+  }
+  return failed == 0 && problems.empty() ? 0 : 1;
 }

@@ -18,6 +18,7 @@
 #include "attn/bigram.hpp"
 #include "attn/check.hpp"
 #include "attn/loss.hpp"
+#include "attn/narrate.hpp"
 #include "attn/sample.hpp"
 #include "attn/cli.hpp"
 #include "attn/corpus.hpp"
@@ -102,6 +103,10 @@ constexpr std::size_t kMaxBlock = 1024;
 constexpr std::size_t kMaxSampleLength = 100'000;
 constexpr std::size_t kMaxStartLength = 4096;  // characters of --start
 constexpr float kMaxLearningRate = 1000.0f;
+// Each step holds (B*T, V) logits and as many gradients: at most 2^24 numbers (64 MiB) each.
+constexpr std::size_t kMaxBatchNumbers = std::size_t{1} << 24;
+// Training costs about steps x B x T x V operations: at most 2^31 (some seconds).
+constexpr std::size_t kMaxTrainingWork = std::size_t{1} << 31;
 
 // The chapter's own flags, with their defaults.
 struct Options {
@@ -117,11 +122,17 @@ void check_options(const Options& o, const attn::Vocab& vocab, const attn::Split
   const std::size_t T = o.train.block_size;
   // Each step looks up a (B*T, V) block of logits: bounded like every buffer (attn/limits.hpp).
   const std::size_t B = o.train.batch_size, V = vocab.size();
-  if (B * T > attn::limits::kMaxElements / V) {  // B, T <= 1024 and V <= 2048: no overflow
+  if (B * T > kMaxBatchNumbers / V) {  // B, T <= 1024 and V <= 2048: no overflow
     throw attn::UsageError(fmt::format(
         "--batch-size {} x --block-size {} x V = {} is {} numbers per step, more than the limit "
         "of {}: lower --batch-size or --block-size",
-        B, T, V, B * T * V, attn::limits::kMaxElements));
+        B, T, V, B * T * V, kMaxBatchNumbers));
+  }
+  if (o.train.steps > kMaxTrainingWork / (B * T * V)) {  // steps <= 1e5: the product fits
+    throw attn::UsageError(fmt::format(
+        "--steps {} x --batch-size {} x --block-size {} x V = {} is {} operations, more than the "
+        "limit of {}: lower one of them",
+        o.train.steps, B, T, V, o.train.steps * B * T * V, kMaxTrainingWork));
   }
   const std::size_t shortest = std::min(split.train.size(), split.val.size());
   if (shortest < T + 1) {
@@ -150,6 +161,75 @@ void check_options(const Options& o, const attn::Vocab& vocab, const attn::Split
 }
 
 // ---- The walkthrough.
+
+// Why the step size decays: the same training at constant step sizes, each from a table of zeros
+// with the same batches (the same seed). At a constant step SGD does not settle: every batch is a
+// noisy estimate of the gradient, and the table jitters around the optimum by an amount that
+// grows with the step.
+void show_constant_steps(const attn::Split& split, std::size_t V,
+                         const attn::BigramTrainConfig& train, std::uint64_t seed,
+                         double floor_train, const attn::BigramReport& decayed) {
+  const double log_v = std::log(static_cast<double>(V));
+  fmt::print("\nWhy the step decays: the same {} steps at a constant step size, from zeros, on the\n"
+             "same batches. Train loss at the end, and how far above the floor ({}) it stalls:\n",
+             train.steps, num(floor_train));
+  fmt::print("  step size        train loss   above the floor\n");
+  struct Row {
+    float lr;
+    double end;
+    bool blew_up;  // finite loss more than halfway back up to log V, or not finite
+  };
+  std::vector<Row> rows;
+  for (const float lr : {4.0f, 16.0f, 64.0f, 256.0f}) {
+    attn::Matrix table = xt::zeros<float>({V, V});  // (V, V)
+    attn::BigramTrainConfig config = train;
+    config.learning_rate = lr;
+    config.decay = false;
+    config.eval_interval = config.steps;  // only the end matters here
+    attn::Rng rng(seed);
+    double end = 0.0;
+    attn::train_bigram(table, split, config, rng,
+                       [&](const attn::BigramReport& r) { end = r.train_loss; });
+    const bool blew_up = !std::isfinite(end) || end - floor_train > 0.5 * (log_v - floor_train);
+    rows.push_back({lr, end, blew_up});
+    fmt::print("  {:<16} {:>10}   {}{}\n", fmt::format("{:g} (constant)", lr),
+               std::isfinite(end) ? num(end) : std::string("nan"),
+               std::isfinite(end) ? "+" + num(end - floor_train) : std::string("-"),
+               blew_up ? "  blown up" : "");
+  }
+  fmt::print("  {:<16} {:>10}   +{}\n", fmt::format("{:g} -> 0 (decay)", train.learning_rate),
+             num(decayed.train_loss), num(decayed.train_loss - floor_train));
+  // The best constant step, and whether every larger one stalls higher (or blows up).
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < rows.size(); ++i)
+    if (!rows[i].blew_up && (rows[best].blew_up || rows[i].end < rows[best].end)) best = i;
+  bool rising = !rows[best].blew_up;
+  for (std::size_t i = best + 1; i < rows.size(); ++i)
+    rising = rising && (rows[i].blew_up || rows[i].end >= rows[i - 1].end);
+  if (rising && best + 1 < rows.size()) {
+    fmt::print("From a step of {:g} up, the larger the constant step, the higher the loss stalls: each\n"
+               "step jumps as far as the noise of one batch pushes it{}.\n",
+               rows[best].lr,
+               rows.back().blew_up ? fmt::format(", and {:g} blows up", rows.back().lr) : "");
+    if (best > 0) {
+      fmt::print("Smaller steps are steadier but slower: {} steps of {:g} have not arrived yet.\n",
+                 train.steps, rows[0].lr);
+    }
+  } else {
+    fmt::print("Here the end losses do not grow steadily with the step: at {} steps they mix two\n"
+               "effects, small steps that have not arrived yet and large ones that jitter.\n",
+               train.steps);
+  }
+  if (decayed.train_loss <= rows[best].end) {
+    fmt::print("The decaying step beats every constant one: big steps early travel far, small\n"
+               "steps late average the noise of the batches away.\n");
+  } else {
+    fmt::print("Here a constant step of {:g} ends lower than the decay from {:g}: those decaying\n"
+               "steps were too small to travel as far. Big steps early and small ones late work\n"
+               "only if the early ones are big enough.\n",
+               rows[best].lr, train.learning_rate);
+  }
+}
 
 void run(const attn::CommonOptions& common, Options o) {
   using Clock = std::chrono::steady_clock;
@@ -259,6 +339,7 @@ void run(const attn::CommonOptions& common, Options o) {
   bool shifted = true;
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t t = 0; t + 1 < T; ++t) shifted = shifted && batch.y(b, t) == batch.x(b, t + 1);
+  attn::claim(shifted, "y is x shifted left by one");
   fmt::print("y is x shifted left by one (y[b, t] == x[b, t+1] for every b and t < T-1): {}.\n"
              "So one batch holds B * T = {} (context, target) examples.\n",
              shifted ? "yes" : "NO", B * T);
@@ -351,28 +432,74 @@ void run(const attn::CommonOptions& common, Options o) {
   fmt::print("batch size {}, block size {}:\n", B, T);
   attn::Rng train_rng(common.seed);
   attn::BigramReport last{};
+  std::vector<attn::BigramReport> curve;  // every report, for the loss-curve figure
+  // The losses are measured more often than printed (about 60 points for the figure); measuring
+  // draws no random numbers, so it changes nothing else.
+  attn::BigramTrainConfig measured = o.train;
+  measured.eval_interval = std::max<std::size_t>(1, o.train.steps / 60);
   const auto t_train = Clock::now();
   const auto on_report = [&](const attn::BigramReport& r) {
+    curve.push_back(r);
+    if (r.step == 0 && !common.mine)
+      attn::claim(std::abs(r.train_loss - std::log(static_cast<double>(V))) < 1e-3,
+                  "a table of zeros has loss log(V)");
+    if (r.step % o.train.eval_interval != 0 && r.step != o.train.steps) return;
     fmt::print("  step {:>6}   train loss {}   val loss {}\n", r.step, num(r.train_loss),
                num(r.val_loss));
     last = r;
   };
-  attn::train_bigram(logits, split, o.train, train_rng, on_report, fns.cross_entropy_grad);
+  attn::train_bigram(logits, split, measured, train_rng, on_report, fns.cross_entropy_grad);
   const std::chrono::duration<double> train_time = Clock::now() - t_train;
   fmt::print("After {} steps the learned table has train loss {}, {} above the floor, and\n"
              "val loss {} against {} for the counting model (difference {}).\n",
              last.step, num(last.train_loss), num(last.train_loss - floor_train), num(last.val_loss),
              num(opt_val), num(last.val_loss - opt_val));
-  if (last.val_loss < opt_val) {
+  const double gap = last.val_loss - opt_val;  // learning minus counting, on unseen text
+  if (!std::isfinite(last.train_loss) || last.train_loss > std::log(static_cast<double>(V))) {
+    fmt::print("Learning failed: the loss ended above log(V), the score of the table of zeros.\n"
+               "A step size of {} is too large for this gradient: each step overshoots and the\n"
+               "table moves away from the optimum (try a smaller --lr).\n",
+               fmt::format("{:g}", o.train.learning_rate));
+  } else if (gap < -0.005) {
     fmt::print("Learning beats counting on unseen text here: +1 is strong smoothing for this corpus\n"
                "({} pretend pairs added to {} real ones), and gradient descent stopped after {}\n"
                "steps never pushes an unseen pair all the way down, a gentler smoothing.\n",
                V * V, split.train.size() - 1, last.step);
-  } else {
+  } else if (gap <= 0.02) {
     fmt::print("Learning and counting found nearly the same table, by two very different routes.\n");
+  } else {
+    fmt::print("Learning is still {} behind counting on unseen text: {} steps of size {} (falling\n"
+               "to 0) have not travelled far enough from the table of zeros. More --steps or a\n"
+               "larger --lr close the gap.\n",
+               num(gap), last.step, fmt::format("{:g}", o.train.learning_rate));
+  }
+  if (!common.mine) {
+    attn::claim(last.train_loss >= floor_train - 1e-4, "no bigram table goes below the floor");
   }
   if (common.timing)
     fmt::print("(training took {} ms)\n", num(train_time.count() * 1000.0, 1));
+  if (common.svg_dir) {
+    attn::Series train{"train loss", {}, {}}, val{"val loss", {}, {}};
+    for (const attn::BigramReport& r : curve) {
+      train.x.push_back(static_cast<double>(r.step));
+      train.y.push_back(r.train_loss);
+      val.x.push_back(static_cast<double>(r.step));
+      val.y.push_back(r.val_loss);
+    }
+    const double end = static_cast<double>(o.train.steps);
+    const attn::Series counting{"counting model, val", {0.0, end}, {opt_val, opt_val}, true};
+    const attn::Series floor_line{"floor (best train loss)", {0.0, end}, {floor_train, floor_train},
+                                  true};
+    attn::LineChartOptions chart;
+    chart.title = fmt::format("Learning the bigram table: loss vs step (lr {:g}, decaying)",
+                              o.train.learning_rate);
+    chart.x_label = "step";
+    chart.y_label = "cross-entropy loss";
+    const auto path = *common.svg_dir / "loss_curve.svg";
+    attn::write_svg(path, attn::line_chart_svg({train, val, counting, floor_line}, chart));
+    fmt::print("(written to {})\n", path.string());
+  }
+  show_constant_steps(split, V, o.train, common.seed, floor_train, last);
 
   // 5. ---------------------------------------------------------------------------------------
   section(5, "Sampling: writing with the learned table");
@@ -383,10 +510,12 @@ void run(const attn::CommonOptions& common, Options o) {
                             fns.sample_logits);
   fmt::print("Start from {}, then {} times: take the row of the last character, softmax(row / {}),\n"
              "draw the next character from it, append it.\n",
-             attn::quote(attn::decode_utf8(o.start)), o.sample_length, num(o.temperature, 2));
+             attn::quote(attn::decode_utf8(o.start)), o.sample_length,
+             attn::format_significant(o.temperature));
   fmt::print("\n{}{}\n", attn::terminal_safe(attn::decode_utf8(o.start)),
              attn::terminal_safe(attn::decode_utf8(fns.decode(vocab, sampled))));
-  fmt::print("\nLocally plausible pairs, no words: one character of context is not enough.\n"
+  fmt::print("\nEach character was drawn knowing only the one before it: one character of context\n"
+             "cannot hold a word together.\n"
              "Next: chapter 02 lets every position look at its whole past.\n");
   if (common.timing) {
     const std::chrono::duration<double> total = Clock::now() - t_start;

@@ -17,6 +17,7 @@
 #include "attn/corpus.hpp"
 #include "attn/mask.hpp"
 #include "attn/matmul.hpp"
+#include "attn/narrate.hpp"
 #include "attn/plot.hpp"
 #include "attn/print.hpp"
 #include "attn/random.hpp"
@@ -179,6 +180,7 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
   };
   fmt::print("\nxbar[0] == x[0]: {}  (the mean of one token is that token)\n",
              row_equal(0) ? "true" : "false");
+  if (!opts.mine) attn::claim(row_equal(0), "the mean of one token is that token");
   if (T > 1) {
     fmt::print("xbar[1] == x[1]: {}  (row 1 is the mean of x[0] and x[1])\n",
                row_equal(1) ? "true" : "false");
@@ -186,11 +188,18 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
 
   // 3. ------------------------------------------------------------------------------------
   heading("3. Way 2: one matrix product");
+  // The example row: xbar[3] when there is one, else the last row.
+  const std::size_t ex = std::min<std::size_t>(3, T - 1);
+  std::string terms;
+  for (std::size_t i = 0; i <= ex; ++i)
+    terms += fmt::format("{}1/{} x[{}]", i == 0 ? "" : " + ", ex + 1, i);
   fmt::print(
-      "A mean is a weighted sum with equal weights: xbar[3] = 1/4 x[0] + 1/4 x[1] + 1/4 x[2]\n"
-      "+ 1/4 x[3]. Write the weights of step t into row t of a (T, T) matrix W, and all the\n"
+      "A mean is a weighted sum with equal weights:\n"
+      "  xbar[{}] = {}\n"
+      "Write the weights of step t into row t of a (T, T) matrix W, and all the\n"
       "steps of the loop become one product W @ x. Start from ones and keep the lower\n"
-      "triangle, so row t has ones in columns 0..t and zeros after:\n\n");
+      "triangle, so row t has ones in columns 0..t and zeros after:\n\n",
+      ex, terms);
   const attn::Matrix ones_tril = xt::tril(xt::ones<float>({T, T}));  // (T, T)
   show("tril(ones(T, T))", ones_tril, 0);
   fmt::print(
@@ -231,14 +240,22 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
   fmt::print("\n{}\n", d2 == 0.0f && d3 == 0.0f
                           ? "Exactly equal this time, but do not count on it in general."
                           : "Not exactly zero, and that is fine.");
+  // How many float steps the largest difference is, relative to the size of the means.
+  const float scale = std::max(xt::amax(xt::abs(xbar))(), std::numeric_limits<float>::min());
+  const float ulps = std::max({d2, d3}) / (scale * std::numeric_limits<float>::epsilon());
   fmt::print(
       "Floats keep 24 bits, about 7 decimal digits, and every + and / rounds its result.\n"
       "The loop adds first and divides once; the matmul multiplies each token by 1/(t+1),\n"
       "which is itself rounded (1/3 is stored as {}), then adds. Same math,\n"
-      "different rounding, so a difference of a few units in the 7th digit is expected\n"
-      "(float epsilon, the gap after 1.0, is {:.2e}). Compare floats with a tolerance.\n",
-      attn::format_number(1.0f / 3.0f, 10),
-      static_cast<double>(std::numeric_limits<float>::epsilon()));
+      "different rounding. Here the largest difference is {} float epsilons (the gap\n"
+      "after 1.0, {:.2e}) of the largest mean: {}.\n"
+      "Compare floats with a tolerance.\n",
+      attn::format_number(1.0f / 3.0f, 10), attn::format_number(ulps, 1),
+      static_cast<double>(std::numeric_limits<float>::epsilon()),
+      ulps <= 1.0f    ? "within one rounding step"
+      : ulps <= 64.0f ? "a few roundings' worth, as expected"
+                      : "many roundings: T additions in a row each add their own");
+  if (!opts.mine) attn::claim(ulps <= 4.0f * static_cast<float>(T) + 4.0f, "differences are rounding");
 
   // 6. ------------------------------------------------------------------------------------
   heading("6. What each way costs as T grows");
@@ -258,12 +275,20 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
                group_digits(cost.matmul_madds), group_digits(cost.matmul_zeros),
                group_digits(cost.softmax_exps));
   }
+  const Cost big = cost_of(sizes.back(), C);
+  const double ratio = static_cast<double>(big.matmul_madds) /
+                       static_cast<double>(big.loop_adds + big.loop_divides);
+  const double zero_share =
+      static_cast<double>(big.matmul_zeros) / static_cast<double>(big.matmul_madds);
   fmt::print(
-      "\nOn paper the matmul does twice the loop's arithmetic, half of it multiplying by zero,\n"
-      "and the softmax way adds T^2 exps on top. With the plain triple-loop attn::matmul of\n"
-      "this course it is not faster either (try --timing). Attention uses it anyway: a matrix\n"
-      "product is the operation that BLAS libraries and GPUs make fast, and, above all, W can\n"
-      "hold any weights, not only 1/(t+1). That is what chapter 04 needs.\n");
+      "\nOn paper, at T = {}, the matmul does {} times the loop's arithmetic ({}% of it\n"
+      "multiplying by zero), and the softmax way adds T^2 exps on top. With the plain\n"
+      "triple-loop attn::matmul of this course it is not faster either (try --timing).\n"
+      "Attention uses it anyway: a matrix product is the operation that BLAS libraries and GPUs\n"
+      "make fast, and, above all, W can hold any weights, not only 1/(t+1). That is what\n"
+      "chapter 04 needs.\n",
+      sizes.back(), attn::format_number(static_cast<float>(ratio), 2),
+      attn::format_number(static_cast<float>(100.0 * zero_share), 1));
   if (opts.timing) {
     fmt::print("\nMeasured, best of up to 5 runs (building W included):\n");
     for (std::size_t t_size : sizes) {
@@ -297,11 +322,12 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
   fmt::print("{}", attn::heatmap_text(shown, map, attn::use_color(stdout)));
   fmt::print(
       "\nRow t (the query position) spreads its weight evenly over columns 0..t (the\n"
-      "positions it may read); the blank upper triangle is the future. Every token here is\n"
+      "positions it may read){}. Every token here is\n"
       "treated alike, which throws information away. Chapter 03 looks closely at the\n"
       "masked softmax itself; chapter 04 replaces the zeros by scores computed from the data\n"
       "(query . key), so each position chooses which past tokens matter. Softmax, mask and\n"
-      "matmul stay exactly as above.\n");
+      "matmul stay exactly as above.\n",
+      T > 1 ? "; the blank upper triangle is the future" : "; with T = 1 there is no future");
 
   if (opts.svg_dir) {
     attn::HeatmapOptions figure = map;

@@ -15,6 +15,7 @@
 #include "attn/cli.hpp"
 #include "attn/corpus.hpp"
 #include "attn/mask.hpp"
+#include "attn/narrate.hpp"
 #include "attn/plot.hpp"
 #include "attn/print.hpp"
 #include "attn/random.hpp"
@@ -161,6 +162,10 @@ Matrix show_weights(const Kernels& k, const Matrix& scores, const Mask& mask) {
         size_text(future) + "\n");
   print("Query 0 sees only key 0, so its weight there is " +
         attn::format_number(weights(0, 0)) + ".\n");
+  bool sums_one = true;
+  for (const float sum : sums) sums_one = sums_one && std::abs(sum - 1.0f) < 1e-5f;
+  attn::claim(sums_one && future_zero == future && weights(0, 0) == 1.0f,
+              "rows sum to 1, the future gets weight 0, query 0 puts 1 on key 0");
   print_heatmap(weights,
                 weights_heatmap("causal attention weights (row = query, column = key)", T));
   return weights;
@@ -188,11 +193,13 @@ void show_minus_1e9(const Kernels& k, const Matrix& scores, const Mask& mask,
   const Matrix additive_1e9 = xt::where(mask, 0.0f, -1e9f);  // (T, T)
   const Matrix with_1e9 = k.softmax(scores + additive_1e9);    // (T, T)
   const Matrix with_inf = k.softmax(scores + additive);        // (T, T)
+  const double ordinary = max_abs_difference(with_1e9, with_inf);
   print(
       "exp(-1e9 - max) underflows to 0, so on ordinary rows nothing changes:\n"
       "  softmax(scores + (-1e9 mask)) vs softmax(scores + (-inf mask))\n"
       "  max |difference|: " +
-      difference_text(max_abs_difference(with_1e9, with_inf)) + "\n");
+      difference_text(ordinary) + "\n");
+  attn::claim(ordinary < 1e-6, "on ordinary rows -1e9 changes nothing");
 
   // A query that may attend to nothing, e.g. a padding position: row 0 entirely masked.
   Mask padded = mask;
@@ -209,11 +216,49 @@ void show_minus_1e9(const Kernels& k, const Matrix& scores, const Mask& mask,
   print("  -inf mask, stable softmax:     " + row_text(pad_inf, 0) + "\n");
   print("  boolean mask, masked_softmax:  " + row_text(pad_bool, 0) + "\n");
   print("  -inf mask, naive softmax:      " + row_text(pad_naive, 0) + "\n");
-  print("With -1e9 every entry of the row is exactly -1e9, so the softmax is uniform over all\n" +
-        size_text(T) +
-        " keys, the future ones included: a silent leak. With -inf (or a boolean mask) the\n"
-        "stable softmax returns a row of zeros, the convention of this course: documented,\n"
-        "never NaN. The naive formula computes exp(-inf) = 0 for every key, then 0 / 0 = NaN.\n");
+  // Which keys the -1e9 row leaks to: score + (-1e9) rounds to a multiple of 64 near -1e9, and
+  // the softmax gives all its weight to the largest of those (shared equally on a tie).
+  std::vector<std::size_t> leak;  // keys with a visible share (exp(-64) and below do not show)
+  bool all_small = true;          // every score of row 0 below 32 in size: all round to -1e9
+  for (std::size_t s = 0; s < T; ++s) {
+    if (pad_1e9(0, s) > 1e-6f) leak.push_back(s);
+    all_small = all_small && std::abs(scores(0, s)) < 32.0f;
+  }
+  if (leak.size() == T) {
+    bool uniform = true;
+    for (std::size_t s = 0; s < T; ++s)
+      uniform = uniform && std::abs(pad_1e9(0, s) - 1.0f / static_cast<float>(T)) < 1e-6f;
+    attn::claim(uniform, "the -1e9 row is uniform");
+    if (T == 1) {
+      print("With -1e9 the single key of row 0 gets weight 1: a padding query reads a value\n"
+            "it was meant to ignore, a silent leak.");
+    } else {
+      print(std::string("With -1e9 every entry of the row rounds to the same float ") +
+            (all_small ? "(every score of row 0 is\nbelow 32 in size, so each sum is exactly -1e9)"
+                       : "(the sums of row 0 all round\nto the same multiple of 64)") +
+            ": the softmax is uniform over all " + size_text(T) +
+            "\nkeys, the future ones included, a silent leak.");
+    }
+  } else {
+    std::string keys;
+    std::size_t future_keys = 0;
+    for (std::size_t i = 0; i < leak.size(); ++i) {
+      keys += (i == 0 ? "" : i + 1 == leak.size() ? " and " : ", ") + size_text(leak[i]);
+      future_keys += leak[i] > 0 ? 1 : 0;
+    }
+    const bool one = leak.size() == 1;
+    print("With -1e9 each sum score + (-1e9) rounds to a multiple of 64, and the largest take\n"
+          "everything: key" + std::string(one ? " " : "s ") + keys + (one ? " gets" : " share") +
+          " the whole weight of row 0.\n"
+          "A silent leak, and not even a uniform one: it goes to the keys with the largest\n" +
+          (future_keys > 0
+               ? "scores, here " + size_text(future_keys) + " future key" +
+                     (future_keys == 1 ? "" : "s") + " of query 0."
+               : std::string("scores, here key 0 only; other scores send it to future keys.")));
+  }
+  print("\nWith -inf (or a boolean mask) the stable softmax returns a row of zeros, the\n"
+        "convention of this course: documented, never NaN. The naive formula computes\n"
+        "exp(-inf) = 0 for every key, then 0 / 0 = NaN.\n");
 }
 
 // 5. Overflow and underflow: why the stable softmax subtracts the row maximum.
@@ -248,6 +293,7 @@ void show_forms_agree(const Kernels& k, const Matrix& scores, const Matrix& addi
       "additive: softmax(scores + where(tril, 0, -inf))\n"
       "max |difference|: " +
       difference_text(max_abs_difference(weights, from_additive)) + "\n");
+  attn::claim(max_abs_difference(weights, from_additive) < 1e-6, "two masks, one answer");
 }
 
 // 7. The trap: building the additive mask by multiplying with -inf.
@@ -272,6 +318,7 @@ Matrix show_nan_trap(const Kernels& k, const Matrix& scores, const Matrix& weigh
       "the \"causal attention\" is NaN:\n");
   print(matrix_text(broken));
   print("NaN weights: " + size_text(count_nan(broken)) + " of " + size_text(broken.size()) + "\n");
+  attn::claim(count_nan(broken) == broken.size(), "every weight of the trap is NaN");
   print_heatmap(broken, weights_heatmap("weights with the triu(ones, 1) * -inf mask", T));
 
   const Matrix fixed_mask = k.causal_mask_additive(T);  // (T, T)

@@ -19,6 +19,7 @@
 #include "attn/corpus.hpp"
 #include "attn/linear.hpp"
 #include "attn/matmul.hpp"
+#include "attn/narrate.hpp"
 #include "attn/plot.hpp"
 #include "attn/print.hpp"
 #include "attn/random.hpp"
@@ -183,6 +184,12 @@ std::string difference_text(double d) {
 
 std::string yes_no(bool b) { return b ? "yes" : "no"; }
 
+bool sums_ok(const std::vector<float>& sums) {
+  for (const float sum : sums)
+    if (std::abs(sum - 1.0f) > 1e-5f) return false;
+  return true;
+}
+
 std::string fixed(double value, int precision = 4) {
   return attn::format_number(static_cast<float>(value), precision);
 }
@@ -268,7 +275,7 @@ void show_averaging(const Tokens& tokens, const std::string& corpus_origin) {
       "depend on the data. From here on the scores are computed from the tokens themselves.\n");
   print("\nThe tokens: the first T = " + num(T) + " characters of " + corpus_origin + ", " +
         quoted(tokens.x_chars) + ",\neach embedded as a row of a random (V, C) = (" +
-        num(tokens.vocab_size) + ", " + num(C) + ") table, Normal(0, 1).\n");
+        num(tokens.vocab_size) + ", " + num(C) + ") table, N(0, 1).\n");
   print("x (T, C) = " + shape_text(tokens.x) + first_columns_note(tokens.x) + ":\n");
   print(table_text(first_columns(tokens.x, kShowCols), position_glyphs(tokens.x_chars), {}));
 }
@@ -289,9 +296,9 @@ Qkv show_projections(const Kernels& kern, const Tokens& tokens, const Head& head
       "  key    k = x W_k   \"what do I contain?\"\n"
       "  value  v = x W_v   \"what I hand over to a query that attends to me\"\n");
   print("W_q, W_k and W_v are (C, hs) = (" + num(C) + ", " + num(hs) +
-        "), drawn from Normal(0, 1/sqrt(C)) = Normal(0, " +
+        "), drawn from N(0, 1/C): std 1/sqrt(C) = " +
         fixed(1.0 / std::sqrt(static_cast<double>(C))) +
-        "),\nso each entry of q, k and v sums C terms of variance 1/C: variance about 1, as at\n"
+        ",\nso each entry of q, k and v sums C terms of variance 1/C: variance about 1, as at\n"
         "the start of training. In training they are learned.\n");
   Qkv p{kern.project(x, head.w_q), kern.project(x, head.w_k), kern.project(x, head.w_v)};
   const std::string product = shape_text(x) + " @ " + shape_text(head.w_q) + " -> ";
@@ -315,6 +322,7 @@ Qkv show_projections(const Kernels& kern, const Tokens& tokens, const Head& head
     if (i < j) {
       const bool same = xt::view(p.q, i, xt::all()) == xt::view(p.q, j, xt::all()) &&
                         xt::view(p.k, i, xt::all()) == xt::view(p.k, j, xt::all());
+      attn::claim(same, "a repeated character has equal rows of q and k");
       print("Tokens " + num(i) + " and " + num(j) + " are both '" + glyph(chars[j]) +
             "': equal rows of q and of k: " + yes_no(same) +
             ". Nothing here\nknows where a token sits; chapter 06 adds positions.\n");
@@ -365,8 +373,17 @@ ex04::AttentionResult show_attention(const Kernels& kern, const Tokens& tokens, 
   }
   print("row sums: " + attn::format_vector(sums) + "\n");
   print("future weights that are exactly 0: " + num(future_zero) + " of " + num(future) + "\n");
-  print(
-      "Unlike chapter 02, the weights of a row are not equal: each query picks its own keys.\n");
+  bool unequal = false;  // some row whose visible weights are not all equal
+  for (std::size_t t = 1; t < T; ++t)
+    for (std::size_t s = 1; s <= t; ++s)
+      unequal = unequal || std::abs(r.weights(t, s) - r.weights(t, 0)) > 1e-6f;
+  attn::claim(sums_ok(sums) && future_zero == future, "rows sum to 1 and the future is 0");
+  if (unequal) {
+    print("Unlike chapter 02, the weights of a row are not equal: each query picks its own keys.\n");
+  } else {
+    print(T == 1 ? "With T = 1 the only query sees only itself: weight 1, nothing to choose.\n"
+                 : "Here every row happens to be uniform, as in chapter 02: the keys are equal.\n");
+  }
 
   print(
       "\nFinally each query gathers the values with its weights, one more product:\n"
@@ -377,6 +394,7 @@ ex04::AttentionResult show_attention(const Kernels& kern, const Tokens& tokens, 
   const Matrix check = attn::matmul(r.weights, p.v);  // (T, T) @ (T, hs) -> (T, hs)
   print("out equals weights @ v computed by plain loops (attn::matmul), to 1e-6: " +
         yes_no(max_abs_difference(r.out, check) <= 1e-6) + "\n");
+  attn::claim(max_abs_difference(r.out, check) <= 1e-6, "out equals weights @ v");
   print("Row 0 can only see itself, so out[0] = v[0]: max |difference| " +
         difference_text(max_abs_difference(Matrix(xt::view(r.out, xt::range(0, 1), xt::all())),
                                            Matrix(xt::view(p.v, xt::range(0, 1), xt::all())))) +
@@ -392,7 +410,7 @@ void show_scale(const Kernels& kern, std::uint64_t seed) {
       "product q_j k_j has mean 0 and variance 1, and the variances of the hs terms add up:\n"
       "Var(q . k) = hs. Dividing by sqrt(hs) divides the variance by hs, back to 1.\n");
   print("Measured: " + num(kRows) + " random queries, each scored against " + num(kKeys) +
-        " random keys (Normal(0, 1)\ncomponents), then a softmax over each row of " +
+        " random keys (N(0, 1)\ncomponents), then a softmax over each row of " +
         num(kKeys) + " scores. For comparison, uniform weights have max\nweight " +
         fixed(1.0 / static_cast<double>(kKeys)) + " and entropy ln " + num(kKeys) + " = " +
         fixed(std::log(static_cast<double>(kKeys))) +
@@ -400,6 +418,8 @@ void show_scale(const Kernels& kern, std::uint64_t seed) {
   print("     hs  scores            variance  mean max weight  mean entropy\n");
 
   attn::Rng rng(seed, 4);  // its own stream: the table does not depend on the other flags
+  double last_unscaled_max = 0.0;  // mean max weight, unscaled, at the largest hs
+  double scaled_lo = 1e30, scaled_hi = 0.0;  // range of the scaled variances
   Matrix example_raw;      // row 0 at hs = 64, both ways
   Matrix example_scaled;
   for (const std::size_t hs : kHeadSizes) {
@@ -429,6 +449,12 @@ void show_scale(const Kernels& kern, std::uint64_t seed) {
         max_weight += row_max;
       }
       const double n = static_cast<double>(kRows);
+      if (scale) {
+        scaled_lo = std::min(scaled_lo, entry_variance(z));
+        scaled_hi = std::max(scaled_hi, entry_variance(z));
+      } else {
+        last_unscaled_max = max_weight / n;
+      }
       print("  " + pad_left(num(hs), 5) + "  " +
             pad_right(scale ? "q.k / sqrt(hs)" : "q.k", 14) +
             pad_left(fixed(entry_variance(z)), 12) +
@@ -439,9 +465,16 @@ void show_scale(const Kernels& kern, std::uint64_t seed) {
       example_scaled = xt::view(scaled, xt::range(0, 1), xt::all());
     }
   }
-  print(
-      "Unscaled, the variance grows with hs and the softmax saturates: at hs = 256 most rows put\n"
-      "nearly all their weight on one key. Scaled, every head size behaves like hs = 1.\n");
+  // What the table shows, measured: the unscaled variance at the largest hs, the mean max weight
+  // there, and the spread of the scaled variances.
+  print("Unscaled, the variance grows with hs and the softmax saturates: at hs = " +
+        num(kHeadSizes[std::size(kHeadSizes) - 1]) + " the largest\nweight of a row is " +
+        fixed(last_unscaled_max) + " on average" +
+        (last_unscaled_max > 0.8 ? ", nearly one-hot" : "") + ".\nScaled, every head size " +
+        (scaled_lo > 0.8 && scaled_hi < 1.25 ? "behaves like hs = 1" : "stays near variance 1") +
+        " (variances " + fixed(scaled_lo) + " to " + fixed(scaled_hi) + ").\n");
+  attn::claim(last_unscaled_max > 0.5 && scaled_lo > 0.7 && scaled_hi < 1.4,
+              "unscaled saturates, scaled stays near variance 1");
   print("The first query at hs = 64:\n");
   print("  q.k                   " + row_text(example_raw, 0, 2) + "\n");
   print("  softmax(q.k)          " + row_text(attn::softmax<2>(example_raw), 0) + "\n");
@@ -456,15 +489,17 @@ void show_heatmap(const Tokens& tokens, const ex04::AttentionResult& causal) {
   const std::u32string& chars = tokens.x_chars;
   const std::size_t T = chars.size();
   print("\n== 5. The weights as a heatmap ==\n");
-  print(
-      "Rows are queries, columns are keys, darker is more weight. Every query has its own\n"
-      "pattern, chosen by its data; the upper triangle is empty (the future).\n");
+  print(T > 1 ? "Rows are queries, columns are keys, darker is more weight. Every query has its own\n"
+                "pattern, chosen by its data; the upper triangle is empty (the future).\n"
+              : "Rows are queries, columns are keys, darker is more weight. With T = 1 there is\n"
+                "one cell: the only query gives all its weight to itself.\n");
   print_heatmap(causal.weights,
                 weights_heatmap("causal self-attention weights " + quoted(chars), chars, chars));
   // Equal keys get equal weights: the repeated character, if there is one.
   for (std::size_t j = 1; j < T; ++j) {
     const std::size_t i = chars.find(chars[j]);
     if (i < j) {
+      attn::claim(causal.weights(j, i) == causal.weights(j, j), "equal keys get equal weights");
       print("Query " + num(j) + " ('" + glyph(chars[j]) + "') gives keys " + num(i) + " and " +
             num(j) + ", the same character, the same weight: " +
             attn::format_number(causal.weights(j, i)) + " and " +
@@ -497,6 +532,7 @@ ex04::AttentionResult show_encoder(const Kernels& kern, const Tokens& tokens, co
   print("Row 0, decoder: " + row_text(causal.weights, 0) + "\n");
   const Matrix enc_last = xt::view(enc.weights, xt::range(last, T), xt::all());
   const Matrix dec_last = xt::view(causal.weights, xt::range(last, T), xt::all());
+  attn::claim(max_abs_difference(enc_last, dec_last) <= 1e-6, "the last row is the same");
   print("The last query sees every key either way: row " + num(last) +
         " is the same in both, to 1e-6: " +
         yes_no(max_abs_difference(enc_last, dec_last) <= 1e-6) + ".\n");

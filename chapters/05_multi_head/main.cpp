@@ -23,6 +23,7 @@
 #include "attn/corpus.hpp"
 #include "attn/linear.hpp"
 #include "attn/mask.hpp"
+#include "attn/narrate.hpp"
 #include "attn/plot.hpp"
 #include "attn/print.hpp"
 #include "attn/random.hpp"
@@ -350,11 +351,20 @@ Traced show_shapes(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, co
   print(fmt::format("  {:<{}} = {}\n", q_label, width, attn::format_vector(from_q)));
   print(fmt::format("  {:<{}} = {}\n", head_label, width, attn::format_vector(from_head)));
 
+  const double score_std = visible_score_std(scores, n);
+  std::size_t visible_count = 0;
+  for (std::size_t t = 0; t < T; ++t) visible_count += n.causal ? t + 1 : T;
+  visible_count *= B * H;
   print(fmt::format(
-      "scores: standard deviation {} over the visible entries. q and k have entries of size\n"
-      "about 1, so a dot product of hs = {} of them has standard deviation about sqrt(hs);\n"
-      "dividing by sqrt(hs) brings it back to about 1, whatever the head size.\n",
-      num(visible_score_std(scores, n), 2), hs));
+      "scores: standard deviation {} over the {} visible entries. q and k have entries of\n"
+      "size about 1, so a dot product of hs = {} of them has standard deviation about\n"
+      "sqrt(hs); dividing by sqrt(hs) brings it back to about 1, whatever the head size{}.\n",
+      num(score_std, 2), visible_count, hs,
+      score_std > 0.7 && score_std < 1.4 ? ""
+      : visible_count < 100
+          ? fmt::format(" (here {} from only {} scores: a small sample)", num(score_std, 2),
+                        visible_count)
+          : fmt::format(" (here {}: this draw of the weights is off)", num(score_std, 2))));
 
   const WeightFacts f = weight_facts(att.weights, n);
   print(fmt::format("weights: every entry in [0, 1]: {}; largest |row sum - 1|: {}\n",
@@ -371,10 +381,14 @@ Traced show_shapes(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, co
           difference_text(max_abs_difference(by_hand, att.weights)) + "\n");
   }
   print(fmt::format("y: no NaN, no inf: {}\n", all_finite(y) ? "yes" : "NO"));
+  attn::claim(f.in_unit_interval && f.max_row_error < 1e-5 && f.future_zero == f.future &&
+                  all_finite(y),
+              "weights in [0, 1], rows sum to 1, the future is 0, y is finite");
   const Tensor<3> one_call = k.mha_forward(x, w, H, n.causal);  // (B, T, C)
   print("These steps are what mha_forward(x, w, H) does in one call:\n"
         "  max |y - mha_forward(x, w, H)| = " +
         difference_text(max_abs_difference(y, one_call)) + "\n");
+  attn::claim(max_abs_difference(y, one_call) < 1e-4, "the steps are what mha_forward does");
   return {att.weights, one_call};
 }
 
@@ -399,6 +413,7 @@ void show_loop_vs_batched(const Tensor<3>& x, const MhaWeights& w, const Sizes& 
   print(
       "Any difference is float rounding: BLAS may add the C products of a dot product in\n"
       "another order for a (C, hs) block than for the whole (C, C) matrix.\n");
+  attn::claim(max_abs_difference(looped, batched) < 1e-4, "the loop and the batched forward agree");
 }
 
 // 4. One fused QKV matrix against three separate ones.
@@ -431,6 +446,8 @@ void show_fused(const Tensor<3>& x, const MhaWeights& w, const Sizes& n,
       attn::mha_forward_fused(x, w_qkv, w.w_o, n.H, n.causal, /*need_weights=*/false).out;
   print("  max |fused - separate| (mha_forward_fused vs mha_forward) = " +
         difference_text(max_abs_difference(fused, separate)) + "\n");
+  attn::claim(block_diff == 0.0 && max_abs_difference(fused, separate) < 1e-4,
+              "fused and separate QKV give the same output");
   print(fmt::format(
       "Same parameters (3 C^2 = {} in w_qkv), same output; fewer, larger GEMMs.\n",
       group_digits(3 * C * C)));
@@ -464,9 +481,11 @@ void show_heads(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, const
   const float shrink = kGpt2Std / init_std;
   const MhaWeights small{shrink * w.w_q, shrink * w.w_k, shrink * w.w_v, shrink * w.w_o};
   const Tensor<4> flat = head_weights(k, x, small, n.H, n.causal);  // (B, H, T, T)
-  print(fmt::format("  largest |weight - uniform|: {} with std {}, {} with std {}\n",
-                    num(max_distance_from_uniform(weights, n)), num(init_std),
-                    num(max_distance_from_uniform(flat, n)), num(kGpt2Std, 2)));
+  const double far = max_distance_from_uniform(weights, n);
+  const double near = max_distance_from_uniform(flat, n);
+  print(fmt::format("  largest |weight - uniform|: {} with std {}, {} with std {}\n", num(far),
+                    num(init_std), num(near), num(kGpt2Std, 2)));
+  attn::claim(near <= far + 1e-6, "the smaller init is closer to a plain average");
 }
 
 // 6. The parameters.
@@ -500,6 +519,7 @@ void show_head_counts(const Kernels& k, const Tensor<3>& x, const MhaWeights& w,
       "for a plain average over the visible keys, 0 for a head that looks at one key only.\n");
   print(fmt::format("  {:>5} {:>4} {:>11} {:>14} {:>8} {:>8}\n", "heads", "hs", "parameters",
                     "forward FLOPs", "differ", "entropy"));
+  std::vector<double> differs;  // the differ column, for the sentence below
   for (const std::size_t H : {std::size_t{1}, std::size_t{4}, std::size_t{8}}) {
     if (n.C % H != 0) {
       print(fmt::format("  {:>5}  skipped: {} does not divide C = {}\n", H, H, n.C));
@@ -508,19 +528,26 @@ void show_head_counts(const Kernels& k, const Tensor<3>& x, const MhaWeights& w,
     const Sizes m{n.B, n.T, n.C, H, n.causal};
     const Tensor<4> weights = head_weights(k, x, w, H, n.causal);  // (B, H, T, T)
     const double differ = mean_pairwise_difference(weights, m);
+    if (differ >= 0.0) differs.push_back(differ);
     const double flops = attn::mha_forward_flops(n.B, n.T, n.C, H);
     print(fmt::format("  {:>5} {:>4} {:>11} {:>14} {:>8} {:>8}\n", H, n.C / H,
                       group_digits(4 * n.C * n.C),
                       group_digits(static_cast<std::uint64_t>(flops)),
                       differ < 0.0 ? "-" : num(differ), num(mean_row_entropy(weights, m), 3)));
   }
+  // "about as much whatever H is": the differ column, within a factor 1.5 across H.
+  const bool alike = differs.size() < 2 ||
+                     *std::max_element(differs.begin(), differs.end()) <=
+                         1.5 * *std::min_element(differs.begin(), differs.end());
   print(
       "Parameters and FLOPs do not move: H * hs = C. What changes is the number of patterns\n"
       "per query, one per head, each computed from fewer channels. Untrained, every head is\n"
-      "random with scores of the same spread (section 2), so the heads differ by chance, and\n"
-      "by about as much whatever H is. Training can give each head its own job: more heads\n"
-      "leave room for more jobs, each with a narrower view, hs = C / H numbers to match a\n"
-      "query with a key.\n");
+      "random with scores of the same spread (section 2), so the heads differ by chance");
+  print(alike ? ",\nand by about as much whatever H is." : ".");
+  print(
+      " Training can give each head its own job: more\n"
+      "heads leave room for more jobs, each with a narrower view, hs = C / H numbers to\n"
+      "match a query with a key.\n");
 }
 
 // Mean wall-clock time of one call of `f`, in microseconds: one warm-up call, then up to 200
@@ -601,7 +628,7 @@ int main(int argc, char** argv) {
     const MhaWeights w = attn::mha_init(rng, n.C, init_std);          // 4 x (C, C)
     const Tensor<3> x = attn::randn<3>(rng, {n.B, n.T, n.C});         // (B, T, C), N(0, 1)
     print(fmt::format(
-        "w_q, w_k, w_v, w_o: ({0}, {0}) each, Normal(0, 1/sqrt(C) = {1}), no biases; x: N(0, 1)\n",
+        "w_q, w_k, w_v, w_o: ({0}, {0}) each, N(0, 1/C) (std {1}), no biases; x: N(0, 1)\n",
         n.C, num(init_std)));
 
     show_why(n);

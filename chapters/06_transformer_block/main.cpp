@@ -3,6 +3,8 @@
 // post-norm), positional encodings, then the block itself: its shape trace, what happens without
 // LayerNorm, causality, and its cost. The math lives in common/src/layernorm.cpp, ffn.cpp,
 // posenc.cpp and block.cpp; this file only calls it and narrates.
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -24,6 +26,7 @@
 #include "attn/ffn.hpp"
 #include "attn/layernorm.hpp"
 #include "attn/linear.hpp"
+#include "attn/narrate.hpp"
 #include "attn/plot.hpp"
 #include "attn/posenc.hpp"
 #include "attn/print.hpp"
@@ -41,6 +44,7 @@ using attn::Tensor;
 using attn::Vector;
 
 constexpr std::size_t kPositionRows = 32;  // T_max of the sinusoidal table that is drawn
+constexpr std::size_t kSvgPositions = 100;  // positions in the SVG of the sinusoids
 constexpr std::size_t kShownFeatures = 6;  // features of a token printed in section 1
 // Limits that keep the largest run near a second (about 30 block forwards).
 constexpr std::size_t kMaxBatch = 4;
@@ -114,6 +118,13 @@ std::string num(double v, int precision = 4) {
 // Right-aligns `text` in `width` columns.
 std::string pad(const std::string& text, std::size_t width) {
   return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
+}
+
+// A table cell that never grows wider than 11 characters: fixed notation up to 99999.9999, then
+// scientific ("1.536e+07"), so the columns of a long run stay apart.
+std::string cell(double v) {
+  if (std::isfinite(v) && std::abs(v) >= 1e5) return fmt::format("{:.3e}", v);
+  return num(v);
 }
 
 template <class Shape>
@@ -221,15 +232,27 @@ void show_layer_norm(const Kernels& k, const Setup& s, attn::Rng& rng) {
   print("                         " + stats_text(token_stats(normed, 0, 0)) + "\n");
   print("  gamma = 2, beta = 0.5  " + token_text(scaled, 0, 0, kShownFeatures) + "\n");
   print("                         " + stats_text(token_stats(scaled, 0, 0)) + "\n");
+  const Stats ns = token_stats(normed, 0, 0);
+  if (s.C > 1) {
+    attn::claim(std::abs(ns.mean) < 1e-4 && std::abs(ns.std - 1.0) < 1e-3,
+                "the normalised token has mean 0 and std 1");
+    print("Whatever the scale of x, the normalised token has mean 0 and std 1;");
+  } else {
+    print(
+        "With C = 1 a token is one number: minus its mean it is 0, whatever it was. (LayerNorm\n"
+        "needs several features to keep anything.) Otherwise the normalised token has mean 0\n"
+        "and std 1;");
+  }
   print(
-      "Whatever the scale of x, the normalised token has mean 0 and std 1; gamma and beta then\n"
+      " gamma and beta then\n"
       "choose the scale the next layer receives. A block starts with gamma = 1 and beta = 0, and\n"
       "training moves them. Unlike BatchNorm, nothing is shared between tokens or sequences, so a\n"
       "token is normalised the same way at training and at generation time.\n");
 }
 
 // 2. The feed-forward network and its activations.
-void show_ffn(const Kernels& k, const Setup& s, const Tensor<3>& x, const BlockWeights& w) {
+void show_ffn(const Kernels& k, const Setup& s, const Tensor<3>& x, const BlockWeights& w,
+              const std::optional<std::filesystem::path>& svg_dir) {
   print("\n== 2. The feed-forward network and its activations ==\n");
   print(
       "After attention has mixed information between positions, every token goes through the\n"
@@ -272,6 +295,27 @@ void show_ffn(const Kernels& k, const Setup& s, const Tensor<3>& x, const BlockW
       worst_at = grid[i];
     }
   }
+  if (svg_dir) {  // the three activations over [-4, 3], from the same grid
+    attn::Series relu_s{"relu", {}, {}}, gelu_s{"gelu (exact)", {}, {}},
+        tanh_s{"gelu_tanh", {}, {}, true};
+    const Tensor<3> relu_g = attn::activate<3>(g, Activation::relu);
+    for (std::size_t i = 2000; i <= 9000; i += 50) {  // x = -4.00 .. 3.00
+      relu_s.x.push_back(static_cast<double>(grid[i]));
+      relu_s.y.push_back(static_cast<double>(relu_g.data()[i]));
+      gelu_s.x.push_back(static_cast<double>(grid[i]));
+      gelu_s.y.push_back(static_cast<double>(exact.data()[i]));
+      tanh_s.x.push_back(static_cast<double>(grid[i]));
+      tanh_s.y.push_back(static_cast<double>(approx.data()[i]));
+    }
+    attn::LineChartOptions chart;
+    chart.title = "ReLU vs GELU: GELU lets small negative inputs through (minimum -0.17)";
+    chart.x_label = "x";
+    chart.y_label = "activation";
+    chart.legend_left = true;
+    const auto path = *svg_dir / "gelu_relu.svg";
+    attn::write_svg(path, attn::line_chart_svg({relu_s, gelu_s, tanh_s}, chart));
+    print("(written to " + path.string() + ")\n");
+  }
   print("max |gelu - gelu_tanh| over " + size_text(grid.size()) +
         " points of [-6, 6]: " + num(worst, 7) + ", at x = " + num(worst_at, 3) + "\n");
   print(
@@ -279,6 +323,7 @@ void show_ffn(const Kernels& k, const Setup& s, const Tensor<3>& x, const BlockW
       "is about -0.17, near x = -0.75) and is smooth at 0. The tanh form was a cheaper stand-in\n"
       "for erf (GPT-2 was trained with it). The two differ by less than 5e-4: close, but not bit\n"
       "for bit, so a model should run with the activation it was trained with (--activation).\n");
+  attn::claim(worst < 5e-4, "gelu and gelu_tanh differ by less than 5e-4");
 
   const Tensor<3> hidden = attn::linear(x, w.ffn.w1, w.ffn.b1);  // (B, T, C) @ (C, F) -> (B, T, F)
   const Tensor<3> out = k.ffn_forward(x, w.ffn, s.activation);   // (B, T, C)
@@ -289,9 +334,13 @@ void show_ffn(const Kernels& k, const Setup& s, const Tensor<3>& x, const BlockW
         shape_text(out.shape()) + "\n");
   print("  input  " + stats_text(stats_of(x)) + "\n");
   print("  output " + stats_text(stats_of(out)) + "\n");
-  print(
-      "The weights start small (std 0.02), so a fresh FFN adds only a little to each token: the\n"
-      "residual connection of the next section carries the token itself.\n");
+  const double ratio = stats_of(out).std / stats_of(x).std;
+  print("The weights start small (std 0.02), so a fresh FFN adds " +
+        std::string(ratio < 0.5 ? "only a little" : "less than the token itself") +
+        " to each token\n(its output std is " + num(ratio, 2) +
+        " times the input's): the residual connection of the next\nsection carries the token "
+        "itself.\n");
+  attn::claim(ratio < 1.0, "a fresh FFN adds less than the token itself");
 }
 
 // 3. Residual connections, pre-norm and post-norm.
@@ -317,17 +366,28 @@ void show_residuals(const Kernels& k, const Setup& s, const Tensor<3>& x, const 
         num(max_abs_difference(pre, x)) + "\n");
   print("  post-norm output  " + stats_text(stats_of(post)) + ", max |out - x| " +
         num(max_abs_difference(post, x)) + "\n");
+  // Post-norm: every token of the output has mean 0 and std 1 (gamma 1, beta 0 here).
+  double worst_mean = 0.0, worst_std = 0.0;
+  for (std::size_t b = 0; b < s.B; ++b)
+    for (std::size_t t = 0; t < s.T; ++t) {
+      const Stats ts = token_stats(post, b, t);
+      worst_mean = std::max(worst_mean, std::abs(ts.mean));
+      worst_std = std::max(worst_std, std::abs(ts.std - 1.0));
+    }
+  if (s.C > 1) attn::claim(worst_mean < 1e-4 && worst_std < 1e-3, "post-norm tokens: mean 0, std 1");
+  attn::claim(max_abs_difference(pre, x) < stats_of(x).std, "pre-norm adds small corrections");
   print(
       "Pre-norm leaves the residual stream itself un-normalised: the output is the input plus\n"
       "two small corrections, and LayerNorm only shapes what each sublayer reads. Post-norm\n"
-      "normalises the stream after every addition, so its output always has mean 0 and std 1\n"
-      "per token (times gamma, plus beta). Pre-norm trains more stably in deep stacks, because\n"
+      "normalises the stream after every addition, so its output has mean 0 and std 1 per\n"
+      "token (times gamma, plus beta" + std::string(s.C > 1 ? "" : "; with C = 1, every output is beta") + "). Pre-norm trains more stably in deep stacks, because\n"
       "the identity path from input to output is never interrupted; a pre-norm model adds one\n"
       "final LayerNorm before the output layer (chapter 07).\n");
 }
 
 // 4. Positional encodings.
-Matrix show_positions(const Kernels& k, const Setup& s, const Tensor<3>& x, const BlockWeights& w) {
+void show_positions(const Kernels& k, const Setup& s, const Tensor<3>& x, const BlockWeights& w,
+                      std::uint64_t seed) {
   print("\n== 4. Positional encodings ==\n");
   print(
       "Attention compares every query with every key by content only. Nothing in\n"
@@ -343,38 +403,74 @@ Matrix show_positions(const Kernels& k, const Setup& s, const Tensor<3>& x, cons
   encoder.norm = s.norm;
   const Tensor<3> y = run_block(k, x, w, encoder);  // (B, T, C)
   const Tensor<3> y_of_reversed = run_block(k, reorder_positions(x, reversed), w, encoder);
+  const double shuffled = max_abs_difference(y_of_reversed, reorder_positions(y, reversed));
   print("  block(reversed x) vs reversed(block(x)), max |difference|: " +
-        difference_text(max_abs_difference(y_of_reversed, reorder_positions(y, reversed))) + "\n");
+        difference_text(shuffled) + "\n");
+  attn::claim(shuffled < 1e-4, "an encoder block's outputs are shuffled like its inputs");
   print(
-      "(Any difference is float rounding: the same sums added in another order.) The causal mask\n"
-      "does not fix this. Query t sees keys 0..t, but as a set: swap tokens 0 and 1 and every\n"
-      "output from position 2 on stays the same, so \"dog bites man.\" and \"man bites dog.\" end\n"
-      "in the same last vector (the same last token, the same set of tokens before it).\n");
+      "(Any difference is float rounding: the same sums added in another order.) With the causal\n"
+      "mask the outputs are no longer a shuffle of each other, but one causal block still reads\n"
+      "the past as a set: query t sees keys 0..t in no particular order.");
   if (s.T >= 3) {
+    print(
+        " Swap tokens 0 and 1 and\n"
+        "every output from position 2 on stays the same: \"dog bites man.\" and \"man bites dog.\"\n"
+        "end in the same last vector after one block. Outputs 0 and 1 do change (position 1 now\n"
+        "holds the other token), and a second block reads them, so after two blocks the order\n"
+        "shows. Tokens 0 and 1 swapped, causal blocks, no positions, the same block twice (drawn\n"
+        "with std 1 / sqrt(C), as in section 6, so that a block visibly changes its input):\n");
+    const float big_std = 1.0f / std::sqrt(static_cast<float>(s.C));
+    attn::Rng block_rng(seed, 6);  // its own stream: no other number of the chapter moves
+    BlockWeights wb = w;
+    wb.attn = attn::mha_init(block_rng, s.C, big_std);
+    wb.ffn = attn::ffn_init(block_rng, s.C, s.F, big_std);
     std::vector<std::size_t> swapped(s.T);
     std::iota(swapped.begin(), swapped.end(), std::size_t{0});
     std::swap(swapped[0], swapped[1]);
     BlockConfig decoder = encoder;
     decoder.causal = true;
-    const Tensor<3> d = run_block(k, x, w, decoder);  // (B, T, C)
-    const Tensor<3> d_swapped = run_block(k, reorder_positions(x, swapped), w, decoder);
-    const auto from_2 = [&](const Tensor<3>& t) {
-      return Tensor<3>(xt::view(t, xt::all(), xt::range(2, s.T), xt::all()));  // (B, T - 2, C)
+    const Tensor<3> d = run_block(k, x, wb, decoder);  // (B, T, C)
+    const Tensor<3> d_swapped = run_block(k, reorder_positions(x, swapped), wb, decoder);
+    const Tensor<3> d2 = run_block(k, d, wb, decoder);                  // two blocks
+    const Tensor<3> d2_swapped = run_block(k, d_swapped, wb, decoder);  // (B, T, C)
+    const auto from = [&](const Tensor<3>& t, std::size_t first) {
+      return Tensor<3>(xt::view(t, xt::all(), xt::range(first, s.T), xt::all()));
     };
-    print("  causal block, tokens 0 and 1 swapped, outputs at positions 2.." + size_text(s.T - 1) +
-          ", max |difference|: " +
-          difference_text(max_abs_difference(from_2(d), from_2(d_swapped))) + "\n");
+    const double one = max_abs_difference(from(d, 2), from(d_swapped, 2));
+    const double last_one = max_abs_difference(from(d, s.T - 1), from(d_swapped, s.T - 1));
+    const double last_two = max_abs_difference(from(d2, s.T - 1), from(d2_swapped, s.T - 1));
+    print("  one block,  positions 2.." + size_text(s.T - 1) + ", max |difference|: " +
+          difference_text(one) + "\n");
+    print("  one block,  last position " + size_text(s.T - 1) + ", max |difference|:    " +
+          difference_text(last_one) + "\n");
+    print("  two blocks, last position " + size_text(s.T - 1) + ", max |difference|:    " +
+          difference_text(last_two) + "\n");
+    attn::claim(one < 1e-4, "after one causal block, positions 2.. stay the same");
+    if (last_two > 100.0 * std::max(last_one, 1e-7)) {
+      print("One causal block is blind to the order of the past; a stack of them is not, but it\n"
+            "only finds out indirectly, through what the earlier positions computed.\n");
+    } else {
+      print("Here even two blocks barely tell the orders apart: the weights are small and the\n"
+            "change at positions 0 and 1 is faint by the time it reaches the end.\n");
+    }
+  } else {
+    print("\n(With T = " + size_text(s.T) +
+          " there is no position 2 to show it: run with --time-steps 3 or more.)\n");
   }
 
+  // The period of the slowest clock: pair i = C/2 - 1 turns at 1 / 10000^(2i / C) per position.
+  const double slowest = 2.0 * 3.14159265358979323846 *
+                         std::pow(10000.0, static_cast<double>(s.C - 2) / static_cast<double>(s.C));
   print(
-      "The fix is to add a vector that depends on the position to every token before the first\n"
+      "\nThe fix is to add a vector that depends on the position to every token before the first\n"
       "block. The sinusoidal encoding of the original Transformer is fixed, not learned:\n"
       "  PE[p, 2i]   = sin(p / 10000^(2i / C))\n"
       "  PE[p, 2i+1] = cos(p / 10000^(2i / C))\n"
       "Each pair of columns is a clock turning at its own speed, from one radian per position\n"
-      "(columns 0, 1) to a full turn every 2 pi 10000 positions (the last pair). Nearby positions\n"
-      "get similar rows, and PE[p + k] is a rotation of PE[p] by an angle that depends only on k,\n"
-      "so relative offsets are easy for attention to read.\n");
+      "(columns 0, 1: a full turn every 2 pi = 6.3 positions) to a full turn every\n"
+      "2 pi 10000^((C - 2) / C) = " + num(slowest, 0) + " positions (the last pair, for C = " +
+      size_text(s.C) + "). Nearby\npositions get similar rows, and PE[p + k] is a rotation of PE[p] by an angle that\n"
+      "depends only on k, so relative offsets are easy for attention to read.\n");
   const Matrix pe = attn::sinusoidal_positions(std::max(kPositionRows, s.T), s.C);  // (T_max, C)
   print("PE = sinusoidal_positions(" + size_text(pe.shape()[0]) + ", " + size_text(s.C) +
         "), its first rows and columns:\n");
@@ -405,17 +501,19 @@ Matrix show_positions(const Kernels& k, const Setup& s, const Tensor<3>& x, cons
   const Tensor<3> yp = run_block(k, xp, w, encoder);
   const Tensor<3> yp_of_reversed =
       run_block(k, add_positions(reorder_positions(x, reversed), pe), w, encoder);
+  const double with_pe = max_abs_difference(yp_of_reversed, reorder_positions(yp, reversed));
   print(
       "With x + PE[0..T), the same encoder test: block(reversed x + PE) vs reversed(block(x + "
       "PE)),\n"
       "max |difference|: " +
-      difference_text(max_abs_difference(yp_of_reversed, reorder_positions(yp, reversed))) +
-      ". Order now matters.\n");
+      difference_text(with_pe) +
+      (with_pe > 1e-3 ? std::string(". Order now matters.\n")
+       : s.T == 1     ? std::string(": with T = 1 there is no order to change.\n")
+                      : std::string(": the positions changed little here.\n")));
   print(
       "Learned positions (GPT-2, chapter 07) are simply a (T_max, C) table of weights, wpe,\n"
       "started random (std 0.02) and trained like everything else, which cannot go beyond "
       "T_max.\n");
-  return xt::view(pe, xt::range(0, kPositionRows), xt::all());
 }
 
 // 5. A shape trace through the block.
@@ -458,7 +556,8 @@ double uniform_peak(std::size_t T) {
 }
 
 // 6. Remove LayerNorm: feed the output back in, pass after pass.
-void show_no_layer_norm(const Setup& s, const Tensor<3>& x, attn::Rng& rng) {
+void show_no_layer_norm(const Setup& s, const Tensor<3>& x, attn::Rng& rng,
+                        const std::optional<std::filesystem::path>& svg_dir) {
   print("\n== 6. Experiment: remove LayerNorm ==\n");
   print("Feed the block's output back in as its input, " + size_text(s.passes) +
         " times (like a stack of identical blocks),\n"
@@ -504,8 +603,9 @@ void show_no_layer_norm(const Setup& s, const Tensor<3>& x, attn::Rng& rng) {
   print("          with LayerNorm                 without LayerNorm\n");
   print("  pass      mean       std    peak          mean           std    peak\n");
   const Stats s0 = stats_of(x);
-  print(pad("0", 6) + pad(num(s0.mean), 10) + pad(num(s0.std), 10) + pad("", 8) +
-        pad(num(s0.mean), 14) + pad(num(s0.std), 14) + "\n");
+  print(pad("0", 6) + pad(cell(s0.mean), 10) + pad(cell(s0.std), 10) + pad("", 8) +
+        pad(cell(s0.mean), 14) + pad(cell(s0.std), 14) + "\n");
+  std::vector<double> std_with{s0.std}, std_without{s0.std};  // per pass, for the sentences
   Tensor<3> a = x;
   Tensor<3> b = x;
   double previous_with = s0.std;
@@ -518,9 +618,11 @@ void show_no_layer_norm(const Setup& s, const Tensor<3>& x, attn::Rng& rng) {
     b = std::move(rb.out);
     const Stats sa = stats_of(a);
     const Stats sb = stats_of(b);
-    print(pad(size_text(pass), 6) + pad(num(sa.mean), 10) + pad(num(sa.std), 10) +
-          pad(num(peak(ra.weights), 2), 8) + pad(num(sb.mean), 14) + pad(num(sb.std), 14) +
+    print(pad(size_text(pass), 6) + pad(cell(sa.mean), 10) + pad(cell(sa.std), 10) +
+          pad(num(peak(ra.weights), 2), 8) + pad(cell(sb.mean), 14) + pad(cell(sb.std), 14) +
           pad(num(peak(rb.weights), 2), 8) + "\n");
+    std_with.push_back(sa.std);
+    std_without.push_back(sb.std);
     if (pass + 1 == s.passes) {
       previous_with = sa.std;
       previous_without = sb.std;
@@ -537,23 +639,73 @@ void show_no_layer_norm(const Setup& s, const Tensor<3>& x, attn::Rng& rng) {
           num(last_with / previous_with, 2) + ") with LayerNorm and x" +
           num(last_without / previous_without, 2) + " without.\n");
   }
+  if (svg_dir) {
+    attn::Series with_s{"with LayerNorm", {}, {}}, without_s{"without LayerNorm", {}, {}};
+    for (std::size_t p = 0; p < std_with.size(); ++p) {
+      with_s.x.push_back(static_cast<double>(p));
+      with_s.y.push_back(std_with[p]);
+      without_s.x.push_back(static_cast<double>(p));
+      without_s.y.push_back(std_without[p]);
+    }
+    attn::LineChartOptions chart;
+    chart.title = "Std of the activations after each pass (" +
+                  std::string(attn::norm_name(s.norm)) + "-norm block), log scale";
+    chart.x_label = "pass (the same block applied again)";
+    chart.y_label = "std of all activations";
+    chart.log_y = true;
+    const auto path = *svg_dir / "no_layernorm.svg";
+    attn::write_svg(path, attn::line_chart_svg({with_s, without_s}, chart));
+    print("(written to " + path.string() + ")\n");
+  }
+  // What the columns show, measured: the step of the std per pass with LayerNorm (largest over
+  // smallest of the last half of the passes) and the growth factor without it.
+  const std::size_t P = s.passes;
+  double step_lo = 1e30, step_hi = 0.0;
+  for (std::size_t p = P / 2 + 1; p <= P; ++p) {
+    const double step = std_with[p] - std_with[p - 1];
+    step_lo = std::min(step_lo, step);
+    step_hi = std::max(step_hi, step);
+  }
+  const double factor_without =
+      std::isfinite(last_without) ? last_without / previous_without : 0.0;
+  const double factor_with = last_with / previous_with;
   if (s.norm == NormPlacement::pre) {
     print(
         "With LayerNorm every sublayer reads a normalised input, so each pass adds corrections\n"
-        "of about the same size: the std climbs by a near-constant step, linearly. (That drift is\n"
-        "why a pre-norm model ends with one more LayerNorm, and why GPT-2 scales down the weights\n"
-        "that write into the stream of a deep stack.)\n");
+        "of about the same size");
+    if (P >= 4 && step_lo > 0.0 && step_hi < 1.5 * step_lo) {
+      print(": over the last " + size_text(P - P / 2) + " passes the std climbs by " +
+            num(step_lo, 2) + " to " + num(step_hi, 2) + " a pass,\nlinearly, not exponentially.");
+    } else if (P < 4) {
+      print(" (too few passes here to see the steady step;\ntry --passes 10).");
+    } else {
+      print("; here the steps still vary (" + num(step_lo, 2) + " to " + num(step_hi, 2) + ").");
+    }
+    print(
+        "\n(That drift is why a pre-norm model ends with one more LayerNorm, and why GPT-2 scales\n"
+        "down the weights that write into the stream of a deep stack.)\n");
   } else {
+    bool unit = s.C > 1;
+    for (std::size_t p = 1; p <= P; ++p) unit = unit && std::abs(std_with[p] - 1.0) < 1e-3;
+    if (s.C > 1) attn::claim(unit, "post-norm keeps the std at 1");
     print(
         "With post-norm LayerNorm the stream itself is renormalised after every addition, so its\n"
         "std stays at 1 whatever the number of passes.\n");
   }
   print(
       "Without LayerNorm the sublayers read the raw stream: a stream twice as large gives\n"
-      "corrections about twice as large, so every pass multiplies the scale by a factor and the\n"
-      "growth is exponential. Attention's scores q . k grow with the square of that scale, the\n"
-      "softmax saturates towards one-hot (the peak column), and its gradient vanishes: a deep\n"
-      "stack without normalisation is very hard to train.\n");
+      "corrections about twice as large, so every pass multiplies the scale by a factor");
+  if (overflow_pass != 0 || (P >= 2 && factor_without > 1.5 && factor_without > factor_with)) {
+    print(" and the\ngrowth is exponential" +
+          std::string(overflow_pass != 0 ? "" : " (x" + num(factor_without, 2) + " in the last pass)") +
+          ". Attention's scores q . k grow with the\n"
+          "square of that scale, the softmax saturates towards one-hot (the peak column), and its\n"
+          "gradient vanishes: a deep stack without normalisation is very hard to train.\n");
+  } else {
+    print(".\nHere, after " + size_text(P) + (P == 1 ? " pass" : " passes") +
+          ", the two columns have not parted yet: run more --passes to see the\n"
+          "exponential growth, and attention's peak head for one-hot.\n");
+  }
 }
 
 // 7. Causality: the future cannot change the past.
@@ -617,7 +769,11 @@ void show_cost(const Setup& s, const BlockWeights& w) {
     return num(100.0 * static_cast<double>(part) / static_cast<double>(formula), 1) + "%";
   };
   print("The FFN holds " + share(ffn_params) + " of the block, attention " + share(attn_params) +
-        ", the LayerNorms " + share(ln_params) + "\n(with F = 4C, about 12 C^2 in all).\n");
+        ", the LayerNorms " + share(ln_params) + "\n(" +
+        (F == 4 * C ? std::string("with F = 4C, about 12 C^2 in all")
+                    : "with F = " + size_text(F / C) + "C, about " + size_text(4 + 2 * F / C) +
+                          " C^2 in all; GPT-2's F = 4C gives 12 C^2") +
+        ").\n");
 
   const double total = attn::block_forward_flops(B, T, C, F, H);
   const double attention = attn::mha_forward_flops(B, T, C, H);
@@ -671,9 +827,10 @@ attn::HeatmapOptions positions_svg_options(const Matrix& pe) {
   attn::HeatmapOptions options;
   options.title = "sinusoidal positions (" + size_text(pe.shape()[0]) + ", " +
                   size_text(pe.shape()[1]) + "): rows = positions, columns = features";
-  // A label on every 4th position and every 8th feature; the others stay blank.
+  options.diverging = true;  // sin and cos: -1 blue, 0 white, +1 red
+  // A label on every 10th position and every 8th feature; the others stay blank.
   for (std::size_t p = 0; p < pe.shape()[0]; ++p) {
-    options.row_labels.push_back(p % 4 == 0 ? size_text(p) : "");
+    options.row_labels.push_back(p % 10 == 0 ? size_text(p) : "");
   }
   for (std::size_t c = 0; c < pe.shape()[1]; ++c) {
     options.col_labels.push_back(c % 8 == 0 ? size_text(c) : "");
@@ -682,6 +839,41 @@ attn::HeatmapOptions positions_svg_options(const Matrix& pe) {
   options.vmax = 1.0f;
   options.annotate = false;
   return options;
+}
+
+// The block as a picture: pre-norm (GPT-2) or post-norm (the original Transformer), as --norm
+// chose. Attention, the only step that mixes positions, is highlighted.
+std::string block_diagram_title(const Setup& s) {
+  return std::string("One transformer block, ") + std::string(attn::norm_name(s.norm)) + "-norm";
+}
+
+std::vector<attn::DiagramNode> block_diagram(const Setup& s) {
+  using Kind = attn::DiagramNode::Kind;
+  const std::string btc = "(B, T, C) = " + shape_text(std::array<std::size_t, 3>{s.B, s.T, s.C});
+  const std::string attn_note = "H = " + size_text(s.H) + " heads of hs = " + size_text(s.C / s.H) +
+                                ", causal mask";
+  const std::string ffn_note = "C -> F = " + size_text(s.F) + " -> C, " +
+                               std::string(attn::activation_name(s.activation));
+  const std::string ln_note = "over the C features of each token";
+  std::vector<attn::DiagramNode> n;
+  n.push_back({Kind::text, "x", btc, 0, false});
+  if (s.norm == NormPlacement::pre) {
+    n.push_back({Kind::box, "LayerNorm ln1", ln_note, 0, false});
+    n.push_back({Kind::box, "multi-head self-attention", attn_note, 0, true});
+    n.push_back({Kind::add, "", "", 1, false});  // x + attn(ln1(x))
+    n.push_back({Kind::box, "LayerNorm ln2", ln_note, 0, false});
+    n.push_back({Kind::box, "feed-forward network (FFN)", ffn_note, 0, false});
+    n.push_back({Kind::add, "", "", 4, false});  // x + ffn(ln2(x))
+  } else {
+    n.push_back({Kind::box, "multi-head self-attention", attn_note, 0, true});
+    n.push_back({Kind::add, "", "", 1, false});  // x + attn(x)
+    n.push_back({Kind::box, "LayerNorm ln1", ln_note, 0, false});
+    n.push_back({Kind::box, "feed-forward network (FFN)", ffn_note, 0, false});
+    n.push_back({Kind::add, "", "", 4, false});  // x + ffn(x)
+    n.push_back({Kind::box, "LayerNorm ln2", ln_note, 0, false});
+  }
+  n.push_back({Kind::text, "out", btc + ", the same shape: blocks stack", 0, false});
+  return n;
 }
 
 }  // namespace
@@ -741,18 +933,21 @@ int main(int argc, char** argv) {
     const BlockWeights w = attn::block_init(rng, s.C, s.F);
 
     show_layer_norm(k, s, rng);
-    show_ffn(k, s, x, w);
+    show_ffn(k, s, x, w, options.svg_dir);
     show_residuals(k, s, x, w);
-    const Matrix pe = show_positions(k, s, x, w);
+    show_positions(k, s, x, w, options.seed);
     show_trace(s, x, w);
-    show_no_layer_norm(s, x, rng);
+    show_no_layer_norm(s, x, rng, options.svg_dir);
     show_causality(k, s, x, w, rng);
     show_cost(s, w);
 
     if (options.svg_dir) {
+      const Matrix pe_svg = attn::sinusoidal_positions(kSvgPositions, s.C);  // (100, C)
       const auto path = *options.svg_dir / "sinusoidal_positions.svg";
-      attn::write_svg(path, attn::heatmap_svg(pe, positions_svg_options(pe)));
-      print("\nwrote " + path.string() + "\n");
+      attn::write_svg(path, attn::heatmap_svg(pe_svg, positions_svg_options(pe_svg)));
+      const auto block_path = *options.svg_dir / "transformer_block.svg";
+      attn::write_svg(block_path, attn::diagram_svg(block_diagram_title(s), block_diagram(s)));
+      print("\nwrote " + path.string() + " and " + block_path.string() + "\n");
     }
     if (options.timing) show_timing(s, x, w);
   });

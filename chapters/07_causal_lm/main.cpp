@@ -32,7 +32,9 @@
 #include "attn/linear.hpp"
 #include "attn/loss.hpp"
 #include "attn/model.hpp"
+#include "attn/narrate.hpp"
 #include "attn/npy.hpp"
+#include "attn/plot.hpp"
 #include "attn/print.hpp"
 #include "attn/random.hpp"
 #include "attn/sample.hpp"
@@ -54,10 +56,10 @@ constexpr std::size_t kPromptMaxLength = 200;  // ... cut to its first 200 chara
 // seconds on its own, with the other flags at their defaults; the model's parameters are also
 // bounded together (limits::kMaxModelParameters).
 constexpr std::size_t kMaxLayers = 48;
-constexpr std::size_t kMaxChannels = 1024;
+constexpr std::size_t kMaxChannels = 512;
 constexpr std::size_t kMaxHeads = 64;
 constexpr std::size_t kMaxBlockSize = 4096;
-constexpr std::size_t kMaxNewTokens = 5000;
+constexpr std::size_t kMaxNewTokens = 2000;
 constexpr std::size_t kMaxPromptFlagLength = 4096;  // characters of --prompt
 
 // ---- The functions the walkthrough calls: from attn:: (the reference) or, with --mine, the
@@ -275,6 +277,29 @@ void check_model_size(const Options& o) {
   }
 }
 
+// Section 3 generates max_new_tokens tokens six times (the sample, lm_generate's copy, four
+// other settings); each token is one forward pass over the last min(length, T_max) tokens.
+// Its floating-point operations, estimated in double, are bounded so that no combination of
+// flags runs for minutes: 2 T (12 C^2 L + V C) for the weights, 4 L T^2 C for attention.
+constexpr double kMaxGenerationWork = 2.5e11;  // some seconds on one core of a laptop
+
+void check_generation_work(const attn::LmConfig& c, std::size_t prompt, std::size_t new_tokens) {
+  const double C = static_cast<double>(c.n_embd), L = static_cast<double>(c.n_layers);
+  const double V = static_cast<double>(c.vocab_size);
+  double work = 0.0;
+  for (std::size_t i = 0; i < new_tokens; ++i) {
+    const double T = static_cast<double>(std::min(prompt + i, c.block_size));
+    work += 6.0 * (2.0 * T * (12.0 * C * C * L + V * C) + 4.0 * L * T * T * C);
+  }
+  if (work > kMaxGenerationWork) {
+    throw attn::UsageError(fmt::format(
+        "--max-new-tokens {} with L = {}, C = {}, T_max = {} is about {:.1e} floating-point "
+        "operations of generation, more than the limit of {:.1e}: lower --max-new-tokens, "
+        "--block-size, --channels or --layers",
+        new_tokens, c.n_layers, c.n_embd, c.block_size, work, kMaxGenerationWork));
+  }
+}
+
 struct Model {
   attn::LmConfig config;
   attn::LmWeights weights;
@@ -374,9 +399,10 @@ void show_architecture(const Model& m) {
   fmt::print(
       "\nTying: there is no separate (C, V) output matrix. The logit of token v is the dot\n"
       "product of the final vector with wte[v], the very row that embeds v: one table both reads\n"
-      "and writes tokens. That saves V * C = {} parameters, {}% of this model; in GPT-2 small\n"
-      "(V = 50257, C = 768) it saves 38.6 million of 124 million.\n",
-      V * C, num(100.0 * static_cast<double>(V * C) / static_cast<double>(total + V * C), 1));
+      "and writes tokens. That saves V * C = {} parameters: an untied model would be {}% larger\n"
+      "than this one. In GPT-2 small (V = 50257, C = 768) it saves 38.6 million parameters on top\n"
+      "of 124 million.\n",
+      V * C, num(100.0 * static_cast<double>(V * C) / static_cast<double>(total), 1));
 }
 
 struct Prompt {
@@ -419,9 +445,13 @@ Tensor<3> show_logits(const Kernels& k, const Model& m, const attn::Vocab& vocab
   const Tensor<3> logits = k.lm_forward(tokens, m.weights, m.config);  // (1, T, V)
   fmt::print("lm_forward in one call gives the same logits: max |difference| {}\n",
              difference_text(max_abs_difference(logits, stepwise)));
+  attn::claim(max_abs_difference(logits, stepwise) < 1e-4, "lm_forward gives the same logits");
   if (m.untrained) {
+    const double expected = 0.02 * std::sqrt(static_cast<double>(c.n_embd));
+    attn::claim(std_of(stepwise) > 0.5 * expected && std_of(stepwise) < 2.0 * expected,
+                "the logits have a spread of about 0.02 sqrt(C)");
     fmt::print(
-        "The weights start as N(0, 0.02): the embeddings are tiny, each block adds a little, and\n"
+        "The weights start as N(0, 0.02^2): the embeddings are tiny, each block adds a little, and\n"
         "ln_f rescales every vector to mean 0 and variance 1. Its dot product with a row of wte\n"
         "({} terms of size ~0.02) is a logit of size ~0.02 * sqrt({}) = {}: nearly equal scores.\n",
         c.n_embd, c.n_embd, num(0.02 * std::sqrt(static_cast<double>(c.n_embd)), 2));
@@ -463,11 +493,25 @@ Tensor<3> show_logits(const Kernels& k, const Model& m, const attn::Vocab& vocab
         "mean -log p(target) = {}. A uniform guess scores log V = log {} = {}.\n",
         plural(T - 1, "prediction"), num(loss), V, num(std::log(static_cast<double>(V))));
     if (m.untrained) {
+      const double log_v = std::log(static_cast<double>(V));
       fmt::print(
           "Small random weights give nearly equal logits, so nearly uniform probabilities and a\n"
-          "loss near log V: the model knows nothing yet. It is a little above log V because\n"
-          "preferences that have nothing to do with the text cost more on the characters they\n"
-          "neglect than they win on the ones they favour. Training (a later chapter) lowers it.\n");
+          "loss near log V: the model knows nothing yet.\n");
+      if (loss > log_v) {
+        fmt::print(
+            "Here it is {} above log V, as it must be on average: preferences that have\n"
+            "nothing to do with the text cost more on the characters they neglect than they win\n"
+            "on the ones they favour.\n",
+            num(loss - log_v));
+      } else {
+        fmt::print(
+            "Here it is {} below log V, by luck: only on average must random preferences\n"
+            "cost more on the characters they neglect than they win on the ones they favour, and\n"
+            "this prompt's characters happen to be among the favoured.\n",
+            num(log_v - loss));
+      }
+      attn::claim(std::abs(loss - log_v) < 0.5, "an untrained model's loss is near log V");
+      fmt::print("Training lowers it: it needs a gradient for every weight.\n");
     }
   } else {
     fmt::print("\nA one-character prompt has no target inside it, so there is no loss to show.\n");
@@ -506,10 +550,28 @@ void show_generation(const Kernels& k, const Model& m, const attn::Vocab& vocab,
   row("temperature 1.0, top-k 5", 1.0f, std::min<std::size_t>(5, V));
   row("temperature 0.1", 0.1f, V);
   if (m.untrained) {
-    fmt::print(
-        "The logits are so close together that temperatures of 0.5 to 1.5 barely change the\n"
-        "distribution; it takes a temperature as low as 0.1 to make the favourite dominate.\n"
-        "Top-k changes it at once: k characters remain, whatever their logits.\n");
+    // The sentence below, measured: the entropies at 0.5 and 1.5 within 10% of log V, and the
+    // favourite's probability at 0.1.
+    const double log_v = std::log(static_cast<double>(V));
+    const double h_cold = entropy(top_k_probs(last, 0.5f, V));
+    const double h_hot = entropy(top_k_probs(last, 1.5f, V));
+    const std::vector<float> p01 = top_k_probs(last, 0.1f, V);
+    const double top01 = *std::max_element(p01.begin(), p01.end());
+    if (h_cold > 0.9 * log_v && h_hot > 0.9 * log_v) {
+      fmt::print(
+          "The logits are so close together that temperatures of 0.5 to 1.5 barely change the\n"
+          "distribution (their entropy is within 10% of log V)");
+      if (top01 > 0.3) {
+        fmt::print(";\nit takes a temperature as low as 0.1 to make the favourite stand out.\n");
+      } else {
+        fmt::print(";\neven at 0.1 the favourite has only p = {}.\n", num(top01));
+      }
+    } else {
+      fmt::print("The logits are far enough apart that the temperature matters: the entropy goes\n"
+                 "from {} at 0.5 to {} at 1.5.\n",
+                 num(h_cold), num(h_hot));
+    }
+    fmt::print("Top-k changes it at once: k characters remain, whatever their logits.\n");
   }
 
   // The sample with the flags' settings.
@@ -521,7 +583,7 @@ void show_generation(const Kernels& k, const Model& m, const attn::Vocab& vocab,
   const std::vector<int> library = attn::lm_generate(m.weights, c, p.ids, g, library_rng);
   const std::string top_k_text = g.top_k == 0 ? "off" : std::to_string(g.top_k);
   fmt::print("\n{} new characters, temperature {}, top-k {} (--max-new-tokens, --temperature, --top-k):\n",
-             g.max_new_tokens, num(g.temperature, 2), top_k_text);
+             g.max_new_tokens, attn::format_significant(g.temperature), top_k_text);
   fmt::print("\n{}{}\n\n", attn::terminal_safe(chars_of(vocab, p.ids)),
              attn::terminal_safe(chars_of(vocab, sample)));
   fmt::print("attn::lm_generate with the same seed draws the same {} tokens: {}\n", sample.size(),
@@ -534,9 +596,20 @@ void show_generation(const Kernels& k, const Model& m, const attn::Vocab& vocab,
         total, plural(c.block_size, "token"), total - 1 - c.block_size, total - 2);
   }
   if (m.untrained) {
-    fmt::print(
-        "It is noise, and honest noise: the weights are random, so every character is drawn from\n"
-        "a nearly uniform distribution. Nothing here knows that 'q' wants a 'u'.\n");
+    // How flat the distribution the sample was drawn from is, at these settings (first step).
+    const std::vector<float> drawn = top_k_probs(last, g.temperature, g.top_k == 0 ? V : g.top_k);
+    const double h = entropy(drawn);
+    if (h > 0.9 * std::log(static_cast<double>(V))) {
+      fmt::print(
+          "It is noise, and honest noise: the weights are random, so every character is drawn\n"
+          "from a nearly uniform distribution. Nothing here knows that 'q' wants a 'u'.\n");
+    } else {
+      fmt::print(
+          "It is noise, and honest noise: the weights are random. These settings leave about {}\n"
+          "equally likely characters (exp(entropy) at the first step), chosen by random\n"
+          "preferences, not by the text. Nothing here knows that 'q' wants a 'u'.\n",
+          num(std::exp(h), 1));
+    }
   }
   if (timing) {
     fmt::print("(generation took {} ms, {} ms per token)\n", num(took.count() * 1000.0, 1),
@@ -558,11 +631,12 @@ void show_generation(const Kernels& k, const Model& m, const attn::Vocab& vocab,
     const std::vector<int> head(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(s.size(), 30)));
     fmt::print("  {:<26} {:>9} {:>8}  {}\n", name, distinct(s), repeats,
                attn::quote(chars_of(vocab, head)));
+    return repeats;
   };
   compare("temperature 0.5", 0.5f, 0);
-  compare("temperature 1.5", 1.5f, 0);
+  const std::size_t repeats_hot = compare("temperature 1.5", 1.5f, 0);
   compare("temperature 1.0, top-k 5", 1.0f, std::min<std::size_t>(5, V));
-  compare("temperature 0.1", 0.1f, 0);
+  const std::size_t repeats_low = compare("temperature 0.1", 0.1f, 0);
   fmt::print(
       "distinct: how many different characters the sample uses (the vocabulary has {});\n"
       "repeats: how often a character equals the one before it.\n",
@@ -571,8 +645,15 @@ void show_generation(const Kernels& k, const Model& m, const attn::Vocab& vocab,
     fmt::print(
         "One seed means one stream of uniform draws, so where the distributions are nearly flat\n"
         "the samples pick the same or neighbouring characters whatever the temperature. Top-k\n"
-        "and a low temperature leave few candidates, and the favourite is often the character\n"
-        "just written (section 2): hence the runs of repeats.\n");
+        "and a low temperature leave few candidates");
+    if (repeats_low > repeats_hot) {
+      fmt::print(
+          ", and the favourite is often the character\n"
+          "just written (section 2), hence the repeats: {} at temperature 0.1, {} at 1.5.\n",
+          repeats_low, repeats_hot);
+    } else {
+      fmt::print(", yet here they repeat no more than the others.\n");
+    }
   }
 }
 
@@ -623,15 +704,76 @@ void show_weights(const Kernels& k, const Model& m, const Prompt& p, const Tenso
       "wte and wpe; L and H come from --layers and --heads), the same prompt again:\n"
       "  max |difference| of the logits: {}\n",
       difference_text(max_abs_difference(again, logits)));
+  attn::claim(max_abs_difference(again, logits) == 0.0, "every bit survives the round trip");
   fmt::print(
       "float32 in, float32 out: every bit survives. From the command line, the same is\n"
       "  07_causal_lm --export DIR       then       07_causal_lm --weights DIR\n"
-      "and a model exported from PyTorch runs with --weights unchanged, once its linear weights\n"
-      "are transposed: this course computes x @ W with W (in, out), PyTorch's nn.Linear stores\n"
-      "W as (out, in) and computes x @ W^T (docs/07-causal-lm.md has the script).\n");
+      "and a model exported from PyTorch runs with --weights unchanged. This course computes\n"
+      "x @ W with W (in, out), as GPT-2's Conv1D layers store it; PyTorch's nn.Linear stores\n"
+      "W as (out, in) and computes x @ W^T, so an exporter transposes nn.Linear weights and\n"
+      "copies Conv1D ones as they are (docs/07-causal-lm.md has the script).\n");
   if (!export_dir.empty()) {
     fmt::print("\n--export: the same {} files are in '{}'.\n", names.size(), export_dir);
   }
+}
+
+// The whole model as a picture, for --svg.
+std::vector<attn::DiagramNode> model_diagram(const attn::LmConfig& c) {
+  using Kind = attn::DiagramNode::Kind;
+  const std::string btc = "(B, T, C), C = " + std::to_string(c.n_embd);
+  std::vector<attn::DiagramNode> n;
+  n.push_back({Kind::text, "tokens", "(B, T) ids in [0, V), V = " + std::to_string(c.vocab_size),
+               0, false});
+  n.push_back({Kind::box, "x = wte[tokens] + wpe[0..T)",
+               fmt::format("token ({}, {}) + position ({}, {}) tables", c.vocab_size, c.n_embd,
+                           c.block_size, c.n_embd),
+               0, false});
+  const std::string block_note = fmt::format("pre-norm, causal, {} heads, GELU FFN", c.n_heads);
+  if (c.n_layers <= 4) {
+    for (std::size_t l = 0; l < c.n_layers; ++l)
+      n.push_back({Kind::box, fmt::format("transformer block {} (chapter 06)", l), block_note, 0,
+                   true});
+  } else {
+    n.push_back({Kind::box, fmt::format("transformer blocks 0 .. {} (chapter 06)", c.n_layers - 1),
+                 block_note, 0, true});
+  }
+  n.push_back({Kind::box, "final LayerNorm ln_f", btc, 0, false});
+  n.push_back({Kind::box, "logits = x @ wte^T", "tied: the embedding table scores the tokens",
+               0, false});
+  n.push_back({Kind::text, "logits", "(B, T, V): row t scores the token after t", 0, false});
+  return n;
+}
+
+// Each head's attention in the last layer, over the prompt's context, for --svg.
+std::vector<std::string> write_head_maps(const fs::path& dir, const Model& m,
+                                         const attn::Vocab& vocab, const Prompt& p,
+                                         const Tensor<3>& logits) {
+  const attn::LmForward f = attn::lm_forward_with_weights(as_batch(p.context), m.weights, m.config);
+  attn::claim(max_abs_difference(f.logits, logits) == 0.0,
+              "keeping the attention weights changes no logit");
+  const std::size_t L = m.config.n_layers, T = p.context.size();
+  const Tensor<4>& a = f.weights[L - 1];  // (1, H, T, T)
+  std::vector<std::string> labels;
+  for (const int id : p.context) {
+    const char32_t c = vocab.char_of(id);
+    labels.push_back(c == U' ' ? "\u2423" : attn::printable(c));  // a visible space
+  }
+  std::vector<std::string> paths;
+  for (std::size_t h = 0; h < m.config.n_heads; ++h) {
+    const Matrix w = xt::view(a, 0, h, xt::all(), xt::all());  // (T, T)
+    attn::HeatmapOptions o;
+    o.title = fmt::format("layer {}, head {}: attention over the prompt (T = {}){}", L - 1, h, T,
+                          m.untrained ? ", untrained" : "");
+    o.row_labels = labels;
+    o.col_labels = labels;
+    o.vmin = 0.0f;
+    o.vmax = 1.0f;
+    o.annotate = T <= 12;
+    const fs::path path = dir / fmt::format("attention_l{}_h{}.svg", L - 1, h);
+    attn::write_svg(path, attn::heatmap_svg(w, o));
+    paths.push_back(path.string());
+  }
+  return paths;
 }
 
 void run(const attn::CommonOptions& common, const Options& o) {
@@ -689,6 +831,7 @@ void run(const attn::CommonOptions& common, const Options& o) {
   p.ids = vocab.encode(attn::encode_utf8(prompt));
   const std::size_t T = std::min(p.ids.size(), m.config.block_size);
   p.context.assign(p.ids.end() - static_cast<std::ptrdiff_t>(T), p.ids.end());
+  check_generation_work(m.config, p.ids.size(), o.max_new_tokens);
 
   fmt::print("Chapter 07: the causal language model\n");
   fmt::print("seed {}, corpus {}, functions: {}\n", common.seed, corpus.origin,
@@ -708,9 +851,18 @@ void run(const attn::CommonOptions& common, const Options& o) {
   g.top_k = top_k;
   show_generation(k, m, vocab, p, logits, g, common.seed, common.timing);
   show_weights(k, m, p, logits, o.export_dir);
+  if (common.svg_dir) {
+    const fs::path model_path = *common.svg_dir / "causal_lm.svg";
+    attn::write_svg(model_path,
+                    attn::diagram_svg(fmt::format("The causal language model, L = {}",
+                                                  m.config.n_layers),
+                                      model_diagram(m.config)));
+    const std::vector<std::string> maps = write_head_maps(*common.svg_dir, m, vocab, p, logits);
+    fmt::print("\nwrote {}, and {} .. {}\n", model_path.string(), maps.front(), maps.back());
+  }
   fmt::print(
-      "\nNext: training. The loss of section 2 needs gradients for every weight (backprop),\n"
-      "which later chapters derive; docs/performance.md looks at where the time goes.\n");
+      "\nWhat this model lacks is training: the loss of section 2 needs a gradient for every\n"
+      "weight (backpropagation). docs/performance.md looks at where the time goes.\n");
   if (common.timing) {
     const std::chrono::duration<double> total = Clock::now() - t_start;
     fmt::print("(section 2: {} ms; whole run: {} ms)\n", num(forward_time.count() * 1000.0, 2),

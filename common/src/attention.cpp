@@ -62,8 +62,12 @@ struct Sizes {
 };
 
 int blas_int(std::size_t n) {
-  require(n <= static_cast<std::size_t>(INT_MAX), "attn::attention (BLAS)",
-          "size " + std::to_string(n) + " is too large for BLAS (int)");
+  // The message is built only on failure: this runs for every GEMM, and chapter 10's generation
+  // loop must not allocate per token.
+  if (n > static_cast<std::size_t>(INT_MAX)) {
+    require(false, "attn::attention (BLAS)",
+            "size " + std::to_string(n) + " is too large for BLAS (int)");
+  }
   return static_cast<int>(n);
 }
 
@@ -761,6 +765,33 @@ void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights
     gemm_strided(rows, C, C, 1.0f, dqkv + i * C, 3 * C, false, weights[i]->data(), C,
                  /*trans_b=*/true, i == 0 ? 0.0f : 1.0f, dx.data(), C);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernel on caller-owned strided buffers (chapter 10: the KV cache)
+// ---------------------------------------------------------------------------------------------
+
+std::size_t attention_scratch_floats(std::size_t T, std::size_t S) {
+  return std::min(kRowBlock, T) * S;
+}
+
+void attention_strided(std::size_t B, std::size_t H, std::size_t T, std::size_t S,
+                       std::size_t hs, const float* q, HeadStrides q_strides, const float* k,
+                       HeadStrides k_strides, const float* v, HeadStrides v_strides, float* out,
+                       HeadStrides out_strides, bool causal, float* scratch) {
+  const char* fn = "attn::attention_strided";
+  if (hs == 0 || S == 0) require(false, fn, "hs and S must be at least 1");
+  if (causal && S != T) require(false, fn, "causal attention needs S == T");
+  for (std::size_t size : {T, S, hs, q_strides.row, k_strides.row, v_strides.row, out_strides.row})
+    blas_int(size);
+  if (B == 0 || H == 0 || T == 0) return;
+  // Same kernel as every other entry point, all (b, h) pairs on this thread, no weights kept.
+  const Sizes n{B, H, T, S, hs, hs};
+  attend_range(n, {q, q_strides.batch, q_strides.head, q_strides.row},
+               {k, k_strides.batch, k_strides.head, k_strides.row},
+               {v, v_strides.batch, v_strides.head, v_strides.row},
+               {out, out_strides.batch, out_strides.head, out_strides.row}, causal, nullptr, 0,
+               B * H, scratch);
 }
 
 }  // namespace attn

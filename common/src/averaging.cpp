@@ -3,6 +3,7 @@
 // says it with a lower-triangular weight matrix, and the softmax version builds those same
 // weights the way attention will: masked scores (all zero here) through a softmax.
 #include "attn/averaging.hpp"
+#include "attn/limits.hpp"
 
 #include <string>
 
@@ -47,6 +48,7 @@ Matrix running_mean_loop(const Matrix& x) {
 
 Matrix averaging_weights_tril(std::size_t T) {
   check_time_steps(T, "attn::averaging_weights_tril");
+  checked_elements({T, T}, "attn::averaging_weights_tril: (T, T)");
   // 1. tril(ones(T, T)): row t has ones in columns 0..t.
   // 2. Divide each row by its sum, t + 1, so the row is a weighted average.
   Matrix w = xt::zeros<float>({T, T});  // (T, T)
@@ -59,6 +61,7 @@ Matrix averaging_weights_tril(std::size_t T) {
 
 Matrix averaging_weights_softmax(std::size_t T) {
   check_time_steps(T, "attn::averaging_weights_softmax");
+  checked_elements({T, T}, "attn::averaging_weights_softmax: (T, T)");
   // 1. Scores: all zero. Every key looks equally interesting (chapter 04 replaces these by
   //    q . k, the data-dependent part).
   const Matrix scores = xt::zeros<float>({T, T});  // (T, T)

@@ -187,11 +187,11 @@ void train_bigram(Matrix& logits, const Split& split, const BigramTrainConfig& c
     //    positions with the same input add up (scatter-add). logits -= lr * grad, with lr
     //    falling linearly from learning_rate (step 1) to learning_rate / steps (last step).
     //    Why decay: each batch is a noisy estimate of the true gradient, and at a constant step
-    //    SGD keeps jittering around the optimum by an amount that grows with the step (here
-    //    about 0.03 above the counting loss, whatever the step size). A large step early
-    //    travels far; a small one late averages the noise away.
+    //    SGD keeps jittering around the optimum by an amount that grows with the step (chapter
+    //    01 prints the measured table). A large step early travels far; a small one late
+    //    averages the noise away. With config.decay false the step stays learning_rate.
     const float progress = static_cast<float>(step - 1) / static_cast<float>(config.steps);
-    const float lr = config.learning_rate * (1.0f - progress);
+    const float lr = config.decay ? config.learning_rate * (1.0f - progress) : config.learning_rate;
     for (std::size_t i = 0; i < N; ++i) {
       float* table_row = logits.data() + static_cast<std::size_t>(xs[i]) * V;  // (V,)
       const float* g = row_grad.data() + i * V;                                 // (V,)

@@ -58,7 +58,39 @@ double sum_squared_deviations(const float* row, std::size_t C, double mean) {
   return (s0 + s1) + (s2 + s3);
 }
 
+// One token: y = (x - mean) * rstd * gamma + beta over its C features, through raw pointers
+// (lazy xtensor reducers with keep_dims are wrong in xtensor 0.24, XTENSOR_NOTES.md section 1,
+// and a plain loop is also the fastest). Gives the row's mean and rstd for the backward.
+void normalise_row(const float* in, std::size_t C, const float* g, const float* b, float eps,
+                   float* out, double& mean, double& rstd) {
+  const double inv_C = 1.0 / static_cast<double>(C);
+  // 1. mean = (1/C) sum_j x_j.
+  mean = sum_double(in, C) * inv_C;
+  // 2. var = (1/C) sum_j (x_j - mean)^2: the biased variance (divide by C, not C - 1), like
+  //    PyTorch. Two passes (mean first, then deviations) instead of E[x^2] - E[x]^2: for a
+  //    token near 1e4 with spread 0.01, E[x^2] = 1e8 and the variance 1e-4 would be lost in
+  //    the rounding of the difference.
+  const double var = sum_squared_deviations(in, C, mean) * inv_C;
+  // 3. rstd = 1 / sqrt(var + eps). eps (1e-5) keeps a (nearly) constant token from dividing
+  //    by zero: a constant row gives x - mean = 0, so y = beta instead of NaN.
+  rstd = 1.0 / std::sqrt(var + static_cast<double>(eps));
+  // 4. y_j = (x_j - mean) * rstd * gamma_j + beta_j. The subtraction is done in double: mean
+  //    rounded to float could be off by 5e-4 near 1e4, a large error next to a spread of 0.01.
+  for (std::size_t j = 0; j < C; ++j) {
+    const double normed = (static_cast<double>(in[j]) - mean) * rstd;
+    out[j] = static_cast<float>(normed * static_cast<double>(g[j]) + static_cast<double>(b[j]));
+  }
+}
+
 }  // namespace
+
+void layer_norm_rows(const float* x, std::size_t rows, std::size_t C, const float* g,
+                     const float* b, float eps, float* y) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    double mean = 0.0, rstd = 0.0;
+    normalise_row(x + r * C, C, g, b, eps, y + r * C, mean, rstd);
+  }
+}
 
 namespace {
 
@@ -80,35 +112,16 @@ Tensor<N> layer_norm_impl(const Tensor<N>& x, const Vector& gamma, const Vector&
   const std::size_t rows = x.size() / C;
   const float* g = gamma.data();
   const float* b = beta.data();
-  const double inv_C = 1.0 / static_cast<double>(C);
-  // One token (row of C features) at a time, through raw pointers: lazy xtensor reducers with
-  // keep_dims are wrong in xtensor 0.24 (XTENSOR_NOTES.md, section 1), and a plain loop is
-  // also the fastest. Rows are independent: big inputs are cut into fixed chunks of kLnRows
-  // tokens shared by the library's threads (each row is computed the same way on any thread).
+  // Rows are independent: big inputs are cut into fixed chunks of kLnRows tokens shared by the
+  // library's threads (each row is computed the same way on any thread).
   const std::size_t chunks = (rows + kLnRows - 1) / kLnRows;
   auto normalise_rows = [&](std::size_t first, std::size_t last, std::size_t) {
     for (std::size_t r = first * kLnRows; r < std::min(rows, last * kLnRows); ++r) {
-      const float* in = x.data() + r * C;  // (C,)
-      float* out = y.data() + r * C;       // (C,)
-      // 1. mean = (1/C) sum_j x_j.
-      const double mean = sum_double(in, C) * inv_C;
-      // 2. var = (1/C) sum_j (x_j - mean)^2: the biased variance (divide by C, not C - 1), like
-      //    PyTorch. Two passes (mean first, then deviations) instead of E[x^2] - E[x]^2: for a
-      //    token near 1e4 with spread 0.01, E[x^2] = 1e8 and the variance 1e-4 would be lost in
-      //    the rounding of the difference.
-      const double var = sum_squared_deviations(in, C, mean) * inv_C;
-      // 3. rstd = 1 / sqrt(var + eps). eps (1e-5) keeps a (nearly) constant token from dividing
-      //    by zero: a constant row gives x - mean = 0, so y = beta instead of NaN.
-      const double rstd = 1.0 / std::sqrt(var + static_cast<double>(eps));
+      double mean = 0.0, rstd = 0.0;
+      normalise_row(x.data() + r * C, C, g, b, eps, y.data() + r * C, mean, rstd);
       if (mean_out != nullptr) {
         mean_out[r] = static_cast<float>(mean);
         rstd_out[r] = static_cast<float>(rstd);
-      }
-      // 4. y_j = (x_j - mean) * rstd * gamma_j + beta_j. The subtraction is done in double: mean
-      //    rounded to float could be off by 5e-4 near 1e4, a large error next to a spread of 0.01.
-      for (std::size_t j = 0; j < C; ++j) {
-        const double normed = (static_cast<double>(in[j]) - mean) * rstd;
-        out[j] = static_cast<float>(normed * static_cast<double>(g[j]) + static_cast<double>(b[j]));
       }
     }
   };

@@ -21,8 +21,12 @@ namespace {
 
 // BLAS takes its sizes as int; a larger dimension would wrap around silently.
 int blas_int(std::size_t n, const char* what) {
-  require(n <= static_cast<std::size_t>(INT_MAX), "attn::gemm",
-          std::string(what) + " = " + std::to_string(n) + " is too large for BLAS (int)");
+  // The message is built only on failure: this runs for every GEMM, and chapter 10's generation
+  // loop must not allocate per token.
+  if (n > static_cast<std::size_t>(INT_MAX)) {
+    require(false, "attn::gemm",
+            std::string(what) + " = " + std::to_string(n) + " is too large for BLAS (int)");
+  }
   return static_cast<int>(n);
 }
 

@@ -2,6 +2,7 @@
 // Query t may attend to keys 0..t. The boolean mask says where; masked_softmax turns scores
 // into weights that are exactly 0 on the future, whatever the score there was.
 #include "attn/mask.hpp"
+#include "attn/limits.hpp"
 
 #include <cmath>
 #include <limits>
@@ -33,6 +34,7 @@ std::size_t check_mask_shape(const Tensor<N>& scores, const MaskT& mask) {
 
 Mask causal_mask(std::size_t T) {
   // tril(ones(T, T)): row t (the query) is true in columns 0..t (the keys it may see).
+  checked_elements({T, T}, "attn::causal_mask: (T, T)");
   Mask allowed({T, T});  // (T, T)
   for (std::size_t t = 0; t < T; ++t)
     for (std::size_t s = 0; s < T; ++s) allowed(t, s) = (s <= t);
@@ -40,12 +42,14 @@ Mask causal_mask(std::size_t T) {
 }
 
 Matrix causal_mask_additive(std::size_t T) {
+  checked_elements({T, T}, "attn::causal_mask_additive: (T, T)");
   // where(allowed, 0, -inf): a choice per entry, no arithmetic on infinities.
   Matrix additive = xt::where(causal_mask(T), 0.0f, -kInf);  // (T, T)
   return additive;
 }
 
 Matrix causal_mask_additive_naive(std::size_t T) {
+  checked_elements({T, T}, "attn::causal_mask_additive_naive: (T, T)");
   // The seed's np.triu(np.ones((T, T)), k=1) * float('-inf'), kept verbatim: above the diagonal
   // 1 * -inf = -inf as intended, but on and below it 0 * -inf = NaN (IEEE 754), so every score
   // a query is allowed to see becomes NaN once this mask is added.

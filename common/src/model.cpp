@@ -4,6 +4,8 @@
 #include "attn/model.hpp"
 
 #include <algorithm>
+#include <fstream>
+#include <charconv>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -20,6 +22,7 @@
 #include "attn/loss.hpp"
 #include "attn/npy.hpp"
 #include "attn/sample.hpp"
+#include "model_internal.hpp"
 
 namespace attn {
 
@@ -55,6 +58,10 @@ bool has_shape(const Shape& shape, std::initializer_list<std::size_t> want) {
   return shape.size() == want.size() && std::equal(want.begin(), want.end(), shape.begin());
 }
 
+}  // namespace
+
+namespace detail {
+
 // The weights must be the ones the config describes; a block checks its own weights.
 void check_weights(const LmWeights& w, const LmConfig& config, const char* function) {
   const std::size_t V = config.vocab_size, T_max = config.block_size, C = config.n_embd;
@@ -66,9 +73,11 @@ void check_weights(const LmWeights& w, const LmConfig& config, const char* funct
     shape_error(function, fmt::format("wpe of shape (T_max, C) = ({}, {})", T_max, C),
                 shape_str(w.wpe.shape()));
   }
-  require(w.blocks.size() == config.n_layers, function,
-          fmt::format("config has n_layers = {} but the weights hold {} blocks", config.n_layers,
-                      w.blocks.size()));
+  if (w.blocks.size() != config.n_layers) {  // (formatted only on failure: called per token)
+    require(false, function,
+            fmt::format("config has n_layers = {} but the weights hold {} blocks",
+                        config.n_layers, w.blocks.size()));
+  }
   if (config.use_layer_norm &&
       (!has_shape(w.ln_f_gamma.shape(), {C}) || !has_shape(w.ln_f_beta.shape(), {C}))) {
     shape_error(function, fmt::format("ln_f_gamma and ln_f_beta of shape ({},)", C),
@@ -86,7 +95,9 @@ void check_weights(const LmWeights& w, const LmConfig& config, const char* funct
   }
 }
 
-}  // namespace
+}  // namespace detail
+
+using detail::check_weights;
 
 LmWeights lm_init(Rng& rng, const LmConfig& config) {
   const std::size_t V = config.vocab_size, T_max = config.block_size, C = config.n_embd;
@@ -126,8 +137,12 @@ LmWeights lm_init(Rng& rng, const LmConfig& config) {
   return w;
 }
 
-Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
-                     const LmConfig& config) {
+namespace {
+
+// The forward pass of lm_forward; with `kept` non-null it also keeps every layer's attention
+// weights (B, H, T, T), which changes no number of the logits.
+Tensor<3> lm_forward_impl(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
+                          const LmConfig& config, std::vector<Tensor<4>>* kept) {
   constexpr const char* kFn = "attn::lm_forward";
   const std::size_t B = tokens.shape()[0], T = tokens.shape()[1];
   const std::size_t V = config.vocab_size, T_max = config.block_size, C = config.n_embd;
@@ -154,8 +169,13 @@ Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
   }
 
   // 2. The blocks: pre-norm, causal, exact GELU. (B, T, C) -> (B, T, C) each.
-  const BlockConfig bc = block_config(config);
-  for (const BlockWeights& block : w.blocks) x = block_forward(x, block, bc).out;
+  BlockConfig bc = block_config(config);
+  bc.keep_weights = kept != nullptr;
+  for (const BlockWeights& block : w.blocks) {
+    BlockResult r = block_forward(x, block, bc);
+    if (kept != nullptr) kept->push_back(std::move(r.weights));  // (B, H, T, T)
+    x = std::move(r.out);
+  }
 
   // 3. Final LayerNorm: the last block's residual stream is unnormalised.
   const Tensor<3> h = config.use_layer_norm ? layer_norm<3>(x, w.ln_f_gamma, w.ln_f_beta, kEps)
@@ -175,6 +195,20 @@ Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
     gemm(B * T, V, C, 1.0f, h.data(), false, w.lm_head.data(), false, 1.0f, logits.data());
   }
   return logits;
+}
+
+}  // namespace
+
+Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
+                     const LmConfig& config) {
+  return lm_forward_impl(tokens, w, config, nullptr);
+}
+
+LmForward lm_forward_with_weights(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
+                                  const LmConfig& config) {
+  LmForward out;
+  out.logits = lm_forward_impl(tokens, w, config, &out.weights);
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -244,23 +278,95 @@ class ModelReader {
 LmWeights load_lm(const std::filesystem::path& dir, std::size_t n_layers, std::size_t n_heads,
                   LmConfig& config_out) {
   // The default model (every block pre-norm, LayerNorm, FFN of 4 C, tied head).
+  // (or the variant its model.txt names).
   LmConfig config;
   config.n_layers = n_layers;
   config.n_heads = n_heads;
   LmWeights w = load_lm(dir, config);
-  config_out.vocab_size = config.vocab_size;
-  config_out.block_size = config.block_size;
-  config_out.n_embd = config.n_embd;
-  config_out.n_heads = n_heads;
-  config_out.n_layers = n_layers;
+  config_out = config;
   return w;
 }
+
+namespace {
+
+constexpr const char* kModelTxt = "model.txt";
+
+std::string flag_text(bool b) { return b ? "1" : "0"; }
+
+// model.txt, when the folder has one: the variant fields replace config's; n_layers and n_heads
+// must agree with the caller's.
+void read_model_txt(const fs::path& dir, LmConfig& config, const ModelReader& r) {
+  const fs::path path = dir / kModelTxt;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return;
+  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > 4096) {
+    r.fail(std::string(kModelTxt) + " is not a small regular file");
+  }
+  std::ifstream in(path);
+  std::string line;
+  std::size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty() || line[0] == '#') continue;
+    const std::size_t space = line.find(' ');
+    const std::string key = line.substr(0, space);
+    const std::string value = space == std::string::npos ? "" : line.substr(space + 1);
+    const auto bad = [&](std::string_view want) {
+      r.fail(fmt::format("{} line {}: {} is '{}', expected {}", kModelTxt, number, key, value,
+                         want));
+    };
+    const auto flag = [&](bool& out) {
+      if (value != "0" && value != "1") bad("0 or 1");
+      out = value == "1";
+    };
+    const auto size = [&](std::size_t& out) {
+      std::size_t n = 0;
+      const auto [end, err] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (err != std::errc() || end != value.data() + value.size() || n > (1u << 20)) {
+        bad("a whole number");
+      }
+      out = n;
+    };
+    if (key == "n_layers" || key == "n_heads") {
+      std::size_t n = 0;
+      size(n);
+      const std::size_t given = key == "n_layers" ? config.n_layers : config.n_heads;
+      if (n != given) {
+        r.fail(fmt::format("{} says {} {}, but {} was asked for (pass {} {})", kModelTxt, key, n,
+                           given, key == "n_layers" ? "--layers" : "--heads", n));
+      }
+    } else if (key == "tied_head") {
+      flag(config.tied_head);
+    } else if (key == "use_layer_norm") {
+      flag(config.use_layer_norm);
+    } else if (key == "residual") {
+      flag(config.residual);
+    } else if (key == "use_ffn") {
+      flag(config.use_ffn);
+    } else if (key == "attn_proj") {
+      flag(config.attn_proj);
+    } else if (key == "ffn_hidden") {
+      size(config.ffn_hidden);
+    } else if (key == "activation") {
+      try {
+        config.activation = parse_activation(value);
+      } catch (const std::invalid_argument&) {
+        bad("relu, gelu or gelu_tanh");
+      }
+    } else {
+      r.fail(fmt::format("{} line {}: unknown key '{}'", kModelTxt, number, key));
+    }
+  }
+}
+
+}  // namespace
 
 LmWeights load_lm(const std::filesystem::path& dir, LmConfig& config) {
   const std::size_t n_layers = config.n_layers, n_heads = config.n_heads;
   const ModelReader r(dir);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) r.fail("no such folder");
+  read_model_txt(dir, config, r);
   if (n_layers < 1) r.fail("n_layers must be at least 1, got 0");
 
   // 1. wte (V, C) and wpe (T_max, C) define the sizes.
@@ -359,25 +465,57 @@ void save_lm(const std::filesystem::path& dir, const LmWeights& w) {
   save("lm_head_bias", w.lm_head_bias);
 }
 
+void save_lm(const std::filesystem::path& dir, const LmWeights& w, const LmConfig& config) {
+  save_lm(dir, w);
+  std::ofstream out(dir / kModelTxt);
+  out << "# the architecture of this model folder (attn::save_lm)\n"
+      << "n_layers " << config.n_layers << "\nn_heads " << config.n_heads
+      << "\ntied_head " << flag_text(config.tied_head) << "\nuse_layer_norm "
+      << flag_text(config.use_layer_norm) << "\nresidual " << flag_text(config.residual)
+      << "\nuse_ffn " << flag_text(config.use_ffn) << "\nattn_proj "
+      << flag_text(config.attn_proj) << "\nffn_hidden " << config.ffn_hidden << "\nactivation "
+      << activation_name(config.activation) << "\n";
+  out.close();
+  if (!out) {
+    throw std::runtime_error(fmt::format("model '{}': cannot write {}", dir.string(), kModelTxt));
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Generation.
 
-std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
-                             std::span<const int> prompt, const GenerateOptions& options,
-                             Rng& rng) {
-  constexpr const char* kFn = "attn::lm_generate";
-  const std::size_t V = config.vocab_size, T_max = config.block_size;
-  // Check everything up front, so a bad option fails even when max_new_tokens is 0.
-  require(!prompt.empty(), kFn, "empty prompt (give at least one token)");
-  require(std::isfinite(options.temperature) && options.temperature > 0.0f, kFn,
-          fmt::format("temperature must be > 0, got {}", options.temperature));
-  require(options.top_k <= V, kFn,
-          fmt::format("top_k must be in [0, {}] (0 = all tokens), got {}", V, options.top_k));
+namespace detail {
+
+SamplingOptions sampling_options(const GenerateOptions& o) {
+  return {o.temperature, o.top_k, o.top_p, o.greedy};
+}
+
+void check_generate_inputs(const LmWeights& w, const LmConfig& config,
+                           std::span<const int> prompt, const GenerateOptions& options,
+                           const char* function) {
+  const std::size_t V = config.vocab_size;
+  require(!prompt.empty(), function, "empty prompt (give at least one token)");
+  check_sampling_options(sampling_options(options), V, function);
   for (std::size_t i = 0; i < prompt.size(); ++i) {
-    require(prompt[i] >= 0 && static_cast<std::size_t>(prompt[i]) < V, kFn,
+    require(prompt[i] >= 0 && static_cast<std::size_t>(prompt[i]) < V, function,
             fmt::format("prompt token {} at position {} is outside [0, {})", prompt[i], i, V));
   }
-  check_weights(w, config, kFn);
+  check_weights(w, config, function);
+}
+
+}  // namespace detail
+
+using detail::check_generate_inputs;
+using detail::sampling_options;
+
+std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
+                             std::span<const int> prompt, const GenerateOptions& options,
+                             Rng& rng, const TokenCallback& on_token) {
+  const std::size_t V = config.vocab_size, T_max = config.block_size;
+  // Check everything up front, so a bad option fails even when max_new_tokens is 0.
+  check_generate_inputs(w, config, prompt, options, "attn::lm_generate");
+  const SamplingOptions sampling = sampling_options(options);
+  TokenSampler sampler(V);
 
   std::vector<int> context(prompt.begin(), prompt.end());
   std::vector<int> generated;
@@ -390,12 +528,11 @@ std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
     // 2. Logits of the last position only: they predict the next token. (1, T, V) -> (V,)
     const Tensor<3> logits = lm_forward(tokens, w, config);
     const std::span<const float> last(logits.data() + (T - 1) * V, V);
-    // 3. Sample, optionally among the top_k most likely tokens only.
-    const int next = options.top_k == 0
-                         ? sample_logits(last, options.temperature, rng)
-                         : sample_top_k(last, options.temperature, options.top_k, rng);
+    // 3. Sample: greedy, or a draw among the top_k most likely tokens and the top_p nucleus.
+    const int next = sampler.next(last, sampling, rng);
     context.push_back(next);
     generated.push_back(next);
+    if (on_token) on_token(next);
   }
   return generated;
 }

@@ -50,6 +50,7 @@ class MemorySource : public Source {
   explicit MemorySource(std::string_view bytes) : bytes_(bytes) {}
   std::size_t size() const override { return bytes_.size(); }
   void read(std::size_t offset, std::size_t n, char* out) override {
+    if (n == 0) return;  // out may be the null data() of an empty vector (fuzz_npy found it)
     std::memcpy(out, bytes_.data() + offset, n);
   }
 
@@ -82,6 +83,7 @@ class FileSource : public Source {
   }
   std::size_t size() const override { return size_; }
   void read(std::size_t offset, std::size_t n, char* out) override {
+    if (n == 0) return;
     in_.seekg(static_cast<std::streamoff>(offset));
     in_.read(out, static_cast<std::streamsize>(n));
     if (!in_ || static_cast<std::size_t>(in_.gcount()) != n) fail(path_, "read error");

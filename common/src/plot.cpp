@@ -157,6 +157,34 @@ Rgb blues(double t) {
           mix(kBlues[i].b, kBlues[i + 1].b)};
 }
 
+// "RdBu" reversed (ColorBrewer): dark blue for low values, near-white in the middle, dark red for
+// high ones. For signed quantities centred on 0, such as sines and cosines.
+constexpr std::array<Rgb, 11> kBlueRed = {{{5, 48, 97},
+                                           {33, 102, 172},
+                                           {67, 147, 195},
+                                           {146, 197, 222},
+                                           {209, 229, 240},
+                                           {247, 247, 247},
+                                           {253, 219, 199},
+                                           {244, 165, 130},
+                                           {214, 96, 77},
+                                           {178, 24, 43},
+                                           {103, 0, 31}}};
+
+template <std::size_t N>
+Rgb interpolate(const std::array<Rgb, N>& map, double t) {
+  const double x = t * static_cast<double>(N - 1);
+  const auto i = std::min(static_cast<std::size_t>(x), N - 2);
+  const double f = x - static_cast<double>(i);
+  auto mix = [f](int a, int b) {
+    return static_cast<int>(std::lround(static_cast<double>(a) + f * static_cast<double>(b - a)));
+  };
+  return {mix(map[i].r, map[i + 1].r), mix(map[i].g, map[i + 1].g), mix(map[i].b, map[i + 1].b)};
+}
+
+// The fill of a cell at position t in [0, 1] of the scale.
+Rgb fill_of(double t, bool diverging) { return diverging ? interpolate(kBlueRed, t) : blues(t); }
+
 std::string hex(Rgb c) { return fmt::format("#{:02x}{:02x}{:02x}", c.r, c.g, c.b); }
 
 // Dark fills get white text.
@@ -410,7 +438,7 @@ std::string heatmap_svg(const Matrix& m, const HeatmapOptions& options) {
       } else if (std::isinf(v) && v < 0) {
         fill = kNegInfFill;
       } else {
-        fill = hex(blues(position(v, s)));
+        fill = hex(fill_of(position(v, s), options.diverging));
       }
       out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>\n",
                          grid_x + j * cell, grid_y + i * cell, cell, cell, fill);
@@ -424,7 +452,7 @@ std::string heatmap_svg(const Matrix& m, const HeatmapOptions& options) {
         const std::string& text = values[static_cast<std::size_t>(i * cols + j)];
         if (text.empty()) continue;
         const float v = m(static_cast<std::size_t>(i), static_cast<std::size_t>(j));
-        const bool white = !std::isnan(v) && !std::isinf(v) && is_dark(blues(position(v, s)));
+        const bool white = !std::isnan(v) && !std::isinf(v) && is_dark(fill_of(position(v, s), options.diverging));
         const std::string_view ink = white ? "#ffffff" : std::isinf(v) && v < 0 ? "#888888" : "#222222";
         out += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">{}</text>\n",
                            grid_x + j * cell + cell / 2,
@@ -443,7 +471,7 @@ std::string heatmap_svg(const Matrix& m, const HeatmapOptions& options) {
   for (int k = 0; k < steps; ++k) {
     const double t = (static_cast<double>(steps - 1 - k) + 0.5) / static_cast<double>(steps);
     out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>\n", bar_x,
-                       grid_y + k * step_h, bar_w, step_h, hex(blues(t)));
+                       grid_y + k * step_h, bar_w, step_h, hex(fill_of(t, options.diverging)));
   }
   out += fmt::format(
       "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888888\"/>\n",
@@ -466,13 +494,287 @@ std::string heatmap_svg(const Matrix& m, const HeatmapOptions& options) {
   return out + "</svg>\n";
 }
 
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Line charts.
+
+// Category colours ("tab10", as in matplotlib), one per series.
+constexpr std::array<std::string_view, 6> kLineColors = {"#1f77b4", "#d62728", "#2ca02c",
+                                                         "#ff7f0e", "#9467bd", "#8c564b"};
+
+// Round tick steps: 1, 2 or 5 times a power of ten, about `count` ticks over [lo, hi].
+std::vector<double> linear_ticks(double lo, double hi, int count) {
+  const double raw = (hi - lo) / count;
+  const double power = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = power;
+  for (const double m : {1.0, 2.0, 5.0, 10.0}) {
+    step = m * power;
+    if (raw <= step) break;
+  }
+  std::vector<double> ticks;
+  for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step)
+    ticks.push_back(std::abs(t) < step * 1e-9 ? 0.0 : t);
+  return ticks;
+}
+
+// A tick label with as few digits as the step needs: 0.5, 2, 1500, 1e+06.
+std::string tick_text(double v, bool log_axis) {
+  if (log_axis) return fmt::format("1e{}", static_cast<int>(std::lround(std::log10(v))));
+  if (v != 0.0 && (std::abs(v) >= 1e6 || std::abs(v) < 1e-3)) return fmt::format("{:.0e}", v);
+  std::string text = fmt::format("{:.3f}", v);
+  while (text.back() == '0') text.pop_back();
+  if (text.back() == '.') text.pop_back();
+  return text == "-0" ? "0" : text;
+}
+
+}  // namespace
+
+std::string line_chart_svg(const std::vector<Series>& series, const LineChartOptions& options) {
+  require(!series.empty(), "attn::line_chart_svg", "no series to draw");
+  for (const Series& s : series)
+    require(s.x.size() == s.y.size(), "attn::line_chart_svg",
+            fmt::format("series '{}' has {} x values and {} y values", s.name, s.x.size(),
+                        s.y.size()));
+  const auto usable = [&](double x, double y) {
+    return std::isfinite(x) && std::isfinite(y) && (!options.log_y || y > 0.0);
+  };
+  // 1. The ranges of the data.
+  double x_lo = 0, x_hi = 0, y_lo = 0, y_hi = 0;
+  bool any = false;
+  for (const Series& s : series)
+    for (std::size_t i = 0; i < s.x.size(); ++i) {
+      if (!usable(s.x[i], s.y[i])) continue;
+      const double y = options.log_y ? std::log10(s.y[i]) : s.y[i];
+      if (!any) {
+        x_lo = x_hi = s.x[i];
+        y_lo = y_hi = y;
+        any = true;
+      }
+      x_lo = std::min(x_lo, s.x[i]);
+      x_hi = std::max(x_hi, s.x[i]);
+      y_lo = std::min(y_lo, y);
+      y_hi = std::max(y_hi, y);
+    }
+  if (options.y_min) y_lo = options.log_y ? std::log10(*options.y_min) : *options.y_min;
+  if (options.y_max) y_hi = options.log_y ? std::log10(*options.y_max) : *options.y_max;
+  if (!(x_hi > x_lo)) x_hi = x_lo + 1.0;
+  if (!(y_hi > y_lo)) {
+    y_lo -= 0.5;
+    y_hi += 0.5;
+  }
+  if (options.log_y) {
+    y_lo = std::floor(y_lo);
+    y_hi = std::ceil(y_hi);
+  } else if (!options.y_min || !options.y_max) {
+    const double margin = 0.05 * (y_hi - y_lo);
+    if (!options.y_min) y_lo -= margin;
+    if (!options.y_max) y_hi += margin;
+  }
+
+  // 2. The frame: plot area, ticks and labels.
+  const int width = 640, height = 400, title_font = 15, font = 11;
+  const int left = 70, right = 20, top = options.title.empty() ? 20 : 44, bottom = 52;
+  const int plot_w = width - left - right, plot_h = height - top - bottom;
+  const auto px = [&](double x) { return left + (x - x_lo) / (x_hi - x_lo) * plot_w; };
+  const auto py = [&](double y) {
+    const double v = options.log_y ? std::log10(y) : y;
+    return top + (y_hi - v) / (y_hi - y_lo) * plot_h;
+  };
+  std::string out = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+      "viewBox=\"0 0 {0} {1}\" font-family=\"{2}\">\n",
+      width, height, kSans);
+  if (!options.title.empty()) out += fmt::format("<title>{}</title>\n", xml_escape(options.title));
+  out += fmt::format("<rect width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", width, height);
+  if (!options.title.empty()) {
+    out += fmt::format(
+        "<text x=\"{}\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\" fill=\"#222222\">{}</text>\n",
+        12, 12 + title_font, title_font, xml_escape(options.title));
+  }
+  out += fmt::format("<g font-size=\"{}\" fill=\"#333333\" stroke-width=\"1\">\n", font);
+  for (const double t : linear_ticks(x_lo, x_hi, 6)) {
+    const double x = px(t);
+    out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e6e6e6\"/>\n",
+                       x, top, top + plot_h);
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x,
+                       top + plot_h + font + 6, tick_text(t, false));
+  }
+  std::vector<double> y_ticks;
+  if (options.log_y) {
+    const int span = static_cast<int>(y_hi - y_lo);
+    const int every = std::max(1, span / 8 + (span % 8 != 0 ? 1 : 0));
+    for (int e = static_cast<int>(y_lo); e <= static_cast<int>(y_hi); e += every)
+      y_ticks.push_back(std::pow(10.0, e));
+  } else {
+    y_ticks = linear_ticks(y_lo, y_hi, 6);
+  }
+  for (const double t : y_ticks) {
+    const double y = py(t);
+    out += fmt::format("<line x1=\"{1}\" y1=\"{0:.1f}\" x2=\"{2}\" y2=\"{0:.1f}\" stroke=\"#e6e6e6\"/>\n",
+                       y, left, left + plot_w);
+    out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", left - 6,
+                       y + font * 0.35, tick_text(t, options.log_y));
+  }
+  out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" "
+                     "stroke=\"#888888\"/>\n",
+                     left, top, plot_w, plot_h);
+  out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+                     left + plot_w / 2, height - 12, xml_escape(options.x_label));
+  out += fmt::format("<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\" "
+                     "transform=\"rotate(-90 {0} {1})\">{2}</text>\n",
+                     16, top + plot_h / 2, xml_escape(options.y_label));
+  out += "</g>\n";
+
+  // 3. The series, clipped to the plot area, then the legend (top right).
+  out += fmt::format("<clipPath id=\"plot\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>"
+                     "</clipPath>\n<g clip-path=\"url(#plot)\" fill=\"none\" stroke-width=\"2\">\n",
+                     left, top, plot_w, plot_h);
+  for (std::size_t k = 0; k < series.size(); ++k) {
+    const Series& s = series[k];
+    const std::string_view color = kLineColors[k % kLineColors.size()];
+    std::string points;
+    const auto flush = [&] {
+      if (!points.empty()) {
+        out += fmt::format("<polyline stroke=\"{}\"{} points=\"{}\"/>\n", color,
+                           s.dashed ? " stroke-dasharray=\"6 4\"" : "", points);
+      }
+      points.clear();
+    };
+    for (std::size_t i = 0; i < s.x.size(); ++i) {
+      if (!usable(s.x[i], s.y[i])) {
+        flush();
+        continue;
+      }
+      points += fmt::format("{}{:.1f},{:.1f}", points.empty() ? "" : " ", px(s.x[i]), py(s.y[i]));
+    }
+    flush();
+  }
+  out += "</g>\n";
+  int legend_w = 0;
+  for (const Series& s : series) legend_w = std::max(legend_w, text_width(s.name, font));
+  const int lx = options.legend_left ? left + 18 : left + plot_w - legend_w - 46, ly = top + 10;
+  out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#ffffff\" "
+                     "fill-opacity=\"0.85\" stroke=\"#cccccc\"/>\n",
+                     lx - 8, ly - 4, legend_w + 46, static_cast<int>(series.size()) * 18 + 4);
+  out += fmt::format("<g font-size=\"{}\" fill=\"#222222\">\n", font);
+  for (std::size_t k = 0; k < series.size(); ++k) {
+    const int y = ly + static_cast<int>(k) * 18 + 8;
+    out += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
+                       "stroke-width=\"2\"{}/>\n",
+                       lx, y, lx + 26, y, kLineColors[k % kLineColors.size()],
+                       series[k].dashed ? " stroke-dasharray=\"6 4\"" : "");
+    out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", lx + 32, y + 4,
+                       xml_escape(series[k].name));
+  }
+  out += "</g>\n";
+  return out + "</svg>\n";
+}
+
+std::string diagram_svg(const std::string& title, const std::vector<DiagramNode>& nodes) {
+  using Kind = DiagramNode::Kind;
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].kind == Kind::add)
+      require(nodes[i].skip_from < i, "attn::diagram_svg",
+              fmt::format("node {} adds the input of node {}, which is not an earlier node", i,
+                          nodes[i].skip_from));
+  // 1. Layout: one column, boxes 300 wide, "+" circles of radius 11, arrows 22 long between.
+  const int font = 13, note_font = 11, title_font = 15;
+  int box_w = 300;  // wider when a label or note needs it (monospace notes: 0.62 em a character)
+  for (const DiagramNode& n : nodes) {
+    box_w = std::max(box_w, text_width(n.label, font) + 28);
+    box_w = std::max(box_w, static_cast<int>(characters(n.note).size()) * note_font * 62 / 100 + 28);
+  }
+  const int gap = 22, radius = 11;
+  const int x_mid = 40 + box_w / 2;
+  const auto height_of = [&](const DiagramNode& n) {
+    if (n.kind == Kind::add) return 2 * radius;
+    const int lines = n.note.empty() ? 1 : 2;
+    return n.kind == Kind::text ? 8 + lines * 16 : 14 + lines * 16;
+  };
+  std::vector<int> top(nodes.size());
+  int y = title.empty() ? 16 : 48;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    top[i] = y;
+    y += height_of(nodes[i]) + gap;
+  }
+  const int height = y - gap + 16;
+  int width = x_mid + box_w / 2 + 70;  // room for the residual lines on the right
+  width = std::max(width, 24 + text_width(title, title_font));
+
+  std::string out = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+      "viewBox=\"0 0 {0} {1}\" font-family=\"{2}\">\n",
+      width, height, kSans);
+  if (!title.empty()) out += fmt::format("<title>{}</title>\n", xml_escape(title));
+  out += "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" "
+         "markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\">"
+         "<path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#555555\"/></marker></defs>\n";
+  out += fmt::format("<rect width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", width, height);
+  if (!title.empty()) {
+    out += fmt::format(
+        "<text x=\"12\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\" fill=\"#222222\">{}</text>\n",
+        12 + title_font, title_font, xml_escape(title));
+  }
+  // 2. Arrows between consecutive nodes, then the residual lines around the right side: from
+  //    the arrow that enters node `skip_from` to the "+" node.
+  out += "<g stroke=\"#555555\" stroke-width=\"1.5\" fill=\"none\">\n";
+  for (std::size_t i = 0; i + 1 < nodes.size(); ++i) {
+    out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" marker-end=\"url(#arrow)\"/>\n",
+                       x_mid, top[i] + height_of(nodes[i]), top[i + 1]);
+  }
+  int lane = 0;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].kind != Kind::add) continue;
+    const std::size_t from = nodes[i].skip_from;
+    const int y0 = from == 0 ? top[0] - gap / 2 : top[from] - gap / 2;
+    const int y1 = top[i] + radius;
+    const int x_lane = x_mid + box_w / 2 + 24 + 14 * (lane++ % 2);
+    out += fmt::format("<polyline points=\"{0},{1} {2},{1} {2},{3} {4},{3}\" "
+                       "marker-end=\"url(#arrow)\"/>\n",
+                       x_mid, y0, x_lane, y1, x_mid + radius);
+    out += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"2.5\" fill=\"#555555\"/>\n", x_mid, y0);
+  }
+  out += "</g>\n";
+  // 3. The nodes.
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const DiagramNode& n = nodes[i];
+    const int h = height_of(n);
+    if (n.kind == Kind::add) {
+      out += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"#ffffff\" stroke=\"#555555\" "
+                         "stroke-width=\"1.5\"/>\n",
+                         x_mid, top[i] + radius, radius);
+      out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"17\" text-anchor=\"middle\" "
+                         "fill=\"#222222\">+</text>\n",
+                         x_mid, top[i] + radius + 6);
+      continue;
+    }
+    if (n.kind == Kind::box) {
+      out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"6\" fill=\"{}\" "
+                         "stroke=\"{}\" stroke-width=\"1.5\"/>\n",
+                         x_mid - box_w / 2, top[i], box_w, h,
+                         n.highlight ? "#fde0c5" : "#deebf7", n.highlight ? "#e6550d" : "#3182bd");
+    }
+    const int first = top[i] + (n.kind == Kind::box ? 7 : 4) + 13;
+    out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"{}\" text-anchor=\"middle\" "
+                       "fill=\"#222222\">{}</text>\n",
+                       x_mid, first, font, xml_escape(n.label));
+    if (!n.note.empty()) {
+      out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"{}\" font-family=\"{}\" "
+                         "text-anchor=\"middle\" fill=\"#555555\">{}</text>\n",
+                         x_mid, first + 16, note_font, kMono, xml_escape(n.note));
+    }
+  }
+  return out + "</svg>\n";
+}
+
 // ---------------------------------------------------------------------------------------------
 // Line plots.
 
 namespace {
 
 // Colour-blind-safe palette (Okabe-Ito), in a fixed order.
-constexpr std::array<std::string_view, 8> kLineColors = {
+constexpr std::array<std::string_view, 8> kPlotColors = {
     "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#f0e442"};
 
 // Up to about `target` round tick values (1, 2 or 5 times a power of ten) covering [lo, hi].
@@ -493,7 +795,7 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
 }
 
 // A tick label: integers as integers, else the fewest decimals that show the step.
-std::string tick_text(double v, double step) {
+std::string step_tick_text(double v, double step) {
   if (std::abs(v - std::round(v)) < 1e-9 && std::abs(v) < 1e15) {
     return fmt::format("{}", static_cast<long long>(std::llround(v)));
   }
@@ -514,7 +816,10 @@ std::string line_plot_svg(std::span<const LineSeries> series, const LinePlotOpti
   require(!series.empty(), "attn::line_plot_svg", "expected at least one series");
   require(options.width >= 100 && options.height >= 100, "attn::line_plot_svg",
           "expected a plotting area of at least 100 x 100 pixels");
-  const auto drawable = [&](double y) { return std::isfinite(y) && (!options.log_y || y > 0.0); };
+  const auto drawable_y = [&](double y) { return std::isfinite(y) && (!options.log_y || y > 0.0); };
+  const auto drawable = [&](double x, double y) { return drawable_y(y) && (!options.log_x || x > 0.0); };
+  const auto tx = [&](double x) { return options.log_x ? std::log10(x) : x; };
+  const auto ty = [&](double y) { return options.log_y ? std::log10(y) : y; };
   // 1. The data range.
   double x_lo = 0.0, x_hi = 0.0, y_lo = 0.0, y_hi = 0.0;
   bool any = false;
@@ -526,20 +831,22 @@ std::string line_plot_svg(std::span<const LineSeries> series, const LinePlotOpti
     }
     for (std::size_t i = 0; i < s.x.size(); ++i) {
       require(std::isfinite(s.x[i]), "attn::line_plot_svg", "x values must be finite");
-      if (!drawable(s.y[i])) continue;
-      const double y = options.log_y ? std::log10(s.y[i]) : s.y[i];
+      if (!drawable(s.x[i], s.y[i])) continue;
+      const double x = tx(s.x[i]);
+      const double y = ty(s.y[i]);
       if (!any) {
-        x_lo = x_hi = s.x[i];
+        x_lo = x_hi = x;
         y_lo = y_hi = y;
         any = true;
       }
-      x_lo = std::min(x_lo, s.x[i]);
-      x_hi = std::max(x_hi, s.x[i]);
+      x_lo = std::min(x_lo, x);
+      x_hi = std::max(x_hi, x);
       y_lo = std::min(y_lo, y);
       y_hi = std::max(y_hi, y);
     }
   }
-  require(any, "attn::line_plot_svg", "no point to draw (every y is non-finite or <= 0 on a log axis)");
+  require(any, "attn::line_plot_svg",
+          "no point to draw (every y is non-finite, or every point is <= 0 on a log axis)");
   if (!(x_hi > x_lo)) {
     x_lo -= 1.0;
     x_hi += 1.0;
@@ -564,10 +871,31 @@ std::string line_plot_svg(std::span<const LineSeries> series, const LinePlotOpti
     const double step = y_ticks.size() > 1 ? y_ticks[1] - y_ticks[0] : 1.0;
     y_lo = std::min(y_lo, y_ticks.front());
     y_hi = std::max(y_hi, y_ticks.back());
-    for (const double t : y_ticks) y_tick_labels.push_back(tick_text(t, step));
+    for (const double t : y_ticks) y_tick_labels.push_back(step_tick_text(t, step));
   }
-  const std::vector<double> x_ticks = nice_ticks(x_lo, x_hi, 8);
-  const double x_step = x_ticks.size() > 1 ? x_ticks[1] - x_ticks[0] : 1.0;
+  // x ticks, in axis units, and their labels.
+  std::vector<double> x_ticks;
+  std::vector<std::string> x_tick_labels;
+  if (!options.x_ticks.empty()) {
+    for (const double t : options.x_ticks) {
+      require(std::isfinite(t) && (!options.log_x || t > 0.0), "attn::line_plot_svg",
+              "x ticks must be finite (and > 0 on a log axis)");
+      x_ticks.push_back(tx(t));
+      x_tick_labels.push_back(step_tick_text(t, std::abs(t - std::round(t)) < 1e-9 ? 1.0 : 0.01));
+    }
+    x_lo = std::min(x_lo, *std::min_element(x_ticks.begin(), x_ticks.end()));
+    x_hi = std::max(x_hi, *std::max_element(x_ticks.begin(), x_ticks.end()));
+  } else if (options.log_x) {
+    for (int e = static_cast<int>(std::floor(x_lo)); e <= static_cast<int>(std::ceil(x_hi)); ++e) {
+      if (static_cast<double>(e) < x_lo - 1e-9 || static_cast<double>(e) > x_hi + 1e-9) continue;
+      x_ticks.push_back(static_cast<double>(e));
+      x_tick_labels.push_back(decade_text(e));
+    }
+  } else {
+    x_ticks = nice_ticks(x_lo, x_hi, 8);
+    const double x_step = x_ticks.size() > 1 ? x_ticks[1] - x_ticks[0] : 1.0;
+    for (const double t : x_ticks) x_tick_labels.push_back(step_tick_text(t, x_step));
+  }
 
   // 2. The layout: y labels on the left, the legend on the right.
   const int font = 12;
@@ -617,13 +945,13 @@ std::string line_plot_svg(std::span<const LineSeries> series, const LinePlotOpti
     out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", plot_x - 6,
                        y + font * 0.35, y_tick_labels[i]);
   }
-  for (const double t : x_ticks) {
-    const double x = px(t);
+  for (std::size_t i = 0; i < x_ticks.size(); ++i) {
+    const double x = px(x_ticks[i]);
     out += fmt::format(
         "<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#e0e0e0\"/>\n", x, plot_y, x,
         plot_y + plot_h);
     out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x,
-                       plot_y + plot_h + font + 4, tick_text(t, x_step));
+                       plot_y + plot_h + font + 4, x_tick_labels[i]);
   }
   if (!options.y_label.empty()) {
     out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", pad, plot_y - 8,
@@ -642,7 +970,7 @@ std::string line_plot_svg(std::span<const LineSeries> series, const LinePlotOpti
   // The series: one polyline per unbroken run of drawable points, a dot on every point.
   for (std::size_t k = 0; k < series.size(); ++k) {
     const LineSeries& s = series[k];
-    const std::string_view color = kLineColors[k % kLineColors.size()];
+    const std::string_view color = kPlotColors[k % kPlotColors.size()];
     out += fmt::format("<g stroke=\"{0}\" fill=\"{0}\">\n", color);
     std::string run;
     std::size_t run_points = 0;
@@ -654,20 +982,20 @@ std::string line_plot_svg(std::span<const LineSeries> series, const LinePlotOpti
       run_points = 0;
     };
     for (std::size_t i = 0; i < s.x.size(); ++i) {
-      if (!drawable(s.y[i])) {
+      if (!drawable(s.x[i], s.y[i])) {
         flush();
         continue;
       }
-      const double x = px(s.x[i]);
-      const double y = py(options.log_y ? std::log10(s.y[i]) : s.y[i]);
+      const double x = px(tx(s.x[i]));
+      const double y = py(ty(s.y[i]));
       run += fmt::format("{}{:.1f},{:.1f}", run.empty() ? "" : " ", x, y);
       ++run_points;
     }
     flush();
     for (std::size_t i = 0; i < s.x.size(); ++i) {
-      if (!drawable(s.y[i])) continue;
-      out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\"/>\n", px(s.x[i]),
-                         py(options.log_y ? std::log10(s.y[i]) : s.y[i]));
+      if (!drawable(s.x[i], s.y[i])) continue;
+      out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\"/>\n", px(tx(s.x[i])),
+                         py(ty(s.y[i])));
     }
     out += "</g>\n";
   }
@@ -676,7 +1004,7 @@ std::string line_plot_svg(std::span<const LineSeries> series, const LinePlotOpti
   out += fmt::format("<g font-size=\"{}\" fill=\"#333333\">\n", font);
   for (std::size_t k = 0; k < series.size(); ++k) {
     const int y = plot_y + 8 + static_cast<int>(k) * (font + 10);
-    const std::string_view color = kLineColors[k % kLineColors.size()];
+    const std::string_view color = kPlotColors[k % kPlotColors.size()];
     out += fmt::format(
         "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"/>\n",
         legend_x, y, legend_x + 24, y, color);

@@ -2,12 +2,14 @@
 // (chapter 06). Attention alone cannot tell token order apart; adding PE[p] to the token at
 // position p gives every position its own pattern of waves.
 #include "attn/posenc.hpp"
+#include "attn/limits.hpp"
 
 #include <cmath>
 
 namespace attn {
 
 Matrix sinusoidal_positions(std::size_t T_max, std::size_t C) {
+  checked_elements({T_max, C}, "attn::sinusoidal_positions: (T_max, C)");
   Matrix pe(Matrix::shape_type{T_max, C});  // (T_max, C)
   for (std::size_t p = 0; p < T_max; ++p) {
     for (std::size_t col = 0; col < C; ++col) {

@@ -1,5 +1,6 @@
 // PCG32 and the distributions built on it (see attn/random.hpp).
 #include "attn/random.hpp"
+#include "attn/limits.hpp"
 
 #include <cmath>
 #include <numbers>
@@ -118,10 +119,12 @@ template Tensor<3> randn<3>(Rng&, const std::array<std::size_t, 3>&, float);
 template Tensor<4> randn<4>(Rng&, const std::array<std::size_t, 4>&, float);
 
 Matrix randn(Rng& rng, std::size_t rows, std::size_t cols, float std) {
+  checked_elements({rows, cols}, "attn::randn: (rows, cols)");
   return randn<2>(rng, {rows, cols}, std);
 }
 
 Matrix rand_uniform(Rng& rng, std::size_t rows, std::size_t cols, float lo, float hi) {
+  checked_elements({rows, cols}, "attn::rand_uniform: (rows, cols)");
   Matrix out({rows, cols});
   for (float& v : out) v = rng.uniform(lo, hi);
   return out;

@@ -103,3 +103,86 @@ int sample_top_k(std::span<const float> logits, float temperature, std::size_t t
 }
 
 }  // namespace attn
+
+// The sampler of the generation loops (chapters 07 and 10): the same operations as
+// sample_logits / sample_top_k above, in buffers allocated once, plus greedy and top-p.
+namespace attn {
+
+void check_sampling_options(const SamplingOptions& o, std::size_t V, const char* function) {
+  // Each message is formatted only when its check fails: this runs once per generated token.
+  if (!(std::isfinite(o.temperature) && o.temperature > 0.0f)) {
+    require(false, function, fmt::format("temperature must be > 0, got {}", o.temperature));
+  }
+  if (o.top_k > V) {
+    require(false, function,
+            fmt::format("top_k must be in [0, {}] (0 = all tokens), got {}", V, o.top_k));
+  }
+  if (!(o.top_p > 0.0f && o.top_p <= 1.0f)) {
+    require(false, function, fmt::format("top_p must be in (0, 1], got {}", o.top_p));
+  }
+}
+
+TokenSampler::TokenSampler(std::size_t vocab_size) : probs_(vocab_size), order_(vocab_size) {
+  require(vocab_size > 0, "attn::TokenSampler", "vocab_size must be at least 1");
+}
+
+int TokenSampler::next(std::span<const float> logits, const SamplingOptions& o, Rng& rng) {
+  constexpr const char* kFn = "attn::TokenSampler::next";
+  const std::size_t V = probs_.size();
+  if (logits.size() != V) {
+    require(false, kFn, fmt::format("logits of length {}, expected V = {}", logits.size(), V));
+  }
+  check_sampling_options(o, V, kFn);
+  last_probs_size_ = 0;
+  // 1. Greedy: the most likely id, lowest on ties. Deterministic, no draw.
+  if (o.greedy) {
+    std::size_t best = 0;
+    for (std::size_t v = 1; v < V; ++v)
+      if (logits[v] > logits[best]) best = v;
+    return static_cast<int>(best);
+  }
+  // 2. Top-k, exactly as sample_top_k: rank the ids (ties and NaN as there), keep the k first,
+  //    the others get logit -inf. k = 0 or V keeps everything (the draw of sample_logits).
+  const std::size_t k = o.top_k == 0 ? V : o.top_k;
+  if (k < V) {
+    for (std::size_t v = 0; v < V; ++v) order_[v] = v;
+    const auto before = [&logits](std::size_t i, std::size_t j) {
+      const bool nan_i = std::isnan(logits[i]);
+      const bool nan_j = std::isnan(logits[j]);
+      if (nan_i != nan_j) return nan_i;
+      if (!nan_i && logits[i] != logits[j]) return logits[i] > logits[j];
+      return i < j;
+    };
+    std::nth_element(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(k - 1),
+                     order_.end(), before);
+    std::fill(probs_.begin(), probs_.end(), -std::numeric_limits<float>::infinity());
+    for (std::size_t r = 0; r < k; ++r) probs_[order_[r]] = logits[order_[r]];
+  } else {
+    std::copy(logits.begin(), logits.end(), probs_.begin());
+  }
+  // 3. softmax(logits / temperature) over the kept ids (probs_unchecked's two steps).
+  for (std::size_t v = 0; v < V; ++v) probs_[v] = probs_[v] / o.temperature;
+  softmax_rows(probs_.data(), 1, V);
+  // 4. Nucleus (top-p): rank by probability, keep the shortest head of the ranking whose mass
+  //    reaches top_p, zero the tail. The long tail of unlikely ids is what turns a good sample
+  //    into gibberish now and then; top-p cuts it adaptively (few ids when the model is sure,
+  //    many when it is not), where top-k cuts a fixed number. Rng::categorical renormalises.
+  const bool has_nan = std::any_of(probs_.begin(), probs_.end(), [](float p) { return std::isnan(p); });
+  if (o.top_p < 1.0f && !has_nan) {  // (a NaN is left for the draw to report)
+    for (std::size_t v = 0; v < V; ++v) order_[v] = v;
+    std::sort(order_.begin(), order_.end(), [this](std::size_t i, std::size_t j) {
+      if (probs_[i] != probs_[j]) return probs_[i] > probs_[j];
+      return i < j;
+    });
+    double mass = 0.0;
+    std::size_t keep = 0;
+    while (keep < V && mass < static_cast<double>(o.top_p))
+      mass += static_cast<double>(probs_[order_[keep++]]);
+    for (std::size_t r = keep; r < V; ++r) probs_[order_[r]] = 0.0f;
+  }
+  last_probs_size_ = V;
+  // 5. One draw along the cumulative sum.
+  return static_cast<int>(rng.categorical(std::span<const float>(probs_.data(), V)));
+}
+
+}  // namespace attn

@@ -7,7 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "attn/averaging.hpp"
 #include "attn/limits.hpp"
+#include "attn/mask.hpp"
+#include "attn/posenc.hpp"
+#include "attn/random.hpp"
+#include "attn/text.hpp"
 
 namespace {
 
@@ -60,6 +65,23 @@ TEST_SUITE("limits") {
 
   TEST_CASE("a SizeError is a std::length_error, so Cli::run reports it as a runtime error") {
     CHECK_THROWS_AS(attn::checked_mul(kMax, kMax, "x"), std::length_error);
+  }
+
+  TEST_CASE("the library's allocators sized from user numbers refuse overflowing sizes") {
+    // Each of these once wrapped around size_t and allocated a tiny buffer (issue 7).
+    constexpr std::size_t big = std::size_t{1} << 33;  // big * big = 2^66
+    attn::Rng rng(1);
+    CHECK_THROWS_AS(attn::randn(rng, big, big), attn::SizeError);
+    CHECK_THROWS_AS(attn::rand_uniform(rng, big, big, 0.0f, 1.0f), attn::SizeError);
+    CHECK_THROWS_AS(attn::causal_mask(big), attn::SizeError);
+    CHECK_THROWS_AS(attn::causal_mask_additive(big), attn::SizeError);
+    CHECK_THROWS_AS(attn::averaging_weights_tril(big), attn::SizeError);
+    CHECK_THROWS_AS(attn::sinusoidal_positions(big, big), attn::SizeError);
+    const std::vector<int> data(100, 0);
+    // B * T = 2^61 * 8 = 2^64 wraps to 0: the batch that crashed 01_bigram.
+    CHECK_THROWS_AS(attn::get_batch(data, std::size_t{1} << 61, 8, rng), attn::SizeError);
+    // T = SIZE_MAX: "n < T + 1" wrapped around; now the data is simply too short.
+    CHECK_THROWS_AS(attn::get_batch(data, 1, kMax, rng), std::invalid_argument);
   }
 
   TEST_CASE("bytes_text names byte counts in the largest whole unit") {

@@ -181,6 +181,32 @@ TEST_CASE("lm_forward equals the pieces composed by hand") {
   }
 }
 
+TEST_CASE("lm_forward_with_weights gives lm_forward's logits and each layer's causal weights") {
+  attn::Rng rng(11);
+  const attn::LmConfig config = tiny_config();
+  const attn::LmWeights w = random_model(rng, config);
+  const auto tokens = random_tokens(rng, 2, 5, config.vocab_size);
+  const attn::LmForward f = attn::lm_forward_with_weights(tokens, w, config);
+  const attn::Tensor<3> logits = attn::lm_forward(tokens, w, config);
+  CHECK(f.logits == logits);  // bit for bit: keeping the weights changes no number
+  REQUIRE(f.weights.size() == config.n_layers);
+  for (const attn::Tensor<4>& a : f.weights) {
+    REQUIRE(a.shape() == std::array<std::size_t, 4>{2, config.n_heads, 5, 5});
+    for (std::size_t b = 0; b < 2; ++b)
+      for (std::size_t h = 0; h < config.n_heads; ++h)
+        for (std::size_t t = 0; t < 5; ++t) {
+          double sum = 0.0;
+          for (std::size_t s = 0; s < 5; ++s) {
+            sum += static_cast<double>(a(b, h, t, s));
+            if (s > t) CHECK(a(b, h, t, s) == 0.0f);  // causal: the future gets nothing
+          }
+          CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
+        }
+  }
+  // The two layers attend differently (different weights): not one tensor copied twice.
+  if (config.n_layers >= 2) CHECK(xt::amax(xt::abs(f.weights[0] - f.weights[1]))() > 1e-4f);
+}
+
 TEST_CASE("future tokens do not change the logits of earlier positions") {
   attn::Rng rng(3);
   const attn::LmConfig config = tiny_config();
@@ -712,6 +738,37 @@ TEST_CASE("save_lm / load_lm(dir, config) round-trip a variant") {
   // Asking for the tied default finds no ln_f.
   attn::LmConfig wrong;
   CHECK_THROWS_AS(attn::load_lm(dir, 2, 2, wrong), std::runtime_error);
+}
+
+TEST_CASE("a folder saved with its config carries the variant: model.txt, read by both loaders") {
+  attn::Rng rng(716);
+  attn::LmConfig config = small_config();
+  config.tied_head = false;
+  config.activation = attn::Activation::relu;
+  config.ffn_hidden = 6;
+  const attn::LmWeights w = random_lm(rng, config);
+  const fs::path dir = temp() / "with_model_txt";
+  attn::save_lm(dir, w, config);
+  REQUIRE(fs::exists(dir / "model.txt"));
+  // The chapter 07 / 10 loader passes only n_layers and n_heads: the rest comes from model.txt.
+  attn::LmConfig loaded;
+  const attn::LmWeights back = attn::load_lm(dir, 2, 2, loaded);
+  CHECK_FALSE(loaded.tied_head);
+  CHECK(loaded.activation == attn::Activation::relu);
+  CHECK(loaded.ffn_hidden == 6);
+  const auto tokens = random_ids(rng, 2, 5, 7);
+  CHECK_TENSOR_NEAR(attn::lm_forward(tokens, back, loaded), attn::lm_forward(tokens, w, config), 0.0, 0.0);
+  // A layer or head count that contradicts model.txt is refused, naming the flag to pass.
+  attn::LmConfig other;
+  CHECK_THROWS_WITH_AS(attn::load_lm(dir, 2, 1, other), doctest::Contains("model.txt says n_heads 2"),
+                       std::runtime_error);
+  // A damaged model.txt is named.
+  {
+    std::ofstream out(dir / "model.txt", std::ios::app);
+    out << "activation swish\n";
+  }
+  CHECK_THROWS_WITH_AS(attn::load_lm(dir, 2, 2, other), doctest::Contains("activation is 'swish'"),
+                       std::runtime_error);
 }
 
 TEST_CASE("lm_forward_backward and lm_loss name bad targets") {

@@ -397,6 +397,16 @@ TEST_CASE("a file above the size limit is rejected from its size alone") {
   fs::remove(p);
 }
 
+TEST_CASE("an array with a zero dimension reads as no values (fuzz_npy's first finding)") {
+  // The data part is empty: reading it copied 0 bytes to a null pointer, undefined behaviour.
+  const std::string bytes = npy_bytes(dict("<f4", "(0, 3)"), "");
+  const attn::NpyArray a = attn::parse_npy(bytes, "empty.npy");
+  CHECK(a.shape == std::vector<std::size_t>{0, 3});
+  CHECK(a.values.empty());
+  const fs::path p = craft("empty_0x3.npy", bytes);
+  CHECK(attn::read_npy(p).values.empty());
+}
+
 TEST_CASE("parse_npy reads bytes from memory like read_npy reads a file") {
   const std::string bytes = npy_bytes(dict("<f4", "(2,)"), raw<float>({1.5f, -2.0f}));
   const attn::NpyArray a = attn::parse_npy(bytes, "mem.npy");

@@ -310,6 +310,58 @@ TEST_SUITE("common.plot") {
                          std::runtime_error);
   }
 
+  TEST_CASE("a diverging SVG map goes blue - white - red around the middle of the scale") {
+    const attn::Matrix m = {{-1.0f, 0.0f, 1.0f}};
+    attn::HeatmapOptions o;
+    o.diverging = true;
+    o.vmin = -1.0f;
+    o.vmax = 1.0f;
+    const std::string svg = attn::heatmap_svg(m, o);
+    CHECK(svg.find("fill=\"#053061\"/>") != std::string::npos);  // -1: dark blue
+    CHECK(svg.find("fill=\"#f7f7f7\"/>") != std::string::npos);  // 0: near white
+    CHECK(svg.find("fill=\"#67001f\"/>") != std::string::npos);  // 1: dark red
+    o.diverging = false;
+    CHECK(attn::heatmap_svg(m, o).find("#67001f") == std::string::npos);
+  }
+
+  TEST_CASE("a line chart draws one polyline per series, breaking it at non-finite points") {
+    attn::Series a{"loss", {0, 1, 2, 3}, {4.0, 3.0, 2.5, 2.4}};
+    attn::Series b{"with a gap", {0, 1, 2, 3}, {1.0, kNan, 2.0, 3.0}, true};
+    attn::LineChartOptions o;
+    o.title = "a & b";
+    o.x_label = "step";
+    o.y_label = "loss";
+    const std::string svg = attn::line_chart_svg({a, b}, o);
+    CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
+    CHECK(svg.find("<title>a &amp; b</title>") != std::string::npos);
+    CHECK(count(svg, "<polyline") == 3);  // a in one piece, b in two
+    CHECK(count(svg, "stroke-dasharray") == 3);  // b's two pieces and its legend line
+    CHECK(svg.find(">with a gap</text>") != std::string::npos);
+    CHECK(svg.find(">step</text>") != std::string::npos);
+    CHECK(svg == attn::line_chart_svg({a, b}, o));  // deterministic
+    o.log_y = true;
+    const std::string log_svg = attn::line_chart_svg({attn::Series{"g", {1, 2, 3}, {1.0, 100.0, 1e4}}}, o);
+    CHECK(log_svg.find(">1e0</text>") != std::string::npos);
+    CHECK(log_svg.find(">1e4</text>") != std::string::npos);
+    CHECK_THROWS_AS(attn::line_chart_svg({}, o), std::invalid_argument);
+    CHECK_THROWS_AS(attn::line_chart_svg({attn::Series{"bad", {1, 2}, {1.0}}}, o),
+                    std::invalid_argument);
+  }
+
+  TEST_CASE("a diagram joins its boxes with arrows and draws each residual to its + node") {
+    using Kind = attn::DiagramNode::Kind;
+    std::vector<attn::DiagramNode> nodes = {
+        {Kind::text, "x", "(B, T, C)"},   {Kind::box, "LayerNorm", ""},
+        {Kind::box, "attention", "", 0, true}, {Kind::add, "", "", 1},
+        {Kind::text, "out", ""}};
+    const std::string svg = attn::diagram_svg("block", nodes);
+    CHECK(count(svg, "marker-end=\"url(#arrow)\"") == 4 + 1);  // 4 arrows, 1 residual
+    CHECK(count(svg, "<rect x=") == 2);                         // the two boxes
+    CHECK(svg.find("fill=\"#fde0c5\"") != std::string::npos);   // the highlighted one
+    CHECK(svg.find(">(B, T, C)</text>") != std::string::npos);
+    nodes[3].skip_from = 3;  // must be an earlier node
+    CHECK_THROWS_AS(attn::diagram_svg("block", nodes), std::invalid_argument);
+  }
   TEST_CASE("a line plot is a self-contained document with one polyline and legend entry per series") {
     const std::vector<attn::LineSeries> series = {
         {"up", {1.0, 2.0, 3.0}, {1.0, 2.0, 3.0}},
@@ -391,5 +443,29 @@ TEST_SUITE("common.plot") {
     log.log_y = true;
     CHECK_THROWS_AS(attn::line_plot_svg(nothing, log), std::invalid_argument);
     CHECK_NOTHROW(attn::line_plot_svg(nothing, {}));  // fine on a linear axis
+  }
+
+  TEST_CASE("a log x axis with given ticks spaces 1, 2, 4, 8 evenly") {
+    const std::vector<attn::LineSeries> series = {{"s", {1.0, 2.0, 4.0, 8.0, 0.0}, {1.0, 1.0, 1.0, 1.0, 1.0}}};
+    attn::LinePlotOptions o;
+    o.log_x = true;
+    o.x_ticks = {1.0, 2.0, 4.0, 8.0};
+    const std::string svg = attn::line_plot_svg(series, o);
+    for (const char* tick : {">1</text>", ">2</text>", ">4</text>", ">8</text>"}) {
+      const std::string text = tick;
+      CAPTURE(text);
+      CHECK(svg.find(text) != std::string::npos);
+    }
+    CHECK(count(svg, "<circle") == 4);  // x = 0 cannot be drawn on a log axis
+    const std::size_t at = svg.find("points=\"");
+    REQUIRE(at != std::string::npos);
+    double x[4] = {}, y[4] = {};
+    REQUIRE(std::sscanf(svg.c_str() + at + 8, "%lf,%lf %lf,%lf %lf,%lf %lf,%lf", &x[0], &y[0], &x[1],
+                        &y[1], &x[2], &y[2], &x[3], &y[3]) == 8);
+    CHECK(x[1] - x[0] == doctest::Approx(x[2] - x[1]).epsilon(0.002));  // 0.1 px rounding
+    CHECK(x[3] - x[2] == doctest::Approx(x[2] - x[1]).epsilon(0.002));
+    attn::LinePlotOptions bad = o;
+    bad.x_ticks = {0.0};
+    CHECK_THROWS_AS(attn::line_plot_svg(series, bad), std::invalid_argument);
   }
 }

@@ -1,33 +1,36 @@
 // tests/exercises/ch01_solution.cpp: the reference answers to chapter 01's exercises.
 // Each ex01:: function forwards to the attn:: function it mirrors, so ctest `solution.ch01` runs
 // the exercise tests against the library and proves that a correct solution passes them.
-#include "exercises.hpp"
-
 #include "attn/bigram.hpp"
 #include "attn/loss.hpp"
 #include "attn/sample.hpp"
+#include "exercises.hpp"
+#include "reference.hpp"
 
 namespace ex01 {
 
-std::vector<int> encode(const attn::Vocab& vocab, std::string_view text) {
+ATTN_REFERENCE std::vector<int> encode(const attn::Vocab& vocab, std::string_view text) {
   return vocab.encode(text);
 }
 
-std::string decode(const attn::Vocab& vocab, std::span<const int> ids) { return vocab.decode(ids); }
+ATTN_REFERENCE std::string decode(const attn::Vocab& vocab, std::span<const int> ids) {
+  return vocab.decode(ids);
+}
 
-attn::Matrix bigram_counts(std::span<const int> tokens, std::size_t V) {
+ATTN_REFERENCE attn::Matrix bigram_counts(std::span<const int> tokens, std::size_t V) {
   return attn::bigram_counts(tokens, V);
 }
 
-double cross_entropy(const attn::Matrix& logits, std::span<const int> targets) {
+ATTN_REFERENCE double cross_entropy(const attn::Matrix& logits, std::span<const int> targets) {
   return attn::cross_entropy(logits, targets);
 }
 
-attn::Matrix cross_entropy_grad(const attn::Matrix& logits, std::span<const int> targets) {
+ATTN_REFERENCE attn::Matrix cross_entropy_grad(const attn::Matrix& logits,
+                                               std::span<const int> targets) {
   return attn::cross_entropy_grad(logits, targets);
 }
 
-int sample_logits(std::span<const float> logits, float temperature, attn::Rng& rng) {
+ATTN_REFERENCE int sample_logits(std::span<const float> logits, float temperature, attn::Rng& rng) {
   return attn::sample_logits(logits, temperature, rng);
 }
 

@@ -209,14 +209,20 @@ TEST_SUITE("ex01.4 Sampling with temperature") {
   TEST_CASE("at temperature 1 the draws follow softmax of the logits") {
     const std::vector<double> freq = frequencies(logits, 1.0f, 20000, 1234);
     const std::vector<double> want{0.1, 0.2, 0.3, 0.4};
-    for (std::size_t j = 0; j < 4; ++j) CHECK(std::abs(freq[j] - want[j]) < 0.015);
+    for (std::size_t j = 0; j < 4; ++j) {
+      CAPTURE(j);
+      CHECK(std::abs(freq[j] - want[j]) < 0.015);
+    }
   }
 
   TEST_CASE("temperature one half squares the probabilities and renormalises them") {
     // softmax(2 * log p) is p^2 / sum p^2 = [1, 4, 9, 16] / 30
     const std::vector<double> freq = frequencies(logits, 0.5f, 20000, 99);
     const std::vector<double> want{1.0 / 30, 4.0 / 30, 9.0 / 30, 16.0 / 30};
-    for (std::size_t j = 0; j < 4; ++j) CHECK(std::abs(freq[j] - want[j]) < 0.015);
+    for (std::size_t j = 0; j < 4; ++j) {
+      CAPTURE(j);
+      CHECK(std::abs(freq[j] - want[j]) < 0.015);
+    }
   }
 
   TEST_CASE("a high temperature flattens the draws toward uniform") {
@@ -225,7 +231,10 @@ TEST_SUITE("ex01.4 Sampling with temperature") {
     for (double j = 1; j <= 4; ++j) want.push_back(std::pow(j, 0.01));
     const double sum = std::accumulate(want.begin(), want.end(), 0.0);
     const std::vector<double> freq = frequencies(logits, 100.0f, 20000, 5);
-    for (std::size_t j = 0; j < 4; ++j) CHECK(std::abs(freq[j] - want[j] / sum) < 0.015);
+    for (std::size_t j = 0; j < 4; ++j) {
+      CAPTURE(j);
+      CHECK(std::abs(freq[j] - want[j] / sum) < 0.015);
+    }
   }
 
   TEST_CASE("a tiny temperature always picks the largest logit, without overflow") {

@@ -4,16 +4,19 @@
 #include "attn/mask.hpp"
 #include "attn/softmax.hpp"
 #include "exercises.hpp"
+#include "reference.hpp"
 
 namespace ex03 {
 
-attn::Mask causal_mask(std::size_t T) { return attn::causal_mask(T); }
+ATTN_REFERENCE attn::Mask causal_mask(std::size_t T) { return attn::causal_mask(T); }
 
-attn::Matrix causal_mask_additive(std::size_t T) { return attn::causal_mask_additive(T); }
+ATTN_REFERENCE attn::Matrix causal_mask_additive(std::size_t T) {
+  return attn::causal_mask_additive(T);
+}
 
-attn::Matrix softmax(const attn::Matrix& x) { return attn::softmax<2>(x); }
+ATTN_REFERENCE attn::Matrix softmax(const attn::Matrix& x) { return attn::softmax<2>(x); }
 
-attn::Matrix masked_softmax(const attn::Matrix& scores, const attn::Mask& allowed) {
+ATTN_REFERENCE attn::Matrix masked_softmax(const attn::Matrix& scores, const attn::Mask& allowed) {
   return attn::masked_softmax<2>(scores, allowed);
 }
 

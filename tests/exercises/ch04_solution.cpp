@@ -10,6 +10,7 @@
 #include "attn/check.hpp"
 #include "attn/linear.hpp"
 #include "exercises.hpp"
+#include "reference.hpp"
 
 namespace {
 
@@ -29,11 +30,11 @@ attn::Matrix as_2d(const attn::Tensor<4>& t) {  // (1, 1, R, K) -> (R, K)
 
 namespace ex04 {
 
-attn::Matrix project(const attn::Matrix& x, const attn::Matrix& w) {
+ATTN_REFERENCE attn::Matrix project(const attn::Matrix& x, const attn::Matrix& w) {
   return attn::matmul_blas(x, w);
 }
 
-attn::Matrix attention_scores(const attn::Matrix& q, const attn::Matrix& k) {
+ATTN_REFERENCE attn::Matrix attention_scores(const attn::Matrix& q, const attn::Matrix& k) {
   const std::size_t T = q.shape()[0];
   const std::size_t S = k.shape()[0];
   const std::size_t hs = q.shape()[1];
@@ -48,8 +49,8 @@ attn::Matrix attention_scores(const attn::Matrix& q, const attn::Matrix& k) {
   return scores;
 }
 
-AttentionResult single_head_attention(const attn::Matrix& q, const attn::Matrix& k,
-                                      const attn::Matrix& v, bool causal) {
+ATTN_REFERENCE AttentionResult single_head_attention(const attn::Matrix& q, const attn::Matrix& k,
+                                                     const attn::Matrix& v, bool causal) {
   const attn::AttentionResult r =
       attn::scaled_dot_product_attention(as_4d(q), as_4d(k), as_4d(v), causal);
   return {as_2d(r.out), as_2d(r.weights)};

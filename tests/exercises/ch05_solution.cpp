@@ -3,17 +3,20 @@
 // ch05_test.cpp passes against attn::.
 #include "attn/attention.hpp"
 #include "exercises.hpp"
+#include "reference.hpp"
 
 namespace ex05 {
 
-attn::Tensor<4> split_heads(const attn::Tensor<3>& x, std::size_t n_heads) {
+ATTN_REFERENCE attn::Tensor<4> split_heads(const attn::Tensor<3>& x, std::size_t n_heads) {
   return attn::split_heads(x, n_heads);
 }
 
-attn::Tensor<3> merge_heads(const attn::Tensor<4>& x) { return attn::merge_heads(x); }
+ATTN_REFERENCE attn::Tensor<3> merge_heads(const attn::Tensor<4>& x) {
+  return attn::merge_heads(x);
+}
 
-attn::Tensor<3> mha_forward(const attn::Tensor<3>& x, const attn::MhaWeights& w,
-                            std::size_t n_heads, bool causal) {
+ATTN_REFERENCE attn::Tensor<3> mha_forward(const attn::Tensor<3>& x, const attn::MhaWeights& w,
+                                           std::size_t n_heads, bool causal) {
   return attn::mha_forward(x, w, n_heads, causal, /*need_weights=*/false).out;
 }
 

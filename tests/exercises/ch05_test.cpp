@@ -215,6 +215,12 @@ TEST_SUITE("ex05.1 Split heads") {
     CHECK_THROWS_AS(ex05::split_heads(x, 5), std::invalid_argument);
     CHECK_THROWS_AS(ex05::split_heads(x, 128), std::invalid_argument);
   }
+
+  TEST_CASE("zero heads is rejected, not a division by zero") {
+    // C % 0 and C / 0 are undefined behaviour for integers: the program dies of SIGFPE.
+    const Tensor<3> x = labelled_input(1, 2, 64);
+    CHECK_THROWS_AS(ex05::split_heads(x, 0), std::invalid_argument);
+  }
 }
 
 TEST_SUITE("ex05.2 Merge heads") {

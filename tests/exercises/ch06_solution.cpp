@@ -5,26 +5,28 @@
 #include "attn/ffn.hpp"
 #include "attn/layernorm.hpp"
 #include "exercises.hpp"
+#include "reference.hpp"
 
 namespace ex06 {
 
-attn::Tensor<3> layer_norm(const attn::Tensor<3>& x, const attn::Vector& gamma,
-                           const attn::Vector& beta, float eps) {
+ATTN_REFERENCE attn::Tensor<3> layer_norm(const attn::Tensor<3>& x, const attn::Vector& gamma,
+                                          const attn::Vector& beta, float eps) {
   return attn::layer_norm<3>(x, gamma, beta, eps);
 }
 
-attn::Tensor<3> gelu(const attn::Tensor<3>& x) {
+ATTN_REFERENCE attn::Tensor<3> gelu(const attn::Tensor<3>& x) {
   return attn::activate<3>(x, attn::Activation::gelu);
 }
 
-attn::Tensor<3> ffn_forward(const attn::Tensor<3>& x, const attn::FfnWeights& w,
-                            attn::Activation activation) {
+ATTN_REFERENCE attn::Tensor<3> ffn_forward(const attn::Tensor<3>& x, const attn::FfnWeights& w,
+                                           attn::Activation activation) {
   return attn::ffn_forward(x, w, activation);
 }
 
-attn::Tensor<3> block_forward_pre_norm(const attn::Tensor<3>& x, const attn::BlockWeights& w,
-                                       std::size_t n_heads, bool causal,
-                                       attn::Activation activation) {
+ATTN_REFERENCE attn::Tensor<3> block_forward_pre_norm(const attn::Tensor<3>& x,
+                                                      const attn::BlockWeights& w,
+                                                      std::size_t n_heads, bool causal,
+                                                      attn::Activation activation) {
   attn::BlockConfig config;
   config.n_heads = n_heads;
   config.causal = causal;

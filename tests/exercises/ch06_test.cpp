@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "attn/ffn.hpp"
 #include "exercises.hpp"
 #include "test_helpers.hpp"
 
@@ -241,6 +242,23 @@ TEST_SUITE("ex06.1 Layer norm") {
     CHECK_TENSOR_NEAR(ex06::layer_norm(x, gamma, beta, 1e-5f), want, 1e-5, 1e-5);
   }
 
+  TEST_CASE("tokens far from zero are normalised as precisely as tokens near zero") {
+    // Values 100 + sin and 1000 + sin: their variance is about 0.5, their square about 1e4 and
+    // 1e6. The one-pass formula E[x^2] - E[x]^2 in float subtracts two numbers of that size and
+    // keeps only the rounding noise (off by 0.0014 near 100 and 0.09 near 1000); subtracting
+    // the mean first, (x - mean)^2, stays within 1e-4.
+    const std::size_t C = 16;
+    const Vector ones = xt::ones<float>({C});
+    const Vector zeros = xt::zeros<float>({C});
+    for (const double offset : {100.0, 1000.0}) {
+      CAPTURE(offset);
+      Tensor<3> x = wiggly3(2, 3, C, 0.3, 1.0);
+      for (float& v : x) v = static_cast<float>(offset + static_cast<double>(v));
+      const Tensor<3> want = to_float(layer_norm_by_hand(to_double(x), ones, zeros));
+      CHECK_TENSOR_NEAR(ex06::layer_norm(x, ones, zeros, 1e-5f), want, 5e-4, 0.0);
+    }
+  }
+
   TEST_CASE("a gamma or beta that is not (C,) is rejected") {
     const Tensor<3> x = wiggly3(1, 2, 4, 0.0, 1.0);
     const Vector four = {1.0f, 1.0f, 1.0f, 1.0f};
@@ -317,7 +335,7 @@ TEST_SUITE("ex06.3 Feed-forward network") {
     const Tensor<3> x = wiggly3(2, 3, C, 3.1, 1.5);
     for (const attn::Activation a :
          {attn::Activation::relu, attn::Activation::gelu, attn::Activation::gelu_tanh}) {
-      CAPTURE(static_cast<int>(a));
+      INFO("activation " << attn::activation_name(a));
       const Tensor<3> want = to_float(ffn_by_hand(to_double(x), w, a));
       CHECK_TENSOR_NEAR(ex06::ffn_forward(x, w, a), want, 1e-5, 1e-5);
     }

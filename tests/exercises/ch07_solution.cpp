@@ -12,11 +12,12 @@
 #include "attn/model.hpp"
 #include "attn/sample.hpp"
 #include "exercises.hpp"
+#include "reference.hpp"
 
 namespace ex07 {
 
-attn::Tensor<3> embed(const xt::xtensor<int, 2>& tokens, const attn::Matrix& wte,
-                      const attn::Matrix& wpe) {
+ATTN_REFERENCE attn::Tensor<3> embed(const xt::xtensor<int, 2>& tokens, const attn::Matrix& wte,
+                                     const attn::Matrix& wpe) {
   const std::size_t B = tokens.shape()[0], T = tokens.shape()[1];
   const std::size_t V = wte.shape()[0], C = wte.shape()[1];
   if (wpe.shape()[1] != C) {
@@ -36,7 +37,7 @@ attn::Tensor<3> embed(const xt::xtensor<int, 2>& tokens, const attn::Matrix& wte
   return x;
 }
 
-attn::Tensor<3> tied_logits(const attn::Tensor<3>& x, const attn::Matrix& wte) {
+ATTN_REFERENCE attn::Tensor<3> tied_logits(const attn::Tensor<3>& x, const attn::Matrix& wte) {
   if (x.shape()[2] != wte.shape()[1]) {
     attn::shape_error("ex07::tied_logits", "x (B, T, C) and wte (V, C)",
                       attn::shape_str(x.shape()) + " and " + attn::shape_str(wte.shape()));
@@ -45,13 +46,13 @@ attn::Tensor<3> tied_logits(const attn::Tensor<3>& x, const attn::Matrix& wte) {
   return attn::linear(x, wte_t);                  // (B, T, C) @ (C, V) -> (B, T, V)
 }
 
-attn::Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const attn::LmWeights& w,
-                           const attn::LmConfig& config) {
+ATTN_REFERENCE attn::Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens,
+                                          const attn::LmWeights& w, const attn::LmConfig& config) {
   return attn::lm_forward(tokens, w, config);
 }
 
-int sample_top_k(std::span<const float> logits, float temperature, std::size_t top_k,
-                 attn::Rng& rng) {
+ATTN_REFERENCE int sample_top_k(std::span<const float> logits, float temperature, std::size_t top_k,
+                                attn::Rng& rng) {
   return attn::sample_top_k(logits, temperature, top_k, rng);
 }
 

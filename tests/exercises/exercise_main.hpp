@@ -1,13 +1,12 @@
-// tests/exercises/exercise_main.hpp: the shared main of the exercise-test binaries.
-// chNN_solution and chNN_mine start in plain doctest mode; attn-check starts in progress mode
-// (the learner's table). See exercise_main.cpp for the modes.
+// tests/exercises/exercise_main.hpp: the shared main of the exercise-test binaries chNN_solution,
+// chNN_mine and catalogue_* (exercise_main.cpp lists its modes). attn-check is a separate
+// program (attn_check.cpp) that builds the learner's chNN_mine and runs each in its own process.
 #pragma once
 
 namespace attn::exercises {
 
-enum class DefaultMode { doctest, progress };
-
-// Parses the mode flags (--stub-check, --verify-shipped), then runs the linked exercise tests.
-int main(int argc, char** argv, DefaultMode mode);
+// Parses the mode flags (--stub-check, --expect-rejected, --attn-records), then runs the linked
+// exercise tests.
+int main(int argc, char** argv);
 
 }  // namespace attn::exercises

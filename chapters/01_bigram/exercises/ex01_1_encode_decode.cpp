@@ -18,12 +18,13 @@
 namespace ex01 {
 
 std::vector<int> encode(const attn::Vocab& vocab, std::string_view text) {
-  // TODO(ex01.1): decode the UTF-8 text into code points, then look up the id of each one.
+  // TODO(ex01.1): return one id per character (code point) of text, vocab's id for it; a
+  // character outside the vocabulary is an error (std::invalid_argument).
   throw std::logic_error("TODO ex01.1: encode text into token ids");
 }
 
 std::string decode(const attn::Vocab& vocab, std::span<const int> ids) {
-  // TODO(ex01.1): look up the character of each id, then encode the characters as UTF-8.
+  // TODO(ex01.1): return the UTF-8 text of the characters with these ids, in order; "" for no ids.
   throw std::logic_error("TODO ex01.1: decode token ids into text");
 }
 

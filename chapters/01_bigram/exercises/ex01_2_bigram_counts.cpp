@@ -14,7 +14,8 @@
 namespace ex01 {
 
 attn::Matrix bigram_counts(std::span<const int> tokens, std::size_t V) {
-  // TODO(ex01.2): start from a (V, V) table of zeros and add 1 for every neighbouring pair.
+  // TODO(ex01.2): return counts (V, V), counts(a, b) = #{i < N - 1 : tokens[i] == a, tokens[i+1] ==
+  // b}; 0 or 1 tokens give a table of zeros.
   throw std::logic_error("TODO ex01.2: bigram counts");
 }
 

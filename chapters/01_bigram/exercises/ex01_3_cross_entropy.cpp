@@ -8,7 +8,7 @@
 // Formula, with p_n = softmax(logits[n]), p_n[j] = exp(logits[n, j]) / sum_k exp(logits[n, k]):
 //   loss = -(1/N) * sum_n log p_n[targets[n]]
 //   grad[n, j] = (p_n[j] - (j == targets[n] ? 1 : 0)) / N
-// Subtract each row's maximum before exp (it cancels out): logits like 1000 must not overflow.
+// Edge case: logits like 1000 must give a finite loss and gradient, though exp(1000) overflows.
 // The derivation of the gradient is in docs/01-bigram.md, "The math".
 // Check: build/default/bin/attn-check 01
 #include <stdexcept>
@@ -18,12 +18,13 @@
 namespace ex01 {
 
 double cross_entropy(const attn::Matrix& logits, std::span<const int> targets) {
-  // TODO(ex01.3): for each row add log(sum exp(row - max)) + max - row[target]; divide by N.
+  // TODO(ex01.3): return -(1/N) sum_n log softmax(logits[n])[targets[n]], finite for logits like
+  // 1000.
   throw std::logic_error("TODO ex01.3: cross-entropy loss");
 }
 
 attn::Matrix cross_entropy_grad(const attn::Matrix& logits, std::span<const int> targets) {
-  // TODO(ex01.3): softmax of each row, minus 1 at the target, all divided by N.
+  // TODO(ex01.3): return grad (N, V), grad[n, j] = (softmax(logits[n])[j] - [j == targets[n]]) / N.
   throw std::logic_error("TODO ex01.3: gradient of the cross-entropy");
 }
 

@@ -16,7 +16,8 @@
 namespace ex01 {
 
 int sample_logits(std::span<const float> logits, float temperature, attn::Rng& rng) {
-  // TODO(ex01.4): divide by the temperature, softmax (stably), then draw one index from it.
+  // TODO(ex01.4): return an id in [0, V) drawn with probability softmax(logits / temperature)[id],
+  // using rng (same seed, same draws); no overflow at temperature 0.001.
   throw std::logic_error("TODO ex01.4: sample a token with temperature");
 }
 

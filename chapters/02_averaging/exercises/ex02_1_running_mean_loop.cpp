@@ -16,7 +16,7 @@ attn::Matrix running_mean_loop(const attn::Matrix& x) {
   const std::size_t T = x.shape()[0];
   const std::size_t C = x.shape()[1];
   attn::Matrix xbar = xt::zeros<float>({T, C});  // (T, C)
-  // TODO(ex02.1): for each t and c, add up x(i, c) for i = 0..t, then divide by (t + 1).
+  // TODO(ex02.1): xbar(t, c) = mean of x(0..t, c); xbar (T, C), xbar[0] == x[0] exactly.
   throw std::logic_error("TODO ex02.1: running mean by loop");
   return xbar;
 }

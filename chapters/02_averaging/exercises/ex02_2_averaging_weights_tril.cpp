@@ -15,7 +15,7 @@ namespace ex02 {
 
 attn::Matrix averaging_weights_tril(std::size_t T) {
   attn::Matrix weights = xt::zeros<float>({T, T});  // (T, T)
-  // TODO(ex02.2): fill the lower triangle (i <= t) of row t with 1 / (t + 1).
+  // TODO(ex02.2): weights(t, i) = 1 / (t + 1) for i <= t, 0 for i > t; (T, T), rows sum to 1.
   throw std::logic_error("TODO ex02.2: lower-triangular averaging weights");
   return weights;
 }

@@ -20,7 +20,8 @@ namespace ex02 {
 
 attn::Matrix averaging_weights_softmax(std::size_t T) {
   attn::Matrix scores = xt::zeros<float>({T, T});  // (T, T), every score equal
-  // TODO(ex02.3): set scores(t, i) to -infinity where i > t, then return the softmax of each row.
+  // TODO(ex02.3): return softmax of each row of scores, with scores(t, i) = -inf for i > t
+  // (0 elsewhere); (T, T), no NaN anywhere.
   throw std::logic_error("TODO ex02.3: averaging weights by softmax of masked zeros");
   return scores;
 }

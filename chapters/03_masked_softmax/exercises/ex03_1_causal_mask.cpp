@@ -17,12 +17,12 @@
 namespace ex03 {
 
 attn::Mask causal_mask(std::size_t T) {
-  // TODO(ex03.1): return a (T, T) bool tensor, true where the key s is at or before the query t.
+  // TODO(ex03.1): return (T, T) bool, mask(t, s) = (s <= t).
   throw std::logic_error("TODO ex03.1: causal mask (boolean)");
 }
 
 attn::Matrix causal_mask_additive(std::size_t T) {
-  // TODO(ex03.1): return a (T, T) float tensor, 0 where s <= t and -inf where s > t (no NaN).
+  // TODO(ex03.1): return (T, T) float, 0 where s <= t and -inf where s > t; no NaN.
   throw std::logic_error("TODO ex03.1: causal mask (additive)");
 }
 

@@ -17,7 +17,8 @@
 namespace ex03 {
 
 attn::Matrix softmax(const attn::Matrix& x) {
-  // TODO(ex03.2): subtract the row maximum, exponentiate, divide by the row sum.
+  // TODO(ex03.2): return (T, S), row t = softmax(x[t]); finite for [1000, 1001, 1002], exactly 0
+  // for -inf, a row of zeros for a row that is all -inf.
   throw std::logic_error("TODO ex03.2: stable softmax");
 }
 

@@ -17,7 +17,8 @@
 namespace ex03 {
 
 attn::Matrix masked_softmax(const attn::Matrix& scores, const attn::Mask& allowed) {
-  // TODO(ex03.3): replace the masked scores by -inf, then take the stable softmax of each row.
+  // TODO(ex03.3): return (T, S), row t = softmax of scores[t] over the allowed keys, 0 elsewhere;
+  // zeros for a row with no allowed key; std::invalid_argument if the shapes differ.
   throw std::logic_error("TODO ex03.3: masked softmax");
 }
 

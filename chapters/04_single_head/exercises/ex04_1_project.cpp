@@ -17,7 +17,8 @@
 namespace ex04 {
 
 attn::Matrix project(const attn::Matrix& x, const attn::Matrix& w) {
-  // TODO(ex04.1): check that x's columns match w's rows, then return the (T, hs) product x @ w.
+  // TODO(ex04.1): return y (T, hs) = x (T, C) @ w (C, hs); std::invalid_argument if w has not C
+  // rows.
   throw std::logic_error("TODO ex04.1: project x @ w");
 }
 

@@ -17,7 +17,8 @@
 namespace ex04 {
 
 attn::Matrix attention_scores(const attn::Matrix& q, const attn::Matrix& k) {
-  // TODO(ex04.2): return the (T, S) matrix of dot products q[t] . k[s], divided by sqrt(hs).
+  // TODO(ex04.2): return scores (T, S), scores(t, s) = q[t] . k[s] / sqrt(hs);
+  // std::invalid_argument if q and k differ in width.
   throw std::logic_error("TODO ex04.2: attention scores");
 }
 

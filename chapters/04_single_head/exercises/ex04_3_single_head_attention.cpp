@@ -20,7 +20,9 @@ namespace ex04 {
 
 AttentionResult single_head_attention(const attn::Matrix& q, const attn::Matrix& k,
                                       const attn::Matrix& v, bool causal) {
-  // TODO(ex04.3): scores, (causal) masked softmax over each row, then weights @ v.
+  // TODO(ex04.3): return {out (T, hs) = weights @ v, weights (T, S) = rowwise softmax(q k^T /
+  // sqrt(hs)), keys s > t excluded when causal}; std::invalid_argument for the three shape errors
+  // above.
   throw std::logic_error("TODO ex04.3: single-head attention");
 }
 

@@ -20,7 +20,8 @@
 namespace ex05 {
 
 attn::Tensor<4> split_heads(const attn::Tensor<3>& x, std::size_t n_heads) {
-  // TODO(ex05.1): check that n_heads divides C, then copy x(b, t, h * hs + i) to out(b, h, t, i).
+  // TODO(ex05.1): return (B, H, T, hs), out(b, h, t, i) = x(b, t, h * hs + i), hs = C / H;
+  // std::invalid_argument when n_heads is 0 or does not divide C.
   throw std::logic_error("TODO ex05.1: split heads");
 }
 

@@ -17,7 +17,7 @@
 namespace ex05 {
 
 attn::Tensor<3> merge_heads(const attn::Tensor<4>& x) {
-  // TODO(ex05.2): create a (B, T, H * hs) tensor and copy x(b, h, t, i) to out(b, t, h * hs + i).
+  // TODO(ex05.2): return (B, T, H * hs), out(b, t, h * hs + i) = x(b, h, t, i).
   throw std::logic_error("TODO ex05.2: merge heads");
 }
 

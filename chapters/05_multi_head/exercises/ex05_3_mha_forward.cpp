@@ -24,7 +24,8 @@ namespace ex05 {
 
 attn::Tensor<3> mha_forward(const attn::Tensor<3>& x, const attn::MhaWeights& w,
                             std::size_t n_heads, bool causal) {
-  // TODO(ex05.3): project, split, attend (all heads in one call), merge, project with w_o.
+  // TODO(ex05.3): return (B, T, C) = Concat(head_1..head_H) @ w_o, head h = attention of column
+  // block h of x @ w_q, x @ w_k, x @ w_v (causal: keys 0..t only).
   throw std::logic_error("TODO ex05.3: multi-head forward");
 }
 

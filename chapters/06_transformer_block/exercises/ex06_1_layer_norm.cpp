@@ -19,7 +19,9 @@ namespace ex06 {
 
 attn::Tensor<3> layer_norm(const attn::Tensor<3>& x, const attn::Vector& gamma,
                            const attn::Vector& beta, float eps) {
-  // TODO(ex06.1): per token (b, t): mean and biased variance over c; normalise, scale, shift.
+  // TODO(ex06.1): return (B, T, C), y = (x - mean) / sqrt(var + eps) * gamma + beta per token (b,
+  // t), mean and biased var over c; precise for values near 1000; std::invalid_argument if gamma or
+  // beta is not (C,).
   throw std::logic_error("TODO ex06.1: layer norm");
 }
 

@@ -16,7 +16,7 @@
 namespace ex06 {
 
 attn::Tensor<3> gelu(const attn::Tensor<3>& x) {
-  // TODO(ex06.2): apply 0.5 * v * (1 + erf(v / sqrt(2))) to every element v, same shape out.
+  // TODO(ex06.2): return the same shape, every element v -> 0.5 * v * (1 + erf(v / sqrt(2))).
   throw std::logic_error("TODO ex06.2: exact GELU");
 }
 

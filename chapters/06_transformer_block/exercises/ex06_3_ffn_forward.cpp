@@ -21,7 +21,8 @@ namespace ex06 {
 
 attn::Tensor<3> ffn_forward(const attn::Tensor<3>& x, const attn::FfnWeights& w,
                             attn::Activation activation) {
-  // TODO(ex06.3): widen with w1 and b1, apply the activation, project back with w2 and b2.
+  // TODO(ex06.3): return (B, T, C) = act(x @ w1 + b1) @ w2 + b2, act named by activation;
+  // std::invalid_argument for weights that do not fit x.
   throw std::logic_error("TODO ex06.3: feed-forward network");
 }
 

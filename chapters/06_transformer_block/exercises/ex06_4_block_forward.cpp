@@ -23,7 +23,7 @@ namespace ex06 {
 attn::Tensor<3> block_forward_pre_norm(const attn::Tensor<3>& x, const attn::BlockWeights& w,
                                        std::size_t n_heads, bool causal,
                                        attn::Activation activation) {
-  // TODO(ex06.4): r = x + attention of ln1(x); return r + ffn of ln2(r).
+  // TODO(ex06.4): return (B, T, C) y = r + ffn(ln2(r)), where r = x + mha(ln1(x)).
   throw std::logic_error("TODO ex06.4: pre-norm transformer block");
 }
 

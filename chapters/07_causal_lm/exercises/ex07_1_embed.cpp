@@ -19,7 +19,8 @@ namespace ex07 {
 
 attn::Tensor<3> embed(const xt::xtensor<int, 2>& tokens, const attn::Matrix& wte,
                       const attn::Matrix& wpe) {
-  // TODO(ex07.1): check the ids and sizes, then copy row wte[id] + row wpe[t] into x[b, t, :].
+  // TODO(ex07.1): return (B, T, C), x[b, t] = wte[tokens[b, t]] + wpe[t]; std::invalid_argument for
+  // an id outside [0, V), T > T_max, or wte and wpe of different widths.
   throw std::logic_error("TODO ex07.1: token + position embedding");
 }
 

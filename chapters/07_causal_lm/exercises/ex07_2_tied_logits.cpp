@@ -16,8 +16,8 @@
 namespace ex07 {
 
 attn::Tensor<3> tied_logits(const attn::Tensor<3>& x, const attn::Matrix& wte) {
-  // TODO(ex07.2): check that the widths match, then take the dot product of every x[b, t, :]
-  // with every row of wte.
+  // TODO(ex07.2): return logits (B, T, V), logits[b, t, v] = x[b, t] . wte[v];
+  // std::invalid_argument when x and wte differ in width.
   throw std::logic_error("TODO ex07.2: tied output projection");
 }
 

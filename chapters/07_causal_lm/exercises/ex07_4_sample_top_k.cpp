@@ -21,8 +21,9 @@ namespace ex07 {
 
 int sample_top_k(std::span<const float> logits, float temperature, std::size_t top_k,
                  attn::Rng& rng) {
-  // TODO(ex07.4): check the arguments, find the top_k ids, softmax their logits / temperature,
-  // and draw one of them.
+  // TODO(ex07.4): return an id drawn with p = softmax(logits / temperature) over the top_k largest
+  // logits (ties: lower id), 0 elsewhere; std::invalid_argument for top_k = 0 or > V, and for a
+  // temperature that is not a finite number > 0.
   throw std::logic_error("TODO ex07.4: top-k sampling");
 }
 

@@ -97,4 +97,18 @@ Tensor<3> mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_hea
 void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
                   std::size_t n_heads, bool causal, Tensor<3>& dx, MhaWeights& grads);
 
+// The attention kernel itself, for callers that keep q, k, v and out in their own layouts
+// (chapter 10's KV cache). Head h of batch b of q starts at q + b * batch + h * head, its rows
+// `row` floats apart; the same for k, v (S rows) and out (T rows). Runs on the calling thread and
+// allocates nothing: `scratch` holds at least min(64, T) * S floats. causal requires S == T.
+struct HeadStrides {
+  std::size_t batch, head, row;
+};
+void attention_strided(std::size_t B, std::size_t H, std::size_t T, std::size_t S,
+                       std::size_t hs, const float* q, HeadStrides q_strides, const float* k,
+                       HeadStrides k_strides, const float* v, HeadStrides v_strides, float* out,
+                       HeadStrides out_strides, bool causal, float* scratch);
+// The scratch size attention_strided needs: min(64, T) * S floats.
+std::size_t attention_scratch_floats(std::size_t T, std::size_t S);
+
 }  // namespace attn

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -53,6 +54,16 @@ LmWeights lm_init(Rng& rng, const LmConfig& config);
 // (block_size 64)"), or a token outside [0, V).
 Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights& w, const LmConfig& config);
 
+// The same forward pass, also keeping what each layer's attention looked at (for pictures such
+// as chapter 07's per-head heatmaps): the logits are lm_forward's, bit for bit, and weights[l]
+// is layer l's (B, H, T, T) attention weights. Costs the memory of L * B * H * T * T floats.
+struct LmForward {
+  Tensor<3> logits;                // (B, T, V)
+  std::vector<Tensor<4>> weights;  // L tensors of (B, H, T, T)
+};
+LmForward lm_forward_with_weights(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
+                                  const LmConfig& config);
+
 // Loads a model saved as a folder of .npy files named like the golden fixtures: wte, wpe,
 // h{i}.w_q, h{i}.w_k, h{i}.w_v, h{i}.w_o, h{i}.ln1_gamma, h{i}.ln1_beta, h{i}.ln2_gamma,
 // h{i}.ln2_beta, h{i}.w1, h{i}.b1, h{i}.w2, h{i}.b2, ln_f_gamma, ln_f_beta (each + ".npy").
@@ -69,6 +80,10 @@ LmWeights load_lm(const std::filesystem::path& dir, LmConfig& config);
 // Writes the same layout (for tests and for exporting a model made here); empty tensors (a
 // variant's unused weights) are not written.
 void save_lm(const std::filesystem::path& dir, const LmWeights& w);
+// The same plus model.txt, the architecture as `key value` lines (n_layers, n_heads and the
+// variant fields), so the folder says what it holds: both load_lm overloads read model.txt when
+// it is there, take the variant from it, and refuse an n_layers or n_heads that contradicts it.
+void save_lm(const std::filesystem::path& dir, const LmWeights& w, const LmConfig& config);
 
 // ---- Training support (chapters 08-09) ----
 // Every parameter tensor by name (the load_lm file names without ".npy": "wte", "h0.w_q", ...,
@@ -108,10 +123,17 @@ struct GenerateOptions {
   std::size_t max_new_tokens = 100;
   float temperature = 1.0f;  // > 0
   std::size_t top_k = 0;     // 0: sample from all V tokens; else keep the k most likely (1..V)
+  float top_p = 1.0f;        // in (0, 1]: keep the fewest most likely tokens with mass >= top_p
+  bool greedy = false;       // always the most likely token (no draw; the three above unused)
 };
+// Called with each new token as soon as it is chosen (to stream text as it is generated).
+using TokenCallback = std::function<void(int)>;
+
 // Appends max_new_tokens sampled tokens to `prompt` (at least one token), cropping the context
-// to the last T_max tokens. Returns only the new tokens.
+// to the last T_max tokens: one full lm_forward over the cropped context per token. Returns only
+// the new tokens. The draw is attn::TokenSampler's (sample.hpp).
 std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
-                             std::span<const int> prompt, const GenerateOptions& options, Rng& rng);
+                             std::span<const int> prompt, const GenerateOptions& options, Rng& rng,
+                             const TokenCallback& on_token = {});
 
 }  // namespace attn

@@ -1,4 +1,5 @@
-// attn/plot.hpp: heatmaps (in the terminal and as SVG) and line plots (SVG) for the docs.
+// attn/plot.hpp: heatmaps, in the terminal and as SVG for the docs; line charts and block
+// diagrams as SVG.
 // Attention weights are easiest to read as a picture: one cell per (query, key) pair, darker
 // where the query attends more. In a colour terminal the cells are shaded with 256-colour
 // backgrounds; otherwise (not a TTY, NO_COLOR set, or `plain` asked for) each cell is a
@@ -24,6 +25,8 @@ struct HeatmapOptions {
   std::optional<float> vmax;            // default: the finite max
   bool annotate = true;                 // SVG: write the value in each cell (if it fits)
   int precision = 2;                    // digits for annotations and the legend
+  bool diverging = false;               // SVG: blue (low) - white (middle) - red (high), for
+                                        // signed values centred on 0 (give vmin = -vmax)
 };
 
 // True when `stream` is a terminal and NO_COLOR is unset or empty.
@@ -35,6 +38,40 @@ std::string heatmap_text(const Matrix& m, const HeatmapOptions& options, bool co
 
 // A self-contained SVG document (no scripts, no external fonts), byte-identical for equal input.
 std::string heatmap_svg(const Matrix& m, const HeatmapOptions& options);
+
+// A line chart: one polyline per series over shared axes, with ticks, axis labels and a legend.
+// Points whose x or y is not finite (or not positive, on a log axis) break the line there.
+struct Series {
+  std::string name;       // legend entry
+  std::vector<double> x;  // same length as y
+  std::vector<double> y;
+  bool dashed = false;
+};
+struct LineChartOptions {
+  std::string title;
+  std::string x_label;
+  std::string y_label;
+  bool log_y = false;           // logarithmic y axis (ticks at powers of 10)
+  std::optional<double> y_min;  // default: the data's range (with a little margin)
+  std::optional<double> y_max;
+  bool legend_left = false;     // the legend in the top-left corner instead of the top-right
+};
+// Throws std::invalid_argument for no series, or a series whose x and y differ in length.
+std::string line_chart_svg(const std::vector<Series>& series, const LineChartOptions& options);
+
+// A diagram read from top to bottom: boxes joined by arrows, "+" nodes where a residual
+// connection adds the input of an earlier node back in (drawn as a line around the right side).
+struct DiagramNode {
+  enum class Kind { box, add, text };
+  Kind kind = Kind::box;
+  std::string label;          // box / text: the main line ("LayerNorm ln1")
+  std::string note;           // a second, smaller line (a shape, "(B, T, C)"), may be empty
+  std::size_t skip_from = 0;  // add: the index of the node whose input is added back
+  bool highlight = false;     // box: drawn in the accent colour (e.g. attention, the only
+                              // step that mixes positions)
+};
+// Throws std::invalid_argument for an add node whose skip_from is not an earlier node.
+std::string diagram_svg(const std::string& title, const std::vector<DiagramNode>& nodes);
 
 // A line plot: one or more series of (x, y) points, each drawn as a polyline with dots and named
 // in a legend (chapter 08's gradient norms by depth; loss curves). Points whose y is not finite
@@ -50,6 +87,8 @@ struct LinePlotOptions {
   std::string x_label;  // under the x axis
   std::string y_label;  // above the y axis
   bool log_y = false;   // base-10 logarithmic y axis, ticks at powers of ten
+  bool log_x = false;   // logarithmic x axis (points with x <= 0 are left out)
+  std::vector<double> x_ticks;  // where to label the x axis; empty: round numbers (or decades)
   int width = 640;      // of the plotting area, pixels
   int height = 360;
 };
@@ -59,7 +98,7 @@ struct LinePlotOptions {
 // at all can be drawn.
 std::string line_plot_svg(std::span<const LineSeries> series, const LinePlotOptions& options);
 
-// Writes an SVG document (heatmap_svg, line_plot_svg) to `path`, creating parent folders. Throws
+// Writes an SVG document (heatmap_svg, line_chart_svg, line_plot_svg, diagram_svg) to `path`, creating parent folders. Throws
 // std::runtime_error naming the path if it cannot be written.
 void write_svg(const std::filesystem::path& path, const std::string& svg);
 

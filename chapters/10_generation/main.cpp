@@ -1,0 +1,647 @@
+// chapters/10_generation/main.cpp: chapter 10, generating fast with a KV cache.
+// The narrated walkthrough: what a new token really needs, the cache and its memory, one step
+// done by hand on layer 0, text streamed as it is generated (with and without the cache, the
+// same characters), the FLOPs per token as the context grows, and what happens past T_max.
+// The math lives in common/src/kvcache.cpp (and model.cpp, sample.cpp); this file calls it.
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attn/attention.hpp"
+#include "attn/block.hpp"
+#include "attn/cli.hpp"
+#include "attn/corpus.hpp"
+#include "attn/kvcache.hpp"
+#include "attn/layernorm.hpp"
+#include "attn/linear.hpp"
+#include "attn/model.hpp"
+#include "attn/npy.hpp"
+#include "attn/print.hpp"
+#include "attn/random.hpp"
+#include "attn/sample.hpp"
+#include "attn/text.hpp"
+#include "exercises.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using attn::Matrix;
+using attn::Tensor;
+using Clock = std::chrono::steady_clock;
+
+// Bounds of the size flags (stated in --help).
+constexpr std::size_t kMaxTokens = 100000;
+constexpr std::size_t kMaxLayers = 64;
+constexpr std::size_t kMaxHeads = 64;
+constexpr std::uintmax_t kMaxVocabBytes = 1 << 20;  // vocab.txt: 1 MiB is far more than enough
+// The default model (no --weights): the chapter-09 shapes.
+constexpr std::size_t kDefaultWidth = 64;      // C
+constexpr std::size_t kDefaultBlockSize = 64;  // T_max
+constexpr std::size_t kPromptMinLength = 30;   // the default prompt: the first line this long
+
+// ---- The functions the walkthrough calls: from attn:: (the reference) or, with --mine, the
+// learner's ex10:: exercises.
+struct Kernels {
+  void (*append)(Tensor<4>&, const Matrix&, std::size_t);                            // ex10.1
+  Matrix (*attend)(const Matrix&, const Tensor<4>&, const Tensor<4>&, std::size_t);  // ex10.2
+  std::vector<int> (*generate)(const attn::LmWeights&, const attn::LmConfig&,
+                               std::span<const int>, const attn::GenerateOptions&, attn::Rng&,
+                               const attn::TokenCallback&);                           // ex10.3
+};
+
+Kernels reference_kernels() {
+  return {&attn::kv_append, &attn::attend_cache, &attn::lm_generate_cached};
+}
+
+Kernels learner_kernels() {
+  return {&ex10::kv_append, &ex10::attend_cache, &ex10::generate_cached};
+}
+
+// ---- The chapter's flags.
+struct Options {
+  std::string weights_dir;
+  std::string prompt;  // empty: the first line of the corpus with kPromptMinLength characters
+  std::size_t tokens = 200;
+  float temperature = 1.0f;
+  std::string top_k_text;  // empty: every token
+  float top_p = 1.0f;
+  bool greedy = false;
+  bool no_cache = false;
+  std::size_t layers = 4;
+  std::size_t heads = 4;
+  bool prompt_given = false;  // told apart from the default: --prompt "" is an error
+  bool top_k_given = false;
+};
+
+// True when argv holds `flag` as "--flag value" or "--flag=value".
+bool flag_given(int argc, char** argv, std::string_view flag) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    if (arg == flag || (arg.size() > flag.size() && arg.substr(0, flag.size()) == flag &&
+                        arg[flag.size()] == '=')) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// ---- Narration helpers.
+
+void section(int number, std::string_view title) { fmt::print("\n== {}. {} ==\n", number, title); }
+
+std::string num(double value, int precision = 4) {
+  return attn::format_number(static_cast<float>(value), precision);
+}
+
+std::string char_name(char32_t c) {
+  return c == U' ' ? attn::printable(c) : "'" + attn::printable(c) + "'";
+}
+
+// "1,234,567" for big counts.
+std::string grouped(double value) {
+  const auto n = static_cast<unsigned long long>(std::llround(value));
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::u32string chars_of(const attn::Vocab& vocab, std::span<const int> ids) {
+  std::u32string out;
+  for (int id : ids) out += vocab.char_of(id);
+  return out;
+}
+
+double max_abs_difference(std::span<const float> a, std::span<const float> b) {
+  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  double worst = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+  return worst;
+}
+
+// A difference of float rounding is printed as "this small", not its digits: whether it is 0 or
+// 1e-7 depends on the machine's BLAS kernels (a GEMM of 1 row may round differently from the
+// same row inside a GEMM of 43).
+std::string difference_text(double d) {
+  return d < 1e-5 ? "below 1e-5 (float rounding)" : fmt::format("{:.6f}", d);
+}
+
+// ---- Checks on the flags and the model folder, before anything is printed.
+
+std::size_t parse_top_k(const Options& o, std::size_t V) {
+  if (!o.top_k_given) return 0;
+  long long k = 0;
+  const char* begin = o.top_k_text.data();
+  const char* end = begin + o.top_k_text.size();
+  const auto [ptr, ec] = std::from_chars(begin, end, k);
+  if (ec != std::errc{} || ptr != end) {
+    throw attn::UsageError(fmt::format("--top-k expects an integer, got '{}'", o.top_k_text));
+  }
+  if (k < 1) throw attn::UsageError(fmt::format("--top-k must be at least 1, got {}", k));
+  if (static_cast<unsigned long long>(k) > V) {
+    throw attn::UsageError(
+        fmt::format("--top-k must be at most V = {} (the vocabulary size), got {}", V, k));
+  }
+  return static_cast<std::size_t>(k);
+}
+
+// The number of blocks h0, h1, ... that a model folder holds (by their h{i}.w_q.npy).
+std::size_t blocks_in(const fs::path& dir) {
+  std::size_t n = 0;
+  while (fs::exists(dir / fmt::format("h{}.w_q.npy", n))) ++n;
+  return n;
+}
+
+// vocab.txt of a model folder: the characters of the vocabulary in id order, UTF-8 (what
+// chapter 09 writes beside its checkpoint).
+attn::Vocab read_vocab_file(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    throw std::runtime_error(fmt::format("'{}' is not a regular file", path.string()));
+  }
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (ec || size > kMaxVocabBytes) {
+    throw std::runtime_error(
+        fmt::format("'{}' is larger than {} bytes: not a vocabulary", path.string(), kMaxVocabBytes));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(size))) {
+    throw std::runtime_error(fmt::format("cannot read '{}'", path.string()));
+  }
+  try {
+    std::u32string chars = attn::decode_utf8(bytes);
+    return attn::Vocab(std::move(chars));
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("'{}': {} (expected the vocabulary's characters, "
+                                         "sorted, each once)",
+                                         path.string(), e.what()));
+  }
+}
+
+struct Model {
+  attn::LmConfig config;
+  attn::LmWeights weights;
+  attn::Vocab vocab;
+  std::string origin;  // for the narration
+};
+
+// Where the model comes from: --weights DIR (an lm folder, with its vocab.txt if it has one,
+// else the corpus's vocabulary as in chapter 07), or the default model. The only place that
+// decides it.
+Model load_model(const Options& o, const attn::Vocab& corpus_vocab, std::uint64_t seed) {
+  if (o.weights_dir.empty()) {
+    // The default: an untrained model of the chapter-09 shapes, drawn from the seed. Its text
+    // is noise, but every measurement of the chapter (costs, memory, cached == uncached) is the
+    // same for a trained model of these shapes; point --weights at a chapter-09 checkpoint to
+    // read Shakespeare instead.
+    if (kDefaultWidth % o.heads != 0) {
+      throw attn::UsageError(fmt::format(
+          "--heads {} does not divide C = {} of the default model", o.heads, kDefaultWidth));
+    }
+    attn::LmConfig c;
+    c.vocab_size = corpus_vocab.size();
+    c.block_size = kDefaultBlockSize;
+    c.n_embd = kDefaultWidth;
+    c.n_heads = o.heads;
+    c.n_layers = o.layers;
+    attn::Rng rng(seed, 3);  // its own stream: the weights do not move with sampling
+    Model m{c, attn::lm_init(rng, c), corpus_vocab,
+            fmt::format("lm_init (seed {}), untrained: its text is noise", seed)};
+    return m;
+  }
+  const fs::path dir(o.weights_dir);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw std::runtime_error(fmt::format("--weights: '{}' is not a folder", o.weights_dir));
+  }
+  if (const std::size_t found = blocks_in(dir); found > 0 && found != o.layers) {
+    throw attn::UsageError(fmt::format("--layers {} but model '{}' has {} blocks: pass --layers {}",
+                                       o.layers, o.weights_dir, found, found));
+  }
+  try {  // --heads is a usage error: checked against C before load_lm reads everything
+    const attn::NpyArray wte = attn::read_npy(dir / "wte.npy");
+    if (wte.shape.size() == 2 && wte.shape[1] % o.heads != 0) {
+      throw attn::UsageError(fmt::format("--heads {} does not divide C = {} of model '{}'",
+                                         o.heads, wte.shape[1], o.weights_dir));
+    }
+  } catch (const attn::UsageError&) {
+    throw;
+  } catch (const std::exception&) {  // a missing or broken wte.npy: load_lm says which
+  }
+  Model m{attn::LmConfig{}, attn::LmWeights{}, corpus_vocab, ""};
+  m.weights = attn::load_lm(dir, o.layers, o.heads, m.config);
+  const fs::path vocab_file = dir / "vocab.txt";
+  const bool has_vocab = fs::exists(vocab_file, ec);
+  if (has_vocab) m.vocab = read_vocab_file(vocab_file);
+  if (m.config.vocab_size != m.vocab.size()) {
+    throw std::runtime_error(fmt::format(
+        "model '{}' has a vocabulary of {} tokens (wte.npy) but {} has {} characters",
+        o.weights_dir, m.config.vocab_size,
+        has_vocab ? "its vocab.txt" : "the corpus (no vocab.txt in the folder)", m.vocab.size()));
+  }
+  m.origin = fmt::format("loaded from '{}' ({})", o.weights_dir,
+                         has_vocab ? "vocabulary from its vocab.txt" : "vocabulary of the corpus");
+  return m;
+}
+
+// The prompt as ids: the flag, or the first line of the corpus with kPromptMinLength characters.
+std::vector<int> prompt_ids(const Options& o, const attn::Corpus& corpus, const attn::Vocab& vocab) {
+  std::u32string prompt;
+  if (o.prompt_given) {
+    try {
+      prompt = attn::decode_utf8(o.prompt);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(fmt::format("--prompt: {}", e.what()));
+    }
+    for (char32_t c : prompt) {
+      if (!vocab.contains(c)) {
+        throw std::runtime_error(fmt::format(
+            "--prompt: character {} (U+{:04X}) is not in the model's vocabulary ({} characters)",
+            char_name(c), static_cast<std::uint32_t>(c), vocab.size()));
+      }
+    }
+  } else {
+    const std::u32string text = attn::decode_utf8(corpus.text);
+    for (std::size_t begin = 0; begin < text.size() && prompt.empty();) {
+      std::size_t end = text.find(U'\n', begin);
+      if (end == std::u32string::npos) end = text.size();
+      if (end - begin >= kPromptMinLength) prompt = text.substr(begin, end - begin);
+      begin = end + 1;
+    }
+    if (prompt.empty()) prompt = text.substr(0, std::min<std::size_t>(text.size(), kPromptMinLength));
+    // The corpus's line must be in the model's vocabulary (a --weights model may have its own).
+    std::u32string kept;
+    for (char32_t c : prompt)
+      if (vocab.contains(c)) kept += c;
+    prompt = kept.empty() ? std::u32string(1, vocab.chars()[0]) : kept;
+  }
+  std::vector<int> ids;
+  for (char32_t c : prompt) ids.push_back(vocab.id_of(c));
+  return ids;
+}
+
+// ---- The walkthrough.
+
+// 1. What a new token needs, and the cache that keeps it.
+void show_cache(const Model& m) {
+  const attn::LmConfig& c = m.config;
+  const std::size_t L = c.n_layers, H = c.n_heads, C = c.n_embd, T_max = c.block_size;
+  section(1, "What a new token needs");
+  fmt::print(
+      "lm_generate (chapter 07) runs the whole model over the whole context for every new\n"
+      "token, and keeps only the last row of logits. But at layer l, the key and the value of\n"
+      "position t depend only on tokens 0..t: causal attention never lets them see the future.\n"
+      "Once computed they never change while the text grows. A KV cache keeps them; a step then\n"
+      "computes one row per layer (the new token's q, k, v, its attention, its FFN) and attends\n"
+      "its single query over the cached keys: no mask, the cache holds only the past.\n");
+  section(2, "The cache and its memory");
+  const attn::KvCache cache = attn::kv_cache_init(c, 1);
+  const std::size_t formula = attn::kv_cache_floats(c, 1);
+  const std::size_t held = attn::kv_cache_held_floats(cache);
+  fmt::print("Per layer, keys and values of shape (B, H, T_max, hs) = (1, {}, {}, {}).\n", H, T_max,
+             C / H);
+  fmt::print("By the formula 2 * L * B * T_max * C = 2 * {} * 1 * {} * {} = {} floats = {} KiB.\n",
+             L, T_max, C, grouped(static_cast<double>(formula)),
+             num(static_cast<double>(formula * sizeof(float)) / 1024.0, 1));
+  fmt::print("Held by the {} tensors of attn::kv_cache_init: {} floats ({}).\n", 2 * L,
+             grouped(static_cast<double>(held)), held == formula ? "the same" : "DIFFERENT");
+  std::size_t params = m.weights.wte.size() + m.weights.wpe.size() + 2 * C;  // + ln_f
+  for (const attn::BlockWeights& b : m.weights.blocks) params += attn::parameter_count(b);
+  fmt::print(
+      "The model itself has {} parameters: the cache of one sequence is {}x its size.\n"
+      "Its buffers for a step or a prefill take {} floats more, allocated once: generating\n"
+      "allocates nothing per token (tests/common/test_kvcache.cpp counts it).\n",
+      grouped(static_cast<double>(params)),
+      num(static_cast<double>(formula) / static_cast<double>(params), 2),
+      grouped(static_cast<double>(attn::kv_cache_workspace_floats(cache))));
+}
+
+// 3. One step by hand on layer 0: append (ex10.1), attend (ex10.2), compared with the full
+// causal attention over the whole sequence; then the library's step against lm_forward.
+void show_step(const Kernels& k, const Model& m, std::span<const int> prompt) {
+  const attn::LmConfig& c = m.config;
+  const std::size_t C = c.n_embd, H = c.n_heads, V = c.vocab_size;
+  section(3, "One step by hand, layer 0");
+  // The prompt's last (up to) T_max - 1 tokens, leaving room for one more position.
+  const std::size_t n = std::min(prompt.size(), c.block_size - 1);
+  if (n == 0) {
+    fmt::print("T_max = 1: there is no room for a step after the prompt; skipped.\n");
+    return;
+  }
+  const std::span<const int> context = prompt.last(n);
+  attn::KvCache cache = attn::kv_cache_init(c, 1);
+  const Matrix& first = attn::lm_prefill(cache, context, m.weights, c);
+  // The new token: the most likely one (a fixed choice, so the text below does not depend on
+  // sampling).
+  const auto row = std::span<const float>(first.data(), V);
+  const int next = static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());
+  fmt::print(
+      "lm_prefill runs the {} prompt tokens in one batched pass: cache.length = {}. The most\n"
+      "likely next character is {} (id {}); it goes to position n = {}.\n",
+      n, cache.length, char_name(m.vocab.char_of(next)), next, n);
+
+  // a. Its layer-0 input and projections: x = wte[next] + wpe[n], h = ln1(x), q, k, v = h @ W.
+  const attn::BlockWeights& b0 = m.weights.blocks[0];
+  Matrix x(std::array<std::size_t, 2>{1, C});
+  for (std::size_t j = 0; j < C; ++j)
+    x(0, j) = m.weights.wte(static_cast<std::size_t>(next), j) + m.weights.wpe(n, j);
+  const Matrix h = attn::layer_norm<2>(x, b0.ln1_gamma, b0.ln1_beta, 1e-5f);  // (1, C)
+  const Matrix q = attn::matmul_blas(h, b0.attn.w_q);                         // (1, C)
+  const Matrix key = attn::matmul_blas(h, b0.attn.w_k);                       // (1, C)
+  const Matrix value = attn::matmul_blas(h, b0.attn.w_v);                     // (1, C)
+  // b. Append to copies of the layer-0 cache (ex10.1), attend over n + 1 positions (ex10.2).
+  Tensor<4> keys = cache.keys[0];
+  Tensor<4> values = cache.values[0];
+  k.append(keys, key, n);
+  k.append(values, value, n);
+  const Matrix out = k.attend(q, keys, values, n + 1);               // (1, C)
+  const Matrix projected = attn::matmul_blas(out, b0.attn.w_o);      // (1, C)
+  // c. The same row from the full causal attention over all n + 1 positions.
+  std::vector<int> all(context.begin(), context.end());
+  all.push_back(next);
+  Tensor<3> xs(std::array<std::size_t, 3>{1, n + 1, C});
+  for (std::size_t t = 0; t <= n; ++t)
+    for (std::size_t j = 0; j < C; ++j)
+      xs(0, t, j) = m.weights.wte(static_cast<std::size_t>(all[t]), j) + m.weights.wpe(t, j);
+  const Tensor<3> hs = attn::layer_norm<3>(xs, b0.ln1_gamma, b0.ln1_beta, 1e-5f);
+  const attn::MhaResult full = attn::mha_forward(hs, b0.attn, H, /*causal=*/true, false);
+  const double d_attn = max_abs_difference(
+      std::span<const float>(projected.data(), C), std::span<const float>(full.out.data() + n * C, C));
+  fmt::print(
+      "  k, v, q = ln1(wte[id] + wpe[{}]) @ w_k, w_v, w_q: (1, C) each, C = {}\n"
+      "  append k and v at position {} of the layer-0 cache (ex10.1)\n"
+      "  attend: {} heads, one query each, over {} cached keys (ex10.2)\n"
+      "  @ w_o, against row {} of mha_forward over all {} tokens: max |difference| {}\n",
+      n, C, n, H, n + 1, n, n + 1, difference_text(d_attn));
+  fmt::print("  {}: one new row of work gives the attention of the whole sequence.\n",
+             d_attn < 1e-4 ? "the same up to float rounding" : "DIFFERENT");
+
+  // d. The library's whole step against lm_forward's last row.
+  const Matrix& stepped = attn::lm_step(cache, std::span<const int>(&next, 1), m.weights, c);
+  xt::xtensor<int, 2> tokens(std::array<std::size_t, 2>{1, n + 1});
+  std::copy(all.begin(), all.end(), tokens.data());
+  const Tensor<3> logits = attn::lm_forward(tokens, m.weights, c);
+  const double d_logits = max_abs_difference(std::span<const float>(stepped.data(), V),
+                                             std::span<const float>(logits.data() + n * V, V));
+  const double d_key = max_abs_difference(
+      std::span<const float>(key.data(), C / H),
+      std::span<const float>(cache.keys[0].data() + n * (C / H), C / H));
+  fmt::print(
+      "attn::lm_step does this for every layer, then ln_f and the tied projection of one row:\n"
+      "  its head-0 key at position {} against the one above: max |difference| {}\n"
+      "  its logits (1, {}) against the last row of lm_forward over {} tokens: max |difference| {}\n",
+      n, difference_text(d_key), V, n + 1, difference_text(d_logits));
+}
+
+// Streams one character to stdout as soon as it is chosen.
+void put_char(const attn::Vocab& vocab, int id) {
+  const std::string s = attn::encode_utf8(vocab.char_of(id));
+  std::fwrite(s.data(), 1, s.size(), stdout);
+  std::fflush(stdout);
+}
+
+// 4. Text streamed from the model, with the cache (or without, --no-cache), and the other way
+// for comparison.
+void show_generation(const Kernels& k, const Model& m, std::span<const int> prompt,
+                     const attn::GenerateOptions& g, std::uint64_t seed, bool no_cache) {
+  const attn::LmConfig& c = m.config;
+  section(4, "Generating, character by character");
+  const std::string how =
+      g.greedy ? "greedy (the most likely character every time)"
+               : fmt::format("temperature {}{}{}", num(g.temperature, 2),
+                             g.top_k > 0 ? fmt::format(", top-k {}", g.top_k) : "",
+                             g.top_p < 1.0f ? fmt::format(", top-p {}", num(g.top_p, 2)) : "");
+  fmt::print("{} new characters, {}, seed {}, {}; prompt {}:\n\n", g.max_new_tokens, how, seed,
+             no_cache ? "without the cache (--no-cache)" : "with the KV cache",
+             attn::quote(chars_of(m.vocab, prompt)));
+  std::fflush(stdout);
+  std::fputs(attn::encode_utf8(chars_of(m.vocab, prompt)).c_str(), stdout);
+  const attn::TokenCallback stream = [&m](int id) { put_char(m.vocab, id); };
+  attn::Rng rng(seed);
+  const std::vector<int> shown =
+      no_cache ? attn::lm_generate(m.weights, c, prompt, g, rng, stream)
+               : k.generate(m.weights, c, prompt, g, rng, stream);
+  fmt::print("\n\n");
+  // The other loop, silently, from the same seed.
+  attn::Rng other_rng(seed);
+  const std::vector<int> other = no_cache ? k.generate(m.weights, c, prompt, g, other_rng, {})
+                                          : attn::lm_generate(m.weights, c, prompt, g, other_rng);
+  std::size_t same = 0;
+  while (same < shown.size() && same < other.size() && shown[same] == other[same]) ++same;
+  fmt::print("The same seed {} the cache: {}.\n", no_cache ? "with" : "without",
+             same == shown.size() && other.size() == shown.size()
+                 ? fmt::format("the same {} characters", shown.size())
+                 : fmt::format("DIFFERENT from character {} on", same + 1));
+  // How the cached loop produced them: steps while positions are left, then re-fills.
+  const std::size_t n0 = std::min(prompt.size(), c.block_size);
+  std::size_t steps = 0, refills = 0, length = n0;
+  for (std::size_t i = 1; i < g.max_new_tokens; ++i) {
+    if (length < c.block_size) {
+      ++steps;
+      ++length;
+    } else {
+      ++refills;
+    }
+  }
+  fmt::print(
+      "With the cache: 1 prefill of the {}-token prompt, then {} steps{}.\n", n0, steps,
+      refills > 0 ? fmt::format(" and {} re-fills (context past T_max = {}, section 6)", refills,
+                                c.block_size)
+                  : "");
+}
+
+// 5. FLOPs per token as the context grows (and µs per token with --timing).
+void show_cost(const Model& m, std::uint64_t seed, bool timing) {
+  const attn::LmConfig& c = m.config;
+  const std::size_t T_max = c.block_size;
+  section(5, "Cost per token as the text grows");
+  fmt::print(
+      "FLOPs to produce one token (GEMMs only, 2 M K N per product, B = 1), with a context of n\n"
+      "tokens:\n"
+      "  without the cache: a forward over n positions   L (2n (4C^2 + 2CF) + 4n^2 C) + 2nCV\n"
+      "  with the cache: one step at position n - 1      L (2 (4C^2 + 2CF) + 4nC) + 2CV\n\n");
+  fmt::print("  {:>8}  {:>14}  {:>14}  {:>8}\n", "n", "no cache", "cached", "ratio");
+  std::vector<std::size_t> lengths;
+  for (std::size_t n = 1; n < T_max; n *= 2) lengths.push_back(n);
+  lengths.push_back(T_max);
+  for (const std::size_t n : lengths) {
+    const double full = attn::lm_token_flops_uncached(c, n);
+    const double step = attn::lm_token_flops_cached(c, n - 1);
+    fmt::print("  {:>8}  {:>14}  {:>14}  {:>8}\n", n, grouped(full), grouped(step),
+               num(full / step, 1));
+  }
+  const double refill = attn::lm_token_flops_refill(c);
+  fmt::print("  {:>8}  {:>14}  {:>14}  {:>8}   (past T_max: a re-fill, section 6)\n",
+             fmt::format("> {}", T_max), grouped(attn::lm_token_flops_uncached(c, T_max)),
+             grouped(refill), num(attn::lm_token_flops_uncached(c, T_max) / refill, 2));
+  const double first = attn::lm_token_flops_uncached(c, 1);
+  fmt::print(
+      "Without the cache the cost grows with n (x{} from n = 1 to {}); with it, it is flat\n"
+      "but for the 4nC of attention (x{}).\n",
+      num(attn::lm_token_flops_uncached(c, T_max) / first, 1), T_max,
+      num(attn::lm_token_flops_cached(c, T_max - 1) / attn::lm_token_flops_cached(c, 0), 2));
+  if (!timing) return;
+
+  // --timing: the time of every token of one generation from a 1-token prompt, averaged over
+  // buckets of context length, both ways.
+  const std::size_t n_new = T_max + T_max / 2;
+  std::vector<double> cached_us, plain_us;
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<double>& out = pass == 0 ? cached_us : plain_us;
+    attn::GenerateOptions g;
+    g.max_new_tokens = n_new;
+    attn::Rng rng(seed);
+    auto last = Clock::now();
+    const attn::TokenCallback tick = [&](int) {
+      const auto now = Clock::now();
+      out.push_back(std::chrono::duration<double, std::micro>(now - last).count());
+      last = now;
+    };
+    const std::vector<int> prompt = {0};
+    last = Clock::now();
+    if (pass == 0) {
+      (void)attn::lm_generate_cached(m.weights, c, prompt, g, rng, tick);
+    } else {
+      (void)attn::lm_generate(m.weights, c, prompt, g, rng, tick);
+    }
+  }
+  fmt::print("\n--timing: microseconds per token, one generation of {} tokens from 1 token:\n",
+             n_new);
+
+  const std::size_t bucket = std::max<std::size_t>(1, T_max / 4);
+  for (std::size_t begin = 0; begin < n_new; begin += bucket) {
+    const std::size_t end = std::min(n_new, begin + bucket);
+    double a = 0.0, b = 0.0;
+    for (std::size_t i = begin; i < end; ++i) {
+      a += plain_us[i];
+      b += cached_us[i];
+    }
+    const double count = static_cast<double>(end - begin);
+    fmt::print("  context {:>7}: no cache {} us, cached {} us\n",
+               fmt::format("{}-{}", begin + 1, end), num(a / count, 1), num(b / count, 1));
+  }
+}
+
+// 6. Past T_max.
+void show_past_t_max(const Model& m) {
+  const std::size_t T_max = m.config.block_size;
+  section(6, "Past T_max");
+  fmt::print(
+      "The position table has T_max = {} rows, so lm_generate crops the context to its last\n"
+      "{} tokens. Then every token moves one position down, and every cached key and value is\n"
+      "stale: they were computed with the old position added to the token. To give the same\n"
+      "tokens, lm_generate_cached re-fills its cache from the cropped context for every new\n"
+      "token: a prefill of {} positions, about the cost of the forward it replaces ({} of its\n"
+      "FLOPs: the last layer needs only the keys and values of the first {}). The cache pays off\n"
+      "while the context fits. Models with relative positions (RoPE, ALiBi) keep their keys\n"
+      "valid when the window slides, and can drop the oldest position instead.\n",
+      T_max, T_max, T_max,
+      num(attn::lm_token_flops_refill(m.config) / attn::lm_token_flops_uncached(m.config, T_max), 2),
+      T_max - 1);
+}
+
+void run(const attn::CommonOptions& common, const Options& o) {
+  const auto t_start = Clock::now();
+  const Kernels k = common.mine ? learner_kernels() : reference_kernels();
+  if (o.prompt_given && o.prompt.empty()) throw attn::UsageError("--prompt must not be empty");
+  if (o.tokens > kMaxTokens) {
+    throw attn::UsageError(fmt::format("--tokens must be at most {}, got {}", kMaxTokens, o.tokens));
+  }
+  if (o.layers > kMaxLayers) {
+    throw attn::UsageError(fmt::format("--layers must be at most {}, got {}", kMaxLayers, o.layers));
+  }
+  if (o.heads > kMaxHeads) {
+    throw attn::UsageError(fmt::format("--heads must be at most {}, got {}", kMaxHeads, o.heads));
+  }
+  if (!(o.top_p <= 1.0f)) {
+    throw attn::UsageError(fmt::format("--top-p must be in (0, 1], got {}", o.top_p));
+  }
+
+  const attn::Corpus corpus = attn::load_corpus(common.data);
+  const attn::Vocab corpus_vocab = attn::Vocab::from_text(corpus.text);
+  const Model m = load_model(o, corpus_vocab, common.seed);
+  const std::size_t top_k = parse_top_k(o, m.config.vocab_size);
+  const std::vector<int> prompt = prompt_ids(o, corpus, m.vocab);
+
+  fmt::print("Chapter 10: generating fast with a KV cache\n");
+  fmt::print("seed {}, corpus {}, functions: {}\n", common.seed, corpus.origin,
+             common.mine ? "yours (ex10::, --mine)" : "the reference (attn::)");
+  fmt::print("model: {}\n", m.origin);
+  fmt::print("V {}, T_max {}, C {}, H {}, L {}\n", m.config.vocab_size, m.config.block_size,
+             m.config.n_embd, m.config.n_heads, m.config.n_layers);
+
+  show_cache(m);
+  show_step(k, m, prompt);
+  attn::GenerateOptions g;
+  g.max_new_tokens = o.tokens;
+  g.temperature = o.temperature;
+  g.top_k = top_k;
+  g.top_p = o.top_p;
+  g.greedy = o.greedy;
+  const auto t_gen = Clock::now();
+  show_generation(k, m, prompt, g, common.seed, o.no_cache);
+  const std::chrono::duration<double> gen_time = Clock::now() - t_gen;
+  show_cost(m, common.seed, common.timing);
+  show_past_t_max(m);
+  fmt::print(
+      "\nNext: docs/performance.md times this loop against PyTorch's, with and without a cache.\n");
+  if (common.timing) {
+    const std::chrono::duration<double> total = Clock::now() - t_start;
+    fmt::print("(section 4, both loops: {} ms; whole run: {} ms)\n",
+               num(gen_time.count() * 1000.0, 1), num(total.count() * 1000.0, 1));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  attn::Cli cli("10_generation",
+                "Chapter 10: generating fast with a KV cache. Keep every layer's keys and values, "
+                "compute one new row per token, stream the text as it comes; the same characters "
+                "as without the cache, and the cost per token flat instead of growing. Without "
+                "--weights the model is an untrained one of the chapter-09 shapes (V from the "
+                "corpus, T_max 64, C 64): its text is noise.");
+  Options o;
+  cli.add_string("--weights", o.weights_dir,
+                 "DIR: a model folder of .npy files (07_causal_lm --export, chapter 09's "
+                 "checkpoints); its vocab.txt, if any, gives the vocabulary");
+  cli.add_string("--prompt", o.prompt,
+                 "text to continue (default: the first line of the corpus with at least 30 "
+                 "characters)");
+  cli.add_size("--tokens", o.tokens, "N, characters to generate (1..100000)");
+  cli.add_float("--temperature", o.temperature, "sampling temperature (> 0)", 0.0f);
+  cli.add_string("--top-k", o.top_k_text,
+                 "K: sample only among the K most likely characters, 1 <= K <= V (default: all)");
+  cli.add_float("--top-p", o.top_p,
+                "P: sample only among the fewest most likely characters whose probabilities add "
+                "up to P, 0 < P <= 1 (default 1: all)",
+                0.0f);
+  cli.add_flag("--greedy", o.greedy, "always the most likely character (no sampling)");
+  cli.add_flag("--no-cache", o.no_cache,
+               "stream the text from lm_generate (a full forward per token) instead");
+  cli.add_size("--layers", o.layers, "L, transformer blocks of the model (1..64)");
+  cli.add_size("--heads", o.heads, "H, attention heads, must divide C (1..64)");
+  o.prompt_given = flag_given(argc, argv, "--prompt");
+  o.top_k_given = flag_given(argc, argv, "--top-k");
+  return cli.run(argc, argv, [&](const attn::CommonOptions& common) { run(common, o); });
+}

@@ -1,0 +1,49 @@
+# Chapter 08 (08_backprop): bad command lines exit with 2 and one line on stderr.
+attn_cli_test(ch08.max_depth_zero EXIT 2 MATCH "--max-depth must be at least 1, got 0"
+              COMMAND 08_backprop --max-depth 0)
+attn_cli_test(ch08.max_depth_too_large EXIT 2 MATCH "--max-depth must be at most 64, got 65"
+              COMMAND 08_backprop --max-depth 65)
+attn_cli_test(ch08.max_depth_not_a_number EXIT 2 MATCH "--max-depth expects an integer, got 'deep'"
+              COMMAND 08_backprop --max-depth deep)
+attn_cli_test(ch08.time_steps_negative EXIT 2 MATCH "--time-steps must be at least 1, got -16"
+              COMMAND 08_backprop --time-steps -16)
+attn_cli_test(ch08.time_steps_too_large EXIT 2 MATCH "--time-steps must be at most 64, got 65"
+              COMMAND 08_backprop --time-steps 65)
+attn_cli_test(ch08.channels_zero EXIT 2 MATCH "--channels must be at least 1, got 0"
+              COMMAND 08_backprop --channels 0)
+attn_cli_test(ch08.channels_too_large EXIT 2 MATCH "--channels must be at most 128, got 129"
+              COMMAND 08_backprop --channels 129)
+attn_cli_test(ch08.channels_huge EXIT 2 MATCH "--channels"
+              COMMAND 08_backprop --channels 99999999999999999999999)
+attn_cli_test(ch08.heads_zero EXIT 2 MATCH "--heads must be at least 1, got 0"
+              COMMAND 08_backprop --heads 0)
+attn_cli_test(ch08.heads_not_dividing EXIT 2
+              MATCH "--heads must divide --channels, got 5 heads for 32 channels"
+              COMMAND 08_backprop --heads 5)
+attn_cli_test(ch08.weight_std_zero EXIT 2 MATCH "--weight-std must be > 0, got 0"
+              COMMAND 08_backprop --weight-std 0)
+attn_cli_test(ch08.weight_std_negative EXIT 2 MATCH "--weight-std must be > 0, got -0.5"
+              COMMAND 08_backprop --weight-std -0.5)
+attn_cli_test(ch08.weight_std_too_large EXIT 2 MATCH "--weight-std must be at most 1, got 2"
+              COMMAND 08_backprop --weight-std 2)
+attn_cli_test(ch08.weight_std_nan EXIT 2 MATCH "--weight-std"
+              COMMAND 08_backprop --weight-std nan)
+attn_cli_test(ch08.weight_std_not_a_number EXIT 2 MATCH "--weight-std"
+              COMMAND 08_backprop --weight-std wide)
+# The input contract's bounds (a size far beyond its maximum, a non-finite float) are the
+# robust class: labelled so a hardening pass can run them all.
+foreach(t max_depth_too_large channels_huge weight_std_nan weight_std_too_large)
+  set_tests_properties(cli.ch08.${t} PROPERTIES LABELS "cli;ch08;robust")
+endforeach()
+attn_cli_test(ch08.section_too_large EXIT 2 MATCH "--section must be at most 5, got 6"
+              COMMAND 08_backprop --section 6)
+attn_cli_test(ch08.section_negative EXIT 2 MATCH "--section must be at least 0, got -1"
+              COMMAND 08_backprop --section -1)
+# --mine on the shipped stubs: the first unfinished exercise is named, exit code 1.
+attn_cli_test(ch08.mine_unfinished EXIT 1
+              MATCH "exercise ex08\\.1 \\(softmax backward\\) is not done yet"
+              COMMAND 08_backprop --mine --section 2)
+# One section alone prints what the full run prints for it (each section has its own stream).
+attn_cli_test(ch08.section_alone EXIT 0 STDOUT
+              MATCH "== 4\\. Depth.*residual only: +explodes"
+              COMMAND 08_backprop --section 4)

@@ -1,0 +1,127 @@
+# Chapter 10 (10_generation): bad command lines exit with 2, bad model folders with 1, each with
+# one line on stderr.
+attn_cli_test(ch10.tokens_zero EXIT 2 MATCH "--tokens must be at least 1, got 0"
+              COMMAND 10_generation --tokens 0)
+attn_cli_test(ch10.tokens_negative EXIT 2 MATCH "--tokens must be at least 1, got -3"
+              COMMAND 10_generation --tokens -3)
+attn_cli_test(ch10.tokens_above_max EXIT 2 MATCH "--tokens must be at most 100000, got 100001"
+              COMMAND 10_generation --tokens 100001)
+attn_cli_test(ch10.layers_above_max EXIT 2 MATCH "--layers must be at most 64, got 65"
+              COMMAND 10_generation --layers 65)
+attn_cli_test(ch10.heads_above_max EXIT 2 MATCH "--heads must be at most 64, got 100"
+              COMMAND 10_generation --heads 100)
+attn_cli_test(ch10.heads_not_dividing EXIT 2
+              MATCH "--heads 5 does not divide C = 64 of the default model"
+              COMMAND 10_generation --heads 5)
+attn_cli_test(ch10.top_k_zero EXIT 2 MATCH "--top-k must be at least 1, got 0"
+              COMMAND 10_generation --top-k 0)
+attn_cli_test(ch10.top_k_above_vocabulary EXIT 2
+              MATCH "--top-k must be at most V = 59 \\(the vocabulary size\\), got 60"
+              COMMAND 10_generation --top-k 60)
+attn_cli_test(ch10.top_p_zero EXIT 2 MATCH "--top-p must be > 0, got 0"
+              COMMAND 10_generation --top-p 0)
+attn_cli_test(ch10.top_p_negative EXIT 2 MATCH "--top-p must be > 0, got -0.5"
+              COMMAND 10_generation --top-p -0.5)
+attn_cli_test(ch10.top_p_above_one EXIT 2 MATCH "--top-p must be in \\(0, 1\\], got 1.5"
+              COMMAND 10_generation --top-p 1.5)
+attn_cli_test(ch10.temperature_zero EXIT 2 MATCH "--temperature must be > 0, got 0"
+              COMMAND 10_generation --temperature 0)
+attn_cli_test(ch10.temperature_negative EXIT 2 MATCH "--temperature must be > 0, got -1"
+              COMMAND 10_generation --temperature -1)
+attn_cli_test(ch10.prompt_unknown_character EXIT 1
+              MATCH "--prompt: character 'Z' \\(U\\+005A\\) is not in the model's vocabulary \\(59 characters\\)"
+              COMMAND 10_generation --prompt Zebra)
+attn_cli_test(ch10.weights_not_a_folder EXIT 1
+              MATCH "--weights: '/nonexistent/model' is not a folder"
+              COMMAND 10_generation --weights /nonexistent/model)
+
+# --prompt "": attn_cli_test cannot pass an empty argument (a CMake list drops it).
+set(ch10_empty_script ${CMAKE_CURRENT_BINARY_DIR}/ch10_prompt_empty.cmake)
+file(WRITE ${ch10_empty_script} [=[
+# Written by tests/cli/ch10.cmake: cmake -DEXE=<10_generation> -P ch10_prompt_empty.cmake
+execute_process(COMMAND ${EXE} --prompt "" RESULT_VARIABLE code OUTPUT_VARIABLE out
+                ERROR_VARIABLE err)
+string(REGEX REPLACE "\n$" "" line "${err}")
+if(NOT code EQUAL 2 OR line MATCHES "\n" OR
+   NOT line MATCHES "^10_generation: error: --prompt must not be empty")
+  message(FATAL_ERROR "10_generation --prompt \"\": expected exit code 2 and one line "
+                      "'--prompt must not be empty', got exit code ${code} and:\n${err}")
+endif()
+message("ok: 10_generation --prompt \"\"\n  exit 2, stderr: ${line}")
+]=])
+add_test(NAME cli.ch10.prompt_empty
+         COMMAND ${CMAKE_COMMAND} -E env --unset=ATTN_DATA
+                 ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:10_generation> -P ${ch10_empty_script})
+set_tests_properties(cli.ch10.prompt_empty PROPERTIES LABELS "cli;ch10")
+
+# --weights. The fixture cli.ch10.make_models exports models with chapter 07 (2 blocks, C 64,
+# T_max 32): `good` (the shipped corpus's 59 characters), `abcd` (made on a 6-character corpus)
+# with a vocab.txt, then copies: `abcd_no_vocab` (no vocab.txt), `good_small_vocab` (a vocab.txt
+# of 6 characters), `unsorted_vocab`, `missing` (no h1.w_v.npy).
+set(ch10_models ${CMAKE_CURRENT_BINARY_DIR}/ch10_models)
+set(ch10_script ${CMAKE_CURRENT_BINARY_DIR}/ch10_make_models.cmake)
+file(WRITE ${ch10_script} [=[
+# Written by tests/cli/ch10.cmake: the model folders of the cli.ch10.weights_* tests.
+#   cmake -DEXE07=<07_causal_lm> -DDIR=<folder> -P ch10_make_models.cmake
+file(REMOVE_RECURSE ${DIR})
+file(MAKE_DIRECTORY ${DIR})
+file(WRITE ${DIR}/abcd.txt "abcd dcba abcd dcba abcd dcba abcd dcba abcd\n")
+function(export_model name)
+  execute_process(COMMAND ${EXE07} --export ${DIR}/${name} --max-new-tokens 1 ${ARGN}
+                  RESULT_VARIABLE code OUTPUT_QUIET ERROR_VARIABLE err)
+  if(NOT code EQUAL 0)
+    message(FATAL_ERROR "exporting ${name} failed (exit ${code}): ${err}")
+  endif()
+endfunction()
+export_model(good)
+export_model(abcd --data ${DIR}/abcd.txt)
+file(COPY ${DIR}/abcd/ DESTINATION ${DIR}/abcd_no_vocab)
+file(WRITE ${DIR}/abcd/vocab.txt "\n abcd")
+foreach(copy good_small_vocab unsorted_vocab missing)
+  file(COPY ${DIR}/good/ DESTINATION ${DIR}/${copy})
+endforeach()
+file(WRITE ${DIR}/good_small_vocab/vocab.txt "\n abcd")
+file(COPY ${DIR}/abcd/ DESTINATION ${DIR}/unsorted_vocab)
+file(WRITE ${DIR}/unsorted_vocab/vocab.txt "dcba \n")
+file(REMOVE ${DIR}/missing/h1.w_v.npy)
+message("ok: model folders in ${DIR}")
+]=])
+add_test(NAME cli.ch10.make_models
+         COMMAND ${CMAKE_COMMAND} -E env --unset=ATTN_DATA
+                 ${CMAKE_COMMAND} -DEXE07=$<TARGET_FILE:07_causal_lm> -DDIR=${ch10_models}
+                 -P ${ch10_script})
+set_tests_properties(cli.ch10.make_models PROPERTIES LABELS "cli;ch10" FIXTURES_SETUP ch10_models)
+
+attn_cli_test(ch10.weights_good EXIT 0 STDOUT
+              MATCH "model: loaded from '.*/good' \\(vocabulary of the corpus\\)"
+              COMMAND 10_generation --weights ${ch10_models}/good --layers 2 --tokens 5)
+attn_cli_test(ch10.weights_with_vocab_file EXIT 0 STDOUT
+              MATCH "vocabulary from its vocab.txt.*V 6, T_max 32"
+              COMMAND 10_generation --weights ${ch10_models}/abcd --layers 2 --tokens 5
+                      --prompt "abba")
+attn_cli_test(ch10.weights_layers_mismatch EXIT 2
+              MATCH "--layers 4 but model '.*/good' has 2 blocks: pass --layers 2"
+              COMMAND 10_generation --weights ${ch10_models}/good)
+attn_cli_test(ch10.weights_heads_not_dividing EXIT 2 MATCH "--heads 5 does not divide C = 64 of model"
+              COMMAND 10_generation --weights ${ch10_models}/good --layers 2 --heads 5)
+attn_cli_test(ch10.weights_vocab_file_mismatch EXIT 1
+              MATCH "has a vocabulary of 59 tokens \\(wte.npy\\) but its vocab.txt has 6 characters"
+              COMMAND 10_generation --weights ${ch10_models}/good_small_vocab --layers 2)
+attn_cli_test(ch10.weights_corpus_mismatch EXIT 1
+              MATCH "has a vocabulary of 6 tokens \\(wte.npy\\) but the corpus \\(no vocab.txt in the folder\\) has 59 characters"
+              COMMAND 10_generation --weights ${ch10_models}/abcd_no_vocab --layers 2)
+attn_cli_test(ch10.weights_vocab_file_unsorted EXIT 1 MATCH "unsorted_vocab/vocab.txt': .*sorted"
+              COMMAND 10_generation --weights ${ch10_models}/unsorted_vocab --layers 2)
+attn_cli_test(ch10.weights_missing_tensor EXIT 1 MATCH "missing h1\\.w_v\\.npy"
+              COMMAND 10_generation --weights ${ch10_models}/missing --layers 2)
+foreach(t weights_good weights_with_vocab_file weights_layers_mismatch weights_heads_not_dividing
+          weights_vocab_file_mismatch weights_corpus_mismatch weights_vocab_file_unsorted
+          weights_missing_tensor)
+  set_tests_properties(cli.ch10.${t} PROPERTIES FIXTURES_REQUIRED ch10_models)
+endforeach()
+attn_cli_test(ch10.no_cache_same_text EXIT 0 STDOUT
+              MATCH "without the cache \\(--no-cache\\).*The same seed with the cache: the same 70 characters"
+              COMMAND 10_generation --no-cache --tokens 70 --top-k 5 --top-p 0.9)
+attn_cli_test(ch10.greedy_same_text EXIT 0 STDOUT
+              MATCH "greedy \\(the most likely character every time\\).*without the cache: the same 90 characters"
+              COMMAND 10_generation --greedy --tokens 90)

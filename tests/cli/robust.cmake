@@ -1,0 +1,159 @@
+# tests/cli/robust.cmake: the input contract (CONTRIBUTING.md, "The input contract"; issue 7),
+# checked on every chapter that takes the input: ctest -L robust. Each class of hostile input is
+# one loop, so a new chapter (or a new size flag in the table below) is covered at once.
+#   sizes     every size flag at its bound + 1, at 2^61 (B*T = 2^64 wrapped around to 0) and
+#             beyond 64 bits: exit 2, "must be at most N"
+#   files     --data /dev/zero, a link to it, ATTN_DATA=/dev/zero, a file above 64 MiB: exit 1
+#   output    stdout on /dev/full (a run and --help): exit 1, "cannot write the output (stdout)"
+#   the rest  chapter 01's vocabulary cap, control characters, tiny temperatures, a huge first
+#             line, broken model weights (NaN, an overflowing shape, a link to /dev/zero)
+set(robust_dir ${CMAKE_CURRENT_BINARY_DIR}/robust)
+file(MAKE_DIRECTORY ${robust_dir})
+file(CREATE_LINK /dev/zero ${robust_dir}/zero_link.txt SYMBOLIC)
+set(hostile "perl ${CMAKE_CURRENT_SOURCE_DIR}/make_hostile.pl")
+
+# The size flags of each chapter and their bounds (what --help says).
+set(robust_sizes_01_bigram steps=100000 batch-size=1024 block-size=1024 eval-interval=100000
+                           sample-length=100000)
+set(robust_sizes_02_averaging time-steps=2048 channels=256 max-t=2048)
+set(robust_sizes_03_masked_softmax time-steps=16)
+set(robust_sizes_04_single_head time-steps=64 channels=4096 head-size=4096 source-steps=64)
+set(robust_sizes_05_multi_head batch=16 time-steps=32 channels=512 heads=16)
+set(robust_sizes_06_transformer_block batch=4 time-steps=64 channels=128 heads=128 ffn-mult=8
+                                      passes=50)
+set(robust_sizes_07_causal_lm layers=48 channels=512 heads=64 block-size=4096
+                              max-new-tokens=2000)
+# Chapters that read $ATTN_DATA even without --data (the others read a corpus only when given one).
+set(robust_env_chapters 01_bigram 04_single_head 07_causal_lm)
+
+get_property(robust_chapters GLOBAL PROPERTY ATTN_CHAPTERS)
+foreach(chapter IN LISTS robust_chapters)
+  string(SUBSTRING ${chapter} 0 2 nn)
+  set(t robust.ch${nn})
+
+  # Sizes.
+  foreach(entry IN LISTS robust_sizes_${chapter})
+    string(REPLACE "=" ";" pair ${entry})
+    list(GET pair 0 flag)
+    list(GET pair 1 max)
+    math(EXPR above "${max} + 1")
+    attn_cli_test(${t}.${flag}.above_bound EXIT 2
+                  MATCH "^${chapter}: error: --${flag} must be at most ${max}, got ${above}"
+                  COMMAND ${chapter} --${flag} ${above})
+    attn_cli_test(${t}.${flag}.wraps_size_t EXIT 2
+                  MATCH "^${chapter}: error: --${flag} must be at most ${max}, got 2305843009213693952"
+                  COMMAND ${chapter} --${flag} 2305843009213693952)
+    attn_cli_test(${t}.${flag}.beyond_64_bits EXIT 2
+                  MATCH "^${chapter}: error: --${flag} must be at most ${max}, got 99999999999999999999"
+                  COMMAND ${chapter} --${flag}=99999999999999999999)
+  endforeach()
+
+  # Files: only regular files, at most 64 MiB.
+  set(not_regular "not a regular file \\(a device, a pipe or a socket\\); give a text file")
+  attn_cli_test(${t}.data_dev_zero EXIT 1
+                MATCH "^${chapter}: error: cannot read corpus '/dev/zero': ${not_regular}$"
+                COMMAND ${chapter} --data /dev/zero)
+  attn_cli_test(${t}.data_link_to_dev_zero EXIT 1
+                MATCH "^${chapter}: error: cannot read corpus '.*zero_link.txt': ${not_regular}$"
+                COMMAND ${chapter} --data ${robust_dir}/zero_link.txt)
+  set(huge ${robust_dir}/huge_${nn}.txt)
+  attn_cli_test(${t}.data_above_64_mib EXIT 1
+                PREPARE "printf 'a' > ${huge} && truncate -s 67108865 ${huge}"
+                MATCH "^${chapter}: error: cannot read corpus '.*huge_${nn}.txt': the file holds 67108865 bytes, more than the limit of 64 MiB for a corpus$"
+                COMMAND ${chapter} --data ${huge})
+  if(chapter IN_LIST robust_env_chapters)
+    attn_cli_test(${t}.env_dev_zero EXIT 1 ENV ATTN_DATA=/dev/zero
+                  MATCH "^${chapter}: error: cannot read corpus '/dev/zero': ${not_regular} \\(from \\$ATTN_DATA\\)$"
+                  COMMAND ${chapter})
+  endif()
+
+  # Output: a full disk is an error, for a run and for --help.
+  attn_cli_test(${t}.stdout_full EXIT 1 STDOUT_TO /dev/full
+                MATCH "^${chapter}: error: cannot write the output \\(stdout\\): "
+                COMMAND ${chapter})
+  attn_cli_test(${t}.help_stdout_full EXIT 1 STDOUT_TO /dev/full
+                MATCH "^${chapter}: error: cannot write the output \\(stdout\\): "
+                COMMAND ${chapter} --help)
+endforeach()
+
+# Chapter 01: its (V, V) table bounds the vocabulary; chapter 07 takes the same corpus.
+set(vocab ${robust_dir}/vocab_3000.txt)
+attn_cli_test(robust.ch01.vocabulary_above_2048 EXIT 1 PREPARE "${hostile} vocab 3000 > ${vocab}"
+              MATCH "^01_bigram: error: corpus .*vocab_3000.txt \\(--data\\) has 3001 distinct characters, but this chapter's bigram table holds V x V numbers \\(9006001 here\\), so it accepts at most 2048 characters; chapter 07 stores V x C numbers instead and runs on this corpus$"
+              COMMAND 01_bigram --data ${vocab})
+attn_cli_test(robust.ch07.vocabulary_3000 EXIT 0 STDOUT
+              PREPARE "${hostile} vocab 3000 > ${robust_dir}/vocab_3000_07.txt"
+              MATCH "Here V = 3001,"
+              COMMAND 07_causal_lm --data ${robust_dir}/vocab_3000_07.txt --max-new-tokens 5)
+# Chapter 01: the memory of a step (B * T * V numbers) and the work of training (times the
+# steps) are bounded too, each flag being within its own bound.
+attn_cli_test(robust.ch01.batch_numbers EXIT 2
+              MATCH "^01_bigram: error: --batch-size 1024 x --block-size 1024 x V = [0-9]+ is [0-9]+ numbers per step, more than the limit of 16777216: lower --batch-size or --block-size"
+              COMMAND 01_bigram --batch-size 1024 --block-size 1024)
+attn_cli_test(robust.ch01.training_work EXIT 2
+              MATCH "^01_bigram: error: --steps 3000 x --batch-size 1024 x --block-size 256 x V = [0-9]+ is [0-9]+ operations, more than the limit of 2147483648: lower one of them"
+              COMMAND 01_bigram --batch-size 1024 --block-size 256)
+
+# Control characters from the corpus are escaped (expect.cmake fails on any raw ESC).
+set(controls ${robust_dir}/controls.txt)
+attn_cli_test(robust.ch01.control_characters EXIT 0 STDOUT
+              PREPARE "${hostile} controls > ${controls}"
+              MATCH "\\\\x00.*\\\\x1b"
+              COMMAND 01_bigram --data ${controls} --start "S")
+attn_cli_test(robust.ch07.control_characters EXIT 0 STDOUT
+              PREPARE "${hostile} controls > ${robust_dir}/controls_07.txt"
+              MATCH "prompt \"Shall I compare thee \\\\x1b\\[31mto a summer's\\\\x1b\\[0m day\\?\""
+              COMMAND 07_causal_lm --data ${robust_dir}/controls_07.txt --max-new-tokens 40)
+
+# A temperature so small that logits / T overflows float samples the argmax (its exact limit).
+attn_cli_test(robust.ch01.tiny_temperature EXIT 0 STDOUT MATCH "Sampling: writing with the learned table"
+              COMMAND 01_bigram --temperature 1e-38)
+attn_cli_test(robust.ch07.tiny_temperature EXIT 0 STDOUT MATCH "temperature 0.0000000000000000000000000000000000000*1, top-k off"
+              COMMAND 07_causal_lm --temperature 1e-38 --max-new-tokens 20)
+
+# Chapter 07: the default prompt is the corpus's first long line, cut to 200 characters.
+attn_cli_test(robust.ch07.long_first_line EXIT 0 STDOUT
+              PREPARE "${hostile} longline 100000 > ${robust_dir}/longline.txt"
+              MATCH "prompt \"the the [^\n]*\" \\(200 characters\\)"
+              COMMAND 07_causal_lm --data ${robust_dir}/longline.txt --max-new-tokens 5)
+string(REPEAT "a" 5000 long_prompt)
+attn_cli_test(robust.ch07.long_prompt_flag EXIT 2
+              MATCH "^07_causal_lm: error: --prompt must be at most 4096 characters, got 5000"
+              COMMAND 07_causal_lm --prompt ${long_prompt})
+
+# Chapter 07: broken model weights, each named with its file (never blamed on a flag).
+# Each test exports the model to its own folder (ctest -j runs them side by side).
+foreach(kind nan overflowing_shape link_to_dev_zero)
+  set(model_${kind} ${robust_dir}/model_${kind})
+  set(export_${kind} "rm -rf ${model_${kind}} && $<TARGET_FILE:07_causal_lm> --export ${model_${kind}} --max-new-tokens 1 > /dev/null")
+endforeach()
+attn_cli_test(robust.ch07.weights_nan EXIT 1
+              PREPARE "${export_nan} && ${hostile} npy '(64,)' 5 > ${model_nan}/ln_f_gamma.npy"
+              MATCH "^07_causal_lm: error: model '.*/model_nan': ln_f_gamma.npy holds nan at flat index 5: weights must be finite numbers$"
+              COMMAND 07_causal_lm --weights ${model_nan})
+attn_cli_test(robust.ch07.weights_overflowing_shape EXIT 1
+              PREPARE "${export_overflowing_shape} && ${hostile} npy '(0, 18446744073709551615)' > ${model_overflowing_shape}/wte.npy"
+              MATCH "^07_causal_lm: error: .*/wte.npy: shape \\(0, 18446744073709551615\\) is too large \\(the limit is 256 MiB of data\\)$"
+              COMMAND 07_causal_lm --weights ${model_overflowing_shape})
+attn_cli_test(robust.ch07.weights_link_to_dev_zero EXIT 1
+              PREPARE "${export_link_to_dev_zero} && rm ${model_link_to_dev_zero}/wpe.npy && ln -s /dev/zero ${model_link_to_dev_zero}/wpe.npy"
+              MATCH "^07_causal_lm: error: .*/wpe.npy: not a regular file \\(a device, a pipe or a socket\\), not a .npy file$"
+              COMMAND 07_causal_lm --weights ${model_link_to_dev_zero})
+
+# Chapter 07: the flags together are bounded too, by the model's size and by the work of
+# generating (each alone is within its bound here).
+attn_cli_test(robust.ch07.model_parameters EXIT 2
+              MATCH "^07_causal_lm: error: --layers 48 --channels 512 --block-size 32 make a model of [0-9]+ parameters \\(before the embedding\\), more than the limit of 33554432: lower --layers or --channels"
+              COMMAND 07_causal_lm --layers 48 --channels 512)
+attn_cli_test(robust.ch07.generation_work EXIT 2
+              MATCH "^07_causal_lm: error: --max-new-tokens 2000 with L = 2, C = 64, T_max = 4096 is about [0-9.]+e\\+[0-9]+ floating-point operations of generation, more than the limit of 2.5e\\+11: lower"
+              COMMAND 07_causal_lm --block-size 4096 --max-new-tokens 2000)
+
+# The tools check their output too.
+attn_cli_test(robust.tools.golden_stdout_full EXIT 1 STDOUT_TO /dev/full
+              MATCH "^attn-golden: error: cannot write the output \\(stdout\\)$"
+              COMMAND attn-golden ${PROJECT_SOURCE_DIR}/tests/golden/cases/softmax_rows)
+attn_cli_test(robust.tools.doccheck_stdout_full EXIT 1 STDOUT_TO /dev/full
+              MATCH "^attn-doccheck: error: cannot write the output \\(stdout\\)$"
+              COMMAND attn-doccheck --bin-dir $<TARGET_FILE_DIR:attn-doccheck>
+                      --root ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/CONTRIBUTING.md)

@@ -1,0 +1,24 @@
+// tests/exercises/ch10_solution.cpp: chapter 10's exercises answered by the reference library.
+// Linked in place of the learner's stubs (ctest solution.ch10) to prove that every test in
+// ch10_test.cpp passes against attn::.
+#include "attn/kvcache.hpp"
+#include "exercises.hpp"
+
+namespace ex10 {
+
+void kv_append(attn::Tensor<4>& cache, const attn::Matrix& rows, std::size_t pos) {
+  attn::kv_append(cache, rows, pos);
+}
+
+attn::Matrix attend_cache(const attn::Matrix& q, const attn::Tensor<4>& keys,
+                          const attn::Tensor<4>& values, std::size_t n) {
+  return attn::attend_cache(q, keys, values, n);
+}
+
+std::vector<int> generate_cached(const attn::LmWeights& w, const attn::LmConfig& config,
+                                 std::span<const int> prompt, const attn::GenerateOptions& options,
+                                 attn::Rng& rng, const attn::TokenCallback& on_token) {
+  return attn::lm_generate_cached(w, config, prompt, options, rng, on_token);
+}
+
+}  // namespace ex10

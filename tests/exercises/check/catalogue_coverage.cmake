@@ -1,0 +1,26 @@
+# ctest catalogue.coverage: every exercise of a chapter with exercise tests has at least two
+# classic wrong solutions on record in tests/exercises/wrong/ (CONTRIBUTING.md, "The catalogue
+# of wrong solutions").
+#   cmake -DSOURCE_DIR=<repository> "-DCHAPTERS=01;02;..." -P catalogue_coverage.cmake
+set(minimum 2)
+set(missing)
+set(total 0)
+foreach(nn IN LISTS CHAPTERS)
+  file(GLOB stubs ${SOURCE_DIR}/chapters/${nn}_*/exercises/ex${nn}_*.cpp)
+  foreach(stub IN LISTS stubs)
+    get_filename_component(name ${stub} NAME)
+    string(REGEX REPLACE "^(ex[0-9][0-9]_[0-9]+)_.*" "\\1" prefix ${name})
+    file(GLOB wrong ${SOURCE_DIR}/tests/exercises/wrong/${prefix}_*.cpp)
+    list(LENGTH wrong n)
+    math(EXPR total "${total} + ${n}")
+    if(n LESS minimum)
+      list(APPEND missing "${prefix} (${n})")
+    endif()
+    message(STATUS "${prefix}: ${n} wrong solutions")
+  endforeach()
+endforeach()
+if(missing)
+  string(REPLACE ";" ", " missing "${missing}")
+  message(FATAL_ERROR "fewer than ${minimum} wrong solutions in tests/exercises/wrong/ for: ${missing}")
+endif()
+message(STATUS "catalogue: ${total} wrong solutions, at least ${minimum} for every exercise")

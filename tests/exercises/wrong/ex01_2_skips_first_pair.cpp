@@ -1,0 +1,14 @@
+// Wrong: the loop starts at i = 1 and misses the first pair.
+
+#include "exercises.hpp"
+
+namespace ex01 {
+
+attn::Matrix bigram_counts(std::span<const int> tokens, std::size_t V) {
+  attn::Matrix counts = xt::zeros<float>({V, V});
+  for (std::size_t i = 1; i + 1 < tokens.size(); ++i)
+    counts(static_cast<std::size_t>(tokens[i]), static_cast<std::size_t>(tokens[i + 1])) += 1.0f;
+  return counts;
+}
+
+}  // namespace ex01

@@ -1,0 +1,22 @@
+// Wrong: mask off by one: s < t, so a query may not attend to itself.
+#include <limits>
+
+#include "exercises.hpp"
+
+namespace ex03 {
+
+attn::Mask causal_mask(std::size_t T) {
+  attn::Mask m = xt::zeros<bool>({T, T});
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t s = 0; s < t; ++s) m(t, s) = true;
+  return m;
+}
+
+attn::Matrix causal_mask_additive(std::size_t T) {
+  attn::Matrix m = xt::zeros<float>({T, T});
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t s = t; s < T; ++s) m(t, s) = -std::numeric_limits<float>::infinity();
+  return m;
+}
+
+}  // namespace ex03

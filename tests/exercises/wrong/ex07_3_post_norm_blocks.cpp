@@ -1,0 +1,24 @@
+// Wrong: post-norm blocks (NormPlacement::post) where the model is pre-norm.
+#include <stdexcept>
+
+#include "attn/block.hpp"
+#include "attn/layernorm.hpp"
+#include "exercises.hpp"
+
+namespace ex07 {
+
+attn::Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const attn::LmWeights& w,
+                           const attn::LmConfig& config) {
+  if (tokens.shape()[1] == 0 || tokens.shape()[1] > config.block_size)
+    throw std::invalid_argument("T must be in [1, block_size]");
+  attn::Tensor<3> x = embed(tokens, w.wte, w.wpe);  // (B, T, C)
+  attn::BlockConfig block;
+  block.n_heads = config.n_heads;
+  block.norm = attn::NormPlacement::post;
+  for (std::size_t l = 0; l < w.blocks.size(); ++l)
+    x = attn::block_forward(x, w.blocks[l], block).out;
+  x = attn::layer_norm<3>(x, w.ln_f_gamma, w.ln_f_beta, 1e-5f);
+  return tied_logits(x, w.wte);
+}
+
+}  // namespace ex07
