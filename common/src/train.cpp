@@ -377,7 +377,7 @@ void save_checkpoint(const fs::path& dir, const TrainState& s, const TrainConfig
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp, ec);
   if (ec) checkpoint_error(tmp, "cannot create: " + ec.message());
-  save_lm(tmp / "model", s.weights);
+  save_lm(tmp / "model", s.weights, config.model);  // with model.txt: chapters 07 and 10 load it
   save_lm(tmp / "adam_m", s.adam_m);
   save_lm(tmp / "adam_v", s.adam_v);
   write_text(tmp / "train.txt", train_txt(s, config));
