@@ -3,19 +3,20 @@
 // ch10_test.cpp passes against attn::.
 #include "attn/kvcache.hpp"
 #include "exercises.hpp"
+#include "reference.hpp"
 
 namespace ex10 {
 
-void kv_append(attn::Tensor<4>& cache, const attn::Matrix& rows, std::size_t pos) {
+ATTN_REFERENCE void kv_append(attn::Tensor<4>& cache, const attn::Matrix& rows, std::size_t pos) {
   attn::kv_append(cache, rows, pos);
 }
 
-attn::Matrix attend_cache(const attn::Matrix& q, const attn::Tensor<4>& keys,
+ATTN_REFERENCE attn::Matrix attend_cache(const attn::Matrix& q, const attn::Tensor<4>& keys,
                           const attn::Tensor<4>& values, std::size_t n) {
   return attn::attend_cache(q, keys, values, n);
 }
 
-std::vector<int> generate_cached(const attn::LmWeights& w, const attn::LmConfig& config,
+ATTN_REFERENCE std::vector<int> generate_cached(const attn::LmWeights& w, const attn::LmConfig& config,
                                  std::span<const int> prompt, const attn::GenerateOptions& options,
                                  attn::Rng& rng, const attn::TokenCallback& on_token) {
   return attn::lm_generate_cached(w, config, prompt, options, rng, on_token);

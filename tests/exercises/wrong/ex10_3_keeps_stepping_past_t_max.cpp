@@ -1,0 +1,39 @@
+// Wrong: once the cache is full it is emptied and refilled with only the newest token, as if
+// positions restarted at 0 (no re-fill from the cropped context): the tokens differ from
+// lm_generate's past T_max.
+#include <algorithm>
+#include <stdexcept>
+
+#include "attn/kvcache.hpp"
+#include "attn/sample.hpp"
+#include "exercises.hpp"
+
+namespace ex10 {
+
+std::vector<int> generate_cached(const attn::LmWeights& w, const attn::LmConfig& config,
+                                 std::span<const int> prompt, const attn::GenerateOptions& options,
+                                 attn::Rng& rng, const attn::TokenCallback& on_token) {
+  if (prompt.empty()) throw std::invalid_argument("generate_cached: empty prompt");
+  std::vector<int> out;
+  if (options.max_new_tokens == 0) return out;
+  const std::size_t V = config.vocab_size, T_max = config.block_size;
+  attn::KvCache cache = attn::kv_cache_init(config, 1);
+  attn::TokenSampler sampler(V);
+  const attn::SamplingOptions s{options.temperature, options.top_k, options.top_p, options.greedy};
+  const std::size_t T = std::min(prompt.size(), T_max);
+  const attn::Matrix* logits = &attn::lm_prefill(cache, prompt.last(T), w, config);
+  for (std::size_t i = 0; i < options.max_new_tokens; ++i) {
+    const int next = sampler.next(std::span<const float>(logits->data(), V), s, rng);
+    out.push_back(next);
+    if (on_token) on_token(next);
+    if (i + 1 == options.max_new_tokens) break;
+    if (cache.length < T_max) {
+      logits = &attn::lm_step(cache, std::span<const int>(&next, 1), w, config);
+    } else {
+      logits = &attn::lm_prefill(cache, std::span<const int>(&next, 1), w, config);
+    }
+  }
+  return out;
+}
+
+}  // namespace ex10
