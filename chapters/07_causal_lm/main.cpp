@@ -671,10 +671,12 @@ void show_weights(const Kernels& k, const Model& m, const Prompt& p, const Tenso
       fs::remove_all(dir, ec);
     }
   } cleanup{dir};
-  attn::save_lm(dir, m.weights);
+  attn::save_lm(dir, m.weights, m.config);
 
   std::vector<std::string> names;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == ".npy") names.push_back(e.path().filename().string());
+  }
   std::sort(names.begin(), names.end());
   std::uintmax_t bytes = 0;
   for (const std::string& n : names) bytes += fs::file_size(dir / n);
@@ -689,6 +691,8 @@ void show_weights(const Kernels& k, const Model& m, const Prompt& p, const Tenso
     const attn::NpyArray a = attn::read_npy(dir / n);
     fmt::print("  {:<18} {:<10} '{}'\n", n, attn::shape_str(a.shape), a.descr);
   }
+  fmt::print("  {:<29} the architecture: n_layers, n_heads and the variant (chapter 09)\n",
+             "model.txt");
   if (m.config.n_layers == 2) {
     fmt::print("  {:<29} the same 12 names for block 1\n", "h1.*.npy");
   } else if (m.config.n_layers > 2) {
@@ -826,7 +830,7 @@ void run(const attn::CommonOptions& common, const Options& o) {
   }
 
   const Model m = make_model(o, V, common.seed);
-  if (!o.export_dir.empty()) attn::save_lm(o.export_dir, m.weights);  // fail before the story
+  if (!o.export_dir.empty()) attn::save_lm(o.export_dir, m.weights, m.config);  // fail before the story
   Prompt p;
   p.ids = vocab.encode(attn::encode_utf8(prompt));
   const std::size_t T = std::min(p.ids.size(), m.config.block_size);

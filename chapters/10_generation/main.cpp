@@ -51,8 +51,6 @@ constexpr std::size_t kMaxLayers = 64;
 constexpr std::size_t kMaxHeads = 64;
 constexpr std::uintmax_t kMaxVocabBytes = 1 << 20;  // vocab.txt: 1 MiB is far more than enough
 // The default model (no --weights): the chapter-09 shapes.
-constexpr std::size_t kDefaultWidth = 64;      // C
-constexpr std::size_t kDefaultBlockSize = 64;  // T_max
 constexpr std::size_t kPromptMinLength = 30;   // the default prompt: the first line this long
 
 // ---- The functions the walkthrough calls: from attn:: (the reference) or, with --mine, the
@@ -205,44 +203,32 @@ struct Model {
   std::string origin;  // for the narration
 };
 
+// The model the repository ships, beside the shipped corpus: data/sonnets-model.
+fs::path shipped_model_path() { return attn::shipped_corpus_path().parent_path() / "sonnets-model"; }
+
 // Where the model comes from: --weights DIR (an lm folder, with its vocab.txt if it has one,
 // else the corpus's vocabulary as in chapter 07), or the default model. The only place that
 // decides it.
-Model load_model(const Options& o, const attn::Vocab& corpus_vocab, std::uint64_t seed) {
-  if (o.weights_dir.empty()) {
-    // The default: an untrained model of the chapter-09 shapes, drawn from the seed. Its text
-    // is noise, but every measurement of the chapter (costs, memory, cached == uncached) is the
-    // same for a trained model of these shapes; point --weights at a chapter-09 checkpoint to
-    // read Shakespeare instead.
-    if (kDefaultWidth % o.heads != 0) {
-      throw attn::UsageError(fmt::format(
-          "--heads {} does not divide C = {} of the default model", o.heads, kDefaultWidth));
-    }
-    attn::LmConfig c;
-    c.vocab_size = corpus_vocab.size();
-    c.block_size = kDefaultBlockSize;
-    c.n_embd = kDefaultWidth;
-    c.n_heads = o.heads;
-    c.n_layers = o.layers;
-    attn::Rng rng(seed, 3);  // its own stream: the weights do not move with sampling
-    Model m{c, attn::lm_init(rng, c), corpus_vocab,
-            fmt::format("lm_init (seed {}), untrained: its text is noise", seed)};
-    return m;
-  }
-  const fs::path dir(o.weights_dir);
+Model load_model(const Options& o, const attn::Vocab& corpus_vocab) {
+  // The default: the model the repository ships, trained by chapter 09 on the shipped sonnets
+  // (data/sonnets-model, the chapter-09 CPU model's shapes: C 64, H 4, L 4, T_max 64), so the
+  // text looks like the corpus and the page's transcript is checked like every other.
+  const bool shipped = o.weights_dir.empty();
+  const std::string folder = shipped ? shipped_model_path().string() : o.weights_dir;
+  const fs::path dir(folder);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    throw std::runtime_error(fmt::format("--weights: '{}' is not a folder", o.weights_dir));
+    throw std::runtime_error(fmt::format("--weights: '{}' is not a folder", folder));
   }
   if (const std::size_t found = blocks_in(dir); found > 0 && found != o.layers) {
     throw attn::UsageError(fmt::format("--layers {} but model '{}' has {} blocks: pass --layers {}",
-                                       o.layers, o.weights_dir, found, found));
+                                       o.layers, folder, found, found));
   }
   try {  // --heads is a usage error: checked against C before load_lm reads everything
     const attn::NpyArray wte = attn::read_npy(dir / "wte.npy");
     if (wte.shape.size() == 2 && wte.shape[1] % o.heads != 0) {
       throw attn::UsageError(fmt::format("--heads {} does not divide C = {} of model '{}'",
-                                         o.heads, wte.shape[1], o.weights_dir));
+                                         o.heads, wte.shape[1], folder));
     }
   } catch (const attn::UsageError&) {
     throw;
@@ -256,11 +242,14 @@ Model load_model(const Options& o, const attn::Vocab& corpus_vocab, std::uint64_
   if (m.config.vocab_size != m.vocab.size()) {
     throw std::runtime_error(fmt::format(
         "model '{}' has a vocabulary of {} tokens (wte.npy) but {} has {} characters",
-        o.weights_dir, m.config.vocab_size,
+        folder, m.config.vocab_size,
         has_vocab ? "its vocab.txt" : "the corpus (no vocab.txt in the folder)", m.vocab.size()));
   }
-  m.origin = fmt::format("loaded from '{}' ({})", o.weights_dir,
-                         has_vocab ? "vocabulary from its vocab.txt" : "vocabulary of the corpus");
+  m.origin = shipped ? std::string("the model the repository ships (data/sonnets-model: chapter 09 "
+                                    "trained it on the shipped sonnets, 1000 steps)")
+                     : fmt::format("loaded from '{}' ({})", folder,
+                                   has_vocab ? "vocabulary from its vocab.txt"
+                                             : "vocabulary of the corpus");
   return m;
 }
 
@@ -407,10 +396,11 @@ void show_step(const Kernels& k, const Model& m, std::span<const int> prompt) {
       std::span<const float>(key.data(), C / H),
       std::span<const float>(cache.keys[0].data() + n * (C / H), C / H));
   fmt::print(
-      "attn::lm_step does this for every layer, then ln_f and the tied projection of one row:\n"
+      "attn::lm_step does this for every layer, then ln_f and the {} of one row:\n"
       "  its head-0 key at position {} against the one above: max |difference| {}\n"
       "  its logits (1, {}) against the last row of lm_forward over {} tokens: max |difference| {}\n",
-      n, difference_text(d_key), V, n + 1, difference_text(d_logits));
+      m.config.tied_head ? "tied projection" : "output head", n, difference_text(d_key), V, n + 1,
+      difference_text(d_logits));
 }
 
 // Streams one character to stdout as soon as it is chosen.
@@ -579,7 +569,7 @@ void run(const attn::CommonOptions& common, const Options& o) {
 
   const attn::Corpus corpus = attn::load_corpus(common.data);
   const attn::Vocab corpus_vocab = attn::Vocab::from_text(corpus.text);
-  const Model m = load_model(o, corpus_vocab, common.seed);
+  const Model m = load_model(o, corpus_vocab);
   const std::size_t top_k = parse_top_k(o, m.config.vocab_size);
   const std::vector<int> prompt = prompt_ids(o, corpus, m.vocab);
 
@@ -619,8 +609,8 @@ int main(int argc, char** argv) {
                 "Chapter 10: generating fast with a KV cache. Keep every layer's keys and values, "
                 "compute one new row per token, stream the text as it comes; the same characters "
                 "as without the cache, and the cost per token flat instead of growing. Without "
-                "--weights the model is an untrained one of the chapter-09 shapes (V from the "
-                "corpus, T_max 64, C 64): its text is noise.");
+                "--weights the model is the one the repository ships (data/sonnets-model), trained by "
+                "chapter 09 on the shipped sonnets.");
   Options o;
   cli.add_string("--weights", o.weights_dir,
                  "DIR: a model folder of .npy files (07_causal_lm --export, chapter 09's "

@@ -11,7 +11,7 @@ attn_cli_test(ch10.layers_above_max EXIT 2 MATCH "--layers must be at most 64, g
 attn_cli_test(ch10.heads_above_max EXIT 2 MATCH "--heads must be at most 64, got 100"
               COMMAND 10_generation --heads 100)
 attn_cli_test(ch10.heads_not_dividing EXIT 2
-              MATCH "--heads 5 does not divide C = 64 of the default model"
+              MATCH "--heads 5 does not divide C = 64 of model .*sonnets-model"
               COMMAND 10_generation --heads 5)
 attn_cli_test(ch10.top_k_zero EXIT 2 MATCH "--top-k must be at least 1, got 0"
               COMMAND 10_generation --top-k 0)
