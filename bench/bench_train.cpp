@@ -1,5 +1,6 @@
 // bench_train.cpp: attn-bench's training case (chapter 09, docs/performance.md).
-// One full training step of the chapter-09 CPU model (B 32, T 64, C 64, H 4, 4 layers, V 65):
+// One full training step of the chapter-09 CPU model (B 32, T 64, C 64, H 4, 4 layers, V 65,
+// 09_training's defaults: a separate output head, ReLU, weight decay 0.01, no clipping):
 // batch -> forward keeping activations -> loss -> backward -> clip -> AdamW, on the library's
 // threads. Counter "tokens/s" = B * T per step over wall-clock time. scripts/bench_compare.py
 // times the same step in PyTorch (autograd + torch.optim.AdamW) in the same run.
@@ -22,9 +23,11 @@ void bm_train_step(benchmark::State& state) {
   c.model.n_embd = 64;      // C
   c.model.n_heads = 4;      // H
   c.model.n_layers = 4;     // L
+  c.model.tied_head = false;                     // the lecture's Linear(C, V) head
+  c.model.activation = attn::Activation::relu;   // and its ReLU
   c.batch_size = 32;        // B
   c.schedule.lr = 1e-3f;
-  c.grad_clip = 1.0f;
+  c.adam.weight_decay = 0.01f;
   attn::TrainState s = attn::train_init(c);
   // A stand-in corpus: 100k token ids with some structure (the step's cost does not depend on
   // the values).

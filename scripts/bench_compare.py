@@ -446,6 +446,125 @@ def run_generate(args, rounds):
                 threads={f"{k[0]}/{k[1]}": v[1] for k, v in best.items()}, same_tokens=same)
 
 
+
+# ---------------------------------------------------------------------------------------------
+# Training (chapter 09): one full step of the CPU model.
+
+TRAIN = dict(V=65, T=64, C=64, H=4, L=4, B=32)
+
+
+def make_train_step(torch):
+    """One training step of chapter 09's CPU model written the usual PyTorch way: nn modules
+    with autograd, torch.optim.AdamW with two parameter groups (decay on matrices and embeddings,
+    weight decay 0.01), lr 1e-3, no clipping. The architecture is ours (09_training's defaults):
+    pre-norm blocks, attention without biases (q, k, v as one Linear(C, 3C), the projection
+    Linear(C, C) without bias), FFN C -> 4C -> C with biases and ReLU, a separate Linear(C, V)
+    head with bias."""
+    import torch.nn as nn
+    import torch.nn.functional as F
+    V, T, C, H, L, B = (TRAIN[k] for k in ("V", "T", "C", "H", "L", "B"))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(C), nn.LayerNorm(C)
+            self.qkv = nn.Linear(C, 3 * C, bias=False)
+            self.proj = nn.Linear(C, C, bias=False)
+            self.fc1, self.fc2 = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
+            self.register_buffer("mask", torch.tril(torch.ones(T, T, dtype=torch.bool)))
+
+        def forward(self, x):
+            b, t, c = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+            q, k, v = (y.view(b, t, H, C // H).transpose(1, 2) for y in (q, k, v))
+            att = (q @ k.transpose(-2, -1)) * (C // H) ** -0.5
+            att = att.masked_fill(~self.mask[:t, :t], float("-inf")).softmax(-1)
+            x = x + self.proj((att @ v).transpose(1, 2).contiguous().view(b, t, c))
+            return x + self.fc2(F.relu(self.fc1(self.ln2(x))))
+
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
+            self.blocks = nn.ModuleList([Block() for _ in range(L)])
+            self.ln_f, self.head = nn.LayerNorm(C), nn.Linear(C, V)
+
+        def forward(self, idx, targets):
+            x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+            for block in self.blocks:
+                x = block(x)
+            logits = self.head(self.ln_f(x))
+            return F.cross_entropy(logits.view(-1, V), targets.view(-1))
+
+    torch.manual_seed(0)
+    model = LM()
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=1e-3)
+    data = torch.randint(0, V, (100_000,))
+
+    def step():
+        ix = torch.randint(len(data) - T - 1, (B,))
+        x = torch.stack([data[i:i + T] for i in ix])
+        y = torch.stack([data[i + 1:i + T + 1] for i in ix])
+        loss = model(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+def torch_train_worker(torch, repetitions, min_time):
+    """Tokens/s of PyTorch's step: the best of `repetitions` timings of >= min_time seconds."""
+    step = make_train_step(torch)
+    for _ in range(3):
+        step()  # warm-up: the optimizer's state, the allocator
+    best = math.inf
+    for _ in range(repetitions):
+        n, t0 = 0, time.perf_counter()
+        while True:
+            step()
+            n += 1
+            elapsed = time.perf_counter() - t0
+            if elapsed >= min_time:
+                break
+        best = min(best, elapsed / n)
+    return {"train_step": TRAIN["B"] * TRAIN["T"] / best}
+
+
+def run_train(args, rounds):
+    """Best tokens/s of ours (attn-bench train_step) and of PyTorch, each at its best setting."""
+    ours, torch_rate = {}, {}
+    for round_no in range(1, rounds + 1):
+        for t in THREADS:
+            print(f"  round {round_no}: attn-bench train_step with OPENBLAS_NUM_THREADS={t} ...",
+                  file=sys.stderr)
+            for name, r in run_ours(args.bench, t, args.repetitions, args.min_time,
+                                    "^train_step/").items():
+                rate = TRAIN["B"] * TRAIN["T"] / (r["ms"] * 1e-3)
+                ours[str(t)] = max(ours.get(str(t), 0.0), rate)
+        for blas_t, intra_t in TORCH_SETTINGS:
+            print(f"  round {round_no}: PyTorch train step with OPENBLAS_NUM_THREADS={blas_t}, "
+                  f"torch.set_num_threads({intra_t}) ...", file=sys.stderr)
+            got = run_torch_worker(blas_t, intra_t, args.repetitions, args.min_time, "train")
+            key = f"{blas_t}/{intra_t}"
+            torch_rate[key] = max(torch_rate.get(key, 0.0), got["train_step"])
+    best_ours = max(ours, key=ours.get)
+    best_torch = max(torch_rate, key=torch_rate.get)
+    ratio = ours[best_ours] / torch_rate[best_torch]
+    print()
+    print(f"One training step: B {TRAIN['B']}, T {TRAIN['T']}, C {TRAIN['C']}, H {TRAIN['H']}, "
+          f"{TRAIN['L']} layers, V {TRAIN['V']}, AdamW")
+    print(f"  ours     {ours[best_ours]:9.0f} tokens/s  (threads {best_ours}; all: "
+          + ", ".join(f"{k}: {v:.0f}" for k, v in sorted(ours.items())) + ")")
+    print(f"  PyTorch  {torch_rate[best_torch]:9.0f} tokens/s  (threads {best_torch}; all: "
+          + ", ".join(f"{k}: {v:.0f}" for k, v in sorted(torch_rate.items())) + ")")
+    print(f"  ours / PyTorch: x{ratio:.2f}")
+    return dict(ours=ours, torch=torch_rate, ratio=ratio)
+
+
 # ---------------------------------------------------------------------------------------------
 
 
@@ -455,6 +574,9 @@ def torch_worker(intra_threads, repetitions, min_time, cases="forward", ops=OPS)
     torch.set_num_threads(intra_threads)
     if cases == "generate":
         json.dump(torch_generate_worker(torch, repetitions), sys.stdout)
+        return
+    if cases == "train":
+        json.dump(torch_train_worker(torch, repetitions, min_time), sys.stdout)
         return
     out = {"gemm_peak": torch_gemm_peak(torch, repetitions)}
     for shape in SHAPES:
@@ -491,9 +613,10 @@ def main():
                         help="seconds per repetition (default: 0.2)")
     parser.add_argument("--markdown", action="store_true", help="print one markdown table")
     parser.add_argument("--json", metavar="FILE", help="also write every measurement to FILE")
-    parser.add_argument("--cases", choices=["all", "forward", "generate"], default="all",
+    parser.add_argument("--cases", choices=["all", "forward", "generate", "train"], default="all",
                         help="attention/block forward (and forward+backward, --ops), chapter "
-                             "10's generation, or both (default: %(default)s)")
+                             "10's generation, chapter 09's training step, or all three "
+                             "(default: %(default)s)")
     parser.add_argument("--ops", default=",".join(OPS),
                         help="comma-separated subset of %(default)s (default: all)")
     parser.add_argument("--torch-worker", type=int, metavar="INTRA", help=argparse.SUPPRESS)
@@ -521,6 +644,13 @@ def main():
     print(f"attn-bench: {args.bench}; PyTorch {torch.__version__}; {args.rounds} round(s) of "
           f"{args.repetitions} repetitions of >= {args.min_time} s, median per round, best round",
           file=sys.stderr)
+
+    if args.cases == "train":
+        training = run_train(args, args.rounds)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(dict(training=training), f, indent=1, default=str)
+        return 0
 
     generation = None
     if args.cases in ("all", "generate"):
