@@ -31,6 +31,8 @@
 
 namespace {
 
+using attn::chars_of;
+
 // The functions the walkthrough calls: from attn:: (the reference) or, with --mine, the
 // learner's ex01:: exercises. Training and sampling take the gradient and the sampler as
 // parameters, so --mine runs the very same loop with the learner's pieces. The losses are always
@@ -70,11 +72,6 @@ std::string char_name(char32_t c) {
   return c == U' ' ? attn::printable(c) : "'" + attn::printable(c) + "'";
 }
 
-std::u32string chars_of(const attn::Vocab& vocab, std::span<const int> ids) {
-  std::u32string out;
-  for (int id : ids) out += vocab.char_of(id);
-  return out;
-}
 
 // Ids of the `k` most frequent characters of `tokens`, most frequent first (ties: lower id).
 std::vector<int> most_frequent(std::span<const int> tokens, std::size_t V, std::size_t k) {

@@ -43,6 +43,10 @@
 
 namespace {
 
+using attn::flag_given;
+using attn::section;
+using attn::chars_of;
+
 namespace fs = std::filesystem;
 using attn::Matrix;
 using attn::Tensor;
@@ -119,31 +123,14 @@ struct Options {
   bool top_k_given = false;
 };
 
-// True when argv holds `flag` as "--flag value" or "--flag=value".
-bool flag_given(int argc, char** argv, std::string_view flag) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg(argv[i]);
-    if (arg == flag || (arg.size() > flag.size() && arg.substr(0, flag.size()) == flag &&
-                        arg[flag.size()] == '=')) {
-      return true;
-    }
-  }
-  return false;
-}
 
 // ---- Narration helpers.
 
-void section(int number, std::string_view title) { fmt::print("\n== {}. {} ==\n", number, title); }
 
 std::string num(double value, int precision = 4) {
   return attn::format_number(static_cast<float>(value), precision);
 }
 
-std::u32string chars_of(const attn::Vocab& vocab, std::span<const int> ids) {
-  std::u32string out;
-  for (int id : ids) out += vocab.char_of(id);
-  return out;
-}
 
 // One character for a table: 'a', '\n', ' '.
 std::string char_name(char32_t c) {

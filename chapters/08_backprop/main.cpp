@@ -31,6 +31,7 @@
 #include "attn/loss.hpp"
 #include "attn/mask.hpp"
 #include "attn/model.hpp"
+#include "attn/narrate.hpp"
 #include "attn/plot.hpp"
 #include "attn/print.hpp"
 #include "attn/random.hpp"
@@ -38,6 +39,8 @@
 #include "exercises.hpp"
 
 namespace {
+
+using attn::section;
 
 using attn::BlockConfig;
 using attn::BlockWeights;
@@ -115,7 +118,6 @@ Kernels learner_kernels() {
 
 // ---- Narration helpers.
 
-void section(int number, std::string_view title) { fmt::print("\n== {}. {} ==\n", number, title); }
 
 void print(const std::string& text) { std::fputs(text.c_str(), stdout); }
 

@@ -30,6 +30,7 @@
 #include "attn/limits.hpp"
 #include "attn/loss.hpp"
 #include "attn/model.hpp"
+#include "attn/narrate.hpp"
 #include "attn/optim.hpp"
 #include "attn/plot.hpp"
 #include "attn/print.hpp"
@@ -40,6 +41,10 @@
 #include "exercises.hpp"
 
 namespace {
+
+using attn::flag_given;
+using attn::section;
+using attn::chars_of;
 
 namespace fs = std::filesystem;
 using attn::Matrix;
@@ -113,21 +118,9 @@ struct Options {
   std::string ladder_rows;       // "" = all; e.g. "0,5"
 };
 
-// True when argv holds `flag` as "--flag value", "--flag=value" or the bare flag.
-bool flag_given(int argc, char** argv, std::string_view flag) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg(argv[i]);
-    if (arg == flag || (arg.size() > flag.size() && arg.substr(0, flag.size()) == flag &&
-                        arg[flag.size()] == '=')) {
-      return true;
-    }
-  }
-  return false;
-}
 
 // ---- Narration helpers.
 
-void section(int number, std::string_view title) { fmt::print("\n== {}. {} ==\n", number, title); }
 
 std::string num(double value, int precision = 4) {
   return attn::format_number(static_cast<float>(value), precision);
@@ -144,11 +137,6 @@ std::string clock_text(double seconds) {
   return fmt::format("{}:{:02}", s / 60, s % 60);
 }
 
-std::u32string chars_of(const attn::Vocab& vocab, std::span<const int> ids) {
-  std::u32string out;
-  for (int id : ids) out += vocab.char_of(id);
-  return out;
-}
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();

@@ -31,6 +31,7 @@
 #include "attn/layernorm.hpp"
 #include "attn/linear.hpp"
 #include "attn/model.hpp"
+#include "attn/narrate.hpp"
 #include "attn/npy.hpp"
 #include "attn/print.hpp"
 #include "attn/random.hpp"
@@ -39,6 +40,10 @@
 #include "exercises.hpp"
 
 namespace {
+
+using attn::flag_given;
+using attn::section;
+using attn::chars_of;
 
 namespace fs = std::filesystem;
 using attn::Matrix;
@@ -87,21 +92,9 @@ struct Options {
   bool top_k_given = false;
 };
 
-// True when argv holds `flag` as "--flag value" or "--flag=value".
-bool flag_given(int argc, char** argv, std::string_view flag) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg(argv[i]);
-    if (arg == flag || (arg.size() > flag.size() && arg.substr(0, flag.size()) == flag &&
-                        arg[flag.size()] == '=')) {
-      return true;
-    }
-  }
-  return false;
-}
 
 // ---- Narration helpers.
 
-void section(int number, std::string_view title) { fmt::print("\n== {}. {} ==\n", number, title); }
 
 std::string num(double value, int precision = 4) {
   return attn::format_number(static_cast<float>(value), precision);
@@ -122,11 +115,6 @@ std::string grouped(double value) {
   return out;
 }
 
-std::u32string chars_of(const attn::Vocab& vocab, std::span<const int> ids) {
-  std::u32string out;
-  for (int id : ids) out += vocab.char_of(id);
-  return out;
-}
 
 double max_abs_difference(std::span<const float> a, std::span<const float> b) {
   if (a.size() != b.size()) return std::numeric_limits<double>::infinity();

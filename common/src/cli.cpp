@@ -416,4 +416,15 @@ std::string unfinished_exercise_message(const std::exception& e) {
       chapter, number, title.empty() ? "" : " (" + title + ")", where, chapter);
 }
 
+bool flag_given(int argc, char** argv, std::string_view flag) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    if (arg == flag || (arg.size() > flag.size() && arg.substr(0, flag.size()) == flag &&
+                        arg[flag.size()] == '=')) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace attn

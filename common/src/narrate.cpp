@@ -45,4 +45,8 @@ std::string format_significant(double value, int digits) {
   return text;
 }
 
+void section(int number, std::string_view title) {
+  fmt::print("\n== {}. {} ==\n", number, title);
+}
+
 }  // namespace attn

@@ -224,6 +224,13 @@ Vocab::Vocab(std::u32string sorted_unique_chars) : chars_(std::move(sorted_uniqu
   }
 }
 
+std::u32string chars_of(const Vocab& vocab, std::span<const int> ids) {
+  std::u32string out;
+  out.reserve(ids.size());
+  for (int id : ids) out += vocab.char_of(id);
+  return out;
+}
+
 bool Vocab::contains(char32_t c) const {
   return std::binary_search(chars_.begin(), chars_.end(), c);
 }

@@ -20,6 +20,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "attn/limits.hpp"
 
@@ -79,5 +80,9 @@ class Cli {
 // For --mine: when `e` is an exercise stub's "TODO exNN.M: ..." error, the friendly one-line
 // message naming the exercise, its file and the checker command; otherwise empty.
 std::string unfinished_exercise_message(const std::exception& e);
+
+// True when argv holds `flag` as "--flag value", "--flag=value" or the bare flag: for telling a
+// flag given with its default value apart from one not given at all.
+bool flag_given(int argc, char** argv, std::string_view flag);
 
 }  // namespace attn

@@ -37,4 +37,7 @@ int claims_checked();
 // Used where a fixed "%.2f" would print a temperature of 0.001 as 0.00.
 std::string format_significant(double value, int digits = 3);
 
+// A section heading of a walkthrough: a blank line, then "== 3. One step, taken apart ==".
+void section(int number, std::string_view title);
+
 }  // namespace attn

@@ -32,6 +32,10 @@ std::string quote(std::u32string_view text);
 // characters): those are escaped as printable() does. Newlines and tabs stay.
 std::string terminal_safe(std::u32string_view text);
 
+class Vocab;
+// The characters of `ids` (chapter 07 on: prompts and samples as text for attn::quote).
+std::u32string chars_of(const Vocab& vocab, std::span<const int> ids);
+
 class Vocab {
  public:
   // The sorted unique code points of `text`. Throws std::invalid_argument if the text is empty
