@@ -1138,30 +1138,19 @@ int main(int argc, char** argv) {
                 "needs.");
   DepthSetup depth;
   std::size_t only = 0;
-  cli.add_size("--section", only, "print only this section, 1 to 5 (default 0: all of them)", 0);
-  cli.add_size("--max-depth", depth.max_depth,
-               "deepest stack of the depth experiment, in blocks (at most " +
-                   std::to_string(kMaxDepth) + ")");
-  cli.add_size(
-      "--time-steps", depth.T,
-      "sequence length T of the depth experiment (at most " + std::to_string(kMaxTimeSteps) + ")");
-  cli.add_size(
-      "--channels", depth.C,
-      "model width C of the depth experiment (at most " + std::to_string(kMaxChannels) + ")");
-  cli.add_size("--heads", depth.H, "heads H of the depth experiment, must divide C");
+  cli.add_size("--section", only, "print only this section, 1 to 5 (default 0: all of them)", 0,
+               5);
+  cli.add_size("--max-depth", depth.max_depth, "deepest stack of the depth experiment, in blocks",
+               1, kMaxDepth);
+  cli.add_size("--time-steps", depth.T, "sequence length T of the depth experiment", 1,
+               kMaxTimeSteps);
+  cli.add_size("--channels", depth.C, "model width C of the depth experiment", 1, kMaxChannels);
+  cli.add_size("--heads", depth.H, "heads H of the depth experiment, must divide C", 1,
+               kMaxChannels);
   cli.add_float("--weight-std", depth.std,
                 "std of the depth experiment's weights (default 1/sqrt(C); at most 1)", 0.0f);
 
   return cli.run(argc, argv, [&](const attn::CommonOptions& options) {
-    const auto at_most = [](const char* flag, std::size_t value, std::size_t max) {
-      if (value > max) {
-        throw attn::UsageError(fmt::format("{} must be at most {}, got {}", flag, max, value));
-      }
-    };
-    at_most("--section", only, 5);
-    at_most("--max-depth", depth.max_depth, kMaxDepth);
-    at_most("--time-steps", depth.T, kMaxTimeSteps);
-    at_most("--channels", depth.C, kMaxChannels);
     if (depth.C % depth.H != 0) {
       throw attn::UsageError(
           fmt::format("--heads must divide --channels, got {} heads for {} "

@@ -542,15 +542,6 @@ void run(const attn::CommonOptions& common, const Options& o) {
   const auto t_start = Clock::now();
   const Kernels k = common.mine ? learner_kernels() : reference_kernels();
   if (o.prompt_given && o.prompt.empty()) throw attn::UsageError("--prompt must not be empty");
-  if (o.tokens > kMaxTokens) {
-    throw attn::UsageError(fmt::format("--tokens must be at most {}, got {}", kMaxTokens, o.tokens));
-  }
-  if (o.layers > kMaxLayers) {
-    throw attn::UsageError(fmt::format("--layers must be at most {}, got {}", kMaxLayers, o.layers));
-  }
-  if (o.heads > kMaxHeads) {
-    throw attn::UsageError(fmt::format("--heads must be at most {}, got {}", kMaxHeads, o.heads));
-  }
   if (!(o.top_p <= 1.0f)) {
     throw attn::UsageError(fmt::format("--top-p must be in (0, 1], got {}", o.top_p));
   }
@@ -606,7 +597,7 @@ int main(int argc, char** argv) {
   cli.add_string("--prompt", o.prompt,
                  "text to continue (default: the first line of the corpus with at least 30 "
                  "characters)");
-  cli.add_size("--tokens", o.tokens, "N, characters to generate (1..100000)");
+  cli.add_size("--tokens", o.tokens, "N, characters to generate", 1, kMaxTokens);
   cli.add_float("--temperature", o.temperature, "sampling temperature (> 0)", 0.0f);
   cli.add_string("--top-k", o.top_k_text,
                  "K: sample only among the K most likely characters, 1 <= K <= V (default: all)");
@@ -617,8 +608,8 @@ int main(int argc, char** argv) {
   cli.add_flag("--greedy", o.greedy, "always the most likely character (no sampling)");
   cli.add_flag("--no-cache", o.no_cache,
                "stream the text from lm_generate (a full forward per token) instead");
-  cli.add_size("--layers", o.layers, "L, transformer blocks of the model (1..64)");
-  cli.add_size("--heads", o.heads, "H, attention heads, must divide C (1..64)");
+  cli.add_size("--layers", o.layers, "L, transformer blocks of the model", 1, kMaxLayers);
+  cli.add_size("--heads", o.heads, "H, attention heads, must divide C", 1, kMaxHeads);
   o.prompt_given = flag_given(argc, argv, "--prompt");
   o.top_k_given = flag_given(argc, argv, "--top-k");
   return cli.run(argc, argv, [&](const attn::CommonOptions& common) { run(common, o); });
