@@ -202,9 +202,13 @@ Model load_model(const Options& o, const attn::Vocab& corpus_vocab) {
   // (data/sonnets-model, the chapter-09 CPU model's shapes: C 64, H 4, L 4, T_max 64), so the
   // text looks like the corpus and the page's transcript is checked like every other.
   const bool shipped = o.weights_dir.empty();
-  const std::string folder = shipped ? shipped_model_path().string() : o.weights_dir;
-  const fs::path dir(folder);
+  std::string folder = shipped ? shipped_model_path().string() : o.weights_dir;
   std::error_code ec;
+  // A chapter-09 checkpoint folder (DIR holds DIR/model): its model.
+  if (!shipped && fs::is_directory(fs::path(folder) / "model", ec)) {
+    folder = (fs::path(folder) / "model").string();
+  }
+  const fs::path dir(folder);
   if (!fs::is_directory(dir, ec)) {
     throw std::runtime_error(fmt::format("--weights: '{}' is not a folder", folder));
   }

@@ -383,6 +383,7 @@ void save_checkpoint(const fs::path& dir, const TrainState& s, const TrainConfig
   write_text(tmp / "train.txt", train_txt(s, config));
   write_text(tmp / "evals.tsv", evals_tsv(s.evals));
   write_text(tmp / "vocab.txt", encode_utf8(vocab.chars()));
+  write_text(tmp / "model" / "vocab.txt", encode_utf8(vocab.chars()));  // DIR/model alone suffices
   Vector losses = xt::adapt(s.losses, std::array<std::size_t, 1>{s.losses.size()});
   save_npy(tmp / "losses.npy", losses);
   // 2. On disk for real, then under its final name.
@@ -498,7 +499,7 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   }
 
   Vocab vocab(U"?");
-  if (!find_vocab(path / "model", vocab)) checkpoint_error(path / "vocab.txt", "missing");
+  if (!find_vocab(path, vocab)) checkpoint_error(path / "vocab.txt", "missing");
   if (vocab.size() != m.vocab_size) {
     checkpoint_error(path / "vocab.txt",
                      fmt::format("{} characters, but the model has V = {}", vocab.size(),

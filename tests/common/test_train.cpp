@@ -176,8 +176,13 @@ TEST_CASE("a new checkpoint replaces the previous one only once it is complete")
   CHECK(fs::read_symlink(dir / "current") == fs::path("ckpt-000002"));
   CHECK_FALSE(fs::exists(dir / "ckpt-000001"));
   CHECK_FALSE(fs::exists(dir / "ckpt-000002.tmp-99999"));
-  // DIR/model is the model folder of the newest checkpoint, for chapters 07 and 10.
+  // DIR/model is the model folder of the newest checkpoint, with its vocabulary, for chapters
+  // 07 and 10.
   CHECK(fs::exists(dir / "model" / "wte.npy"));
+  CHECK(fs::exists(dir / "model" / "model.txt"));
+  attn::Vocab found(U"?");
+  CHECK(attn::find_vocab(dir / "model", found));
+  CHECK(found.chars() == vocab7().chars());
   attn::LmConfig mc = c.model;
   const attn::LmWeights w = attn::load_lm(dir / "model", mc);
   CHECK(mc.vocab_size == 7);
