@@ -264,11 +264,12 @@ struct RunReport {
   bool interrupted = false;
 };
 
-std::string progress_line(std::size_t step, std::size_t total, double loss,
+// `taken`: the steps of this session (a resumed run started at a later step); the time left is
+// the steps still to go at the pace of those.
+std::string progress_line(std::size_t step, std::size_t total, std::size_t taken, double loss,
                           std::optional<double> val, double tokens_per_s, double elapsed) {
-  const double left = tokens_per_s > 0.0 && step > 0
-                          ? elapsed * static_cast<double>(total - step) / static_cast<double>(step)
-                          : 0.0;
+  const double left =
+      taken > 0 ? elapsed * static_cast<double>(total - step) / static_cast<double>(taken) : 0.0;
   return fmt::format("step {:>5}/{} | loss {} | val {} | {} tok/s | {} elapsed | ETA {}", step,
                      total, num(loss), val ? num(*val) : std::string("  -   "),
                      thousands(tokens_per_s), clock_text(elapsed), clock_text(left));
@@ -322,7 +323,7 @@ RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainC
     if (live && seconds_since(last_draw) > 0.2) {
       last_draw = Clock::now();
       const double t = seconds_since(start);
-      fmt::print("\r\033[K{}", progress_line(s.step, c.steps, r.loss, last_val,
+      fmt::print("\r\033[K{}", progress_line(s.step, c.steps, report.steps_taken, r.loss, last_val,
                                               static_cast<double>(report.steps_taken *
                                                                   tokens_per_step) / t,
                                               t));
