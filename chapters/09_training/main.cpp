@@ -379,15 +379,15 @@ std::string sample_text(const attn::LmWeights& w, const attn::LmConfig& config,
   return vocab.decode(ids);
 }
 
+// The sample line by line behind a margin, control characters escaped (the corpus may hold any).
 void print_sample(std::string_view text) {
-  for (const std::string_view line : {text}) {
-    std::size_t begin = 0;
-    while (begin <= line.size()) {
-      const std::size_t end = std::min(line.find('\n', begin), line.size());
-      fmt::print("  | {}\n", line.substr(begin, end - begin));
-      if (end == line.size()) break;
-      begin = end + 1;
-    }
+  const std::u32string chars = attn::decode_utf8(text);
+  std::size_t begin = 0;
+  for (;;) {
+    const std::size_t end = std::min(chars.find(U'\n', begin), chars.size());
+    fmt::print("  | {}\n", attn::terminal_safe(std::u32string_view(chars).substr(begin, end - begin)));
+    if (end == chars.size()) break;
+    begin = end + 1;
   }
 }
 
