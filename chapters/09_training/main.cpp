@@ -748,6 +748,10 @@ void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
                  attn::quote(chars_of(d.vocab, std::span<const int>(b.x.data() + r * T, T))), r,
                  attn::quote(chars_of(d.vocab, std::span<const int>(b.y.data() + r * T, T))));
     }
+    bool shifted = true;
+    for (std::size_t r = 0; r < 2; ++r)
+      for (std::size_t t = 0; t + 1 < T; ++t) shifted = shifted && b.y(r, t) == b.x(r, t + 1);
+    attn::claim(shifted, "y is x shifted by one");
     fmt::print(
         "Every position is an example: after x[0][0..t] the answer is y[0][t]. One window of T\n"
         "tokens teaches T predictions at once, with 1 to T characters of context.\n");
@@ -792,6 +796,24 @@ void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
     const attn::Batch b = k.get_batch(d.split.train, c.batch_size, c.model.block_size, demo);
     const attn::StepResult r = k.train_step_on(probe, c, b.x, b.y);
     const double after = attn::lm_loss(b.x, b.y, probe.weights, c.model);
+    // "Every weight moves by about lr": on the first step m / sqrt(v) is g / (|g| + eps), so no
+    // weight moves by more than lr (plus its decay), and those with a gradient move by nearly lr.
+    double largest_move = 0.0, largest_weight = 0.0;
+    {
+      std::vector<attn::NamedTensor> before = attn::lm_parameters(s.weights);
+      std::vector<attn::NamedTensor> moved = attn::lm_parameters(probe.weights);
+      for (std::size_t i = 0; i < before.size(); ++i)
+        for (std::size_t j = 0; j < before[i].values.size(); ++j) {
+          const double w0 = static_cast<double>(before[i].values[j]);
+          largest_move = std::max(largest_move, std::abs(static_cast<double>(moved[i].values[j]) - w0));
+          largest_weight = std::max(largest_weight, std::abs(w0));
+        }
+    }
+    const double lr = static_cast<double>(r.lr);
+    attn::claim(largest_move <= lr * (1.0 + 1e-3) +
+                                    lr * static_cast<double>(c.adam.weight_decay) * largest_weight &&
+                    largest_move >= 0.5 * lr,
+                "on the first step every weight moves by about lr, never more");
     fmt::print(
         "  1. zero the gradients                 {} tensors, shaped like the weights\n"
         "  2. forward and backward on one batch  loss {}\n"
