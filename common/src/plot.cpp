@@ -146,17 +146,6 @@ constexpr std::array<Rgb, 9> kBlues = {{{247, 251, 255},
                                         {8, 81, 156},
                                         {8, 48, 107}}};
 
-Rgb blues(double t) {
-  const double x = t * static_cast<double>(kBlues.size() - 1);
-  const auto i = std::min(static_cast<std::size_t>(x), kBlues.size() - 2);
-  const double f = x - static_cast<double>(i);
-  auto mix = [f](int a, int b) {
-    return static_cast<int>(std::lround(static_cast<double>(a) + f * static_cast<double>(b - a)));
-  };
-  return {mix(kBlues[i].r, kBlues[i + 1].r), mix(kBlues[i].g, kBlues[i + 1].g),
-          mix(kBlues[i].b, kBlues[i + 1].b)};
-}
-
 // "RdBu" reversed (ColorBrewer): dark blue for low values, near-white in the middle, dark red for
 // high ones. For signed quantities centred on 0, such as sines and cosines.
 constexpr std::array<Rgb, 11> kBlueRed = {{{5, 48, 97},
@@ -183,7 +172,9 @@ Rgb interpolate(const std::array<Rgb, N>& map, double t) {
 }
 
 // The fill of a cell at position t in [0, 1] of the scale.
-Rgb fill_of(double t, bool diverging) { return diverging ? interpolate(kBlueRed, t) : blues(t); }
+Rgb fill_of(double t, bool diverging) {
+  return diverging ? interpolate(kBlueRed, t) : interpolate(kBlues, t);
+}
 
 std::string hex(Rgb c) { return fmt::format("#{:02x}{:02x}{:02x}", c.r, c.g, c.b); }
 

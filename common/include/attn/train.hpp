@@ -115,7 +115,7 @@ struct Checkpoint {
 // the file for anything missing, corrupt or inconsistent.
 Checkpoint load_checkpoint(const std::filesystem::path& dir);
 // The vocabulary file of a checkpoint or model folder: vocab.txt beside or above `model_dir`.
-// Empty optional-like result: returns false when there is none.
+// Returns false when there is none (out is then unchanged).
 bool find_vocab(const std::filesystem::path& model_dir, Vocab& out);
 
 }  // namespace attn
