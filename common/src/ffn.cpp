@@ -149,23 +149,24 @@ ATTN_KERNEL f32x8 gelu_tanh8(f32x8 x) {
 // ReLU: max(0, x), NaN stays NaN.
 ATTN_KERNEL f32x8 relu8(f32x8 x) { return x < 0.0f ? splat(0.0f) : x; }
 
-// Applies a kernel to values[0, n), 8 values at a time; the last 1-7 values go through the same
-// kernel padded with zeros. One function per kernel, each compiled for SSE2 and AVX2.
-#define ATTN_APPLY8(NAME, KERNEL)                                \
-  ATTN_SIMD_CLONES void NAME(float* v, std::size_t n) {          \
-    std::size_t i = 0;                                           \
-    for (; i + 8 <= n; i += 8) {                                 \
-      f32x8 x;                                                   \
-      std::memcpy(&x, v + i, sizeof x); /* unaligned load */     \
-      x = KERNEL(x);                                             \
-      std::memcpy(v + i, &x, sizeof x);                          \
-    }                                                            \
-    if (i < n) {                                                 \
-      f32x8 x = splat(0.0f);                                     \
-      std::memcpy(&x, v + i, (n - i) * sizeof(float));           \
-      x = KERNEL(x);                                             \
-      std::memcpy(v + i, &x, (n - i) * sizeof(float));           \
-    }                                                            \
+// out[0, n) = kernel(in[0, n)), 8 values at a time; the last 1-7 values go through the same
+// kernel padded with zeros. out may be in (in place). One function per kernel, each compiled for
+// SSE2 and AVX2.
+#define ATTN_APPLY8(NAME, KERNEL)                                              \
+  ATTN_SIMD_CLONES void NAME(const float* in, float* out, std::size_t n) {     \
+    std::size_t i = 0;                                                         \
+    for (; i + 8 <= n; i += 8) {                                               \
+      f32x8 x;                                                                 \
+      std::memcpy(&x, in + i, sizeof x); /* unaligned load */                  \
+      x = KERNEL(x);                                                           \
+      std::memcpy(out + i, &x, sizeof x);                                      \
+    }                                                                          \
+    if (i < n) {                                                               \
+      f32x8 x = splat(0.0f);                                                   \
+      std::memcpy(&x, in + i, (n - i) * sizeof(float));                        \
+      x = KERNEL(x);                                                           \
+      std::memcpy(out + i, &x, (n - i) * sizeof(float));                       \
+    }                                                                          \
   }
 ATTN_APPLY8(apply_relu, relu8)
 ATTN_APPLY8(apply_gelu, gelu8)
@@ -265,13 +266,22 @@ constexpr std::size_t kMaxBlasSize = static_cast<std::size_t>(INT_MAX);
 
 }  // namespace
 
-void activate(std::span<float> values, Activation a) {
+namespace {
+
+// out[0, n) = act(in[0, n)); out may be in.
+void activate_into(const float* in, float* out, std::size_t n, Activation a) {
   switch (a) {
-    case Activation::relu: return apply_relu(values.data(), values.size());
-    case Activation::gelu: return apply_gelu(values.data(), values.size());
-    case Activation::gelu_tanh: return apply_gelu_tanh(values.data(), values.size());
+    case Activation::relu: return apply_relu(in, out, n);
+    case Activation::gelu: return apply_gelu(in, out, n);
+    case Activation::gelu_tanh: return apply_gelu_tanh(in, out, n);
   }
   throw std::invalid_argument("attn::activate: unknown activation");
+}
+
+}  // namespace
+
+void activate(std::span<float> values, Activation a) {
+  activate_into(values.data(), values.data(), values.size(), a);
 }
 
 template <std::size_t N>
@@ -427,8 +437,7 @@ Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a, Ffn
                           std::copy(w.b1.begin(), w.b1.end(), pre + r * F);
                         gemm(n, F, C, 1.0f, xc, false, w.w1.data(), false, 1.0f, pre);
                         // 2. act = act(pre), kept beside pre
-                        std::copy(pre, pre + n * F, act);
-                        activate(std::span<float>(act, n * F), a);
+                        activate_into(pre, act, n * F, a);
                         // 3. y = act @ w2 + b2: (n, F) @ (F, C) + (C,) -> (n, C)
                         for (std::size_t r = 0; r < n; ++r)
                           std::copy(w.b2.begin(), w.b2.end(), yc + r * C);

@@ -11,6 +11,7 @@
 
 #include "attn/check.hpp"
 #include "parallel.hpp"
+#include "simd.hpp"
 
 namespace attn {
 
@@ -19,6 +20,8 @@ namespace {
 // Tokens per chunk when a LayerNorm is split over the threads (fixed, so results do not depend
 // on the thread count): 256 rows of C = 512 are ~0.1 ms of work, well above a thread's start.
 constexpr std::size_t kLnRows = 256;
+// Partial sums kept side by side in the row loops: four doubles fill one AVX2 register.
+constexpr std::size_t kLanes = 4;
 
 // sum_j row[j], accumulated in double. Four partial sums instead of one: the additions of one
 // chain wait for each other, four independent chains keep the FPU busy. Double, because a float
@@ -61,8 +64,9 @@ double sum_squared_deviations(const float* row, std::size_t C, double mean) {
 // One token: y = (x - mean) * rstd * gamma + beta over its C features, through raw pointers
 // (lazy xtensor reducers with keep_dims are wrong in xtensor 0.24, XTENSOR_NOTES.md section 1,
 // and a plain loop is also the fastest). Gives the row's mean and rstd for the backward.
-void normalise_row(const float* in, std::size_t C, const float* g, const float* b, float eps,
-                   float* out, double& mean, double& rstd) {
+ATTN_SIMD_CLONES void normalise_row(const float* in, std::size_t C, const float* g,
+                                    const float* b, float eps, float* out, double& mean,
+                                    double& rstd) {
   const double inv_C = 1.0 / static_cast<double>(C);
   // 1. mean = (1/C) sum_j x_j.
   mean = sum_double(in, C) * inv_C;
@@ -76,7 +80,17 @@ void normalise_row(const float* in, std::size_t C, const float* g, const float* 
   rstd = 1.0 / std::sqrt(var + static_cast<double>(eps));
   // 4. y_j = (x_j - mean) * rstd * gamma_j + beta_j. The subtraction is done in double: mean
   //    rounded to float could be off by 5e-4 near 1e4, a large error next to a spread of 0.01.
-  for (std::size_t j = 0; j < C; ++j) {
+  //    (In chunks of kLanes, read into locals before anything is written: SIMD instructions.)
+  std::size_t j = 0;
+  for (; j + kLanes <= C; j += kLanes) {
+    double v[kLanes];
+    for (std::size_t u = 0; u < kLanes; ++u) {
+      const double normed = (static_cast<double>(in[j + u]) - mean) * rstd;
+      v[u] = normed * static_cast<double>(g[j + u]) + static_cast<double>(b[j + u]);
+    }
+    for (std::size_t u = 0; u < kLanes; ++u) out[j + u] = static_cast<float>(v[u]);
+  }
+  for (; j < C; ++j) {
     const double normed = (static_cast<double>(in[j]) - mean) * rstd;
     out[j] = static_cast<float>(normed * static_cast<double>(g[j]) + static_cast<double>(b[j]));
   }
@@ -144,9 +158,10 @@ double row_mean(const float* row, std::size_t C) {
 
 // The backward of rows [r0, r1), with rstd per row given (float) and the mean recomputed in
 // double. Overwrites dx; adds this range's sums of dy * xhat and dy to dg, db (double, (C,)).
-void layer_norm_backward_range(const float* dy, const float* x, const float* gamma,
-                               const float* rstd, std::size_t r0, std::size_t r1, std::size_t C,
-                               float* dx, double* dg, double* db) {
+ATTN_SIMD_CLONES void layer_norm_backward_range(const float* dy, const float* x,
+                                                const float* gamma, const float* rstd,
+                                                std::size_t r0, std::size_t r1, std::size_t C,
+                                                float* dx, double* dg, double* db) {
   const double inv_C = 1.0 / static_cast<double>(C);
   for (std::size_t r = r0; r < r1; ++r) {
     const float* in = x + r * C;     // (C,)
@@ -157,28 +172,49 @@ void layer_norm_backward_range(const float* dy, const float* x, const float* gam
     //    next to a spread of 0.01); rstd, a ratio, is kept to float precision in the cache.
     const double mean = row_mean(in, C);
     const double rs = static_cast<double>(rstd[r]);
+    const auto xhat = [&](std::size_t j) { return (static_cast<double>(in[j]) - mean) * rs; };
+    const auto dy_at = [&](std::size_t j) { return static_cast<double>(g_in[j]); };
+    const auto g = [&](std::size_t j) { return static_cast<double>(gamma[j]) * dy_at(j); };
+    // Every loop below handles kLanes features at a time (the inner u loops), then the last
+    // C mod kLanes one by one: the compiler turns each group of kLanes into SIMD instructions.
+    const std::size_t C_lanes = C - C % kLanes;
     // 2. g_j = gamma_j dy_j is the gradient reaching xhat. The two row means of the formula:
     //      a = mean_j g_j,   b = mean_j g_j xhat_j
+    //    each summed in kLanes interleaved partial sums (lane u takes j = u, u + kLanes, ...)
+    //    added up at the end: independent chains that the CPU runs side by side.
+    double pa[kLanes] = {}, pb[kLanes] = {};
+    for (std::size_t j = 0; j < C_lanes; j += kLanes) {
+      for (std::size_t u = 0; u < kLanes; ++u) {
+        pa[u] += g(j + u);
+        pb[u] += g(j + u) * xhat(j + u);
+      }
+    }
     double a = 0.0, b = 0.0;
-    for (std::size_t j = 0; j < C; ++j) {
-      const double xhat = (static_cast<double>(in[j]) - mean) * rs;
-      const double g = static_cast<double>(gamma[j]) * static_cast<double>(g_in[j]);
-      a += g;
-      b += g * xhat;
-      // dgamma_j collects dy_j xhat_j and dbeta_j collects dy_j over the rows.
-      dg[j] += static_cast<double>(g_in[j]) * xhat;
-      db[j] += static_cast<double>(g_in[j]);
+    for (std::size_t j = C_lanes; j < C; ++j) {
+      a += g(j);
+      b += g(j) * xhat(j);
     }
-    a *= inv_C;
-    b *= inv_C;
-    // 3. The three terms: dx_j = rstd (g_j - a - xhat_j b). g_j is the direct path; -a because
+    a = (a + (pa[0] + pa[1]) + (pa[2] + pa[3])) * inv_C;
+    b = (b + (pb[0] + pb[1]) + (pb[2] + pb[3])) * inv_C;
+    // 3. The parameters: dgamma_j collects dy_j xhat_j and dbeta_j collects dy_j over the rows.
+    for (std::size_t j = 0; j < C_lanes; j += kLanes)
+      for (std::size_t u = 0; u < kLanes; ++u) dg[j + u] += dy_at(j + u) * xhat(j + u);
+    for (std::size_t j = 0; j < C_lanes; j += kLanes)
+      for (std::size_t u = 0; u < kLanes; ++u) db[j + u] += dy_at(j + u);
+    for (std::size_t j = C_lanes; j < C; ++j) {
+      dg[j] += dy_at(j) * xhat(j);
+      db[j] += dy_at(j);
+    }
+    // 4. The three terms: dx_j = rstd (g_j - a - xhat_j b). g_j is the direct path; -a because
     //    every x_j moves the mean; -xhat_j b because every x_j moves the variance. (out may be
-    //    g_in: element j is read before it is written.)
-    for (std::size_t j = 0; j < C; ++j) {
-      const double xhat = (static_cast<double>(in[j]) - mean) * rs;
-      const double g = static_cast<double>(gamma[j]) * static_cast<double>(g_in[j]);
-      out[j] = static_cast<float>(rs * (g - a - xhat * b));
+    //    g_in: each group is read before it is written.)
+    for (std::size_t j = 0; j < C_lanes; j += kLanes) {
+      double v[kLanes];
+      for (std::size_t u = 0; u < kLanes; ++u) v[u] = rs * (g(j + u) - a - xhat(j + u) * b);
+      for (std::size_t u = 0; u < kLanes; ++u) out[j + u] = static_cast<float>(v[u]);
     }
+    for (std::size_t j = C_lanes; j < C; ++j)
+      out[j] = static_cast<float>(rs * (g(j) - a - xhat(j) * b));
   }
 }
 

@@ -14,6 +14,7 @@
 
 #include "attn/check.hpp"
 #include "parallel.hpp"
+#include "simd.hpp"
 
 namespace attn {
 
@@ -169,13 +170,27 @@ Tensor<3> linear(const Tensor<3>& x, const Matrix& w, const Vector& b) {
 
 namespace attn {
 
+namespace {
+
+// acc[j] += sum_r dy[r, j], row after row, in double. Four columns at a time (the inner u loop),
+// which the compiler turns into SIMD instructions; every column is still summed in row order.
+ATTN_SIMD_CLONES void sum_rows_double(const float* dy, std::size_t rows, std::size_t cols,
+                                      double* acc) {
+  const std::size_t cols4 = cols - cols % 4;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* row = dy + r * cols;
+    for (std::size_t j = 0; j < cols4; j += 4)
+      for (std::size_t u = 0; u < 4; ++u) acc[j + u] += static_cast<double>(row[j + u]);
+    for (std::size_t j = cols4; j < cols; ++j) acc[j] += static_cast<double>(row[j]);
+  }
+}
+
+}  // namespace
+
 void bias_backward(const float* dy, std::size_t rows, std::size_t cols, float* db) {
   thread_local std::vector<double> acc;  // reused between calls: no allocation per step
   acc.assign(cols, 0.0);
-  for (std::size_t r = 0; r < rows; ++r) {
-    const float* row = dy + r * cols;
-    for (std::size_t j = 0; j < cols; ++j) acc[j] += static_cast<double>(row[j]);
-  }
+  sum_rows_double(dy, rows, cols, acc.data());
   for (std::size_t j = 0; j < cols; ++j)
     db[j] = static_cast<float>(static_cast<double>(db[j]) + acc[j]);
 }

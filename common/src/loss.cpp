@@ -3,11 +3,13 @@
 // (softmax - onehot) / N both come out of it.
 #include "attn/loss.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "attn/check.hpp"
+#include "parallel.hpp"
 
 namespace attn {
 
@@ -17,9 +19,11 @@ namespace {
 void check_loss_inputs(const Matrix& logits, std::span<const int> targets, const char* function) {
   const std::size_t N = logits.shape()[0];
   const std::size_t V = logits.shape()[1];
-  const std::string got = "logits " + shape_str(logits.shape());
-  if (N == 0) shape_error(function, "logits (N, V) with N >= 1", got);
-  if (V == 0) shape_error(function, "logits (N, V) with V >= 1", got);
+  // (Messages built only on failure: the training step checks its logits every step.)
+  if (N == 0 || V == 0) {
+    shape_error(function, N == 0 ? "logits (N, V) with N >= 1" : "logits (N, V) with V >= 1",
+                "logits " + shape_str(logits.shape()));
+  }
   if (targets.size() != N) {
     shape_error(function, std::to_string(N) + " targets for logits " + shape_str(logits.shape()),
                 std::to_string(targets.size()) + " targets");
@@ -32,6 +36,10 @@ void check_loss_inputs(const Matrix& logits, std::span<const int> targets, const
   }
 }
 
+// Rows per chunk when the loss is split over the threads (fixed: the result does not depend on
+// the thread count). 256 rows of V = 65 are ~10 us of work.
+constexpr std::size_t kLossRows = 256;
+
 // The shared pass. For every row n of logits (N, V):
 //   1. m = max_v l[n, v]                       (so every exponent is <= 0, as in softmax)
 //   2. e[v] = exp(l[n, v] - m) in float, s = sum_v e[v] in double (s >= 1: the max term is 1)
@@ -41,32 +49,52 @@ void check_loss_inputs(const Matrix& logits, std::span<const int> targets, const
 double cross_entropy_pass(const Matrix& logits, std::span<const int> targets, float* grad) {
   const std::size_t N = logits.shape()[0];
   const std::size_t V = logits.shape()[1];
-  std::vector<float> e(V);  // (V,) one row of shifted exponentials, each in [0, 1]
+  // Rows are independent: fixed chunks of kLossRows rows are shared out over the library's
+  // threads, each chunk sums its losses in double, and the chunks' sums are added in chunk order,
+  // so the result does not depend on the thread count. Buffers kept by the calling thread
+  // between calls (the training step calls this every step): a (V,) row of shifted
+  // exponentials per part, each in [0, 1], and one sum per chunk.
+  const std::size_t chunks = (N + kLossRows - 1) / kLossRows;
+  const std::size_t parts = detail::worker_count(chunks);
+  thread_local std::vector<float> exps;
+  thread_local std::vector<double> sums;
+  if (exps.size() < parts * V) exps.resize(parts * V);
+  sums.assign(chunks, 0.0);
+  float* e_all = exps.data();
+  double* chunk_sum = sums.data();
+  const double inv_n = 1.0 / static_cast<double>(N);
+  detail::run_parts(chunks, parts, [&](std::size_t first, std::size_t last, std::size_t part) {
+    float* e = e_all + part * V;  // (V,)
+    for (std::size_t k = first; k < last; ++k) {
+      double total = 0.0;
+      for (std::size_t n = k * kLossRows; n < std::min(N, (k + 1) * kLossRows); ++n) {
+        const float* row = logits.data() + n * V;  // (V,)
+        const auto y = static_cast<std::size_t>(targets[n]);
+        // 1.
+        float m = row[0];
+        for (std::size_t v = 1; v < V; ++v)
+          if (row[v] > m) m = row[v];
+        // 2.
+        double s = 0.0;
+        for (std::size_t v = 0; v < V; ++v) {
+          e[v] = std::exp(row[v] - m);
+          s += static_cast<double>(e[v]);
+        }
+        // 3.
+        total += std::log(s) - (static_cast<double>(row[y]) - static_cast<double>(m));
+        // 4.
+        if (grad != nullptr) {
+          float* g = grad + n * V;  // (V,)
+          for (std::size_t v = 0; v < V; ++v)
+            g[v] = static_cast<float>(static_cast<double>(e[v]) / s * inv_n);  // softmax / N
+          g[y] = static_cast<float>((static_cast<double>(e[y]) / s - 1.0) * inv_n);  // - onehot
+        }
+      }
+      chunk_sum[k] = total;
+    }
+  });
   double total = 0.0;
-  for (std::size_t n = 0; n < N; ++n) {
-    const float* row = logits.data() + n * V;  // (V,)
-    const auto y = static_cast<std::size_t>(targets[n]);
-    // 1.
-    float m = row[0];
-    for (std::size_t v = 1; v < V; ++v)
-      if (row[v] > m) m = row[v];
-    // 2.
-    double s = 0.0;
-    for (std::size_t v = 0; v < V; ++v) {
-      e[v] = std::exp(row[v] - m);
-      s += static_cast<double>(e[v]);
-    }
-    // 3.
-    total += std::log(s) - (static_cast<double>(row[y]) - static_cast<double>(m));
-    // 4.
-    if (grad != nullptr) {
-      float* g = grad + n * V;  // (V,)
-      const double inv_n = 1.0 / static_cast<double>(N);
-      for (std::size_t v = 0; v < V; ++v)
-        g[v] = static_cast<float>(static_cast<double>(e[v]) / s * inv_n);  // softmax / N
-      g[y] = static_cast<float>((static_cast<double>(e[y]) / s - 1.0) * inv_n);  // - onehot / N
-    }
-  }
+  for (std::size_t k = 0; k < chunks; ++k) total += chunk_sum[k];
   return total / static_cast<double>(N);
 }
 

@@ -7,18 +7,49 @@
 #include <string>
 
 #include "attn/check.hpp"
+#include "simd.hpp"
 
 namespace attn {
+
+namespace {
+
+constexpr std::size_t kLanes = 8;
+
+template <class Update>
+ATTN_SIMD_CLONES void adamw_lanes(float* p, const float* g, float* m, float* v, std::size_t n,
+                                  const Update& update) {
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    float pl[kLanes], ml[kLanes], vl[kLanes];
+    for (std::size_t u = 0; u < kLanes; ++u) {
+      pl[u] = p[i + u];
+      ml[u] = m[i + u];
+      vl[u] = v[i + u];
+      update(pl[u], g[i + u], ml[u], vl[u]);
+    }
+    for (std::size_t u = 0; u < kLanes; ++u) {
+      p[i + u] = pl[u];
+      m[i + u] = ml[u];
+      v[i + u] = vl[u];
+    }
+  }
+  for (; i < n; ++i) update(p[i], g[i], m[i], v[i]);
+}
+
+}  // namespace
 
 void adamw_update(std::span<float> p, std::span<const float> g, std::span<float> m,
                   std::span<float> v, float lr, float weight_decay, std::size_t step,
                   const AdamWConfig& config) {
   constexpr const char* kFn = "attn::adamw_update";
-  require(g.size() == p.size() && m.size() == p.size() && v.size() == p.size(), kFn,
-          "p, g, m and v must have the same length, got " + std::to_string(p.size()) + ", " +
-              std::to_string(g.size()) + ", " + std::to_string(m.size()) + ", " +
-              std::to_string(v.size()));
-  require(step >= 1, kFn, "step counts from 1");
+  // (Messages built only on failure: the training step calls this for every tensor.)
+  if (g.size() != p.size() || m.size() != p.size() || v.size() != p.size()) {
+    require(false, kFn,
+            "p, g, m and v must have the same length, got " + std::to_string(p.size()) + ", " +
+                std::to_string(g.size()) + ", " + std::to_string(m.size()) + ", " +
+                std::to_string(v.size()));
+  }
+  if (step == 0) require(false, kFn, "step counts from 1");
   const float b1 = config.beta1, b2 = config.beta2;
   // The scalars once per tensor, in double and rounded once, as PyTorch computes them in Python.
   const double t = static_cast<double>(step);
@@ -26,14 +57,17 @@ void adamw_update(std::span<float> p, std::span<const float> g, std::span<float>
   const double bias1 = 1.0 - std::pow(static_cast<double>(b1), t);
   const auto bias2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(b2), t)));
   const auto step_size = static_cast<float>(static_cast<double>(lr) / bias1);
-  for (std::size_t i = 0; i < p.size(); ++i) {
-    const float gi = g[i];
-    p[i] *= decay;                                   // 1. decoupled weight decay
-    m[i] += (gi - m[i]) * (1.0f - b1);               // 2. m = b1 m + (1 - b1) g (torch's lerp)
-    v[i] = v[i] * b2 + (1.0f - b2) * gi * gi;        // 3. v = b2 v + (1 - b2) g^2
-    const float denom = std::sqrt(v[i]) / bias2_sqrt + config.eps;
-    p[i] -= step_size * (m[i] / denom);              // 4. the bias-corrected step
-  }
+  // Element by element; kLanes elements at a time (read into locals, then written back), which
+  // the compiler turns into SIMD instructions, then the last few one by one. Same arithmetic
+  // either way.
+  const auto update = [&](float& pi, float gi, float& mi, float& vi) {
+    pi *= decay;                                   // 1. decoupled weight decay
+    mi += (gi - mi) * (1.0f - b1);                 // 2. m = b1 m + (1 - b1) g (torch's lerp)
+    vi = vi * b2 + (1.0f - b2) * gi * gi;          // 3. v = b2 v + (1 - b2) g^2
+    const float denom = std::sqrt(vi) / bias2_sqrt + config.eps;
+    pi -= step_size * (mi / denom);                // 4. the bias-corrected step
+  };
+  adamw_lanes(p.data(), g.data(), m.data(), v.data(), p.size(), update);
 }
 
 bool decays(std::size_t rank) { return rank >= 2; }

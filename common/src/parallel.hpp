@@ -8,6 +8,8 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <condition_variable>
 #include <cstddef>
 #include <mutex>
@@ -38,9 +40,13 @@ inline std::size_t worker_count(std::size_t items) {
 }
 
 // The library's worker threads, started on first use and kept: a parallel region then costs a
-// wake-up (microseconds), not a thread creation per region (tens of microseconds each, and an
-// allocation), which matters for the small models of chapter 09, whose training step runs
-// hundreds of short regions. Which thread runs which part does not change any result.
+// wake-up, not a thread creation per region (tens of microseconds each, and an allocation),
+// which matters for the small models of chapter 09, whose training step runs hundreds of short
+// regions a few tens of microseconds apart. A worker that has just finished a part therefore
+// spins for a short while (kSpin polls, ~50 us) watching for the next region before it goes to
+// sleep on the condition variable: waking a sleeping thread costs the operating system's
+// scheduler 5-20 us, as long as many of the regions themselves. Which thread runs which part
+// does not change any result.
 class Pool {
  public:
   static Pool& instance() {
@@ -56,27 +62,43 @@ class Pool {
   template <class Task>
   bool run(std::size_t parts, const Task& task) {
     std::unique_lock busy(busy_, std::try_to_lock);
-    if (!busy.owns_lock()) return false;
-    {
+    if (!busy.owns_lock() || parts > kMaxParts) return false;
+    if (threads_.size() + 1 < parts) {
       std::lock_guard lock(mutex_);
       while (threads_.size() + 1 < parts) threads_.emplace_back([this] { serve(); });
-      call_ = [](const void* t, std::size_t p) { (*static_cast<const Task*>(t))(p); };
-      task_ = &task;
-      parts_ = parts;
-      next_ = 1;
-      remaining_ = parts - 1;
-      ++generation_;
     }
-    wake_.notify_all();
+    call_.store([](const void* t, std::size_t p) { (*static_cast<const Task*>(t))(p); },
+                std::memory_order_relaxed);
+    task_.store(&task, std::memory_order_relaxed);
+    remaining_.store(parts - 1, std::memory_order_relaxed);
+    // One word holds the region's number, its part count and the next part to hand out, so a
+    // worker still finishing the previous region can never take a part of this one.
+    const std::uint64_t region = (state_.load(std::memory_order_relaxed) >> kRegionShift) + 1;
+    state_.store((region << kRegionShift) | (std::uint64_t{parts} << kPartsShift) | 1,
+                 std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+      { std::lock_guard lock(mutex_); }  // a worker between its check and its wait sees it
+      wake_.notify_all();
+    }
     task(0);
-    for (std::size_t p; (p = take()) < parts;) finish(p);  // help with what is left
-    std::unique_lock lock(mutex_);
-    done_.wait(lock, [this] { return remaining_ == 0; });
-    task_ = nullptr;
+    for (std::size_t p; (p = take(region)) < parts;) finish(p);  // help with what is left
+    // The last parts are running on other threads: they end within microseconds.
+    for (unsigned polls = 0; remaining_.load(std::memory_order_acquire) != 0; ++polls) {
+      if (polls < kSpin) {
+        pause();
+      } else {
+        std::this_thread::yield();
+      }
+    }
     return true;
   }
 
  private:
+  static constexpr unsigned kRegionShift = 40, kPartsShift = 20;
+  static constexpr std::uint64_t kField = (std::uint64_t{1} << kPartsShift) - 1;
+  static constexpr std::size_t kMaxParts = kField;
+  static constexpr unsigned kSpin = 20000;  // polls of ~2.5 ns: about 50 us
+
   Pool() = default;
   ~Pool() {
     {
@@ -87,37 +109,62 @@ class Pool {
     for (std::thread& t : threads_) t.join();
   }
 
-  // The next part nobody has taken, or parts_ when there is none.
-  std::size_t take() {
-    std::lock_guard lock(mutex_);
-    return next_ < parts_ ? next_++ : parts_;
+  static void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  static std::uint64_t region_of(std::uint64_t state) { return state >> kRegionShift; }
+
+  // The next part of region `region` nobody has taken, or a number >= its part count when there
+  // is none (or the region is over).
+  std::size_t take(std::uint64_t region) {
+    std::uint64_t s = state_.load(std::memory_order_acquire);
+    for (;;) {
+      const std::size_t parts = (s >> kPartsShift) & kField;
+      const std::size_t next = s & kField;
+      if (region_of(s) != region || next >= parts) return kMaxParts + 1;
+      if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) return next;
+    }
   }
   void finish(std::size_t part) {
-    call_(task_, part);
-    std::lock_guard lock(mutex_);
-    if (--remaining_ == 0) done_.notify_one();
+    call_.load(std::memory_order_relaxed)(task_.load(std::memory_order_relaxed), part);
+    remaining_.fetch_sub(1, std::memory_order_acq_rel);
   }
   void serve() {
     t_in_worker = true;  // a part never splits again
-    std::size_t seen = 0;
+    std::uint64_t seen = 0;
     for (;;) {
-      {
-        std::unique_lock lock(mutex_);
-        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-        if (stop_) return;
-        seen = generation_;
+      // Wait for a region newer than the last one seen: spin first, then sleep.
+      std::uint64_t region = region_of(state_.load(std::memory_order_acquire));
+      for (unsigned polls = 0; region == seen && polls < kSpin; ++polls) {
+        pause();
+        region = region_of(state_.load(std::memory_order_acquire));
       }
-      for (std::size_t p; (p = take()) < parts_;) finish(p);
+      if (region == seen) {
+        std::unique_lock lock(mutex_);
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
+        wake_.wait(lock, [&] {
+          return stop_ || region_of(state_.load(std::memory_order_seq_cst)) != seen;
+        });
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        if (stop_) return;
+        region = region_of(state_.load(std::memory_order_acquire));
+      }
+      seen = region;
+      for (std::size_t p; (p = take(region)) <= kMaxParts;) finish(p);
     }
   }
 
   std::mutex busy_;   // one region at a time
-  std::mutex mutex_;  // everything below
-  std::condition_variable wake_, done_;
+  std::mutex mutex_;  // threads_ and the sleep of idle workers
+  std::condition_variable wake_;
   std::vector<std::thread> threads_;
-  void (*call_)(const void*, std::size_t) = nullptr;
-  const void* task_ = nullptr;
-  std::size_t parts_ = 0, next_ = 0, remaining_ = 0, generation_ = 0;
+  std::atomic<void (*)(const void*, std::size_t)> call_{nullptr};
+  std::atomic<const void*> task_{nullptr};
+  std::atomic<std::uint64_t> state_{0};  // region << 40 | parts << 20 | next part
+  std::atomic<std::size_t> remaining_{0};
+  std::atomic<int> sleepers_{0};
   bool stop_ = false;
 };
 

@@ -17,6 +17,7 @@
 
 #include "attn/check.hpp"
 #include "attn/npy.hpp"
+#include "parallel.hpp"
 
 namespace attn {
 
@@ -108,8 +109,14 @@ StepResult train_step_on(TrainState& s, const TrainConfig& config,
                          const xt::xtensor<int, 2>& inputs, const xt::xtensor<int, 2>& targets) {
   refresh_views(s);
   const TrainState::Views& v = s.views;
-  // 1. Zero the gradients: lm_forward_backward adds into them.
-  for (std::span<float> g : v.g) std::fill(g.begin(), g.end(), 0.0f);
+  // 1. Zero the gradients: lm_forward_backward adds into them. (Tensors are independent: they
+  //    are shared out over the library's threads, here and in step 4.)
+  const std::size_t n_tensors = v.p.size();
+  detail::run_parts(n_tensors, detail::worker_count(n_tensors),
+                    [&](std::size_t first, std::size_t last, std::size_t) {
+                      for (std::size_t i = first; i < last; ++i)
+                        std::fill(v.g[i].begin(), v.g[i].end(), 0.0f);
+                    });
   // 2. Forward (keeping what the backward needs) and backward: the loss, and every gradient.
   const double loss =
       lm_forward_backward(inputs, targets, s.weights, config.model, s.grads, s.cache);
@@ -118,10 +125,13 @@ StepResult train_step_on(TrainState& s, const TrainConfig& config,
   // 4. AdamW on every tensor; weight decay only on matrices and embeddings.
   const std::size_t t = s.step + 1;
   const float lr = learning_rate(config.schedule, t);
-  for (std::size_t i = 0; i < v.p.size(); ++i) {
-    adamw_update(v.p[i], v.g[i], v.m[i], v.v[i], lr, v.decay[i] ? config.adam.weight_decay : 0.0f,
-                 t, config.adam);
-  }
+  detail::run_parts(n_tensors, detail::worker_count(n_tensors),
+                    [&](std::size_t first, std::size_t last, std::size_t) {
+                      for (std::size_t i = first; i < last; ++i) {
+                        adamw_update(v.p[i], v.g[i], v.m[i], v.v[i], lr,
+                                     v.decay[i] ? config.adam.weight_decay : 0.0f, t, config.adam);
+                      }
+                    });
   s.step = t;
   s.losses.push_back(static_cast<float>(loss));
   return {loss, norm, lr};
