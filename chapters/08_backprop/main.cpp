@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <span>
 #include <string>
@@ -150,6 +151,24 @@ std::string left(const std::string& text, std::size_t width) {  // left-aligned
   return text.size() >= width ? text : text + std::string(width - text.size(), ' ');
 }
 
+// A paragraph of narration cut into lines of at most `width` characters, at spaces.
+std::string wrap(const std::string& text, std::size_t width = 92) {
+  std::string out, line;
+  std::size_t begin = 0;
+  while (begin < text.size()) {
+    std::size_t end = text.find(' ', begin);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(begin, end - begin);
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    begin = end + 1;
+  }
+  return out + line + "\n";
+}
+
 template <class E>
 std::span<float> values_of(E& t) {
   return {t.data(), t.size()};
@@ -223,10 +242,13 @@ void show_chain_rule() {
       {"b", db, (loss(a, b + h, c) - loss(a, b - h, c)) / (2 * h)},
       {"c", dc, (loss(a, b, c + h) - loss(a, b, c - h)) / (2 * h)},
   };
+  double worst = 0.0;
   for (const auto& r : rows) {
     print(fmt::format("  {:5} {:>9} {:>10}    {}\n", r.name, num(r.by_hand, 6), num(r.numeric, 6),
                       sci(std::abs(r.by_hand - r.numeric))));
+    worst = std::max(worst, std::abs(r.by_hand - r.numeric));
   }
+  attn::claim(worst < 1e-8, "the central difference is exact up to rounding");
   print(
       "L is a polynomial of degree 2 in each input, so the central difference is exact up to\n"
       "rounding. Backpropagation is this bookkeeping done for tensors: every op gets a backward\n"
@@ -263,9 +285,12 @@ void show_softmax(const Kernels& k, attn::Rng& rng) {
         ") Jacobian J = diag(y) - y y^T: " + attn::format_vector(values_of(jt_dy)) + "\n");
   print("  y * (dy - dy . y), O(S) per row:             " + attn::format_vector(values_of(dx)) +
         "\n");
-  print("  largest difference " + sci(max_abs_diff(values_of(dx), values_of(jt_dy))) +
-        "; sum of dx " + sci(std::abs(std::accumulate(dx.begin(), dx.end(), 0.0))) +
+  const double jacobian_diff = max_abs_diff(values_of(dx), values_of(jt_dy));
+  const double row_sum = std::abs(std::accumulate(dx.begin(), dx.end(), 0.0));
+  print("  largest difference " + sci(jacobian_diff) + "; sum of dx " + sci(row_sum) +
         " (adding a constant to a row of x changes nothing)\n");
+  attn::claim(jacobian_diff < 1e-6, "the O(S) form gives J^T dy");
+  attn::claim(row_sum < 1e-6, "a row of the softmax's dx sums to 0");
   print(
       "  shapes: y (N, S), dy (N, S) -> dx (N, S); for attention's (B, H, T, T) weights at\n"
       "  T = 1024 a Jacobian per row would be 1024 x 1024 floats: the backward never forms it.\n");
@@ -281,6 +306,7 @@ void show_softmax(const Kernels& k, attn::Rng& rng) {
         ") softmax: " + std::to_string(nonzero_above) +
         " nonzero gradients above the diagonal\n  (y = 0 there, so dx = 0: the future gets "
         "none)\n");
+  attn::claim(nonzero_above == 0, "the masked entries of a causal softmax get no gradient");
 }
 
 void show_loss_and_linear(const Kernels& k, attn::Rng& rng) {
@@ -290,15 +316,30 @@ void show_loss_and_linear(const Kernels& k, attn::Rng& rng) {
   std::vector<int> targets(N);
   for (int& t : targets) t = static_cast<int>(rng.below(V));
   const attn::LossGrad lg = attn::cross_entropy_with_grad(logits, targets);
-  double worst_row = 0.0;
+  // Each row sums to 0, and its entries are (p - onehot(target)) / N: checked against the
+  // softmax of the row, in double.
+  double worst_row = 0.0, worst_entry = 0.0;
   for (std::size_t r = 0; r < N; ++r) {
-    double s = 0.0;
-    for (std::size_t c = 0; c < V; ++c) s += static_cast<double>(lg.grad(r, c));
+    double s = 0.0, top = -1e300, z = 0.0;
+    for (std::size_t c = 0; c < V; ++c) {
+      s += static_cast<double>(lg.grad(r, c));
+      top = std::max(top, static_cast<double>(logits(r, c)));
+    }
+    for (std::size_t c = 0; c < V; ++c) z += std::exp(static_cast<double>(logits(r, c)) - top);
+    for (std::size_t c = 0; c < V; ++c) {
+      const double p = std::exp(static_cast<double>(logits(r, c)) - top) / z;
+      const double onehot = static_cast<int>(c) == targets[r] ? 1.0 : 0.0;
+      worst_entry = std::max(worst_entry, std::abs(static_cast<double>(lg.grad(r, c)) -
+                                                   (p - onehot) / static_cast<double>(N)));
+    }
     worst_row = std::max(worst_row, std::abs(s));
   }
   print("  logits " + shape(logits) + ", targets (" + std::to_string(N) + ",) -> loss " +
         num(lg.loss) + ", dlogits " + shape(lg.grad) + "; every row sums to " + sci(worst_row) +
         "\n  (the target's entry is pushed down by (1 - p) / N, the others up by p / N)\n");
+  attn::claim(worst_row < 1e-6, "every row of dlogits sums to 0");
+  attn::claim(worst_entry < 1e-6,
+              "the target's entry is pushed down by (1 - p) / N, the others up by p / N");
 
   print("\n-- linear: y = x @ W + b --\n");
   const Tensor<3> x = attn::randn<3>(rng, {kB, kT, kC});
@@ -330,6 +371,13 @@ void show_loss_and_linear(const Kernels& k, attn::Rng& rng) {
     std::string row = left(std::string(attn::activation_name(a)) + "'", 11);
     for (const float v : d) row += pad(num(v), 9);
     print("  " + row + "\n");
+  }
+  // The sentence below, at the six points: GELU' < 0 at x = -1 and -2, > 1 at x = 1 and 2.
+  for (const attn::Activation a : {attn::Activation::gelu, attn::Activation::gelu_tanh}) {
+    const Tensor<1> d = attn::activate_backward<1>(xv, ones, a);
+    attn::claim(d(0) < 0.0f && d(1) < 0.0f && d(2) > 0.0f && d(4) > 1.0f && d(5) > 1.0f &&
+                    d(0) > -0.2f && d(5) < 1.2f,
+                "GELU' goes slightly below 0 left of -0.75 and slightly above 1 on the right");
   }
   print(
       "  GELU' = Phi(x) + x phi(x) goes slightly below 0 left of x = -0.75 (where GELU has its\n"
@@ -382,6 +430,9 @@ void show_layer_norm(const Kernels& k, attn::Rng& rng) {
     dot_xhat += static_cast<double>(lg.dx(0, 0, c)) * static_cast<double>(xhat[c]);
   }
   const bool flat = std::abs(dot_one) < 1e-5 && std::abs(dot_xhat) < 1e-4;
+  attn::claim(max_abs_diff(sum, values_of(lg.dx)) < 1e-5,
+              "the three terms add up to layer_norm_backward's dx");
+  attn::claim(flat, "LayerNorm's dx has no part along the constant direction or along xhat");
   print(std::string("  sum(dx) ~ 0 and dx . xhat ~ 0 (below 1e-5 and 1e-4): ") +
         (flat ? "yes" : "NO") +
         ". Shifting every feature of the\n  token by the same amount, or scaling it, does not "
@@ -423,6 +474,7 @@ void show_attention(const Kernels& k, attn::Rng& rng) {
         " alone vs head (0, 0) of the batch: largest "
         "difference " +
         sci(diff) + "\n");
+  attn::claim(diff < 1e-5, "one head alone gives head (0, 0) of the batched backward");
   print("  Causal: P = 0 above the diagonal, so dS = 0 there; the kernel skips that triangle.\n");
 }
 
@@ -473,11 +525,14 @@ void show_model_gradients(attn::Rng& rng) {
       for (std::size_t c = 0; c < C; ++c)
         out_part(id, c) += lcache.logits(n, id) * lcache.h.data()[n * C + c];
   const Matrix embed_part = lg.wte - out_part;
-  std::size_t rows_with_embed = 0;
+  std::size_t rows_with_embed = 0, rows_with_out = 0;
   for (std::size_t id = 0; id < V; ++id) {
-    const auto row = std::span<const float>(&embed_part(id, 0), C);
-    rows_with_embed += norm_of(row) > 1e-6 ? 1 : 0;
+    rows_with_embed += norm_of(std::span<const float>(&embed_part(id, 0), C)) > 1e-6 ? 1 : 0;
+    rows_with_out += norm_of(std::span<const float>(&out_part(id, 0), C)) > 1e-6 ? 1 : 0;
   }
+  std::vector<int> read(ids, ids + N);
+  std::sort(read.begin(), read.end());
+  const auto distinct = static_cast<std::size_t>(std::unique(read.begin(), read.end()) - read.begin());
   print("  lm_forward_backward on " + std::to_string(N) + " tokens (V = " + std::to_string(V) +
         ", C = " + std::to_string(C) + ", 2 blocks): loss " + num(loss) + "\n");
   print(
@@ -489,6 +544,9 @@ void show_model_gradients(attn::Rng& rng) {
         num(norm_of(values_of(embed_part))) + ",\n      " + std::to_string(rows_with_embed) +
         " rows (the distinct input tokens)\n");
   print("    together, lm_forward_backward's dwte: norm " + num(norm_of(values_of(lg.wte))) + "\n");
+  attn::claim(rows_with_out == V, "the output projection's part reaches every row of wte");
+  attn::claim(rows_with_embed == distinct,
+              "the embedding's part reaches exactly the rows of the distinct input tokens");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -837,7 +895,11 @@ void show_gradient_checks(const Kernels& k, attn::Rng& rng, bool mine) {
     }
   }
   std::size_t caught = 0;
-  for (std::size_t i = correct; i < rows.size(); ++i) caught += rows[i].r.pass ? 0 : 1;
+  double least_wrong = std::numeric_limits<double>::infinity();
+  for (std::size_t i = correct; i < rows.size(); ++i) {
+    caught += rows[i].r.pass ? 0 : 1;
+    least_wrong = std::min(least_wrong, rows[i].r.max_rel);
+  }
   print(fmt::format("{} of {} checks pass; the largest relative error is {}.\n", passed, correct,
                     bound(worst_rel)));
   if (passed < correct) {
@@ -848,6 +910,9 @@ void show_gradient_checks(const Kernels& k, attn::Rng& rng, bool mine) {
                     caught == rows.size() - correct
                         ? ", each off by far more than the finite differences' noise."
                         : ": the check missed a wrong gradient!"));
+  attn::claim(caught == rows.size() - correct, "the check catches both wrong gradients");
+  attn::claim(least_wrong > 10.0 * worst_rel,
+              "each wrong gradient is off by far more than the finite differences' noise");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -875,6 +940,9 @@ struct DepthResult {
   std::vector<std::size_t> depths;
   std::vector<std::vector<double>> norm;  // [variant][depth index]: |dL/dx| at the stack's input
   std::vector<std::vector<double>> top;   // [variant][depth index]: std of the stack's output
+  // The first entry of the table checked by finite differences: one block with residual and
+  // LayerNorm, L(x + h u) - L(x - h u) / 2h along u = dL/dx / |dL/dx| is |dL/dx|.
+  double one_block_numeric = 0.0;
 };
 
 DepthResult run_depth(const DepthSetup& s, attn::Rng& rng) {
@@ -920,6 +988,20 @@ DepthResult run_depth(const DepthSetup& s, attn::Rng& rng) {
         g = dx;
       }
       norms.push_back(norm_of(values_of(g)));
+      if (depth == 1 && &v == &kVariants[0]) {
+        // The step: small enough for LayerNorm's sharp curvature at C = 2 (a token whose two
+        // features nearly agree), large enough for the float forward's rounding (measured on
+        // seeds 1 to 20 over the flags: at most 0.25% off, against the claim's 1%).
+        const double n = norms.back(), step_size = 3e-4;
+        const auto loss_at = [&](double step) {
+          Tensor<3> moved = x;
+          for (std::size_t i = 0; i < moved.size(); ++i)
+            moved.data()[i] += static_cast<float>(step * static_cast<double>(g.data()[i]) / n);
+          return attn::weighted_sum(values_of(attn::block_forward(moved, blocks[0], config).out),
+                                    values_of(dtop));
+        };
+        result.one_block_numeric = (loss_at(step_size) - loss_at(-step_size)) / (2.0 * step_size);
+      }
     }
     result.norm.push_back(std::move(norms));
     result.top.push_back(std::move(tops));
@@ -962,36 +1044,78 @@ void show_depth(const DepthSetup& s, const DepthResult& r) {
   print(tops + "\n");
   for (std::size_t k = 0; k < std::size(kVariants); ++k)
     print("  " + left(std::string(kVariants[k].name) + ":", 22) + verdict(r.norm[k]) + "\n");
+  // What the table shows is a gradient: checked by finite differences on its first entry.
+  attn::claim(std::abs(r.one_block_numeric - r.norm[0][0]) <= 1e-2 * r.norm[0][0],
+              "the table shows |dL/dx| at the input of the bottom block");
   // The story, from the numbers: the residual path carries the gradient; LayerNorm bounds it.
   const auto healthy = [](const std::vector<double>& n) {
     return std::isfinite(n.back()) && n.back() >= 1e-3 && n.back() <= 1e3;
   };
+  const auto spread = [](const std::vector<double>& n) {  // largest / smallest over the depths
+    const auto [lo, hi] = std::minmax_element(n.begin(), n.end());
+    return *hi / *lo;
+  };
+  const auto factor = [](double v) {
+    return v >= 100.0 ? fmt::format("{:.0f}", v) : fmt::format("{:.1f}", v);
+  };
   const bool both = healthy(r.norm[0]), res_only = healthy(r.norm[1]);
-  if (both && !res_only) {
-    print(
-        "With residuals and LayerNorm the gradient arrives at the bottom with its size. Remove\n"
-        "LayerNorm and keep the residuals: every block adds its output to a stream that grows\n"
-        "(the rms out row), the sublayers read that raw stream, and the backward multiplies by\n"
-        "their ever larger Jacobians, so the gradient at the bottom " +
-        verdict(r.norm[1]) +
-        ".\nThat is the answer to the seed's question: without LayerNorm nothing holds the scale "
-        "of\n"
-        "the stream, and a stack of blocks amplifies it, forward and backward.\n");
-  } else if (both && res_only) {
-    print(
-        "With these weights the residual path alone still carries the gradient down; a larger\n"
-        "--weight-std makes the stream, and the gradient, grow without LayerNorm.\n");
-  } else if (!both) {
-    print(
-        "Here even residuals with LayerNorm do not keep the gradient's size: these weights are\n"
-        "far from what training starts with (GPT-2 draws them with std 0.02).\n");
+  const std::vector<double>& stream = r.top[1];  // residual only: rms of the top output per depth
+  const double bottom = r.norm[0].back();
+  std::string story;
+  if (both) {
+    story = "With residuals and LayerNorm the gradient reaches the bottom of the deepest stack "
+            "with norm " + sci(bottom) +
+            (bottom >= 0.1 && bottom <= 10.0 ? ", about the size it entered with. "
+                                             : ": neither vanished nor exploded. ");
   }
-  print(
-      "Without residuals the gradient has to pass through every sublayer's Jacobian in turn:\n"
+  if (both && !res_only && !(r.norm[1].back() < 1e-3)) {  // explodes or overflows
+    // A NaN compares false: a stream that overflowed counts as grown.
+    attn::claim(!(stream.back() <= stream.front()),
+                "without LayerNorm the residual stream grows with depth");
+    attn::claim(!(stream.back() <= r.top[0].back()),
+                "without LayerNorm the stream ends larger than with it");
+    story += "Remove LayerNorm and keep the residuals: every block adds its output to a stream "
+             "that grows (the rms out row), the sublayers read that raw stream, and the backward "
+             "multiplies by their ever larger Jacobians, so the gradient at the bottom " +
+             verdict(r.norm[1]) +
+             ". That is the answer to the seed's question: without LayerNorm nothing holds the "
+             "scale of the stream, and a stack of blocks amplifies it, forward and backward.";
+  } else if (both && !res_only) {  // residual only vanishes
+    attn::claim(stream.back() < stream.front(),
+                "without LayerNorm the residual stream shrinks with depth here");
+    story += "Remove LayerNorm and keep the residuals, and the gradient at the bottom " +
+             verdict(r.norm[1]) + ": nothing holds the scale of the stream, which here shrinks "
+             "(rms out " + sci(stream.back()) + " in the deepest stack, " + sci(stream.front()) +
+             " after one block), and the gradient shrinks with it.";
+  } else if (both && spread(r.norm[1]) > 10.0) {
+    attn::claim(spread(r.norm[1]) > spread(r.norm[0]),
+                "LayerNorm keeps the gradient's size steadier than the residual alone");
+    story += "With these weights the residual path alone still carries the gradient down, but "
+             "without LayerNorm its size already varies by a factor of " +
+             factor(spread(r.norm[1])) + " over the depths (" + factor(spread(r.norm[0])) +
+             " with it): nothing holds the scale of the stream.";
+  } else if (both) {
+    story += std::string("With these weights the residual path alone still carries the gradient "
+                         "down") +
+             (std < 1.0f ? "; a larger --weight-std makes the stream, and the gradient, grow "
+                           "without LayerNorm."
+                         : ".");
+  } else {
+    story = std::string("Here even residuals with LayerNorm do not keep the gradient's size") +
+            (std >= 0.1f ? ": these weights are far from what training starts with (GPT-2 draws "
+                           "them with std 0.02)."
+                         : ".");
+  }
+  print(wrap(story));
+  print(wrap(
+      "Without residuals the gradient has to pass through every sublayer's Jacobian in turn: "
       "with LayerNorm it " +
       verdict(r.norm[2]) + ", with neither it " + verdict(r.norm[3]) +
-      ".\nA residual block's backward is dx = dout + f's backward(dout): the gradient always has "
-      "the\nidentity path, and LayerNorm keeps the other path's size in check.\n");
+      ". A residual block's backward is dx = dout + f's backward(dout): the gradient always has "
+      "the identity path" +
+      (both ? ", and LayerNorm keeps the other path's size in check."
+       : !(bottom <= 1e3) ? ", but here the other path, amplified by these weights, outgrows it."
+                          : ", but here the other path cancels it.")));
 }
 
 attn::LinePlotOptions depth_plot_options(const DepthSetup& s) {
@@ -1080,6 +1204,13 @@ void show_memory(attn::Rng& rng) {
         mb(held) + ")\n");
   print("  block_activation_floats(B, T, C, F, H)  " + pad(std::to_string(formula), 10) + "  " +
         (held == formula ? "match" : "MISMATCH") + "\n");
+  attn::claim(held == formula, "the cache holds the floats block_activation_floats counts");
+  // "Their share grows with T": the same block at 2T.
+  const auto share = [&](std::size_t T) {
+    return static_cast<double>(ch09.B * ch09.H * T * T) /
+           static_cast<double>(attn::block_activation_floats(ch09.B, T, ch09.C, F, ch09.H, config));
+  };
+  attn::claim(share(2 * ch09.T) > share(ch09.T), "the attention weights' share grows with T");
   print(fmt::format(
       "  B T C = {}, B T F = {}, B H T^2 = {}: the attention weights alone are {}%\n"
       "  of the block's activations, and their share grows with T.\n",
@@ -1090,14 +1221,20 @@ void show_memory(attn::Rng& rng) {
   const Shapes sizes[] = {ch09, {64, 256, 384, 6, 6, "the lecture's full model"}};
   print("By formula, for a whole stack of L blocks (weights excluded):\n");
   print("  model                       B    T    C  H  L   per block        L blocks\n");
+  bool activations_dominate = true;
   for (const Shapes& z : sizes) {
     BlockConfig c;
     c.n_heads = z.H;
     const std::size_t per = attn::block_activation_floats(z.B, z.T, z.C, 4 * z.C, z.H, c);
+    // A block's weights: 4 C^2 (attention) + 2 C F + F + C (FFN) + 4 C (the two LayerNorms).
+    const std::size_t weights = 4 * z.C * z.C + 8 * z.C * z.C + 4 * z.C + z.C + 4 * z.C;
+    activations_dominate = activations_dominate && per > 10 * weights;
     print("  " + left(z.name, 26) + pad(std::to_string(z.B), 4) + pad(std::to_string(z.T), 5) +
           pad(std::to_string(z.C), 5) + pad(std::to_string(z.H), 3) + pad(std::to_string(z.L), 3) +
           pad(mb(per), 12) + pad(mb(per * z.L), 16) + "\n");
   }
+  attn::claim(activations_dominate,
+              "training memory is dominated by the activations, not by the weights");
   print(
       "Training memory is dominated by these activations, not by the weights: they grow with\n"
       "B T (and B H T^2 for attention), while the weights only depend on C.\n");
