@@ -306,6 +306,7 @@ void show_cache(const Model& m) {
              num(static_cast<double>(formula * sizeof(float)) / 1024.0, 1));
   fmt::print("Held by the {} tensors of attn::kv_cache_init: {} floats ({}).\n", 2 * L,
              grouped(static_cast<double>(held)), held == formula ? "the same" : "DIFFERENT");
+  attn::claim(held == formula, "the cache holds the floats of the formula 2 L B T_max C");
   std::size_t params = m.weights.wte.size() + m.weights.wpe.size() + 2 * C;  // + ln_f
   for (const attn::BlockWeights& b : m.weights.blocks) params += attn::parameter_count(b);
   fmt::print(
@@ -336,10 +337,19 @@ void show_step(const Kernels& k, const Model& m, std::span<const int> prompt) {
   // sampling).
   const auto row = std::span<const float>(first.data(), V);
   const int next = static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());
-  fmt::print(
-      "lm_prefill runs the {} prompt tokens in one batched pass: cache.length = {}. The most\n"
-      "likely next character is {} (id {}); it goes to position n = {}.\n",
-      n, cache.length, char_name(m.vocab.char_of(next)), next, n);
+  const std::string next_name = char_name(m.vocab.char_of(next));
+  if (n == prompt.size()) {
+    fmt::print(
+        "lm_prefill runs the {} prompt tokens in one batched pass: cache.length = {}. The most\n"
+        "likely next character is {} (id {}); it goes to position n = {}.\n",
+        n, cache.length, next_name, next, n);
+  } else {  // a prompt of T_max tokens or more: its last T_max - 1 leave room for one more
+    fmt::print(
+        "lm_prefill runs the last {} of the {} prompt tokens (T_max - 1) in one batched pass:\n"
+        "cache.length = {}. The most likely next character is {} (id {}); it goes to position\n"
+        "n = {}.\n",
+        n, prompt.size(), cache.length, next_name, next, n);
+  }
 
   // a. Its layer-0 input and projections: x = wte[next] + wpe[n], h = ln1(x), q, k, v = h @ W.
   const attn::BlockWeights& b0 = m.weights.blocks[0];
@@ -376,6 +386,8 @@ void show_step(const Kernels& k, const Model& m, std::span<const int> prompt) {
       n, C, n, H, n + 1, n, n + 1, difference_text(d_attn));
   fmt::print("  {}: one new row of work gives the attention of the whole sequence.\n",
              d_attn < 1e-4 ? "the same up to float rounding" : "DIFFERENT");
+  attn::claim(d_attn < 1e-4,
+              "append and attend give the row of the full causal attention, up to rounding");
 
   // d. The library's whole step against lm_forward's last row.
   const Matrix& stepped = attn::lm_step(cache, std::span<const int>(&next, 1), m.weights, c);
@@ -393,6 +405,8 @@ void show_step(const Kernels& k, const Model& m, std::span<const int> prompt) {
       "  its logits (1, {}) against the last row of lm_forward over {} tokens: max |difference| {}\n",
       m.config.tied_head ? "tied projection" : "output head", n, difference_text(d_key), V, n + 1,
       difference_text(d_logits));
+  attn::claim(d_key < 1e-4, "lm_step caches the key computed by hand");
+  attn::claim(d_logits < 1e-4, "lm_step's logits are the last row of lm_forward, up to rounding");
 }
 
 // Streams one character to stdout as soon as it is chosen.
@@ -410,9 +424,11 @@ void show_generation(const Kernels& k, const Model& m, std::span<const int> prom
   section(4, "Generating, character by character");
   const std::string how =
       g.greedy ? "greedy (the most likely character every time)"
-               : fmt::format("temperature {}{}{}", num(g.temperature, 2),
+               : fmt::format("temperature {}{}{}", attn::format_significant(g.temperature),
                              g.top_k > 0 ? fmt::format(", top-k {}", g.top_k) : "",
-                             g.top_p < 1.0f ? fmt::format(", top-p {}", num(g.top_p, 2)) : "");
+                             g.top_p < 1.0f
+                                 ? fmt::format(", top-p {}", attn::format_significant(g.top_p))
+                                 : "");
   fmt::print("{} new characters, {}, seed {}, {}; prompt {}:\n\n", g.max_new_tokens, how, seed,
              no_cache ? "without the cache (--no-cache)" : "with the KV cache",
              attn::quote(chars_of(m.vocab, prompt)));
@@ -430,10 +446,11 @@ void show_generation(const Kernels& k, const Model& m, std::span<const int> prom
                                           : attn::lm_generate(m.weights, c, prompt, g, other_rng);
   std::size_t same = 0;
   while (same < shown.size() && same < other.size() && shown[same] == other[same]) ++same;
+  const bool identical = same == shown.size() && other.size() == shown.size();
   fmt::print("The same seed {} the cache: {}.\n", no_cache ? "with" : "without",
-             same == shown.size() && other.size() == shown.size()
-                 ? fmt::format("the same {} characters", shown.size())
-                 : fmt::format("DIFFERENT from character {} on", same + 1));
+             identical ? fmt::format("the same {} characters", shown.size())
+                       : fmt::format("DIFFERENT from character {} on", same + 1));
+  attn::claim(identical, "cached and uncached generation give the same characters");
   // How the cached loop produced them: steps while positions are left, then re-fills.
   const std::size_t n0 = std::min(prompt.size(), c.block_size);
   std::size_t steps = 0, refills = 0, length = n0;
@@ -446,7 +463,10 @@ void show_generation(const Kernels& k, const Model& m, std::span<const int> prom
     }
   }
   fmt::print(
-      "With the cache: 1 prefill of the {}-token prompt, then {} steps{}.\n", n0, steps,
+      "With the cache: 1 prefill of the {}, then {} steps{}.\n",
+      n0 == prompt.size() ? fmt::format("{}-token prompt", n0)
+                          : fmt::format("prompt's last {} tokens (T_max)", n0),
+      steps,
       refills > 0 ? fmt::format(" and {} re-fills (context past T_max = {}, section 6)", refills,
                                 c.block_size)
                   : "");
@@ -476,12 +496,31 @@ void show_cost(const Model& m, std::uint64_t seed, bool timing) {
   fmt::print("  {:>8}  {:>14}  {:>14}  {:>8}   (past T_max: a re-fill, section 6)\n",
              fmt::format("> {}", T_max), grouped(attn::lm_token_flops_uncached(c, T_max)),
              grouped(refill), num(attn::lm_token_flops_uncached(c, T_max) / refill, 2));
-  const double first = attn::lm_token_flops_uncached(c, 1);
-  fmt::print(
-      "Without the cache the cost grows with n (x{} from n = 1 to {}); with it, it is flat\n"
-      "but for the 4nC of attention (x{}).\n",
-      num(attn::lm_token_flops_uncached(c, T_max) / first, 1), T_max,
-      num(attn::lm_token_flops_cached(c, T_max - 1) / attn::lm_token_flops_cached(c, 0), 2));
+  const double uncached_growth = attn::lm_token_flops_uncached(c, T_max) /
+                                 attn::lm_token_flops_uncached(c, 1);
+  const double cached_growth =
+      attn::lm_token_flops_cached(c, T_max - 1) / attn::lm_token_flops_cached(c, 0);
+  if (T_max == 1) {
+    fmt::print("With T_max = 1 the context never grows: a step is the whole forward.\n");
+  } else {
+    // "Flat": the 4nC of attention adds less than half of a step's fixed cost at n = T_max.
+    fmt::print("Without the cache the cost grows with n (x{} from n = 1 to {}); with it, {}\n",
+               num(uncached_growth, 1), T_max, cached_growth < 1.5 ? "it is flat" : "only");
+    fmt::print("{} (x{}).\n",
+               cached_growth < 1.5 ? "but for the 4nC of attention" : "the 4nC of attention grows",
+               num(cached_growth, 2));
+    attn::claim(cached_growth < uncached_growth,
+                "the cost per token grows slower with the cache than without");
+  }
+  // Every row of the table: the cached step is never dearer than the forward it replaces, and
+  // cheaper as soon as there is a past to reuse.
+  bool cheaper = true;
+  for (const std::size_t n : lengths)
+    cheaper = cheaper && (n == 1 ? attn::lm_token_flops_cached(c, 0) <=
+                                       attn::lm_token_flops_uncached(c, 1)
+                                 : attn::lm_token_flops_cached(c, n - 1) <
+                                       attn::lm_token_flops_uncached(c, n));
+  attn::claim(cheaper, "the cache pays off while the context fits");
   if (!timing) return;
 
   // --timing: the time of every token of one generation from a 1-token prompt, averaged over
@@ -528,18 +567,24 @@ void show_cost(const Model& m, std::uint64_t seed, bool timing) {
 void show_past_t_max(const Model& m) {
   const std::size_t T_max = m.config.block_size;
   section(6, "Past T_max");
+  const double refill =
+      attn::lm_token_flops_refill(m.config) / attn::lm_token_flops_uncached(m.config, T_max);
+  // "About the cost of the forward": at least half of it (with one or two layers the last
+  // layer's shortcut saves more than that).
+  const bool about = refill >= 0.5;
+  attn::claim(refill <= 1.0, "a re-fill costs no more than the forward it replaces");
   fmt::print(
       "The position table has T_max = {} rows, so lm_generate crops the context to its last\n"
       "{} tokens. Then every token moves one position down, and every cached key and value is\n"
       "stale: they were computed with the old position added to the token. To give the same\n"
       "tokens, lm_generate_cached re-fills its cache from the cropped context for every new\n"
-      "token: a prefill of {} positions, about the cost of the forward it replaces ({} of its\n"
+      "token: a prefill of {} positions, {} ({} of its\n"
       "FLOPs: the last layer needs only the keys and values of the first {}). The cache pays off\n"
       "while the context fits. Models with relative positions (RoPE, ALiBi) keep their keys\n"
       "valid when the window slides, and can drop the oldest position instead.\n",
       T_max, T_max, T_max,
-      num(attn::lm_token_flops_refill(m.config) / attn::lm_token_flops_uncached(m.config, T_max), 2),
-      T_max - 1);
+      about ? "about the cost of the forward it replaces" : "less than the forward it replaces",
+      num(refill, 2), T_max - 1);
 }
 
 void run(const attn::CommonOptions& common, const Options& o) {
