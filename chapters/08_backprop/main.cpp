@@ -354,6 +354,8 @@ void show_loss_and_linear(const Kernels& k, attn::Rng& rng) {
   print(
       "  W is shared by every position of every sequence, so its gradient is a sum: a\n"
       "  parameter's gradient always has the parameter's shape.\n");
+  attn::claim(g.dx.shape() == x.shape() && g.dw.shape() == w.shape() && g.db.size() == kF,
+              "a gradient has the shape of what it is the gradient of");
 
   print("\n-- activations: dx = dy * act'(x) --\n");
   const std::vector<float> xs = {-2.0f, -1.0f, -0.5f, 0.5f, 1.0f, 2.0f};
