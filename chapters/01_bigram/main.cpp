@@ -492,6 +492,9 @@ void run(const attn::CommonOptions& common, Options o) {
                               o.train.learning_rate);
     chart.x_label = "step";
     chart.y_label = "cross-entropy loss";
+    chart.legend = attn::LineChartOptions::Legend::top_right;  // the curves settle at the bottom
+    chart.width = 560;
+    chart.height = 300;
     const auto path = *common.svg_dir / "loss_curve.svg";
     attn::write_svg(path, attn::line_chart_svg({train, val, counting, floor_line}, chart));
     fmt::print("(written to {})\n", path.string());

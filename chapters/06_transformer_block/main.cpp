@@ -311,7 +311,9 @@ void show_ffn(const Kernels& k, const Setup& s, const Tensor<3>& x, const BlockW
     chart.title = "ReLU vs GELU: GELU lets small negative inputs through (minimum -0.17)";
     chart.x_label = "x";
     chart.y_label = "activation";
-    chart.legend_left = true;
+    chart.legend = attn::LineChartOptions::Legend::top_left;  // the curves rise on the right
+    chart.width = 560;
+    chart.height = 300;
     const auto path = *svg_dir / "gelu_relu.svg";
     attn::write_svg(path, attn::line_chart_svg({relu_s, gelu_s, tanh_s}, chart));
     print("(written to " + path.string() + ")\n");
@@ -653,6 +655,9 @@ void show_no_layer_norm(const Setup& s, const Tensor<3>& x, attn::Rng& rng,
     chart.x_label = "pass (the same block applied again)";
     chart.y_label = "std of all activations";
     chart.log_y = true;
+    chart.legend = attn::LineChartOptions::Legend::top_left;  // both start low at pass 0
+    chart.width = 560;
+    chart.height = 300;
     const auto path = *svg_dir / "no_layernorm.svg";
     attn::write_svg(path, attn::line_chart_svg({with_s, without_s}, chart));
     print("(written to " + path.string() + ")\n");

@@ -1120,24 +1120,25 @@ void show_depth(const DepthSetup& s, const DepthResult& r) {
                           : ", but here the other path cancels it.")));
 }
 
-attn::LinePlotOptions depth_plot_options(const DepthSetup& s) {
-  attn::LinePlotOptions o;
+attn::LineChartOptions depth_plot_options(const DepthSetup& s) {
+  attn::LineChartOptions o;
   o.title = fmt::format("gradient norm at the bottom of a stack of blocks (T {}, C {}, H {})", s.T,
                         s.C, s.H);
   o.x_label = "blocks in the stack";
   o.y_label = "|dL/dx| at the input";
   o.log_y = true;
   o.log_x = true;  // depths 1, 2, 4, ... evenly spaced
+  o.dots = true;   // one measurement per depth
   for (std::size_t d = 1; d <= s.max_depth; d *= 2) o.x_ticks.push_back(static_cast<double>(d));
   if (o.x_ticks.back() != static_cast<double>(s.max_depth))
     o.x_ticks.push_back(static_cast<double>(s.max_depth));
   return o;
 }
 
-std::vector<attn::LineSeries> depth_series(const DepthResult& r) {
-  std::vector<attn::LineSeries> series;
+std::vector<attn::Series> depth_series(const DepthResult& r) {
+  std::vector<attn::Series> series;
   for (std::size_t k = 0; k < std::size(kVariants); ++k) {
-    attn::LineSeries s;
+    attn::Series s;
     s.name = kVariants[k].name;
     for (std::size_t i = 0; i < r.depths.size(); ++i) {
       s.x.push_back(static_cast<double>(r.depths[i]));
@@ -1334,8 +1335,7 @@ int main(int argc, char** argv) {
       if (wanted(4)) show_depth(depth, r);
       if (options.svg_dir) {
         const auto path = *options.svg_dir / "gradient_depth.svg";
-        const std::vector<attn::LineSeries> series = depth_series(r);
-        attn::write_svg(path, attn::line_plot_svg(series, depth_plot_options(depth)));
+        attn::write_svg(path, attn::line_chart_svg(depth_series(r), depth_plot_options(depth)));
         print("\nwrote " + path.string() + "\n");
       }
     }

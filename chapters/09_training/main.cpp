@@ -347,24 +347,25 @@ RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainC
 
 // The loss curve: every step's training loss (noisy) and the estimates of both splits.
 std::string loss_curve_svg(const attn::TrainState& s) {
-  attn::LineSeries steps{"train loss of each step's batch", {}, {}};
+  attn::Series steps{"train loss of each step's batch", {}, {}};
+  steps.dots = false;  // one point per step: a dot each would hide the estimates
   for (std::size_t i = 0; i < s.losses.size(); ++i) {
     steps.x.push_back(static_cast<double>(i + 1));
     steps.y.push_back(static_cast<double>(s.losses[i]));
   }
-  attn::LineSeries train{"train (estimate)", {}, {}}, val{"val (estimate)", {}, {}};
+  attn::Series train{"train (estimate)", {}, {}}, val{"val (estimate)", {}, {}};
   for (const attn::EvalRecord& e : s.evals) {
     train.x.push_back(static_cast<double>(e.step));
     train.y.push_back(e.train_loss);
     val.x.push_back(static_cast<double>(e.step));
     val.y.push_back(e.val_loss);
   }
-  attn::LinePlotOptions opt;
+  attn::LineChartOptions opt;
   opt.title = "Chapter 09: the loss while training";
   opt.x_label = "step";
   opt.y_label = "cross-entropy (nats)";
-  const std::vector<attn::LineSeries> series = {steps, train, val};
-  return attn::line_plot_svg(series, opt);
+  opt.dots = true;  // the estimates, every eval_interval steps
+  return attn::line_chart_svg({steps, train, val}, opt);
 }
 
 // ---- Samples.

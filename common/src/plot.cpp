@@ -490,88 +490,227 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Line charts.
 
-// Category colours ("tab10", as in matplotlib), one per series.
-constexpr std::array<std::string_view, 6> kLineColors = {"#1f77b4", "#d62728", "#2ca02c",
-                                                         "#ff7f0e", "#9467bd", "#8c564b"};
+// Colour-blind-safe palette (Okabe-Ito), one colour per series in a fixed order.
+constexpr std::array<std::string_view, 8> kLineColors = {
+    "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#f0e442"};
 
-// Round tick steps: 1, 2 or 5 times a power of ten, about `count` ticks over [lo, hi].
-std::vector<double> linear_ticks(double lo, double hi, int count) {
-  const double raw = (hi - lo) / count;
-  const double power = std::pow(10.0, std::floor(std::log10(raw)));
-  double step = power;
+constexpr std::string_view kChart = "attn::line_chart_svg";
+
+// Up to about `target` round tick values (1, 2 or 5 times a power of ten) covering [lo, hi].
+std::vector<double> nice_ticks(double lo, double hi, int target) {
+  const double raw = (hi - lo) / static_cast<double>(std::max(target, 1));
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = magnitude;
   for (const double m : {1.0, 2.0, 5.0, 10.0}) {
-    step = m * power;
-    if (raw <= step) break;
+    step = m * magnitude;
+    if (step >= raw) break;
   }
   std::vector<double> ticks;
-  for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step)
+  for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9; t += step) {
     ticks.push_back(std::abs(t) < step * 1e-9 ? 0.0 : t);
+  }
   return ticks;
 }
 
-// A tick label with as few digits as the step needs: 0.5, 2, 1500, 1e+06.
-std::string tick_text(double v, bool log_axis) {
-  if (log_axis) return fmt::format("1e{}", static_cast<int>(std::lround(std::log10(v))));
-  if (v != 0.0 && (std::abs(v) >= 1e6 || std::abs(v) < 1e-3)) return fmt::format("{:.0e}", v);
-  std::string text = fmt::format("{:.3f}", v);
-  while (text.back() == '0') text.pop_back();
-  if (text.back() == '.') text.pop_back();
-  return text == "-0" ? "0" : text;
+// A tick label: integers as integers, very large or very small values as 1.5e+06, else the
+// fewest decimals that show the step between ticks.
+std::string tick_text(double v, double step) {
+  if (v != 0.0 && (std::abs(v) >= 1e6 || std::abs(v) < 1e-4)) return fmt::format("{:g}", v);
+  if (std::abs(v - std::round(v)) < 1e-9) {
+    return fmt::format("{}", static_cast<long long>(std::llround(v)));
+  }
+  const int decimals = std::clamp(static_cast<int>(std::ceil(-std::log10(step) - 1e-9)), 1, 6);
+  return fmt::format("{:.{}f}", v, decimals);
+}
+
+// 10^e as text: "1", "10", "0.01" for |e| <= 3, else "1e-05".
+std::string decade_text(int e) {
+  if (e >= 0 && e <= 3) return fmt::format("{}", static_cast<long long>(std::llround(std::pow(10.0, e))));
+  if (e < 0 && e >= -3) return fmt::format("{:.{}f}", std::pow(10.0, e), -e);
+  return fmt::format("1e{:+03d}", e);
+}
+
+// One axis, in axis units (log10 of the value on a log axis): its range and labelled ticks.
+struct Axis {
+  double lo = 0.0;
+  double hi = 1.0;
+  std::vector<double> ticks;
+  std::vector<std::string> labels;
+};
+
+// Ticks for [lo, hi] (axis units): about `target` round numbers on a linear axis; on a log axis
+// the powers of ten, at most about 8 of them labelled (every second decade, or third...). A log
+// range inside one decade gets round numbers instead, placed on the log scale.
+void auto_ticks(Axis& a, bool log, int target) {
+  if (log) {
+    const int first = static_cast<int>(std::ceil(a.lo - 1e-9));
+    const int last = static_cast<int>(std::floor(a.hi + 1e-9));
+    const int every = std::max(1, (last - first + 7) / 8);
+    for (int e = first; e <= last; e += every) {
+      a.ticks.push_back(static_cast<double>(e));
+      a.labels.push_back(decade_text(e));
+    }
+    if (a.ticks.size() >= 2) return;
+    a.ticks.clear();
+    a.labels.clear();
+    const std::vector<double> values = nice_ticks(std::pow(10.0, a.lo), std::pow(10.0, a.hi), target);
+    const double step = values.size() > 1 ? values[1] - values[0] : 1.0;
+    for (const double v : values) {
+      if (!(v > 0.0)) continue;
+      a.ticks.push_back(std::log10(v));
+      a.labels.push_back(tick_text(v, step));
+    }
+    return;
+  }
+  a.ticks = nice_ticks(a.lo, a.hi, target);
+  const double step = a.ticks.size() > 1 ? a.ticks[1] - a.ticks[0] : 1.0;
+  for (const double t : a.ticks) a.labels.push_back(tick_text(t, step));
+}
+
+// Every check of line_chart_svg's input, before anything is drawn.
+void check_chart(const std::vector<Series>& series, const LineChartOptions& o) {
+  require(!series.empty(), kChart, "no series to draw; expected at least one");
+  require(o.width >= 100 && o.height >= 100, kChart,
+          fmt::format("a plotting area of {} x {} pixels is too small; expected at least 100 x 100",
+                      o.width, o.height));
+  for (const Series& s : series) {
+    require(s.x.size() == s.y.size(), kChart,
+            fmt::format("series '{}' has {} x values and {} y values; expected as many of each",
+                        s.name, s.x.size(), s.y.size()));
+    for (std::size_t i = 0; i < s.x.size(); ++i) {
+      require(std::isfinite(s.x[i]), kChart,
+              fmt::format("series '{}' has x[{}] = {}; expected finite x values", s.name, i, s.x[i]));
+    }
+  }
+  for (const double t : o.x_ticks) {
+    require(std::isfinite(t) && (!o.log_x || t > 0.0), kChart,
+            fmt::format("x tick {} cannot be drawn; expected finite ticks{}", t,
+                        o.log_x ? ", > 0 on a log axis" : ""));
+  }
+  for (const std::optional<double>& limit : {o.y_min, o.y_max}) {
+    require(!limit || (std::isfinite(*limit) && (!o.log_y || *limit > 0.0)), kChart,
+            fmt::format("y limit {} cannot be drawn; expected a finite value{}", limit.value_or(0.0),
+                        o.log_y ? ", > 0 on a log axis" : ""));
+  }
+  require(!o.y_min || !o.y_max || *o.y_min < *o.y_max, kChart,
+          fmt::format("y_min {} is not below y_max {}; expected y_min < y_max", o.y_min.value_or(0.0),
+                      o.y_max.value_or(0.0)));
 }
 
 }  // namespace
 
 std::string line_chart_svg(const std::vector<Series>& series, const LineChartOptions& options) {
-  require(!series.empty(), "attn::line_chart_svg", "no series to draw");
-  for (const Series& s : series)
-    require(s.x.size() == s.y.size(), "attn::line_chart_svg",
-            fmt::format("series '{}' has {} x values and {} y values", s.name, s.x.size(),
-                        s.y.size()));
-  const auto usable = [&](double x, double y) {
-    return std::isfinite(x) && std::isfinite(y) && (!options.log_y || y > 0.0);
+  check_chart(series, options);
+  const auto drawable = [&](double x, double y) {
+    return std::isfinite(y) && (!options.log_y || y > 0.0) && (!options.log_x || x > 0.0);
   };
-  // 1. The ranges of the data.
-  double x_lo = 0, x_hi = 0, y_lo = 0, y_hi = 0;
+  const auto tx = [&](double x) { return options.log_x ? std::log10(x) : x; };
+  const auto ty = [&](double y) { return options.log_y ? std::log10(y) : y; };
+
+  // 1. The data range, in axis units.
+  Axis xa, ya;
   bool any = false;
-  for (const Series& s : series)
+  for (const Series& s : series) {
     for (std::size_t i = 0; i < s.x.size(); ++i) {
-      if (!usable(s.x[i], s.y[i])) continue;
-      const double y = options.log_y ? std::log10(s.y[i]) : s.y[i];
+      if (!drawable(s.x[i], s.y[i])) continue;
+      const double x = tx(s.x[i]);
+      const double y = ty(s.y[i]);
       if (!any) {
-        x_lo = x_hi = s.x[i];
-        y_lo = y_hi = y;
+        xa.lo = xa.hi = x;
+        ya.lo = ya.hi = y;
         any = true;
       }
-      x_lo = std::min(x_lo, s.x[i]);
-      x_hi = std::max(x_hi, s.x[i]);
-      y_lo = std::min(y_lo, y);
-      y_hi = std::max(y_hi, y);
+      xa.lo = std::min(xa.lo, x);
+      xa.hi = std::max(xa.hi, x);
+      ya.lo = std::min(ya.lo, y);
+      ya.hi = std::max(ya.hi, y);
     }
-  if (options.y_min) y_lo = options.log_y ? std::log10(*options.y_min) : *options.y_min;
-  if (options.y_max) y_hi = options.log_y ? std::log10(*options.y_max) : *options.y_max;
-  if (!(x_hi > x_lo)) x_hi = x_lo + 1.0;
-  if (!(y_hi > y_lo)) {
-    y_lo -= 0.5;
-    y_hi += 0.5;
+  }
+  require(any, kChart,
+          "no point to draw (every y is non-finite, or every point is <= 0 on a log axis); "
+          "expected at least one drawable point");
+
+  // 2. The axes. x: exactly the data (widened to the given ticks); y: a little margin, or whole
+  //    decades on a log axis, unless y_min / y_max say otherwise.
+  if (!(xa.hi > xa.lo)) {
+    xa.lo -= 1.0;
+    xa.hi += 1.0;
+  }
+  if (options.x_ticks.empty()) {
+    if (options.log_x) {
+      xa.lo = std::floor(xa.lo);
+      xa.hi = std::ceil(xa.hi);
+    }
+    auto_ticks(xa, options.log_x, 8);
+  } else {
+    for (const double t : options.x_ticks) {
+      xa.ticks.push_back(tx(t));
+      xa.labels.push_back(fmt::format("{:g}", t));
+      xa.lo = std::min(xa.lo, xa.ticks.back());
+      xa.hi = std::max(xa.hi, xa.ticks.back());
+    }
+  }
+  if (options.y_min) ya.lo = ty(*options.y_min);
+  if (options.y_max) ya.hi = ty(*options.y_max);
+  if (!(ya.hi > ya.lo)) {  // one value: centre it (a given limit stays put)
+    if (options.y_min) {
+      ya.hi = ya.lo + 1.0;
+    } else if (options.y_max) {
+      ya.lo = ya.hi - 1.0;
+    } else {
+      ya.lo -= 1.0;
+      ya.hi += 1.0;
+    }
   }
   if (options.log_y) {
-    y_lo = std::floor(y_lo);
-    y_hi = std::ceil(y_hi);
-  } else if (!options.y_min || !options.y_max) {
-    const double margin = 0.05 * (y_hi - y_lo);
-    if (!options.y_min) y_lo -= margin;
-    if (!options.y_max) y_hi += margin;
+    if (!options.y_min) ya.lo = std::floor(ya.lo);
+    if (!options.y_max) ya.hi = std::ceil(ya.hi);
+  } else {
+    const double margin = 0.05 * (ya.hi - ya.lo);
+    if (!options.y_min) ya.lo -= margin;
+    if (!options.y_max) ya.hi += margin;
   }
+  auto_ticks(ya, options.log_y, 6);
 
-  // 2. The frame: plot area, ticks and labels.
-  const int width = 640, height = 400, title_font = 15, font = 11;
-  const int left = 70, right = 20, top = options.title.empty() ? 20 : 44, bottom = 52;
-  const int plot_w = width - left - right, plot_h = height - top - bottom;
-  const auto px = [&](double x) { return left + (x - x_lo) / (x_hi - x_lo) * plot_w; };
-  const auto py = [&](double y) {
-    const double v = options.log_y ? std::log10(y) : y;
-    return top + (y_hi - v) / (y_hi - y_lo) * plot_h;
+  // 3. The layout: tick labels left of the plotting area, the y label above it, the x label
+  //    under it; the legend right of it or inside a top corner.
+  const int font = 12;
+  const int title_font = 15;
+  const int pad = 12;
+  const int row = font + 10;  // one legend entry
+  int y_label_w = 0;
+  for (const std::string& t : ya.labels) y_label_w = std::max(y_label_w, text_width(t, font));
+  int legend_w = 0;
+  for (const Series& s : series) legend_w = std::max(legend_w, text_width(s.name, font));
+  legend_w += 34;
+  const int title_h = options.title.empty() ? 0 : title_font + 14;
+  const int y_name_h = options.y_label.empty() ? 0 : font + 8;
+  const int plot_x = pad + y_label_w + 8;
+  const int plot_y = pad + title_h + y_name_h;
+  const int plot_w = options.width;
+  const int plot_h = options.height;
+  using Legend = LineChartOptions::Legend;
+  const bool outside = options.legend == Legend::outside;
+  const int legend_x = outside                              ? plot_x + plot_w + 16
+                       : options.legend == Legend::top_left ? plot_x + 18
+                                                            : plot_x + plot_w - 14 - legend_w;
+  const int legend_y = outside ? plot_y + 8 : plot_y + 25;  // the first entry's centre
+  const auto px = [&](double x) {
+    return static_cast<double>(plot_x) + (x - xa.lo) / (xa.hi - xa.lo) * static_cast<double>(plot_w);
   };
+  int right = outside ? legend_x + legend_w : plot_x + plot_w;
+  for (std::size_t i = 0; i < xa.ticks.size(); ++i) {  // a label centred on the right edge
+    right = std::max(right, static_cast<int>(std::ceil(px(xa.ticks[i]))) +
+                                text_width(xa.labels[i], font) / 2);
+  }
+  const int width = std::max(right, pad + text_width(options.title, title_font)) + pad;
+  const int height = plot_y + plot_h + font + 10 + (options.x_label.empty() ? 0 : font + 10) + pad;
+  const auto py = [&](double y) {
+    return static_cast<double>(plot_y + plot_h) -
+           (y - ya.lo) / (ya.hi - ya.lo) * static_cast<double>(plot_h);
+  };
+
+  // 4. The frame: grid lines, tick labels, axis labels.
   std::string out = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
       "viewBox=\"0 0 {0} {1}\" font-family=\"{2}\">\n",
@@ -581,81 +720,102 @@ std::string line_chart_svg(const std::vector<Series>& series, const LineChartOpt
   if (!options.title.empty()) {
     out += fmt::format(
         "<text x=\"{}\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\" fill=\"#222222\">{}</text>\n",
-        12, 12 + title_font, title_font, xml_escape(options.title));
+        pad, pad + title_font, title_font, xml_escape(options.title));
   }
-  out += fmt::format("<g font-size=\"{}\" fill=\"#333333\" stroke-width=\"1\">\n", font);
-  for (const double t : linear_ticks(x_lo, x_hi, 6)) {
-    const double x = px(t);
-    out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e6e6e6\"/>\n",
-                       x, top, top + plot_h);
+  out += fmt::format("<g font-size=\"{}\" fill=\"#333333\">\n", font);
+  for (std::size_t i = 0; i < ya.ticks.size(); ++i) {
+    const double y = py(ya.ticks[i]);
+    out += fmt::format(
+        "<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e0e0e0\"/>\n", plot_x, y,
+        plot_x + plot_w, y);
+    out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", plot_x - 6,
+                       y + font * 0.35, ya.labels[i]);
+  }
+  for (std::size_t i = 0; i < xa.ticks.size(); ++i) {
+    const double x = px(xa.ticks[i]);
+    out += fmt::format(
+        "<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#e0e0e0\"/>\n", x, plot_y, x,
+        plot_y + plot_h);
     out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x,
-                       top + plot_h + font + 6, tick_text(t, false));
+                       plot_y + plot_h + font + 4, xa.labels[i]);
   }
-  std::vector<double> y_ticks;
-  if (options.log_y) {
-    const int span = static_cast<int>(y_hi - y_lo);
-    const int every = std::max(1, span / 8 + (span % 8 != 0 ? 1 : 0));
-    for (int e = static_cast<int>(y_lo); e <= static_cast<int>(y_hi); e += every)
-      y_ticks.push_back(std::pow(10.0, e));
-  } else {
-    y_ticks = linear_ticks(y_lo, y_hi, 6);
+  if (!options.y_label.empty()) {
+    out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", pad, plot_y - 8,
+                       xml_escape(options.y_label));
   }
-  for (const double t : y_ticks) {
-    const double y = py(t);
-    out += fmt::format("<line x1=\"{1}\" y1=\"{0:.1f}\" x2=\"{2}\" y2=\"{0:.1f}\" stroke=\"#e6e6e6\"/>\n",
-                       y, left, left + plot_w);
-    out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", left - 6,
-                       y + font * 0.35, tick_text(t, options.log_y));
+  if (!options.x_label.empty()) {
+    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+                       plot_x + plot_w / 2, plot_y + plot_h + 2 * font + 12,
+                       xml_escape(options.x_label));
   }
-  out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" "
-                     "stroke=\"#888888\"/>\n",
-                     left, top, plot_w, plot_h);
-  out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
-                     left + plot_w / 2, height - 12, xml_escape(options.x_label));
-  out += fmt::format("<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\" "
-                     "transform=\"rotate(-90 {0} {1})\">{2}</text>\n",
-                     16, top + plot_h / 2, xml_escape(options.y_label));
   out += "</g>\n";
+  out += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888888\"/>\n",
+      plot_x, plot_y, plot_w, plot_h);
 
-  // 3. The series, clipped to the plot area, then the legend (top right).
-  out += fmt::format("<clipPath id=\"plot\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>"
-                     "</clipPath>\n<g clip-path=\"url(#plot)\" fill=\"none\" stroke-width=\"2\">\n",
-                     left, top, plot_w, plot_h);
+  // 5. The series: one polyline per unbroken run of drawable points, dots where asked (and on a
+  //    point that is a run by itself, which no line would show). Clipped to the plotting area
+  //    when y_min / y_max may cut the data.
+  const bool clip = options.y_min || options.y_max;
+  if (clip) {
+    out += fmt::format("<clipPath id=\"plot\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>"
+                       "</clipPath>\n<g clip-path=\"url(#plot)\">\n",
+                       plot_x, plot_y, plot_w, plot_h);
+  }
+  const std::string_view dash = " stroke-dasharray=\"6 4\"";
   for (std::size_t k = 0; k < series.size(); ++k) {
     const Series& s = series[k];
-    const std::string_view color = kLineColors[k % kLineColors.size()];
-    std::string points;
+    const bool dots = s.dots.value_or(options.dots);
+    out += fmt::format("<g stroke=\"{0}\" fill=\"{0}\">\n", kLineColors[k % kLineColors.size()]);
+    std::string run;
+    std::string lone;  // the only point of the current run, as a dot
+    std::size_t run_points = 0;
     const auto flush = [&] {
-      if (!points.empty()) {
-        out += fmt::format("<polyline stroke=\"{}\"{} points=\"{}\"/>\n", color,
-                           s.dashed ? " stroke-dasharray=\"6 4\"" : "", points);
+      if (run_points >= 2) {
+        out += fmt::format("<polyline fill=\"none\" stroke-width=\"2\"{} points=\"{}\"/>\n",
+                           s.dashed ? dash : "", run);
+      } else if (run_points == 1 && !dots) {
+        out += lone;
       }
-      points.clear();
+      run.clear();
+      run_points = 0;
     };
     for (std::size_t i = 0; i < s.x.size(); ++i) {
-      if (!usable(s.x[i], s.y[i])) {
+      if (!drawable(s.x[i], s.y[i])) {
         flush();
         continue;
       }
-      points += fmt::format("{}{:.1f},{:.1f}", points.empty() ? "" : " ", px(s.x[i]), py(s.y[i]));
+      const double x = px(tx(s.x[i]));
+      const double y = py(ty(s.y[i]));
+      run += fmt::format("{}{:.1f},{:.1f}", run.empty() ? "" : " ", x, y);
+      if (++run_points == 1) lone = fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\"/>\n", x, y);
     }
     flush();
+    for (std::size_t i = 0; dots && i < s.x.size(); ++i) {
+      if (!drawable(s.x[i], s.y[i])) continue;
+      out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\"/>\n", px(tx(s.x[i])),
+                         py(ty(s.y[i])));
+    }
+    out += "</g>\n";
   }
-  out += "</g>\n";
-  int legend_w = 0;
-  for (const Series& s : series) legend_w = std::max(legend_w, text_width(s.name, font));
-  const int lx = options.legend_left ? left + 18 : left + plot_w - legend_w - 46, ly = top + 10;
-  out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#ffffff\" "
-                     "fill-opacity=\"0.85\" stroke=\"#cccccc\"/>\n",
-                     lx - 8, ly - 4, legend_w + 46, static_cast<int>(series.size()) * 18 + 4);
-  out += fmt::format("<g font-size=\"{}\" fill=\"#222222\">\n", font);
+  if (clip) out += "</g>\n";
+
+  // 6. The legend: a short line in the series' colour (and dash) before each name; inside the
+  //    plotting area on a white box that lets the grid show through a little.
+  if (!outside) {
+    out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#ffffff\" "
+                       "fill-opacity=\"0.85\" stroke=\"#cccccc\"/>\n",
+                       legend_x - 8, plot_y + 10, legend_w + 12,
+                       static_cast<int>(series.size()) * row + 8);
+  }
+  out += fmt::format("<g font-size=\"{}\" fill=\"#333333\">\n", font);
   for (std::size_t k = 0; k < series.size(); ++k) {
-    const int y = ly + static_cast<int>(k) * 18 + 8;
-    out += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
-                       "stroke-width=\"2\"{}/>\n",
-                       lx, y, lx + 26, y, kLineColors[k % kLineColors.size()],
-                       series[k].dashed ? " stroke-dasharray=\"6 4\"" : "");
-    out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", lx + 32, y + 4,
+    const int y = legend_y + static_cast<int>(k) * row;
+    out += fmt::format(
+        "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"{}/>\n",
+        legend_x, y, legend_x + 24, y, kLineColors[k % kLineColors.size()],
+        series[k].dashed ? dash : "");
+    out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", legend_x + 30, y + font * 7 / 20,
                        xml_escape(series[k].name));
   }
   out += "</g>\n";
@@ -756,253 +916,6 @@ std::string diagram_svg(const std::string& title, const std::vector<DiagramNode>
                          x_mid, first + 16, note_font, kMono, xml_escape(n.note));
     }
   }
-  return out + "</svg>\n";
-}
-
-// ---------------------------------------------------------------------------------------------
-// Line plots.
-
-namespace {
-
-// Colour-blind-safe palette (Okabe-Ito), in a fixed order.
-constexpr std::array<std::string_view, 8> kPlotColors = {
-    "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#f0e442"};
-
-// Up to about `target` round tick values (1, 2 or 5 times a power of ten) covering [lo, hi].
-std::vector<double> nice_ticks(double lo, double hi, int target) {
-  const double span = hi - lo;
-  const double raw = span / static_cast<double>(std::max(target, 1));
-  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  double step = magnitude;
-  for (const double m : {1.0, 2.0, 5.0, 10.0}) {
-    step = m * magnitude;
-    if (step >= raw) break;
-  }
-  std::vector<double> ticks;
-  for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9; t += step) {
-    ticks.push_back(std::abs(t) < step * 1e-9 ? 0.0 : t);
-  }
-  return ticks;
-}
-
-// A tick label: integers as integers, else the fewest decimals that show the step.
-std::string step_tick_text(double v, double step) {
-  if (std::abs(v - std::round(v)) < 1e-9 && std::abs(v) < 1e15) {
-    return fmt::format("{}", static_cast<long long>(std::llround(v)));
-  }
-  const int decimals = std::clamp(static_cast<int>(std::ceil(-std::log10(step) - 1e-9)), 1, 6);
-  return fmt::format("{:.{}f}", v, decimals);
-}
-
-// 10^e as text: "1", "10", "0.01" for |e| <= 3, else "1e-05".
-std::string decade_text(int e) {
-  if (e >= 0 && e <= 3) return fmt::format("{}", static_cast<long long>(std::llround(std::pow(10.0, e))));
-  if (e < 0 && e >= -3) return fmt::format("{:.{}f}", std::pow(10.0, e), -e);
-  return fmt::format("1e{:+03d}", e);
-}
-
-}  // namespace
-
-std::string line_plot_svg(std::span<const LineSeries> series, const LinePlotOptions& options) {
-  require(!series.empty(), "attn::line_plot_svg", "expected at least one series");
-  require(options.width >= 100 && options.height >= 100, "attn::line_plot_svg",
-          "expected a plotting area of at least 100 x 100 pixels");
-  const auto drawable_y = [&](double y) { return std::isfinite(y) && (!options.log_y || y > 0.0); };
-  const auto drawable = [&](double x, double y) { return drawable_y(y) && (!options.log_x || x > 0.0); };
-  const auto tx = [&](double x) { return options.log_x ? std::log10(x) : x; };
-  const auto ty = [&](double y) { return options.log_y ? std::log10(y) : y; };
-  // 1. The data range.
-  double x_lo = 0.0, x_hi = 0.0, y_lo = 0.0, y_hi = 0.0;
-  bool any = false;
-  for (const LineSeries& s : series) {
-    if (s.x.size() != s.y.size()) {
-      throw std::invalid_argument(fmt::format(
-          "attn::line_plot_svg: series '{}' has {} x values and {} y values", s.name, s.x.size(),
-          s.y.size()));
-    }
-    for (std::size_t i = 0; i < s.x.size(); ++i) {
-      require(std::isfinite(s.x[i]), "attn::line_plot_svg", "x values must be finite");
-      if (!drawable(s.x[i], s.y[i])) continue;
-      const double x = tx(s.x[i]);
-      const double y = ty(s.y[i]);
-      if (!any) {
-        x_lo = x_hi = x;
-        y_lo = y_hi = y;
-        any = true;
-      }
-      x_lo = std::min(x_lo, x);
-      x_hi = std::max(x_hi, x);
-      y_lo = std::min(y_lo, y);
-      y_hi = std::max(y_hi, y);
-    }
-  }
-  require(any, "attn::line_plot_svg",
-          "no point to draw (every y is non-finite, or every point is <= 0 on a log axis)");
-  if (!(x_hi > x_lo)) {
-    x_lo -= 1.0;
-    x_hi += 1.0;
-  }
-  std::vector<double> y_ticks;  // in axis units (log10 of the value on a log axis)
-  std::vector<std::string> y_tick_labels;
-  if (options.log_y) {
-    y_lo = std::floor(y_lo);
-    y_hi = std::max(std::ceil(y_hi), y_lo + 1.0);
-    const int decades = static_cast<int>(y_hi - y_lo);
-    const int every = std::max(1, (decades + 7) / 8);  // at most about 8 labelled decades
-    for (int e = static_cast<int>(y_lo); e <= static_cast<int>(y_hi); e += every) {
-      y_ticks.push_back(static_cast<double>(e));
-      y_tick_labels.push_back(decade_text(e));
-    }
-  } else {
-    if (!(y_hi > y_lo)) {
-      y_lo -= 1.0;
-      y_hi += 1.0;
-    }
-    y_ticks = nice_ticks(y_lo, y_hi, 6);
-    const double step = y_ticks.size() > 1 ? y_ticks[1] - y_ticks[0] : 1.0;
-    y_lo = std::min(y_lo, y_ticks.front());
-    y_hi = std::max(y_hi, y_ticks.back());
-    for (const double t : y_ticks) y_tick_labels.push_back(step_tick_text(t, step));
-  }
-  // x ticks, in axis units, and their labels.
-  std::vector<double> x_ticks;
-  std::vector<std::string> x_tick_labels;
-  if (!options.x_ticks.empty()) {
-    for (const double t : options.x_ticks) {
-      require(std::isfinite(t) && (!options.log_x || t > 0.0), "attn::line_plot_svg",
-              "x ticks must be finite (and > 0 on a log axis)");
-      x_ticks.push_back(tx(t));
-      x_tick_labels.push_back(step_tick_text(t, std::abs(t - std::round(t)) < 1e-9 ? 1.0 : 0.01));
-    }
-    x_lo = std::min(x_lo, *std::min_element(x_ticks.begin(), x_ticks.end()));
-    x_hi = std::max(x_hi, *std::max_element(x_ticks.begin(), x_ticks.end()));
-  } else if (options.log_x) {
-    for (int e = static_cast<int>(std::floor(x_lo)); e <= static_cast<int>(std::ceil(x_hi)); ++e) {
-      if (static_cast<double>(e) < x_lo - 1e-9 || static_cast<double>(e) > x_hi + 1e-9) continue;
-      x_ticks.push_back(static_cast<double>(e));
-      x_tick_labels.push_back(decade_text(e));
-    }
-  } else {
-    x_ticks = nice_ticks(x_lo, x_hi, 8);
-    const double x_step = x_ticks.size() > 1 ? x_ticks[1] - x_ticks[0] : 1.0;
-    for (const double t : x_ticks) x_tick_labels.push_back(step_tick_text(t, x_step));
-  }
-
-  // 2. The layout: y labels on the left, the legend on the right.
-  const int font = 12;
-  const int title_font = 15;
-  const int pad = 12;
-  int y_label_w = 0;
-  for (const std::string& t : y_tick_labels) y_label_w = std::max(y_label_w, text_width(t, font));
-  int legend_w = 0;
-  for (const LineSeries& s : series) legend_w = std::max(legend_w, text_width(s.name, font));
-  legend_w += 34;
-  const int title_h = options.title.empty() ? 0 : title_font + 14;
-  const int y_name_h = options.y_label.empty() ? 0 : font + 8;
-  const int plot_x = pad + y_label_w + 8;
-  const int plot_y = pad + title_h + y_name_h;
-  const int plot_w = options.width;
-  const int plot_h = options.height;
-  const int legend_x = plot_x + plot_w + 16;
-  const int width = std::max(legend_x + legend_w, pad + text_width(options.title, title_font)) + pad;
-  const int height = plot_y + plot_h + font + 10 + (options.x_label.empty() ? 0 : font + 10) + pad;
-  const auto px = [&](double x) {
-    return static_cast<double>(plot_x) + (x - x_lo) / (x_hi - x_lo) * static_cast<double>(plot_w);
-  };
-  const auto py = [&](double y) {
-    return static_cast<double>(plot_y + plot_h) -
-           (y - y_lo) / (y_hi - y_lo) * static_cast<double>(plot_h);
-  };
-
-  // 3. The document.
-  std::string out = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
-      "viewBox=\"0 0 {0} {1}\" font-family=\"{2}\">\n",
-      width, height, kSans);
-  if (!options.title.empty()) out += fmt::format("<title>{}</title>\n", xml_escape(options.title));
-  out += fmt::format("<rect width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", width, height);
-  if (!options.title.empty()) {
-    out += fmt::format(
-        "<text x=\"{}\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\" fill=\"#222222\">{}</text>\n",
-        pad, pad + title_font, title_font, xml_escape(options.title));
-  }
-  // Grid lines and tick labels.
-  out += fmt::format("<g font-size=\"{}\" fill=\"#333333\">\n", font);
-  for (std::size_t i = 0; i < y_ticks.size(); ++i) {
-    const double y = py(y_ticks[i]);
-    out += fmt::format(
-        "<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e0e0e0\"/>\n", plot_x, y,
-        plot_x + plot_w, y);
-    out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", plot_x - 6,
-                       y + font * 0.35, y_tick_labels[i]);
-  }
-  for (std::size_t i = 0; i < x_ticks.size(); ++i) {
-    const double x = px(x_ticks[i]);
-    out += fmt::format(
-        "<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#e0e0e0\"/>\n", x, plot_y, x,
-        plot_y + plot_h);
-    out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x,
-                       plot_y + plot_h + font + 4, x_tick_labels[i]);
-  }
-  if (!options.y_label.empty()) {
-    out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", pad, plot_y - 8,
-                       xml_escape(options.y_label));
-  }
-  if (!options.x_label.empty()) {
-    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
-                       plot_x + plot_w / 2, plot_y + plot_h + 2 * font + 12,
-                       xml_escape(options.x_label));
-  }
-  out += "</g>\n";
-  out += fmt::format(
-      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888888\"/>\n",
-      plot_x, plot_y, plot_w, plot_h);
-
-  // The series: one polyline per unbroken run of drawable points, a dot on every point.
-  for (std::size_t k = 0; k < series.size(); ++k) {
-    const LineSeries& s = series[k];
-    const std::string_view color = kPlotColors[k % kPlotColors.size()];
-    out += fmt::format("<g stroke=\"{0}\" fill=\"{0}\">\n", color);
-    std::string run;
-    std::size_t run_points = 0;
-    const auto flush = [&] {
-      if (run_points >= 2) {
-        out += fmt::format("<polyline fill=\"none\" stroke-width=\"2\" points=\"{}\"/>\n", run);
-      }
-      run.clear();
-      run_points = 0;
-    };
-    for (std::size_t i = 0; i < s.x.size(); ++i) {
-      if (!drawable(s.x[i], s.y[i])) {
-        flush();
-        continue;
-      }
-      const double x = px(tx(s.x[i]));
-      const double y = py(ty(s.y[i]));
-      run += fmt::format("{}{:.1f},{:.1f}", run.empty() ? "" : " ", x, y);
-      ++run_points;
-    }
-    flush();
-    for (std::size_t i = 0; i < s.x.size(); ++i) {
-      if (!drawable(s.x[i], s.y[i])) continue;
-      out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\"/>\n", px(tx(s.x[i])),
-                         py(ty(s.y[i])));
-    }
-    out += "</g>\n";
-  }
-
-  // The legend, top right.
-  out += fmt::format("<g font-size=\"{}\" fill=\"#333333\">\n", font);
-  for (std::size_t k = 0; k < series.size(); ++k) {
-    const int y = plot_y + 8 + static_cast<int>(k) * (font + 10);
-    const std::string_view color = kPlotColors[k % kPlotColors.size()];
-    out += fmt::format(
-        "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"/>\n",
-        legend_x, y, legend_x + 24, y, color);
-    out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", legend_x + 30, y + font * 7 / 20,
-                       xml_escape(series[k].name));
-  }
-  out += "</g>\n";
   return out + "</svg>\n";
 }
 

@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -324,30 +326,6 @@ TEST_SUITE("common.plot") {
     CHECK(attn::heatmap_svg(m, o).find("#67001f") == std::string::npos);
   }
 
-  TEST_CASE("a line chart draws one polyline per series, breaking it at non-finite points") {
-    attn::Series a{"loss", {0, 1, 2, 3}, {4.0, 3.0, 2.5, 2.4}};
-    attn::Series b{"with a gap", {0, 1, 2, 3}, {1.0, kNan, 2.0, 3.0}, true};
-    attn::LineChartOptions o;
-    o.title = "a & b";
-    o.x_label = "step";
-    o.y_label = "loss";
-    const std::string svg = attn::line_chart_svg({a, b}, o);
-    CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
-    CHECK(svg.find("<title>a &amp; b</title>") != std::string::npos);
-    CHECK(count(svg, "<polyline") == 3);  // a in one piece, b in two
-    CHECK(count(svg, "stroke-dasharray") == 3);  // b's two pieces and its legend line
-    CHECK(svg.find(">with a gap</text>") != std::string::npos);
-    CHECK(svg.find(">step</text>") != std::string::npos);
-    CHECK(svg == attn::line_chart_svg({a, b}, o));  // deterministic
-    o.log_y = true;
-    const std::string log_svg = attn::line_chart_svg({attn::Series{"g", {1, 2, 3}, {1.0, 100.0, 1e4}}}, o);
-    CHECK(log_svg.find(">1e0</text>") != std::string::npos);
-    CHECK(log_svg.find(">1e4</text>") != std::string::npos);
-    CHECK_THROWS_AS(attn::line_chart_svg({}, o), std::invalid_argument);
-    CHECK_THROWS_AS(attn::line_chart_svg({attn::Series{"bad", {1, 2}, {1.0}}}, o),
-                    std::invalid_argument);
-  }
-
   TEST_CASE("a diagram joins its boxes with arrows and draws each residual to its + node") {
     using Kind = attn::DiagramNode::Kind;
     std::vector<attn::DiagramNode> nodes = {
@@ -362,16 +340,19 @@ TEST_SUITE("common.plot") {
     nodes[3].skip_from = 3;  // must be an earlier node
     CHECK_THROWS_AS(attn::diagram_svg("block", nodes), std::invalid_argument);
   }
-  TEST_CASE("a line plot is a self-contained document with one polyline and legend entry per series") {
-    const std::vector<attn::LineSeries> series = {
+  // ---- Line charts (line_chart_svg).
+
+  TEST_CASE("a line chart is a self-contained document with one polyline and legend entry per series") {
+    const std::vector<attn::Series> series = {
         {"up", {1.0, 2.0, 3.0}, {1.0, 2.0, 3.0}},
         {"down & out", {1.0, 2.0, 3.0}, {3.0, 2.0, 1.0}},
     };
-    attn::LinePlotOptions o;
-    o.title = "two <lines>";
+    attn::LineChartOptions o;
+    o.title = "a & <b>";
     o.x_label = "step";
     o.y_label = "value";
-    const std::string svg = attn::line_plot_svg(series, o);
+    o.dots = true;
+    const std::string svg = attn::line_chart_svg(series, o);
     CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
     CHECK(svg.substr(svg.size() - 7) == "</svg>\n");
     CHECK(count(svg, "<g") == count(svg, "</g>"));
@@ -379,43 +360,97 @@ TEST_SUITE("common.plot") {
     CHECK(svg.find("<script") == std::string::npos);
     CHECK(count(svg, "<polyline") == 2);
     CHECK(count(svg, "<circle") == 6);
-    CHECK(svg.find("<title>two &lt;lines&gt;</title>") != std::string::npos);
+    CHECK(svg.find("<title>a &amp; &lt;b&gt;</title>") != std::string::npos);
     CHECK(svg.find(">down &amp; out</text>") != std::string::npos);
     CHECK(svg.find(">step</text>") != std::string::npos);
     CHECK(svg.find(">value</text>") != std::string::npos);
-    CHECK(svg.find("stroke=\"#0072b2\"") != std::string::npos);  // first colour
+    CHECK(svg.find("stroke=\"#0072b2\"") != std::string::npos);  // first colour (Okabe-Ito)
     CHECK(svg.find("stroke=\"#d55e00\"") != std::string::npos);  // second colour
-    CHECK(svg == attn::line_plot_svg(series, o));
+    CHECK(svg.find("clip-path") == std::string::npos);  // nothing to clip without y limits
+    CHECK(svg == attn::line_chart_svg(series, o));  // deterministic
   }
 
-  TEST_CASE("line plot points: the smallest y at the bottom, the largest at the top") {
-    // Area 200 x 100 at x = 12 + label width + 8; y from 1 to 3 with ticks 1, 1.5, ... 3.
-    const std::vector<attn::LineSeries> series = {{"s", {0.0, 10.0}, {1.0, 3.0}}};
-    attn::LinePlotOptions o;
+  TEST_CASE("a line chart breaks a line at non-finite points and draws dashed series dashed") {
+    attn::Series a{"loss", {0, 1, 2, 3}, {4.0, 3.0, 2.5, 2.4}};
+    attn::Series b{"with a gap", {0, 1, 2, 3, 4}, {1.0, 1.5, kNan, 2.0, 3.0}, true};
+    attn::Series c{"alone", {0, 1, 2, 3}, {2.0, kNan, 3.0, 3.5}};  // its first point is alone
+    attn::LineChartOptions o;
+    o.x_label = "step";
+    const std::string svg = attn::line_chart_svg({a, b, c}, o);
+    CHECK(count(svg, "<polyline") == 4);  // a in one piece, b in two, c's last two points
+    CHECK(count(svg, "stroke-dasharray") == 3);  // b's two pieces and its legend line
+    CHECK(count(svg, "<circle") == 1);  // c's lone first point, which no line would show
+    CHECK(svg.find(">with a gap</text>") != std::string::npos);
+    CHECK(svg.find(">step</text>") != std::string::npos);
+    CHECK(svg == attn::line_chart_svg({a, b, c}, o));  // deterministic
+
+    SUBCASE("a series asks for dots when the chart does not") {
+      a.dots = true;
+      CHECK(count(attn::line_chart_svg({a, b, c}, o), "<circle") == 4 + 1);
+    }
+    SUBCASE("the chart asks for dots and a series declines") {
+      o.dots = true;
+      a.dots = false;
+      const std::string dotted = attn::line_chart_svg({a, b, c}, o);
+      CHECK(count(dotted, "<circle") == 4 + 3);  // b's and c's drawable points, none of a's
+      CHECK(count(dotted, "<polyline") == 4);
+    }
+  }
+
+  TEST_CASE("line chart points: the smallest y near the bottom, the largest near the top") {
+    // Area 200 x 100; y from 1 to 3 with a 5% margin each side, ticks 1, 1.5, ... 3.
+    const std::vector<attn::Series> series = {{"s", {0.0, 10.0}, {1.0, 3.0}}};
+    attn::LineChartOptions o;
     o.width = 200;
     o.height = 100;
-    const std::string svg = attn::line_plot_svg(series, o);
-    const std::size_t at = svg.find("points=\"");
-    REQUIRE(at != std::string::npos);
-    const std::string points = svg.substr(at + 8, svg.find('"', at + 8) - at - 8);
-    // Two points: (left, bottom) and (right, top) of the area, 200 px apart and 100 px apart.
-    double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
-    REQUIRE(std::sscanf(points.c_str(), "%lf,%lf %lf,%lf", &x0, &y0, &x1, &y1) == 4);
-    CHECK(x1 - x0 == doctest::Approx(200.0));
-    CHECK(y0 - y1 == doctest::Approx(100.0));
+    const auto points = [](const std::string& svg) {
+      const std::size_t at = svg.find("points=\"");
+      REQUIRE(at != std::string::npos);
+      std::array<double, 4> p{};
+      REQUIRE(std::sscanf(svg.c_str() + at + 8, "%lf,%lf %lf,%lf", &p[0], &p[1], &p[2], &p[3]) == 4);
+      return p;
+    };
+    const std::string svg = attn::line_chart_svg(series, o);
+    // Two points: the left and right edges of the area, 200 px apart; 2 / 2.2 of its height apart.
+    const auto p = points(svg);
+    CHECK(p[2] - p[0] == doctest::Approx(200.0));
+    CHECK(p[1] - p[3] == doctest::Approx(100.0 * 2.0 / 2.2).epsilon(0.002));
     CHECK(svg.find(">1.5</text>") != std::string::npos);
     CHECK(svg.find(">10</text>") != std::string::npos);
+
+    SUBCASE("y_min and y_max set the range exactly, and clip what lies beyond") {
+      o.y_min = 1.0;
+      o.y_max = 3.0;
+      const auto q = points(attn::line_chart_svg(series, o));
+      CHECK(q[1] - q[3] == doctest::Approx(100.0));  // bottom to top of the area
+      o.y_min = 0.0;
+      o.y_max = 2.0;  // the second point is beyond the top
+      const std::string clipped = attn::line_chart_svg(series, o);
+      CHECK(clipped.find("<clipPath id=\"plot\">") != std::string::npos);
+      CHECK(clipped.find("clip-path=\"url(#plot)\"") != std::string::npos);
+      CHECK(clipped.find(">0</text>") != std::string::npos);
+      CHECK(clipped.find(">2</text>") != std::string::npos);
+      const auto r = points(clipped);
+      // 50 px per unit now: y = 1 is half-way up, y = 3 is 50 px above the top, cut by the clip.
+      CHECK(r[1] - r[3] == doctest::Approx(100.0));
+      const std::string clip_rect = "<clipPath id=\"plot\"><rect x=\"" +
+                                    std::to_string(std::lround(r[0])) + "\" y=\"" +
+                                    std::to_string(std::lround(r[1] - 50.0)) +
+                                    "\" width=\"200\" height=\"100\"/>";
+      CHECK(clipped.find(clip_rect) != std::string::npos);  // the clip is the plotting area
+    }
   }
 
   TEST_CASE("a log axis has ticks at powers of ten; non-finite and non-positive points break the line") {
     const double inf = std::numeric_limits<double>::infinity();
-    const std::vector<attn::LineSeries> series = {
+    const std::vector<attn::Series> series = {
         {"grows", {1.0, 2.0, 3.0, 4.0, 5.0}, {0.01, 1.0, 100.0, inf, 1e4}},
         {"zero", {1.0, 2.0, 3.0}, {1.0, 0.0, 1.0}},
     };
-    attn::LinePlotOptions o;
+    attn::LineChartOptions o;
     o.log_y = true;
-    const std::string svg = attn::line_plot_svg(series, o);
+    o.dots = true;
+    const std::string svg = attn::line_chart_svg(series, o);
     for (const char* tick : {">0.01</text>", ">0.1</text>", ">1</text>", ">10</text>",
                              ">100</text>", ">1000</text>", ">1e+04</text>"}) {
       const std::string text = tick;
@@ -426,31 +461,26 @@ TEST_SUITE("common.plot") {
     // "zero": 0 cannot be drawn on a log axis, so two single dots.
     CHECK(count(svg, "<polyline") == 1);
     CHECK(count(svg, "<circle") == 4 + 2);
-  }
-
-  TEST_CASE("line plots reject no series, mismatched lengths, non-finite x and nothing to draw") {
-    const std::vector<attn::LineSeries> none;
-    CHECK_THROWS_AS(attn::line_plot_svg(none, {}), std::invalid_argument);
-    const std::vector<attn::LineSeries> mismatched = {{"bad", {1.0, 2.0}, {1.0}}};
-    CHECK_THROWS_WITH_AS(attn::line_plot_svg(mismatched, {}),
-                         "attn::line_plot_svg: series 'bad' has 2 x values and 1 y values",
-                         std::invalid_argument);
-    const std::vector<attn::LineSeries> nan_x = {
-        {"s", {std::numeric_limits<double>::quiet_NaN()}, {1.0}}};
-    CHECK_THROWS_AS(attn::line_plot_svg(nan_x, {}), std::invalid_argument);
-    const std::vector<attn::LineSeries> nothing = {{"s", {1.0, 2.0}, {-1.0, 0.0}}};
-    attn::LinePlotOptions log;
-    log.log_y = true;
-    CHECK_THROWS_AS(attn::line_plot_svg(nothing, log), std::invalid_argument);
-    CHECK_NOTHROW(attn::line_plot_svg(nothing, {}));  // fine on a linear axis
+    // Without dots, the points left alone are still dots: 1e4, and both of "zero"'s.
+    o.dots = false;
+    const std::string plain = attn::line_chart_svg(series, o);
+    CHECK(count(plain, "<polyline") == 1);
+    CHECK(count(plain, "<circle") == 1 + 2);
+    // Many decades: every second one labelled (at most about 8 labels).
+    const std::string wide =
+        attn::line_chart_svg({attn::Series{"g", {1, 2, 3}, {0.1, 1.0, 1e13}}}, o);
+    CHECK(wide.find(">1e+13</text>") != std::string::npos);
+    CHECK(wide.find(">1e+11</text>") != std::string::npos);
+    CHECK(wide.find(">1e+12</text>") == std::string::npos);
   }
 
   TEST_CASE("a log x axis with given ticks spaces 1, 2, 4, 8 evenly") {
-    const std::vector<attn::LineSeries> series = {{"s", {1.0, 2.0, 4.0, 8.0, 0.0}, {1.0, 1.0, 1.0, 1.0, 1.0}}};
-    attn::LinePlotOptions o;
+    const std::vector<attn::Series> series = {{"s", {1.0, 2.0, 4.0, 8.0, 0.0}, {1.0, 1.0, 1.0, 1.0, 1.0}}};
+    attn::LineChartOptions o;
     o.log_x = true;
     o.x_ticks = {1.0, 2.0, 4.0, 8.0};
-    const std::string svg = attn::line_plot_svg(series, o);
+    o.dots = true;
+    const std::string svg = attn::line_chart_svg(series, o);
     for (const char* tick : {">1</text>", ">2</text>", ">4</text>", ">8</text>"}) {
       const std::string text = tick;
       CAPTURE(text);
@@ -464,8 +494,90 @@ TEST_SUITE("common.plot") {
                         &y[1], &x[2], &y[2], &x[3], &y[3]) == 8);
     CHECK(x[1] - x[0] == doctest::Approx(x[2] - x[1]).epsilon(0.002));  // 0.1 px rounding
     CHECK(x[3] - x[2] == doctest::Approx(x[2] - x[1]).epsilon(0.002));
-    attn::LinePlotOptions bad = o;
-    bad.x_ticks = {0.0};
-    CHECK_THROWS_AS(attn::line_plot_svg(series, bad), std::invalid_argument);
+    // Without given ticks a log x axis is labelled at its decades.
+    o.x_ticks.clear();
+    const std::string decades =
+        attn::line_chart_svg({attn::Series{"s", {1.0, 10.0, 100.0}, {1.0, 2.0, 3.0}}}, o);
+    CHECK(decades.find(">100</text>") != std::string::npos);
+    CHECK(decades.find(">10</text>") != std::string::npos);
+  }
+
+  TEST_CASE("the legend sits right of the plot, or inside a top corner on a box") {
+    const std::vector<attn::Series> series = {{"a long series name", {0.0, 1.0}, {0.0, 1.0}}};
+    attn::LineChartOptions o;
+    o.width = 300;
+    using Legend = attn::LineChartOptions::Legend;
+    const auto legend_x = [](const std::string& svg) {  // x1 of the legend's line
+      const std::size_t at = svg.rfind("<line x1=\"");
+      REQUIRE(at != std::string::npos);
+      return std::atoi(svg.c_str() + at + 10);
+    };
+    const auto width = [](const std::string& svg) { return std::atoi(svg.c_str() + svg.find("width=\"") + 7); };
+    const std::string outside = attn::line_chart_svg(series, o);
+    o.legend = Legend::top_right;
+    const std::string top_right = attn::line_chart_svg(series, o);
+    o.legend = Legend::top_left;
+    const std::string top_left = attn::line_chart_svg(series, o);
+    CHECK(outside.find("fill-opacity") == std::string::npos);  // no box outside the plot
+    CHECK(top_right.find("fill-opacity=\"0.85\"") != std::string::npos);
+    CHECK(top_left.find("fill-opacity=\"0.85\"") != std::string::npos);
+    CHECK(width(outside) > width(top_right));  // room for the legend on the right
+    CHECK(width(top_right) == width(top_left));
+    CHECK(legend_x(top_left) < legend_x(top_right));
+    CHECK(legend_x(top_right) < legend_x(outside));
+    CHECK(legend_x(outside) > width(top_right) - 12);  // right of the plotting area
+  }
+
+  TEST_CASE("line charts reject bad input with a one-line message") {
+    const std::vector<attn::Series> none;
+    CHECK_THROWS_WITH_AS(attn::line_chart_svg(none, {}),
+                         "attn::line_chart_svg: no series to draw; expected at least one",
+                         std::invalid_argument);
+    const std::vector<attn::Series> mismatched = {{"bad", {1.0, 2.0}, {1.0}}};
+    CHECK_THROWS_WITH_AS(attn::line_chart_svg(mismatched, {}),
+                         "attn::line_chart_svg: series 'bad' has 2 x values and 1 y values; "
+                         "expected as many of each",
+                         std::invalid_argument);
+    const std::vector<attn::Series> nan_x = {
+        {"s", {std::numeric_limits<double>::quiet_NaN()}, {1.0}}};
+    CHECK_THROWS_WITH_AS(attn::line_chart_svg(nan_x, {}),
+                         "attn::line_chart_svg: series 's' has x[0] = nan; expected finite x values",
+                         std::invalid_argument);
+    const std::vector<attn::Series> nothing = {{"s", {1.0, 2.0}, {-1.0, 0.0}}};
+    attn::LineChartOptions log;
+    log.log_y = true;
+    CHECK_THROWS_AS(attn::line_chart_svg(nothing, log), std::invalid_argument);
+    CHECK_NOTHROW(attn::line_chart_svg(nothing, {}));  // fine on a linear axis
+    const std::vector<attn::Series> all_nan = {{"s", {1.0, 2.0}, {kNan, kNan}}};
+    CHECK_THROWS_AS(attn::line_chart_svg(all_nan, {}), std::invalid_argument);
+
+    const std::vector<attn::Series> ok = {{"s", {1.0, 2.0}, {1.0, 2.0}}};
+    attn::LineChartOptions small;
+    small.height = 99;
+    CHECK_THROWS_WITH_AS(attn::line_chart_svg(ok, small),
+                         "attn::line_chart_svg: a plotting area of 640 x 99 pixels is too small; "
+                         "expected at least 100 x 100",
+                         std::invalid_argument);
+    attn::LineChartOptions bad_tick;
+    bad_tick.log_x = true;
+    bad_tick.x_ticks = {0.0};
+    CHECK_THROWS_AS(attn::line_chart_svg(ok, bad_tick), std::invalid_argument);
+    bad_tick.log_x = false;
+    CHECK_NOTHROW(attn::line_chart_svg(ok, bad_tick));  // 0 is a fine tick on a linear axis
+    bad_tick.x_ticks = {std::numeric_limits<double>::infinity()};
+    CHECK_THROWS_AS(attn::line_chart_svg(ok, bad_tick), std::invalid_argument);
+    attn::LineChartOptions limits;
+    limits.y_min = 2.0;
+    limits.y_max = 1.0;
+    CHECK_THROWS_WITH_AS(attn::line_chart_svg(ok, limits),
+                         "attn::line_chart_svg: y_min 2 is not below y_max 1; expected y_min < y_max",
+                         std::invalid_argument);
+    limits.y_min = 0.0;
+    CHECK_NOTHROW(attn::line_chart_svg(ok, limits));
+    limits.log_y = true;  // 0 cannot be a limit of a log axis
+    CHECK_THROWS_AS(attn::line_chart_svg(ok, limits), std::invalid_argument);
+    limits.log_y = false;
+    limits.y_min = kNan;
+    CHECK_THROWS_AS(attn::line_chart_svg(ok, limits), std::invalid_argument);
   }
 }

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -39,24 +38,37 @@ std::string heatmap_text(const Matrix& m, const HeatmapOptions& options, bool co
 // A self-contained SVG document (no scripts, no external fonts), byte-identical for equal input.
 std::string heatmap_svg(const Matrix& m, const HeatmapOptions& options);
 
-// A line chart: one polyline per series over shared axes, with ticks, axis labels and a legend.
-// Points whose x or y is not finite (or not positive, on a log axis) break the line there.
+// A line chart: one polyline per series over shared axes, with ticks, axis labels and a legend
+// (chapter 01's loss curve, chapter 06's activations, chapter 08's gradient norms by depth,
+// chapter 09's training curve). Points whose y is not finite, or that are <= 0 on a log axis,
+// are left out and break the line there, so a series that overflows simply stops; a point left
+// alone by such breaks is drawn as a dot.
 struct Series {
-  std::string name;       // legend entry
-  std::vector<double> x;  // same length as y
+  std::string name;          // legend entry
+  std::vector<double> x;     // as many as y, all finite
   std::vector<double> y;
   bool dashed = false;
+  std::optional<bool> dots = std::nullopt;  // a dot on every point; default: the chart's
 };
 struct LineChartOptions {
-  std::string title;
-  std::string x_label;
-  std::string y_label;
-  bool log_y = false;           // logarithmic y axis (ticks at powers of 10)
-  std::optional<double> y_min;  // default: the data's range (with a little margin)
-  std::optional<double> y_max;
-  bool legend_left = false;     // the legend in the top-left corner instead of the top-right
+  std::string title;            // printed above the chart / SVG title
+  std::string x_label;          // under the x axis
+  std::string y_label;          // above the y axis
+  bool log_x = false;           // base-10 logarithmic axes, ticks at powers of ten
+  bool log_y = false;
+  std::vector<double> x_ticks;  // where to label the x axis; empty: round numbers (or decades)
+  std::optional<double> y_min;  // default: the data's range (a 5% margin on a linear axis,
+  std::optional<double> y_max;  // whole decades on a log one); lines beyond are clipped
+  bool dots = false;            // a dot on every point of every series that does not say
+  enum class Legend { outside, top_right, top_left };  // right of the plot, or inside a corner
+  Legend legend = Legend::outside;
+  int width = 640;              // of the plotting area, pixels (at least 100)
+  int height = 360;
 };
-// Throws std::invalid_argument for no series, or a series whose x and y differ in length.
+// A self-contained SVG document, byte-identical for equal input. Throws std::invalid_argument
+// for no series, a series whose x and y differ in length, a non-finite x, an x tick that cannot
+// be drawn, y_min/y_max that are not finite (or not > 0 on a log axis, or not in order), no
+// drawable point at all, or a plotting area under 100 x 100 pixels.
 std::string line_chart_svg(const std::vector<Series>& series, const LineChartOptions& options);
 
 // A diagram read from top to bottom: boxes joined by arrows, "+" nodes where a residual
@@ -73,33 +85,8 @@ struct DiagramNode {
 // Throws std::invalid_argument for an add node whose skip_from is not an earlier node.
 std::string diagram_svg(const std::string& title, const std::vector<DiagramNode>& nodes);
 
-// A line plot: one or more series of (x, y) points, each drawn as a polyline with dots and named
-// in a legend (chapter 08's gradient norms by depth; loss curves). Points whose y is not finite
-// (or not > 0 on a log axis) are left out and break the line there, so a series that overflows
-// simply stops.
-struct LineSeries {
-  std::string name;       // the legend entry
-  std::vector<double> x;  // as many as y
-  std::vector<double> y;
-};
-struct LinePlotOptions {
-  std::string title;    // printed above the plot / SVG title
-  std::string x_label;  // under the x axis
-  std::string y_label;  // above the y axis
-  bool log_y = false;   // base-10 logarithmic y axis, ticks at powers of ten
-  bool log_x = false;   // logarithmic x axis (points with x <= 0 are left out)
-  std::vector<double> x_ticks;  // where to label the x axis; empty: round numbers (or decades)
-  int width = 640;      // of the plotting area, pixels
-  int height = 360;
-};
-
-// A self-contained SVG document, byte-identical for equal input. Throws std::invalid_argument
-// when there is no series, a series' x and y differ in length, an x is not finite, or no point
-// at all can be drawn.
-std::string line_plot_svg(std::span<const LineSeries> series, const LinePlotOptions& options);
-
-// Writes an SVG document (heatmap_svg, line_chart_svg, line_plot_svg, diagram_svg) to `path`, creating parent folders. Throws
-// std::runtime_error naming the path if it cannot be written.
+// Writes an SVG document (heatmap_svg, line_chart_svg, diagram_svg) to `path`, creating parent
+// folders. Throws std::runtime_error naming the path if it cannot be written.
 void write_svg(const std::filesystem::path& path, const std::string& svg);
 
 }  // namespace attn
