@@ -23,6 +23,7 @@
 #include "attn/npy.hpp"
 #include "attn/sample.hpp"
 #include "model_internal.hpp"
+#include "parallel.hpp"
 
 namespace attn {
 
@@ -712,9 +713,21 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
     gemm(N, C, V, 1.0f, dlogits, false, w.wte.data(), false, 0.0f, dx_a.data());
     gemm(V, C, N, 1.0f, dlogits, true, cache.h.data(), false, 1.0f, grads.wte.data());
   } else {
-    gemm(N, C, V, 1.0f, dlogits, false, w.lm_head.data(), true, 0.0f, dx_a.data());
-    gemm(C, V, N, 1.0f, cache.h.data(), true, dlogits, false, 1.0f, grads.lm_head.data());
-    bias_backward(dlogits, N, V, grads.lm_head_bias.data());
+    // (Two independent jobs of about equal size, side by side over the threads; each is
+    // computed the same way on any thread count.)
+    detail::run_parts(2, detail::worker_count(2), [&](std::size_t first, std::size_t last,
+                                                      std::size_t) {
+      detail::WorkerScope scope;  // one BLAS call per product
+      for (std::size_t job = first; job < last; ++job) {
+        if (job == 0) {
+          gemm(N, C, V, 1.0f, dlogits, false, w.lm_head.data(), true, 0.0f, dx_a.data());
+        } else {
+          gemm(C, V, N, 1.0f, cache.h.data(), true, dlogits, false, 1.0f,
+               grads.lm_head.data());
+          bias_backward(dlogits, N, V, grads.lm_head_bias.data());
+        }
+      }
+    });
   }
   // 3. ln_f (in place: dx_a is both dy and dx).
   if (config.use_layer_norm) {
