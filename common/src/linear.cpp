@@ -38,8 +38,9 @@ void sgemm(int m, int n, int k, float alpha, const float* a, int lda, bool trans
               trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, out, ldc);
 }
 
-// Below this many multiply-adds a GEMM runs as one BLAS call: starting threads (~50 us) would
-// cost more than it saves. 2^22 multiply-adds take ~0.1 ms on one core.
+// Below this many multiply-adds a GEMM runs as one BLAS call: handing blocks to other threads
+// (and BLAS packing the shared operand again for every block) would cost more than it saves.
+// 2^22 multiply-adds take ~0.05 ms on one core.
 constexpr double kSplitWork = 4194304.0;
 // A big product is computed as row blocks of this many rows, always the same blocks whatever
 // the number of threads: BLAS may round a row differently depending on the size of the call it

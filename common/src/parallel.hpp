@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <condition_variable>
 #include <cstddef>
@@ -43,7 +44,7 @@ inline std::size_t worker_count(std::size_t items) {
 // wake-up, not a thread creation per region (tens of microseconds each, and an allocation),
 // which matters for the small models of chapter 09, whose training step runs hundreds of short
 // regions a few tens of microseconds apart. A worker that has just finished a part therefore
-// spins for a short while (kSpin polls, ~50 us) watching for the next region before it goes to
+// spins for a short while (kSpin, 50 us) watching for the next region before it goes to
 // sleep on the condition variable: waking a sleeping thread costs the operating system's
 // scheduler 5-20 us, as long as many of the regions themselves. Which thread runs which part
 // does not change any result.
@@ -83,8 +84,9 @@ class Pool {
     task(0);
     for (std::size_t p; (p = take(region)) < parts;) finish(p);  // help with what is left
     // The last parts are running on other threads: they end within microseconds.
-    for (unsigned polls = 0; remaining_.load(std::memory_order_acquire) != 0; ++polls) {
-      if (polls < kSpin) {
+    const auto spin_until = Clock::now() + kSpin;
+    for (unsigned polls = 1; remaining_.load(std::memory_order_acquire) != 0; ++polls) {
+      if (polls % 64 != 0 || Clock::now() < spin_until) {
         pause();
       } else {
         std::this_thread::yield();
@@ -97,7 +99,10 @@ class Pool {
   static constexpr unsigned kRegionShift = 40, kPartsShift = 20;
   static constexpr std::uint64_t kField = (std::uint64_t{1} << kPartsShift) - 1;
   static constexpr std::size_t kMaxParts = kField;
-  static constexpr unsigned kSpin = 20000;  // polls of ~2.5 ns: about 50 us
+  using Clock = std::chrono::steady_clock;
+  // How long a thread polls before it sleeps (workers) or yields (the caller): the clock, not a
+  // count of polls, because one `pause` takes 1 ns on some CPUs and 20 ns on others.
+  static constexpr std::chrono::microseconds kSpin{50};
 
   Pool() = default;
   ~Pool() {
@@ -137,7 +142,9 @@ class Pool {
     for (;;) {
       // Wait for a region newer than the last one seen: spin first, then sleep.
       std::uint64_t region = region_of(state_.load(std::memory_order_acquire));
-      for (unsigned polls = 0; region == seen && polls < kSpin; ++polls) {
+      const auto spin_until = Clock::now() + kSpin;
+      for (unsigned polls = 1; region == seen; ++polls) {
+        if (polls % 64 == 0 && Clock::now() >= spin_until) break;
         pause();
         region = region_of(state_.load(std::memory_order_acquire));
       }
