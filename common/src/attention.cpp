@@ -66,7 +66,7 @@ int blas_int(std::size_t n) {
   // loop must not allocate per token.
   if (n > static_cast<std::size_t>(INT_MAX)) {
     require(false, "attn::attention (BLAS)",
-            "size " + std::to_string(n) + " is too large for BLAS (int)");
+            [&] { return "size " + std::to_string(n) + " is too large for BLAS (int)"; });
   }
   return static_cast<int>(n);
 }
@@ -249,22 +249,25 @@ void attend(const Sizes& n, Heads<const float> q, Heads<const float> k, Heads<co
 
 // "attn::mha_forward: n_heads = 5 does not divide C = 64"
 void check_heads(const char* function, std::size_t n_heads, std::size_t C) {
-  require(n_heads >= 1 && C % n_heads == 0, function,
-          "n_heads = " + std::to_string(n_heads) + " does not divide C = " + std::to_string(C));
+  require(n_heads >= 1 && C % n_heads == 0, function, [&] {
+    return "n_heads = " + std::to_string(n_heads) + " does not divide C = " + std::to_string(C);
+  });
 }
 
 // "attn::mha_forward: w_k is (64, 32), expected (64, 64)"
 void check_weight(const char* function, const char* name, const Matrix& w, std::size_t rows,
                   std::size_t cols) {
   const std::array<std::size_t, 2> want{rows, cols};
-  require(w.shape()[0] == rows && w.shape()[1] == cols, function,
-          std::string(name) + " is " + shape_str(w.shape()) + ", expected " + shape_str(want));
+  require(w.shape()[0] == rows && w.shape()[1] == cols, function, [&] {
+    return std::string(name) + " is " + shape_str(w.shape()) + ", expected " + shape_str(want);
+  });
 }
 
 void check_mha(const char* function, const Tensor<3>& x, const MhaWeights& w,
                std::size_t n_heads, bool allow_no_proj = false) {
   const std::size_t C = x.shape()[2];
-  require(C >= 1, function, "x is " + shape_str(x.shape()) + ", C must be at least 1");
+  require(C >= 1, function,
+          [&] { return "x is " + shape_str(x.shape()) + ", C must be at least 1"; });
   check_heads(function, n_heads, C);
   check_weight(function, "w_q", w.w_q, C, C);
   check_weight(function, "w_k", w.w_k, C, C);
@@ -466,7 +469,7 @@ MhaResult mha_forward_fused(const Tensor<3>& x, const Matrix& w_qkv, const Matri
                             std::size_t n_heads, bool causal, bool need_weights) {
   const char* fn = "attn::mha_forward_fused";
   const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
-  require(C >= 1, fn, "x is " + shape_str(x.shape()) + ", C must be at least 1");
+  require(C >= 1, fn, [&] { return "x is " + shape_str(x.shape()) + ", C must be at least 1"; });
   check_heads(fn, n_heads, C);
   check_weight(fn, "w_qkv", w_qkv, C, 3 * C);
   check_weight(fn, "w_o", w_o, C, C);
@@ -486,7 +489,8 @@ MhaResult mha_cross_forward(const Tensor<3>& x, const Tensor<3>& y, const MhaWei
     shape_error(fn, "x (B, T, C) and y (B, S, C)",
                 "x " + shape_str(x.shape()) + " and y " + shape_str(y.shape()));
   }
-  require(y.shape()[1] >= 1, fn, "y is " + shape_str(y.shape()) + ", S must be at least 1");
+  require(y.shape()[1] >= 1, fn,
+          [&] { return "y is " + shape_str(y.shape()) + ", S must be at least 1"; });
   const std::size_t B = x.shape()[0], T = x.shape()[1], S = y.shape()[1], C = x.shape()[2];
   // 1. Queries from x, keys and values from y:
   //    (B, T, C) @ (C, C) -> (B, T, C);  (B, S, C) @ (C, C) -> (B, S, C)

@@ -17,7 +17,7 @@ namespace {
 
 // An empty sequence has no running mean; T = 0 is a caller's mistake, not a (0, 0) result.
 void check_time_steps(std::size_t T, const char* function) {
-  require(T >= 1, function, "T must be at least 1, got " + std::to_string(T));
+  require(T >= 1, function, [&] { return "T must be at least 1, got " + std::to_string(T); });
 }
 
 // x is (T, C) with at least one time step.

@@ -96,8 +96,9 @@ Matrix bigram_counts(std::span<const int> tokens, std::size_t V) {
 Matrix bigram_logits_from_counts(const Matrix& counts, float alpha) {
   const char* fn = "attn::bigram_logits_from_counts";
   const std::size_t V = check_table(counts, fn, "counts");
-  require(std::isfinite(alpha) && alpha > 0.0f, fn,
-          fmt::format("alpha must be > 0 (it keeps unseen pairs finite), got {}", alpha));
+  require(std::isfinite(alpha) && alpha > 0.0f, fn, [&] {
+    return fmt::format("alpha must be > 0 (it keeps unseen pairs finite), got {}", alpha);
+  });
   Matrix logits({V, V});  // (V, V)
   for (std::size_t a = 0; a < V; ++a) {
     const float* c = counts.data() + a * V;  // (V,)
@@ -106,7 +107,8 @@ Matrix bigram_logits_from_counts(const Matrix& counts, float alpha) {
     // 3. Take the log: these are logits whose softmax is exactly P(. | a).
     double row_sum = 0.0;
     for (std::size_t b = 0; b < V; ++b) {
-      require(c[b] >= 0.0f, fn, fmt::format("counts must be >= 0, got {} at ({}, {})", c[b], a, b));
+      require(c[b] >= 0.0f, fn,
+              [&] { return fmt::format("counts must be >= 0, got {} at ({}, {})", c[b], a, b); });
       row_sum += static_cast<double>(c[b]) + static_cast<double>(alpha);
     }
     const double log_row_sum = std::log(row_sum);
@@ -121,8 +123,9 @@ Matrix bigram_logits_from_counts(const Matrix& counts, float alpha) {
 double bigram_loss(const Matrix& logits, std::span<const int> tokens) {
   const char* fn = "attn::bigram_loss";
   const std::size_t V = check_table(logits, fn, "logits");
-  require(tokens.size() >= 2, fn,
-          fmt::format("need at least 2 tokens (one pair to predict), got {}", tokens.size()));
+  require(tokens.size() >= 2, fn, [&] {
+    return fmt::format("need at least 2 tokens (one pair to predict), got {}", tokens.size());
+  });
   // 1. Count the pairs once, O(n). 2. Score every pair type once, O(V^2).
   return loss_from_pairs(logits, count_pairs(tokens, V, fn, ""));
 }
@@ -139,13 +142,15 @@ void train_bigram(Matrix& logits, const Split& split, const BigramTrainConfig& c
   require(T >= 1, fn, "block_size must be at least 1, got 0");
   require(config.eval_interval >= 1, fn, "eval_interval must be at least 1, got 0");
   require(std::isfinite(config.learning_rate) && config.learning_rate > 0.0f, fn,
-          fmt::format("learning_rate must be > 0, got {}", config.learning_rate));
-  require(split.train.size() > T, fn,
-          fmt::format("the training split has {} tokens, but block_size + 1 = {} are needed",
-                      split.train.size(), T + 1));
-  require(split.val.size() > T, fn,
-          fmt::format("the validation split has {} tokens, but block_size + 1 = {} are needed",
-                      split.val.size(), T + 1));
+          [&] { return fmt::format("learning_rate must be > 0, got {}", config.learning_rate); });
+  require(split.train.size() > T, fn, [&] {
+    return fmt::format("the training split has {} tokens, but block_size + 1 = {} are needed",
+                       split.train.size(), T + 1);
+  });
+  require(split.val.size() > T, fn, [&] {
+    return fmt::format("the validation split has {} tokens, but block_size + 1 = {} are needed",
+                       split.val.size(), T + 1);
+  });
   if (grad == nullptr) grad = &cross_entropy_grad;
 
   // Count the pairs of both splits once: every evaluation is then O(V^2), whatever their size.
@@ -210,7 +215,7 @@ std::vector<int> bigram_generate(const Matrix& logits, int start, std::size_t n,
   if (start < 0 || static_cast<std::size_t>(start) >= V)
     shape_error(fn, fmt::format("a start token in [0, {})", V), std::to_string(start));
   require(std::isfinite(temperature) && temperature > 0.0f, fn,
-          fmt::format("temperature must be > 0, got {}", temperature));
+          [&] { return fmt::format("temperature must be > 0, got {}", temperature); });
   if (sample == nullptr) sample = &sample_logits;
   std::vector<int> out;
   out.reserve(n);

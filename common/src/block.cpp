@@ -49,8 +49,9 @@ constexpr const char* kFunction = "attn::block_forward";
 template <std::size_t R>
 void check_shape(std::string_view name, const Tensor<R>& t, const std::array<std::size_t, R>& want) {
   if (t.shape() != want) {
-    require(false, kFunction,
-            std::string(name) + " is " + shape_str(t.shape()) + ", expected " + shape_str(want));
+    require(false, kFunction, [&] {
+      return std::string(name) + " is " + shape_str(t.shape()) + ", expected " + shape_str(want);
+    });
   }
 }
 
@@ -59,19 +60,22 @@ void check_shape(std::string_view name, const Tensor<R>& t, const std::array<std
 // weights may be empty or (C,) (they are ignored).
 void check_block(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config) {
   const std::size_t C = x.shape()[2];
-  require(C >= 1, kFunction, "x is " + shape_str(x.shape()) + ", C must be at least 1");
-  require(config.n_heads >= 1 && C % config.n_heads == 0, kFunction,
-          "n_heads = " + std::to_string(config.n_heads) + " does not divide C = " +
-              std::to_string(C));
+  require(C >= 1, kFunction,
+          [&] { return "x is " + shape_str(x.shape()) + ", C must be at least 1"; });
+  require(config.n_heads >= 1 && C % config.n_heads == 0, kFunction, [&] {
+    return "n_heads = " + std::to_string(config.n_heads) +
+           " does not divide C = " + std::to_string(C);
+  });
   check_shape<2>("attn.w_q", w.attn.w_q, {C, C});
   check_shape<2>("attn.w_k", w.attn.w_k, {C, C});
   check_shape<2>("attn.w_v", w.attn.w_v, {C, C});
   if (config.attn_proj) {
     check_shape<2>("attn.w_o", w.attn.w_o, {C, C});
   } else {
-    require(w.attn.w_o.size() == 0, kFunction,
-            "attn.w_o is " + shape_str(w.attn.w_o.shape()) +
-                ", expected an empty matrix (attn_proj = false)");
+    require(w.attn.w_o.size() == 0, kFunction, [&] {
+      return "attn.w_o is " + shape_str(w.attn.w_o.shape()) +
+             ", expected an empty matrix (attn_proj = false)";
+    });
   }
   const bool ln_given = w.ln1_gamma.size() + w.ln1_beta.size() + w.ln2_gamma.size() +
                             w.ln2_beta.size() != 0;
@@ -89,8 +93,10 @@ void check_block(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& c
     check_shape<1>("ffn.b2", w.ffn.b2, {C});
   } else {
     require(w.ffn.w1.size() + w.ffn.b1.size() + w.ffn.w2.size() + w.ffn.b2.size() == 0, kFunction,
-            "ffn.w1 is " + shape_str(w.ffn.w1.shape()) +
-                ", expected empty FFN weights (use_ffn = false)");
+            [&] {
+              return "ffn.w1 is " + shape_str(w.ffn.w1.shape()) +
+                     ", expected empty FFN weights (use_ffn = false)";
+            });
   }
 }
 
@@ -437,8 +443,9 @@ std::size_t block_param_count(std::size_t C, std::size_t F) {
 namespace {
 // hs = C / H, checked.
 double head_size(std::size_t C, std::size_t H, const char* function) {
-  require(H >= 1 && C % H == 0, function,
-          "n_heads = " + std::to_string(H) + " does not divide C = " + std::to_string(C));
+  require(H >= 1 && C % H == 0, function, [&] {
+    return "n_heads = " + std::to_string(H) + " does not divide C = " + std::to_string(C);
+  });
   return static_cast<double>(C / H);
 }
 }  // namespace

@@ -253,8 +253,9 @@ template <std::size_t R>
 void check_shape(std::string_view function, std::string_view name, const Tensor<R>& t,
                  const std::array<std::size_t, R>& want) {
   if (t.shape() != want) {
-    require(false, function,
-            std::string(name) + " is " + shape_str(t.shape()) + ", expected " + shape_str(want));
+    require(false, function, [&] {
+      return std::string(name) + " is " + shape_str(t.shape()) + ", expected " + shape_str(want);
+    });
   }
 }
 
@@ -315,8 +316,9 @@ Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a) {
   Tensor<3> y(x.shape());                                 // (B, T, C)
   if (y.size() == 0) return y;
   // Nothing may throw inside the worker threads: check what gemm and activate would.
-  require(C <= kMaxBlasSize && F <= kMaxBlasSize, "attn::ffn_forward",
-          "C = " + std::to_string(C) + ", F = " + std::to_string(F) + " too large for BLAS (int)");
+  require(C <= kMaxBlasSize && F <= kMaxBlasSize, "attn::ffn_forward", [&] {
+    return "C = " + std::to_string(C) + ", F = " + std::to_string(F) + " too large for BLAS (int)";
+  });
   require(a == Activation::relu || a == Activation::gelu || a == Activation::gelu_tanh,
           "attn::ffn_forward", "unknown activation");
   // Each token goes through the FFN on its own, so the B*T tokens are processed kFfnRows at a
@@ -355,9 +357,10 @@ Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a) {
 
 void activate_backward(std::span<const float> x, std::span<const float> dy, std::span<float> dx,
                        Activation a) {
-  require(x.size() == dy.size() && x.size() == dx.size(), "attn::activate_backward",
-          "x, dy and dx must have the same size, got " + std::to_string(x.size()) + ", " +
-              std::to_string(dy.size()) + " and " + std::to_string(dx.size()));
+  require(x.size() == dy.size() && x.size() == dx.size(), "attn::activate_backward", [&] {
+    return "x, dy and dx must have the same size, got " + std::to_string(x.size()) + ", " +
+           std::to_string(dy.size()) + " and " + std::to_string(dx.size());
+  });
   switch (a) {
     case Activation::relu: return apply_relu_grad(x.data(), dy.data(), dx.data(), x.size());
     case Activation::gelu: return apply_gelu_grad(x.data(), dy.data(), dx.data(), x.size());
@@ -398,8 +401,9 @@ void check_ffn(const char* fn, const Tensor<3>& x, const FfnWeights& w) {
   check_shape<1>(fn, "b1", w.b1, {F});
   check_shape<2>(fn, "w2", w.w2, {F, C});
   check_shape<1>(fn, "b2", w.b2, {C});
-  require(C <= kMaxBlasSize && F <= kMaxBlasSize, fn,
-          "C = " + std::to_string(C) + ", F = " + std::to_string(F) + " too large for BLAS (int)");
+  require(C <= kMaxBlasSize && F <= kMaxBlasSize, fn, [&] {
+    return "C = " + std::to_string(C) + ", F = " + std::to_string(F) + " too large for BLAS (int)";
+  });
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ constexpr float kEps = 1e-5f;  // every LayerNorm of the model (model.cpp)
 // a * b, or std::invalid_argument when the product does not fit in size_t.
 std::size_t checked_mul(std::size_t a, std::size_t b, const char* function) {
   if (a != 0 && b > std::numeric_limits<std::size_t>::max() / a) {
-    require(false, function, fmt::format("{} x {} is too large", a, b));
+    require(false, function, [&] { return fmt::format("{} x {} is too large", a, b); });
   }
   return a * b;
 }
@@ -69,10 +69,12 @@ void check_blocks(const LmWeights& w, const LmConfig& config, const char* functi
                     has_shape<2>(b.ffn.w1, {C, F}) && has_shape<1>(b.ffn.b1, {F}) &&
                     has_shape<2>(b.ffn.w2, {F, C}) && has_shape<1>(b.ffn.b2, {C});
     if (!ok) {
-      require(false, function,
-              fmt::format("block {} does not have the shapes of C = {}, F = {} (w_q, w_k, w_v, "
-                          "w_o (C, C), LayerNorms (C,), w1 (C, F), b1 (F,), w2 (F, C), b2 (C,))",
-                          l, C, F));
+      require(false, function, [&] {
+        return fmt::format(
+            "block {} does not have the shapes of C = {}, F = {} (w_q, w_k, w_v, "
+            "w_o (C, C), LayerNorms (C,), w1 (C, F), b1 (F,), w2 (F, C), b2 (C,))",
+            l, C, F);
+      });
     }
   }
 }
@@ -94,8 +96,9 @@ void check_cache(const KvCache& c, const LmConfig& config, const char* function)
 void check_ids(const int* tokens, std::size_t count, std::size_t V, const char* function) {
   for (std::size_t i = 0; i < count; ++i) {
     if (tokens[i] < 0 || static_cast<std::size_t>(tokens[i]) >= V) {
-      require(false, function,
-              fmt::format("token id {} at index {} is outside [0, {})", tokens[i], i, V));
+      require(false, function, [&] {
+        return fmt::format("token id {} at index {} is outside [0, {})", tokens[i], i, V);
+      });
     }
   }
 }
@@ -214,7 +217,9 @@ void kv_append(Tensor<4>& cache, const Matrix& rows, std::size_t pos) {
                 shape_str(rows.shape()));
   }
   if (pos >= T_max) {
-    require(false, kFn, fmt::format("position {} is outside the cache (T_max = {})", pos, T_max));
+    require(false, kFn, [&] {
+      return fmt::format("position {} is outside the cache (T_max = {})", pos, T_max);
+    });
   }
   // (B, C) -> (B, H, 1, hs) at position pos: head h of row b is the run of hs floats at column
   // h*hs, and goes to the run of hs floats at cache[b, h, pos].
@@ -236,7 +241,8 @@ Matrix attend_cache(const Matrix& q, const Tensor<4>& keys, const Tensor<4>& val
                     shape_str(values.shape()));
   }
   if (n == 0 || n > T_max) {
-    require(false, kFn, fmt::format("n must be in [1, {}] (T_max), got {}", T_max, n));
+    require(false, kFn,
+            [&] { return fmt::format("n must be in [1, {}] (T_max), got {}", T_max, n); });
   }
   Matrix out(std::array<std::size_t, 2>{B, C});  // (B, C)
   Vector scratch(std::array<std::size_t, 1>{attention_scratch_floats(1, n)});
@@ -255,7 +261,8 @@ KvCache kv_cache_init(const LmConfig& config, std::size_t batch) {
   require(batch >= 1, kFn, "batch must be at least 1, got 0");
   require(V > 0 && T_max > 0 && C > 0 && L > 0, kFn,
           "vocab_size, block_size, n_embd and n_layers must be >= 1");
-  require(H > 0 && C % H == 0, kFn, fmt::format("n_heads = {} does not divide n_embd = {}", H, C));
+  require(H > 0 && C % H == 0, kFn,
+          [&] { return fmt::format("n_heads = {} does not divide n_embd = {}", H, C); });
   const std::size_t rows = checked_mul(batch, T_max, kFn);
   (void)checked_mul(checked_mul(rows, 3 * C, kFn), L + 1, kFn);  // the largest buffers fit
   KvCache c;
@@ -301,9 +308,10 @@ const Matrix& lm_prefill(KvCache& cache, std::span<const int> tokens, const LmWe
   check_blocks(w, config, kFn);
   const std::size_t B = cache.batch, T_max = config.block_size;
   if (tokens.empty() || tokens.size() % B != 0 || tokens.size() / B > T_max) {
-    require(false, kFn,
-            fmt::format("expected B = {} sequences of 1 to {} tokens (T_max), got {} ids", B,
-                        T_max, tokens.size()));
+    require(false, kFn, [&] {
+      return fmt::format("expected B = {} sequences of 1 to {} tokens (T_max), got {} ids", B,
+                         T_max, tokens.size());
+    });
   }
   const std::size_t T = tokens.size() / B;
   check_ids(tokens.data(), tokens.size(), config.vocab_size, kFn);
@@ -324,14 +332,16 @@ const Matrix& lm_step(KvCache& cache, std::span<const int> tokens, const LmWeigh
   detail::check_weights(w, config, kFn);
   check_blocks(w, config, kFn);
   if (tokens.size() != cache.batch) {
-    require(false, kFn,
-            fmt::format("expected one token per sequence (B = {}), got {}", cache.batch,
-                        tokens.size()));
+    require(false, kFn, [&] {
+      return fmt::format("expected one token per sequence (B = {}), got {}", cache.batch,
+                         tokens.size());
+    });
   }
   if (cache.length >= config.block_size) {
-    require(false, kFn,
-            fmt::format("the cache is full ({} positions, block_size); crop and prefill again",
-                        cache.length));
+    require(false, kFn, [&] {
+      return fmt::format("the cache is full ({} positions, block_size); crop and prefill again",
+                         cache.length);
+    });
   }
   check_ids(tokens.data(), tokens.size(), config.vocab_size, kFn);
   run_positions(cache, tokens.data(), 1, 1, cache.length, w, config, /*finish=*/true);
@@ -353,7 +363,7 @@ std::vector<int> lm_generate_cached(const LmWeights& w, const LmConfig& config,
   generated.reserve(n_new);
   std::vector<int> context(prompt.begin(), prompt.end());
   if (n_new > context.max_size() - prompt.size()) {
-    require(false, kFn, fmt::format("max_new_tokens = {} is too large", n_new));
+    require(false, kFn, [&] { return fmt::format("max_new_tokens = {} is too large", n_new); });
   }
   context.reserve(prompt.size() + n_new);
   KvCache cache = kv_cache_init(config, 1);

@@ -120,7 +120,8 @@ Tensor<N> layer_norm_impl(const Tensor<N>& x, const Vector& gamma, const Vector&
                 "x " + shape_str(x.shape()) + ", gamma " + shape_str(gamma.shape()) + ", beta " +
                     shape_str(beta.shape()));
   }
-  require(eps >= 0.0f, "attn::layer_norm", "eps must be >= 0, got " + std::to_string(eps));
+  require(eps >= 0.0f, "attn::layer_norm",
+          [&] { return "eps must be >= 0, got " + std::to_string(eps); });
 
   Tensor<N> y(x.shape());  // (..., C): row-major, so the C features of a token are contiguous
   const std::size_t rows = x.size() / C;
@@ -297,7 +298,7 @@ LayerNormGrads<N> layer_norm_backward(const Tensor<N>& dy, const Tensor<N>& x, c
   constexpr const char* kFn = "attn::layer_norm_backward";
   const std::size_t C = x.shape()[N - 1];
   check_layer_norm(kFn, C, x.shape(), gamma);
-  require(eps >= 0.0f, kFn, "eps must be >= 0, got " + std::to_string(eps));
+  require(eps >= 0.0f, kFn, [&] { return "eps must be >= 0, got " + std::to_string(eps); });
   // Recompute the cache: the forward with beta = 0 (beta does not enter mean or rstd).
   LayerNormCache cache;
   const Vector zeros = xt::zeros<float>({C});

@@ -25,8 +25,9 @@ int blas_int(std::size_t n, const char* what) {
   // The message is built only on failure: this runs for every GEMM, and chapter 10's generation
   // loop must not allocate per token.
   if (n > static_cast<std::size_t>(INT_MAX)) {
-    require(false, "attn::gemm",
-            std::string(what) + " = " + std::to_string(n) + " is too large for BLAS (int)");
+    require(false, "attn::gemm", [&] {
+      return std::string(what) + " = " + std::to_string(n) + " is too large for BLAS (int)";
+    });
   }
   return static_cast<int>(n);
 }

@@ -75,9 +75,10 @@ void check_weights(const LmWeights& w, const LmConfig& config, const char* funct
                 shape_str(w.wpe.shape()));
   }
   if (w.blocks.size() != config.n_layers) {  // (formatted only on failure: called per token)
-    require(false, function,
-            fmt::format("config has n_layers = {} but the weights hold {} blocks",
-                        config.n_layers, w.blocks.size()));
+    require(false, function, [&] {
+      return fmt::format("config has n_layers = {} but the weights hold {} blocks", config.n_layers,
+                         w.blocks.size());
+    });
   }
   if (config.use_layer_norm &&
       (!has_shape(w.ln_f_gamma.shape(), {C}) || !has_shape(w.ln_f_beta.shape(), {C}))) {
@@ -102,11 +103,14 @@ using detail::check_weights;
 
 LmWeights lm_init(Rng& rng, const LmConfig& config) {
   const std::size_t V = config.vocab_size, T_max = config.block_size, C = config.n_embd;
-  require(V > 0 && T_max > 0 && C > 0 && config.n_layers > 0, "attn::lm_init",
-          fmt::format("vocab_size, block_size, n_embd and n_layers must be >= 1, got {}, {}, {}, {}",
-                      V, T_max, C, config.n_layers));
-  require(config.n_heads > 0 && C % config.n_heads == 0, "attn::lm_init",
-          fmt::format("n_heads = {} does not divide n_embd = {}", config.n_heads, C));
+  require(V > 0 && T_max > 0 && C > 0 && config.n_layers > 0, "attn::lm_init", [&] {
+    return fmt::format(
+        "vocab_size, block_size, n_embd and n_layers must be >= 1, got {}, {}, {}, {}", V, T_max, C,
+        config.n_layers);
+  });
+  require(config.n_heads > 0 && C % config.n_heads == 0, "attn::lm_init", [&] {
+    return fmt::format("n_heads = {} does not divide n_embd = {}", config.n_heads, C);
+  });
   const std::size_t F = ffn_width(config);
   require(F > 0, "attn::lm_init", "ffn_hidden must be >= 1 (or 0 for 4 C)");
   // Every tensor is sized from the config: check the products before allocating any.
@@ -147,11 +151,13 @@ Tensor<3> lm_forward_impl(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
   constexpr const char* kFn = "attn::lm_forward";
   const std::size_t B = tokens.shape()[0], T = tokens.shape()[1];
   const std::size_t V = config.vocab_size, T_max = config.block_size, C = config.n_embd;
-  require(B > 0 && T > 0, kFn,
-          fmt::format("empty sequence: tokens of shape {}", shape_str(tokens.shape())));
-  require(T <= T_max, kFn,
-          fmt::format("sequence of {} tokens is longer than the position table (block_size {})",
-                      T, T_max));
+  require(B > 0 && T > 0, kFn, [&] {
+    return fmt::format("empty sequence: tokens of shape {}", shape_str(tokens.shape()));
+  });
+  require(T <= T_max, kFn, [&] {
+    return fmt::format("sequence of {} tokens is longer than the position table (block_size {})", T,
+                       T_max);
+  });
   check_weights(w, config, kFn);
 
   // 1. Embeddings: x[b, t] = wte[tokens[b, t]] + wpe[t]. The token says *what*, the position
@@ -160,8 +166,9 @@ Tensor<3> lm_forward_impl(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
   for (std::size_t b = 0; b < B; ++b) {
     for (std::size_t t = 0; t < T; ++t) {
       const int id = tokens(b, t);
-      require(id >= 0 && static_cast<std::size_t>(id) < V, kFn,
-              fmt::format("token id {} at ({}, {}) is outside [0, {})", id, b, t, V));
+      require(id >= 0 && static_cast<std::size_t>(id) < V, kFn, [&] {
+        return fmt::format("token id {} at ({}, {}) is outside [0, {})", id, b, t, V);
+      });
       const float* tok = w.wte.data() + static_cast<std::size_t>(id) * C;  // (C,)
       const float* pos = w.wpe.data() + t * C;                              // (C,)
       float* out = x.data() + (b * T + t) * C;                              // (C,)
@@ -498,8 +505,9 @@ void check_generate_inputs(const LmWeights& w, const LmConfig& config,
   require(!prompt.empty(), function, "empty prompt (give at least one token)");
   check_sampling_options(sampling_options(options), V, function);
   for (std::size_t i = 0; i < prompt.size(); ++i) {
-    require(prompt[i] >= 0 && static_cast<std::size_t>(prompt[i]) < V, function,
-            fmt::format("prompt token {} at position {} is outside [0, {})", prompt[i], i, V));
+    require(prompt[i] >= 0 && static_cast<std::size_t>(prompt[i]) < V, function, [&] {
+      return fmt::format("prompt token {} at position {} is outside [0, {})", prompt[i], i, V);
+    });
   }
   check_weights(w, config, function);
 }
@@ -580,15 +588,18 @@ void ensure_shape(Array& t, const std::array<std::size_t, N>& shape) {
 void check_batch(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>* targets,
                  const LmConfig& config, const char* fn) {
   const std::size_t B = tokens.shape()[0], T = tokens.shape()[1], V = config.vocab_size;
-  require(B > 0 && T > 0, fn,
-          fmt::format("empty sequence: tokens of shape {}", shape_str(tokens.shape())));
-  require(T <= config.block_size, fn,
-          fmt::format("sequence of {} tokens is longer than the position table (block_size {})",
-                      T, config.block_size));
+  require(B > 0 && T > 0, fn, [&] {
+    return fmt::format("empty sequence: tokens of shape {}", shape_str(tokens.shape()));
+  });
+  require(T <= config.block_size, fn, [&] {
+    return fmt::format("sequence of {} tokens is longer than the position table (block_size {})", T,
+                       config.block_size);
+  });
   for (std::size_t i = 0; i < B * T; ++i) {
     const int id = tokens.data()[i];
-    require(id >= 0 && static_cast<std::size_t>(id) < V, fn,
-            fmt::format("token id {} at ({}, {}) is outside [0, {})", id, i / T, i % T, V));
+    require(id >= 0 && static_cast<std::size_t>(id) < V, fn, [&] {
+      return fmt::format("token id {} at ({}, {}) is outside [0, {})", id, i / T, i % T, V);
+    });
   }
   if (targets == nullptr) return;
   if (targets->shape() != tokens.shape()) {
@@ -597,8 +608,9 @@ void check_batch(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>* t
   }
   for (std::size_t i = 0; i < B * T; ++i) {
     const int id = targets->data()[i];
-    require(id >= 0 && static_cast<std::size_t>(id) < V, fn,
-            fmt::format("target id {} at ({}, {}) is outside [0, {})", id, i / T, i % T, V));
+    require(id >= 0 && static_cast<std::size_t>(id) < V, fn, [&] {
+      return fmt::format("target id {} at ({}, {}) is outside [0, {})", id, i / T, i % T, V);
+    });
   }
 }
 

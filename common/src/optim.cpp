@@ -44,10 +44,11 @@ void adamw_update(std::span<float> p, std::span<const float> g, std::span<float>
   constexpr const char* kFn = "attn::adamw_update";
   // (Messages built only on failure: the training step calls this for every tensor.)
   if (g.size() != p.size() || m.size() != p.size() || v.size() != p.size()) {
-    require(false, kFn,
-            "p, g, m and v must have the same length, got " + std::to_string(p.size()) + ", " +
-                std::to_string(g.size()) + ", " + std::to_string(m.size()) + ", " +
-                std::to_string(v.size()));
+    require(false, kFn, [&] {
+      return "p, g, m and v must have the same length, got " + std::to_string(p.size()) + ", " +
+             std::to_string(g.size()) + ", " + std::to_string(m.size()) + ", " +
+             std::to_string(v.size());
+    });
   }
   if (step == 0) require(false, kFn, "step counts from 1");
   const float b1 = config.beta1, b2 = config.beta2;

@@ -96,10 +96,12 @@ std::vector<std::string> characters(std::string_view text) {
 }
 
 void check_labels(const Matrix& m, const HeatmapOptions& options, std::string_view function) {
-  require(options.row_labels.empty() || options.row_labels.size() == m.shape(0), function,
-          fmt::format("expected {} row labels, got {}", m.shape(0), options.row_labels.size()));
-  require(options.col_labels.empty() || options.col_labels.size() == m.shape(1), function,
-          fmt::format("expected {} column labels, got {}", m.shape(1), options.col_labels.size()));
+  require(options.row_labels.empty() || options.row_labels.size() == m.shape(0), function, [&] {
+    return fmt::format("expected {} row labels, got {}", m.shape(0), options.row_labels.size());
+  });
+  require(options.col_labels.empty() || options.col_labels.size() == m.shape(1), function, [&] {
+    return fmt::format("expected {} column labels, got {}", m.shape(1), options.col_labels.size());
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -570,31 +572,39 @@ void auto_ticks(Axis& a, bool log, int target) {
 // Every check of line_chart_svg's input, before anything is drawn.
 void check_chart(const std::vector<Series>& series, const LineChartOptions& o) {
   require(!series.empty(), kChart, "no series to draw; expected at least one");
-  require(o.width >= 100 && o.height >= 100, kChart,
-          fmt::format("a plotting area of {} x {} pixels is too small; expected at least 100 x 100",
-                      o.width, o.height));
+  require(o.width >= 100 && o.height >= 100, kChart, [&] {
+    return fmt::format(
+        "a plotting area of {} x {} pixels is too small; expected at least 100 x 100", o.width,
+        o.height);
+  });
   for (const Series& s : series) {
-    require(s.x.size() == s.y.size(), kChart,
-            fmt::format("series '{}' has {} x values and {} y values; expected as many of each",
-                        s.name, s.x.size(), s.y.size()));
+    require(s.x.size() == s.y.size(), kChart, [&] {
+      return fmt::format("series '{}' has {} x values and {} y values; expected as many of each",
+                         s.name, s.x.size(), s.y.size());
+    });
     for (std::size_t i = 0; i < s.x.size(); ++i) {
-      require(std::isfinite(s.x[i]), kChart,
-              fmt::format("series '{}' has x[{}] = {}; expected finite x values", s.name, i, s.x[i]));
+      require(std::isfinite(s.x[i]), kChart, [&] {
+        return fmt::format("series '{}' has x[{}] = {}; expected finite x values", s.name, i,
+                           s.x[i]);
+      });
     }
   }
   for (const double t : o.x_ticks) {
-    require(std::isfinite(t) && (!o.log_x || t > 0.0), kChart,
-            fmt::format("x tick {} cannot be drawn; expected finite ticks{}", t,
-                        o.log_x ? ", > 0 on a log axis" : ""));
+    require(std::isfinite(t) && (!o.log_x || t > 0.0), kChart, [&] {
+      return fmt::format("x tick {} cannot be drawn; expected finite ticks{}", t,
+                         o.log_x ? ", > 0 on a log axis" : "");
+    });
   }
   for (const std::optional<double>& limit : {o.y_min, o.y_max}) {
-    require(!limit || (std::isfinite(*limit) && (!o.log_y || *limit > 0.0)), kChart,
-            fmt::format("y limit {} cannot be drawn; expected a finite value{}", limit.value_or(0.0),
-                        o.log_y ? ", > 0 on a log axis" : ""));
+    require(!limit || (std::isfinite(*limit) && (!o.log_y || *limit > 0.0)), kChart, [&] {
+      return fmt::format("y limit {} cannot be drawn; expected a finite value{}",
+                         limit.value_or(0.0), o.log_y ? ", > 0 on a log axis" : "");
+    });
   }
-  require(!o.y_min || !o.y_max || *o.y_min < *o.y_max, kChart,
-          fmt::format("y_min {} is not below y_max {}; expected y_min < y_max", o.y_min.value_or(0.0),
-                      o.y_max.value_or(0.0)));
+  require(!o.y_min || !o.y_max || *o.y_min < *o.y_max, kChart, [&] {
+    return fmt::format("y_min {} is not below y_max {}; expected y_min < y_max",
+                       o.y_min.value_or(0.0), o.y_max.value_or(0.0));
+  });
 }
 
 }  // namespace
@@ -826,9 +836,10 @@ std::string diagram_svg(const std::string& title, const std::vector<DiagramNode>
   using Kind = DiagramNode::Kind;
   for (std::size_t i = 0; i < nodes.size(); ++i)
     if (nodes[i].kind == Kind::add)
-      require(nodes[i].skip_from < i, "attn::diagram_svg",
-              fmt::format("node {} adds the input of node {}, which is not an earlier node", i,
-                          nodes[i].skip_from));
+      require(nodes[i].skip_from < i, "attn::diagram_svg", [&] {
+        return fmt::format("node {} adds the input of node {}, which is not an earlier node", i,
+                           nodes[i].skip_from);
+      });
   // 1. Layout: one column, boxes 300 wide, "+" circles of radius 11, arrows 22 long between.
   const int font = 13, note_font = 11, title_font = 15;
   int box_w = 300;  // wider when a label or note needs it (monospace notes: 0.62 em a character)

@@ -119,9 +119,13 @@ std::string format_matrix(const Matrix& m, const MatrixFormat& format) {
   const std::size_t rows = m.shape(0);
   const std::size_t cols = m.shape(1);
   require(format.row_labels.empty() || format.row_labels.size() == rows, "attn::format_matrix",
-          fmt::format("expected {} row labels, got {}", rows, format.row_labels.size()));
+          [&] {
+            return fmt::format("expected {} row labels, got {}", rows, format.row_labels.size());
+          });
   require(format.col_labels.empty() || format.col_labels.size() == cols, "attn::format_matrix",
-          fmt::format("expected {} column labels, got {}", cols, format.col_labels.size()));
+          [&] {
+            return fmt::format("expected {} column labels, got {}", cols, format.col_labels.size());
+          });
 
   std::vector<std::string> cells;
   cells.reserve(rows * cols);

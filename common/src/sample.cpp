@@ -24,7 +24,7 @@ namespace {
 void check_sampling_inputs(std::span<const float> logits, float temperature,
                            const char* function) {
   require(std::isfinite(temperature) && temperature > 0.0f, function,
-          fmt::format("temperature must be > 0, got {}", temperature));
+          [&] { return fmt::format("temperature must be > 0, got {}", temperature); });
   require(!logits.empty(), function, "logits must not be empty");
 }
 
@@ -77,7 +77,7 @@ int sample_top_k(std::span<const float> logits, float temperature, std::size_t t
   check_sampling_inputs(logits, temperature, "attn::sample_top_k");
   const std::size_t V = logits.size();
   require(top_k >= 1 && top_k <= V, "attn::sample_top_k",
-          fmt::format("top_k must be in [1, {}], got {}", V, top_k));
+          [&] { return fmt::format("top_k must be in [1, {}], got {}", V, top_k); });
   // 1. Rank the ids by logit, largest first; equal logits keep the lower id first. NaN ranks
   //    above everything (a strict order even then), so it stays in and the draw reports it.
   std::vector<std::size_t> order(V);
@@ -111,14 +111,17 @@ namespace attn {
 void check_sampling_options(const SamplingOptions& o, std::size_t V, const char* function) {
   // Each message is formatted only when its check fails: this runs once per generated token.
   if (!(std::isfinite(o.temperature) && o.temperature > 0.0f)) {
-    require(false, function, fmt::format("temperature must be > 0, got {}", o.temperature));
+    require(false, function,
+            [&] { return fmt::format("temperature must be > 0, got {}", o.temperature); });
   }
   if (o.top_k > V) {
-    require(false, function,
-            fmt::format("top_k must be in [0, {}] (0 = all tokens), got {}", V, o.top_k));
+    require(false, function, [&] {
+      return fmt::format("top_k must be in [0, {}] (0 = all tokens), got {}", V, o.top_k);
+    });
   }
   if (!(o.top_p > 0.0f && o.top_p <= 1.0f)) {
-    require(false, function, fmt::format("top_p must be in (0, 1], got {}", o.top_p));
+    require(false, function,
+            [&] { return fmt::format("top_p must be in (0, 1], got {}", o.top_p); });
   }
 }
 
@@ -130,7 +133,8 @@ int TokenSampler::next(std::span<const float> logits, const SamplingOptions& o, 
   constexpr const char* kFn = "attn::TokenSampler::next";
   const std::size_t V = probs_.size();
   if (logits.size() != V) {
-    require(false, kFn, fmt::format("logits of length {}, expected V = {}", logits.size(), V));
+    require(false, kFn,
+            [&] { return fmt::format("logits of length {}, expected V = {}", logits.size(), V); });
   }
   check_sampling_options(o, V, kFn);
   last_probs_size_ = 0;

@@ -214,12 +214,14 @@ Vocab::Vocab(std::u32string sorted_unique_chars) : chars_(std::move(sorted_uniqu
   // chars_[i - 1] must not be read at i == 0).
   for (std::size_t i = 0; i < chars_.size(); ++i) {
     if (!is_scalar_value(chars_[i])) {
-      require(false, "attn::Vocab", code_point_name(chars_[i]) + " is not a Unicode scalar value");
+      require(false, "attn::Vocab",
+              [&] { return code_point_name(chars_[i]) + " is not a Unicode scalar value"; });
     }
     if (i > 0 && !(chars_[i - 1] < chars_[i])) {
-      require(false, "attn::Vocab",
-              "characters must be sorted by code point and unique, but " +
-                  code_point_name(chars_[i]) + " follows " + code_point_name(chars_[i - 1]));
+      require(false, "attn::Vocab", [&] {
+        return "characters must be sorted by code point and unique, but " +
+               code_point_name(chars_[i]) + " follows " + code_point_name(chars_[i - 1]);
+      });
     }
   }
 }
@@ -290,8 +292,9 @@ std::string Vocab::decode(std::span<const int> ids) const {
 }
 
 Split train_val_split(std::span<const int> tokens, double train_fraction) {
-  require(train_fraction > 0.0 && train_fraction < 1.0, "attn::train_val_split",
-          "train_fraction must be strictly between 0 and 1, got " + std::to_string(train_fraction));
+  require(train_fraction > 0.0 && train_fraction < 1.0, "attn::train_val_split", [&] {
+    return "train_fraction must be strictly between 0 and 1, got " + std::to_string(train_fraction);
+  });
   // n = int(0.9 * len(data)) in the lecture: the product in double, truncated toward zero, so
   // the split point is the same number on every machine and in Python.
   const auto n_train =

@@ -39,7 +39,8 @@ std::size_t num_threads() {
 }
 
 void set_num_threads(std::size_t n) {
-  require(n >= 1, "attn::set_num_threads", "n = " + std::to_string(n) + ", expected at least 1");
+  require(n >= 1, "attn::set_num_threads",
+          [&] { return "n = " + std::to_string(n) + ", expected at least 1"; });
   initial_budget();
   g_threads.store(n, std::memory_order_relaxed);
 }

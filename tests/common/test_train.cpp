@@ -6,7 +6,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <new>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -16,6 +20,25 @@
 #include "attn/model.hpp"
 #include "attn/text.hpp"
 #include "attn/train.hpp"
+
+// ---- Counting every allocation of this test binary (all threads) ---------------------------
+// The replacements pair malloc with free, but GCC sees `delete` of memory from `new` and warns
+// (-Wmismatched-new-delete) where both are inlined into one function: a false positive here.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+namespace {
+std::atomic<long> g_allocations{0};
+}  // namespace
+
+void* operator new(std::size_t n) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -116,6 +139,41 @@ TEST_CASE("after the first step, a step allocates no new buffers") {
   CHECK(s.cache.logits.data() == logits);
   CHECK(s.cache.blocks.at(0).attn.weights.data() == att);
   CHECK(s.grads.wte.data() == grad);
+}
+
+// Allocations of one step, after two warm-up steps (the most of three).
+long allocations_per_step(const attn::TrainConfig& c) {
+  const std::vector<int> data = data_of(500);
+  attn::TrainState s = attn::train_init(c);
+  attn::train_step(s, c, data);
+  attn::train_step(s, c, data);
+  long most = 0;
+  for (int i = 0; i < 3; ++i) {
+    const long before = g_allocations.load();
+    attn::train_step(s, c, data);
+    most = std::max(most, g_allocations.load() - before);
+  }
+  return most;
+}
+
+TEST_CASE("a step's allocations do not grow with the batch: no per-token formatting") {
+  // What is left after the first step: the block's output tensors (layer_norm, mha_forward and
+  // ffn_forward return new tensors; malloc hands back the blocks the step before freed), at
+  // most 4 per block, and the embedding's sum. Nothing per token or per row: the input checks
+  // used to format their message on every call, 4400 allocations a step at chapter 09's size.
+  attn::TrainConfig small = small_config();
+  attn::TrainConfig big = small_config();
+  big.model.vocab_size = 40;
+  big.model.block_size = 32;
+  big.model.n_embd = 32;
+  big.model.n_heads = 4;
+  big.batch_size = 16;
+  const long per_step_small = allocations_per_step(small);
+  const long per_step_big = allocations_per_step(big);
+  INFO("small: " << per_step_small << ", big: " << per_step_big);
+  const long bound = 4 * static_cast<long>(small.model.n_layers) + 2;
+  CHECK(per_step_small <= bound);
+  CHECK(per_step_big <= bound);
 }
 
 TEST_CASE("an estimate depends only on the weights, the seed and the step") {

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace attn {
 
@@ -26,5 +27,14 @@ std::string shape_str(const Shape& shape) {
 // Throws std::invalid_argument("<function>: <message>") when `ok` is false. For argument checks
 // that are not about shapes (a temperature of zero, a negative size).
 void require(bool ok, std::string_view function, std::string_view message);
+
+// The same, with the message built by `message()` only when the check fails: checks that run on
+// every call of a hot path (every training step, every generated token) then allocate nothing.
+//   require(id < V, kFn, [&] { return fmt::format("token id {} is outside [0, {})", id, V); });
+template <class MakeMessage>
+requires std::is_invocable_r_v<std::string, MakeMessage&>
+void require(bool ok, std::string_view function, MakeMessage&& message) {
+  if (!ok) require(false, function, std::string_view(message()));
+}
 
 }  // namespace attn
