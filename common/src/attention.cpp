@@ -667,7 +667,15 @@ AttentionGrads scaled_dot_product_attention_backward(const Tensor<4>& dout, cons
 
 Tensor<3> mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
                       MhaCache& cache) {
+  Tensor<3> out;
+  mha_forward(x, w, n_heads, causal, cache, out);
+  return out;
+}
+
+void mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
+                 MhaCache& cache, Tensor<3>& out) {
   check_mha("attn::mha_forward", x, w, n_heads, /*allow_no_proj=*/true);
+  require(&out != &x, "attn::mha_forward", "out must not be x");
   const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
   const std::size_t H = n_heads, hs = C / H;
   // The cache's buffers are reused when the shapes repeat (a training loop).
@@ -690,11 +698,13 @@ Tensor<3> mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_hea
          column_heads<const float>(qkv + 2 * C, T, 3 * C, hs),
          column_heads(cache.heads.data(), T, C, hs), causal, cache.weights.data());
   // 4. Output projection (B, T, C) @ (C, C) -> (B, T, C), or the merged heads without w_o.
-  if (w.w_o.size() == 0) return cache.heads;
-  Tensor<3> out(Tensor<3>::shape_type{B, T, C});
+  ensure_shape<3>(out, {B, T, C});
+  if (w.w_o.size() == 0) {
+    std::copy(cache.heads.begin(), cache.heads.end(), out.begin());
+    return;
+  }
   gemm_strided(B * T, C, C, 1.0f, cache.heads.data(), C, false, w.w_o.data(), C, false, 0.0f,
                out.data(), C);
-  return out;
 }
 
 void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,

@@ -232,90 +232,103 @@ void add_into(Tensor<3>& out, const Tensor<3>& a, const Tensor<3>& b) {
 
 Tensor<3> block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
                         BlockCache& cache) {
+  Tensor<3> out;
+  block_forward(x, w, config, cache, out);
+  return out;
+}
+
+void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
+                   BlockCache& cache, Tensor<3>& out) {
   check_block(x, w, config);
+  require(&out != &x, "attn::block_forward", "out must not be x");
   const bool ln = config.use_layer_norm;
   // The same operations as block_forward above, in the same order (the same output, bit for
   // bit), each keeping what its backward needs. Only what the backward reads is held: the
   // fields a configuration does not need are emptied, so activation_floats counts exactly what
   // training keeps. (cache.ln1_out / ln2_out are never needed: they live in attn.x / ffn.x.)
+  // The stream is built in `out`; a LayerNorm's output and the FFN's go to two scratch tensors
+  // kept by the thread between calls, so a training step allocates none of them.
+  thread_local Tensor<3> h, f;
   clear(cache.ln1_out);
   clear(cache.ln2_out);
   clear(cache.ln1_in);
   if (config.norm == NormPlacement::pre) {
     clear(cache.ln2_in);
     // 1. h = ln1(x): the backward of ln1 needs x (and mean, rstd).
-    Tensor<3> h1;
     if (ln) {
       copy_into(cache.x, x);
-      h1 = layer_norm<3>(x, w.ln1_gamma, w.ln1_beta, config.eps, cache.ln1);
+      layer_norm<3>(x, w.ln1_gamma, w.ln1_beta, config.eps, cache.ln1, h);
     } else {
       clear(cache.x);
       clear(cache.ln1);
     }
     // 2. a = MHA(h): cache.attn keeps h, q|k|v, the weights and the merged heads.
-    Tensor<3> stream = mha_forward(ln ? h1 : x, w.attn, config.n_heads, config.causal, cache.attn);
+    mha_forward(ln ? h : x, w.attn, config.n_heads, config.causal, cache.attn, out);
     // 3. x = x + a
-    if (config.residual) add_in_place(stream, x);
+    if (config.residual) add_in_place(out, x);
     if (!config.use_ffn) {
       clear(cache.residual1);
       clear(cache.ln2);
       clear(cache.ffn.x);
       clear(cache.ffn.pre);
       clear(cache.ffn.act);
-      return stream;
+      return;
     }
     // 4. h = ln2(x): its backward needs the stream here (residual1).
-    Tensor<3> h2;
     if (ln) {
-      copy_into(cache.residual1, stream);
-      h2 = layer_norm<3>(stream, w.ln2_gamma, w.ln2_beta, config.eps, cache.ln2);
+      copy_into(cache.residual1, out);
+      layer_norm<3>(out, w.ln2_gamma, w.ln2_beta, config.eps, cache.ln2, h);
     } else {
       clear(cache.residual1);
       clear(cache.ln2);
     }
     // 5. f = FFN(h): cache.ffn keeps h, the pre-activation and the activation.
-    Tensor<3> f = ffn_forward(ln ? h2 : stream, w.ffn, config.activation, cache.ffn);
+    ffn_forward(ln ? h : out, w.ffn, config.activation, cache.ffn, f);
     // 6. x = x + f
-    if (!config.residual) return f;
-    add_in_place(stream, f);
-    return stream;
+    if (!config.residual) {
+      copy_into(out, f);
+      return;
+    }
+    add_in_place(out, f);
+    return;
   }
   // Post-norm.
   clear(cache.x);  // the input lives in cache.attn.x
   // 1. a = MHA(x)
-  Tensor<3> r1 = mha_forward(x, w.attn, config.n_heads, config.causal, cache.attn);
+  mha_forward(x, w.attn, config.n_heads, config.causal, cache.attn, out);
   // 2. r = x + a
-  if (config.residual) add_in_place(r1, x);
+  if (config.residual) add_in_place(out, x);
   // 3. x = ln1(r): its backward needs r (residual1).
-  Tensor<3> x1;
   if (ln) {
-    copy_into(cache.residual1, r1);
-    x1 = layer_norm<3>(r1, w.ln1_gamma, w.ln1_beta, config.eps, cache.ln1);
+    copy_into(cache.residual1, out);
+    layer_norm<3>(out, w.ln1_gamma, w.ln1_beta, config.eps, cache.ln1, h);
   } else {
     clear(cache.residual1);
     clear(cache.ln1);
-    x1 = std::move(r1);
   }
+  const Tensor<3>& x1 = ln ? h : out;
   if (!config.use_ffn) {
     clear(cache.ln2_in);
     clear(cache.ln2);
     clear(cache.ffn.x);
     clear(cache.ffn.pre);
     clear(cache.ffn.act);
-    return x1;
+    if (ln) copy_into(out, h);
+    return;
   }
   // 4. f = FFN(x)
-  Tensor<3> r2 = ffn_forward(x1, w.ffn, config.activation, cache.ffn);
+  ffn_forward(x1, w.ffn, config.activation, cache.ffn, f);
   // 5. r = x + f
-  if (config.residual) add_in_place(r2, x1);
+  if (config.residual) add_in_place(f, x1);
   // 6. out = ln2(r): its backward needs r (ln2_in).
   if (!ln) {
     clear(cache.ln2_in);
     clear(cache.ln2);
-    return r2;
+    copy_into(out, f);
+    return;
   }
-  copy_into(cache.ln2_in, r2);
-  return layer_norm<3>(r2, w.ln2_gamma, w.ln2_beta, config.eps, cache.ln2);
+  copy_into(cache.ln2_in, f);
+  layer_norm<3>(f, w.ln2_gamma, w.ln2_beta, config.eps, cache.ln2, out);
 }
 
 void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockWeights& w,

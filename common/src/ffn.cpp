@@ -409,8 +409,16 @@ void check_ffn(const char* fn, const Tensor<3>& x, const FfnWeights& w) {
 }  // namespace
 
 Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a, FfnCache& cache) {
+  Tensor<3> y;
+  ffn_forward(x, w, a, cache, y);
+  return y;
+}
+
+void ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a, FfnCache& cache,
+                 Tensor<3>& y) {
   constexpr const char* kFn = "attn::ffn_forward";
   check_ffn(kFn, x, w);
+  require(&y != &x, kFn, "the output must not be x");
   require(a == Activation::relu || a == Activation::gelu || a == Activation::gelu_tanh, kFn,
           "unknown activation");
   const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
@@ -422,8 +430,8 @@ Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a, Ffn
   ensure_shape(cache.pre, {B, T, F});
   ensure_shape(cache.act, {B, T, F});
   std::copy(x.begin(), x.end(), cache.x.begin());
-  Tensor<3> y(x.shape());  // (B, T, C)
-  if (y.size() == 0) return y;
+  ensure_shape(y, {B, T, C});
+  if (y.size() == 0) return;
   // The same chunks of kFfnRows tokens as ffn_forward, so the output is the same bit for bit;
   // only the (n, F) hidden values are written to the cache instead of a scratch block.
   const std::size_t chunks = (rows + kFfnRows - 1) / kFfnRows;
@@ -448,7 +456,6 @@ Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a, Ffn
                         gemm(n, C, F, 1.0f, act, false, w.w2.data(), false, 1.0f, yc);
                       }
                     });
-  return y;
 }
 
 void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& w, Activation a,

@@ -111,8 +111,8 @@ namespace {
 // The forward of both public overloads. mean_out / rstd_out: null, or (rows,) buffers that get
 // each row's mean and 1/sqrt(var + eps) (the backward's cache).
 template <std::size_t N>
-Tensor<N> layer_norm_impl(const Tensor<N>& x, const Vector& gamma, const Vector& beta, float eps,
-                          float* mean_out, float* rstd_out) {
+void layer_norm_impl(const Tensor<N>& x, const Vector& gamma, const Vector& beta, float eps,
+                     float* mean_out, float* rstd_out, Tensor<N>& y) {
   static_assert(N >= 1, "layer_norm needs at least one axis");
   const std::size_t C = x.shape()[N - 1];
   if (C == 0 || gamma.size() != C || beta.size() != C) {
@@ -123,7 +123,9 @@ Tensor<N> layer_norm_impl(const Tensor<N>& x, const Vector& gamma, const Vector&
   require(eps >= 0.0f, "attn::layer_norm",
           [&] { return "eps must be >= 0, got " + std::to_string(eps); });
 
-  Tensor<N> y(x.shape());  // (..., C): row-major, so the C features of a token are contiguous
+  // y (..., C): row-major, so the C features of a token are contiguous. Resized only when its
+  // shape differs (a training loop writes into the same buffer every step).
+  if (y.shape() != x.shape()) y.resize(x.shape());
   const std::size_t rows = x.size() / C;
   const float* g = gamma.data();
   const float* b = beta.data();
@@ -141,7 +143,6 @@ Tensor<N> layer_norm_impl(const Tensor<N>& x, const Vector& gamma, const Vector&
     }
   };
   detail::run_parts(chunks, detail::worker_count(chunks), normalise_rows);
-  return y;
 }
 
 void check_layer_norm(const char* fn, std::size_t C, std::span<const std::size_t> x_shape,
@@ -253,17 +254,28 @@ void layer_norm_backward_rows(const float* dy, const float* x, const float* gamm
 
 template <std::size_t N>
 Tensor<N> layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta, float eps) {
-  return layer_norm_impl(x, gamma, beta, eps, nullptr, nullptr);
+  Tensor<N> y;
+  layer_norm_impl(x, gamma, beta, eps, nullptr, nullptr, y);
+  return y;
+}
+
+template <std::size_t N>
+void layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta, float eps,
+                LayerNormCache& cache, Tensor<N>& out) {
+  require(&out != &x, "attn::layer_norm", "out must not be x");
+  const std::size_t C = x.shape()[N - 1];
+  const std::size_t rows = C == 0 ? 0 : x.size() / C;
+  if (cache.mean.size() != rows) cache.mean.resize({rows});
+  if (cache.rstd.size() != rows) cache.rstd.resize({rows});
+  layer_norm_impl(x, gamma, beta, eps, cache.mean.data(), cache.rstd.data(), out);
 }
 
 template <std::size_t N>
 Tensor<N> layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta, float eps,
                      LayerNormCache& cache) {
-  const std::size_t C = x.shape()[N - 1];
-  const std::size_t rows = C == 0 ? 0 : x.size() / C;
-  if (cache.mean.size() != rows) cache.mean.resize({rows});
-  if (cache.rstd.size() != rows) cache.rstd.resize({rows});
-  return layer_norm_impl(x, gamma, beta, eps, cache.mean.data(), cache.rstd.data());
+  Tensor<N> y;
+  layer_norm(x, gamma, beta, eps, cache, y);
+  return y;
 }
 
 template <std::size_t N>
@@ -318,6 +330,10 @@ template Tensor<2> layer_norm<2>(const Tensor<2>&, const Vector&, const Vector&,
                                  LayerNormCache&);
 template Tensor<3> layer_norm<3>(const Tensor<3>&, const Vector&, const Vector&, float,
                                  LayerNormCache&);
+template void layer_norm<2>(const Tensor<2>&, const Vector&, const Vector&, float, LayerNormCache&,
+                            Tensor<2>&);
+template void layer_norm<3>(const Tensor<3>&, const Vector&, const Vector&, float, LayerNormCache&,
+                            Tensor<3>&);
 template void layer_norm_backward<2>(const Tensor<2>&, const Tensor<2>&, const Vector&,
                                      const LayerNormCache&, Tensor<2>&, Vector&, Vector&);
 template void layer_norm_backward<3>(const Tensor<3>&, const Tensor<3>&, const Vector&,

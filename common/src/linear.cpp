@@ -174,13 +174,14 @@ namespace attn {
 
 namespace {
 
-// acc[j] += sum_r dy[r, j], row after row, in double. Four columns at a time (the inner u loop),
-// which the compiler turns into SIMD instructions; every column is still summed in row order.
+// acc[j] += sum_r dy[r, j] for j < cols, row after row (rows `stride` floats apart), in double.
+// Four columns at a time (the inner u loop), which the compiler turns into SIMD instructions;
+// every column is still summed in row order.
 ATTN_SIMD_CLONES void sum_rows_double(const float* dy, std::size_t rows, std::size_t cols,
-                                      double* acc) {
+                                      std::size_t stride, double* acc) {
   const std::size_t cols4 = cols - cols % 4;
   for (std::size_t r = 0; r < rows; ++r) {
-    const float* row = dy + r * cols;
+    const float* row = dy + r * stride;
     for (std::size_t j = 0; j < cols4; j += 4)
       for (std::size_t u = 0; u < 4; ++u) acc[j + u] += static_cast<double>(row[j + u]);
     for (std::size_t j = cols4; j < cols; ++j) acc[j] += static_cast<double>(row[j]);
@@ -190,11 +191,18 @@ ATTN_SIMD_CLONES void sum_rows_double(const float* dy, std::size_t rows, std::si
 }  // namespace
 
 void bias_backward(const float* dy, std::size_t rows, std::size_t cols, float* db) {
-  thread_local std::vector<double> acc;  // reused between calls: no allocation per step
-  acc.assign(cols, 0.0);
-  sum_rows_double(dy, rows, cols, acc.data());
-  for (std::size_t j = 0; j < cols; ++j)
-    db[j] = static_cast<float>(static_cast<double>(db[j]) + acc[j]);
+  // Columns in blocks of kBlock, each summed over all rows into a double accumulator on the
+  // stack: no allocation, whichever thread runs this (a weight gradient's bias runs beside its
+  // product on the library's threads). Every column is still summed in row order.
+  constexpr std::size_t kBlock = 512;
+  double acc[kBlock];
+  for (std::size_t j0 = 0; j0 < cols; j0 += kBlock) {
+    const std::size_t n = std::min(kBlock, cols - j0);
+    std::fill(acc, acc + n, 0.0);
+    sum_rows_double(dy + j0, rows, n, cols, acc);
+    for (std::size_t j = 0; j < n; ++j)
+      db[j0 + j] = static_cast<float>(static_cast<double>(db[j0 + j]) + acc[j]);
+  }
 }
 
 void linear_backward(const Tensor<3>& dy, const Tensor<3>& x, const Matrix& w, Tensor<3>& dx,

@@ -679,7 +679,7 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
   std::copy(tokens.begin(), tokens.end(), cache.tokens.begin());
   if (cache.blocks.size() != L) cache.blocks.resize(L);
   // 1. x = wte[tokens] + wpe[0..T)                                         (B, T, C)
-  thread_local Tensor<3> x, dx_a, dx_b;
+  thread_local Tensor<3> x, x_next, dx_a, dx_b;
   ensure_shape(x, std::array<std::size_t, 3>{B, T, C});
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t t = 0; t < T; ++t) {
@@ -689,14 +689,16 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
       for (std::size_t c = 0; c < C; ++c) out[c] = tok[c] + pos[c];
     }
   // 2. The blocks, each keeping its cache.                                  (B, T, C)
-  for (std::size_t l = 0; l < L; ++l) x = block_forward(x, w.blocks[l], bc, cache.blocks[l]);
+  for (std::size_t l = 0; l < L; ++l) {
+    block_forward(x, w.blocks[l], bc, cache.blocks[l], x_next);
+    std::swap(x, x_next);  // swaps the buffers, copies nothing
+  }
   ensure_shape(cache.x_final, std::array<std::size_t, 3>{B, T, C});
   std::copy(x.begin(), x.end(), cache.x_final.begin());
   // 3. h = ln_f(x)                                                          (B, T, C)
   ensure_shape(cache.h, std::array<std::size_t, 3>{B, T, C});
   if (config.use_layer_norm) {
-    const Tensor<3> h = layer_norm<3>(cache.x_final, w.ln_f_gamma, w.ln_f_beta, kEps, cache.ln_f);
-    std::copy(h.begin(), h.end(), cache.h.begin());
+    layer_norm<3>(cache.x_final, w.ln_f_gamma, w.ln_f_beta, kEps, cache.ln_f, cache.h);
   } else {
     std::copy(x.begin(), x.end(), cache.h.begin());
   }

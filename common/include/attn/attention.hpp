@@ -93,6 +93,10 @@ struct MhaCache {
 // The forward that fills `cache` (same `out` as mha_forward; weights kept in the cache).
 Tensor<3> mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
                       MhaCache& cache);
+// The same, written into `out` (resized only when its shape differs: a training loop passing the
+// same buffer every step allocates nothing). `out` must not be `x`.
+void mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
+                 MhaCache& cache, Tensor<3>& out);
 // dout (B, T, C) -> dx (B, T, C) (overwritten); grads.w_q, w_k, w_v, w_o accumulate (+=).
 void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
                   std::size_t n_heads, bool causal, Tensor<3>& dx, MhaWeights& grads);

@@ -81,6 +81,10 @@ struct BlockCache {
 // The forward that fills `cache` (same out as block_forward; weights stay in the cache).
 Tensor<3> block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
                         BlockCache& cache);
+// The same, written into `out` (resized only when its shape differs: a training loop passing the
+// same buffers every step allocates nothing). `out` must not be `x`.
+void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
+                   BlockCache& cache, Tensor<3>& out);
 // dout (B, T, C) -> dx (B, T, C) (overwritten); every tensor of grads accumulates (+=). grads
 // has the shapes of w (block_zeros_like).
 void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockWeights& w,

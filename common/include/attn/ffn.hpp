@@ -57,6 +57,10 @@ struct FfnCache {
 };
 // The forward that fills `cache` (same output as ffn_forward).
 Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a, FfnCache& cache);
+// The same, written into `y` (resized only when its shape differs: a training loop passing the
+// same buffer every step allocates nothing). `y` must not be `x`.
+void ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a, FfnCache& cache,
+                 Tensor<3>& y);
 // dy (B, T, C) -> dx (B, T, C) (overwritten); grads.w1, b1, w2, b2 accumulate (+=).
 void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& w, Activation a,
                   Tensor<3>& dx, FfnWeights& grads);

@@ -30,6 +30,11 @@ struct LayerNormCache {
 template <std::size_t N>
 Tensor<N> layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta, float eps,
                      LayerNormCache& cache);
+// The same, written into `out` (resized only when its shape differs, so a training loop that
+// passes the same buffer every step allocates nothing). `out` must not be `x`.
+template <std::size_t N>
+void layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta, float eps,
+                LayerNormCache& cache, Tensor<N>& out);
 
 // Backward (chapter 08). With xhat = (x - mean) * rstd and g = gamma * dy, per row of C:
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))     (the three terms)

@@ -59,8 +59,8 @@ struct TrainState {
   Rng data_rng;                  // draws the training batches
   std::vector<float> losses;     // the training loss of every step taken (before its update)
   std::vector<EvalRecord> evals; // every estimate so far
-  // Buffers reused from step to step (sized by the first step; what a later step still
-  // allocates is the blocks' output tensors, counted in test_train.cpp).
+  // Buffers reused from step to step (sized by the first step; a later step allocates nothing,
+  // counted in test_train.cpp).
   LmCache cache;
   Batch batch;
   struct Views {                          // spans into weights, grads, adam_m, adam_v (same order)
