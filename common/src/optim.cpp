@@ -15,9 +15,28 @@ namespace {
 
 constexpr std::size_t kLanes = 8;
 
-template <class Update>
+// The per-tensor scalars of one AdamW step (computed once in adamw_update).
+struct AdamStep {
+  float decay;       // 1 - lr * weight_decay
+  float b1, b2;      // the moments' decay rates
+  float bias2_sqrt;  // sqrt(1 - b2^t)
+  float eps;
+  float step_size;   // lr / (1 - b1^t)
+};
+
+// One element, in torch.optim.AdamW's order of operations.
+inline void adamw_one(float& p, float g, float& m, float& v, const AdamStep& k) {
+  p *= k.decay;                                // 1. decoupled weight decay
+  m += (g - m) * (1.0f - k.b1);                // 2. m = b1 m + (1 - b1) g (torch's lerp)
+  v = v * k.b2 + (1.0f - k.b2) * g * g;        // 3. v = b2 v + (1 - b2) g^2
+  const float denom = std::sqrt(v) / k.bias2_sqrt + k.eps;
+  p -= k.step_size * (m / denom);              // 4. the bias-corrected step
+}
+
+// Every element: kLanes at a time (read into locals, then written back), which the compiler
+// turns into SIMD instructions, then the last few one by one. Same arithmetic either way.
 ATTN_SIMD_CLONES void adamw_lanes(float* p, const float* g, float* m, float* v, std::size_t n,
-                                  const Update& update) {
+                                  const AdamStep& k) {
   std::size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     float pl[kLanes], ml[kLanes], vl[kLanes];
@@ -25,7 +44,7 @@ ATTN_SIMD_CLONES void adamw_lanes(float* p, const float* g, float* m, float* v, 
       pl[u] = p[i + u];
       ml[u] = m[i + u];
       vl[u] = v[i + u];
-      update(pl[u], g[i + u], ml[u], vl[u]);
+      adamw_one(pl[u], g[i + u], ml[u], vl[u], k);
     }
     for (std::size_t u = 0; u < kLanes; ++u) {
       p[i + u] = pl[u];
@@ -33,7 +52,7 @@ ATTN_SIMD_CLONES void adamw_lanes(float* p, const float* g, float* m, float* v, 
       v[i + u] = vl[u];
     }
   }
-  for (; i < n; ++i) update(p[i], g[i], m[i], v[i]);
+  for (; i < n; ++i) adamw_one(p[i], g[i], m[i], v[i], k);
 }
 
 }  // namespace
@@ -58,17 +77,8 @@ void adamw_update(std::span<float> p, std::span<const float> g, std::span<float>
   const double bias1 = 1.0 - std::pow(static_cast<double>(b1), t);
   const auto bias2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(b2), t)));
   const auto step_size = static_cast<float>(static_cast<double>(lr) / bias1);
-  // Element by element; kLanes elements at a time (read into locals, then written back), which
-  // the compiler turns into SIMD instructions, then the last few one by one. Same arithmetic
-  // either way.
-  const auto update = [&](float& pi, float gi, float& mi, float& vi) {
-    pi *= decay;                                   // 1. decoupled weight decay
-    mi += (gi - mi) * (1.0f - b1);                 // 2. m = b1 m + (1 - b1) g (torch's lerp)
-    vi = vi * b2 + (1.0f - b2) * gi * gi;          // 3. v = b2 v + (1 - b2) g^2
-    const float denom = std::sqrt(vi) / bias2_sqrt + config.eps;
-    pi -= step_size * (mi / denom);                // 4. the bias-corrected step
-  };
-  adamw_lanes(p.data(), g.data(), m.data(), v.data(), p.size(), update);
+  adamw_lanes(p.data(), g.data(), m.data(), v.data(), p.size(),
+              AdamStep{decay, b1, b2, bias2_sqrt, config.eps, step_size});
 }
 
 bool decays(std::size_t rank) { return rank >= 2; }
