@@ -110,18 +110,21 @@ const Tensor<3>& norm(const Tensor<3>& x, const Vector& gamma, const Vector& bet
   return storage;
 }
 
-// acc += other, element by element. Both (B, T, C), contiguous.
-void add_in_place(Tensor<3>& acc, const Tensor<3>& other) {
-  float* a = acc.data();
-  const float* o = other.data();
-  // Eight at a time, read before written (other may overlap acc): SIMD instructions.
-  const std::size_t n = acc.size(), n8 = n - n % 8;
+// out[i] = a[i] + b[i] for i < n; out may be a. Eight at a time, each group read before it is
+// written: SIMD instructions.
+void add_arrays(float* out, const float* a, const float* b, std::size_t n) {
+  const std::size_t n8 = n - n % 8;
   for (std::size_t i = 0; i < n8; i += 8) {
     float sum[8];
-    for (std::size_t u = 0; u < 8; ++u) sum[u] = a[i + u] + o[i + u];
-    for (std::size_t u = 0; u < 8; ++u) a[i + u] = sum[u];
+    for (std::size_t u = 0; u < 8; ++u) sum[u] = a[i + u] + b[i + u];
+    for (std::size_t u = 0; u < 8; ++u) out[i + u] = sum[u];
   }
-  for (std::size_t i = n8; i < n; ++i) a[i] += o[i];
+  for (std::size_t i = n8; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+// acc += other, element by element. Both (B, T, C), contiguous.
+void add_in_place(Tensor<3>& acc, const Tensor<3>& other) {
+  add_arrays(acc.data(), acc.data(), other.data(), acc.size());
 }
 
 void report(const BlockTrace& trace, std::string_view step, const Tensor<3>& value) {
@@ -215,17 +218,7 @@ void copy_into(Tensor<3>& dst, const Tensor<3>& src) {
 // out = a + b (out may be a).
 void add_into(Tensor<3>& out, const Tensor<3>& a, const Tensor<3>& b) {
   ensure_shape(out, {a.shape()[0], a.shape()[1], a.shape()[2]});
-  float* o = out.data();
-  const float* pa = a.data();
-  const float* pb = b.data();
-  // Eight at a time, read before written (out may be a): SIMD instructions.
-  const std::size_t n = out.size(), n8 = n - n % 8;
-  for (std::size_t i = 0; i < n8; i += 8) {
-    float sum[8];
-    for (std::size_t u = 0; u < 8; ++u) sum[u] = pa[i + u] + pb[i + u];
-    for (std::size_t u = 0; u < 8; ++u) o[i + u] = sum[u];
-  }
-  for (std::size_t i = n8; i < n; ++i) o[i] = pa[i] + pb[i];
+  add_arrays(out.data(), a.data(), b.data(), out.size());
 }
 
 }  // namespace

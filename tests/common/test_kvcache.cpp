@@ -5,19 +5,13 @@
 // models); the memory formula against the tensors; no allocation per generated token, counted
 // by this binary's own operator new; and every bad input. The sampler's greedy and top-p are
 // tested here too (TokenSampler, sample.hpp).
-// This file replaces the global operator new/delete with malloc/free plus a counter; GCC sees
-// the pairs inlined into the standard containers and cannot tell they match.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 
 #include <doctest/doctest.h>
 
 #include <array>
-#include <atomic>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <map>
-#include <new>
 #include <stdexcept>
 #include <vector>
 
@@ -29,23 +23,8 @@
 #include "attn/random.hpp"
 #include "attn/sample.hpp"
 #include "attn/threads.hpp"
+#include "count_allocations.hpp"  // this binary counts every allocation
 #include "test_helpers.hpp"
-
-// ---- Counting every allocation of this test binary -------------------------------------------
-namespace {
-std::atomic<long> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -321,9 +300,9 @@ TEST_CASE("no allocation per generated token: 10 or 300 new tokens allocate the 
     o.top_k = 20;
     o.top_p = top_p ? 0.9f : 1.0f;
     attn::Rng rng(1);
-    const long before = g_allocations.load();
+    const long before = attn_test::allocations();
     const std::vector<int> out = attn::lm_generate_cached(w, config, prompt, o, rng);
-    const long after = g_allocations.load();
+    const long after = attn_test::allocations();
     REQUIRE(out.size() == n);
     return after - before;
   };
@@ -338,9 +317,9 @@ TEST_CASE("no allocation per generated token: 10 or 300 new tokens allocate the 
   attn::GenerateOptions o;
   o.max_new_tokens = 10;
   attn::Rng rng(1);
-  const long before = g_allocations.load();
+  const long before = attn_test::allocations();
   (void)attn::lm_generate(w, config, prompt, o, rng);
-  CHECK(g_allocations.load() - before > 10);
+  CHECK(attn_test::allocations() - before > 10);
 }
 
 TEST_CASE("steps write into the buffers allocated up front: data pointers never move") {

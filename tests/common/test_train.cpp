@@ -1,16 +1,14 @@
 // Tests for attn/train.hpp: the training step, loss estimates and checkpoints (chapter 09).
 // The step is checked against PyTorch in the golden `train` cases; here: that it learns, that it
 // is deterministic, that a stopped and resumed run is bit-identical to one without the stop, and
-// that checkpoints are atomic and reject corruption with a message naming the file.
+// that checkpoints are atomic and reject corruption with a message naming the file, and that a
+// step after the first allocates nothing.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <cstdlib>
-#include <new>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -20,25 +18,7 @@
 #include "attn/model.hpp"
 #include "attn/text.hpp"
 #include "attn/train.hpp"
-
-// ---- Counting every allocation of this test binary (all threads) ---------------------------
-// The replacements pair malloc with free, but GCC sees `delete` of memory from `new` and warns
-// (-Wmismatched-new-delete) where both are inlined into one function: a false positive here.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-namespace {
-std::atomic<long> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+#include "count_allocations.hpp"  // this binary counts every allocation
 
 namespace {
 
@@ -149,9 +129,9 @@ long allocations_per_step(const attn::TrainConfig& c) {
   attn::train_step(s, c, data);
   long most = 0;
   for (int i = 0; i < 3; ++i) {
-    const long before = g_allocations.load();
+    const long before = attn_test::allocations();
     attn::train_step(s, c, data);
-    most = std::max(most, g_allocations.load() - before);
+    most = std::max(most, attn_test::allocations() - before);
   }
   return most;
 }
