@@ -184,29 +184,27 @@ ATTN_SIMD_CLONES void layer_norm_backward_range(const float* dy, const float* x,
     //      a = mean_j g_j,   b = mean_j g_j xhat_j
     //    each summed in kLanes interleaved partial sums (lane u takes j = u, u + kLanes, ...)
     //    added up at the end: independent chains that the CPU runs side by side.
+    // 3. In the same pass, the parameters: dgamma_j collects dy_j xhat_j and dbeta_j collects
+    //    dy_j over the rows.
     double pa[kLanes] = {}, pb[kLanes] = {};
     for (std::size_t j = 0; j < C_lanes; j += kLanes) {
       for (std::size_t u = 0; u < kLanes; ++u) {
+        const double xh = xhat(j + u);
         pa[u] += g(j + u);
-        pb[u] += g(j + u) * xhat(j + u);
+        pb[u] += g(j + u) * xh;
+        dg[j + u] += dy_at(j + u) * xh;
+        db[j + u] += dy_at(j + u);
       }
     }
     double a = 0.0, b = 0.0;
     for (std::size_t j = C_lanes; j < C; ++j) {
       a += g(j);
       b += g(j) * xhat(j);
-    }
-    a = (a + (pa[0] + pa[1]) + (pa[2] + pa[3])) * inv_C;
-    b = (b + (pb[0] + pb[1]) + (pb[2] + pb[3])) * inv_C;
-    // 3. The parameters: dgamma_j collects dy_j xhat_j and dbeta_j collects dy_j over the rows.
-    for (std::size_t j = 0; j < C_lanes; j += kLanes)
-      for (std::size_t u = 0; u < kLanes; ++u) dg[j + u] += dy_at(j + u) * xhat(j + u);
-    for (std::size_t j = 0; j < C_lanes; j += kLanes)
-      for (std::size_t u = 0; u < kLanes; ++u) db[j + u] += dy_at(j + u);
-    for (std::size_t j = C_lanes; j < C; ++j) {
       dg[j] += dy_at(j) * xhat(j);
       db[j] += dy_at(j);
     }
+    a = (a + (pa[0] + pa[1]) + (pa[2] + pa[3])) * inv_C;
+    b = (b + (pb[0] + pb[1]) + (pb[2] + pb[3])) * inv_C;
     // 4. The three terms: dx_j = rstd (g_j - a - xhat_j b). g_j is the direct path; -a because
     //    every x_j moves the mean; -xhat_j b because every x_j moves the variance. (out may be
     //    g_in: each group is read before it is written.)
