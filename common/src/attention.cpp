@@ -1,7 +1,8 @@
 // attention.cpp: scaled dot-product attention and multi-head attention (chapters 04-05; every
 // transformer block of chapters 06-07 calls mha_forward). One kernel does the work for all
-// entry points: per (batch, head), scores = q k^T / sqrt(hs) by one GEMM, a stable row softmax
-// on raw pointers, then weights @ v by a second GEMM.
+// entry points: per (batch, head), scores = q k^T / sqrt(hs) by one product, a stable row
+// softmax on raw pointers, then weights @ v by a second product. The products are BLAS GEMMs,
+// or for small heads the hand-written loops of head_products.hpp (small_heads() below).
 #include "attn/attention.hpp"
 
 #include <cblas.h>  // OpenBLAS's; only .cpp files include it (target attn_openblas)
@@ -18,6 +19,7 @@
 
 #include "attn/check.hpp"
 #include "attn/linear.hpp"
+#include "head_products.hpp"
 #include "parallel.hpp"
 #include "simd.hpp"
 
@@ -170,9 +172,26 @@ ATTN_SIMD_CLONES void softmax_row(float* row, std::size_t n) {
 // softmax and the second GEMM.
 constexpr std::size_t kRowBlock = 64;
 
+// Small heads skip BLAS: head_products.hpp. Decided by the shapes alone, so a given shape is
+// always computed the same way, on any thread count.
+bool small_heads(const Sizes& n) {
+  return n.hs % 8 == 0 && n.hv % 8 == 0 && n.hs <= detail::kMaxHeadProductWidth &&
+         n.hv <= detail::kMaxHeadProductWidth && n.S <= detail::kMaxHeadProductKeys;
+}
+
+// Floats of scratch attend_range needs: the block of scores unless the weights are kept, then
+// k^T for the small-head products. Enough for any smaller T and S too (chapter 10 sizes one
+// scratch for T_max): the k^T part counts min(S, kMaxHeadProductKeys) keys.
+std::size_t attend_scratch_floats(const Sizes& n, bool keep_weights) {
+  const std::size_t scores = keep_weights ? 0 : std::min(kRowBlock, n.T) * n.S;
+  const bool small_width = n.hs % 8 == 0 && n.hs <= detail::kMaxHeadProductWidth;
+  const std::size_t keys = std::min(n.S, detail::kMaxHeadProductKeys);
+  return scores + (small_width ? n.hs * detail::padded_columns(keys) : 0);
+}
+
 // out = softmax(q k^T / sqrt(hs) + mask) v for the (b, h) pairs bh_begin..bh_end-1 (pair
-// number b * H + h). weights: (B, H, T, S) to fill, or nullptr to use `scratch`, a
-// (kRowBlock, S) buffer that is never returned.
+// number b * H + h). weights: (B, H, T, S) to fill, or nullptr to keep only a block of scores
+// at a time in `scratch` (attend_scratch_floats(n, weights != nullptr) floats, never returned).
 void attend_range(const Sizes& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
                   Heads<float> out, bool causal, float* weights, std::size_t bh_begin,
                   std::size_t bh_end, float* scratch) {
@@ -181,6 +200,9 @@ void attend_range(const Sizes& n, Heads<const float> q, Heads<const float> k, He
   // variance hs. Dividing by sqrt(hs) brings the scores back to variance 1 whatever the head
   // size, so softmax stays soft instead of saturating into a one-hot (and vanishing gradients).
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const bool small = small_heads(n);
+  float* kt = scratch + (weights != nullptr ? 0 : std::min(kRowBlock, T) * S);  // small: k^T
+  const std::size_t ldt = detail::padded_columns(S);
   for (std::size_t bh = bh_begin; bh < bh_end; ++bh) {
     const std::size_t b = bh / n.H, h = bh % n.H;
     const float* qh = q.at(b, h);  // (T, hs), rows q.row_stride apart
@@ -188,23 +210,28 @@ void attend_range(const Sizes& n, Heads<const float> q, Heads<const float> k, He
     const float* vh = v.at(b, h);  // (S, hv)
     float* oh = out.at(b, h);      // (T, hv)
     float* wh = weights != nullptr ? weights + bh * T * S : nullptr;  // (T, S)
+    if (small) detail::transpose_padded(kh, k.row_stride, S, hs, kt, ldt);  // (hs, S)
     for (std::size_t i0 = 0; i0 < T; i0 += kRowBlock) {
       const std::size_t i1 = std::min(T, i0 + kRowBlock);
       const std::size_t rows = i1 - i0;
       // Keys this block can see: all S, or with the causal mask keys 0..i1-1 only.
       const std::size_t keys = causal ? i1 : S;
       float* sc = wh != nullptr ? wh + i0 * S : scratch;  // (rows, S), row stride S
-      // 1. Scores, scaled inside the GEMM (alpha) so they are written once:
-      //    (rows, hs) @ (hs, keys) -> (rows, keys)
-      head_gemm(rows, keys, hs, scale, qh + i0 * q.row_stride, q.row_stride, kh, k.row_stride,
-                /*trans_b=*/true, sc, S);
+      // 1. Scores, scaled as they are written: (rows, hs) @ (hs, keys) -> (rows, keys)
+      if (small) {
+        detail::rows_times_transposed(rows, S, hs, scale, qh + i0 * q.row_stride, q.row_stride,
+                                      kt, ldt, causal, i0, sc, S);
+      } else {
+        head_gemm(rows, keys, hs, scale, qh + i0 * q.row_stride, q.row_stride, kh, k.row_stride,
+                  /*trans_b=*/true, sc, S);
+      }
       // 2. Mask and softmax each row. Query t may see keys 0..t: softmax over those t+1 scores
       //    only (subtracting the row max keeps exp from overflowing), and the masked entries
-      //    are written as exactly 0, never computed: the scores above the diagonal the GEMM
+      //    are written as exactly 0, never computed: the scores above the diagonal the product
       //    produced in this block are simply overwritten. Same weights as adding a -inf mask
       //    before the softmax, without exp-ing the future.
       if (causal) {
-        // Without kept weights, only columns < keys are read by the GEMM below.
+        // Without kept weights, only columns < keys are read by the product below.
         const std::size_t row_end = wh != nullptr ? S : keys;
         for (std::size_t r = 0; r < rows; ++r) {
           float* row = sc + r * S;  // (S,)
@@ -217,8 +244,13 @@ void attend_range(const Sizes& n, Heads<const float> q, Heads<const float> k, He
       }
       // 3. Weighted sum of the values: (rows, keys) @ (keys, hv) -> (rows, hv), written
       //    straight into the output rows of this head.
-      head_gemm(rows, hv, keys, 1.0f, sc, S, vh, v.row_stride, /*trans_b=*/false,
-                oh + i0 * out.row_stride, out.row_stride);
+      if (small) {
+        detail::weights_times_rows(rows, S, hv, 1.0f, sc, S, vh, v.row_stride, causal, i0,
+                                   oh + i0 * out.row_stride, out.row_stride);
+      } else {
+        head_gemm(rows, hv, keys, 1.0f, sc, S, vh, v.row_stride, /*trans_b=*/false,
+                  oh + i0 * out.row_stride, out.row_stride);
+      }
     }
   }
 }
@@ -234,12 +266,13 @@ void attend(const Sizes& n, Heads<const float> q, Heads<const float> k, Heads<co
     blas_int(size);
   const std::size_t pairs = n.B * n.H;
   const std::size_t n_threads = detail::worker_count(pairs);
-  // One scratch block per thread, allocated once, when the weights are not kept.
-  const std::size_t scratch_size = weights != nullptr ? 0 : std::min(kRowBlock, n.T) * n.S;
-  std::vector<float> scratch(n_threads * scratch_size);
+  // One scratch per thread (attend_scratch_floats), kept by the calling thread between calls.
+  const std::size_t scratch_size = attend_scratch_floats(n, weights != nullptr);
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < n_threads * scratch_size) scratch.resize(n_threads * scratch_size);
+  float* base = scratch.data();  // inside a worker, `scratch` would name its own (empty) copy
   detail::run_parts(pairs, n_threads, [&](std::size_t begin, std::size_t end, std::size_t part) {
-    attend_range(n, q, k, v, out, causal, weights, begin, end,
-                 scratch.data() + part * scratch_size);
+    attend_range(n, q, k, v, out, causal, weights, begin, end, base + part * scratch_size);
   });
 }
 
@@ -537,13 +570,17 @@ void softmax_row_backward(const float* p, float* ds, std::size_t n) {
 
 // The backward of attend_range for the (b, h) pairs bh_begin..bh_end-1. P = weights (B, H, T, S)
 // from the forward (zeros on the masked triangle); dO in `dout`; writes dq, dk, dv (every row,
-// beta = 0). `ds`: a (T, S) scratch for dP, then dS, of this thread.
+// beta = 0). `ds`: this thread's backward_scratch_floats(n) floats: a (T, S) block for dP, then
+// dS, and v^T for the small-head products.
 void attend_backward_range(const Sizes& n, Heads<const float> q, Heads<const float> k,
                            Heads<const float> v, Heads<const float> dout, const float* weights,
                            Heads<float> dq, Heads<float> dk, Heads<float> dv, bool causal,
                            std::size_t bh_begin, std::size_t bh_end, float* ds) {
   const std::size_t T = n.T, S = n.S, hs = n.hs, hv = n.hv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const bool small = small_heads(n);
+  float* vt = ds + T * S;  // small: v^T (hv, ldt)
+  const std::size_t ldt = detail::padded_columns(S);
   for (std::size_t bh = bh_begin; bh < bh_end; ++bh) {
     const std::size_t b = bh / n.H, h = bh % n.H;
     const float* qh = q.at(b, h);     // (T, hs)
@@ -557,12 +594,18 @@ void attend_backward_range(const Sizes& n, Heads<const float> q, Heads<const flo
     // 1. dV = P^T dO, by blocks of keys [j0, j1): with the causal mask only queries t >= j0
     //    saw these keys (P = 0 above the diagonal), so the sum over t starts at j0.
     //    (j1 - j0, T - t0) @ (T - t0, hv) -> (j1 - j0, hv), P read transposed in place.
-    for (std::size_t j0 = 0; j0 < S; j0 += kRowBlock) {
-      const std::size_t j1 = std::min(S, j0 + kRowBlock);
-      const std::size_t t0 = causal ? j0 : 0;
-      head_gemm_t(j1 - j0, hv, T - t0, 1.0f, p + t0 * S + j0, S, /*trans_a=*/true,
-                  doh + t0 * dout.row_stride, dout.row_stride, false, 0.0f,
-                  dvh + j0 * dv.row_stride, dv.row_stride);
+    if (small) {
+      detail::transposed_weights_times_rows(S, T, hv, 1.0f, p, S, doh, dout.row_stride, causal,
+                                            dvh, dv.row_stride);
+      detail::transpose_padded(vh, v.row_stride, S, hv, vt, ldt);  // (hv, S), for step 2
+    } else {
+      for (std::size_t j0 = 0; j0 < S; j0 += kRowBlock) {
+        const std::size_t j1 = std::min(S, j0 + kRowBlock);
+        const std::size_t t0 = causal ? j0 : 0;
+        head_gemm_t(j1 - j0, hv, T - t0, 1.0f, p + t0 * S + j0, S, /*trans_a=*/true,
+                    doh + t0 * dout.row_stride, dout.row_stride, false, 0.0f,
+                    dvh + j0 * dv.row_stride, dv.row_stride);
+      }
     }
     // 2-4. By blocks of queries [i0, i1), seeing keys 0..keys-1 (the forward's blocks):
     for (std::size_t i0 = 0; i0 < T; i0 += kRowBlock) {
@@ -571,24 +614,39 @@ void attend_backward_range(const Sizes& n, Heads<const float> q, Heads<const flo
       const std::size_t keys = causal ? i1 : S;
       float* dsb = ds + i0 * S;  // (rows, keys), row stride S
       // 2. dP = dO V^T: (rows, hv) @ (hv, keys) -> (rows, keys)
-      head_gemm_t(rows, keys, hv, 1.0f, doh + i0 * dout.row_stride, dout.row_stride, false, vh,
-                  v.row_stride, /*trans_b=*/true, 0.0f, dsb, S);
+      if (small) {
+        detail::rows_times_transposed(rows, S, hv, 1.0f, doh + i0 * dout.row_stride,
+                                      dout.row_stride, vt, ldt, causal, i0, dsb, S);
+      } else {
+        head_gemm_t(rows, keys, hv, 1.0f, doh + i0 * dout.row_stride, dout.row_stride, false,
+                    vh, v.row_stride, /*trans_b=*/true, 0.0f, dsb, S);
+      }
       // 3. dS = P * (dP - sum(dP * P)) per row, the softmax backward over the visible keys.
-      //    The masked entries of the block are set to exactly 0 (P = 0 there): the GEMMs below
-      //    read whole blocks.
+      //    The masked entries of the row are set to exactly 0 (P = 0 there): the products
+      //    below read whole blocks.
       for (std::size_t r = 0; r < rows; ++r) {
         const std::size_t t = i0 + r;
         const std::size_t visible = causal ? t + 1 : S;
         softmax_row_backward(p + t * S, dsb + r * S, visible);
-        std::fill(dsb + r * S + visible, dsb + r * S + keys, 0.0f);
+        std::fill(dsb + r * S + visible, dsb + r * S + (small ? S : keys), 0.0f);
       }
       // 4. dQ = dS K / sqrt(hs): (rows, keys) @ (keys, hs) -> (rows, hs). The scale of the
       //    scores, q k^T / sqrt(hs), carries over to both of their inputs.
-      head_gemm_t(rows, hs, keys, scale, dsb, S, false, kh, k.row_stride, false, 0.0f,
-                  dqh + i0 * dq.row_stride, dq.row_stride);
+      if (small) {
+        detail::weights_times_rows(rows, S, hs, scale, dsb, S, kh, k.row_stride, causal, i0,
+                                   dqh + i0 * dq.row_stride, dq.row_stride);
+      } else {
+        head_gemm_t(rows, hs, keys, scale, dsb, S, false, kh, k.row_stride, false, 0.0f,
+                    dqh + i0 * dq.row_stride, dq.row_stride);
+      }
     }
     // 5. dK = dS^T Q / sqrt(hs), by blocks of keys like dV (queries t >= j0 only when causal).
     //    (j1 - j0, T - t0) @ (T - t0, hs) -> (j1 - j0, hs), dS read transposed in place.
+    if (small) {
+      detail::transposed_weights_times_rows(S, T, hs, scale, ds, S, qh, q.row_stride, causal,
+                                            dkh, dk.row_stride);
+      continue;
+    }
     for (std::size_t j0 = 0; j0 < S; j0 += kRowBlock) {
       const std::size_t j1 = std::min(S, j0 + kRowBlock);
       const std::size_t t0 = causal ? j0 : 0;
@@ -597,6 +655,11 @@ void attend_backward_range(const Sizes& n, Heads<const float> q, Heads<const flo
                   dk.row_stride);
     }
   }
+}
+
+// Floats of scratch attend_backward_range needs per thread.
+std::size_t backward_scratch_floats(const Sizes& n) {
+  return n.T * n.S + (small_heads(n) ? n.hv * detail::padded_columns(n.S) : 0);
 }
 
 // All (b, h) pairs over the library's threads, one (T, S) scratch per thread (kept by the
@@ -610,7 +673,7 @@ void attend_backward(const Sizes& n, Heads<const float> q, Heads<const float> k,
   const std::size_t pairs = n.B * n.H;
   const std::size_t n_threads = detail::worker_count(pairs);
   thread_local std::vector<float> scratch;
-  const std::size_t per_thread = n.T * n.S;
+  const std::size_t per_thread = backward_scratch_floats(n);
   if (scratch.size() < n_threads * per_thread) scratch.resize(n_threads * per_thread);
   // A pointer, not the name: inside a worker `scratch` would be that thread's own (empty) copy.
   float* base = scratch.data();
@@ -785,8 +848,8 @@ void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights
 // The kernel on caller-owned strided buffers (chapter 10: the KV cache)
 // ---------------------------------------------------------------------------------------------
 
-std::size_t attention_scratch_floats(std::size_t T, std::size_t S) {
-  return std::min(kRowBlock, T) * S;
+std::size_t attention_scratch_floats(std::size_t T, std::size_t S, std::size_t hs) {
+  return attend_scratch_floats({1, 1, T, S, hs, hs}, /*keep_weights=*/false);
 }
 
 void attention_strided(std::size_t B, std::size_t H, std::size_t T, std::size_t S,

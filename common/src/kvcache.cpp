@@ -245,7 +245,7 @@ Matrix attend_cache(const Matrix& q, const Tensor<4>& keys, const Tensor<4>& val
             [&] { return fmt::format("n must be in [1, {}] (T_max), got {}", T_max, n); });
   }
   Matrix out(std::array<std::size_t, 2>{B, C});  // (B, C)
-  Vector scratch(std::array<std::size_t, 1>{attention_scratch_floats(1, n)});
+  Vector scratch(std::array<std::size_t, 1>{attention_scratch_floats(1, n, hs)});
   // One query (T = 1) over n keys per (b, h), the attention kernel of chapters 04-07:
   //   (1, hs) @ (hs, n) -> (1, n), softmax, @ (n, hs) -> (1, hs)
   const HeadStrides cached{H * T_max * hs, T_max * hs, hs};
@@ -278,7 +278,7 @@ KvCache kv_cache_init(const LmConfig& config, std::size_t batch) {
   c.att = Matrix(std::array<std::size_t, 2>{rows, C});
   c.proj = Matrix(std::array<std::size_t, 2>{rows, C});
   c.hidden = Matrix(std::array<std::size_t, 2>{rows, ffn_width(config)});
-  c.scratch = Vector(std::array<std::size_t, 1>{attention_scratch_floats(T_max, T_max)});
+  c.scratch = Vector(std::array<std::size_t, 1>{attention_scratch_floats(T_max, T_max, C / H)});
   c.logits = Matrix(std::array<std::size_t, 2>{batch, V});
   return c;
 }

@@ -851,6 +851,58 @@ TEST_CASE("the backward matches the reference across several query blocks (T = 1
   }
 }
 
+TEST_CASE("both kernels, hand-written (small heads) and BLAS, match the reference forward and backward") {
+  // Heads of 8, 16, ... 64 floats with at most 256 keys go through the hand-written products
+  // (common/src/head_products.hpp), every other shape through BLAS. Shapes on both sides of each
+  // limit (hs 64 | 72, S 256 | 257, hs 8 | 12), a last block of fewer than 4 rows or 16 keys,
+  // 16 + 8 columns (hs 24), T != S.
+  struct Case {
+    std::size_t B, H, T, S, hs;
+  };
+  for (const Case c : {Case{1, 2, 5, 5, 8}, Case{2, 1, 17, 17, 24}, Case{1, 1, 33, 70, 16},
+                       Case{1, 1, 3, 256, 8}, Case{1, 1, 3, 257, 8}, Case{1, 1, 9, 9, 64},
+                       Case{1, 1, 9, 9, 72}, Case{1, 2, 6, 6, 12}, Case{1, 1, 70, 70, 16}}) {
+    for (const bool causal : {false, true}) {
+      if (causal && c.T != c.S) continue;
+      CAPTURE(c.T);
+      CAPTURE(c.S);
+      CAPTURE(c.hs);
+      CAPTURE(causal);
+      Sdpa s = make_sdpa(c.B, c.H, c.T, c.S, c.hs, 300 + c.S + c.hs);
+      const attn::AttentionResult f = attn::scaled_dot_product_attention(s.q, s.k, s.v, causal);
+      const Reference want = reference_attention(s.q, s.k, s.v, causal);
+      CHECK_TENSOR_NEAR(f.weights, want.weights, 1e-6, 1e-5);
+      CHECK_TENSOR_NEAR(f.out, want.out, 1e-5, 1e-5);
+      const attn::AttentionGrads g =
+          attn::scaled_dot_product_attention_backward(s.r, s.q, s.k, s.v, f.weights, causal);
+      const attn::AttentionGrads ref = reference_backward(s.r, s.q, s.k, s.v, causal);
+      CHECK_TENSOR_NEAR(g.dq, ref.dq, 1e-5, 1e-4);
+      CHECK_TENSOR_NEAR(g.dk, ref.dk, 1e-5, 1e-4);
+      CHECK_TENSOR_NEAR(g.dv, ref.dv, 1e-5, 1e-4);
+    }
+  }
+}
+
+TEST_CASE("small heads: one query at a time (the KV cache's call) gives the bits of the whole causal sequence") {
+  // Every score and every output of the hand-written products is one sum in a fixed order, so
+  // query t over keys 0..t alone equals row t of the causal (T, T) computation exactly. That is
+  // what lets chapter 10's cached generation reproduce the uncached one token for token.
+  const std::size_t H = 3, T = 37, hs = 16;
+  Sdpa s = make_sdpa(1, H, T, T, hs, 5);
+  const attn::AttentionResult full =
+      attn::scaled_dot_product_attention(s.q, s.k, s.v, /*causal=*/true, /*need_weights=*/false);
+  std::vector<float> out(H * hs), scratch(attn::attention_scratch_floats(1, T, hs));
+  const attn::HeadStrides in{H * T * hs, T * hs, hs}, one{H * hs, hs, hs};
+  std::size_t differ = 0;
+  for (std::size_t t = 0; t < T; ++t) {
+    attn::attention_strided(1, H, 1, t + 1, hs, s.q.data() + t * hs, in, s.k.data(), in,
+                            s.v.data(), in, out.data(), one, /*causal=*/false, scratch.data());
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t i = 0; i < hs; ++i) differ += out[h * hs + i] != full.out(0, h, t, i);
+  }
+  CHECK(differ == 0);
+}
+
 TEST_CASE("a wrong attention gradient is caught: the missing 1/sqrt(hs), the mask ignored in P") {
   Sdpa s = make_sdpa(1, 2, 4, 4, 4, 11);
   const attn::AttentionGrads no_scale = reference_backward(s.r, s.q, s.k, s.v, true, false, true);

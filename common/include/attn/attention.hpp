@@ -104,7 +104,8 @@ void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights
 // The attention kernel itself, for callers that keep q, k, v and out in their own layouts
 // (chapter 10's KV cache). Head h of batch b of q starts at q + b * batch + h * head, its rows
 // `row` floats apart; the same for k, v (S rows) and out (T rows). Runs on the calling thread and
-// allocates nothing: `scratch` holds at least min(64, T) * S floats. causal requires S == T.
+// allocates nothing: `scratch` holds attention_scratch_floats(T, S, hs) floats. causal requires
+// S == T.
 struct HeadStrides {
   std::size_t batch, head, row;
 };
@@ -112,7 +113,9 @@ void attention_strided(std::size_t B, std::size_t H, std::size_t T, std::size_t 
                        std::size_t hs, const float* q, HeadStrides q_strides, const float* k,
                        HeadStrides k_strides, const float* v, HeadStrides v_strides, float* out,
                        HeadStrides out_strides, bool causal, float* scratch);
-// The scratch size attention_strided needs: min(64, T) * S floats.
-std::size_t attention_scratch_floats(std::size_t T, std::size_t S);
+// The scratch size attention_strided needs: a block of scores, min(64, T) * S floats, and for
+// heads of 8, 16, ... 64 floats and S <= 256 (written by hand, not BLAS) room for k^T,
+// hs * (S rounded up to 16) floats.
+std::size_t attention_scratch_floats(std::size_t T, std::size_t S, std::size_t hs);
 
 }  // namespace attn

@@ -30,7 +30,7 @@ struct KvCache {
   Matrix att;      // (rows, C) attention output, heads merged
   Matrix proj;     // (rows, C) output of a projection, before the residual add
   Matrix hidden;   // (rows, 4C) FFN hidden layer
-  Vector scratch;  // attention scores, attention_scratch_floats(T_max, T_max)
+  Vector scratch;  // attention scores, attention_scratch_floats(T_max, T_max, hs)
   Matrix logits;   // (B, V) the logits of the last position
 };
 
