@@ -591,22 +591,9 @@ void attend_backward_range(const Sizes& n, Heads<const float> q, Heads<const flo
     float* dqh = dq.at(b, h);         // (T, hs)
     float* dkh = dk.at(b, h);         // (S, hs)
     float* dvh = dv.at(b, h);         // (S, hv)
-    // 1. dV = P^T dO, by blocks of keys [j0, j1): with the causal mask only queries t >= j0
-    //    saw these keys (P = 0 above the diagonal), so the sum over t starts at j0.
-    //    (j1 - j0, T - t0) @ (T - t0, hv) -> (j1 - j0, hv), P read transposed in place.
-    if (small) {
-      detail::transposed_weights_times_rows(S, T, hv, 1.0f, p, S, doh, dout.row_stride, causal,
-                                            dvh, dv.row_stride);
-      detail::transpose_padded(vh, v.row_stride, S, hv, vt, ldt);  // (hv, S), for step 2
-    } else {
-      for (std::size_t j0 = 0; j0 < S; j0 += kRowBlock) {
-        const std::size_t j1 = std::min(S, j0 + kRowBlock);
-        const std::size_t t0 = causal ? j0 : 0;
-        head_gemm_t(j1 - j0, hv, T - t0, 1.0f, p + t0 * S + j0, S, /*trans_a=*/true,
-                    doh + t0 * dout.row_stride, dout.row_stride, false, 0.0f,
-                    dvh + j0 * dv.row_stride, dv.row_stride);
-      }
-    }
+    // (dV, step 1 of the formulas, is computed after steps 2-4: by then this head's P has been
+    // read row by row by the softmax backward and is in the cache.)
+    if (small) detail::transpose_padded(vh, v.row_stride, S, hv, vt, ldt);  // (hv, S), step 2
     // 2-4. By blocks of queries [i0, i1), seeing keys 0..keys-1 (the forward's blocks):
     for (std::size_t i0 = 0; i0 < T; i0 += kRowBlock) {
       const std::size_t i1 = std::min(T, i0 + kRowBlock);
@@ -638,6 +625,21 @@ void attend_backward_range(const Sizes& n, Heads<const float> q, Heads<const flo
       } else {
         head_gemm_t(rows, hs, keys, scale, dsb, S, false, kh, k.row_stride, false, 0.0f,
                     dqh + i0 * dq.row_stride, dq.row_stride);
+      }
+    }
+    // 1. dV = P^T dO, by blocks of keys [j0, j1): with the causal mask only queries t >= j0
+    //    saw these keys (P = 0 above the diagonal), so the sum over t starts at j0.
+    //    (j1 - j0, T - t0) @ (T - t0, hv) -> (j1 - j0, hv), P read transposed in place.
+    if (small) {
+      detail::transposed_weights_times_rows(S, T, hv, 1.0f, p, S, doh, dout.row_stride, causal,
+                                            dvh, dv.row_stride);
+    } else {
+      for (std::size_t j0 = 0; j0 < S; j0 += kRowBlock) {
+        const std::size_t j1 = std::min(S, j0 + kRowBlock);
+        const std::size_t t0 = causal ? j0 : 0;
+        head_gemm_t(j1 - j0, hv, T - t0, 1.0f, p + t0 * S + j0, S, /*trans_a=*/true,
+                    doh + t0 * dout.row_stride, dout.row_stride, false, 0.0f,
+                    dvh + j0 * dv.row_stride, dv.row_stride);
       }
     }
     // 5. dK = dS^T Q / sqrt(hs), by blocks of keys like dV (queries t >= j0 only when causal).
