@@ -748,7 +748,9 @@ void mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, b
   ensure_shape<3>(cache.qkv, {B, T, 3 * C});
   ensure_shape<4>(cache.weights, {B, H, T, T});
   ensure_shape<3>(cache.heads, {B, T, C});
-  std::copy(x.begin(), x.end(), cache.x.begin());
+  // The backward needs x. A caller may compute x straight into cache.x (block_forward does):
+  // then there is nothing to copy.
+  if (&x != &cache.x) std::copy(x.begin(), x.end(), cache.x.begin());
   // 1. q | k | v into the (B, T, 3C) buffer, as mha_forward: (B, T, C) @ (C, C) -> (B, T, C) x 3
   float* qkv = cache.qkv.data();
   gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_q.data(), C, false, 0.0f, qkv, 3 * C);

@@ -10,6 +10,7 @@
 
 #include "attn/check.hpp"
 #include "attn/layernorm.hpp"
+#include "parallel.hpp"
 
 namespace attn {
 
@@ -112,7 +113,7 @@ const Tensor<3>& norm(const Tensor<3>& x, const Vector& gamma, const Vector& bet
 
 // out[i] = a[i] + b[i] for i < n; out may be a. Eight at a time, each group read before it is
 // written: SIMD instructions.
-void add_arrays(float* out, const float* a, const float* b, std::size_t n) {
+void add_arrays_serial(float* out, const float* a, const float* b, std::size_t n) {
   const std::size_t n8 = n - n % 8;
   for (std::size_t i = 0; i < n8; i += 8) {
     float sum[8];
@@ -120,6 +121,31 @@ void add_arrays(float* out, const float* a, const float* b, std::size_t n) {
     for (std::size_t u = 0; u < 8; ++u) out[i + u] = sum[u];
   }
   for (std::size_t i = n8; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+// Element-wise passes over a whole (B, T, C) stream are split over the library's threads in
+// pieces of kStreamChunk floats (any split gives the same result: each element is on its own).
+// One thread alone would leave the others waiting at every residual add and copy.
+constexpr std::size_t kStreamChunk = 16384;
+
+void add_arrays(float* out, const float* a, const float* b, std::size_t n) {
+  const std::size_t chunks = (n + kStreamChunk - 1) / kStreamChunk;
+  detail::run_parts(chunks, detail::worker_count(chunks),
+                    [&](std::size_t first, std::size_t last, std::size_t) {
+                      const std::size_t i0 = first * kStreamChunk;
+                      const std::size_t i1 = std::min(n, last * kStreamChunk);
+                      add_arrays_serial(out + i0, a + i0, b + i0, i1 - i0);
+                    });
+}
+
+// dst[i] = src[i] for i < n, over the threads like add_arrays.
+void copy_floats(float* dst, const float* src, std::size_t n) {
+  const std::size_t chunks = (n + kStreamChunk - 1) / kStreamChunk;
+  detail::run_parts(chunks, detail::worker_count(chunks),
+                    [&](std::size_t first, std::size_t last, std::size_t) {
+                      const std::size_t i0 = first * kStreamChunk;
+                      std::copy(src + i0, src + std::min(n, last * kStreamChunk), dst + i0);
+                    });
 }
 
 // acc += other, element by element. Both (B, T, C), contiguous.
@@ -213,7 +239,7 @@ void clear(LayerNormCache& c) {
 }
 void copy_into(Tensor<3>& dst, const Tensor<3>& src) {
   ensure_shape(dst, {src.shape()[0], src.shape()[1], src.shape()[2]});
-  std::copy(src.begin(), src.end(), dst.begin());
+  copy_floats(dst.data(), src.data(), src.size());
 }
 // out = a + b (out may be a).
 void add_into(Tensor<3>& out, const Tensor<3>& a, const Tensor<3>& b) {
@@ -247,19 +273,20 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
   clear(cache.ln1_in);
   if (config.norm == NormPlacement::pre) {
     clear(cache.ln2_in);
-    // 1. h = ln1(x): the backward of ln1 needs x (and mean, rstd).
+    // 1. h = ln1(x): the backward of ln1 needs x (and mean, rstd). h is written straight into
+    //    cache.attn.x, where MHA keeps its input (so it copies nothing).
     if (ln) {
       copy_into(cache.x, x);
-      layer_norm<3>(x, w.ln1_gamma, w.ln1_beta, config.eps, cache.ln1, h);
+      layer_norm<3>(x, w.ln1_gamma, w.ln1_beta, config.eps, cache.ln1, cache.attn.x);
     } else {
       clear(cache.x);
       clear(cache.ln1);
     }
     // 2. a = MHA(h): cache.attn keeps h, q|k|v, the weights and the merged heads.
-    mha_forward(ln ? h : x, w.attn, config.n_heads, config.causal, cache.attn, out);
-    // 3. x = x + a
-    if (config.residual) add_in_place(out, x);
+    mha_forward(ln ? cache.attn.x : x, w.attn, config.n_heads, config.causal, cache.attn, out);
     if (!config.use_ffn) {
+      // 3. x = x + a
+      if (config.residual) add_in_place(out, x);
       clear(cache.residual1);
       clear(cache.ln2);
       clear(cache.ffn.x);
@@ -267,22 +294,29 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
       clear(cache.ffn.act);
       return;
     }
-    // 4. h = ln2(x): its backward needs the stream here (residual1).
-    if (ln) {
+    // 3. x = x + a, written where ln2's backward will need it (residual1) when there is a
+    //    LayerNorm. (a + x, the same sum as out += x.)
+    Tensor<3>& stream = ln ? cache.residual1 : out;
+    if (config.residual) {
+      add_into(stream, out, x);
+    } else if (ln) {
       copy_into(cache.residual1, out);
-      layer_norm<3>(out, w.ln2_gamma, w.ln2_beta, config.eps, cache.ln2, h);
+    }
+    if (!ln) clear(cache.residual1);
+    // 4. h = ln2(x), straight into cache.ffn.x where the FFN keeps its input.
+    if (ln) {
+      layer_norm<3>(stream, w.ln2_gamma, w.ln2_beta, config.eps, cache.ln2, cache.ffn.x);
     } else {
-      clear(cache.residual1);
       clear(cache.ln2);
     }
     // 5. f = FFN(h): cache.ffn keeps h, the pre-activation and the activation.
-    ffn_forward(ln ? h : out, w.ffn, config.activation, cache.ffn, f);
+    ffn_forward(ln ? cache.ffn.x : out, w.ffn, config.activation, cache.ffn, f);
     // 6. x = x + f
     if (!config.residual) {
       copy_into(out, f);
       return;
     }
-    add_in_place(out, f);
+    add_into(out, stream, f);
     return;
   }
   // Post-norm.

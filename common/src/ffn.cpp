@@ -429,7 +429,8 @@ void ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a, FfnCache
   ensure_shape(cache.x, {B, T, C});
   ensure_shape(cache.pre, {B, T, F});
   ensure_shape(cache.act, {B, T, F});
-  std::copy(x.begin(), x.end(), cache.x.begin());
+  // (Nothing to copy when the caller computed x straight into cache.x, as block_forward does.)
+  if (&x != &cache.x) std::copy(x.begin(), x.end(), cache.x.begin());
   ensure_shape(y, {B, T, C});
   if (y.size() == 0) return;
   // The same chunks of kFfnRows tokens as ffn_forward, so the output is the same bit for bit;
