@@ -184,9 +184,8 @@ bool small_heads(const Sizes& n) {
 // scratch for T_max): the k^T part counts min(S, kMaxHeadProductKeys) keys.
 std::size_t attend_scratch_floats(const Sizes& n, bool keep_weights) {
   const std::size_t scores = keep_weights ? 0 : std::min(kRowBlock, n.T) * n.S;
-  const bool small_width = n.hs % 8 == 0 && n.hs <= detail::kMaxHeadProductWidth;
-  const std::size_t keys = std::min(n.S, detail::kMaxHeadProductKeys);
-  return scores + (small_width ? n.hs * detail::padded_columns(keys) : 0);
+  const Sizes most_keys{n.B, n.H, n.T, std::min(n.S, detail::kMaxHeadProductKeys), n.hs, n.hs};
+  return scores + (small_heads(most_keys) ? n.hs * detail::padded_columns(most_keys.S) : 0);
 }
 
 // out = softmax(q k^T / sqrt(hs) + mask) v for the (b, h) pairs bh_begin..bh_end-1 (pair

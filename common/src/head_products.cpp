@@ -78,6 +78,20 @@ struct BlockSums {
   }
 };
 
+// Rows t0..t0+3 of m (rows `ld` floats apart) for a block of 4 output rows; a short last block
+// repeats row rows - 1 (summed, never written).
+struct BlockRows {
+  const float* r0;
+  const float* r1;
+  const float* r2;
+  const float* r3;
+};
+ATTN_KERNEL BlockRows block_rows(const float* m, std::size_t ld, std::size_t t0,
+                                 std::size_t rows) {
+  return {m + t0 * ld, m + std::min(t0 + 1, rows - 1) * ld, m + std::min(t0 + 2, rows - 1) * ld,
+          m + std::min(t0 + 3, rows - 1) * ld};
+}
+
 // weights_times_rows for the columns [c0, c0 + 16) (or + 8) of every row block.
 template <bool kTwo>
 ATTN_KERNEL void weights_times_rows_cols(std::size_t rows, std::size_t S, std::size_t c0,
@@ -86,16 +100,13 @@ ATTN_KERNEL void weights_times_rows_cols(std::size_t rows, std::size_t S, std::s
                                          std::size_t first, float* o, std::size_t ldo) {
   for (std::size_t t0 = 0; t0 < rows; t0 += kBlockRows) {
     const std::size_t n_rows = std::min(kBlockRows, rows - t0);
-    // The block's rows of w; a short last block repeats its last row (summed, never written).
-    const float* w0 = w + t0 * ldw;
-    const float* w1 = w + std::min(t0 + 1, rows - 1) * ldw;
-    const float* w2 = w + std::min(t0 + 2, rows - 1) * ldw;
-    const float* w3 = w + std::min(t0 + 3, rows - 1) * ldw;
+    const BlockRows wr = block_rows(w, ldw, t0, rows);
     const std::size_t keys = causal ? std::min(S, first + t0 + n_rows) : S;
     BlockSums<kTwo> sums;
     for (std::size_t j = 0; j < keys; ++j) {
       const float* xj = x + j * ldx + c0;
-      sums.add(load8(xj), kTwo ? load8(xj + 8) : f32x8{}, w0[j], w1[j], w2[j], w3[j]);
+      sums.add(load8(xj), kTwo ? load8(xj + 8) : f32x8{}, wr.r0[j], wr.r1[j], wr.r2[j],
+               wr.r3[j]);
     }
     for (std::size_t r = 0; r < n_rows; ++r)
       sums.store(r, alpha, o + (t0 + r) * ldo + c0, kTwo ? 16 : 8);
@@ -141,11 +152,7 @@ ATTN_SIMD_CLONES void rows_times_transposed(std::size_t rows, std::size_t S, std
                                             std::size_t first, float* c, std::size_t ldc) {
   for (std::size_t t0 = 0; t0 < rows; t0 += kBlockRows) {
     const std::size_t n_rows = std::min(kBlockRows, rows - t0);
-    // The block's rows of a; a short last block repeats its last row (summed, never written).
-    const float* a0 = a + t0 * lda;
-    const float* a1 = a + std::min(t0 + 1, rows - 1) * lda;
-    const float* a2 = a + std::min(t0 + 2, rows - 1) * lda;
-    const float* a3 = a + std::min(t0 + 3, rows - 1) * lda;
+    const BlockRows ar = block_rows(a, lda, t0, rows);
     // Keys the block needs: all S, or with the mask up to its last row's diagonal.
     const std::size_t keys = causal ? std::min(S, first + t0 + n_rows) : S;
     for (std::size_t j0 = 0; j0 < keys; j0 += kBlockCols) {
@@ -153,7 +160,7 @@ ATTN_SIMD_CLONES void rows_times_transposed(std::size_t rows, std::size_t S, std
       BlockSums<true> sums;
       for (std::size_t d = 0; d < depth; ++d) {
         const float* b = bt + d * ldb + j0;
-        sums.add(load8(b), load8(b + 8), a0[d], a1[d], a2[d], a3[d]);
+        sums.add(load8(b), load8(b + 8), ar.r0[d], ar.r1[d], ar.r2[d], ar.r3[d]);
       }
       // Written up to column S - 1 only: beyond it is the next row of c.
       const std::size_t cols = std::min(kBlockCols, S - j0);
