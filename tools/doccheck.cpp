@@ -229,6 +229,11 @@ std::optional<RunResult> run_command(const fs::path& program, const std::vector<
     if (chdir(cwd.c_str()) != 0) _exit(127);
     unsetenv("ATTN_DATA");
     setenv("NO_COLOR", "1", 1);
+    // The pages were made with OpenBLAS's Haswell (AVX2) kernels. OpenBLAS picks its kernels by
+    // CPU, and another kernel (e.g. AVX-512 on a Zen 4 or a Xeon) adds the products of a GEMM in
+    // another order: the last digits of the BLAS-backed chapters differ. Pinning the kernel makes
+    // the transcripts the same on every x86-64 machine with AVX2; a value set by the caller wins.
+    setenv("OPENBLAS_CORETYPE", "Haswell", 0);
     execv(argv[0], argv.data());
     const char message[] = "attn-doccheck: exec failed\n";
     [[maybe_unused]] const auto ignored = write(STDERR_FILENO, message, sizeof message - 1);
