@@ -26,16 +26,16 @@
 #include <thread>
 #include <vector>
 
-#include "attn/attention.hpp"
-#include "attn/block.hpp"
-#include "attn/ffn.hpp"
-#include "attn/kvcache.hpp"
-#include "attn/layernorm.hpp"
-#include "attn/linear.hpp"
-#include "attn/matmul.hpp"
-#include "attn/model.hpp"
-#include "attn/random.hpp"
-#include "attn/threads.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/model/block.hpp"
+#include "attn/ops/ffn.hpp"
+#include "attn/model/kvcache.hpp"
+#include "attn/ops/layernorm.hpp"
+#include "attn/ops/linear.hpp"
+#include "attn/ops/matmul.hpp"
+#include "attn/model/model.hpp"
+#include "attn/core/random.hpp"
+#include "attn/core/threads.hpp"
 
 namespace {
 

@@ -11,8 +11,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "attn/threads.hpp"
-#include "attn/train.hpp"
+#include "attn/core/threads.hpp"
+#include "attn/train/train.hpp"
 
 namespace {
 

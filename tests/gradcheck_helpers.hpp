@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "attn/gradcheck.hpp"
-#include "attn/random.hpp"
-#include "attn/xt.hpp"
+#include "attn/train/gradcheck.hpp"
+#include "attn/core/random.hpp"
+#include "attn/core/xt.hpp"
 
 namespace attn::testing {
 

@@ -12,8 +12,8 @@
 #include <sstream>
 #include <string>
 
-#include "attn/check.hpp"
-#include "attn/xt.hpp"
+#include "attn/core/check.hpp"
+#include "attn/core/xt.hpp"
 
 namespace attn::testing {
 

@@ -25,17 +25,17 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/attention.hpp"
-#include "attn/block.hpp"
-#include "attn/check.hpp"
-#include "attn/ffn.hpp"
-#include "attn/layernorm.hpp"
-#include "attn/loss.hpp"
-#include "attn/mask.hpp"
-#include "attn/model.hpp"
-#include "attn/npy.hpp"
-#include "attn/softmax.hpp"
-#include "attn/train.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/model/block.hpp"
+#include "attn/core/check.hpp"
+#include "attn/ops/ffn.hpp"
+#include "attn/ops/layernorm.hpp"
+#include "attn/ops/loss.hpp"
+#include "attn/ops/mask.hpp"
+#include "attn/model/model.hpp"
+#include "attn/io/npy.hpp"
+#include "attn/ops/softmax.hpp"
+#include "attn/train/train.hpp"
 
 namespace {
 

@@ -15,18 +15,18 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/bigram.hpp"
-#include "attn/check.hpp"
-#include "attn/loss.hpp"
-#include "attn/narrate.hpp"
-#include "attn/sample.hpp"
-#include "attn/cli.hpp"
-#include "attn/corpus.hpp"
-#include "attn/limits.hpp"
-#include "attn/plot.hpp"
-#include "attn/print.hpp"
-#include "attn/random.hpp"
-#include "attn/text.hpp"
+#include "attn/model/bigram.hpp"
+#include "attn/core/check.hpp"
+#include "attn/ops/loss.hpp"
+#include "attn/io/narrate.hpp"
+#include "attn/model/sample.hpp"
+#include "attn/io/cli.hpp"
+#include "attn/io/corpus.hpp"
+#include "attn/core/limits.hpp"
+#include "attn/io/plot.hpp"
+#include "attn/io/print.hpp"
+#include "attn/core/random.hpp"
+#include "attn/io/text.hpp"
 #include "exercises.hpp"
 
 namespace {

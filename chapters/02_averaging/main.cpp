@@ -1,6 +1,6 @@
 // Chapter 02, the mathematical trick in attention: the mean of the past computed three ways
 // (a loop, a lower-triangular matmul, a softmax of masked zeros) that agree to float precision.
-// The math lives in common/src/averaging.cpp; this program narrates it. Page: docs/02-averaging.md
+// The math lives in common/src/ops/averaging.cpp; this program narrates it. Page: docs/02-averaging.md
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -12,16 +12,16 @@
 
 #include <fmt/core.h>
 
-#include "attn/averaging.hpp"
-#include "attn/cli.hpp"
-#include "attn/corpus.hpp"
-#include "attn/mask.hpp"
-#include "attn/matmul.hpp"
-#include "attn/narrate.hpp"
-#include "attn/plot.hpp"
-#include "attn/print.hpp"
-#include "attn/random.hpp"
-#include "attn/xt.hpp"
+#include "attn/ops/averaging.hpp"
+#include "attn/io/cli.hpp"
+#include "attn/io/corpus.hpp"
+#include "attn/ops/mask.hpp"
+#include "attn/ops/matmul.hpp"
+#include "attn/io/narrate.hpp"
+#include "attn/io/plot.hpp"
+#include "attn/io/print.hpp"
+#include "attn/core/random.hpp"
+#include "attn/core/xt.hpp"
 #include "exercises.hpp"
 
 namespace {

@@ -1,7 +1,7 @@
 // chapters/03_masked_softmax/main.cpp: chapter 03, scores -> causal mask -> softmax.
 // Walks through the masked softmax of a random (T, T) score matrix, then through what goes wrong
 // with -1e9, with large logits and with the triu(ones, 1) * -inf mask. The math itself lives in
-// common/src/mask.cpp and common/src/softmax.cpp; this file only calls it and narrates.
+// common/src/ops/mask.cpp and common/src/ops/softmax.cpp; this file only calls it and narrates.
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -12,14 +12,14 @@
 #include <string>
 #include <vector>
 
-#include "attn/cli.hpp"
-#include "attn/corpus.hpp"
-#include "attn/mask.hpp"
-#include "attn/narrate.hpp"
-#include "attn/plot.hpp"
-#include "attn/print.hpp"
-#include "attn/random.hpp"
-#include "attn/softmax.hpp"
+#include "attn/io/cli.hpp"
+#include "attn/io/corpus.hpp"
+#include "attn/ops/mask.hpp"
+#include "attn/io/narrate.hpp"
+#include "attn/io/plot.hpp"
+#include "attn/io/print.hpp"
+#include "attn/core/random.hpp"
+#include "attn/ops/softmax.hpp"
 #include "exercises.hpp"
 
 namespace {

@@ -1,6 +1,6 @@
 // chapters/04_single_head/main.cpp: chapter 04, one head of self-attention, narrated. Queries,
 // keys and values project the tokens; weights = softmax(q k^T / sqrt(hs)), out = weights @ v.
-// The math lives in common/src/linear.cpp and attention.cpp. Page: docs/04-single-head.md
+// The math lives in common/src/ops/linear.cpp and attention.cpp. Page: docs/04-single-head.md
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -12,19 +12,19 @@
 #include <string>
 #include <vector>
 
-#include "attn/attention.hpp"
-#include "attn/averaging.hpp"
-#include "attn/check.hpp"
-#include "attn/cli.hpp"
-#include "attn/corpus.hpp"
-#include "attn/linear.hpp"
-#include "attn/matmul.hpp"
-#include "attn/narrate.hpp"
-#include "attn/plot.hpp"
-#include "attn/print.hpp"
-#include "attn/random.hpp"
-#include "attn/softmax.hpp"
-#include "attn/text.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/averaging.hpp"
+#include "attn/core/check.hpp"
+#include "attn/io/cli.hpp"
+#include "attn/io/corpus.hpp"
+#include "attn/ops/linear.hpp"
+#include "attn/ops/matmul.hpp"
+#include "attn/io/narrate.hpp"
+#include "attn/io/plot.hpp"
+#include "attn/io/print.hpp"
+#include "attn/core/random.hpp"
+#include "attn/ops/softmax.hpp"
+#include "attn/io/text.hpp"
 #include "exercises.hpp"
 
 namespace {

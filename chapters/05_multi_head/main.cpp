@@ -1,8 +1,8 @@
 // chapters/05_multi_head/main.cpp: chapter 05, multi-head attention.
 // Follows one (B, T, C) input through H heads and checks the shape of every step, then compares
 // a loop over heads and a fused QKV matrix with the batched forward, draws each head's weights
-// and puts 1, 4 and 8 heads side by side. The math lives in common/src/attention.cpp and
-// common/src/linear.cpp; this file only calls it and narrates.
+// and puts 1, 4 and 8 heads side by side. The math lives in common/src/ops/attention.cpp and
+// common/src/ops/linear.cpp; this file only calls it and narrates.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -16,19 +16,19 @@
 
 #include <fmt/core.h>
 
-#include "attn/attention.hpp"
-#include "attn/block.hpp"
-#include "attn/check.hpp"
-#include "attn/cli.hpp"
-#include "attn/corpus.hpp"
-#include "attn/linear.hpp"
-#include "attn/mask.hpp"
-#include "attn/narrate.hpp"
-#include "attn/plot.hpp"
-#include "attn/print.hpp"
-#include "attn/random.hpp"
-#include "attn/softmax.hpp"
-#include "attn/xt.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/model/block.hpp"
+#include "attn/core/check.hpp"
+#include "attn/io/cli.hpp"
+#include "attn/io/corpus.hpp"
+#include "attn/ops/linear.hpp"
+#include "attn/ops/mask.hpp"
+#include "attn/io/narrate.hpp"
+#include "attn/io/plot.hpp"
+#include "attn/io/print.hpp"
+#include "attn/core/random.hpp"
+#include "attn/ops/softmax.hpp"
+#include "attn/core/xt.hpp"
 #include "exercises.hpp"
 
 namespace {

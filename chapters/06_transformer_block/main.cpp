@@ -1,7 +1,7 @@
 // chapters/06_transformer_block/main.cpp: chapter 06, the transformer block.
 // LayerNorm, the feed-forward network and its activations, residual connections (pre- and
 // post-norm), positional encodings, then the block itself: its shape trace, what happens without
-// LayerNorm, causality, and its cost. The math lives in common/src/layernorm.cpp, ffn.cpp,
+// LayerNorm, causality, and its cost. The math lives in common/src/ops/layernorm.cpp, ffn.cpp,
 // posenc.cpp and block.cpp; this file only calls it and narrates.
 #include <fmt/core.h>
 
@@ -18,19 +18,19 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/attention.hpp"
-#include "attn/block.hpp"
-#include "attn/check.hpp"
-#include "attn/cli.hpp"
-#include "attn/corpus.hpp"
-#include "attn/ffn.hpp"
-#include "attn/layernorm.hpp"
-#include "attn/linear.hpp"
-#include "attn/narrate.hpp"
-#include "attn/plot.hpp"
-#include "attn/posenc.hpp"
-#include "attn/print.hpp"
-#include "attn/random.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/model/block.hpp"
+#include "attn/core/check.hpp"
+#include "attn/io/cli.hpp"
+#include "attn/io/corpus.hpp"
+#include "attn/ops/ffn.hpp"
+#include "attn/ops/layernorm.hpp"
+#include "attn/ops/linear.hpp"
+#include "attn/io/narrate.hpp"
+#include "attn/io/plot.hpp"
+#include "attn/ops/posenc.hpp"
+#include "attn/io/print.hpp"
+#include "attn/core/random.hpp"
 #include "exercises.hpp"
 
 namespace {

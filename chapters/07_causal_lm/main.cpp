@@ -2,7 +2,7 @@
 // The narrated walkthrough: the whole decoder and its parameter count, next-character logits for
 // a prompt, generation with temperature and top-k, and the weights as a folder of .npy files.
 // The model is never trained here (that comes later), so its text is noise. The math lives in
-// common/src/model.cpp, npy.cpp and sample.cpp; this file calls it and tells the story.
+// common/src/model/model.cpp, npy.cpp and sample.cpp; this file calls it and tells the story.
 
 #include <fmt/core.h>
 #include <unistd.h>  // mkdtemp
@@ -23,22 +23,22 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/block.hpp"
-#include "attn/check.hpp"
-#include "attn/cli.hpp"
-#include "attn/corpus.hpp"
-#include "attn/layernorm.hpp"
-#include "attn/limits.hpp"
-#include "attn/linear.hpp"
-#include "attn/loss.hpp"
-#include "attn/model.hpp"
-#include "attn/narrate.hpp"
-#include "attn/npy.hpp"
-#include "attn/plot.hpp"
-#include "attn/print.hpp"
-#include "attn/random.hpp"
-#include "attn/sample.hpp"
-#include "attn/text.hpp"
+#include "attn/model/block.hpp"
+#include "attn/core/check.hpp"
+#include "attn/io/cli.hpp"
+#include "attn/io/corpus.hpp"
+#include "attn/ops/layernorm.hpp"
+#include "attn/core/limits.hpp"
+#include "attn/ops/linear.hpp"
+#include "attn/ops/loss.hpp"
+#include "attn/model/model.hpp"
+#include "attn/io/narrate.hpp"
+#include "attn/io/npy.hpp"
+#include "attn/io/plot.hpp"
+#include "attn/io/print.hpp"
+#include "attn/core/random.hpp"
+#include "attn/model/sample.hpp"
+#include "attn/io/text.hpp"
 #include "exercises.hpp"
 
 namespace {

@@ -2,7 +2,7 @@
 // The narrated walkthrough: the data as the lecture prepares it, one training step taken apart,
 // a run with a progress line and loss estimates, samples before and after, and what every
 // trained head attends to. --ladder rebuilds the lecture's loss table row by row. The math lives
-// in common/src/train.cpp, optim.cpp and model.cpp; this file calls it and tells the story.
+// in common/src/train/train.cpp, optim.cpp and model.cpp; this file calls it and tells the story.
 
 #include <fmt/core.h>
 #include <unistd.h>  // isatty
@@ -23,21 +23,21 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/bigram.hpp"
-#include "attn/block.hpp"
-#include "attn/cli.hpp"
-#include "attn/corpus.hpp"
-#include "attn/limits.hpp"
-#include "attn/loss.hpp"
-#include "attn/model.hpp"
-#include "attn/narrate.hpp"
-#include "attn/optim.hpp"
-#include "attn/plot.hpp"
-#include "attn/print.hpp"
-#include "attn/random.hpp"
-#include "attn/sample.hpp"
-#include "attn/text.hpp"
-#include "attn/train.hpp"
+#include "attn/model/bigram.hpp"
+#include "attn/model/block.hpp"
+#include "attn/io/cli.hpp"
+#include "attn/io/corpus.hpp"
+#include "attn/core/limits.hpp"
+#include "attn/ops/loss.hpp"
+#include "attn/model/model.hpp"
+#include "attn/io/narrate.hpp"
+#include "attn/train/optim.hpp"
+#include "attn/io/plot.hpp"
+#include "attn/io/print.hpp"
+#include "attn/core/random.hpp"
+#include "attn/model/sample.hpp"
+#include "attn/io/text.hpp"
+#include "attn/train/train.hpp"
 #include "exercises.hpp"
 
 namespace {

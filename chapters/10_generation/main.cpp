@@ -2,7 +2,7 @@
 // The narrated walkthrough: what a new token really needs, the cache and its memory, one step
 // done by hand on layer 0, text streamed as it is generated (with and without the cache, the
 // same characters), the FLOPs per token as the context grows, and what happens past T_max.
-// The math lives in common/src/kvcache.cpp (and model.cpp, sample.cpp); this file calls it.
+// The math lives in common/src/model/kvcache.cpp (and model.cpp, sample.cpp); this file calls it.
 
 #include <fmt/core.h>
 
@@ -23,20 +23,20 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/attention.hpp"
-#include "attn/block.hpp"
-#include "attn/cli.hpp"
-#include "attn/corpus.hpp"
-#include "attn/kvcache.hpp"
-#include "attn/layernorm.hpp"
-#include "attn/linear.hpp"
-#include "attn/model.hpp"
-#include "attn/narrate.hpp"
-#include "attn/npy.hpp"
-#include "attn/print.hpp"
-#include "attn/random.hpp"
-#include "attn/sample.hpp"
-#include "attn/text.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/model/block.hpp"
+#include "attn/io/cli.hpp"
+#include "attn/io/corpus.hpp"
+#include "attn/model/kvcache.hpp"
+#include "attn/ops/layernorm.hpp"
+#include "attn/ops/linear.hpp"
+#include "attn/model/model.hpp"
+#include "attn/io/narrate.hpp"
+#include "attn/io/npy.hpp"
+#include "attn/io/print.hpp"
+#include "attn/core/random.hpp"
+#include "attn/model/sample.hpp"
+#include "attn/io/text.hpp"
 #include "exercises.hpp"
 
 namespace {

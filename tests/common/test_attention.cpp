@@ -11,11 +11,11 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attn/attention.hpp"
-#include "attn/linear.hpp"
-#include "attn/random.hpp"
-#include "attn/threads.hpp"
-#include "attn/gradcheck.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/linear.hpp"
+#include "attn/core/random.hpp"
+#include "attn/core/threads.hpp"
+#include "attn/train/gradcheck.hpp"
 #include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 
@@ -840,7 +840,7 @@ TEST_CASE("scaled_dot_product_attention_backward matches central differences (T=
 
 TEST_CASE("both kernels, hand-written (small heads) and BLAS, match the reference forward and backward") {
   // Heads of 8, 16, ... 64 floats with at most 256 keys go through the hand-written products
-  // (common/src/head_products.hpp), every other shape through BLAS. Shapes on both sides of each
+  // (common/src/fast/head_products.hpp), every other shape through BLAS. Shapes on both sides of each
   // limit (hs 64 | 72, S 256 | 257, hs 8 | 12), a last block of fewer than 4 rows or 16 keys,
   // 16 + 8 columns (hs 24), T != S, several query blocks of 64 (T 70, T 150).
   struct Case {

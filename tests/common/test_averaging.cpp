@@ -6,8 +6,8 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "attn/averaging.hpp"
-#include "attn/random.hpp"
+#include "attn/ops/averaging.hpp"
+#include "attn/core/random.hpp"
 #include "test_helpers.hpp"
 
 TEST_SUITE("averaging") {

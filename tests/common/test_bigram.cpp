@@ -9,9 +9,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attn/bigram.hpp"
-#include "attn/loss.hpp"
-#include "attn/random.hpp"
+#include "attn/model/bigram.hpp"
+#include "attn/ops/loss.hpp"
+#include "attn/core/random.hpp"
 #include "test_helpers.hpp"
 
 namespace {

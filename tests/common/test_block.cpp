@@ -11,11 +11,11 @@
 #include <utility>
 #include <vector>
 
-#include "attn/block.hpp"
-#include "attn/matmul.hpp"
-#include "attn/gradcheck.hpp"
-#include "attn/random.hpp"
-#include "attn/threads.hpp"
+#include "attn/model/block.hpp"
+#include "attn/ops/matmul.hpp"
+#include "attn/train/gradcheck.hpp"
+#include "attn/core/random.hpp"
+#include "attn/core/threads.hpp"
 #include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "attn/cli.hpp"
-#include "attn/limits.hpp"
+#include "attn/io/cli.hpp"
+#include "attn/core/limits.hpp"
 
 namespace {
 

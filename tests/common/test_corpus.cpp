@@ -12,9 +12,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "attn/corpus.hpp"
-#include "attn/limits.hpp"
-#include "attn/text.hpp"
+#include "attn/io/corpus.hpp"
+#include "attn/core/limits.hpp"
+#include "attn/io/text.hpp"
 
 namespace fs = std::filesystem;
 

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "attn/ffn.hpp"
-#include "attn/matmul.hpp"
-#include "attn/random.hpp"
-#include "attn/threads.hpp"
-#include "attn/gradcheck.hpp"
+#include "attn/ops/ffn.hpp"
+#include "attn/ops/matmul.hpp"
+#include "attn/core/random.hpp"
+#include "attn/core/threads.hpp"
+#include "attn/train/gradcheck.hpp"
 #include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 

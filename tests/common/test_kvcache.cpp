@@ -15,14 +15,14 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attn/attention.hpp"
-#include "attn/block.hpp"
-#include "attn/kvcache.hpp"
-#include "attn/layernorm.hpp"
-#include "attn/model.hpp"
-#include "attn/random.hpp"
-#include "attn/sample.hpp"
-#include "attn/threads.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/model/block.hpp"
+#include "attn/model/kvcache.hpp"
+#include "attn/ops/layernorm.hpp"
+#include "attn/model/model.hpp"
+#include "attn/core/random.hpp"
+#include "attn/model/sample.hpp"
+#include "attn/core/threads.hpp"
 #include "count_allocations.hpp"  // this binary counts every allocation
 #include "test_helpers.hpp"
 

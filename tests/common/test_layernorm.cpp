@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "attn/layernorm.hpp"
-#include "attn/random.hpp"
-#include "attn/threads.hpp"
-#include "attn/gradcheck.hpp"
+#include "attn/ops/layernorm.hpp"
+#include "attn/core/random.hpp"
+#include "attn/core/threads.hpp"
+#include "attn/train/gradcheck.hpp"
 #include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "attn/averaging.hpp"
-#include "attn/limits.hpp"
-#include "attn/mask.hpp"
-#include "attn/posenc.hpp"
-#include "attn/random.hpp"
-#include "attn/text.hpp"
+#include "attn/ops/averaging.hpp"
+#include "attn/core/limits.hpp"
+#include "attn/ops/mask.hpp"
+#include "attn/ops/posenc.hpp"
+#include "attn/core/random.hpp"
+#include "attn/io/text.hpp"
 
 namespace {
 

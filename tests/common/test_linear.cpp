@@ -9,11 +9,11 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attn/linear.hpp"
-#include "attn/matmul.hpp"
-#include "attn/random.hpp"
-#include "attn/threads.hpp"
-#include "attn/gradcheck.hpp"
+#include "attn/ops/linear.hpp"
+#include "attn/ops/matmul.hpp"
+#include "attn/core/random.hpp"
+#include "attn/core/threads.hpp"
+#include "attn/train/gradcheck.hpp"
 #include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 

@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attn/loss.hpp"
-#include "attn/random.hpp"
+#include "attn/ops/loss.hpp"
+#include "attn/core/random.hpp"
 #include "test_helpers.hpp"
 
 namespace {

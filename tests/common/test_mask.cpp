@@ -9,10 +9,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attn/mask.hpp"
-#include "attn/softmax.hpp"
-#include "attn/random.hpp"
-#include "attn/gradcheck.hpp"
+#include "attn/ops/mask.hpp"
+#include "attn/ops/softmax.hpp"
+#include "attn/core/random.hpp"
+#include "attn/train/gradcheck.hpp"
 #include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 

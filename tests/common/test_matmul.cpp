@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attn/matmul.hpp"
-#include "attn/random.hpp"
+#include "attn/ops/matmul.hpp"
+#include "attn/core/random.hpp"
 #include "test_helpers.hpp"
 
 TEST_SUITE("matmul") {

@@ -16,15 +16,15 @@
 
 #include <unistd.h>
 
-#include "attn/block.hpp"
-#include "attn/layernorm.hpp"
-#include "attn/matmul.hpp"
-#include "attn/model.hpp"
-#include "attn/npy.hpp"
-#include "attn/random.hpp"
-#include "attn/gradcheck.hpp"
-#include "attn/loss.hpp"
-#include "attn/threads.hpp"
+#include "attn/model/block.hpp"
+#include "attn/ops/layernorm.hpp"
+#include "attn/ops/matmul.hpp"
+#include "attn/model/model.hpp"
+#include "attn/io/npy.hpp"
+#include "attn/core/random.hpp"
+#include "attn/train/gradcheck.hpp"
+#include "attn/ops/loss.hpp"
+#include "attn/core/threads.hpp"
 #include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "attn/narrate.hpp"
+#include "attn/io/narrate.hpp"
 
 TEST_SUITE("common.narrate") {
   TEST_CASE("a false claim is silent normally and stops a self-check run") {

@@ -13,9 +13,9 @@
 
 #include <unistd.h>
 
-#include "attn/limits.hpp"
-#include "attn/npy.hpp"
-#include "attn/random.hpp"
+#include "attn/core/limits.hpp"
+#include "attn/io/npy.hpp"
+#include "attn/core/random.hpp"
 #include "test_helpers.hpp"
 
 namespace {

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attn/optim.hpp"
+#include "attn/train/optim.hpp"
 
 TEST_SUITE("optim") {
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/plot.hpp"
+#include "attn/io/plot.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "attn/posenc.hpp"
+#include "attn/ops/posenc.hpp"
 #include "test_helpers.hpp"
 
 namespace {

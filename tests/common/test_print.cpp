@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attn/print.hpp"
+#include "attn/io/print.hpp"
 
 namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();

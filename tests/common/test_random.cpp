@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attn/random.hpp"
+#include "attn/core/random.hpp"
 #include "test_helpers.hpp"
 
 namespace {

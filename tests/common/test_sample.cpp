@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attn/random.hpp"
-#include "attn/sample.hpp"
+#include "attn/core/random.hpp"
+#include "attn/model/sample.hpp"
 #include "test_helpers.hpp"
 
 TEST_SUITE("sample") {

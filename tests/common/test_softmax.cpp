@@ -9,9 +9,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attn/random.hpp"
-#include "attn/softmax.hpp"
-#include "attn/gradcheck.hpp"
+#include "attn/core/random.hpp"
+#include "attn/ops/softmax.hpp"
+#include "attn/train/gradcheck.hpp"
 #include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "attn/random.hpp"
-#include "attn/text.hpp"
+#include "attn/core/random.hpp"
+#include "attn/io/text.hpp"
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attn/random.hpp"
-#include "attn/sample.hpp"
+#include "attn/core/random.hpp"
+#include "attn/model/sample.hpp"
 
 TEST_SUITE("topk") {
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "attn/model.hpp"
-#include "attn/text.hpp"
-#include "attn/train.hpp"
+#include "attn/model/model.hpp"
+#include "attn/io/text.hpp"
+#include "attn/train/train.hpp"
 #include "count_allocations.hpp"  // this binary counts every allocation
 
 namespace {

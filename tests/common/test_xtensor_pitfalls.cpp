@@ -38,7 +38,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "attn/xt.hpp"
+#include "attn/core/xt.hpp"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(XTENSOR_ENABLE_ASSERT)
 #define ATTN_CHECKED_BUILD 1

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "attn/bigram.hpp"
-#include "attn/corpus.hpp"
-#include "attn/random.hpp"
-#include "attn/text.hpp"
+#include "attn/model/bigram.hpp"
+#include "attn/io/corpus.hpp"
+#include "attn/core/random.hpp"
+#include "attn/io/text.hpp"
 
 namespace {
 

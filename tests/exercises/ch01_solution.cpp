@@ -1,9 +1,9 @@
 // tests/exercises/ch01_solution.cpp: the reference answers to chapter 01's exercises.
 // Each ex01:: function forwards to the attn:: function it mirrors, so ctest `solution.ch01` runs
 // the exercise tests against the library and proves that a correct solution passes them.
-#include "attn/bigram.hpp"
-#include "attn/loss.hpp"
-#include "attn/sample.hpp"
+#include "attn/model/bigram.hpp"
+#include "attn/ops/loss.hpp"
+#include "attn/model/sample.hpp"
 #include "exercises.hpp"
 #include "reference.hpp"
 

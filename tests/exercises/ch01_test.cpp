@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "attn/random.hpp"
-#include "attn/text.hpp"
-#include "attn/xt.hpp"
+#include "attn/core/random.hpp"
+#include "attn/io/text.hpp"
+#include "attn/core/xt.hpp"
 #include "exercises.hpp"
 #include "test_helpers.hpp"
 

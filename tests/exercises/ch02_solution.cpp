@@ -1,7 +1,7 @@
 // The reference answers to chapter 02's exercises: every ex02:: function forwards to attn::.
 // Linked with ch02_test.cpp as ch02_solution, where every test case must pass (ctest
 // solution.ch02).
-#include "attn/averaging.hpp"
+#include "attn/ops/averaging.hpp"
 #include "exercises.hpp"
 #include "reference.hpp"
 

@@ -9,8 +9,8 @@
 #include <initializer_list>
 #include <utility>
 
-#include "attn/random.hpp"
-#include "attn/xt.hpp"
+#include "attn/core/random.hpp"
+#include "attn/core/xt.hpp"
 #include "exercises.hpp"
 #include "test_helpers.hpp"
 

@@ -1,8 +1,8 @@
 // tests/exercises/ch03_solution.cpp: chapter 03's exercises answered by the reference library.
 // Linked in place of the learner's stubs (ctest solution.ch03) to prove that every test in
 // ch03_test.cpp passes against attn::.
-#include "attn/mask.hpp"
-#include "attn/softmax.hpp"
+#include "attn/ops/mask.hpp"
+#include "attn/ops/softmax.hpp"
 #include "exercises.hpp"
 #include "reference.hpp"
 

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <cstddef>
 
-#include "attn/attention.hpp"
-#include "attn/check.hpp"
-#include "attn/linear.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/core/check.hpp"
+#include "attn/ops/linear.hpp"
 #include "exercises.hpp"
 #include "reference.hpp"
 

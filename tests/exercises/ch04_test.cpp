@@ -13,8 +13,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attn/random.hpp"
-#include "attn/xt.hpp"
+#include "attn/core/random.hpp"
+#include "attn/core/xt.hpp"
 #include "exercises.hpp"
 #include "test_helpers.hpp"
 

@@ -1,7 +1,7 @@
 // tests/exercises/ch05_solution.cpp: chapter 05's exercises answered by the reference library.
 // Linked in place of the learner's stubs (ctest solution.ch05) to prove that every test in
 // ch05_test.cpp passes against attn::.
-#include "attn/attention.hpp"
+#include "attn/ops/attention.hpp"
 #include "exercises.hpp"
 #include "reference.hpp"
 

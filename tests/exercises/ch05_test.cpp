@@ -12,8 +12,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attn/attention.hpp"
-#include "attn/xt.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/core/xt.hpp"
 #include "exercises.hpp"
 #include "test_helpers.hpp"
 

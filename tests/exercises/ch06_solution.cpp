@@ -1,9 +1,9 @@
 // tests/exercises/ch06_solution.cpp: chapter 06's exercises answered by the reference library.
 // Linked in place of the learner's stubs (ctest solution.ch06) to prove that every test in
 // ch06_test.cpp passes against attn::.
-#include "attn/block.hpp"
-#include "attn/ffn.hpp"
-#include "attn/layernorm.hpp"
+#include "attn/model/block.hpp"
+#include "attn/ops/ffn.hpp"
+#include "attn/ops/layernorm.hpp"
 #include "exercises.hpp"
 #include "reference.hpp"
 

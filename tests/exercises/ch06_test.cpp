@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attn/ffn.hpp"
+#include "attn/ops/ffn.hpp"
 #include "exercises.hpp"
 #include "test_helpers.hpp"
 

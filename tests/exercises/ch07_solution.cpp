@@ -7,10 +7,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "attn/check.hpp"
-#include "attn/linear.hpp"
-#include "attn/model.hpp"
-#include "attn/sample.hpp"
+#include "attn/core/check.hpp"
+#include "attn/ops/linear.hpp"
+#include "attn/model/model.hpp"
+#include "attn/model/sample.hpp"
 #include "exercises.hpp"
 #include "reference.hpp"
 

@@ -12,10 +12,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attn/block.hpp"
-#include "attn/model.hpp"
-#include "attn/random.hpp"
-#include "attn/xt.hpp"
+#include "attn/model/block.hpp"
+#include "attn/model/model.hpp"
+#include "attn/core/random.hpp"
+#include "attn/core/xt.hpp"
 #include "exercises.hpp"
 #include "test_helpers.hpp"
 

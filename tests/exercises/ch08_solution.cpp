@@ -1,10 +1,10 @@
 // tests/exercises/ch08_solution.cpp: chapter 08's exercises answered by the reference library.
 // Linked in place of the learner's stubs (ctest solution.ch08) to prove that every test in
 // ch08_test.cpp passes against attn::.
-#include "attn/attention.hpp"
-#include "attn/layernorm.hpp"
-#include "attn/linear.hpp"
-#include "attn/softmax.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/layernorm.hpp"
+#include "attn/ops/linear.hpp"
+#include "attn/ops/softmax.hpp"
 #include "exercises.hpp"
 #include "reference.hpp"
 

@@ -1,8 +1,8 @@
 // tests/exercises/ch09_solution.cpp: the reference solution of chapter 09's exercises. Every
 // ex09:: function forwards to the attn:: function it mirrors (the library is the solution).
-#include "attn/optim.hpp"
-#include "attn/text.hpp"
-#include "attn/train.hpp"
+#include "attn/train/optim.hpp"
+#include "attn/io/text.hpp"
+#include "attn/train/train.hpp"
 #include "exercises.hpp"
 #include "reference.hpp"
 

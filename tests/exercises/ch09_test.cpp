@@ -11,11 +11,11 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attn/model.hpp"
-#include "attn/optim.hpp"
-#include "attn/random.hpp"
-#include "attn/text.hpp"
-#include "attn/train.hpp"
+#include "attn/model/model.hpp"
+#include "attn/train/optim.hpp"
+#include "attn/core/random.hpp"
+#include "attn/io/text.hpp"
+#include "attn/train/train.hpp"
 #include "exercises.hpp"
 
 namespace {

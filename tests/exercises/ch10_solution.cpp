@@ -1,7 +1,7 @@
 // tests/exercises/ch10_solution.cpp: chapter 10's exercises answered by the reference library.
 // Linked in place of the learner's stubs (ctest solution.ch10) to prove that every test in
 // ch10_test.cpp passes against attn::.
-#include "attn/kvcache.hpp"
+#include "attn/model/kvcache.hpp"
 #include "exercises.hpp"
 #include "reference.hpp"
 

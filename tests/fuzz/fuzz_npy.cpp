@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "attn/npy.hpp"
+#include "attn/io/npy.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);

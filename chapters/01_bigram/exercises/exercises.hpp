@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/random.hpp"
-#include "attn/text.hpp"
-#include "attn/xt.hpp"
+#include "attn/core/random.hpp"
+#include "attn/io/text.hpp"
+#include "attn/core/xt.hpp"
 
 namespace ex01 {
 

@@ -13,7 +13,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "attn/softmax.hpp"
+#include "attn/ops/softmax.hpp"
 #include "exercises.hpp"
 
 namespace ex02 {

@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-#include "attn/xt.hpp"
+#include "attn/core/xt.hpp"
 
 namespace ex03 {
 

@@ -4,7 +4,7 @@
 // own file beside this one. Check them with `build/default/bin/attn-check 04`.
 #pragma once
 
-#include "attn/xt.hpp"
+#include "attn/core/xt.hpp"
 
 namespace ex04 {
 

@@ -16,8 +16,8 @@
 #include <cstddef>
 #include <stdexcept>
 
-#include "attn/attention.hpp"
-#include "attn/linear.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/linear.hpp"
 #include "exercises.hpp"
 
 namespace ex05 {

@@ -5,8 +5,8 @@
 
 #include <cstddef>
 
-#include "attn/attention.hpp"
-#include "attn/xt.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/core/xt.hpp"
 
 namespace ex05 {
 

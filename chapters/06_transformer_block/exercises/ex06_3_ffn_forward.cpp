@@ -14,7 +14,7 @@
 // Check: build/default/bin/attn-check 06
 #include <stdexcept>
 
-#include "attn/linear.hpp"
+#include "attn/ops/linear.hpp"
 #include "exercises.hpp"
 
 namespace ex06 {

@@ -13,9 +13,9 @@
 // Check: build/default/bin/attn-check 06
 #include <stdexcept>
 
-#include "attn/attention.hpp"
-#include "attn/ffn.hpp"
-#include "attn/layernorm.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/ffn.hpp"
+#include "attn/ops/layernorm.hpp"
 #include "exercises.hpp"
 
 namespace ex06 {

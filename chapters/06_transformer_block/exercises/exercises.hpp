@@ -5,9 +5,9 @@
 
 #include <cstddef>
 
-#include "attn/block.hpp"
-#include "attn/ffn.hpp"
-#include "attn/xt.hpp"
+#include "attn/model/block.hpp"
+#include "attn/ops/ffn.hpp"
+#include "attn/core/xt.hpp"
 
 namespace ex06 {
 

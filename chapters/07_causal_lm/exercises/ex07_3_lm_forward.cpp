@@ -16,8 +16,8 @@
 // Check: build/default/bin/attn-check 07
 #include <stdexcept>
 
-#include "attn/block.hpp"
-#include "attn/layernorm.hpp"
+#include "attn/model/block.hpp"
+#include "attn/ops/layernorm.hpp"
 #include "exercises.hpp"
 
 namespace ex07 {

@@ -7,9 +7,9 @@
 #include <cstddef>
 #include <span>
 
-#include "attn/model.hpp"
-#include "attn/random.hpp"
-#include "attn/xt.hpp"
+#include "attn/model/model.hpp"
+#include "attn/core/random.hpp"
+#include "attn/core/xt.hpp"
 
 namespace ex07 {
 

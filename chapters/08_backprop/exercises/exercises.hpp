@@ -5,9 +5,9 @@
 // `build/default/bin/attn-check 08`.
 #pragma once
 
-#include "attn/layernorm.hpp"
-#include "attn/linear.hpp"
-#include "attn/xt.hpp"
+#include "attn/ops/layernorm.hpp"
+#include "attn/ops/linear.hpp"
+#include "attn/core/xt.hpp"
 
 namespace ex08 {
 

@@ -18,8 +18,8 @@
 // Check: build/default/bin/attn-check 10
 #include <stdexcept>
 
-#include "attn/kvcache.hpp"
-#include "attn/sample.hpp"
+#include "attn/model/kvcache.hpp"
+#include "attn/model/sample.hpp"
 #include "exercises.hpp"
 
 namespace ex10 {

@@ -7,9 +7,9 @@
 #include <span>
 #include <vector>
 
-#include "attn/model.hpp"
-#include "attn/random.hpp"
-#include "attn/xt.hpp"
+#include "attn/model/model.hpp"
+#include "attn/core/random.hpp"
+#include "attn/core/xt.hpp"
 
 namespace ex10 {
 

@@ -1,14 +1,4 @@
-// attn/matmul.hpp: matrix product, written out (chapter 02 onward).
-//   out[i, j] = sum_k a[i, k] * b[k, j]
-// The i-k-j loop order walks both `b` and `out` along contiguous rows. This plain version is the
-// independent reference that every faster (BLAS) product in later chapters is checked against.
+// attn/matmul.hpp moved to attn/ops/matmul.hpp (common/README.md has the map). This
+// forwarding header keeps code written against the old layout compiling for one release.
 #pragma once
-
-#include "attn/xt.hpp"
-
-namespace attn {
-
-// (M, K) @ (K, N) -> (M, N). Throws std::invalid_argument naming both shapes on mismatch.
-Matrix matmul(const Matrix& a, const Matrix& b);
-
-}  // namespace attn
+#include "attn/ops/matmul.hpp"

@@ -1,5 +1,5 @@
 // Wrong: a character outside the vocabulary silently becomes id 0.
-#include "attn/text.hpp"
+#include "attn/io/text.hpp"
 #include "exercises.hpp"
 
 namespace ex01 {

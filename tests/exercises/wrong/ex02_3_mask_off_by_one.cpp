@@ -1,7 +1,7 @@
 // Wrong: mask off by one: -inf where i >= t, so the diagonal is masked and row 0 is empty.
 #include <limits>
 
-#include "attn/softmax.hpp"
+#include "attn/ops/softmax.hpp"
 #include "exercises.hpp"
 
 namespace ex02 {

@@ -1,7 +1,7 @@
 // Wrong: the mask built as triu(ones, 1) * -inf: 0 * -inf is NaN below the diagonal.
 #include <limits>
 
-#include "attn/softmax.hpp"
+#include "attn/ops/softmax.hpp"
 #include "exercises.hpp"
 
 namespace ex02 {

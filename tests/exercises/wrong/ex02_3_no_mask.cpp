@@ -1,5 +1,5 @@
 // Wrong: no mask at all: softmax of zeros is 1 / T everywhere, the future included.
-#include "attn/softmax.hpp"
+#include "attn/ops/softmax.hpp"
 #include "exercises.hpp"
 
 namespace ex02 {

@@ -1,7 +1,7 @@
 // Wrong: softmax over every key, then the masked weights set to 0 without renormalising.
 #include <stdexcept>
 
-#include "attn/softmax.hpp"
+#include "attn/ops/softmax.hpp"
 #include "exercises.hpp"
 
 namespace ex03 {

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "attn/mask.hpp"
+#include "attn/ops/mask.hpp"
 #include "exercises.hpp"
 
 namespace ex04 {

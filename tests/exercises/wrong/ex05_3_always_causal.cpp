@@ -1,8 +1,8 @@
 // Wrong: the causal flag is ignored: always masked, even for an encoder.
 #include <cstddef>
 
-#include "attn/attention.hpp"
-#include "attn/linear.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/linear.hpp"
 #include "exercises.hpp"
 
 namespace ex05 {

@@ -1,8 +1,8 @@
 // Wrong: forgets the output projection w_o: returns the merged heads.
 #include <cstddef>
 
-#include "attn/attention.hpp"
-#include "attn/linear.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/linear.hpp"
 #include "exercises.hpp"
 
 namespace ex05 {

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "attn/attention.hpp"
-#include "attn/linear.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/linear.hpp"
 #include "exercises.hpp"
 
 namespace ex05 {

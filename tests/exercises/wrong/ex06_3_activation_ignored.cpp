@@ -1,6 +1,6 @@
 // Wrong: the activation argument is ignored: always the exact GELU.
-#include "attn/ffn.hpp"
-#include "attn/linear.hpp"
+#include "attn/ops/ffn.hpp"
+#include "attn/ops/linear.hpp"
 #include "exercises.hpp"
 
 namespace ex06 {

@@ -1,6 +1,6 @@
 // Wrong: forgets the biases b1 and b2.
-#include "attn/ffn.hpp"
-#include "attn/linear.hpp"
+#include "attn/ops/ffn.hpp"
+#include "attn/ops/linear.hpp"
 #include "exercises.hpp"
 
 namespace ex06 {

@@ -1,7 +1,7 @@
 // Wrong: the FFN reads ln2(x), the block's input, instead of ln2(r).
-#include "attn/attention.hpp"
-#include "attn/ffn.hpp"
-#include "attn/layernorm.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/ffn.hpp"
+#include "attn/ops/layernorm.hpp"
 #include "exercises.hpp"
 
 namespace ex06 {

@@ -1,7 +1,7 @@
 // Wrong: post-norm (LayerNorm after each residual sum) where pre-norm is asked for.
-#include "attn/attention.hpp"
-#include "attn/ffn.hpp"
-#include "attn/layernorm.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/ffn.hpp"
+#include "attn/ops/layernorm.hpp"
 #include "exercises.hpp"
 
 namespace ex06 {

@@ -1,7 +1,7 @@
 // Wrong: the residual adds the normalised stream: r = ln1(x) + mha(ln1(x)).
-#include "attn/attention.hpp"
-#include "attn/ffn.hpp"
-#include "attn/layernorm.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/ffn.hpp"
+#include "attn/ops/layernorm.hpp"
 #include "exercises.hpp"
 
 namespace ex06 {

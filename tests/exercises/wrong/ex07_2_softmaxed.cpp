@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "attn/softmax.hpp"
+#include "attn/ops/softmax.hpp"
 #include "exercises.hpp"
 
 namespace ex07 {

@@ -1,8 +1,8 @@
 // Wrong: runs the first block L times instead of each block once.
 #include <stdexcept>
 
-#include "attn/block.hpp"
-#include "attn/layernorm.hpp"
+#include "attn/model/block.hpp"
+#include "attn/ops/layernorm.hpp"
 #include "exercises.hpp"
 
 namespace ex07 {

@@ -1,8 +1,8 @@
 // Wrong: forgets the final LayerNorm before the tied projection.
 #include <stdexcept>
 
-#include "attn/block.hpp"
-#include "attn/layernorm.hpp"
+#include "attn/model/block.hpp"
+#include "attn/ops/layernorm.hpp"
 #include "exercises.hpp"
 
 namespace ex07 {

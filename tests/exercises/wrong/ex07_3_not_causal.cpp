@@ -1,8 +1,8 @@
 // Wrong: the blocks run without the causal mask: position t reads the tokens after it.
 #include <stdexcept>
 
-#include "attn/block.hpp"
-#include "attn/layernorm.hpp"
+#include "attn/model/block.hpp"
+#include "attn/ops/layernorm.hpp"
 #include "exercises.hpp"
 
 namespace ex07 {

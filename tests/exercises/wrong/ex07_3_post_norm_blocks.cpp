@@ -1,8 +1,8 @@
 // Wrong: post-norm blocks (NormPlacement::post) where the model is pre-norm.
 #include <stdexcept>
 
-#include "attn/block.hpp"
-#include "attn/layernorm.hpp"
+#include "attn/model/block.hpp"
+#include "attn/ops/layernorm.hpp"
 #include "exercises.hpp"
 
 namespace ex07 {

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attn/linear.hpp"
+#include "attn/ops/linear.hpp"
 #include "exercises.hpp"
 
 namespace ex08 {

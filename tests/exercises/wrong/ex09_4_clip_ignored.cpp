@@ -1,5 +1,5 @@
 // Wrong: the gradient norm is measured but the gradients are never clipped.
-#include "attn/optim.hpp"
+#include "attn/train/optim.hpp"
 #include "exercises.hpp"
 
 namespace ex09 {

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "attn/kvcache.hpp"
-#include "attn/sample.hpp"
+#include "attn/model/kvcache.hpp"
+#include "attn/model/sample.hpp"
 #include "exercises.hpp"
 
 namespace ex10 {

@@ -1,0 +1,81 @@
+// attn/text.hpp: from a string of text to integer tokens and back (chapter 01).
+// The vocabulary is the sorted set of unique characters of the corpus. Characters are Unicode
+// code points decoded from UTF-8, not bytes, so "é" is one token, not two.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attn/core/random.hpp"
+#include "attn/core/xt.hpp"
+
+namespace attn {
+
+// UTF-8 <-> code points. decode_utf8 throws std::runtime_error naming the byte offset of the
+// first invalid sequence: "invalid UTF-8 at byte 1041 (0xff)". Overlong forms, surrogates and
+// values above U+10FFFF are invalid.
+std::u32string decode_utf8(std::string_view bytes);
+std::string encode_utf8(std::u32string_view code_points);
+std::string encode_utf8(char32_t code_point);
+
+// A printable name for one character, for tables: 'a', '\n' as "\\n", ' ' as "' '".
+std::string printable(char32_t code_point);
+// A text as a double-quoted literal on one line: newline as \n, tab as \t, '"' as \", control
+// characters as printable() shows them (ESC as \x1b), the rest as UTF-8.
+// quote(U"a\nb") == "\"a\\nb\"".
+std::string quote(std::u32string_view text);
+// A text to print as it is (sampled text, which may hold anything the corpus held), except the
+// characters that would act on the terminal instead of showing (ESC, NUL, CR, other control
+// characters): those are escaped as printable() does. Newlines and tabs stay.
+std::string terminal_safe(std::u32string_view text);
+
+class Vocab;
+// The characters of `ids` (chapter 07 on: prompts and samples as text for attn::quote).
+std::u32string chars_of(const Vocab& vocab, std::span<const int> ids);
+
+class Vocab {
+ public:
+  // The sorted unique code points of `text`. Throws std::invalid_argument if the text is empty
+  // and std::runtime_error if it is not valid UTF-8.
+  static Vocab from_text(std::string_view text);
+  explicit Vocab(std::u32string sorted_unique_chars);
+
+  std::size_t size() const { return chars_.size(); }                 // V
+  const std::u32string& chars() const { return chars_; }
+  bool contains(char32_t c) const;
+  // The token id of `c`; throws std::invalid_argument for a character outside the vocabulary:
+  // "unknown character 'Z' (U+005A): the vocabulary has 65 characters, see --help".
+  int id_of(char32_t c) const;
+  char32_t char_of(int id) const;  // throws std::out_of_range for an id outside [0, V)
+
+  std::vector<int> encode(std::string_view text) const;   // string -> ids
+  std::string decode(std::span<const int> ids) const;     // ids -> string
+
+ private:
+  std::u32string chars_;
+};
+
+// The first 90% of the tokens train the model; the last 10% measure it.
+struct Split {
+  std::vector<int> train;
+  std::vector<int> val;
+};
+Split train_val_split(std::span<const int> tokens, double train_fraction = 0.9);
+
+// A batch of B random windows of length T: x = data[i : i+T], y = data[i+1 : i+T+1].
+// Throws std::invalid_argument if B or T is 0 or if data has fewer than T + 1 tokens.
+struct Batch {
+  xt::xtensor<int, 2> x;  // (B, T) inputs
+  xt::xtensor<int, 2> y;  // (B, T) targets: the next token at every position
+};
+Batch get_batch(std::span<const int> data, std::size_t batch_size, std::size_t block_size,
+                Rng& rng);
+// The same into `out`, reusing its buffers when they already have the shape (the training loop
+// of chapter 09 draws a batch every step without allocating).
+void get_batch(std::span<const int> data, std::size_t batch_size, std::size_t block_size, Rng& rng,
+               Batch& out);
+
+}  // namespace attn

@@ -1,0 +1,109 @@
+// attn/block.hpp: the transformer block (chapter 06).
+//   pre-norm (default, GPT-2 style):  x = x + attn(ln1(x));  x = x + ffn(ln2(x))
+//   post-norm (original Transformer): x = ln1(x + attn(x));  x = ln2(x + ffn(x))
+// The residual additions keep a direct path from input to output; LayerNorm keeps the scale of
+// the activations in check as blocks are stacked.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "attn/ops/attention.hpp"
+#include "attn/ops/ffn.hpp"
+#include "attn/ops/layernorm.hpp"
+#include "attn/core/random.hpp"
+#include "attn/core/xt.hpp"
+
+namespace attn {
+
+enum class NormPlacement { pre, post };
+NormPlacement parse_norm(std::string_view name);  // "pre" | "post", else std::invalid_argument
+std::string_view norm_name(NormPlacement n);
+
+struct BlockConfig {
+  std::size_t n_heads = 4;                   // H, must divide C
+  bool causal = true;                        // decoder (true) or encoder (false)
+  NormPlacement norm = NormPlacement::pre;   // where the LayerNorms go
+  Activation activation = Activation::gelu;  // FFN activation
+  float eps = 1e-5f;                         // LayerNorm epsilon
+  bool use_layer_norm = true;                // false: LayerNorm replaced by identity (ch06 experiment)
+  bool keep_weights = true;                  // false: skip the (B, H, T, T) attention weights
+                                             // (BlockResult::weights empty; faster, less memory)
+  // Variants for chapter 09's ladder, which rebuilds the lecture's models step by step. The
+  // defaults are the block above; the weights a variant does not use are empty (size 0).
+  bool residual = true;   // false: x = attn(...), x = ffn(...) with no skip connections
+  bool use_ffn = true;    // false: attention only (ffn weights empty; steps 4-6 skipped)
+  bool attn_proj = true;  // false: no w_o; the heads' outputs are only concatenated
+};
+
+struct BlockWeights {
+  MhaWeights attn;
+  Vector ln1_gamma, ln1_beta;  // (C,)
+  Vector ln2_gamma, ln2_beta;  // (C,)
+  FfnWeights ffn;              // w1 (C, F), b1 (F,), w2 (F, C), b2 (C,)
+};
+// Normal(0, 0.02) matrices, LayerNorm gamma = 1 and beta = 0, zero biases.
+BlockWeights block_init(Rng& rng, std::size_t C, std::size_t F);
+
+// Called after each step of the block with its name and the tensor it produced, e.g.
+// ("ln1", (B, T, C)), ("attn", ...), ("residual1", ...), ("ln2", ...), ("ffn", ...),
+// ("residual2", ...). For shape traces and debugging.
+using BlockTrace = std::function<void(std::string_view step, const Tensor<3>& value)>;
+
+struct BlockResult {
+  Tensor<3> out;      // (B, T, C)
+  Tensor<4> weights;  // (B, H, T, T) attention weights; (0, 0, 0, 0) without keep_weights
+};
+// x (B, T, C) -> (B, T, C). Throws std::invalid_argument naming any mis-shaped weight.
+BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
+                          const BlockTrace& trace = {});
+
+// ---- Backward (chapter 08) ----
+// Everything block_backward needs from the forward. Held explicitly (no hidden tape); only what
+// the configuration's backward reads is kept, the other fields are empty, and activation_floats
+// counts it (block_activation_floats gives the same number by formula):
+//   pre-norm:  x = the block input (for ln1's backward; empty without LayerNorm), residual1 =
+//              the stream after attention (ln2's input), attn.x = ln1(x), ffn.x = ln2(...)
+//   post-norm: residual1 = x + attn(x) (ln1's input), ln2_in = x1 + ffn(x1) (ln2's input),
+//              attn.x = the block input, ffn.x = ln1(...)
+// ln1_in, ln1_out and ln2_out stay empty: those tensors are already held by another field.
+struct BlockCache {
+  Tensor<3> x;                   // (B, T, C) block input (pre-norm with LayerNorm only)
+  LayerNormCache ln1, ln2;       // per-token mean and rstd
+  Tensor<3> ln1_in, ln1_out;     // unused (empty)
+  Tensor<3> ln2_in, ln2_out;     // post-norm: ln2's input (B, T, C); ln2_out unused
+  MhaCache attn;                 // its input, q|k|v, weights (B, H, T, T), merged heads
+  Tensor<3> residual1;           // (B, T, C) the stream after the attention step
+  FfnCache ffn;                  // its input (B, T, C), pre-activation and activation (B, T, F)
+};
+// The forward that fills `cache` (same out as block_forward; weights stay in the cache).
+Tensor<3> block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
+                        BlockCache& cache);
+// The same, written into `out` (resized only when its shape differs: a training loop passing the
+// same buffers every step allocates nothing). `out` must not be `x`.
+void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
+                   BlockCache& cache, Tensor<3>& out);
+// dout (B, T, C) -> dx (B, T, C) (overwritten); every tensor of grads accumulates (+=). grads
+// has the shapes of w (block_zeros_like).
+void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockWeights& w,
+                    const BlockConfig& config, Tensor<3>& dx, BlockWeights& grads);
+// Zero tensors shaped like w (the gradient struct an optimizer walks beside the weights).
+BlockWeights block_zeros_like(const BlockWeights& w);
+// Floats held by a cache, and the same by formula for (B, T, C, F, H) (chapter 08 prints both).
+std::size_t activation_floats(const BlockCache& cache);
+std::size_t block_activation_floats(std::size_t B, std::size_t T, std::size_t C, std::size_t F,
+                                    std::size_t H, const BlockConfig& config);
+
+// Parameter count and forward FLOPs of one block, from the formulas:
+//   params = 4 C^2 (attention) + 2 C F + F + C (FFN) + 4 C (two LayerNorms)
+//   flops  = 2 * B * T * (4 C^2 + 2 C F) (the GEMMs) + 4 * B * H * T^2 * hs (scores, weights @ v)
+std::size_t block_param_count(std::size_t C, std::size_t F);
+double block_forward_flops(std::size_t B, std::size_t T, std::size_t C, std::size_t F,
+                           std::size_t H);
+double mha_forward_flops(std::size_t B, std::size_t T, std::size_t C, std::size_t H);
+// The number of floats actually held by the weights (checked against the formula in ch06).
+std::size_t parameter_count(const BlockWeights& w);
+
+}  // namespace attn

@@ -1,0 +1,100 @@
+// attn/kvcache.hpp: generating fast with a KV cache (chapter 10).
+// lm_generate (chapter 07) runs the whole model over the whole context for every new token, and
+// most of that work recomputes keys and values that have not changed: at layer l, the key and
+// value of position t depend only on tokens 0..t. The cache keeps them, per layer:
+//   keys[l], values[l]                  (B, H, T_max, hs)   filled position by position
+// and a step only computes the new token's row: its q, k, v; k and v appended at position n;
+// its single query attending over the n + 1 cached keys (no mask: the cache holds only the past);
+// the FFN of that one row; logits (B, V). Per token that is ~2 P + 4 L n C FLOPs (P the
+// parameters in the blocks) instead of a forward over the whole context.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "attn/model/model.hpp"
+#include "attn/core/xt.hpp"
+
+namespace attn {
+
+struct KvCache {
+  std::size_t batch = 0;          // B
+  std::size_t length = 0;         // n, positions filled (0..T_max); the next token goes to n
+  std::vector<Tensor<4>> keys;    // L x (B, H, T_max, hs)
+  std::vector<Tensor<4>> values;  // L x (B, H, T_max, hs)
+  // Workspace for a prefill of up to T_max positions or a step, allocated once (rows = B*T_max).
+  Matrix x;        // (rows, C) the residual stream
+  Matrix h;        // (rows, C) LayerNorm output
+  Matrix qkv;      // (rows, 3C) [q | k | v] of each row
+  Matrix att;      // (rows, C) attention output, heads merged
+  Matrix proj;     // (rows, C) output of a projection, before the residual add
+  Matrix hidden;   // (rows, 4C) FFN hidden layer
+  Vector scratch;  // attention scores, attention_scratch_floats(T_max, T_max, hs)
+  Matrix logits;   // (B, V) the logits of the last position
+};
+
+// An empty cache (length 0) for `batch` sequences of the model `config`, with every buffer
+// allocated. Throws std::invalid_argument for batch 0 or a bad config.
+KvCache kv_cache_init(const LmConfig& config, std::size_t batch);
+
+// Memory of the keys and values by the formula 2 * L * B * T_max * C floats (hs * H = C), and the
+// floats the cache actually holds (the sizes of its keys and values).
+std::size_t kv_cache_floats(const LmConfig& config, std::size_t batch);
+std::size_t kv_cache_held_floats(const KvCache& cache);
+// The workspace's floats (everything else the cache allocates).
+std::size_t kv_cache_workspace_floats(const KvCache& cache);
+
+// The two moves of a step, on one layer's cache (chapter 10's exercises; run_positions in
+// kvcache.cpp does the same inside the model):
+// Append: rows (B, C), one key (or value) per sequence with its H heads side by side, written at
+// position pos: cache[b, h, pos, :] = rows[b, h*hs : (h+1)*hs]. Throws std::invalid_argument for
+// pos >= T_max or rows that are not (B, H*hs).
+void kv_append(Tensor<4>& cache, const Matrix& rows, std::size_t pos);
+// Attend: one query per sequence, q (B, C) with its heads side by side, over the first n cached
+// keys and values (B, H, T_max, hs). Per head h, scores_j = q_h . k_j / sqrt(hs) for j < n,
+// weights = softmax(scores), out_h = sum_j weights_j v_j; returns (B, C), heads side by side.
+// No mask: every cached position is in the past. Throws for n = 0, n > T_max or mismatched shapes.
+Matrix attend_cache(const Matrix& q, const Tensor<4>& keys, const Tensor<4>& values,
+                    std::size_t n);
+
+// Prefill: runs the model over `tokens`, B sequences of T ids (row-major (B, T), 1 <= T <= T_max),
+// into an emptied cache: positions 0..T-2 in one batched pass (at the last layer only their keys
+// and values, which is all the future needs), then the last position as a step. Returns the
+// logits of the last position (B, V), a view of cache.logits valid until the next call.
+// Throws std::invalid_argument for a size that does not fit, ids outside [0, V) or weights that
+// do not match the config.
+const Matrix& lm_prefill(KvCache& cache, std::span<const int> tokens, const LmWeights& w,
+                         const LmConfig& config);
+
+// One step: tokens (B,) at position n = cache.length < T_max; appends their keys and values at n
+// and returns the logits (B, V) that predict position n + 1. Allocates nothing.
+const Matrix& lm_step(KvCache& cache, std::span<const int> tokens, const LmWeights& w,
+                      const LmConfig& config);
+
+// lm_generate with the cache: the same tokens for the same seed (greedy, temperature, top-k,
+// top-p). Prefill of the prompt (cropped to its last T_max tokens), then one step per token.
+// Past T_max, lm_generate crops the context to the last T_max tokens, which moves every token to
+// a new position: every cached key and value is stale (they include the position embedding). To
+// give the same tokens, the cache is re-filled from the cropped context, a prefill of T_max
+// tokens per new token: from then on a token costs about one forward over T_max tokens, like
+// lm_generate's. No allocation per generated token (everything is allocated before the first).
+std::vector<int> lm_generate_cached(const LmWeights& w, const LmConfig& config,
+                                    std::span<const int> prompt, const GenerateOptions& options,
+                                    Rng& rng, const TokenCallback& on_token = {});
+
+// Forward FLOPs to produce one token (B = 1), by formula, counting the GEMMs only
+// (2 M K N for an (M, K) @ (K, N) product):
+//   uncached, context of T tokens: a forward over T positions
+//       L * (2 T (4 C^2 + 2 C F) + 4 T^2 C) + 2 T C V        (F = 4C)
+//   cached, step at position n (n + 1 keys):
+//       L * (2 (4 C^2 + 2 C F) + 4 (n + 1) C) + 2 C V
+// (The uncached formula counts the masked half of the scores too, as block_forward_flops does.)
+//   re-fill past T_max (lm_prefill of T_max tokens): positions 0..T_max-2 through L-1 whole
+//   layers plus the last layer's k and v, then a step at position T_max - 1
+//       (L - 1) (2 (T-1) (4 C^2 + 2 C F) + 4 (T-1)^2 C) + 2 (T-1) 2 C^2 + cached(T - 1), T = T_max
+double lm_token_flops_uncached(const LmConfig& config, std::size_t T);
+double lm_token_flops_cached(const LmConfig& config, std::size_t n);
+double lm_token_flops_refill(const LmConfig& config);
+
+}  // namespace attn

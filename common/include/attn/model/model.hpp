@@ -1,0 +1,139 @@
+// attn/model.hpp: the causal language model, a GPT in miniature (chapter 07).
+//   x = wte[tokens] + wpe[0..T)           (B, T, C)   token + learned position embeddings
+//   x = block_l(x) for l = 0..L-1         (B, T, C)   pre-norm, causal, exact GELU, F = 4C
+//   logits = ln_f(x) @ wte^T              (B, T, V)   output projection tied to the embedding
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "attn/model/block.hpp"
+#include "attn/ops/ffn.hpp"
+#include "attn/ops/layernorm.hpp"
+#include "attn/core/random.hpp"
+#include "attn/core/xt.hpp"
+
+namespace attn {
+
+struct LmConfig {
+  std::size_t vocab_size = 65;  // V
+  std::size_t block_size = 64;  // T_max, rows of the position table
+  std::size_t n_embd = 64;      // C, model width
+  std::size_t n_heads = 4;      // H
+  std::size_t n_layers = 2;     // L
+  // Every block: pre-norm, causal, exact GELU, eps 1e-5, F = 4C.
+
+  // Variants, for chapter 09's ladder (the lecture's models step by step). The defaults are the
+  // model above; a variant's unused weights are empty (size 0) and are not saved.
+  bool tied_head = true;        // false: logits = h @ lm_head + lm_head_bias, lm_head (C, V)
+  bool use_layer_norm = true;   // false: no ln1, ln2 or ln_f
+  bool residual = true;         // false: no skip connections
+  bool use_ffn = true;          // false: attention-only blocks
+  bool attn_proj = true;        // false: no w_o
+  std::size_t ffn_hidden = 0;   // F; 0 means 4 C
+  Activation activation = Activation::gelu;
+};
+
+struct LmWeights {
+  Matrix wte;                       // (V, C) token embedding, also the output projection
+  Matrix wpe;                       // (T_max, C) learned positions
+  std::vector<BlockWeights> blocks; // L blocks
+  Vector ln_f_gamma, ln_f_beta;     // (C,)
+  Matrix lm_head;                   // (C, V) when !tied_head, else empty
+  Vector lm_head_bias;              // (V,) when !tied_head, else empty
+};
+
+LmWeights lm_init(Rng& rng, const LmConfig& config);
+
+// tokens (B, T) ids in [0, V), T <= T_max -> logits (B, T, V). Throws std::invalid_argument for
+// an empty sequence, T > T_max ("sequence of 80 tokens is longer than the position table
+// (block_size 64)"), or a token outside [0, V).
+Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights& w, const LmConfig& config);
+
+// The same forward pass, also keeping what each layer's attention looked at (for pictures such
+// as chapter 07's per-head heatmaps): the logits are lm_forward's, bit for bit, and weights[l]
+// is layer l's (B, H, T, T) attention weights. Costs the memory of L * B * H * T * T floats.
+struct LmForward {
+  Tensor<3> logits;                // (B, T, V)
+  std::vector<Tensor<4>> weights;  // L tensors of (B, H, T, T)
+};
+LmForward lm_forward_with_weights(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
+                                  const LmConfig& config);
+
+// Loads a model saved as a folder of .npy files named like the golden fixtures: wte, wpe,
+// h{i}.w_q, h{i}.w_k, h{i}.w_v, h{i}.w_o, h{i}.ln1_gamma, h{i}.ln1_beta, h{i}.ln2_gamma,
+// h{i}.ln2_beta, h{i}.w1, h{i}.b1, h{i}.w2, h{i}.b2, ln_f_gamma, ln_f_beta (each + ".npy").
+// V, T_max and C come from wte and wpe; n_layers and n_heads are given. Throws
+// std::runtime_error naming the first missing or mis-shaped tensor:
+// "model 'dir': h1.w_q.npy has shape (64, 32), expected (64, 64)".
+LmWeights load_lm(const std::filesystem::path& dir, std::size_t n_layers, std::size_t n_heads,
+                  LmConfig& config_out);
+// The same for any variant (chapter 09's checkpoints): the caller fills config's n_layers,
+// n_heads and variant fields (tied_head, use_layer_norm, use_ffn, attn_proj, ffn_hidden, ...);
+// load_lm reads exactly the tensors that variant has (lm_head.npy and lm_head_bias.npy when the
+// head is untied) and sets vocab_size, block_size and n_embd from wte and wpe.
+LmWeights load_lm(const std::filesystem::path& dir, LmConfig& config);
+// Writes the same layout (for tests and for exporting a model made here); empty tensors (a
+// variant's unused weights) are not written.
+void save_lm(const std::filesystem::path& dir, const LmWeights& w);
+// The same plus model.txt, the architecture as `key value` lines (n_layers, n_heads and the
+// variant fields), so the folder says what it holds: both load_lm overloads read model.txt when
+// it is there, take the variant from it, and refuse an n_layers or n_heads that contradicts it.
+void save_lm(const std::filesystem::path& dir, const LmWeights& w, const LmConfig& config);
+
+// ---- Training support (chapters 08-09) ----
+// Every parameter tensor by name (the load_lm file names without ".npy": "wte", "h0.w_q", ...,
+// "lm_head"), in a fixed order, skipping empty ones. `rank` lets an optimizer decay only
+// matrices and embeddings (rank >= 2). The spans point into w.
+struct NamedTensor {
+  std::string name;
+  std::span<float> values;
+  std::size_t rank;
+};
+std::vector<NamedTensor> lm_parameters(LmWeights& w);
+std::size_t lm_parameter_count(const LmWeights& w);
+// Zero tensors shaped like w: the gradient struct.
+LmWeights lm_zeros_like(const LmWeights& w);
+void lm_zero(LmWeights& g);
+
+// What the forward keeps for the backward, reused between steps (no allocation once sized).
+struct LmCache {
+  xt::xtensor<int, 2> tokens;      // (B, T)
+  std::vector<BlockCache> blocks;  // L
+  Tensor<3> x_final;               // (B, T, C) the last block's output
+  LayerNormCache ln_f;
+  Tensor<3> h;                     // (B, T, C) ln_f(x_final)
+  Matrix logits;                   // (B*T, V), becomes dloss/dlogits in the backward
+};
+// Mean cross-entropy of the model's next-token predictions: tokens, targets (B, T) ids in [0, V).
+double lm_loss(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
+               const LmWeights& w, const LmConfig& config);
+// One forward (keeping activations in `cache`) and backward: returns the loss and ADDS
+// dloss/dparameter into `grads` (shaped like w: lm_zeros_like; zero it first for a fresh step).
+// The tied wte collects both of its uses (embedding rows and output projection).
+double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
+                           const LmWeights& w, const LmConfig& config, LmWeights& grads,
+                           LmCache& cache);
+
+struct GenerateOptions {
+  std::size_t max_new_tokens = 100;
+  float temperature = 1.0f;  // > 0
+  std::size_t top_k = 0;     // 0: sample from all V tokens; else keep the k most likely (1..V)
+  float top_p = 1.0f;        // in (0, 1]: keep the fewest most likely tokens with mass >= top_p
+  bool greedy = false;       // always the most likely token (no draw; the three above unused)
+};
+// Called with each new token as soon as it is chosen (to stream text as it is generated).
+using TokenCallback = std::function<void(int)>;
+
+// Appends max_new_tokens sampled tokens to `prompt` (at least one token), cropping the context
+// to the last T_max tokens: one full lm_forward over the cropped context per token. Returns only
+// the new tokens. The draw is attn::TokenSampler's (sample.hpp).
+std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
+                             std::span<const int> prompt, const GenerateOptions& options, Rng& rng,
+                             const TokenCallback& on_token = {});
+
+}  // namespace attn

@@ -1,0 +1,70 @@
+// attn/sample.hpp: turning logits into a token (chapters 01 and 07).
+// Temperature divides the logits before the softmax: below 1 sharpens the distribution (1e-3 is
+// nearly argmax), above 1 flattens it toward uniform. A temperature so small that logits /
+// temperature overflows float (1e-38) gives the exact limit: argmax, ties shared equally.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "attn/core/random.hpp"
+#include "attn/core/xt.hpp"
+
+namespace attn {
+
+// softmax(logits / temperature). Throws std::invalid_argument if temperature is not > 0 (or is
+// NaN/inf) or logits is empty.
+Vector probs_with_temperature(std::span<const float> logits, float temperature);
+
+// One token id drawn from softmax(logits / temperature).
+int sample_logits(std::span<const float> logits, float temperature, Rng& rng);
+
+}  // namespace attn
+
+namespace attn {
+
+// Top-k sampling: keep the k largest logits (ties broken by lower index), renormalise
+// softmax(logits / temperature) over them, draw one. Throws std::invalid_argument if
+// top_k == 0 or top_k > V ("attn::sample_top_k: top_k must be in [1, 65], got 0"), or for a
+// bad temperature.
+int sample_top_k(std::span<const float> logits, float temperature, std::size_t top_k, Rng& rng);
+
+}  // namespace attn
+
+// The draw of attn::lm_generate and attn::lm_generate_cached (chapters 07 and 10), with its
+// buffers allocated once for a vocabulary of V ids, so that drawing a token allocates nothing.
+//   greedy:  the argmax of the logits (lowest id on ties); no random number is drawn.
+//   else:    softmax(logits / temperature), restricted to the top_k most likely ids (0 = all;
+//            the same draws as sample_logits and sample_top_k from the same generator), then to
+//            the nucleus when top_p < 1: the fewest most likely ids whose probabilities add up
+//            to at least top_p (ties: lower id first), renormalised; one draw from rng.
+// Throws std::invalid_argument for logits of the wrong length, temperature not > 0, top_k > V or
+// top_p outside (0, 1].
+namespace attn {
+
+struct SamplingOptions {
+  float temperature = 1.0f;  // > 0
+  std::size_t top_k = 0;     // 0: all V ids; else the k most likely (1..V)
+  float top_p = 1.0f;        // in (0, 1]; 1: no nucleus cut
+  bool greedy = false;       // argmax instead of a draw (temperature, top_k, top_p unused)
+};
+
+// "attn::lm_generate: top_p must be in (0, 1], got 0" etc., for a vocabulary of V ids.
+void check_sampling_options(const SamplingOptions& options, std::size_t V, const char* function);
+
+class TokenSampler {
+ public:
+  explicit TokenSampler(std::size_t vocab_size);
+  int next(std::span<const float> logits, const SamplingOptions& options, Rng& rng);
+  // The probabilities of the last draw (V,): 0 outside the top-k and the nucleus. Empty after a
+  // greedy pick.
+  std::span<const float> last_probs() const { return {probs_.data(), last_probs_size_}; }
+
+ private:
+  std::vector<float> probs_;       // (V,)
+  std::vector<std::size_t> order_;  // (V,) ids ranked by logit, then by probability
+  std::size_t last_probs_size_ = 0;
+};
+
+}  // namespace attn

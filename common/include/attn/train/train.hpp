@@ -1,0 +1,122 @@
+// attn/train.hpp: training the causal language model (chapter 09).
+// One step: a batch of B random windows -> forward keeping activations -> mean cross-entropy ->
+// backward -> gradient clipping -> AdamW. Every few hundred steps the loss is estimated on both
+// splits; a checkpoint keeps everything needed to continue the run bit for bit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "attn/model/model.hpp"
+#include "attn/train/optim.hpp"
+#include "attn/core/random.hpp"
+#include "attn/io/text.hpp"
+#include "attn/core/xt.hpp"
+
+namespace attn {
+
+// How the weights start. gpt2: every matrix and embedding N(0, 0.02), LayerNorm (1, 0), zero
+// biases (lm_init). pytorch: what the lecture's nn.Module defaults give: embeddings N(0, 1),
+// a Linear (in, out) weight and bias U(-1/sqrt(in), 1/sqrt(in)), LayerNorm (1, 0).
+enum class InitScheme { gpt2, pytorch };
+InitScheme parse_init(std::string_view name);  // "gpt2" | "pytorch"
+std::string_view init_name(InitScheme s);
+LmWeights lm_init_with(Rng& rng, const LmConfig& config, InitScheme scheme);
+
+struct TrainConfig {
+  LmConfig model;                        // the architecture (block_size is T)
+  InitScheme init = InitScheme::gpt2;
+  std::size_t batch_size = 32;           // B, windows per step
+  std::size_t steps = 2000;              // the run's last step (counted from its start)
+  LrSchedule schedule;                   // the learning rate at each step
+  AdamWConfig adam;
+  float grad_clip = 0.0f;                // max global gradient norm; 0 = off
+  std::size_t eval_interval = 500;       // estimate the losses every this many steps (and at 0, end)
+  std::size_t eval_iters = 200;          // batches per split per estimate
+  std::uint64_t seed = 1337;             // weights and data
+};
+
+// The losses estimated at one step: the mean over eval_iters random batches of each split.
+struct EvalRecord {
+  std::size_t step;
+  double train_loss;
+  double val_loss;
+};
+
+// Everything a run owns. Weights, gradients and AdamW's two moments are four structs of the same
+// shapes, so the optimizer walks them side by side (lm_parameters of each, in the same order).
+struct TrainState {
+  LmWeights weights;
+  LmWeights grads;
+  LmWeights adam_m;              // first moments
+  LmWeights adam_v;              // second moments
+  std::size_t step = 0;          // optimizer steps taken
+  Rng data_rng;                  // draws the training batches
+  std::vector<float> losses;     // the training loss of every step taken (before its update)
+  std::vector<EvalRecord> evals; // every estimate so far
+  // Buffers reused from step to step (sized by the first step; a later step allocates nothing,
+  // counted in test_train.cpp).
+  LmCache cache;
+  Batch batch;
+  struct Views {                          // spans into weights, grads, adam_m, adam_v (same order)
+    std::vector<std::span<float>> p, g, m, v;
+    std::vector<bool> decay;              // decays(rank) of each tensor
+    const float* built_for = nullptr;     // weights.wte.data() when built: stale after a copy
+  } views;
+};
+
+// Fresh weights from config.seed, zero moments, step 0. Throws std::invalid_argument for a config
+// that cannot be built (n_heads not dividing n_embd, a size of 0).
+TrainState train_init(const TrainConfig& config);
+
+struct StepResult {
+  double loss;       // before the update
+  double grad_norm;  // before clipping
+  float lr;          // the learning rate used
+};
+// One optimizer step on the given batch (inputs and targets (B, T)): zero the gradients, forward
+// and backward, clip, AdamW. state.step goes up by one.
+StepResult train_step_on(TrainState& state, const TrainConfig& config,
+                         const xt::xtensor<int, 2>& inputs, const xt::xtensor<int, 2>& targets);
+// The same on a batch drawn from `train_tokens` with state.data_rng.
+StepResult train_step(TrainState& state, const TrainConfig& config,
+                      std::span<const int> train_tokens);
+
+// The lecture's estimate_loss: the mean loss over `iters` batches of B windows of T tokens from
+// each split, drawn by a generator seeded from (seed, step), so an estimate never disturbs the
+// training stream and a resumed run estimates the same numbers.
+EvalRecord estimate_loss(const LmWeights& w, const LmConfig& config, const Split& split,
+                         std::size_t batch_size, std::size_t iters, std::uint64_t seed,
+                         std::size_t step);
+
+// ---- Checkpoints ----
+// DIR/ckpt-NNNNNN/ holds one complete checkpoint:
+//   model/      the weights as an `lm` folder (07_causal_lm --weights DIR/model reads it)
+//   adam_m/, adam_v/   the moments, same file names
+//   train.txt   the config, the step and the data generator's state (key value lines)
+//   losses.npy  every step's training loss;  evals.tsv  step, train and val loss
+//   vocab.txt   the characters in id order (UTF-8), so generating needs no corpus
+// DIR/current is a symlink to the newest complete one; DIR/model a symlink to current/model.
+// Writing is atomic: the new folder is written and fsync'ed under a temporary name, renamed, and
+// only then `current` is switched (rename of a new symlink over it), after which the previous
+// checkpoint is deleted. Killed at any moment, DIR/current names a complete checkpoint.
+void save_checkpoint(const std::filesystem::path& dir, const TrainState& state,
+                     const TrainConfig& config, const Vocab& vocab);
+struct Checkpoint {
+  TrainState state;
+  TrainConfig config;
+  Vocab vocab;
+};
+// Reads DIR/current (or DIR itself if it is a checkpoint folder). Throws std::runtime_error naming
+// the file for anything missing, corrupt or inconsistent.
+Checkpoint load_checkpoint(const std::filesystem::path& dir);
+// The vocabulary file of a checkpoint or model folder: vocab.txt beside or above `model_dir`.
+// Returns false when there is none (out is then unchanged).
+bool find_vocab(const std::filesystem::path& model_dir, Vocab& out);
+
+}  // namespace attn

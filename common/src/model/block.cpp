@@ -1,0 +1,521 @@
+// block.cpp: the transformer block (chapter 06): multi-head attention (chapters 04-05) and the
+// feed-forward network, each wrapped in a residual connection and a LayerNorm. Chapter 07
+// stacks these blocks into a language model (model.cpp).
+#include "attn/model/block.hpp"
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+#include <string>
+
+#include "attn/core/check.hpp"
+#include "attn/ops/layernorm.hpp"
+#include "../core/parallel.hpp"
+
+namespace attn {
+
+NormPlacement parse_norm(std::string_view name) {
+  if (name == "pre") return NormPlacement::pre;
+  if (name == "post") return NormPlacement::post;
+  throw std::invalid_argument("unknown norm placement '" + std::string(name) +
+                              "': expected pre or post");
+}
+
+std::string_view norm_name(NormPlacement n) {
+  switch (n) {
+    case NormPlacement::pre: return "pre";
+    case NormPlacement::post: return "post";
+  }
+  return "unknown";
+}
+
+BlockWeights block_init(Rng& rng, std::size_t C, std::size_t F) {
+  BlockWeights w;
+  // Drawn in this order: w_q, w_k, w_v, w_o, then w1, w2.
+  w.attn = mha_init(rng, C);
+  // gamma = 1, beta = 0: at initialisation each LayerNorm only normalises.
+  w.ln1_gamma = xt::ones<float>({C});
+  w.ln1_beta = xt::zeros<float>({C});
+  w.ln2_gamma = xt::ones<float>({C});
+  w.ln2_beta = xt::zeros<float>({C});
+  w.ffn = ffn_init(rng, C, F);
+  return w;
+}
+
+namespace {
+
+constexpr const char* kFunction = "attn::block_forward";
+
+// "attn::block_forward: ffn.w2 is (256, 32), expected (256, 64)"
+template <std::size_t R>
+void check_shape(std::string_view name, const Tensor<R>& t, const std::array<std::size_t, R>& want) {
+  if (t.shape() != want) {
+    require(false, kFunction, [&] {
+      return std::string(name) + " is " + shape_str(t.shape()) + ", expected " + shape_str(want);
+    });
+  }
+}
+
+// C comes from x, F from ffn.w1; every other size must agree with them. A variant's unused
+// weights must be empty (attn_proj false: w_o; use_ffn false: the FFN); without LayerNorm its
+// weights may be empty or (C,) (they are ignored).
+void check_block(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config) {
+  const std::size_t C = x.shape()[2];
+  require(C >= 1, kFunction,
+          [&] { return "x is " + shape_str(x.shape()) + ", C must be at least 1"; });
+  require(config.n_heads >= 1 && C % config.n_heads == 0, kFunction, [&] {
+    return "n_heads = " + std::to_string(config.n_heads) +
+           " does not divide C = " + std::to_string(C);
+  });
+  check_shape<2>("attn.w_q", w.attn.w_q, {C, C});
+  check_shape<2>("attn.w_k", w.attn.w_k, {C, C});
+  check_shape<2>("attn.w_v", w.attn.w_v, {C, C});
+  if (config.attn_proj) {
+    check_shape<2>("attn.w_o", w.attn.w_o, {C, C});
+  } else {
+    require(w.attn.w_o.size() == 0, kFunction, [&] {
+      return "attn.w_o is " + shape_str(w.attn.w_o.shape()) +
+             ", expected an empty matrix (attn_proj = false)";
+    });
+  }
+  const bool ln_given = w.ln1_gamma.size() + w.ln1_beta.size() + w.ln2_gamma.size() +
+                            w.ln2_beta.size() != 0;
+  if (config.use_layer_norm || ln_given) {
+    check_shape<1>("ln1_gamma", w.ln1_gamma, {C});
+    check_shape<1>("ln1_beta", w.ln1_beta, {C});
+    check_shape<1>("ln2_gamma", w.ln2_gamma, {C});
+    check_shape<1>("ln2_beta", w.ln2_beta, {C});
+  }
+  if (config.use_ffn) {
+    const std::size_t F = w.ffn.w1.shape()[1];
+    check_shape<2>("ffn.w1", w.ffn.w1, {C, F});
+    check_shape<1>("ffn.b1", w.ffn.b1, {F});
+    check_shape<2>("ffn.w2", w.ffn.w2, {F, C});
+    check_shape<1>("ffn.b2", w.ffn.b2, {C});
+  } else {
+    require(w.ffn.w1.size() + w.ffn.b1.size() + w.ffn.w2.size() + w.ffn.b2.size() == 0, kFunction,
+            [&] {
+              return "ffn.w1 is " + shape_str(w.ffn.w1.shape()) +
+                     ", expected empty FFN weights (use_ffn = false)";
+            });
+  }
+}
+
+// LayerNorm(x) into `storage`, or x itself when the config switches LayerNorm off (chapter 06's
+// experiment: without it, the scale of the activations drifts as blocks are stacked). The trace
+// still reports the step, so both variants list the same steps.
+const Tensor<3>& norm(const Tensor<3>& x, const Vector& gamma, const Vector& beta,
+                      const BlockConfig& config, Tensor<3>& storage) {
+  if (!config.use_layer_norm) return x;
+  storage = layer_norm<3>(x, gamma, beta, config.eps);
+  return storage;
+}
+
+// out[i] = a[i] + b[i] for i < n; out may be a. Eight at a time, each group read before it is
+// written: SIMD instructions.
+void add_arrays_serial(float* out, const float* a, const float* b, std::size_t n) {
+  const std::size_t n8 = n - n % 8;
+  for (std::size_t i = 0; i < n8; i += 8) {
+    float sum[8];
+    for (std::size_t u = 0; u < 8; ++u) sum[u] = a[i + u] + b[i + u];
+    for (std::size_t u = 0; u < 8; ++u) out[i + u] = sum[u];
+  }
+  for (std::size_t i = n8; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+// Element-wise passes over a whole (B, T, C) stream are split over the library's threads in
+// pieces of kStreamChunk floats (any split gives the same result: each element is on its own).
+// One thread alone would leave the others waiting at every residual add and copy.
+constexpr std::size_t kStreamChunk = 16384;
+
+void add_arrays(float* out, const float* a, const float* b, std::size_t n) {
+  const std::size_t chunks = (n + kStreamChunk - 1) / kStreamChunk;
+  detail::run_parts(chunks, detail::worker_count(chunks),
+                    [&](std::size_t first, std::size_t last, std::size_t) {
+                      const std::size_t i0 = first * kStreamChunk;
+                      const std::size_t i1 = std::min(n, last * kStreamChunk);
+                      add_arrays_serial(out + i0, a + i0, b + i0, i1 - i0);
+                    });
+}
+
+// dst[i] = src[i] for i < n, over the threads like add_arrays.
+void copy_floats(float* dst, const float* src, std::size_t n) {
+  const std::size_t chunks = (n + kStreamChunk - 1) / kStreamChunk;
+  detail::run_parts(chunks, detail::worker_count(chunks),
+                    [&](std::size_t first, std::size_t last, std::size_t) {
+                      const std::size_t i0 = first * kStreamChunk;
+                      std::copy(src + i0, src + std::min(n, last * kStreamChunk), dst + i0);
+                    });
+}
+
+// acc += other, element by element. Both (B, T, C), contiguous.
+void add_in_place(Tensor<3>& acc, const Tensor<3>& other) {
+  add_arrays(acc.data(), acc.data(), other.data(), acc.size());
+}
+
+void report(const BlockTrace& trace, std::string_view step, const Tensor<3>& value) {
+  if (trace) trace(step, value);
+}
+
+}  // namespace
+
+BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
+                          const BlockTrace& trace) {
+  check_block(x, w, config);
+  Tensor<3> ln_storage;  // holds the current LayerNorm output, when LayerNorm is on
+
+  if (config.norm == NormPlacement::pre) {
+    // Pre-norm (GPT-2 and most LLMs since): the sub-layers see normalised inputs, while the
+    // residual stream x passes from input to output untouched by any LayerNorm. That clean path
+    // is why deep pre-norm stacks train without the warm-up tricks post-norm needs.
+    // 1. h = ln1(x)                                            (B, T, C)
+    const Tensor<3>& h1 = norm(x, w.ln1_gamma, w.ln1_beta, config, ln_storage);
+    report(trace, "ln1", h1);
+    // 2. a = MultiHeadAttention(h): tokens exchange information  (B, T, C), weights (B, H, T, T)
+    MhaResult a = mha_forward(h1, w.attn, config.n_heads, config.causal, config.keep_weights);
+    report(trace, "attn", a.out);
+    // 3. x = x + a: the residual connection                   (B, T, C)
+    //    (residual = false, chapter 09's ladder: x = a)
+    Tensor<3> stream = std::move(a.out);
+    if (config.residual) add_in_place(stream, x);
+    report(trace, "residual1", stream);
+    if (!config.use_ffn) return {std::move(stream), std::move(a.weights)};
+    // 4. h = ln2(x)                                            (B, T, C)
+    const Tensor<3>& h2 = norm(stream, w.ln2_gamma, w.ln2_beta, config, ln_storage);
+    report(trace, "ln2", h2);
+    // 5. f = FFN(h): each token on its own                     (B, T, C) -> (B, T, F) -> (B, T, C)
+    Tensor<3> f = ffn_forward(h2, w.ffn, config.activation);
+    report(trace, "ffn", f);
+    // 6. x = x + f                                             (B, T, C)
+    if (config.residual) {
+      add_in_place(stream, f);
+    } else {
+      stream = std::move(f);
+    }
+    report(trace, "residual2", stream);
+    return {std::move(stream), std::move(a.weights)};
+  }
+
+  // Post-norm (the original Transformer): normalise after each residual addition, so the
+  // stream itself is renormalised twice per block.
+  // 1. a = MultiHeadAttention(x)                               (B, T, C), weights (B, H, T, T)
+  MhaResult a = mha_forward(x, w.attn, config.n_heads, config.causal, config.keep_weights);
+  report(trace, "attn", a.out);
+  // 2. r = x + a                                               (B, T, C)
+  Tensor<3> r1 = std::move(a.out);
+  if (config.residual) add_in_place(r1, x);
+  report(trace, "residual1", r1);
+  // 3. x = ln1(r)                                              (B, T, C)
+  const Tensor<3>& x1 = norm(r1, w.ln1_gamma, w.ln1_beta, config, ln_storage);
+  report(trace, "ln1", x1);
+  if (!config.use_ffn) return {Tensor<3>(x1), std::move(a.weights)};
+  // 4. f = FFN(x)                                              (B, T, C)
+  Tensor<3> r2 = ffn_forward(x1, w.ffn, config.activation);
+  report(trace, "ffn", r2);
+  // 5. r = x + f                                               (B, T, C)
+  if (config.residual) add_in_place(r2, x1);
+  report(trace, "residual2", r2);
+  // 6. out = ln2(r)                                            (B, T, C)
+  if (config.use_layer_norm) r2 = layer_norm<3>(r2, w.ln2_gamma, w.ln2_beta, config.eps);
+  report(trace, "ln2", r2);
+  return {std::move(r2), std::move(a.weights)};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backward (chapter 08)
+
+namespace {
+
+// t takes `shape`, reallocating only when it changes (caches are reused between steps).
+void ensure_shape(Tensor<3>& t, const std::array<std::size_t, 3>& shape) {
+  if (!std::equal(shape.begin(), shape.end(), t.shape().begin())) t.resize(shape);
+}
+void clear(Tensor<3>& t) {
+  if (t.size() != 0) t = Tensor<3>(Tensor<3>::shape_type{0, 0, 0});
+}
+void clear(LayerNormCache& c) {
+  if (c.mean.size() != 0) c.mean = Vector(Vector::shape_type{0});
+  if (c.rstd.size() != 0) c.rstd = Vector(Vector::shape_type{0});
+}
+void copy_into(Tensor<3>& dst, const Tensor<3>& src) {
+  ensure_shape(dst, {src.shape()[0], src.shape()[1], src.shape()[2]});
+  copy_floats(dst.data(), src.data(), src.size());
+}
+// out = a + b (out may be a).
+void add_into(Tensor<3>& out, const Tensor<3>& a, const Tensor<3>& b) {
+  ensure_shape(out, {a.shape()[0], a.shape()[1], a.shape()[2]});
+  add_arrays(out.data(), a.data(), b.data(), out.size());
+}
+
+}  // namespace
+
+Tensor<3> block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
+                        BlockCache& cache) {
+  Tensor<3> out;
+  block_forward(x, w, config, cache, out);
+  return out;
+}
+
+void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
+                   BlockCache& cache, Tensor<3>& out) {
+  check_block(x, w, config);
+  require(&out != &x, "attn::block_forward", "out must not be x");
+  const bool ln = config.use_layer_norm;
+  // The same operations as block_forward above, in the same order (the same output, bit for
+  // bit), each keeping what its backward needs. Only what the backward reads is held: the
+  // fields a configuration does not need are emptied, so activation_floats counts exactly what
+  // training keeps. (cache.ln1_out / ln2_out are never needed: they live in attn.x / ffn.x.)
+  // The stream is built in `out`; a LayerNorm's output and the FFN's go to two scratch tensors
+  // kept by the thread between calls, so a training step allocates none of them.
+  thread_local Tensor<3> h, f;
+  clear(cache.ln1_out);
+  clear(cache.ln2_out);
+  clear(cache.ln1_in);
+  if (config.norm == NormPlacement::pre) {
+    clear(cache.ln2_in);
+    // 1. h = ln1(x): the backward of ln1 needs x (and mean, rstd). h is written straight into
+    //    cache.attn.x, where MHA keeps its input (so it copies nothing).
+    if (ln) {
+      copy_into(cache.x, x);
+      layer_norm<3>(x, w.ln1_gamma, w.ln1_beta, config.eps, cache.ln1, cache.attn.x);
+    } else {
+      clear(cache.x);
+      clear(cache.ln1);
+    }
+    // 2. a = MHA(h): cache.attn keeps h, q|k|v, the weights and the merged heads.
+    mha_forward(ln ? cache.attn.x : x, w.attn, config.n_heads, config.causal, cache.attn, out);
+    if (!config.use_ffn) {
+      // 3. x = x + a
+      if (config.residual) add_in_place(out, x);
+      clear(cache.residual1);
+      clear(cache.ln2);
+      clear(cache.ffn.x);
+      clear(cache.ffn.pre);
+      clear(cache.ffn.act);
+      return;
+    }
+    // 3. x = x + a, written where ln2's backward will need it (residual1) when there is a
+    //    LayerNorm. (a + x, the same sum as out += x.)
+    Tensor<3>& stream = ln ? cache.residual1 : out;
+    if (config.residual) {
+      add_into(stream, out, x);
+    } else if (ln) {
+      copy_into(cache.residual1, out);
+    }
+    if (!ln) clear(cache.residual1);
+    // 4. h = ln2(x), straight into cache.ffn.x where the FFN keeps its input.
+    if (ln) {
+      layer_norm<3>(stream, w.ln2_gamma, w.ln2_beta, config.eps, cache.ln2, cache.ffn.x);
+    } else {
+      clear(cache.ln2);
+    }
+    // 5. f = FFN(h): cache.ffn keeps h, the pre-activation and the activation.
+    ffn_forward(ln ? cache.ffn.x : out, w.ffn, config.activation, cache.ffn, f);
+    // 6. x = x + f
+    if (!config.residual) {
+      copy_into(out, f);
+      return;
+    }
+    add_into(out, stream, f);
+    return;
+  }
+  // Post-norm.
+  clear(cache.x);  // the input lives in cache.attn.x
+  // 1. a = MHA(x)
+  mha_forward(x, w.attn, config.n_heads, config.causal, cache.attn, out);
+  // 2. r = x + a
+  if (config.residual) add_in_place(out, x);
+  // 3. x = ln1(r): its backward needs r (residual1).
+  if (ln) {
+    copy_into(cache.residual1, out);
+    layer_norm<3>(out, w.ln1_gamma, w.ln1_beta, config.eps, cache.ln1, h);
+  } else {
+    clear(cache.residual1);
+    clear(cache.ln1);
+  }
+  const Tensor<3>& x1 = ln ? h : out;
+  if (!config.use_ffn) {
+    clear(cache.ln2_in);
+    clear(cache.ln2);
+    clear(cache.ffn.x);
+    clear(cache.ffn.pre);
+    clear(cache.ffn.act);
+    if (ln) copy_into(out, h);
+    return;
+  }
+  // 4. f = FFN(x)
+  ffn_forward(x1, w.ffn, config.activation, cache.ffn, f);
+  // 5. r = x + f
+  if (config.residual) add_in_place(f, x1);
+  // 6. out = ln2(r): its backward needs r (ln2_in).
+  if (!ln) {
+    clear(cache.ln2_in);
+    clear(cache.ln2);
+    copy_into(out, f);
+    return;
+  }
+  copy_into(cache.ln2_in, f);
+  layer_norm<3>(f, w.ln2_gamma, w.ln2_beta, config.eps, cache.ln2, out);
+}
+
+void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockWeights& w,
+                    const BlockConfig& config, Tensor<3>& dx, BlockWeights& grads) {
+  constexpr const char* kFn = "attn::block_backward";
+  const Tensor<3>& x_in = cache.attn.x;  // (B, T, C): the attention's input has the block's shape
+  if (dout.shape() != x_in.shape()) {
+    shape_error(kFn, "dout of shape " + shape_str(x_in.shape()) + " (like the block's output)",
+                "dout " + shape_str(dout.shape()));
+  }
+  check_block(x_in, w, config);
+  const bool ln = config.use_layer_norm;
+  const std::size_t H = config.n_heads;
+  // Scratch (B, T, C) gradients, kept by the calling thread between calls.
+  thread_local Tensor<3> d_stream, d_sub;
+  if (config.norm == NormPlacement::pre) {
+    // Backward through x2 = x1 + f(ln2(x1)), then x1 = x + a(ln1(x)): each residual addition
+    // passes its gradient to both branches unchanged, and the branch's gradient is added back.
+    const Tensor<3>* g = &dout;  // dL/d(stream after attention), once the FFN step is undone
+    if (config.use_ffn) {
+      // 6-5. f = FFN(h2): dh2 = ffn_backward(df), df = dout.
+      ffn_backward(dout, cache.ffn, w.ffn, config.activation, d_sub, grads.ffn);
+      // 4. h2 = ln2(x1)
+      if (ln) {
+        layer_norm_backward<3>(d_sub, cache.residual1, w.ln2_gamma, cache.ln2, d_sub,
+                               grads.ln2_gamma, grads.ln2_beta);
+      }
+      // 6. x2 = x1 + f: dx1 = dout + (the FFN branch), or the branch alone without residual.
+      if (config.residual) {
+        add_into(d_stream, dout, d_sub);
+      } else {
+        copy_into(d_stream, d_sub);
+      }
+      g = &d_stream;
+    }
+    // 2. a = MHA(h1)
+    mha_backward(*g, cache.attn, w.attn, H, config.causal, d_sub, grads.attn);
+    // 1. h1 = ln1(x)
+    if (ln) {
+      layer_norm_backward<3>(d_sub, cache.x, w.ln1_gamma, cache.ln1, d_sub,
+                             grads.ln1_gamma, grads.ln1_beta);
+    }
+    // 3. x1 = x + a
+    if (config.residual) {
+      add_into(dx, *g, d_sub);
+    } else {
+      copy_into(dx, d_sub);
+    }
+    return;
+  }
+  // Post-norm: out = ln2(r2), r2 = x1 + f(x1), x1 = ln1(r1), r1 = x + a(x).
+  const Tensor<3>* g = &dout;  // dL/dx1
+  if (config.use_ffn) {
+    // 6. out = ln2(r2)
+    const Tensor<3>* d_r2 = &dout;
+    if (ln) {
+      layer_norm_backward<3>(dout, cache.ln2_in, w.ln2_gamma, cache.ln2, d_stream,
+                             grads.ln2_gamma, grads.ln2_beta);
+      d_r2 = &d_stream;
+    }
+    // 4. f = FFN(x1)
+    ffn_backward(*d_r2, cache.ffn, w.ffn, config.activation, d_sub, grads.ffn);
+    // 5. r2 = x1 + f
+    if (config.residual) add_into(d_sub, d_sub, *d_r2);
+    g = &d_sub;
+  }
+  // 3. x1 = ln1(r1)
+  if (ln) {
+    layer_norm_backward<3>(*g, cache.residual1, w.ln1_gamma, cache.ln1, d_stream,
+                           grads.ln1_gamma, grads.ln1_beta);
+    g = &d_stream;
+  }
+  // 1. a = MHA(x), 2. r1 = x + a
+  mha_backward(*g, cache.attn, w.attn, H, config.causal, dx, grads.attn);
+  if (config.residual) add_into(dx, dx, *g);
+}
+
+BlockWeights block_zeros_like(const BlockWeights& w) {
+  BlockWeights g;
+  g.attn.w_q = xt::zeros<float>(w.attn.w_q.shape());
+  g.attn.w_k = xt::zeros<float>(w.attn.w_k.shape());
+  g.attn.w_v = xt::zeros<float>(w.attn.w_v.shape());
+  g.attn.w_o = xt::zeros<float>(w.attn.w_o.shape());
+  g.ln1_gamma = xt::zeros<float>(w.ln1_gamma.shape());
+  g.ln1_beta = xt::zeros<float>(w.ln1_beta.shape());
+  g.ln2_gamma = xt::zeros<float>(w.ln2_gamma.shape());
+  g.ln2_beta = xt::zeros<float>(w.ln2_beta.shape());
+  g.ffn.w1 = xt::zeros<float>(w.ffn.w1.shape());
+  g.ffn.b1 = xt::zeros<float>(w.ffn.b1.shape());
+  g.ffn.w2 = xt::zeros<float>(w.ffn.w2.shape());
+  g.ffn.b2 = xt::zeros<float>(w.ffn.b2.shape());
+  return g;
+}
+
+std::size_t activation_floats(const BlockCache& c) {
+  return c.x.size() + c.ln1.mean.size() + c.ln1.rstd.size() + c.ln2.mean.size() +
+         c.ln2.rstd.size() + c.ln1_in.size() + c.ln1_out.size() + c.ln2_in.size() +
+         c.ln2_out.size() + c.attn.x.size() + c.attn.qkv.size() + c.attn.weights.size() +
+         c.attn.heads.size() + c.residual1.size() + c.ffn.x.size() + c.ffn.pre.size() +
+         c.ffn.act.size();
+}
+
+std::size_t block_activation_floats(std::size_t B, std::size_t T, std::size_t C, std::size_t F,
+                                    std::size_t H, const BlockConfig& config) {
+  const std::size_t btc = B * T * C;
+  const bool ln = config.use_layer_norm, ffn = config.use_ffn;
+  // Attention: its input, q|k|v, the (B, H, T, T) weights, the merged heads.
+  std::size_t n = btc + 3 * btc + B * H * T * T + btc;
+  // FFN: its input, the pre-activation and the activation (B, T, F) each.
+  if (ffn) n += btc + 2 * B * T * F;
+  // Each LayerNorm used: its input (B, T, C) and the per-token mean and rstd (2 B T). Pre-norm:
+  // ln1's input is the block input, ln2's the stream after attention; post-norm: ln1's is the
+  // stream after attention, ln2's the stream after the FFN. The LayerNorm outputs are not
+  // stored again: they are the sub-layers' inputs above (or the block's output).
+  if (ln) n += btc + 2 * B * T;                // ln1
+  if (ln && ffn) n += btc + 2 * B * T;         // ln2
+  return n;
+}
+
+std::size_t block_param_count(std::size_t C, std::size_t F) {
+  // w_q, w_k, w_v, w_o | w1, w2, b1, b2 | ln1 and ln2 gamma, beta
+  return 4 * C * C + (2 * C * F + F + C) + 4 * C;
+}
+
+namespace {
+// hs = C / H, checked.
+double head_size(std::size_t C, std::size_t H, const char* function) {
+  require(H >= 1 && C % H == 0, function, [&] {
+    return "n_heads = " + std::to_string(H) + " does not divide C = " + std::to_string(C);
+  });
+  return static_cast<double>(C / H);
+}
+}  // namespace
+
+double mha_forward_flops(std::size_t B, std::size_t T, std::size_t C, std::size_t H) {
+  const double hs = head_size(C, H, "attn::mha_forward_flops");
+  const double b = static_cast<double>(B), t = static_cast<double>(T), c = static_cast<double>(C);
+  const double h = static_cast<double>(H);
+  // A (M, K) @ (K, N) product costs 2 M K N flops (one multiply and one add per term).
+  // Four (B*T, C) @ (C, C) projections: q, k, v and the output.
+  const double projections = 2.0 * b * t * (4.0 * c * c);
+  // Per head: scores q @ k^T (T, hs) @ (hs, T) and weights @ v (T, T) @ (T, hs), 2 T^2 hs each.
+  const double attention = 4.0 * b * h * t * t * hs;
+  return projections + attention;
+}
+
+double block_forward_flops(std::size_t B, std::size_t T, std::size_t C, std::size_t F,
+                           std::size_t H) {
+  (void)head_size(C, H, "attn::block_forward_flops");
+  const double b = static_cast<double>(B), t = static_cast<double>(T), c = static_cast<double>(C);
+  const double f = static_cast<double>(F);
+  // Attention as above, plus the FFN's (B*T, C) @ (C, F) and (B*T, F) @ (F, C). LayerNorm,
+  // softmax, GELU and the residual additions are O(B T C) or O(B H T^2): left out.
+  return mha_forward_flops(B, T, C, H) + 2.0 * b * t * (2.0 * c * f);
+}
+
+std::size_t parameter_count(const BlockWeights& w) {
+  return w.attn.w_q.size() + w.attn.w_k.size() + w.attn.w_v.size() + w.attn.w_o.size() +
+         w.ln1_gamma.size() + w.ln1_beta.size() + w.ln2_gamma.size() + w.ln2_beta.size() +
+         w.ffn.w1.size() + w.ffn.b1.size() + w.ffn.w2.size() + w.ffn.b2.size();
+}
+
+}  // namespace attn

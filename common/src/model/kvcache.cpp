@@ -1,0 +1,421 @@
+// kvcache.cpp: generation with a KV cache (chapter 10). The model of chapter 07 (model.cpp),
+// computed row by row: a prefill runs the prompt's positions through the layers in one batched
+// pass and keeps every layer's keys and values; a step then runs one new position per sequence
+// and attends over what is kept. The same kernels as lm_forward (BLAS GEMMs, the LayerNorm and
+// GELU kernels, the attention kernel), on buffers allocated once.
+#include "attn/model/kvcache.hpp"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "attn/ops/attention.hpp"
+#include "attn/core/check.hpp"
+#include "attn/ops/ffn.hpp"
+#include "attn/ops/layernorm.hpp"
+#include "attn/ops/linear.hpp"
+#include "attn/model/sample.hpp"
+#include "model_internal.hpp"
+
+namespace attn {
+
+namespace {
+
+constexpr float kEps = 1e-5f;  // every LayerNorm of the model (model.cpp)
+
+// a * b, or std::invalid_argument when the product does not fit in size_t.
+std::size_t checked_mul(std::size_t a, std::size_t b, const char* function) {
+  if (a != 0 && b > std::numeric_limits<std::size_t>::max() / a) {
+    require(false, function, [&] { return fmt::format("{} x {} is too large", a, b); });
+  }
+  return a * b;
+}
+
+template <std::size_t N>
+bool has_shape(const Tensor<N>& t, const std::array<std::size_t, N>& want) {
+  return std::equal(want.begin(), want.end(), t.shape().begin());
+}
+
+// The weights of every block, which lm_forward leaves to block_forward. Nothing is formatted
+// unless a check fails: this runs for every step.
+// The FFN width of the config: ffn_hidden, or 4 C when it is 0.
+std::size_t ffn_width(const LmConfig& config) {
+  return config.ffn_hidden == 0 ? 4 * config.n_embd : config.ffn_hidden;
+}
+
+// The cache runs the pre-norm block of chapter 07 with any activation, FFN width and output head;
+// the ladder's variants without LayerNorm, residuals, FFN or projection are not supported.
+void check_variant(const LmConfig& config, const char* function) {
+  if (!config.use_layer_norm || !config.residual || !config.use_ffn || !config.attn_proj) {
+    require(false, function,
+            "the KV cache runs pre-norm blocks with LayerNorm, residuals, an FFN and an output "
+            "projection; this model is one of chapter 09's reduced variants");
+  }
+}
+
+void check_blocks(const LmWeights& w, const LmConfig& config, const char* function) {
+  check_variant(config, function);
+  const std::size_t C = config.n_embd, F = ffn_width(config);
+  for (std::size_t l = 0; l < w.blocks.size(); ++l) {
+    const BlockWeights& b = w.blocks[l];
+    const bool ok = has_shape<2>(b.attn.w_q, {C, C}) && has_shape<2>(b.attn.w_k, {C, C}) &&
+                    has_shape<2>(b.attn.w_v, {C, C}) && has_shape<2>(b.attn.w_o, {C, C}) &&
+                    has_shape<1>(b.ln1_gamma, {C}) && has_shape<1>(b.ln1_beta, {C}) &&
+                    has_shape<1>(b.ln2_gamma, {C}) && has_shape<1>(b.ln2_beta, {C}) &&
+                    has_shape<2>(b.ffn.w1, {C, F}) && has_shape<1>(b.ffn.b1, {F}) &&
+                    has_shape<2>(b.ffn.w2, {F, C}) && has_shape<1>(b.ffn.b2, {C});
+    if (!ok) {
+      require(false, function, [&] {
+        return fmt::format(
+            "block {} does not have the shapes of C = {}, F = {} (w_q, w_k, w_v, "
+            "w_o (C, C), LayerNorms (C,), w1 (C, F), b1 (F,), w2 (F, C), b2 (C,))",
+            l, C, F);
+      });
+    }
+  }
+}
+
+// The cache must have been made for this config.
+void check_cache(const KvCache& c, const LmConfig& config, const char* function) {
+  const std::size_t H = config.n_heads, T_max = config.block_size;
+  const std::size_t hs = H == 0 ? 0 : config.n_embd / H;
+  const std::array<std::size_t, 4> want{c.batch, H, T_max, hs};
+  bool ok = c.batch > 0 && c.keys.size() == config.n_layers &&
+            c.values.size() == config.n_layers && c.length <= T_max &&
+            c.logits.shape()[0] == c.batch && c.logits.shape()[1] == config.vocab_size &&
+            c.x.shape()[0] == c.batch * T_max && c.x.shape()[1] == config.n_embd;
+  for (std::size_t l = 0; ok && l < c.keys.size(); ++l)
+    ok = has_shape<4>(c.keys[l], want) && has_shape<4>(c.values[l], want);
+  if (!ok) require(false, function, "the cache was not made by kv_cache_init for this config");
+}
+
+void check_ids(const int* tokens, std::size_t count, std::size_t V, const char* function) {
+  for (std::size_t i = 0; i < count; ++i) {
+    if (tokens[i] < 0 || static_cast<std::size_t>(tokens[i]) >= V) {
+      require(false, function, [&] {
+        return fmt::format("token id {} at index {} is outside [0, {})", tokens[i], i, V);
+      });
+    }
+  }
+}
+
+// acc[i] = add[i] + acc[i]: the residual connection (same order of operands as block.cpp).
+void residual_add(float* acc, const float* add, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) acc[i] = add[i] + acc[i];
+}
+
+// Every row of `out` (rows, n) starts as the bias (n,); a GEMM with beta = 1 then adds the
+// product, as attn::linear and the FFN do.
+void fill_bias(float* out, std::size_t rows, const Vector& bias) {
+  const std::size_t n = bias.size();
+  for (std::size_t r = 0; r < rows; ++r) std::copy(bias.begin(), bias.end(), out + r * n);
+}
+
+// The model over T new positions per sequence, pos0..pos0+T-1, for the B sequences of the cache:
+// the token of sequence b at new position t is tokens[b * tok_stride + t]. Either a prefill
+// (pos0 = 0, causal over the T new positions) or a step (T = 1, its query sees every cached key).
+// Appends each layer's keys and values at those positions. With `finish`, the last layer runs
+// whole and the logits of the last new position land in cache.logits (B, V); without it (the
+// first T-1 positions of a prefill), the last layer stops after its keys and values: nothing
+// downstream of them is needed until the next token.
+void run_positions(KvCache& c, const int* tokens, std::size_t tok_stride, std::size_t T,
+                   std::size_t pos0, const LmWeights& w, const LmConfig& config, bool finish) {
+  const std::size_t B = c.batch, C = config.n_embd, H = config.n_heads, hs = C / H;
+  const std::size_t F = ffn_width(config), V = config.vocab_size, T_max = config.block_size;
+  const std::size_t L = config.n_layers;
+  const std::size_t rows = B * T;  // every new position of every sequence
+  const std::size_t S = pos0 + T;  // keys visible after this call
+  float* x = c.x.data();
+  float* h = c.h.data();
+  float* qkv = c.qkv.data();
+  float* att = c.att.data();
+  float* proj = c.proj.data();
+  float* hidden = c.hidden.data();
+
+  // 1. Embeddings of the new positions: x[b, t] = wte[token] + wpe[pos0 + t].   (rows, C)
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t t = 0; t < T; ++t) {
+      const auto id = static_cast<std::size_t>(tokens[b * tok_stride + t]);
+      const float* tok = w.wte.data() + id * C;
+      const float* pos = w.wpe.data() + (pos0 + t) * C;
+      float* out = x + (b * T + t) * C;
+      for (std::size_t j = 0; j < C; ++j) out[j] = tok[j] + pos[j];
+    }
+
+  for (std::size_t l = 0; l < L; ++l) {
+    const BlockWeights& bw = w.blocks[l];
+    const bool kv_only = !finish && l + 1 == L;
+    // 2. h = ln1(x)                                                           (rows, C)
+    layer_norm_rows(x, rows, C, bw.ln1_gamma.data(), bw.ln1_beta.data(), kEps, h);
+    // 3. k, v (and q) of the new rows, side by side in qkv: (rows, C) @ (C, C) -> (rows, C)
+    //    each, as [q | k | v] of width 3C like mha_forward.
+    gemm_strided(rows, C, C, 1.0f, h, C, false, bw.attn.w_k.data(), C, false, 0.0f, qkv + C,
+                 3 * C);
+    gemm_strided(rows, C, C, 1.0f, h, C, false, bw.attn.w_v.data(), C, false, 0.0f, qkv + 2 * C,
+                 3 * C);
+    // 4. Append: head hh of k at row (b, t) goes to keys[l][b, hh, pos0 + t, :]; same for v.
+    //    (rows, C) -> (B, H, T_max, hs) at positions pos0..pos0+T-1
+    float* kc = c.keys[l].data();
+    float* vc = c.values[l].data();
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t t = 0; t < T; ++t) {
+        const float* row = qkv + (b * T + t) * 3 * C;
+        for (std::size_t hh = 0; hh < H; ++hh) {
+          const std::size_t at = ((b * H + hh) * T_max + pos0 + t) * hs;
+          std::copy(row + C + hh * hs, row + C + (hh + 1) * hs, kc + at);
+          std::copy(row + 2 * C + hh * hs, row + 2 * C + (hh + 1) * hs, vc + at);
+        }
+      }
+    if (kv_only) break;  // the last layer of a prefill: its keys and values are all we need
+    gemm_strided(rows, C, C, 1.0f, h, C, false, bw.attn.w_q.data(), C, false, 0.0f, qkv, 3 * C);
+    // 5. Attention of the new queries over the S cached keys and values of each head:
+    //    (T, hs) @ (hs, S) -> (T, S), softmax, @ (S, hs) -> (T, hs), into att's column block.
+    //    A step (T = 1) needs no mask: the cache holds only the past and the present.
+    attention_strided(B, H, T, S, hs, qkv, {T * 3 * C, hs, 3 * C}, kc,
+                      {H * T_max * hs, T_max * hs, hs}, vc, {H * T_max * hs, T_max * hs, hs}, att,
+                      {T * C, hs, C}, /*causal=*/T > 1, c.scratch.data());
+    // 6. x = x + att @ w_o                                  (rows, C) @ (C, C) -> (rows, C)
+    gemm_strided(rows, C, C, 1.0f, att, C, false, bw.attn.w_o.data(), C, false, 0.0f, proj, C);
+    residual_add(x, proj, rows * C);
+    // 7. x = x + FFN(ln2(x)): (rows, C) @ (C, F) + b1, activation, @ (F, C) + b2
+    layer_norm_rows(x, rows, C, bw.ln2_gamma.data(), bw.ln2_beta.data(), kEps, h);
+    fill_bias(hidden, rows, bw.ffn.b1);
+    gemm_strided(rows, F, C, 1.0f, h, C, false, bw.ffn.w1.data(), F, false, 1.0f, hidden, F);
+    activate(std::span<float>(hidden, rows * F), config.activation);
+    fill_bias(proj, rows, bw.ffn.b2);
+    gemm_strided(rows, C, F, 1.0f, hidden, F, false, bw.ffn.w2.data(), C, false, 1.0f, proj, C);
+    residual_add(x, proj, rows * C);
+  }
+  if (!finish) return;
+  // 8. Logits of the last new position of each sequence only: ln_f, then @ wte^T (tied) or
+  //    @ lm_head + lm_head_bias.   (B, C) @ (C, V) -> (B, V)
+  for (std::size_t b = 0; b < B; ++b) {
+    const std::size_t r = b * T + T - 1;
+    layer_norm_rows(x + r * C, 1, C, w.ln_f_gamma.data(), w.ln_f_beta.data(), kEps, h + b * C);
+  }
+  if (config.tied_head) {
+    gemm(B, V, C, 1.0f, h, false, w.wte.data(), /*trans_b=*/true, 0.0f, c.logits.data());
+  } else {
+    fill_bias(c.logits.data(), B, w.lm_head_bias);
+    gemm(B, V, C, 1.0f, h, false, w.lm_head.data(), /*trans_b=*/false, 1.0f, c.logits.data());
+  }
+}
+
+}  // namespace
+
+void kv_append(Tensor<4>& cache, const Matrix& rows, std::size_t pos) {
+  constexpr const char* kFn = "attn::kv_append";
+  const std::size_t B = cache.shape()[0], H = cache.shape()[1], T_max = cache.shape()[2];
+  const std::size_t hs = cache.shape()[3], C = H * hs;
+  if (rows.shape()[0] != B || rows.shape()[1] != C) {
+    shape_error(kFn, fmt::format("rows (B, H*hs) = ({}, {}) for a cache {}", B, C,
+                                 shape_str(cache.shape())),
+                shape_str(rows.shape()));
+  }
+  if (pos >= T_max) {
+    require(false, kFn, [&] {
+      return fmt::format("position {} is outside the cache (T_max = {})", pos, T_max);
+    });
+  }
+  // (B, C) -> (B, H, 1, hs) at position pos: head h of row b is the run of hs floats at column
+  // h*hs, and goes to the run of hs floats at cache[b, h, pos].
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < H; ++h) {
+      const float* src = rows.data() + b * C + h * hs;
+      std::copy(src, src + hs, cache.data() + ((b * H + h) * T_max + pos) * hs);
+    }
+}
+
+Matrix attend_cache(const Matrix& q, const Tensor<4>& keys, const Tensor<4>& values,
+                    std::size_t n) {
+  constexpr const char* kFn = "attn::attend_cache";
+  const std::size_t B = keys.shape()[0], H = keys.shape()[1], T_max = keys.shape()[2];
+  const std::size_t hs = keys.shape()[3], C = H * hs;
+  if (values.shape() != keys.shape() || q.shape()[0] != B || q.shape()[1] != C || hs == 0) {
+    shape_error(kFn, "q (B, H*hs), keys and values (B, H, T_max, hs)",
+                "q " + shape_str(q.shape()) + ", keys " + shape_str(keys.shape()) + ", values " +
+                    shape_str(values.shape()));
+  }
+  if (n == 0 || n > T_max) {
+    require(false, kFn,
+            [&] { return fmt::format("n must be in [1, {}] (T_max), got {}", T_max, n); });
+  }
+  Matrix out(std::array<std::size_t, 2>{B, C});  // (B, C)
+  Vector scratch(std::array<std::size_t, 1>{attention_scratch_floats(1, n, hs)});
+  // One query (T = 1) over n keys per (b, h), the attention kernel of chapters 04-07:
+  //   (1, hs) @ (hs, n) -> (1, n), softmax, @ (n, hs) -> (1, hs)
+  const HeadStrides cached{H * T_max * hs, T_max * hs, hs};
+  attention_strided(B, H, 1, n, hs, q.data(), {C, hs, C}, keys.data(), cached, values.data(),
+                    cached, out.data(), {C, hs, C}, /*causal=*/false, scratch.data());
+  return out;
+}
+
+KvCache kv_cache_init(const LmConfig& config, std::size_t batch) {
+  constexpr const char* kFn = "attn::kv_cache_init";
+  const std::size_t V = config.vocab_size, T_max = config.block_size, C = config.n_embd;
+  const std::size_t H = config.n_heads, L = config.n_layers;
+  require(batch >= 1, kFn, "batch must be at least 1, got 0");
+  require(V > 0 && T_max > 0 && C > 0 && L > 0, kFn,
+          "vocab_size, block_size, n_embd and n_layers must be >= 1");
+  require(H > 0 && C % H == 0, kFn,
+          [&] { return fmt::format("n_heads = {} does not divide n_embd = {}", H, C); });
+  const std::size_t rows = checked_mul(batch, T_max, kFn);
+  (void)checked_mul(checked_mul(rows, 3 * C, kFn), L + 1, kFn);  // the largest buffers fit
+  KvCache c;
+  c.batch = batch;
+  const std::array<std::size_t, 4> shape{batch, H, T_max, C / H};  // (B, H, T_max, hs)
+  for (std::size_t l = 0; l < L; ++l) {
+    c.keys.emplace_back(shape);
+    c.values.emplace_back(shape);
+  }
+  c.x = Matrix(std::array<std::size_t, 2>{rows, C});
+  c.h = Matrix(std::array<std::size_t, 2>{rows, C});
+  c.qkv = Matrix(std::array<std::size_t, 2>{rows, 3 * C});
+  c.att = Matrix(std::array<std::size_t, 2>{rows, C});
+  c.proj = Matrix(std::array<std::size_t, 2>{rows, C});
+  c.hidden = Matrix(std::array<std::size_t, 2>{rows, ffn_width(config)});
+  c.scratch = Vector(std::array<std::size_t, 1>{attention_scratch_floats(T_max, T_max, C / H)});
+  c.logits = Matrix(std::array<std::size_t, 2>{batch, V});
+  return c;
+}
+
+std::size_t kv_cache_floats(const LmConfig& config, std::size_t batch) {
+  // Keys and values (2), per layer (L), per sequence (B), per position (T_max), C = H * hs each.
+  return 2 * config.n_layers * batch * config.block_size * config.n_embd;
+}
+
+std::size_t kv_cache_held_floats(const KvCache& cache) {
+  std::size_t n = 0;
+  for (const Tensor<4>& k : cache.keys) n += k.size();
+  for (const Tensor<4>& v : cache.values) n += v.size();
+  return n;
+}
+
+std::size_t kv_cache_workspace_floats(const KvCache& c) {
+  return c.x.size() + c.h.size() + c.qkv.size() + c.att.size() + c.proj.size() +
+         c.hidden.size() + c.scratch.size() + c.logits.size();
+}
+
+const Matrix& lm_prefill(KvCache& cache, std::span<const int> tokens, const LmWeights& w,
+                         const LmConfig& config) {
+  constexpr const char* kFn = "attn::lm_prefill";
+  check_cache(cache, config, kFn);
+  detail::check_weights(w, config, kFn);
+  check_blocks(w, config, kFn);
+  const std::size_t B = cache.batch, T_max = config.block_size;
+  if (tokens.empty() || tokens.size() % B != 0 || tokens.size() / B > T_max) {
+    require(false, kFn, [&] {
+      return fmt::format("expected B = {} sequences of 1 to {} tokens (T_max), got {} ids", B,
+                         T_max, tokens.size());
+    });
+  }
+  const std::size_t T = tokens.size() / B;
+  check_ids(tokens.data(), tokens.size(), config.vocab_size, kFn);
+  // 1. Positions 0..T-2 of every sequence in one batched pass (causal), keys and values only at
+  //    the last layer. 2. Position T-1 as a step: it attends over all T keys and gives the logits.
+  cache.length = 0;
+  if (T > 1) run_positions(cache, tokens.data(), T, T - 1, 0, w, config, /*finish=*/false);
+  cache.length = T - 1;
+  run_positions(cache, tokens.data() + (T - 1), T, 1, T - 1, w, config, /*finish=*/true);
+  cache.length = T;
+  return cache.logits;
+}
+
+const Matrix& lm_step(KvCache& cache, std::span<const int> tokens, const LmWeights& w,
+                      const LmConfig& config) {
+  constexpr const char* kFn = "attn::lm_step";
+  check_cache(cache, config, kFn);
+  detail::check_weights(w, config, kFn);
+  check_blocks(w, config, kFn);
+  if (tokens.size() != cache.batch) {
+    require(false, kFn, [&] {
+      return fmt::format("expected one token per sequence (B = {}), got {}", cache.batch,
+                         tokens.size());
+    });
+  }
+  if (cache.length >= config.block_size) {
+    require(false, kFn, [&] {
+      return fmt::format("the cache is full ({} positions, block_size); crop and prefill again",
+                         cache.length);
+    });
+  }
+  check_ids(tokens.data(), tokens.size(), config.vocab_size, kFn);
+  run_positions(cache, tokens.data(), 1, 1, cache.length, w, config, /*finish=*/true);
+  ++cache.length;
+  return cache.logits;
+}
+
+std::vector<int> lm_generate_cached(const LmWeights& w, const LmConfig& config,
+                                    std::span<const int> prompt, const GenerateOptions& options,
+                                    Rng& rng, const TokenCallback& on_token) {
+  constexpr const char* kFn = "attn::lm_generate_cached";
+  detail::check_generate_inputs(w, config, prompt, options, kFn);
+  check_blocks(w, config, kFn);
+  const std::size_t V = config.vocab_size, T_max = config.block_size;
+  const std::size_t n_new = options.max_new_tokens;
+  // Everything the loop touches is allocated here, before the first token.
+  std::vector<int> generated;
+  if (n_new == 0) return generated;
+  generated.reserve(n_new);
+  std::vector<int> context(prompt.begin(), prompt.end());
+  if (n_new > context.max_size() - prompt.size()) {
+    require(false, kFn, [&] { return fmt::format("max_new_tokens = {} is too large", n_new); });
+  }
+  context.reserve(prompt.size() + n_new);
+  KvCache cache = kv_cache_init(config, 1);
+  TokenSampler sampler(V);
+  const SamplingOptions sampling = detail::sampling_options(options);
+
+  // The last (at most) T_max tokens of the context: what lm_generate's forward sees.
+  const auto window = [&context, T_max] {
+    const std::size_t T = std::min(context.size(), T_max);
+    return std::span<const int>(context.data() + (context.size() - T), T);
+  };
+  // 1. Prefill the prompt: the logits that predict the first new token.
+  const Matrix* logits = &lm_prefill(cache, window(), w, config);
+  for (std::size_t i = 0; i < n_new; ++i) {
+    // 2. Draw the next token exactly as lm_generate does.
+    const int next = sampler.next(std::span<const float>(logits->data(), V), sampling, rng);
+    context.push_back(next);
+    generated.push_back(next);
+    if (on_token) on_token(next);
+    if (i + 1 == n_new) break;
+    // 3. Its logits: one step while positions are left; once the context is longer than T_max,
+    //    every token moved one position down, so re-fill from the cropped context.
+    logits = cache.length < T_max ? &lm_step(cache, std::span<const int>(&next, 1), w, config)
+                                  : &lm_prefill(cache, window(), w, config);
+  }
+  return generated;
+}
+
+double lm_token_flops_uncached(const LmConfig& config, std::size_t T) {
+  const double L = static_cast<double>(config.n_layers), C = static_cast<double>(config.n_embd);
+  const double F = static_cast<double>(ffn_width(config)), V = static_cast<double>(config.vocab_size);
+  const double t = static_cast<double>(T);
+  // Per layer: q, k, v, o projections and the FFN on T rows; scores and weights @ v (T x T).
+  return L * (2.0 * t * (4.0 * C * C + 2.0 * C * F) + 4.0 * t * t * C) + 2.0 * t * C * V;
+}
+
+double lm_token_flops_cached(const LmConfig& config, std::size_t n) {
+  const double L = static_cast<double>(config.n_layers), C = static_cast<double>(config.n_embd);
+  const double F = static_cast<double>(ffn_width(config)), V = static_cast<double>(config.vocab_size);
+  const double keys = static_cast<double>(n) + 1.0;
+  // Per layer: the same projections and FFN on one row; one query against n + 1 keys.
+  return L * (2.0 * (4.0 * C * C + 2.0 * C * F) + 4.0 * keys * C) + 2.0 * C * V;
+}
+
+double lm_token_flops_refill(const LmConfig& config) {
+  const double L = static_cast<double>(config.n_layers), C = static_cast<double>(config.n_embd);
+  const double F = static_cast<double>(ffn_width(config));
+  const double rows = static_cast<double>(config.block_size) - 1.0;  // positions 0..T_max-2
+  // L - 1 whole layers on T_max - 1 rows (their scores counted dense), the last layer's k and v
+  // projections, then the step of the last position over T_max keys.
+  const double whole = (L - 1.0) * (2.0 * rows * (4.0 * C * C + 2.0 * C * F) + 4.0 * rows * rows * C);
+  return whole + 2.0 * rows * (2.0 * C * C) + lm_token_flops_cached(config, config.block_size - 1);
+}
+
+}  // namespace attn

@@ -1,0 +1,774 @@
+// model.cpp: the causal language model of chapter 07, a GPT in miniature: embeddings, a stack of
+// pre-norm causal blocks, a final LayerNorm and the output projection tied to the embedding.
+// Also loading/saving it as a folder of .npy files, and generating text from it.
+#include "attn/model/model.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <charconv>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "attn/core/check.hpp"
+#include "attn/ops/layernorm.hpp"
+#include "attn/core/limits.hpp"
+#include "attn/ops/linear.hpp"
+#include "attn/ops/loss.hpp"
+#include "attn/io/npy.hpp"
+#include "attn/model/sample.hpp"
+#include "model_internal.hpp"
+#include "../core/parallel.hpp"
+
+namespace attn {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr float kEps = 1e-5f;  // every LayerNorm of the model, like GPT-2
+
+// Every block of the model: pre-norm, causal, exact GELU (model.hpp), or the config's variant.
+BlockConfig block_config(const LmConfig& config) {
+  BlockConfig b;
+  b.n_heads = config.n_heads;
+  b.causal = true;
+  b.norm = NormPlacement::pre;
+  b.activation = config.activation;
+  b.eps = kEps;
+  b.keep_weights = false;  // only the logits are returned: no (B, H, T, T) per layer
+  b.use_layer_norm = config.use_layer_norm;
+  b.residual = config.residual;
+  b.use_ffn = config.use_ffn;
+  b.attn_proj = config.attn_proj;
+  return b;
+}
+
+// F, the FFN width: ffn_hidden, or 4 C by default.
+std::size_t ffn_width(const LmConfig& config) {
+  return config.ffn_hidden == 0 ? 4 * config.n_embd : config.ffn_hidden;
+}
+
+template <class Shape>
+bool has_shape(const Shape& shape, std::initializer_list<std::size_t> want) {
+  return shape.size() == want.size() && std::equal(want.begin(), want.end(), shape.begin());
+}
+
+}  // namespace
+
+namespace detail {
+
+// The weights must be the ones the config describes; a block checks its own weights.
+void check_weights(const LmWeights& w, const LmConfig& config, const char* function) {
+  const std::size_t V = config.vocab_size, T_max = config.block_size, C = config.n_embd;
+  if (!has_shape(w.wte.shape(), {V, C})) {
+    shape_error(function, fmt::format("wte of shape (V, C) = ({}, {})", V, C),
+                shape_str(w.wte.shape()));
+  }
+  if (!has_shape(w.wpe.shape(), {T_max, C})) {
+    shape_error(function, fmt::format("wpe of shape (T_max, C) = ({}, {})", T_max, C),
+                shape_str(w.wpe.shape()));
+  }
+  if (w.blocks.size() != config.n_layers) {  // (formatted only on failure: called per token)
+    require(false, function, [&] {
+      return fmt::format("config has n_layers = {} but the weights hold {} blocks", config.n_layers,
+                         w.blocks.size());
+    });
+  }
+  if (config.use_layer_norm &&
+      (!has_shape(w.ln_f_gamma.shape(), {C}) || !has_shape(w.ln_f_beta.shape(), {C}))) {
+    shape_error(function, fmt::format("ln_f_gamma and ln_f_beta of shape ({},)", C),
+                shape_str(w.ln_f_gamma.shape()) + " and " + shape_str(w.ln_f_beta.shape()));
+  }
+  if (!config.tied_head &&
+      (!has_shape(w.lm_head.shape(), {C, V}) || !has_shape(w.lm_head_bias.shape(), {V}))) {
+    shape_error(function,
+                fmt::format("lm_head ({}, {}) and lm_head_bias ({},) (tied_head = false)", C, V, V),
+                shape_str(w.lm_head.shape()) + " and " + shape_str(w.lm_head_bias.shape()));
+  }
+  if (config.tied_head && w.lm_head.size() + w.lm_head_bias.size() != 0) {
+    shape_error(function, "an empty lm_head and lm_head_bias (tied_head: logits use wte)",
+                shape_str(w.lm_head.shape()) + " and " + shape_str(w.lm_head_bias.shape()));
+  }
+}
+
+}  // namespace detail
+
+using detail::check_weights;
+
+LmWeights lm_init(Rng& rng, const LmConfig& config) {
+  const std::size_t V = config.vocab_size, T_max = config.block_size, C = config.n_embd;
+  require(V > 0 && T_max > 0 && C > 0 && config.n_layers > 0, "attn::lm_init", [&] {
+    return fmt::format(
+        "vocab_size, block_size, n_embd and n_layers must be >= 1, got {}, {}, {}, {}", V, T_max, C,
+        config.n_layers);
+  });
+  require(config.n_heads > 0 && C % config.n_heads == 0, "attn::lm_init", [&] {
+    return fmt::format("n_heads = {} does not divide n_embd = {}", config.n_heads, C);
+  });
+  const std::size_t F = ffn_width(config);
+  require(F > 0, "attn::lm_init", "ffn_hidden must be >= 1 (or 0 for 4 C)");
+  // Every tensor is sized from the config: check the products before allocating any.
+  checked_elements({V, C}, "attn::lm_init: wte (V, C)");
+  checked_elements({T_max, C}, "attn::lm_init: wpe (T_max, C)");
+  checked_elements({config.n_layers, checked_mul(4, C, "attn::lm_init: 4 C") + 2 * F + 13, C},
+                   "attn::lm_init: the blocks (L, 4 C + 2 F + 13, C)");
+  // Drawn in this order: wte, wpe, then each block (block_init's own order), then lm_head when
+  // the head is not tied. A variant draws the same numbers as the default model and then drops
+  // the weights it does not use, so the weights it shares with the default are the same.
+  LmWeights w;
+  w.wte = randn(rng, V, C, 0.02f);      // (V, C)
+  w.wpe = randn(rng, T_max, C, 0.02f);  // (T_max, C)
+  for (std::size_t l = 0; l < config.n_layers; ++l) {
+    BlockWeights b = block_init(rng, C, F);
+    if (!config.attn_proj) b.attn.w_o = Matrix(Matrix::shape_type{0, 0});
+    if (!config.use_ffn) b.ffn = FfnWeights{};
+    if (!config.use_layer_norm) b.ln1_gamma = b.ln1_beta = b.ln2_gamma = b.ln2_beta = Vector();
+    w.blocks.push_back(std::move(b));
+  }
+  if (config.use_layer_norm) {
+    w.ln_f_gamma = xt::ones<float>({C});   // (C,)
+    w.ln_f_beta = xt::zeros<float>({C});   // (C,)
+  }
+  if (!config.tied_head) {
+    w.lm_head = randn(rng, C, V, 0.02f);     // (C, V)
+    w.lm_head_bias = xt::zeros<float>({V});  // (V,)
+  }
+  return w;
+}
+
+namespace {
+
+// The forward pass of lm_forward; with `kept` non-null it also keeps every layer's attention
+// weights (B, H, T, T), which changes no number of the logits.
+Tensor<3> lm_forward_impl(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
+                          const LmConfig& config, std::vector<Tensor<4>>* kept) {
+  constexpr const char* kFn = "attn::lm_forward";
+  const std::size_t B = tokens.shape()[0], T = tokens.shape()[1];
+  const std::size_t V = config.vocab_size, T_max = config.block_size, C = config.n_embd;
+  require(B > 0 && T > 0, kFn, [&] {
+    return fmt::format("empty sequence: tokens of shape {}", shape_str(tokens.shape()));
+  });
+  require(T <= T_max, kFn, [&] {
+    return fmt::format("sequence of {} tokens is longer than the position table (block_size {})", T,
+                       T_max);
+  });
+  check_weights(w, config, kFn);
+
+  // 1. Embeddings: x[b, t] = wte[tokens[b, t]] + wpe[t]. The token says *what*, the position
+  //    row says *where*; attention alone cannot tell positions apart.
+  Tensor<3> x(std::array<std::size_t, 3>{B, T, C});  // (B, T, C)
+  for (std::size_t b = 0; b < B; ++b) {
+    for (std::size_t t = 0; t < T; ++t) {
+      const int id = tokens(b, t);
+      require(id >= 0 && static_cast<std::size_t>(id) < V, kFn, [&] {
+        return fmt::format("token id {} at ({}, {}) is outside [0, {})", id, b, t, V);
+      });
+      const float* tok = w.wte.data() + static_cast<std::size_t>(id) * C;  // (C,)
+      const float* pos = w.wpe.data() + t * C;                              // (C,)
+      float* out = x.data() + (b * T + t) * C;                              // (C,)
+      for (std::size_t c = 0; c < C; ++c) out[c] = tok[c] + pos[c];
+    }
+  }
+
+  // 2. The blocks: pre-norm, causal, exact GELU. (B, T, C) -> (B, T, C) each.
+  BlockConfig bc = block_config(config);
+  bc.keep_weights = kept != nullptr;
+  for (const BlockWeights& block : w.blocks) {
+    BlockResult r = block_forward(x, block, bc);
+    if (kept != nullptr) kept->push_back(std::move(r.weights));  // (B, H, T, T)
+    x = std::move(r.out);
+  }
+
+  // 3. Final LayerNorm: the last block's residual stream is unnormalised.
+  const Tensor<3> h = config.use_layer_norm ? layer_norm<3>(x, w.ln_f_gamma, w.ln_f_beta, kEps)
+                                            : x;  // (B, T, C)
+
+  // 4. logits = h @ wte^T: (B*T, C) @ (C, V) -> (B*T, V). Tying the output projection to the
+  //    embedding scores each token by how much its embedding agrees with h, and saves V*C
+  //    parameters. One GEMM with wte read transposed in place.
+  checked_elements({B, T, V}, "attn::lm_forward: logits (B, T, V)");
+  Tensor<3> logits(std::array<std::size_t, 3>{B, T, V});  // (B, T, V)
+  if (config.tied_head) {
+    gemm(B * T, V, C, 1.0f, h.data(), false, w.wte.data(), /*trans_b=*/true, 0.0f, logits.data());
+  } else {
+    // An untied head (chapter 09's ladder): h @ lm_head + lm_head_bias, (C, V) and (V,).
+    for (std::size_t r = 0; r < B * T; ++r)
+      std::copy(w.lm_head_bias.begin(), w.lm_head_bias.end(), logits.data() + r * V);
+    gemm(B * T, V, C, 1.0f, h.data(), false, w.lm_head.data(), false, 1.0f, logits.data());
+  }
+  return logits;
+}
+
+}  // namespace
+
+Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
+                     const LmConfig& config) {
+  return lm_forward_impl(tokens, w, config, nullptr);
+}
+
+LmForward lm_forward_with_weights(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
+                                  const LmConfig& config) {
+  LmForward out;
+  out.logits = lm_forward_impl(tokens, w, config, &out.weights);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A model as a folder of .npy files.
+
+namespace {
+
+// The block tensors, in the order they are read and named in errors: h{i}.<name>.npy.
+constexpr const char* kBlockMatrices[] = {"w_q", "w_k", "w_v", "w_o"};
+
+// Reads `dir/name` as float32 and checks its shape; every problem names the file.
+class ModelReader {
+ public:
+  explicit ModelReader(fs::path dir) : dir_(std::move(dir)) {}
+
+  [[noreturn]] void fail(std::string_view what) const {
+    throw std::runtime_error(fmt::format("model '{}': {}", dir_.string(), what));
+  }
+
+  // The array `name` with whatever shape it has (for wte and wpe, which define the sizes).
+  NpyArray read(const std::string& name) const {
+    const fs::path path = dir_ / name;
+    std::error_code ec;
+    if (!fs::exists(path, ec)) fail("missing " + name);
+    NpyArray a = read_npy(path);  // a corrupt file: "<dir>/<name>: not a .npy file ..."
+    if (a.descr != "<f4" && a.descr != "<f8") {
+      fail(fmt::format("{} holds '{}', expected float32 ('<f4') or float64 ('<f8')", name, a.descr));
+    }
+    return a;
+  }
+
+  template <std::size_t N>
+  Tensor<N> load(const std::string& name, const std::array<std::size_t, N>& want) const {
+    const NpyArray a = read(name);
+    if (!std::equal(a.shape.begin(), a.shape.end(), want.begin(), want.end())) {
+      fail(fmt::format("{} has shape {}, expected {}", name, shape_str(a.shape), shape_str(want)));
+    }
+    return to_tensor(name, a, want);
+  }
+
+  template <std::size_t N>
+  Tensor<N> to_tensor(const std::string& name, const NpyArray& a,
+                      const std::array<std::size_t, N>& shape) const {
+    Tensor<N> out(shape);
+    constexpr double kMax = static_cast<double>(std::numeric_limits<float>::max());
+    for (std::size_t i = 0; i < a.values.size(); ++i) {
+      // A NaN or an infinity would spread through every logit and reach the sampler as a
+      // meaningless error: name the tensor and the first bad element instead.
+      if (!std::isfinite(a.values[i])) {
+        fail(fmt::format("{} holds {} at flat index {}: weights must be finite numbers", name,
+                         a.values[i], i));
+      }
+      if (std::abs(a.values[i]) > kMax) {
+        fail(fmt::format("{} holds {} at flat index {}, beyond float32", name, a.values[i], i));
+      }
+      out.data()[i] = static_cast<float>(a.values[i]);
+    }
+    return out;
+  }
+
+ private:
+  fs::path dir_;
+};
+
+}  // namespace
+
+LmWeights load_lm(const std::filesystem::path& dir, std::size_t n_layers, std::size_t n_heads,
+                  LmConfig& config_out) {
+  // The default model (every block pre-norm, LayerNorm, FFN of 4 C, tied head).
+  // (or the variant its model.txt names).
+  LmConfig config;
+  config.n_layers = n_layers;
+  config.n_heads = n_heads;
+  LmWeights w = load_lm(dir, config);
+  config_out = config;
+  return w;
+}
+
+namespace {
+
+constexpr const char* kModelTxt = "model.txt";
+
+std::string flag_text(bool b) { return b ? "1" : "0"; }
+
+// model.txt, when the folder has one: the variant fields replace config's; n_layers and n_heads
+// must agree with the caller's.
+void read_model_txt(const fs::path& dir, LmConfig& config, const ModelReader& r) {
+  const fs::path path = dir / kModelTxt;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return;
+  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > 4096) {
+    r.fail(std::string(kModelTxt) + " is not a small regular file");
+  }
+  std::ifstream in(path);
+  std::string line;
+  std::size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty() || line[0] == '#') continue;
+    const std::size_t space = line.find(' ');
+    const std::string key = line.substr(0, space);
+    const std::string value = space == std::string::npos ? "" : line.substr(space + 1);
+    const auto bad = [&](std::string_view want) {
+      r.fail(fmt::format("{} line {}: {} is '{}', expected {}", kModelTxt, number, key, value,
+                         want));
+    };
+    const auto flag = [&](bool& out) {
+      if (value != "0" && value != "1") bad("0 or 1");
+      out = value == "1";
+    };
+    const auto size = [&](std::size_t& out) {
+      std::size_t n = 0;
+      const auto [end, err] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (err != std::errc() || end != value.data() + value.size() || n > (1u << 20)) {
+        bad("a whole number");
+      }
+      out = n;
+    };
+    if (key == "n_layers" || key == "n_heads") {
+      std::size_t n = 0;
+      size(n);
+      const std::size_t given = key == "n_layers" ? config.n_layers : config.n_heads;
+      if (n != given) {
+        r.fail(fmt::format("{} says {} {}, but {} was asked for (pass {} {})", kModelTxt, key, n,
+                           given, key == "n_layers" ? "--layers" : "--heads", n));
+      }
+    } else if (key == "tied_head") {
+      flag(config.tied_head);
+    } else if (key == "use_layer_norm") {
+      flag(config.use_layer_norm);
+    } else if (key == "residual") {
+      flag(config.residual);
+    } else if (key == "use_ffn") {
+      flag(config.use_ffn);
+    } else if (key == "attn_proj") {
+      flag(config.attn_proj);
+    } else if (key == "ffn_hidden") {
+      size(config.ffn_hidden);
+    } else if (key == "activation") {
+      try {
+        config.activation = parse_activation(value);
+      } catch (const std::invalid_argument&) {
+        bad("relu, gelu or gelu_tanh");
+      }
+    } else {
+      r.fail(fmt::format("{} line {}: unknown key '{}'", kModelTxt, number, key));
+    }
+  }
+}
+
+}  // namespace
+
+LmWeights load_lm(const std::filesystem::path& dir, LmConfig& config) {
+  const std::size_t n_layers = config.n_layers, n_heads = config.n_heads;
+  const ModelReader r(dir);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) r.fail("no such folder");
+  read_model_txt(dir, config, r);
+  if (n_layers < 1) r.fail("n_layers must be at least 1, got 0");
+
+  // 1. wte (V, C) and wpe (T_max, C) define the sizes.
+  const NpyArray wte = r.read("wte.npy");
+  if (wte.shape.size() != 2 || wte.shape[0] == 0 || wte.shape[1] == 0) {
+    r.fail(fmt::format("wte.npy has shape {}, expected a non-empty (V, C) table",
+                       shape_str(wte.shape)));
+  }
+  const std::size_t V = wte.shape[0], C = wte.shape[1];
+  const NpyArray wpe = r.read("wpe.npy");
+  if (wpe.shape.size() != 2 || wpe.shape[0] == 0 || wpe.shape[1] != C) {
+    r.fail(fmt::format("wpe.npy has shape {}, expected (T_max, {}) with C = {} from wte.npy",
+                       shape_str(wpe.shape), C, C));
+  }
+  const std::size_t T_max = wpe.shape[0];
+  if (n_heads < 1 || C % n_heads != 0) {
+    r.fail(fmt::format("n_heads = {} does not divide C = {} (from wte.npy)", n_heads, C));
+  }
+  const std::size_t F = config.ffn_hidden == 0 ? 4 * C : config.ffn_hidden;  // (model.hpp)
+
+  LmWeights w;
+  w.wte = r.to_tensor<2>("wte.npy", wte, {V, C});
+  w.wpe = r.to_tensor<2>("wpe.npy", wpe, {T_max, C});
+
+  // 2. Every block, every tensor, in the documented order; the first problem is reported.
+  for (std::size_t i = 0; i < n_layers; ++i) {
+    const std::string h = fmt::format("h{}.", i);
+    BlockWeights b;
+    Matrix* matrices[] = {&b.attn.w_q, &b.attn.w_k, &b.attn.w_v, &b.attn.w_o};
+    // A variant's unused tensors are not read (and not saved by save_lm).
+    for (std::size_t m = 0; m < (config.attn_proj ? 4u : 3u); ++m) {
+      *matrices[m] = r.load<2>(h + kBlockMatrices[m] + ".npy", {C, C});
+    }
+    if (config.use_layer_norm) {
+      b.ln1_gamma = r.load<1>(h + "ln1_gamma.npy", {C});
+      b.ln1_beta = r.load<1>(h + "ln1_beta.npy", {C});
+      b.ln2_gamma = r.load<1>(h + "ln2_gamma.npy", {C});
+      b.ln2_beta = r.load<1>(h + "ln2_beta.npy", {C});
+    }
+    if (config.use_ffn) {
+      b.ffn.w1 = r.load<2>(h + "w1.npy", {C, F});
+      b.ffn.b1 = r.load<1>(h + "b1.npy", {F});
+      b.ffn.w2 = r.load<2>(h + "w2.npy", {F, C});
+      b.ffn.b2 = r.load<1>(h + "b2.npy", {C});
+    }
+    w.blocks.push_back(std::move(b));
+  }
+  if (config.use_layer_norm) {
+    w.ln_f_gamma = r.load<1>("ln_f_gamma.npy", {C});
+    w.ln_f_beta = r.load<1>("ln_f_beta.npy", {C});
+  }
+  if (!config.tied_head) {
+    w.lm_head = r.load<2>("lm_head.npy", {C, V});
+    w.lm_head_bias = r.load<1>("lm_head_bias.npy", {V});
+  }
+
+  config.vocab_size = V;
+  config.block_size = T_max;
+  config.n_embd = C;
+  return w;
+}
+
+void save_lm(const std::filesystem::path& dir, const LmWeights& w) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    throw std::runtime_error(
+        fmt::format("model '{}': cannot create the folder: {}", dir.string(), ec.message()));
+  }
+  // The default model's files; a variant's empty tensors are skipped (load_lm with its
+  // LmConfig does not read them).
+  auto save = [&](const std::string& name, const auto& t) {
+    if (t.size() != 0) save_npy(dir / (name + ".npy"), t);
+  };
+  save("wte", w.wte);
+  save("wpe", w.wpe);
+  for (std::size_t i = 0; i < w.blocks.size(); ++i) {
+    const std::string h = fmt::format("h{}.", i);
+    const BlockWeights& b = w.blocks[i];
+    save(h + "w_q", b.attn.w_q);
+    save(h + "w_k", b.attn.w_k);
+    save(h + "w_v", b.attn.w_v);
+    save(h + "w_o", b.attn.w_o);
+    save(h + "ln1_gamma", b.ln1_gamma);
+    save(h + "ln1_beta", b.ln1_beta);
+    save(h + "ln2_gamma", b.ln2_gamma);
+    save(h + "ln2_beta", b.ln2_beta);
+    save(h + "w1", b.ffn.w1);
+    save(h + "b1", b.ffn.b1);
+    save(h + "w2", b.ffn.w2);
+    save(h + "b2", b.ffn.b2);
+  }
+  save("ln_f_gamma", w.ln_f_gamma);
+  save("ln_f_beta", w.ln_f_beta);
+  save("lm_head", w.lm_head);
+  save("lm_head_bias", w.lm_head_bias);
+}
+
+void save_lm(const std::filesystem::path& dir, const LmWeights& w, const LmConfig& config) {
+  save_lm(dir, w);
+  std::ofstream out(dir / kModelTxt);
+  out << "# the architecture of this model folder (attn::save_lm)\n"
+      << "n_layers " << config.n_layers << "\nn_heads " << config.n_heads
+      << "\ntied_head " << flag_text(config.tied_head) << "\nuse_layer_norm "
+      << flag_text(config.use_layer_norm) << "\nresidual " << flag_text(config.residual)
+      << "\nuse_ffn " << flag_text(config.use_ffn) << "\nattn_proj "
+      << flag_text(config.attn_proj) << "\nffn_hidden " << config.ffn_hidden << "\nactivation "
+      << activation_name(config.activation) << "\n";
+  out.close();
+  if (!out) {
+    throw std::runtime_error(fmt::format("model '{}': cannot write {}", dir.string(), kModelTxt));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generation.
+
+namespace detail {
+
+SamplingOptions sampling_options(const GenerateOptions& o) {
+  return {o.temperature, o.top_k, o.top_p, o.greedy};
+}
+
+void check_generate_inputs(const LmWeights& w, const LmConfig& config,
+                           std::span<const int> prompt, const GenerateOptions& options,
+                           const char* function) {
+  const std::size_t V = config.vocab_size;
+  require(!prompt.empty(), function, "empty prompt (give at least one token)");
+  check_sampling_options(sampling_options(options), V, function);
+  for (std::size_t i = 0; i < prompt.size(); ++i) {
+    require(prompt[i] >= 0 && static_cast<std::size_t>(prompt[i]) < V, function, [&] {
+      return fmt::format("prompt token {} at position {} is outside [0, {})", prompt[i], i, V);
+    });
+  }
+  check_weights(w, config, function);
+}
+
+}  // namespace detail
+
+using detail::check_generate_inputs;
+using detail::sampling_options;
+
+std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
+                             std::span<const int> prompt, const GenerateOptions& options,
+                             Rng& rng, const TokenCallback& on_token) {
+  const std::size_t V = config.vocab_size, T_max = config.block_size;
+  // Check everything up front, so a bad option fails even when max_new_tokens is 0.
+  check_generate_inputs(w, config, prompt, options, "attn::lm_generate");
+  const SamplingOptions sampling = sampling_options(options);
+  TokenSampler sampler(V);
+
+  std::vector<int> context(prompt.begin(), prompt.end());
+  std::vector<int> generated;
+  generated.reserve(options.max_new_tokens);
+  for (std::size_t step = 0; step < options.max_new_tokens; ++step) {
+    // 1. Crop to the last T_max tokens: the position table has no row beyond T_max - 1.
+    const std::size_t T = std::min(context.size(), T_max);
+    xt::xtensor<int, 2> tokens(std::array<std::size_t, 2>{1, T});  // (1, T)
+    std::copy(context.end() - static_cast<std::ptrdiff_t>(T), context.end(), tokens.data());
+    // 2. Logits of the last position only: they predict the next token. (1, T, V) -> (V,)
+    const Tensor<3> logits = lm_forward(tokens, w, config);
+    const std::span<const float> last(logits.data() + (T - 1) * V, V);
+    // 3. Sample: greedy, or a draw among the top_k most likely tokens and the top_p nucleus.
+    const int next = sampler.next(last, sampling, rng);
+    context.push_back(next);
+    generated.push_back(next);
+    if (on_token) on_token(next);
+  }
+  return generated;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Training support (chapters 08-09).
+
+namespace {
+
+// Calls f(name, tensor) for every parameter of w in the fixed order of lm_parameters.
+template <class Weights, class F>
+void for_each_tensor(Weights& w, F&& f) {
+  f(std::string("wte"), w.wte);
+  f(std::string("wpe"), w.wpe);
+  for (std::size_t i = 0; i < w.blocks.size(); ++i) {
+    auto& b = w.blocks[i];
+    const std::string h = fmt::format("h{}.", i);
+    f(h + "w_q", b.attn.w_q);
+    f(h + "w_k", b.attn.w_k);
+    f(h + "w_v", b.attn.w_v);
+    f(h + "w_o", b.attn.w_o);
+    f(h + "ln1_gamma", b.ln1_gamma);
+    f(h + "ln1_beta", b.ln1_beta);
+    f(h + "ln2_gamma", b.ln2_gamma);
+    f(h + "ln2_beta", b.ln2_beta);
+    f(h + "w1", b.ffn.w1);
+    f(h + "b1", b.ffn.b1);
+    f(h + "w2", b.ffn.w2);
+    f(h + "b2", b.ffn.b2);
+  }
+  f(std::string("ln_f_gamma"), w.ln_f_gamma);
+  f(std::string("ln_f_beta"), w.ln_f_beta);
+  f(std::string("lm_head"), w.lm_head);
+  f(std::string("lm_head_bias"), w.lm_head_bias);
+}
+
+template <class Array, std::size_t N>
+void ensure_shape(Array& t, const std::array<std::size_t, N>& shape) {
+  if (!std::equal(shape.begin(), shape.end(), t.shape().begin())) t.resize(shape);
+}
+
+// tokens and targets (B, T) with ids in [0, V), T <= T_max: the checks of lm_forward_backward
+// and lm_loss, with one-line messages.
+void check_batch(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>* targets,
+                 const LmConfig& config, const char* fn) {
+  const std::size_t B = tokens.shape()[0], T = tokens.shape()[1], V = config.vocab_size;
+  require(B > 0 && T > 0, fn, [&] {
+    return fmt::format("empty sequence: tokens of shape {}", shape_str(tokens.shape()));
+  });
+  require(T <= config.block_size, fn, [&] {
+    return fmt::format("sequence of {} tokens is longer than the position table (block_size {})", T,
+                       config.block_size);
+  });
+  for (std::size_t i = 0; i < B * T; ++i) {
+    const int id = tokens.data()[i];
+    require(id >= 0 && static_cast<std::size_t>(id) < V, fn, [&] {
+      return fmt::format("token id {} at ({}, {}) is outside [0, {})", id, i / T, i % T, V);
+    });
+  }
+  if (targets == nullptr) return;
+  if (targets->shape() != tokens.shape()) {
+    shape_error(fn, "targets of the same shape as tokens " + shape_str(tokens.shape()),
+                "targets " + shape_str(targets->shape()));
+  }
+  for (std::size_t i = 0; i < B * T; ++i) {
+    const int id = targets->data()[i];
+    require(id >= 0 && static_cast<std::size_t>(id) < V, fn, [&] {
+      return fmt::format("target id {} at ({}, {}) is outside [0, {})", id, i / T, i % T, V);
+    });
+  }
+}
+
+}  // namespace
+
+std::vector<NamedTensor> lm_parameters(LmWeights& w) {
+  std::vector<NamedTensor> out;
+  for_each_tensor(w, [&](const std::string& name, auto& t) {
+    if (t.size() == 0) return;
+    out.push_back({name, std::span<float>(t.data(), t.size()), t.dimension()});
+  });
+  return out;
+}
+
+std::size_t lm_parameter_count(const LmWeights& w) {
+  std::size_t n = 0;
+  for_each_tensor(w, [&](const std::string&, const auto& t) { n += t.size(); });
+  return n;
+}
+
+LmWeights lm_zeros_like(const LmWeights& w) {
+  LmWeights g;
+  g.blocks.resize(w.blocks.size());
+  g.wte = xt::zeros<float>(w.wte.shape());
+  g.wpe = xt::zeros<float>(w.wpe.shape());
+  for (std::size_t i = 0; i < w.blocks.size(); ++i) g.blocks[i] = block_zeros_like(w.blocks[i]);
+  g.ln_f_gamma = xt::zeros<float>(w.ln_f_gamma.shape());
+  g.ln_f_beta = xt::zeros<float>(w.ln_f_beta.shape());
+  g.lm_head = xt::zeros<float>(w.lm_head.shape());
+  g.lm_head_bias = xt::zeros<float>(w.lm_head_bias.shape());
+  return g;
+}
+
+void lm_zero(LmWeights& g) {
+  for_each_tensor(g, [](const std::string&, auto& t) { std::fill(t.begin(), t.end(), 0.0f); });
+}
+
+double lm_loss(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
+               const LmWeights& w, const LmConfig& config) {
+  check_batch(tokens, &targets, config, "attn::lm_loss");
+  const Tensor<3> logits = lm_forward(tokens, w, config);  // (B, T, V)
+  const std::size_t N = tokens.size(), V = config.vocab_size;
+  const auto flat = xt::adapt(logits.data(), N * V, xt::no_ownership(),
+                              std::array<std::size_t, 2>{N, V});
+  const Matrix rows = flat;  // (B*T, V)
+  return cross_entropy(rows, std::span<const int>(targets.data(), N));
+}
+
+double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
+                           const LmWeights& w, const LmConfig& config, LmWeights& grads,
+                           LmCache& cache) {
+  constexpr const char* kFn = "attn::lm_forward_backward";
+  check_batch(tokens, &targets, config, kFn);
+  check_weights(w, config, kFn);
+  const std::size_t B = tokens.shape()[0], T = tokens.shape()[1];
+  const std::size_t V = config.vocab_size, C = config.n_embd, L = config.n_layers;
+  const std::size_t N = B * T;
+  require(grads.blocks.size() == L && grads.wte.shape() == w.wte.shape() &&
+              grads.wpe.shape() == w.wpe.shape() && grads.lm_head.shape() == w.lm_head.shape() &&
+              grads.ln_f_gamma.shape() == w.ln_f_gamma.shape(),
+          kFn, "grads must be shaped like the weights (make them with lm_zeros_like)");
+  const BlockConfig bc = block_config(config);
+
+  // ---- Forward, keeping what the backward needs (buffers reused when the shapes repeat) ----
+  ensure_shape(cache.tokens, std::array<std::size_t, 2>{B, T});
+  std::copy(tokens.begin(), tokens.end(), cache.tokens.begin());
+  if (cache.blocks.size() != L) cache.blocks.resize(L);
+  // 1. x = wte[tokens] + wpe[0..T)                                         (B, T, C)
+  thread_local Tensor<3> x, x_next, dx_a, dx_b;
+  ensure_shape(x, std::array<std::size_t, 3>{B, T, C});
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t t = 0; t < T; ++t) {
+      const float* tok = w.wte.data() + static_cast<std::size_t>(tokens(b, t)) * C;
+      const float* pos = w.wpe.data() + t * C;
+      float* out = x.data() + (b * T + t) * C;
+      for (std::size_t c = 0; c < C; ++c) out[c] = tok[c] + pos[c];
+    }
+  // 2. The blocks, each keeping its cache.                                  (B, T, C)
+  for (std::size_t l = 0; l < L; ++l) {
+    block_forward(x, w.blocks[l], bc, cache.blocks[l], x_next);
+    std::swap(x, x_next);  // swaps the buffers, copies nothing
+  }
+  ensure_shape(cache.x_final, std::array<std::size_t, 3>{B, T, C});
+  std::copy(x.begin(), x.end(), cache.x_final.begin());
+  // 3. h = ln_f(x)                                                          (B, T, C)
+  ensure_shape(cache.h, std::array<std::size_t, 3>{B, T, C});
+  if (config.use_layer_norm) {
+    layer_norm<3>(cache.x_final, w.ln_f_gamma, w.ln_f_beta, kEps, cache.ln_f, cache.h);
+  } else {
+    std::copy(x.begin(), x.end(), cache.h.begin());
+  }
+  // 4. logits = h @ wte^T (tied) or h @ lm_head + lm_head_bias              (B*T, V)
+  ensure_shape(cache.logits, std::array<std::size_t, 2>{N, V});
+  if (config.tied_head) {
+    gemm(N, V, C, 1.0f, cache.h.data(), false, w.wte.data(), true, 0.0f, cache.logits.data());
+  } else {
+    for (std::size_t r = 0; r < N; ++r)
+      std::copy(w.lm_head_bias.begin(), w.lm_head_bias.end(), cache.logits.data() + r * V);
+    gemm(N, V, C, 1.0f, cache.h.data(), false, w.lm_head.data(), false, 1.0f,
+         cache.logits.data());
+  }
+  // 5. loss = mean cross-entropy; the logits become dloss/dlogits = (softmax - onehot) / N.
+  const double loss =
+      cross_entropy_backward_inplace(cache.logits, std::span<const int>(targets.data(), N));
+
+  // ---- Backward: every step of the forward in reverse, gradients added into grads ----
+  const float* dlogits = cache.logits.data();  // (B*T, V)
+  ensure_shape(dx_a, std::array<std::size_t, 3>{B, T, C});
+  // 4. The output projection.
+  //    tied:   dh = dlogits @ wte        (B*T, V) @ (V, C) -> (B*T, C)
+  //            dwte += dlogits^T @ h     (V, B*T) @ (B*T, C) -> (V, C): wte's first use
+  //    untied: dh = dlogits @ lm_head^T, dlm_head += h^T @ dlogits, dbias += sum_rows dlogits
+  if (config.tied_head) {
+    gemm(N, C, V, 1.0f, dlogits, false, w.wte.data(), false, 0.0f, dx_a.data());
+    gemm(V, C, N, 1.0f, dlogits, true, cache.h.data(), false, 1.0f, grads.wte.data());
+  } else {
+    // (Two independent jobs of about equal size, side by side over the threads; each is
+    // computed the same way on any thread count.)
+    detail::run_parts(2, detail::worker_count(2), [&](std::size_t first, std::size_t last,
+                                                      std::size_t) {
+      detail::WorkerScope scope;  // one BLAS call per product
+      for (std::size_t job = first; job < last; ++job) {
+        if (job == 0) {
+          gemm(N, C, V, 1.0f, dlogits, false, w.lm_head.data(), true, 0.0f, dx_a.data());
+        } else {
+          gemm(C, V, N, 1.0f, cache.h.data(), true, dlogits, false, 1.0f,
+               grads.lm_head.data());
+          bias_backward(dlogits, N, V, grads.lm_head_bias.data());
+        }
+      }
+    });
+  }
+  // 3. ln_f (in place: dx_a is both dy and dx).
+  if (config.use_layer_norm) {
+    layer_norm_backward<3>(dx_a, cache.x_final, w.ln_f_gamma, cache.ln_f, dx_a, grads.ln_f_gamma,
+                           grads.ln_f_beta);
+  }
+  // 2. The blocks in reverse, ping-ponging between two (B, T, C) buffers.
+  Tensor<3>* d_out = &dx_a;
+  Tensor<3>* d_in = &dx_b;
+  for (std::size_t l = L; l-- > 0;) {
+    block_backward(*d_out, cache.blocks[l], w.blocks[l], bc, *d_in, grads.blocks[l]);
+    std::swap(d_out, d_in);
+  }
+  // 1. The embeddings: x[b, t] = wte[tokens[b, t]] + wpe[t], so row tokens[b, t] of dwte (its
+  //    second use, beside the output projection) and row t of dwpe each collect dx[b, t].
+  const float* dx = d_out->data();
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t t = 0; t < T; ++t) {
+      const float* d = dx + (b * T + t) * C;
+      float* gt = grads.wte.data() + static_cast<std::size_t>(tokens(b, t)) * C;
+      float* gp = grads.wpe.data() + t * C;
+      for (std::size_t c = 0; c < C; ++c) {
+        gt[c] += d[c];
+        gp[c] += d[c];
+      }
+    }
+  return loss;
+}
+
+}  // namespace attn

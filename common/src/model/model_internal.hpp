@@ -1,0 +1,20 @@
+// model_internal.hpp (private to common/src): the checks lm_generate (model.cpp) and
+// lm_generate_cached (kvcache.cpp) share, so both reject the same inputs with the same words.
+#pragma once
+
+#include <span>
+
+#include "attn/model/model.hpp"
+#include "attn/model/sample.hpp"
+
+namespace attn::detail {
+
+// The weights must be the ones the config describes (every tensor's shape).
+void check_weights(const LmWeights& w, const LmConfig& config, const char* function);
+// A non-empty prompt of ids in [0, V), valid sampling options, matching weights.
+void check_generate_inputs(const LmWeights& w, const LmConfig& config,
+                           std::span<const int> prompt, const GenerateOptions& options,
+                           const char* function);
+SamplingOptions sampling_options(const GenerateOptions& options);
+
+}  // namespace attn::detail
