@@ -2,9 +2,13 @@
 // sentences that keep their significant digits.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <vector>
 #include <string>
 
+#include "attn/core/xt.hpp"
 #include "attn/io/narrate.hpp"
 
 TEST_SUITE("common.narrate") {
@@ -39,3 +43,32 @@ TEST_SUITE("common.narrate") {
     CHECK(attn::format_significant(0.0) == "0.00");
   }
 }
+
+TEST_SUITE("common.narrate.toolkit") {
+
+TEST_CASE("num, grouped and thousands print numbers the way the pages show them") {
+  CHECK(attn::num(0.5) == "0.5000");
+  CHECK(attn::num(-0.0, 2) == "0.00");
+  CHECK(attn::grouped(210747) == "210,747");
+  CHECK(attn::grouped(999) == "999");
+  CHECK(attn::grouped(1000) == "1,000");
+  CHECK(attn::grouped(0) == "0");
+  CHECK(attn::thousands(950) == "950");
+  CHECK(attn::thousands(12345) == "12.3k");
+  CHECK(attn::thousands(2.5e6) == "2.50M");
+}
+
+TEST_CASE("max_abs_diff finds the largest difference, never hides a NaN, and refuses lengths that differ") {
+  const std::vector<float> a{1.0f, 2.0f, 3.0f}, b{1.0f, 2.5f, 2.0f};
+  CHECK(attn::max_abs_diff(a, b) == 1.0);
+  std::vector<float> c = a;
+  c[0] = std::numeric_limits<float>::quiet_NaN();
+  CHECK(std::isnan(attn::max_abs_diff(c, a)));
+  CHECK_THROWS_AS(attn::max_abs_diff(a, std::vector<float>{1.0f}), std::invalid_argument);
+  const attn::Matrix m = xt::zeros<float>({2, 3}), n = xt::zeros<float>({3, 2});
+  CHECK_THROWS_AS(attn::max_abs_diff(m, n), std::invalid_argument);
+  CHECK(attn::difference_text(0.0) == "0 (bitwise identical)");
+  CHECK(attn::difference_text(0.25) == "0.25000000");
+}
+
+}  // TEST_SUITE

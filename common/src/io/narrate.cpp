@@ -1,12 +1,15 @@
 // Narration that stays true: claim() and its self-check mode (see attn/narrate.hpp).
 #include "attn/io/narrate.hpp"
 
+#include "attn/io/print.hpp"
+
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 namespace attn {
@@ -48,5 +51,43 @@ std::string format_significant(double value, int digits) {
 void section(int number, std::string_view title) {
   fmt::print("\n== {}. {} ==\n", number, title);
 }
+
+void print(std::string_view text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+
+std::string num(double value, int precision) {
+  return format_number(static_cast<float>(value), precision);
+}
+
+std::string grouped(double count) {
+  if (!std::isfinite(count) || count < 0.0) return num(count, 0);
+  const std::string digits = fmt::format("{:.0f}", count);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string thousands(double count) {
+  if (count >= 1e6) return fmt::format("{:.2f}M", count / 1e6);
+  if (count >= 1e3) return fmt::format("{:.1f}k", count / 1e3);
+  return fmt::format("{:.0f}", count);
+}
+
+double max_abs_diff(std::span<const float> a, std::span<const float> b) {
+  if (a.size() != b.size())
+    throw std::invalid_argument(fmt::format(
+        "attn::max_abs_diff: {} values against {}, expected the same number", a.size(), b.size()));
+  double worst = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double d = std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i]));
+    if (d != d) return std::numeric_limits<double>::quiet_NaN();
+    worst = std::max(worst, d);
+  }
+  return worst;
+}
+
+std::string difference_text(double d) { return d == 0.0 ? "0 (bitwise identical)" : num(d, 8); }
 
 }  // namespace attn

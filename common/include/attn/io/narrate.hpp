@@ -8,6 +8,9 @@
 // exit code 1.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -39,5 +42,34 @@ std::string format_significant(double value, int digits = 3);
 
 // A section heading of a walkthrough: a blank line, then "== 3. One step, taken apart ==".
 void section(int number, std::string_view title);
+
+// ---- The narration toolkit: the few helpers every chapter's "show" functions use ----
+// Text to stdout as it is (no format string, so a '{' in it is safe).
+void print(std::string_view text);
+// A number the way the pages show it: fixed `precision` decimals (attn::format_number), "-inf",
+// "inf", "nan"; negative zero prints as zero.
+std::string num(double value, int precision = 4);
+// A count with its digits grouped by thousands: 210747 -> "210,747" (negative and non-finite
+// values print as by num with 0 decimals).
+std::string grouped(double count);
+// A count in thousands or millions for tables: 950 -> "950", 12345 -> "12.3k", 2.5e6 -> "2.50M".
+std::string thousands(double count);
+// max_i |a_i - b_i| in double, over two sequences of the same length (std::invalid_argument
+// otherwise). NaN anywhere gives NaN: a difference never hides a NaN.
+double max_abs_diff(std::span<const float> a, std::span<const float> b);
+// The same for any two containers of floats with data() and size() (xtensor tensors, vectors),
+// which must also have the same shape when they have one.
+template <class A, class B>
+double max_abs_diff(const A& a, const B& b) {
+  if constexpr (requires { a.shape(); b.shape(); }) {
+    if (!std::equal(a.shape().begin(), a.shape().end(), b.shape().begin(), b.shape().end()))
+      throw std::invalid_argument("attn::max_abs_diff: the two tensors have different shapes");
+  }
+  return max_abs_diff(std::span<const float>(a.data(), a.size()),
+                      std::span<const float>(b.data(), b.size()));
+}
+// A max |difference| for a sentence: "0 (bitwise identical)" when it is exactly 0, else the value
+// with 8 decimals (below 1e-5 the page check reads it as float rounding, ~0).
+std::string difference_text(double d);
 
 }  // namespace attn
