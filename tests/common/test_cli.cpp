@@ -177,6 +177,31 @@ TEST_SUITE("common.cli") {
     CHECK(plus.steps == 7);
   }
 
+  TEST_CASE("an old spelling is an alias: both forms parse, --help shows only the new name") {
+    Chapter ch;
+    ch.cli.add_alias("max-steps", "steps");
+    const Result r = ch({"--max-steps", "5", "--temperature", "0.5"});
+    CHECK(r.code == 0);
+    CHECK(ch.steps == 5);
+    Chapter eq;
+    eq.cli.add_alias("max-steps", "steps");
+    CHECK(eq({"--max-steps=6"}).code == 0);
+    CHECK(eq.steps == 6);
+    Chapter bad;
+    bad.cli.add_alias("max-steps", "steps");
+    check_usage_error(bad({"--max-steps", "0"}), "--steps must be at least 1, got 0");
+    Chapter help;
+    help.cli.add_alias("max-steps", "steps");
+    const Result h = help({"--help"});
+    CHECK(h.code == 0);
+    CHECK(h.out.find("--steps") != std::string::npos);
+    CHECK(h.out.find("--max-steps") == std::string::npos);
+    Chapter prefix;  // a flag that merely starts with the old name is not the alias
+    prefix.cli.add_alias("step", "steps");
+    CHECK(prefix({"--steps", "4"}).code == 0);
+    CHECK(prefix.steps == 4);
+  }
+
   TEST_CASE("--help prints the chapter's description and every flag to stdout, exit code 0") {
     for (const char* flag : {"--help", "-h"}) {
       Chapter ch;

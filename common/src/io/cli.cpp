@@ -162,6 +162,7 @@ struct Cli::Impl {
   std::vector<std::function<void()>> converters;  // run after parsing, in order
   CommonOptions common;
   bool common_added = false;
+  std::vector<std::pair<std::string, std::string>> aliases;  // (--old, --new)
 
   Impl(std::string program_name, std::string description_text)
       : program(std::move(program_name)), description(std::move(description_text)), app("", program) {
@@ -281,9 +282,29 @@ void Cli::add_flag(const std::string& name, bool& value, const std::string& help
   impl_->app.add_flag(long_name(name), value, help)->group(std::string(kChapterGroup));
 }
 
+void Cli::add_alias(const std::string& old_name, const std::string& name) {
+  impl_->aliases.emplace_back(long_name(old_name), long_name(name));
+}
+
 int Cli::run(int argc, char** argv, const std::function<void(const CommonOptions&)>& body) {
   Impl& d = *impl_;
   d.add_common();
+
+  // 0. Old spellings become the names --help shows ("--channels=32" -> "--n-embd=32"). The new
+  //    strings live in d.texts, as long as the Cli.
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    if (arg == "--") break;
+    for (const auto& [old_flag, new_flag] : d.aliases) {
+      if (arg == old_flag || (arg.size() > old_flag.size() && arg.starts_with(old_flag) &&
+                              arg[old_flag.size()] == '=')) {
+        std::string& renamed = d.text_slot();
+        renamed = new_flag + std::string(arg.substr(old_flag.size()));
+        argv[i] = renamed.data();
+        break;
+      }
+    }
+  }
 
   // 1. Parse. --help wins over everything else; any problem is a usage error (exit code 2).
   try {

@@ -67,6 +67,10 @@ class Cli {
                  std::optional<float> at_most = std::nullopt);
   void add_string(const std::string& name, std::string& value, const std::string& help);
   void add_flag(const std::string& name, bool& value, const std::string& help);
+  // An old spelling of a flag, accepted but not shown in --help: add_alias("channels", "n-embd")
+  // makes "--channels 32" and "--channels=32" mean "--n-embd 32". run() rewrites argv in place
+  // to the new name before parsing, so messages and flag_given() see the name --help shows.
+  void add_alias(const std::string& old_name, const std::string& name);
 
   // Parses argv, then runs `body` with the common options, translating every failure into the
   // exit codes above. Returns the exit code for main to return.
