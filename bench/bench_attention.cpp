@@ -26,6 +26,9 @@
 #include <thread>
 #include <vector>
 
+#include "attn/fast/ffn.hpp"
+#include "attn/fast/gemm.hpp"
+#include "attn/fast/linear.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/model/block.hpp"
 #include "attn/ops/ffn.hpp"
@@ -100,7 +103,7 @@ void bm_gemm_peak(benchmark::State& state, bool library) {
   const LoopClock clock;
   for (auto _ : state) {
     if (library) {
-      attn::gemm(N, N, N, 1.0f, a.data(), false, b.data(), false, 0.0f, c.data());
+      attn::fast::gemm(N, N, N, 1.0f, a.data(), false, b.data(), false, 0.0f, c.data());
     } else {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(),
                   n, 0.0f, c.data(), n);
@@ -213,7 +216,7 @@ void bm_linear(benchmark::State& state, Shape s) {
   const attn::Tensor<3> x = input(s);
   const LoopClock clock;
   for (auto _ : state) {
-    attn::Tensor<3> y = attn::linear(x, w);  // (B, T, C) @ (C, C) -> (B, T, C)
+    attn::Tensor<3> y = attn::fast::linear(x, w);  // (B, T, C) @ (C, C) -> (B, T, C)
     benchmark::DoNotOptimize(y.data());
   }
   set_counters(state, 2.0 * static_cast<double>(s.B * s.T * s.C * s.C), clock);
@@ -255,7 +258,7 @@ void bm_gelu(benchmark::State& state, Shape s) {
     state.PauseTiming();
     std::copy(h0.begin(), h0.end(), h.begin());
     state.ResumeTiming();
-    attn::activate(std::span<float>(h.data(), h.size()), attn::Activation::gelu);
+    attn::fast::activate(std::span<float>(h.data(), h.size()), attn::Activation::gelu);
     benchmark::DoNotOptimize(h.data());
   }
   state.counters["Melem/s"] = benchmark::Counter(static_cast<double>(h.size()) * 1e-6,
@@ -269,7 +272,7 @@ void bm_ffn(benchmark::State& state, Shape s) {
   const attn::Tensor<3> x = input(s);
   const LoopClock clock;
   for (auto _ : state) {
-    attn::Tensor<3> y = attn::ffn_forward(x, w, attn::Activation::gelu);
+    attn::Tensor<3> y = attn::fast::ffn_forward(x, w, attn::Activation::gelu);
     benchmark::DoNotOptimize(y.data());
   }
   set_counters(state, 4.0 * static_cast<double>(s.B * s.T * s.C * F), clock);
@@ -287,7 +290,7 @@ void bm_linear_bwd(benchmark::State& state, Shape s) {
   attn::Matrix dw = xt::zeros_like(w);
   const LoopClock clock;
   for (auto _ : state) {
-    attn::linear_backward(dy, x, w, dx, dw);
+    attn::fast::linear_backward(dy, x, w, dx, dw);
     benchmark::DoNotOptimize(dx.data());
   }
   set_counters(state, 4.0 * static_cast<double>(s.B * s.T * s.C * s.C), clock);
@@ -336,9 +339,9 @@ void bm_gelu_bwd(benchmark::State& state, Shape s) {
   const attn::Matrix dy = attn::randn(rng, s.B * s.T, 4 * s.C);
   attn::Matrix dx = xt::zeros_like(h);
   for (auto _ : state) {
-    attn::activate_backward(std::span<const float>(h.data(), h.size()),
-                            std::span<const float>(dy.data(), dy.size()),
-                            std::span<float>(dx.data(), dx.size()), attn::Activation::gelu);
+    attn::fast::activate_backward(std::span<const float>(h.data(), h.size()),
+                                  std::span<const float>(dy.data(), dy.size()),
+                                  std::span<float>(dx.data(), dx.size()), attn::Activation::gelu);
     benchmark::DoNotOptimize(dx.data());
   }
   state.counters["Melem/s"] = benchmark::Counter(static_cast<double>(h.size()) * 1e-6,
@@ -352,19 +355,19 @@ void bm_ffn_bwd(benchmark::State& state, Shape s) {
   const attn::Tensor<3> x = input(s);
   const attn::Tensor<3> dy = attn::randn<3>(rng, {s.B, s.T, s.C});
   attn::FfnCache cache;
-  const attn::Tensor<3> y = attn::ffn_forward(x, w, attn::Activation::gelu, cache);
+  const attn::Tensor<3> y = attn::fast::ffn_forward(x, w, attn::Activation::gelu, cache);
   attn::FfnWeights grads{xt::zeros_like(w.w1), xt::zeros_like(w.b1), xt::zeros_like(w.w2),
                          xt::zeros_like(w.b2)};
   attn::Tensor<3> dx;
   const LoopClock clock;
   for (auto _ : state) {
-    attn::ffn_backward(dy, cache, w, attn::Activation::gelu, dx, grads);
+    attn::fast::ffn_backward(dy, cache, w, attn::Activation::gelu, dx, grads);
     benchmark::DoNotOptimize(dx.data());
   }
   set_counters(state, 8.0 * static_cast<double>(s.B * s.T * s.C * F), clock);
 }
 
-// 6. Why BLAS: the chapter-02 three-loop attn::matmul against attn::matmul_blas on one
+// 6. Why BLAS: the chapter-02 three-loop attn::matmul against attn::fast::matmul_blas on one
 // projection-sized product (B*T, C) @ (C, C) of the first shape.
 void bm_matmul(benchmark::State& state, bool blas) {
   const Shape s = kShapes[0];
@@ -373,7 +376,7 @@ void bm_matmul(benchmark::State& state, bool blas) {
   const attn::Matrix b = attn::randn(rng, s.C, s.C, 0.02f);
   const LoopClock clock;
   for (auto _ : state) {
-    attn::Matrix c = blas ? attn::matmul_blas(a, b) : attn::matmul(a, b);
+    attn::Matrix c = blas ? attn::fast::matmul_blas(a, b) : attn::matmul(a, b);
     benchmark::DoNotOptimize(c.data());
   }
   set_counters(state, 2.0 * static_cast<double>(s.B * s.T * s.C * s.C), clock);

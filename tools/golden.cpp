@@ -28,6 +28,8 @@
 #include "attn/ops/attention.hpp"
 #include "attn/model/block.hpp"
 #include "attn/core/check.hpp"
+#include "attn/fast/ffn.hpp"
+#include "attn/fast/loss.hpp"
 #include "attn/ops/ffn.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/loss.hpp"
@@ -527,19 +529,34 @@ void run_ffn(const Case& c, Comparison& cmp) {
   const attn::Activation a = c.parsed("activation", attn::parse_activation);
   const attn::Tensor<3> x = attn::load_npy<3>(c.file("x"));  // (B, T, C)
   const attn::FfnWeights w = load_ffn(c);
-  if (!c.backward()) {
-    compare<3>(c, "y", attn::ffn_forward(x, w, a), cmp);
-    return;
+  // Both sides must match the fixture: the reference (attn::ffn_*, what the pages teach) and the
+  // fast kernels the model runs (attn::fast::ffn_*). A failure names the side.
+  for (const bool fast : {false, true}) {
+    const bool failed_before = !cmp.first_failure.empty();
+    if (!c.backward()) {
+      compare<3>(c, "y", fast ? attn::fast::ffn_forward(x, w, a) : attn::ffn_forward(x, w, a),
+                 cmp);
+    } else {
+      attn::FfnCache cache;
+      const attn::Tensor<3> y = fast ? attn::fast::ffn_forward(x, w, a, cache)
+                                     : attn::ffn_forward(x, w, a, cache);
+      compare<3>(c, "y", y, cmp);
+      const attn::Tensor<3> dy = load_upstream<3>(c, "y", y.shape());
+      attn::Tensor<3> dx;
+      attn::FfnWeights g = ffn_zeros_like(w);
+      if (fast) {
+        attn::fast::ffn_backward(dy, cache, w, a, dx, g);
+      } else {
+        attn::ffn_backward(dy, cache, w, a, dx, g);
+      }
+      compare_grad<3>(c, "x", dx, cmp);
+      compare_ffn_grads(c, g, cmp);
+    }
+    if (!failed_before && !cmp.first_failure.empty()) {
+      cmp.first_failure = (fast ? "attn::fast::ffn: " : "attn::ffn (reference): ") +
+                          cmp.first_failure;
+    }
   }
-  attn::FfnCache cache;
-  const attn::Tensor<3> y = attn::ffn_forward(x, w, a, cache);
-  compare<3>(c, "y", y, cmp);
-  const attn::Tensor<3> dy = load_upstream<3>(c, "y", y.shape());
-  attn::Tensor<3> dx;
-  attn::FfnWeights g = ffn_zeros_like(w);
-  attn::ffn_backward(dy, cache, w, a, dx, g);
-  compare_grad<3>(c, "x", dx, cmp);
-  compare_ffn_grads(c, g, cmp);
 }
 
 void run_block(const Case& c, Comparison& cmp) {
@@ -595,9 +612,20 @@ void run_cross_entropy(const Case& c, Comparison& cmp) {
     throw CaseError(fmt::format("{}: {} targets for {} rows of logits", c.file("targets").string(),
                                 shape[0], logits.shape()[0]));
   }
-  const attn::LossGrad r = attn::cross_entropy_with_grad(logits, targets);
-  compare_scalar(c, "loss", r.loss, cmp);
-  compare_grad<2>(c, "logits", r.grad, cmp);
+  // Both sides must match the fixture: the reference attn::cross_entropy_with_grad and the
+  // training step's attn::fast:: version. A failure names the side.
+  for (const bool fast : {false, true}) {
+    const bool failed_before = !cmp.first_failure.empty();
+    const attn::LossGrad r = fast ? attn::fast::cross_entropy_with_grad(logits, targets)
+                                  : attn::cross_entropy_with_grad(logits, targets);
+    compare_scalar(c, "loss", r.loss, cmp);
+    compare_grad<2>(c, "logits", r.grad, cmp);
+    if (!failed_before && !cmp.first_failure.empty()) {
+      cmp.first_failure =
+          (fast ? "attn::fast::cross_entropy: " : "attn::cross_entropy (reference): ") +
+          cmp.first_failure;
+    }
+  }
 }
 
 void run_lm(const Case& c, Comparison& cmp) {

@@ -1,6 +1,7 @@
 // Tests for attn/ffn.hpp: activations and the position-wise feed-forward network (chapter 06).
 // The activations are compared with their formulas in double (std::erf, std::tanh) on dense
-// grids; the FFN with a naive composition of attn::matmul and those formulas.
+// grids; the FFN with a naive composition of attn::matmul and those formulas. These are the
+// reference versions; test_fast_ops.cpp checks attn::fast:: against them.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -14,7 +15,7 @@
 #include "attn/ops/ffn.hpp"
 #include "attn/ops/matmul.hpp"
 #include "attn/core/random.hpp"
-#include "attn/core/threads.hpp"
+#include "attn/ops/linear.hpp"
 #include "attn/train/gradcheck.hpp"
 #include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
@@ -190,25 +191,6 @@ TEST_CASE("negative and large inputs, infinities and NaN") {
   CHECK(r[2] == inf);
 }
 
-TEST_CASE("a value gets the same result wherever it sits in the buffer") {
-  // Buffers are processed 4 values at a time, the last 1-3 values padded: sizes 1 to 9 cover
-  // both paths.
-  attn::Rng rng(3);
-  const attn::Matrix values = attn::randn(rng, 1, 9, 3.0f);
-  for (const attn::Activation a :
-       {attn::Activation::relu, attn::Activation::gelu, attn::Activation::gelu_tanh}) {
-    std::vector<float> all(values.data(), values.data() + 9);
-    attn::activate(all, a);
-    for (std::size_t n = 1; n <= 9; ++n) {
-      std::vector<float> part(values.data() + (9 - n), values.data() + 9);
-      attn::activate(part, a);
-      for (std::size_t i = 0; i < n; ++i) CHECK(part[i] == all[9 - n + i]);
-    }
-  }
-  std::vector<float> none;
-  attn::activate(none, attn::Activation::gelu);  // an empty buffer is fine
-}
-
 TEST_CASE("activate on tensors returns a new tensor of the same shape") {
   attn::Rng rng(9);
   const attn::Tensor<3> x = attn::randn<3>(rng, {2, 3, 5});
@@ -238,26 +220,6 @@ TEST_CASE("ffn_forward equals act(x @ w1 + b1) @ w2 + b2 computed with plain loo
   // GELU is the default, like nn.GELU() in the PyTorch FFN.
   CHECK_TENSOR_NEAR(attn::ffn_forward(x, w), attn::ffn_forward(x, w, attn::Activation::gelu), 0.0,
                     0.0);
-}
-
-TEST_CASE("ffn_forward in chunks of tokens, on 1 to 3 threads: the plain-loop result, and the "
-          "same bits whatever the thread count") {
-  // 300 tokens: two full chunks of 128 and a partial one, split over the threads.
-  attn::Rng rng(32);
-  const std::size_t B = 3, T = 100, C = 16, F = 24;
-  const attn::FfnWeights w = weights_with_biases(rng, C, F);
-  const attn::Tensor<3> x = attn::randn<3>(rng, {B, T, C});
-  const std::size_t saved = attn::num_threads();
-  attn::set_num_threads(1);
-  const attn::Tensor<3> one = attn::ffn_forward(x, w);
-  CHECK_TENSOR_NEAR(one, naive_ffn(x, w, attn::Activation::gelu), 1e-5, 1e-5);
-  for (const std::size_t threads : {2, 3}) {
-    CAPTURE(threads);
-    attn::set_num_threads(threads);
-    const attn::Tensor<3> y = attn::ffn_forward(x, w);
-    CHECK_TENSOR_NEAR(y, one, 0.0, 0.0);
-  }
-  attn::set_num_threads(saved);
 }
 
 TEST_CASE("ffn_forward of no tokens is an empty tensor") {
@@ -392,23 +354,19 @@ TEST_CASE("activate_backward matches central differences (tensor form)") {
   }
 }
 
-TEST_CASE("ffn_forward with a cache gives ffn_forward's output bit for bit, on any thread count") {
+TEST_CASE("ffn_forward with a cache gives ffn_forward's output bit for bit, and keeps x, pre, act") {
   attn::Rng rng(88);
   const attn::FfnWeights w = weights_with_biases(rng, 24, 40);
-  const attn::Tensor<3> x = attn::randn<3>(rng, {3, 100, 24});  // 300 tokens: 3 chunks of 128
-  const std::size_t saved = attn::num_threads();
+  const attn::Tensor<3> x = attn::randn<3>(rng, {3, 10, 24});
   for (attn::Activation a :
        {attn::Activation::relu, attn::Activation::gelu, attn::Activation::gelu_tanh}) {
-    for (std::size_t threads : {1, 3}) {
-      attn::set_num_threads(threads);
-      attn::FfnCache cache;
-      const attn::Tensor<3> y = attn::ffn_forward(x, w, a, cache);
-      CHECK_TENSOR_NEAR(y, attn::ffn_forward(x, w, a), 0.0, 0.0);
-      CHECK_TENSOR_NEAR(cache.x, x, 0.0, 0.0);
-      CHECK_TENSOR_NEAR(cache.act, attn::activate<3>(cache.pre, a), 0.0, 0.0);
-    }
+    attn::FfnCache cache;
+    const attn::Tensor<3> y = attn::ffn_forward(x, w, a, cache);
+    CHECK_TENSOR_NEAR(y, attn::ffn_forward(x, w, a), 0.0, 0.0);
+    CHECK_TENSOR_NEAR(cache.x, x, 0.0, 0.0);
+    CHECK_TENSOR_NEAR(cache.pre, attn::linear(x, w.w1, w.b1), 0.0, 0.0);
+    CHECK_TENSOR_NEAR(cache.act, attn::activate<3>(cache.pre, a), 0.0, 0.0);
   }
-  attn::set_num_threads(saved);
 }
 
 TEST_CASE("ffn_backward matches central differences, all three activations, odd sizes") {
@@ -440,34 +398,15 @@ TEST_CASE("ffn_backward matches central differences, all three activations, odd 
   }
 }
 
-TEST_CASE("ffn_backward: same bits on 1 and 3 threads; bad dy named") {
+TEST_CASE("ffn_backward names a mis-shaped dy") {
   attn::Rng rng(90);
   const attn::FfnWeights w = weights_with_biases(rng, 16, 48);
   const attn::Tensor<3> x = attn::randn<3>(rng, {2, 150, 16});
-  const attn::Tensor<3> dy = attn::randn<3>(rng, {2, 150, 16});
-  const std::size_t saved = attn::num_threads();
-  std::vector<attn::Tensor<3>> dxs;
-  std::vector<attn::FfnWeights> gs;
-  for (std::size_t threads : {1, 3}) {
-    attn::set_num_threads(threads);
-    attn::FfnCache cache;
-    (void)attn::ffn_forward(x, w, attn::Activation::gelu, cache);
-    attn::FfnWeights g{xt::zeros<float>({16, 48}), xt::zeros<float>({48}),
-                       xt::zeros<float>({48, 16}), xt::zeros<float>({16})};
-    attn::Tensor<3> dx;
-    attn::ffn_backward(dy, cache, w, attn::Activation::gelu, dx, g);
-    dxs.push_back(dx);
-    gs.push_back(g);
-  }
-  attn::set_num_threads(saved);
-  CHECK_TENSOR_NEAR(dxs[0], dxs[1], 0.0, 0.0);
-  CHECK_TENSOR_NEAR(gs[0].w1, gs[1].w1, 0.0, 0.0);
-  CHECK_TENSOR_NEAR(gs[0].w2, gs[1].w2, 0.0, 0.0);
-  CHECK_TENSOR_NEAR(gs[0].b1, gs[1].b1, 0.0, 0.0);
   attn::FfnCache cache;
   (void)attn::ffn_forward(x, w, attn::Activation::gelu, cache);
   attn::Tensor<3> dx;
-  attn::FfnWeights g = gs[0];
+  attn::FfnWeights g{xt::zeros<float>({16, 48}), xt::zeros<float>({48}), xt::zeros<float>({48, 16}),
+                     xt::zeros<float>({16})};
   const attn::Tensor<3> dy_bad = xt::zeros<float>({2, 150, 15});
   CHECK_THROWS_WITH_AS(attn::ffn_backward(dy_bad, cache, w, attn::Activation::gelu, dx, g),
                        "attn::ffn_backward: expected dy of shape (2, 150, 16) (like the forward's input), got dy (2, 150, 15)",

@@ -1,4 +1,6 @@
-// Tests for attn/linear.hpp: the BLAS products and the linear layer (chapters 04-07).
+// Tests for attn/linear.hpp: the BLAS products (attn/fast/gemm.hpp, which linear.hpp names
+// attn::gemm, attn::gemm_strided and attn::matmul_blas) and the reference linear layer
+// (chapters 04-08); test_fast_ops.cpp checks attn::fast::linear against it.
 // Every BLAS result is compared with the plain-loop attn::matmul or a double-precision loop,
 // never with itself: odd shapes (1x1, vectors, K = 1), both transposes, alpha and beta, empty
 // sizes, bias broadcasting, and the shape errors.
@@ -355,22 +357,6 @@ TEST_CASE("linear_backward names mismatched shapes") {
   const attn::Matrix w_bad = xt::zeros<float>({3, 5});
   CHECK_THROWS_WITH_AS(attn::linear_backward(dy, x, w_bad),
                        "attn::linear_backward: expected x (B, T, in) and w (in, out) with the same in, got x (2, 3, 4) and w (3, 5)", E);
-}
-
-TEST_CASE("linear_backward gives the same bits on 1 and 3 threads") {
-  attn::Rng rng(86);
-  const attn::Tensor<3> x = attn::randn<3>(rng, {4, 100, 96});
-  const attn::Matrix w = attn::randn(rng, 96, 200);
-  const attn::Tensor<3> dy = attn::randn<3>(rng, {4, 100, 200});
-  const std::size_t saved = attn::num_threads();
-  attn::set_num_threads(1);
-  const attn::LinearGrads one = attn::linear_backward(dy, x, w);
-  attn::set_num_threads(3);
-  const attn::LinearGrads three = attn::linear_backward(dy, x, w);
-  attn::set_num_threads(saved);
-  CHECK_TENSOR_NEAR(one.dx, three.dx, 0.0, 0.0);
-  CHECK_TENSOR_NEAR(one.dw, three.dw, 0.0, 0.0);
-  CHECK_TENSOR_NEAR(one.db, three.db, 0.0, 0.0);
 }
 
 }  // TEST_SUITE

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "attn/core/check.hpp"
+#include "attn/fast/ffn.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "../core/parallel.hpp"
 
@@ -184,7 +185,7 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
     const Tensor<3>& h2 = norm(stream, w.ln2_gamma, w.ln2_beta, config, ln_storage);
     report(trace, "ln2", h2);
     // 5. f = FFN(h): each token on its own                     (B, T, C) -> (B, T, F) -> (B, T, C)
-    Tensor<3> f = ffn_forward(h2, w.ffn, config.activation);
+    Tensor<3> f = fast::ffn_forward(h2, w.ffn, config.activation);
     report(trace, "ffn", f);
     // 6. x = x + f                                             (B, T, C)
     if (config.residual) {
@@ -210,7 +211,7 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
   report(trace, "ln1", x1);
   if (!config.use_ffn) return {Tensor<3>(x1), std::move(a.weights)};
   // 4. f = FFN(x)                                              (B, T, C)
-  Tensor<3> r2 = ffn_forward(x1, w.ffn, config.activation);
+  Tensor<3> r2 = fast::ffn_forward(x1, w.ffn, config.activation);
   report(trace, "ffn", r2);
   // 5. r = x + f                                               (B, T, C)
   if (config.residual) add_in_place(r2, x1);
@@ -310,7 +311,7 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
       clear(cache.ln2);
     }
     // 5. f = FFN(h): cache.ffn keeps h, the pre-activation and the activation.
-    ffn_forward(ln ? cache.ffn.x : out, w.ffn, config.activation, cache.ffn, f);
+    fast::ffn_forward(ln ? cache.ffn.x : out, w.ffn, config.activation, cache.ffn, f);
     // 6. x = x + f
     if (!config.residual) {
       copy_into(out, f);
@@ -344,7 +345,7 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
     return;
   }
   // 4. f = FFN(x)
-  ffn_forward(x1, w.ffn, config.activation, cache.ffn, f);
+  fast::ffn_forward(x1, w.ffn, config.activation, cache.ffn, f);
   // 5. r = x + f
   if (config.residual) add_in_place(f, x1);
   // 6. out = ln2(r): its backward needs r (ln2_in).
@@ -377,7 +378,7 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
     const Tensor<3>* g = &dout;  // dL/d(stream after attention), once the FFN step is undone
     if (config.use_ffn) {
       // 6-5. f = FFN(h2): dh2 = ffn_backward(df), df = dout.
-      ffn_backward(dout, cache.ffn, w.ffn, config.activation, d_sub, grads.ffn);
+      fast::ffn_backward(dout, cache.ffn, w.ffn, config.activation, d_sub, grads.ffn);
       // 4. h2 = ln2(x1)
       if (ln) {
         layer_norm_backward<3>(d_sub, cache.residual1, w.ln2_gamma, cache.ln2, d_sub,
@@ -417,7 +418,7 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
       d_r2 = &d_stream;
     }
     // 4. f = FFN(x1)
-    ffn_backward(*d_r2, cache.ffn, w.ffn, config.activation, d_sub, grads.ffn);
+    fast::ffn_backward(*d_r2, cache.ffn, w.ffn, config.activation, d_sub, grads.ffn);
     // 5. r2 = x1 + f
     if (config.residual) add_into(d_sub, d_sub, *d_r2);
     g = &d_sub;

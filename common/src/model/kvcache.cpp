@@ -15,6 +15,8 @@
 
 #include "attn/ops/attention.hpp"
 #include "attn/core/check.hpp"
+#include "attn/fast/ffn.hpp"
+#include "attn/fast/gemm.hpp"
 #include "attn/ops/ffn.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/linear.hpp"
@@ -153,10 +155,10 @@ void run_positions(KvCache& c, const int* tokens, std::size_t tok_stride, std::s
     layer_norm_rows(x, rows, C, bw.ln1_gamma.data(), bw.ln1_beta.data(), kEps, h);
     // 3. k, v (and q) of the new rows, side by side in qkv: (rows, C) @ (C, C) -> (rows, C)
     //    each, as [q | k | v] of width 3C like mha_forward.
-    gemm_strided(rows, C, C, 1.0f, h, C, false, bw.attn.w_k.data(), C, false, 0.0f, qkv + C,
-                 3 * C);
-    gemm_strided(rows, C, C, 1.0f, h, C, false, bw.attn.w_v.data(), C, false, 0.0f, qkv + 2 * C,
-                 3 * C);
+    fast::gemm_strided(rows, C, C, 1.0f, h, C, false, bw.attn.w_k.data(), C, false, 0.0f,
+                       qkv + C, 3 * C);
+    fast::gemm_strided(rows, C, C, 1.0f, h, C, false, bw.attn.w_v.data(), C, false, 0.0f,
+                       qkv + 2 * C, 3 * C);
     // 4. Append: head hh of k at row (b, t) goes to keys[l][b, hh, pos0 + t, :]; same for v.
     //    (rows, C) -> (B, H, T_max, hs) at positions pos0..pos0+T-1
     float* kc = c.keys[l].data();
@@ -171,7 +173,8 @@ void run_positions(KvCache& c, const int* tokens, std::size_t tok_stride, std::s
         }
       }
     if (kv_only) break;  // the last layer of a prefill: its keys and values are all we need
-    gemm_strided(rows, C, C, 1.0f, h, C, false, bw.attn.w_q.data(), C, false, 0.0f, qkv, 3 * C);
+    fast::gemm_strided(rows, C, C, 1.0f, h, C, false, bw.attn.w_q.data(), C, false, 0.0f, qkv,
+                       3 * C);
     // 5. Attention of the new queries over the S cached keys and values of each head:
     //    (T, hs) @ (hs, S) -> (T, S), softmax, @ (S, hs) -> (T, hs), into att's column block.
     //    A step (T = 1) needs no mask: the cache holds only the past and the present.
@@ -179,15 +182,18 @@ void run_positions(KvCache& c, const int* tokens, std::size_t tok_stride, std::s
                       {H * T_max * hs, T_max * hs, hs}, vc, {H * T_max * hs, T_max * hs, hs}, att,
                       {T * C, hs, C}, /*causal=*/T > 1, c.scratch.data());
     // 6. x = x + att @ w_o                                  (rows, C) @ (C, C) -> (rows, C)
-    gemm_strided(rows, C, C, 1.0f, att, C, false, bw.attn.w_o.data(), C, false, 0.0f, proj, C);
+    fast::gemm_strided(rows, C, C, 1.0f, att, C, false, bw.attn.w_o.data(), C, false, 0.0f, proj,
+                       C);
     residual_add(x, proj, rows * C);
     // 7. x = x + FFN(ln2(x)): (rows, C) @ (C, F) + b1, activation, @ (F, C) + b2
     layer_norm_rows(x, rows, C, bw.ln2_gamma.data(), bw.ln2_beta.data(), kEps, h);
     fill_bias(hidden, rows, bw.ffn.b1);
-    gemm_strided(rows, F, C, 1.0f, h, C, false, bw.ffn.w1.data(), F, false, 1.0f, hidden, F);
-    activate(std::span<float>(hidden, rows * F), config.activation);
+    fast::gemm_strided(rows, F, C, 1.0f, h, C, false, bw.ffn.w1.data(), F, false, 1.0f, hidden,
+                       F);
+    fast::activate(std::span<float>(hidden, rows * F), config.activation);
     fill_bias(proj, rows, bw.ffn.b2);
-    gemm_strided(rows, C, F, 1.0f, hidden, F, false, bw.ffn.w2.data(), C, false, 1.0f, proj, C);
+    fast::gemm_strided(rows, C, F, 1.0f, hidden, F, false, bw.ffn.w2.data(), C, false, 1.0f, proj,
+                       C);
     residual_add(x, proj, rows * C);
   }
   if (!finish) return;
@@ -198,10 +204,10 @@ void run_positions(KvCache& c, const int* tokens, std::size_t tok_stride, std::s
     layer_norm_rows(x + r * C, 1, C, w.ln_f_gamma.data(), w.ln_f_beta.data(), kEps, h + b * C);
   }
   if (config.tied_head) {
-    gemm(B, V, C, 1.0f, h, false, w.wte.data(), /*trans_b=*/true, 0.0f, c.logits.data());
+    fast::gemm(B, V, C, 1.0f, h, false, w.wte.data(), /*trans_b=*/true, 0.0f, c.logits.data());
   } else {
     fill_bias(c.logits.data(), B, w.lm_head_bias);
-    gemm(B, V, C, 1.0f, h, false, w.lm_head.data(), /*trans_b=*/false, 1.0f, c.logits.data());
+    fast::gemm(B, V, C, 1.0f, h, false, w.lm_head.data(), /*trans_b=*/false, 1.0f, c.logits.data());
   }
 }
 

@@ -16,6 +16,9 @@
 #include <fmt/format.h>
 
 #include "attn/core/check.hpp"
+#include "attn/fast/gemm.hpp"
+#include "attn/fast/linear.hpp"
+#include "attn/fast/loss.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "attn/core/limits.hpp"
 #include "attn/ops/linear.hpp"
@@ -195,12 +198,13 @@ Tensor<3> lm_forward_impl(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
   checked_elements({B, T, V}, "attn::lm_forward: logits (B, T, V)");
   Tensor<3> logits(std::array<std::size_t, 3>{B, T, V});  // (B, T, V)
   if (config.tied_head) {
-    gemm(B * T, V, C, 1.0f, h.data(), false, w.wte.data(), /*trans_b=*/true, 0.0f, logits.data());
+    fast::gemm(B * T, V, C, 1.0f, h.data(), false, w.wte.data(), /*trans_b=*/true, 0.0f,
+               logits.data());
   } else {
     // An untied head (chapter 09's ladder): h @ lm_head + lm_head_bias, (C, V) and (V,).
     for (std::size_t r = 0; r < B * T; ++r)
       std::copy(w.lm_head_bias.begin(), w.lm_head_bias.end(), logits.data() + r * V);
-    gemm(B * T, V, C, 1.0f, h.data(), false, w.lm_head.data(), false, 1.0f, logits.data());
+    fast::gemm(B * T, V, C, 1.0f, h.data(), false, w.lm_head.data(), false, 1.0f, logits.data());
   }
   return logits;
 }
@@ -656,7 +660,7 @@ double lm_loss(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& tar
   const auto flat = xt::adapt(logits.data(), N * V, xt::no_ownership(),
                               std::array<std::size_t, 2>{N, V});
   const Matrix rows = flat;  // (B*T, V)
-  return cross_entropy(rows, std::span<const int>(targets.data(), N));
+  return fast::cross_entropy(rows, std::span<const int>(targets.data(), N));
 }
 
 double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
@@ -705,16 +709,16 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
   // 4. logits = h @ wte^T (tied) or h @ lm_head + lm_head_bias              (B*T, V)
   ensure_shape(cache.logits, std::array<std::size_t, 2>{N, V});
   if (config.tied_head) {
-    gemm(N, V, C, 1.0f, cache.h.data(), false, w.wte.data(), true, 0.0f, cache.logits.data());
+    fast::gemm(N, V, C, 1.0f, cache.h.data(), false, w.wte.data(), true, 0.0f, cache.logits.data());
   } else {
     for (std::size_t r = 0; r < N; ++r)
       std::copy(w.lm_head_bias.begin(), w.lm_head_bias.end(), cache.logits.data() + r * V);
-    gemm(N, V, C, 1.0f, cache.h.data(), false, w.lm_head.data(), false, 1.0f,
+    fast::gemm(N, V, C, 1.0f, cache.h.data(), false, w.lm_head.data(), false, 1.0f,
          cache.logits.data());
   }
   // 5. loss = mean cross-entropy; the logits become dloss/dlogits = (softmax - onehot) / N.
   const double loss =
-      cross_entropy_backward_inplace(cache.logits, std::span<const int>(targets.data(), N));
+      fast::cross_entropy_backward_inplace(cache.logits, std::span<const int>(targets.data(), N));
 
   // ---- Backward: every step of the forward in reverse, gradients added into grads ----
   const float* dlogits = cache.logits.data();  // (B*T, V)
@@ -724,8 +728,8 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
   //            dwte += dlogits^T @ h     (V, B*T) @ (B*T, C) -> (V, C): wte's first use
   //    untied: dh = dlogits @ lm_head^T, dlm_head += h^T @ dlogits, dbias += sum_rows dlogits
   if (config.tied_head) {
-    gemm(N, C, V, 1.0f, dlogits, false, w.wte.data(), false, 0.0f, dx_a.data());
-    gemm(V, C, N, 1.0f, dlogits, true, cache.h.data(), false, 1.0f, grads.wte.data());
+    fast::gemm(N, C, V, 1.0f, dlogits, false, w.wte.data(), false, 0.0f, dx_a.data());
+    fast::gemm(V, C, N, 1.0f, dlogits, true, cache.h.data(), false, 1.0f, grads.wte.data());
   } else {
     // (Two independent jobs of about equal size, side by side over the threads; each is
     // computed the same way on any thread count.)
@@ -734,11 +738,11 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
       detail::WorkerScope scope;  // one BLAS call per product
       for (std::size_t job = first; job < last; ++job) {
         if (job == 0) {
-          gemm(N, C, V, 1.0f, dlogits, false, w.lm_head.data(), true, 0.0f, dx_a.data());
+          fast::gemm(N, C, V, 1.0f, dlogits, false, w.lm_head.data(), true, 0.0f, dx_a.data());
         } else {
-          gemm(C, V, N, 1.0f, cache.h.data(), true, dlogits, false, 1.0f,
+          fast::gemm(C, V, N, 1.0f, cache.h.data(), true, dlogits, false, 1.0f,
                grads.lm_head.data());
-          bias_backward(dlogits, N, V, grads.lm_head_bias.data());
+          fast::bias_backward(dlogits, N, V, grads.lm_head_bias.data());
         }
       }
     });

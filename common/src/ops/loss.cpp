@@ -1,15 +1,15 @@
-// loss.cpp: cross-entropy and its hand-derived gradient (chapter 01; every training chapter).
-// One pass per row computes the row's log-sum-exp once; the loss and the gradient
-// (softmax - onehot) / N both come out of it.
+// loss.cpp: cross-entropy and its hand-derived gradient, the reference (chapter 01; every
+// training chapter). For each row: m = the row's max, s = sum_v exp(l_v - m), then
+//   loss_n = log(s) - (l[y_n] - m)                    = -log softmax(l_n)[y_n]
+//   grad[n, v] = (exp(l_v - m) / s - [v == y_n]) / N  = (softmax(l_n) - onehot(y_n)) / N
+// The training step runs the same numbers with the rows split over threads
+// (common/src/fast/loss.cpp).
 #include "attn/ops/loss.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <string>
-#include <vector>
 
 #include "attn/core/check.hpp"
-#include "../core/parallel.hpp"
 
 namespace attn {
 
@@ -36,94 +36,79 @@ void check_loss_inputs(const Matrix& logits, std::span<const int> targets, const
   }
 }
 
-// Rows per chunk when the loss is split over the threads (fixed: the result does not depend on
-// the thread count). 256 rows of V = 65 are ~10 us of work.
-constexpr std::size_t kLossRows = 256;
+// What one row of logits (V,) needs for both the loss and the gradient:
+//   m = max_v l_v (so every exponent is <= 0, as in softmax), and
+//   s = sum_v exp(l_v - m), in double; s >= 1 because the max term is exactly 1.
+struct RowSums {
+  float m;
+  double s;
+};
+RowSums row_sums(const float* row, std::size_t V) {
+  float m = row[0];
+  for (std::size_t v = 1; v < V; ++v)
+    if (row[v] > m) m = row[v];
+  double s = 0.0;
+  for (std::size_t v = 0; v < V; ++v) s += static_cast<double>(std::exp(row[v] - m));
+  return {m, s};
+}
 
-// The shared pass. For every row n of logits (N, V):
-//   1. m = max_v l[n, v]                       (so every exponent is <= 0, as in softmax)
-//   2. e[v] = exp(l[n, v] - m) in float, s = sum_v e[v] in double (s >= 1: the max term is 1)
-//   3. -log softmax(l_n)[y] = log(s) - (l[n, y] - m), accumulated in double
-//   4. if a gradient is wanted: grad[n, v] = (e[v] / s - [v == y]) / N
-// Returns the mean loss. `grad` is null or points at an (N, V) row-major buffer.
-double cross_entropy_pass(const Matrix& logits, std::span<const int> targets, float* grad) {
-  const std::size_t N = logits.shape()[0];
-  const std::size_t V = logits.shape()[1];
-  // Rows are independent: fixed chunks of kLossRows rows are shared out over the library's
-  // threads, each chunk sums its losses in double, and the chunks' sums are added in chunk order,
-  // so the result does not depend on the thread count. Buffers kept by the calling thread
-  // between calls (the training step calls this every step): a (V,) row of shifted
-  // exponentials per part, each in [0, 1], and one sum per chunk.
-  const std::size_t chunks = (N + kLossRows - 1) / kLossRows;
-  const std::size_t parts = detail::worker_count(chunks);
-  thread_local std::vector<float> exps;
-  thread_local std::vector<double> sums;
-  if (exps.size() < parts * V) exps.resize(parts * V);
-  sums.assign(chunks, 0.0);
-  float* e_all = exps.data();
-  double* chunk_sum = sums.data();
-  const double inv_n = 1.0 / static_cast<double>(N);
-  detail::run_parts(chunks, parts, [&](std::size_t first, std::size_t last, std::size_t part) {
-    float* e = e_all + part * V;  // (V,)
-    for (std::size_t k = first; k < last; ++k) {
-      double total = 0.0;
-      for (std::size_t n = k * kLossRows; n < std::min(N, (k + 1) * kLossRows); ++n) {
-        const float* row = logits.data() + n * V;  // (V,)
-        const auto y = static_cast<std::size_t>(targets[n]);
-        // 1.
-        float m = row[0];
-        for (std::size_t v = 1; v < V; ++v)
-          if (row[v] > m) m = row[v];
-        // 2.
-        double s = 0.0;
-        for (std::size_t v = 0; v < V; ++v) {
-          e[v] = std::exp(row[v] - m);
-          s += static_cast<double>(e[v]);
-        }
-        // 3.
-        total += std::log(s) - (static_cast<double>(row[y]) - static_cast<double>(m));
-        // 4.
-        if (grad != nullptr) {
-          float* g = grad + n * V;  // (V,)
-          for (std::size_t v = 0; v < V; ++v)
-            g[v] = static_cast<float>(static_cast<double>(e[v]) / s * inv_n);  // softmax / N
-          g[y] = static_cast<float>((static_cast<double>(e[y]) / s - 1.0) * inv_n);  // - onehot
-        }
-      }
-      chunk_sum[k] = total;
-    }
-  });
+// The mean of -log softmax(l_n)[y_n] over the N rows, accumulated in double.
+double mean_loss(const Matrix& logits, std::span<const int> targets) {
+  const std::size_t N = logits.shape()[0], V = logits.shape()[1];
   double total = 0.0;
-  for (std::size_t k = 0; k < chunks; ++k) total += chunk_sum[k];
+  for (std::size_t n = 0; n < N; ++n) {
+    const float* row = logits.data() + n * V;  // (V,)
+    const RowSums r = row_sums(row, V);
+    const auto y = static_cast<std::size_t>(targets[n]);
+    // -log(exp(l_y - m) / s) = log(s) - (l_y - m): a tiny probability stays a finite number.
+    total += std::log(r.s) - (static_cast<double>(row[y]) - static_cast<double>(r.m));
+  }
   return total / static_cast<double>(N);
+}
+
+// grad (N, V) = (softmax(l_n) - onehot(y_n)) / N, row by row. grad may be logits' own buffer:
+// each row's sums are taken before the row is overwritten.
+void loss_grad(const float* logits, std::span<const int> targets, std::size_t N, std::size_t V,
+               float* grad) {
+  const double inv_n = 1.0 / static_cast<double>(N);
+  for (std::size_t n = 0; n < N; ++n) {
+    const float* row = logits + n * V;  // (V,)
+    const RowSums r = row_sums(row, V);
+    const auto y = static_cast<std::size_t>(targets[n]);
+    float* g = grad + n * V;  // (V,)
+    for (std::size_t v = 0; v < V; ++v) {
+      const double p = static_cast<double>(std::exp(row[v] - r.m)) / r.s;  // softmax(l_n)[v]
+      g[v] = static_cast<float>((v == y ? p - 1.0 : p) * inv_n);
+    }
+  }
 }
 
 }  // namespace
 
 double cross_entropy(const Matrix& logits, std::span<const int> targets) {
   check_loss_inputs(logits, targets, "attn::cross_entropy");
-  return cross_entropy_pass(logits, targets, nullptr);
+  return mean_loss(logits, targets);
 }
 
 Matrix cross_entropy_grad(const Matrix& logits, std::span<const int> targets) {
   check_loss_inputs(logits, targets, "attn::cross_entropy_grad");
   Matrix grad(logits.shape());  // (N, V)
-  cross_entropy_pass(logits, targets, grad.data());
+  loss_grad(logits.data(), targets, logits.shape()[0], logits.shape()[1], grad.data());
   return grad;
 }
 
 LossGrad cross_entropy_with_grad(const Matrix& logits, std::span<const int> targets) {
   check_loss_inputs(logits, targets, "attn::cross_entropy_with_grad");
-  LossGrad out{0.0, Matrix(logits.shape())};
-  out.loss = cross_entropy_pass(logits, targets, out.grad.data());
+  LossGrad out{mean_loss(logits, targets), Matrix(logits.shape())};
+  loss_grad(logits.data(), targets, logits.shape()[0], logits.shape()[1], out.grad.data());
   return out;
 }
 
 double cross_entropy_backward_inplace(Matrix& logits, std::span<const int> targets) {
   check_loss_inputs(logits, targets, "attn::cross_entropy_backward_inplace");
-  // Safe in place: each row is read completely (steps 1-3) before step 4 writes its gradient,
-  // which only reads the row's exponentials kept aside.
-  return cross_entropy_pass(logits, targets, logits.data());
+  const double loss = mean_loss(logits, targets);  // before the logits are overwritten
+  loss_grad(logits.data(), targets, logits.shape()[0], logits.shape()[1], logits.data());
+  return loss;
 }
 
 }  // namespace attn

@@ -1,5 +1,7 @@
 // attn/ffn.hpp: the position-wise feed-forward network and its activations (chapter 06).
 //   FFN(x) = act(x @ w1 + b1) @ w2 + b2,   w1 (C, F), b1 (F,), w2 (F, C), b2 (C,), F = 4C usually
+// These are the reference versions (plain loops, the activations as double-precision formulas);
+// the model's fast path uses attn::fast:: (attn/fast/ffn.hpp), tested equal to these.
 // Activations: ReLU max(0, x); GELU exact x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) (the default,
 // like PyTorch's nn.GELU()); GELU tanh approximation
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (nn.GELU(approximate="tanh")).
@@ -49,7 +51,7 @@ void activate_backward(std::span<const float> x, std::span<const float> dy, std:
 template <std::size_t N>
 Tensor<N> activate_backward(const Tensor<N>& x, const Tensor<N>& dy, Activation a);
 
-// What ffn_forward keeps for its backward.
+// What ffn_forward keeps for its backward (the fast side, attn/fast/ffn.hpp, fills the same).
 struct FfnCache {
   Tensor<3> x;    // (B, T, C) the input
   Tensor<3> pre;  // (B, T, F) x @ w1 + b1, before the activation
@@ -57,10 +59,6 @@ struct FfnCache {
 };
 // The forward that fills `cache` (same output as ffn_forward).
 Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a, FfnCache& cache);
-// The same, written into `y` (resized only when its shape differs: a training loop passing the
-// same buffer every step allocates nothing). `y` must not be `x`.
-void ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a, FfnCache& cache,
-                 Tensor<3>& y);
 // dy (B, T, C) -> dx (B, T, C) (overwritten); grads.w1, b1, w2, b2 accumulate (+=).
 void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& w, Activation a,
                   Tensor<3>& dx, FfnWeights& grads);

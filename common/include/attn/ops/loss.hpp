@@ -3,7 +3,8 @@
 //   loss = -(1/N) sum_n log softmax(l_n)[y_n]
 //   dloss/dl_n = (softmax(l_n) - onehot(y_n)) / N
 // The gradient is derived by hand in docs/01-bigram.md and checked by finite differences in
-// tests/common/test_loss.cpp.
+// tests/common/test_loss.cpp. These are the reference versions, one plain loop per row; the
+// training step uses attn::fast:: (attn/fast/loss.hpp), tested equal to these.
 #pragma once
 
 #include <span>

@@ -1,0 +1,25 @@
+// attn/fast/loss.hpp: cross-entropy on the fast side (chapters 07-09's training step). The same
+// numbers as the reference (attn/ops/loss.hpp), with the rows split in fixed chunks over the
+// library's threads and the buffers kept between calls; tested equal to the reference in
+// tests/common/test_fast_ops.cpp.
+#pragma once
+
+#include <span>
+
+#include "attn/core/xt.hpp"
+#include "attn/ops/loss.hpp"
+
+namespace attn::fast {
+
+// The mean loss over the N rows of logits (N, V). Throws std::invalid_argument like
+// attn::cross_entropy.
+double cross_entropy(const Matrix& logits, std::span<const int> targets);
+
+// Both at once, sharing the softmax.
+LossGrad cross_entropy_with_grad(const Matrix& logits, std::span<const int> targets);
+
+// In place, for the training loop's reused buffers: returns the mean loss and overwrites logits
+// (N, V) with dloss/dlogits.
+double cross_entropy_backward_inplace(Matrix& logits, std::span<const int> targets);
+
+}  // namespace attn::fast

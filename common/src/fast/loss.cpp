@@ -1,0 +1,124 @@
+// loss.cpp (fast side): cross-entropy and its gradient as the training step runs them
+// (chapters 07-09). One pass per row computes the row's log-sum-exp once; the loss and the
+// gradient (softmax - onehot) / N both come out of it, the rows in fixed chunks over the
+// library's threads. The reference is common/src/ops/loss.cpp; tests/common/test_fast_ops.cpp
+// proves the two agree.
+#include "attn/fast/loss.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "attn/core/check.hpp"
+#include "../core/parallel.hpp"
+
+namespace attn::fast {
+
+namespace {
+
+// logits (N, V) and N targets in [0, V), with messages naming what was expected and what came.
+void check_loss_inputs(const Matrix& logits, std::span<const int> targets, const char* function) {
+  const std::size_t N = logits.shape()[0];
+  const std::size_t V = logits.shape()[1];
+  // (Messages built only on failure: the training step checks its logits every step.)
+  if (N == 0 || V == 0) {
+    shape_error(function, N == 0 ? "logits (N, V) with N >= 1" : "logits (N, V) with V >= 1",
+                "logits " + shape_str(logits.shape()));
+  }
+  if (targets.size() != N) {
+    shape_error(function, std::to_string(N) + " targets for logits " + shape_str(logits.shape()),
+                std::to_string(targets.size()) + " targets");
+  }
+  for (std::size_t n = 0; n < N; ++n) {
+    if (targets[n] < 0 || static_cast<std::size_t>(targets[n]) >= V) {
+      shape_error(function, "targets in [0, " + std::to_string(V) + ")",
+                  std::to_string(targets[n]) + " at index " + std::to_string(n));
+    }
+  }
+}
+
+// Rows per chunk when the loss is split over the threads (fixed: the result does not depend on
+// the thread count). 256 rows of V = 65 are ~10 us of work.
+constexpr std::size_t kLossRows = 256;
+
+// The shared pass. For every row n of logits (N, V):
+//   1. m = max_v l[n, v]                       (so every exponent is <= 0, as in softmax)
+//   2. e[v] = exp(l[n, v] - m) in float, s = sum_v e[v] in double (s >= 1: the max term is 1)
+//   3. -log softmax(l_n)[y] = log(s) - (l[n, y] - m), accumulated in double
+//   4. if a gradient is wanted: grad[n, v] = (e[v] / s - [v == y]) / N
+// Returns the mean loss. `grad` is null or points at an (N, V) row-major buffer.
+double cross_entropy_pass(const Matrix& logits, std::span<const int> targets, float* grad) {
+  const std::size_t N = logits.shape()[0];
+  const std::size_t V = logits.shape()[1];
+  // Rows are independent: fixed chunks of kLossRows rows are shared out over the library's
+  // threads, each chunk sums its losses in double, and the chunks' sums are added in chunk order,
+  // so the result does not depend on the thread count. Buffers kept by the calling thread
+  // between calls (the training step calls this every step): a (V,) row of shifted
+  // exponentials per part, each in [0, 1], and one sum per chunk.
+  const std::size_t chunks = (N + kLossRows - 1) / kLossRows;
+  const std::size_t parts = detail::worker_count(chunks);
+  thread_local std::vector<float> exps;
+  thread_local std::vector<double> sums;
+  if (exps.size() < parts * V) exps.resize(parts * V);
+  sums.assign(chunks, 0.0);
+  float* e_all = exps.data();
+  double* chunk_sum = sums.data();
+  const double inv_n = 1.0 / static_cast<double>(N);
+  detail::run_parts(chunks, parts, [&](std::size_t first, std::size_t last, std::size_t part) {
+    float* e = e_all + part * V;  // (V,)
+    for (std::size_t k = first; k < last; ++k) {
+      double total = 0.0;
+      for (std::size_t n = k * kLossRows; n < std::min(N, (k + 1) * kLossRows); ++n) {
+        const float* row = logits.data() + n * V;  // (V,)
+        const auto y = static_cast<std::size_t>(targets[n]);
+        // 1.
+        float m = row[0];
+        for (std::size_t v = 1; v < V; ++v)
+          if (row[v] > m) m = row[v];
+        // 2.
+        double s = 0.0;
+        for (std::size_t v = 0; v < V; ++v) {
+          e[v] = std::exp(row[v] - m);
+          s += static_cast<double>(e[v]);
+        }
+        // 3.
+        total += std::log(s) - (static_cast<double>(row[y]) - static_cast<double>(m));
+        // 4.
+        if (grad != nullptr) {
+          float* g = grad + n * V;  // (V,)
+          for (std::size_t v = 0; v < V; ++v)
+            g[v] = static_cast<float>(static_cast<double>(e[v]) / s * inv_n);  // softmax / N
+          g[y] = static_cast<float>((static_cast<double>(e[y]) / s - 1.0) * inv_n);  // - onehot
+        }
+      }
+      chunk_sum[k] = total;
+    }
+  });
+  double total = 0.0;
+  for (std::size_t k = 0; k < chunks; ++k) total += chunk_sum[k];
+  return total / static_cast<double>(N);
+}
+
+}  // namespace
+
+double cross_entropy(const Matrix& logits, std::span<const int> targets) {
+  check_loss_inputs(logits, targets, "attn::fast::cross_entropy");
+  return cross_entropy_pass(logits, targets, nullptr);
+}
+
+LossGrad cross_entropy_with_grad(const Matrix& logits, std::span<const int> targets) {
+  check_loss_inputs(logits, targets, "attn::fast::cross_entropy_with_grad");
+  LossGrad out{0.0, Matrix(logits.shape())};
+  out.loss = cross_entropy_pass(logits, targets, out.grad.data());
+  return out;
+}
+
+double cross_entropy_backward_inplace(Matrix& logits, std::span<const int> targets) {
+  check_loss_inputs(logits, targets, "attn::fast::cross_entropy_backward_inplace");
+  // Safe in place: each row is read completely (steps 1-3) before step 4 writes its gradient,
+  // which only reads the row's exponentials kept aside.
+  return cross_entropy_pass(logits, targets, logits.data());
+}
+
+}  // namespace attn::fast
