@@ -1,9 +1,10 @@
-// Tests for attn/ops/attention.hpp, the reference scaled dot-product attention and multi-head attention
-// (chapters 04-05, backward chapter 08; the fast kernels are tested against it in
-// test_fast_layernorm_attention.cpp). The references are written out here in double precision with plain loops
-// (no attn:: attention code): attention per (b, h), and multi-head attention straight from its
-// definition. On top: the three multi-head variants against each other, the shape walk of the
-// multi-head checklist, causality, the masked zeros, extreme scores, and every error message.
+// Tests for attn/ops/attention.hpp, the reference scaled dot-product attention and multi-head
+// attention (chapters 04-05, backward chapter 08; the fast kernels are tested against it in
+// test_fast_layernorm_attention.cpp). The references are written out here in double precision
+// with plain loops (no attn:: attention code): attention per (b, h), and multi-head attention
+// straight from its definition. On top: the three multi-head variants against each other, the
+// shape walk of the multi-head checklist, causality, the masked zeros, extreme scores, and every
+// error message.
 #include <doctest/doctest.h>
 
 #include <algorithm>
