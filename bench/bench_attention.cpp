@@ -29,6 +29,8 @@
 #include "attn/fast/ffn.hpp"
 #include "attn/fast/gemm.hpp"
 #include "attn/fast/linear.hpp"
+#include "attn/fast/attention.hpp"
+#include "attn/fast/layernorm.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/model/block.hpp"
 #include "attn/ops/ffn.hpp"
@@ -135,7 +137,8 @@ void bm_mha(benchmark::State& state, Shape s) {
   const attn::Tensor<3> x = input(s);
   const LoopClock clock;
   for (auto _ : state) {
-    attn::MhaResult r = attn::mha_forward(x, w, s.H, /*causal=*/true, /*need_weights=*/false);
+    attn::MhaResult r =
+        attn::fast::mha_forward(x, w, s.H, /*causal=*/true, /*need_weights=*/false);
     benchmark::DoNotOptimize(r.out.data());
   }
   set_counters(state, attn::mha_forward_flops(s.B, s.T, s.C, s.H), clock);
@@ -172,13 +175,13 @@ void bm_mha_fwd_bwd(benchmark::State& state, Shape s) {
   const attn::Tensor<3> dout = attn::randn<3>(rng, {s.B, s.T, s.C});  // (B, T, C)
   attn::MhaWeights grads{xt::zeros_like(w.w_q), xt::zeros_like(w.w_k), xt::zeros_like(w.w_v),
                          xt::zeros_like(w.w_o)};
-  attn::MhaCache cache;
+  attn::fast::MhaCache cache;
   attn::Tensor<3> dx;
   const LoopClock clock;
   for (auto _ : state) {
-    attn::Tensor<3> out = attn::mha_forward(x, w, s.H, /*causal=*/true, cache);
+    attn::Tensor<3> out = attn::fast::mha_forward(x, w, s.H, /*causal=*/true, cache);
     benchmark::DoNotOptimize(out.data());
-    attn::mha_backward(dout, cache, w, s.H, /*causal=*/true, dx, grads);
+    attn::fast::mha_backward(dout, cache, w, s.H, /*causal=*/true, dx, grads);
     benchmark::DoNotOptimize(dx.data());
   }
   set_counters(state, 3.0 * attn::mha_forward_flops(s.B, s.T, s.C, s.H), clock);
@@ -231,7 +234,7 @@ void bm_sdpa(benchmark::State& state, Shape s) {
   const attn::Tensor<4> v = attn::randn<4>(rng, {s.B, s.H, s.T, hs});
   const LoopClock clock;
   for (auto _ : state) {
-    attn::AttentionResult r = attn::scaled_dot_product_attention(q, k, v, true, false);
+    attn::AttentionResult r = attn::fast::scaled_dot_product_attention(q, k, v, true, false);
     benchmark::DoNotOptimize(r.out.data());
   }
   // Dense count (both T x T products), as in mha_forward_flops.
@@ -243,7 +246,7 @@ void bm_layer_norm(benchmark::State& state, Shape s) {
   const attn::Vector beta = xt::zeros<float>({s.C});
   const attn::Tensor<3> x = input(s);
   for (auto _ : state) {
-    attn::Tensor<3> y = attn::layer_norm(x, gamma, beta);
+    attn::Tensor<3> y = attn::fast::layer_norm(x, gamma, beta);
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["threads"] = static_cast<double>(attn::num_threads());
@@ -305,11 +308,11 @@ void bm_sdpa_bwd(benchmark::State& state, Shape s) {
   const attn::Tensor<4> k = attn::randn<4>(rng, {s.B, s.H, s.T, hs});
   const attn::Tensor<4> v = attn::randn<4>(rng, {s.B, s.H, s.T, hs});
   const attn::Tensor<4> dout = attn::randn<4>(rng, {s.B, s.H, s.T, hs});
-  const attn::AttentionResult r = attn::scaled_dot_product_attention(q, k, v, true, true);
+  const attn::AttentionResult r = attn::fast::scaled_dot_product_attention(q, k, v, true, true);
   const LoopClock clock;
   for (auto _ : state) {
     attn::AttentionGrads g =
-        attn::scaled_dot_product_attention_backward(dout, q, k, v, r.weights, true);
+        attn::fast::scaled_dot_product_attention_backward(dout, q, k, v, r.weights, true);
     benchmark::DoNotOptimize(g.dq.data());
   }
   set_counters(state, 8.0 * static_cast<double>(s.B * s.H * s.T * s.T * hs), clock);
@@ -322,11 +325,12 @@ void bm_layer_norm_bwd(benchmark::State& state, Shape s) {
   attn::Rng rng(10);
   const attn::Tensor<3> dy = attn::randn<3>(rng, {s.B, s.T, s.C});
   attn::LayerNormCache cache;
-  const attn::Tensor<3> y = attn::layer_norm(x, gamma, beta, 1e-5f, cache);
+  attn::Tensor<3> y;
+  attn::fast::layer_norm(x, gamma, beta, 1e-5f, cache, y);
   attn::Tensor<3> dx;
   attn::Vector dgamma = xt::zeros<float>({s.C}), dbeta = xt::zeros<float>({s.C});
   for (auto _ : state) {
-    attn::layer_norm_backward(dy, x, gamma, cache, dx, dgamma, dbeta);
+    attn::fast::layer_norm_backward(dy, x, gamma, cache, dx, dgamma, dbeta);
     benchmark::DoNotOptimize(dx.data());
   }
   state.counters["threads"] = static_cast<double>(attn::num_threads());

@@ -30,6 +30,8 @@
 #include "attn/core/check.hpp"
 #include "attn/fast/ffn.hpp"
 #include "attn/fast/loss.hpp"
+#include "attn/fast/attention.hpp"
+#include "attn/fast/layernorm.hpp"
 #include "attn/ops/ffn.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/loss.hpp"
@@ -461,26 +463,61 @@ void run_masked_softmax(const Case& c, bool causal, Comparison& cmp) {
   compare_grad<N>(c, "x", attn::masked_softmax_backward<N>(y, dy), cmp);
 }
 
+// The ops with a reference and a fast kernel (layernorm, sdpa, mha) compare both with the same
+// fixture: `ref` and `fast` were filled separately and are folded into `cmp` here. The names of
+// the files compared are the reference's; a failure says which kernel missed ("reference: ",
+// "fast: " or "both kernels: " before the first mismatch).
+void fold_reference_and_fast(const Comparison& ref, const Comparison& fast, Comparison& cmp) {
+  cmp.max_abs = std::max({cmp.max_abs, ref.max_abs, fast.max_abs});
+  cmp.max_rel = std::max({cmp.max_rel, ref.max_rel, fast.max_rel});
+  cmp.compared.insert(cmp.compared.end(), ref.compared.begin(), ref.compared.end());
+  if (!cmp.first_failure.empty()) return;
+  if (!ref.first_failure.empty()) {
+    cmp.first_failure = (fast.first_failure.empty() ? "reference: " : "both kernels: ") +
+                        ref.first_failure;
+  } else if (!fast.first_failure.empty()) {
+    cmp.first_failure = "fast: " + fast.first_failure;
+  }
+}
+
 template <std::size_t N>
 void run_layernorm(const Case& c, float eps, Comparison& cmp) {
   const attn::Tensor<N> x = attn::load_npy<N>(c.file("x"));  // (..., C)
   const attn::Vector gamma = attn::load_npy<1>(c.file("gamma"));
   const attn::Vector beta = attn::load_npy<1>(c.file("beta"));
+  Comparison ref, fast;
   if (!c.backward()) {
-    compare<N>(c, "y", attn::layer_norm<N>(x, gamma, beta, eps), cmp);
+    compare<N>(c, "y", attn::layer_norm<N>(x, gamma, beta, eps), ref);
+    compare<N>(c, "y", attn::fast::layer_norm<N>(x, gamma, beta, eps), fast);
+    fold_reference_and_fast(ref, fast, cmp);
     return;
   }
   // The training path: the forward keeps mean and rstd, the backward uses them.
-  attn::LayerNormCache cache;
-  const attn::Tensor<N> y = attn::layer_norm<N>(x, gamma, beta, eps, cache);
-  compare<N>(c, "y", y, cmp);
-  const attn::Tensor<N> dy = load_upstream<N>(c, "y", y.shape());
-  attn::Tensor<N> dx;
-  attn::Vector dgamma = xt::zeros_like(gamma), dbeta = xt::zeros_like(beta);
-  attn::layer_norm_backward<N>(dy, x, gamma, cache, dx, dgamma, dbeta);
-  compare_grad<N>(c, "x", dx, cmp);
-  compare_grad<1>(c, "gamma", dgamma, cmp);
-  compare_grad<1>(c, "beta", dbeta, cmp);
+  attn::Tensor<N> dy;
+  {  // the reference (attn::layer_norm, attn::layer_norm_backward)
+    attn::LayerNormCache cache;
+    const attn::Tensor<N> y = attn::layer_norm<N>(x, gamma, beta, eps, cache);
+    compare<N>(c, "y", y, ref);
+    dy = load_upstream<N>(c, "y", y.shape());
+    attn::Tensor<N> dx;
+    attn::Vector dgamma = xt::zeros_like(gamma), dbeta = xt::zeros_like(beta);
+    attn::layer_norm_backward<N>(dy, x, gamma, cache, dx, dgamma, dbeta);
+    compare_grad<N>(c, "x", dx, ref);
+    compare_grad<1>(c, "gamma", dgamma, ref);
+    compare_grad<1>(c, "beta", dbeta, ref);
+  }
+  {  // the fast kernels (attn::fast::), as the model's training step calls them
+    attn::LayerNormCache cache;
+    attn::Tensor<N> y, dx;
+    attn::fast::layer_norm<N>(x, gamma, beta, eps, cache, y);
+    compare<N>(c, "y", y, fast);
+    attn::Vector dgamma = xt::zeros_like(gamma), dbeta = xt::zeros_like(beta);
+    attn::fast::layer_norm_backward<N>(dy, x, gamma, cache, dx, dgamma, dbeta);
+    compare_grad<N>(c, "x", dx, fast);
+    compare_grad<1>(c, "gamma", dgamma, fast);
+    compare_grad<1>(c, "beta", dbeta, fast);
+  }
+  fold_reference_and_fast(ref, fast, cmp);
 }
 
 void run_sdpa(const Case& c, Comparison& cmp) {
@@ -490,15 +527,27 @@ void run_sdpa(const Case& c, Comparison& cmp) {
   const attn::Tensor<4> v = attn::load_npy<4>(c.file("v"));
   const attn::AttentionResult r =
       attn::scaled_dot_product_attention(q, k, v, causal, /*need_weights=*/true);
-  compare<4>(c, "out", r.out, cmp);          // (B, H, T, hs)
-  compare<4>(c, "weights", r.weights, cmp);  // (B, H, T, T)
-  if (!c.backward()) return;
-  const attn::Tensor<4> dout = load_upstream<4>(c, "out", r.out.shape());
-  const attn::AttentionGrads g =
-      attn::scaled_dot_product_attention_backward(dout, q, k, v, r.weights, causal);
-  compare_grad<4>(c, "q", g.dq, cmp);
-  compare_grad<4>(c, "k", g.dk, cmp);
-  compare_grad<4>(c, "v", g.dv, cmp);
+  const attn::AttentionResult f =
+      attn::fast::scaled_dot_product_attention(q, k, v, causal, /*need_weights=*/true);
+  Comparison ref, fast;
+  compare<4>(c, "out", r.out, ref);          // (B, H, T, hs)
+  compare<4>(c, "weights", r.weights, ref);  // (B, H, T, T)
+  compare<4>(c, "out", f.out, fast);
+  compare<4>(c, "weights", f.weights, fast);
+  if (c.backward()) {
+    const attn::Tensor<4> dout = load_upstream<4>(c, "out", r.out.shape());
+    const attn::AttentionGrads g =
+        attn::scaled_dot_product_attention_backward(dout, q, k, v, r.weights, causal);
+    compare_grad<4>(c, "q", g.dq, ref);
+    compare_grad<4>(c, "k", g.dk, ref);
+    compare_grad<4>(c, "v", g.dv, ref);
+    const attn::AttentionGrads gf =
+        attn::fast::scaled_dot_product_attention_backward(dout, q, k, v, f.weights, causal);
+    compare_grad<4>(c, "q", gf.dq, fast);
+    compare_grad<4>(c, "k", gf.dk, fast);
+    compare_grad<4>(c, "v", gf.dv, fast);
+  }
+  fold_reference_and_fast(ref, fast, cmp);
 }
 
 void run_mha(const Case& c, Comparison& cmp) {
@@ -507,22 +556,43 @@ void run_mha(const Case& c, Comparison& cmp) {
   // Named variables: the files are read (and a missing one reported) in a fixed order.
   const attn::Tensor<3> x = attn::load_npy<3>(c.file("x"));  // (B, T, C)
   const attn::MhaWeights w = load_mha(c);
+  Comparison ref, fast;
   if (!c.backward()) {
     const attn::MhaResult r = attn::mha_forward(x, w, H, causal, /*need_weights=*/true);
-    compare<3>(c, "out", r.out, cmp);          // (B, T, C)
-    compare<4>(c, "weights", r.weights, cmp);  // (B, H, T, T)
+    compare<3>(c, "out", r.out, ref);          // (B, T, C)
+    compare<4>(c, "weights", r.weights, ref);  // (B, H, T, T)
+    const attn::MhaResult f = attn::fast::mha_forward(x, w, H, causal, /*need_weights=*/true);
+    compare<3>(c, "out", f.out, fast);
+    compare<4>(c, "weights", f.weights, fast);
+    fold_reference_and_fast(ref, fast, cmp);
     return;
   }
-  attn::MhaCache cache;
-  const attn::Tensor<3> out = attn::mha_forward(x, w, H, causal, cache);
-  compare<3>(c, "out", out, cmp);
-  compare<4>(c, "weights", cache.weights, cmp);
-  const attn::Tensor<3> dout = load_upstream<3>(c, "out", out.shape());
-  attn::Tensor<3> dx;
-  attn::MhaWeights g = mha_zeros_like(w);
-  attn::mha_backward(dout, cache, w, H, causal, dx, g);
-  compare_grad<3>(c, "x", dx, cmp);
-  compare_mha_grads(c, g, cmp);
+  {  // the reference (attn::mha_forward, attn::mha_backward)
+    attn::MhaCache cache;
+    const attn::Tensor<3> out = attn::mha_forward(x, w, H, causal, cache);
+    compare<3>(c, "out", out, ref);
+    compare<4>(c, "weights", cache.weights, ref);
+    const attn::Tensor<3> dout = load_upstream<3>(c, "out", out.shape());
+    attn::Tensor<3> dx;
+    attn::MhaWeights g = mha_zeros_like(w);
+    attn::mha_backward(dout, cache, w, H, causal, dx, g);
+    compare_grad<3>(c, "x", dx, ref);
+    compare_mha_grads(c, g, ref);
+  }
+  {  // the fast kernels (attn::fast::), as the model's training step calls them
+    attn::fast::MhaCache cache;
+    attn::Tensor<3> out;
+    attn::fast::mha_forward(x, w, H, causal, cache, out);
+    compare<3>(c, "out", out, fast);
+    compare<4>(c, "weights", cache.weights, fast);
+    const attn::Tensor<3> dout = load_upstream<3>(c, "out", out.shape());
+    attn::Tensor<3> dx;
+    attn::MhaWeights g = mha_zeros_like(w);
+    attn::fast::mha_backward(dout, cache, w, H, causal, dx, g);
+    compare_grad<3>(c, "x", dx, fast);
+    compare_mha_grads(c, g, fast);
+  }
+  fold_reference_and_fast(ref, fast, cmp);
 }
 
 void run_ffn(const Case& c, Comparison& cmp) {

@@ -1,8 +1,10 @@
-// Tests for attn/attention.hpp: scaled dot-product attention and multi-head attention
-// (chapters 04-05). The references are written out here in double precision with plain loops
-// (no attn:: attention code): attention per (b, h), and multi-head attention straight from its
-// definition. On top: the three multi-head variants against each other, the shape walk of the
-// multi-head checklist, causality, the masked zeros, extreme scores, and every error message.
+// Tests for attn/ops/attention.hpp, the reference scaled dot-product attention and multi-head
+// attention (chapters 04-05, backward chapter 08; the fast kernels are tested against it in
+// test_fast_layernorm_attention.cpp). The references are written out here in double precision
+// with plain loops (no attn:: attention code): attention per (b, h), and multi-head attention
+// straight from its definition. On top: the three multi-head variants against each other, the
+// shape walk of the multi-head checklist, causality, the masked zeros, extreme scores, and every
+// error message.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -510,35 +512,6 @@ TEST_CASE("mha_forward, per-head and fused agree, and match the definition in do
   }
 }
 
-TEST_CASE("mha_forward on 1 to 3 threads: the same bits") {
-  // (3, 70, 24, 3): 9 (batch, head) pairs of 2 query blocks each, small projections (one GEMM).
-  // (2, 256, 128, 4): projections big enough to be split into blocks of rows as well.
-  attn::Rng rng(23);
-  const std::size_t saved = attn::num_threads();
-  for (const DimsMha d : {DimsMha{3, 70, 24, 3}, DimsMha{2, 256, 128, 4}}) {
-    const Tensor<3> x = attn::randn<3>(rng, {d.B, d.T, d.C});
-    const attn::MhaWeights w = test_weights(rng, d.C);
-    for (const bool causal : {false, true}) {
-      for (const bool need_weights : {false, true}) {
-        CAPTURE(d.T);
-        CAPTURE(causal);
-        CAPTURE(need_weights);
-        attn::set_num_threads(1);
-        const attn::MhaResult one = attn::mha_forward(x, w, d.H, causal, need_weights);
-        CHECK_TENSOR_NEAR(one.out, reference_mha(x, x, w, d.H, causal).out, 1e-5, 1e-4);
-        for (const std::size_t threads : {2, 3}) {
-          CAPTURE(threads);
-          attn::set_num_threads(threads);
-          const attn::MhaResult many = attn::mha_forward(x, w, d.H, causal, need_weights);
-          CHECK_TENSOR_NEAR(many.out, one.out, 0.0, 0.0);
-          CHECK_TENSOR_NEAR(many.weights, one.weights, 0.0, 0.0);
-        }
-      }
-    }
-  }
-  attn::set_num_threads(saved);
-}
-
 TEST_CASE("fused QKV: [w_q | w_k | w_v] side by side, and the same result as three GEMMs") {
   attn::Rng rng(23);
   const attn::MhaWeights w = test_weights(rng, 64);
@@ -838,59 +811,6 @@ TEST_CASE("scaled_dot_product_attention_backward matches central differences (T=
   }
 }
 
-TEST_CASE("both kernels, hand-written (small heads) and BLAS, match the reference forward and backward") {
-  // Heads of 8, 16, ... 64 floats with at most 256 keys go through the hand-written products
-  // (common/src/fast/head_products.hpp), every other shape through BLAS. Shapes on both sides of each
-  // limit (hs 64 | 72, S 256 | 257, hs 8 | 12), a last block of fewer than 4 rows or 16 keys,
-  // 16 + 8 columns (hs 24), T != S, several query blocks of 64 (T 70, T 150).
-  struct Case {
-    std::size_t B, H, T, S, hs;
-  };
-  for (const Case c : {Case{1, 2, 5, 5, 8}, Case{2, 1, 17, 17, 24}, Case{1, 1, 33, 70, 16},
-                       Case{1, 1, 3, 256, 8}, Case{1, 1, 3, 257, 8}, Case{1, 1, 9, 9, 64},
-                       Case{1, 1, 9, 9, 72}, Case{1, 2, 6, 6, 12}, Case{1, 1, 70, 70, 16},
-                       Case{1, 2, 150, 150, 8}}) {
-    for (const bool causal : {false, true}) {
-      if (causal && c.T != c.S) continue;
-      CAPTURE(c.T);
-      CAPTURE(c.S);
-      CAPTURE(c.hs);
-      CAPTURE(causal);
-      Sdpa s = make_sdpa(c.B, c.H, c.T, c.S, c.hs, 300 + c.S + c.hs);
-      const attn::AttentionResult f = attn::scaled_dot_product_attention(s.q, s.k, s.v, causal);
-      const Reference want = reference_attention(s.q, s.k, s.v, causal);
-      CHECK_TENSOR_NEAR(f.weights, want.weights, 1e-6, 1e-5);
-      CHECK_TENSOR_NEAR(f.out, want.out, 1e-5, 1e-5);
-      const attn::AttentionGrads g =
-          attn::scaled_dot_product_attention_backward(s.r, s.q, s.k, s.v, f.weights, causal);
-      const attn::AttentionGrads ref = reference_backward(s.r, s.q, s.k, s.v, causal);
-      CHECK_TENSOR_NEAR(g.dq, ref.dq, 1e-5, 1e-4);
-      CHECK_TENSOR_NEAR(g.dk, ref.dk, 1e-5, 1e-4);
-      CHECK_TENSOR_NEAR(g.dv, ref.dv, 1e-5, 1e-4);
-    }
-  }
-}
-
-TEST_CASE("small heads: one query at a time (the KV cache's call) gives the bits of the whole causal sequence") {
-  // Every score and every output of the hand-written products is one sum in a fixed order, so
-  // query t over keys 0..t alone equals row t of the causal (T, T) computation exactly. That is
-  // what lets chapter 10's cached generation reproduce the uncached one token for token.
-  const std::size_t H = 3, T = 37, hs = 16;
-  Sdpa s = make_sdpa(1, H, T, T, hs, 5);
-  const attn::AttentionResult full =
-      attn::scaled_dot_product_attention(s.q, s.k, s.v, /*causal=*/true, /*need_weights=*/false);
-  std::vector<float> out(H * hs), scratch(attn::attention_scratch_floats(1, T, hs));
-  const attn::HeadStrides in{H * T * hs, T * hs, hs}, one{H * hs, hs, hs};
-  std::size_t differ = 0;
-  for (std::size_t t = 0; t < T; ++t) {
-    attn::attention_strided(1, H, 1, t + 1, hs, s.q.data() + t * hs, in, s.k.data(), in,
-                            s.v.data(), in, out.data(), one, /*causal=*/false, scratch.data());
-    for (std::size_t h = 0; h < H; ++h)
-      for (std::size_t i = 0; i < hs; ++i) differ += out[h * hs + i] != full.out(0, h, t, i);
-  }
-  CHECK(differ == 0);
-}
-
 TEST_CASE("a wrong attention gradient is caught: the missing 1/sqrt(hs), the mask ignored in P") {
   Sdpa s = make_sdpa(1, 2, 4, 4, 4, 11);
   const attn::AttentionGrads no_scale = reference_backward(s.r, s.q, s.k, s.v, true, false, true);
@@ -954,40 +874,6 @@ TEST_CASE("mha_backward matches central differences (H = 1, hs = 1, T = 1, causa
                             tensors));
       }
   }
-}
-
-TEST_CASE("mha forward+backward: same bits on 1 and 3 threads, cache buffers reused") {
-  attn::Rng rng(300);
-  const attn::MhaWeights w = attn::mha_init(rng, 32, 0.2f);
-  const Tensor<3> x = attn::randn<3>(rng, {3, 130, 32});
-  const Tensor<3> dout = attn::randn<3>(rng, {3, 130, 32});
-  const std::size_t saved = attn::num_threads();
-  for (bool causal : {true, false}) {
-    std::vector<Tensor<3>> dxs;
-    std::vector<attn::MhaWeights> gs;
-    for (std::size_t threads : {1, 3}) {
-      attn::set_num_threads(threads);
-      attn::MhaCache cache;
-      (void)attn::mha_forward(x, w, 4, causal, cache);
-      const float* qkv_data = cache.qkv.data();
-      const float* weights_data = cache.weights.data();
-      const Tensor<3> out = attn::mha_forward(x, w, 4, causal, cache);
-      CHECK(cache.qkv.data() == qkv_data);
-      CHECK(cache.weights.data() == weights_data);
-      CHECK_TENSOR_NEAR(out, attn::mha_forward(x, w, 4, causal).out, 0.0, 0.0);
-      attn::MhaWeights g = zeros_like(w);
-      Tensor<3> dx;
-      attn::mha_backward(dout, cache, w, 4, causal, dx, g);
-      dxs.push_back(dx);
-      gs.push_back(g);
-    }
-    CHECK_TENSOR_NEAR(dxs[0], dxs[1], 0.0, 0.0);
-    CHECK_TENSOR_NEAR(gs[0].w_q, gs[1].w_q, 0.0, 0.0);
-    CHECK_TENSOR_NEAR(gs[0].w_k, gs[1].w_k, 0.0, 0.0);
-    CHECK_TENSOR_NEAR(gs[0].w_v, gs[1].w_v, 0.0, 0.0);
-    CHECK_TENSOR_NEAR(gs[0].w_o, gs[1].w_o, 0.0, 0.0);
-  }
-  attn::set_num_threads(saved);
 }
 
 TEST_CASE("mha_backward names a bad dout and an unfilled cache") {

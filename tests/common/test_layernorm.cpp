@@ -1,4 +1,6 @@
-// Tests for attn/layernorm.hpp: LayerNorm over the last axis (chapter 06).
+// Tests for attn/ops/layernorm.hpp, the reference LayerNorm over the last axis (chapter 06) and
+// its backward (chapter 08). The fast kernels are tested against it in
+// test_fast_layernorm_attention.cpp.
 // Hand-computed rows first, then a double-precision reference, then the inputs that break a
 // careless LayerNorm: constant rows (divide by zero) and large offsets (cancellation).
 #include <doctest/doctest.h>
@@ -10,7 +12,6 @@
 
 #include "attn/ops/layernorm.hpp"
 #include "attn/core/random.hpp"
-#include "attn/core/threads.hpp"
 #include "attn/train/gradcheck.hpp"
 #include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
@@ -325,37 +326,6 @@ TEST_CASE("a wrong LayerNorm gradient is caught: the unbiased variance (C - 1) i
   attn::testing::check_gradients("layer_norm (rank 2)",
                                  attn::grad_check(loss, {{"x", span_of(x), cspan_of(g.dx)},
                                                          {"gamma", span_of(gamma), cspan_of(g.dgamma)}}));
-}
-
-}  // TEST_SUITE
-
-TEST_SUITE("layernorm.backward") {
-
-TEST_CASE("LayerNorm forward and backward give the same bits on 1 and 3 threads (1000 rows)") {
-  attn::Rng rng(95);
-  const attn::Tensor<3> x = attn::randn<3>(rng, {4, 250, 24});
-  const attn::Vector gamma = attn::randn<1>(rng, {24});
-  const attn::Vector beta = attn::randn<1>(rng, {24});
-  const attn::Tensor<3> dy = attn::randn<3>(rng, {4, 250, 24});
-  const std::size_t saved = attn::num_threads();
-  std::vector<attn::Tensor<3>> ys;
-  std::vector<attn::LayerNormGrads<3>> gs;
-  for (std::size_t threads : {1, 3}) {
-    attn::set_num_threads(threads);
-    ys.push_back(attn::layer_norm<3>(x, gamma, beta));
-    gs.push_back(attn::layer_norm_backward<3>(dy, x, gamma));
-  }
-  attn::set_num_threads(saved);
-  CHECK_TENSOR_NEAR(ys[0], ys[1], 0.0, 0.0);
-  CHECK_TENSOR_NEAR(gs[0].dx, gs[1].dx, 0.0, 0.0);
-  CHECK_TENSOR_NEAR(gs[0].dgamma, gs[1].dgamma, 0.0, 0.0);
-  CHECK_TENSOR_NEAR(gs[0].dbeta, gs[1].dbeta, 0.0, 0.0);
-  // And the chunked sums agree with a plain double sum over all rows.
-  for (std::size_t j = 0; j < 24; ++j) {
-    double db = 0.0;
-    for (std::size_t r = 0; r < 1000; ++r) db += static_cast<double>(dy.data()[r * 24 + j]);
-    CHECK(gs[0].dbeta(j) == doctest::Approx(db).epsilon(1e-6));
-  }
 }
 
 }  // TEST_SUITE

@@ -10,6 +10,8 @@
 
 #include "attn/core/check.hpp"
 #include "attn/fast/ffn.hpp"
+#include "attn/fast/attention.hpp"
+#include "attn/fast/layernorm.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "../core/parallel.hpp"
 
@@ -108,7 +110,7 @@ void check_block(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& c
 const Tensor<3>& norm(const Tensor<3>& x, const Vector& gamma, const Vector& beta,
                       const BlockConfig& config, Tensor<3>& storage) {
   if (!config.use_layer_norm) return x;
-  storage = layer_norm<3>(x, gamma, beta, config.eps);
+  storage = fast::layer_norm<3>(x, gamma, beta, config.eps);
   return storage;
 }
 
@@ -173,7 +175,7 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
     const Tensor<3>& h1 = norm(x, w.ln1_gamma, w.ln1_beta, config, ln_storage);
     report(trace, "ln1", h1);
     // 2. a = MultiHeadAttention(h): tokens exchange information  (B, T, C), weights (B, H, T, T)
-    MhaResult a = mha_forward(h1, w.attn, config.n_heads, config.causal, config.keep_weights);
+    MhaResult a = fast::mha_forward(h1, w.attn, config.n_heads, config.causal, config.keep_weights);
     report(trace, "attn", a.out);
     // 3. x = x + a: the residual connection                   (B, T, C)
     //    (residual = false, chapter 09's ladder: x = a)
@@ -200,7 +202,7 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
   // Post-norm (the original Transformer): normalise after each residual addition, so the
   // stream itself is renormalised twice per block.
   // 1. a = MultiHeadAttention(x)                               (B, T, C), weights (B, H, T, T)
-  MhaResult a = mha_forward(x, w.attn, config.n_heads, config.causal, config.keep_weights);
+  MhaResult a = fast::mha_forward(x, w.attn, config.n_heads, config.causal, config.keep_weights);
   report(trace, "attn", a.out);
   // 2. r = x + a                                               (B, T, C)
   Tensor<3> r1 = std::move(a.out);
@@ -217,7 +219,7 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
   if (config.residual) add_in_place(r2, x1);
   report(trace, "residual2", r2);
   // 6. out = ln2(r)                                            (B, T, C)
-  if (config.use_layer_norm) r2 = layer_norm<3>(r2, w.ln2_gamma, w.ln2_beta, config.eps);
+  if (config.use_layer_norm) r2 = fast::layer_norm<3>(r2, w.ln2_gamma, w.ln2_beta, config.eps);
   report(trace, "ln2", r2);
   return {std::move(r2), std::move(a.weights)};
 }
@@ -278,13 +280,14 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
     //    cache.attn.x, where MHA keeps its input (so it copies nothing).
     if (ln) {
       copy_into(cache.x, x);
-      layer_norm<3>(x, w.ln1_gamma, w.ln1_beta, config.eps, cache.ln1, cache.attn.x);
+      fast::layer_norm<3>(x, w.ln1_gamma, w.ln1_beta, config.eps, cache.ln1, cache.attn.x);
     } else {
       clear(cache.x);
       clear(cache.ln1);
     }
     // 2. a = MHA(h): cache.attn keeps h, q|k|v, the weights and the merged heads.
-    mha_forward(ln ? cache.attn.x : x, w.attn, config.n_heads, config.causal, cache.attn, out);
+    fast::mha_forward(ln ? cache.attn.x : x, w.attn, config.n_heads, config.causal, cache.attn,
+                      out);
     if (!config.use_ffn) {
       // 3. x = x + a
       if (config.residual) add_in_place(out, x);
@@ -306,7 +309,7 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
     if (!ln) clear(cache.residual1);
     // 4. h = ln2(x), straight into cache.ffn.x where the FFN keeps its input.
     if (ln) {
-      layer_norm<3>(stream, w.ln2_gamma, w.ln2_beta, config.eps, cache.ln2, cache.ffn.x);
+      fast::layer_norm<3>(stream, w.ln2_gamma, w.ln2_beta, config.eps, cache.ln2, cache.ffn.x);
     } else {
       clear(cache.ln2);
     }
@@ -323,13 +326,13 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
   // Post-norm.
   clear(cache.x);  // the input lives in cache.attn.x
   // 1. a = MHA(x)
-  mha_forward(x, w.attn, config.n_heads, config.causal, cache.attn, out);
+  fast::mha_forward(x, w.attn, config.n_heads, config.causal, cache.attn, out);
   // 2. r = x + a
   if (config.residual) add_in_place(out, x);
   // 3. x = ln1(r): its backward needs r (residual1).
   if (ln) {
     copy_into(cache.residual1, out);
-    layer_norm<3>(out, w.ln1_gamma, w.ln1_beta, config.eps, cache.ln1, h);
+    fast::layer_norm<3>(out, w.ln1_gamma, w.ln1_beta, config.eps, cache.ln1, h);
   } else {
     clear(cache.residual1);
     clear(cache.ln1);
@@ -356,7 +359,7 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
     return;
   }
   copy_into(cache.ln2_in, f);
-  layer_norm<3>(f, w.ln2_gamma, w.ln2_beta, config.eps, cache.ln2, out);
+  fast::layer_norm<3>(f, w.ln2_gamma, w.ln2_beta, config.eps, cache.ln2, out);
 }
 
 void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockWeights& w,
@@ -381,8 +384,8 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
       fast::ffn_backward(dout, cache.ffn, w.ffn, config.activation, d_sub, grads.ffn);
       // 4. h2 = ln2(x1)
       if (ln) {
-        layer_norm_backward<3>(d_sub, cache.residual1, w.ln2_gamma, cache.ln2, d_sub,
-                               grads.ln2_gamma, grads.ln2_beta);
+        fast::layer_norm_backward<3>(d_sub, cache.residual1, w.ln2_gamma, cache.ln2, d_sub,
+                                     grads.ln2_gamma, grads.ln2_beta);
       }
       // 6. x2 = x1 + f: dx1 = dout + (the FFN branch), or the branch alone without residual.
       if (config.residual) {
@@ -393,11 +396,11 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
       g = &d_stream;
     }
     // 2. a = MHA(h1)
-    mha_backward(*g, cache.attn, w.attn, H, config.causal, d_sub, grads.attn);
+    fast::mha_backward(*g, cache.attn, w.attn, H, config.causal, d_sub, grads.attn);
     // 1. h1 = ln1(x)
     if (ln) {
-      layer_norm_backward<3>(d_sub, cache.x, w.ln1_gamma, cache.ln1, d_sub,
-                             grads.ln1_gamma, grads.ln1_beta);
+      fast::layer_norm_backward<3>(d_sub, cache.x, w.ln1_gamma, cache.ln1, d_sub,
+                                   grads.ln1_gamma, grads.ln1_beta);
     }
     // 3. x1 = x + a
     if (config.residual) {
@@ -413,8 +416,8 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
     // 6. out = ln2(r2)
     const Tensor<3>* d_r2 = &dout;
     if (ln) {
-      layer_norm_backward<3>(dout, cache.ln2_in, w.ln2_gamma, cache.ln2, d_stream,
-                             grads.ln2_gamma, grads.ln2_beta);
+      fast::layer_norm_backward<3>(dout, cache.ln2_in, w.ln2_gamma, cache.ln2, d_stream,
+                                   grads.ln2_gamma, grads.ln2_beta);
       d_r2 = &d_stream;
     }
     // 4. f = FFN(x1)
@@ -425,12 +428,12 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
   }
   // 3. x1 = ln1(r1)
   if (ln) {
-    layer_norm_backward<3>(*g, cache.residual1, w.ln1_gamma, cache.ln1, d_stream,
-                           grads.ln1_gamma, grads.ln1_beta);
+    fast::layer_norm_backward<3>(*g, cache.residual1, w.ln1_gamma, cache.ln1, d_stream,
+                                 grads.ln1_gamma, grads.ln1_beta);
     g = &d_stream;
   }
   // 1. a = MHA(x), 2. r1 = x + a
-  mha_backward(*g, cache.attn, w.attn, H, config.causal, dx, grads.attn);
+  fast::mha_backward(*g, cache.attn, w.attn, H, config.causal, dx, grads.attn);
   if (config.residual) add_into(dx, dx, *g);
 }
 

@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "attn/fast/attention.hpp"
+#include "attn/fast/layernorm.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/core/check.hpp"
 #include "attn/fast/ffn.hpp"
@@ -152,7 +154,7 @@ void run_positions(KvCache& c, const int* tokens, std::size_t tok_stride, std::s
     const BlockWeights& bw = w.blocks[l];
     const bool kv_only = !finish && l + 1 == L;
     // 2. h = ln1(x)                                                           (rows, C)
-    layer_norm_rows(x, rows, C, bw.ln1_gamma.data(), bw.ln1_beta.data(), kEps, h);
+    fast::layer_norm_rows(x, rows, C, bw.ln1_gamma.data(), bw.ln1_beta.data(), kEps, h);
     // 3. k, v (and q) of the new rows, side by side in qkv: (rows, C) @ (C, C) -> (rows, C)
     //    each, as [q | k | v] of width 3C like mha_forward.
     fast::gemm_strided(rows, C, C, 1.0f, h, C, false, bw.attn.w_k.data(), C, false, 0.0f,
@@ -178,15 +180,15 @@ void run_positions(KvCache& c, const int* tokens, std::size_t tok_stride, std::s
     // 5. Attention of the new queries over the S cached keys and values of each head:
     //    (T, hs) @ (hs, S) -> (T, S), softmax, @ (S, hs) -> (T, hs), into att's column block.
     //    A step (T = 1) needs no mask: the cache holds only the past and the present.
-    attention_strided(B, H, T, S, hs, qkv, {T * 3 * C, hs, 3 * C}, kc,
-                      {H * T_max * hs, T_max * hs, hs}, vc, {H * T_max * hs, T_max * hs, hs}, att,
-                      {T * C, hs, C}, /*causal=*/T > 1, c.scratch.data());
+    fast::attention_strided(B, H, T, S, hs, qkv, {T * 3 * C, hs, 3 * C}, kc,
+                            {H * T_max * hs, T_max * hs, hs}, vc, {H * T_max * hs, T_max * hs, hs},
+                            att, {T * C, hs, C}, /*causal=*/T > 1, c.scratch.data());
     // 6. x = x + att @ w_o                                  (rows, C) @ (C, C) -> (rows, C)
     fast::gemm_strided(rows, C, C, 1.0f, att, C, false, bw.attn.w_o.data(), C, false, 0.0f, proj,
                        C);
     residual_add(x, proj, rows * C);
     // 7. x = x + FFN(ln2(x)): (rows, C) @ (C, F) + b1, activation, @ (F, C) + b2
-    layer_norm_rows(x, rows, C, bw.ln2_gamma.data(), bw.ln2_beta.data(), kEps, h);
+    fast::layer_norm_rows(x, rows, C, bw.ln2_gamma.data(), bw.ln2_beta.data(), kEps, h);
     fill_bias(hidden, rows, bw.ffn.b1);
     fast::gemm_strided(rows, F, C, 1.0f, h, C, false, bw.ffn.w1.data(), F, false, 1.0f, hidden,
                        F);
@@ -201,7 +203,8 @@ void run_positions(KvCache& c, const int* tokens, std::size_t tok_stride, std::s
   //    @ lm_head + lm_head_bias.   (B, C) @ (C, V) -> (B, V)
   for (std::size_t b = 0; b < B; ++b) {
     const std::size_t r = b * T + T - 1;
-    layer_norm_rows(x + r * C, 1, C, w.ln_f_gamma.data(), w.ln_f_beta.data(), kEps, h + b * C);
+    fast::layer_norm_rows(x + r * C, 1, C, w.ln_f_gamma.data(), w.ln_f_beta.data(), kEps,
+                          h + b * C);
   }
   if (config.tied_head) {
     fast::gemm(B, V, C, 1.0f, h, false, w.wte.data(), /*trans_b=*/true, 0.0f, c.logits.data());
@@ -251,12 +254,13 @@ Matrix attend_cache(const Matrix& q, const Tensor<4>& keys, const Tensor<4>& val
             [&] { return fmt::format("n must be in [1, {}] (T_max), got {}", T_max, n); });
   }
   Matrix out(std::array<std::size_t, 2>{B, C});  // (B, C)
-  Vector scratch(std::array<std::size_t, 1>{attention_scratch_floats(1, n, hs)});
+  Vector scratch(std::array<std::size_t, 1>{fast::attention_scratch_floats(1, n, hs)});
   // One query (T = 1) over n keys per (b, h), the attention kernel of chapters 04-07:
   //   (1, hs) @ (hs, n) -> (1, n), softmax, @ (n, hs) -> (1, hs)
-  const HeadStrides cached{H * T_max * hs, T_max * hs, hs};
-  attention_strided(B, H, 1, n, hs, q.data(), {C, hs, C}, keys.data(), cached, values.data(),
-                    cached, out.data(), {C, hs, C}, /*causal=*/false, scratch.data());
+  const fast::HeadStrides cached{H * T_max * hs, T_max * hs, hs};
+  fast::attention_strided(B, H, 1, n, hs, q.data(), {C, hs, C}, keys.data(), cached,
+                          values.data(), cached, out.data(), {C, hs, C}, /*causal=*/false,
+                          scratch.data());
   return out;
 }
 
@@ -284,7 +288,8 @@ KvCache kv_cache_init(const LmConfig& config, std::size_t batch) {
   c.att = Matrix(std::array<std::size_t, 2>{rows, C});
   c.proj = Matrix(std::array<std::size_t, 2>{rows, C});
   c.hidden = Matrix(std::array<std::size_t, 2>{rows, ffn_width(config)});
-  c.scratch = Vector(std::array<std::size_t, 1>{attention_scratch_floats(T_max, T_max, C / H)});
+  c.scratch =
+      Vector(std::array<std::size_t, 1>{fast::attention_scratch_floats(T_max, T_max, C / H)});
   c.logits = Matrix(std::array<std::size_t, 2>{batch, V});
   return c;
 }

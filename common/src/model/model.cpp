@@ -19,6 +19,7 @@
 #include "attn/fast/gemm.hpp"
 #include "attn/fast/linear.hpp"
 #include "attn/fast/loss.hpp"
+#include "attn/fast/layernorm.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "attn/core/limits.hpp"
 #include "attn/ops/linear.hpp"
@@ -189,8 +190,9 @@ Tensor<3> lm_forward_impl(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
   }
 
   // 3. Final LayerNorm: the last block's residual stream is unnormalised.
-  const Tensor<3> h = config.use_layer_norm ? layer_norm<3>(x, w.ln_f_gamma, w.ln_f_beta, kEps)
-                                            : x;  // (B, T, C)
+  const Tensor<3> h =
+      config.use_layer_norm ? fast::layer_norm<3>(x, w.ln_f_gamma, w.ln_f_beta, kEps)
+                            : x;  // (B, T, C)
 
   // 4. logits = h @ wte^T: (B*T, C) @ (C, V) -> (B*T, V). Tying the output projection to the
   //    embedding scores each token by how much its embedding agrees with h, and saves V*C
@@ -702,7 +704,7 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
   // 3. h = ln_f(x)                                                          (B, T, C)
   ensure_shape(cache.h, std::array<std::size_t, 3>{B, T, C});
   if (config.use_layer_norm) {
-    layer_norm<3>(cache.x_final, w.ln_f_gamma, w.ln_f_beta, kEps, cache.ln_f, cache.h);
+    fast::layer_norm<3>(cache.x_final, w.ln_f_gamma, w.ln_f_beta, kEps, cache.ln_f, cache.h);
   } else {
     std::copy(x.begin(), x.end(), cache.h.begin());
   }
@@ -749,8 +751,8 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
   }
   // 3. ln_f (in place: dx_a is both dy and dx).
   if (config.use_layer_norm) {
-    layer_norm_backward<3>(dx_a, cache.x_final, w.ln_f_gamma, cache.ln_f, dx_a, grads.ln_f_gamma,
-                           grads.ln_f_beta);
+    fast::layer_norm_backward<3>(dx_a, cache.x_final, w.ln_f_gamma, cache.ln_f, dx_a,
+                                 grads.ln_f_gamma, grads.ln_f_beta);
   }
   // 2. The blocks in reverse, ping-ponging between two (B, T, C) buffers.
   Tensor<3>* d_out = &dx_a;

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "attn/fast/attention.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/ops/ffn.hpp"
 #include "attn/ops/layernorm.hpp"
@@ -74,7 +75,7 @@ struct BlockCache {
   LayerNormCache ln1, ln2;       // per-token mean and rstd
   Tensor<3> ln1_in, ln1_out;     // unused (empty)
   Tensor<3> ln2_in, ln2_out;     // post-norm: ln2's input (B, T, C); ln2_out unused
-  MhaCache attn;                 // its input, q|k|v, weights (B, H, T, T), merged heads
+  fast::MhaCache attn;           // its input, q|k|v, weights (B, H, T, T), merged heads
   Tensor<3> residual1;           // (B, T, C) the stream after the attention step
   FfnCache ffn;                  // its input (B, T, C), pre-activation and activation (B, T, F)
 };

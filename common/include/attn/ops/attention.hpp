@@ -1,4 +1,5 @@
-// attn/attention.hpp: scaled dot-product attention and multi-head attention (chapters 04-05).
+// attn/ops/attention.hpp: scaled dot-product attention and multi-head attention (chapters 04-05),
+// and their backward (chapter 08): the reference, written like the pages.
 //   Attention(Q, K, V) = softmax(Q K^T / sqrt(hs) + mask) V
 // Shapes: q (B, H, T, hs), k and v (B, H, S, hs) -> out (B, H, T, hs), weights (B, H, T, S).
 // S = T for self-attention; S may differ for cross-attention (keys/values from another source).
@@ -7,6 +8,8 @@
 //   q = x @ w_q, k = x @ w_k, v = x @ w_v          (B, T, C)
 //   split into H heads of hs = C / H               (B, H, T, hs)
 //   per head attention, merge heads, @ w_o          (B, T, C)
+// The model's fast path runs the same math in attn/fast/attention.hpp (one kernel, heads read in
+// place, BLAS or hand-written head products, threads, caches without allocation).
 #pragma once
 
 #include <cstddef>
@@ -47,9 +50,8 @@ struct MhaResult {
   Tensor<4> weights;  // (B, H, T, T), (B, H, T, S) for cross-attention; empty when not requested
 };
 
-// The fast path: one GEMM per projection, attention for all heads, one GEMM out, split over
-// attn::num_threads() threads (threads.hpp; same result whatever the count). Throws if n_heads
-// does not divide C or a weight is not (C, C). An empty w_o (size 0) means no output
+// q, k, v = x w_q, x w_k, x w_v; split into H heads; attention per head; merge; @ w_o. Throws if
+// n_heads does not divide C or a weight is not (C, C). An empty w_o (size 0) means no output
 // projection: out is the merged heads (BlockConfig::attn_proj = false).
 MhaResult mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
                       bool need_weights = true);
@@ -70,9 +72,8 @@ MhaResult mha_cross_forward(const Tensor<3>& x, const Tensor<3>& y, const MhaWei
 // Scaled dot-product attention, per (b, h), with P the attention weights and O = P V:
 //   dV = P^T dO,  dP = dO V^T,  dS = softmax_backward(P, dP),  dQ = dS K / sqrt(hs),
 //   dK = dS^T Q / sqrt(hs)
-// Causal: the masked triangle is skipped (P = 0 there, so dS = 0 there). `weights` are the
-// forward's P (B, H, T, S). Same shapes as the forward's q, k, v. Threaded over (b, h); the
-// result does not depend on the thread count.
+// Causal: P = 0 on the masked triangle, so dS = 0 there. `weights` are the forward's P
+// (B, H, T, S). Same shapes as the forward's q, k, v.
 struct AttentionGrads {
   Tensor<4> dq;  // (B, H, T, hs)
   Tensor<4> dk;  // (B, H, S, hs)
@@ -82,40 +83,20 @@ AttentionGrads scaled_dot_product_attention_backward(const Tensor<4>& dout, cons
                                                      const Tensor<4>& k, const Tensor<4>& v,
                                                      const Tensor<4>& weights, bool causal);
 
-// What mha_forward keeps for its backward: the input, q|k|v in the fast kernel's (B, T, 3C)
-// layout (heads read in place), the attention weights, and the merged heads before w_o.
+// What mha_forward keeps for its backward: the input, the projections split into heads, the
+// attention weights P, and the merged heads before w_o.
 struct MhaCache {
   Tensor<3> x;        // (B, T, C)
-  Tensor<3> qkv;      // (B, T, 3C)  q | k | v column blocks
+  Tensor<4> q, k, v;  // (B, H, T, hs) each
   Tensor<4> weights;  // (B, H, T, T)
   Tensor<3> heads;    // (B, T, C)   merged head outputs, the input of w_o
 };
 // The forward that fills `cache` (same `out` as mha_forward; weights kept in the cache).
 Tensor<3> mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
                       MhaCache& cache);
-// The same, written into `out` (resized only when its shape differs: a training loop passing the
-// same buffer every step allocates nothing). `out` must not be `x`.
-void mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
-                 MhaCache& cache, Tensor<3>& out);
-// dout (B, T, C) -> dx (B, T, C) (overwritten); grads.w_q, w_k, w_v, w_o accumulate (+=).
+// The forward's steps in reverse order. dout (B, T, C) -> dx (B, T, C) (overwritten, resized if
+// needed); grads.w_q, w_k, w_v, w_o accumulate (+=).
 void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
                   std::size_t n_heads, bool causal, Tensor<3>& dx, MhaWeights& grads);
-
-// The attention kernel itself, for callers that keep q, k, v and out in their own layouts
-// (chapter 10's KV cache). Head h of batch b of q starts at q + b * batch + h * head, its rows
-// `row` floats apart; the same for k, v (S rows) and out (T rows). Runs on the calling thread and
-// allocates nothing: `scratch` holds attention_scratch_floats(T, S, hs) floats. causal requires
-// S == T.
-struct HeadStrides {
-  std::size_t batch, head, row;
-};
-void attention_strided(std::size_t B, std::size_t H, std::size_t T, std::size_t S,
-                       std::size_t hs, const float* q, HeadStrides q_strides, const float* k,
-                       HeadStrides k_strides, const float* v, HeadStrides v_strides, float* out,
-                       HeadStrides out_strides, bool causal, float* scratch);
-// The scratch size attention_strided needs: a block of scores, min(64, T) * S floats, and for
-// heads of 8, 16, ... 64 floats and S <= 256 (written by hand, not BLAS) room for k^T,
-// hs * (S rounded up to 16) floats.
-std::size_t attention_scratch_floats(std::size_t T, std::size_t S, std::size_t hs);
 
 }  // namespace attn

@@ -1,7 +1,8 @@
-// attn/layernorm.hpp: layer normalisation over the last axis (chapter 06).
-//   y = (x - mean) / sqrt(var + eps) * gamma + beta
-// mean and var over the C features of each token; var is the biased variance (divide by C), as
-// in PyTorch's nn.LayerNorm; eps = 1e-5 by default.
+// attn/ops/layernorm.hpp: layer normalisation over the last axis (chapter 06) and its backward
+// (chapter 08): the reference, written like the pages. Per token (row) of C features:
+//   mean = (1/C) sum_j x_j,   var = (1/C) sum_j (x_j - mean)^2   (biased, like nn.LayerNorm)
+//   rstd = 1 / sqrt(var + eps),   xhat = (x - mean) * rstd,   y = xhat * gamma + beta
+// eps = 1e-5 by default. The model's fast path runs the same math in attn/fast/layernorm.hpp.
 #pragma once
 
 #include "attn/core/xt.hpp"
@@ -12,11 +13,6 @@ namespace attn {
 template <std::size_t N>
 Tensor<N> layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta,
                      float eps = 1e-5f);
-
-// The kernel on raw rows: y[r] = LayerNorm(x[r]) for `rows` contiguous rows of C floats (C >= 1;
-// x and y may be the same buffer). No checks, no allocation (chapter 10's generation loop).
-void layer_norm_rows(const float* x, std::size_t rows, std::size_t C, const float* gamma,
-                     const float* beta, float eps, float* y);
 
 extern template Tensor<2> layer_norm<2>(const Tensor<2>&, const Vector&, const Vector&, float);
 extern template Tensor<3> layer_norm<3>(const Tensor<3>&, const Vector&, const Vector&, float);
@@ -30,18 +26,13 @@ struct LayerNormCache {
 template <std::size_t N>
 Tensor<N> layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta, float eps,
                      LayerNormCache& cache);
-// The same, written into `out` (resized only when its shape differs, so a training loop that
-// passes the same buffer every step allocates nothing). `out` must not be `x`.
-template <std::size_t N>
-void layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta, float eps,
-                LayerNormCache& cache, Tensor<N>& out);
 
 // Backward (chapter 08). With xhat = (x - mean) * rstd and g = gamma * dy, per row of C:
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))     (the three terms)
 //   dgamma += sum_rows dy * xhat,   dbeta += sum_rows dy   (accumulated)
-// Row sums in double, like the forward. dx is overwritten (resized if needed); it may be dy
-// itself (each row is read before it is written). The mean is recomputed from x in double (a
-// float mean near 1e4 is off by up to 5e-4); rstd is taken from the cache.
+// dx is overwritten (resized if needed); it may be dy itself. rstd is taken from the cache; the
+// mean is recomputed from x in double (the cache's float mean of a token near 1e4 is off by up to
+// 5e-4, a large error next to a spread of 0.01).
 template <std::size_t N>
 void layer_norm_backward(const Tensor<N>& dy, const Tensor<N>& x, const Vector& gamma,
                          const LayerNormCache& cache, Tensor<N>& dx, Vector& dgamma,

@@ -1,0 +1,720 @@
+// fast/attention.cpp: scaled dot-product attention and multi-head attention on the model's fast
+// path (every transformer block of chapters 06-10, the training step, the KV cache). The math is
+// the reference's (ops/attention.cpp, pages 04, 05 and 08); here one kernel does the work for all
+// entry points: per (batch, head), scores = q k^T / sqrt(hs) by one product, a stable row softmax
+// on raw pointers, then weights @ v by a second product. The products are BLAS GEMMs, or for
+// small heads the hand-written loops of head_products.hpp (small_heads() below). Tested equal to
+// the reference (tests/common/test_fast_layernorm_attention.cpp).
+#include "attn/fast/attention.hpp"
+
+#include <cblas.h>  // OpenBLAS's; only .cpp files include it (target attn_openblas)
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "attn/core/check.hpp"
+#include "attn/fast/gemm.hpp"
+#include "../ops/attention_checks.hpp"
+#include "head_products.hpp"
+#include "../core/parallel.hpp"
+#include "../core/simd.hpp"
+
+namespace attn::fast {
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The kernel
+// ---------------------------------------------------------------------------------------------
+
+// Where head h of batch b starts and how far apart its rows are, in floats. The same kernel
+// then reads a contiguous (B, H, T, hs) tensor (scaled_dot_product_attention) or the column
+// blocks of a (B, T, C) projection in place (mha_forward): head h of position t is the hs floats
+// at column h*hs of row t, and BLAS only needs to be told that rows are C floats apart (its
+// "leading dimension"). So multi-head attention never copies q, k, v into (B, H, T, hs) and
+// never copies the heads back: split and merge cost nothing.
+template <class F>
+struct Heads {
+  F* data;
+  std::size_t batch_stride;  // from batch b to b + 1
+  std::size_t head_stride;   // from head h to h + 1
+  std::size_t row_stride;    // from position t to t + 1 (the BLAS leading dimension)
+  F* at(std::size_t b, std::size_t h) const { return data + b * batch_stride + h * head_stride; }
+};
+
+// A contiguous (B, H, rows, width) tensor.
+template <class F>
+Heads<F> contiguous_heads(F* data, std::size_t H, std::size_t rows, std::size_t width) {
+  return {data, H * rows * width, rows * width, width};
+}
+
+// The H column blocks of width hs of a (B, rows, row_width) tensor, starting at `data` (an offset
+// into the row selects q, k or v of a fused (B, T, 3C) projection).
+template <class F>
+Heads<F> column_heads(F* data, std::size_t rows, std::size_t row_width, std::size_t hs) {
+  return {data, rows * row_width, hs, row_width};
+}
+
+struct Sizes {
+  std::size_t B, H, T, S, hs, hv;  // q (B,H,T,hs), k (B,H,S,hs), v (B,H,S,hv)
+};
+
+int blas_int(std::size_t n) {
+  // The message is built only on failure: this runs for every GEMM, and chapter 10's generation
+  // loop must not allocate per token.
+  if (n > static_cast<std::size_t>(INT_MAX)) {
+    require(false, "attn::attention (BLAS)",
+            [&] { return "size " + std::to_string(n) + " is too large for BLAS (int)"; });
+  }
+  return static_cast<int>(n);
+}
+
+// The kernel's GEMMs, inside a worker thread: c (M, N) = alpha * a (M, K) @ op(b) (K, N), with
+// explicit row strides (leading dimensions), straight to BLAS (sizes checked by attend()).
+// op(b) = b^T when b is stored (N, K). Callers guarantee K >= 1.
+void head_gemm(std::size_t M, std::size_t N, std::size_t K, float alpha, const float* a,
+               std::size_t lda, const float* b, std::size_t ldb, bool trans_b, float* c,
+               std::size_t ldc) {
+  if (M == 0 || N == 0) return;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, blas_int(M),
+              blas_int(N), blas_int(K), alpha, a, blas_int(lda), b, blas_int(ldb), 0.0f, c,
+              blas_int(ldc));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The row softmax of the kernel
+// ---------------------------------------------------------------------------------------------
+// Same math as attn::softmax_rows (softmax.hpp), written for speed: exp is most of the cost of
+// attention that is not a GEMM (one exp per visible score), and libm's expf is a function call
+// the compiler cannot vectorise. The loops below work in chunks of 8 with no branches, so that
+// g++ -O2 turns each chunk into SIMD instructions (SSE2 on any x86-64).
+
+// exp(x) for x <= 0, to 1 ulp (Cephes' expf polynomial), 0 below about -88 where the true value
+// is no longer a normal float; NaN stays NaN. Branch-free so that it vectorises.
+//   exp(x) = 2^n * exp(r),  n = round(x / ln 2),  r = x - n ln 2 in [-ln2/2, ln2/2]
+inline float exp_nonpositive(float x) {
+  // 1. Clamp x to -88.5 (exp(-88.5) ~ 4e-39 is already below the smallest normal float). The
+  //    comparison is done on the bits: for negative floats a larger unsigned pattern means a
+  //    more negative number, and -inf (0xFF800000) is the largest. NaNs are left alone.
+  const auto xi = std::bit_cast<std::uint32_t>(x);
+  const std::uint32_t too_small = (0u - static_cast<std::uint32_t>(xi > 0xC2B10000u)) &
+                                  (0u - static_cast<std::uint32_t>(xi <= 0xFF800000u));
+  const float xc = std::bit_cast<float>((0xC2B10000u & too_small) | (xi & ~too_small));
+  // 2. n = round(x / ln 2) by the 1.5 * 2^23 trick: adding it pushes the fraction bits out, so
+  //    t holds n in its low mantissa bits and t - 1.5 * 2^23 is n as a float.
+  const float t = xc * 1.44269504088896341f + 12582912.0f;
+  const float n = t - 12582912.0f;
+  // 3. r = x - n ln 2, with ln 2 split into an exact high part and a small correction.
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  // 4. exp(r) = 1 + r + r^2 p(r), with p a degree-5 minimax polynomial.
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float er = p * r * r + r + 1.0f;
+  // 5. 2^n built directly as float bits: biased exponent n + 127, or 0 (so the result is 0)
+  //    when n + 127 <= 0, i.e. below the normal range.
+  const std::int32_t biased = std::bit_cast<std::int32_t>(t) - 0x4B400000 + 127;
+  const std::uint32_t keep = 0u - static_cast<std::uint32_t>(biased > 0);
+  return er * std::bit_cast<float>((static_cast<std::uint32_t>(biased) << 23) & keep);
+}
+
+// softmax_row is compiled for SSE2 and for AVX2 (ATTN_SIMD_CLONES, simd.hpp): same results.
+// softmax over row[0, n) in place (n >= 1). Masked entries are never passed in.
+ATTN_SIMD_CLONES void softmax_row(float* row, std::size_t n) {
+  constexpr std::size_t W = 8;  // chunk width: two SSE registers, one AVX register
+  std::size_t j = 0;
+  // 1. m = max_j z_j, so every exponent below is <= 0 and exp cannot overflow. (A NaN score
+  //    never wins a comparison; it still turns its row into NaN through exp and the sum.)
+  float mx[W];
+  for (std::size_t u = 0; u < W; ++u) mx[u] = row[0];
+  for (; j + W <= n; j += W)
+    for (std::size_t u = 0; u < W; ++u) mx[u] = row[j + u] > mx[u] ? row[j + u] : mx[u];
+  float m = row[0];
+  for (; j < n; ++j) m = row[j] > m ? row[j] : m;
+  for (std::size_t u = 0; u < W; ++u) m = mx[u] > m ? mx[u] : m;
+  // 2. A row of -inf scores (only possible from infinite inputs) has no distribution: zeros,
+  //    as attn::softmax_rows defines it.
+  if (m == -std::numeric_limits<float>::infinity()) {
+    std::fill(row, row + n, 0.0f);
+    return;
+  }
+  // 3. e_j = exp(z_j - m), and their sum (8 partial sums, then added up).
+  float partial[W] = {};
+  for (j = 0; j + W <= n; j += W)
+    for (std::size_t u = 0; u < W; ++u) {
+      row[j + u] = exp_nonpositive(row[j + u] - m);
+      partial[u] += row[j + u];
+    }
+  float sum = 0.0f;
+  for (; j < n; ++j) {
+    row[j] = exp_nonpositive(row[j] - m);
+    sum += row[j];
+  }
+  for (std::size_t u = 0; u < W; ++u) sum += partial[u];
+  // 4. Normalise: the largest term is exp(0) = 1, so sum >= 1 and 1 / sum is safe.
+  const float inv = 1.0f / sum;
+  for (j = 0; j + W <= n; j += W)
+    for (std::size_t u = 0; u < W; ++u) row[j + u] *= inv;
+  for (; j < n; ++j) row[j] *= inv;
+}
+
+// Queries are processed kRowBlock at a time. For causal attention, block [i0, i1) only needs
+// keys 0..i1-1, so the GEMMs skip (almost) the whole masked upper triangle: about half the
+// work for long sequences. The block of scores (kRowBlock, S) also stays in cache between the
+// softmax and the second GEMM.
+constexpr std::size_t kRowBlock = 64;
+
+// Small heads skip BLAS: head_products.hpp. Decided by the shapes alone, so a given shape is
+// always computed the same way, on any thread count.
+bool small_heads(const Sizes& n) {
+  return n.hs % 8 == 0 && n.hv % 8 == 0 && n.hs <= detail::kMaxHeadProductWidth &&
+         n.hv <= detail::kMaxHeadProductWidth && n.S <= detail::kMaxHeadProductKeys;
+}
+
+// Floats of scratch attend_range needs: the block of scores unless the weights are kept, then
+// k^T for the small-head products. Enough for any smaller T and S too (chapter 10 sizes one
+// scratch for T_max): the k^T part counts min(S, kMaxHeadProductKeys) keys.
+std::size_t attend_scratch_floats(const Sizes& n, bool keep_weights) {
+  const std::size_t scores = keep_weights ? 0 : std::min(kRowBlock, n.T) * n.S;
+  const Sizes most_keys{n.B, n.H, n.T, std::min(n.S, detail::kMaxHeadProductKeys), n.hs, n.hs};
+  return scores + (small_heads(most_keys) ? n.hs * detail::padded_columns(most_keys.S) : 0);
+}
+
+// out = softmax(q k^T / sqrt(hs) + mask) v for the (b, h) pairs bh_begin..bh_end-1 (pair
+// number b * H + h). weights: (B, H, T, S) to fill, or nullptr to keep only a block of scores
+// at a time in `scratch` (attend_scratch_floats(n, weights != nullptr) floats, never returned).
+void attend_range(const Sizes& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
+                  Heads<float> out, bool causal, float* weights, std::size_t bh_begin,
+                  std::size_t bh_end, float* scratch) {
+  const std::size_t T = n.T, S = n.S, hs = n.hs, hv = n.hv;
+  // Why 1/sqrt(hs): with q and k of unit-variance entries, q . k is a sum of hs products and has
+  // variance hs. Dividing by sqrt(hs) brings the scores back to variance 1 whatever the head
+  // size, so softmax stays soft instead of saturating into a one-hot (and vanishing gradients).
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const bool small = small_heads(n);
+  float* kt = scratch + (weights != nullptr ? 0 : std::min(kRowBlock, T) * S);  // small: k^T
+  const std::size_t ldt = detail::padded_columns(S);
+  for (std::size_t bh = bh_begin; bh < bh_end; ++bh) {
+    const std::size_t b = bh / n.H, h = bh % n.H;
+    const float* qh = q.at(b, h);  // (T, hs), rows q.row_stride apart
+    const float* kh = k.at(b, h);  // (S, hs)
+    const float* vh = v.at(b, h);  // (S, hv)
+    float* oh = out.at(b, h);      // (T, hv)
+    float* wh = weights != nullptr ? weights + bh * T * S : nullptr;  // (T, S)
+    if (small) detail::transpose_padded(kh, k.row_stride, S, hs, kt, ldt);  // (hs, S)
+    for (std::size_t i0 = 0; i0 < T; i0 += kRowBlock) {
+      const std::size_t i1 = std::min(T, i0 + kRowBlock);
+      const std::size_t rows = i1 - i0;
+      // Keys this block can see: all S, or with the causal mask keys 0..i1-1 only.
+      const std::size_t keys = causal ? i1 : S;
+      float* sc = wh != nullptr ? wh + i0 * S : scratch;  // (rows, S), row stride S
+      // 1. Scores, scaled as they are written: (rows, hs) @ (hs, keys) -> (rows, keys)
+      if (small) {
+        detail::rows_times_transposed(rows, S, hs, scale, qh + i0 * q.row_stride, q.row_stride,
+                                      kt, ldt, causal, i0, sc, S);
+      } else {
+        head_gemm(rows, keys, hs, scale, qh + i0 * q.row_stride, q.row_stride, kh, k.row_stride,
+                  /*trans_b=*/true, sc, S);
+      }
+      // 2. Mask and softmax each row. Query t may see keys 0..t: softmax over those t+1 scores
+      //    only (subtracting the row max keeps exp from overflowing), and the masked entries
+      //    are written as exactly 0, never computed: the scores above the diagonal the product
+      //    produced in this block are simply overwritten. Same weights as adding a -inf mask
+      //    before the softmax, without exp-ing the future.
+      if (causal) {
+        // Without kept weights, only columns < keys are read by the product below.
+        const std::size_t row_end = wh != nullptr ? S : keys;
+        for (std::size_t r = 0; r < rows; ++r) {
+          float* row = sc + r * S;  // (S,)
+          const std::size_t visible = i0 + r + 1;
+          softmax_row(row, visible);
+          std::fill(row + visible, row + row_end, 0.0f);
+        }
+      } else {
+        for (std::size_t r = 0; r < rows; ++r) softmax_row(sc + r * S, S);  // each sums to 1
+      }
+      // 3. Weighted sum of the values: (rows, keys) @ (keys, hv) -> (rows, hv), written
+      //    straight into the output rows of this head.
+      if (small) {
+        detail::weights_times_rows(rows, S, hv, 1.0f, sc, S, vh, v.row_stride, causal, i0,
+                                   oh + i0 * out.row_stride, out.row_stride);
+      } else {
+        head_gemm(rows, hv, keys, 1.0f, sc, S, vh, v.row_stride, /*trans_b=*/false,
+                  oh + i0 * out.row_stride, out.row_stride);
+      }
+    }
+  }
+}
+
+// All (b, h) pairs. They are independent, so they are split between attn::num_threads()
+// threads (parallel.hpp), each running whole heads with single-threaded GEMMs. A pair is
+// computed the same way whichever thread runs it.
+void attend(const Sizes& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
+            Heads<float> out, bool causal, float* weights) {
+  // Every size handed to BLAS is checked here, so nothing can throw inside a worker thread.
+  for (std::size_t size : {n.T, n.S, n.hs, n.hv, q.row_stride, k.row_stride, v.row_stride,
+                           out.row_stride})
+    blas_int(size);
+  const std::size_t pairs = n.B * n.H;
+  const std::size_t n_threads = detail::worker_count(pairs);
+  // One scratch per thread (attend_scratch_floats), kept by the calling thread between calls.
+  const std::size_t scratch_size = attend_scratch_floats(n, weights != nullptr);
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < n_threads * scratch_size) scratch.resize(n_threads * scratch_size);
+  float* base = scratch.data();  // inside a worker, `scratch` would name its own (empty) copy
+  detail::run_parts(pairs, n_threads, [&](std::size_t begin, std::size_t end, std::size_t part) {
+    attend_range(n, q, k, v, out, causal, weights, begin, end, base + part * scratch_size);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Multi-head attention
+// ---------------------------------------------------------------------------------------------
+
+// Steps 2-4 of every multi-head variant. q: (B, T, C) inside rows of q_width floats (C, or 3C
+// in a (B, T, 3C) projection buffer); k, v: (B, S, C) inside rows of kv_width floats.
+// Overwrites q's columns with the merged heads' outputs, then projects them with w_o.
+MhaResult attend_heads_and_project(float* q, std::size_t q_width, const float* k, const float* v,
+                                   std::size_t kv_width, std::size_t B, std::size_t T,
+                                   std::size_t S, std::size_t C, std::size_t H,
+                                   const Matrix& w_o, bool causal, bool need_weights) {
+  const std::size_t hs = C / H;
+  MhaResult result;
+  result.weights = need_weights ? Tensor<4>(Tensor<4>::shape_type{B, H, T, S})
+                                : Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0});
+  // 2. Split into heads: a view, not a copy. Head h reads columns [h*hs, (h+1)*hs) of each row,
+  //    which is exactly what PyTorch's view(B, T, H, hs).transpose(1, 2) selects.
+  //    (B, T, C) -> (B, H, T, hs) and (B, S, C) -> (B, H, S, hs)
+  // 3. Attention for every head. Head h writes its (T, hs) output into its own column block of
+  //    the (B, T, C) merged result, so merging the heads is done by where we write. And we write
+  //    it over q itself: each block of query rows of a head is read once, by the scores GEMM,
+  //    before the output of the same rows is written, so q's memory is free to reuse. That saves
+  //    a (B, T, C) buffer, and with it page faults on every call.
+  //    (B, H, T, hs) @ (B, H, hs, S) -> (B, H, T, S);  (B, H, T, S) @ (B, H, S, hs) -> (B, H, T, hs)
+  //    then (B, H, T, hs) -> (B, T, C), in place of q.
+  attend({B, H, T, S, hs, hs}, column_heads<const float>(q, T, q_width, hs),
+         column_heads(k, S, kv_width, hs), column_heads(v, S, kv_width, hs),
+         column_heads(q, T, q_width, hs), causal, need_weights ? result.weights.data() : nullptr);
+  // 4. Output projection mixes the heads: (B, T, C) @ (C, C) -> (B, T, C). Without w_o (an
+  //    empty matrix: the attention-only variant) the output is the merged heads themselves.
+  result.out = Tensor<3>(Tensor<3>::shape_type{B, T, C});
+  if (w_o.size() == 0) {
+    for (std::size_t r = 0; r < B * T; ++r)
+      std::copy(q + r * q_width, q + r * q_width + C, result.out.data() + r * C);
+    return result;
+  }
+  gemm_strided(B * T, C, C, 1.0f, q, q_width, false, w_o.data(), C, false, 0.0f,
+               result.out.data(), C);
+  return result;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Scaled dot-product attention
+// ---------------------------------------------------------------------------------------------
+
+AttentionResult scaled_dot_product_attention(const Tensor<4>& q, const Tensor<4>& k,
+                                             const Tensor<4>& v, bool causal,
+                                             bool need_weights) {
+  detail::check_sdpa("attn::scaled_dot_product_attention", q, k, v, causal);
+  const auto& qs = q.shape();  // (B, H, T, hs)
+  const auto& ks = k.shape();  // (B, H, S, hs)
+  const auto& vs = v.shape();  // (B, H, S, hv)
+  const Sizes n{qs[0], qs[1], qs[2], ks[2], qs[3], vs[3]};
+  AttentionResult result;
+  result.out = Tensor<4>(Tensor<4>::shape_type{n.B, n.H, n.T, n.hv});  // fully written
+  result.weights = need_weights ? Tensor<4>(Tensor<4>::shape_type{n.B, n.H, n.T, n.S})
+                                : Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0});
+  // softmax(q k^T / sqrt(hs) + mask) v, one (b, h) at a time:
+  //   (B, H, T, hs) @ (B, H, hs, S) -> (B, H, T, S);  (B, H, T, S) @ (B, H, S, hv) -> (B, H, T, hv)
+  attend(n, contiguous_heads(q.data(), n.H, n.T, n.hs), contiguous_heads(k.data(), n.H, n.S, n.hs),
+         contiguous_heads(v.data(), n.H, n.S, n.hv),
+         contiguous_heads(result.out.data(), n.H, n.T, n.hv), causal,
+         need_weights ? result.weights.data() : nullptr);
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Multi-head attention
+// ---------------------------------------------------------------------------------------------
+
+MhaResult mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
+                      bool need_weights) {
+  detail::check_mha("attn::mha_forward", x, w, n_heads, /*allow_no_proj=*/true);
+  const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
+  // 1. Projections, one GEMM each over all B*T rows: (B, T, C) @ (C, C) -> (B, T, C), written
+  //    side by side into one (B, T, 3C) buffer [q | k | v], the layout of the fused form, so
+  //    everything after this step is shared with mha_forward_fused.
+  Tensor<3> qkv(Tensor<3>::shape_type{B, T, 3 * C});
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_q.data(), C, false, 0.0f,
+               qkv.data(), 3 * C);
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_k.data(), C, false, 0.0f,
+               qkv.data() + C, 3 * C);
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_v.data(), C, false, 0.0f,
+               qkv.data() + 2 * C, 3 * C);
+  // 2-4. Split (a view), attend per head, merge (in place), project with w_o.
+  return attend_heads_and_project(qkv.data(), 3 * C, qkv.data() + C, qkv.data() + 2 * C, 3 * C, B,
+                                  T, T, C, n_heads, w.w_o, causal, need_weights);
+}
+
+MhaResult mha_forward_fused(const Tensor<3>& x, const Matrix& w_qkv, const Matrix& w_o,
+                            std::size_t n_heads, bool causal, bool need_weights) {
+  detail::check_mha_fused("attn::mha_forward_fused", x, w_qkv, w_o, n_heads);
+  const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
+  // 1. All three projections in one GEMM: (B, T, C) @ (C, 3C) -> (B, T, 3C). Column j of the
+  //    product only involves column j of w_qkv, so columns [0, C) are exactly x @ w_q, and so on.
+  Tensor<3> qkv(Tensor<3>::shape_type{B, T, 3 * C});
+  gemm_strided(B * T, 3 * C, C, 1.0f, x.data(), C, false, w_qkv.data(), 3 * C, false, 0.0f,
+               qkv.data(), 3 * C);
+  // 2-4. q, k, v are the three column blocks of each row (row width 3C), read in place.
+  return attend_heads_and_project(qkv.data(), 3 * C, qkv.data() + C, qkv.data() + 2 * C, 3 * C, B,
+                                  T, T, C, n_heads, w_o, causal, need_weights);
+}
+
+MhaResult mha_cross_forward(const Tensor<3>& x, const Tensor<3>& y, const MhaWeights& w,
+                            std::size_t n_heads) {
+  detail::check_mha_cross("attn::mha_cross_forward", x, y, w, n_heads);
+  const std::size_t B = x.shape()[0], T = x.shape()[1], S = y.shape()[1], C = x.shape()[2];
+  // 1. Queries from x, keys and values from y:
+  //    (B, T, C) @ (C, C) -> (B, T, C);  (B, S, C) @ (C, C) -> (B, S, C)
+  Tensor<3> q(Tensor<3>::shape_type{B, T, C});
+  Tensor<3> k(Tensor<3>::shape_type{B, S, C});
+  Tensor<3> v(Tensor<3>::shape_type{B, S, C});
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_q.data(), C, false, 0.0f, q.data(), C);
+  gemm_strided(B * S, C, C, 1.0f, y.data(), C, false, w.w_k.data(), C, false, 0.0f, k.data(), C);
+  gemm_strided(B * S, C, C, 1.0f, y.data(), C, false, w.w_v.data(), C, false, 0.0f, v.data(), C);
+  // 2-4. Every query sees every key of y: no mask. Weights (B, H, T, S).
+  return attend_heads_and_project(q.data(), C, k.data(), v.data(), C, B, T, S, C, n_heads, w.w_o,
+                                  /*causal=*/false, /*need_weights=*/true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backward (chapter 08)
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+// c (M, N) = alpha * op(a) @ op(b) + beta * c inside a worker (single-threaded BLAS), with
+// op(a) = a^T when a is stored (K, M). Callers guarantee K >= 1 and checked sizes.
+void head_gemm_t(std::size_t M, std::size_t N, std::size_t K, float alpha, const float* a,
+                 std::size_t lda, bool trans_a, const float* b, std::size_t ldb, bool trans_b,
+                 float beta, float* c, std::size_t ldc) {
+  if (M == 0 || N == 0) return;
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, blas_int(M), blas_int(N), blas_int(K), alpha,
+              a, blas_int(lda), b, blas_int(ldb), beta, c, blas_int(ldc));
+}
+
+// The softmax backward of one row of the kernel: ds[j] = p[j] (ds[j] - sum_i p[i] ds[i]) over
+// the n visible entries (ds holds dP on entry), in place. Four partial sums in double.
+void softmax_row_backward(const float* p, float* ds, std::size_t n) {
+  double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  std::size_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    s0 += static_cast<double>(p[j]) * static_cast<double>(ds[j]);
+    s1 += static_cast<double>(p[j + 1]) * static_cast<double>(ds[j + 1]);
+    s2 += static_cast<double>(p[j + 2]) * static_cast<double>(ds[j + 2]);
+    s3 += static_cast<double>(p[j + 3]) * static_cast<double>(ds[j + 3]);
+  }
+  for (; j < n; ++j) s0 += static_cast<double>(p[j]) * static_cast<double>(ds[j]);
+  const float dot = static_cast<float>((s0 + s1) + (s2 + s3));
+  for (j = 0; j < n; ++j) ds[j] = p[j] * (ds[j] - dot);
+}
+
+// The backward of attend_range for the (b, h) pairs bh_begin..bh_end-1. P = weights (B, H, T, S)
+// from the forward (zeros on the masked triangle); dO in `dout`; writes dq, dk, dv (every row,
+// beta = 0). `ds`: this thread's backward_scratch_floats(n) floats: a (T, S) block for dP, then
+// dS, and v^T for the small-head products.
+void attend_backward_range(const Sizes& n, Heads<const float> q, Heads<const float> k,
+                           Heads<const float> v, Heads<const float> dout, const float* weights,
+                           Heads<float> dq, Heads<float> dk, Heads<float> dv, bool causal,
+                           std::size_t bh_begin, std::size_t bh_end, float* ds) {
+  const std::size_t T = n.T, S = n.S, hs = n.hs, hv = n.hv;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const bool small = small_heads(n);
+  float* vt = ds + T * S;  // small: v^T (hv, ldt)
+  const std::size_t ldt = detail::padded_columns(S);
+  for (std::size_t bh = bh_begin; bh < bh_end; ++bh) {
+    const std::size_t b = bh / n.H, h = bh % n.H;
+    const float* qh = q.at(b, h);     // (T, hs)
+    const float* kh = k.at(b, h);     // (S, hs)
+    const float* vh = v.at(b, h);     // (S, hv)
+    const float* doh = dout.at(b, h); // (T, hv)
+    const float* p = weights + bh * T * S;  // (T, S), row stride S
+    float* dqh = dq.at(b, h);         // (T, hs)
+    float* dkh = dk.at(b, h);         // (S, hs)
+    float* dvh = dv.at(b, h);         // (S, hv)
+    // (dV, step 1 of the formulas, is computed after steps 2-4: by then this head's P has been
+    // read row by row by the softmax backward and is in the cache.)
+    if (small) detail::transpose_padded(vh, v.row_stride, S, hv, vt, ldt);  // (hv, S), step 2
+    // 2-4. By blocks of queries [i0, i1), seeing keys 0..keys-1 (the forward's blocks):
+    for (std::size_t i0 = 0; i0 < T; i0 += kRowBlock) {
+      const std::size_t i1 = std::min(T, i0 + kRowBlock);
+      const std::size_t rows = i1 - i0;
+      const std::size_t keys = causal ? i1 : S;
+      float* dsb = ds + i0 * S;  // (rows, keys), row stride S
+      // 2. dP = dO V^T: (rows, hv) @ (hv, keys) -> (rows, keys)
+      if (small) {
+        detail::rows_times_transposed(rows, S, hv, 1.0f, doh + i0 * dout.row_stride,
+                                      dout.row_stride, vt, ldt, causal, i0, dsb, S);
+      } else {
+        head_gemm_t(rows, keys, hv, 1.0f, doh + i0 * dout.row_stride, dout.row_stride, false,
+                    vh, v.row_stride, /*trans_b=*/true, 0.0f, dsb, S);
+      }
+      // 3. dS = P * (dP - sum(dP * P)) per row, the softmax backward over the visible keys.
+      //    The masked entries of the row are set to exactly 0 (P = 0 there): the products
+      //    below read whole blocks.
+      for (std::size_t r = 0; r < rows; ++r) {
+        const std::size_t t = i0 + r;
+        const std::size_t visible = causal ? t + 1 : S;
+        softmax_row_backward(p + t * S, dsb + r * S, visible);
+        std::fill(dsb + r * S + visible, dsb + r * S + (small ? S : keys), 0.0f);
+      }
+      // 4. dQ = dS K / sqrt(hs): (rows, keys) @ (keys, hs) -> (rows, hs). The scale of the
+      //    scores, q k^T / sqrt(hs), carries over to both of their inputs.
+      if (small) {
+        detail::weights_times_rows(rows, S, hs, scale, dsb, S, kh, k.row_stride, causal, i0,
+                                   dqh + i0 * dq.row_stride, dq.row_stride);
+      } else {
+        head_gemm_t(rows, hs, keys, scale, dsb, S, false, kh, k.row_stride, false, 0.0f,
+                    dqh + i0 * dq.row_stride, dq.row_stride);
+      }
+    }
+    // 1. dV = P^T dO, by blocks of keys [j0, j1): with the causal mask only queries t >= j0
+    //    saw these keys (P = 0 above the diagonal), so the sum over t starts at j0.
+    //    (j1 - j0, T - t0) @ (T - t0, hv) -> (j1 - j0, hv), P read transposed in place.
+    if (small) {
+      detail::transposed_weights_times_rows(S, T, hv, 1.0f, p, S, doh, dout.row_stride, causal,
+                                            dvh, dv.row_stride);
+    } else {
+      for (std::size_t j0 = 0; j0 < S; j0 += kRowBlock) {
+        const std::size_t j1 = std::min(S, j0 + kRowBlock);
+        const std::size_t t0 = causal ? j0 : 0;
+        head_gemm_t(j1 - j0, hv, T - t0, 1.0f, p + t0 * S + j0, S, /*trans_a=*/true,
+                    doh + t0 * dout.row_stride, dout.row_stride, false, 0.0f,
+                    dvh + j0 * dv.row_stride, dv.row_stride);
+      }
+    }
+    // 5. dK = dS^T Q / sqrt(hs), by blocks of keys like dV (queries t >= j0 only when causal).
+    //    (j1 - j0, T - t0) @ (T - t0, hs) -> (j1 - j0, hs), dS read transposed in place.
+    if (small) {
+      detail::transposed_weights_times_rows(S, T, hs, scale, ds, S, qh, q.row_stride, causal,
+                                            dkh, dk.row_stride);
+      continue;
+    }
+    for (std::size_t j0 = 0; j0 < S; j0 += kRowBlock) {
+      const std::size_t j1 = std::min(S, j0 + kRowBlock);
+      const std::size_t t0 = causal ? j0 : 0;
+      head_gemm_t(j1 - j0, hs, T - t0, scale, ds + t0 * S + j0, S, /*trans_a=*/true,
+                  qh + t0 * q.row_stride, q.row_stride, false, 0.0f, dkh + j0 * dk.row_stride,
+                  dk.row_stride);
+    }
+  }
+}
+
+// Floats of scratch attend_backward_range needs per thread.
+std::size_t backward_scratch_floats(const Sizes& n) {
+  return n.T * n.S + (small_heads(n) ? n.hv * detail::padded_columns(n.S) : 0);
+}
+
+// All (b, h) pairs over the library's threads, one (T, S) scratch per thread (kept by the
+// calling thread between calls). A pair is computed the same way whichever thread runs it.
+void attend_backward(const Sizes& n, Heads<const float> q, Heads<const float> k,
+                     Heads<const float> v, Heads<const float> dout, const float* weights,
+                     Heads<float> dq, Heads<float> dk, Heads<float> dv, bool causal) {
+  for (std::size_t size : {n.T, n.S, n.hs, n.hv, q.row_stride, k.row_stride, v.row_stride,
+                           dout.row_stride, dq.row_stride, dk.row_stride, dv.row_stride})
+    blas_int(size);
+  const std::size_t pairs = n.B * n.H;
+  const std::size_t n_threads = detail::worker_count(pairs);
+  thread_local std::vector<float> scratch;
+  const std::size_t per_thread = backward_scratch_floats(n);
+  if (scratch.size() < n_threads * per_thread) scratch.resize(n_threads * per_thread);
+  // A pointer, not the name: inside a worker `scratch` would be that thread's own (empty) copy.
+  float* base = scratch.data();
+  detail::run_parts(pairs, n_threads, [&](std::size_t begin, std::size_t end, std::size_t part) {
+    attend_backward_range(n, q, k, v, dout, weights, dq, dk, dv, causal, begin, end,
+                          base + part * per_thread);
+  });
+}
+
+template <std::size_t N>
+void ensure_shape(Tensor<N>& t, const std::array<std::size_t, N>& shape) {
+  if (!std::equal(shape.begin(), shape.end(), t.shape().begin())) t.resize(shape);
+}
+
+}  // namespace
+
+AttentionGrads scaled_dot_product_attention_backward(const Tensor<4>& dout, const Tensor<4>& q,
+                                                     const Tensor<4>& k, const Tensor<4>& v,
+                                                     const Tensor<4>& weights, bool causal) {
+  detail::check_sdpa_backward("attn::scaled_dot_product_attention_backward", dout, q, k, v,
+                              weights, causal);
+  const auto& qs = q.shape();  // (B, H, T, hs)
+  const auto& ks = k.shape();  // (B, H, S, hs)
+  const auto& vs = v.shape();  // (B, H, S, hv)
+  const Sizes n{qs[0], qs[1], qs[2], ks[2], qs[3], vs[3]};
+  AttentionGrads g;
+  g.dq = Tensor<4>(qs);
+  g.dk = Tensor<4>(ks);
+  g.dv = Tensor<4>(vs);
+  attend_backward(n, contiguous_heads(q.data(), n.H, n.T, n.hs),
+                  contiguous_heads(k.data(), n.H, n.S, n.hs),
+                  contiguous_heads(v.data(), n.H, n.S, n.hv),
+                  contiguous_heads(dout.data(), n.H, n.T, n.hv), weights.data(),
+                  contiguous_heads(g.dq.data(), n.H, n.T, n.hs),
+                  contiguous_heads(g.dk.data(), n.H, n.S, n.hs),
+                  contiguous_heads(g.dv.data(), n.H, n.S, n.hv), causal);
+  return g;
+}
+
+Tensor<3> mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
+                      MhaCache& cache) {
+  Tensor<3> out;
+  mha_forward(x, w, n_heads, causal, cache, out);
+  return out;
+}
+
+void mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
+                 MhaCache& cache, Tensor<3>& out) {
+  detail::check_mha("attn::mha_forward", x, w, n_heads, /*allow_no_proj=*/true);
+  require(&out != &x, "attn::mha_forward", "out must not be x");
+  const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
+  const std::size_t H = n_heads, hs = C / H;
+  // The cache's buffers are reused when the shapes repeat (a training loop).
+  ensure_shape<3>(cache.x, {B, T, C});
+  ensure_shape<3>(cache.qkv, {B, T, 3 * C});
+  ensure_shape<4>(cache.weights, {B, H, T, T});
+  ensure_shape<3>(cache.heads, {B, T, C});
+  // The backward needs x. A caller may compute x straight into cache.x (block_forward does):
+  // then there is nothing to copy.
+  if (&x != &cache.x) std::copy(x.begin(), x.end(), cache.x.begin());
+  // 1. q | k | v into the (B, T, 3C) buffer, as mha_forward: (B, T, C) @ (C, C) -> (B, T, C) x 3
+  float* qkv = cache.qkv.data();
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_q.data(), C, false, 0.0f, qkv, 3 * C);
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_k.data(), C, false, 0.0f, qkv + C,
+               3 * C);
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_v.data(), C, false, 0.0f, qkv + 2 * C,
+               3 * C);
+  // 2-3. Attention per head, heads read in place; the weights kept (the backward needs P), the
+  //      merged heads written to their own buffer (q must survive for dK).
+  attend({B, H, T, T, hs, hs}, column_heads<const float>(qkv, T, 3 * C, hs),
+         column_heads<const float>(qkv + C, T, 3 * C, hs),
+         column_heads<const float>(qkv + 2 * C, T, 3 * C, hs),
+         column_heads(cache.heads.data(), T, C, hs), causal, cache.weights.data());
+  // 4. Output projection (B, T, C) @ (C, C) -> (B, T, C), or the merged heads without w_o.
+  ensure_shape<3>(out, {B, T, C});
+  if (w.w_o.size() == 0) {
+    std::copy(cache.heads.begin(), cache.heads.end(), out.begin());
+    return;
+  }
+  gemm_strided(B * T, C, C, 1.0f, cache.heads.data(), C, false, w.w_o.data(), C, false, 0.0f,
+               out.data(), C);
+}
+
+void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
+                  std::size_t n_heads, bool causal, Tensor<3>& dx, MhaWeights& grads) {
+  const char* fn = "attn::mha_backward";
+  detail::check_mha_backward(fn, dout, cache.x, w, n_heads, grads);
+  const std::size_t B = cache.x.shape()[0], T = cache.x.shape()[1], C = cache.x.shape()[2];
+  const std::size_t H = n_heads, hs = C / H, rows = B * T;
+  const std::array<std::size_t, 4> w_shape{B, H, T, T};
+  if (!std::equal(w_shape.begin(), w_shape.end(), cache.weights.shape().begin()) ||
+      cache.qkv.size() != rows * 3 * C || cache.heads.size() != rows * C) {
+    shape_error(fn, "a cache filled by mha_forward(..., cache) for x " +
+                        shape_str(cache.x.shape()) + " and " + std::to_string(H) + " heads",
+                "weights " + shape_str(cache.weights.shape()));
+  }
+  const bool proj = w.w_o.size() != 0;
+  ensure_shape<3>(dx, {B, T, C});
+  // Scratch kept by the calling thread between calls: dheads (B*T, C), dqkv (B*T, 3C).
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < rows * 4 * C) scratch.resize(rows * 4 * C);
+  float* dqkv = scratch.data();  // (B, T, 3C) dq | dk | dv, the layout of qkv
+  const float* dheads = dout.data();
+  // 1. Output projection out = heads @ w_o:
+  //    dheads = dout @ w_o^T     (B*T, C) @ (C, C) -> (B*T, C)
+  //    dw_o  += heads^T @ dout   (C, B*T) @ (B*T, C) -> (C, C)
+  //    (dw_o is computed in step 3, beside the other weight gradients)
+  if (proj) {
+    float* dh = scratch.data() + rows * 3 * C;
+    gemm(rows, C, C, 1.0f, dout.data(), false, w.w_o.data(), true, 0.0f, dh);
+    dheads = dh;
+  }
+  // 2. Attention per (b, h), heads read in place from qkv and dheads; dq, dk, dv written in
+  //    place into the column blocks of dqkv (no split/merge copies).
+  const float* qkv = cache.qkv.data();
+  attend_backward({B, H, T, T, hs, hs}, column_heads<const float>(qkv, T, 3 * C, hs),
+                  column_heads<const float>(qkv + C, T, 3 * C, hs),
+                  column_heads<const float>(qkv + 2 * C, T, 3 * C, hs),
+                  column_heads<const float>(dheads, T, C, hs), cache.weights.data(),
+                  column_heads(dqkv, T, 3 * C, hs), column_heads(dqkv + C, T, 3 * C, hs),
+                  column_heads(dqkv + 2 * C, T, 3 * C, hs), causal);
+  // 3. The projections q = x @ w_q (and k, v):
+  //    dw_q += x^T @ dq          (C, B*T) @ (B*T, C) -> (C, C), dq read in place (ld 3C)
+  //    dx = dq @ w_q^T + dk @ w_k^T + dv @ w_v^T   (B*T, C) @ (C, C) -> (B*T, C), summed by beta
+  //    The weight gradients (with dw_o += heads^T @ dout) are independent GEMMs of equal size:
+  //    they run side by side over the threads, each computed the same way on any thread count.
+  const Matrix* weights[3] = {&w.w_q, &w.w_k, &w.w_v};
+  Matrix* dweights[3] = {&grads.w_q, &grads.w_k, &grads.w_v};
+  const std::size_t jobs = proj ? 4 : 3;
+  detail::run_parts(jobs, detail::worker_count(jobs),
+                    [&](std::size_t begin, std::size_t end, std::size_t) {
+                      detail::WorkerScope scope;
+                      for (std::size_t job = begin; job < end; ++job) {
+                        if (job == 3) {
+                          gemm(C, C, rows, 1.0f, cache.heads.data(), true, dout.data(), false,
+                               1.0f, grads.w_o.data());
+                        } else {
+                          gemm_strided(C, C, rows, 1.0f, cache.x.data(), C, /*trans_a=*/true,
+                                       dqkv + job * C, 3 * C, false, 1.0f,
+                                       dweights[job]->data(), C);
+                        }
+                      }
+                    });
+  for (std::size_t i = 0; i < 3; ++i) {
+    gemm_strided(rows, C, C, 1.0f, dqkv + i * C, 3 * C, false, weights[i]->data(), C,
+                 /*trans_b=*/true, i == 0 ? 0.0f : 1.0f, dx.data(), C);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernel on caller-owned strided buffers (chapter 10: the KV cache)
+// ---------------------------------------------------------------------------------------------
+
+std::size_t attention_scratch_floats(std::size_t T, std::size_t S, std::size_t hs) {
+  return attend_scratch_floats({1, 1, T, S, hs, hs}, /*keep_weights=*/false);
+}
+
+void attention_strided(std::size_t B, std::size_t H, std::size_t T, std::size_t S,
+                       std::size_t hs, const float* q, HeadStrides q_strides, const float* k,
+                       HeadStrides k_strides, const float* v, HeadStrides v_strides, float* out,
+                       HeadStrides out_strides, bool causal, float* scratch) {
+  const char* fn = "attn::attention_strided";
+  if (hs == 0 || S == 0) require(false, fn, "hs and S must be at least 1");
+  if (causal && S != T) require(false, fn, "causal attention needs S == T");
+  for (std::size_t size : {T, S, hs, q_strides.row, k_strides.row, v_strides.row, out_strides.row})
+    blas_int(size);
+  if (B == 0 || H == 0 || T == 0) return;
+  // Same kernel as every other entry point, all (b, h) pairs on this thread, no weights kept.
+  const Sizes n{B, H, T, S, hs, hs};
+  attend_range(n, {q, q_strides.batch, q_strides.head, q_strides.row},
+               {k, k_strides.batch, k_strides.head, k_strides.row},
+               {v, v_strides.batch, v_strides.head, v_strides.row},
+               {out, out_strides.batch, out_strides.head, out_strides.row}, causal, nullptr, 0,
+               B * H, scratch);
+}
+
+}  // namespace attn::fast
