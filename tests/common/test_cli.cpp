@@ -177,6 +177,30 @@ TEST_SUITE("common.cli") {
     CHECK(plus.steps == 7);
   }
 
+  TEST_CASE("an alias is a hidden old spelling: read as the flag, absent from --help") {
+    Chapter ch;
+    ch.cli.alias("--time-steps", "--window");
+    ch.cli.alias("quiet-please", "verbose");
+    const Result r = ch({"--time-steps", "5", "--quiet-please"});
+    CHECK(r.code == 0);
+    CHECK(ch.window == 5);
+    CHECK(ch.verbose);
+    Chapter eq;
+    eq.cli.alias("--time-steps", "--window");
+    CHECK(eq({"--time-steps=6"}).code == 0);
+    CHECK(eq.window == 6);
+    Chapter bad;
+    bad.cli.alias("--time-steps", "--window");
+    const Result b = bad({"--time-steps", "-1"});
+    CHECK(b.code == 2);
+    CHECK(b.err.find("--window") != std::string::npos);  // messages name the flag itself
+    Chapter help;
+    help.cli.alias("--time-steps", "--window");
+    const Result h = help({"--help"});
+    CHECK(h.out.find("--window") != std::string::npos);
+    CHECK(h.out.find("--time-steps") == std::string::npos);
+  }
+
   TEST_CASE("--help prints the chapter's description and every flag to stdout, exit code 0") {
     for (const char* flag : {"--help", "-h"}) {
       Chapter ch;

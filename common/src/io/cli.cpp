@@ -26,6 +26,7 @@
 #include <list>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #ifndef ATTN_SOURCE_DIR
@@ -160,6 +161,7 @@ struct Cli::Impl {
   CLI::App app;  // without the description: help() prints it
   std::list<std::string> texts;                   // raw option values (stable addresses)
   std::vector<std::function<void()>> converters;  // run after parsing, in order
+  std::vector<std::pair<std::string, std::string>> aliases;  // (old spelling, flag), see alias()
   CommonOptions common;
   bool common_added = false;
 
@@ -281,9 +283,26 @@ void Cli::add_flag(const std::string& name, bool& value, const std::string& help
   impl_->app.add_flag(long_name(name), value, help)->group(std::string(kChapterGroup));
 }
 
+void Cli::alias(const std::string& old_name, const std::string& name) {
+  impl_->aliases.emplace_back(long_name(old_name), long_name(name));
+}
+
 int Cli::run(int argc, char** argv, const std::function<void(const CommonOptions&)>& body) {
   Impl& d = *impl_;
   d.add_common();
+  // 0. Old spellings become the flag they stand for ("--heads=4" -> "--n-heads=4").
+  std::vector<std::string> args(argv, argv + argc);
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    for (const auto& [old_name, name] : d.aliases) {
+      if (args[i] == old_name || args[i].rfind(old_name + "=", 0) == 0) {
+        args[i] = name + args[i].substr(old_name.size());
+      }
+    }
+  }
+  std::vector<char*> arg_ptrs;
+  for (std::string& a : args) arg_ptrs.push_back(a.data());
+  arg_ptrs.push_back(nullptr);
+  argv = arg_ptrs.data();
 
   // 1. Parse. --help wins over everything else; any problem is a usage error (exit code 2).
   try {

@@ -67,6 +67,9 @@ class Cli {
                  std::optional<float> at_most = std::nullopt);
   void add_string(const std::string& name, std::string& value, const std::string& help);
   void add_flag(const std::string& name, bool& value, const std::string& help);
+  // A hidden old spelling of a flag, so yesterday's commands still run: `old_name` on the command
+  // line ("--heads 4", "--heads=4") is read as `name`. --help and error messages show only `name`.
+  void alias(const std::string& old_name, const std::string& name);
 
   // Parses argv, then runs `body` with the common options, translating every failure into the
   // exit codes above. Returns the exit code for main to return.
