@@ -186,7 +186,8 @@ OneStep take_one_step(const Kernels& k, const attn::TrainState& start,
   OneStep out{p.size(), loss, norm, lr, attn::lm_loss(b.x, b.y, s.weights, c.model), 0, 0, 0};
   for (std::size_t i = 0; i < p.size(); ++i) {
     out.library_diff = std::max(out.library_diff, attn::max_abs_diff(p[i].values, lib[i].values));
-    out.largest_move = std::max(out.largest_move, attn::max_abs_diff(p[i].values, before[i].values));
+    const double moved = attn::max_abs_diff(p[i].values, before[i].values);
+    out.largest_move = std::max(out.largest_move, moved);
     for (const float x : before[i].values)
       out.largest_weight = std::max(out.largest_weight, std::abs(static_cast<double>(x)));
   }
