@@ -117,36 +117,29 @@ void show_cache(const Model& m) {
 
 // 3. One step by hand on layer 0: append (ex10.1), attend (ex10.2), compared with the full
 // causal attention over the whole sequence; then the library's step against lm_forward.
-void show_step(const Kernels& k, const Model& m, std::span<const int> prompt) {
+struct StepByHand {
+  std::size_t n = 0;             // the new token's position (0: T_max = 1, no room; skipped)
+  std::size_t cache_length = 0;  // after the prefill
+  int next = 0;                  // the new token: the most likely one
+  double d_attn = 0.0;           // append + attend + w_o against row n of mha_forward
+  double d_key = 0.0;            // lm_step's cached head-0 key against the one by hand
+  double d_logits = 0.0;         // lm_step's logits against the last row of lm_forward
+};
+
+StepByHand step_by_hand(const Kernels& k, const Model& m, std::span<const int> prompt) {
   const attn::LmConfig& c = m.config;
   const std::size_t C = c.n_embd, H = c.n_heads, V = c.vocab_size;
-  section(3, "One step by hand, layer 0");
+  StepByHand r;
   // The prompt's last (up to) T_max - 1 tokens, leaving room for one more position.
-  const std::size_t n = std::min(prompt.size(), c.block_size - 1);
-  if (n == 0) {
-    fmt::print("T_max = 1: there is no room for a step after the prompt; skipped.\n");
-    return;
-  }
+  const std::size_t n = r.n = std::min(prompt.size(), c.block_size - 1);
+  if (n == 0) return r;
   const std::span<const int> context = prompt.last(n);
   attn::KvCache cache = attn::kv_cache_init(c, 1);
   const Matrix& first = attn::lm_prefill(cache, context, m.weights, c);
-  // The new token: the most likely one (a fixed choice, so the text below does not depend on
-  // sampling).
+  r.cache_length = cache.length;
+  // The new token: the most likely one (a fixed choice: the text does not depend on sampling).
   const auto row = std::span<const float>(first.data(), V);
-  const int next = static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());
-  const std::string next_name = char_name(m.vocab.char_of(next));
-  if (n == prompt.size()) {
-    fmt::print(
-        "lm_prefill runs the {} prompt tokens in one batched pass: cache.length = {}. The most\n"
-        "likely next character is {} (id {}); it goes to position n = {}.\n",
-        n, cache.length, next_name, next, n);
-  } else {  // a prompt of T_max tokens or more: its last T_max - 1 leave room for one more
-    fmt::print(
-        "lm_prefill runs the last {} of the {} prompt tokens (T_max - 1) in one batched pass:\n"
-        "cache.length = {}. The most likely next character is {} (id {}); it goes to position\n"
-        "n = {}.\n",
-        n, prompt.size(), cache.length, next_name, next, n);
-  }
+  const int next = r.next = static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());
 
   // a. Its layer-0 input and projections: x = wte[next] + wpe[n], h = ln1(x), q, k, v = h @ W.
   const attn::BlockWeights& b0 = m.weights.blocks[0];
@@ -173,37 +166,58 @@ void show_step(const Kernels& k, const Model& m, std::span<const int> prompt) {
       xs(0, t, j) = m.weights.wte(static_cast<std::size_t>(all[t]), j) + m.weights.wpe(t, j);
   const Tensor<3> hs = attn::layer_norm<3>(xs, b0.ln1_gamma, b0.ln1_beta, 1e-5f);
   const attn::MhaResult full = attn::mha_forward(hs, b0.attn, H, /*causal=*/true, false);
-  const double d_attn = attn::max_abs_diff(
-      std::span<const float>(projected.data(), C), std::span<const float>(full.out.data() + n * C, C));
-  fmt::print(
-      "  k, v, q = ln1(wte[id] + wpe[{}]) @ w_k, w_v, w_q: (1, C) each, C = {}\n"
-      "  append k and v at position {} of the layer-0 cache (ex10.1)\n"
-      "  attend: {} heads, one query each, over {} cached keys (ex10.2)\n"
-      "  @ w_o, against row {} of mha_forward over all {} tokens: max |difference| {}\n",
-      n, C, n, H, n + 1, n, n + 1, rounding_text(d_attn));
-  fmt::print("  {}: one new row of work gives the attention of the whole sequence.\n",
-             d_attn < 1e-4 ? "the same up to float rounding" : "DIFFERENT");
-  attn::claim(d_attn < 1e-4,
-              "append and attend give the row of the full causal attention, up to rounding");
-
+  r.d_attn = attn::max_abs_diff(std::span<const float>(projected.data(), C),
+                                std::span<const float>(full.out.data() + n * C, C));
   // d. The library's whole step against lm_forward's last row.
   const Matrix& stepped = attn::lm_step(cache, std::span<const int>(&next, 1), m.weights, c);
   xt::xtensor<int, 2> tokens(std::array<std::size_t, 2>{1, n + 1});
   std::copy(all.begin(), all.end(), tokens.data());
   const Tensor<3> logits = attn::lm_forward(tokens, m.weights, c);
-  const double d_logits = attn::max_abs_diff(std::span<const float>(stepped.data(), V),
-                                             std::span<const float>(logits.data() + n * V, V));
-  const double d_key = attn::max_abs_diff(
-      std::span<const float>(key.data(), C / H),
-      std::span<const float>(cache.keys[0].data() + n * (C / H), C / H));
+  r.d_logits = attn::max_abs_diff(std::span<const float>(stepped.data(), V),
+                                  std::span<const float>(logits.data() + n * V, V));
+  r.d_key = attn::max_abs_diff(std::span<const float>(key.data(), C / H),
+                               std::span<const float>(cache.keys[0].data() + n * (C / H), C / H));
+  return r;
+}
+
+void show_step(const StepByHand& r, const Model& m, std::size_t prompt_size) {
+  section(3, "One step by hand, layer 0");
+  const std::size_t n = r.n;
+  if (n == 0) {
+    fmt::print("T_max = 1: there is no room for a step after the prompt; skipped.\n");
+    return;
+  }
+  const std::string next_name = char_name(m.vocab.char_of(r.next));
+  if (n == prompt_size) {
+    fmt::print(
+        "lm_prefill runs the {} prompt tokens in one batched pass: cache.length = {}. The most\n"
+        "likely next character is {} (id {}); it goes to position n = {}.\n",
+        n, r.cache_length, next_name, r.next, n);
+  } else {  // a prompt of T_max tokens or more: its last T_max - 1 leave room for one more
+    fmt::print(
+        "lm_prefill runs the last {} of the {} prompt tokens (T_max - 1) in one batched pass:\n"
+        "cache.length = {}. The most likely next character is {} (id {}); it goes to position\n"
+        "n = {}.\n",
+        n, prompt_size, r.cache_length, next_name, r.next, n);
+  }
+  fmt::print(
+      "  k, v, q = ln1(wte[id] + wpe[{}]) @ w_k, w_v, w_q: (1, C) each, C = {}\n"
+      "  append k and v at position {} of the layer-0 cache (ex10.1)\n"
+      "  attend: {} heads, one query each, over {} cached keys (ex10.2)\n"
+      "  @ w_o, against row {} of mha_forward over all {} tokens: max |difference| {}\n",
+      n, m.config.n_embd, n, m.config.n_heads, n + 1, n, n + 1, rounding_text(r.d_attn));
+  fmt::print("  {}: one new row of work gives the attention of the whole sequence.\n",
+             r.d_attn < 1e-4 ? "the same up to float rounding" : "DIFFERENT");
+  attn::claim(r.d_attn < 1e-4,
+              "append and attend give the row of the full causal attention, up to rounding");
   fmt::print(
       "attn::lm_step does this for every layer, then ln_f and the {} of one row:\n"
       "  its head-0 key at position {} against the one above: max |difference| {}\n"
       "  its logits (1, {}) against the last row of lm_forward over {} tokens: max |difference| {}\n",
-      m.config.tied_head ? "tied projection" : "output head", n, rounding_text(d_key), V, n + 1,
-      rounding_text(d_logits));
-  attn::claim(d_key < 1e-4, "lm_step caches the key computed by hand");
-  attn::claim(d_logits < 1e-4, "lm_step's logits are the last row of lm_forward, up to rounding");
+      m.config.tied_head ? "tied projection" : "output head", n, rounding_text(r.d_key),
+      m.config.vocab_size, n + 1, rounding_text(r.d_logits));
+  attn::claim(r.d_key < 1e-4, "lm_step caches the key computed by hand");
+  attn::claim(r.d_logits < 1e-4, "lm_step's logits are the last row of lm_forward, up to rounding");
 }
 
 // 4. The generation loop with the cache, written out: what attn::lm_generate_cached does (and
@@ -454,7 +468,7 @@ void run(const attn::CommonOptions& common, const Options& o) {
              m.config.n_embd, m.config.n_heads, m.config.n_layers);
 
   show_cache(m);
-  show_step(k, m, prompt);
+  show_step(step_by_hand(k, m, prompt), m, prompt.size());
   attn::GenerateOptions g;
   g.max_new_tokens = o.tokens;
   g.temperature = o.temperature;
