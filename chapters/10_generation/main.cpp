@@ -57,8 +57,9 @@ constexpr std::size_t kMaxTokens = 100000;
 constexpr std::size_t kMaxLayers = 64;
 constexpr std::size_t kMaxHeads = 64;
 
-// ---- The functions the walkthrough calls: from attn:: (the reference) or, with --mine, the
-// learner's ex10:: exercises.
+// ---- The functions the walkthrough calls: attn::kv_append, attn::attend_cache and the loop
+// written out below (generate_with_cache, equal to attn::lm_generate_cached), or, with --mine,
+// the learner's ex10:: exercises.
 struct Kernels {
   void (*append)(Tensor<4>&, const Matrix&, std::size_t);                            // ex10.1
   Matrix (*attend)(const Matrix&, const Tensor<4>&, const Tensor<4>&, std::size_t);  // ex10.2
