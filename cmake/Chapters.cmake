@@ -19,7 +19,9 @@ function(add_chapter number name)
   set_target_properties(ch${number}_exercises PROPERTIES LINKER_LANGUAGE CXX)
   attn_reuse_pch(ch${number}_exercises)
 
-  add_executable(${number}_${name} ${dir}/main.cpp)
+  # main.cpp is the lesson; a chapter may keep the run around it in other files beside it.
+  file(GLOB sources CONFIGURE_DEPENDS ${dir}/*.cpp)
+  add_executable(${number}_${name} ${sources})
   target_link_libraries(${number}_${name} PRIVATE attn::common ch${number}_exercises attn::warnings)
   attn_reuse_pch(${number}_${name})
 

@@ -1,22 +1,20 @@
 // chapters/10_generation/main.cpp: chapter 10, generating fast with a KV cache.
 // The narrated walkthrough: what a new token really needs, the cache and its memory, one step
-// done by hand on layer 0, text streamed as it is generated (with and without the cache, the
-// same characters), the FLOPs per token as the context grows, and what happens past T_max.
-// The math lives in common/src/model/kvcache.cpp (and model.cpp, sample.cpp); this file calls it.
+// done by hand on layer 0, the generation loop with the cache written out here (prefill, one
+// lm_step per token, the re-fill past T_max; the same tokens as attn::lm_generate_cached) with
+// its text streamed as it comes, the FLOPs per token as the context grows, and what happens past
+// T_max. The math lives in common/src/model/kvcache.cpp (and model.cpp, sample.cpp).
 
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <limits>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -38,10 +36,14 @@
 #include "attn/model/sample.hpp"
 #include "attn/io/text.hpp"
 #include "exercises.hpp"
+#include "setup.hpp"
 
 namespace {
 
+using namespace ch10;
 using attn::flag_given;
+using attn::grouped;
+using attn::num;
 using attn::section;
 using attn::chars_of;
 
@@ -54,12 +56,10 @@ using Clock = std::chrono::steady_clock;
 constexpr std::size_t kMaxTokens = 100000;
 constexpr std::size_t kMaxLayers = 64;
 constexpr std::size_t kMaxHeads = 64;
-constexpr std::uintmax_t kMaxVocabBytes = 1 << 20;  // vocab.txt: 1 MiB is far more than enough
-// The default model (no --weights): the chapter-09 shapes.
-constexpr std::size_t kPromptMinLength = 30;   // the default prompt: the first line this long
 
-// ---- The functions the walkthrough calls: from attn:: (the reference) or, with --mine, the
-// learner's ex10:: exercises.
+// ---- The functions the walkthrough calls: attn::kv_append, attn::attend_cache and the loop
+// written out below (generate_with_cache, equal to attn::lm_generate_cached), or, with --mine,
+// the learner's ex10:: exercises.
 struct Kernels {
   void (*append)(Tensor<4>&, const Matrix&, std::size_t);                            // ex10.1
   Matrix (*attend)(const Matrix&, const Tensor<4>&, const Tensor<4>&, std::size_t);  // ex10.2
@@ -68,217 +68,15 @@ struct Kernels {
                                const attn::TokenCallback&);                           // ex10.3
 };
 
-Kernels reference_kernels() {
-  return {&attn::kv_append, &attn::attend_cache, &attn::lm_generate_cached};
-}
+// ---- Narration helpers (the rest are attn::num, grouped, max_abs_diff from attn/io/narrate.hpp).
 
-Kernels learner_kernels() {
-  return {&ex10::kv_append, &ex10::attend_cache, &ex10::generate_cached};
-}
-
-// ---- The chapter's flags.
-struct Options {
-  std::string weights_dir;
-  std::string prompt;  // empty: the first line of the corpus with kPromptMinLength characters
-  std::size_t tokens = 200;
-  float temperature = 1.0f;
-  std::string top_k_text;  // empty: every token
-  float top_p = 1.0f;
-  bool greedy = false;
-  bool no_cache = false;
-  std::size_t layers = 4;
-  std::size_t heads = 4;
-  bool prompt_given = false;  // told apart from the default: --prompt "" is an error
-  bool top_k_given = false;
-};
-
-
-// ---- Narration helpers.
-
-
-std::string num(double value, int precision = 4) {
-  return attn::format_number(static_cast<float>(value), precision);
-}
-
-std::string char_name(char32_t c) {
-  return c == U' ' ? attn::printable(c) : "'" + attn::printable(c) + "'";
-}
-
-// "1,234,567" for big counts.
-std::string grouped(double value) {
-  const auto n = static_cast<unsigned long long>(std::llround(value));
-  std::string digits = std::to_string(n), out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
-
-double max_abs_difference(std::span<const float> a, std::span<const float> b) {
-  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
-  double worst = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
-  return worst;
-}
 
 // A difference of float rounding is printed as "this small", not its digits: whether it is 0 or
 // 1e-7 depends on the machine's BLAS kernels (a GEMM of 1 row may round differently from the
-// same row inside a GEMM of 43).
-std::string difference_text(double d) {
+// same row inside a GEMM of 43), so attn::difference_text's "0 (bitwise identical)" would make
+// the page differ from machine to machine.
+std::string rounding_text(double d) {
   return d < 1e-5 ? "below 1e-5 (float rounding)" : fmt::format("{:.6f}", d);
-}
-
-// ---- Checks on the flags and the model folder, before anything is printed.
-
-std::size_t parse_top_k(const Options& o, std::size_t V) {
-  if (!o.top_k_given) return 0;
-  long long k = 0;
-  const char* begin = o.top_k_text.data();
-  const char* end = begin + o.top_k_text.size();
-  const auto [ptr, ec] = std::from_chars(begin, end, k);
-  if (ec != std::errc{} || ptr != end) {
-    throw attn::UsageError(fmt::format("--top-k expects an integer, got '{}'", o.top_k_text));
-  }
-  if (k < 1) throw attn::UsageError(fmt::format("--top-k must be at least 1, got {}", k));
-  if (static_cast<unsigned long long>(k) > V) {
-    throw attn::UsageError(
-        fmt::format("--top-k must be at most V = {} (the vocabulary size), got {}", V, k));
-  }
-  return static_cast<std::size_t>(k);
-}
-
-// The number of blocks h0, h1, ... that a model folder holds (by their h{i}.w_q.npy).
-std::size_t blocks_in(const fs::path& dir) {
-  std::size_t n = 0;
-  while (fs::exists(dir / fmt::format("h{}.w_q.npy", n))) ++n;
-  return n;
-}
-
-// vocab.txt of a model folder: the characters of the vocabulary in id order, UTF-8 (what
-// chapter 09 writes beside its checkpoint).
-attn::Vocab read_vocab_file(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) {
-    throw std::runtime_error(fmt::format("'{}' is not a regular file", path.string()));
-  }
-  const std::uintmax_t size = fs::file_size(path, ec);
-  if (ec || size > kMaxVocabBytes) {
-    throw std::runtime_error(
-        fmt::format("'{}' is larger than {} bytes: not a vocabulary", path.string(), kMaxVocabBytes));
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes(static_cast<std::size_t>(size), '\0');
-  if (!in.read(bytes.data(), static_cast<std::streamsize>(size))) {
-    throw std::runtime_error(fmt::format("cannot read '{}'", path.string()));
-  }
-  try {
-    std::u32string chars = attn::decode_utf8(bytes);
-    return attn::Vocab(std::move(chars));
-  } catch (const std::exception& e) {
-    throw std::runtime_error(fmt::format("'{}': {} (expected the vocabulary's characters, "
-                                         "sorted, each once)",
-                                         path.string(), e.what()));
-  }
-}
-
-struct Model {
-  attn::LmConfig config;
-  attn::LmWeights weights;
-  attn::Vocab vocab;
-  std::string origin;  // for the narration
-};
-
-// The model the repository ships, beside the shipped corpus: data/sonnets-model.
-fs::path shipped_model_path() { return attn::shipped_corpus_path().parent_path() / "sonnets-model"; }
-
-// Where the model comes from: --weights DIR (an lm folder, with its vocab.txt if it has one,
-// else the corpus's vocabulary as in chapter 07), or the default model. The only place that
-// decides it.
-Model load_model(const Options& o, const attn::Vocab& corpus_vocab) {
-  // The default: the model the repository ships, trained by chapter 09 on the shipped sonnets
-  // (data/sonnets-model, the chapter-09 CPU model's shapes: C 64, H 4, L 4, T_max 64), so the
-  // text looks like the corpus and the page's transcript is checked like every other.
-  const bool shipped = o.weights_dir.empty();
-  std::string folder = shipped ? shipped_model_path().string() : o.weights_dir;
-  std::error_code ec;
-  // A chapter-09 checkpoint folder (DIR holds DIR/model): its model.
-  if (!shipped && fs::is_directory(fs::path(folder) / "model", ec)) {
-    folder = (fs::path(folder) / "model").string();
-  }
-  const fs::path dir(folder);
-  if (!fs::is_directory(dir, ec)) {
-    throw std::runtime_error(fmt::format("--weights: '{}' is not a folder", folder));
-  }
-  if (const std::size_t found = blocks_in(dir); found > 0 && found != o.layers) {
-    throw attn::UsageError(fmt::format("--layers {} but model '{}' has {} blocks: pass --layers {}",
-                                       o.layers, folder, found, found));
-  }
-  try {  // --heads is a usage error: checked against C before load_lm reads everything
-    const attn::NpyArray wte = attn::read_npy(dir / "wte.npy");
-    if (wte.shape.size() == 2 && wte.shape[1] % o.heads != 0) {
-      throw attn::UsageError(fmt::format("--heads {} does not divide C = {} of model '{}'",
-                                         o.heads, wte.shape[1], folder));
-    }
-  } catch (const attn::UsageError&) {
-    throw;
-  } catch (const std::exception&) {  // a missing or broken wte.npy: load_lm says which
-  }
-  Model m{attn::LmConfig{}, attn::LmWeights{}, corpus_vocab, ""};
-  m.weights = attn::load_lm(dir, o.layers, o.heads, m.config);
-  const fs::path vocab_file = dir / "vocab.txt";
-  const bool has_vocab = fs::exists(vocab_file, ec);
-  if (has_vocab) m.vocab = read_vocab_file(vocab_file);
-  if (m.config.vocab_size != m.vocab.size()) {
-    throw std::runtime_error(fmt::format(
-        "model '{}' has a vocabulary of {} tokens (wte.npy) but {} has {} characters",
-        folder, m.config.vocab_size,
-        has_vocab ? "its vocab.txt" : "the corpus (no vocab.txt in the folder)", m.vocab.size()));
-  }
-  m.origin = shipped ? std::string("the model the repository ships (data/sonnets-model: chapter 09 "
-                                    "trained it on the shipped sonnets, 1000 steps)")
-                     : fmt::format("loaded from '{}' ({})", folder,
-                                   has_vocab ? "vocabulary from its vocab.txt"
-                                             : "vocabulary of the corpus");
-  return m;
-}
-
-// The prompt as ids: the flag, or the first line of the corpus with kPromptMinLength characters.
-std::vector<int> prompt_ids(const Options& o, const attn::Corpus& corpus, const attn::Vocab& vocab) {
-  std::u32string prompt;
-  if (o.prompt_given) {
-    try {
-      prompt = attn::decode_utf8(o.prompt);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(fmt::format("--prompt: {}", e.what()));
-    }
-    for (char32_t c : prompt) {
-      if (!vocab.contains(c)) {
-        throw std::runtime_error(fmt::format(
-            "--prompt: character {} (U+{:04X}) is not in the model's vocabulary ({} characters)",
-            char_name(c), static_cast<std::uint32_t>(c), vocab.size()));
-      }
-    }
-  } else {
-    const std::u32string text = attn::decode_utf8(corpus.text);
-    for (std::size_t begin = 0; begin < text.size() && prompt.empty();) {
-      std::size_t end = text.find(U'\n', begin);
-      if (end == std::u32string::npos) end = text.size();
-      if (end - begin >= kPromptMinLength) prompt = text.substr(begin, end - begin);
-      begin = end + 1;
-    }
-    if (prompt.empty()) prompt = text.substr(0, std::min<std::size_t>(text.size(), kPromptMinLength));
-    // The corpus's line must be in the model's vocabulary (a --weights model may have its own).
-    std::u32string kept;
-    for (char32_t c : prompt)
-      if (vocab.contains(c)) kept += c;
-    prompt = kept.empty() ? std::u32string(1, vocab.chars()[0]) : kept;
-  }
-  std::vector<int> ids;
-  for (char32_t c : prompt) ids.push_back(vocab.id_of(c));
-  return ids;
 }
 
 // ---- The walkthrough.
@@ -320,36 +118,29 @@ void show_cache(const Model& m) {
 
 // 3. One step by hand on layer 0: append (ex10.1), attend (ex10.2), compared with the full
 // causal attention over the whole sequence; then the library's step against lm_forward.
-void show_step(const Kernels& k, const Model& m, std::span<const int> prompt) {
+struct StepByHand {
+  std::size_t n = 0;             // the new token's position (0: T_max = 1, no room; skipped)
+  std::size_t cache_length = 0;  // after the prefill
+  int next = 0;                  // the new token: the most likely one
+  double d_attn = 0.0;           // append + attend + w_o against row n of mha_forward
+  double d_key = 0.0;            // lm_step's cached head-0 key against the one by hand
+  double d_logits = 0.0;         // lm_step's logits against the last row of lm_forward
+};
+
+StepByHand step_by_hand(const Kernels& k, const Model& m, std::span<const int> prompt) {
   const attn::LmConfig& c = m.config;
   const std::size_t C = c.n_embd, H = c.n_heads, V = c.vocab_size;
-  section(3, "One step by hand, layer 0");
+  StepByHand r;
   // The prompt's last (up to) T_max - 1 tokens, leaving room for one more position.
-  const std::size_t n = std::min(prompt.size(), c.block_size - 1);
-  if (n == 0) {
-    fmt::print("T_max = 1: there is no room for a step after the prompt; skipped.\n");
-    return;
-  }
+  const std::size_t n = r.n = std::min(prompt.size(), c.block_size - 1);
+  if (n == 0) return r;
   const std::span<const int> context = prompt.last(n);
   attn::KvCache cache = attn::kv_cache_init(c, 1);
   const Matrix& first = attn::lm_prefill(cache, context, m.weights, c);
-  // The new token: the most likely one (a fixed choice, so the text below does not depend on
-  // sampling).
+  r.cache_length = cache.length;
+  // The new token: the most likely one (a fixed choice: the text does not depend on sampling).
   const auto row = std::span<const float>(first.data(), V);
-  const int next = static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());
-  const std::string next_name = char_name(m.vocab.char_of(next));
-  if (n == prompt.size()) {
-    fmt::print(
-        "lm_prefill runs the {} prompt tokens in one batched pass: cache.length = {}. The most\n"
-        "likely next character is {} (id {}); it goes to position n = {}.\n",
-        n, cache.length, next_name, next, n);
-  } else {  // a prompt of T_max tokens or more: its last T_max - 1 leave room for one more
-    fmt::print(
-        "lm_prefill runs the last {} of the {} prompt tokens (T_max - 1) in one batched pass:\n"
-        "cache.length = {}. The most likely next character is {} (id {}); it goes to position\n"
-        "n = {}.\n",
-        n, prompt.size(), cache.length, next_name, next, n);
-  }
+  const int next = r.next = static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());
 
   // a. Its layer-0 input and projections: x = wte[next] + wpe[n], h = ln1(x), q, k, v = h @ W.
   const attn::BlockWeights& b0 = m.weights.blocks[0];
@@ -376,37 +167,90 @@ void show_step(const Kernels& k, const Model& m, std::span<const int> prompt) {
       xs(0, t, j) = m.weights.wte(static_cast<std::size_t>(all[t]), j) + m.weights.wpe(t, j);
   const Tensor<3> hs = attn::layer_norm<3>(xs, b0.ln1_gamma, b0.ln1_beta, 1e-5f);
   const attn::MhaResult full = attn::mha_forward(hs, b0.attn, H, /*causal=*/true, false);
-  const double d_attn = max_abs_difference(
-      std::span<const float>(projected.data(), C), std::span<const float>(full.out.data() + n * C, C));
-  fmt::print(
-      "  k, v, q = ln1(wte[id] + wpe[{}]) @ w_k, w_v, w_q: (1, C) each, C = {}\n"
-      "  append k and v at position {} of the layer-0 cache (ex10.1)\n"
-      "  attend: {} heads, one query each, over {} cached keys (ex10.2)\n"
-      "  @ w_o, against row {} of mha_forward over all {} tokens: max |difference| {}\n",
-      n, C, n, H, n + 1, n, n + 1, difference_text(d_attn));
-  fmt::print("  {}: one new row of work gives the attention of the whole sequence.\n",
-             d_attn < 1e-4 ? "the same up to float rounding" : "DIFFERENT");
-  attn::claim(d_attn < 1e-4,
-              "append and attend give the row of the full causal attention, up to rounding");
-
+  r.d_attn = attn::max_abs_diff(std::span<const float>(projected.data(), C),
+                                std::span<const float>(full.out.data() + n * C, C));
   // d. The library's whole step against lm_forward's last row.
   const Matrix& stepped = attn::lm_step(cache, std::span<const int>(&next, 1), m.weights, c);
   xt::xtensor<int, 2> tokens(std::array<std::size_t, 2>{1, n + 1});
   std::copy(all.begin(), all.end(), tokens.data());
   const Tensor<3> logits = attn::lm_forward(tokens, m.weights, c);
-  const double d_logits = max_abs_difference(std::span<const float>(stepped.data(), V),
-                                             std::span<const float>(logits.data() + n * V, V));
-  const double d_key = max_abs_difference(
-      std::span<const float>(key.data(), C / H),
-      std::span<const float>(cache.keys[0].data() + n * (C / H), C / H));
+  r.d_logits = attn::max_abs_diff(std::span<const float>(stepped.data(), V),
+                                  std::span<const float>(logits.data() + n * V, V));
+  r.d_key = attn::max_abs_diff(std::span<const float>(key.data(), C / H),
+                               std::span<const float>(cache.keys[0].data() + n * (C / H), C / H));
+  return r;
+}
+
+void show_step(const StepByHand& r, const Model& m, std::size_t prompt_size) {
+  section(3, "One step by hand, layer 0");
+  const std::size_t n = r.n;
+  if (n == 0) {
+    fmt::print("T_max = 1: there is no room for a step after the prompt; skipped.\n");
+    return;
+  }
+  const std::string next_name = char_name(m.vocab.char_of(r.next));
+  if (n == prompt_size) {
+    fmt::print(
+        "lm_prefill runs the {} prompt tokens in one batched pass: cache.length = {}. The most\n"
+        "likely next character is {} (id {}); it goes to position n = {}.\n",
+        n, r.cache_length, next_name, r.next, n);
+  } else {  // a prompt of T_max tokens or more: its last T_max - 1 leave room for one more
+    fmt::print(
+        "lm_prefill runs the last {} of the {} prompt tokens (T_max - 1) in one batched pass:\n"
+        "cache.length = {}. The most likely next character is {} (id {}); it goes to position\n"
+        "n = {}.\n",
+        n, prompt_size, r.cache_length, next_name, r.next, n);
+  }
+  fmt::print(
+      "  k, v, q = ln1(wte[id] + wpe[{}]) @ w_k, w_v, w_q: (1, C) each, C = {}\n"
+      "  append k and v at position {} of the layer-0 cache (ex10.1)\n"
+      "  attend: {} heads, one query each, over {} cached keys (ex10.2)\n"
+      "  @ w_o, against row {} of mha_forward over all {} tokens: max |difference| {}\n",
+      n, m.config.n_embd, n, m.config.n_heads, n + 1, n, n + 1, rounding_text(r.d_attn));
+  fmt::print("  {}: one new row of work gives the attention of the whole sequence.\n",
+             r.d_attn < 1e-4 ? "the same up to float rounding" : "DIFFERENT");
+  attn::claim(r.d_attn < 1e-4,
+              "append and attend give the row of the full causal attention, up to rounding");
   fmt::print(
       "attn::lm_step does this for every layer, then ln_f and the {} of one row:\n"
       "  its head-0 key at position {} against the one above: max |difference| {}\n"
       "  its logits (1, {}) against the last row of lm_forward over {} tokens: max |difference| {}\n",
-      m.config.tied_head ? "tied projection" : "output head", n, difference_text(d_key), V, n + 1,
-      difference_text(d_logits));
-  attn::claim(d_key < 1e-4, "lm_step caches the key computed by hand");
-  attn::claim(d_logits < 1e-4, "lm_step's logits are the last row of lm_forward, up to rounding");
+      m.config.tied_head ? "tied projection" : "output head", n, rounding_text(r.d_key),
+      m.config.vocab_size, n + 1, rounding_text(r.d_logits));
+  attn::claim(r.d_key < 1e-4, "lm_step caches the key computed by hand");
+  attn::claim(r.d_logits < 1e-4, "lm_step's logits are the last row of lm_forward, up to rounding");
+}
+
+// 4. The generation loop with the cache, written out: what attn::lm_generate_cached does (and
+// ex10.3 asks for). Same signature as the library's, so --mine can put the learner's in its place.
+std::vector<int> generate_with_cache(const attn::LmWeights& w, const attn::LmConfig& c,
+                                     std::span<const int> prompt, const attn::GenerateOptions& g,
+                                     attn::Rng& rng, const attn::TokenCallback& on_token) {
+  const std::size_t V = c.vocab_size, T_max = c.block_size;
+  std::vector<int> context(prompt.begin(), prompt.end()), generated;
+  // The last (at most) T_max tokens of the context: what lm_generate's forward would see.
+  const auto window = [&] {
+    return std::span<const int>(context).last(std::min(context.size(), T_max));
+  };
+  attn::KvCache cache = attn::kv_cache_init(c, 1);  // every buffer allocated once, here
+  attn::TokenSampler sampler(V);
+  const attn::SamplingOptions sampling{g.temperature, g.top_k, g.top_p, g.greedy};
+  // 1. Prefill: the prompt in one batched pass; its last row of logits predicts the next token.
+  const Matrix* logits = &attn::lm_prefill(cache, window(), w, c);  // (1, V)
+  for (std::size_t i = 0; i < g.max_new_tokens; ++i) {
+    // 2. Draw the next token from those logits, exactly as lm_generate does.
+    const int next = sampler.next(std::span<const float>(logits->data(), V), sampling, rng);
+    context.push_back(next);
+    generated.push_back(next);
+    if (on_token) on_token(next);
+    if (i + 1 == g.max_new_tokens) break;
+    // 3. Its logits: one lm_step (one new row per layer, its keys and values appended) while
+    //    positions are left. Past T_max every token moves one position down and every cached key
+    //    is stale: re-fill the cache from the cropped context (section 6).
+    logits = cache.length < T_max ? &attn::lm_step(cache, std::span<const int>(&next, 1), w, c)
+                                  : &attn::lm_prefill(cache, window(), w, c);
+  }
+  return generated;
 }
 
 // Streams one character to stdout as soon as it is chosen.
@@ -451,6 +295,14 @@ void show_generation(const Kernels& k, const Model& m, std::span<const int> prom
              identical ? fmt::format("the same {} characters", shown.size())
                        : fmt::format("DIFFERENT from character {} on", same + 1));
   attn::claim(identical, "cached and uncached generation give the same characters");
+  // The loop written out above against the library's, from the same seed.
+  attn::Rng hand_rng(seed), library_rng(seed);
+  const bool same_loop = generate_with_cache(m.weights, c, prompt, g, hand_rng, {}) ==
+                         attn::lm_generate_cached(m.weights, c, prompt, g, library_rng, {});
+  fmt::print("The loop written out in generate_with_cache (main.cpp) against the library's\n"
+             "attn::lm_generate_cached, same seed: {}.\n",
+             same_loop ? "the same characters" : "DIFFERENT characters");
+  attn::claim(same_loop, "the generation loop written out gives attn::lm_generate_cached's tokens");
   // How the cached loop produced them: steps while positions are left, then re-fills.
   const std::size_t n0 = std::min(prompt.size(), c.block_size);
   std::size_t steps = 0, refills = 0, length = n0;
@@ -587,6 +439,14 @@ void show_past_t_max(const Model& m) {
       num(refill, 2), T_max - 1);
 }
 
+Kernels reference_kernels() {
+  return {&attn::kv_append, &attn::attend_cache, &generate_with_cache};
+}
+
+Kernels learner_kernels() {
+  return {&ex10::kv_append, &ex10::attend_cache, &ex10::generate_cached};
+}
+
 void run(const attn::CommonOptions& common, const Options& o) {
   const auto t_start = Clock::now();
   const Kernels k = common.mine ? learner_kernels() : reference_kernels();
@@ -609,7 +469,7 @@ void run(const attn::CommonOptions& common, const Options& o) {
              m.config.n_embd, m.config.n_heads, m.config.n_layers);
 
   show_cache(m);
-  show_step(k, m, prompt);
+  show_step(step_by_hand(k, m, prompt), m, prompt.size());
   attn::GenerateOptions g;
   g.max_new_tokens = o.tokens;
   g.temperature = o.temperature;
@@ -657,8 +517,10 @@ int main(int argc, char** argv) {
   cli.add_flag("--greedy", o.greedy, "always the most likely character (no sampling)");
   cli.add_flag("--no-cache", o.no_cache,
                "stream the text from lm_generate (a full forward per token) instead");
-  cli.add_size("--layers", o.layers, "L, transformer blocks of the model", 1, kMaxLayers);
-  cli.add_size("--heads", o.heads, "H, attention heads, must divide C", 1, kMaxHeads);
+  cli.add_size("--n-layers", o.n_layers, "L, transformer blocks of the model", 1, kMaxLayers);
+  cli.add_size("--n-heads", o.n_heads, "H, attention heads, must divide C", 1, kMaxHeads);
+  cli.add_alias("--layers", "--n-layers");  // the old spellings, before chapters 07-10 shared one
+  cli.add_alias("--heads", "--n-heads");
   o.prompt_given = flag_given(argc, argv, "--prompt");
   o.top_k_given = flag_given(argc, argv, "--top-k");
   return cli.run(argc, argv, [&](const attn::CommonOptions& common) { run(common, o); });

@@ -2,7 +2,7 @@
 # with one line on stderr. Then the checkpoint tests: resume is bit-identical, kill -9 never loses
 # the last checkpoint, Ctrl-C saves and exits 130 (tests/cli/ch09_checkpoints.sh).
 set(ch09_small --n-embd 16 --n-heads 2 --n-layers 1 --block-size 8 --batch-size 4
-               --eval-iters 2 --sample-length 0)
+               --eval-iters 2 --tokens 0)
 attn_cli_test(ch09.heads_not_dividing EXIT 2
               MATCH "--n-heads 5 does not divide --n-embd 64"
               COMMAND 09_training --n-heads 5)
@@ -22,6 +22,9 @@ attn_cli_test(ch09.lr_negative EXIT 2 MATCH "--lr must be > 0, got -0.1"
               COMMAND 09_training --lr -0.1)
 attn_cli_test(ch09.lr_too_high EXIT 2 MATCH "--lr must be at most 1, got 5"
               COMMAND 09_training --lr 5)
+# The old spelling of --tokens still works, as a hidden alias (messages name --tokens).
+attn_cli_test(ch09.sample_length_alias EXIT 2 MATCH "--tokens must be at most 10000, got 10001"
+              COMMAND 09_training --sample-length 10001)
 attn_cli_test(ch09.activation_unknown EXIT 2 MATCH "unknown activation 'swish'"
               COMMAND 09_training --activation swish)
 # 300 characters: a validation split of 30 tokens, too short for windows of 64 + 1.

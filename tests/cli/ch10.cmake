@@ -6,13 +6,18 @@ attn_cli_test(ch10.tokens_negative EXIT 2 MATCH "--tokens must be at least 1, go
               COMMAND 10_generation --tokens -3)
 attn_cli_test(ch10.tokens_above_max EXIT 2 MATCH "--tokens must be at most 100000, got 100001"
               COMMAND 10_generation --tokens 100001)
-attn_cli_test(ch10.layers_above_max EXIT 2 MATCH "--layers must be at most 64, got 65"
+attn_cli_test(ch10.layers_above_max EXIT 2 MATCH "--n-layers must be at most 64, got 65"
+              COMMAND 10_generation --n-layers 65)
+attn_cli_test(ch10.heads_above_max EXIT 2 MATCH "--n-heads must be at most 64, got 100"
+              COMMAND 10_generation --n-heads 100)
+# The old spellings still work, as hidden aliases (messages name the new flag).
+attn_cli_test(ch10.layers_alias EXIT 2 MATCH "--n-layers must be at most 64, got 65"
               COMMAND 10_generation --layers 65)
-attn_cli_test(ch10.heads_above_max EXIT 2 MATCH "--heads must be at most 64, got 100"
-              COMMAND 10_generation --heads 100)
+attn_cli_test(ch10.heads_alias EXIT 2 MATCH "--n-heads 5 does not divide C = 64"
+              COMMAND 10_generation --heads=5)
 attn_cli_test(ch10.heads_not_dividing EXIT 2
-              MATCH "--heads 5 does not divide C = 64 of model .*sonnets-model"
-              COMMAND 10_generation --heads 5)
+              MATCH "--n-heads 5 does not divide C = 64 of model .*sonnets-model"
+              COMMAND 10_generation --n-heads 5)
 attn_cli_test(ch10.top_k_zero EXIT 2 MATCH "--top-k must be at least 1, got 0"
               COMMAND 10_generation --top-k 0)
 attn_cli_test(ch10.top_k_above_vocabulary EXIT 2
@@ -94,26 +99,26 @@ set_tests_properties(cli.ch10.make_models PROPERTIES LABELS "cli;ch10" FIXTURES_
 
 attn_cli_test(ch10.weights_good EXIT 0 STDOUT
               MATCH "model: loaded from '.*/good' \\(vocabulary of the corpus\\)"
-              COMMAND 10_generation --weights ${ch10_models}/good --layers 2 --tokens 5)
+              COMMAND 10_generation --weights ${ch10_models}/good --n-layers 2 --tokens 5)
 attn_cli_test(ch10.weights_with_vocab_file EXIT 0 STDOUT
               MATCH "vocabulary from its vocab.txt.*V 6, T_max 32"
-              COMMAND 10_generation --weights ${ch10_models}/abcd --layers 2 --tokens 5
+              COMMAND 10_generation --weights ${ch10_models}/abcd --n-layers 2 --tokens 5
                       --prompt "abba")
 attn_cli_test(ch10.weights_layers_mismatch EXIT 2
-              MATCH "--layers 4 but model '.*/good' has 2 blocks: pass --layers 2"
+              MATCH "--n-layers 4 but model '.*/good' has 2 blocks: pass --n-layers 2"
               COMMAND 10_generation --weights ${ch10_models}/good)
-attn_cli_test(ch10.weights_heads_not_dividing EXIT 2 MATCH "--heads 5 does not divide C = 64 of model"
-              COMMAND 10_generation --weights ${ch10_models}/good --layers 2 --heads 5)
+attn_cli_test(ch10.weights_heads_not_dividing EXIT 2 MATCH "--n-heads 5 does not divide C = 64 of model"
+              COMMAND 10_generation --weights ${ch10_models}/good --n-layers 2 --n-heads 5)
 attn_cli_test(ch10.weights_vocab_file_mismatch EXIT 1
               MATCH "has a vocabulary of 59 tokens \\(wte.npy\\) but its vocab.txt has 6 characters"
-              COMMAND 10_generation --weights ${ch10_models}/good_small_vocab --layers 2)
+              COMMAND 10_generation --weights ${ch10_models}/good_small_vocab --n-layers 2)
 attn_cli_test(ch10.weights_corpus_mismatch EXIT 1
               MATCH "has a vocabulary of 6 tokens \\(wte.npy\\) but the corpus \\(no vocab.txt in the folder\\) has 59 characters"
-              COMMAND 10_generation --weights ${ch10_models}/abcd_no_vocab --layers 2)
+              COMMAND 10_generation --weights ${ch10_models}/abcd_no_vocab --n-layers 2)
 attn_cli_test(ch10.weights_vocab_file_unsorted EXIT 1 MATCH "unsorted_vocab/vocab.txt': .*sorted"
-              COMMAND 10_generation --weights ${ch10_models}/unsorted_vocab --layers 2)
+              COMMAND 10_generation --weights ${ch10_models}/unsorted_vocab --n-layers 2)
 attn_cli_test(ch10.weights_missing_tensor EXIT 1 MATCH "missing h1\\.w_v\\.npy"
-              COMMAND 10_generation --weights ${ch10_models}/missing --layers 2)
+              COMMAND 10_generation --weights ${ch10_models}/missing --n-layers 2)
 foreach(t weights_good weights_with_vocab_file weights_layers_mismatch weights_heads_not_dividing
           weights_vocab_file_mismatch weights_corpus_mismatch weights_vocab_file_unsorted
           weights_missing_tensor)

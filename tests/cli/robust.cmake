@@ -26,8 +26,8 @@ set(robust_sizes_07_causal_lm layers=48 channels=512 heads=64 block-size=4096
 set(robust_sizes_08_backprop section=5 max-depth=64 time-steps=64 channels=128 heads=128)
 set(robust_sizes_09_training n-embd=1024 n-heads=64 n-layers=32 block-size=1024 batch-size=1024
                              steps=1000000 eval-interval=1000000 eval-iters=10000
-                             sample-length=10000 warmup=1000000 ladder-steps=1000000)
-set(robust_sizes_10_generation tokens=100000 layers=64 heads=64)
+                             tokens=10000 warmup=1000000 ladder-steps=1000000)
+set(robust_sizes_10_generation tokens=100000 n-layers=64 n-heads=64)
 # Chapters that read $ATTN_DATA even without --data (the others read a corpus only when given one).
 set(robust_env_chapters 01_bigram 04_single_head 07_causal_lm)
 

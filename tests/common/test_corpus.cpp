@@ -15,6 +15,7 @@
 #include "attn/io/corpus.hpp"
 #include "attn/core/limits.hpp"
 #include "attn/io/text.hpp"
+#include "attn/train/data.hpp"
 
 namespace fs = std::filesystem;
 

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -172,6 +173,39 @@ TEST_CASE("keys and values in the cache are the projections of each layer's norm
       }
       CHECK(cache.keys[0](0, j / 4, t, j % 4) == doctest::Approx(k).epsilon(1e-5));
       CHECK(cache.values[0](0, j / 4, t, j % 4) == doctest::Approx(v).epsilon(1e-5));
+    }
+  }
+}
+
+TEST_CASE("the model appends with kv_append's layout: its cache rebuilt by kv_append, bit for bit") {
+  // One KV append serves the exercise's attn::kv_append and the model's prefill and steps. Read
+  // each cached position back as rows (B, H*hs), append them to an empty cache: the same bits.
+  attn::Rng init(12);
+  const attn::LmConfig config = config_of(13, 7, 12, 3, 2);
+  const attn::LmWeights w = random_model(init, config);
+  attn::KvCache cache = attn::kv_cache_init(config, 2);
+  attn::lm_prefill(cache, std::vector<int>{3, 1, 4, 1, 5, 9, 2, 6}, w, config);  // B 2, T 4
+  const std::vector<int> next = {7, 0};
+  attn::lm_step(cache, next, w, config);  // position 4, appended by a step
+  const std::size_t B = 2, H = 3, hs = 4;
+  for (std::size_t l = 0; l < config.n_layers; ++l) {
+    for (const attn::Tensor<4>* kept : {&cache.keys[l], &cache.values[l]}) {
+      attn::Tensor<4> rebuilt = xt::zeros<float>(kept->shape());
+      for (std::size_t t = 0; t < cache.length; ++t) {
+        attn::Matrix rows(std::array<std::size_t, 2>{B, H * hs});
+        for (std::size_t b = 0; b < B; ++b)
+          for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t j = 0; j < hs; ++j) rows(b, h * hs + j) = (*kept)(b, h, t, j);
+        attn::kv_append(rebuilt, rows, t);
+      }
+      bool same = true;  // every cached position (the rest of the cache is never read)
+      for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h)
+          for (std::size_t t = 0; t < cache.length; ++t)
+            for (std::size_t j = 0; j < hs; ++j)
+              same = same && std::memcmp(&rebuilt(b, h, t, j), &(*kept)(b, h, t, j), 4) == 0;
+      CAPTURE(l);
+      CHECK(same);
     }
   }
 }

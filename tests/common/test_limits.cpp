@@ -13,6 +13,7 @@
 #include "attn/ops/posenc.hpp"
 #include "attn/core/random.hpp"
 #include "attn/io/text.hpp"
+#include "attn/train/data.hpp"
 
 namespace {
 

@@ -1,12 +1,19 @@
-// Tests for attn/optim.hpp: AdamW against torch.optim.AdamW's numbers, gradient clipping against
-// torch.nn.utils.clip_grad_norm_, and the learning-rate schedule.
+// Tests for attn/train/optim.hpp: AdamW against torch.optim.AdamW's numbers, gradient clipping
+// against torch.nn.utils.clip_grad_norm_, and the learning-rate schedule; and attn/fast/optim.hpp,
+// the AdamW training runs, equal to the reference bit for bit.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <span>
 #include <stdexcept>
 #include <vector>
 
+#include "attn/core/random.hpp"
+#include "attn/core/threads.hpp"
+#include "attn/fast/optim.hpp"
 #include "attn/train/optim.hpp"
 
 TEST_SUITE("optim") {
@@ -93,6 +100,111 @@ TEST_CASE("the cosine schedule warms up linearly, then falls to min_lr") {
   CHECK(attn::learning_rate(constant, 100000) == 0.25f);
   CHECK(attn::parse_lr_shape("cosine") == attn::LrShape::cosine);
   CHECK_THROWS_AS(attn::parse_lr_shape("linear"), std::invalid_argument);
+}
+
+// ---- attn::fast::adamw_update against the reference, bit for bit. Both compute the same float
+// operations per element in the same order (the lanes only change which elements are in flight),
+// with -ffp-contract=off: so no tolerance, every parameter and moment must be identical.
+
+namespace {
+
+struct AdamTensors {
+  std::vector<float> p, g, m, v;
+};
+
+// n elements of every scale, signs mixed, some gradients exactly 0, moments already warm.
+AdamTensors random_tensors(std::size_t n, std::uint64_t seed) {
+  attn::Rng rng(seed);
+  AdamTensors t;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float scale = i % 3 == 0 ? 1e-3f : (i % 3 == 1 ? 1.0f : 50.0f);
+    t.p.push_back(rng.normal());
+    t.g.push_back(i % 7 == 3 ? 0.0f : scale * rng.normal());
+    t.m.push_back(0.1f * rng.normal());
+    t.v.push_back(rng.uniform(0.0f, 0.5f));
+  }
+  return t;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("fast AdamW equals the reference bit for bit at every length around the lane count") {
+  const attn::AdamWConfig config{0.9f, 0.95f, 1e-8f, 0.1f};
+  // 0, every length to two lane groups plus one (8 lanes), odd lengths and a large odd one.
+  std::vector<std::size_t> lengths;
+  for (std::size_t n = 0; n <= 17; ++n) lengths.push_back(n);
+  for (std::size_t n : {31u, 33u, 1001u}) lengths.push_back(n);
+  for (const std::size_t n : lengths) {
+    CAPTURE(n);
+    AdamTensors ref = random_tensors(n, 40 + n), fast = ref;
+    for (std::size_t step = 1; step <= 3; ++step) {
+      const float wd = step == 2 ? 0.0f : config.weight_decay;
+      attn::adamw_update(ref.p, ref.g, ref.m, ref.v, 3e-3f, wd, step, config);
+      attn::fast::adamw_update(fast.p, fast.g, fast.m, fast.v, 3e-3f, wd, step, config);
+    }
+    CHECK(same_bits(ref.p, fast.p));
+    CHECK(same_bits(ref.m, fast.m));
+    CHECK(same_bits(ref.v, fast.v));
+  }
+}
+
+TEST_CASE("fast AdamW over every tensor equals the reference on 1 and 3 threads") {
+  const attn::AdamWConfig config{};
+  const std::size_t threads_before = attn::num_threads();
+  for (const std::size_t threads : {1u, 3u}) {
+    CAPTURE(threads);
+    attn::set_num_threads(threads);
+    std::vector<AdamTensors> ref, fast;
+    for (std::size_t i = 0; i < 7; ++i) ref.push_back(random_tensors(1 + 5 * i, 90 + i));
+    fast = ref;
+    std::vector<std::span<float>> p, g, m, v;
+    std::vector<bool> decay;
+    for (AdamTensors& t : fast) {
+      p.push_back(t.p);
+      g.push_back(t.g);
+      m.push_back(t.m);
+      v.push_back(t.v);
+      decay.push_back(t.p.size() % 2 == 0);
+    }
+    attn::fast::zero_all(m);  // as if the moments were fresh: zero_all must clear every tensor
+    for (AdamTensors& t : ref) std::fill(t.m.begin(), t.m.end(), 0.0f);
+    for (std::size_t step = 1; step <= 2; ++step) {
+      attn::fast::adamw_update_all(p, g, m, v, decay, 1e-2f, step, config);
+      for (std::size_t i = 0; i < ref.size(); ++i) {
+        AdamTensors& t = ref[i];
+        const float wd = decay[i] ? config.weight_decay : 0.0f;
+        attn::adamw_update(t.p, t.g, t.m, t.v, 1e-2f, wd, step, config);
+      }
+    }
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      CAPTURE(i);
+      CHECK(same_bits(ref[i].p, fast[i].p));
+      CHECK(same_bits(ref[i].m, fast[i].m));
+      CHECK(same_bits(ref[i].v, fast[i].v));
+    }
+  }
+  attn::set_num_threads(threads_before);
+}
+
+TEST_CASE("a fast AdamW that decayed after the step would not be bit-identical") {
+  // The comparison above is exact, so any change of order shows: decay applied after the Adam
+  // step, on a parameter with a gradient, already differs from the reference.
+  AdamTensors ref = random_tensors(9, 7), wrong = ref;
+  const attn::AdamWConfig config{};
+  attn::adamw_update(ref.p, ref.g, ref.m, ref.v, 1e-2f, 0.1f, 1, config);
+  attn::fast::adamw_update(wrong.p, wrong.g, wrong.m, wrong.v, 1e-2f, 0.0f, 1, config);
+  for (float& x : wrong.p) x *= static_cast<float>(1.0 - 1e-2 * 0.1);  // decay last
+  CHECK_FALSE(same_bits(ref.p, wrong.p));
+}
+
+TEST_CASE("fast AdamW rejects what the reference rejects") {
+  std::vector<float> p(3), g(2), m(3), v(3), g3(3);
+  CHECK_THROWS_AS(attn::fast::adamw_update(p, g, m, v, 0.1f, 0.0f, 1, {}), std::invalid_argument);
+  CHECK_THROWS_AS(attn::fast::adamw_update(p, g3, m, v, 0.1f, 0.0f, 0, {}), std::invalid_argument);
 }
 
 }  // TEST_SUITE

@@ -10,6 +10,7 @@
 
 #include "attn/core/random.hpp"
 #include "attn/io/text.hpp"
+#include "attn/train/data.hpp"
 
 namespace {
 

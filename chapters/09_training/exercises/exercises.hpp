@@ -1,6 +1,6 @@
 // chapters/09_training/exercises/exercises.hpp: the exercises of chapter 09, training the
 // character GPT. Each function mirrors a piece of attn::train_step / attn::estimate_loss
-// (train.hpp, optim.hpp, text.hpp) and is written in its own file beside this one. Check them
+// (train.hpp, optim.hpp, data.hpp) and is written in its own file beside this one. Check them
 // with `build/default/bin/attn-check 09`.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include "attn/model/model.hpp"
 #include "attn/train/optim.hpp"
 #include "attn/core/random.hpp"
-#include "attn/io/text.hpp"
+#include "attn/train/data.hpp"
 #include "attn/train/train.hpp"
 #include "attn/core/xt.hpp"
 

@@ -119,6 +119,21 @@ void fill_bias(float* out, std::size_t rows, const Vector& bias) {
   for (std::size_t r = 0; r < rows; ++r) std::copy(bias.begin(), bias.end(), out + r * n);
 }
 
+// The KV append, the one copy both kv_append (chapter 10's exercise) and the model run: for the
+// B sequences, T new positions each, row b * T + t of `rows` (H heads of hs floats side by side,
+// row_stride floats from one row to the next) goes to the cache (B, H, T_max, hs) at position
+// pos0 + t: cache[b, h, pos0 + t, :] = rows[b * T + t, h*hs : (h+1)*hs].
+void kv_append_rows(float* cache, std::size_t H, std::size_t T_max, std::size_t hs,
+                    const float* rows, std::size_t row_stride, std::size_t B, std::size_t T,
+                    std::size_t pos0) {
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t t = 0; t < T; ++t) {
+      const float* row = rows + (b * T + t) * row_stride;
+      for (std::size_t h = 0; h < H; ++h)
+        std::copy_n(row + h * hs, hs, cache + ((b * H + h) * T_max + pos0 + t) * hs);
+    }
+}
+
 // The model over T new positions per sequence, pos0..pos0+T-1, for the B sequences of the cache:
 // the token of sequence b at new position t is tokens[b * tok_stride + t]. Either a prefill
 // (pos0 = 0, causal over the T new positions) or a step (T = 1, its query sees every cached key).
@@ -165,15 +180,8 @@ void run_positions(KvCache& c, const int* tokens, std::size_t tok_stride, std::s
     //    (rows, C) -> (B, H, T_max, hs) at positions pos0..pos0+T-1
     float* kc = c.keys[l].data();
     float* vc = c.values[l].data();
-    for (std::size_t b = 0; b < B; ++b)
-      for (std::size_t t = 0; t < T; ++t) {
-        const float* row = qkv + (b * T + t) * 3 * C;
-        for (std::size_t hh = 0; hh < H; ++hh) {
-          const std::size_t at = ((b * H + hh) * T_max + pos0 + t) * hs;
-          std::copy(row + C + hh * hs, row + C + (hh + 1) * hs, kc + at);
-          std::copy(row + 2 * C + hh * hs, row + 2 * C + (hh + 1) * hs, vc + at);
-        }
-      }
+    kv_append_rows(kc, H, T_max, hs, qkv + C, 3 * C, B, T, pos0);      // k: columns C..2C-1
+    kv_append_rows(vc, H, T_max, hs, qkv + 2 * C, 3 * C, B, T, pos0);  // v: columns 2C..3C-1
     if (kv_only) break;  // the last layer of a prefill: its keys and values are all we need
     fast::gemm_strided(rows, C, C, 1.0f, h, C, false, bw.attn.w_q.data(), C, false, 0.0f, qkv,
                        3 * C);
@@ -230,13 +238,8 @@ void kv_append(Tensor<4>& cache, const Matrix& rows, std::size_t pos) {
       return fmt::format("position {} is outside the cache (T_max = {})", pos, T_max);
     });
   }
-  // (B, C) -> (B, H, 1, hs) at position pos: head h of row b is the run of hs floats at column
-  // h*hs, and goes to the run of hs floats at cache[b, h, pos].
-  for (std::size_t b = 0; b < B; ++b)
-    for (std::size_t h = 0; h < H; ++h) {
-      const float* src = rows.data() + b * C + h * hs;
-      std::copy(src, src + hs, cache.data() + ((b * H + h) * T_max + pos) * hs);
-    }
+  // (B, C) -> (B, H, 1, hs) at position pos: one new position per sequence.
+  kv_append_rows(cache.data(), H, T_max, hs, rows.data(), C, B, 1, pos);
 }
 
 Matrix attend_cache(const Matrix& q, const Tensor<4>& keys, const Tensor<4>& values,

@@ -1,4 +1,6 @@
-// optim.cpp: AdamW, gradient clipping and the learning-rate schedule (chapter 09).
+// optim.cpp: AdamW, gradient clipping and the learning-rate schedule (chapter 09), the reference:
+// plain loops in the page's order. Training runs attn::fast::adamw_update (fast/optim.cpp), the
+// same arithmetic eight lanes at a time, tested equal bit for bit (tests/common/test_optim.cpp).
 #include "attn/train/optim.hpp"
 
 #include <cmath>
@@ -7,55 +9,8 @@
 #include <string>
 
 #include "attn/core/check.hpp"
-#include "../core/simd.hpp"
 
 namespace attn {
-
-namespace {
-
-constexpr std::size_t kLanes = 8;
-
-// The per-tensor scalars of one AdamW step (computed once in adamw_update).
-struct AdamStep {
-  float decay;       // 1 - lr * weight_decay
-  float b1, b2;      // the moments' decay rates
-  float bias2_sqrt;  // sqrt(1 - b2^t)
-  float eps;
-  float step_size;   // lr / (1 - b1^t)
-};
-
-// One element, in torch.optim.AdamW's order of operations.
-inline void adamw_one(float& p, float g, float& m, float& v, const AdamStep& k) {
-  p *= k.decay;                                // 1. decoupled weight decay
-  m += (g - m) * (1.0f - k.b1);                // 2. m = b1 m + (1 - b1) g (torch's lerp)
-  v = v * k.b2 + (1.0f - k.b2) * g * g;        // 3. v = b2 v + (1 - b2) g^2
-  const float denom = std::sqrt(v) / k.bias2_sqrt + k.eps;
-  p -= k.step_size * (m / denom);              // 4. the bias-corrected step
-}
-
-// Every element: kLanes at a time (read into locals, then written back), which the compiler
-// turns into SIMD instructions, then the last few one by one. Same arithmetic either way.
-ATTN_SIMD_CLONES void adamw_lanes(float* p, const float* g, float* m, float* v, std::size_t n,
-                                  const AdamStep& k) {
-  std::size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    float pl[kLanes], ml[kLanes], vl[kLanes];
-    for (std::size_t u = 0; u < kLanes; ++u) {
-      pl[u] = p[i + u];
-      ml[u] = m[i + u];
-      vl[u] = v[i + u];
-      adamw_one(pl[u], g[i + u], ml[u], vl[u], k);
-    }
-    for (std::size_t u = 0; u < kLanes; ++u) {
-      p[i + u] = pl[u];
-      m[i + u] = ml[u];
-      v[i + u] = vl[u];
-    }
-  }
-  for (; i < n; ++i) adamw_one(p[i], g[i], m[i], v[i], k);
-}
-
-}  // namespace
 
 void adamw_update(std::span<float> p, std::span<const float> g, std::span<float> m,
                   std::span<float> v, float lr, float weight_decay, std::size_t step,
@@ -70,15 +25,20 @@ void adamw_update(std::span<float> p, std::span<const float> g, std::span<float>
     });
   }
   if (step == 0) require(false, kFn, "step counts from 1");
-  const float b1 = config.beta1, b2 = config.beta2;
-  // The scalars once per tensor, in double and rounded once, as PyTorch computes them in Python.
-  const double t = static_cast<double>(step);
-  const auto decay = static_cast<float>(1.0 - static_cast<double>(lr) * static_cast<double>(weight_decay));
-  const double bias1 = 1.0 - std::pow(static_cast<double>(b1), t);
+  const float b1 = config.beta1, b2 = config.beta2, eps = config.eps;
+  // The scalars once per tensor, in double and rounded once, as PyTorch computes them in Python:
+  // the decay factor 1 - lr wd, the step lr / (1 - b1^t) and the second bias sqrt(1 - b2^t).
+  const double t = static_cast<double>(step), lr_t = static_cast<double>(lr);
+  const auto decay = static_cast<float>(1.0 - lr_t * static_cast<double>(weight_decay));
+  const auto step_size = static_cast<float>(lr_t / (1.0 - std::pow(static_cast<double>(b1), t)));
   const auto bias2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(b2), t)));
-  const auto step_size = static_cast<float>(static_cast<double>(lr) / bias1);
-  adamw_lanes(p.data(), g.data(), m.data(), v.data(), p.size(),
-              AdamStep{decay, b1, b2, bias2_sqrt, config.eps, step_size});
+  // Per element, the page's four lines in torch.optim.AdamW's order of operations.
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    p[i] *= decay;                                            // 1. p -= lr wd p
+    m[i] += (g[i] - m[i]) * (1.0f - b1);                      // 2. m = b1 m + (1 - b1) g
+    v[i] = v[i] * b2 + (1.0f - b2) * g[i] * g[i];             // 3. v = b2 v + (1 - b2) g^2
+    p[i] -= step_size * (m[i] / (std::sqrt(v[i]) / bias2_sqrt + eps));  // 4. the step
+  }
 }
 
 bool decays(std::size_t rank) { return rank >= 2; }

@@ -1,6 +1,7 @@
 // attn/text.hpp: from a string of text to integer tokens and back (chapter 01).
 // The vocabulary is the sorted set of unique characters of the corpus. Characters are Unicode
-// code points decoded from UTF-8, not bytes, so "é" is one token, not two.
+// code points decoded from UTF-8, not bytes, so "é" is one token, not two. The split into train
+// and validation text and the batches drawn from it are training's: attn/train/data.hpp.
 #pragma once
 
 #include <cstddef>
@@ -9,8 +10,6 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/core/random.hpp"
-#include "attn/core/xt.hpp"
 
 namespace attn {
 
@@ -57,25 +56,5 @@ class Vocab {
  private:
   std::u32string chars_;
 };
-
-// The first 90% of the tokens train the model; the last 10% measure it.
-struct Split {
-  std::vector<int> train;
-  std::vector<int> val;
-};
-Split train_val_split(std::span<const int> tokens, double train_fraction = 0.9);
-
-// A batch of B random windows of length T: x = data[i : i+T], y = data[i+1 : i+T+1].
-// Throws std::invalid_argument if B or T is 0 or if data has fewer than T + 1 tokens.
-struct Batch {
-  xt::xtensor<int, 2> x;  // (B, T) inputs
-  xt::xtensor<int, 2> y;  // (B, T) targets: the next token at every position
-};
-Batch get_batch(std::span<const int> data, std::size_t batch_size, std::size_t block_size,
-                Rng& rng);
-// The same into `out`, reusing its buffers when they already have the shape (the training loop
-// of chapter 09 draws a batch every step without allocating).
-void get_batch(std::span<const int> data, std::size_t batch_size, std::size_t block_size, Rng& rng,
-               Batch& out);
 
 }  // namespace attn

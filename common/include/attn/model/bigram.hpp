@@ -15,6 +15,7 @@
 
 #include "attn/core/random.hpp"
 #include "attn/io/text.hpp"
+#include "attn/train/data.hpp"  // Split, get_batch
 #include "attn/core/xt.hpp"
 
 namespace attn {

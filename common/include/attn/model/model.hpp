@@ -64,27 +64,6 @@ struct LmForward {
 LmForward lm_forward_with_weights(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
                                   const LmConfig& config);
 
-// Loads a model saved as a folder of .npy files named like the golden fixtures: wte, wpe,
-// h{i}.w_q, h{i}.w_k, h{i}.w_v, h{i}.w_o, h{i}.ln1_gamma, h{i}.ln1_beta, h{i}.ln2_gamma,
-// h{i}.ln2_beta, h{i}.w1, h{i}.b1, h{i}.w2, h{i}.b2, ln_f_gamma, ln_f_beta (each + ".npy").
-// V, T_max and C come from wte and wpe; n_layers and n_heads are given. Throws
-// std::runtime_error naming the first missing or mis-shaped tensor:
-// "model 'dir': h1.w_q.npy has shape (64, 32), expected (64, 64)".
-LmWeights load_lm(const std::filesystem::path& dir, std::size_t n_layers, std::size_t n_heads,
-                  LmConfig& config_out);
-// The same for any variant (chapter 09's checkpoints): the caller fills config's n_layers,
-// n_heads and variant fields (tied_head, use_layer_norm, use_ffn, attn_proj, ffn_hidden, ...);
-// load_lm reads exactly the tensors that variant has (lm_head.npy and lm_head_bias.npy when the
-// head is untied) and sets vocab_size, block_size and n_embd from wte and wpe.
-LmWeights load_lm(const std::filesystem::path& dir, LmConfig& config);
-// Writes the same layout (for tests and for exporting a model made here); empty tensors (a
-// variant's unused weights) are not written.
-void save_lm(const std::filesystem::path& dir, const LmWeights& w);
-// The same plus model.txt, the architecture as `key value` lines (n_layers, n_heads and the
-// variant fields), so the folder says what it holds: both load_lm overloads read model.txt when
-// it is there, take the variant from it, and refuse an n_layers or n_heads that contradicts it.
-void save_lm(const std::filesystem::path& dir, const LmWeights& w, const LmConfig& config);
-
 // ---- Training support (chapters 08-09) ----
 // Every parameter tensor by name (the load_lm file names without ".npy": "wte", "h0.w_q", ...,
 // "lm_head"), in a fixed order, skipping empty ones. `rank` lets an optimizer decay only
@@ -137,3 +116,6 @@ std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
                              const TokenCallback& on_token = {});
 
 }  // namespace attn
+
+// A model as a folder of files: load_lm, save_lm (attn/model/lm_files.hpp).
+#include "attn/model/lm_files.hpp"

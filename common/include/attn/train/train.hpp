@@ -16,6 +16,7 @@
 #include "attn/train/optim.hpp"
 #include "attn/core/random.hpp"
 #include "attn/io/text.hpp"
+#include "attn/train/data.hpp"
 #include "attn/core/xt.hpp"
 
 namespace attn {
@@ -94,29 +95,7 @@ EvalRecord estimate_loss(const LmWeights& w, const LmConfig& config, const Split
                          std::size_t batch_size, std::size_t iters, std::uint64_t seed,
                          std::size_t step);
 
-// ---- Checkpoints ----
-// DIR/ckpt-NNNNNN/ holds one complete checkpoint:
-//   model/      the weights as an `lm` folder (07_causal_lm --weights DIR/model reads it)
-//   adam_m/, adam_v/   the moments, same file names
-//   train.txt   the config, the step and the data generator's state (key value lines)
-//   losses.npy  every step's training loss;  evals.tsv  step, train and val loss
-//   vocab.txt   the characters in id order (UTF-8), so generating needs no corpus
-// DIR/current is a symlink to the newest complete one; DIR/model a symlink to current/model.
-// Writing is atomic: the new folder is written and fsync'ed under a temporary name, renamed, and
-// only then `current` is switched (rename of a new symlink over it), after which the previous
-// checkpoint is deleted. Killed at any moment, DIR/current names a complete checkpoint.
-void save_checkpoint(const std::filesystem::path& dir, const TrainState& state,
-                     const TrainConfig& config, const Vocab& vocab);
-struct Checkpoint {
-  TrainState state;
-  TrainConfig config;
-  Vocab vocab;
-};
-// Reads DIR/current (or DIR itself if it is a checkpoint folder). Throws std::runtime_error naming
-// the file for anything missing, corrupt or inconsistent.
-Checkpoint load_checkpoint(const std::filesystem::path& dir);
-// The vocabulary file of a checkpoint or model folder: vocab.txt beside or above `model_dir`.
-// Returns false when there is none (out is then unchanged).
-bool find_vocab(const std::filesystem::path& model_dir, Vocab& out);
-
 }  // namespace attn
+
+// How a run is saved and resumed: save_checkpoint, load_checkpoint (attn/train/checkpoint.hpp).
+#include "attn/train/checkpoint.hpp"

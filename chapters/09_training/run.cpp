@@ -1,0 +1,264 @@
+// chapters/09_training/run.cpp: the run around chapter 09's lesson: the flags as a training
+// config, the checks of a resumed run, and the training loop with its estimates, progress line,
+// checkpoints and Ctrl-C (see training.hpp).
+#include <fmt/core.h>
+#include <unistd.h>  // isatty
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "attn/core/limits.hpp"
+#include "attn/io/narrate.hpp"
+#include "attn/io/plot.hpp"
+#include "attn/io/print.hpp"
+#include "attn/model/block.hpp"
+#include "training.hpp"
+
+namespace ch09 {
+
+namespace {
+
+using attn::flag_given;
+using attn::num;
+using attn::thousands;
+using Clock = std::chrono::steady_clock;
+
+// B * T tokens of activations per step: bounded so a typo cannot ask for more than a laptop has.
+constexpr std::size_t kMaxTokensPerStep = std::size_t{1} << 17;
+
+// ---- Ctrl-C: finish the step, save, exit 130.
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+std::string clock_text(double seconds) {
+  const auto s = static_cast<long long>(seconds + 0.5);
+  return fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+void stop_on_ctrl_c() { std::signal(SIGINT, on_sigint); }
+
+Data prepare_data(const attn::Corpus& corpus) {
+  attn::Vocab vocab = attn::Vocab::from_text(corpus.text);
+  const std::vector<int> ids = vocab.encode(corpus.text);
+  return {std::move(vocab), attn::train_val_split(ids)};
+}
+
+void check_data_fits(const Data& d, std::size_t block_size) {
+  if (d.split.val.size() < block_size + 1) {
+    throw std::runtime_error(fmt::format(
+        "the corpus is too short for --block-size {}: its validation split (the last 10%) has "
+        "{} tokens, a window needs {}",
+        block_size, d.split.val.size(), block_size + 1));
+  }
+}
+
+attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t seed) {
+  if (o.n_embd % o.n_heads != 0) {
+    throw attn::UsageError(fmt::format(
+        "--n-heads {} does not divide --n-embd {} (every head gets n_embd / n_heads channels)",
+        o.n_heads, o.n_embd));
+  }
+  if (o.batch_size * o.block_size > kMaxTokensPerStep) {
+    throw attn::UsageError(fmt::format(
+        "--batch-size {} x --block-size {} = {} tokens per step, at most {} are allowed",
+        o.batch_size, o.block_size, o.batch_size * o.block_size, kMaxTokensPerStep));
+  }
+  attn::TrainConfig c;
+  c.model.vocab_size = V;
+  c.model.block_size = o.block_size;
+  c.model.n_embd = o.n_embd;
+  c.model.n_heads = o.n_heads;
+  c.model.n_layers = o.n_layers;
+  c.model.tied_head = o.tied;
+  try {
+    c.model.activation = attn::parse_activation(o.activation);
+    c.init = attn::parse_init(o.init);
+    c.schedule.shape = attn::parse_lr_shape(o.schedule);
+  } catch (const std::invalid_argument& e) {
+    throw attn::UsageError(e.what());
+  }
+  const std::size_t C = o.n_embd, L = o.n_layers;
+  const std::size_t params = V * C * (o.tied ? 1 : 2) + o.block_size * C + L * 12 * C * C;
+  if (params > attn::limits::kMaxModelParameters) {
+    throw attn::UsageError(fmt::format(
+        "a model of about {} parameters is too big for this chapter (at most {}): lower "
+        "--n-embd or --n-layers",
+        params, attn::limits::kMaxModelParameters));
+  }
+  // The backward keeps every layer's activations, the (B, H, T, T) attention weights the largest.
+  const std::size_t kept = attn::block_activation_floats(o.batch_size, o.block_size, C,
+                                                         4 * C, o.n_heads, attn::BlockConfig{});
+  if (kept > attn::limits::kMaxElements / L) {
+    throw attn::UsageError(fmt::format(
+        "--batch-size {}, --block-size {}, --n-embd {}, --n-heads {} and --n-layers {} would keep "
+        "{} of activations for the backward (at most {}): lower one of them",
+        o.batch_size, o.block_size, C, o.n_heads, L,
+        attn::bytes_text(static_cast<std::uint64_t>(kept) * L * sizeof(float)),
+        attn::bytes_text(attn::limits::kMaxElements * sizeof(float))));
+  }
+  c.batch_size = o.batch_size;
+  c.steps = o.steps;
+  c.schedule.lr = o.lr;
+  c.schedule.warmup = o.warmup;
+  c.schedule.total = o.steps;
+  c.schedule.min_lr = o.lr / 10.0f;
+  c.adam.weight_decay = o.weight_decay;
+  c.grad_clip = o.grad_clip;
+  c.eval_interval = o.eval_interval;
+  c.eval_iters = o.eval_iters;
+  c.seed = seed;
+  return c;
+}
+
+
+// --steps, --save and --tokens may change when resuming.
+void check_resume_flags(const Options& o, const attn::TrainConfig& c, int argc, char** argv) {
+  const auto same = [&](std::string_view flag, const std::string& given, const std::string& saved) {
+    if (flag_given(argc, argv, flag) && given != saved) {
+      throw attn::UsageError(fmt::format(
+          "{} cannot change when resuming (the checkpoint has {}, got {}): drop the flag or "
+          "start a new run",
+          flag, saved, given));
+    }
+  };
+  const auto n = [](auto x) { return fmt::format("{}", x); };
+  same("--n-embd", n(o.n_embd), n(c.model.n_embd));
+  same("--n-heads", n(o.n_heads), n(c.model.n_heads));
+  same("--n-layers", n(o.n_layers), n(c.model.n_layers));
+  same("--block-size", n(o.block_size), n(c.model.block_size));
+  same("--batch-size", n(o.batch_size), n(c.batch_size));
+  same("--lr", n(o.lr), n(c.schedule.lr));
+  same("--weight-decay", n(o.weight_decay), n(c.adam.weight_decay));
+  same("--grad-clip", n(o.grad_clip), n(c.grad_clip));
+  same("--eval-interval", n(o.eval_interval), n(c.eval_interval));
+  same("--eval-iters", n(o.eval_iters), n(c.eval_iters));
+  same("--activation", o.activation, std::string(attn::activation_name(c.model.activation)));
+  same("--init", o.init, std::string(attn::init_name(c.init)));
+  same("--tied", o.tied ? "on" : "off", c.model.tied_head ? "on" : "off");
+  same("--schedule", o.schedule, c.schedule.shape == attn::LrShape::constant ? "constant" : "cosine");
+  same("--warmup", n(o.warmup), n(c.schedule.warmup));
+  if (flag_given(argc, argv, "--seed")) {
+    throw attn::UsageError("--seed cannot change when resuming: the checkpoint holds the run's seed");
+  }
+}
+
+namespace {
+
+// `taken`: the steps of this session (a resumed run started at a later step); the time left is
+// the steps still to go at the pace of those.
+std::string progress_line(std::size_t step, std::size_t total, std::size_t taken, double loss,
+                          std::optional<double> val, double tokens_per_s, double elapsed) {
+  const double left =
+      taken > 0 ? elapsed * static_cast<double>(total - step) / static_cast<double>(taken) : 0.0;
+  return fmt::format("step {:>5}/{} | loss {} | val {} | {} tok/s | {} elapsed | ETA {}", step,
+                     total, num(loss), val ? num(*val) : std::string("  -   "),
+                     thousands(tokens_per_s), clock_text(elapsed), clock_text(left));
+}
+
+}  // namespace
+
+RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainConfig& c,
+                       const Data& d, const std::string& save_dir, bool timing) {
+  const bool live = ::isatty(STDOUT_FILENO) != 0;
+  const std::size_t tokens_per_step = c.batch_size * c.model.block_size;
+  const Clock::time_point start = Clock::now();
+  RunReport report;
+  std::optional<double> last_val;
+  if (!s.evals.empty()) last_val = s.evals.back().val_loss;
+  Clock::time_point last_draw = start;
+
+  const auto evaluate = [&](std::size_t step) {
+    const attn::EvalRecord e =
+        k.estimate_loss(s.weights, c.model, d.split, c.batch_size, c.eval_iters, c.seed, step);
+    s.evals.push_back(e);
+    last_val = e.val_loss;
+    if (live) fmt::print("\r\033[K");
+    std::string line = fmt::format("step {:>5}: train loss {}, val loss {}", step,
+                                   num(e.train_loss), num(e.val_loss));
+    if (timing && report.steps_taken > 0) {
+      const double t = seconds_since(start);
+      line += fmt::format("  ({} tok/s, {} elapsed)",
+                          thousands(static_cast<double>(report.steps_taken * tokens_per_step) / t),
+                          clock_text(t));
+    }
+    fmt::print("{}\n", line);
+    std::fflush(stdout);  // a log file shows each estimate as it comes
+    if (!save_dir.empty()) attn::save_checkpoint(save_dir, s, c, d.vocab);
+  };
+
+  if (s.step == 0 && s.evals.empty()) evaluate(0);
+  while (s.step < c.steps) {
+    attn::StepResult r{};
+    if (k.reference) {
+      r = attn::train_step(s, c, d.split.train);  // the same draws, into reused buffers
+    } else {
+      s.batch = k.get_batch(d.split.train, c.batch_size, c.model.block_size, s.data_rng);
+      r = k.train_step_on(s, c, s.batch.x, s.batch.y);
+    }
+    if (!std::isfinite(r.loss)) {
+      throw std::runtime_error(fmt::format(
+          "the loss became {} at step {}: the learning rate {} is too high for this model "
+          "(try --lr {} or --grad-clip 1)",
+          num(r.loss), s.step, num(c.schedule.lr, 5), num(c.schedule.lr / 10.0f, 5)));
+    }
+    ++report.steps_taken;
+    if (live && seconds_since(last_draw) > 0.2) {
+      last_draw = Clock::now();
+      const double t = seconds_since(start);
+      fmt::print("\r\033[K{}", progress_line(s.step, c.steps, report.steps_taken, r.loss, last_val,
+                                              static_cast<double>(report.steps_taken *
+                                                                  tokens_per_step) / t,
+                                              t));
+      std::fflush(stdout);
+    }
+    const bool last = s.step == c.steps;
+    if (s.step % c.eval_interval == 0 || last) evaluate(s.step);
+    if (g_interrupted.load()) {
+      if (!(s.step % c.eval_interval == 0 || last) && !save_dir.empty()) {
+        attn::save_checkpoint(save_dir, s, c, d.vocab);
+      }
+      report.interrupted = true;
+      break;
+    }
+  }
+  if (live) fmt::print("\r\033[K");
+  report.seconds = seconds_since(start);
+  return report;
+}
+
+std::string loss_curve_svg(const attn::TrainState& s) {
+  attn::Series steps{"train loss of each step's batch", {}, {}};
+  steps.dots = false;  // one point per step: a dot each would hide the estimates
+  for (std::size_t i = 0; i < s.losses.size(); ++i) {
+    steps.x.push_back(static_cast<double>(i + 1));
+    steps.y.push_back(static_cast<double>(s.losses[i]));
+  }
+  attn::Series train{"train (estimate)", {}, {}}, val{"val (estimate)", {}, {}};
+  for (const attn::EvalRecord& e : s.evals) {
+    train.x.push_back(static_cast<double>(e.step));
+    train.y.push_back(e.train_loss);
+    val.x.push_back(static_cast<double>(e.step));
+    val.y.push_back(e.val_loss);
+  }
+  attn::LineChartOptions opt;
+  opt.title = "Chapter 09: the loss while training";
+  opt.x_label = "step";
+  opt.y_label = "cross-entropy (nats)";
+  opt.dots = true;  // the estimates, every eval_interval steps
+  return attn::line_chart_svg({steps, train, val}, opt);
+}
+
+}  // namespace ch09

@@ -1,0 +1,99 @@
+// chapters/09_training/training.hpp: what the chapter's three files share. main.cpp is the
+// lesson (each section computed, then shown); run.cpp the run around it (flags to a config,
+// resuming, the training loop with its progress line, estimates and checkpoints); ladder.cpp
+// the lecture's loss table (--ladder).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "attn/io/cli.hpp"
+#include "attn/io/corpus.hpp"
+#include "attn/io/text.hpp"
+#include "attn/train/data.hpp"
+#include "attn/train/train.hpp"
+
+namespace ch09 {
+
+using Tokens = xt::xtensor<int, 2>;
+
+// ---- The functions the walkthrough calls: from attn:: (the reference) or, with --mine, the
+// learner's ex09:: exercises.
+struct Kernels {
+  void (*adamw_update)(std::span<float>, std::span<const float>, std::span<float>,
+                       std::span<float>, float, float, std::size_t,
+                       const attn::AdamWConfig&);                                    // ex09.1
+  attn::Batch (*get_batch)(std::span<const int>, std::size_t, std::size_t, attn::Rng&);  // ex09.2
+  attn::EvalRecord (*estimate_loss)(const attn::LmWeights&, const attn::LmConfig&,
+                                    const attn::Split&, std::size_t, std::size_t,
+                                    std::uint64_t, std::size_t);                      // ex09.3
+  attn::StepResult (*train_step_on)(attn::TrainState&, const attn::TrainConfig&,
+                                    const Tokens&, const Tokens&);                    // ex09.4
+  bool reference;  // true: the library's own step (it reuses the batch buffers)
+};
+
+// ---- The chapter's flags.
+struct Options {
+  std::size_t n_embd = 64;
+  std::size_t n_heads = 4;
+  std::size_t n_layers = 2;
+  std::size_t block_size = 32;
+  std::size_t batch_size = 16;
+  std::size_t steps = 1500;
+  float lr = 2e-3f;
+  float weight_decay = 0.01f;  // torch.optim.AdamW's default, as the lecture leaves it
+  float grad_clip = 0.0f;      // off, like the lecture
+  std::size_t eval_interval = 250;
+  std::size_t eval_iters = 50;
+  std::size_t tokens = 200;    // characters sampled after training
+  std::string activation = "relu";  // the lecture's FFN
+  std::string init = "gpt2";
+  std::string schedule = "constant";
+  std::size_t warmup = 0;
+  bool tied = false;  // the lecture's lm_head: a separate Linear(C, V) with bias
+  std::string save_dir;
+  std::string resume_dir;
+  bool ladder = false;
+  std::size_t ladder_steps = 0;  // 0: the lecture's 5000 (3000 for the bigram)
+  std::string ladder_rows;       // "" = all; e.g. "0,5"
+};
+
+// ---- The data, as the lecture prepares it.
+struct Data {
+  attn::Vocab vocab;
+  attn::Split split;
+};
+Data prepare_data(const attn::Corpus& corpus);
+// Throws (exit 1) when the validation split has no window of block_size + 1 tokens.
+void check_data_fits(const Data& d, std::size_t block_size);
+
+// The config a fresh run trains with; attn::UsageError (exit 2) naming the flag for a model or
+// batch that cannot be built or would not fit in memory.
+attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t seed);
+// With --resume, the checkpoint fixes the model and the optimizer: a flag that says otherwise is
+// a usage error (exit 2), never silently ignored.
+void check_resume_flags(const Options& o, const attn::TrainConfig& c, int argc, char** argv);
+
+// ---- The run: steps until config.steps, an estimate every eval_interval steps (with a
+// checkpoint in save_dir, if any), a progress line on a terminal; Ctrl-C stops after the step.
+struct RunReport {
+  double seconds = 0.0;
+  std::size_t steps_taken = 0;
+  bool interrupted = false;
+};
+RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainConfig& c,
+                       const Data& d, const std::string& save_dir, bool timing);
+// Installs the Ctrl-C handler run_training watches.
+void stop_on_ctrl_c();
+std::string clock_text(double seconds);  // "1:05"
+// The loss curve: every step's training loss (noisy) and the estimates of both splits.
+std::string loss_curve_svg(const attn::TrainState& s);
+
+// --ladder: each of the lecture's six models trained from scratch, its val loss beside the
+// lecture's (ladder.cpp).
+void run_ladder(const attn::CommonOptions& common, std::size_t steps, const std::string& rows);
+
+}  // namespace ch09

@@ -1,0 +1,180 @@
+// chapters/10_generation/setup.cpp: the flags, model folder and prompt of chapter 10, checked
+// before anything is printed (see setup.hpp). The lesson is main.cpp.
+#include "setup.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include "attn/io/cli.hpp"
+#include "attn/io/npy.hpp"
+
+namespace ch10 {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::uintmax_t kMaxVocabBytes = 1 << 20;  // vocab.txt: 1 MiB is far more than enough
+constexpr std::size_t kPromptMinLength = 30;        // the default prompt: the first line this long
+
+}  // namespace
+
+std::string char_name(char32_t c) {
+  return c == U' ' ? attn::printable(c) : "'" + attn::printable(c) + "'";
+}
+
+std::size_t parse_top_k(const Options& o, std::size_t V) {
+  if (!o.top_k_given) return 0;
+  long long k = 0;
+  const char* begin = o.top_k_text.data();
+  const char* end = begin + o.top_k_text.size();
+  const auto [ptr, ec] = std::from_chars(begin, end, k);
+  if (ec != std::errc{} || ptr != end) {
+    throw attn::UsageError(fmt::format("--top-k expects an integer, got '{}'", o.top_k_text));
+  }
+  if (k < 1) throw attn::UsageError(fmt::format("--top-k must be at least 1, got {}", k));
+  if (static_cast<unsigned long long>(k) > V) {
+    throw attn::UsageError(
+        fmt::format("--top-k must be at most V = {} (the vocabulary size), got {}", V, k));
+  }
+  return static_cast<std::size_t>(k);
+}
+
+namespace {
+
+// The number of blocks h0, h1, ... that a model folder holds (by their h{i}.w_q.npy).
+std::size_t blocks_in(const fs::path& dir) {
+  std::size_t n = 0;
+  while (fs::exists(dir / fmt::format("h{}.w_q.npy", n))) ++n;
+  return n;
+}
+
+// vocab.txt of a model folder: the characters of the vocabulary in id order, UTF-8 (what
+// chapter 09 writes beside its checkpoint).
+attn::Vocab read_vocab_file(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    throw std::runtime_error(fmt::format("'{}' is not a regular file", path.string()));
+  }
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (ec || size > kMaxVocabBytes) {
+    throw std::runtime_error(
+        fmt::format("'{}' is larger than {} bytes: not a vocabulary", path.string(), kMaxVocabBytes));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(size))) {
+    throw std::runtime_error(fmt::format("cannot read '{}'", path.string()));
+  }
+  try {
+    std::u32string chars = attn::decode_utf8(bytes);
+    return attn::Vocab(std::move(chars));
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("'{}': {} (expected the vocabulary's characters, "
+                                         "sorted, each once)",
+                                         path.string(), e.what()));
+  }
+}
+
+
+// The model the repository ships, beside the shipped corpus: data/sonnets-model.
+fs::path shipped_model_path() { return attn::shipped_corpus_path().parent_path() / "sonnets-model"; }
+
+}  // namespace
+
+// Where the model comes from: --weights DIR (an lm folder, with its vocab.txt if it has one,
+// else the corpus's vocabulary as in chapter 07), or the default model. The only place that
+// decides it.
+Model load_model(const Options& o, const attn::Vocab& corpus_vocab) {
+  // The default: the model the repository ships, trained by chapter 09 on the shipped sonnets
+  // (data/sonnets-model, the chapter-09 CPU model's shapes: C 64, H 4, L 4, T_max 64), so the
+  // text looks like the corpus and the page's transcript is checked like every other.
+  const bool shipped = o.weights_dir.empty();
+  std::string folder = shipped ? shipped_model_path().string() : o.weights_dir;
+  std::error_code ec;
+  // A chapter-09 checkpoint folder (DIR holds DIR/model): its model.
+  if (!shipped && fs::is_directory(fs::path(folder) / "model", ec)) {
+    folder = (fs::path(folder) / "model").string();
+  }
+  const fs::path dir(folder);
+  if (!fs::is_directory(dir, ec)) {
+    throw std::runtime_error(fmt::format("--weights: '{}' is not a folder", folder));
+  }
+  if (const std::size_t found = blocks_in(dir); found > 0 && found != o.n_layers) {
+    throw attn::UsageError(fmt::format(
+        "--n-layers {} but model '{}' has {} blocks: pass --n-layers {}", o.n_layers, folder,
+        found, found));
+  }
+  try {  // --n-heads is a usage error: checked against C before load_lm reads everything
+    const attn::NpyArray wte = attn::read_npy(dir / "wte.npy");
+    if (wte.shape.size() == 2 && wte.shape[1] % o.n_heads != 0) {
+      throw attn::UsageError(fmt::format("--n-heads {} does not divide C = {} of model '{}'",
+                                         o.n_heads, wte.shape[1], folder));
+    }
+  } catch (const attn::UsageError&) {
+    throw;
+  } catch (const std::exception&) {  // a missing or broken wte.npy: load_lm says which
+  }
+  Model m{attn::LmConfig{}, attn::LmWeights{}, corpus_vocab, ""};
+  m.weights = attn::load_lm(dir, o.n_layers, o.n_heads, m.config);
+  const fs::path vocab_file = dir / "vocab.txt";
+  const bool has_vocab = fs::exists(vocab_file, ec);
+  if (has_vocab) m.vocab = read_vocab_file(vocab_file);
+  if (m.config.vocab_size != m.vocab.size()) {
+    throw std::runtime_error(fmt::format(
+        "model '{}' has a vocabulary of {} tokens (wte.npy) but {} has {} characters",
+        folder, m.config.vocab_size,
+        has_vocab ? "its vocab.txt" : "the corpus (no vocab.txt in the folder)", m.vocab.size()));
+  }
+  m.origin = shipped ? std::string("the model the repository ships (data/sonnets-model: chapter 09 "
+                                    "trained it on the shipped sonnets, 1000 steps)")
+                     : fmt::format("loaded from '{}' ({})", folder,
+                                   has_vocab ? "vocabulary from its vocab.txt"
+                                             : "vocabulary of the corpus");
+  return m;
+}
+
+// The prompt as ids: the flag, or the first line of the corpus with kPromptMinLength characters.
+std::vector<int> prompt_ids(const Options& o, const attn::Corpus& corpus, const attn::Vocab& vocab) {
+  std::u32string prompt;
+  if (o.prompt_given) {
+    try {
+      prompt = attn::decode_utf8(o.prompt);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(fmt::format("--prompt: {}", e.what()));
+    }
+    for (char32_t c : prompt) {
+      if (!vocab.contains(c)) {
+        throw std::runtime_error(fmt::format(
+            "--prompt: character {} (U+{:04X}) is not in the model's vocabulary ({} characters)",
+            char_name(c), static_cast<std::uint32_t>(c), vocab.size()));
+      }
+    }
+  } else {
+    const std::u32string text = attn::decode_utf8(corpus.text);
+    for (std::size_t begin = 0; begin < text.size() && prompt.empty();) {
+      std::size_t end = text.find(U'\n', begin);
+      if (end == std::u32string::npos) end = text.size();
+      if (end - begin >= kPromptMinLength) prompt = text.substr(begin, end - begin);
+      begin = end + 1;
+    }
+    if (prompt.empty()) prompt = text.substr(0, std::min<std::size_t>(text.size(), kPromptMinLength));
+    // The corpus's line must be in the model's vocabulary (a --weights model may have its own).
+    std::u32string kept;
+    for (char32_t c : prompt)
+      if (vocab.contains(c)) kept += c;
+    prompt = kept.empty() ? std::u32string(1, vocab.chars()[0]) : kept;
+  }
+  std::vector<int> ids;
+  for (char32_t c : prompt) ids.push_back(vocab.id_of(c));
+  return ids;
+}
+
+}  // namespace ch10

@@ -1,0 +1,51 @@
+// chapters/10_generation/setup.hpp: what chapter 10 runs on, apart from the lesson (main.cpp):
+// its flags, the model (the shipped one or --weights DIR) with its vocabulary, and the prompt as
+// ids, each checked before anything is printed (setup.cpp).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "attn/io/corpus.hpp"
+#include "attn/io/text.hpp"
+#include "attn/model/model.hpp"
+
+namespace ch10 {
+
+// ---- The chapter's flags.
+struct Options {
+  std::string weights_dir;
+  std::string prompt;  // empty: the first line of the corpus with kPromptMinLength characters
+  std::size_t tokens = 200;
+  float temperature = 1.0f;
+  std::string top_k_text;  // empty: every token
+  float top_p = 1.0f;
+  bool greedy = false;
+  bool no_cache = false;
+  std::size_t n_layers = 4;
+  std::size_t n_heads = 4;
+  bool prompt_given = false;  // told apart from the default: --prompt "" is an error
+  bool top_k_given = false;
+};
+
+struct Model {
+  attn::LmConfig config;
+  attn::LmWeights weights;
+  attn::Vocab vocab;
+  std::string origin;  // for the narration
+};
+
+// A character for a sentence: 'a', or ' ' as printable() names it.
+std::string char_name(char32_t c);
+// --top-k as a number in [1, V]; 0 when not given (every token).
+std::size_t parse_top_k(const Options& o, std::size_t V);
+// Where the model comes from: --weights DIR (an lm folder, or a chapter-09 checkpoint holding
+// DIR/model; its vocab.txt if it has one, else the corpus's vocabulary as in chapter 07), or the
+// model the repository ships (data/sonnets-model). attn::UsageError for --n-layers or --n-heads
+// that contradict the folder; std::runtime_error naming the file for anything broken.
+Model load_model(const Options& o, const attn::Vocab& corpus_vocab);
+// The prompt as ids: --prompt, or the first line of the corpus with at least 30 characters.
+std::vector<int> prompt_ids(const Options& o, const attn::Corpus& corpus, const attn::Vocab& vocab);
+
+}  // namespace ch10

@@ -1,0 +1,293 @@
+// lm_files.cpp: the language model of chapter 07 as a folder of .npy files (one per tensor, named
+// like the golden fixtures) plus model.txt, its architecture: what chapter 07 loads, chapter 09's
+// checkpoints write and chapter 10 generates from (see attn/model/lm_files.hpp).
+#include "attn/model/lm_files.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "attn/core/check.hpp"
+#include "attn/io/npy.hpp"
+
+namespace attn {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The block tensors, in the order they are read and named in errors: h{i}.<name>.npy.
+constexpr const char* kBlockMatrices[] = {"w_q", "w_k", "w_v", "w_o"};
+
+// Reads `dir/name` as float32 and checks its shape; every problem names the file.
+class ModelReader {
+ public:
+  explicit ModelReader(fs::path dir) : dir_(std::move(dir)) {}
+
+  [[noreturn]] void fail(std::string_view what) const {
+    throw std::runtime_error(fmt::format("model '{}': {}", dir_.string(), what));
+  }
+
+  // The array `name` with whatever shape it has (for wte and wpe, which define the sizes).
+  NpyArray read(const std::string& name) const {
+    const fs::path path = dir_ / name;
+    std::error_code ec;
+    if (!fs::exists(path, ec)) fail("missing " + name);
+    NpyArray a = read_npy(path);  // a corrupt file: "<dir>/<name>: not a .npy file ..."
+    if (a.descr != "<f4" && a.descr != "<f8") {
+      fail(fmt::format("{} holds '{}', expected float32 ('<f4') or float64 ('<f8')", name, a.descr));
+    }
+    return a;
+  }
+
+  template <std::size_t N>
+  Tensor<N> load(const std::string& name, const std::array<std::size_t, N>& want) const {
+    const NpyArray a = read(name);
+    if (!std::equal(a.shape.begin(), a.shape.end(), want.begin(), want.end())) {
+      fail(fmt::format("{} has shape {}, expected {}", name, shape_str(a.shape), shape_str(want)));
+    }
+    return to_tensor(name, a, want);
+  }
+
+  template <std::size_t N>
+  Tensor<N> to_tensor(const std::string& name, const NpyArray& a,
+                      const std::array<std::size_t, N>& shape) const {
+    Tensor<N> out(shape);
+    constexpr double kMax = static_cast<double>(std::numeric_limits<float>::max());
+    for (std::size_t i = 0; i < a.values.size(); ++i) {
+      // A NaN or an infinity would spread through every logit and reach the sampler as a
+      // meaningless error: name the tensor and the first bad element instead.
+      if (!std::isfinite(a.values[i])) {
+        fail(fmt::format("{} holds {} at flat index {}: weights must be finite numbers", name,
+                         a.values[i], i));
+      }
+      if (std::abs(a.values[i]) > kMax) {
+        fail(fmt::format("{} holds {} at flat index {}, beyond float32", name, a.values[i], i));
+      }
+      out.data()[i] = static_cast<float>(a.values[i]);
+    }
+    return out;
+  }
+
+ private:
+  fs::path dir_;
+};
+
+}  // namespace
+
+LmWeights load_lm(const std::filesystem::path& dir, std::size_t n_layers, std::size_t n_heads,
+                  LmConfig& config_out) {
+  // The default model (every block pre-norm, LayerNorm, FFN of 4 C, tied head).
+  // (or the variant its model.txt names).
+  LmConfig config;
+  config.n_layers = n_layers;
+  config.n_heads = n_heads;
+  LmWeights w = load_lm(dir, config);
+  config_out = config;
+  return w;
+}
+
+namespace {
+
+constexpr const char* kModelTxt = "model.txt";
+
+std::string flag_text(bool b) { return b ? "1" : "0"; }
+
+// model.txt, when the folder has one: the variant fields replace config's; n_layers and n_heads
+// must agree with the caller's.
+void read_model_txt(const fs::path& dir, LmConfig& config, const ModelReader& r) {
+  const fs::path path = dir / kModelTxt;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return;
+  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > 4096) {
+    r.fail(std::string(kModelTxt) + " is not a small regular file");
+  }
+  std::ifstream in(path);
+  std::string line;
+  std::size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty() || line[0] == '#') continue;
+    const std::size_t space = line.find(' ');
+    const std::string key = line.substr(0, space);
+    const std::string value = space == std::string::npos ? "" : line.substr(space + 1);
+    const auto bad = [&](std::string_view want) {
+      r.fail(fmt::format("{} line {}: {} is '{}', expected {}", kModelTxt, number, key, value,
+                         want));
+    };
+    const auto flag = [&](bool& out) {
+      if (value != "0" && value != "1") bad("0 or 1");
+      out = value == "1";
+    };
+    const auto size = [&](std::size_t& out) {
+      std::size_t n = 0;
+      const auto [end, err] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (err != std::errc() || end != value.data() + value.size() || n > (1u << 20)) {
+        bad("a whole number");
+      }
+      out = n;
+    };
+    if (key == "n_layers" || key == "n_heads") {
+      std::size_t n = 0;
+      size(n);
+      const std::size_t given = key == "n_layers" ? config.n_layers : config.n_heads;
+      if (n != given) {
+        r.fail(fmt::format("{} says {} {}, but {} was asked for (pass {} {})", kModelTxt, key, n,
+                           given, key == "n_layers" ? "--layers" : "--heads", n));
+      }
+    } else if (key == "tied_head") {
+      flag(config.tied_head);
+    } else if (key == "use_layer_norm") {
+      flag(config.use_layer_norm);
+    } else if (key == "residual") {
+      flag(config.residual);
+    } else if (key == "use_ffn") {
+      flag(config.use_ffn);
+    } else if (key == "attn_proj") {
+      flag(config.attn_proj);
+    } else if (key == "ffn_hidden") {
+      size(config.ffn_hidden);
+    } else if (key == "activation") {
+      try {
+        config.activation = parse_activation(value);
+      } catch (const std::invalid_argument&) {
+        bad("relu, gelu or gelu_tanh");
+      }
+    } else {
+      r.fail(fmt::format("{} line {}: unknown key '{}'", kModelTxt, number, key));
+    }
+  }
+}
+
+}  // namespace
+
+LmWeights load_lm(const std::filesystem::path& dir, LmConfig& config) {
+  const std::size_t n_layers = config.n_layers, n_heads = config.n_heads;
+  const ModelReader r(dir);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) r.fail("no such folder");
+  read_model_txt(dir, config, r);
+  if (n_layers < 1) r.fail("n_layers must be at least 1, got 0");
+
+  // 1. wte (V, C) and wpe (T_max, C) define the sizes.
+  const NpyArray wte = r.read("wte.npy");
+  if (wte.shape.size() != 2 || wte.shape[0] == 0 || wte.shape[1] == 0) {
+    r.fail(fmt::format("wte.npy has shape {}, expected a non-empty (V, C) table",
+                       shape_str(wte.shape)));
+  }
+  const std::size_t V = wte.shape[0], C = wte.shape[1];
+  const NpyArray wpe = r.read("wpe.npy");
+  if (wpe.shape.size() != 2 || wpe.shape[0] == 0 || wpe.shape[1] != C) {
+    r.fail(fmt::format("wpe.npy has shape {}, expected (T_max, {}) with C = {} from wte.npy",
+                       shape_str(wpe.shape), C, C));
+  }
+  const std::size_t T_max = wpe.shape[0];
+  if (n_heads < 1 || C % n_heads != 0) {
+    r.fail(fmt::format("n_heads = {} does not divide C = {} (from wte.npy)", n_heads, C));
+  }
+  const std::size_t F = config.ffn_hidden == 0 ? 4 * C : config.ffn_hidden;  // (model.hpp)
+
+  LmWeights w;
+  w.wte = r.to_tensor<2>("wte.npy", wte, {V, C});
+  w.wpe = r.to_tensor<2>("wpe.npy", wpe, {T_max, C});
+
+  // 2. Every block, every tensor, in the documented order; the first problem is reported.
+  for (std::size_t i = 0; i < n_layers; ++i) {
+    const std::string h = fmt::format("h{}.", i);
+    BlockWeights b;
+    Matrix* matrices[] = {&b.attn.w_q, &b.attn.w_k, &b.attn.w_v, &b.attn.w_o};
+    // A variant's unused tensors are not read (and not saved by save_lm).
+    for (std::size_t m = 0; m < (config.attn_proj ? 4u : 3u); ++m) {
+      *matrices[m] = r.load<2>(h + kBlockMatrices[m] + ".npy", {C, C});
+    }
+    if (config.use_layer_norm) {
+      b.ln1_gamma = r.load<1>(h + "ln1_gamma.npy", {C});
+      b.ln1_beta = r.load<1>(h + "ln1_beta.npy", {C});
+      b.ln2_gamma = r.load<1>(h + "ln2_gamma.npy", {C});
+      b.ln2_beta = r.load<1>(h + "ln2_beta.npy", {C});
+    }
+    if (config.use_ffn) {
+      b.ffn.w1 = r.load<2>(h + "w1.npy", {C, F});
+      b.ffn.b1 = r.load<1>(h + "b1.npy", {F});
+      b.ffn.w2 = r.load<2>(h + "w2.npy", {F, C});
+      b.ffn.b2 = r.load<1>(h + "b2.npy", {C});
+    }
+    w.blocks.push_back(std::move(b));
+  }
+  if (config.use_layer_norm) {
+    w.ln_f_gamma = r.load<1>("ln_f_gamma.npy", {C});
+    w.ln_f_beta = r.load<1>("ln_f_beta.npy", {C});
+  }
+  if (!config.tied_head) {
+    w.lm_head = r.load<2>("lm_head.npy", {C, V});
+    w.lm_head_bias = r.load<1>("lm_head_bias.npy", {V});
+  }
+
+  config.vocab_size = V;
+  config.block_size = T_max;
+  config.n_embd = C;
+  return w;
+}
+
+void save_lm(const std::filesystem::path& dir, const LmWeights& w) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    throw std::runtime_error(
+        fmt::format("model '{}': cannot create the folder: {}", dir.string(), ec.message()));
+  }
+  // The default model's files; a variant's empty tensors are skipped (load_lm with its
+  // LmConfig does not read them).
+  auto save = [&](const std::string& name, const auto& t) {
+    if (t.size() != 0) save_npy(dir / (name + ".npy"), t);
+  };
+  save("wte", w.wte);
+  save("wpe", w.wpe);
+  for (std::size_t i = 0; i < w.blocks.size(); ++i) {
+    const std::string h = fmt::format("h{}.", i);
+    const BlockWeights& b = w.blocks[i];
+    save(h + "w_q", b.attn.w_q);
+    save(h + "w_k", b.attn.w_k);
+    save(h + "w_v", b.attn.w_v);
+    save(h + "w_o", b.attn.w_o);
+    save(h + "ln1_gamma", b.ln1_gamma);
+    save(h + "ln1_beta", b.ln1_beta);
+    save(h + "ln2_gamma", b.ln2_gamma);
+    save(h + "ln2_beta", b.ln2_beta);
+    save(h + "w1", b.ffn.w1);
+    save(h + "b1", b.ffn.b1);
+    save(h + "w2", b.ffn.w2);
+    save(h + "b2", b.ffn.b2);
+  }
+  save("ln_f_gamma", w.ln_f_gamma);
+  save("ln_f_beta", w.ln_f_beta);
+  save("lm_head", w.lm_head);
+  save("lm_head_bias", w.lm_head_bias);
+}
+
+void save_lm(const std::filesystem::path& dir, const LmWeights& w, const LmConfig& config) {
+  save_lm(dir, w);
+  std::ofstream out(dir / kModelTxt);
+  out << "# the architecture of this model folder (attn::save_lm)\n"
+      << "n_layers " << config.n_layers << "\nn_heads " << config.n_heads
+      << "\ntied_head " << flag_text(config.tied_head) << "\nuse_layer_norm "
+      << flag_text(config.use_layer_norm) << "\nresidual " << flag_text(config.residual)
+      << "\nuse_ffn " << flag_text(config.use_ffn) << "\nattn_proj "
+      << flag_text(config.attn_proj) << "\nffn_hidden " << config.ffn_hidden << "\nactivation "
+      << activation_name(config.activation) << "\n";
+  out.close();
+  if (!out) {
+    throw std::runtime_error(fmt::format("model '{}': cannot write {}", dir.string(), kModelTxt));
+  }
+}
+
+}  // namespace attn

@@ -1,0 +1,407 @@
+// checkpoint.cpp: how a training run is written to disk and read back (chapter 09; see
+// attn/train/checkpoint.hpp). The weights and AdamW's moments are model folders (save_lm and
+// load_lm, common/src/model/lm_files.cpp); train.txt holds the config and the data stream's state.
+#include "attn/train/checkpoint.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "attn/io/npy.hpp"
+
+namespace attn {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+[[noreturn]] void checkpoint_error(const fs::path& where, const std::string& what) {
+  throw std::runtime_error(fmt::format("checkpoint '{}': {}", where.string(), what));
+}
+
+// fsync a file or folder, so a rename after it never exposes data still in the page cache.
+void sync_path(const fs::path& p) {
+  const int fd = ::open(p.c_str(), O_RDONLY);
+  if (fd < 0) checkpoint_error(p, "cannot open to sync");
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) checkpoint_error(p, "fsync failed");
+}
+
+void sync_tree(const fs::path& dir) {
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(dir)) {
+    sync_path(e.path());
+  }
+  sync_path(dir);
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) checkpoint_error(path, "cannot write");
+}
+
+std::string read_text(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) checkpoint_error(path, "missing (not a regular file)");
+  if (fs::file_size(path, ec) > (std::uintmax_t{16} << 20)) checkpoint_error(path, "too large");
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (!in && !in.eof()) checkpoint_error(path, "cannot read");
+  return ss.str();
+}
+
+std::string bool_str(bool b) { return b ? "1" : "0"; }
+
+std::string train_txt(const TrainState& s, const TrainConfig& c) {
+  const LmConfig& m = c.model;
+  const Rng::State r = s.data_rng.state();
+  std::string out = "# attention-from-scratch: a chapter 09 training checkpoint\n";
+  const auto line = [&](std::string_view key, const std::string& value) {
+    out += fmt::format("{} {}\n", key, value);
+  };
+  // Floats with 9 significant digits and doubles with 17 read back to the same bits.
+  const auto f = [](float x) { return fmt::format("{:.9g}", x); };
+  line("format", "1");
+  line("step", std::to_string(s.step));
+  line("seed", std::to_string(c.seed));
+  line("vocab_size", std::to_string(m.vocab_size));
+  line("block_size", std::to_string(m.block_size));
+  line("n_embd", std::to_string(m.n_embd));
+  line("n_heads", std::to_string(m.n_heads));
+  line("n_layers", std::to_string(m.n_layers));
+  line("tied_head", bool_str(m.tied_head));
+  line("use_layer_norm", bool_str(m.use_layer_norm));
+  line("residual", bool_str(m.residual));
+  line("use_ffn", bool_str(m.use_ffn));
+  line("attn_proj", bool_str(m.attn_proj));
+  line("ffn_hidden", std::to_string(m.ffn_hidden));
+  line("activation", std::string(activation_name(m.activation)));
+  line("init", std::string(init_name(c.init)));
+  line("batch_size", std::to_string(c.batch_size));
+  line("steps", std::to_string(c.steps));
+  line("lr", f(c.schedule.lr));
+  line("lr_schedule", c.schedule.shape == LrShape::constant ? "constant" : "cosine");
+  line("warmup", std::to_string(c.schedule.warmup));
+  line("lr_total", std::to_string(c.schedule.total));
+  line("min_lr", f(c.schedule.min_lr));
+  line("beta1", f(c.adam.beta1));
+  line("beta2", f(c.adam.beta2));
+  line("adam_eps", f(c.adam.eps));
+  line("weight_decay", f(c.adam.weight_decay));
+  line("grad_clip", f(c.grad_clip));
+  line("eval_interval", std::to_string(c.eval_interval));
+  line("eval_iters", std::to_string(c.eval_iters));
+  line("rng_state", std::to_string(r.state));
+  line("rng_inc", std::to_string(r.inc));
+  line("rng_has_spare", bool_str(r.has_spare));
+  line("rng_spare", fmt::format("{:.17g}", r.spare));
+  return out;
+}
+
+// `key value` lines; '#' comments and blank lines skipped. Every key at most once.
+std::map<std::string, std::string> parse_keys(const fs::path& path) {
+  std::map<std::string, std::string> keys;
+  std::istringstream in(read_text(path));
+  std::string line;
+  std::size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty() || line[0] == '#') continue;
+    const std::size_t space = line.find(' ');
+    if (space == std::string::npos || space == 0 || space + 1 >= line.size()) {
+      checkpoint_error(path, fmt::format("line {} is not `key value`", number));
+    }
+    if (!keys.emplace(line.substr(0, space), line.substr(space + 1)).second) {
+      checkpoint_error(path, fmt::format("line {}: key '{}' appears twice", number,
+                                         line.substr(0, space)));
+    }
+  }
+  return keys;
+}
+
+class KeyReader {
+ public:
+  KeyReader(fs::path path) : path_(std::move(path)), keys_(parse_keys(path_)) {}
+  const std::string& text(const std::string& key) const {
+    const auto it = keys_.find(key);
+    if (it == keys_.end()) checkpoint_error(path_, fmt::format("missing key '{}'", key));
+    used_.push_back(key);
+    return it->second;
+  }
+  // After every read: a key nobody read is a typo or a file from elsewhere, never ignored.
+  void check_all_used() const {
+    for (const auto& [key, value] : keys_) {
+      if (std::find(used_.begin(), used_.end(), key) == used_.end()) {
+        checkpoint_error(path_, fmt::format("unknown key '{}'", key));
+      }
+    }
+  }
+  std::uint64_t u64(const std::string& key) const {
+    const std::string& v = text(key);
+    std::size_t used = 0;
+    unsigned long long x = 0;
+    try {
+      x = std::stoull(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != v.size() || v.empty() || v[0] == '-') bad(key, v, "a non-negative integer");
+    return x;
+  }
+  std::size_t size(const std::string& key, std::size_t max) const {
+    const std::uint64_t x = u64(key);
+    if (x > max) bad(key, text(key), fmt::format("at most {}", max));
+    return static_cast<std::size_t>(x);
+  }
+  bool flag(const std::string& key) const {
+    const std::string& v = text(key);
+    if (v != "0" && v != "1") bad(key, v, "0 or 1");
+    return v == "1";
+  }
+  double real(const std::string& key) const {
+    const std::string& v = text(key);
+    std::size_t used = 0;
+    double x = 0.0;
+    try {
+      x = std::stod(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != v.size() || !std::isfinite(x)) bad(key, v, "a finite number");
+    return x;
+  }
+  float real32(const std::string& key) const { return static_cast<float>(real(key)); }
+
+ private:
+  [[noreturn]] void bad(const std::string& key, const std::string& value,
+                        const std::string& want) const {
+    checkpoint_error(path_, fmt::format("key '{}' is '{}', expected {}", key, value, want));
+  }
+  fs::path path_;
+  std::map<std::string, std::string> keys_;
+  mutable std::vector<std::string> used_;
+};
+
+constexpr std::size_t kMaxSize = std::size_t{1} << 24;  // no size in a checkpoint is above this
+
+std::string evals_tsv(const std::vector<EvalRecord>& evals) {
+  std::string out = "step\ttrain_loss\tval_loss\n";
+  for (const EvalRecord& e : evals) {
+    out += fmt::format("{}\t{:.17g}\t{:.17g}\n", e.step, e.train_loss, e.val_loss);
+  }
+  return out;
+}
+
+std::vector<EvalRecord> parse_evals(const fs::path& path) {
+  std::istringstream in(read_text(path));
+  std::string line;
+  std::getline(in, line);
+  if (line != "step\ttrain_loss\tval_loss") checkpoint_error(path, "bad header line");
+  std::vector<EvalRecord> out;
+  std::size_t number = 1;
+  while (std::getline(in, line)) {
+    ++number;
+    std::istringstream fields(line);
+    EvalRecord e{};
+    std::string rest;
+    if (!(fields >> e.step >> e.train_loss >> e.val_loss) || (fields >> rest) ||
+        !std::isfinite(e.train_loss) || !std::isfinite(e.val_loss)) {
+      checkpoint_error(path, fmt::format("line {} is not `step train_loss val_loss`", number));
+    }
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::string checkpoint_name(std::size_t step) { return fmt::format("ckpt-{:06}", step); }
+
+}  // namespace
+
+void save_checkpoint(const fs::path& dir, const TrainState& s, const TrainConfig& config,
+                     const Vocab& vocab) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) checkpoint_error(dir, "cannot create the folder");
+  const std::string name = checkpoint_name(s.step);
+  const fs::path final_path = dir / name;
+  const fs::path current = dir / "current";
+  // The same step twice (an eval and the end of the run): already saved, and identical.
+  if (fs::read_symlink(current, ec) == fs::path(name) && fs::is_directory(final_path)) return;
+
+  // 1. Everything into a temporary folder.
+  const fs::path tmp = dir / fmt::format("{}.tmp-{}", name, ::getpid());
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  if (ec) checkpoint_error(tmp, "cannot create: " + ec.message());
+  save_lm(tmp / "model", s.weights, config.model);  // with model.txt: chapters 07 and 10 load it
+  save_lm(tmp / "adam_m", s.adam_m);
+  save_lm(tmp / "adam_v", s.adam_v);
+  write_text(tmp / "train.txt", train_txt(s, config));
+  write_text(tmp / "evals.tsv", evals_tsv(s.evals));
+  write_text(tmp / "vocab.txt", encode_utf8(vocab.chars()));
+  write_text(tmp / "model" / "vocab.txt", encode_utf8(vocab.chars()));  // DIR/model alone suffices
+  Vector losses = xt::adapt(s.losses, std::array<std::size_t, 1>{s.losses.size()});
+  save_npy(tmp / "losses.npy", losses);
+  // 2. On disk for real, then under its final name.
+  sync_tree(tmp);
+  fs::remove_all(final_path, ec);  // a stale, unreferenced leftover of the same step
+  fs::rename(tmp, final_path, ec);
+  if (ec) checkpoint_error(final_path, "cannot rename the new checkpoint: " + ec.message());
+  sync_path(dir);
+  // 3. Switch `current` atomically: a new symlink renamed over the old one.
+  const fs::path link_tmp = dir / fmt::format("current.tmp-{}", ::getpid());
+  fs::remove(link_tmp, ec);
+  fs::create_directory_symlink(name, link_tmp, ec);
+  if (ec) checkpoint_error(link_tmp, "cannot create a symlink: " + ec.message());
+  fs::rename(link_tmp, current, ec);
+  if (ec) checkpoint_error(current, "cannot switch to the new checkpoint: " + ec.message());
+  if (!fs::is_symlink(fs::symlink_status(dir / "model"))) {
+    fs::create_directory_symlink(fs::path("current") / "model", dir / "model", ec);
+  }
+  sync_path(dir);
+  // 4. Only now the older checkpoints (and leftovers of interrupted saves) go.
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string other = e.path().filename().string();
+    if (other.rfind("ckpt-", 0) == 0 && other != name) fs::remove_all(e.path(), ec);
+  }
+}
+
+bool find_vocab(const fs::path& model_dir, Vocab& out) {
+  for (const fs::path& candidate : {model_dir / "vocab.txt", model_dir / ".." / "vocab.txt"}) {
+    std::error_code ec;
+    if (!fs::is_regular_file(candidate, ec)) continue;
+    const std::u32string chars = decode_utf8(read_text(candidate));
+    if (chars.empty()) checkpoint_error(candidate, "empty vocabulary");
+    if (!std::is_sorted(chars.begin(), chars.end()) ||
+        std::adjacent_find(chars.begin(), chars.end()) != chars.end()) {
+      checkpoint_error(candidate, "the characters must be sorted and unique");
+    }
+    out = Vocab(chars);
+    return true;
+  }
+  return false;
+}
+
+Checkpoint load_checkpoint(const fs::path& dir) {
+  std::error_code ec;
+  fs::path path = dir;
+  if (fs::exists(dir / "current", ec)) {
+    path = fs::canonical(dir / "current", ec);
+    if (ec) checkpoint_error(dir / "current", "broken link: " + ec.message());
+  } else if (!fs::is_regular_file(dir / "train.txt", ec)) {
+    checkpoint_error(dir, "no checkpoint here (expected DIR/current or DIR/train.txt)");
+  }
+  const KeyReader k(path / "train.txt");
+  if (k.text("format") != "1") checkpoint_error(path / "train.txt", "unknown format");
+
+  TrainConfig c;
+  c.seed = k.u64("seed");
+  LmConfig& m = c.model;
+  m.n_heads = k.size("n_heads", kMaxSize);
+  m.n_layers = k.size("n_layers", kMaxSize);
+  m.tied_head = k.flag("tied_head");
+  m.use_layer_norm = k.flag("use_layer_norm");
+  m.residual = k.flag("residual");
+  m.use_ffn = k.flag("use_ffn");
+  m.attn_proj = k.flag("attn_proj");
+  m.ffn_hidden = k.size("ffn_hidden", kMaxSize);
+  try {
+    m.activation = parse_activation(k.text("activation"));
+    c.init = parse_init(k.text("init"));
+    c.schedule.shape = parse_lr_shape(k.text("lr_schedule"));
+  } catch (const std::invalid_argument& e) {
+    checkpoint_error(path / "train.txt", e.what());
+  }
+  c.batch_size = k.size("batch_size", kMaxSize);
+  c.steps = k.size("steps", kMaxSize);
+  c.schedule.lr = k.real32("lr");
+  c.schedule.warmup = k.size("warmup", kMaxSize);
+  c.schedule.total = k.size("lr_total", kMaxSize);
+  c.schedule.min_lr = k.real32("min_lr");
+  c.adam.beta1 = k.real32("beta1");
+  c.adam.beta2 = k.real32("beta2");
+  c.adam.eps = k.real32("adam_eps");
+  c.adam.weight_decay = k.real32("weight_decay");
+  c.grad_clip = k.real32("grad_clip");
+  c.eval_interval = k.size("eval_interval", kMaxSize);
+  c.eval_iters = k.size("eval_iters", kMaxSize);
+
+  // The weights fix V, T_max and C; they must agree with what train.txt says.
+  LmWeights weights;
+  LmWeights adam_m;
+  LmWeights adam_v;
+  try {
+    weights = load_lm(path / "model", m);
+    LmConfig mc = m;
+    adam_m = load_lm(path / "adam_m", mc);
+    adam_v = load_lm(path / "adam_v", mc);
+  } catch (const std::exception& e) {
+    checkpoint_error(path, e.what());
+  }
+  if (m.vocab_size != k.size("vocab_size", kMaxSize) ||
+      m.block_size != k.size("block_size", kMaxSize) || m.n_embd != k.size("n_embd", kMaxSize)) {
+    checkpoint_error(path / "train.txt", "vocab_size, block_size or n_embd do not match the model");
+  }
+  const auto same_shapes = [&](LmWeights& a) {
+    std::vector<NamedTensor> x = lm_parameters(weights), y = lm_parameters(a);
+    if (x.size() != y.size()) return false;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (x[i].name != y[i].name || x[i].values.size() != y[i].values.size()) return false;
+    }
+    return true;
+  };
+  if (!same_shapes(adam_m) || !same_shapes(adam_v)) {
+    checkpoint_error(path, "the AdamW moments do not have the model's shapes");
+  }
+
+  Vocab vocab(U"?");
+  if (!find_vocab(path, vocab)) checkpoint_error(path / "vocab.txt", "missing");
+  if (vocab.size() != m.vocab_size) {
+    checkpoint_error(path / "vocab.txt",
+                     fmt::format("{} characters, but the model has V = {}", vocab.size(),
+                                 m.vocab_size));
+  }
+
+  TrainState s;
+  s.step = k.size("step", kMaxSize);
+  s.weights = std::move(weights);
+  s.grads = lm_zeros_like(s.weights);
+  s.adam_m = std::move(adam_m);
+  s.adam_v = std::move(adam_v);
+  Rng::State r;
+  r.state = k.u64("rng_state");
+  r.inc = k.u64("rng_inc");
+  r.has_spare = k.flag("rng_has_spare");
+  r.spare = k.real("rng_spare");
+  if (r.inc % 2 == 0) checkpoint_error(path / "train.txt", "rng_inc must be odd");
+  k.check_all_used();
+  s.data_rng.restore(r);
+  try {
+    const Vector losses = load_npy<1>(path / "losses.npy");
+    s.losses.assign(losses.begin(), losses.end());
+  } catch (const std::exception& e) {
+    checkpoint_error(path, e.what());
+  }
+  if (s.losses.size() != s.step) {
+    checkpoint_error(path / "losses.npy", fmt::format("{} losses for {} steps", s.losses.size(),
+                                                      s.step));
+  }
+  s.evals = parse_evals(path / "evals.tsv");
+  s.losses.reserve(std::max(c.steps, s.step));
+  return {std::move(s), c, std::move(vocab)};
+}
+
+}  // namespace attn
