@@ -68,24 +68,11 @@ void show(const std::string& name, const attn::Matrix& m, int precision = 4) {
   fmt::print("{}", attn::format_matrix(corner(m, kShowRows, kShowCols), format));
 }
 
-float max_abs_diff(const attn::Matrix& a, const attn::Matrix& b) {
-  return xt::amax(xt::abs(a - b))();
-}
-
-// 1.19e-07, or "0 (exactly)" so that a perfect match reads as one.
-std::string format_diff(float d) {
-  return d == 0.0f ? std::string("0 (exactly)") : fmt::format("{:.2e}", static_cast<double>(d));
-}
-
-// 1573888 -> "1,573,888": cost counts are easier to compare with their digits grouped.
-std::string group_digits(std::uint64_t n) {
-  std::string digits = std::to_string(n);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
+// 1.19e-07, or "0 (exactly)" so that a perfect match reads as one: the three ways differ by
+// float rounding, and scientific notation shows how many digits agree (attn::difference_text
+// prints 8 decimals, too few for 1e-8).
+std::string difference_in_e_notation(double d) {
+  return d == 0.0 ? std::string("0 (exactly)") : fmt::format("{:.2e}", d);
 }
 
 // Operation counts of each way for a (T, C) input, straight from the formulas.
@@ -140,7 +127,7 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
                  std::size_t max_t) {
   if (max_t < T) {
     throw attn::UsageError(
-        fmt::format("--max-t ({}) must be at least --time-steps ({})", max_t, T));
+        fmt::format("--max-t ({}) must be at least --block-size ({})", max_t, T));
   }
   const Averaging& ops = opts.mine ? kMine : kReference;
   // The tokens here are random vectors, so no text is needed; a bad --data is still an error.
@@ -231,18 +218,19 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
 
   // 5. ------------------------------------------------------------------------------------
   heading("5. The three ways agree");
-  const float d2 = max_abs_diff(xbar, xbar2);
-  const float d3 = max_abs_diff(xbar, xbar3);
-  const float dw = max_abs_diff(w_tril, w_softmax);
-  fmt::print("max |xbar - xbar2|                 = {}\n", format_diff(d2));
-  fmt::print("max |xbar - xbar3|                 = {}\n", format_diff(d3));
-  fmt::print("max |W(tril) - W(softmax)|         = {}\n", format_diff(dw));
-  fmt::print("\n{}\n", d2 == 0.0f && d3 == 0.0f
+  const double d2 = attn::max_abs_diff(xbar, xbar2);
+  const double d3 = attn::max_abs_diff(xbar, xbar3);
+  const double dw = attn::max_abs_diff(w_tril, w_softmax);
+  fmt::print("max |xbar - xbar2|                 = {}\n", difference_in_e_notation(d2));
+  fmt::print("max |xbar - xbar3|                 = {}\n", difference_in_e_notation(d3));
+  fmt::print("max |W(tril) - W(softmax)|         = {}\n", difference_in_e_notation(dw));
+  fmt::print("\n{}\n", d2 == 0.0 && d3 == 0.0
                           ? "Exactly equal this time, but do not count on it in general."
                           : "Not exactly zero, and that is fine.");
   // How many float steps the largest difference is, relative to the size of the means.
   const float scale = std::max(xt::amax(xt::abs(xbar))(), std::numeric_limits<float>::min());
-  const float ulps = std::max({d2, d3}) / (scale * std::numeric_limits<float>::epsilon());
+  const float ulps =
+      static_cast<float>(std::max(d2, d3)) / (scale * std::numeric_limits<float>::epsilon());
   fmt::print(
       "Floats keep 24 bits, about 7 decimal digits, and every + and / rounds its result.\n"
       "The loop adds first and divides once; the matmul multiplies each token by 1/(t+1),\n"
@@ -271,9 +259,9 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
   for (std::size_t t_size : sizes) {
     const Cost cost = cost_of(t_size, C);
     fmt::print("{:>6} | {:>13} {:>10} | {:>15} {:>13} | {:>12}\n", t_size,
-               group_digits(cost.loop_adds), group_digits(cost.loop_divides),
-               group_digits(cost.matmul_madds), group_digits(cost.matmul_zeros),
-               group_digits(cost.softmax_exps));
+               attn::grouped(cost.loop_adds), attn::grouped(cost.loop_divides),
+               attn::grouped(cost.matmul_madds), attn::grouped(cost.matmul_zeros),
+               attn::grouped(cost.softmax_exps));
   }
   const Cost big = cost_of(sizes.back(), C);
   const double ratio = static_cast<double>(big.matmul_madds) /
@@ -354,9 +342,11 @@ int main(int argc, char** argv) {
   std::size_t T = 8;
   std::size_t C = 2;
   std::size_t max_t = 1024;
-  cli.add_size("--time-steps", T, "sequence length T of the example (default 8)", 1, kMaxT);
-  cli.add_size("--channels", C, "channels C of each token vector (default 2)", 1, kMaxChannels);
+  cli.add_size("--block-size", T, "sequence length T of the example (default 8)", 1, kMaxT);
+  cli.add_size("--n-embd", C, "channels C of each token vector (default 2)", 1, kMaxChannels);
   cli.add_size("--max-t", max_t, "largest T in the cost table (default 1024)", 1, kMaxT);
+  cli.add_alias("time-steps", "block-size");  // the names before the lecture's vocabulary
+  cli.add_alias("channels", "n-embd");
   return cli.run(argc, argv,
                  [&](const attn::CommonOptions& opts) { walkthrough(opts, T, C, max_t); });
 }

@@ -7,10 +7,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <fmt/core.h>
 
 #include "attn/ops/attention.hpp"
 #include "attn/ops/averaging.hpp"
@@ -94,13 +98,14 @@ Kernels learner_kernels() {
 
 // --- Printing. ---------------------------------------------------------------------------------
 
-void print(const std::string& text) { std::fputs(text.c_str(), stdout); }
+using attn::difference_text;
+using attn::max_abs_diff;
+using attn::num;
+using attn::print;
 
-std::string num(std::size_t n) { return std::to_string(n); }
+std::string size_text(std::size_t n) { return std::to_string(n); }
 
-std::string shape_text(const Matrix& m) {
-  return "(" + num(m.shape()[0]) + ", " + num(m.shape()[1]) + ")";
-}
+std::string shape_text(const Matrix& m) { return attn::shape_str(m.shape()); }  // "(T, hs)"
 
 // One glyph per character, for labels that must stay one column wide.
 std::string glyph(char32_t c) {
@@ -125,18 +130,13 @@ std::vector<std::string> glyphs(const std::u32string& chars) {
 // "0 T", "1 H", ...: position and character, for the rows of a table.
 std::vector<std::string> position_glyphs(const std::u32string& chars) {
   std::vector<std::string> out;
-  for (std::size_t t = 0; t < chars.size(); ++t) out.push_back(num(t) + " " + glyph(chars[t]));
+  for (std::size_t t = 0; t < chars.size(); ++t) out.push_back(size_text(t) + " " + glyph(chars[t]));
   return out;
 }
 
-std::string matrix_text(const Matrix& m, int precision = 4) {
-  attn::MatrixFormat format;
-  format.precision = precision;
-  return attn::format_matrix(m, format);
-}
-
-std::string table_text(const Matrix& m, std::vector<std::string> rows,
-                       std::vector<std::string> cols, int precision = 4) {
+// m as a table, with optional row and column labels.
+std::string table_text(const Matrix& m, std::vector<std::string> rows = {},
+                       std::vector<std::string> cols = {}, int precision = 4) {
   attn::MatrixFormat format;
   format.precision = precision;
   format.row_labels = std::move(rows);
@@ -150,7 +150,7 @@ Matrix first_columns(const Matrix& m, std::size_t cols) {
 }
 
 std::string first_columns_note(const Matrix& m) {
-  return m.shape()[1] > kShowCols ? ", first " + num(kShowCols) + " columns" : "";
+  return m.shape()[1] > kShowCols ? ", first " + size_text(kShowCols) + " columns" : "";
 }
 
 std::string row_text(const Matrix& m, std::size_t row, int precision = 4) {
@@ -169,37 +169,36 @@ double entry_variance(const Matrix& m) {  // population variance of every entry,
   return sum_sq / n - (sum / n) * (sum / n);
 }
 
-double max_abs_difference(const Matrix& a, const Matrix& b) {
-  double worst = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, std::abs(static_cast<double>(a.data()[i]) -
-                                     static_cast<double>(b.data()[i])));
-  }
-  return worst;
-}
-
-std::string difference_text(double d) {
-  return d == 0.0 ? "0 (bitwise identical)" : attn::format_number(static_cast<float>(d), 8);
-}
-
 std::string yes_no(bool b) { return b ? "yes" : "no"; }
 
-bool sums_ok(const std::vector<float>& sums) {
-  for (const float sum : sums)
-    if (std::abs(sum - 1.0f) > 1e-5f) return false;
-  return true;
+// The first character that occurs twice: positions i < j with chars[i] == chars[j], if any.
+// Equal characters have equal rows of x, so equal queries, keys and values.
+std::optional<std::pair<std::size_t, std::size_t>> first_repeat(const std::u32string& chars) {
+  for (std::size_t j = 1; j < chars.size(); ++j)
+    if (const std::size_t i = chars.find(chars[j]); i < j) return std::pair{i, j};
+  return std::nullopt;
 }
 
-std::string fixed(double value, int precision = 4) {
-  return attn::format_number(static_cast<float>(value), precision);
-}
+// What section 3 checks of causal (T, T) weights: the largest |row sum - 1|, and how many of the
+// future entries (key s > query t) are exactly 0.
+struct CausalRows {
+  std::vector<float> sums;  // (T): one per query, summed in double
+  std::size_t future = 0, future_zero = 0;
+};
 
-std::string pad_left(std::string text, std::size_t width) {
-  return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
-}
-
-std::string pad_right(std::string text, std::size_t width) {
-  return text.size() >= width ? text : text + std::string(width - text.size(), ' ');
+CausalRows causal_rows(const Matrix& weights) {
+  const std::size_t T = weights.shape()[0];
+  CausalRows c;
+  for (std::size_t t = 0; t < T; ++t) {
+    double sum = 0.0;
+    for (std::size_t s = 0; s < T; ++s) {
+      sum += static_cast<double>(weights(t, s));
+      if (s > t) c.future_zero += weights(t, s) == 0.0f ? 1 : 0;
+    }
+    c.future += T - 1 - t;
+    c.sums.push_back(static_cast<float>(sum));
+  }
+  return c;
 }
 
 attn::HeatmapOptions weights_heatmap(const std::string& title, const std::u32string& queries,
@@ -238,8 +237,8 @@ Tokens embed_corpus(const attn::Corpus& corpus, std::size_t T, std::size_t S, st
   if (chars.size() < T + S) {
     // A property of the file (the flags are within their bounds): exit code 1, as in every
     // chapter whose corpus is too short.
-    throw std::runtime_error("--time-steps + --source-steps needs " + num(T + S) +
-                           " characters, but the corpus has only " + num(chars.size()));
+    throw std::runtime_error("--block-size + --source-steps needs " + size_text(T + S) +
+                           " characters, but the corpus has only " + size_text(chars.size()));
   }
   const attn::Vocab vocab = attn::Vocab::from_text(corpus.text);
   const Matrix table = attn::randn(rng, vocab.size(), C);  // (V, C), Normal(0, 1)
@@ -264,18 +263,18 @@ Tokens embed_corpus(const attn::Corpus& corpus, std::size_t T, std::size_t S, st
 void show_averaging(const Tokens& tokens, const std::string& corpus_origin) {
   const std::size_t T = tokens.x.shape()[0];
   const std::size_t C = tokens.x.shape()[1];
-  print("\n== 1. From averaging to attention ==\n");
+  attn::section(1, "From averaging to attention");
   print(
       "Chapter 02 let every position average the past with fixed weights: all scores 0, the\n"
       "causal mask, a softmax, so query t gives 1/(t+1) to each of keys 0..t, whatever the\n"
       "tokens are:\n");
-  print(matrix_text(attn::averaging_weights_softmax(T)));
+  print(table_text(attn::averaging_weights_softmax(T)));
   print(
       "A token should be able to attend more to the tokens that matter to it: the weights must\n"
       "depend on the data. From here on the scores are computed from the tokens themselves.\n");
-  print("\nThe tokens: the first T = " + num(T) + " characters of " + corpus_origin + ", " +
+  print("\nThe tokens: the first T = " + size_text(T) + " characters of " + corpus_origin + ", " +
         quoted(tokens.x_chars) + ",\neach embedded as a row of a random (V, C) = (" +
-        num(tokens.vocab_size) + ", " + num(C) + ") table, N(0, 1).\n");
+        size_text(tokens.vocab_size) + ", " + size_text(C) + ") table, N(0, 1).\n");
   print("x (T, C) = " + shape_text(tokens.x) + first_columns_note(tokens.x) + ":\n");
   print(table_text(first_columns(tokens.x, kShowCols), position_glyphs(tokens.x_chars), {}));
 }
@@ -289,15 +288,15 @@ Qkv show_projections(const Kernels& kern, const Tokens& tokens, const Head& head
   const Matrix& x = tokens.x;
   const std::size_t C = x.shape()[1];
   const std::size_t hs = head.w_q.shape()[1];
-  print("\n== 2. Queries, keys and values ==\n");
+  attn::section(2, "Queries, keys and values");
   print(
       "Each token emits three vectors, each a linear map of its own row of x:\n"
       "  query  q = x W_q   \"what am I looking for?\"\n"
       "  key    k = x W_k   \"what do I contain?\"\n"
       "  value  v = x W_v   \"what I hand over to a query that attends to me\"\n");
-  print("W_q, W_k and W_v are (C, hs) = (" + num(C) + ", " + num(hs) +
+  print("W_q, W_k and W_v are (C, hs) = (" + size_text(C) + ", " + size_text(hs) +
         "), drawn from N(0, 1/C): std 1/sqrt(C) = " +
-        fixed(1.0 / std::sqrt(static_cast<double>(C))) +
+        num(1.0 / std::sqrt(static_cast<double>(C))) +
         ",\nso each entry of q, k and v sums C terms of variance 1/C: variance about 1, as at\n"
         "the start of training. In training they are learned.\n");
   Qkv p{kern.project(x, head.w_q), kern.project(x, head.w_k), kern.project(x, head.w_v)};
@@ -310,24 +309,20 @@ Qkv show_projections(const Kernels& kern, const Tokens& tokens, const Head& head
   print(table_text(first_columns(p.q, kShowCols), rows, {}));
   print("k" + first_columns_note(p.k) + ":\n");
   print(table_text(first_columns(p.k, kShowCols), rows, {}));
-  print("variance of the entries: q " + fixed(entry_variance(p.q)) + ", k " +
-        fixed(entry_variance(p.k)) + ", v " + fixed(entry_variance(p.v)) +
-        " (about 1 expected; from only T x hs = " + num(p.q.size()) + " numbers each)\n");
+  print("variance of the entries: q " + num(entry_variance(p.q)) + ", k " +
+        num(entry_variance(p.k)) + ", v " + num(entry_variance(p.v)) +
+        " (about 1 expected; from only T x hs = " + size_text(p.q.size()) + " numbers each)\n");
   print(
       "No token has looked at another yet: row t of q, k and v depends on x[t] alone.\n");
   // A repeated character has the same x row, so the same query, key and value.
-  const std::u32string& chars = tokens.x_chars;
-  for (std::size_t j = 1; j < chars.size(); ++j) {
-    const std::size_t i = chars.find(chars[j]);
-    if (i < j) {
-      const bool same = xt::view(p.q, i, xt::all()) == xt::view(p.q, j, xt::all()) &&
-                        xt::view(p.k, i, xt::all()) == xt::view(p.k, j, xt::all());
-      attn::claim(same, "a repeated character has equal rows of q and k");
-      print("Tokens " + num(i) + " and " + num(j) + " are both '" + glyph(chars[j]) +
-            "': equal rows of q and of k: " + yes_no(same) +
-            ". Nothing here\nknows where a token sits; chapter 06 adds positions.\n");
-      break;
-    }
+  if (const auto repeat = first_repeat(tokens.x_chars)) {
+    const auto [i, j] = *repeat;
+    const bool same = xt::view(p.q, i, xt::all()) == xt::view(p.q, j, xt::all()) &&
+                      xt::view(p.k, i, xt::all()) == xt::view(p.k, j, xt::all());
+    attn::claim(same, "a repeated character has equal rows of q and k");
+    print("Tokens " + size_text(i) + " and " + size_text(j) + " are both '" +
+          glyph(tokens.x_chars[j]) + "': equal rows of q and of k: " + yes_no(same) +
+          ". Nothing here\nknows where a token sits; chapter 06 adds positions.\n");
   }
   return p;
 }
@@ -338,7 +333,7 @@ ex04::AttentionResult show_attention(const Kernels& kern, const Tokens& tokens, 
   const std::size_t hs = p.q.shape()[1];
   const auto rows = position_glyphs(tokens.x_chars);
   const auto cols = glyphs(tokens.x_chars);
-  print("\n== 3. Scores, scale, mask, softmax, sum ==\n");
+  attn::section(3, "Scores, scale, mask, softmax, sum");
   print(
       "Query t meets key s in a dot product: large when the two point the same way. All the\n"
       "pairs at once are one matrix product, and this is where tokens first communicate:\n");
@@ -348,8 +343,8 @@ ex04::AttentionResult show_attention(const Kernels& kern, const Tokens& tokens, 
         ", rows = queries, columns = keys:\n");
   print(table_text(raw, rows, cols, 2));
   const Matrix scores = kern.attention_scores(p.q, p.k);  // (T, T)
-  print("scores = q @ k^T / sqrt(hs), sqrt(" + num(hs) + ") = " +
-        fixed(std::sqrt(static_cast<double>(hs))) + " (section 4 says why):\n");
+  print("scores = q @ k^T / sqrt(hs), sqrt(" + size_text(hs) + ") = " +
+        num(std::sqrt(static_cast<double>(hs))) + " (section 4 says why):\n");
   print(table_text(scores, rows, cols));
 
   print(
@@ -357,27 +352,18 @@ ex04::AttentionResult show_attention(const Kernels& kern, const Tokens& tokens, 
   const ex04::AttentionResult r = kern.attention(p.q, p.k, p.v, true);
   print("weights = softmax(scores + causal mask) (T, T):\n");
   print(table_text(r.weights, rows, cols));
-  std::vector<float> sums(T);
-  std::size_t future = 0;
-  std::size_t future_zero = 0;
-  for (std::size_t t = 0; t < T; ++t) {
-    double sum = 0.0;
-    for (std::size_t s = 0; s < T; ++s) {
-      sum += static_cast<double>(r.weights(t, s));
-      if (s > t) {
-        ++future;
-        future_zero += r.weights(t, s) == 0.0f ? 1 : 0;
-      }
-    }
-    sums[t] = static_cast<float>(sum);
-  }
-  print("row sums: " + attn::format_vector(sums) + "\n");
-  print("future weights that are exactly 0: " + num(future_zero) + " of " + num(future) + "\n");
+  const CausalRows rows_check = causal_rows(r.weights);
+  print("row sums: " + attn::format_vector(rows_check.sums) + "\n");
+  print("future weights that are exactly 0: " + size_text(rows_check.future_zero) + " of " +
+        size_text(rows_check.future) + "\n");
   bool unequal = false;  // some row whose visible weights are not all equal
   for (std::size_t t = 1; t < T; ++t)
     for (std::size_t s = 1; s <= t; ++s)
       unequal = unequal || std::abs(r.weights(t, s) - r.weights(t, 0)) > 1e-6f;
-  attn::claim(sums_ok(sums) && future_zero == future, "rows sum to 1 and the future is 0");
+  const bool sums_one = std::all_of(rows_check.sums.begin(), rows_check.sums.end(),
+                                    [](float sum) { return std::abs(sum - 1.0f) <= 1e-5f; });
+  attn::claim(sums_one && rows_check.future_zero == rows_check.future,
+              "rows sum to 1 and the future is 0");
   if (unequal) {
     print("Unlike chapter 02, the weights of a row are not equal: each query picks its own keys.\n");
   } else {
@@ -393,40 +379,56 @@ ex04::AttentionResult show_attention(const Kernels& kern, const Tokens& tokens, 
   print(table_text(first_columns(r.out, kShowCols), rows, {}));
   const Matrix check = attn::matmul(r.weights, p.v);  // (T, T) @ (T, hs) -> (T, hs)
   print("out equals weights @ v computed by plain loops (attn::matmul), to 1e-6: " +
-        yes_no(max_abs_difference(r.out, check) <= 1e-6) + "\n");
-  attn::claim(max_abs_difference(r.out, check) <= 1e-6, "out equals weights @ v");
+        yes_no(max_abs_diff(r.out, check) <= 1e-6) + "\n");
+  attn::claim(max_abs_diff(r.out, check) <= 1e-6, "out equals weights @ v");
   print("Row 0 can only see itself, so out[0] = v[0]: max |difference| " +
-        difference_text(max_abs_difference(Matrix(xt::view(r.out, xt::range(0, 1), xt::all())),
+        difference_text(max_abs_diff(Matrix(xt::view(r.out, xt::range(0, 1), xt::all())),
                                            Matrix(xt::view(p.v, xt::range(0, 1), xt::all())))) +
         "\n");
   return r;
 }
 
-// 4. Why 1/sqrt(hs): measured, not asserted.
-void show_scale(const Kernels& kern, std::uint64_t seed) {
-  print("\n== 4. Why divide by sqrt(hs) ==\n");
-  print(
-      "If the hs components of q and of k are independent with mean 0 and variance 1, each\n"
-      "product q_j k_j has mean 0 and variance 1, and the variances of the hs terms add up:\n"
-      "Var(q . k) = hs. Dividing by sqrt(hs) divides the variance by hs, back to 1.\n");
-  print("Measured: " + num(kRows) + " random queries, each scored against " + num(kKeys) +
-        " random keys (N(0, 1)\ncomponents), then a softmax over each row of " +
-        num(kKeys) + " scores. For comparison, uniform weights have max\nweight " +
-        fixed(1.0 / static_cast<double>(kKeys)) + " and entropy ln " + num(kKeys) + " = " +
-        fixed(std::log(static_cast<double>(kKeys))) +
-        "; one-hot weights have max weight 1 and entropy 0.\n");
-  print("     hs  scores            variance  mean max weight  mean entropy\n");
+// 4. Why 1/sqrt(hs): measured, not asserted. For each head size, kRows random queries are
+// scored against kKeys random keys, unscaled (q . k) and scaled (q . k / sqrt(hs)), and each row
+// of scores goes through a softmax. One row of the table per (hs, scaled or not).
+struct ScaleRow {
+  std::size_t hs = 0;
+  bool scaled = false;
+  double variance = 0.0;         // of every score
+  double mean_max_weight = 0.0;  // the largest weight of a row, averaged over the rows
+  double mean_entropy = 0.0;     // -sum w ln w of a row, averaged over the rows (nats)
+};
 
+struct ScaleExperiment {
+  std::vector<ScaleRow> rows;
+  Matrix example_raw, example_scaled;  // (1, kKeys): the first query at hs = 64, both ways
+};
+
+ScaleRow softmax_statistics(const Matrix& z, std::size_t hs, bool scaled) {  // z (rows, keys)
+  const Matrix w = attn::softmax<2>(z);  // (rows, keys)
+  double max_weight = 0.0;
+  double entropy = 0.0;
+  for (std::size_t r = 0; r < kRows; ++r) {
+    double row_max = 0.0;
+    for (std::size_t s = 0; s < kKeys; ++s) {
+      const double p = static_cast<double>(w(r, s));
+      row_max = std::max(row_max, p);
+      if (p > 0.0) entropy -= p * std::log(p);
+    }
+    max_weight += row_max;
+  }
+  const double n = static_cast<double>(kRows);
+  return {hs, scaled, entry_variance(z), max_weight / n, entropy / n};
+}
+
+ScaleExperiment measure_scale(const Kernels& kern, std::uint64_t seed) {
   attn::Rng rng(seed, 4);  // its own stream: the table does not depend on the other flags
-  double last_unscaled_max = 0.0;  // mean max weight, unscaled, at the largest hs
-  double scaled_lo = 1e30, scaled_hi = 0.0;  // range of the scaled variances
-  Matrix example_raw;      // row 0 at hs = 64, both ways
-  Matrix example_scaled;
+  ScaleExperiment e;
   for (const std::size_t hs : kHeadSizes) {
     Matrix raw({kRows, kKeys});     // (rows, keys): q . k
     Matrix scaled({kRows, kKeys});  // (rows, keys): q . k / sqrt(hs)
     for (std::size_t r = 0; r < kRows; ++r) {
-      const Matrix q = attn::randn(rng, 1, hs);     // (1, hs)
+      const Matrix q = attn::randn(rng, 1, hs);      // (1, hs)
       const Matrix k = attn::randn(rng, kKeys, hs);  // (keys, hs)
       const Matrix kt = xt::transpose(k);            // (hs, keys)
       const Matrix dots = attn::matmul(q, kt);       // (1, hs) @ (hs, keys) -> (1, keys)
@@ -434,51 +436,56 @@ void show_scale(const Kernels& kern, std::uint64_t seed) {
       std::copy(dots.begin(), dots.end(), raw.data() + r * kKeys);
       std::copy(s.begin(), s.end(), scaled.data() + r * kKeys);
     }
-    for (const bool scale : {false, true}) {
-      const Matrix& z = scale ? scaled : raw;
-      const Matrix w = attn::softmax<2>(z);  // (rows, keys)
-      double max_weight = 0.0;
-      double entropy = 0.0;
-      for (std::size_t r = 0; r < kRows; ++r) {
-        double row_max = 0.0;
-        for (std::size_t s = 0; s < kKeys; ++s) {
-          const double p = static_cast<double>(w(r, s));
-          row_max = std::max(row_max, p);
-          if (p > 0.0) entropy -= p * std::log(p);
-        }
-        max_weight += row_max;
-      }
-      const double n = static_cast<double>(kRows);
-      if (scale) {
-        scaled_lo = std::min(scaled_lo, entry_variance(z));
-        scaled_hi = std::max(scaled_hi, entry_variance(z));
-      } else {
-        last_unscaled_max = max_weight / n;
-      }
-      print("  " + pad_left(num(hs), 5) + "  " +
-            pad_right(scale ? "q.k / sqrt(hs)" : "q.k", 14) +
-            pad_left(fixed(entry_variance(z)), 12) +
-            pad_left(fixed(max_weight / n), 17) + pad_left(fixed(entropy / n), 14) + "\n");
-    }
+    e.rows.push_back(softmax_statistics(raw, hs, false));
+    e.rows.push_back(softmax_statistics(scaled, hs, true));
     if (hs == 64) {
-      example_raw = xt::view(raw, xt::range(0, 1), xt::all());
-      example_scaled = xt::view(scaled, xt::range(0, 1), xt::all());
+      e.example_raw = xt::view(raw, xt::range(0, 1), xt::all());
+      e.example_scaled = xt::view(scaled, xt::range(0, 1), xt::all());
     }
+  }
+  return e;
+}
+
+void show_scale(const ScaleExperiment& e) {
+  attn::section(4, "Why divide by sqrt(hs)");
+  print(
+      "If the hs components of q and of k are independent with mean 0 and variance 1, each\n"
+      "product q_j k_j has mean 0 and variance 1, and the variances of the hs terms add up:\n"
+      "Var(q . k) = hs. Dividing by sqrt(hs) divides the variance by hs, back to 1.\n");
+  print("Measured: " + size_text(kRows) + " random queries, each scored against " +
+        size_text(kKeys) + " random keys (N(0, 1)\ncomponents), then a softmax over each row of " +
+        size_text(kKeys) + " scores. For comparison, uniform weights have max\nweight " +
+        num(1.0 / static_cast<double>(kKeys)) + " and entropy ln " + size_text(kKeys) + " = " +
+        num(std::log(static_cast<double>(kKeys))) +
+        "; one-hot weights have max weight 1 and entropy 0.\n");
+  print("     hs  scores            variance  mean max weight  mean entropy\n");
+  double last_unscaled_max = 0.0;            // mean max weight, unscaled, at the largest hs
+  double scaled_lo = 1e30, scaled_hi = 0.0;  // range of the scaled variances
+  for (const ScaleRow& row : e.rows) {
+    if (row.scaled) {
+      scaled_lo = std::min(scaled_lo, row.variance);
+      scaled_hi = std::max(scaled_hi, row.variance);
+    } else {
+      last_unscaled_max = row.mean_max_weight;
+    }
+    print(fmt::format("  {:>5}  {:<14}{:>12}{:>17}{:>14}\n", row.hs,
+                      row.scaled ? "q.k / sqrt(hs)" : "q.k", num(row.variance),
+                      num(row.mean_max_weight), num(row.mean_entropy)));
   }
   // What the table shows, measured: the unscaled variance at the largest hs, the mean max weight
   // there, and the spread of the scaled variances.
   print("Unscaled, the variance grows with hs and the softmax saturates: at hs = " +
-        num(kHeadSizes[std::size(kHeadSizes) - 1]) + " the largest\nweight of a row is " +
-        fixed(last_unscaled_max) + " on average" +
+        size_text(kHeadSizes[std::size(kHeadSizes) - 1]) + " the largest\nweight of a row is " +
+        num(last_unscaled_max) + " on average" +
         (last_unscaled_max > 0.8 ? ", nearly one-hot" : "") + ".\nScaled, every head size " +
         (scaled_lo > 0.8 && scaled_hi < 1.25 ? "behaves like hs = 1" : "stays near variance 1") +
-        " (variances " + fixed(scaled_lo) + " to " + fixed(scaled_hi) + ").\n");
+        " (variances " + num(scaled_lo) + " to " + num(scaled_hi) + ").\n");
   attn::claim(last_unscaled_max > 0.5 && scaled_lo > 0.7 && scaled_hi < 1.4,
               "unscaled saturates, scaled stays near variance 1");
   print("The first query at hs = 64:\n");
-  print("  q.k                   " + row_text(example_raw, 0, 2) + "\n");
-  print("  softmax(q.k)          " + row_text(attn::softmax<2>(example_raw), 0) + "\n");
-  print("  softmax(q.k / 8)      " + row_text(attn::softmax<2>(example_scaled), 0) + "\n");
+  print("  q.k                   " + row_text(e.example_raw, 0, 2) + "\n");
+  print("  softmax(q.k)          " + row_text(attn::softmax<2>(e.example_raw), 0) + "\n");
+  print("  softmax(q.k / 8)      " + row_text(attn::softmax<2>(e.example_scaled), 0) + "\n");
   print(
       "A nearly one-hot row also learns slowly: d w_i / d z_j = w_i (delta_ij - w_j) is close to\n"
       "0 for every i, j when one weight is close to 1, so the scores get almost no gradient.\n");
@@ -488,7 +495,7 @@ void show_scale(const Kernels& kern, std::uint64_t seed) {
 void show_heatmap(const Tokens& tokens, const ex04::AttentionResult& causal) {
   const std::u32string& chars = tokens.x_chars;
   const std::size_t T = chars.size();
-  print("\n== 5. The weights as a heatmap ==\n");
+  attn::section(5, "The weights as a heatmap");
   print(T > 1 ? "Rows are queries, columns are keys, darker is more weight. Every query has its own\n"
                 "pattern, chosen by its data; the upper triangle is empty (the future).\n"
               : "Rows are queries, columns are keys, darker is more weight. With T = 1 there is\n"
@@ -496,16 +503,13 @@ void show_heatmap(const Tokens& tokens, const ex04::AttentionResult& causal) {
   print_heatmap(causal.weights,
                 weights_heatmap("causal self-attention weights " + quoted(chars), chars, chars));
   // Equal keys get equal weights: the repeated character, if there is one.
-  for (std::size_t j = 1; j < T; ++j) {
-    const std::size_t i = chars.find(chars[j]);
-    if (i < j) {
-      attn::claim(causal.weights(j, i) == causal.weights(j, j), "equal keys get equal weights");
-      print("Query " + num(j) + " ('" + glyph(chars[j]) + "') gives keys " + num(i) + " and " +
-            num(j) + ", the same character, the same weight: " +
-            attn::format_number(causal.weights(j, i)) + " and " +
-            attn::format_number(causal.weights(j, j)) + ".\n");
-      break;
-    }
+  if (const auto repeat = first_repeat(chars)) {
+    const auto [i, j] = *repeat;
+    attn::claim(causal.weights(j, i) == causal.weights(j, j), "equal keys get equal weights");
+    print("Query " + size_text(j) + " ('" + glyph(chars[j]) + "') gives keys " + size_text(i) +
+          " and " + size_text(j) + ", the same character, the same weight: " +
+          attn::format_number(causal.weights(j, i)) + " and " +
+          attn::format_number(causal.weights(j, j)) + ".\n");
   }
   print(
       "The weights are random-looking because W_q and W_k are random; training shapes them.\n");
@@ -517,7 +521,7 @@ ex04::AttentionResult show_encoder(const Kernels& kern, const Tokens& tokens, co
   const std::size_t T = p.q.shape()[0];
   const auto rows = position_glyphs(tokens.x_chars);
   const auto cols = glyphs(tokens.x_chars);
-  print("\n== 6. No mask (encoder) vs causal (decoder) ==\n");
+  attn::section(6, "No mask (encoder) vs causal (decoder)");
   print(
       "The mask is a choice, not part of attention. A decoder predicts the next token, so it\n"
       "must not read ahead. An encoder reads a whole input first, e.g. to classify the\n"
@@ -532,10 +536,10 @@ ex04::AttentionResult show_encoder(const Kernels& kern, const Tokens& tokens, co
   print("Row 0, decoder: " + row_text(causal.weights, 0) + "\n");
   const Matrix enc_last = xt::view(enc.weights, xt::range(last, T), xt::all());
   const Matrix dec_last = xt::view(causal.weights, xt::range(last, T), xt::all());
-  attn::claim(max_abs_difference(enc_last, dec_last) <= 1e-6, "the last row is the same");
-  print("The last query sees every key either way: row " + num(last) +
+  attn::claim(max_abs_diff(enc_last, dec_last) <= 1e-6, "the last row is the same");
+  print("The last query sees every key either way: row " + size_text(last) +
         " is the same in both, to 1e-6: " +
-        yes_no(max_abs_difference(enc_last, dec_last) <= 1e-6) + ".\n");
+        yes_no(max_abs_diff(enc_last, dec_last) <= 1e-6) + ".\n");
   print_heatmap(enc.weights, weights_heatmap("encoder self-attention weights (no mask)",
                                              tokens.x_chars, tokens.x_chars));
   return enc;
@@ -546,12 +550,12 @@ ex04::AttentionResult show_cross(const Kernels& kern, const Tokens& tokens, cons
                                  const Qkv& p) {
   const std::size_t T = tokens.x.shape()[0];
   const std::size_t S = tokens.y.shape()[0];
-  print("\n== 7. Self-attention vs cross-attention ==\n");
+  attn::section(7, "Self-attention vs cross-attention");
   print(
       "Self-attention: q, k and v all come from x. Cross-attention keeps the queries from x and\n"
       "takes the keys and values from another sequence y, e.g. the encoded source sentence a\n"
       "translator is reading. Here y is the next S = " +
-      num(S) + " characters of the corpus, " + quoted(tokens.y_chars) +
+      size_text(S) + " characters of the corpus, " + quoted(tokens.y_chars) +
       ",\nembedded by the same table and projected by the same W_k and W_v.\n");
   const Matrix ky = kern.project(tokens.y, head.w_k);  // (S, C) @ (C, hs) -> (S, hs)
   const Matrix vy = kern.project(tokens.y, head.w_v);  // (S, C) @ (C, hs) -> (S, hs)
@@ -574,8 +578,8 @@ ex04::AttentionResult show_cross(const Kernels& kern, const Tokens& tokens, cons
     } catch (const std::invalid_argument&) {
       rejected = true;
     }
-    print(",\nand the causal rule s <= t needs S = T: asking for it with T = " + num(T) +
-          ", S = " + num(S) + " is\n" +
+    print(",\nand the causal rule s <= t needs S = T: asking for it with T = " + size_text(T) +
+          ", S = " + size_text(S) + " is\n" +
           (rejected ? "rejected (std::invalid_argument)" : "NOT rejected (it should throw)") +
           ".\n");
   } else {
@@ -608,14 +612,16 @@ int main(int argc, char** argv) {
   std::size_t C = 32;
   std::size_t hs = 16;
   std::size_t S = 5;
-  cli.add_size("--time-steps", T, "sequence length T: the first T characters of the corpus", 1,
+  cli.add_size("--block-size", T, "sequence length T: the first T characters of the corpus", 1,
                kMaxTimeSteps, "every (T, T) matrix is printed");
-  cli.add_size("--channels", C, "channels C: the width of a token vector", 1, kMaxWidth);
+  cli.add_size("--n-embd", C, "channels C: the width of a token vector", 1, kMaxWidth);
   cli.add_size("--head-size", hs, "head size hs: the width of q, k and v", 1, kMaxWidth);
   cli.add_size("--source-steps", S,
                "length S of the other sequence of cross-attention, the S characters after the "
                "first T",
                1, kMaxTimeSteps, "every (T, S) matrix is printed");
+  cli.add_alias("time-steps", "block-size");  // the names before the lecture's vocabulary
+  cli.add_alias("channels", "n-embd");
 
   return cli.run(argc, argv, [&](const attn::CommonOptions& options) {
     const Kernels kern = options.mine ? learner_kernels() : reference_kernels();
@@ -629,40 +635,35 @@ int main(int argc, char** argv) {
     head.w_v = attn::randn(rng, C, hs, w_std);  // (C, hs)
 
     print("Chapter 04: single-head attention\n");
-    print("T = " + num(T) + ", C = " + num(C) + ", hs = " + num(hs) + ", S = " + num(S) +
+    print("T = " + size_text(T) + ", C = " + size_text(C) + ", hs = " + size_text(hs) + ", S = " + size_text(S) +
           ", seed = " + std::to_string(options.seed) + ", functions: " +
           (options.mine ? "yours (ex04::, --mine)" : "the reference (attn::)") + "\n");
 
     show_averaging(tokens, corpus.origin);
     const Qkv p = show_projections(kern, tokens, head);
     const ex04::AttentionResult causal = show_attention(kern, tokens, p);
-    show_scale(kern, options.seed);
+    show_scale(measure_scale(kern, options.seed));
     show_heatmap(tokens, causal);
     const ex04::AttentionResult encoder = show_encoder(kern, tokens, p, causal);
     const ex04::AttentionResult cross = show_cross(kern, tokens, head, p);
 
     if (options.svg_dir) {
-      const auto& x_chars = tokens.x_chars;
-      const auto causal_path = *options.svg_dir / "weights_causal.svg";
-      const auto encoder_path = *options.svg_dir / "weights_encoder.svg";
-      const auto cross_path = *options.svg_dir / "weights_cross.svg";
-      attn::write_svg(causal_path,
-                      attn::heatmap_svg(causal.weights,
-                                        weights_heatmap("causal self-attention weights " +
-                                                            quoted(x_chars),
-                                                        x_chars, x_chars)));
-      attn::write_svg(encoder_path,
-                      attn::heatmap_svg(encoder.weights,
-                                        weights_heatmap("encoder self-attention weights (no mask)",
-                                                        x_chars, x_chars)));
-      attn::write_svg(cross_path,
-                      attn::heatmap_svg(cross.weights,
-                                        weights_heatmap("cross-attention weights " +
-                                                            quoted(x_chars) + " -> " +
-                                                            quoted(tokens.y_chars),
-                                                        x_chars, tokens.y_chars)));
-      print("\nwrote " + causal_path.string() + ", " + encoder_path.string() + " and " +
-            cross_path.string() + "\n");
+      const std::u32string& xc = tokens.x_chars;
+      const std::u32string& yc = tokens.y_chars;
+      const auto save = [&](const char* file, const Matrix& weights, const std::string& title,
+                            const std::u32string& keys) {
+        const auto path = *options.svg_dir / file;
+        attn::write_svg(path, attn::heatmap_svg(weights, weights_heatmap(title, xc, keys)));
+        return path.string();
+      };
+      const std::string causal_svg = save("weights_causal.svg", causal.weights,
+                                          "causal self-attention weights " + quoted(xc), xc);
+      const std::string encoder_svg = save("weights_encoder.svg", encoder.weights,
+                                           "encoder self-attention weights (no mask)", xc);
+      const std::string cross_svg =
+          save("weights_cross.svg", cross.weights,
+               "cross-attention weights " + quoted(xc) + " -> " + quoted(yc), yc);
+      print("\nwrote " + causal_svg + ", " + encoder_svg + " and " + cross_svg + "\n");
     }
     if (options.timing) show_timing(kern, p);
   });

@@ -65,43 +65,21 @@ Kernels reference_kernels() {
 Kernels learner_kernels() { return {&ex05::split_heads, &ex05::merge_heads, &ex05::mha_forward}; }
 
 struct Sizes {
-  std::size_t B;  // batch
-  std::size_t T;  // time steps
-  std::size_t C;  // channels
-  std::size_t H;  // heads
+  std::size_t B;  // batch (--batch-size)
+  std::size_t T;  // time steps (--block-size)
+  std::size_t C;  // channels, the model width (--n-embd)
+  std::size_t H;  // heads (--n-heads)
   bool causal;
 };
 
-void print(const std::string& text) { std::fputs(text.c_str(), stdout); }
-
-std::string num(double value, int precision = 4) {
-  return attn::format_number(static_cast<float>(value), precision);
-}
-
-// 16384 -> "16,384".
-std::string group_digits(std::uint64_t n) {
-  const std::string digits = std::to_string(n);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
-// Largest |a - b| over all entries, in double. Same shapes by construction.
-template <std::size_t N>
-double max_abs_difference(const Tensor<N>& a, const Tensor<N>& b) {
-  double worst = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double d = std::abs(static_cast<double>(a.data()[i]) - static_cast<double>(b.data()[i]));
-    if (d > worst) worst = d;
-  }
-  return worst;
-}
+using attn::grouped;
+using attn::max_abs_diff;
+using attn::num;
+using attn::print;
 
 // Scientific notation, so float rounding (1e-7) and a real bug (1e-1) look different at a glance.
-std::string difference_text(double d) {
+// (attn::difference_text prints 8 decimals: too few for the 1e-9 of a row sum.)
+std::string scientific_difference(double d) {
   return d == 0.0 ? std::string("0 (bitwise identical)") : fmt::format("{:.2e}", d);
 }
 
@@ -257,7 +235,7 @@ double uniform_row_entropy(const Sizes& n) {
 // 1. Why several heads.
 void show_why(const Sizes& n) {
   const std::size_t hs = n.C / n.H;
-  print("\n== 1. Why several heads ==\n");
+  attn::section(1, "Why several heads");
   print(
       "One head computes one (T, T) pattern per sequence: every query gets a single set of\n"
       "weights, so it can look at one kind of thing at a time (the previous token, say, or the\n"
@@ -285,7 +263,7 @@ struct Traced {
 
 Traced show_shapes(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, const Sizes& n) {
   const std::size_t B = n.B, T = n.T, C = n.C, H = n.H, hs = C / H;
-  print("\n== 2. The shape at every step ==\n");
+  attn::section(2, "The shape at every step");
   print(fmt::format(
       "x is (B, T, C) = ({}, {}, {}): {} sequence{} of {} positions, {} channels each. Every\n"
       "step below prints its shape, and the program stops if it is not the expected one.\n",
@@ -368,17 +346,17 @@ Traced show_shapes(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, co
 
   const WeightFacts f = weight_facts(att.weights, n);
   print(fmt::format("weights: every entry in [0, 1]: {}; largest |row sum - 1|: {}\n",
-                    f.in_unit_interval ? "yes" : "NO", difference_text(f.max_row_error)));
+                    f.in_unit_interval ? "yes" : "NO", scientific_difference(f.max_row_error)));
   if (n.causal) {
     print(fmt::format("weights: future entries that are exactly 0: {} of {}\n", f.future_zero,
                       f.future));
     const Tensor<4> by_hand = attn::masked_softmax<4>(scores, attn::causal_mask(T));
     print("masked_softmax(scores, causal_mask(T)) vs those weights: max |difference| " +
-          difference_text(max_abs_difference(by_hand, att.weights)) + "\n");
+          scientific_difference(max_abs_diff(by_hand, att.weights)) + "\n");
   } else {
     const Tensor<4> by_hand = attn::softmax<4>(scores);
     print("softmax(scores) vs those weights: max |difference| " +
-          difference_text(max_abs_difference(by_hand, att.weights)) + "\n");
+          scientific_difference(max_abs_diff(by_hand, att.weights)) + "\n");
   }
   print(fmt::format("y: no NaN, no inf: {}\n", all_finite(y) ? "yes" : "NO"));
   attn::claim(f.in_unit_interval && f.max_row_error < 1e-5 && f.future_zero == f.future &&
@@ -387,8 +365,8 @@ Traced show_shapes(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, co
   const Tensor<3> one_call = k.mha_forward(x, w, H, n.causal);  // (B, T, C)
   print("These steps are what mha_forward(x, w, H) does in one call:\n"
         "  max |y - mha_forward(x, w, H)| = " +
-        difference_text(max_abs_difference(y, one_call)) + "\n");
-  attn::claim(max_abs_difference(y, one_call) < 1e-4, "the steps are what mha_forward does");
+        scientific_difference(max_abs_diff(y, one_call)) + "\n");
+  attn::claim(max_abs_diff(y, one_call) < 1e-4, "the steps are what mha_forward does");
   return {att.weights, one_call};
 }
 
@@ -396,7 +374,7 @@ Traced show_shapes(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, co
 void show_loop_vs_batched(const Tensor<3>& x, const MhaWeights& w, const Sizes& n,
                           const Tensor<3>& batched) {
   const std::size_t hs = n.C / n.H;
-  print("\n== 3. Heads in a loop vs all heads at once ==\n");
+  attn::section(3, "Heads in a loop vs all heads at once");
   print(fmt::format(
       "Papers write head h with its own matrices W_h^Q, W_h^K, W_h^V of shape (C, hs). In a\n"
       "loop (attn::mha_forward_per_head), head h takes column block h of w_q, w_k and w_v,\n"
@@ -409,18 +387,18 @@ void show_loop_vs_batched(const Tensor<3>& x, const MhaWeights& w, const Sizes& 
       hs, hs, hs));
   const Tensor<3> looped = attn::mha_forward_per_head(x, w, n.H, n.causal).out;  // (B, T, C)
   print("  max |loop over heads - batched| = " +
-        difference_text(max_abs_difference(looped, batched)) + "\n");
+        scientific_difference(max_abs_diff(looped, batched)) + "\n");
   print(
       "Any difference is float rounding: BLAS may add the C products of a dot product in\n"
       "another order for a (C, hs) block than for the whole (C, C) matrix.\n");
-  attn::claim(max_abs_difference(looped, batched) < 1e-4, "the loop and the batched forward agree");
+  attn::claim(max_abs_diff(looped, batched) < 1e-4, "the loop and the batched forward agree");
 }
 
 // 4. One fused QKV matrix against three separate ones.
 void show_fused(const Tensor<3>& x, const MhaWeights& w, const Sizes& n,
                 const Tensor<3>& separate) {
   const std::size_t C = n.C;
-  print("\n== 4. Separate vs fused QKV ==\n");
+  attn::section(4, "Separate vs fused QKV");
   print(
       "q, k and v are three products of the same x. A matrix product works column by column,\n"
       "so x @ [w_q | w_k | w_v] = [x @ w_q | x @ w_k | x @ w_v]: glue the three matrices side\n"
@@ -437,26 +415,26 @@ void show_fused(const Tensor<3>& x, const MhaWeights& w, const Sizes& n,
   const Matrix block_q = xt::view(w_qkv, xt::all(), xt::range(0, C));
   const Matrix block_k = xt::view(w_qkv, xt::all(), xt::range(C, 2 * C));
   const Matrix block_v = xt::view(w_qkv, xt::all(), xt::range(2 * C, 3 * C));
-  const double block_diff = std::max({max_abs_difference(block_q, w.w_q),
-                                      max_abs_difference(block_k, w.w_k),
-                                      max_abs_difference(block_v, w.w_v)});
+  const double block_diff = std::max({max_abs_diff(block_q, w.w_q),
+                                      max_abs_diff(block_k, w.w_k),
+                                      max_abs_diff(block_v, w.w_v)});
   print("  the three column blocks vs w_q, w_k, w_v: max |difference| " +
-        difference_text(block_diff) + "\n");
+        scientific_difference(block_diff) + "\n");
   const Tensor<3> fused =
       attn::mha_forward_fused(x, w_qkv, w.w_o, n.H, n.causal, /*need_weights=*/false).out;
   print("  max |fused - separate| (mha_forward_fused vs mha_forward) = " +
-        difference_text(max_abs_difference(fused, separate)) + "\n");
-  attn::claim(block_diff == 0.0 && max_abs_difference(fused, separate) < 1e-4,
+        scientific_difference(max_abs_diff(fused, separate)) + "\n");
+  attn::claim(block_diff == 0.0 && max_abs_diff(fused, separate) < 1e-4,
               "fused and separate QKV give the same output");
   print(fmt::format(
       "Same parameters (3 C^2 = {} in w_qkv), same output; fewer, larger GEMMs.\n",
-      group_digits(3 * C * C)));
+      grouped(3 * C * C)));
 }
 
 // 5. One heatmap per head.
 void show_heads(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, const Sizes& n,
                 const Tensor<4>& weights, float init_std) {
-  print("\n== 5. One pattern per head ==\n");
+  attn::section(5, "One pattern per head");
   print(
       "The weights of every head for batch 0 (row = query, column = key, darker = more). Same\n"
       "x, same four matrices: the heads differ only in which columns they read.\n");
@@ -491,26 +469,26 @@ void show_heads(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, const
 // 6. The parameters.
 void show_parameters(const MhaWeights& w, const Sizes& n) {
   const std::size_t C = n.C;
-  print("\n== 6. Parameter count ==\n");
+  attn::section(6, "Parameter count");
   const std::size_t formula = 4 * C * C;
   const std::size_t actual = w.w_q.size() + w.w_k.size() + w.w_v.size() + w.w_o.size();
   print(fmt::format(
       "Four (C, C) matrices and no biases: 4 C^2 = 4 * {}^2 = {}.\n"
       "Counted from the tensors: w_q {} + w_k {} + w_v {} + w_o {} = {} ({}).\n"
       "Fused: w_qkv {} + w_o {} = {}.\n",
-      C, group_digits(formula), group_digits(w.w_q.size()), group_digits(w.w_k.size()),
-      group_digits(w.w_v.size()), group_digits(w.w_o.size()), group_digits(actual),
-      actual == formula ? "equal" : "DIFFERENT", group_digits(3 * C * C),
-      group_digits(w.w_o.size()), group_digits(3 * C * C + w.w_o.size())));
+      C, grouped(formula), grouped(w.w_q.size()), grouped(w.w_k.size()),
+      grouped(w.w_v.size()), grouped(w.w_o.size()), grouped(actual),
+      actual == formula ? "equal" : "DIFFERENT", grouped(3 * C * C),
+      grouped(w.w_o.size()), grouped(3 * C * C + w.w_o.size())));
   print(fmt::format(
       "H does not appear: {} heads of {} columns use exactly the numbers one head of {} would.\n"
       "(PyTorch's nn.Linear adds a bias to each projection: 4 C^2 + 4 C = {}.)\n",
-      n.H, C / n.H, C, group_digits(4 * C * C + 4 * C)));
+      n.H, C / n.H, C, grouped(4 * C * C + 4 * C)));
 }
 
 // 7. 1, 4 and 8 heads on the same input, with the same four matrices.
 void show_head_counts(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, const Sizes& n) {
-  print("\n== 7. 1, 4 and 8 heads ==\n");
+  attn::section(7, "1, 4 and 8 heads");
   print(
       "The same x and the same four matrices, grouped into 1, 4 and 8 heads. \"differ\" is the\n"
       "mean |w_h - w_h'| over every pair of heads and every visible (query, key): 0 if all\n"
@@ -531,8 +509,8 @@ void show_head_counts(const Kernels& k, const Tensor<3>& x, const MhaWeights& w,
     if (differ >= 0.0) differs.push_back(differ);
     const double flops = attn::mha_forward_flops(n.B, n.T, n.C, H);
     print(fmt::format("  {:>5} {:>4} {:>11} {:>14} {:>8} {:>8}\n", H, n.C / H,
-                      group_digits(4 * n.C * n.C),
-                      group_digits(static_cast<std::uint64_t>(flops)),
+                      grouped(4 * n.C * n.C),
+                      grouped(static_cast<std::uint64_t>(flops)),
                       differ < 0.0 ? "-" : num(differ), num(mean_row_entropy(weights, m), 3)));
   }
   // "about as much whatever H is": the differ column, within a factor 1.5 across H.
@@ -591,20 +569,24 @@ int main(int argc, char** argv) {
                 "one heatmap per head, the parameter count, and 1, 4 and 8 heads compared.");
   Sizes n{2, 10, 64, 4, true};
   bool no_causal = false;
-  cli.add_size("--batch", n.B, "batch size B: sequences processed together", 1, kMaxBatch);
-  cli.add_size("--time-steps", n.T, "sequence length T: every head's weights are (T, T)", 1,
+  cli.add_size("--batch-size", n.B, "batch size B: sequences processed together", 1, kMaxBatch);
+  cli.add_size("--block-size", n.T, "sequence length T: every head's weights are (T, T)", 1,
                kMaxTimeSteps);
-  cli.add_size("--channels", n.C, "model width C", 1, kMaxChannels);
-  cli.add_size("--heads", n.H,
+  cli.add_size("--n-embd", n.C, "model width C", 1, kMaxChannels);
+  cli.add_size("--n-heads", n.H,
                "number of heads H; must divide C, each head gets hs = C / H channels", 1,
                kMaxHeads);
   cli.add_flag("--no-causal", no_causal,
                "let every query see every key (encoder-style attention, no causal mask)");
+  cli.add_alias("batch", "batch-size");  // the names before the lecture's vocabulary
+  cli.add_alias("time-steps", "block-size");
+  cli.add_alias("channels", "n-embd");
+  cli.add_alias("heads", "n-heads");
 
   return cli.run(argc, argv, [&](const attn::CommonOptions& options) {
     if (n.C % n.H != 0) {
       throw attn::UsageError(fmt::format(
-          "--heads {} does not divide --channels {}: every head gets C / H channels", n.H, n.C));
+          "--n-heads {} does not divide --n-embd {}: every head gets C / H channels", n.H, n.C));
     }
     n.causal = !no_causal;
     const Kernels k = options.mine ? learner_kernels() : reference_kernels();
