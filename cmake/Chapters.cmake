@@ -1,7 +1,9 @@
 # add_chapter(01 bigram) builds one chapter of the course:
 #   - chNN_exercises : the learner's stubs, chapters/NN_name/exercises/exNN_M_*.cpp
 #   - NN_name        : the narrated walkthrough, chapters/NN_name/main.cpp (runs the reference
-#                      implementation, or the learner's stubs with --mine)
+#                      implementation, or the learner's stubs with --mine), and
+#                      chapters/NN_name/show.cpp if the chapter has one (the functions that print
+#                      what main.cpp computes, when the narration is long)
 # It records the chapter in the global property ATTN_CHAPTERS ("01_bigram;02_averaging;...") so
 # tests/ can build one exercise checker per chapter.
 function(add_chapter number name)
@@ -19,7 +21,11 @@ function(add_chapter number name)
   set_target_properties(ch${number}_exercises PROPERTIES LINKER_LANGUAGE CXX)
   attn_reuse_pch(ch${number}_exercises)
 
-  add_executable(${number}_${name} ${dir}/main.cpp)
+  set(walkthrough ${dir}/main.cpp)
+  if(EXISTS ${dir}/show.cpp)
+    list(APPEND walkthrough ${dir}/show.cpp)
+  endif()
+  add_executable(${number}_${name} ${walkthrough})
   target_link_libraries(${number}_${name} PRIVATE attn::common ch${number}_exercises attn::warnings)
   attn_reuse_pch(${number}_${name})
 

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/core.h>
@@ -43,8 +44,11 @@ constexpr std::size_t kShowRows = 16;      // larger matrices print their top-le
 constexpr std::size_t kShowCols = 16;
 constexpr std::size_t kSvgMax = 32;        // the SVG figure shows at most 32 x 32 cells
 
-void heading(const std::string& title) {
-  fmt::print("\n{}\n{}\n", title, std::string(title.size(), '-'));
+// A section heading underlined with dashes, the style of chapters 01 and 02:
+// "\n1. Why average\n--------------" (attn::section prints the "== 1. ... ==" of later chapters).
+void underlined_section(int number, std::string_view title) {
+  const std::string line = fmt::format("{}. {}", number, title);
+  fmt::print("\n{}\n{}\n", line, std::string(line.size(), '-'));
 }
 
 // The top-left corner of m, at most rows x cols, as its own matrix.
@@ -142,7 +146,7 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
   }
 
   // 1. ------------------------------------------------------------------------------------
-  heading("1. Why average");
+  underlined_section(1, "Why average");
   fmt::print(
       "Chapter 01's bigram model predicts the next token from the current one alone. To use\n"
       "the context, position t needs a summary of tokens 0..t, and of nothing after t: the\n"
@@ -156,7 +160,7 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
   fmt::print("\nGoal, for every t:  xbar[t] = (x[0] + x[1] + ... + x[t]) / (t + 1)\n");
 
   // 2. ------------------------------------------------------------------------------------
-  heading("2. Way 1: a loop");
+  underlined_section(2, "Way 1: a loop");
   fmt::print(
       "Say it as it reads: for each t, add rows 0..t of x and divide by t + 1\n"
       "(attn::running_mean_loop).\n\n");
@@ -174,7 +178,7 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
   }
 
   // 3. ------------------------------------------------------------------------------------
-  heading("3. Way 2: one matrix product");
+  underlined_section(3, "Way 2: one matrix product");
   // The example row: xbar[3] when there is one, else the last row.
   const std::size_t ex = std::min<std::size_t>(3, T - 1);
   std::string terms;
@@ -202,7 +206,7 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
       "That lower-triangular pattern is the causal mask.\n");
 
   // 4. ------------------------------------------------------------------------------------
-  heading("4. Way 3: softmax of masked zeros");
+  underlined_section(4, "Way 3: softmax of masked zeros");
   fmt::print(
       "Dividing each row by its sum is what softmax does: softmax(z)_i = e^z_i / sum_j e^z_j.\n"
       "So give softmax scores of 0 where a token may look and -inf where it may not:\n"
@@ -217,7 +221,7 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
   show("xbar3 = softmax(scores) @ x", xbar3);
 
   // 5. ------------------------------------------------------------------------------------
-  heading("5. The three ways agree");
+  underlined_section(5, "The three ways agree");
   const double d2 = attn::max_abs_diff(xbar, xbar2);
   const double d3 = attn::max_abs_diff(xbar, xbar3);
   const double dw = attn::max_abs_diff(w_tril, w_softmax);
@@ -246,7 +250,7 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
   if (!opts.mine) attn::claim(ulps <= 4.0f * static_cast<float>(T) + 4.0f, "differences are rounding");
 
   // 6. ------------------------------------------------------------------------------------
-  heading("6. What each way costs as T grows");
+  underlined_section(6, "What each way costs as T grows");
   fmt::print(
       "Counted from the formulas for C = {} (the same on every machine). The loop touches\n"
       "only the past; the matmul also multiplies the zeros above the diagonal; the softmax\n"
@@ -295,7 +299,7 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
   }
 
   // 7. ------------------------------------------------------------------------------------
-  heading("7. The weights as a picture");
+  underlined_section(7, "The weights as a picture");
   attn::HeatmapOptions map;
   const attn::Matrix shown = corner(w_softmax, kShowRows, kShowRows);
   map.title = shown.shape()[0] < T
