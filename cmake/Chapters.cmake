@@ -21,10 +21,8 @@ function(add_chapter number name)
   set_target_properties(ch${number}_exercises PROPERTIES LINKER_LANGUAGE CXX)
   attn_reuse_pch(ch${number}_exercises)
 
-  set(walkthrough ${dir}/main.cpp)
-  if(EXISTS ${dir}/show.cpp)
-    list(APPEND walkthrough ${dir}/show.cpp)
-  endif()
+  # A glob, so that a show.cpp added later is picked up by the next build.
+  file(GLOB walkthrough CONFIGURE_DEPENDS ${dir}/main.cpp ${dir}/show.cpp)
   add_executable(${number}_${name} ${walkthrough})
   target_link_libraries(${number}_${name} PRIVATE attn::common ch${number}_exercises attn::warnings)
   attn_reuse_pch(${number}_${name})
