@@ -146,14 +146,13 @@ RowFacts row_facts(const Matrix& weights) {
 }
 
 // 3. The masked softmax: the attention weights.
-Matrix show_weights(const Kernels& k, const Matrix& scores, const Mask& mask) {
-  const std::size_t T = scores.shape()[0];
+void show_weights(const Matrix& weights) {
+  const std::size_t T = weights.shape()[0];
   attn::section(3, "Softmax over each row");
   print(
       "Each query turns its row of scores into weights that are >= 0 and sum to 1:\n"
       "  softmax(z)_i = exp(z_i - max(z)) / sum_j exp(z_j - max(z))\n"
       "A masked score is -inf and exp(-inf) = 0, so the future gets weight 0.\n");
-  const Matrix weights = k.masked_softmax(scores, mask);  // (T, T)
   print("weights = masked_softmax(scores, mask) (T, T):\n");
   print(matrix_text(weights));
 
@@ -169,12 +168,33 @@ Matrix show_weights(const Kernels& k, const Matrix& scores, const Mask& mask) {
               "rows sum to 1, the future gets weight 0, query 0 puts 1 on key 0");
   print_heatmap(weights,
                 weights_heatmap("causal attention weights (row = query, column = key)", T));
-  return weights;
 }
 
-// 4. Why -inf, and what -1e9 changes.
-void show_minus_1e9(const Kernels& k, const Matrix& scores, const Mask& mask,
-                    const Matrix& additive) {
+// 4. Why -inf, and what -1e9 changes: the same causal rule with -1e9 instead of -inf, on the
+// ordinary rows and on a row where every key is masked (a padding query, say).
+struct MinusBillion {
+  Matrix with_1e9, with_inf;  // (T, T): softmax(scores + -1e9 mask), softmax(scores + -inf mask)
+  // (T, T) each, row 0 entirely masked: -1e9 mask, -inf mask, -inf with the naive softmax, and
+  // the boolean mask through masked_softmax.
+  Matrix pad_1e9, pad_inf, pad_naive, pad_bool;
+};
+
+MinusBillion compare_minus_1e9(const Kernels& k, const Matrix& scores, const Mask& mask,
+                               const Matrix& additive) {
+  MinusBillion m;
+  m.with_1e9 = k.softmax(scores + xt::where(mask, 0.0f, -1e9f));  // (T, T)
+  m.with_inf = k.softmax(scores + additive);                      // (T, T)
+  Mask padded = mask;
+  for (std::size_t s = 0; s < padded.shape()[1]; ++s) padded(0, s) = false;
+  const Matrix pad_additive = xt::where(padded, 0.0f, -kInf);      // (T, T)
+  m.pad_1e9 = k.softmax(scores + xt::where(padded, 0.0f, -1e9f));  // (T, T)
+  m.pad_inf = k.softmax(scores + pad_additive);                    // (T, T)
+  m.pad_naive = attn::softmax_naive<2>(scores + pad_additive);     // (T, T)
+  m.pad_bool = k.masked_softmax(scores, padded);                   // (T, T)
+  return m;
+}
+
+void show_minus_1e9(const Matrix& scores, const MinusBillion& m) {
   const std::size_t T = scores.shape()[0];
   const std::size_t key = T > 1 ? 1 : 0;  // a masked key of query 0, if there is one
   const float score = scores(0, key);
@@ -190,11 +210,7 @@ void show_minus_1e9(const Kernels& k, const Matrix& scores, const Mask& mask,
   print("  " + attn::format_number(score) + " + (-1e9) = " + attn::format_number(sum) +
         ", equal to -1e9: " + (sum == -1e9f ? "yes" : "no") + "\n");
 
-  // The same causal rule with -1e9 instead of -inf.
-  const Matrix additive_1e9 = xt::where(mask, 0.0f, -1e9f);  // (T, T)
-  const Matrix with_1e9 = k.softmax(scores + additive_1e9);    // (T, T)
-  const Matrix with_inf = k.softmax(scores + additive);        // (T, T)
-  const double ordinary = max_abs_diff(with_1e9, with_inf);
+  const double ordinary = max_abs_diff(m.with_1e9, m.with_inf);
   print(
       "exp(-1e9 - max) underflows to 0, so on ordinary rows nothing changes:\n"
       "  softmax(scores + (-1e9 mask)) vs softmax(scores + (-inf mask))\n"
@@ -202,21 +218,14 @@ void show_minus_1e9(const Kernels& k, const Matrix& scores, const Mask& mask,
       difference_text(ordinary) + "\n");
   attn::claim(ordinary < 1e-6, "on ordinary rows -1e9 changes nothing");
 
-  // A query that may attend to nothing, e.g. a padding position: row 0 entirely masked.
-  Mask padded = mask;
-  for (std::size_t s = 0; s < T; ++s) padded(0, s) = false;
-  const Matrix pad_additive = xt::where(padded, 0.0f, -kInf);                 // (T, T)
-  const Matrix pad_1e9 = k.softmax(scores + xt::where(padded, 0.0f, -1e9f));  // (T, T)
-  const Matrix pad_inf = k.softmax(scores + pad_additive);                    // (T, T)
-  const Matrix pad_naive = attn::softmax_naive<2>(scores + pad_additive);     // (T, T)
-  const Matrix pad_bool = k.masked_softmax(scores, padded);                   // (T, T)
+  const Matrix& pad_1e9 = m.pad_1e9;
   print(
       "The difference shows on a row where every key is masked (a padding query, say).\n"
       "Mask all of row 0 and look at its weights:\n");
   print("  -1e9 mask, softmax:            " + row_text(pad_1e9, 0) + "\n");
-  print("  -inf mask, stable softmax:     " + row_text(pad_inf, 0) + "\n");
-  print("  boolean mask, masked_softmax:  " + row_text(pad_bool, 0) + "\n");
-  print("  -inf mask, naive softmax:      " + row_text(pad_naive, 0) + "\n");
+  print("  -inf mask, stable softmax:     " + row_text(m.pad_inf, 0) + "\n");
+  print("  boolean mask, masked_softmax:  " + row_text(m.pad_bool, 0) + "\n");
+  print("  -inf mask, naive softmax:      " + row_text(m.pad_naive, 0) + "\n");
   // Which keys the -1e9 row leaks to: score + (-1e9) rounds to a multiple of 64 near -1e9, and
   // the softmax gives all its weight to the largest of those (shared equally on a tie).
   std::vector<std::size_t> leak;  // keys with a visible share (exp(-64) and below do not show)
@@ -285,10 +294,8 @@ void show_overflow(const Kernels& k) {
 }
 
 // 6. The boolean and the additive mask are the same rule.
-void show_forms_agree(const Kernels& k, const Matrix& scores, const Matrix& additive,
-                      const Matrix& weights) {
+void show_forms_agree(const Matrix& weights, const Matrix& from_additive) {
   attn::section(6, "Two masks, one answer");
-  const Matrix from_additive = k.softmax(scores + additive);  // (T, T)
   print(
       "boolean:  masked_softmax(scores, tril)\n"
       "additive: softmax(scores + where(tril, 0, -inf))\n"
@@ -297,9 +304,29 @@ void show_forms_agree(const Kernels& k, const Matrix& scores, const Matrix& addi
   attn::claim(max_abs_diff(weights, from_additive) < 1e-6, "two masks, one answer");
 }
 
-// 7. The trap: building the additive mask by multiplying with -inf.
-Matrix show_nan_trap(const Kernels& k, const Matrix& scores, const Matrix& weights) {
+// 7. The trap: building the additive mask by multiplying with -inf, and the fix.
+struct NanTrap {
+  Matrix naive_mask;  // (T, T): triu(ones, 1) * -inf, NaN where attention is allowed
+  Matrix broken;      // (T, T): softmax(scores + naive_mask)
+  Matrix fixed_mask;  // (T, T): where(tril, 0, -inf)
+  Matrix fixed;       // (T, T): softmax(scores + fixed_mask)
+};
+
+NanTrap triu_times_inf(const Kernels& k, const Matrix& scores) {
   const std::size_t T = scores.shape()[0];
+  NanTrap trap;
+  trap.naive_mask = attn::causal_mask_additive_naive(T);  // (T, T)
+  // Always the library's softmax: it lets a NaN through on purpose (NaN in, NaN out). A softmax
+  // whose row maximum is std::max(m, z) skips NaN and would hide the trap behind zeros.
+  trap.broken = attn::softmax<2>(scores + trap.naive_mask);
+  trap.fixed_mask = k.causal_mask_additive(T);
+  trap.fixed = k.softmax(scores + trap.fixed_mask);
+  return trap;
+}
+
+void show_nan_trap(const Matrix& weights, const NanTrap& trap) {
+  const std::size_t T = weights.shape()[0];
+  const Matrix& broken = trap.broken;
   attn::section(7, "The trap: triu(ones, 1) * -inf");
   print(
       "A popular one-liner for the additive mask is mask = triu(ones(T, T), k=1) * -inf: 1 above\n"
@@ -308,12 +335,8 @@ Matrix show_nan_trap(const Kernels& k, const Matrix& scores, const Matrix& weigh
       "so the result is Not a Number):\n");
   const float zero = 0.0f;
   print("  0 * -inf = " + attn::format_number(zero * -kInf) + "\n");
-  const Matrix naive_mask = attn::causal_mask_additive_naive(T);  // (T, T)
   print("naive mask (T, T): NaN exactly where attention should be allowed:\n");
-  print(matrix_text(naive_mask));
-  // Always the library's softmax: it lets a NaN through on purpose (NaN in, NaN out). A softmax
-  // whose row maximum is std::max(m, z) skips NaN and would hide the trap behind zeros.
-  const Matrix broken = attn::softmax<2>(scores + naive_mask);  // (T, T)
+  print(matrix_text(trap.naive_mask));
   print(
       "NaN spreads: a NaN score makes its row maximum and its row sum NaN, so every weight of\n"
       "the \"causal attention\" is NaN:\n");
@@ -322,17 +345,14 @@ Matrix show_nan_trap(const Kernels& k, const Matrix& scores, const Matrix& weigh
   attn::claim(count_nan(broken) == broken.size(), "every weight of the trap is NaN");
   print_heatmap(broken, weights_heatmap("weights with the triu(ones, 1) * -inf mask", T));
 
-  const Matrix fixed_mask = k.causal_mask_additive(T);  // (T, T)
-  const Matrix fixed = k.softmax(scores + fixed_mask);  // (T, T)
   print(
       "The fix chooses instead of multiplying: where(tril, 0, -inf) puts 0 or -inf in each cell\n"
       "and never multiplies by infinity:\n");
-  print(matrix_text(fixed_mask));
-  print("weights with it, NaN count " + size_text(count_nan(fixed)) + ":\n");
-  print(matrix_text(fixed));
+  print(matrix_text(trap.fixed_mask));
+  print("weights with it, NaN count " + size_text(count_nan(trap.fixed)) + ":\n");
+  print(matrix_text(trap.fixed));
   print("max |difference| from the weights of section 3: " +
-        difference_text(max_abs_diff(fixed, weights)) + "\n");
-  return broken;
+        difference_text(max_abs_diff(trap.fixed, weights)) + "\n");
 }
 
 void show_timing(const Kernels& k, const Matrix& scores, const Mask& mask) {
@@ -383,11 +403,14 @@ int main(int argc, char** argv) {
     const Matrix additive = k.causal_mask_additive(T);  // (T, T) 0 / -inf
     show_mask(mask, additive, scores);
 
-    const Matrix weights = show_weights(k, scores, mask);
-    show_minus_1e9(k, scores, mask, additive);
+    const Matrix weights = k.masked_softmax(scores, mask);  // (T, T)
+    show_weights(weights);
+    show_minus_1e9(scores, compare_minus_1e9(k, scores, mask, additive));
     show_overflow(k);
-    show_forms_agree(k, scores, additive, weights);
-    const Matrix broken = show_nan_trap(k, scores, weights);
+    show_forms_agree(weights, k.softmax(scores + additive));  // (T, T): the additive form
+    const NanTrap trap = triu_times_inf(k, scores);
+    show_nan_trap(weights, trap);
+    const Matrix& broken = trap.broken;
 
     if (options.svg_dir) {
       const auto causal_path = *options.svg_dir / "causal_weights.svg";
