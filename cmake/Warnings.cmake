@@ -6,6 +6,9 @@
 # (a -Wno-error earlier on the command line loses to a -Werror that comes later, see issue 11), and
 # ends with -Wno-error so that even a -Werror in CMAKE_CXX_FLAGS (which comes first) is undone.
 # Tested by ctest exercise.warnings_never_block (tests/exercises/learner_build/).
+# ATTN_WARNINGS_AS_ERRORS adds -Werror to attn::warnings. A configure without a preset gets ON; the
+# presets choose: OFF for `default` (what learners build: a new compiler's new warning must not
+# stop them), ON for `sanitize` and `catalogue` (what CI builds: .ci/run), OFF for `fuzz`.
 option(ATTN_WARNINGS_AS_ERRORS "Treat warnings in project code as errors" ON)
 set(ATTN_WARNING_FLAGS
   -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast -Wcast-align

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/core.h>
@@ -43,8 +44,11 @@ constexpr std::size_t kShowRows = 16;      // larger matrices print their top-le
 constexpr std::size_t kShowCols = 16;
 constexpr std::size_t kSvgMax = 32;        // the SVG figure shows at most 32 x 32 cells
 
-void heading(const std::string& title) {
-  fmt::print("\n{}\n{}\n", title, std::string(title.size(), '-'));
+// A section heading underlined with dashes, the style of chapters 01 and 02:
+// "\n1. Why average\n--------------" (attn::section prints the "== 1. ... ==" of later chapters).
+void underlined_section(int number, std::string_view title) {
+  const std::string line = fmt::format("{}. {}", number, title);
+  fmt::print("\n{}\n{}\n", line, std::string(line.size(), '-'));
 }
 
 // The top-left corner of m, at most rows x cols, as its own matrix.
@@ -68,24 +72,11 @@ void show(const std::string& name, const attn::Matrix& m, int precision = 4) {
   fmt::print("{}", attn::format_matrix(corner(m, kShowRows, kShowCols), format));
 }
 
-float max_abs_diff(const attn::Matrix& a, const attn::Matrix& b) {
-  return xt::amax(xt::abs(a - b))();
-}
-
-// 1.19e-07, or "0 (exactly)" so that a perfect match reads as one.
-std::string format_diff(float d) {
-  return d == 0.0f ? std::string("0 (exactly)") : fmt::format("{:.2e}", static_cast<double>(d));
-}
-
-// 1573888 -> "1,573,888": cost counts are easier to compare with their digits grouped.
-std::string group_digits(std::uint64_t n) {
-  std::string digits = std::to_string(n);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
+// 1.19e-07, or "0 (exactly)" so that a perfect match reads as one: the three ways differ by
+// float rounding, and scientific notation shows how many digits agree (attn::difference_text
+// prints 8 decimals, too few for 1e-8).
+std::string difference_in_e_notation(double d) {
+  return d == 0.0 ? std::string("0 (exactly)") : fmt::format("{:.2e}", d);
 }
 
 // Operation counts of each way for a (T, C) input, straight from the formulas.
@@ -136,58 +127,77 @@ std::vector<std::string> position_labels(std::size_t n) {
   return labels;
 }
 
-void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
-                 std::size_t max_t) {
-  if (max_t < T) {
-    throw attn::UsageError(
-        fmt::format("--max-t ({}) must be at least --time-steps ({})", max_t, T));
-  }
-  const Averaging& ops = opts.mine ? kMine : kReference;
-  // The tokens here are random vectors, so no text is needed; a bad --data is still an error.
-  const std::string corpus_origin = opts.data ? attn::load_corpus(opts.data).origin : "";
+// ---- The lesson: the mean of the past, three ways. Each section below prints one of them.
+struct ThreeWays {
+  attn::Matrix x;          // (T, C): T tokens of C channels, N(0, 1)
+  attn::Matrix xbar;       // (T, C): way 1, the loop
+  attn::Matrix ones_tril;  // (T, T): tril(ones(T, T))
+  attn::Matrix w_tril;     // (T, T): way 2's weights, each row of ones_tril divided by its sum
+  attn::Matrix xbar2;      // (T, C): way 2, W @ x
+  attn::Matrix scores;     // (T, T): zeros, -inf above the diagonal
+  attn::Matrix w_softmax;  // (T, T): way 3's weights, softmax(scores)
+  attn::Matrix xbar3;      // (T, C): way 3, softmax(scores) @ x
+};
 
-  fmt::print("02_averaging: the mathematical trick in attention\n");
-  fmt::print("seed {}, T = {} time step{}, C = {} channel{}{}\n", opts.seed, T, T == 1 ? "" : "s",
-             C, C == 1 ? "" : "s", opts.mine ? ", running YOUR exercises (--mine)" : "");
-  if (!corpus_origin.empty()) {
-    fmt::print("corpus: {}, read but not used (the tokens here are random vectors)\n",
-               corpus_origin);
-  }
+ThreeWays three_ways(const Averaging& ops, std::uint64_t seed, std::size_t T, std::size_t C) {
+  ThreeWays w;
+  attn::Rng rng(seed);
+  w.x = attn::randn(rng, T, C);  // (T, C)
+  // Way 1: for each t, add rows 0..t of x and divide by t + 1.
+  w.xbar = ops.running_mean_loop(w.x);  // (T, C) -> (T, C)
+  // Way 2: the weights of step t in row t of a (T, T) matrix; all the steps are one product.
+  w.ones_tril = xt::tril(xt::ones<float>({T, T}));  // (T, T)
+  w.w_tril = ops.weights_tril(T);                   // (T, T)
+  w.xbar2 = attn::matmul(w.w_tril, w.x);            // (T, T) @ (T, C) -> (T, C)
+  // Way 3: the same weights as the softmax of masked zeros.
+  w.scores = attn::causal_mask_additive(T);  // (T, T): zeros, -inf above
+  w.w_softmax = ops.weights_softmax(T);      // (T, T)
+  w.xbar3 = attn::matmul(w.w_softmax, w.x);  // (T, T) @ (T, C) -> (T, C)
+  return w;
+}
 
-  // 1. ------------------------------------------------------------------------------------
-  heading("1. Why average");
+// 1. Why average: the tokens and the goal.
+void show_why(const ThreeWays& w, std::uint64_t seed) {
+  const attn::Matrix& x = w.x;
+  const std::size_t T = x.shape()[0];
+  underlined_section(1, "Why average");
   fmt::print(
       "Chapter 01's bigram model predicts the next token from the current one alone. To use\n"
       "the context, position t needs a summary of tokens 0..t, and of nothing after t: the\n"
       "later tokens are what the model must predict. The simplest summary is their mean.\n"
       "Give each token a vector of C numbers (channels) instead of a single id; here T = {}\n"
       "tokens drawn from N(0, 1) with seed {}.\n\n",
-      T, opts.seed);
-  attn::Rng rng(opts.seed);
-  const attn::Matrix x = attn::randn(rng, T, C);  // (T, C)
+      T, seed);
   show("x", x);
   fmt::print("\nGoal, for every t:  xbar[t] = (x[0] + x[1] + ... + x[t]) / (t + 1)\n");
+}
 
-  // 2. ------------------------------------------------------------------------------------
-  heading("2. Way 1: a loop");
+// 2. Way 1: a loop.
+void show_loop(const ThreeWays& w, bool mine) {
+  const attn::Matrix& x = w.x;
+  const attn::Matrix& xbar = w.xbar;
+  const std::size_t T = x.shape()[0];
+  underlined_section(2, "Way 1: a loop");
   fmt::print(
       "Say it as it reads: for each t, add rows 0..t of x and divide by t + 1\n"
       "(attn::running_mean_loop).\n\n");
-  const attn::Matrix xbar = ops.running_mean_loop(x);  // (T, C) -> (T, C)
   show("xbar", xbar);
   const auto row_equal = [&](std::size_t t) {
     return xt::view(xbar, t, xt::all()) == xt::view(x, t, xt::all());
   };
   fmt::print("\nxbar[0] == x[0]: {}  (the mean of one token is that token)\n",
              row_equal(0) ? "true" : "false");
-  if (!opts.mine) attn::claim(row_equal(0), "the mean of one token is that token");
+  if (!mine) attn::claim(row_equal(0), "the mean of one token is that token");
   if (T > 1) {
     fmt::print("xbar[1] == x[1]: {}  (row 1 is the mean of x[0] and x[1])\n",
                row_equal(1) ? "true" : "false");
   }
+}
 
-  // 3. ------------------------------------------------------------------------------------
-  heading("3. Way 2: one matrix product");
+// 3. Way 2: one matrix product.
+void show_matmul(const ThreeWays& w) {
+  const std::size_t T = w.x.shape()[0];
+  underlined_section(3, "Way 2: one matrix product");
   // The example row: xbar[3] when there is one, else the last row.
   const std::size_t ex = std::min<std::size_t>(3, T - 1);
   std::string terms;
@@ -200,49 +210,50 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
       "steps of the loop become one product W @ x. Start from ones and keep the lower\n"
       "triangle, so row t has ones in columns 0..t and zeros after:\n\n",
       ex, terms);
-  const attn::Matrix ones_tril = xt::tril(xt::ones<float>({T, T}));  // (T, T)
-  show("tril(ones(T, T))", ones_tril, 0);
+  show("tril(ones(T, T))", w.ones_tril, 0);
   fmt::print(
       "\nRow t sums to t + 1. Divide each row by its sum and every row sums to 1\n"
       "(attn::averaging_weights_tril):\n\n");
-  const attn::Matrix w_tril = ops.weights_tril(T);  // (T, T)
-  show("W", w_tril);
-  const attn::Matrix xbar2 = attn::matmul(w_tril, x);  // (T, T) @ (T, C) -> (T, C)
+  show("W", w.w_tril);
   fmt::print("\nThe whole loop in one product, (T, T) @ (T, C) -> (T, C):\n\n");
-  show("xbar2 = W @ x", xbar2);
+  show("xbar2 = W @ x", w.xbar2);
   fmt::print(
       "\nThe zeros above the diagonal matter: they keep row t from reading tokens after t.\n"
       "That lower-triangular pattern is the causal mask.\n");
+}
 
-  // 4. ------------------------------------------------------------------------------------
-  heading("4. Way 3: softmax of masked zeros");
+// 4. Way 3: softmax of masked zeros.
+void show_softmax(const ThreeWays& w) {
+  underlined_section(4, "Way 3: softmax of masked zeros");
   fmt::print(
       "Dividing each row by its sum is what softmax does: softmax(z)_i = e^z_i / sum_j e^z_j.\n"
       "So give softmax scores of 0 where a token may look and -inf where it may not:\n"
       "e^0 = 1 makes the allowed weights equal, e^-inf = 0 removes the future exactly.\n\n");
-  const attn::Matrix scores = attn::causal_mask_additive(T);  // (T, T): zeros, -inf above
-  show("scores = zeros, -inf above the diagonal", scores, 0);
+  show("scores = zeros, -inf above the diagonal", w.scores, 0);
   fmt::print("\nThe softmax of each row (attn::averaging_weights_softmax) is W again:\n\n");
-  const attn::Matrix w_softmax = ops.weights_softmax(T);  // (T, T)
-  show("W = softmax(scores)", w_softmax);
-  const attn::Matrix xbar3 = attn::matmul(w_softmax, x);  // (T, T) @ (T, C) -> (T, C)
+  show("W = softmax(scores)", w.w_softmax);
   fmt::print("\nand the same product gives the running mean a third time:\n\n");
-  show("xbar3 = softmax(scores) @ x", xbar3);
+  show("xbar3 = softmax(scores) @ x", w.xbar3);
+}
 
-  // 5. ------------------------------------------------------------------------------------
-  heading("5. The three ways agree");
-  const float d2 = max_abs_diff(xbar, xbar2);
-  const float d3 = max_abs_diff(xbar, xbar3);
-  const float dw = max_abs_diff(w_tril, w_softmax);
-  fmt::print("max |xbar - xbar2|                 = {}\n", format_diff(d2));
-  fmt::print("max |xbar - xbar3|                 = {}\n", format_diff(d3));
-  fmt::print("max |W(tril) - W(softmax)|         = {}\n", format_diff(dw));
-  fmt::print("\n{}\n", d2 == 0.0f && d3 == 0.0f
+// 5. The three ways agree, to float rounding.
+void show_agreement(const ThreeWays& w, bool mine) {
+  const attn::Matrix& xbar = w.xbar;
+  const std::size_t T = xbar.shape()[0];
+  underlined_section(5, "The three ways agree");
+  const double d2 = attn::max_abs_diff(xbar, w.xbar2);
+  const double d3 = attn::max_abs_diff(xbar, w.xbar3);
+  const double dw = attn::max_abs_diff(w.w_tril, w.w_softmax);
+  fmt::print("max |xbar - xbar2|                 = {}\n", difference_in_e_notation(d2));
+  fmt::print("max |xbar - xbar3|                 = {}\n", difference_in_e_notation(d3));
+  fmt::print("max |W(tril) - W(softmax)|         = {}\n", difference_in_e_notation(dw));
+  fmt::print("\n{}\n", d2 == 0.0 && d3 == 0.0
                           ? "Exactly equal this time, but do not count on it in general."
                           : "Not exactly zero, and that is fine.");
   // How many float steps the largest difference is, relative to the size of the means.
   const float scale = std::max(xt::amax(xt::abs(xbar))(), std::numeric_limits<float>::min());
-  const float ulps = std::max({d2, d3}) / (scale * std::numeric_limits<float>::epsilon());
+  const float ulps =
+      static_cast<float>(std::max(d2, d3)) / (scale * std::numeric_limits<float>::epsilon());
   fmt::print(
       "Floats keep 24 bits, about 7 decimal digits, and every + and / rounds its result.\n"
       "The loop adds first and divides once; the matmul multiplies each token by 1/(t+1),\n"
@@ -255,10 +266,13 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
       ulps <= 1.0f    ? "within one rounding step"
       : ulps <= 64.0f ? "a few roundings' worth, as expected"
                       : "many roundings: T additions in a row each add their own");
-  if (!opts.mine) attn::claim(ulps <= 4.0f * static_cast<float>(T) + 4.0f, "differences are rounding");
+  if (!mine) attn::claim(ulps <= 4.0f * static_cast<float>(T) + 4.0f, "differences are rounding");
+}
 
-  // 6. ------------------------------------------------------------------------------------
-  heading("6. What each way costs as T grows");
+// 6. What each way costs as T grows: counted from the formulas, and measured with --timing.
+void show_costs(const Averaging& ops, const attn::CommonOptions& opts, std::size_t C,
+                std::size_t max_t) {
+  underlined_section(6, "What each way costs as T grows");
   fmt::print(
       "Counted from the formulas for C = {} (the same on every machine). The loop touches\n"
       "only the past; the matmul also multiplies the zeros above the diagonal; the softmax\n"
@@ -271,9 +285,9 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
   for (std::size_t t_size : sizes) {
     const Cost cost = cost_of(t_size, C);
     fmt::print("{:>6} | {:>13} {:>10} | {:>15} {:>13} | {:>12}\n", t_size,
-               group_digits(cost.loop_adds), group_digits(cost.loop_divides),
-               group_digits(cost.matmul_madds), group_digits(cost.matmul_zeros),
-               group_digits(cost.softmax_exps));
+               attn::grouped(cost.loop_adds), attn::grouped(cost.loop_divides),
+               attn::grouped(cost.matmul_madds), attn::grouped(cost.matmul_zeros),
+               attn::grouped(cost.softmax_exps));
   }
   const Cost big = cost_of(sizes.back(), C);
   const double ratio = static_cast<double>(big.matmul_madds) /
@@ -305,9 +319,12 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
                  loop_us, tril_us, softmax_us);
     }
   }
+}
 
-  // 7. ------------------------------------------------------------------------------------
-  heading("7. The weights as a picture");
+// 7. The weights as a picture (and an SVG figure with --svg).
+void show_picture(const attn::Matrix& w_softmax, const attn::CommonOptions& opts) {
+  const std::size_t T = w_softmax.shape()[0];
+  underlined_section(7, "The weights as a picture");
   attn::HeatmapOptions map;
   const attn::Matrix shown = corner(w_softmax, kShowRows, kShowRows);
   map.title = shown.shape()[0] < T
@@ -345,6 +362,34 @@ void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
   }
 }
 
+void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
+                 std::size_t max_t) {
+  if (max_t < T) {
+    throw attn::UsageError(
+        fmt::format("--max-t ({}) must be at least --block-size ({})", max_t, T));
+  }
+  const Averaging& ops = opts.mine ? kMine : kReference;
+  // The tokens here are random vectors, so no text is needed; a bad --data is still an error.
+  const std::string corpus_origin = opts.data ? attn::load_corpus(opts.data).origin : "";
+
+  fmt::print("02_averaging: the mathematical trick in attention\n");
+  fmt::print("seed {}, T = {} time step{}, C = {} channel{}{}\n", opts.seed, T, T == 1 ? "" : "s",
+             C, C == 1 ? "" : "s", opts.mine ? ", running YOUR exercises (--mine)" : "");
+  if (!corpus_origin.empty()) {
+    fmt::print("corpus: {}, read but not used (the tokens here are random vectors)\n",
+               corpus_origin);
+  }
+
+  const ThreeWays w = three_ways(ops, opts.seed, T, C);
+  show_why(w, opts.seed);
+  show_loop(w, opts.mine);
+  show_matmul(w);
+  show_softmax(w);
+  show_agreement(w, opts.mine);
+  show_costs(ops, opts, C, max_t);
+  show_picture(w.w_softmax, opts);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -354,9 +399,11 @@ int main(int argc, char** argv) {
   std::size_t T = 8;
   std::size_t C = 2;
   std::size_t max_t = 1024;
-  cli.add_size("--time-steps", T, "sequence length T of the example (default 8)", 1, kMaxT);
-  cli.add_size("--channels", C, "channels C of each token vector (default 2)", 1, kMaxChannels);
+  cli.add_size("--block-size", T, "sequence length T of the example (default 8)", 1, kMaxT);
+  cli.add_size("--n-embd", C, "channels C of each token vector (default 2)", 1, kMaxChannels);
   cli.add_size("--max-t", max_t, "largest T in the cost table (default 1024)", 1, kMaxT);
+  cli.add_alias("time-steps", "block-size");  // the names before the lecture's vocabulary
+  cli.add_alias("channels", "n-embd");
   return cli.run(argc, argv,
                  [&](const attn::CommonOptions& opts) { walkthrough(opts, T, C, max_t); });
 }

@@ -49,7 +49,9 @@ Kernels learner_kernels() {
   return {&ex03::causal_mask, &ex03::causal_mask_additive, &ex03::softmax, &ex03::masked_softmax};
 }
 
-void print(const std::string& text) { std::fputs(text.c_str(), stdout); }
+using attn::difference_text;
+using attn::max_abs_diff;
+using attn::print;
 
 std::string matrix_text(const Matrix& m, int precision = 4) {
   attn::MatrixFormat format;
@@ -63,20 +65,6 @@ std::string row_text(const Matrix& m, std::size_t row) {
 }
 
 std::string size_text(std::size_t n) { return std::to_string(n); }
-
-// Largest |a - b| over all entries, in double.
-double max_abs_difference(const Matrix& a, const Matrix& b) {
-  double worst = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double d = std::abs(static_cast<double>(a.data()[i]) - static_cast<double>(b.data()[i]));
-    if (d > worst) worst = d;
-  }
-  return worst;
-}
-
-std::string difference_text(double d) {
-  return d == 0.0 ? "0 (bitwise identical)" : attn::format_number(static_cast<float>(d), 8);
-}
 
 std::size_t count_nan(const Matrix& m) {
   std::size_t n = 0;
@@ -103,7 +91,7 @@ void print_heatmap(const Matrix& m, const attn::HeatmapOptions& options) {
 // 1. The scores: one number per (query, key) pair.
 void show_scores(const Matrix& scores, float scale) {
   const std::size_t T = scores.shape()[0];
-  print("\n== 1. Scores ==\n");
+  attn::section(1, "Scores");
   print(
       "Attention starts from a score for every pair (query t, key s): row t says how much\n"
       "position t is interested in each position. Chapter 04 computes the scores from the data\n"
@@ -118,7 +106,7 @@ void show_scores(const Matrix& scores, float scale) {
 
 // 2. The causal mask in its two forms, and the masked scores.
 void show_mask(const Mask& mask, const Matrix& additive, const Matrix& scores) {
-  print("\n== 2. The causal mask ==\n");
+  attn::section(2, "The causal mask");
   print(
       "A decoder predicts position t+1 from positions 0..t, so query t may look at the past and\n"
       "at itself, never at the future. The rule is a lower-triangular (T, T) mask.\n");
@@ -131,53 +119,86 @@ void show_mask(const Mask& mask, const Matrix& additive, const Matrix& scores) {
   print(matrix_text(masked));
 }
 
-// 3. The masked softmax: the attention weights.
-Matrix show_weights(const Kernels& k, const Matrix& scores, const Mask& mask) {
-  const std::size_t T = scores.shape()[0];
-  print("\n== 3. Softmax over each row ==\n");
-  print(
-      "Each query turns its row of scores into weights that are >= 0 and sum to 1:\n"
-      "  softmax(z)_i = exp(z_i - max(z)) / sum_j exp(z_j - max(z))\n"
-      "A masked score is -inf and exp(-inf) = 0, so the future gets weight 0.\n");
-  const Matrix weights = k.masked_softmax(scores, mask);  // (T, T)
-  print("weights = masked_softmax(scores, mask) (T, T):\n");
-  print(matrix_text(weights));
+// What section 3 checks of causal (T, T) weights: each row's sum (in double), and how many of
+// the future entries (key s > query t) are exactly 0.
+struct RowFacts {
+  std::vector<float> sums;      // (T): one per query
+  std::size_t future = 0;       // entries above the diagonal
+  std::size_t future_zero = 0;  // of which exactly 0
+};
 
-  std::vector<float> sums(T, 0.0f);
-  std::size_t future = 0;
-  std::size_t future_zero = 0;
+RowFacts row_facts(const Matrix& weights) {
+  const std::size_t T = weights.shape()[0];
+  RowFacts f;
+  f.sums.assign(T, 0.0f);
   for (std::size_t t = 0; t < T; ++t) {
     double sum = 0.0;
     for (std::size_t s = 0; s < T; ++s) {
       sum += static_cast<double>(weights(t, s));
       if (s > t) {
-        ++future;
-        future_zero += weights(t, s) == 0.0f ? 1 : 0;
+        ++f.future;
+        f.future_zero += weights(t, s) == 0.0f ? 1 : 0;
       }
     }
-    sums[t] = static_cast<float>(sum);
+    f.sums[t] = static_cast<float>(sum);
   }
-  print("row sums: " + attn::format_vector(sums) + "\n");
-  print("future weights that are exactly 0: " + size_text(future_zero) + " of " +
-        size_text(future) + "\n");
+  return f;
+}
+
+// 3. The masked softmax: the attention weights.
+void show_weights(const Matrix& weights) {
+  const std::size_t T = weights.shape()[0];
+  attn::section(3, "Softmax over each row");
+  print(
+      "Each query turns its row of scores into weights that are >= 0 and sum to 1:\n"
+      "  softmax(z)_i = exp(z_i - max(z)) / sum_j exp(z_j - max(z))\n"
+      "A masked score is -inf and exp(-inf) = 0, so the future gets weight 0.\n");
+  print("weights = masked_softmax(scores, mask) (T, T):\n");
+  print(matrix_text(weights));
+
+  const RowFacts facts = row_facts(weights);
+  print("row sums: " + attn::format_vector(facts.sums) + "\n");
+  print("future weights that are exactly 0: " + size_text(facts.future_zero) + " of " +
+        size_text(facts.future) + "\n");
   print("Query 0 sees only key 0, so its weight there is " +
         attn::format_number(weights(0, 0)) + ".\n");
   bool sums_one = true;
-  for (const float sum : sums) sums_one = sums_one && std::abs(sum - 1.0f) < 1e-5f;
-  attn::claim(sums_one && future_zero == future && weights(0, 0) == 1.0f,
+  for (const float sum : facts.sums) sums_one = sums_one && std::abs(sum - 1.0f) < 1e-5f;
+  attn::claim(sums_one && facts.future_zero == facts.future && weights(0, 0) == 1.0f,
               "rows sum to 1, the future gets weight 0, query 0 puts 1 on key 0");
   print_heatmap(weights,
                 weights_heatmap("causal attention weights (row = query, column = key)", T));
-  return weights;
 }
 
-// 4. Why -inf, and what -1e9 changes.
-void show_minus_1e9(const Kernels& k, const Matrix& scores, const Mask& mask,
-                    const Matrix& additive) {
+// 4. Why -inf, and what -1e9 changes: the same causal rule with -1e9 instead of -inf, on the
+// ordinary rows and on a row where every key is masked (a padding query, say).
+struct MinusBillion {
+  Matrix with_1e9, with_inf;  // (T, T): softmax(scores + -1e9 mask), softmax(scores + -inf mask)
+  // (T, T) each, row 0 entirely masked: -1e9 mask, -inf mask, -inf with the naive softmax, and
+  // the boolean mask through masked_softmax.
+  Matrix pad_1e9, pad_inf, pad_naive, pad_bool;
+};
+
+MinusBillion compare_minus_1e9(const Kernels& k, const Matrix& scores, const Mask& mask,
+                               const Matrix& additive) {
+  MinusBillion m;
+  m.with_1e9 = k.softmax(scores + xt::where(mask, 0.0f, -1e9f));  // (T, T)
+  m.with_inf = k.softmax(scores + additive);                      // (T, T)
+  Mask padded = mask;
+  for (std::size_t s = 0; s < padded.shape()[1]; ++s) padded(0, s) = false;
+  const Matrix pad_additive = xt::where(padded, 0.0f, -kInf);      // (T, T)
+  m.pad_1e9 = k.softmax(scores + xt::where(padded, 0.0f, -1e9f));  // (T, T)
+  m.pad_inf = k.softmax(scores + pad_additive);                    // (T, T)
+  m.pad_naive = attn::softmax_naive<2>(scores + pad_additive);     // (T, T)
+  m.pad_bool = k.masked_softmax(scores, padded);                   // (T, T)
+  return m;
+}
+
+void show_minus_1e9(const Matrix& scores, const MinusBillion& m) {
   const std::size_t T = scores.shape()[0];
   const std::size_t key = T > 1 ? 1 : 0;  // a masked key of query 0, if there is one
   const float score = scores(0, key);
-  print("\n== 4. Why -inf, and not -1e9 ==\n");
+  attn::section(4, "Why -inf, and not -1e9");
   print(std::string("exp(-inf) == 0 exactly: ") + (std::exp(-kInf) == 0.0f ? "true" : "false") +
         ". A masked key adds nothing to the row sum. Much code masks with\n"
         "-1e9 instead. In float32 the numbers near 1e9 are " +
@@ -189,11 +210,7 @@ void show_minus_1e9(const Kernels& k, const Matrix& scores, const Mask& mask,
   print("  " + attn::format_number(score) + " + (-1e9) = " + attn::format_number(sum) +
         ", equal to -1e9: " + (sum == -1e9f ? "yes" : "no") + "\n");
 
-  // The same causal rule with -1e9 instead of -inf.
-  const Matrix additive_1e9 = xt::where(mask, 0.0f, -1e9f);  // (T, T)
-  const Matrix with_1e9 = k.softmax(scores + additive_1e9);    // (T, T)
-  const Matrix with_inf = k.softmax(scores + additive);        // (T, T)
-  const double ordinary = max_abs_difference(with_1e9, with_inf);
+  const double ordinary = max_abs_diff(m.with_1e9, m.with_inf);
   print(
       "exp(-1e9 - max) underflows to 0, so on ordinary rows nothing changes:\n"
       "  softmax(scores + (-1e9 mask)) vs softmax(scores + (-inf mask))\n"
@@ -201,21 +218,14 @@ void show_minus_1e9(const Kernels& k, const Matrix& scores, const Mask& mask,
       difference_text(ordinary) + "\n");
   attn::claim(ordinary < 1e-6, "on ordinary rows -1e9 changes nothing");
 
-  // A query that may attend to nothing, e.g. a padding position: row 0 entirely masked.
-  Mask padded = mask;
-  for (std::size_t s = 0; s < T; ++s) padded(0, s) = false;
-  const Matrix pad_additive = xt::where(padded, 0.0f, -kInf);                 // (T, T)
-  const Matrix pad_1e9 = k.softmax(scores + xt::where(padded, 0.0f, -1e9f));  // (T, T)
-  const Matrix pad_inf = k.softmax(scores + pad_additive);                    // (T, T)
-  const Matrix pad_naive = attn::softmax_naive<2>(scores + pad_additive);     // (T, T)
-  const Matrix pad_bool = k.masked_softmax(scores, padded);                   // (T, T)
+  const Matrix& pad_1e9 = m.pad_1e9;
   print(
       "The difference shows on a row where every key is masked (a padding query, say).\n"
       "Mask all of row 0 and look at its weights:\n");
   print("  -1e9 mask, softmax:            " + row_text(pad_1e9, 0) + "\n");
-  print("  -inf mask, stable softmax:     " + row_text(pad_inf, 0) + "\n");
-  print("  boolean mask, masked_softmax:  " + row_text(pad_bool, 0) + "\n");
-  print("  -inf mask, naive softmax:      " + row_text(pad_naive, 0) + "\n");
+  print("  -inf mask, stable softmax:     " + row_text(m.pad_inf, 0) + "\n");
+  print("  boolean mask, masked_softmax:  " + row_text(m.pad_bool, 0) + "\n");
+  print("  -inf mask, naive softmax:      " + row_text(m.pad_naive, 0) + "\n");
   // Which keys the -1e9 row leaks to: score + (-1e9) rounds to a multiple of 64 near -1e9, and
   // the softmax gives all its weight to the largest of those (shared equally on a tie).
   std::vector<std::size_t> leak;  // keys with a visible share (exp(-64) and below do not show)
@@ -263,7 +273,7 @@ void show_minus_1e9(const Kernels& k, const Matrix& scores, const Mask& mask,
 
 // 5. Overflow and underflow: why the stable softmax subtracts the row maximum.
 void show_overflow(const Kernels& k) {
-  print("\n== 5. Why subtract the maximum ==\n");
+  attn::section(5, "Why subtract the maximum");
   const float overflow_at = std::log(std::numeric_limits<float>::max());  // 88.72
   print("float32 exp overflows to inf above z = " + attn::format_number(overflow_at, 2) +
         " and underflows to 0 below about -104.\n");
@@ -284,22 +294,40 @@ void show_overflow(const Kernels& k) {
 }
 
 // 6. The boolean and the additive mask are the same rule.
-void show_forms_agree(const Kernels& k, const Matrix& scores, const Matrix& additive,
-                      const Matrix& weights) {
-  print("\n== 6. Two masks, one answer ==\n");
-  const Matrix from_additive = k.softmax(scores + additive);  // (T, T)
+void show_forms_agree(const Matrix& weights, const Matrix& from_additive) {
+  attn::section(6, "Two masks, one answer");
   print(
       "boolean:  masked_softmax(scores, tril)\n"
       "additive: softmax(scores + where(tril, 0, -inf))\n"
       "max |difference|: " +
-      difference_text(max_abs_difference(weights, from_additive)) + "\n");
-  attn::claim(max_abs_difference(weights, from_additive) < 1e-6, "two masks, one answer");
+      difference_text(max_abs_diff(weights, from_additive)) + "\n");
+  attn::claim(max_abs_diff(weights, from_additive) < 1e-6, "two masks, one answer");
 }
 
-// 7. The trap: building the additive mask by multiplying with -inf.
-Matrix show_nan_trap(const Kernels& k, const Matrix& scores, const Matrix& weights) {
+// 7. The trap: building the additive mask by multiplying with -inf, and the fix.
+struct NanTrap {
+  Matrix naive_mask;  // (T, T): triu(ones, 1) * -inf, NaN where attention is allowed
+  Matrix broken;      // (T, T): softmax(scores + naive_mask)
+  Matrix fixed_mask;  // (T, T): where(tril, 0, -inf)
+  Matrix fixed;       // (T, T): softmax(scores + fixed_mask)
+};
+
+NanTrap triu_times_inf(const Kernels& k, const Matrix& scores) {
   const std::size_t T = scores.shape()[0];
-  print("\n== 7. The trap: triu(ones, 1) * -inf ==\n");
+  NanTrap trap;
+  trap.naive_mask = attn::causal_mask_additive_naive(T);  // (T, T)
+  // Always the library's softmax: it lets a NaN through on purpose (NaN in, NaN out). A softmax
+  // whose row maximum is std::max(m, z) skips NaN and would hide the trap behind zeros.
+  trap.broken = attn::softmax<2>(scores + trap.naive_mask);
+  trap.fixed_mask = k.causal_mask_additive(T);
+  trap.fixed = k.softmax(scores + trap.fixed_mask);
+  return trap;
+}
+
+void show_nan_trap(const Matrix& weights, const NanTrap& trap) {
+  const std::size_t T = weights.shape()[0];
+  const Matrix& broken = trap.broken;
+  attn::section(7, "The trap: triu(ones, 1) * -inf");
   print(
       "A popular one-liner for the additive mask is mask = triu(ones(T, T), k=1) * -inf: 1 above\n"
       "the diagonal, 0 elsewhere, times -inf. Above the diagonal 1 * -inf = -inf, as intended.\n"
@@ -307,12 +335,8 @@ Matrix show_nan_trap(const Kernels& k, const Matrix& scores, const Matrix& weigh
       "so the result is Not a Number):\n");
   const float zero = 0.0f;
   print("  0 * -inf = " + attn::format_number(zero * -kInf) + "\n");
-  const Matrix naive_mask = attn::causal_mask_additive_naive(T);  // (T, T)
   print("naive mask (T, T): NaN exactly where attention should be allowed:\n");
-  print(matrix_text(naive_mask));
-  // Always the library's softmax: it lets a NaN through on purpose (NaN in, NaN out). A softmax
-  // whose row maximum is std::max(m, z) skips NaN and would hide the trap behind zeros.
-  const Matrix broken = attn::softmax<2>(scores + naive_mask);  // (T, T)
+  print(matrix_text(trap.naive_mask));
   print(
       "NaN spreads: a NaN score makes its row maximum and its row sum NaN, so every weight of\n"
       "the \"causal attention\" is NaN:\n");
@@ -321,17 +345,14 @@ Matrix show_nan_trap(const Kernels& k, const Matrix& scores, const Matrix& weigh
   attn::claim(count_nan(broken) == broken.size(), "every weight of the trap is NaN");
   print_heatmap(broken, weights_heatmap("weights with the triu(ones, 1) * -inf mask", T));
 
-  const Matrix fixed_mask = k.causal_mask_additive(T);  // (T, T)
-  const Matrix fixed = k.softmax(scores + fixed_mask);  // (T, T)
   print(
       "The fix chooses instead of multiplying: where(tril, 0, -inf) puts 0 or -inf in each cell\n"
       "and never multiplies by infinity:\n");
-  print(matrix_text(fixed_mask));
-  print("weights with it, NaN count " + size_text(count_nan(fixed)) + ":\n");
-  print(matrix_text(fixed));
+  print(matrix_text(trap.fixed_mask));
+  print("weights with it, NaN count " + size_text(count_nan(trap.fixed)) + ":\n");
+  print(matrix_text(trap.fixed));
   print("max |difference| from the weights of section 3: " +
-        difference_text(max_abs_difference(fixed, weights)) + "\n");
-  return broken;
+        difference_text(max_abs_diff(trap.fixed, weights)) + "\n");
 }
 
 void show_timing(const Kernels& k, const Matrix& scores, const Mask& mask) {
@@ -356,10 +377,11 @@ int main(int argc, char** argv) {
                 "triu(ones, 1) * -inf trap (0 * inf = NaN).");
   std::size_t T = 6;
   float scale = 2.0f;
-  cli.add_size("--time-steps", T,
+  cli.add_size("--block-size", T,
                "sequence length T: the scores, the mask and the weights are (T, T)", 1,
                kMaxTimeSteps, "every (T, T) matrix is printed");
   cli.add_float("--scale", scale, "standard deviation of the random scores", 0.0f, kMaxScale);
+  cli.add_alias("time-steps", "block-size");  // the name before the lecture's vocabulary
 
   return cli.run(argc, argv, [&](const attn::CommonOptions& options) {
     const Kernels k = options.mine ? learner_kernels() : reference_kernels();
@@ -381,11 +403,14 @@ int main(int argc, char** argv) {
     const Matrix additive = k.causal_mask_additive(T);  // (T, T) 0 / -inf
     show_mask(mask, additive, scores);
 
-    const Matrix weights = show_weights(k, scores, mask);
-    show_minus_1e9(k, scores, mask, additive);
+    const Matrix weights = k.masked_softmax(scores, mask);  // (T, T)
+    show_weights(weights);
+    show_minus_1e9(scores, compare_minus_1e9(k, scores, mask, additive));
     show_overflow(k);
-    show_forms_agree(k, scores, additive, weights);
-    const Matrix broken = show_nan_trap(k, scores, weights);
+    show_forms_agree(weights, k.softmax(scores + additive));  // (T, T): the additive form
+    const NanTrap trap = triu_times_inf(k, scores);
+    show_nan_trap(weights, trap);
+    const Matrix& broken = trap.broken;
 
     if (options.svg_dir) {
       const auto causal_path = *options.svg_dir / "causal_weights.svg";

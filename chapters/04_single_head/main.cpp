@@ -1,44 +1,50 @@
-// chapters/04_single_head/main.cpp: chapter 04, one head of self-attention, narrated. Queries,
-// keys and values project the tokens; weights = softmax(q k^T / sqrt(hs)), out = weights @ v.
-// The math lives in common/src/ops/linear.cpp and attention.cpp. Page: docs/04-single-head.md
+// chapters/04_single_head/main.cpp: chapter 04, one head of self-attention. Queries, keys and
+// values project the tokens; weights = softmax(q k^T / sqrt(hs)), out = weights @ v. Each section
+// computes here (the math lives in common/src/ops/linear.cpp and attention.cpp) and is printed by
+// its show_ function in show.cpp. Page: docs/04-single-head.md
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <fmt/core.h>
+
 #include "attn/ops/attention.hpp"
-#include "attn/ops/averaging.hpp"
 #include "attn/core/check.hpp"
 #include "attn/io/cli.hpp"
 #include "attn/io/corpus.hpp"
 #include "attn/ops/linear.hpp"
 #include "attn/ops/matmul.hpp"
 #include "attn/io/narrate.hpp"
-#include "attn/io/plot.hpp"
-#include "attn/io/print.hpp"
 #include "attn/core/random.hpp"
 #include "attn/ops/softmax.hpp"
 #include "attn/io/text.hpp"
 #include "exercises.hpp"
+#include "walkthrough.hpp"
+
+// Population variance of every entry of m, in double (declared in walkthrough.hpp).
+double ch04::entry_variance(const Matrix& m) {
+  double sum = 0.0;
+  double sum_sq = 0.0;
+  for (const float value : m) {
+    sum += static_cast<double>(value);
+    sum_sq += static_cast<double>(value) * static_cast<double>(value);
+  }
+  const double n = static_cast<double>(m.size());
+  return sum_sq / n - (sum / n) * (sum / n);
+}
 
 namespace {
 
-using attn::Matrix;
+using namespace ch04;  // the sections' results and their show functions (walkthrough.hpp)
 
 constexpr std::size_t kMaxTimeSteps = 64;  // every (T, T) matrix is printed
 constexpr std::size_t kMaxWidth = 4096;    // --channels and --head-size
-constexpr std::size_t kShowCols = 6;       // q, k, v and out print their first columns
-
-// Section 4's experiment: kRows random queries, each scored against kKeys random keys.
-constexpr std::size_t kRows = 1000;
-constexpr std::size_t kKeys = 8;
-constexpr std::size_t kHeadSizes[] = {4, 16, 64, 256};
 
 // --- The functions this chapter teaches: attn:: (the reference) or ex04:: (--mine). ----------
 
@@ -92,144 +98,7 @@ Kernels learner_kernels() {
   return {&ex04::project, &ex04::attention_scores, &ex04::single_head_attention};
 }
 
-// --- Printing. ---------------------------------------------------------------------------------
-
-void print(const std::string& text) { std::fputs(text.c_str(), stdout); }
-
-std::string num(std::size_t n) { return std::to_string(n); }
-
-std::string shape_text(const Matrix& m) {
-  return "(" + num(m.shape()[0]) + ", " + num(m.shape()[1]) + ")";
-}
-
-// One glyph per character, for labels that must stay one column wide.
-std::string glyph(char32_t c) {
-  if (c == U' ') return "\u2423";   // ␣
-  if (c == U'\n') return "\u21b5";  // ↵
-  return attn::printable(c);
-}
-
-// The text of a token sequence on one line, with the same glyphs.
-std::string quoted(const std::u32string& chars) {
-  std::string out = "\"";
-  for (const char32_t c : chars) out += glyph(c);
-  return out + "\"";
-}
-
-std::vector<std::string> glyphs(const std::u32string& chars) {
-  std::vector<std::string> out;
-  for (const char32_t c : chars) out.push_back(glyph(c));
-  return out;
-}
-
-// "0 T", "1 H", ...: position and character, for the rows of a table.
-std::vector<std::string> position_glyphs(const std::u32string& chars) {
-  std::vector<std::string> out;
-  for (std::size_t t = 0; t < chars.size(); ++t) out.push_back(num(t) + " " + glyph(chars[t]));
-  return out;
-}
-
-std::string matrix_text(const Matrix& m, int precision = 4) {
-  attn::MatrixFormat format;
-  format.precision = precision;
-  return attn::format_matrix(m, format);
-}
-
-std::string table_text(const Matrix& m, std::vector<std::string> rows,
-                       std::vector<std::string> cols, int precision = 4) {
-  attn::MatrixFormat format;
-  format.precision = precision;
-  format.row_labels = std::move(rows);
-  format.col_labels = std::move(cols);
-  return attn::format_matrix(m, format);
-}
-
-// The first `cols` columns of m (all of them if it has fewer).
-Matrix first_columns(const Matrix& m, std::size_t cols) {
-  return xt::view(m, xt::all(), xt::range(0, std::min(cols, m.shape()[1])));
-}
-
-std::string first_columns_note(const Matrix& m) {
-  return m.shape()[1] > kShowCols ? ", first " + num(kShowCols) + " columns" : "";
-}
-
-std::string row_text(const Matrix& m, std::size_t row, int precision = 4) {
-  const std::size_t S = m.shape()[1];
-  return attn::format_vector(std::span<const float>(m.data() + row * S, S), precision);
-}
-
-double entry_variance(const Matrix& m) {  // population variance of every entry, in double
-  double sum = 0.0;
-  double sum_sq = 0.0;
-  for (const float value : m) {
-    sum += static_cast<double>(value);
-    sum_sq += static_cast<double>(value) * static_cast<double>(value);
-  }
-  const double n = static_cast<double>(m.size());
-  return sum_sq / n - (sum / n) * (sum / n);
-}
-
-double max_abs_difference(const Matrix& a, const Matrix& b) {
-  double worst = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, std::abs(static_cast<double>(a.data()[i]) -
-                                     static_cast<double>(b.data()[i])));
-  }
-  return worst;
-}
-
-std::string difference_text(double d) {
-  return d == 0.0 ? "0 (bitwise identical)" : attn::format_number(static_cast<float>(d), 8);
-}
-
-std::string yes_no(bool b) { return b ? "yes" : "no"; }
-
-bool sums_ok(const std::vector<float>& sums) {
-  for (const float sum : sums)
-    if (std::abs(sum - 1.0f) > 1e-5f) return false;
-  return true;
-}
-
-std::string fixed(double value, int precision = 4) {
-  return attn::format_number(static_cast<float>(value), precision);
-}
-
-std::string pad_left(std::string text, std::size_t width) {
-  return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
-}
-
-std::string pad_right(std::string text, std::size_t width) {
-  return text.size() >= width ? text : text + std::string(width - text.size(), ' ');
-}
-
-attn::HeatmapOptions weights_heatmap(const std::string& title, const std::u32string& queries,
-                                     const std::u32string& keys) {
-  attn::HeatmapOptions options;
-  options.title = title;
-  options.row_labels = position_glyphs(queries);
-  options.col_labels = glyphs(keys);
-  options.vmin = 0.0f;  // weights are probabilities: one fixed scale for every map
-  options.vmax = 1.0f;
-  return options;
-}
-
-void print_heatmap(const Matrix& m, const attn::HeatmapOptions& options) {
-  print(attn::heatmap_text(m, options, attn::use_color(stdout)));
-}
-
-// --- The walkthrough. --------------------------------------------------------------------------
-
-struct Tokens {
-  std::u32string x_chars;  // T characters: the sequence that attends
-  std::u32string y_chars;  // S characters: the other sequence of section 7
-  Matrix x;                // (T, C)
-  Matrix y;                // (S, C)
-  std::size_t vocab_size = 0;
-};
-
-struct Head {
-  Matrix w_q, w_k, w_v;  // (C, hs) each
-};
+// ---- The walkthrough: what each section computes (show.cpp prints it).
 
 // The first T characters of the corpus, and the S after them, embedded by a random (V, C) table.
 Tokens embed_corpus(const attn::Corpus& corpus, std::size_t T, std::size_t S, std::size_t C,
@@ -238,8 +107,9 @@ Tokens embed_corpus(const attn::Corpus& corpus, std::size_t T, std::size_t S, st
   if (chars.size() < T + S) {
     // A property of the file (the flags are within their bounds): exit code 1, as in every
     // chapter whose corpus is too short.
-    throw std::runtime_error("--time-steps + --source-steps needs " + num(T + S) +
-                           " characters, but the corpus has only " + num(chars.size()));
+    throw std::runtime_error(fmt::format(
+        "--block-size + --source-steps needs {} characters, but the corpus has only {}", T + S,
+        chars.size()));
   }
   const attn::Vocab vocab = attn::Vocab::from_text(corpus.text);
   const Matrix table = attn::randn(rng, vocab.size(), C);  // (V, C), Normal(0, 1)
@@ -260,173 +130,49 @@ Tokens embed_corpus(const attn::Corpus& corpus, std::size_t T, std::size_t S, st
   return tokens;
 }
 
-// 1. Chapter 02's fixed weights, and the tokens that will choose their own.
-void show_averaging(const Tokens& tokens, const std::string& corpus_origin) {
-  const std::size_t T = tokens.x.shape()[0];
-  const std::size_t C = tokens.x.shape()[1];
-  print("\n== 1. From averaging to attention ==\n");
-  print(
-      "Chapter 02 let every position average the past with fixed weights: all scores 0, the\n"
-      "causal mask, a softmax, so query t gives 1/(t+1) to each of keys 0..t, whatever the\n"
-      "tokens are:\n");
-  print(matrix_text(attn::averaging_weights_softmax(T)));
-  print(
-      "A token should be able to attend more to the tokens that matter to it: the weights must\n"
-      "depend on the data. From here on the scores are computed from the tokens themselves.\n");
-  print("\nThe tokens: the first T = " + num(T) + " characters of " + corpus_origin + ", " +
-        quoted(tokens.x_chars) + ",\neach embedded as a row of a random (V, C) = (" +
-        num(tokens.vocab_size) + ", " + num(C) + ") table, N(0, 1).\n");
-  print("x (T, C) = " + shape_text(tokens.x) + first_columns_note(tokens.x) + ":\n");
-  print(table_text(first_columns(tokens.x, kShowCols), position_glyphs(tokens.x_chars), {}));
+// 2. Three projections of every token: (T, C) @ (C, hs) -> (T, hs) each.
+Qkv project_tokens(const Kernels& kern, const Tokens& tokens, const Head& head) {
+  return {kern.project(tokens.x, head.w_q), kern.project(tokens.x, head.w_k),
+          kern.project(tokens.x, head.w_v)};
 }
 
-// 2. Three projections of every token.
-struct Qkv {
-  Matrix q, k, v;  // (T, hs) each
-};
+// 3. Scores, scale, mask, softmax, weighted sum: one causal head.
+SelfAttention attend_causal(const Kernels& kern, const Qkv& p) {
+  SelfAttention a;
+  a.raw = attn::matmul_blas(p.q, xt::transpose(p.k));      // (T, hs) @ (hs, T) -> (T, T)
+  a.scores = kern.attention_scores(p.q, p.k);              // (T, T): raw / sqrt(hs)
+  a.causal = kern.attention(p.q, p.k, p.v, /*causal=*/true);  // out (T, hs), weights (T, T)
+  a.check = attn::matmul(a.causal.weights, p.v);           // (T, T) @ (T, hs), plain loops
+  return a;
+}
 
-Qkv show_projections(const Kernels& kern, const Tokens& tokens, const Head& head) {
-  const Matrix& x = tokens.x;
-  const std::size_t C = x.shape()[1];
-  const std::size_t hs = head.w_q.shape()[1];
-  print("\n== 2. Queries, keys and values ==\n");
-  print(
-      "Each token emits three vectors, each a linear map of its own row of x:\n"
-      "  query  q = x W_q   \"what am I looking for?\"\n"
-      "  key    k = x W_k   \"what do I contain?\"\n"
-      "  value  v = x W_v   \"what I hand over to a query that attends to me\"\n");
-  print("W_q, W_k and W_v are (C, hs) = (" + num(C) + ", " + num(hs) +
-        "), drawn from N(0, 1/C): std 1/sqrt(C) = " +
-        fixed(1.0 / std::sqrt(static_cast<double>(C))) +
-        ",\nso each entry of q, k and v sums C terms of variance 1/C: variance about 1, as at\n"
-        "the start of training. In training they are learned.\n");
-  Qkv p{kern.project(x, head.w_q), kern.project(x, head.w_k), kern.project(x, head.w_v)};
-  const std::string product = shape_text(x) + " @ " + shape_text(head.w_q) + " -> ";
-  print("q = x @ W_q: " + product + shape_text(p.q) + "\n");
-  print("k = x @ W_k: " + product + shape_text(p.k) + "\n");
-  print("v = x @ W_v: " + product + shape_text(p.v) + "\n");
-  const auto rows = position_glyphs(tokens.x_chars);
-  print("q" + first_columns_note(p.q) + ":\n");
-  print(table_text(first_columns(p.q, kShowCols), rows, {}));
-  print("k" + first_columns_note(p.k) + ":\n");
-  print(table_text(first_columns(p.k, kShowCols), rows, {}));
-  print("variance of the entries: q " + fixed(entry_variance(p.q)) + ", k " +
-        fixed(entry_variance(p.k)) + ", v " + fixed(entry_variance(p.v)) +
-        " (about 1 expected; from only T x hs = " + num(p.q.size()) + " numbers each)\n");
-  print(
-      "No token has looked at another yet: row t of q, k and v depends on x[t] alone.\n");
-  // A repeated character has the same x row, so the same query, key and value.
-  const std::u32string& chars = tokens.x_chars;
-  for (std::size_t j = 1; j < chars.size(); ++j) {
-    const std::size_t i = chars.find(chars[j]);
-    if (i < j) {
-      const bool same = xt::view(p.q, i, xt::all()) == xt::view(p.q, j, xt::all()) &&
-                        xt::view(p.k, i, xt::all()) == xt::view(p.k, j, xt::all());
-      attn::claim(same, "a repeated character has equal rows of q and k");
-      print("Tokens " + num(i) + " and " + num(j) + " are both '" + glyph(chars[j]) +
-            "': equal rows of q and of k: " + yes_no(same) +
-            ". Nothing here\nknows where a token sits; chapter 06 adds positions.\n");
-      break;
+// 4. Why 1/sqrt(hs), measured: for each head size, kRows random queries scored against kKeys
+// random keys, unscaled and scaled, and the softmax of every row (walkthrough.hpp, ScaleRow).
+ScaleRow softmax_statistics(const Matrix& z, std::size_t hs, bool scaled) {  // z (rows, keys)
+  const Matrix w = attn::softmax<2>(z);  // (rows, keys)
+  double max_weight = 0.0;
+  double entropy = 0.0;
+  for (std::size_t r = 0; r < kRows; ++r) {
+    double row_max = 0.0;
+    for (std::size_t s = 0; s < kKeys; ++s) {
+      const double p = static_cast<double>(w(r, s));
+      row_max = std::max(row_max, p);
+      if (p > 0.0) entropy -= p * std::log(p);
     }
+    max_weight += row_max;
   }
-  return p;
+  const double n = static_cast<double>(kRows);
+  return {hs, scaled, entry_variance(z), max_weight / n, entropy / n};
 }
 
-// 3. Scores, scale, mask, softmax, weighted sum.
-ex04::AttentionResult show_attention(const Kernels& kern, const Tokens& tokens, const Qkv& p) {
-  const std::size_t T = p.q.shape()[0];
-  const std::size_t hs = p.q.shape()[1];
-  const auto rows = position_glyphs(tokens.x_chars);
-  const auto cols = glyphs(tokens.x_chars);
-  print("\n== 3. Scores, scale, mask, softmax, sum ==\n");
-  print(
-      "Query t meets key s in a dot product: large when the two point the same way. All the\n"
-      "pairs at once are one matrix product, and this is where tokens first communicate:\n");
-  const Matrix kt = xt::transpose(p.k);               // (hs, T)
-  const Matrix raw = attn::matmul_blas(p.q, kt);      // (T, hs) @ (hs, T) -> (T, T)
-  print("q @ k^T: " + shape_text(p.q) + " @ " + shape_text(kt) + " -> " + shape_text(raw) +
-        ", rows = queries, columns = keys:\n");
-  print(table_text(raw, rows, cols, 2));
-  const Matrix scores = kern.attention_scores(p.q, p.k);  // (T, T)
-  print("scores = q @ k^T / sqrt(hs), sqrt(" + num(hs) + ") = " +
-        fixed(std::sqrt(static_cast<double>(hs))) + " (section 4 says why):\n");
-  print(table_text(scores, rows, cols));
-
-  print(
-      "Then chapter 03: the causal mask (key s > t gets -inf) and a softmax over each row.\n");
-  const ex04::AttentionResult r = kern.attention(p.q, p.k, p.v, true);
-  print("weights = softmax(scores + causal mask) (T, T):\n");
-  print(table_text(r.weights, rows, cols));
-  std::vector<float> sums(T);
-  std::size_t future = 0;
-  std::size_t future_zero = 0;
-  for (std::size_t t = 0; t < T; ++t) {
-    double sum = 0.0;
-    for (std::size_t s = 0; s < T; ++s) {
-      sum += static_cast<double>(r.weights(t, s));
-      if (s > t) {
-        ++future;
-        future_zero += r.weights(t, s) == 0.0f ? 1 : 0;
-      }
-    }
-    sums[t] = static_cast<float>(sum);
-  }
-  print("row sums: " + attn::format_vector(sums) + "\n");
-  print("future weights that are exactly 0: " + num(future_zero) + " of " + num(future) + "\n");
-  bool unequal = false;  // some row whose visible weights are not all equal
-  for (std::size_t t = 1; t < T; ++t)
-    for (std::size_t s = 1; s <= t; ++s)
-      unequal = unequal || std::abs(r.weights(t, s) - r.weights(t, 0)) > 1e-6f;
-  attn::claim(sums_ok(sums) && future_zero == future, "rows sum to 1 and the future is 0");
-  if (unequal) {
-    print("Unlike chapter 02, the weights of a row are not equal: each query picks its own keys.\n");
-  } else {
-    print(T == 1 ? "With T = 1 the only query sees only itself: weight 1, nothing to choose.\n"
-                 : "Here every row happens to be uniform, as in chapter 02: the keys are equal.\n");
-  }
-
-  print(
-      "\nFinally each query gathers the values with its weights, one more product:\n"
-      "out = weights @ v: " +
-      shape_text(r.weights) + " @ " + shape_text(p.v) + " -> " + shape_text(r.out) +
-      first_columns_note(r.out) + ":\n");
-  print(table_text(first_columns(r.out, kShowCols), rows, {}));
-  const Matrix check = attn::matmul(r.weights, p.v);  // (T, T) @ (T, hs) -> (T, hs)
-  print("out equals weights @ v computed by plain loops (attn::matmul), to 1e-6: " +
-        yes_no(max_abs_difference(r.out, check) <= 1e-6) + "\n");
-  attn::claim(max_abs_difference(r.out, check) <= 1e-6, "out equals weights @ v");
-  print("Row 0 can only see itself, so out[0] = v[0]: max |difference| " +
-        difference_text(max_abs_difference(Matrix(xt::view(r.out, xt::range(0, 1), xt::all())),
-                                           Matrix(xt::view(p.v, xt::range(0, 1), xt::all())))) +
-        "\n");
-  return r;
-}
-
-// 4. Why 1/sqrt(hs): measured, not asserted.
-void show_scale(const Kernels& kern, std::uint64_t seed) {
-  print("\n== 4. Why divide by sqrt(hs) ==\n");
-  print(
-      "If the hs components of q and of k are independent with mean 0 and variance 1, each\n"
-      "product q_j k_j has mean 0 and variance 1, and the variances of the hs terms add up:\n"
-      "Var(q . k) = hs. Dividing by sqrt(hs) divides the variance by hs, back to 1.\n");
-  print("Measured: " + num(kRows) + " random queries, each scored against " + num(kKeys) +
-        " random keys (N(0, 1)\ncomponents), then a softmax over each row of " +
-        num(kKeys) + " scores. For comparison, uniform weights have max\nweight " +
-        fixed(1.0 / static_cast<double>(kKeys)) + " and entropy ln " + num(kKeys) + " = " +
-        fixed(std::log(static_cast<double>(kKeys))) +
-        "; one-hot weights have max weight 1 and entropy 0.\n");
-  print("     hs  scores            variance  mean max weight  mean entropy\n");
-
+ScaleExperiment measure_scale(const Kernels& kern, std::uint64_t seed) {
   attn::Rng rng(seed, 4);  // its own stream: the table does not depend on the other flags
-  double last_unscaled_max = 0.0;  // mean max weight, unscaled, at the largest hs
-  double scaled_lo = 1e30, scaled_hi = 0.0;  // range of the scaled variances
-  Matrix example_raw;      // row 0 at hs = 64, both ways
-  Matrix example_scaled;
+  ScaleExperiment e;
   for (const std::size_t hs : kHeadSizes) {
     Matrix raw({kRows, kKeys});     // (rows, keys): q . k
     Matrix scaled({kRows, kKeys});  // (rows, keys): q . k / sqrt(hs)
     for (std::size_t r = 0; r < kRows; ++r) {
-      const Matrix q = attn::randn(rng, 1, hs);     // (1, hs)
+      const Matrix q = attn::randn(rng, 1, hs);      // (1, hs)
       const Matrix k = attn::randn(rng, kKeys, hs);  // (keys, hs)
       const Matrix kt = xt::transpose(k);            // (hs, keys)
       const Matrix dots = attn::matmul(q, kt);       // (1, hs) @ (hs, keys) -> (1, keys)
@@ -434,154 +180,31 @@ void show_scale(const Kernels& kern, std::uint64_t seed) {
       std::copy(dots.begin(), dots.end(), raw.data() + r * kKeys);
       std::copy(s.begin(), s.end(), scaled.data() + r * kKeys);
     }
-    for (const bool scale : {false, true}) {
-      const Matrix& z = scale ? scaled : raw;
-      const Matrix w = attn::softmax<2>(z);  // (rows, keys)
-      double max_weight = 0.0;
-      double entropy = 0.0;
-      for (std::size_t r = 0; r < kRows; ++r) {
-        double row_max = 0.0;
-        for (std::size_t s = 0; s < kKeys; ++s) {
-          const double p = static_cast<double>(w(r, s));
-          row_max = std::max(row_max, p);
-          if (p > 0.0) entropy -= p * std::log(p);
-        }
-        max_weight += row_max;
-      }
-      const double n = static_cast<double>(kRows);
-      if (scale) {
-        scaled_lo = std::min(scaled_lo, entry_variance(z));
-        scaled_hi = std::max(scaled_hi, entry_variance(z));
-      } else {
-        last_unscaled_max = max_weight / n;
-      }
-      print("  " + pad_left(num(hs), 5) + "  " +
-            pad_right(scale ? "q.k / sqrt(hs)" : "q.k", 14) +
-            pad_left(fixed(entry_variance(z)), 12) +
-            pad_left(fixed(max_weight / n), 17) + pad_left(fixed(entropy / n), 14) + "\n");
-    }
+    e.rows.push_back(softmax_statistics(raw, hs, false));
+    e.rows.push_back(softmax_statistics(scaled, hs, true));
     if (hs == 64) {
-      example_raw = xt::view(raw, xt::range(0, 1), xt::all());
-      example_scaled = xt::view(scaled, xt::range(0, 1), xt::all());
+      e.example_raw = xt::view(raw, xt::range(0, 1), xt::all());
+      e.example_scaled = xt::view(scaled, xt::range(0, 1), xt::all());
     }
   }
-  // What the table shows, measured: the unscaled variance at the largest hs, the mean max weight
-  // there, and the spread of the scaled variances.
-  print("Unscaled, the variance grows with hs and the softmax saturates: at hs = " +
-        num(kHeadSizes[std::size(kHeadSizes) - 1]) + " the largest\nweight of a row is " +
-        fixed(last_unscaled_max) + " on average" +
-        (last_unscaled_max > 0.8 ? ", nearly one-hot" : "") + ".\nScaled, every head size " +
-        (scaled_lo > 0.8 && scaled_hi < 1.25 ? "behaves like hs = 1" : "stays near variance 1") +
-        " (variances " + fixed(scaled_lo) + " to " + fixed(scaled_hi) + ").\n");
-  attn::claim(last_unscaled_max > 0.5 && scaled_lo > 0.7 && scaled_hi < 1.4,
-              "unscaled saturates, scaled stays near variance 1");
-  print("The first query at hs = 64:\n");
-  print("  q.k                   " + row_text(example_raw, 0, 2) + "\n");
-  print("  softmax(q.k)          " + row_text(attn::softmax<2>(example_raw), 0) + "\n");
-  print("  softmax(q.k / 8)      " + row_text(attn::softmax<2>(example_scaled), 0) + "\n");
-  print(
-      "A nearly one-hot row also learns slowly: d w_i / d z_j = w_i (delta_ij - w_j) is close to\n"
-      "0 for every i, j when one weight is close to 1, so the scores get almost no gradient.\n");
+  return e;
 }
 
-// 5. The weights as a picture.
-void show_heatmap(const Tokens& tokens, const ex04::AttentionResult& causal) {
-  const std::u32string& chars = tokens.x_chars;
-  const std::size_t T = chars.size();
-  print("\n== 5. The weights as a heatmap ==\n");
-  print(T > 1 ? "Rows are queries, columns are keys, darker is more weight. Every query has its own\n"
-                "pattern, chosen by its data; the upper triangle is empty (the future).\n"
-              : "Rows are queries, columns are keys, darker is more weight. With T = 1 there is\n"
-                "one cell: the only query gives all its weight to itself.\n");
-  print_heatmap(causal.weights,
-                weights_heatmap("causal self-attention weights " + quoted(chars), chars, chars));
-  // Equal keys get equal weights: the repeated character, if there is one.
-  for (std::size_t j = 1; j < T; ++j) {
-    const std::size_t i = chars.find(chars[j]);
-    if (i < j) {
-      attn::claim(causal.weights(j, i) == causal.weights(j, j), "equal keys get equal weights");
-      print("Query " + num(j) + " ('" + glyph(chars[j]) + "') gives keys " + num(i) + " and " +
-            num(j) + ", the same character, the same weight: " +
-            attn::format_number(causal.weights(j, i)) + " and " +
-            attn::format_number(causal.weights(j, j)) + ".\n");
-      break;
-    }
-  }
-  print(
-      "The weights are random-looking because W_q and W_k are random; training shapes them.\n");
-}
-
-// 6. Encoder (no mask) vs decoder (causal).
-ex04::AttentionResult show_encoder(const Kernels& kern, const Tokens& tokens, const Qkv& p,
-                                   const ex04::AttentionResult& causal) {
-  const std::size_t T = p.q.shape()[0];
-  const auto rows = position_glyphs(tokens.x_chars);
-  const auto cols = glyphs(tokens.x_chars);
-  print("\n== 6. No mask (encoder) vs causal (decoder) ==\n");
-  print(
-      "The mask is a choice, not part of attention. A decoder predicts the next token, so it\n"
-      "must not read ahead. An encoder reads a whole input first, e.g. to classify the\n"
-      "sentiment of a sentence, and every token may attend to every other: same head, no mask.\n");
-  const ex04::AttentionResult enc = kern.attention(p.q, p.k, p.v, false);
-  print("encoder weights = softmax(scores) (T, T):\n");
-  print(table_text(enc.weights, rows, cols));
-  print("decoder weights (section 3), for comparison:\n");
-  print(table_text(causal.weights, rows, cols));
-  const std::size_t last = T - 1;
-  print("Row 0, encoder: " + row_text(enc.weights, 0) + "\n");
-  print("Row 0, decoder: " + row_text(causal.weights, 0) + "\n");
-  const Matrix enc_last = xt::view(enc.weights, xt::range(last, T), xt::all());
-  const Matrix dec_last = xt::view(causal.weights, xt::range(last, T), xt::all());
-  attn::claim(max_abs_difference(enc_last, dec_last) <= 1e-6, "the last row is the same");
-  print("The last query sees every key either way: row " + num(last) +
-        " is the same in both, to 1e-6: " +
-        yes_no(max_abs_difference(enc_last, dec_last) <= 1e-6) + ".\n");
-  print_heatmap(enc.weights, weights_heatmap("encoder self-attention weights (no mask)",
-                                             tokens.x_chars, tokens.x_chars));
-  return enc;
-}
-
-// 7. Cross-attention: keys and values from another sequence.
-ex04::AttentionResult show_cross(const Kernels& kern, const Tokens& tokens, const Head& head,
-                                 const Qkv& p) {
-  const std::size_t T = tokens.x.shape()[0];
-  const std::size_t S = tokens.y.shape()[0];
-  print("\n== 7. Self-attention vs cross-attention ==\n");
-  print(
-      "Self-attention: q, k and v all come from x. Cross-attention keeps the queries from x and\n"
-      "takes the keys and values from another sequence y, e.g. the encoded source sentence a\n"
-      "translator is reading. Here y is the next S = " +
-      num(S) + " characters of the corpus, " + quoted(tokens.y_chars) +
-      ",\nembedded by the same table and projected by the same W_k and W_v.\n");
-  const Matrix ky = kern.project(tokens.y, head.w_k);  // (S, C) @ (C, hs) -> (S, hs)
-  const Matrix vy = kern.project(tokens.y, head.w_v);  // (S, C) @ (C, hs) -> (S, hs)
-  print("y " + shape_text(tokens.y) + " -> k " + shape_text(ky) + ", v " + shape_text(vy) +
-        "; q " + shape_text(p.q) + " from x as before.\n");
-  const ex04::AttentionResult cross = kern.attention(p.q, ky, vy, false);
-  print("weights = softmax(q k^T / sqrt(hs)): " + shape_text(p.q) + " x " + shape_text(ky) +
-        " -> " + shape_text(cross.weights) +
-        ", one row per query of x,\none column per key of y:\n");
-  print(table_text(cross.weights, position_glyphs(tokens.x_chars), glyphs(tokens.y_chars)));
-  print("out = weights @ v: " + shape_text(cross.weights) + " @ " + shape_text(vy) + " -> " +
-        shape_text(cross.out) + ": still one row per token of x.\n");
-  print_heatmap(cross.weights, weights_heatmap("cross-attention weights (x queries, y keys)",
-                                               tokens.x_chars, tokens.y_chars));
-  print("No mask here: key s of y is not \"the future\" of query t of x, they are two sequences");
-  if (S != T) {
-    bool rejected = false;
+// 7. Cross-attention: queries from x, keys and values from y, projected by the same W_k, W_v.
+CrossAttention cross_attend(const Kernels& kern, const Tokens& tokens, const Head& head,
+                            const Qkv& p) {
+  CrossAttention c;
+  c.k = kern.project(tokens.y, head.w_k);                  // (S, C) @ (C, hs) -> (S, hs)
+  c.v = kern.project(tokens.y, head.w_v);                  // (S, C) @ (C, hs) -> (S, hs)
+  c.result = kern.attention(p.q, c.k, c.v, /*causal=*/false);  // weights (T, S)
+  if (tokens.y.shape()[0] != tokens.x.shape()[0]) {  // the causal rule s <= t needs S = T
     try {
-      kern.attention(p.q, ky, vy, true);
+      kern.attention(p.q, c.k, c.v, true);
     } catch (const std::invalid_argument&) {
-      rejected = true;
+      c.causal_rejected = true;
     }
-    print(",\nand the causal rule s <= t needs S = T: asking for it with T = " + num(T) +
-          ", S = " + num(S) + " is\n" +
-          (rejected ? "rejected (std::invalid_argument)" : "NOT rejected (it should throw)") +
-          ".\n");
-  } else {
-    print(".\n");
   }
-  return cross;
+  return c;
 }
 
 void show_timing(const Kernels& kern, const Qkv& p) {
@@ -608,14 +231,16 @@ int main(int argc, char** argv) {
   std::size_t C = 32;
   std::size_t hs = 16;
   std::size_t S = 5;
-  cli.add_size("--time-steps", T, "sequence length T: the first T characters of the corpus", 1,
+  cli.add_size("--block-size", T, "sequence length T: the first T characters of the corpus", 1,
                kMaxTimeSteps, "every (T, T) matrix is printed");
-  cli.add_size("--channels", C, "channels C: the width of a token vector", 1, kMaxWidth);
+  cli.add_size("--n-embd", C, "channels C: the width of a token vector", 1, kMaxWidth);
   cli.add_size("--head-size", hs, "head size hs: the width of q, k and v", 1, kMaxWidth);
   cli.add_size("--source-steps", S,
                "length S of the other sequence of cross-attention, the S characters after the "
                "first T",
                1, kMaxTimeSteps, "every (T, S) matrix is printed");
+  cli.add_alias("time-steps", "block-size");  // the names before the lecture's vocabulary
+  cli.add_alias("channels", "n-embd");
 
   return cli.run(argc, argv, [&](const attn::CommonOptions& options) {
     const Kernels kern = options.mine ? learner_kernels() : reference_kernels();
@@ -628,42 +253,23 @@ int main(int argc, char** argv) {
     head.w_k = attn::randn(rng, C, hs, w_std);  // (C, hs)
     head.w_v = attn::randn(rng, C, hs, w_std);  // (C, hs)
 
-    print("Chapter 04: single-head attention\n");
-    print("T = " + num(T) + ", C = " + num(C) + ", hs = " + num(hs) + ", S = " + num(S) +
-          ", seed = " + std::to_string(options.seed) + ", functions: " +
-          (options.mine ? "yours (ex04::, --mine)" : "the reference (attn::)") + "\n");
+    attn::print("Chapter 04: single-head attention\n");
+    attn::print(fmt::format("T = {}, C = {}, hs = {}, S = {}, seed = {}, functions: {}\n", T, C,
+                            hs, S, options.seed,
+                            options.mine ? "yours (ex04::, --mine)" : "the reference (attn::)"));
 
-    show_averaging(tokens, corpus.origin);
-    const Qkv p = show_projections(kern, tokens, head);
-    const ex04::AttentionResult causal = show_attention(kern, tokens, p);
-    show_scale(kern, options.seed);
-    show_heatmap(tokens, causal);
-    const ex04::AttentionResult encoder = show_encoder(kern, tokens, p, causal);
-    const ex04::AttentionResult cross = show_cross(kern, tokens, head, p);
-
-    if (options.svg_dir) {
-      const auto& x_chars = tokens.x_chars;
-      const auto causal_path = *options.svg_dir / "weights_causal.svg";
-      const auto encoder_path = *options.svg_dir / "weights_encoder.svg";
-      const auto cross_path = *options.svg_dir / "weights_cross.svg";
-      attn::write_svg(causal_path,
-                      attn::heatmap_svg(causal.weights,
-                                        weights_heatmap("causal self-attention weights " +
-                                                            quoted(x_chars),
-                                                        x_chars, x_chars)));
-      attn::write_svg(encoder_path,
-                      attn::heatmap_svg(encoder.weights,
-                                        weights_heatmap("encoder self-attention weights (no mask)",
-                                                        x_chars, x_chars)));
-      attn::write_svg(cross_path,
-                      attn::heatmap_svg(cross.weights,
-                                        weights_heatmap("cross-attention weights " +
-                                                            quoted(x_chars) + " -> " +
-                                                            quoted(tokens.y_chars),
-                                                        x_chars, tokens.y_chars)));
-      print("\nwrote " + causal_path.string() + ", " + encoder_path.string() + " and " +
-            cross_path.string() + "\n");
-    }
+    show_averaging(tokens, corpus.origin);                          // 1
+    const Qkv p = project_tokens(kern, tokens, head);               // 2
+    show_projections(tokens, head, p);
+    const SelfAttention self = attend_causal(kern, p);              // 3
+    show_attention(tokens, p, self);
+    show_scale(measure_scale(kern, options.seed));                  // 4
+    show_heatmap(tokens, self.causal);                              // 5
+    const ex04::AttentionResult encoder = kern.attention(p.q, p.k, p.v, /*causal=*/false);
+    show_encoder(tokens, encoder, self.causal);                     // 6
+    const CrossAttention cross = cross_attend(kern, tokens, head, p);
+    show_cross(tokens, p, cross);                                   // 7
+    if (options.svg_dir) save_figures(*options.svg_dir, tokens, self.causal, encoder, cross.result);
     if (options.timing) show_timing(kern, p);
   });
 }

@@ -2,7 +2,8 @@
 // Follows one (B, T, C) input through H heads and checks the shape of every step, then compares
 // a loop over heads and a fused QKV matrix with the batched forward, draws each head's weights
 // and puts 1, 4 and 8 heads side by side. The math lives in common/src/ops/attention.cpp and
-// common/src/ops/linear.cpp; this file only calls it and narrates.
+// common/src/ops/linear.cpp. Each section computes here, in the lesson's order, and is printed by
+// its show_ function in show.cpp; the shape trace of section 2 prints as it goes.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -16,6 +17,7 @@
 
 #include <fmt/core.h>
 
+#include "attn/fast/attention.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/model/block.hpp"
 #include "attn/core/check.hpp"
@@ -24,25 +26,22 @@
 #include "attn/ops/linear.hpp"
 #include "attn/ops/mask.hpp"
 #include "attn/io/narrate.hpp"
-#include "attn/io/plot.hpp"
 #include "attn/io/print.hpp"
 #include "attn/core/random.hpp"
 #include "attn/ops/softmax.hpp"
 #include "attn/core/xt.hpp"
 #include "exercises.hpp"
+#include "walkthrough.hpp"
 
 namespace {
 
-using attn::Matrix;
-using attn::MhaWeights;
-using attn::Tensor;
+using namespace ch05;  // the sections' results and their show functions (walkthrough.hpp)
 
 // Limits that keep the output readable and the run well under a second.
 constexpr std::size_t kMaxBatch = 16;
 constexpr std::size_t kMaxTimeSteps = 32;  // one (T, T) heatmap per head is printed
 constexpr std::size_t kMaxChannels = 512;
 constexpr std::size_t kMaxHeads = 16;      // one heatmap per head
-constexpr float kGpt2Std = 0.02f;          // GPT-2's initialisation, attn::mha_init's default
 
 // The three functions this chapter teaches: from attn:: (the reference) or, with --mine, from
 // the learner's ex05:: exercises.
@@ -64,46 +63,9 @@ Kernels reference_kernels() {
 
 Kernels learner_kernels() { return {&ex05::split_heads, &ex05::merge_heads, &ex05::mha_forward}; }
 
-struct Sizes {
-  std::size_t B;  // batch
-  std::size_t T;  // time steps
-  std::size_t C;  // channels
-  std::size_t H;  // heads
-  bool causal;
-};
-
-void print(const std::string& text) { std::fputs(text.c_str(), stdout); }
-
-std::string num(double value, int precision = 4) {
-  return attn::format_number(static_cast<float>(value), precision);
-}
-
-// 16384 -> "16,384".
-std::string group_digits(std::uint64_t n) {
-  const std::string digits = std::to_string(n);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
-// Largest |a - b| over all entries, in double. Same shapes by construction.
-template <std::size_t N>
-double max_abs_difference(const Tensor<N>& a, const Tensor<N>& b) {
-  double worst = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double d = std::abs(static_cast<double>(a.data()[i]) - static_cast<double>(b.data()[i]));
-    if (d > worst) worst = d;
-  }
-  return worst;
-}
-
-// Scientific notation, so float rounding (1e-7) and a real bug (1e-1) look different at a glance.
-std::string difference_text(double d) {
-  return d == 0.0 ? std::string("0 (bitwise identical)") : fmt::format("{:.2e}", d);
-}
+using attn::max_abs_diff;
+using attn::num;
+using attn::print;
 
 // Prints one step of the shape trace and asserts the shape: the walkthrough stops with
 // std::logic_error if a step ever produced anything else (with the reference it never does).
@@ -183,23 +145,6 @@ Tensor<4> head_weights(const Kernels& k, const Tensor<3>& x, const MhaWeights& w
   return attn::scaled_dot_product_attention(q, kk, v, causal).weights;  // (B, H, T, T)
 }
 
-// Matrix (T, T) of head h in batch b.
-Matrix head_matrix(const Tensor<4>& weights, std::size_t b, std::size_t h) {
-  return xt::view(weights, b, h, xt::all(), xt::all());
-}
-
-attn::HeatmapOptions head_heatmap(const std::string& title, std::size_t T) {
-  attn::HeatmapOptions options;
-  options.title = title;
-  for (std::size_t t = 0; t < T; ++t) {
-    options.row_labels.push_back("q" + std::to_string(t));
-    options.col_labels.push_back("k" + std::to_string(t));
-  }
-  options.vmin = 0.0f;  // weights are probabilities: one fixed scale makes the heads comparable
-  options.vmax = 1.0f;
-  return options;
-}
-
 // The largest |weight - uniform| over the visible keys: how far the heads are from plain
 // averaging (uniform = 1 / (number of visible keys)).
 double max_distance_from_uniform(const Tensor<4>& w, const Sizes& n) {
@@ -254,38 +199,16 @@ double uniform_row_entropy(const Sizes& n) {
   return total / static_cast<double>(n.T);
 }
 
-// 1. Why several heads.
-void show_why(const Sizes& n) {
-  const std::size_t hs = n.C / n.H;
-  print("\n== 1. Why several heads ==\n");
-  print(
-      "One head computes one (T, T) pattern per sequence: every query gets a single set of\n"
-      "weights, so it can look at one kind of thing at a time (the previous token, say, or the\n"
-      "last vowel). Multi-head attention runs H attentions side by side. Each head gets its own\n"
-      "slice of the channels, a subspace of size hs = C / H, computes its own scores and\n"
-      "weights there, and the H results are put side by side again and mixed by w_o.\n");
-  print(fmt::format("Here C = {} and H = {}, so hs = {} / {} = {}. Head h owns columns\n"
-                    "[h * hs, (h + 1) * hs) of q, k and v:\n",
-                    n.C, n.H, n.C, n.H, hs));
-  for (std::size_t h = 0; h < n.H; ++h) {
-    print(fmt::format("  head {:>2}: columns {:>3} .. {:>3}\n", h, h * hs, (h + 1) * hs - 1));
-  }
-  print(
-      "The cost stays the same. The weights are still four (C, C) matrices, whatever H is\n"
-      "(head h simply uses column block h of w_q, w_k, w_v, and row block h of w_o), and the\n"
-      "score products cost H * T * T * hs = T * T * C multiply-adds per sequence for any H.\n"
-      "What H changes is how the C channels are grouped: many small heads or one big one.\n");
-}
-
-// 2. The shape of every step, asserted as it prints.
+// 2. The shape of every step, asserted as it prints: the forward pass written out step by
+// step (this trace is the procedure the section teaches, so it prints as it computes).
 struct Traced {
   Tensor<4> weights;  // (B, H, T, T)
   Tensor<3> out;      // (B, T, C)
 };
 
-Traced show_shapes(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, const Sizes& n) {
+Traced trace_shapes(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, const Sizes& n) {
   const std::size_t B = n.B, T = n.T, C = n.C, H = n.H, hs = C / H;
-  print("\n== 2. The shape at every step ==\n");
+  attn::section(2, "The shape at every step");
   print(fmt::format(
       "x is (B, T, C) = ({}, {}, {}): {} sequence{} of {} positions, {} channels each. Every\n"
       "step below prints its shape, and the program stops if it is not the expected one.\n",
@@ -368,17 +291,17 @@ Traced show_shapes(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, co
 
   const WeightFacts f = weight_facts(att.weights, n);
   print(fmt::format("weights: every entry in [0, 1]: {}; largest |row sum - 1|: {}\n",
-                    f.in_unit_interval ? "yes" : "NO", difference_text(f.max_row_error)));
+                    f.in_unit_interval ? "yes" : "NO", scientific_difference(f.max_row_error)));
   if (n.causal) {
     print(fmt::format("weights: future entries that are exactly 0: {} of {}\n", f.future_zero,
                       f.future));
     const Tensor<4> by_hand = attn::masked_softmax<4>(scores, attn::causal_mask(T));
     print("masked_softmax(scores, causal_mask(T)) vs those weights: max |difference| " +
-          difference_text(max_abs_difference(by_hand, att.weights)) + "\n");
+          scientific_difference(max_abs_diff(by_hand, att.weights)) + "\n");
   } else {
     const Tensor<4> by_hand = attn::softmax<4>(scores);
     print("softmax(scores) vs those weights: max |difference| " +
-          difference_text(max_abs_difference(by_hand, att.weights)) + "\n");
+          scientific_difference(max_abs_diff(by_hand, att.weights)) + "\n");
   }
   print(fmt::format("y: no NaN, no inf: {}\n", all_finite(y) ? "yes" : "NO"));
   attn::claim(f.in_unit_interval && f.max_row_error < 1e-5 && f.future_zero == f.future &&
@@ -387,167 +310,69 @@ Traced show_shapes(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, co
   const Tensor<3> one_call = k.mha_forward(x, w, H, n.causal);  // (B, T, C)
   print("These steps are what mha_forward(x, w, H) does in one call:\n"
         "  max |y - mha_forward(x, w, H)| = " +
-        difference_text(max_abs_difference(y, one_call)) + "\n");
-  attn::claim(max_abs_difference(y, one_call) < 1e-4, "the steps are what mha_forward does");
+        scientific_difference(max_abs_diff(y, one_call)) + "\n");
+  attn::claim(max_abs_diff(y, one_call) < 1e-4, "the steps are what mha_forward does");
   return {att.weights, one_call};
 }
 
-// 3. The loop over heads against the batched forward.
-void show_loop_vs_batched(const Tensor<3>& x, const MhaWeights& w, const Sizes& n,
-                          const Tensor<3>& batched) {
-  const std::size_t hs = n.C / n.H;
-  print("\n== 3. Heads in a loop vs all heads at once ==\n");
-  print(fmt::format(
-      "Papers write head h with its own matrices W_h^Q, W_h^K, W_h^V of shape (C, hs). In a\n"
-      "loop (attn::mha_forward_per_head), head h takes column block h of w_q, w_k and w_v,\n"
-      "computes q_h = x @ w_q[:, {}h:{}h+{}] and its own attention, and the H outputs are\n"
-      "concatenated before w_o. The batched forward (attn::mha_forward) makes one (C, C)\n"
-      "product per projection instead of H (C, hs) ones, then attends with every head straight\n"
-      "from q, k and v: head h's block of a row is hs floats at column h * hs, the rows are C\n"
-      "floats apart, and BLAS can read that in place, so the split and the merge copy nothing.\n"
-      "The same numbers, in a different order of work.\n",
-      hs, hs, hs));
+// ---- What sections 3 to 7 compute (show.cpp prints it).
+
+// 3. The loop over heads (attn::mha_forward_per_head) against the batched forward, and the
+//    batched forward against the fast kernel training uses (attn::fast::mha_forward).
+LoopVsBatched loop_vs_batched(const Tensor<3>& x, const MhaWeights& w, const Sizes& n,
+                              const Tensor<3>& batched) {
   const Tensor<3> looped = attn::mha_forward_per_head(x, w, n.H, n.causal).out;  // (B, T, C)
-  print("  max |loop over heads - batched| = " +
-        difference_text(max_abs_difference(looped, batched)) + "\n");
-  print(
-      "Any difference is float rounding: BLAS may add the C products of a dot product in\n"
-      "another order for a (C, hs) block than for the whole (C, C) matrix.\n");
-  attn::claim(max_abs_difference(looped, batched) < 1e-4, "the loop and the batched forward agree");
+  const Tensor<3> fast =  // (B, T, C)
+      attn::fast::mha_forward(x, w, n.H, n.causal, /*need_weights=*/false).out;
+  return {max_abs_diff(looped, batched), max_abs_diff(fast, batched)};
 }
 
-// 4. One fused QKV matrix against three separate ones.
-void show_fused(const Tensor<3>& x, const MhaWeights& w, const Sizes& n,
-                const Tensor<3>& separate) {
+// 4. One fused (C, 3C) QKV matrix against three separate (C, C) ones.
+FusedQkv fuse_and_compare(const Tensor<3>& x, const MhaWeights& w, const Sizes& n,
+                          const Tensor<3>& separate) {
   const std::size_t C = n.C;
-  print("\n== 4. Separate vs fused QKV ==\n");
-  print(
-      "q, k and v are three products of the same x. A matrix product works column by column,\n"
-      "so x @ [w_q | w_k | w_v] = [x @ w_q | x @ w_k | x @ w_v]: glue the three matrices side\n"
-      "by side and one GEMM reads x once and makes all three (GPT-2's c_attn does this).\n");
-  const Matrix w_qkv = attn::fuse_qkv(w);  // (C, 3C)
+  FusedQkv f;
+  f.w_qkv = attn::fuse_qkv(w);  // (C, 3C)
   const std::array<std::size_t, 2> want = {C, 3 * C};
-  if (w_qkv.shape() != want) {
+  if (f.w_qkv.shape() != want) {
     throw std::logic_error("shape check: fuse_qkv should be " + attn::shape_str(want) + ", got " +
-                           attn::shape_str(w_qkv.shape()));
+                           attn::shape_str(f.w_qkv.shape()));
   }
-  print(fmt::format("  w_qkv = fuse_qkv(w)  (C, 3C) = {}: columns 0..{} are w_q, {}..{} w_k, "
-                    "{}..{} w_v\n",
-                    attn::shape_str(w_qkv.shape()), C - 1, C, 2 * C - 1, 2 * C, 3 * C - 1));
-  const Matrix block_q = xt::view(w_qkv, xt::all(), xt::range(0, C));
-  const Matrix block_k = xt::view(w_qkv, xt::all(), xt::range(C, 2 * C));
-  const Matrix block_v = xt::view(w_qkv, xt::all(), xt::range(2 * C, 3 * C));
-  const double block_diff = std::max({max_abs_difference(block_q, w.w_q),
-                                      max_abs_difference(block_k, w.w_k),
-                                      max_abs_difference(block_v, w.w_v)});
-  print("  the three column blocks vs w_q, w_k, w_v: max |difference| " +
-        difference_text(block_diff) + "\n");
-  const Tensor<3> fused =
-      attn::mha_forward_fused(x, w_qkv, w.w_o, n.H, n.causal, /*need_weights=*/false).out;
-  print("  max |fused - separate| (mha_forward_fused vs mha_forward) = " +
-        difference_text(max_abs_difference(fused, separate)) + "\n");
-  attn::claim(block_diff == 0.0 && max_abs_difference(fused, separate) < 1e-4,
-              "fused and separate QKV give the same output");
-  print(fmt::format(
-      "Same parameters (3 C^2 = {} in w_qkv), same output; fewer, larger GEMMs.\n",
-      group_digits(3 * C * C)));
+  const Matrix block_q = xt::view(f.w_qkv, xt::all(), xt::range(0, C));
+  const Matrix block_k = xt::view(f.w_qkv, xt::all(), xt::range(C, 2 * C));
+  const Matrix block_v = xt::view(f.w_qkv, xt::all(), xt::range(2 * C, 3 * C));
+  f.block_diff = std::max({max_abs_diff(block_q, w.w_q), max_abs_diff(block_k, w.w_k),
+                           max_abs_diff(block_v, w.w_v)});
+  const Tensor<3> fused =  // (B, T, C)
+      attn::mha_forward_fused(x, f.w_qkv, w.w_o, n.H, n.causal, /*need_weights=*/false).out;
+  f.output_diff = max_abs_diff(fused, separate);
+  return f;
 }
 
-// 5. One heatmap per head.
-void show_heads(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, const Sizes& n,
-                const Tensor<4>& weights, float init_std) {
-  print("\n== 5. One pattern per head ==\n");
-  print(
-      "The weights of every head for batch 0 (row = query, column = key, darker = more). Same\n"
-      "x, same four matrices: the heads differ only in which columns they read.\n");
-  const bool color = attn::use_color(stdout);
-  for (std::size_t h = 0; h < n.H; ++h) {
-    const Matrix m = head_matrix(weights, 0, h);  // (T, T)
-    print("\n");
-    print(attn::heatmap_text(m, head_heatmap(fmt::format("head {} (batch 0)", h), n.T), color));
-    std::size_t best = 0;
-    for (std::size_t s = 1; s < n.T; ++s)
-      if (m(n.T - 1, s) > m(n.T - 1, best)) best = s;
-    print(fmt::format("  the last query, q{}, looks most at k{} (weight {})\n", n.T - 1, best,
-                      num(m(n.T - 1, best))));
-  }
-  print(fmt::format(
-      "\nThese weights are untrained, so the patterns are random; training would make them\n"
-      "useful. Their contrast comes from the initialisation: std 1/sqrt(C) = {} keeps q and k\n"
-      "at size about 1. GPT-2's std {} would make them {} times smaller and the scores\n"
-      "{} times smaller, so every head would be close to a plain average:\n",
-      num(init_std), num(kGpt2Std, 2), num(init_std / kGpt2Std, 2),
-      num((init_std / kGpt2Std) * (init_std / kGpt2Std), 1)));
+// 5. How far the heads are from plain averaging with this init, and with GPT-2's smaller one.
+InitContrast contrast_with_gpt2_init(const Kernels& k, const Tensor<3>& x, const MhaWeights& w,
+                                     const Sizes& n, const Tensor<4>& weights, float init_std) {
   const float shrink = kGpt2Std / init_std;
   const MhaWeights small{shrink * w.w_q, shrink * w.w_k, shrink * w.w_v, shrink * w.w_o};
   const Tensor<4> flat = head_weights(k, x, small, n.H, n.causal);  // (B, H, T, T)
-  const double far = max_distance_from_uniform(weights, n);
-  const double near = max_distance_from_uniform(flat, n);
-  print(fmt::format("  largest |weight - uniform|: {} with std {}, {} with std {}\n", num(far),
-                    num(init_std), num(near), num(kGpt2Std, 2)));
-  attn::claim(near <= far + 1e-6, "the smaller init is closer to a plain average");
-}
-
-// 6. The parameters.
-void show_parameters(const MhaWeights& w, const Sizes& n) {
-  const std::size_t C = n.C;
-  print("\n== 6. Parameter count ==\n");
-  const std::size_t formula = 4 * C * C;
-  const std::size_t actual = w.w_q.size() + w.w_k.size() + w.w_v.size() + w.w_o.size();
-  print(fmt::format(
-      "Four (C, C) matrices and no biases: 4 C^2 = 4 * {}^2 = {}.\n"
-      "Counted from the tensors: w_q {} + w_k {} + w_v {} + w_o {} = {} ({}).\n"
-      "Fused: w_qkv {} + w_o {} = {}.\n",
-      C, group_digits(formula), group_digits(w.w_q.size()), group_digits(w.w_k.size()),
-      group_digits(w.w_v.size()), group_digits(w.w_o.size()), group_digits(actual),
-      actual == formula ? "equal" : "DIFFERENT", group_digits(3 * C * C),
-      group_digits(w.w_o.size()), group_digits(3 * C * C + w.w_o.size())));
-  print(fmt::format(
-      "H does not appear: {} heads of {} columns use exactly the numbers one head of {} would.\n"
-      "(PyTorch's nn.Linear adds a bias to each projection: 4 C^2 + 4 C = {}.)\n",
-      n.H, C / n.H, C, group_digits(4 * C * C + 4 * C)));
+  return {init_std, max_distance_from_uniform(weights, n), max_distance_from_uniform(flat, n)};
 }
 
 // 7. 1, 4 and 8 heads on the same input, with the same four matrices.
-void show_head_counts(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, const Sizes& n) {
-  print("\n== 7. 1, 4 and 8 heads ==\n");
-  print(
-      "The same x and the same four matrices, grouped into 1, 4 and 8 heads. \"differ\" is the\n"
-      "mean |w_h - w_h'| over every pair of heads and every visible (query, key): 0 if all\n"
-      "heads attend alike. \"entropy\" is the mean of -sum w ln w over the rows, in nats: " +
-      num(uniform_row_entropy(n), 3) + "\n"
-      "for a plain average over the visible keys, 0 for a head that looks at one key only.\n");
-  print(fmt::format("  {:>5} {:>4} {:>11} {:>14} {:>8} {:>8}\n", "heads", "hs", "parameters",
-                    "forward FLOPs", "differ", "entropy"));
-  std::vector<double> differs;  // the differ column, for the sentence below
+HeadCounts compare_head_counts(const Kernels& k, const Tensor<3>& x, const MhaWeights& w,
+                               const Sizes& n) {
+  HeadCounts hc{uniform_row_entropy(n), {}};
   for (const std::size_t H : {std::size_t{1}, std::size_t{4}, std::size_t{8}}) {
     if (n.C % H != 0) {
-      print(fmt::format("  {:>5}  skipped: {} does not divide C = {}\n", H, H, n.C));
+      hc.rows.push_back({H, false, 0.0, 0.0, 0.0});
       continue;
     }
     const Sizes m{n.B, n.T, n.C, H, n.causal};
     const Tensor<4> weights = head_weights(k, x, w, H, n.causal);  // (B, H, T, T)
-    const double differ = mean_pairwise_difference(weights, m);
-    if (differ >= 0.0) differs.push_back(differ);
-    const double flops = attn::mha_forward_flops(n.B, n.T, n.C, H);
-    print(fmt::format("  {:>5} {:>4} {:>11} {:>14} {:>8} {:>8}\n", H, n.C / H,
-                      group_digits(4 * n.C * n.C),
-                      group_digits(static_cast<std::uint64_t>(flops)),
-                      differ < 0.0 ? "-" : num(differ), num(mean_row_entropy(weights, m), 3)));
+    hc.rows.push_back({H, true, mean_pairwise_difference(weights, m),
+                       attn::mha_forward_flops(n.B, n.T, n.C, H), mean_row_entropy(weights, m)});
   }
-  // "about as much whatever H is": the differ column, within a factor 1.5 across H.
-  const bool alike = differs.size() < 2 ||
-                     *std::max_element(differs.begin(), differs.end()) <=
-                         1.5 * *std::min_element(differs.begin(), differs.end());
-  print(
-      "Parameters and FLOPs do not move: H * hs = C. What changes is the number of patterns\n"
-      "per query, one per head, each computed from fewer channels. Untrained, every head is\n"
-      "random with scores of the same spread (section 2), so the heads differ by chance");
-  print(alike ? ",\nand by about as much whatever H is." : ".");
-  print(
-      " Training can give each head its own job: more\n"
-      "heads leave room for more jobs, each with a narrower view, hs = C / H numbers to\n"
-      "match a query with a key.\n");
+  return hc;
 }
 
 // Mean wall-clock time of one call of `f`, in microseconds: one warm-up call, then up to 200
@@ -591,20 +416,24 @@ int main(int argc, char** argv) {
                 "one heatmap per head, the parameter count, and 1, 4 and 8 heads compared.");
   Sizes n{2, 10, 64, 4, true};
   bool no_causal = false;
-  cli.add_size("--batch", n.B, "batch size B: sequences processed together", 1, kMaxBatch);
-  cli.add_size("--time-steps", n.T, "sequence length T: every head's weights are (T, T)", 1,
+  cli.add_size("--batch-size", n.B, "batch size B: sequences processed together", 1, kMaxBatch);
+  cli.add_size("--block-size", n.T, "sequence length T: every head's weights are (T, T)", 1,
                kMaxTimeSteps);
-  cli.add_size("--channels", n.C, "model width C", 1, kMaxChannels);
-  cli.add_size("--heads", n.H,
+  cli.add_size("--n-embd", n.C, "model width C", 1, kMaxChannels);
+  cli.add_size("--n-heads", n.H,
                "number of heads H; must divide C, each head gets hs = C / H channels", 1,
                kMaxHeads);
   cli.add_flag("--no-causal", no_causal,
                "let every query see every key (encoder-style attention, no causal mask)");
+  cli.add_alias("batch", "batch-size");  // the names before the lecture's vocabulary
+  cli.add_alias("time-steps", "block-size");
+  cli.add_alias("channels", "n-embd");
+  cli.add_alias("heads", "n-heads");
 
   return cli.run(argc, argv, [&](const attn::CommonOptions& options) {
     if (n.C % n.H != 0) {
       throw attn::UsageError(fmt::format(
-          "--heads {} does not divide --channels {}: every head gets C / H channels", n.H, n.C));
+          "--n-heads {} does not divide --n-embd {}: every head gets C / H channels", n.H, n.C));
     }
     n.causal = !no_causal;
     const Kernels k = options.mine ? learner_kernels() : reference_kernels();
@@ -631,26 +460,16 @@ int main(int argc, char** argv) {
         "w_q, w_k, w_v, w_o: ({0}, {0}) each, N(0, 1/C) (std {1}), no biases; x: N(0, 1)\n",
         n.C, num(init_std)));
 
-    show_why(n);
-    const Traced traced = show_shapes(k, x, w, n);
-    show_loop_vs_batched(x, w, n, traced.out);
-    show_fused(x, w, n, traced.out);
-    show_heads(k, x, w, n, traced.weights, init_std);
-    show_parameters(w, n);
-    show_head_counts(k, x, w, n);
+    show_why(n);                                                             // 1
+    const Traced traced = trace_shapes(k, x, w, n);                          // 2
+    show_loop_vs_batched(n, loop_vs_batched(x, w, n, traced.out));           // 3
+    show_fused(n, fuse_and_compare(x, w, n, traced.out));                    // 4
+    show_heads(n, traced.weights,                                            // 5
+               contrast_with_gpt2_init(k, x, w, n, traced.weights, init_std));
+    show_parameters(w, n);                                                   // 6
+    show_head_counts(n, compare_head_counts(k, x, w, n));                    // 7
+    if (options.svg_dir) save_figures(*options.svg_dir, traced.weights, n);
 
-    if (options.svg_dir) {
-      std::vector<std::string> paths;
-      for (std::size_t h = 0; h < n.H; ++h) {
-        const auto path = *options.svg_dir / fmt::format("head_{}.svg", h);
-        attn::write_svg(path, attn::heatmap_svg(head_matrix(traced.weights, 0, h),
-                                                head_heatmap(fmt::format("head {} of {}, batch 0",
-                                                                         h, n.H),
-                                                             n.T)));
-        paths.push_back(path.string());
-      }
-      print(fmt::format("\nwrote {} .. {}\n", paths.front(), paths.back()));
-    }
     if (options.timing) show_timing(k, x, w, n);
   });
 }

@@ -15,10 +15,10 @@ set(hostile "perl ${CMAKE_CURRENT_SOURCE_DIR}/make_hostile.pl")
 # The size flags of each chapter and their bounds (what --help says).
 set(robust_sizes_01_bigram steps=100000 batch-size=1024 block-size=1024 eval-interval=100000
                            sample-length=100000)
-set(robust_sizes_02_averaging time-steps=2048 channels=256 max-t=2048)
-set(robust_sizes_03_masked_softmax time-steps=16)
-set(robust_sizes_04_single_head time-steps=64 channels=4096 head-size=4096 source-steps=64)
-set(robust_sizes_05_multi_head batch=16 time-steps=32 channels=512 heads=16)
+set(robust_sizes_02_averaging block-size=2048 n-embd=256 max-t=2048)
+set(robust_sizes_03_masked_softmax block-size=16)
+set(robust_sizes_04_single_head block-size=64 n-embd=4096 head-size=4096 source-steps=64)
+set(robust_sizes_05_multi_head batch-size=16 block-size=32 n-embd=512 n-heads=16)
 set(robust_sizes_06_transformer_block batch=4 time-steps=64 channels=128 heads=128 ffn-mult=8
                                       passes=50)
 set(robust_sizes_07_causal_lm layers=48 channels=512 heads=64 block-size=4096

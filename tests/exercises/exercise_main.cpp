@@ -7,7 +7,7 @@
 //   --expect-rejected exNN.M  the exercise's tests reject the linked (wrong) solution: a case
 //                             fails or crashes                          ctest catalogue.*
 //   --attn-records FILE       doctest runs as usual (filters work); every case and failure is
-//                             written to FILE as it happens, for attn-check (attn_check.cpp),
+//                             written to FILE as it happens, for attn-check (tools/attn_check.cpp),
 //                             which runs each chapter in its own process
 #define DOCTEST_CONFIG_IMPLEMENT
 #include "exercise_main.hpp"

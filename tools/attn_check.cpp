@@ -1,4 +1,4 @@
-// tests/exercises/attn_check.cpp: attn-check, the learner's loop: build, check, show the next step.
+// tools/attn_check.cpp: attn-check, the learner's loop: build, check, show the next step.
 //   attn-check [NN | exNN.M] [--watch]       attn-check --hint exNN.M (the whole ladder)
 // 1. Builds the learner's test binaries itself (cmake --build <this build> --target chNN_mine
 //    NN_name: the tests and the walkthrough that --mine runs), one chapter at a time. A chapter that does not compile is reported (the exercise, file:line
