@@ -20,6 +20,9 @@ function(add_chapter number name)
   attn_reuse_pch(ch${number}_exercises)
 
   add_executable(${number}_${name} ${dir}/main.cpp)
+  if(EXISTS ${dir}/show.cpp)
+    target_sources(${number}_${name} PRIVATE ${dir}/show.cpp)
+  endif()
   target_link_libraries(${number}_${name} PRIVATE attn::common ch${number}_exercises attn::warnings)
   attn_reuse_pch(${number}_${name})
 

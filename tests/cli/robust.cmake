@@ -23,7 +23,7 @@ set(robust_sizes_06_transformer_block batch=4 time-steps=64 channels=128 heads=1
                                       passes=50)
 set(robust_sizes_07_causal_lm layers=48 channels=512 heads=64 block-size=4096
                               max-new-tokens=2000)
-set(robust_sizes_08_backprop section=5 max-depth=64 time-steps=64 channels=128 heads=128)
+set(robust_sizes_08_backprop section=5 max-depth=64 block-size=64 n-embd=128 n-heads=128)
 set(robust_sizes_09_training n-embd=1024 n-heads=64 n-layers=32 block-size=1024 batch-size=1024
                              steps=1000000 eval-interval=1000000 eval-iters=10000
                              sample-length=10000 warmup=1000000 ladder-steps=1000000)
