@@ -129,13 +129,13 @@ LayerNormDemo layer_norm_demo(const Kernels& k, const Setup& s, attn::Rng& rng) 
 FfnDemo ffn_demo(const Kernels& k, const Setup& s, const Tensor<3>& x, const BlockWeights& w) {
   FfnDemo r;
   r.xs = {-3.0f, -2.0f, -1.0f, -0.5f, 0.0f, 0.5f, 1.0f, 2.0f, 3.0f};
-  const Tensor<3> points = as_tensor(r.xs);                          // (1, 1, 9)
+  const Tensor<3> points = as_tensor(r.xs);  // (1, 1, 9)
   r.relu = attn::activate<3>(points, Activation::relu);
   r.gelu = k.gelu(points);
   r.gelu_tanh = attn::activate<3>(points, Activation::gelu_tanh);
   // The two GELUs on a fine grid over [-6, 6].
   for (int i = -6000; i <= 6000; ++i) r.grid.push_back(static_cast<float>(i) / 1000.0f);
-  const Tensor<3> g = as_tensor(r.grid);                             // (1, 1, 12001)
+  const Tensor<3> g = as_tensor(r.grid);  // (1, 1, 12001)
   r.grid_relu = attn::activate<3>(g, Activation::relu);
   r.grid_gelu = k.gelu(g);
   r.grid_tanh = attn::activate<3>(g, Activation::gelu_tanh);
@@ -149,8 +149,8 @@ FfnDemo ffn_demo(const Kernels& k, const Setup& s, const Tensor<3>& x, const Blo
   }
   // FFN(x) = act(x @ w1 + b1) @ w2 + b2.
   r.x = x;
-  r.hidden = attn::linear(x, w.ffn.w1, w.ffn.b1);       // (B, T, C) @ (C, F) -> (B, T, F)
-  r.out = k.ffn_forward(x, w.ffn, s.activation);        // (B, T, C)
+  r.hidden = attn::linear(x, w.ffn.w1, w.ffn.b1);  // (B, T, C) @ (C, F) -> (B, T, F)
+  r.out = k.ffn_forward(x, w.ffn, s.activation);   // (B, T, C)
   r.w1_shape = shape_of(w.ffn.w1);
   r.w2_shape = shape_of(w.ffn.w2);
   return r;
@@ -294,7 +294,7 @@ Causality causality(const Kernels& k, const Setup& s, const Tensor<3>& x, const 
 Cost cost(const Setup& s, const BlockWeights& w) {
   Cost r;
   const std::size_t C = s.C, F = s.F, B = s.B, T = s.T, H = s.H;
-  r.attn_params = 4 * C * C;        // w_q, w_k, w_v, w_o
+  r.attn_params = 4 * C * C;         // w_q, w_k, w_v, w_o
   r.ffn_params = 2 * C * F + F + C;  // w1, b1, w2, b2
   r.ln_params = 4 * C;               // two gammas, two betas
   r.formula = attn::block_param_count(C, F);
@@ -368,11 +368,11 @@ int main(int argc, char** argv) {
       attn::print("corpus: " + corpus_origin +
                   ", read but not used (the tokens are random vectors)\n");
     }
-    attn::print(fmt::format("B = {}, T = {}, C = {}, H = {} (hs = {}), F = {}, activation {}, "
-                            "{}-norm, seed {}\n",
-                            s.B, s.T, s.C, s.H, s.C / s.H, s.F,
-                            attn::activation_name(s.activation), attn::norm_name(s.norm),
-                            options.seed));
+    attn::print(
+        fmt::format("B = {}, T = {}, C = {}, H = {} (hs = {}), F = {}, activation {}, "
+                    "{}-norm, seed {}\n",
+                    s.B, s.T, s.C, s.H, s.C / s.H, s.F, attn::activation_name(s.activation),
+                    attn::norm_name(s.norm), options.seed));
     attn::print(std::string("functions: ") +
                 (options.mine ? "yours (ex06::, --mine)" : "the reference (attn::)") + "\n");
 

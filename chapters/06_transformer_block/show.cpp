@@ -124,8 +124,8 @@ void show_ffn(const Setup& s, const FfnDemo& r, const SvgDir& svg_dir) {
       "approximation)\n");
   print("     x      relu      gelu   gelu_tanh   |gelu - gelu_tanh|\n");
   for (std::size_t i = 0; i < r.xs.size(); ++i) {
-    const double diff = std::abs(static_cast<double>(r.gelu(0, 0, i)) -
-                                 static_cast<double>(r.gelu_tanh(0, 0, i)));
+    const double diff =
+        std::abs(static_cast<double>(r.gelu(0, 0, i)) - static_cast<double>(r.gelu_tanh(0, 0, i)));
     print(right(num(r.xs[i], 1), 6) + right(num(r.relu(0, 0, i)), 10) +
           right(num(r.gelu(0, 0, i)), 10) + right(num(r.gelu_tanh(0, 0, i)), 12) +
           right(num(diff, 7), 21) + "\n");
@@ -202,13 +202,17 @@ void show_residuals(const Setup& s, const Residuals& r) {
       worst_mean = std::max(worst_mean, std::abs(ts.mean));
       worst_std = std::max(worst_std, std::abs(ts.std - 1.0));
     }
-  if (s.C > 1) attn::claim(worst_mean < 1e-4 && worst_std < 1e-3, "post-norm tokens: mean 0, std 1");
-  attn::claim(attn::max_abs_diff(r.pre, r.x) < stats_of(r.x).std, "pre-norm adds small corrections");
+  if (s.C > 1)
+    attn::claim(worst_mean < 1e-4 && worst_std < 1e-3, "post-norm tokens: mean 0, std 1");
+  attn::claim(attn::max_abs_diff(r.pre, r.x) < stats_of(r.x).std,
+              "pre-norm adds small corrections");
   print(
       "Pre-norm leaves the residual stream itself un-normalised: the output is the input plus\n"
       "two small corrections, and LayerNorm only shapes what each sublayer reads. Post-norm\n"
       "normalises the stream after every addition, so its output has mean 0 and std 1 per\n"
-      "token (times gamma, plus beta" + std::string(s.C > 1 ? "" : "; with C = 1, every output is beta") + "). Pre-norm trains more stably in deep stacks, because\n"
+      "token (times gamma, plus beta" +
+      std::string(s.C > 1 ? "" : "; with C = 1, every output is beta") +
+      "). Pre-norm trains more stably in deep stacks, because\n"
       "the identity path from input to output is never interrupted; a pre-norm model adds one\n"
       "final LayerNorm before the output layer (chapter 07).\n");
 }
@@ -231,24 +235,27 @@ void show_positions(const Setup& s, const Positions& r) {
   if (r.swap_shown) {
     print(
         " Swap tokens 0 and 1 and\n"
-        "every output from position 2 on stays the same: \"dog bites man.\" and \"man bites dog.\"\n"
+        "every output from position 2 on stays the same: \"dog bites man.\" and "
+        "\"man bites dog.\"\n"
         "end in the same last vector after one block. Outputs 0 and 1 do change (position 1 now\n"
         "holds the other token), and a second block reads them, so after two blocks the order\n"
         "shows. Tokens 0 and 1 swapped, causal blocks, no positions, the same block twice (drawn\n"
         "with std 1 / sqrt(C), as in section 6, so that a block visibly changes its input):\n");
-    print("  one block,  positions 2.." + size_text(s.T - 1) + ", max |difference|: " +
-          attn::difference_text(r.one) + "\n");
-    print("  one block,  last position " + size_text(s.T - 1) + ", max |difference|:    " +
-          attn::difference_text(r.last_one) + "\n");
-    print("  two blocks, last position " + size_text(s.T - 1) + ", max |difference|:    " +
-          attn::difference_text(r.last_two) + "\n");
+    print("  one block,  positions 2.." + size_text(s.T - 1) +
+          ", max |difference|: " + attn::difference_text(r.one) + "\n");
+    print("  one block,  last position " + size_text(s.T - 1) +
+          ", max |difference|:    " + attn::difference_text(r.last_one) + "\n");
+    print("  two blocks, last position " + size_text(s.T - 1) +
+          ", max |difference|:    " + attn::difference_text(r.last_two) + "\n");
     attn::claim(r.one < 1e-4, "after one causal block, positions 2.. stay the same");
     if (r.last_two > 100.0 * std::max(r.last_one, 1e-7)) {
-      print("One causal block is blind to the order of the past; a stack of them is not, but it\n"
-            "only finds out indirectly, through what the earlier positions computed.\n");
+      print(
+          "One causal block is blind to the order of the past; a stack of them is not, but it\n"
+          "only finds out indirectly, through what the earlier positions computed.\n");
     } else {
-      print("Here even two blocks barely tell the orders apart: the weights are small and the\n"
-            "change at positions 0 and 1 is faint by the time it reaches the end.\n");
+      print(
+          "Here even two blocks barely tell the orders apart: the weights are small and the\n"
+          "change at positions 0 and 1 is faint by the time it reaches the end.\n");
     }
   } else {
     print("\n(With T = " + size_text(s.T) +
@@ -265,8 +272,9 @@ void show_positions(const Setup& s, const Positions& r) {
       "  PE[p, 2i+1] = cos(p / 10000^(2i / C))\n"
       "Each pair of columns is a clock turning at its own speed, from one radian per position\n"
       "(columns 0, 1: a full turn every 2 pi = 6.3 positions) to a full turn every\n"
-      "2 pi 10000^((C - 2) / C) = " + num(slowest, 0) + " positions (the last pair, for C = " +
-      size_text(s.C) + "). Nearby\npositions get similar rows, and PE[p + k] is a rotation of PE[p] by an angle that\n"
+      "2 pi 10000^((C - 2) / C) = " +
+      num(slowest, 0) + " positions (the last pair, for C = " + size_text(s.C) + "). Nearby\n"
+      "positions get similar rows, and PE[p + k] is a rotation of PE[p] by an angle that\n"
       "depends only on k, so relative offsets are easy for attention to read.\n");
   const Matrix& pe = r.pe;
   print("PE = sinusoidal_positions(" + size_text(pe.shape()[0]) + ", " + size_text(s.C) +
@@ -353,8 +361,7 @@ void show_no_layer_norm(const Setup& s, const NoLayerNorm& r, const SvgDir& svg_
     const Stats& b = r.without[p];
     print(right(size_text(p), 6) + right(cell(a.mean), 10) + right(cell(a.std), 10) +
           right(p == 0 ? "" : num(r.peak_with[p - 1], 2), 8) + right(cell(b.mean), 14) +
-          right(cell(b.std), 14) + (p == 0 ? "" : right(num(r.peak_without[p - 1], 2), 8)) +
-          "\n");
+          right(cell(b.std), 14) + (p == 0 ? "" : right(num(r.peak_without[p - 1], 2), 8)) + "\n");
   }
   const double last_with = r.with[P].std, previous_with = r.with[P - 1].std;
   const double last_without = r.without[P].std, previous_without = r.without[P - 1].std;
@@ -395,8 +402,7 @@ void show_no_layer_norm(const Setup& s, const NoLayerNorm& r, const SvgDir& svg_
     step_lo = std::min(step_lo, step);
     step_hi = std::max(step_hi, step);
   }
-  const double factor_without =
-      std::isfinite(last_without) ? last_without / previous_without : 0.0;
+  const double factor_without = std::isfinite(last_without) ? last_without / previous_without : 0.0;
   const double factor_with = last_with / previous_with;
   if (s.norm == NormPlacement::pre) {
     print(
@@ -426,7 +432,8 @@ void show_no_layer_norm(const Setup& s, const NoLayerNorm& r, const SvgDir& svg_
       "corrections about twice as large, so every pass multiplies the scale by a factor");
   if (r.overflow_pass != 0 || (P >= 2 && factor_without > 1.5 && factor_without > factor_with)) {
     print(" and the\ngrowth is exponential" +
-          std::string(r.overflow_pass != 0 ? "" : " (x" + num(factor_without, 2) + " in the last pass)") +
+          std::string(
+              r.overflow_pass != 0 ? "" : " (x" + num(factor_without, 2) + " in the last pass)") +
           ". Attention's scores q . k grow with the\n"
           "square of that scale, the softmax saturates towards one-hot (the peak column), and its\n"
           "gradient vanishes: a deep stack without normalisation is very hard to train.\n");
@@ -451,10 +458,10 @@ void show_causality(const Setup& s, const Causality& r) {
           (r.change[t] == 0.0 ? std::string("0") : num(r.change[t])) +
           (t == r.t0 ? "   <- first changed input" : "") + "\n");
   }
-  const double past = r.t0 == 0 ? 0.0
-                                : *std::max_element(r.change.begin(),
-                                                    r.change.begin() +
-                                                        static_cast<std::ptrdiff_t>(r.t0));
+  const double past = r.t0 == 0
+                          ? 0.0
+                          : *std::max_element(r.change.begin(),
+                                              r.change.begin() + static_cast<std::ptrdiff_t>(r.t0));
   print("Positions before " + size_text(r.t0) + ": " +
         (past == 0.0 ? std::string("bitwise identical, the future never leaks into the past.")
                      : "changed by up to " + num(past, 8) + ": the future leaks!") +
@@ -471,7 +478,8 @@ void show_cost(const Setup& s, const Cost& r) {
         "\n");
   print("  FFN         2 C F + F + C (w1, b1, w2, b2)  " + right(size_text(r.ffn_params), 10) +
         "\n");
-  print("  LayerNorm   4 C (two gammas, two betas)     " + right(size_text(r.ln_params), 10) + "\n");
+  print("  LayerNorm   4 C (two gammas, two betas)     " + right(size_text(r.ln_params), 10) +
+        "\n");
   print("  block_param_count(C, F)                     " + right(size_text(r.formula), 10) + "\n");
   print("  floats held by block_init's tensors         " + right(size_text(r.counted), 10) + "   " +
         (r.formula == r.counted ? "match" : "MISMATCH") + "\n");
@@ -534,10 +542,10 @@ attn::HeatmapOptions positions_svg_options(const Matrix& pe) {
 std::vector<attn::DiagramNode> block_diagram(const Setup& s) {
   using Kind = attn::DiagramNode::Kind;
   const std::string btc = "(B, T, C) = " + shape_text(std::array<std::size_t, 3>{s.B, s.T, s.C});
-  const std::string attn_note = "H = " + size_text(s.H) + " heads of hs = " + size_text(s.C / s.H) +
-                                ", causal mask";
-  const std::string ffn_note = "C -> F = " + size_text(s.F) + " -> C, " +
-                               std::string(attn::activation_name(s.activation));
+  const std::string attn_note =
+      "H = " + size_text(s.H) + " heads of hs = " + size_text(s.C / s.H) + ", causal mask";
+  const std::string ffn_note =
+      "C -> F = " + size_text(s.F) + " -> C, " + std::string(attn::activation_name(s.activation));
   const std::string ln_note = "over the C features of each token";
   std::vector<attn::DiagramNode> n;
   n.push_back({Kind::text, "x", btc, 0, false});

@@ -67,13 +67,13 @@ void show_layer_norm(const Setup& s, const LayerNormDemo& r);
 
 // 2. The FFN and its activations.
 struct FfnDemo {
-  std::vector<float> xs;                  // nine points of the table
-  Tensor<3> relu, gelu, gelu_tanh;        // (1, 1, 9)
-  std::vector<float> grid;                // [-6, 6] in steps of 0.001
+  std::vector<float> xs;                      // nine points of the table
+  Tensor<3> relu, gelu, gelu_tanh;            // (1, 1, 9)
+  std::vector<float> grid;                    // [-6, 6] in steps of 0.001
   Tensor<3> grid_relu, grid_gelu, grid_tanh;  // (1, 1, 12001)
-  double worst = 0.0;                     // max |gelu - gelu_tanh| over the grid ...
-  float worst_at = 0.0f;                  // ... and where
-  Tensor<3> x, hidden, out;               // the block's FFN: (B, T, C) -> (B, T, F) -> (B, T, C)
+  double worst = 0.0;                         // max |gelu - gelu_tanh| over the grid ...
+  float worst_at = 0.0f;                      // ... and where
+  Tensor<3> x, hidden, out;  // the block's FFN: (B, T, C) -> (B, T, F) -> (B, T, C)
   std::vector<std::size_t> w1_shape, w2_shape;
 };
 void show_ffn(const Setup& s, const FfnDemo& r, const SvgDir& svg_dir);
@@ -86,13 +86,13 @@ void show_residuals(const Setup& s, const Residuals& r);
 
 // 4. Positional encodings.
 struct Positions {
-  double shuffled = 0.0;  // encoder block: block(reversed x) vs reversed(block(x))
+  double shuffled = 0.0;    // encoder block: block(reversed x) vs reversed(block(x))
   bool swap_shown = false;  // T >= 3: tokens 0 and 1 swapped, causal blocks
-  double one = 0.0;       // one block, positions 2..T-1
-  double last_one = 0.0;  // one block, the last position
-  double last_two = 0.0;  // two blocks, the last position
-  Matrix pe;              // (max(32, T), C) sinusoidal table
-  double with_pe = 0.0;   // the encoder test again on x + PE
+  double one = 0.0;         // one block, positions 2..T-1
+  double last_one = 0.0;    // one block, the last position
+  double last_two = 0.0;    // two blocks, the last position
+  Matrix pe;                // (max(32, T), C) sinusoidal table
+  double with_pe = 0.0;     // the encoder test again on x + PE
 };
 void show_positions(const Setup& s, const Positions& r);
 
@@ -103,17 +103,17 @@ struct TraceRow {
   Stats stats;
 };
 struct Trace {
-  std::vector<TraceRow> rows;             // the input first
+  std::vector<TraceRow> rows;              // the input first
   std::vector<std::size_t> weights_shape;  // (B, H, T, T)
 };
 void show_trace(const Setup& s, const Trace& r);
 
 // 6. Remove LayerNorm: the block's output fed back in, with and without LayerNorm.
 struct NoLayerNorm {
-  float weight_std = 0.0f;                  // 1 / sqrt(C)
-  std::vector<Stats> with, without;         // per pass, pass 0 is the input
+  float weight_std = 0.0f;                      // 1 / sqrt(C)
+  std::vector<Stats> with, without;             // per pass, pass 0 is the input
   std::vector<double> peak_with, peak_without;  // per pass from 1: mean largest attention weight
-  std::size_t overflow_pass = 0;            // the first pass without LayerNorm that is not finite
+  std::size_t overflow_pass = 0;  // the first pass without LayerNorm that is not finite
 };
 void show_no_layer_norm(const Setup& s, const NoLayerNorm& r, const SvgDir& svg_dir);
 
@@ -131,8 +131,8 @@ struct CostRow {
 };
 struct Cost {
   std::size_t attn_params = 0, ffn_params = 0, ln_params = 0;  // by the formulas
-  std::size_t formula = 0;   // block_param_count(C, F)
-  std::size_t counted = 0;   // floats held by block_init's tensors
+  std::size_t formula = 0;                                     // block_param_count(C, F)
+  std::size_t counted = 0;                            // floats held by block_init's tensors
   double total = 0.0, attention = 0.0, mixing = 0.0;  // FLOPs of one forward
   std::vector<CostRow> by_length;
 };

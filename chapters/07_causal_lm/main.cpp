@@ -62,9 +62,9 @@ constexpr std::size_t kMaxPromptFlagLength = 4096;  // characters of --prompt
 // learner's ex07:: exercises.
 struct Kernels {
   Tensor<3> (*embed)(const Tokens&, const Matrix& wte, const Matrix& wpe);  // ex07.1
-  Tensor<3> (*tied_logits)(const Tensor<3>& x, const Matrix& wte);         // ex07.2
+  Tensor<3> (*tied_logits)(const Tensor<3>& x, const Matrix& wte);          // ex07.2
   Tensor<3> (*lm_forward)(const Tokens&, const attn::LmWeights&,
-                          const attn::LmConfig&);                          // ex07.3
+                          const attn::LmConfig&);                               // ex07.3
   int (*sample_top_k)(std::span<const float>, float, std::size_t, attn::Rng&);  // ex07.4
 };
 
@@ -80,7 +80,8 @@ Tensor<3> reference_embed(const Tokens& tokens, const Matrix& wte, const Matrix&
       const int id = tokens(b, t);
       attn::require(id >= 0 && static_cast<std::size_t>(id) < wte.shape()[0], "embed",
                     "token id outside [0, V)");
-      xt::view(x, b, t, xt::all()) = xt::row(wte, id) + xt::row(wpe, static_cast<std::ptrdiff_t>(t));
+      xt::view(x, b, t, xt::all()) =
+          xt::row(wte, id) + xt::row(wpe, static_cast<std::ptrdiff_t>(t));
     }
   return x;
 }
@@ -143,8 +144,7 @@ Parameters parameters(const Model& m) {
   Parameters r;
   r.embedding = m.weights.wte.size();
   r.positions = m.weights.wpe.size();
-  for (const attn::BlockWeights& b : m.weights.blocks)
-    r.blocks.push_back(attn::parameter_count(b));
+  for (const attn::BlockWeights& b : m.weights.blocks) r.blocks.push_back(attn::parameter_count(b));
   r.final_ln = m.weights.ln_f_gamma.size() + m.weights.ln_f_beta.size();
   r.total = r.embedding + r.positions + r.final_ln;
   for (const std::size_t b : r.blocks) r.total += b;
@@ -273,8 +273,8 @@ std::size_t parse_top_k(const Options& o, std::size_t V) {
   }
   if (k < 1) throw attn::UsageError(fmt::format("--top-k must be at least 1, got {}", k));
   if (static_cast<unsigned long long>(k) > V) {
-    throw attn::UsageError(fmt::format(
-        "--top-k must be at most V = {} (the vocabulary size), got {}", V, k));
+    throw attn::UsageError(
+        fmt::format("--top-k must be at most V = {} (the vocabulary size), got {}", V, k));
   }
   return static_cast<std::size_t>(k);
 }
@@ -290,7 +290,7 @@ std::size_t blocks_in(const fs::path& dir) {
 // wrap around) and bounded, before anything is drawn. A usage error: the flags are too large.
 void check_model_size(const Options& o) {
   const std::size_t C = o.n_embd, L = o.n_layers;
-  const std::size_t per_block = 12 * C * C + 13 * C;  // C <= 1024: no overflow
+  const std::size_t per_block = 12 * C * C + 13 * C;                    // C <= 1024: no overflow
   const std::size_t params = L * per_block + o.block_size * C + 2 * C;  // + V * C, checked later
   if (params > attn::limits::kMaxModelParameters) {
     throw attn::UsageError(fmt::format(
@@ -341,9 +341,9 @@ Model make_model(const Options& o, std::size_t V, std::uint64_t seed) {
     throw std::runtime_error(fmt::format("--weights: '{}' is not a folder", o.weights_dir));
   }
   if (const std::size_t found = blocks_in(dir); found > o.n_layers) {
-    throw attn::UsageError(fmt::format(
-        "--n-layers {} but model '{}' has {} blocks (h0 to h{}): pass --n-layers {}", o.n_layers,
-        o.weights_dir, found, found - 1, found));
+    throw attn::UsageError(
+        fmt::format("--n-layers {} but model '{}' has {} blocks (h0 to h{}): pass --n-layers {}",
+                    o.n_layers, o.weights_dir, found, found - 1, found));
   }
   // --n-heads is a usage error, so it is checked against C (the width of wte.npy) before
   // load_lm; a missing or broken wte.npy is left for load_lm to report.
@@ -372,8 +372,7 @@ Model make_model(const Options& o, std::size_t V, std::uint64_t seed) {
 }
 
 // The prompt: the flag, or the first line of the corpus with kPromptMinLength characters.
-std::u32string prompt_text(const Options& o, const attn::Corpus& corpus,
-                           const attn::Vocab& vocab) {
+std::u32string prompt_text(const Options& o, const attn::Corpus& corpus, const attn::Vocab& vocab) {
   std::u32string prompt;
   if (o.prompt_given) {
     try {
@@ -414,9 +413,9 @@ void run(const attn::CommonOptions& common, const Options& o) {
   if (o.prompt_given && o.prompt.empty()) throw attn::UsageError("--prompt must not be empty");
   if (o.weights_dir.empty()) check_model_size(o);
   if (o.weights_dir.empty() && o.n_embd % o.n_heads != 0) {
-    throw attn::UsageError(fmt::format(
-        "--n-heads {} does not divide --n-embd {} (every head gets C / H channels)", o.n_heads,
-        o.n_embd));
+    throw attn::UsageError(
+        fmt::format("--n-heads {} does not divide --n-embd {} (every head gets C / H channels)",
+                    o.n_heads, o.n_embd));
   }
 
   const attn::Corpus corpus = attn::load_corpus(common.data);
@@ -425,7 +424,8 @@ void run(const attn::CommonOptions& common, const Options& o) {
   const std::u32string prompt = prompt_text(o, corpus, vocab);
 
   const Model m = make_model(o, vocab.size(), common.seed);
-  if (!o.export_dir.empty()) attn::save_lm(o.export_dir, m.weights, m.config);  // fail before the story
+  if (!o.export_dir.empty())
+    attn::save_lm(o.export_dir, m.weights, m.config);  // fail before the story
   Prompt p;
   p.ids = vocab.encode(attn::encode_utf8(prompt));
   const std::size_t T = std::min(p.ids.size(), m.config.block_size);

@@ -96,8 +96,8 @@ void show_architecture(const Model& m, const Parameters& r) {
       "  x = block_l(x), l = 0..L-1       (B, T, C)   pre-norm, causal attention, GELU FFN\n"
       "  x = ln_f(x)                      (B, T, C)   final LayerNorm\n"
       "  logits = x @ wte^T               (B, T, V)   output projection tied to the embedding\n");
-  fmt::print("Here V = {}, C = {}, T_max = {}, L = {}, H = {} (head size {}), F = 4C = {}.\n", V,
-             C, T_max, L, c.n_heads, C / c.n_heads, F);
+  fmt::print("Here V = {}, C = {}, T_max = {}, L = {}, H = {} (head size {}), F = 4C = {}.\n", V, C,
+             T_max, L, c.n_heads, C / c.n_heads, F);
   const auto row = [&](std::string_view what, std::size_t n) {
     fmt::print("  {:<44} {:>9}  {:>5}%\n", what, n,
                num(100.0 * static_cast<double>(n) / static_cast<double>(r.total), 1));
@@ -151,7 +151,8 @@ void show_logits(const Model& m, const attn::Vocab& vocab, const Prompt& p, cons
     attn::claim(spread > 0.5 * expected && spread < 2.0 * expected,
                 "the logits have a spread of about 0.02 sqrt(C)");
     fmt::print(
-        "The weights start as N(0, 0.02^2): the embeddings are tiny, each block adds a little, and\n"
+        "The weights start as N(0, 0.02^2): the embeddings are tiny, each block adds a little, "
+        "and\n"
         "ln_f rescales every vector to mean 0 and variance 1. Its dot product with a row of wte\n"
         "({} terms of size ~0.02) is a logit of size ~0.02 * sqrt({}) = {}: nearly equal scores.\n",
         c.n_embd, c.n_embd, num(expected, 2));
@@ -263,9 +264,10 @@ void show_generation(const Model& m, const attn::Vocab& vocab, const Prompt& p,
         fmt::print(";\neven at 0.1 the favourite has only p = {}.\n", num(top01));
       }
     } else {
-      fmt::print("The logits are far enough apart that the temperature matters: the entropy goes\n"
-                 "from {} at 0.5 to {} at 1.5.\n",
-                 num(h_cold), num(h_hot));
+      fmt::print(
+          "The logits are far enough apart that the temperature matters: the entropy goes\n"
+          "from {} at 0.5 to {} at 1.5.\n",
+          num(h_cold), num(h_hot));
     }
     fmt::print("Top-k changes it at once: k characters remain, whatever their logits.\n");
   }
@@ -303,10 +305,9 @@ void show_generation(const Model& m, const attn::Vocab& vocab, const Prompt& p,
     }
   }
   if (timing) {
-    fmt::print("(generation took {} ms, {} ms per token)\n", num(r.seconds * 1000.0, 1),
-               num(r.seconds * 1000.0 /
-                       static_cast<double>(std::max<std::size_t>(sample.size(), 1)),
-                   2));
+    fmt::print(
+        "(generation took {} ms, {} ms per token)\n", num(r.seconds * 1000.0, 1),
+        num(r.seconds * 1000.0 / static_cast<double>(std::max<std::size_t>(sample.size(), 1)), 2));
   }
 
   // Same prompt, same seed, other settings.
@@ -396,8 +397,8 @@ std::vector<attn::DiagramNode> model_diagram(const attn::LmConfig& c) {
   using Kind = attn::DiagramNode::Kind;
   const std::string btc = "(B, T, C), C = " + std::to_string(c.n_embd);
   std::vector<attn::DiagramNode> n;
-  n.push_back({Kind::text, "tokens", "(B, T) ids in [0, V), V = " + std::to_string(c.vocab_size),
-               0, false});
+  n.push_back({Kind::text, "tokens", "(B, T) ids in [0, V), V = " + std::to_string(c.vocab_size), 0,
+               false});
   n.push_back({Kind::box, "x = wte[tokens] + wpe[0..T)",
                fmt::format("token ({}, {}) + position ({}, {}) tables", c.vocab_size, c.n_embd,
                            c.block_size, c.n_embd),
@@ -405,15 +406,15 @@ std::vector<attn::DiagramNode> model_diagram(const attn::LmConfig& c) {
   const std::string block_note = fmt::format("pre-norm, causal, {} heads, GELU FFN", c.n_heads);
   if (c.n_layers <= 4) {
     for (std::size_t l = 0; l < c.n_layers; ++l)
-      n.push_back({Kind::box, fmt::format("transformer block {} (chapter 06)", l), block_note, 0,
-                   true});
+      n.push_back(
+          {Kind::box, fmt::format("transformer block {} (chapter 06)", l), block_note, 0, true});
   } else {
     n.push_back({Kind::box, fmt::format("transformer blocks 0 .. {} (chapter 06)", c.n_layers - 1),
                  block_note, 0, true});
   }
   n.push_back({Kind::box, "final LayerNorm ln_f", btc, 0, false});
-  n.push_back({Kind::box, "logits = x @ wte^T", "tied: the embedding table scores the tokens",
-               0, false});
+  n.push_back(
+      {Kind::box, "logits = x @ wte^T", "tied: the embedding table scores the tokens", 0, false});
   n.push_back({Kind::text, "logits", "(B, T, V): row t scores the token after t", 0, false});
   return n;
 }
@@ -457,10 +458,9 @@ std::vector<std::string> write_head_maps(const std::filesystem::path& dir, const
 void write_svgs(const std::filesystem::path& dir, const Model& m, const attn::Vocab& vocab,
                 const Prompt& p, const Tensor<3>& logits) {
   const std::filesystem::path model_path = dir / "causal_lm.svg";
-  attn::write_svg(model_path,
-                  attn::diagram_svg(fmt::format("The causal language model, L = {}",
-                                                m.config.n_layers),
-                                    model_diagram(m.config)));
+  attn::write_svg(model_path, attn::diagram_svg(fmt::format("The causal language model, L = {}",
+                                                            m.config.n_layers),
+                                                model_diagram(m.config)));
   const std::vector<std::string> maps = write_head_maps(dir, m, vocab, p, logits);
   fmt::print("\nwrote {}, and {} .. {}\n", model_path.string(), maps.front(), maps.back());
 }

@@ -6,6 +6,16 @@
 // This file is the lesson: one function per section computes what it teaches and returns a
 // struct (show.hpp); show.cpp prints it. The backward passes themselves live beside their
 // forwards in common/src/ops/ and common/src/model/, the checker in common/src/train/gradcheck.cpp.
+// In the order of the page:
+//   1. chain_rule              a scalar expression, forward and backward one op per line
+//   2. softmax_jacobian        J^T dy against the O(S) backward; the causal mask's zeros
+//      cross_entropy_grads, linear_grads, activation_derivatives
+//      layer_norm_terms        LayerNorm's dx as its three terms, written out
+//      attention_grads         the five lines, one head against the batch
+//      model_gradients         block_backward's BlockWeights of gradients; the tied wte's parts
+//   3. gradient_checks         every backward against central differences (check_op)
+//   4. depth_experiment        the gradient through stacks of 1 to --max-depth blocks
+//   5. backward_memory         what a block's forward keeps for its backward
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -99,7 +109,8 @@ ex08::AttentionGrads reference_attention_backward(const Matrix& dout, const Matr
 
 Kernels reference_kernels() {
   return {&reference_softmax_backward, &reference_masked_softmax_backward,
-          &reference_linear_backward, &reference_layer_norm_backward, &reference_attention_backward};
+          &reference_linear_backward, &reference_layer_norm_backward,
+          &reference_attention_backward};
 }
 
 Kernels learner_kernels() {
@@ -134,12 +145,12 @@ ChainRule chain_rule() {
   r.L = r.v * a;
   // Backward, from the end: each gradient is the upstream one times a local derivative.
   const double dL = 1.0;
-  r.dv = dL * a;         // L = v * a: dL/dv = a
-  r.da_from_L = dL * r.v;  //            dL/da = v   (a's first use)
-  r.du = r.dv * 1.0;       // v = u + c: dv/du = 1
-  r.dc = r.dv * 1.0;       //            dv/dc = 1
-  r.da_from_u = r.du * b;  // u = a * b: du/da = b   (a's second use)
-  r.db = r.du * a;         //            du/db = a
+  r.dv = dL * a;                     // L = v * a: dL/dv = a
+  r.da_from_L = dL * r.v;            //            dL/da = v   (a's first use)
+  r.du = r.dv * 1.0;                 // v = u + c: dv/du = 1
+  r.dc = r.dv * 1.0;                 //            dv/dc = 1
+  r.da_from_u = r.du * b;            // u = a * b: du/da = b   (a's second use)
+  r.db = r.du * a;                   //            du/db = a
   r.da = r.da_from_L + r.da_from_u;  // a used twice collects both
   // Checked by central differences (L(p + h) - L(p - h)) / 2h.
   const auto loss = [](double a_, double b_, double c_) { return (a_ * b_ + c_) * a_; };
@@ -154,7 +165,7 @@ ChainRule chain_rule() {
 // 2. The backward of every op, with its shapes.
 
 // softmax: dx = y * (dy - sum(dy * y)), against J^T dy with the full Jacobian.
-SoftmaxBackward softmax_backward(const Kernels& k, attn::Rng& rng) {
+SoftmaxBackward softmax_jacobian(const Kernels& k, attn::Rng& rng) {
   SoftmaxBackward r;
   const std::size_t S = 4;
   const Matrix x = attn::randn(rng, 1, S);
@@ -181,7 +192,7 @@ SoftmaxBackward softmax_backward(const Kernels& k, attn::Rng& rng) {
 }
 
 // cross-entropy: dlogits = (softmax(logits) - onehot(target)) / N, checked in double.
-CrossEntropyBackward cross_entropy_backward(attn::Rng& rng) {
+CrossEntropyBackward cross_entropy_grads(attn::Rng& rng) {
   CrossEntropyBackward r;
   const std::size_t N = kB * kT, V = 6;
   r.logits = attn::randn(rng, N, V);
@@ -207,7 +218,7 @@ CrossEntropyBackward cross_entropy_backward(attn::Rng& rng) {
 }
 
 // linear: dx = dy @ W^T, dW = x^T @ dy, db = sum of dy.
-LinearBackward linear_backward(const Kernels& k, attn::Rng& rng) {
+LinearBackward linear_grads(const Kernels& k, attn::Rng& rng) {
   LinearBackward r;
   r.x = attn::randn<3>(rng, {kB, kT, kC});
   r.w = attn::randn(rng, kC, kF, 0.3f);
@@ -217,7 +228,7 @@ LinearBackward linear_backward(const Kernels& k, attn::Rng& rng) {
 }
 
 // activations: dx = dy * act'(x); with dy = 1 the backward returns act'(x) itself.
-ActivationBackward activation_backward() {
+ActivationBackward activation_derivatives() {
   ActivationBackward r;
   r.x = {-2.0f, -1.0f, -0.5f, 0.5f, 1.0f, 2.0f};
   Tensor<1> x = xt::zeros<float>(std::array<std::size_t, 1>{r.x.size()});
@@ -268,7 +279,7 @@ LayerNormTerms layer_norm_terms(const Kernels& k, attn::Rng& rng) {
 }
 
 // attention, per (batch, head): dV = P^T dO, dP = dO V^T, dS = softmax backward, dQ, dK.
-AttentionBackward attention_backward(const Kernels& k, attn::Rng& rng) {
+AttentionBackward attention_grads(const Kernels& k, attn::Rng& rng) {
   AttentionBackward r;
   const std::size_t hs = kC / kH;
   const Tensor<4> q = attn::randn<4>(rng, {kB, kH, kT, hs});
@@ -335,7 +346,8 @@ ModelGradients model_gradients(attn::Rng& rng) {
   }
   std::vector<int> read(ids, ids + N);
   std::sort(read.begin(), read.end());
-  r.distinct_inputs = static_cast<std::size_t>(std::unique(read.begin(), read.end()) - read.begin());
+  r.distinct_inputs =
+      static_cast<std::size_t>(std::unique(read.begin(), read.end()) - read.begin());
   r.out_part_norm = norm_of(values_of(out_part));
   r.embed_part_norm = norm_of(values_of(embed_part));
   r.dwte_norm = norm_of(values_of(lg.wte));
@@ -355,8 +367,8 @@ std::vector<attn::GradCheckResult> check_op(attn::Rng& rng, const Forward& forwa
   auto R = forward();  // the output's shape
   for (float& v : R) v = rng.normal();
   const std::vector<GradTensor> tensors = backward(R);
-  return attn::grad_check(
-      [&] { return attn::weighted_sum(values_of(forward()), values_of(R)); }, tensors, options);
+  return attn::grad_check([&] { return attn::weighted_sum(values_of(forward()), values_of(R)); },
+                          tensors, options);
 }
 
 // The block (pre and post-norm) and the whole model: one row each, the largest errors of all
@@ -394,19 +406,22 @@ GradientChecks gradient_checks(const Kernels& k, attn::Rng& rng) {
   };
   {  // softmax and masked softmax, rows of 7
     Matrix x = attn::randn(rng, 3, 7, 2.0f), dx;
-    add("softmax", check_op(rng, [&] { return Matrix(attn::softmax<2>(x)); },
-                            [&](const Matrix& R) -> std::vector<GradTensor> {
-                              dx = k.softmax_backward(attn::softmax<2>(x), R);
-                              return {{"x", values_of(x), values_of(dx)}};
-                            }));
+    const auto forward = [&] { return Matrix(attn::softmax<2>(x)); };
+    const auto backward = [&](const Matrix& R) -> std::vector<GradTensor> {
+      dx = k.softmax_backward(forward(), R);
+      return {{"x", values_of(x), values_of(dx)}};
+    };
+    add("softmax", check_op(rng, forward, backward));
+  }
+  {
     Matrix s = attn::randn(rng, kT, kT, 2.0f), ds;
     const attn::Mask mask = attn::causal_mask(kT);
-    add("masked softmax", check_op(rng, [&] { return Matrix(attn::masked_softmax<2>(s, mask)); },
-                                   [&](const Matrix& R) -> std::vector<GradTensor> {
-                                     ds = k.masked_softmax_backward(
-                                         attn::masked_softmax<2>(s, mask), R);
-                                     return {{"scores", values_of(s), values_of(ds)}};
-                                   }));
+    const auto forward = [&] { return Matrix(attn::masked_softmax<2>(s, mask)); };
+    const auto backward = [&](const Matrix& R) -> std::vector<GradTensor> {
+      ds = k.masked_softmax_backward(forward(), R);
+      return {{"scores", values_of(s), values_of(ds)}};
+    };
+    add("masked softmax", check_op(rng, forward, backward));
   }
   {  // cross-entropy: the loss itself is the scalar
     Matrix logits = attn::randn(rng, kB * kT, 7, 2.0f);
@@ -421,95 +436,98 @@ GradientChecks gradient_checks(const Kernels& k, attn::Rng& rng) {
     Matrix w = attn::randn(rng, kC, 3, 0.5f);
     Vector b = attn::randn<1>(rng, {3});
     attn::LinearGrads g;
-    add("linear", check_op(rng, [&] { return Tensor<3>(attn::linear(x, w, b)); },
-                           [&](const Tensor<3>& R) -> std::vector<GradTensor> {
-                             g = k.linear_backward(R, x, w);
-                             return {{"x", values_of(x), values_of(g.dx)},
-                                     {"w", values_of(w), values_of(g.dw)},
-                                     {"b", values_of(b), values_of(g.db)}};
-                           }));
+    const auto forward = [&] { return Tensor<3>(attn::linear(x, w, b)); };
+    const auto backward = [&](const Tensor<3>& R) -> std::vector<GradTensor> {
+      g = k.linear_backward(R, x, w);
+      return {{"x", values_of(x), values_of(g.dx)},
+              {"w", values_of(w), values_of(g.dw)},
+              {"b", values_of(b), values_of(g.db)}};
+    };
+    add("linear", check_op(rng, forward, backward));
   }
   // activations, away from ReLU's kink at 0
   for (const attn::Activation a :
        {attn::Activation::relu, attn::Activation::gelu, attn::Activation::gelu_tanh}) {
     Tensor<3> x = attn::randn<3>(rng, {1, kT, kC}, 2.0f), dx;
     for (float& v : x) v += v >= 0.0f ? 0.1f : -0.1f;
-    add(std::string(attn::activation_name(a)),
-        check_op(rng, [&] { return Tensor<3>(attn::activate<3>(x, a)); },
-                 [&](const Tensor<3>& R) -> std::vector<GradTensor> {
-                   dx = attn::activate_backward<3>(x, R, a);
-                   return {{"x", values_of(x), values_of(dx)}};
-                 }));
+    const auto forward = [&] { return Tensor<3>(attn::activate<3>(x, a)); };
+    const auto backward = [&](const Tensor<3>& R) -> std::vector<GradTensor> {
+      dx = attn::activate_backward<3>(x, R, a);
+      return {{"x", values_of(x), values_of(dx)}};
+    };
+    add(std::string(attn::activation_name(a)), check_op(rng, forward, backward));
   }
   {  // FFN (exact GELU)
     Tensor<3> x = attn::randn<3>(rng, {kB, kT, kC}), dx;
     attn::FfnWeights w = attn::ffn_init(rng, kC, kF, 0.3f);
     w.b1 = attn::randn<1>(rng, {kF}, 0.1f);
     attn::FfnWeights g = w;
-    add("ffn", check_op(rng, [&] { return attn::ffn_forward(x, w); },
-                        [&](const Tensor<3>& R) -> std::vector<GradTensor> {
-                          attn::FfnCache cache;
-                          attn::ffn_forward(x, w, attn::Activation::gelu, cache);
-                          for (Tensor<2>* m : {&g.w1, &g.w2}) m->fill(0.0f);
-                          g.b1.fill(0.0f);
-                          g.b2.fill(0.0f);
-                          attn::ffn_backward(R, cache, w, attn::Activation::gelu, dx, g);
-                          return {{"x", values_of(x), values_of(dx)},
-                                  {"w1", values_of(w.w1), values_of(g.w1)},
-                                  {"b1", values_of(w.b1), values_of(g.b1)},
-                                  {"w2", values_of(w.w2), values_of(g.w2)},
-                                  {"b2", values_of(w.b2), values_of(g.b2)}};
-                        }));
+    const auto forward = [&] { return attn::ffn_forward(x, w); };
+    const auto backward = [&](const Tensor<3>& R) -> std::vector<GradTensor> {
+      attn::FfnCache cache;
+      attn::ffn_forward(x, w, attn::Activation::gelu, cache);
+      for (Tensor<2>* m : {&g.w1, &g.w2}) m->fill(0.0f);
+      g.b1.fill(0.0f);
+      g.b2.fill(0.0f);
+      attn::ffn_backward(R, cache, w, attn::Activation::gelu, dx, g);
+      return {{"x", values_of(x), values_of(dx)},
+              {"w1", values_of(w.w1), values_of(g.w1)},
+              {"b1", values_of(w.b1), values_of(g.b1)},
+              {"w2", values_of(w.w2), values_of(g.w2)},
+              {"b2", values_of(w.b2), values_of(g.b2)}};
+    };
+    add("ffn", check_op(rng, forward, backward));
   }
   {  // LayerNorm
     Tensor<3> x = attn::randn<3>(rng, {kB, kT, kC}, 2.0f);
     Vector gamma = attn::randn<1>(rng, {kC}, 0.3f) + 1.0f;
     Vector beta = attn::randn<1>(rng, {kC}, 0.3f);
     attn::LayerNormGrads<3> g;
-    add("layer_norm", check_op(rng, [&] { return attn::layer_norm<3>(x, gamma, beta); },
-                               [&](const Tensor<3>& R) -> std::vector<GradTensor> {
-                                 g = k.layer_norm_backward(R, x, gamma, 1e-5f);
-                                 return {{"x", values_of(x), values_of(g.dx)},
-                                         {"gamma", values_of(gamma), values_of(g.dgamma)},
-                                         {"beta", values_of(beta), values_of(g.dbeta)}};
-                               }));
+    const auto forward = [&] { return attn::layer_norm<3>(x, gamma, beta); };
+    const auto backward = [&](const Tensor<3>& R) -> std::vector<GradTensor> {
+      g = k.layer_norm_backward(R, x, gamma, 1e-5f);
+      return {{"x", values_of(x), values_of(g.dx)},
+              {"gamma", values_of(gamma), values_of(g.dgamma)},
+              {"beta", values_of(beta), values_of(g.dbeta)}};
+    };
+    add("layer_norm", check_op(rng, forward, backward));
   }
   // One attention head, causal and cross (S != T).
   for (const bool causal : {true, false}) {
     const std::size_t T = kT, S = causal ? kT : kT + 2, hs = 3;
     Matrix q = attn::randn(rng, T, hs), kk = attn::randn(rng, S, hs), v = attn::randn(rng, S, hs);
     ex08::AttentionGrads g;
-    add(causal ? "attention causal" : "attention S != T",
-        check_op(rng,
-                 [&] {
-                   return as_matrix(attn::scaled_dot_product_attention(
-                                        as_heads(q), as_heads(kk), as_heads(v), causal, false)
-                                        .out);
-                 },
-                 [&](const Matrix& R) -> std::vector<GradTensor> {
-                   g = k.attention_backward(R, q, kk, v, causal);
-                   return {{"q", values_of(q), values_of(g.dq)},
-                           {"k", values_of(kk), values_of(g.dk)},
-                           {"v", values_of(v), values_of(g.dv)}};
-                 }));
+    const auto forward = [&] {
+      const Tensor<4> out =
+          attn::scaled_dot_product_attention(as_heads(q), as_heads(kk), as_heads(v), causal, false)
+              .out;
+      return as_matrix(out);  // (T, hs)
+    };
+    const auto backward = [&](const Matrix& R) -> std::vector<GradTensor> {
+      g = k.attention_backward(R, q, kk, v, causal);
+      return {{"q", values_of(q), values_of(g.dq)},
+              {"k", values_of(kk), values_of(g.dk)},
+              {"v", values_of(v), values_of(g.dv)}};
+    };
+    add(causal ? "attention causal" : "attention S != T", check_op(rng, forward, backward));
   }
   {  // Multi-head attention
     Tensor<3> x = attn::randn<3>(rng, {kB, kT, kC}), dx;
     attn::MhaWeights w = attn::mha_init(rng, kC, 0.5f);
     attn::MhaWeights g = w;
-    add("mha causal *", check_op(rng, [&] { return attn::mha_forward(x, w, kH, true).out; },
-                                 [&](const Tensor<3>& R) -> std::vector<GradTensor> {
-                                   attn::MhaCache cache;
-                                   attn::mha_forward(x, w, kH, true, cache);
-                                   for (Matrix* m : {&g.w_q, &g.w_k, &g.w_v, &g.w_o}) m->fill(0.0f);
-                                   attn::mha_backward(R, cache, w, kH, true, dx, g);
-                                   return {{"x", values_of(x), values_of(dx)},
-                                           {"w_q", values_of(w.w_q), values_of(g.w_q)},
-                                           {"w_k", values_of(w.w_k), values_of(g.w_k)},
-                                           {"w_v", values_of(w.w_v), values_of(g.w_v)},
-                                           {"w_o", values_of(w.w_o), values_of(g.w_o)}};
-                                 },
-                                 deep_options()));
+    const auto forward = [&] { return attn::mha_forward(x, w, kH, true).out; };
+    const auto backward = [&](const Tensor<3>& R) -> std::vector<GradTensor> {
+      attn::MhaCache cache;
+      attn::mha_forward(x, w, kH, true, cache);
+      for (Matrix* m : {&g.w_q, &g.w_k, &g.w_v, &g.w_o}) m->fill(0.0f);
+      attn::mha_backward(R, cache, w, kH, true, dx, g);
+      return {{"x", values_of(x), values_of(dx)},
+              {"w_q", values_of(w.w_q), values_of(g.w_q)},
+              {"w_k", values_of(w.w_k), values_of(g.w_k)},
+              {"w_v", values_of(w.w_v), values_of(g.w_v)},
+              {"w_o", values_of(w.w_o), values_of(g.w_o)}};
+    };
+    add("mha causal *", check_op(rng, forward, backward, deep_options()));
   }
   // The block, pre- and post-norm: its input and its 12 parameter tensors.
   for (const attn::NormPlacement norm : {attn::NormPlacement::pre, attn::NormPlacement::post}) {
@@ -519,6 +537,7 @@ GradientChecks gradient_checks(const Kernels& k, attn::Rng& rng) {
     BlockWeights w = check_block_weights(rng);
     Tensor<3> x = attn::randn<3>(rng, {1, 4, kC}), dx;
     BlockWeights g = attn::block_zeros_like(w);
+    const auto forward = [&] { return attn::block_forward(x, w, config).out; };
     const auto backward = [&](const Tensor<3>& R) -> std::vector<GradTensor> {
       attn::BlockCache cache;
       attn::block_forward(x, w, config, cache);
@@ -537,11 +556,9 @@ GradientChecks gradient_checks(const Kernels& k, attn::Rng& rng) {
               {"w2", values_of(w.ffn.w2), values_of(g.ffn.w2)},
               {"b2", values_of(w.ffn.b2), values_of(g.ffn.b2)}};
     };
-    checks.correct.push_back(worst_of(
-        std::string("block ") + (norm == attn::NormPlacement::pre ? "pre-norm" : "post-norm") +
-            " *",
-        check_op(rng, [&] { return attn::block_forward(x, w, config).out; }, backward,
-                 deep_options())));
+    const std::string op =
+        norm == attn::NormPlacement::pre ? "block pre-norm *" : "block post-norm *";
+    checks.correct.push_back(worst_of(op, check_op(rng, forward, backward, deep_options())));
   }
   {  // The language model: every parameter, through the loss itself.
     attn::LmConfig lc;
@@ -685,7 +702,8 @@ BackwardMemory backward_memory(attn::Rng& rng) {
   r.out_shape.assign(out.shape().begin(), out.shape().end());
   const auto keep = [&](const std::string& name, const auto& t) {
     if (t.size() == 0) return;  // a field this configuration's backward does not read
-    r.kept.push_back({name, std::vector<std::size_t>(t.shape().begin(), t.shape().end()), t.size()});
+    r.kept.push_back(
+        {name, std::vector<std::size_t>(t.shape().begin(), t.shape().end()), t.size()});
   };
   keep("x", cache.x);
   keep("ln1.mean", cache.ln1.mean);
@@ -734,15 +752,13 @@ int main(int argc, char** argv) {
                 "needs.");
   DepthSetup depth;
   std::size_t only = 0;
-  cli.add_size("--section", only, "print only this section, 1 to 5 (default 0: all of them)", 0,
-               5);
+  cli.add_size("--section", only, "print only this section, 1 to 5 (default 0: all of them)", 0, 5);
   cli.add_size("--max-depth", depth.max_depth, "deepest stack of the depth experiment, in blocks",
                1, kMaxDepth);
   cli.add_size("--block-size", depth.T, "sequence length T of the depth experiment", 1,
                kMaxBlockSize);
   cli.add_size("--n-embd", depth.C, "model width C of the depth experiment", 1, kMaxEmbd);
-  cli.add_size("--n-heads", depth.H, "heads H of the depth experiment, must divide C", 1,
-               kMaxEmbd);
+  cli.add_size("--n-heads", depth.H, "heads H of the depth experiment, must divide C", 1, kMaxEmbd);
   cli.add_float("--weight-std", depth.std,
                 "std of the depth experiment's weights (default 1/sqrt(C); at most 1)", 0.0f);
   cli.add_alias("time-steps", "block-size");  // the names of earlier versions
@@ -751,9 +767,10 @@ int main(int argc, char** argv) {
 
   return cli.run(argc, argv, [&](const attn::CommonOptions& options) {
     if (depth.C % depth.H != 0) {
-      throw attn::UsageError(fmt::format("--n-heads must divide --n-embd, got {} heads for {} "
-                                         "channels",
-                                         depth.H, depth.C));
+      throw attn::UsageError(
+          fmt::format("--n-heads must divide --n-embd, got {} heads for {} "
+                      "channels",
+                      depth.H, depth.C));
     }
     if (depth.std > 1.0f) {
       throw attn::UsageError(
@@ -776,12 +793,12 @@ int main(int argc, char** argv) {
     if (wanted(2)) {
       attn::Rng rng = stream(2);
       show_op_sizes();
-      show_softmax(softmax_backward(k, rng));
-      show_cross_entropy(cross_entropy_backward(rng));
-      show_linear(linear_backward(k, rng));
-      show_activations(activation_backward());
+      show_softmax(softmax_jacobian(k, rng));
+      show_cross_entropy(cross_entropy_grads(rng));
+      show_linear(linear_grads(k, rng));
+      show_activations(activation_derivatives());
       show_layer_norm(layer_norm_terms(k, rng));
-      show_attention(attention_backward(k, rng));
+      show_attention(attention_grads(k, rng));
       show_model_gradients(model_gradients(rng));
     }
     if (wanted(3)) {

@@ -159,8 +159,8 @@ void show_softmax(const SoftmaxBackward& r) {
 void show_cross_entropy(const CrossEntropyBackward& r) {
   print("\n-- cross-entropy: dlogits = (softmax(logits) - onehot(target)) / N --\n");
   print("  logits " + shape(r.logits) + ", targets (" + std::to_string(r.logits.shape()[0]) +
-        ",) -> loss " + num(r.lg.loss) + ", dlogits " + shape(r.lg.grad) +
-        "; every row sums to " + sci(r.worst_row_sum) +
+        ",) -> loss " + num(r.lg.loss) + ", dlogits " + shape(r.lg.grad) + "; every row sums to " +
+        sci(r.worst_row_sum) +
         "\n  (the target's entry is pushed down by (1 - p) / N, the others up by p / N)\n");
   attn::claim(r.worst_row_sum < 1e-6, "every row of dlogits sums to 0");
   attn::claim(r.worst_entry < 1e-6,
@@ -172,8 +172,8 @@ void show_linear(const LinearBackward& r) {
   const std::size_t C = r.w.shape()[0], F = r.w.shape()[1];
   print("  dx = dy @ W^T    " + shape(r.dy) + " @ (" + std::to_string(F) + ", " +
         std::to_string(C) + ") -> " + shape(r.g.dx) + "\n");
-  print("  dW = x^T @ dy    summed over the B*T = " + std::to_string(r.x.size() / C) +
-        " rows -> " + shape(r.g.dw) + "\n");
+  print("  dW = x^T @ dy    summed over the B*T = " + std::to_string(r.x.size() / C) + " rows -> " +
+        shape(r.g.dw) + "\n");
   print("  db = sum of dy   over the same rows -> " + shape(r.g.db) + "\n");
   print(
       "  W is shared by every position of every sequence, so its gradient is a sum: a\n"
@@ -231,8 +231,9 @@ void show_layer_norm(const LayerNormTerms& r) {
         (flat ? "yes" : "NO") +
         ". Shifting every feature of the\n  token by the same amount, or scaling it, does not "
         "change y, so dx has no part along those\n  two directions.\n");
-  print("  shapes: dy, x (B, T, C) -> dx (B, T, C); dgamma = sum(dy * xhat), dbeta = sum(dy), both " +
-        shape(r.lg.dgamma) + "\n");
+  print(
+      "  shapes: dy, x (B, T, C) -> dx (B, T, C); dgamma = sum(dy * xhat), dbeta = sum(dy), both " +
+      shape(r.lg.dgamma) + "\n");
 }
 
 void show_attention(const AttentionBackward& r) {
@@ -339,8 +340,9 @@ void show_gradient_checks(const GradientChecks& r, bool mine) {
   print(fmt::format("{} of {} checks pass; the largest relative error is {}.\n", passed, correct,
                     bound(worst_rel)));
   if (passed < correct) {
-    print("A failing row is a wrong backward, or, for a rare seed, rounding noise of the float\n"
-          "forward beyond what the step averages out: the same row on other seeds tells which.\n");
+    print(
+        "A failing row is a wrong backward, or, for a rare seed, rounding noise of the float\n"
+        "forward beyond what the step averages out: the same row on other seeds tells which.\n");
   }
   print(fmt::format("The wrong gradients: {} of {} caught{}\n", caught, r.wrong.size(),
                     caught == r.wrong.size()
@@ -388,7 +390,8 @@ void show_depth(const DepthSetup& s, const DepthResult& r) {
     print(row + "\n");
   }
   std::string tops = "  rms out";
-  for (std::size_t k = 0; k < std::size(kVariants); ++k) tops += right(sci(r.top[k].back()), kWidth);
+  for (std::size_t k = 0; k < std::size(kVariants); ++k)
+    tops += right(sci(r.top[k].back()), kWidth);
   print(tops + "\n");
   for (std::size_t k = 0; k < std::size(kVariants); ++k)
     print("  " + left(std::string(kVariants[k].name) + ":", 22) + verdict(r.norm[k]) + "\n");
@@ -411,10 +414,12 @@ void show_depth(const DepthSetup& s, const DepthResult& r) {
   const double bottom = r.norm[0].back();
   std::string story;
   if (both) {
-    story = "With residuals and LayerNorm the gradient reaches the bottom of the deepest stack "
-            "with norm " + sci(bottom) +
-            (bottom >= 0.1 && bottom <= 10.0 ? ", about the size it entered with. "
-                                             : ": neither vanished nor exploded. ");
+    story =
+        "With residuals and LayerNorm the gradient reaches the bottom of the deepest stack "
+        "with norm " +
+        sci(bottom) +
+        (bottom >= 0.1 && bottom <= 10.0 ? ", about the size it entered with. "
+                                         : ": neither vanished nor exploded. ");
   }
   if (both && !res_only && !(r.norm[1].back() < 1e-3)) {  // explodes or overflows
     // A NaN compares false: a stream that overflowed counts as grown.
@@ -422,29 +427,34 @@ void show_depth(const DepthSetup& s, const DepthResult& r) {
                 "without LayerNorm the residual stream grows with depth");
     attn::claim(!(stream.back() <= r.top[0].back()),
                 "without LayerNorm the stream ends larger than with it");
-    story += "Remove LayerNorm and keep the residuals: every block adds its output to a stream "
-             "that grows (the rms out row), the sublayers read that raw stream, and the backward "
-             "multiplies by their ever larger Jacobians, so the gradient at the bottom " +
-             verdict(r.norm[1]) +
-             ". That is the answer to the seed's question: without LayerNorm nothing holds the "
-             "scale of the stream, and a stack of blocks amplifies it, forward and backward.";
+    story +=
+        "Remove LayerNorm and keep the residuals: every block adds its output to a stream "
+        "that grows (the rms out row), the sublayers read that raw stream, and the backward "
+        "multiplies by their ever larger Jacobians, so the gradient at the bottom " +
+        verdict(r.norm[1]) +
+        ". That is the answer to the seed's question: without LayerNorm nothing holds the "
+        "scale of the stream, and a stack of blocks amplifies it, forward and backward.";
   } else if (both && !res_only) {  // residual only vanishes
     attn::claim(stream.back() < stream.front(),
                 "without LayerNorm the residual stream shrinks with depth here");
     story += "Remove LayerNorm and keep the residuals, and the gradient at the bottom " +
-             verdict(r.norm[1]) + ": nothing holds the scale of the stream, which here shrinks "
-             "(rms out " + sci(stream.back()) + " in the deepest stack, " + sci(stream.front()) +
+             verdict(r.norm[1]) +
+             ": nothing holds the scale of the stream, which here shrinks "
+             "(rms out " +
+             sci(stream.back()) + " in the deepest stack, " + sci(stream.front()) +
              " after one block), and the gradient shrinks with it.";
   } else if (both && spread(r.norm[1]) > 10.0) {
     attn::claim(spread(r.norm[1]) > spread(r.norm[0]),
                 "LayerNorm keeps the gradient's size steadier than the residual alone");
-    story += "With these weights the residual path alone still carries the gradient down, but "
-             "without LayerNorm its size already varies by a factor of " +
-             factor(spread(r.norm[1])) + " over the depths (" + factor(spread(r.norm[0])) +
-             " with it): nothing holds the scale of the stream.";
+    story +=
+        "With these weights the residual path alone still carries the gradient down, but "
+        "without LayerNorm its size already varies by a factor of " +
+        factor(spread(r.norm[1])) + " over the depths (" + factor(spread(r.norm[0])) +
+        " with it): nothing holds the scale of the stream.";
   } else if (both) {
-    story += std::string("With these weights the residual path alone still carries the gradient "
-                         "down") +
+    story += std::string(
+                 "With these weights the residual path alone still carries the gradient "
+                 "down") +
              (std < 1.0f ? "; a larger --weight-std makes the stream, and the gradient, grow "
                            "without LayerNorm."
                          : ".");
@@ -461,7 +471,7 @@ void show_depth(const DepthSetup& s, const DepthResult& r) {
       verdict(r.norm[2]) + ", with neither it " + verdict(r.norm[3]) +
       ". A residual block's backward is dx = dout + f's backward(dout): the gradient always has "
       "the identity path" +
-      (both ? ", and LayerNorm keeps the other path's size in check."
+      (both               ? ", and LayerNorm keeps the other path's size in check."
        : !(bottom <= 1e3) ? ", but here the other path, amplified by these weights, outgrows it."
                           : ", but here the other path cancels it.")));
 }
@@ -511,8 +521,8 @@ void show_memory(const BackwardMemory& r) {
           right(std::to_string(t.floats), 10) + "\n");
   print("  activation_floats(cache)                " + right(std::to_string(r.held), 10) + "  (" +
         mb(r.held) + ")\n");
-  print("  block_activation_floats(B, T, C, F, H)  " + right(std::to_string(r.formula), 10) +
-        "  " + (r.held == r.formula ? "match" : "MISMATCH") + "\n");
+  print("  block_activation_floats(B, T, C, F, H)  " + right(std::to_string(r.formula), 10) + "  " +
+        (r.held == r.formula ? "match" : "MISMATCH") + "\n");
   attn::claim(r.held == r.formula, "the cache holds the floats block_activation_floats counts");
   attn::claim(r.weights_share_2T > r.weights_share, "the attention weights' share grows with T");
   const std::size_t btc = m.B * m.T * m.C, btf = m.B * m.T * r.F, bhtt = m.B * m.H * m.T * m.T;

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "attn/core/random.hpp"
 #include "attn/model/block.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/linear.hpp"
 #include "attn/ops/loss.hpp"
-#include "attn/core/random.hpp"
 #include "attn/train/gradcheck.hpp"
 #include "exercises.hpp"
 
@@ -30,9 +30,9 @@ constexpr std::size_t kB = 2, kT = 5, kC = 8, kH = 2, kF = 32;
 // ---- 1. The chain rule on L = (a * b + c) * a.
 struct ChainRule {
   double a = 2.0, b = -3.0, c = 10.0;
-  double u = 0, v = 0, L = 0;                             // the forward, one op per line
+  double u = 0, v = 0, L = 0;  // the forward, one op per line
   double dv = 0, da_from_L = 0, du = 0, dc = 0, da_from_u = 0, db = 0, da = 0;  // the backward
-  double h = 1e-4;                                        // central differences, in double
+  double h = 1e-4;  // central differences, in double
   double numeric_da = 0, numeric_db = 0, numeric_dc = 0;
 };
 void show_chain_rule(const ChainRule& r);
@@ -49,10 +49,10 @@ struct SoftmaxBackward {
 void show_softmax(const SoftmaxBackward& r);
 
 struct CrossEntropyBackward {
-  Matrix logits;                 // (N, V)
-  attn::LossGrad lg;             // the loss and dlogits (N, V)
-  double worst_row_sum = 0.0;    // max over rows of |sum of dlogits|
-  double worst_entry = 0.0;      // max |dlogits - (softmax - onehot) / N|, the softmax in double
+  Matrix logits;               // (N, V)
+  attn::LossGrad lg;           // the loss and dlogits (N, V)
+  double worst_row_sum = 0.0;  // max over rows of |sum of dlogits|
+  double worst_entry = 0.0;    // max |dlogits - (softmax - onehot) / N|, the softmax in double
 };
 void show_cross_entropy(const CrossEntropyBackward& r);
 
@@ -64,9 +64,9 @@ struct LinearBackward {
 void show_linear(const LinearBackward& r);
 
 struct ActivationBackward {
-  std::vector<float> x;                         // six points
-  std::vector<attn::Activation> activations;    // relu, gelu, gelu_tanh
-  std::vector<Tensor<1>> derivative;            // act'(x) at the six points, per activation
+  std::vector<float> x;                       // six points
+  std::vector<attn::Activation> activations;  // relu, gelu, gelu_tanh
+  std::vector<Tensor<1>> derivative;          // act'(x) at the six points, per activation
 };
 void show_activations(const ActivationBackward& r);
 
@@ -78,16 +78,16 @@ struct LayerNormTerms {
 void show_layer_norm(const LayerNormTerms& r);
 
 struct AttentionBackward {
-  attn::AttentionResult f;  // out (B, H, T, hs), weights (B, H, T, T)
-  attn::AttentionGrads g;   // dq, dk, dv (B, H, T, hs)
-  ex08::AttentionGrads one;  // head (0, 0) alone, (T, hs) each
-  double one_vs_batch = 0.0; // max |difference| between the two
+  attn::AttentionResult f;    // out (B, H, T, hs), weights (B, H, T, T)
+  attn::AttentionGrads g;     // dq, dk, dv (B, H, T, hs)
+  ex08::AttentionGrads one;   // head (0, 0) alone, (T, hs) each
+  double one_vs_batch = 0.0;  // max |difference| between the two
 };
 void show_attention(const AttentionBackward& r);
 
 struct ModelGradients {
-  Tensor<3> dout, dx;           // the block's (B, T, C)
-  attn::BlockWeights grads;     // block_backward's gradients, shaped like the weights
+  Tensor<3> dout, dx;        // the block's (B, T, C)
+  attn::BlockWeights grads;  // block_backward's gradients, shaped like the weights
   std::size_t V = 0, C = 0, N = 0;
   double loss = 0.0;
   double out_part_norm = 0.0, embed_part_norm = 0.0, dwte_norm = 0.0;  // the two parts of dwte
@@ -156,13 +156,13 @@ struct StackMemory {
 struct BackwardMemory {
   Shapes model;
   std::size_t F = 0;
-  std::vector<KeptTensor> kept;      // the BlockCache's tensors, in order
-  std::size_t held = 0;              // activation_floats(cache)
-  std::size_t formula = 0;           // block_activation_floats(B, T, C, F, H)
-  double weights_share = 0.0;        // B H T^2 / formula
-  double weights_share_2T = 0.0;     // the same block at 2T
+  std::vector<KeptTensor> kept;   // the BlockCache's tensors, in order
+  std::size_t held = 0;           // activation_floats(cache)
+  std::size_t formula = 0;        // block_activation_floats(B, T, C, F, H)
+  double weights_share = 0.0;     // B H T^2 / formula
+  double weights_share_2T = 0.0;  // the same block at 2T
   std::vector<std::size_t> out_shape;
-  std::vector<StackMemory> stacks;   // by formula, for whole stacks
+  std::vector<StackMemory> stacks;  // by formula, for whole stacks
 };
 void show_memory(const BackwardMemory& r);
 
