@@ -122,12 +122,6 @@ Tokens as_batch(std::span<const int> ids) {
   return tokens;
 }
 
-// The last position's logits of a (1, T, V) tensor.
-std::span<const float> last_row(const Tensor<3>& logits) {
-  const std::size_t T = logits.shape()[1], V = logits.shape()[2];
-  return {logits.data() + (T - 1) * V, V};
-}
-
 // Population standard deviation of every element, in double: how big the values are.
 double std_of(const Tensor<3>& x) {
   double mean = 0.0;

@@ -70,12 +70,6 @@ std::vector<float> top_k_probs(std::span<const float> logits, float temperature,
   return kept;
 }
 
-// The last position's logits of a (1, T, V) tensor.
-std::span<const float> last_row(const Tensor<3>& logits) {
-  const std::size_t T = logits.shape()[1], V = logits.shape()[2];
-  return {logits.data() + (T - 1) * V, V};
-}
-
 std::size_t distinct(std::span<const int> ids) {
   return std::set<int>(ids.begin(), ids.end()).size();
 }

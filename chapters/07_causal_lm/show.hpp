@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,12 @@ namespace ch07 {
 
 using attn::Matrix;
 using attn::Tensor;
+
+// The last position's logits of a (1, T, V) tensor: the only row generation needs.
+inline std::span<const float> last_row(const Tensor<3>& logits) {
+  const std::size_t T = logits.shape()[1], V = logits.shape()[2];
+  return {logits.data() + (T - 1) * V, V};
+}
 
 struct Model {
   attn::LmConfig config;

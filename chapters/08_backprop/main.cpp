@@ -118,16 +118,6 @@ Kernels learner_kernels() {
           &ex08::layer_norm_backward, &ex08::attention_backward};
 }
 
-template <class E>
-std::span<float> values_of(E& t) {
-  return {t.data(), t.size()};
-}
-
-template <class E>
-std::span<const float> values_of(const E& t) {
-  return {t.data(), t.size()};
-}
-
 double norm_of(std::span<const float> v) {
   double s = 0.0;
   for (const float x : v) s += static_cast<double>(x) * static_cast<double>(x);

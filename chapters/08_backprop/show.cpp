@@ -51,11 +51,6 @@ std::string left(const std::string& text, std::size_t width) {
   return fmt::format("{:<{}}", text, width);
 }
 
-template <class E>
-std::span<const float> values_of(const E& t) {
-  return {t.data(), t.size()};
-}
-
 // A paragraph of narration cut into lines of at most `width` characters, at spaces.
 std::string wrap(const std::string& text, std::size_t width = 92) {
   std::string out, line;

@@ -24,6 +24,16 @@ using attn::Matrix;
 using attn::Tensor;
 using attn::Vector;
 
+// A tensor's numbers as a span, for grad_check and the narration.
+template <class E>
+std::span<float> values_of(E& t) {
+  return {t.data(), t.size()};
+}
+template <class E>
+std::span<const float> values_of(const E& t) {
+  return {t.data(), t.size()};
+}
+
 // Sizes of the op sections and of the gradient check: small, odd where it matters.
 constexpr std::size_t kB = 2, kT = 5, kC = 8, kH = 2, kF = 32;
 
