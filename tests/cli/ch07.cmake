@@ -1,10 +1,10 @@
 # Chapter 07 (07_causal_lm): bad command lines exit with 2, bad input files with 1, each with one
 # line on stderr.
-attn_cli_test(ch07.heads_not_dividing EXIT 2
-              MATCH "--heads 5 does not divide --channels 64"
-              COMMAND 07_causal_lm --heads 5)
-attn_cli_test(ch07.channels_zero EXIT 2 MATCH "--channels must be at least 1, got 0"
-              COMMAND 07_causal_lm --channels 0)
+attn_cli_test(ch07.n_heads_not_dividing EXIT 2
+              MATCH "--n-heads 5 does not divide --n-embd 64"
+              COMMAND 07_causal_lm --n-heads 5)
+attn_cli_test(ch07.n_embd_zero EXIT 2 MATCH "--n-embd must be at least 1, got 0"
+              COMMAND 07_causal_lm --n-embd 0)
 attn_cli_test(ch07.prompt_unknown_character EXIT 1
               MATCH "--prompt: character 'Z' \\(U\\+005A\\) is not in the vocabulary of this corpus \\(59 characters\\)"
               COMMAND 07_causal_lm --prompt Zebra)
@@ -59,14 +59,14 @@ file(MAKE_DIRECTORY ${DIR})
 file(WRITE ${DIR}/abcd.txt "abcd dcba abcd dcba abcd dcba abcd dcba abcd\n")
 
 function(export_model name)
-  execute_process(COMMAND ${EXE} --export ${DIR}/${name} --max-new-tokens 1 ${ARGN}
+  execute_process(COMMAND ${EXE} --export ${DIR}/${name} --tokens 1 ${ARGN}
                   RESULT_VARIABLE code OUTPUT_QUIET ERROR_VARIABLE err)
   if(NOT code EQUAL 0)
     message(FATAL_ERROR "exporting ${name} failed (exit ${code}): ${err}")
   endif()
 endfunction()
 export_model(good)
-export_model(narrow --channels 32)
+export_model(narrow --n-embd 32)
 export_model(other_corpus --data ${DIR}/abcd.txt)
 
 foreach(copy missing misshaped corrupt)
@@ -85,7 +85,7 @@ set_tests_properties(cli.ch07.make_models PROPERTIES LABELS "cli;ch07"
                      FIXTURES_SETUP ch07_models)
 
 attn_cli_test(ch07.weights_round_trip EXIT 0 STDOUT MATCH "model: loaded from '.*/good'"
-              COMMAND 07_causal_lm --weights ${ch07_models}/good --max-new-tokens 5)
+              COMMAND 07_causal_lm --weights ${ch07_models}/good --tokens 5)
 attn_cli_test(ch07.weights_missing_tensor EXIT 1 MATCH "h1\\.w_v\\.npy"
               COMMAND 07_causal_lm --weights ${ch07_models}/missing)
 attn_cli_test(ch07.weights_misshaped_tensor EXIT 1
@@ -96,11 +96,13 @@ attn_cli_test(ch07.weights_corrupt_file EXIT 1 MATCH "corrupt/h0\\.w_k\\.npy"
 attn_cli_test(ch07.weights_other_vocabulary EXIT 1
               MATCH "has a vocabulary of 6 tokens .* but the corpus has 59 characters"
               COMMAND 07_causal_lm --weights ${ch07_models}/other_corpus)
+# An old spelling (--layers) is a hidden alias of --n-layers: accepted, and the message names the
+# flag --help shows.
 attn_cli_test(ch07.weights_more_blocks_than_layers EXIT 2
-              MATCH "--layers 1 but model '.*/good' has 2 blocks"
+              MATCH "--n-layers 1 but model '.*/good' has 2 blocks"
               COMMAND 07_causal_lm --weights ${ch07_models}/good --layers 1)
-attn_cli_test(ch07.weights_heads_not_dividing EXIT 2 MATCH "--heads 5 does not divide C = 64"
-              COMMAND 07_causal_lm --weights ${ch07_models}/good --heads 5)
+attn_cli_test(ch07.weights_heads_not_dividing EXIT 2 MATCH "--n-heads 5 does not divide C = 64"
+              COMMAND 07_causal_lm --weights ${ch07_models}/good --n-heads 5)
 foreach(t weights_round_trip weights_missing_tensor weights_misshaped_tensor weights_corrupt_file
           weights_other_vocabulary weights_more_blocks_than_layers weights_heads_not_dividing)
   set_tests_properties(cli.ch07.${t} PROPERTIES FIXTURES_REQUIRED ch07_models)

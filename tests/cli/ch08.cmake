@@ -5,21 +5,23 @@ attn_cli_test(ch08.max_depth_too_large EXIT 2 MATCH "--max-depth must be at most
               COMMAND 08_backprop --max-depth 65)
 attn_cli_test(ch08.max_depth_not_a_number EXIT 2 MATCH "--max-depth expects an integer, got 'deep'"
               COMMAND 08_backprop --max-depth deep)
-attn_cli_test(ch08.time_steps_negative EXIT 2 MATCH "--time-steps must be at least 1, got -16"
-              COMMAND 08_backprop --time-steps -16)
-attn_cli_test(ch08.time_steps_too_large EXIT 2 MATCH "--time-steps must be at most 64, got 65"
+attn_cli_test(ch08.block_size_negative EXIT 2 MATCH "--block-size must be at least 1, got -16"
+              COMMAND 08_backprop --block-size -16)
+# An old spelling (--time-steps) is a hidden alias of --block-size: accepted, and the message
+# names the flag --help shows.
+attn_cli_test(ch08.old_flag_time_steps EXIT 2 MATCH "--block-size must be at most 64, got 65"
               COMMAND 08_backprop --time-steps 65)
-attn_cli_test(ch08.channels_zero EXIT 2 MATCH "--channels must be at least 1, got 0"
-              COMMAND 08_backprop --channels 0)
-attn_cli_test(ch08.channels_too_large EXIT 2 MATCH "--channels must be at most 128, got 129"
-              COMMAND 08_backprop --channels 129)
-attn_cli_test(ch08.channels_huge EXIT 2 MATCH "--channels"
-              COMMAND 08_backprop --channels 99999999999999999999999)
-attn_cli_test(ch08.heads_zero EXIT 2 MATCH "--heads must be at least 1, got 0"
-              COMMAND 08_backprop --heads 0)
-attn_cli_test(ch08.heads_not_dividing EXIT 2
-              MATCH "--heads must divide --channels, got 5 heads for 32 channels"
-              COMMAND 08_backprop --heads 5)
+attn_cli_test(ch08.n_embd_zero EXIT 2 MATCH "--n-embd must be at least 1, got 0"
+              COMMAND 08_backprop --n-embd 0)
+attn_cli_test(ch08.n_embd_too_large EXIT 2 MATCH "--n-embd must be at most 128, got 129"
+              COMMAND 08_backprop --n-embd 129)
+attn_cli_test(ch08.n_embd_huge EXIT 2 MATCH "--n-embd"
+              COMMAND 08_backprop --n-embd 99999999999999999999999)
+attn_cli_test(ch08.n_heads_zero EXIT 2 MATCH "--n-heads must be at least 1, got 0"
+              COMMAND 08_backprop --n-heads 0)
+attn_cli_test(ch08.n_heads_not_dividing EXIT 2
+              MATCH "--n-heads must divide --n-embd, got 5 heads for 32 channels"
+              COMMAND 08_backprop --n-heads 5)
 attn_cli_test(ch08.weight_std_zero EXIT 2 MATCH "--weight-std must be > 0, got 0"
               COMMAND 08_backprop --weight-std 0)
 attn_cli_test(ch08.weight_std_negative EXIT 2 MATCH "--weight-std must be > 0, got -0.5"
@@ -32,7 +34,7 @@ attn_cli_test(ch08.weight_std_not_a_number EXIT 2 MATCH "--weight-std"
               COMMAND 08_backprop --weight-std wide)
 # The input contract's bounds (a size far beyond its maximum, a non-finite float) are the
 # robust class: labelled so a hardening pass can run them all.
-foreach(t max_depth_too_large channels_huge weight_std_nan weight_std_too_large)
+foreach(t max_depth_too_large n_embd_huge weight_std_nan weight_std_too_large)
   set_tests_properties(cli.ch08.${t} PROPERTIES LABELS "cli;ch08;robust")
 endforeach()
 attn_cli_test(ch08.section_too_large EXIT 2 MATCH "--section must be at most 5, got 6"

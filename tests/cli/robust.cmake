@@ -19,11 +19,11 @@ set(robust_sizes_02_averaging block-size=2048 n-embd=256 max-t=2048)
 set(robust_sizes_03_masked_softmax block-size=16)
 set(robust_sizes_04_single_head block-size=64 n-embd=4096 head-size=4096 source-steps=64)
 set(robust_sizes_05_multi_head batch-size=16 block-size=32 n-embd=512 n-heads=16)
-set(robust_sizes_06_transformer_block batch=4 time-steps=64 channels=128 heads=128 ffn-mult=8
+set(robust_sizes_06_transformer_block batch-size=4 block-size=64 n-embd=128 n-heads=128 ffn-mult=8
                                       passes=50)
-set(robust_sizes_07_causal_lm layers=48 channels=512 heads=64 block-size=4096
-                              max-new-tokens=2000)
-set(robust_sizes_08_backprop section=5 max-depth=64 time-steps=64 channels=128 heads=128)
+set(robust_sizes_07_causal_lm n-layers=48 n-embd=512 n-heads=64 block-size=4096
+                              tokens=2000)
+set(robust_sizes_08_backprop section=5 max-depth=64 block-size=64 n-embd=128 n-heads=128)
 set(robust_sizes_09_training n-embd=1024 n-heads=64 n-layers=32 block-size=1024 batch-size=1024
                              steps=1000000 eval-interval=1000000 eval-iters=10000
                              tokens=10000 warmup=1000000 ladder-steps=1000000)
@@ -89,7 +89,7 @@ attn_cli_test(robust.ch01.vocabulary_above_2048 EXIT 1 PREPARE "${hostile} vocab
 attn_cli_test(robust.ch07.vocabulary_3000 EXIT 0 STDOUT
               PREPARE "${hostile} vocab 3000 > ${robust_dir}/vocab_3000_07.txt"
               MATCH "Here V = 3001,"
-              COMMAND 07_causal_lm --data ${robust_dir}/vocab_3000_07.txt --max-new-tokens 5)
+              COMMAND 07_causal_lm --data ${robust_dir}/vocab_3000_07.txt --tokens 5)
 # Chapter 01: the memory of a step (B * T * V numbers) and the work of training (times the
 # steps) are bounded too, each flag being within its own bound.
 attn_cli_test(robust.ch01.batch_numbers EXIT 2
@@ -108,19 +108,19 @@ attn_cli_test(robust.ch01.control_characters EXIT 0 STDOUT
 attn_cli_test(robust.ch07.control_characters EXIT 0 STDOUT
               PREPARE "${hostile} controls > ${robust_dir}/controls_07.txt"
               MATCH "prompt \"Shall I compare thee \\\\x1b\\[31mto a summer's\\\\x1b\\[0m day\\?\""
-              COMMAND 07_causal_lm --data ${robust_dir}/controls_07.txt --max-new-tokens 40)
+              COMMAND 07_causal_lm --data ${robust_dir}/controls_07.txt --tokens 40)
 
 # A temperature so small that logits / T overflows float samples the argmax (its exact limit).
 attn_cli_test(robust.ch01.tiny_temperature EXIT 0 STDOUT MATCH "Sampling: writing with the learned table"
               COMMAND 01_bigram --temperature 1e-38)
 attn_cli_test(robust.ch07.tiny_temperature EXIT 0 STDOUT MATCH "temperature 0.0000000000000000000000000000000000000*1, top-k off"
-              COMMAND 07_causal_lm --temperature 1e-38 --max-new-tokens 20)
+              COMMAND 07_causal_lm --temperature 1e-38 --tokens 20)
 
 # Chapter 07: the default prompt is the corpus's first long line, cut to 200 characters.
 attn_cli_test(robust.ch07.long_first_line EXIT 0 STDOUT
               PREPARE "${hostile} longline 100000 > ${robust_dir}/longline.txt"
               MATCH "prompt \"the the [^\n]*\" \\(200 characters\\)"
-              COMMAND 07_causal_lm --data ${robust_dir}/longline.txt --max-new-tokens 5)
+              COMMAND 07_causal_lm --data ${robust_dir}/longline.txt --tokens 5)
 string(REPEAT "a" 5000 long_prompt)
 attn_cli_test(robust.ch07.long_prompt_flag EXIT 2
               MATCH "^07_causal_lm: error: --prompt must be at most 4096 characters, got 5000"
@@ -130,7 +130,7 @@ attn_cli_test(robust.ch07.long_prompt_flag EXIT 2
 # Each test exports the model to its own folder (ctest -j runs them side by side).
 foreach(kind nan overflowing_shape link_to_dev_zero)
   set(model_${kind} ${robust_dir}/model_${kind})
-  set(export_${kind} "rm -rf ${model_${kind}} && $<TARGET_FILE:07_causal_lm> --export ${model_${kind}} --max-new-tokens 1 > /dev/null")
+  set(export_${kind} "rm -rf ${model_${kind}} && $<TARGET_FILE:07_causal_lm> --export ${model_${kind}} --tokens 1 > /dev/null")
 endforeach()
 attn_cli_test(robust.ch07.weights_nan EXIT 1
               PREPARE "${export_nan} && ${hostile} npy '(64,)' 5 > ${model_nan}/ln_f_gamma.npy"
@@ -148,11 +148,11 @@ attn_cli_test(robust.ch07.weights_link_to_dev_zero EXIT 1
 # Chapter 07: the flags together are bounded too, by the model's size and by the work of
 # generating (each alone is within its bound here).
 attn_cli_test(robust.ch07.model_parameters EXIT 2
-              MATCH "^07_causal_lm: error: --layers 48 --channels 512 --block-size 32 make a model of [0-9]+ parameters \\(before the embedding\\), more than the limit of 33554432: lower --layers or --channels"
-              COMMAND 07_causal_lm --layers 48 --channels 512)
+              MATCH "^07_causal_lm: error: --n-layers 48 --n-embd 512 --block-size 32 make a model of [0-9]+ parameters \\(before the embedding\\), more than the limit of 33554432: lower --n-layers or --n-embd"
+              COMMAND 07_causal_lm --n-layers 48 --n-embd 512)
 attn_cli_test(robust.ch07.generation_work EXIT 2
-              MATCH "^07_causal_lm: error: --max-new-tokens 2000 with L = 2, C = 64, T_max = 4096 is about [0-9.]+e\\+[0-9]+ floating-point operations of generation, more than the limit of 2.5e\\+11: lower"
-              COMMAND 07_causal_lm --block-size 4096 --max-new-tokens 2000)
+              MATCH "^07_causal_lm: error: --tokens 2000 with L = 2, C = 64, T_max = 4096 is about [0-9.]+e\\+[0-9]+ floating-point operations of generation, more than the limit of 2.5e\\+11: lower"
+              COMMAND 07_causal_lm --block-size 4096 --tokens 2000)
 
 # The tools check their output too.
 attn_cli_test(robust.tools.golden_stdout_full EXIT 1 STDOUT_TO /dev/full
