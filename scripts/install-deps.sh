@@ -8,6 +8,7 @@ packages=(
   libcli11-dev libfmt-dev                        # command line, formatting
   doctest-dev libbenchmark-dev                   # tests, benchmarks
   clang libclang-rt-14-dev                       # fuzzing only (scripts/fuzz.sh, preset fuzz)
+  clang-format                                   # the code's style (scripts/format.sh --check)
 )
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
 export DEBIAN_FRONTEND=noninteractive
