@@ -54,6 +54,8 @@ constexpr std::string_view kUsage =
     "Runs every golden case found under the DIRs (any folder holding a case.txt) with the attn\n"
     "library and compares each output with PyTorch's, saved next to it as .npy files.\n"
     "A case passes when |got - ref| <= 1e-5 + 1e-4 * |ref| for every element of every output.\n"
+    "A reference must be finite (inf or NaN fails the case), unless case.txt says\n"
+    "`expect_nonfinite 1`: then got must be exactly that value (the same infinity, NaN for NaN).\n"
     "\n"
     "case.txt: one `key value` per line ('#' starts a comment). `op` is one of softmax,\n"
     "masked_softmax, sdpa, mha, layernorm, ffn, block, cross_entropy, lm, train; the other\n"
@@ -136,7 +138,7 @@ class Case {
   // Every key must be one the op uses: a typo ("n_head 4") is an error, not a default.
   void allow_keys(std::initializer_list<std::string_view> allowed) const {
     for (const auto& [key, value] : keys_) {
-      if (key == "op") continue;
+      if (key == "op" || key == "expect_nonfinite") continue;  // every op takes these
       if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
         std::string list;
         for (const std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
@@ -272,12 +274,30 @@ void compare_values(const Case& c, std::string_view name, std::span<const float>
     total.max_abs = total.max_rel = std::numeric_limits<double>::infinity();
     return;
   }
+  // A non-finite reference would make the tolerance infinite (anything passes) or NaN. It fails
+  // the case, unless the case says `expect_nonfinite 1`: then got must be the very same value
+  // (the same infinity, NaN where the reference has NaN).
+  const bool nonfinite_expected = c.flag_or("expect_nonfinite", false);
   for (std::size_t i = 0; i < ref.values.size(); ++i) {
     const double g = static_cast<double>(got[i]);
     const double r = static_cast<double>(static_cast<float>(ref.values[i]));  // a float32 value
-    const bool same_inf = std::isinf(g) && std::isinf(r) && (g > 0) == (r > 0);
-    const double diff = same_inf ? 0.0 : std::abs(g - r);
-    const bool ok = diff <= kAtol + kRtol * std::abs(r);  // NaN is never ok
+    if (!std::isfinite(r)) {
+      const bool same = std::isnan(r) ? std::isnan(g) : g == r;
+      if (!same || !nonfinite_expected) {
+        if (total.first_failure.empty()) {
+          total.first_failure =
+              nonfinite_expected
+                  ? fmt::format("{}: flat index {}: got {:.7g}, expected exactly {}", name, i, g, r)
+                  : fmt::format("{}: flat index {}: the reference is {}; a reference must be "
+                                "finite unless the case says expect_nonfinite 1",
+                                name, i, r);
+        }
+        total.max_abs = total.max_rel = std::numeric_limits<double>::infinity();
+      }
+      continue;
+    }
+    const double diff = std::abs(g - r);
+    const bool ok = diff <= kAtol + kRtol * std::abs(r);  // NaN or inf in got is never ok
     total.max_abs = std::isnan(diff) ? diff : std::max(total.max_abs, diff);
     if (r != 0.0 && std::isfinite(r)) {
       total.max_rel = std::isnan(diff) ? diff : std::max(total.max_rel, diff / std::abs(r));

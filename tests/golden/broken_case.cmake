@@ -45,6 +45,21 @@ elseif(KIND STREQUAL "wrong_reference")  # a good copy and one whose reference i
   file(COPY ${SOURCE} DESTINATION ${WORK})
   file(RENAME ${case} ${WORK}/wrong)
   file(COPY_FILE ${WORK}/wrong/x.npy ${WORK}/wrong/y.npy)
+elseif(KIND STREQUAL "infinite_reference" OR KIND STREQUAL "nonfinite_expected")
+  # Every value of the reference y.npy (a float32 .npy, version 1 header) becomes +inf: the
+  # tolerance 1e-5 + 1e-4 |ref| would be infinite and pass anything. perl is in every Debian base.
+  execute_process(COMMAND perl -e [=[
+    local $/; open(my $f, '+<:raw', $ARGV[0]) or die "$ARGV[0]: $!";
+    my $d = <$f>; my $start = 10 + unpack('v', substr($d, 8, 2));
+    my $n = (length($d) - $start) / 4; my $inf = 9**9**9;
+    seek($f, $start, 0); print $f pack('f<' x $n, ($inf) x $n); close($f) or die $!;
+  ]=] ${case}/y.npy RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "broken_case.cmake: could not rewrite ${case}/y.npy")
+  endif()
+  if(KIND STREQUAL "nonfinite_expected")  # declared: now got must be exactly inf, and is not
+    file(APPEND ${case}/case.txt "expect_nonfinite 1\n")
+  endif()
 elseif(KIND STREQUAL "wrong_shape")      # a reference of the wrong shape
   file(COPY_FILE ${case}/out.npy ${case}/weights.npy)
 elseif(KIND STREQUAL "train_wrong_lr")   # the steps of a train case with another learning rate
