@@ -239,7 +239,9 @@ void show_training(const attn::TrainState& s, const RunReport& r, const attn::Tr
   fmt::print("Best val loss {} at step {}; the bigram table's is {}: {}.\n", num(best->val_loss),
              best->step, num(bigram_val),
              best->val_loss < bigram_val
-                 ? fmt::format("{} lower, what attention over {} characters buys",
+                 ? fmt::format("{} lower, what the whole model buys over one character of "
+                               "context (attention over {} characters, heads, the FFN, residuals, "
+                               "LayerNorm, depth: --ladder adds them one at a time)",
                                num(bigram_val - best->val_loss), c.model.block_size)
                  : std::string("not lower yet: train longer or with a higher --lr"));
   if (last.val_loss > best->val_loss + 0.02 && last.train_loss < last.val_loss - 0.1) {

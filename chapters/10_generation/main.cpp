@@ -432,8 +432,10 @@ void show_past_t_max(const Model& m) {
       "tokens, lm_generate_cached re-fills its cache from the cropped context for every new\n"
       "token: a prefill of {} positions, {} ({} of its\n"
       "FLOPs: the last layer needs only the keys and values of the first {}). The cache pays off\n"
-      "while the context fits. Models with relative positions (RoPE, ALiBi) keep their keys\n"
-      "valid when the window slides, and can drop the oldest position instead.\n",
+      "while the context fits. Relative positions (RoPE, ALiBi) alone would not let it drop\n"
+      "the oldest position exactly: from layer 1 up, every cached key and value was computed\n"
+      "from states that attended to the dropped token. Only a model trained with\n"
+      "sliding-window attention (Mistral's rolling buffer) never looked past its window.\n",
       T_max, T_max, T_max,
       about ? "about the cost of the forward it replaces" : "less than the forward it replaces",
       num(refill, 2), T_max - 1);
