@@ -252,66 +252,67 @@ void show_training(const attn::TrainState& s, const RunReport& r, const attn::Tr
   }
 }
 
-// ---- 6. What the trained heads attend to: one line of validation text through the model.
+// ---- 6. What the trained heads attend to: a window of validation text through the model.
 
 struct HeadStats {
-  double previous = 0.0;     // attention on position t - 1
+  double previous = 0.0;     // attention on position t - 1 (queries t >= 1)
   double self = 0.0;         // on position t itself
   double same_char = 0.0;    // on earlier positions holding the same character
-  double line_start = 0.0;   // on the first character of the current line (or the newline)
+  double line_start = 0.0;   // on the first character of the query's line, or the newline before
   double distance = 0.0;     // mean distance t - s, weighted
 };
 
-HeadStats head_stats(const attn::Tensor<4>& weights, std::size_t h, std::span<const int> ids,
-                     const attn::Vocab& vocab) {
+// The habits of one head, from its (T, T) causal attention `p(t, s)` over the window `ids`. The
+// window starts at a line start, so position 0 is one.
+template <class Weight>
+HeadStats head_stats(const Weight& p, std::span<const int> ids, const attn::Vocab& vocab) {
   const std::size_t T = ids.size();
   HeadStats st;
   std::size_t line_begin = 0;
-  std::size_t counted_prev = 0;
   for (std::size_t t = 0; t < T; ++t) {
     if (t > 0 && vocab.char_of(ids[t - 1]) == U'\n') line_begin = t;
-    const auto p = [&](std::size_t s2) { return static_cast<double>(weights(0, h, t, s2)); };
-    st.self += p(t);
-    if (t > 0) {
-      st.previous += p(t - 1);
-      ++counted_prev;
-    }
-    st.line_start += p(line_begin == 0 ? 0 : line_begin - 1) + (line_begin == 0 ? 0.0 : p(line_begin));
+    st.self += p(t, t);
+    if (t > 0) st.previous += p(t, t - 1);
+    st.line_start += p(t, line_begin) + (line_begin == 0 ? 0.0 : p(t, line_begin - 1));
     for (std::size_t s2 = 0; s2 < t; ++s2) {
-      if (ids[s2] == ids[t]) st.same_char += p(s2);
-      st.distance += p(s2) * static_cast<double>(t - s2);
+      if (ids[s2] == ids[t]) st.same_char += p(t, s2);
+      st.distance += p(t, s2) * static_cast<double>(t - s2);
     }
   }
   const double n = static_cast<double>(T);
   st.self /= n;
-  st.previous /= static_cast<double>(std::max<std::size_t>(counted_prev, 1));
+  st.previous /= static_cast<double>(std::max<std::size_t>(T - 1, 1));
   st.same_char /= n;
   st.line_start /= n;
   st.distance /= n;
   return st;
 }
 
-// One sentence chosen by the numbers: the head's strongest habit.
-std::string describe(const HeadStats& st) {
+// A habit is named only when the head puts at least this much more of its attention there than
+// a head attending uniformly to every visible position would (the chance baseline, measured on
+// the same window): at T = 32, uniform attention already gives ~10% to the previous character.
+constexpr double kHabitMargin = 0.15;
+
+// One sentence chosen by the numbers: the habit that beats chance by the most, if any does.
+std::string describe(const HeadStats& st, const HeadStats& chance) {
   struct Habit {
-    double share;
+    double share, chance;
     std::string_view text;
   };
-  const Habit habits[] = {{st.previous, "the previous character"},
-                          {st.self, "its own position"},
-                          {st.same_char, "earlier copies of the same character"},
-                          {st.line_start, "the start of the line"}};
+  const Habit habits[] = {{st.previous, chance.previous, "the previous character"},
+                          {st.self, chance.self, "its own position"},
+                          {st.same_char, chance.same_char, "earlier copies of the same character"},
+                          {st.line_start, chance.line_start, "the start of the line"}};
   const Habit* best = &habits[0];
   for (const Habit& h : habits) {
-    if (h.share > best->share) best = &h;
+    if (h.share - h.chance > best->share - best->chance) best = &h;
   }
-  if (best->share >= 0.5) return fmt::format("mostly {} ({}%)", best->text, num(100 * best->share, 0));
-  if (best->share >= 0.25) {
-    return fmt::format("leans on {} ({}%), spreads the rest over ~{} characters back",
-                       best->text, num(100 * best->share, 0), num(st.distance, 1));
+  if (best->share - best->chance < kHabitMargin) {
+    return fmt::format("no habit beats chance by {} points; looks back {} characters (uniform: {})",
+                       num(100 * kHabitMargin, 0), num(st.distance, 1), num(chance.distance, 1));
   }
-  return fmt::format("spreads out: no habit above 25%, mean distance {} characters",
-                     num(st.distance, 1));
+  return fmt::format("{} {} ({}%, chance {}%)", best->share >= 0.5 ? "mostly" : "leans on",
+                     best->text, num(100 * best->share, 0), num(100 * best->chance, 0));
 }
 
 struct HeadMap {
@@ -320,30 +321,27 @@ struct HeadMap {
   HeadStats stats;
 };
 struct HeadMaps {
-  std::span<const int> ids;  // the line, (T,)
+  std::span<const int> ids;  // the window, (T,)
   double loss;               // the model's loss on it
+  HeadStats chance;          // uniform causal attention over the same window
   std::vector<HeadMap> heads;
 };
 
 HeadMaps measure_heads(const attn::LmWeights& w, const attn::LmConfig& config, const Data& d) {
-  // The first line of the validation text with at least 24 characters, cut to at most T_max
-  // (and 40) characters: one line, so "the start of the line" is position 0.
+  // A window of the validation text that starts at a real line start (right after the first
+  // newline: the split itself begins mid-line) and holds T = min(T_max, 40) characters, so it
+  // crosses line starts of its own.
   const std::span<const int> val = d.split.val;
   const int newline = d.vocab.contains(U'\n') ? d.vocab.id_of(U'\n') : -1;
-  std::size_t begin = 0, length = 0;
-  for (std::size_t i = 0; i < val.size();) {
-    std::size_t end = i;
-    while (end < val.size() && val[end] != newline) ++end;
-    if (end - i >= 24 || end == val.size()) {
-      begin = i;
-      length = end - i;
-      break;
-    }
-    i = end + 1;
-  }
-  const std::size_t T =
-      std::min<std::size_t>({config.block_size, 40, length, val.size() - begin - 1});
-  HeadMaps out{val.subspan(begin, T), 0.0, {}};
+  std::size_t begin = 0;
+  while (begin + 1 < val.size() && val[begin] != newline) ++begin;
+  while (begin + 1 < val.size() && val[begin] == newline) ++begin;  // past empty lines too
+  if (begin + 1 >= val.size()) begin = 0;  // no line start at all: the window starts at 0
+  const std::size_t T = std::min<std::size_t>({config.block_size, 40, val.size() - begin - 1});
+  HeadMaps out{val.subspan(begin, T), 0.0, {}, {}};
+  out.chance = head_stats(
+      [](std::size_t t, std::size_t s) { return s <= t ? 1.0 / static_cast<double>(t + 1) : 0.0; },
+      out.ids, d.vocab);
   Tokens x({1, T}), y({1, T});
   std::copy_n(val.begin() + static_cast<std::ptrdiff_t>(begin), T, x.begin());
   std::copy_n(val.begin() + static_cast<std::ptrdiff_t>(begin + 1), T, y.begin());
@@ -356,7 +354,10 @@ HeadMaps measure_heads(const attn::LmWeights& w, const attn::LmConfig& config, c
       Matrix m({T, T});
       for (std::size_t t = 0; t < T; ++t)
         for (std::size_t s = 0; s < T; ++s) m(t, s) = weights(0, h, t, s);
-      out.heads.push_back({l, h, std::move(m), head_stats(weights, h, out.ids, d.vocab)});
+      const HeadStats st = head_stats(
+          [&m](std::size_t t, std::size_t s) { return static_cast<double>(m(t, s)); }, out.ids,
+          d.vocab);
+      out.heads.push_back({l, h, std::move(m), st});
     }
   }
   return out;
@@ -365,18 +366,26 @@ HeadMaps measure_heads(const attn::LmWeights& w, const attn::LmConfig& config, c
 void show_heads(const HeadMaps& maps, const attn::Vocab& vocab,
                 const std::optional<fs::path>& svg_dir, int number) {
   section(number, "What the trained heads attend to");
-  fmt::print("The line {} (loss {} on it). Rows: the query character; columns: the keys it may\n"
-             "see (causal: only the past; '_' is a space). Darker = more attention.\n",
-             attn::quote(chars_of(vocab, maps.ids)), num(maps.loss));
-  // One glyph per character, so the columns stay one character wide: '_' marks a space.
+  fmt::print("{} characters of the validation split from a line start (loss {} on them):\n  {}\n"
+             "Rows: the query character; columns: the keys it may see (causal: only the past;\n"
+             "'_' is a space, '$' a newline). Darker = more attention.\n",
+             maps.ids.size(), num(maps.loss), attn::quote(chars_of(vocab, maps.ids)));
+  const HeadStats& c = maps.chance;
+  fmt::print("Chance, a head attending uniformly to every visible position of this text: previous\n"
+             "{}%  self {}%  same character {}%  line start {}%  mean distance {}. A habit is named\n"
+             "only when a head beats chance by {} points.\n",
+             num(100 * c.previous, 0), num(100 * c.self, 0), num(100 * c.same_char, 0),
+             num(100 * c.line_start, 0), num(c.distance, 1), num(100 * kHabitMargin, 0));
+  // One glyph per character, so the columns stay one character wide.
   std::vector<std::string> labels;
   for (const int id : maps.ids) {
     const char32_t ch = vocab.char_of(id);
-    labels.push_back(ch == U' ' ? std::string("_") : attn::printable(ch));
+    labels.push_back(ch == U' ' ? std::string("_") : ch == U'\n' ? std::string("$")
+                                                                 : attn::printable(ch));
   }
   for (const HeadMap& hm : maps.heads) {
     const HeadStats& st = hm.stats;
-    fmt::print("\nlayer {} head {}: {}\n", hm.layer, hm.head, describe(st));
+    fmt::print("\nlayer {} head {}: {}\n", hm.layer, hm.head, describe(st, c));
     fmt::print("  previous {}%  self {}%  same character {}%  line start {}%  mean distance {}\n",
                num(100 * st.previous, 0), num(100 * st.self, 0), num(100 * st.same_char, 0),
                num(100 * st.line_start, 0), num(st.distance, 1));
