@@ -105,8 +105,8 @@ void show_cache(const Model& m) {
   fmt::print("Held by the {} tensors of attn::kv_cache_init: {} floats ({}).\n", 2 * L,
              grouped(static_cast<double>(held)), held == formula ? "the same" : "DIFFERENT");
   attn::claim(held == formula, "the cache holds the floats of the formula 2 L B T_max C");
-  std::size_t params = m.weights.wte.size() + m.weights.wpe.size() + 2 * C;  // + ln_f
-  for (const attn::BlockWeights& b : m.weights.blocks) params += attn::parameter_count(b);
+  // Every tensor of the model: embeddings, blocks, ln_f and, when it is untied, the head.
+  const std::size_t params = attn::lm_parameter_count(m.weights);
   fmt::print(
       "The model itself has {} parameters: the cache of one sequence is {}x its size.\n"
       "Its buffers for a step or a prefill take {} floats more, allocated once: generating\n"
