@@ -220,6 +220,13 @@ void show_one_step(const OneStep& r, const attn::TrainConfig& c) {
              r.library_diff == 0.0 ? "the same, bit for bit"
                                    : "differs, by up to " + attn::difference_text(r.library_diff));
   attn::claim(r.library_diff == 0.0, "the step written out equals attn::train_step_on bit for bit");
+  if (c.grad_clip > 0.0f && r.grad_norm > static_cast<double>(c.grad_clip)) {
+    fmt::print(
+        "Clipping scaled every gradient by the same factor, and on this first step AdamW's move\n"
+        "m / sqrt(v) = g / |g| does not depend on the gradient's scale: the step is the one\n"
+        "without clipping (to within eps). Clipping changes an Adam step when a spike meets a\n"
+        "running second moment v built from smaller gradients, later in a run (see the page).\n");
+  }
 }
 
 // ---- 4. Training: steps, estimates, a progress line, checkpoints.
