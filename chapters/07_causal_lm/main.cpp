@@ -140,7 +140,8 @@ Parameters parameters(const Model& m) {
   r.positions = m.weights.wpe.size();
   for (const attn::BlockWeights& b : m.weights.blocks) r.blocks.push_back(attn::parameter_count(b));
   r.final_ln = m.weights.ln_f_gamma.size() + m.weights.ln_f_beta.size();
-  r.total = r.embedding + r.positions + r.final_ln;
+  r.head = m.weights.lm_head.size() + m.weights.lm_head_bias.size();  // 0 when tied
+  r.total = r.embedding + r.positions + r.final_ln + r.head;
   for (const std::size_t b : r.blocks) r.total += b;
   return r;
 }
@@ -155,16 +156,24 @@ Logits logits(const Kernels& k, const Model& m, const Prompt& p) {
   };
   Tensor<3> x = k.embed(tokens, m.weights.wte, m.weights.wpe);  // (1, T, C)
   step("x = wte[tokens] + wpe", x);
-  attn::BlockConfig block_config;
-  block_config.n_heads = c.n_heads;  // causal, pre-norm, GELU, eps 1e-5: the defaults
+  // Causal, pre-norm, eps 1e-5, and the model's own variant (a chapter-09 model may use ReLU,
+  // no LayerNorm, ...): the blocks lm_forward runs.
+  const attn::BlockConfig block_config = attn::lm_block_config(c);
   for (std::size_t l = 0; l < c.n_layers; ++l) {
     x = attn::block_forward(x, m.weights.blocks[l], block_config).out;  // (1, T, C)
     step(fmt::format("x = block_{}(x)", l), x);
   }
-  x = attn::layer_norm(x, m.weights.ln_f_gamma, m.weights.ln_f_beta);  // (1, T, C)
-  step("x = ln_f(x)", x);
-  r.stepwise = k.tied_logits(x, m.weights.wte);  // (1, T, V)
-  step("logits = x @ wte^T", r.stepwise);
+  if (c.use_layer_norm) {
+    x = attn::layer_norm(x, m.weights.ln_f_gamma, m.weights.ln_f_beta);  // (1, T, C)
+    step("x = ln_f(x)", x);
+  }
+  if (c.tied_head) {
+    r.stepwise = k.tied_logits(x, m.weights.wte);  // (1, T, C) @ (C, V) -> (1, T, V)
+    step("logits = x @ wte^T", r.stepwise);
+  } else {  // a separate output head, as the lecture's models have
+    r.stepwise = attn::linear(x, m.weights.lm_head, m.weights.lm_head_bias);  // (1, T, V)
+    step("logits = x @ lm_head + b", r.stepwise);
+  }
   r.logits = k.lm_forward(tokens, m.weights, m.config);  // (1, T, V)
   // The loss: position t predicts token t+1, over the T-1 positions that have a target.
   const std::size_t T = p.context.size();
@@ -446,9 +455,12 @@ void run(const attn::CommonOptions& common, const Options& o) {
   show_generation(m, vocab, p, l.logits, generation(k, m, p, g, common.seed), common.timing);
   show_weights(m, l.logits, round_trip(k, m, p), o.export_dir);
   if (common.svg_dir) write_svgs(*common.svg_dir, m, vocab, p, l.logits);
-  attn::print(
-      "\nWhat this model lacks is training: the loss of section 2 needs a gradient for every\n"
-      "weight (backpropagation). docs/performance.md looks at where the time goes.\n");
+  attn::print(m.untrained
+                  ? "\nWhat this model lacks is training: the loss of section 2 needs a gradient "
+                    "for every\nweight (backpropagation). docs/performance.md looks at where the "
+                    "time goes.\n"
+                  : "\nThese weights were loaded, not drawn: training (chapters 08 and 09) is what "
+                    "made them.\ndocs/performance.md looks at where the time goes.\n");
   if (common.timing) {
     const std::chrono::duration<double> total = Clock::now() - t_start;
     attn::print(fmt::format("(section 2: {} ms; whole run: {} ms)\n",

@@ -80,18 +80,25 @@ std::size_t distinct(std::span<const int> ids) {
 void show_architecture(const Model& m, const Parameters& r) {
   const attn::LmConfig& c = m.config;
   const std::size_t V = c.vocab_size, C = c.n_embd, T_max = c.block_size, L = c.n_layers;
-  const std::size_t F = 4 * C;
+  const std::size_t F = c.ffn_hidden == 0 ? 4 * C : c.ffn_hidden;
+  const std::string act = c.activation == attn::Activation::relu   ? "ReLU"
+                          : c.activation == attn::Activation::gelu ? "GELU"
+                                                                   : "tanh-GELU";
   section(1, "The whole decoder");
   fmt::print(
       "A causal language model reads T tokens and returns, at every position t, V scores\n"
       "(logits) for the token after position t. It is chapters 04-06 stacked:\n"
       "  tokens                           (B, T)      ids in [0, V)\n"
       "  x = wte[tokens] + wpe[0..T)      (B, T, C)   token embedding + learned position\n"
-      "  x = block_l(x), l = 0..L-1       (B, T, C)   pre-norm, causal attention, GELU FFN\n"
-      "  x = ln_f(x)                      (B, T, C)   final LayerNorm\n"
-      "  logits = x @ wte^T               (B, T, V)   output projection tied to the embedding\n");
-  fmt::print("Here V = {}, C = {}, T_max = {}, L = {}, H = {} (head size {}), F = 4C = {}.\n", V, C,
-             T_max, L, c.n_heads, C / c.n_heads, F);
+      "  x = block_l(x), l = 0..L-1       (B, T, C)   pre-norm, causal attention, {} FFN\n"
+      "{}{}",
+      c.use_ffn ? act : std::string("no"),
+      c.use_layer_norm ? "  x = ln_f(x)                      (B, T, C)   final LayerNorm\n" : "",
+      c.tied_head
+          ? "  logits = x @ wte^T               (B, T, V)   output projection tied to the embedding\n"
+          : "  logits = x @ lm_head + b         (B, T, V)   a separate output head (C, V)\n");
+  fmt::print("Here V = {}, C = {}, T_max = {}, L = {}, H = {} (head size {}), F = {}{}.\n", V, C,
+             T_max, L, c.n_heads, C / c.n_heads, F == 4 * C ? "4C = " : "", F);
   const auto row = [&](std::string_view what, std::size_t n) {
     fmt::print("  {:<44} {:>9}  {:>5}%\n", what, n,
                num(100.0 * static_cast<double>(n) / static_cast<double>(r.total), 1));
@@ -100,20 +107,38 @@ void show_architecture(const Model& m, const Parameters& r) {
   row(fmt::format("token embedding wte ({}, {})", V, C), r.embedding);
   row(fmt::format("positions wpe ({}, {})", T_max, C), r.positions);
   for (std::size_t l = 0; l < L; ++l) row(fmt::format("block {}", l), r.blocks[l]);
-  row(fmt::format("final LayerNorm ln_f, gamma and beta ({},)", C), r.final_ln);
+  if (r.final_ln > 0) row(fmt::format("final LayerNorm ln_f, gamma and beta ({},)", C), r.final_ln);
+  if (r.head > 0) row(fmt::format("output head lm_head ({}, {}) and its bias", C, V), r.head);
   fmt::print("  {:<44} {:>9}\n", "total", r.total);
-  fmt::print(
-      "A block is 4C^2 (w_q, w_k, w_v, w_o) + 2CF + F + C (FFN) + 4C (two LayerNorms)\n"
-      "= {} + {} + {} = {} (attn::block_param_count), so the blocks grow as 12 C^2\n"
-      "while the embedding grows as V C.\n",
-      4 * C * C, 2 * C * F + F + C, 4 * C, attn::block_param_count(C, F));
-  fmt::print(
-      "\nTying: there is no separate (C, V) output matrix. The logit of token v is the dot\n"
-      "product of the final vector with wte[v], the very row that embeds v: one table both reads\n"
-      "and writes tokens. That saves V * C = {} parameters: an untied model would be {}% larger\n"
-      "than this one. In GPT-2 small (V = 50257, C = 768) it saves 38.6 million parameters on top\n"
-      "of 124 million.\n",
-      V * C, num(100.0 * static_cast<double>(V * C) / static_cast<double>(r.total), 1));
+  const bool standard_blocks =
+      std::all_of(r.blocks.begin(), r.blocks.end(),
+                  [&](std::size_t n) { return n == attn::block_param_count(C, F); });
+  if (standard_blocks) {
+    fmt::print(
+        "A block is 4C^2 (w_q, w_k, w_v, w_o) + 2CF + F + C (FFN) + 4C (two LayerNorms)\n"
+        "= {} + {} + {} = {} (attn::block_param_count), so the blocks grow as 12 C^2\n"
+        "while the embedding grows as V C.\n",
+        4 * C * C, 2 * C * F + F + C, 4 * C, attn::block_param_count(C, F));
+  } else {
+    fmt::print(
+        "These blocks are a variant (chapter 09's ladder): their counts come from the tensors\n"
+        "they hold, not from the formula 4C^2 + 2CF + F + C + 4C = {} of the full block.\n",
+        attn::block_param_count(C, F));
+  }
+  if (c.tied_head) {
+    fmt::print(
+        "\nTying: there is no separate (C, V) output matrix. The logit of token v is the dot\n"
+        "product of the final vector with wte[v], the very row that embeds v: one table both "
+        "reads\nand writes tokens. That saves V * C = {} parameters: an untied model would be {}% "
+        "larger\nthan this one. In GPT-2 small (V = 50257, C = 768) it saves 38.6 million "
+        "parameters on top\nof 124 million.\n",
+        V * C, num(100.0 * static_cast<double>(V * C) / static_cast<double>(r.total), 1));
+  } else {
+    fmt::print(
+        "\nThis model's output head is its own (C, V) matrix and a bias, as in the lecture: {}\n"
+        "parameters that tying it to wte (GPT-2's choice, the default of this chapter) would save.\n",
+        r.head);
+  }
 }
 
 // 2. Logits for the prompt, step by step and in one call; the untrained loss.

@@ -32,8 +32,10 @@ namespace {
 
 constexpr float kEps = 1e-5f;  // every LayerNorm of the model, like GPT-2
 
+}  // namespace
+
 // Every block of the model: pre-norm, causal, exact GELU (model.hpp), or the config's variant.
-BlockConfig block_config(const LmConfig& config) {
+BlockConfig lm_block_config(const LmConfig& config) {
   BlockConfig b;
   b.n_heads = config.n_heads;
   b.causal = true;
@@ -47,6 +49,8 @@ BlockConfig block_config(const LmConfig& config) {
   b.attn_proj = config.attn_proj;
   return b;
 }
+
+namespace {
 
 // F, the FFN width: ffn_hidden, or 4 C by default.
 std::size_t ffn_width(const LmConfig& config) {
@@ -176,7 +180,7 @@ Tensor<3> lm_forward_impl(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
   }
 
   // 2. The blocks: pre-norm, causal, exact GELU. (B, T, C) -> (B, T, C) each.
-  BlockConfig bc = block_config(config);
+  BlockConfig bc = lm_block_config(config);
   bc.keep_weights = kept != nullptr;
   for (const BlockWeights& block : w.blocks) {
     BlockResult r = block_forward(x, block, bc);
@@ -403,7 +407,7 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
               grads.wpe.shape() == w.wpe.shape() && grads.lm_head.shape() == w.lm_head.shape() &&
               grads.ln_f_gamma.shape() == w.ln_f_gamma.shape(),
           kFn, "grads must be shaped like the weights (make them with lm_zeros_like)");
-  const BlockConfig bc = block_config(config);
+  const BlockConfig bc = lm_block_config(config);
 
   // ---- Forward, keeping what the backward needs (buffers reused when the shapes repeat) ----
   ensure_shape(cache.tokens, std::array<std::size_t, 2>{B, T});

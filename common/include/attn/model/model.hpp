@@ -49,6 +49,12 @@ struct LmWeights {
 
 LmWeights lm_init(Rng& rng, const LmConfig& config);
 
+// The configuration every block of the model runs with: pre-norm, causal, eps 1e-5, and the
+// config's variant (activation, LayerNorm, residuals, FFN, output projection); the attention
+// weights are not kept. A step-by-step forward built from block_forward uses it to match
+// lm_forward.
+BlockConfig lm_block_config(const LmConfig& config);
+
 // tokens (B, T) ids in [0, V), T <= T_max -> logits (B, T, V). Throws std::invalid_argument for
 // an empty sequence, T > T_max ("sequence of 80 tokens is longer than the position table
 // (block_size 64)"), or a token outside [0, V).
