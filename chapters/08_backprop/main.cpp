@@ -282,7 +282,6 @@ ModelGradients model_gradients(attn::Rng& rng) {
   return r;
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // 3. The gradient check of every op: gradient_checks, in checks.cpp, runs each backward above
 // (and the FFN's, MHA's, the block's and the model's) against central differences of
