@@ -69,7 +69,7 @@ Functions mine_functions() {
 constexpr std::size_t kMaxSteps = 100'000;
 constexpr std::size_t kMaxBatch = 1024;
 constexpr std::size_t kMaxBlock = 1024;
-constexpr std::size_t kMaxSampleLength = 100'000;
+constexpr std::size_t kMaxTokens = 100'000;
 constexpr std::size_t kMaxStartLength = 4096;  // characters of --start
 constexpr float kMaxLearningRate = 1000.0f;
 // Each step holds (B*T, V) logits and as many gradients: at most 2^24 numbers (64 MiB) each.
@@ -80,7 +80,7 @@ constexpr std::size_t kMaxTrainingWork = std::size_t{1} << 31;
 // The chapter's own flags, with their defaults.
 struct Options {
   attn::BigramTrainConfig train;  // --steps, --batch-size, --block-size, --lr, --eval-interval
-  std::size_t sample_length = 300;
+  std::size_t tokens = 300;
   float temperature = 1.0f;
   std::string start;  // empty: the first character of the corpus
 };
@@ -251,9 +251,8 @@ void run(const attn::CommonOptions& common, Options o) {
   const std::vector<int> start_ids = fns.encode(d.vocab, o.start);
   attn::Rng sample_rng(common.seed, 2);
   const std::vector<int> sampled = attn::bigram_generate(
-      learning.logits, start_ids.back(), o.sample_length, o.temperature, sample_rng,
-      fns.sample_logits);
-  show_sample(o.start, o.sample_length, o.temperature, fns.decode(d.vocab, sampled));
+      learning.logits, start_ids.back(), o.tokens, o.temperature, sample_rng, fns.sample_logits);
+  show_sample(o.start, o.tokens, o.temperature, fns.decode(d.vocab, sampled));
   if (common.timing) {
     const std::chrono::duration<double> total = std::chrono::steady_clock::now() - t_start;
     fmt::print("(whole run: {} ms)\n", num(total.count() * 1000.0, 1));
@@ -275,11 +274,11 @@ int main(int argc, char** argv) {
                 0.0f, kMaxLearningRate);
   cli.add_size("--eval-interval", o.train.eval_interval, "report the losses every N steps", 1,
                kMaxSteps);
-  cli.add_size("--sample-length", o.sample_length, "characters to sample at the end", 1,
-               kMaxSampleLength);
+  cli.add_size("--tokens", o.tokens, "characters to sample at the end", 1, kMaxTokens);
   cli.add_float("--temperature", o.temperature, "sampling temperature (> 0)", 0.0f);
   cli.add_string("--start", o.start,
                  "first characters of the sample (default: the corpus's first character; at "
                  "most 4096)");
+  cli.add_alias("sample-length", "tokens");  // its name in earlier versions
   return cli.run(argc, argv, [&](const attn::CommonOptions& common) { run(common, o); });
 }

@@ -31,13 +31,6 @@ std::string char_name(char32_t c) {
 
 namespace {
 
-// A section heading underlined with dashes, the style of chapters 01 and 02:
-// "\n1. The task\n-----------" (attn::section prints the "== 1. The task ==" of later chapters).
-void underlined_section(int number, std::string_view title) {
-  const std::string line = fmt::format("{}. {}", number, title);
-  fmt::print("\n{}\n{}\n", line, std::string(line.size(), '-'));
-}
-
 // Ids of the `k` most frequent characters of `tokens`, most frequent first (ties: lower id).
 std::vector<int> most_frequent(std::span<const int> tokens, std::size_t V, std::size_t k) {
   std::vector<std::size_t> freq(V, 0);
@@ -70,7 +63,7 @@ attn::Matrix sub_table(const attn::Matrix& table, const std::vector<int>& ids, F
 }  // namespace
 
 void show_task(const Data& d, const Phrase& phrase, std::size_t n_tokens) {
-  underlined_section(1, "The task: predict the next character");
+  attn::underlined_section(1, "The task: predict the next character");
   const std::u32string& text = d.text;
   const auto lines = std::count(text.begin(), text.end(), U'\n') + (text.back() != U'\n' ? 1 : 0);
   fmt::print("The corpus has {} characters ({} bytes of UTF-8) on {} lines.\n", text.size(),
@@ -109,7 +102,7 @@ void show_context_and_target(const Data& d, const attn::Batch& batch) {
   const attn::Vocab& vocab = d.vocab;
   const std::vector<int>& train = d.split.train;
   const std::size_t B = batch.x.shape()[0], T = batch.x.shape()[1];
-  underlined_section(2, "Context and target");
+  attn::underlined_section(2, "Context and target");
   fmt::print("A window of T = block_size = {} tokens is not one training example but {}: at\n"
              "position t the context is x[0..t] and the target is y[t] = x[t+1].\n",
              T, T);
@@ -153,7 +146,7 @@ void show_context_and_target(const Data& d, const attn::Batch& batch) {
 void show_counting(const Data& d, const Counting& c, const attn::CommonOptions& common) {
   const attn::Vocab& vocab = d.vocab;
   const std::size_t V = vocab.size();
-  underlined_section(3, "Counting: the best bigram table in closed form");
+  attn::underlined_section(3, "Counting: the best bigram table in closed form");
   fmt::print("counts[a, b] = how often b follows a in the train split: a (V, V) = ({}, {}) table\n"
              "holding {} pairs.\n",
              V, V, d.split.train.size() - 1);
@@ -216,7 +209,7 @@ void show_learning(const Data& d, const Counting& c, const Learning& l,
                    const attn::BigramTrainConfig& train, const attn::CommonOptions& common) {
   const std::size_t V = d.vocab.size(), B = train.batch_size, T = train.block_size;
   const double log_v = std::log(static_cast<double>(V));
-  underlined_section(4, "Learning: the same table by gradient descent");
+  attn::underlined_section(4, "Learning: the same table by gradient descent");
   fmt::print("Start from a ({}, {}) table of zeros: every row is the uniform guess, loss log(V).\n"
              "Each step draws a batch, looks up the row of every input token ((B*T, V) = ({}, {})\n"
              "logits), and moves each looked-up row against the gradient of the mean cross-entropy,\n"
@@ -339,7 +332,7 @@ void show_constant_steps(const std::vector<ConstantStep>& rows,
 // the temperature, one draw, append.
 void show_sample(const std::string& start, std::size_t length, float temperature,
                  const std::string& sampled) {
-  underlined_section(5, "Sampling: writing with the learned table");
+  attn::underlined_section(5, "Sampling: writing with the learned table");
   fmt::print("Start from {}, then {} times: take the row of the last character, softmax(row / {}),\n"
              "draw the next character from it, append it.\n",
              attn::quote(attn::decode_utf8(start)), length,

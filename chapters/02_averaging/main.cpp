@@ -44,13 +44,6 @@ constexpr std::size_t kShowRows = 16;      // larger matrices print their top-le
 constexpr std::size_t kShowCols = 16;
 constexpr std::size_t kSvgMax = 32;        // the SVG figure shows at most 32 x 32 cells
 
-// A section heading underlined with dashes, the style of chapters 01 and 02:
-// "\n1. Why average\n--------------" (attn::section prints the "== 1. ... ==" of later chapters).
-void underlined_section(int number, std::string_view title) {
-  const std::string line = fmt::format("{}. {}", number, title);
-  fmt::print("\n{}\n{}\n", line, std::string(line.size(), '-'));
-}
-
 // The top-left corner of m, at most rows x cols, as its own matrix.
 attn::Matrix corner(const attn::Matrix& m, std::size_t rows, std::size_t cols) {
   rows = std::min(rows, m.shape()[0]);
@@ -160,7 +153,7 @@ ThreeWays three_ways(const Averaging& ops, std::uint64_t seed, std::size_t T, st
 void show_why(const ThreeWays& w, std::uint64_t seed) {
   const attn::Matrix& x = w.x;
   const std::size_t T = x.shape()[0];
-  underlined_section(1, "Why average");
+  attn::underlined_section(1, "Why average");
   fmt::print(
       "Chapter 01's bigram model predicts the next token from the current one alone. To use\n"
       "the context, position t needs a summary of tokens 0..t, and of nothing after t: the\n"
@@ -177,7 +170,7 @@ void show_loop(const ThreeWays& w, bool mine) {
   const attn::Matrix& x = w.x;
   const attn::Matrix& xbar = w.xbar;
   const std::size_t T = x.shape()[0];
-  underlined_section(2, "Way 1: a loop");
+  attn::underlined_section(2, "Way 1: a loop");
   fmt::print(
       "Say it as it reads: for each t, add rows 0..t of x and divide by t + 1\n"
       "(attn::running_mean_loop).\n\n");
@@ -197,7 +190,7 @@ void show_loop(const ThreeWays& w, bool mine) {
 // 3. Way 2: one matrix product.
 void show_matmul(const ThreeWays& w) {
   const std::size_t T = w.x.shape()[0];
-  underlined_section(3, "Way 2: one matrix product");
+  attn::underlined_section(3, "Way 2: one matrix product");
   // The example row: xbar[3] when there is one, else the last row.
   const std::size_t ex = std::min<std::size_t>(3, T - 1);
   std::string terms;
@@ -224,7 +217,7 @@ void show_matmul(const ThreeWays& w) {
 
 // 4. Way 3: softmax of masked zeros.
 void show_softmax(const ThreeWays& w) {
-  underlined_section(4, "Way 3: softmax of masked zeros");
+  attn::underlined_section(4, "Way 3: softmax of masked zeros");
   fmt::print(
       "Dividing each row by its sum is what softmax does: softmax(z)_i = e^z_i / sum_j e^z_j.\n"
       "So give softmax scores of 0 where a token may look and -inf where it may not:\n"
@@ -240,7 +233,7 @@ void show_softmax(const ThreeWays& w) {
 void show_agreement(const ThreeWays& w, bool mine) {
   const attn::Matrix& xbar = w.xbar;
   const std::size_t T = xbar.shape()[0];
-  underlined_section(5, "The three ways agree");
+  attn::underlined_section(5, "The three ways agree");
   const double d2 = attn::max_abs_diff(xbar, w.xbar2);
   const double d3 = attn::max_abs_diff(xbar, w.xbar3);
   const double dw = attn::max_abs_diff(w.w_tril, w.w_softmax);
@@ -272,7 +265,7 @@ void show_agreement(const ThreeWays& w, bool mine) {
 // 6. What each way costs as T grows: counted from the formulas, and measured with --timing.
 void show_costs(const Averaging& ops, const attn::CommonOptions& opts, std::size_t C,
                 std::size_t max_t) {
-  underlined_section(6, "What each way costs as T grows");
+  attn::underlined_section(6, "What each way costs as T grows");
   fmt::print(
       "Counted from the formulas for C = {} (the same on every machine). The loop touches\n"
       "only the past; the matmul also multiplies the zeros above the diagonal; the softmax\n"
@@ -324,7 +317,7 @@ void show_costs(const Averaging& ops, const attn::CommonOptions& opts, std::size
 // 7. The weights as a picture (and an SVG figure with --svg).
 void show_picture(const attn::Matrix& w_softmax, const attn::CommonOptions& opts) {
   const std::size_t T = w_softmax.shape()[0];
-  underlined_section(7, "The weights as a picture");
+  attn::underlined_section(7, "The weights as a picture");
   attn::HeatmapOptions map;
   const attn::Matrix shown = corner(w_softmax, kShowRows, kShowRows);
   map.title = shown.shape()[0] < T

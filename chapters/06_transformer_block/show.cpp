@@ -22,6 +22,7 @@
 
 namespace ch06 {
 
+using attn::align_right;
 using attn::num;
 using attn::print;
 
@@ -31,11 +32,6 @@ constexpr std::size_t kSvgPositions = 100;  // positions in the SVG of the sinus
 constexpr std::size_t kShownFeatures = 6;   // features of a token printed in section 1
 
 std::string size_text(std::size_t n) { return std::to_string(n); }
-
-// Right-aligns `text` in `width` columns.
-std::string right(const std::string& text, std::size_t width) {
-  return fmt::format("{:>{}}", text, width);
-}
 
 // A table cell that never grows wider than 11 characters: fixed notation up to 99999.9999, then
 // scientific ("1.536e+07"), so the columns of a long run stay apart.
@@ -126,9 +122,9 @@ void show_ffn(const Setup& s, const FfnDemo& r, const SvgDir& svg_dir) {
   for (std::size_t i = 0; i < r.xs.size(); ++i) {
     const double diff =
         std::abs(static_cast<double>(r.gelu(0, 0, i)) - static_cast<double>(r.gelu_tanh(0, 0, i)));
-    print(right(num(r.xs[i], 1), 6) + right(num(r.relu(0, 0, i)), 10) +
-          right(num(r.gelu(0, 0, i)), 10) + right(num(r.gelu_tanh(0, 0, i)), 12) +
-          right(num(diff, 7), 21) + "\n");
+    print(align_right(num(r.xs[i], 1), 6) + align_right(num(r.relu(0, 0, i)), 10) +
+          align_right(num(r.gelu(0, 0, i)), 10) + align_right(num(r.gelu_tanh(0, 0, i)), 12) +
+          align_right(num(diff, 7), 21) + "\n");
   }
   if (svg_dir) {  // the three activations over [-4, 3], from the same grid
     attn::Series relu_s{"relu", {}, {}}, gelu_s{"gelu (exact)", {}, {}},
@@ -359,9 +355,10 @@ void show_no_layer_norm(const Setup& s, const NoLayerNorm& r, const SvgDir& svg_
   for (std::size_t p = 0; p <= P; ++p) {
     const Stats& a = r.with[p];
     const Stats& b = r.without[p];
-    print(right(size_text(p), 6) + right(cell(a.mean), 10) + right(cell(a.std), 10) +
-          right(p == 0 ? "" : num(r.peak_with[p - 1], 2), 8) + right(cell(b.mean), 14) +
-          right(cell(b.std), 14) + (p == 0 ? "" : right(num(r.peak_without[p - 1], 2), 8)) + "\n");
+    print(align_right(size_text(p), 6) + align_right(cell(a.mean), 10) +
+          align_right(cell(a.std), 10) + align_right(p == 0 ? "" : num(r.peak_with[p - 1], 2), 8) +
+          align_right(cell(b.mean), 14) + align_right(cell(b.std), 14) +
+          (p == 0 ? "" : align_right(num(r.peak_without[p - 1], 2), 8)) + "\n");
   }
   const double last_with = r.with[P].std, previous_with = r.with[P - 1].std;
   const double last_without = r.without[P].std, previous_without = r.without[P - 1].std;
@@ -454,7 +451,7 @@ void show_causality(const Setup& s, const Causality& r) {
       size_text(r.t0) + " by new random ones and compare the outputs:\n");
   print("  position   max |change| of the output\n");
   for (std::size_t t = 0; t < s.T; ++t) {
-    print(right(size_text(t), 10) + "   " +
+    print(align_right(size_text(t), 10) + "   " +
           (r.change[t] == 0.0 ? std::string("0") : num(r.change[t])) +
           (t == r.t0 ? "   <- first changed input" : "") + "\n");
   }
@@ -474,15 +471,16 @@ void show_cost(const Setup& s, const Cost& r) {
   const std::size_t C = s.C, F = s.F;
   print("Parameters of one block, from the formulas (C = " + size_text(C) +
         ", F = " + size_text(F) + "):\n");
-  print("  attention   4 C^2 (w_q, w_k, w_v, w_o)      " + right(size_text(r.attn_params), 10) +
+  print("  attention   4 C^2 (w_q, w_k, w_v, w_o)      " +
+        align_right(size_text(r.attn_params), 10) + "\n");
+  print("  FFN         2 C F + F + C (w1, b1, w2, b2)  " +
+        align_right(size_text(r.ffn_params), 10) + "\n");
+  print("  LayerNorm   4 C (two gammas, two betas)     " + align_right(size_text(r.ln_params), 10) +
         "\n");
-  print("  FFN         2 C F + F + C (w1, b1, w2, b2)  " + right(size_text(r.ffn_params), 10) +
+  print("  block_param_count(C, F)                     " + align_right(size_text(r.formula), 10) +
         "\n");
-  print("  LayerNorm   4 C (two gammas, two betas)     " + right(size_text(r.ln_params), 10) +
-        "\n");
-  print("  block_param_count(C, F)                     " + right(size_text(r.formula), 10) + "\n");
-  print("  floats held by block_init's tensors         " + right(size_text(r.counted), 10) + "   " +
-        (r.formula == r.counted ? "match" : "MISMATCH") + "\n");
+  print("  floats held by block_init's tensors         " + align_right(size_text(r.counted), 10) +
+        "   " + (r.formula == r.counted ? "match" : "MISMATCH") + "\n");
   const auto share = [&](std::size_t part) {
     return num(100.0 * static_cast<double>(part) / static_cast<double>(r.formula), 1) + "%";
   };
@@ -495,17 +493,20 @@ void show_cost(const Setup& s, const Cost& r) {
 
   print("FLOPs of one forward pass (a multiply-add counts 2), B = " + size_text(s.B) +
         ", T = " + size_text(s.T) + ":\n");
-  print("  projections and FFN   2 B T (4 C^2 + 2 C F)   " + right(num(r.total - r.mixing, 0), 12) +
+  print("  projections and FFN   2 B T (4 C^2 + 2 C F)   " +
+        align_right(num(r.total - r.mixing, 0), 12) + "\n");
+  print("  attention itself      4 B H T^2 hs            " + align_right(num(r.mixing, 0), 12) +
         "\n");
-  print("  attention itself      4 B H T^2 hs            " + right(num(r.mixing, 0), 12) + "\n");
-  print("  block_forward_flops                           " + right(num(r.total, 0), 12) + "\n");
-  print("  the attention sublayer (mha_forward_flops)    " + right(num(r.attention, 0), 12) + "\n");
+  print("  block_forward_flops                           " + align_right(num(r.total, 0), 12) +
+        "\n");
+  print("  the attention sublayer (mha_forward_flops)    " + align_right(num(r.attention, 0), 12) +
+        "\n");
   print("How the cost grows with T (same B, C, H, F):\n");
   print("       T    block FLOPs   per token   share of the T^2 term\n");
   for (const CostRow& row : r.by_length) {
-    print(right(size_text(row.T), 8) + right(num(row.flops, 0), 15) +
-          right(num(row.flops / static_cast<double>(s.B * row.T), 0), 12) +
-          right(num(100.0 * row.quadratic / row.flops, 1) + "%", 24) + "\n");
+    print(align_right(size_text(row.T), 8) + align_right(num(row.flops, 0), 15) +
+          align_right(num(row.flops / static_cast<double>(s.B * row.T), 0), 12) +
+          align_right(num(100.0 * row.quadratic / row.flops, 1) + "%", 24) + "\n");
   }
   print(
       "Per token, the projections and the FFN cost the same at any length; attention's T^2 term\n"

@@ -21,6 +21,8 @@
 
 namespace ch08 {
 
+using attn::align_left;
+using attn::align_right;
 using attn::num;
 using attn::print;
 
@@ -42,14 +44,6 @@ std::string bound(double v) {
 }
 
 std::string shape(const auto& t) { return attn::shape_str(t.shape()); }
-
-std::string right(const std::string& text, std::size_t width) {
-  return fmt::format("{:>{}}", text, width);
-}
-
-std::string left(const std::string& text, std::size_t width) {
-  return fmt::format("{:<{}}", text, width);
-}
 
 // A paragraph of narration cut into lines of at most `width` characters, at spaces.
 std::string wrap(const std::string& text, std::size_t width = 92) {
@@ -180,11 +174,11 @@ void show_linear(const LinearBackward& r) {
 void show_activations(const ActivationBackward& r) {
   print("\n-- activations: dx = dy * act'(x) --\n");
   std::string xs;
-  for (const float v : r.x) xs += right(num(v, 1), 9);
+  for (const float v : r.x) xs += align_right(num(v, 1), 9);
   print("  x          " + xs + "\n");
   for (std::size_t i = 0; i < r.activations.size(); ++i) {
-    std::string row = left(std::string(attn::activation_name(r.activations[i])) + "'", 11);
-    for (const float v : r.derivative[i]) row += right(num(v), 9);
+    std::string row = align_left(std::string(attn::activation_name(r.activations[i])) + "'", 11);
+    for (const float v : r.derivative[i]) row += align_right(num(v), 9);
     print("  " + row + "\n");
   }
   // The sentence below, at the six points: GELU' < 0 at x = -1 and -2, > 1 at x = 1 and 2.
@@ -206,7 +200,7 @@ void show_layer_norm(const LayerNormTerms& r) {
   print("  one token, C = " + std::to_string(C) +
         "; g = gamma * dy, xhat = (x - mean) * rstd, rstd = " + num(r.rstd) + "\n");
   const auto term = [](const char* label, std::span<const float> v) {
-    print("  " + left(label, 45) + attn::format_vector(v) + "\n");
+    print("  " + align_left(label, 45) + attn::format_vector(v) + "\n");
   };
   term("direct:        rstd * g", r.direct);
   term("via the mean:  - rstd * mean(g)", r.through_mean);
@@ -309,9 +303,9 @@ void show_gradient_checks(const GradientChecks& r, bool mine) {
       "  op                       tensor                   size   max abs err  max rel err  "
       "pass\n");
   const auto row = [](const CheckRow& c) {
-    print("  " + left(c.op, 25) + left(c.r.name, 21) + right(std::to_string(c.r.count), 8) +
-          right(bound(c.r.max_abs), 14) + right(bound(c.r.max_rel), 13) +
-          (c.r.pass ? "   yes" : "   NO") + "\n");
+    print("  " + align_left(c.op, 25) + align_left(c.r.name, 21) +
+          align_right(std::to_string(c.r.count), 8) + align_right(bound(c.r.max_abs), 14) +
+          align_right(bound(c.r.max_rel), 13) + (c.r.pass ? "   yes" : "   NO") + "\n");
   };
   std::size_t passed = 0;
   double worst_rel = 0.0;
@@ -377,19 +371,20 @@ void show_depth(const DepthSetup& s, const DepthResult& r) {
       s.max_depth, s.T, s.C, s.H, num(std)));
   constexpr std::size_t kWidth = 22;
   std::string head = "  blocks";
-  for (const Variant& v : kVariants) head += right(v.name, kWidth);
+  for (const Variant& v : kVariants) head += align_right(v.name, kWidth);
   print(head + "\n");
   for (std::size_t i = 0; i < r.depths.size(); ++i) {
-    std::string row = right(std::to_string(r.depths[i]), 8);
-    for (std::size_t k = 0; k < std::size(kVariants); ++k) row += right(sci(r.norm[k][i]), kWidth);
+    std::string row = align_right(std::to_string(r.depths[i]), 8);
+    for (std::size_t k = 0; k < std::size(kVariants); ++k)
+      row += align_right(sci(r.norm[k][i]), kWidth);
     print(row + "\n");
   }
   std::string tops = "  rms out";
   for (std::size_t k = 0; k < std::size(kVariants); ++k)
-    tops += right(sci(r.top[k].back()), kWidth);
+    tops += align_right(sci(r.top[k].back()), kWidth);
   print(tops + "\n");
   for (std::size_t k = 0; k < std::size(kVariants); ++k)
-    print("  " + left(std::string(kVariants[k].name) + ":", 22) + verdict(r.norm[k]) + "\n");
+    print("  " + align_left(std::string(kVariants[k].name) + ":", 22) + verdict(r.norm[k]) + "\n");
   // What the table shows is a gradient: checked by finite differences on its first entry.
   attn::claim(std::abs(r.one_block_numeric - r.norm[0][0]) <= 1e-2 * r.norm[0][0],
               "the table shows |dL/dx| at the input of the bottom block");
@@ -512,12 +507,12 @@ void show_memory(const BackwardMemory& r) {
   };
   print("  tensor kept        shape                 floats\n");
   for (const KeptTensor& t : r.kept)
-    print("  " + left(t.name, 19) + left(attn::shape_str(t.shape), 18) +
-          right(std::to_string(t.floats), 10) + "\n");
-  print("  activation_floats(cache)                " + right(std::to_string(r.held), 10) + "  (" +
-        mb(r.held) + ")\n");
-  print("  block_activation_floats(B, T, C, F, H)  " + right(std::to_string(r.formula), 10) + "  " +
-        (r.held == r.formula ? "match" : "MISMATCH") + "\n");
+    print("  " + align_left(t.name, 19) + align_left(attn::shape_str(t.shape), 18) +
+          align_right(std::to_string(t.floats), 10) + "\n");
+  print("  activation_floats(cache)                " + align_right(std::to_string(r.held), 10) +
+        "  (" + mb(r.held) + ")\n");
+  print("  block_activation_floats(B, T, C, F, H)  " + align_right(std::to_string(r.formula), 10) +
+        "  " + (r.held == r.formula ? "match" : "MISMATCH") + "\n");
   attn::claim(r.held == r.formula, "the cache holds the floats block_activation_floats counts");
   attn::claim(r.weights_share_2T > r.weights_share, "the attention weights' share grows with T");
   const std::size_t btc = m.B * m.T * m.C, btf = m.B * m.T * r.F, bhtt = m.B * m.H * m.T * m.T;
@@ -533,10 +528,10 @@ void show_memory(const BackwardMemory& r) {
   for (const StackMemory& s : r.stacks) {
     const Shapes& z = s.z;
     activations_dominate = activations_dominate && s.per_block > 10 * s.weights;
-    print("  " + left(z.name, 26) + right(std::to_string(z.B), 4) + right(std::to_string(z.T), 5) +
-          right(std::to_string(z.C), 5) + right(std::to_string(z.H), 3) +
-          right(std::to_string(z.L), 3) + right(mb(s.per_block), 12) +
-          right(mb(s.per_block * z.L), 16) + "\n");
+    print("  " + align_left(z.name, 26) + align_right(std::to_string(z.B), 4) +
+          align_right(std::to_string(z.T), 5) + align_right(std::to_string(z.C), 5) +
+          align_right(std::to_string(z.H), 3) + align_right(std::to_string(z.L), 3) +
+          align_right(mb(s.per_block), 12) + align_right(mb(s.per_block * z.L), 16) + "\n");
   }
   attn::claim(activations_dominate,
               "training memory is dominated by the activations, not by the weights");

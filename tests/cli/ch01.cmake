@@ -15,6 +15,11 @@ attn_cli_test(ch01.temperature_negative EXIT 2 MATCH "--temperature must be > 0,
               COMMAND 01_bigram --temperature -1)
 attn_cli_test(ch01.lr_not_a_number EXIT 2 MATCH "--lr expects a number, got 'abc'"
               COMMAND 01_bigram --lr abc)
+attn_cli_test(ch01.tokens_too_large EXIT 2 MATCH "--tokens must be at most 100000, got 100001"
+              COMMAND 01_bigram --tokens 100001)
+# The old spelling --sample-length stays as a hidden alias of --tokens (messages name the new flag).
+attn_cli_test(ch01.sample_length_alias EXIT 2 MATCH "--tokens must be at most 100000, got 100001"
+              COMMAND 01_bigram --sample-length 100001)
 attn_cli_test(ch01.unknown_flag EXIT 2 MATCH "unknown option '--frobnicate'"
               COMMAND 01_bigram --frobnicate)
 

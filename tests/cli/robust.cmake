@@ -14,7 +14,7 @@ set(hostile "perl ${CMAKE_CURRENT_SOURCE_DIR}/make_hostile.pl")
 
 # The size flags of each chapter and their bounds (what --help says).
 set(robust_sizes_01_bigram steps=100000 batch-size=1024 block-size=1024 eval-interval=100000
-                           sample-length=100000)
+                           tokens=100000)
 set(robust_sizes_02_averaging block-size=2048 n-embd=256 max-t=2048)
 set(robust_sizes_03_masked_softmax block-size=16)
 set(robust_sizes_04_single_head block-size=64 n-embd=4096 head-size=4096 source-steps=64)

@@ -71,4 +71,17 @@ TEST_CASE("max_abs_diff finds the largest difference, never hides a NaN, and ref
   CHECK(attn::difference_text(0.25) == "0.25000000");
 }
 
+TEST_CASE("underlined_heading underlines the numbered title with as many dashes") {
+  CHECK(attn::underlined_heading(1, "Why average") == "\n1. Why average\n--------------\n");
+  CHECK(attn::underlined_heading(12, "") == "\n12. \n----\n");
+}
+
+TEST_CASE("align_right and align_left pad a table cell to its width and never cut it") {
+  CHECK(attn::align_right("ab", 5) == "   ab");
+  CHECK(attn::align_left("ab", 5) == "ab   ");
+  CHECK(attn::align_right("abcdef", 3) == "abcdef");
+  CHECK(attn::align_left("abcdef", 3) == "abcdef");
+  CHECK(attn::align_right("", 2) == "  ");
+}
+
 }  // TEST_SUITE

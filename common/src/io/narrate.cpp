@@ -52,6 +52,15 @@ void section(int number, std::string_view title) {
   fmt::print("\n== {}. {} ==\n", number, title);
 }
 
+std::string underlined_heading(int number, std::string_view title) {
+  const std::string line = fmt::format("{}. {}", number, title);
+  return fmt::format("\n{}\n{}\n", line, std::string(line.size(), '-'));
+}
+
+void underlined_section(int number, std::string_view title) {
+  print(underlined_heading(number, title));
+}
+
 void print(std::string_view text) { std::fwrite(text.data(), 1, text.size(), stdout); }
 
 std::string num(double value, int precision) {
@@ -89,5 +98,13 @@ double max_abs_diff(std::span<const float> a, std::span<const float> b) {
 }
 
 std::string difference_text(double d) { return d == 0.0 ? "0 (bitwise identical)" : num(d, 8); }
+
+std::string align_right(std::string_view text, std::size_t width) {
+  return fmt::format("{:>{}}", text, width);
+}
+
+std::string align_left(std::string_view text, std::size_t width) {
+  return fmt::format("{:<{}}", text, width);
+}
 
 }  // namespace attn

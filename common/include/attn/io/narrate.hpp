@@ -42,6 +42,11 @@ std::string format_significant(double value, int digits = 3);
 
 // A section heading of a walkthrough: a blank line, then "== 3. One step, taken apart ==".
 void section(int number, std::string_view title);
+// The other heading style, underlined: a blank line, then "3. One step, taken apart" over a line
+// of as many dashes (one per byte of the heading). underlined_heading returns that text,
+// underlined_section prints it.
+std::string underlined_heading(int number, std::string_view title);
+void underlined_section(int number, std::string_view title);
 
 // ---- The narration toolkit: the few helpers every chapter's "show" functions use ----
 // Text to stdout as it is (no format string, so a '{' in it is safe).
@@ -71,5 +76,9 @@ double max_abs_diff(const A& a, const B& b) {
 // A max |difference| for a sentence: "0 (bitwise identical)" when it is exactly 0, else the value
 // with 8 decimals (below 1e-5 the page check reads it as float rounding, ~0).
 std::string difference_text(double d);
+// A table cell: `text` padded with spaces to `width` columns, right- or left-aligned (never cut:
+// a longer text comes back whole).
+std::string align_right(std::string_view text, std::size_t width);
+std::string align_left(std::string_view text, std::size_t width);
 
 }  // namespace attn

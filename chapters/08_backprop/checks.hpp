@@ -1,0 +1,33 @@
+// chapters/08_backprop/checks.hpp: the run around the lesson of chapter 08. Which backward
+// passes the sections call (the reference, or with --mine the learner's exercises), and the
+// gradient check of every op (section 3), whose per-op setup lives in checks.cpp.
+#pragma once
+
+#include "attn/core/random.hpp"
+#include "attn/ops/layernorm.hpp"
+#include "attn/ops/linear.hpp"
+#include "exercises.hpp"
+#include "show.hpp"
+
+namespace ch08 {
+
+// The backward passes this chapter's exercises mirror: from attn:: (the reference) or, with
+// --mine, from the learner's ex08:: exercises.
+struct Kernels {
+  Matrix (*softmax_backward)(const Matrix& y, const Matrix& dy);         // (N, S) -> (N, S)
+  Matrix (*masked_softmax_backward)(const Matrix& y, const Matrix& dy);  // the same, y has zeros
+  attn::LinearGrads (*linear_backward)(const Tensor<3>& dy, const Tensor<3>& x, const Matrix& w);
+  attn::LayerNormGrads<3> (*layer_norm_backward)(const Tensor<3>& dy, const Tensor<3>& x,
+                                                 const Vector& gamma, float eps);
+  ex08::AttentionGrads (*attention_backward)(const Matrix& dout, const Matrix& q, const Matrix& k,
+                                             const Matrix& v, bool causal);  // one head
+};
+Kernels reference_kernels();
+Kernels learner_kernels();
+
+// 3. The gradient check of every op: each backward of the course (those of k, and the library's
+// FFN, MHA, block and model) against central differences of L = sum(out * R), R random; then
+// two wrong gradients on purpose, to show that the check catches them.
+GradientChecks gradient_checks(const Kernels& k, attn::Rng& rng);
+
+}  // namespace ch08
