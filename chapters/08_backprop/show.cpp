@@ -363,7 +363,7 @@ void show_depth(const DepthSetup& s, const DepthResult& r) {
   attn::section(4, "Depth: how much gradient reaches the bottom of a stack?");
   const float std = s.weight_std();
   print(fmt::format(
-      "Seed 003 of the course asks: why is LayerNorm a problem to remove when blocks are stacked?\n"
+      "The question this answers: why is LayerNorm a problem to remove when blocks are stacked?\n"
       "Stacks of 1 to {} pre-norm causal blocks (T = {}, C = {}, H = {}, weights drawn with std\n"
       "{}), the same blocks for every variant. The loss is L = sum(out * R) with |R| = 1, so the\n"
       "gradient enters the top with norm 1; the table shows |dL/dx| at the input of the bottom\n"
