@@ -993,7 +993,7 @@ int usage_error(std::string_view what) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   // 1. Arguments: --help, or one or more folders.
   std::vector<fs::path> roots;
   for (int i = 1; i < argc; ++i) {
@@ -1067,4 +1067,19 @@ int main(int argc, char** argv) {
     return 1;
   }
   return failed == 0 && problems.empty() ? 0 : 1;
+}
+
+// A write to a full stdout (> /dev/full) throws from fmt::print as soon as the buffer is flushed,
+// that is after enough cases: one line and exit 1, like the final check above, never an abort.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    if (std::ferror(stdout) != 0) {
+      std::fprintf(stderr, "attn-golden: error: cannot write the output (stdout)\n");
+    } else {
+      std::fprintf(stderr, "attn-golden: error: %s\n", e.what());
+    }
+    return 1;
+  }
 }

@@ -61,7 +61,9 @@ std::string sample_text(const attn::LmWeights& w, const attn::LmConfig& config,
   attn::Rng rng(seed, 909);
   attn::GenerateOptions g;
   g.max_new_tokens = n;
-  const std::vector<int> prompt = {vocab.id_of(U'\n')};
+  // The lecture starts from a newline (id 0 of its vocabulary); a corpus without one starts from
+  // its own id 0, the smallest character.
+  const std::vector<int> prompt = {vocab.contains(U'\n') ? vocab.id_of(U'\n') : 0};
   return vocab.decode(attn::lm_generate(w, config, prompt, g, rng));
 }
 
@@ -480,7 +482,7 @@ void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
     fmt::print("Interrupted at step {}{}.\n", s.step,
                o.save_dir.empty() ? "" : fmt::format(": saved to '{}'", o.save_dir));
     std::fflush(stdout);
-    std::exit(130);
+    std::exit(128 + r.signal);  // 130 for SIGINT, 143 for SIGTERM
   }
   if (!o.save_dir.empty()) attn::save_checkpoint(o.save_dir, s, c, d.vocab);
   show_training(s, r, c, d, before.bigram_val, common.timing);

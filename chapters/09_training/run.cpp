@@ -33,9 +33,14 @@ using Clock = std::chrono::steady_clock;
 // B * T tokens of activations per step: bounded so a typo cannot ask for more than a laptop has.
 constexpr std::size_t kMaxTokensPerStep = std::size_t{1} << 17;
 
-// ---- Ctrl-C: finish the step, save, exit 130.
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_sigint(int) { g_interrupted.store(true); }
+// ---- Ctrl-C (SIGINT) or SIGTERM: finish the step (or cut the estimate short), save, exit
+// 128 + the signal's number (130, 143). A second signal exits at once: the checkpoint of the
+// last complete save stays, since a save only ever renames a complete folder into place.
+std::atomic<int> g_signal{0};
+extern "C" void on_stop_signal(int sig) {
+  if (g_signal.exchange(sig) != 0) ::_exit(128 + sig);  // async-signal-safe, unlike std::exit
+}
+bool stop_requested() { return g_signal.load() != 0; }
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -48,7 +53,13 @@ std::string clock_text(double seconds) {
   return fmt::format("{}:{:02}", s / 60, s % 60);
 }
 
-void stop_on_ctrl_c() { std::signal(SIGINT, on_sigint); }
+void stop_on_ctrl_c() {
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  // A file above `ulimit -f` would kill the process (SIGXFSZ) without a word; ignored, the write
+  // fails with EFBIG instead and the save reports it as the error it is.
+  std::signal(SIGXFSZ, SIG_IGN);
+}
 
 Data prepare_data(const attn::Corpus& corpus) {
   attn::Vocab vocab = attn::Vocab::from_text(corpus.text);
@@ -180,9 +191,20 @@ RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainC
   if (!s.evals.empty()) last_val = s.evals.back().val_loss;
   Clock::time_point last_draw = start;
 
+  // false: a signal cut the estimate short (the library's estimate stops at the next batch; a
+  // learner's ex09::estimate_loss runs to its end).
   const auto evaluate = [&](std::size_t step) {
-    const attn::EvalRecord e =
-        k.estimate_loss(s.weights, c.model, d.split, c.batch_size, c.eval_iters, c.seed, step);
+    const std::optional<attn::EvalRecord> estimate =
+        k.reference ? attn::estimate_loss_unless(s.weights, c.model, d.split, c.batch_size,
+                                                 c.eval_iters, c.seed, step, stop_requested)
+                    : k.estimate_loss(s.weights, c.model, d.split, c.batch_size, c.eval_iters,
+                                      c.seed, step);
+    if (!estimate) {
+      if (live) fmt::print("\r\033[K");
+      fmt::print("step {:>5}: the estimate was cut short by the signal\n", step);
+      return false;
+    }
+    const attn::EvalRecord& e = *estimate;
     s.evals.push_back(e);
     last_val = e.val_loss;
     if (live) fmt::print("\r\033[K");
@@ -197,10 +219,22 @@ RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainC
     fmt::print("{}\n", line);
     std::fflush(stdout);  // a log file shows each estimate as it comes
     if (!save_dir.empty()) attn::save_checkpoint(save_dir, s, c, d.vocab);
+    return true;
+  };
+  const auto stop = [&] {
+    // The last complete step is saved (with its estimate, if that one finished).
+    if (!save_dir.empty()) attn::save_checkpoint(save_dir, s, c, d.vocab);
+    report.interrupted = true;
+    report.signal = g_signal.load();
   };
 
-  if (s.step == 0 && s.evals.empty()) evaluate(0);
-  while (s.step < c.steps) {
+  // The estimate of this step, unless it is there already (a run cut short in that estimate and
+  // resumed does it now).
+  const bool estimated = !s.evals.empty() && s.evals.back().step == s.step;
+  if (!estimated && s.step % c.eval_interval == 0 && !evaluate(s.step)) {
+    stop();
+  }
+  while (!report.interrupted && s.step < c.steps) {
     attn::StepResult r{};
     if (k.reference) {
       r = attn::train_step(s, c, d.split.train);  // the same draws, into reused buffers
@@ -225,12 +259,15 @@ RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainC
       std::fflush(stdout);
     }
     const bool last = s.step == c.steps;
-    if (s.step % c.eval_interval == 0 || last) evaluate(s.step);
-    if (g_interrupted.load()) {
-      if (!(s.step % c.eval_interval == 0 || last) && !save_dir.empty()) {
-        attn::save_checkpoint(save_dir, s, c, d.vocab);
-      }
+    const bool estimate = s.step % c.eval_interval == 0 || last;
+    if (estimate && !evaluate(s.step)) {
+      stop();  // cut short: the step is saved without its estimate
+      break;
+    }
+    if (stop_requested()) {
+      if (!estimate && !save_dir.empty()) attn::save_checkpoint(save_dir, s, c, d.vocab);
       report.interrupted = true;
+      report.signal = g_signal.load();
       break;
     }
   }

@@ -82,11 +82,13 @@ void check_resume_flags(const Options& o, const attn::TrainConfig& c, int argc, 
 struct RunReport {
   double seconds = 0.0;
   std::size_t steps_taken = 0;
-  bool interrupted = false;
+  bool interrupted = false;  // by a signal: SIGINT (Ctrl-C) or SIGTERM
+  int signal = 0;            // its number: the exit code is 128 + signal
 };
 RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainConfig& c,
                        const Data& d, const std::string& save_dir, bool timing);
-// Installs the Ctrl-C handler run_training watches.
+// Installs the handlers run_training watches: SIGINT and SIGTERM stop the run after the step (a
+// second one exits at once); SIGXFSZ is ignored, so a file above `ulimit -f` is a write error.
 void stop_on_ctrl_c();
 std::string clock_text(double seconds);  // "1:05"
 // The loss curve: every step's training loss (noisy) and the estimates of both splits.

@@ -47,3 +47,17 @@ add_test(NAME cli.ch09.checkpoints
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ch09_checkpoints.sh $<TARGET_FILE:09_training>
                  ${CMAKE_CURRENT_BINARY_DIR}/ch09_checkpoints)
 set_tests_properties(cli.ch09.checkpoints PROPERTIES LABELS "cli;ch09;robust" ENVIRONMENT "ATTN_DATA=")
+
+# The signals that stop a run: SIGTERM like Ctrl-C (exit 143), Ctrl-C during an estimate, a
+# second signal, a file size limit (tests/cli/ch09_signals.sh; issue 18).
+add_test(NAME cli.ch09.signals
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ch09_signals.sh $<TARGET_FILE:09_training>
+                 ${CMAKE_CURRENT_BINARY_DIR}/ch09_signals)
+set_tests_properties(cli.ch09.signals PROPERTIES LABELS "cli;ch09;robust" ENVIRONMENT "ATTN_DATA=")
+
+# A corpus without a newline trains and samples (its sample starts from the smallest character).
+set(ch09_one_line ${CMAKE_CURRENT_BINARY_DIR}/ch09_one_line.txt)
+attn_cli_test(robust.ch09.corpus_without_newline EXIT 0 STDOUT
+              PREPARE "perl -e 'print q(to be or not to be, that is the question. ) x 20' > ${ch09_one_line}"
+              MATCH "A sample from the untrained model"
+              COMMAND 09_training ${ch09_small} --steps 2 --data ${ch09_one_line})

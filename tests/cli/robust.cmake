@@ -115,6 +115,14 @@ attn_cli_test(robust.ch01.tiny_temperature EXIT 0 STDOUT MATCH "Sampling: writin
               COMMAND 01_bigram --temperature 1e-38)
 attn_cli_test(robust.ch07.tiny_temperature EXIT 0 STDOUT MATCH "temperature 0.0000000000000000000000000000000000000*1, top-k off"
               COMMAND 07_causal_lm --temperature 1e-38 --tokens 20)
+# ... on every sampling path (chapter 07's generation loop and chapter 10's go through
+# TokenSampler), down to float's smallest subnormal.
+attn_cli_test(robust.ch07.subnormal_temperature EXIT 0 STDOUT MATCH "top-k off"
+              COMMAND 07_causal_lm --temperature 1e-45 --tokens 20)
+attn_cli_test(robust.ch10.tiny_temperature EXIT 0 STDOUT MATCH "temperature "
+              COMMAND 10_generation --temperature 1e-38 --tokens 20)
+attn_cli_test(robust.ch10.subnormal_temperature EXIT 0 STDOUT MATCH "temperature "
+              COMMAND 10_generation --temperature 1e-45 --tokens 20)
 
 # Chapter 07: the default prompt is the corpus's first long line, cut to 200 characters.
 attn_cli_test(robust.ch07.long_first_line EXIT 0 STDOUT
@@ -158,6 +166,10 @@ attn_cli_test(robust.ch07.generation_work EXIT 2
 attn_cli_test(robust.tools.golden_stdout_full EXIT 1 STDOUT_TO /dev/full
               MATCH "^attn-golden: error: cannot write the output \\(stdout\\)$"
               COMMAND attn-golden ${PROJECT_SOURCE_DIR}/tests/golden/cases/softmax_rows)
+# All the cases: more output than stdio's buffer, so a write fails (and throws) mid-run.
+attn_cli_test(robust.tools.golden_all_cases_stdout_full EXIT 1 STDOUT_TO /dev/full
+              MATCH "^attn-golden: error: cannot write the output \\(stdout\\)$"
+              COMMAND attn-golden ${PROJECT_SOURCE_DIR}/tests/golden/cases)
 attn_cli_test(robust.tools.doccheck_stdout_full EXIT 1 STDOUT_TO /dev/full
               MATCH "^attn-doccheck: error: cannot write the output \\(stdout\\)$"
               COMMAND attn-doccheck --bin-dir $<TARGET_FILE_DIR:attn-doccheck>

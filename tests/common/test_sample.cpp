@@ -64,6 +64,23 @@ TEST_CASE("a temperature so small that logits / T overflows gives the exact limi
   CHECK(q(2) == 0.0f);
 }
 
+TEST_CASE("the generation loops' TokenSampler has the same overflow guard (issue 18)") {
+  // Chapters 07 and 10 sample through TokenSampler: at 1e-38 its plain quotient was inf, the
+  // softmax NaN, and the draw failed inside attn::Rng::categorical.
+  const std::vector<float> logits = {1.0f, 3.0f, 2.9f, -5.0f};
+  attn::TokenSampler sampler(logits.size());
+  attn::Rng rng(5);
+  for (const float t : {1e-38f, 1e-45f, std::numeric_limits<float>::denorm_min()}) {
+    for (const std::size_t k : {std::size_t{0}, std::size_t{2}}) {
+      for (const float top_p : {1.0f, 0.5f}) {
+        const attn::SamplingOptions o{t, k, top_p, false};
+        for (int i = 0; i < 20; ++i) CHECK(sampler.next(logits, o, rng) == 1);
+        CHECK(sampler.last_probs()[1] == 1.0f);
+      }
+    }
+  }
+}
+
 TEST_CASE("at temperature 1 the frequencies approach the softmax") {
   const std::vector<float> logits = {0.0f, 1.0f, 2.0f, -1.0f};
   const attn::Vector p = attn::probs_with_temperature(logits, 1.0f);

@@ -28,27 +28,32 @@ void check_sampling_inputs(std::span<const float> logits, float temperature,
   require(!logits.empty(), function, "logits must not be empty");
 }
 
+// scores / temperature, in place: the one division by the temperature of every sampling path
+// (sample_logits, sample_top_k, TokenSampler), so each has the overflow guard below.
+void divide_by_temperature(std::span<float> scores, float temperature) {
+  // A tiny temperature (1e-38, or 1e-45 below float's normal range) overflows float: a finite
+  // score becomes +-inf and the softmax gives NaN. Then shift by the largest finite score first,
+  // as the softmax does anyway: (score - max) / temperature is 0 for the largest scores and -inf
+  // or hugely negative for the rest, so the softmax gives the exact limit of a vanishing
+  // temperature: argmax (shared equally among tied maxima).
+  bool overflow = false;
+  float top = -std::numeric_limits<float>::infinity();
+  for (const float x : scores) {
+    if (!std::isfinite(x)) continue;
+    overflow = overflow || std::isinf(x / temperature);
+    top = std::max(top, x);
+  }
+  const float shift = overflow ? top : 0.0f;
+  for (float& x : scores) x = overflow ? (x - shift) / temperature : x / temperature;
+}
+
 Vector probs_unchecked(std::span<const float> logits, float temperature) {
   const std::size_t V = logits.size();
   Vector probs(Vector::shape_type{V});  // (V,)
   // 1. Scale: logits / temperature. Below 1 the gaps between logits grow (sharper), above 1
   //    they shrink (flatter, toward uniform).
-  bool overflow = false;
-  for (std::size_t v = 0; v < V; ++v) {
-    probs(v) = logits[v] / temperature;
-    overflow = overflow || (std::isinf(probs(v)) && std::isfinite(logits[v]));
-  }
-  //    A tiny temperature (1e-38) overflows float: shift by the largest logit first, as the
-  //    softmax does anyway. (logit - max) / temperature is 0 for the largest logits and -inf or
-  //    hugely negative for the rest, so the softmax below gives the exact limit of a vanishing
-  //    temperature: argmax (shared equally among tied maxima), not NaN.
-  if (overflow) {
-    float top = -std::numeric_limits<float>::infinity();
-    for (std::size_t v = 0; v < V; ++v) {
-      if (std::isfinite(logits[v])) top = std::max(top, logits[v]);
-    }
-    for (std::size_t v = 0; v < V; ++v) probs(v) = (logits[v] - top) / temperature;
-  }
+  std::copy(logits.begin(), logits.end(), probs.begin());
+  divide_by_temperature(std::span<float>(probs.data(), V), temperature);
   // 2. The stable softmax turns the scaled scores into probabilities.
   softmax_rows(probs.data(), 1, V);
   return probs;
@@ -165,7 +170,7 @@ int TokenSampler::next(std::span<const float> logits, const SamplingOptions& o, 
     std::copy(logits.begin(), logits.end(), probs_.begin());
   }
   // 3. softmax(logits / temperature) over the kept ids (probs_unchecked's two steps).
-  for (std::size_t v = 0; v < V; ++v) probs_[v] = probs_[v] / o.temperature;
+  divide_by_temperature(std::span<float>(probs_.data(), V), o.temperature);
   softmax_rows(probs_.data(), 1, V);
   // 4. Nucleus (top-p): rank by probability, keep the shortest head of the ranking whose mass
   //    reaches top_p, zero the tail. The long tail of unlikely ids is what turns a good sample

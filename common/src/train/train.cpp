@@ -3,6 +3,8 @@
 #include "attn/train/train.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -121,14 +123,21 @@ StepResult train_step(TrainState& s, const TrainConfig& config,
   return train_step_on(s, config, s.batch.x, s.batch.y);
 }
 
-EvalRecord estimate_loss(const LmWeights& w, const LmConfig& config, const Split& split,
-                         std::size_t batch_size, std::size_t iters, std::uint64_t seed,
-                         std::size_t step) {
+std::optional<EvalRecord> estimate_loss_unless(const LmWeights& w, const LmConfig& config,
+                                               const Split& split, std::size_t batch_size,
+                                               std::size_t iters, std::uint64_t seed,
+                                               std::size_t step,
+                                               const std::function<bool()>& stop) {
   require(iters >= 1, "attn::estimate_loss", "eval_iters must be at least 1");
   Rng rng(seed + step, 202);
+  bool stopped = false;
   const auto mean_loss = [&](std::span<const int> data) {
     double sum = 0.0;
-    for (std::size_t i = 0; i < iters; ++i) {
+    for (std::size_t i = 0; i < iters && !stopped; ++i) {
+      if (stop()) {
+        stopped = true;
+        break;
+      }
       const Batch b = get_batch(data, batch_size, config.block_size, rng);
       sum += lm_loss(b.x, b.y, w, config);
     }
@@ -136,7 +145,15 @@ EvalRecord estimate_loss(const LmWeights& w, const LmConfig& config, const Split
   };
   const double train = mean_loss(split.train);
   const double val = mean_loss(split.val);
-  return {step, train, val};
+  if (stopped) return std::nullopt;
+  return EvalRecord{step, train, val};
+}
+
+EvalRecord estimate_loss(const LmWeights& w, const LmConfig& config, const Split& split,
+                         std::size_t batch_size, std::size_t iters, std::uint64_t seed,
+                         std::size_t step) {
+  return *estimate_loss_unless(w, config, split, batch_size, iters, seed, step,
+                               [] { return false; });
 }
 
 }  // namespace attn

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -94,6 +95,13 @@ StepResult train_step(TrainState& state, const TrainConfig& config,
 EvalRecord estimate_loss(const LmWeights& w, const LmConfig& config, const Split& split,
                          std::size_t batch_size, std::size_t iters, std::uint64_t seed,
                          std::size_t step);
+// The same, asked before each batch whether to stop (a Ctrl-C): then std::nullopt, the estimate
+// cut short. An estimate of many batches takes long; a run that is told to stop need not wait.
+std::optional<EvalRecord> estimate_loss_unless(const LmWeights& w, const LmConfig& config,
+                                               const Split& split, std::size_t batch_size,
+                                               std::size_t iters, std::uint64_t seed,
+                                               std::size_t step,
+                                               const std::function<bool()>& stop);
 
 }  // namespace attn
 
