@@ -47,6 +47,11 @@ namespace fs = std::filesystem;
 
 constexpr double kAtol = 1e-5;
 constexpr double kRtol = 1e-4;
+// The largest sizes a case may ask for: those of the chapters' flags (09_training --help).
+constexpr std::size_t kMaxHeads = 64;
+constexpr std::size_t kMaxLayers = 64;
+constexpr std::size_t kMaxTrainSteps = 10000;  // batches.npy: (steps, B, T + 1)
+constexpr std::size_t kMaxBatch = 1024;
 
 constexpr std::string_view kUsage =
     "usage: attn-golden [--help] DIR...\n"
@@ -153,12 +158,14 @@ class Case {
     if (it == keys_.end()) fail("missing key " + key);
     return it->second;
   }
-  std::size_t positive(const std::string& key) const {
+  // A size key, bounded like the chapters' flag for the same idea, so a 40-byte case.txt cannot
+  // ask for gigabytes (n_layers 2^60): checked before anything is allocated.
+  std::size_t positive(const std::string& key, std::size_t max) const {
     const std::string& v = text(key);
     std::size_t n = 0;
     const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-    if (ec != std::errc() || end != v.data() + v.size() || n == 0) {
-      fail(fmt::format("key {} must be a positive integer, got '{}'", key, v));
+    if (ec != std::errc() || end != v.data() + v.size() || n == 0 || n > max) {
+      fail(fmt::format("key {} must be an integer from 1 to {}, got '{}'", key, max, v));
     }
     return n;
   }
@@ -571,7 +578,7 @@ void run_sdpa(const Case& c, Comparison& cmp) {
 }
 
 void run_mha(const Case& c, Comparison& cmp) {
-  const std::size_t H = c.positive("n_heads");
+  const std::size_t H = c.positive("n_heads", kMaxHeads);
   const bool causal = c.flag("causal");
   // Named variables: the files are read (and a missing one reported) in a fixed order.
   const attn::Tensor<3> x = attn::load_npy<3>(c.file("x"));  // (B, T, C)
@@ -651,7 +658,7 @@ void run_ffn(const Case& c, Comparison& cmp) {
 
 void run_block(const Case& c, Comparison& cmp) {
   attn::BlockConfig config;
-  config.n_heads = c.positive("n_heads");
+  config.n_heads = c.positive("n_heads", kMaxHeads);
   config.causal = c.flag("causal");
   config.norm = c.parsed("norm", attn::parse_norm);
   config.activation = c.parsed("activation", attn::parse_activation);
@@ -719,8 +726,8 @@ void run_cross_entropy(const Case& c, Comparison& cmp) {
 }
 
 void run_lm(const Case& c, Comparison& cmp) {
-  const std::size_t n_layers = c.positive("n_layers");
-  const std::size_t n_heads = c.positive("n_heads");
+  const std::size_t n_layers = c.positive("n_layers", kMaxLayers);
+  const std::size_t n_heads = c.positive("n_heads", kMaxHeads);
   // The case folder is a saved model (load_lm's layout) plus tokens.npy and logits.npy, and for
   // the backward targets.npy, loss.npy and grad.<weight>.npy.
   attn::LmConfig config;
@@ -760,8 +767,8 @@ void run_lm(const Case& c, Comparison& cmp) {
 // before its update.
 void run_train(const Case& c, Comparison& cmp) {
   attn::TrainConfig config;
-  const std::size_t n_layers = c.positive("n_layers");
-  const std::size_t n_heads = c.positive("n_heads");
+  const std::size_t n_layers = c.positive("n_layers", kMaxLayers);
+  const std::size_t n_heads = c.positive("n_heads", kMaxHeads);
   config.schedule.lr = c.eps("lr");
   config.adam.beta1 = c.eps("beta1");
   config.adam.beta2 = c.eps("beta2");
@@ -778,11 +785,12 @@ void run_train(const Case& c, Comparison& cmp) {
   std::vector<std::size_t> shape;
   const std::vector<int> batches = load_ids(c, "batches", 3, shape);  // (steps, B, T + 1)
   const std::size_t steps = shape[0], B = shape[1];
-  if (steps == 0 || B == 0 || shape[2] < 2 || shape[2] - 1 > config.model.block_size) {
-    throw CaseError(fmt::format("{}: shape {}, expected (steps, B, T + 1) with steps, B >= 1 and "
-                                "1 <= T <= block_size {}",
+  if (steps == 0 || B == 0 || steps > kMaxTrainSteps || B > kMaxBatch || shape[2] < 2 ||
+      shape[2] - 1 > config.model.block_size) {
+    throw CaseError(fmt::format("{}: shape {}, expected (steps, B, T + 1) with 1 <= steps <= {}, "
+                                "1 <= B <= {} and 1 <= T <= block_size {}",
                                 c.file("batches").string(), attn::shape_str(shape),
-                                config.model.block_size));
+                                kMaxTrainSteps, kMaxBatch, config.model.block_size));
   }
   const std::size_t T = shape[2] - 1;
   xt::xtensor<int, 2> inputs({B, T}), targets({B, T});
@@ -835,7 +843,7 @@ GradNames grad_names(const Case& c) {
                                      {"loss", "the loss is where the backward starts"},
                                      {"logits", "lm's backward starts from the loss of "
                                                 "targets.npy, not from an upstream gradient"}}};
-    const std::size_t L = c.positive("n_layers");
+    const std::size_t L = c.positive("n_layers", kMaxLayers);
     for (std::size_t i = 0; i < L; ++i) {
       for (const char* p : {"w_q", "w_k", "w_v", "w_o", "ln1_gamma", "ln1_beta", "ln2_gamma",
                             "ln2_beta", "w1", "b1", "w2", "b2"}) {

@@ -64,6 +64,8 @@ elseif(KIND STREQUAL "wrong_shape")      # a reference of the wrong shape
   file(COPY_FILE ${case}/out.npy ${case}/weights.npy)
 elseif(KIND STREQUAL "train_wrong_lr")   # the steps of a train case with another learning rate
   edit_case_txt("lr 0.03" "lr 0.003")
+elseif(KIND STREQUAL "huge_n_layers")    # 40 bytes that used to ask for gigabytes
+  edit_case_txt("n_layers 1\n" "n_layers 1152921504606846976\n")
 elseif(KIND STREQUAL "lm_missing_weight")
   file(REMOVE ${case}/h0.b1.npy)
 # Gradients (chapter 08): grad.NAME.npy files.
