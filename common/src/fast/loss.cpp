@@ -11,32 +11,12 @@
 #include <vector>
 
 #include "attn/core/check.hpp"
+#include "../ops/loss_checks.hpp"
 #include "../core/parallel.hpp"
 
 namespace attn::fast {
 
 namespace {
-
-// logits (N, V) and N targets in [0, V), with messages naming what was expected and what came.
-void check_loss_inputs(const Matrix& logits, std::span<const int> targets, const char* function) {
-  const std::size_t N = logits.shape()[0];
-  const std::size_t V = logits.shape()[1];
-  // (Messages built only on failure: the training step checks its logits every step.)
-  if (N == 0 || V == 0) {
-    shape_error(function, N == 0 ? "logits (N, V) with N >= 1" : "logits (N, V) with V >= 1",
-                "logits " + shape_str(logits.shape()));
-  }
-  if (targets.size() != N) {
-    shape_error(function, std::to_string(N) + " targets for logits " + shape_str(logits.shape()),
-                std::to_string(targets.size()) + " targets");
-  }
-  for (std::size_t n = 0; n < N; ++n) {
-    if (targets[n] < 0 || static_cast<std::size_t>(targets[n]) >= V) {
-      shape_error(function, "targets in [0, " + std::to_string(V) + ")",
-                  std::to_string(targets[n]) + " at index " + std::to_string(n));
-    }
-  }
-}
 
 // Rows per chunk when the loss is split over the threads (fixed: the result does not depend on
 // the thread count). 256 rows of V = 65 are ~10 us of work.
@@ -103,19 +83,19 @@ double cross_entropy_pass(const Matrix& logits, std::span<const int> targets, fl
 }  // namespace
 
 double cross_entropy(const Matrix& logits, std::span<const int> targets) {
-  check_loss_inputs(logits, targets, "attn::fast::cross_entropy");
+  attn::detail::check_loss_inputs(logits, targets, "attn::fast::cross_entropy");
   return cross_entropy_pass(logits, targets, nullptr);
 }
 
 LossGrad cross_entropy_with_grad(const Matrix& logits, std::span<const int> targets) {
-  check_loss_inputs(logits, targets, "attn::fast::cross_entropy_with_grad");
+  attn::detail::check_loss_inputs(logits, targets, "attn::fast::cross_entropy_with_grad");
   LossGrad out{0.0, Matrix(logits.shape())};
   out.loss = cross_entropy_pass(logits, targets, out.grad.data());
   return out;
 }
 
 double cross_entropy_backward_inplace(Matrix& logits, std::span<const int> targets) {
-  check_loss_inputs(logits, targets, "attn::fast::cross_entropy_backward_inplace");
+  attn::detail::check_loss_inputs(logits, targets, "attn::fast::cross_entropy_backward_inplace");
   // Safe in place: each row is read completely (steps 1-3) before step 4 writes its gradient,
   // which only reads the row's exponentials kept aside.
   return cross_entropy_pass(logits, targets, logits.data());

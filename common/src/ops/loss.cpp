@@ -10,31 +10,11 @@
 #include <string>
 
 #include "attn/core/check.hpp"
+#include "loss_checks.hpp"
 
 namespace attn {
 
 namespace {
-
-// logits (N, V) and N targets in [0, V), with messages naming what was expected and what came.
-void check_loss_inputs(const Matrix& logits, std::span<const int> targets, const char* function) {
-  const std::size_t N = logits.shape()[0];
-  const std::size_t V = logits.shape()[1];
-  // (Messages built only on failure: the training step checks its logits every step.)
-  if (N == 0 || V == 0) {
-    shape_error(function, N == 0 ? "logits (N, V) with N >= 1" : "logits (N, V) with V >= 1",
-                "logits " + shape_str(logits.shape()));
-  }
-  if (targets.size() != N) {
-    shape_error(function, std::to_string(N) + " targets for logits " + shape_str(logits.shape()),
-                std::to_string(targets.size()) + " targets");
-  }
-  for (std::size_t n = 0; n < N; ++n) {
-    if (targets[n] < 0 || static_cast<std::size_t>(targets[n]) >= V) {
-      shape_error(function, "targets in [0, " + std::to_string(V) + ")",
-                  std::to_string(targets[n]) + " at index " + std::to_string(n));
-    }
-  }
-}
 
 // What one row of logits (V,) needs for both the loss and the gradient:
 //   m = max_v l_v (so every exponent is <= 0, as in softmax), and
@@ -86,26 +66,26 @@ void loss_grad(const float* logits, std::span<const int> targets, std::size_t N,
 }  // namespace
 
 double cross_entropy(const Matrix& logits, std::span<const int> targets) {
-  check_loss_inputs(logits, targets, "attn::cross_entropy");
+  detail::check_loss_inputs(logits, targets, "attn::cross_entropy");
   return mean_loss(logits, targets);
 }
 
 Matrix cross_entropy_grad(const Matrix& logits, std::span<const int> targets) {
-  check_loss_inputs(logits, targets, "attn::cross_entropy_grad");
+  detail::check_loss_inputs(logits, targets, "attn::cross_entropy_grad");
   Matrix grad(logits.shape());  // (N, V)
   loss_grad(logits.data(), targets, logits.shape()[0], logits.shape()[1], grad.data());
   return grad;
 }
 
 LossGrad cross_entropy_with_grad(const Matrix& logits, std::span<const int> targets) {
-  check_loss_inputs(logits, targets, "attn::cross_entropy_with_grad");
+  detail::check_loss_inputs(logits, targets, "attn::cross_entropy_with_grad");
   LossGrad out{mean_loss(logits, targets), Matrix(logits.shape())};
   loss_grad(logits.data(), targets, logits.shape()[0], logits.shape()[1], out.grad.data());
   return out;
 }
 
 double cross_entropy_backward_inplace(Matrix& logits, std::span<const int> targets) {
-  check_loss_inputs(logits, targets, "attn::cross_entropy_backward_inplace");
+  detail::check_loss_inputs(logits, targets, "attn::cross_entropy_backward_inplace");
   const double loss = mean_loss(logits, targets);  // before the logits are overwritten
   loss_grad(logits.data(), targets, logits.shape()[0], logits.shape()[1], logits.data());
   return loss;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "attn/core/check.hpp"
+#include "optim_checks.hpp"
 
 namespace attn {
 
@@ -16,15 +17,7 @@ void adamw_update(std::span<float> p, std::span<const float> g, std::span<float>
                   std::span<float> v, float lr, float weight_decay, std::size_t step,
                   const AdamWConfig& config) {
   constexpr const char* kFn = "attn::adamw_update";
-  // (Messages built only on failure: the training step calls this for every tensor.)
-  if (g.size() != p.size() || m.size() != p.size() || v.size() != p.size()) {
-    require(false, kFn, [&] {
-      return "p, g, m and v must have the same length, got " + std::to_string(p.size()) + ", " +
-             std::to_string(g.size()) + ", " + std::to_string(m.size()) + ", " +
-             std::to_string(v.size());
-    });
-  }
-  if (step == 0) require(false, kFn, "step counts from 1");
+  attn::detail::check_adamw_inputs(kFn, p.size(), g.size(), m.size(), v.size(), step);
   const float b1 = config.beta1, b2 = config.beta2, eps = config.eps;
   // The scalars once per tensor, in double and rounded once, as PyTorch computes them in Python:
   // the decay factor 1 - lr wd, the step lr / (1 - b1^t) and the second bias sqrt(1 - b2^t).
