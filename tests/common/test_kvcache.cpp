@@ -25,6 +25,7 @@
 #include "attn/model/sample.hpp"
 #include "attn/core/threads.hpp"
 #include "count_allocations.hpp"  // this binary counts every allocation
+#include "test_fixtures.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -40,28 +41,7 @@ attn::LmConfig config_of(std::size_t V, std::size_t T_max, std::size_t C, std::s
   return c;
 }
 
-// lm_init's 0.02 weights give nearly uniform logits; these scales make every part matter and
-// give peaked, varied distributions (test_model.cpp does the same).
-attn::LmWeights random_model(attn::Rng& rng, const attn::LmConfig& config) {
-  attn::LmWeights w = attn::lm_init(rng, config);
-  const std::size_t C = config.n_embd;
-  const float s = 1.0f / std::sqrt(static_cast<float>(C));
-  w.wte = attn::randn(rng, config.vocab_size, C, 0.5f);
-  w.wpe = attn::randn(rng, config.block_size, C, 0.5f);
-  for (attn::BlockWeights& b : w.blocks) {
-    b.attn = attn::mha_init(rng, C, s);
-    b.ffn = attn::ffn_init(rng, C, 4 * C, s);
-    b.ffn.b1 = attn::randn<1>(rng, {4 * C}, 0.1f);
-    b.ffn.b2 = attn::randn<1>(rng, {C}, 0.1f);
-    b.ln1_gamma = 1.0f + attn::randn<1>(rng, {C}, 0.1f);
-    b.ln1_beta = attn::randn<1>(rng, {C}, 0.1f);
-    b.ln2_gamma = 1.0f + attn::randn<1>(rng, {C}, 0.1f);
-    b.ln2_beta = attn::randn<1>(rng, {C}, 0.1f);
-  }
-  w.ln_f_gamma = 1.0f + attn::randn<1>(rng, {C}, 0.1f);
-  w.ln_f_beta = attn::randn<1>(rng, {C}, 0.1f);
-  return w;
-}
+using attn::testing::random_model;
 
 std::vector<int> random_ids(attn::Rng& rng, std::size_t n, std::size_t V) {
   std::vector<int> ids(n);

@@ -26,6 +26,7 @@
 #include "attn/ops/loss.hpp"
 #include "attn/core/threads.hpp"
 #include "gradcheck_helpers.hpp"
+#include "test_fixtures.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -61,27 +62,7 @@ attn::LmConfig tiny_config() {
   return c;
 }
 
-// lm_init's 0.02 weights make nearly uniform logits; these scales make every part matter.
-attn::LmWeights random_model(attn::Rng& rng, const attn::LmConfig& config) {
-  attn::LmWeights w = attn::lm_init(rng, config);
-  const std::size_t C = config.n_embd;
-  const float s = 1.0f / std::sqrt(static_cast<float>(C));
-  w.wte = attn::randn(rng, config.vocab_size, C, 0.5f);
-  w.wpe = attn::randn(rng, config.block_size, C, 0.5f);
-  for (attn::BlockWeights& b : w.blocks) {
-    b.attn = attn::mha_init(rng, C, s);
-    b.ffn = attn::ffn_init(rng, C, 4 * C, s);
-    b.ffn.b1 = attn::randn<1>(rng, {4 * C}, 0.1f);
-    b.ffn.b2 = attn::randn<1>(rng, {C}, 0.1f);
-    b.ln1_gamma = 1.0f + attn::randn<1>(rng, {C}, 0.1f);
-    b.ln1_beta = attn::randn<1>(rng, {C}, 0.1f);
-    b.ln2_gamma = 1.0f + attn::randn<1>(rng, {C}, 0.1f);
-    b.ln2_beta = attn::randn<1>(rng, {C}, 0.1f);
-  }
-  w.ln_f_gamma = 1.0f + attn::randn<1>(rng, {C}, 0.1f);
-  w.ln_f_beta = attn::randn<1>(rng, {C}, 0.1f);
-  return w;
-}
+using attn::testing::random_model;
 
 // The model written out step by step from the pieces, one sequence at a time, with the plain
 // three-loop matmul for the output projection.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "exercises.hpp"
+#include "test_fixtures.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -23,31 +24,11 @@ using attn::Vector;
 using DMatrix = xt::xtensor<double, 2>;
 using Double3 = xt::xtensor<double, 3>;
 
-// Fixed numbers with no visible pattern: value(i) = scale * sin(1.7 i + phase), in row-major
-// order, so every test sees the same "random" tensor on every machine.
-double wiggle(std::size_t i, double phase, double scale) {
-  return scale * std::sin(1.7 * static_cast<double>(i) + phase);
-}
-
-Tensor<3> wiggly3(std::size_t B, std::size_t T, std::size_t C, double phase, double scale) {
-  Tensor<3> x({B, T, C});
-  for (std::size_t i = 0; i < x.size(); ++i)
-    x.data()[i] = static_cast<float>(wiggle(i, phase, scale));
-  return x;
-}
-
-Matrix wiggly2(std::size_t rows, std::size_t cols, double phase, double scale) {
-  Matrix m({rows, cols});
-  for (std::size_t i = 0; i < m.size(); ++i)
-    m.data()[i] = static_cast<float>(wiggle(i, phase, scale));
-  return m;
-}
-
-Vector wiggly1(std::size_t n, double phase, double scale, double offset = 0.0) {
-  Vector v = xt::zeros<float>({n});
-  for (std::size_t i = 0; i < n; ++i) v(i) = static_cast<float>(offset + wiggle(i, phase, scale));
-  return v;
-}
+// Fixed numbers with no visible pattern, the same on every machine (tests/test_fixtures.hpp).
+using attn::testing::wiggle;
+using attn::testing::wiggly1;
+using attn::testing::wiggly2;
+using attn::testing::wiggly3;
 
 // Central differences in double: d f / d p_i = (f(p + h e_i) - f(p - h e_i)) / 2h for every
 // element of `p` (changed in place and restored). f is a double-precision forward, so the only
