@@ -47,3 +47,11 @@ add_test(NAME cli.ch09.checkpoints
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ch09_checkpoints.sh $<TARGET_FILE:09_training>
                  ${CMAKE_CURRENT_BINARY_DIR}/ch09_checkpoints)
 set_tests_properties(cli.ch09.checkpoints PROPERTIES LABELS "cli;ch09;robust" ENVIRONMENT "ATTN_DATA=")
+
+# Loading a run while it trains (issue 18): chapters 10 and 07 read one checkpoint at a time,
+# verified by its manifest; never a mix of two (tests/cli/ch09_snapshot_loads.sh).
+add_test(NAME cli.ch09.snapshot_loads
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ch09_snapshot_loads.sh $<TARGET_FILE:09_training>
+                 $<TARGET_FILE:10_generation> $<TARGET_FILE:07_causal_lm>
+                 ${CMAKE_CURRENT_BINARY_DIR}/ch09_snapshot_loads)
+set_tests_properties(cli.ch09.snapshot_loads PROPERTIES LABELS "cli;ch09;robust" ENVIRONMENT "ATTN_DATA=")
