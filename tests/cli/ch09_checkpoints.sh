@@ -37,6 +37,13 @@ for delay in 0.3 0.6 0.9 1.3 1.7; do
   timeout -s KILL "$delay" "$exe" $small --steps 1000000 --eval-interval 3 --save killed > /dev/null 2>&1
   code=$?
   [ "$code" -eq 137 ] || [ "$code" -eq 124 ] || fail "after kill -9 at ${delay}s: exit code $code"
+  # timeout -s KILL also kills itself, so the trainer may still be exiting (holding its lock,
+  # DIR/lock names its pid): wait until it is gone.
+  holder=$(cat killed/lock 2> /dev/null)
+  waited=0
+  while [ -n "$holder" ] && kill -0 "$holder" 2> /dev/null && [ "$waited" -lt 100 ]; do
+    sleep 0.1; waited=$((waited + 1))
+  done
   if [ -e killed/current ]; then
     step=$(sed -n 's/^step //p' killed/current/train.txt)
     "$exe" --resume killed --steps "$((step > 0 ? step : 1))" > resumed.txt 2>&1 || fail "checkpoint after kill -9 at ${delay}s does not load: $(tail -1 resumed.txt)"

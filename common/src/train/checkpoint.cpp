@@ -260,20 +260,21 @@ void save_checkpoint(const fs::path& dir, const TrainState& s, const TrainConfig
   fs::create_directories(tmp, ec);
   if (ec) checkpoint_error(tmp, "cannot create: " + ec.message());
   try {
-  save_lm(tmp / "model", s.weights, config.model);  // with model.txt: chapters 07 and 10 load it
-  save_lm(tmp / "adam_m", s.adam_m);
-  save_lm(tmp / "adam_v", s.adam_v);
-  write_text(tmp / "train.txt", train_txt(s, config));
-  write_text(tmp / "evals.tsv", evals_tsv(s.evals));
-  write_text(tmp / "vocab.txt", encode_utf8(vocab.chars()));
-  write_text(tmp / "model" / "vocab.txt", encode_utf8(vocab.chars()));  // DIR/model alone suffices
-  Vector losses = xt::adapt(s.losses, std::array<std::size_t, 1>{s.losses.size()});
-  save_npy(tmp / "losses.npy", losses);
-  // The manifests last: each folder's files, sizes and checksums as they are now.
-  for (const char* sub : {"model", "adam_m", "adam_v"}) write_manifest(tmp / sub);
-  write_manifest(tmp);
-  // 2. On disk for real, then under its final name.
-  sync_tree(tmp);
+    save_lm(tmp / "model", s.weights, config.model);  // with model.txt: chapters 07 and 10 load it
+    save_lm(tmp / "adam_m", s.adam_m);
+    save_lm(tmp / "adam_v", s.adam_v);
+    write_text(tmp / "train.txt", train_txt(s, config));
+    write_text(tmp / "evals.tsv", evals_tsv(s.evals));
+    write_text(tmp / "vocab.txt", encode_utf8(vocab.chars()));
+    // DIR/model alone suffices to generate:
+    write_text(tmp / "model" / "vocab.txt", encode_utf8(vocab.chars()));
+    Vector losses = xt::adapt(s.losses, std::array<std::size_t, 1>{s.losses.size()});
+    save_npy(tmp / "losses.npy", losses);
+    // The manifests last: each folder's files, sizes and checksums as they are now.
+    for (const char* sub : {"model", "adam_m", "adam_v"}) write_manifest(tmp / sub);
+    write_manifest(tmp);
+    // 2. On disk for real, then under its final name.
+    sync_tree(tmp);
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;
@@ -470,13 +471,18 @@ Checkpoint load_checkpoint(const fs::path& dir) {
 void check_train_config(const TrainConfig& c) {
   namespace L = train_limits;
   const auto size = [](std::string_view key, std::size_t v, std::size_t lo, std::size_t hi) {
-    if (v < lo) throw std::invalid_argument(fmt::format("{} is {}, expected at least {}", key, v, lo));
-    if (v > hi) throw std::invalid_argument(fmt::format("{} is {}, expected at most {}", key, v, hi));
+    if (v < lo) {
+      throw std::invalid_argument(fmt::format("{} is {}, expected at least {}", key, v, lo));
+    }
+    if (v > hi) {
+      throw std::invalid_argument(fmt::format("{} is {}, expected at most {}", key, v, hi));
+    }
   };
   // [lo, hi], or (lo, hi] / [lo, hi) where the open end is marked.
   const auto real = [](std::string_view key, float v, float lo, bool lo_open, float hi,
                        bool hi_open) {
-    const bool ok = std::isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
+    const bool ok =
+        std::isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
     if (!ok) {
       throw std::invalid_argument(fmt::format("{} is {}, expected {}{}, {}{}", key, v,
                                               lo_open ? "(" : "[", lo, hi, hi_open ? ")" : "]"));
@@ -557,7 +563,9 @@ RunLock::RunLock(const fs::path& dir) {
     const ssize_t got = ::pread(fd_, buffer, sizeof buffer - 1, 0);
     ::close(fd_);
     fd_ = -1;
-    if (err != EWOULDBLOCK) checkpoint_error(path, std::string("cannot lock: ") + std::strerror(err));
+    if (err != EWOULDBLOCK) {
+      checkpoint_error(path, std::string("cannot lock: ") + std::strerror(err));
+    }
     std::string pid(buffer, got > 0 ? static_cast<std::size_t>(got) : 0);
     while (!pid.empty() && (pid.back() == '\n' || pid.back() == '\0')) pid.pop_back();
     checkpoint_error(dir, fmt::format("another trainer (pid {}) is saving to this folder: wait for "
