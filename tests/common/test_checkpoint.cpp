@@ -4,7 +4,10 @@
 // bounds; a model folder's tensors are regular files; one trainer owns a run folder.
 #include <doctest/doctest.h>
 
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <filesystem>
 #include <fstream>
@@ -215,6 +218,36 @@ TEST_CASE("a run folder has one owner: a second lock names the holder's pid") {
     CHECK(contains(e, "another trainer (pid " + std::to_string(::getpid()) + ")"));
   }
   CHECK_NOTHROW(attn::RunLock{dir});  // released with its owner
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a save that fails removes its temporary folder and says why") {
+  const fs::path dir = saved_run("full");
+  const attn::TrainConfig c = small_config();
+  attn::TrainState s = attn::train_init(c);
+  s.step = 0;
+  // A file-size limit of 1 KiB stands in for a full disk: writes fail with EFBIG (the signal
+  // that would kill the process is ignored here, so the write returns the error).
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit old_limit{};
+  ::getrlimit(RLIMIT_FSIZE, &old_limit);
+  rlimit small = old_limit;
+  small.rlim_cur = 1024;
+  ::setrlimit(RLIMIT_FSIZE, &small);
+  std::string e = "(no error)";
+  try {
+    attn::save_checkpoint(dir, s, c, vocab7());
+  } catch (const std::runtime_error& x) {
+    e = x.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &old_limit);
+  std::signal(SIGXFSZ, old_handler);
+  CHECK(contains(e, "File too large"));
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
+    CHECK_MESSAGE(entry.path().filename().string().find(".tmp-") == std::string::npos,
+                  entry.path());
+  }
+  CHECK(attn::load_checkpoint(dir).state.step == 1);  // the run is as it was
   fs::remove_all(dir);
 }
 
