@@ -339,10 +339,14 @@ Model make_model(const Options& o, std::size_t V, std::uint64_t seed) {
     m.origin = fmt::format("random initialisation (seed {}), untrained", seed);
     return m;
   }
-  const fs::path dir(o.weights_dir);
-  if (!fs::is_directory(dir)) {
+  if (!fs::is_directory(o.weights_dir)) {
     throw std::runtime_error(fmt::format("--weights: '{}' is not a folder", o.weights_dir));
   }
+  // Resolved once (a chapter-09 run's DIR/model links to current/model, which a running trainer
+  // switches): every file below is read from this one folder, never from two checkpoints.
+  std::error_code ec;
+  const fs::path dir = fs::canonical(o.weights_dir, ec);
+  if (ec) throw std::runtime_error(fmt::format("--weights '{}': {}", o.weights_dir, ec.message()));
   if (const std::size_t found = blocks_in(dir); found > o.n_layers) {
     throw attn::UsageError(
         fmt::format("--n-layers {} but model '{}' has {} blocks (h0 to h{}): pass --n-layers {}",

@@ -34,14 +34,16 @@ using attn::section;
 namespace fs = std::filesystem;
 using attn::Matrix;
 
-// ---- Limits on what a user can type (the input contract: every size bounded, in --help).
-constexpr std::size_t kMaxEmbd = 1024;
-constexpr std::size_t kMaxHeads = 64;
-constexpr std::size_t kMaxLayers = 32;
-constexpr std::size_t kMaxBlock = 1024;
-constexpr std::size_t kMaxBatch = 1024;
-constexpr std::size_t kMaxSteps = 1000000;
-constexpr std::size_t kMaxEvalIters = 10000;
+// ---- Limits on what a user can type (the input contract: every size bounded, in --help). The
+// training config's bounds are the library's (attn::check_train_config), so train.txt of a
+// checkpoint is held to the same.
+using attn::train_limits::kMaxBatch;
+using attn::train_limits::kMaxBlock;
+using attn::train_limits::kMaxEmbd;
+using attn::train_limits::kMaxEvalIters;
+using attn::train_limits::kMaxHeads;
+using attn::train_limits::kMaxLayers;
+using attn::train_limits::kMaxSteps;
 constexpr std::size_t kMaxTokens = 10000;
 
 // The text of `ids` behind a margin, line by line, control characters escaped.
@@ -431,6 +433,29 @@ void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
   const Data d = prepare_data(corpus);
   const std::size_t V = d.vocab.size();
 
+  // One trainer per run folder: a resumed run saves to its run folder (never inside one of its
+  // checkpoints), and holds the folder's lock before it reads anything from it.
+  if (!o.resume_dir.empty() && o.save_dir.empty()) {
+    o.save_dir = attn::run_folder_of(o.resume_dir).string();
+  }
+  if (!o.resume_dir.empty() && !fs::is_directory(o.resume_dir)) {
+    attn::load_checkpoint(o.resume_dir);  // says what is missing
+  }
+  std::optional<attn::RunLock> lock;
+  if (!o.save_dir.empty()) lock.emplace(o.save_dir);
+  std::error_code ec;
+  const bool same_folder =
+      !o.resume_dir.empty() && fs::equivalent(attn::run_folder_of(o.resume_dir), o.save_dir, ec);
+  if (!same_folder && attn::holds_run(o.save_dir)) {
+    if (!o.overwrite) {
+      throw attn::UsageError(fmt::format(
+          "'{}' already holds a run: continue it with --resume {}, or pass --overwrite to start "
+          "over",
+          o.save_dir, o.save_dir));
+    }
+    attn::remove_run(o.save_dir);
+  }
+
   // A run starts fresh, or from a checkpoint.
   attn::TrainConfig c;
   attn::TrainState s;
@@ -444,15 +469,24 @@ void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
     }
     c = ck.config;
     check_resume_flags(o, c, argc, argv);
-    if (o.steps < ck.state.step) {
-      throw attn::UsageError(fmt::format(
-          "--steps {} is before the checkpoint's step {}: --steps counts from the start of the "
-          "run", o.steps, ck.state.step));
+    // Without --steps the run goes on to the target it was started with.
+    if (attn::flag_given(argc, argv, "--steps")) {
+      if (o.steps < ck.state.step) {
+        throw attn::UsageError(fmt::format(
+            "--steps {} is before the checkpoint's step {}: --steps counts from the start of the "
+            "run", o.steps, ck.state.step));
+      }
+      // A cosine schedule decays over the run's steps: another target would re-shape it.
+      if (o.steps != c.steps && c.schedule.shape == attn::LrShape::cosine) {
+        throw attn::UsageError(fmt::format(
+            "--steps {} would re-shape the checkpoint's cosine schedule, which decays over {} "
+            "steps: drop --steps to finish the run as configured, or start a new run",
+            o.steps, c.schedule.total));
+      }
+      c.steps = o.steps;
+      if (c.schedule.shape == attn::LrShape::constant) c.schedule.total = o.steps;
     }
-    c.steps = o.steps;
-    c.schedule.total = o.steps;
     s = std::move(ck.state);
-    if (o.save_dir.empty()) o.save_dir = o.resume_dir;  // a resumed run keeps saving where it was
   } else {
     c = config_from(o, V, common.seed);
     s = attn::train_init(c);
@@ -522,7 +556,8 @@ int main(int argc, char** argv) {
   cli.add_flag("--tied", o.tied, "tie the output head to the embedding (logits = x @ wte^T, GPT-2) "
                "instead of the lecture's separate Linear(C, V) with bias");
   cli.add_string("--save", o.save_dir, "DIR: write a checkpoint at every estimate and at the end");
-  cli.add_string("--resume", o.resume_dir, "DIR: continue the run saved in DIR (it keeps saving there)");
+  cli.add_string("--resume", o.resume_dir, "DIR: continue the run saved in DIR, DIR/current or DIR/ckpt-N (it keeps saving to DIR)");
+  cli.add_flag("--overwrite", o.overwrite, "with --save: start over in a folder that already holds a run (its checkpoints are deleted)");
   cli.add_flag("--ladder", o.ladder, "rebuild the lecture's loss table (use the full corpus: --data)");
   cli.add_size("--ladder-steps", o.ladder_steps, "steps per ladder row (0: the lecture's 5000 and 3000)", 0, kMaxSteps);
   cli.add_string("--ladder-rows", o.ladder_rows, "only these ladder rows, e.g. 0,5 (default: all six)");

@@ -131,6 +131,11 @@ attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t see
   c.eval_interval = o.eval_interval;
   c.eval_iters = o.eval_iters;
   c.seed = seed;
+  try {  // the bounds train.txt is held to as well (attn/train/checkpoint.hpp)
+    attn::check_train_config(c);
+  } catch (const std::invalid_argument& e) {
+    throw attn::UsageError(e.what());
+  }
   return c;
 }
 

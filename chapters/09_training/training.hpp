@@ -56,6 +56,7 @@ struct Options {
   bool tied = false;  // the lecture's lm_head: a separate Linear(C, V) with bias
   std::string save_dir;
   std::string resume_dir;
+  bool overwrite = false;  // --save DIR may replace a run already in DIR
   bool ladder = false;
   std::size_t ladder_steps = 0;  // 0: the lecture's 5000 (3000 for the bigram)
   std::string ladder_rows;       // "" = all; e.g. "0,5"

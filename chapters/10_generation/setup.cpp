@@ -103,10 +103,14 @@ Model load_model(const Options& o, const attn::Vocab& corpus_vocab) {
   if (!shipped && fs::is_directory(fs::path(folder) / "model", ec)) {
     folder = (fs::path(folder) / "model").string();
   }
-  const fs::path dir(folder);
-  if (!fs::is_directory(dir, ec)) {
+  if (!fs::is_directory(folder, ec)) {
     throw std::runtime_error(fmt::format("--weights: '{}' is not a folder", folder));
   }
+  // Resolved once (a chapter-09 run's DIR/model links to current/model, which a running trainer
+  // switches): the weights and vocab.txt below come from this one folder, never from two
+  // checkpoints, and its MANIFEST.txt (if any) proves them complete.
+  const fs::path dir = fs::canonical(folder, ec);
+  if (ec) throw std::runtime_error(fmt::format("--weights '{}': {}", folder, ec.message()));
   if (const std::size_t found = blocks_in(dir); found > 0 && found != o.n_layers) {
     throw attn::UsageError(fmt::format(
         "--n-layers {} but model '{}' has {} blocks: pass --n-layers {}", o.n_layers, folder,

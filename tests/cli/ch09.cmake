@@ -61,3 +61,11 @@ attn_cli_test(robust.ch09.corpus_without_newline EXIT 0 STDOUT
               PREPARE "perl -e 'print q(to be or not to be, that is the question. ) x 20' > ${ch09_one_line}"
               MATCH "A sample from the untrained model"
               COMMAND 09_training ${ch09_small} --steps 2 --data ${ch09_one_line})
+
+# Loading a run while it trains (issue 18): chapters 10 and 07 read one checkpoint at a time,
+# verified by its manifest; never a mix of two (tests/cli/ch09_snapshot_loads.sh).
+add_test(NAME cli.ch09.snapshot_loads
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ch09_snapshot_loads.sh $<TARGET_FILE:09_training>
+                 $<TARGET_FILE:10_generation> $<TARGET_FILE:07_causal_lm>
+                 ${CMAKE_CURRENT_BINARY_DIR}/ch09_snapshot_loads)
+set_tests_properties(cli.ch09.snapshot_loads PROPERTIES LABELS "cli;ch09;robust" ENVIRONMENT "ATTN_DATA=")

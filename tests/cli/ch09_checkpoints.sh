@@ -4,7 +4,11 @@
 #     bit-identical files as a run of 40 steps without the stop;
 #  2. kill -9 at several moments never leaves DIR without a loadable checkpoint;
 #  3. Ctrl-C (SIGINT) finishes the step, saves and exits 130;
-#  4. flags that contradict the checkpoint, and a corrupt checkpoint, exit with one line.
+#  4. flags that contradict the checkpoint, and a corrupt checkpoint, exit with one line;
+#  5. one owner per run folder: a fresh --save on a run is refused (--overwrite starts over), a
+#     second trainer is refused naming the first one's pid, --resume DIR/current saves to DIR;
+#  6. resume continues the run as configured: without --steps to its own target, and a --steps
+#     that would re-shape a cosine schedule is refused.
 set -u
 exe=$1
 work=$2
@@ -33,6 +37,13 @@ for delay in 0.3 0.6 0.9 1.3 1.7; do
   timeout -s KILL "$delay" "$exe" $small --steps 1000000 --eval-interval 3 --save killed > /dev/null 2>&1
   code=$?
   [ "$code" -eq 137 ] || [ "$code" -eq 124 ] || fail "after kill -9 at ${delay}s: exit code $code"
+  # timeout -s KILL also kills itself, so the trainer may still be exiting (holding its lock,
+  # DIR/lock names its pid): wait until it is gone.
+  holder=$(cat killed/lock 2> /dev/null)
+  waited=0
+  while [ -n "$holder" ] && kill -0 "$holder" 2> /dev/null && [ "$waited" -lt 100 ]; do
+    sleep 0.1; waited=$((waited + 1))
+  done
   if [ -e killed/current ]; then
     step=$(sed -n 's/^step //p' killed/current/train.txt)
     "$exe" --resume killed --steps "$((step > 0 ? step : 1))" > resumed.txt 2>&1 || fail "checkpoint after kill -9 at ${delay}s does not load: $(tail -1 resumed.txt)"
@@ -72,5 +83,57 @@ truncate -s 50 stopped/current/model/wte.npy
 [ $? -eq 1 ] || fail "corrupt checkpoint: expected exit 1"
 grep -q "wte.npy" bad.txt || fail "corrupt checkpoint: the message does not name wte.npy: $(cat bad.txt)"
 [ "$(wc -l < bad.txt)" -eq 1 ] || fail "corrupt checkpoint: more than one line: $(cat bad.txt)"
+grep -q "MANIFEST.txt" bad.txt || fail "corrupt checkpoint: the manifest does not catch it: $(cat bad.txt)"
 echo "bad resumes: exit 2 for flags, 1 for a corrupt file"
+
+# 5. One owner per run folder.
+"$exe" $small --steps 5 --eval-interval 5 --save straight > bad.txt 2>&1
+[ $? -eq 2 ] || fail "fresh --save on a run: expected exit 2: $(cat bad.txt)"
+grep -q "error: 'straight' already holds a run: continue it with --resume straight, or pass --overwrite to start over" bad.txt || fail "fresh --save on a run: $(cat bad.txt)"
+[ "$(sed -n 's/^step //p' straight/current/train.txt)" = 40 ] || fail "a refused --save changed the run"
+cp -r straight over
+"$exe" $small --steps 5 --eval-interval 5 --save over --overwrite > over.txt 2>&1 || fail "--overwrite: $(tail -1 over.txt)"
+[ "$(sed -n 's/^step //p' over/current/train.txt)" = 5 ] || fail "--overwrite did not start over"
+[ ! -e over/ckpt-000040 ] || fail "--overwrite left the old run's checkpoint"
+cp -r straight fromcur
+"$exe" --resume fromcur/current --steps 41 > fromcur.txt 2>&1 || fail "--resume DIR/current: $(tail -1 fromcur.txt)"
+[ "$(readlink fromcur/current)" = ckpt-000041 ] || fail "--resume DIR/current did not save to DIR"
+[ -z "$(ls -d fromcur/ckpt-*/ckpt-* 2>/dev/null)" ] || fail "--resume DIR/current saved inside a checkpoint"
+rm -rf busy
+"$exe" $small --steps 1000000 --eval-interval 50 --save busy > busy.txt 2>&1 &
+pid=$!
+waited=0
+while [ ! -e busy/current ] && [ "$waited" -lt 600 ]; do sleep 0.1; waited=$((waited + 1)); done
+[ -e busy/current ] || { kill -9 "$pid"; fail "busy: no checkpoint after 60 s"; }
+"$exe" --resume busy --steps 1000000 > bad.txt 2>&1
+code=$?
+"$exe" $small --steps 5 --save busy --overwrite > bad2.txt 2>&1
+code2=$?
+kill -9 "$pid"
+wait "$pid" 2> /dev/null
+[ "$code" -eq 1 ] || fail "a second trainer on a busy folder: exit $code, expected 1: $(cat bad.txt)"
+grep -q "another trainer (pid $pid) is saving to this folder" bad.txt || fail "second trainer: $(cat bad.txt)"
+[ "$(wc -l < bad.txt)" -eq 1 ] || fail "second trainer: more than one line: $(cat bad.txt)"
+[ "$code2" -eq 1 ] && grep -q "pid $pid" bad2.txt || fail "--overwrite of a busy folder: $(cat bad2.txt)"
+step=$(sed -n 's/^step //p' busy/current/train.txt)
+"$exe" --resume busy --steps "$((step + 1))" > resumed.txt 2>&1 || fail "after kill -9 the lock stays: $(tail -1 resumed.txt)"
+echo "one owner: a fresh --save and a second trainer refused, --overwrite, --resume DIR/current"
+
+# 6. Resume as configured: a cosine run interrupted, resumed without --steps, ends at its target.
+rm -rf cos
+"$exe" $small --schedule cosine --steps 600 --eval-interval 300 --save cos > cos.txt 2>&1 &
+pid=$!
+waited=0
+while [ ! -e cos/current ] && [ "$waited" -lt 600 ]; do sleep 0.1; waited=$((waited + 1)); done
+kill -INT "$pid"
+wait "$pid"
+step=$(sed -n 's/^step //p' cos/current/train.txt)
+"$exe" --resume cos --steps 900 > bad.txt 2>&1
+[ $? -eq 2 ] || fail "--steps that re-shapes a cosine schedule: expected exit 2: $(cat bad.txt)"
+grep -q "error: --steps 900 would re-shape the checkpoint's cosine schedule, which decays over 600 steps" bad.txt || fail "re-shaping --steps: $(cat bad.txt)"
+"$exe" --resume cos > cos2.txt 2>&1 || fail "resume without --steps: $(tail -1 cos2.txt)"
+grep -q "at step $step of 600" cos2.txt || fail "resume without --steps did not keep the target 600: $(grep Resumed cos2.txt)"
+! grep -q -- "--steps" cos2.txt || fail "resume without --steps names a --steps: $(grep -- --steps cos2.txt)"
+[ "$(sed -n 's/^step //p' cos/current/train.txt)" = 600 ] || fail "resume without --steps did not reach step 600"
+echo "resume: without --steps the run's own target ($step -> 600), a re-shaping --steps refused"
 echo "all checkpoint checks passed"

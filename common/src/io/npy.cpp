@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -478,7 +479,7 @@ void save_npy(const std::filesystem::path& path, const Tensor<N>& x) {
   out.write(reinterpret_cast<const char*>(x.data()),
             static_cast<std::streamsize>(x.size() * sizeof(float)));
   out.close();
-  if (!out) fail(path, "write error");
+  if (!out) fail(path, std::string("write error: ") + std::strerror(errno));  // e.g. a full disk
 }
 
 template void save_npy<1>(const std::filesystem::path&, const Tensor<1>&);

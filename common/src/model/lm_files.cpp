@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -41,7 +44,11 @@ class ModelReader {
   NpyArray read(const std::string& name) const {
     const fs::path path = dir_ / name;
     std::error_code ec;
-    if (!fs::exists(path, ec)) fail("missing " + name);
+    const fs::file_status st = fs::symlink_status(path, ec);
+    if (!fs::exists(st)) fail("missing " + name);
+    // A link could point anywhere (one large tensor under many names): a model folder holds
+    // its tensors itself.
+    if (!fs::is_regular_file(st)) fail(name + " is not a regular file (links are not followed)");
     NpyArray a = read_npy(path);  // a corrupt file: "<dir>/<name>: not a .npy file ..."
     if (a.descr != "<f4" && a.descr != "<f8") {
       fail(fmt::format("{} holds '{}', expected float32 ('<f4') or float64 ('<f8')", name, a.descr));
@@ -168,13 +175,160 @@ void read_model_txt(const fs::path& dir, LmConfig& config, const ModelReader& r)
   }
 }
 
+// FNV-1a, 64 bits, of a file's bytes (a checksum against torn or swapped files, not a
+// cryptographic hash).
+std::uint64_t fnv1a64_file(const fs::path& path, std::uintmax_t& size_out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw std::runtime_error(fmt::format("'{}': cannot open: {}", path.string(),
+                                         std::strerror(errno)));
+  }
+  std::uint64_t h = 14695981039346656037ull;
+  std::uintmax_t size = 0;
+  std::vector<char> buffer(1 << 16);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    const auto got = static_cast<std::size_t>(in.gcount());
+    for (std::size_t i = 0; i < got; ++i) {
+      h ^= static_cast<unsigned char>(buffer[i]);
+      h *= 1099511628211ull;
+    }
+    size += got;
+  }
+  if (in.bad()) throw std::runtime_error(fmt::format("'{}': cannot read", path.string()));
+  size_out = size;
+  return h;
+}
+
+// The regular files of a folder other than the manifest, sorted; links and others are errors.
+std::vector<std::string> folder_files(const fs::path& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const fs::file_status st = e.symlink_status(ec);
+    if (fs::is_directory(st) || name == kManifestName) continue;
+    if (!fs::is_regular_file(st)) {
+      throw std::runtime_error(fmt::format("'{}': {} is not a regular file", dir.string(), name));
+    }
+    names.push_back(name);
+  }
+  if (ec) {
+    throw std::runtime_error(fmt::format("'{}': cannot list: {}", dir.string(), ec.message()));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Before anything is allocated: the tensor files are links to nothing else and not more than a
+// model can hold.
+void check_folder_budget(const fs::path& dir, const ModelReader& r) {
+  std::uintmax_t total = 0;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".npy") continue;
+    const fs::file_status st = e.symlink_status(ec);
+    const std::string name = e.path().filename().string();
+    if (!fs::is_regular_file(st)) r.fail(name + " is not a regular file (links are not followed)");
+    const std::uintmax_t size = e.file_size(ec);
+    if (ec) r.fail(fmt::format("{}: cannot read its size: {}", name, ec.message()));
+    total += size;
+  }
+  if (total > kMaxModelFolderBytes) {
+    r.fail(fmt::format("its .npy files hold {} bytes together, more than a model may ({} bytes)",
+                       total, kMaxModelFolderBytes));
+  }
+}
+
 }  // namespace
+
+void write_manifest(const std::filesystem::path& dir) {
+  std::string text = "# name size fnv1a64: what this folder held when it was saved\n";
+  for (const std::string& name : folder_files(dir)) {
+    std::uintmax_t size = 0;
+    const std::uint64_t h = fnv1a64_file(dir / name, size);
+    text += fmt::format("{} {} {:016x}\n", name, size, h);
+  }
+  std::ofstream out(dir / kManifestName, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) {
+    throw std::runtime_error(fmt::format("'{}': cannot write {}: {}", dir.string(), kManifestName,
+                                         std::strerror(errno)));
+  }
+}
+
+namespace {
+
+// A problem with a manifest, without the folder's name (the caller adds it).
+struct ManifestProblem : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+bool check_manifest(const fs::path& dir) {
+  const fs::path path = dir / kManifestName;
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) return false;
+  const auto fail = [&](const std::string& what) { throw ManifestProblem(what); };
+  if (!fs::is_regular_file(fs::symlink_status(path, ec)) || fs::file_size(path, ec) > (1u << 20)) {
+    fail(std::string(kManifestName) + " is not a small regular file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string line;
+  std::vector<std::string> listed;
+  std::size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    std::string name, hex, rest;
+    std::uintmax_t size = 0;
+    if (!(fields >> name >> size >> hex) || (fields >> rest) || hex.size() != 16 ||
+        name.find('/') != std::string::npos || name == "..") {
+      fail(fmt::format("{} line {} is not `name size fnv1a64`", kManifestName, number));
+    }
+    const fs::file_status st = fs::symlink_status(dir / name, ec);
+    if (!fs::exists(st)) fail(fmt::format("{} is missing (listed in {})", name, kManifestName));
+    if (!fs::is_regular_file(st)) fail(name + " is not a regular file");
+    std::uintmax_t got_size = 0;
+    const std::uint64_t got = fnv1a64_file(dir / name, got_size);
+    if (got_size != size || fmt::format("{:016x}", got) != hex) {
+      fail(fmt::format("{} does not match {} ({} bytes, checksum {:016x}; listed: {} bytes, {}): "
+                       "the folder was changed or mixed with another after it was saved",
+                       name, kManifestName, got_size, got, size, hex));
+    }
+    listed.push_back(name);
+  }
+  for (const std::string& name : folder_files(dir)) {
+    if (std::find(listed.begin(), listed.end(), name) == listed.end()) {
+      fail(fmt::format("{} is not listed in {}: the folder was changed after it was saved", name,
+                       kManifestName));
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool verify_manifest(const std::filesystem::path& dir) {
+  try {
+    return check_manifest(dir);
+  } catch (const ManifestProblem& e) {
+    throw std::runtime_error(fmt::format("'{}': {}", dir.string(), e.what()));
+  }
+}
 
 LmWeights load_lm(const std::filesystem::path& dir, LmConfig& config) {
   const std::size_t n_layers = config.n_layers, n_heads = config.n_heads;
   const ModelReader r(dir);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) r.fail("no such folder");
+  check_folder_budget(dir, r);
+  try {
+    check_manifest(dir);
+  } catch (const ManifestProblem& e) {
+    r.fail(e.what());
+  }
   read_model_txt(dir, config, r);
   if (n_layers < 1) r.fail("n_layers must be at least 1, got 0");
 

@@ -4,11 +4,15 @@
 #include "attn/train/checkpoint.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -18,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "attn/io/npy.hpp"
+#include "attn/model/lm_files.hpp"
 
 namespace attn {
 
@@ -32,10 +37,11 @@ namespace {
 // fsync a file or folder, so a rename after it never exposes data still in the page cache.
 void sync_path(const fs::path& p) {
   const int fd = ::open(p.c_str(), O_RDONLY);
-  if (fd < 0) checkpoint_error(p, "cannot open to sync");
+  if (fd < 0) checkpoint_error(p, std::string("cannot open to sync: ") + std::strerror(errno));
   const int rc = ::fsync(fd);
+  const int err = errno;
   ::close(fd);
-  if (rc != 0) checkpoint_error(p, "fsync failed");
+  if (rc != 0) checkpoint_error(p, std::string("fsync failed: ") + std::strerror(err));
 }
 
 void sync_tree(const fs::path& dir) {
@@ -49,7 +55,7 @@ void write_text(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
   out.close();
-  if (!out) checkpoint_error(path, "cannot write");
+  if (!out) checkpoint_error(path, std::string("cannot write: ") + std::strerror(errno));
 }
 
 std::string read_text(const fs::path& path) {
@@ -183,7 +189,13 @@ class KeyReader {
     if (used != v.size() || !std::isfinite(x)) bad(key, v, "a finite number");
     return x;
   }
-  float real32(const std::string& key) const { return static_cast<float>(real(key)); }
+  float real32(const std::string& key) const {
+    const double x = real(key);
+    if (std::abs(x) > static_cast<double>(std::numeric_limits<float>::max())) {
+      bad(key, text(key), "a number within float32");
+    }
+    return static_cast<float>(x);
+  }
 
  private:
   [[noreturn]] void bad(const std::string& key, const std::string& value,
@@ -241,25 +253,39 @@ void save_checkpoint(const fs::path& dir, const TrainState& s, const TrainConfig
   // The same step twice (an eval and the end of the run): already saved, and identical.
   if (fs::read_symlink(current, ec) == fs::path(name) && fs::is_directory(final_path)) return;
 
-  // 1. Everything into a temporary folder.
+  // 1. Everything into a temporary folder; a save that fails removes it (a full disk stays no
+  // fuller than it was).
   const fs::path tmp = dir / fmt::format("{}.tmp-{}", name, ::getpid());
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp, ec);
   if (ec) checkpoint_error(tmp, "cannot create: " + ec.message());
-  save_lm(tmp / "model", s.weights, config.model);  // with model.txt: chapters 07 and 10 load it
-  save_lm(tmp / "adam_m", s.adam_m);
-  save_lm(tmp / "adam_v", s.adam_v);
-  write_text(tmp / "train.txt", train_txt(s, config));
-  write_text(tmp / "evals.tsv", evals_tsv(s.evals));
-  write_text(tmp / "vocab.txt", encode_utf8(vocab.chars()));
-  write_text(tmp / "model" / "vocab.txt", encode_utf8(vocab.chars()));  // DIR/model alone suffices
-  Vector losses = xt::adapt(s.losses, std::array<std::size_t, 1>{s.losses.size()});
-  save_npy(tmp / "losses.npy", losses);
-  // 2. On disk for real, then under its final name.
-  sync_tree(tmp);
+  try {
+    save_lm(tmp / "model", s.weights, config.model);  // with model.txt: chapters 07 and 10 load it
+    save_lm(tmp / "adam_m", s.adam_m);
+    save_lm(tmp / "adam_v", s.adam_v);
+    write_text(tmp / "train.txt", train_txt(s, config));
+    write_text(tmp / "evals.tsv", evals_tsv(s.evals));
+    write_text(tmp / "vocab.txt", encode_utf8(vocab.chars()));
+    // DIR/model alone suffices to generate:
+    write_text(tmp / "model" / "vocab.txt", encode_utf8(vocab.chars()));
+    Vector losses = xt::adapt(s.losses, std::array<std::size_t, 1>{s.losses.size()});
+    save_npy(tmp / "losses.npy", losses);
+    // The manifests last: each folder's files, sizes and checksums as they are now.
+    for (const char* sub : {"model", "adam_m", "adam_v"}) write_manifest(tmp / sub);
+    write_manifest(tmp);
+    // 2. On disk for real, then under its final name.
+    sync_tree(tmp);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
   fs::remove_all(final_path, ec);  // a stale, unreferenced leftover of the same step
   fs::rename(tmp, final_path, ec);
-  if (ec) checkpoint_error(final_path, "cannot rename the new checkpoint: " + ec.message());
+  if (ec) {
+    const std::string why = ec.message();
+    fs::remove_all(tmp, ec);
+    checkpoint_error(final_path, "cannot rename the new checkpoint: " + why);
+  }
   sync_path(dir);
   // 3. Switch `current` atomically: a new symlink renamed over the old one.
   const fs::path link_tmp = dir / fmt::format("current.tmp-{}", ::getpid());
@@ -303,6 +329,20 @@ Checkpoint load_checkpoint(const fs::path& dir) {
     if (ec) checkpoint_error(dir / "current", "broken link: " + ec.message());
   } else if (!fs::is_regular_file(dir / "train.txt", ec)) {
     checkpoint_error(dir, "no checkpoint here (expected DIR/current or DIR/train.txt)");
+  } else {
+    path = fs::canonical(dir, ec);
+    if (ec) checkpoint_error(dir, ec.message());
+  }
+  // From here on every file comes from `path`, the one checkpoint resolved above, and must be
+  // what its manifest says (model/, adam_m/ and adam_v/ are checked by load_lm).
+  bool has_manifest = false;
+  try {
+    has_manifest = verify_manifest(path);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(fmt::format("checkpoint {}", e.what()));
+  }
+  if (!has_manifest) {
+    checkpoint_error(path / kManifestName, "missing (every checkpoint ends with one)");
   }
   const KeyReader k(path / "train.txt");
   if (k.text("format") != "1") checkpoint_error(path / "train.txt", "unknown format");
@@ -338,6 +378,15 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   c.grad_clip = k.real32("grad_clip");
   c.eval_interval = k.size("eval_interval", kMaxSize);
   c.eval_iters = k.size("eval_iters", kMaxSize);
+  c.model.vocab_size = k.size("vocab_size", kMaxSize);
+  c.model.block_size = k.size("block_size", kMaxSize);
+  c.model.n_embd = k.size("n_embd", kMaxSize);
+  // The same bounds as the flags: a value no command line could give is refused by name.
+  try {
+    check_train_config(c);
+  } catch (const std::invalid_argument& e) {
+    checkpoint_error(path / "train.txt", e.what());
+  }
 
   // The weights fix V, T_max and C; they must agree with what train.txt says.
   LmWeights weights;
@@ -366,6 +415,15 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   if (!same_shapes(adam_m) || !same_shapes(adam_v)) {
     checkpoint_error(path, "the AdamW moments do not have the model's shapes");
   }
+  for (const NamedTensor& t : lm_parameters(adam_v)) {  // a mean of squares is never negative
+    for (std::size_t i = 0; i < t.values.size(); ++i) {
+      if (t.values[i] < 0.0f) {
+        checkpoint_error(path / "adam_v",
+                         fmt::format("{}.npy holds {} at flat index {}: second moments are never "
+                                     "negative", t.name, t.values[i], i));
+      }
+    }
+  }
 
   Vocab vocab(U"?");
   if (!find_vocab(path, vocab)) checkpoint_error(path / "vocab.txt", "missing");
@@ -387,6 +445,10 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   r.has_spare = k.flag("rng_has_spare");
   r.spare = k.real("rng_spare");
   if (r.inc % 2 == 0) checkpoint_error(path / "train.txt", "rng_inc must be odd");
+  if (s.step > c.steps) {
+    checkpoint_error(path / "train.txt",
+                     fmt::format("step {} is beyond the run's steps {}", s.step, c.steps));
+  }
   k.check_all_used();
   s.data_rng.restore(r);
   try {
@@ -402,6 +464,126 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   s.evals = parse_evals(path / "evals.tsv");
   s.losses.reserve(std::max(c.steps, s.step));
   return {std::move(s), c, std::move(vocab)};
+}
+
+// ---- The bounds of a config (the flags' and train.txt's).
+
+void check_train_config(const TrainConfig& c) {
+  namespace L = train_limits;
+  const auto size = [](std::string_view key, std::size_t v, std::size_t lo, std::size_t hi) {
+    if (v < lo) {
+      throw std::invalid_argument(fmt::format("{} is {}, expected at least {}", key, v, lo));
+    }
+    if (v > hi) {
+      throw std::invalid_argument(fmt::format("{} is {}, expected at most {}", key, v, hi));
+    }
+  };
+  // [lo, hi], or (lo, hi] / [lo, hi) where the open end is marked.
+  const auto real = [](std::string_view key, float v, float lo, bool lo_open, float hi,
+                       bool hi_open) {
+    const bool ok =
+        std::isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
+    if (!ok) {
+      throw std::invalid_argument(fmt::format("{} is {}, expected {}{}, {}{}", key, v,
+                                              lo_open ? "(" : "[", lo, hi, hi_open ? ")" : "]"));
+    }
+  };
+  const LmConfig& m = c.model;
+  size("n_embd", m.n_embd, 1, L::kMaxEmbd);
+  size("n_heads", m.n_heads, 1, L::kMaxHeads);
+  size("n_layers", m.n_layers, 1, L::kMaxLayers);
+  size("block_size", m.block_size, 1, L::kMaxBlock);
+  if (m.n_embd % m.n_heads != 0) {
+    throw std::invalid_argument(
+        fmt::format("n_heads {} does not divide n_embd {}", m.n_heads, m.n_embd));
+  }
+  size("ffn_hidden", m.ffn_hidden, 0, 4 * L::kMaxEmbd);
+  size("batch_size", c.batch_size, 1, L::kMaxBatch);
+  size("steps", c.steps, 1, L::kMaxSteps);
+  size("eval_interval", c.eval_interval, 1, L::kMaxSteps);
+  size("eval_iters", c.eval_iters, 1, L::kMaxEvalIters);
+  size("warmup", c.schedule.warmup, 0, L::kMaxSteps);
+  size("lr_total", c.schedule.total, 0, L::kMaxSteps);
+  if (c.batch_size * m.block_size > L::kMaxTokensPerStep) {
+    throw std::invalid_argument(fmt::format(
+        "batch_size {} x block_size {} = {} tokens per step, at most {} are allowed", c.batch_size,
+        m.block_size, c.batch_size * m.block_size, L::kMaxTokensPerStep));
+  }
+  real("lr", c.schedule.lr, 0.0f, true, 1.0f, false);
+  real("min_lr", c.schedule.min_lr, 0.0f, false, c.schedule.lr, false);
+  real("beta1", c.adam.beta1, 0.0f, false, 1.0f, true);
+  real("beta2", c.adam.beta2, 0.0f, false, 1.0f, true);
+  real("adam_eps", c.adam.eps, 0.0f, true, 1.0f, false);
+  real("weight_decay", c.adam.weight_decay, 0.0f, false, 1.0f, false);
+  real("grad_clip", c.grad_clip, 0.0f, false, 1e6f, false);
+}
+
+// ---- Who owns a run folder.
+
+bool holds_run(const fs::path& dir) {
+  std::error_code ec;
+  return fs::exists(fs::symlink_status(dir / "current", ec));
+}
+
+fs::path run_folder_of(const fs::path& path) {
+  fs::path p = path.lexically_normal();
+  if (p.has_filename() == false && p.has_parent_path()) p = p.parent_path();  // "RUN/current/"
+  if (holds_run(p)) return path;
+  std::error_code ec;
+  const fs::path parent = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  const std::string name = p.filename().string();
+  if ((name == "current" || name.rfind("ckpt-", 0) == 0) && holds_run(parent)) return parent;
+  return path;
+}
+
+void remove_run(const fs::path& dir) {
+  std::error_code ec;
+  fs::remove(dir / "current", ec);
+  fs::remove(dir / "model", ec);
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("ckpt-", 0) == 0 || name.rfind("current.tmp-", 0) == 0) {
+      fs::remove_all(e.path(), ec);
+    }
+  }
+}
+
+RunLock::RunLock(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    checkpoint_error(dir, "cannot create the folder" + (ec ? ": " + ec.message() : std::string()));
+  }
+  const fs::path path = dir / "lock";
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd_ < 0) checkpoint_error(path, std::string("cannot open: ") + std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char buffer[32] = {};
+    const ssize_t got = ::pread(fd_, buffer, sizeof buffer - 1, 0);
+    ::close(fd_);
+    fd_ = -1;
+    if (err != EWOULDBLOCK) {
+      checkpoint_error(path, std::string("cannot lock: ") + std::strerror(err));
+    }
+    std::string pid(buffer, got > 0 ? static_cast<std::size_t>(got) : 0);
+    while (!pid.empty() && (pid.back() == '\n' || pid.back() == '\0')) pid.pop_back();
+    checkpoint_error(dir, fmt::format("another trainer (pid {}) is saving to this folder: wait for "
+                                      "it to finish, or stop it",
+                                      pid.empty() ? "unknown" : pid));
+  }
+  const std::string pid = fmt::format("{}\n", ::getpid());
+  if (::ftruncate(fd_, 0) != 0 ||
+      ::pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    const int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    checkpoint_error(path, std::string("cannot write: ") + std::strerror(err));
+  }
+}
+
+RunLock::~RunLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
 }
 
 }  // namespace attn

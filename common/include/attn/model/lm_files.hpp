@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 
 #include "attn/model/model.hpp"
@@ -30,5 +31,19 @@ void save_lm(const std::filesystem::path& dir, const LmWeights& w);
 // variant fields), so the folder says what it holds: both load_lm overloads read model.txt when
 // it is there, take the variant from it, and refuse an n_layers or n_heads that contradicts it.
 void save_lm(const std::filesystem::path& dir, const LmWeights& w, const LmConfig& config);
+
+// MANIFEST.txt: what a finished folder holds, one `name size fnv1a64` line per regular file
+// (the FNV-1a 64-bit hash of its bytes, 16 hex digits). Chapter 09 writes one into each folder of
+// a checkpoint, last, just before the checkpoint is renamed into place, so a load can tell a
+// complete, untouched folder from a torn, mixed or edited one. A folder saved by save_lm alone
+// has none and loads as before; when there is one, load_lm verifies it first.
+inline constexpr const char* kManifestName = "MANIFEST.txt";
+void write_manifest(const std::filesystem::path& dir);
+// Throws std::runtime_error naming the first file that is missing, unlisted, not a regular file,
+// or of another size or checksum than MANIFEST.txt says. Returns false when there is no manifest.
+bool verify_manifest(const std::filesystem::path& dir);
+// The bytes every .npy file of one model folder may hold together, checked before anything is
+// read: the largest model a chapter builds (limits::kMaxModelParameters) stored as float64.
+inline constexpr std::uintmax_t kMaxModelFolderBytes = (std::uintmax_t{1} << 25) * 8 + (1u << 20);
 
 }  // namespace attn

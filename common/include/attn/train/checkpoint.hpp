@@ -16,6 +16,9 @@ namespace attn {
 //   losses.npy  every step's training loss;  evals.tsv  step, train and val loss
 //   vocab.txt   the characters in id order (UTF-8), so generating needs no corpus
 // DIR/current is a symlink to the newest complete one; DIR/model a symlink to current/model.
+// Each folder of a checkpoint (the checkpoint itself, model/, adam_m/, adam_v/) ends with a
+// MANIFEST.txt (attn/model/lm_files.hpp): every file's size and checksum, written last, before
+// the rename. A load verifies them, so a torn, mixed or edited checkpoint is refused by name.
 // Writing is atomic: the new folder is written and fsync'ed under a temporary name, renamed, and
 // only then `current` is switched (rename of a new symlink over it), after which the previous
 // checkpoint is deleted. Killed at any moment, DIR/current names a complete checkpoint.
@@ -26,11 +29,49 @@ struct Checkpoint {
   TrainConfig config;
   Vocab vocab;
 };
-// Reads DIR/current (or DIR itself if it is a checkpoint folder). Throws std::runtime_error naming
+// Reads DIR/current (or DIR itself if it is a checkpoint folder), resolved once: every file comes
+// from the one checkpoint `current` named at that instant. Throws std::runtime_error naming
 // the file for anything missing, corrupt or inconsistent.
 Checkpoint load_checkpoint(const std::filesystem::path& dir);
 // The vocabulary file of a checkpoint or model folder: vocab.txt beside or above `model_dir`.
 // Returns false when there is none (out is then unchanged).
 bool find_vocab(const std::filesystem::path& model_dir, Vocab& out);
+
+// The bounds of a training config, the same for a flag and for train.txt: throws
+// std::invalid_argument with one line naming the key (train.txt's name), the value and the bound,
+// e.g. "eval_interval is 0, expected at least 1".
+void check_train_config(const TrainConfig& c);
+namespace train_limits {
+inline constexpr std::size_t kMaxEmbd = 1024;
+inline constexpr std::size_t kMaxHeads = 64;
+inline constexpr std::size_t kMaxLayers = 32;
+inline constexpr std::size_t kMaxBlock = 1024;
+inline constexpr std::size_t kMaxBatch = 1024;
+inline constexpr std::size_t kMaxSteps = 1000000;
+inline constexpr std::size_t kMaxEvalIters = 10000;
+inline constexpr std::size_t kMaxTokensPerStep = std::size_t{1} << 17;  // B * T
+}  // namespace train_limits
+
+// The run folder a --resume path stands for: DIR itself, or DIR for DIR/current and DIR/ckpt-N
+// (a resumed run always saves to its run folder, never inside a checkpoint).
+std::filesystem::path run_folder_of(const std::filesystem::path& path);
+// True when DIR holds a run (DIR/current exists).
+bool holds_run(const std::filesystem::path& dir);
+// Removes a run's checkpoints, `current` and `model` (--overwrite); the lock stays.
+void remove_run(const std::filesystem::path& dir);
+
+// One owner per run folder: DIR/lock, flock'ed for as long as this object lives (the kernel
+// releases it when the process dies, so kill -9 leaves no stale lock). A second trainer on the
+// folder gets a one-line std::runtime_error naming the holder's pid.
+class RunLock {
+ public:
+  explicit RunLock(const std::filesystem::path& dir);
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 }  // namespace attn
