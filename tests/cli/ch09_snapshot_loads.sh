@@ -3,8 +3,8 @@
 # Chapter 09 saves a checkpoint at every step; meanwhile chapters 10 and 07 load the run's model
 # again and again (--weights RUN, RUN/model). Each load reads one checkpoint, resolved once, and
 # verifies its MANIFEST.txt, so every load either succeeds (one complete checkpoint) or is
-# refused with one line naming a file (the checkpoint was replaced under it): never a crash,
-# never a silent mix of two checkpoints, never another error.
+# refused with one line naming a file (the checkpoint was replaced under it: missing, vanished,
+# no such file): never a crash, never a silent mix of two checkpoints, never another error.
 set -u
 exe09=$1
 exe10=$2
@@ -36,7 +36,7 @@ while [ $(($(date +%s) - start)) -lt 8 ] && [ "$i" -lt 200 ]; do
   if [ "$code" -eq 0 ]; then
     ok=$((ok + 1))
   elif [ "$code" -eq 1 ] && [ "$(wc -l < err.txt)" -eq 1 ] &&
-       grep -Eq "(missing|does not match MANIFEST.txt|is not listed in MANIFEST.txt|No such file)" err.txt; then
+       grep -Eiq "(missing|does not match MANIFEST.txt|is not listed in MANIFEST.txt|no such file|vanished)" err.txt; then
     refused=$((refused + 1))
   else
     fail "load $i: exit $code: $(cat err.txt)"

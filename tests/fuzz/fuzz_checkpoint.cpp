@@ -112,6 +112,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     write_file(f.ckpt / kFiles[i], part);
     if (i == 2) write_file(f.ckpt / "model" / "vocab.txt", part);  // the model folder's copy
   }
+  // Sign the edited folders again, as a save would: the manifest check itself is proven by
+  // tests/common/test_checkpoint.cpp; here the parsers behind it must be reached.
+  attn::write_manifest(f.ckpt);
+  attn::write_manifest(f.ckpt / "model");
   ++g_inputs;
   try {
     const attn::Checkpoint c = attn::load_checkpoint(f.run);

@@ -208,6 +208,11 @@ std::vector<std::string> folder_files(const fs::path& dir) {
     const std::string name = e.path().filename().string();
     const fs::file_status st = e.symlink_status(ec);
     if (fs::is_directory(st) || name == kManifestName) continue;
+    if (!fs::exists(st)) {  // listed, then gone: the folder is being replaced
+      throw std::runtime_error(fmt::format(
+          "'{}': {} vanished while the folder was read (a newer checkpoint replaced it?)",
+          dir.string(), name));
+    }
     if (!fs::is_regular_file(st)) {
       throw std::runtime_error(fmt::format("'{}': {} is not a regular file", dir.string(), name));
     }
@@ -229,6 +234,9 @@ void check_folder_budget(const fs::path& dir, const ModelReader& r) {
     if (e.path().extension() != ".npy") continue;
     const fs::file_status st = e.symlink_status(ec);
     const std::string name = e.path().filename().string();
+    if (!fs::exists(st)) {
+      r.fail(name + " vanished while the folder was read (a newer checkpoint replaced it?)");
+    }
     if (!fs::is_regular_file(st)) r.fail(name + " is not a regular file (links are not followed)");
     const std::uintmax_t size = e.file_size(ec);
     if (ec) r.fail(fmt::format("{}: cannot read its size: {}", name, ec.message()));
