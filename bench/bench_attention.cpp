@@ -8,11 +8,11 @@
 //
 // Threads: attn::num_threads() (attn/threads.hpp), OPENBLAS_NUM_THREADS by default (one per core
 // when unset). gemm_peak alone lets OpenBLAS thread its SGEMM itself, with as many threads.
-// generate_cached/N and generate_uncached/N (N = 500, 63) time chapter 10's generation loop ("tokens/s").
-// Counters: "GFLOP/s" (rate, from attn::mha_forward_flops / block_forward_flops: the dense count,
-// causal half included; three times that for forward + backward), "peak_fraction" (GFLOP/s over
-// the gemm_peak result of this run, present once gemm_peak has run: it is registered first),
-// "threads".
+// generate_cached/N and generate_uncached/N (N = 500, 63) time chapter 10's generation loop
+// ("tokens/s"). Counters: "GFLOP/s" (rate, from attn::mha_forward_flops / block_forward_flops: the
+// dense count, causal half included; three times that for forward + backward), "peak_fraction"
+// (GFLOP/s over the gemm_peak result of this run, present once gemm_peak has run: it is registered
+// first), "threads".
 #include <benchmark/benchmark.h>
 #include <cblas.h>  // OpenBLAS's, for the peak: a plain cblas_sgemm on OpenBLAS's own threads
 
@@ -99,7 +99,8 @@ void bm_gemm_peak(benchmark::State& state, bool library) {
   const attn::Matrix a = attn::randn(rng, N, N);
   const attn::Matrix b = attn::randn(rng, N, N);
   attn::Matrix c = xt::zeros<float>({N, N});
-  const double flops = 2.0 * static_cast<double>(N) * static_cast<double>(N) * static_cast<double>(N);
+  const double flops =
+      2.0 * static_cast<double>(N) * static_cast<double>(N) * static_cast<double>(N);
   const int threads = static_cast<int>(attn::num_threads());  // also pins BLAS to 1 thread
   if (!library) openblas_set_num_threads(threads);
   const LoopClock clock;
@@ -137,8 +138,7 @@ void bm_mha(benchmark::State& state, Shape s) {
   const attn::Tensor<3> x = input(s);
   const LoopClock clock;
   for (auto _ : state) {
-    attn::MhaResult r =
-        attn::fast::mha_forward(x, w, s.H, /*causal=*/true, /*need_weights=*/false);
+    attn::MhaResult r = attn::fast::mha_forward(x, w, s.H, /*causal=*/true, /*need_weights=*/false);
     benchmark::DoNotOptimize(r.out.data());
   }
   set_counters(state, attn::mha_forward_flops(s.B, s.T, s.C, s.H), clock);
@@ -413,8 +413,8 @@ void bm_generate(benchmark::State& state, bool cached, std::size_t n_new) {
                                   : attn::lm_generate(w, config, prompt, options, rng);
     benchmark::DoNotOptimize(out.data());
   }
-  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(n_new),
-                                                  benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(n_new), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["threads"] = static_cast<double>(attn::num_threads());
 }
 
@@ -441,13 +441,14 @@ int main(int argc, char** argv) {
   for (const Shape& s : kShapes) {
     configure(benchmark::RegisterBenchmark(("part_linear/" + s.name()).c_str(), bm_linear, s));
     configure(benchmark::RegisterBenchmark(("part_sdpa/" + s.name()).c_str(), bm_sdpa, s));
-    configure(benchmark::RegisterBenchmark(("part_layer_norm/" + s.name()).c_str(),
-                                           bm_layer_norm, s));
+    configure(
+        benchmark::RegisterBenchmark(("part_layer_norm/" + s.name()).c_str(), bm_layer_norm, s));
     configure(benchmark::RegisterBenchmark(("part_gelu/" + s.name()).c_str(), bm_gelu, s));
     configure(benchmark::RegisterBenchmark(("part_ffn/" + s.name()).c_str(), bm_ffn, s));
   }
   for (const Shape& s : kShapes) {
-    configure(benchmark::RegisterBenchmark(("part_linear_bwd/" + s.name()).c_str(), bm_linear_bwd, s));
+    configure(
+        benchmark::RegisterBenchmark(("part_linear_bwd/" + s.name()).c_str(), bm_linear_bwd, s));
     configure(benchmark::RegisterBenchmark(("part_sdpa_bwd/" + s.name()).c_str(), bm_sdpa_bwd, s));
     configure(benchmark::RegisterBenchmark(("part_layer_norm_bwd/" + s.name()).c_str(),
                                            bm_layer_norm_bwd, s));
@@ -462,7 +463,8 @@ int main(int argc, char** argv) {
 
   for (const std::size_t n : kGenTokens) {
     const std::string gen = std::to_string(n);
-    configure(benchmark::RegisterBenchmark(("generate_cached/" + gen).c_str(), bm_generate, true, n));
+    configure(
+        benchmark::RegisterBenchmark(("generate_cached/" + gen).c_str(), bm_generate, true, n));
     configure(
         benchmark::RegisterBenchmark(("generate_uncached/" + gen).c_str(), bm_generate, false, n));
   }

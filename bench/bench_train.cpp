@@ -19,13 +19,13 @@ namespace {
 void bm_train_step(benchmark::State& state) {
   attn::TrainConfig c;
   c.model.vocab_size = 65;
-  c.model.block_size = 64;  // T
-  c.model.n_embd = 64;      // C
-  c.model.n_heads = 4;      // H
-  c.model.n_layers = 4;     // L
-  c.model.tied_head = false;                     // the lecture's Linear(C, V) head
-  c.model.activation = attn::Activation::relu;   // and its ReLU
-  c.batch_size = 32;        // B
+  c.model.block_size = 64;                      // T
+  c.model.n_embd = 64;                          // C
+  c.model.n_heads = 4;                          // H
+  c.model.n_layers = 4;                         // L
+  c.model.tied_head = false;                    // the lecture's Linear(C, V) head
+  c.model.activation = attn::Activation::relu;  // and its ReLU
+  c.batch_size = 32;                            // B
   c.schedule.lr = 1e-3f;
   c.adam.weight_decay = 0.01f;
   attn::TrainState s = attn::train_init(c);
@@ -46,4 +46,7 @@ void bm_train_step(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(bm_train_step)->Name("train_step/32_64_64_4_L4")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(bm_train_step)
+    ->Name("train_step/32_64_64_4_L4")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();

@@ -40,8 +40,8 @@ inline void check_gradients(const std::string& op, const std::vector<GradCheckRe
   for (const GradCheckResult& r : results) {
     std::printf("gradcheck %-28s %-12s n=%-5zu max_abs=%.3e max_rel=%.3e %s\n", op.c_str(),
                 r.name.c_str(), r.count, r.max_abs, r.max_rel, r.pass ? "PASS" : "FAIL");
-    CHECK_MESSAGE(r.pass, op << " " << r.name << ": max_abs " << r.max_abs << ", max_rel "
-                             << r.max_rel);
+    CHECK_MESSAGE(r.pass,
+                  op << " " << r.name << ": max_abs " << r.max_abs << ", max_rel " << r.max_rel);
   }
 }
 

@@ -17,8 +17,7 @@ inline double wiggle(std::size_t i, double phase, double scale) {
   return scale * std::sin(1.7 * static_cast<double>(i) + phase);
 }
 
-inline Tensor<3> wiggly3(std::size_t B, std::size_t T, std::size_t C, double phase,
-                         double scale) {
+inline Tensor<3> wiggly3(std::size_t B, std::size_t T, std::size_t C, double phase, double scale) {
   Tensor<3> x({B, T, C});
   for (std::size_t i = 0; i < x.size(); ++i)
     x.data()[i] = static_cast<float>(wiggle(i, phase, scale));

@@ -37,7 +37,8 @@ std::string tensor_mismatch(const A& got, const B& want, double atol, double rto
       std::size_t rest = i;
       for (std::size_t d = got.dimension(); d-- > 0;) {
         const std::size_t extent = got.shape()[d];
-        where = std::to_string(extent == 0 ? 0 : rest % extent) + (where.empty() ? "" : ", ") + where;
+        where =
+            std::to_string(extent == 0 ? 0 : rest % extent) + (where.empty() ? "" : ", ") + where;
         rest = extent == 0 ? 0 : rest / extent;
       }
       std::ostringstream out;
@@ -51,8 +52,9 @@ std::string tensor_mismatch(const A& got, const B& want, double atol, double rto
 
 }  // namespace attn::testing
 
-#define CHECK_TENSOR_NEAR(got, want, atol, rtol)                                           \
-  do {                                                                                     \
-    const std::string attn_mismatch_ = attn::testing::tensor_mismatch((got), (want), (atol), (rtol)); \
-    if (!attn_mismatch_.empty()) FAIL_CHECK(#got ": " << attn_mismatch_);                   \
+#define CHECK_TENSOR_NEAR(got, want, atol, rtol)                          \
+  do {                                                                    \
+    const std::string attn_mismatch_ =                                    \
+        attn::testing::tensor_mismatch((got), (want), (atol), (rtol));    \
+    if (!attn_mismatch_.empty()) FAIL_CHECK(#got ": " << attn_mismatch_); \
   } while (false)

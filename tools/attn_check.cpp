@@ -1,8 +1,9 @@
 // tools/attn_check.cpp: attn-check, the learner's loop: build, check, show the next step.
 //   attn-check [NN | exNN.M] [--watch]       attn-check --hint exNN.M (the whole ladder)
 // 1. Builds the learner's test binaries itself (cmake --build <this build> --target chNN_mine
-//    NN_name: the tests and the walkthrough that --mine runs), one chapter at a time. A chapter that does not compile is reported (the exercise, file:line
-//    and the first error in plain words) and none of its old results are shown.
+//    NN_name: the tests and the walkthrough that --mine runs), one chapter at a time. A chapter
+//    that does not compile is reported (the exercise, file:line and the first error in plain words)
+//    and none of its old results are shown.
 // 2. Runs each chapter's tests in a process of its own (chNN_mine --attn-records FILE): a crash
 //    or an endless loop in one exercise never hides the others; after a crash the chapter's
 //    remaining exercises run again without the one that crashed.
@@ -297,7 +298,8 @@ std::optional<BuildError> first_error(const std::string& log, const std::string&
       for (const auto& [id, paths] : course::stubs_on_disk()) {
         const auto parsed = course::parse_id(id);
         if (!parsed || parsed->chapter != error.chapter) continue;
-        if (course::read_file(paths.front()).value_or("").find(" " + name + "(") != std::string::npos) {
+        if (course::read_file(paths.front()).value_or("").find(" " + name + "(") !=
+            std::string::npos) {
           error.exercise = parsed;
           error.where = course::repo_relative(paths.front());
         }

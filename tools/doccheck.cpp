@@ -40,8 +40,8 @@ struct Options {
 
 // The headings every chapter page (docs/NN-name.md) has, in this order.
 constexpr std::string_view kChapterHeadings[] = {
-    "## Goal", "## Shapes", "## The math", "## Walkthrough",
-    "## Run it", "## Exercises", "## Check yourself", "## Further reading", "## Next"};
+    "## Goal",      "## Shapes",         "## The math",        "## Walkthrough", "## Run it",
+    "## Exercises", "## Check yourself", "## Further reading", "## Next"};
 
 constexpr std::string_view kUpdateCommand = "cmake --build --preset default --target update-docs";
 
@@ -55,7 +55,9 @@ std::string_view trim(std::string_view s) {
   return s.substr(first, last - first + 1);
 }
 
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
 
 constexpr std::uintmax_t kMaxFileBytes = std::uintmax_t{16} << 20;  // a page or a figure
 
@@ -131,7 +133,8 @@ std::string rewrite_numbers(const std::string& line, const Rewrite& rewrite) {
   std::string out;
   std::size_t i = 0;
   while (i < line.size()) {
-    const bool starts_number = is_digit(line[i]) && (i == 0 || (!is_alnum(line[i - 1]) && line[i - 1] != '.'));
+    const bool starts_number =
+        is_digit(line[i]) && (i == 0 || (!is_alnum(line[i - 1]) && line[i - 1] != '.'));
     if (!starts_number) {
       out += line[i++];
       continue;
@@ -155,22 +158,22 @@ std::string rewrite_numbers(const std::string& line, const Rewrite& rewrite) {
 // written on one CPU must still match on another. The page keeps the real value; the check only
 // requires the program to print some value that small at that place.
 std::string mask_rounding_noise(const std::string& line) {
-  return rewrite_numbers(line, [](const std::string& l, std::size_t begin, std::size_t end,
-                                  std::size_t& next) {
-    // e-NN with NN >= 6, and not followed by more of a word.
-    std::size_t exp_end = end;
-    int exponent = -1;
-    if (end + 2 < l.size() && l[end] == 'e' && l[end + 1] == '-' && is_digit(l[end + 2])) {
-      exponent = 0;
-      for (exp_end = end + 2; exp_end < l.size() && is_digit(l[exp_end]); ++exp_end)
-        exponent = std::min(exponent * 10 + (l[exp_end] - '0'), 1000);
-    }
-    if (exponent >= 6 && (exp_end == l.size() || !is_alnum(l[exp_end]))) {
-      next = exp_end;
-      return std::string("~0");
-    }
-    return l.substr(begin, end - begin);
-  });
+  return rewrite_numbers(
+      line, [](const std::string& l, std::size_t begin, std::size_t end, std::size_t& next) {
+        // e-NN with NN >= 6, and not followed by more of a word.
+        std::size_t exp_end = end;
+        int exponent = -1;
+        if (end + 2 < l.size() && l[end] == 'e' && l[end + 1] == '-' && is_digit(l[end + 2])) {
+          exponent = 0;
+          for (exp_end = end + 2; exp_end < l.size() && is_digit(l[exp_end]); ++exp_end)
+            exponent = std::min(exponent * 10 + (l[exp_end] - '0'), 1000);
+        }
+        if (exponent >= 6 && (exp_end == l.size() || !is_alnum(l[exp_end]))) {
+          next = exp_end;
+          return std::string("~0");
+        }
+        return l.substr(begin, end - begin);
+      });
 }
 
 // For --timing: every number followed by a time unit becomes "#" ("12.5 ms" -> "# ms").
@@ -194,7 +197,7 @@ std::string mask_timings(const std::string& line) {
 
 struct RunResult {
   std::string output;
-  int exit_code = 0;   // valid when !signaled
+  int exit_code = 0;  // valid when !signaled
   bool signaled = false;
   int signal = 0;
 };
@@ -408,7 +411,8 @@ class Page {
       const std::string_view line = trim(lines_[i]);
       if (fences.step(line)) continue;
       if (!starts_with(line, "<!-- attn:")) continue;
-      if (starts_with(line, "<!-- attn:run ") && line.size() > 17 && line.substr(line.size() - 3) == "-->") {
+      if (starts_with(line, "<!-- attn:run ") && line.size() > 17 &&
+          line.substr(line.size() - 3) == "-->") {
         i = run_directive(i, trim(line.substr(14, line.size() - 17)));
       } else if (starts_with(line, "<!-- attn:figures ") && line.substr(line.size() - 3) == "-->") {
         figures_directive(i, trim(line.substr(18, line.size() - 21)));
@@ -427,7 +431,8 @@ class Page {
     }
     if (failures_ == 0) {
       fmt::print("{}: {} {}, {} {}{}, {} {}\n", display(), outputs_,
-                 outputs_ == 1 ? "output" : "outputs", figures_, figures_ == 1 ? "figure" : "figures",
+                 outputs_ == 1 ? "output" : "outputs", figures_,
+                 figures_ == 1 ? "figure" : "figures",
                  options_.update ? (changed_ ? " (updated)" : " (unchanged)") : " match", links_,
                  links_ == 1 ? "relative link ok" : "relative links ok");
     }
@@ -463,12 +468,12 @@ class Page {
     std::size_t at = 0;
     std::string_view previous;
     for (const auto required : kChapterHeadings) {
-      const auto found = std::find_if(headings.begin() + static_cast<std::ptrdiff_t>(at), headings.end(),
-                                      [required](const std::string& h) {
-                                        return h == required ||
-                                               (starts_with(h, required) &&
-                                                (h[required.size()] == ' ' || h[required.size()] == ':'));
-                                      });
+      const auto found = std::find_if(
+          headings.begin() + static_cast<std::ptrdiff_t>(at), headings.end(),
+          [required](const std::string& h) {
+            return h == required || (starts_with(h, required) &&
+                                     (h[required.size()] == ' ' || h[required.size()] == ':'));
+          });
       if (found == headings.end()) {
         ++failures_;
         std::string list;
@@ -517,9 +522,10 @@ class Page {
     const fs::path program = options_.bin_dir / fs::path(command).filename();
     std::error_code ec;
     if (!fs::is_regular_file(program, ec) || access(program.c_str(), X_OK) != 0) {
-      fail(line_index, fmt::format("command '{}' not found: {} is not an executable (build the project "
-                                   "first: cmake --build --preset default)",
-                                   command, program.string()));
+      fail(line_index,
+           fmt::format("command '{}' not found: {} is not an executable (build the project "
+                       "first: cmake --build --preset default)",
+                       command, program.string()));
       return {};
     }
     return program;
@@ -556,7 +562,8 @@ class Page {
     const std::vector<std::string> actual = shown_lines(*run);
     for (const auto& line : actual) {
       if (starts_with(trim(line), "```")) {
-        fail(i, fmt::format("the output of '{}' contains a ``` line; it cannot go in a text block", command_line));
+        fail(i, fmt::format("the output of '{}' contains a ``` line; it cannot go in a text block",
+                            command_line));
         return close;
       }
     }
@@ -577,7 +584,8 @@ class Page {
     if (options_.update) {
       lines_.erase(lines_.begin() + static_cast<std::ptrdiff_t>(i + 2),
                    lines_.begin() + static_cast<std::ptrdiff_t>(close));
-      lines_.insert(lines_.begin() + static_cast<std::ptrdiff_t>(i + 2), actual.begin(), actual.end());
+      lines_.insert(lines_.begin() + static_cast<std::ptrdiff_t>(i + 2), actual.begin(),
+                    actual.end());
       changed_ = true;
       return i + 2 + actual.size();
     }
@@ -618,8 +626,9 @@ class Page {
     fs::remove_all(temp_dir, ec);
   }
 
-  void compare_figures(std::size_t i, std::string_view command_line, const std::optional<RunResult>& run,
-                       const std::string& error, const fs::path& temp_dir, const fs::path& committed_dir) {
+  void compare_figures(std::size_t i, std::string_view command_line,
+                       const std::optional<RunResult>& run, const std::string& error,
+                       const fs::path& temp_dir, const fs::path& committed_dir) {
     if (!run) {
       fail(i, fmt::format("cannot run '{}': {}", command_line, error));
       return;
@@ -662,8 +671,10 @@ class Page {
         const auto b = split_lines(fresh.value_or(""));
         std::size_t first = 0;
         while (first < a.size() && first < b.size() && a[first] == b[first]) ++first;
-        fail(i, fmt::format("figure {} differs from what '{}' writes (first at line {}); to accept it: {}",
-                            (shown_dir / file.filename()).string(), command_line, first + 1, kUpdateCommand));
+        fail(i,
+             fmt::format(
+                 "figure {} differs from what '{}' writes (first at line {}); to accept it: {}",
+                 (shown_dir / file.filename()).string(), command_line, first + 1, kUpdateCommand));
       }
     }
   }
@@ -679,7 +690,8 @@ class Page {
   int links_ = 0;
 };
 
-constexpr const char* kUsage = "usage: attn-doccheck [--update] --bin-dir DIR --root SRC FILE.md...";
+constexpr const char* kUsage =
+    "usage: attn-doccheck [--update] --bin-dir DIR --root SRC FILE.md...";
 
 std::optional<Options> parse(int argc, char** argv) {
   Options options;
@@ -692,11 +704,13 @@ std::optional<Options> parse(int argc, char** argv) {
     } else if (arg == "--update") {
       options.update = true;
     } else if ((arg == "--bin-dir" || arg == "--root") && i + 1 < argc) {
-      (arg == "--bin-dir" ? options.bin_dir : options.root) = fs::absolute(argv[++i]).lexically_normal();
+      (arg == "--bin-dir" ? options.bin_dir : options.root) =
+          fs::absolute(argv[++i]).lexically_normal();
     } else if (arg == "--help" || arg == "-h") {
-      fmt::print("{}\nChecks (or with --update rewrites) the program output and figures in the pages;\n"
-                 "see CONTRIBUTING.md, \"A doc page\".\n",
-                 kUsage);
+      fmt::print(
+          "{}\nChecks (or with --update rewrites) the program output and figures in the pages;\n"
+          "see CONTRIBUTING.md, \"A doc page\".\n",
+          kUsage);
       std::exit(0);
     } else if (starts_with(arg, "-")) {
       fmt::print(stderr, "attn-doccheck: error: unknown option '{}' ({})\n", arg, kUsage);
@@ -706,7 +720,8 @@ std::optional<Options> parse(int argc, char** argv) {
     }
   }
   if (options.bin_dir.empty() || options.root.empty() || options.pages.empty()) {
-    fmt::print(stderr, "attn-doccheck: error: --bin-dir, --root and at least one page are required ({})\n",
+    fmt::print(stderr,
+               "attn-doccheck: error: --bin-dir, --root and at least one page are required ({})\n",
                kUsage);
     return std::nullopt;
   }

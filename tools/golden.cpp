@@ -146,7 +146,8 @@ class Case {
       if (key == "op" || key == "expect_nonfinite") continue;  // every op takes these
       if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
         std::string list;
-        for (const std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        for (const std::string_view a : allowed)
+          list += (list.empty() ? "" : ", ") + std::string(a);
         fail(fmt::format("unknown key {} for op {} (expected: {})", key, op_,
                          list.empty() ? "none" : list));
       }
@@ -221,7 +222,8 @@ class Case {
       }
       grads_.push_back(name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size()));
     }
-    if (ec) throw CaseError(fmt::format("{}: cannot list the folder: {}", dir_.string(), ec.message()));
+    if (ec)
+      throw CaseError(fmt::format("{}: cannot list the folder: {}", dir_.string(), ec.message()));
     std::sort(grads_.begin(), grads_.end());
   }
   const std::vector<std::string>& grads() const { return grads_; }
@@ -244,8 +246,8 @@ class Case {
 
 struct Comparison {
   double max_abs = 0.0;
-  double max_rel = 0.0;       // over elements with ref != 0
-  std::string first_failure;  // empty: every element within tolerance
+  double max_rel = 0.0;               // over elements with ref != 0
+  std::string first_failure;          // empty: every element within tolerance
   std::vector<std::string> compared;  // the reference files compared, e.g. "y", "grad.x"
 };
 
@@ -295,9 +297,10 @@ void compare_values(const Case& c, std::string_view name, std::span<const float>
           total.first_failure =
               nonfinite_expected
                   ? fmt::format("{}: flat index {}: got {:.7g}, expected exactly {}", name, i, g, r)
-                  : fmt::format("{}: flat index {}: the reference is {}; a reference must be "
-                                "finite unless the case says expect_nonfinite 1",
-                                name, i, r);
+                  : fmt::format(
+                        "{}: flat index {}: the reference is {}; a reference must be "
+                        "finite unless the case says expect_nonfinite 1",
+                        name, i, r);
         }
         total.max_abs = total.max_rel = std::numeric_limits<double>::infinity();
       }
@@ -311,8 +314,9 @@ void compare_values(const Case& c, std::string_view name, std::span<const float>
     }
     if (!ok && total.first_failure.empty()) {
       total.first_failure =
-          shape.empty() ? fmt::format("{}: got {:.7g}, expected {:.7g}", name, g, r)
-                        : fmt::format("{}: flat index {}: got {:.7g}, expected {:.7g}", name, i, g, r);
+          shape.empty()
+              ? fmt::format("{}: got {:.7g}, expected {:.7g}", name, g, r)
+              : fmt::format("{}: flat index {}: got {:.7g}, expected {:.7g}", name, i, g, r);
     }
     if (std::isnan(diff)) return;
   }
@@ -357,8 +361,8 @@ std::vector<int> load_ids(const Case& c, std::string_view name, std::size_t rank
   const fs::path path = c.file(name);
   const attn::NpyArray a = attn::read_npy(path);
   if (a.descr != "<i8" && a.descr != "<i4") {
-    throw CaseError(fmt::format("{}: expected an integer array of ids, got '{}'", path.string(),
-                                a.descr));
+    throw CaseError(
+        fmt::format("{}: expected an integer array of ids, got '{}'", path.string(), a.descr));
   }
   if (a.shape.size() != rank) {
     throw CaseError(fmt::format("{}: expected a rank-{} array of ids, got shape {}", path.string(),
@@ -368,8 +372,8 @@ std::vector<int> load_ids(const Case& c, std::string_view name, std::size_t rank
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const double v = a.values[i];
     if (v < 0.0 || v > static_cast<double>(std::numeric_limits<int>::max())) {
-      throw CaseError(fmt::format("{}: id {} at flat index {} is negative or too large",
-                                  path.string(), v, i));
+      throw CaseError(
+          fmt::format("{}: id {} at flat index {} is negative or too large", path.string(), v, i));
     }
     ids[i] = static_cast<int>(v);
   }
@@ -401,10 +405,10 @@ void check_grad_names(const Case& c, const GradNames& names) {
     }
     std::string list;
     for (const std::string& p : names.params) list += (list.empty() ? "" : ", ") + p;
-    throw CaseError(fmt::format(
-        "{}: names no input, parameter or output of op {} (gradients of: {}{})",
-        c.grad_file(g).string(), c.op(), list,
-        names.upstream.empty() ? "" : "; upstream: " + names.upstream));
+    throw CaseError(
+        fmt::format("{}: names no input, parameter or output of op {} (gradients of: {}{})",
+                    c.grad_file(g).string(), c.op(), list,
+                    names.upstream.empty() ? "" : "; upstream: " + names.upstream));
   }
 }
 
@@ -415,8 +419,10 @@ attn::Tensor<N> load_upstream(const Case& c, std::string_view name,
   const fs::path path = c.grad_file(name);
   std::error_code ec;
   if (!fs::exists(path, ec)) {
-    throw CaseError(fmt::format("{}: missing: a case with grad. files needs the upstream gradient "
-                                "dloss/d{}", path.string(), name));
+    throw CaseError(
+        fmt::format("{}: missing: a case with grad. files needs the upstream gradient "
+                    "dloss/d{}",
+                    path.string(), name));
   }
   const attn::NpyArray a = attn::read_npy(path);
   if (!std::equal(shape.begin(), shape.end(), a.shape.begin(), a.shape.end())) {
@@ -433,9 +439,11 @@ void compare_grad(const Case& c, std::string_view name, const attn::Tensor<N>& g
   if (c.has_grad(name)) compare<N>(c, "grad." + std::string(name), got, cmp);
 }
 
-const GradNames kMhaNames{{"x", "w_q", "w_k", "w_v", "w_o"}, "out",
-                          {{"weights", "the attention weights have no upstream gradient (only "
-                                       "out has: grad.out.npy)"}}};
+const GradNames kMhaNames{{"x", "w_q", "w_k", "w_v", "w_o"},
+                          "out",
+                          {{"weights",
+                            "the attention weights have no upstream gradient (only "
+                            "out has: grad.out.npy)"}}};
 const char* const kIdsWhy = "integer ids have no gradient";
 
 void compare_mha_grads(const Case& c, const attn::MhaWeights& g, Comparison& cmp,
@@ -500,8 +508,8 @@ void fold_reference_and_fast(const Comparison& ref, const Comparison& fast, Comp
   cmp.compared.insert(cmp.compared.end(), ref.compared.begin(), ref.compared.end());
   if (!cmp.first_failure.empty()) return;
   if (!ref.first_failure.empty()) {
-    cmp.first_failure = (fast.first_failure.empty() ? "reference: " : "both kernels: ") +
-                        ref.first_failure;
+    cmp.first_failure =
+        (fast.first_failure.empty() ? "reference: " : "both kernels: ") + ref.first_failure;
   } else if (!fast.first_failure.empty()) {
     cmp.first_failure = "fast: " + fast.first_failure;
   }
@@ -631,12 +639,11 @@ void run_ffn(const Case& c, Comparison& cmp) {
   for (const bool fast : {false, true}) {
     const bool failed_before = !cmp.first_failure.empty();
     if (!c.backward()) {
-      compare<3>(c, "y", fast ? attn::fast::ffn_forward(x, w, a) : attn::ffn_forward(x, w, a),
-                 cmp);
+      compare<3>(c, "y", fast ? attn::fast::ffn_forward(x, w, a) : attn::ffn_forward(x, w, a), cmp);
     } else {
       attn::FfnCache cache;
-      const attn::Tensor<3> y = fast ? attn::fast::ffn_forward(x, w, a, cache)
-                                     : attn::ffn_forward(x, w, a, cache);
+      const attn::Tensor<3> y =
+          fast ? attn::fast::ffn_forward(x, w, a, cache) : attn::ffn_forward(x, w, a, cache);
       compare<3>(c, "y", y, cmp);
       const attn::Tensor<3> dy = load_upstream<3>(c, "y", y.shape());
       attn::Tensor<3> dx;
@@ -650,8 +657,8 @@ void run_ffn(const Case& c, Comparison& cmp) {
       compare_ffn_grads(c, g, cmp);
     }
     if (!failed_before && !cmp.first_failure.empty()) {
-      cmp.first_failure = (fast ? "attn::fast::ffn: " : "attn::ffn (reference): ") +
-                          cmp.first_failure;
+      cmp.first_failure =
+          (fast ? "attn::fast::ffn: " : "attn::ffn (reference): ") + cmp.first_failure;
     }
   }
 }
@@ -787,10 +794,11 @@ void run_train(const Case& c, Comparison& cmp) {
   const std::size_t steps = shape[0], B = shape[1];
   if (steps == 0 || B == 0 || steps > kMaxTrainSteps || B > kMaxBatch || shape[2] < 2 ||
       shape[2] - 1 > config.model.block_size) {
-    throw CaseError(fmt::format("{}: shape {}, expected (steps, B, T + 1) with 1 <= steps <= {}, "
-                                "1 <= B <= {} and 1 <= T <= block_size {}",
-                                c.file("batches").string(), attn::shape_str(shape),
-                                kMaxTrainSteps, kMaxBatch, config.model.block_size));
+    throw CaseError(
+        fmt::format("{}: shape {}, expected (steps, B, T + 1) with 1 <= steps <= {}, "
+                    "1 <= B <= {} and 1 <= T <= block_size {}",
+                    c.file("batches").string(), attn::shape_str(shape), kMaxTrainSteps, kMaxBatch,
+                    config.model.block_size));
   }
   const std::size_t T = shape[2] - 1;
   xt::xtensor<int, 2> inputs({B, T}), targets({B, T});
@@ -830,19 +838,29 @@ GradNames grad_names(const Case& c) {
     if (c.flag_or("layer_norm", true)) {
       n.params.insert(n.params.end(), ln.begin(), ln.end());
     } else {
-      for (const std::string& name : ln) n.no_grad.emplace_back(name, "the case has layer_norm 0: the block has no LayerNorm weights");
+      for (const std::string& name : ln)
+        n.no_grad.emplace_back(name,
+                               "the case has layer_norm 0: the block has no LayerNorm weights");
     }
     return n;
   }
   if (op == "cross_entropy") {
-    return {{"logits"}, "", {{"targets", kIdsWhy}, {"loss", "the loss is where the backward "
-                                                            "starts (dloss/dloss = 1)"}}};
+    return {{"logits"},
+            "",
+            {{"targets", kIdsWhy},
+             {"loss",
+              "the loss is where the backward "
+              "starts (dloss/dloss = 1)"}}};
   }
   if (op == "lm") {
-    GradNames n{{"wte", "wpe"}, "", {{"tokens", kIdsWhy}, {"targets", kIdsWhy},
-                                     {"loss", "the loss is where the backward starts"},
-                                     {"logits", "lm's backward starts from the loss of "
-                                                "targets.npy, not from an upstream gradient"}}};
+    GradNames n{{"wte", "wpe"},
+                "",
+                {{"tokens", kIdsWhy},
+                 {"targets", kIdsWhy},
+                 {"loss", "the loss is where the backward starts"},
+                 {"logits",
+                  "lm's backward starts from the loss of "
+                  "targets.npy, not from an upstream gradient"}}};
     const std::size_t L = c.positive("n_layers", kMaxLayers);
     for (std::size_t i = 0; i < L; ++i) {
       for (const char* p : {"w_q", "w_k", "w_v", "w_o", "ln1_gamma", "ln1_beta", "ln2_gamma",
@@ -862,11 +880,16 @@ void run_op(const Case& c, Comparison& cmp) {
     c.allow_keys({});
     check_grad_names(c, grad_names(c));
     switch (rank_of(c, "x")) {
-      case 1: return run_softmax<1>(c, cmp);
-      case 2: return run_softmax<2>(c, cmp);
-      case 3: return run_softmax<3>(c, cmp);
-      case 4: return run_softmax<4>(c, cmp);
-      default: bad_rank(c, "x", "rank 1-4");
+      case 1:
+        return run_softmax<1>(c, cmp);
+      case 2:
+        return run_softmax<2>(c, cmp);
+      case 3:
+        return run_softmax<3>(c, cmp);
+      case 4:
+        return run_softmax<4>(c, cmp);
+      default:
+        bad_rank(c, "x", "rank 1-4");
     }
   }
   if (op == "masked_softmax") {
@@ -874,10 +897,14 @@ void run_op(const Case& c, Comparison& cmp) {
     check_grad_names(c, grad_names(c));
     const bool causal = c.flag("causal");
     switch (rank_of(c, "x")) {
-      case 2: return run_masked_softmax<2>(c, causal, cmp);
-      case 3: return run_masked_softmax<3>(c, causal, cmp);
-      case 4: return run_masked_softmax<4>(c, causal, cmp);
-      default: bad_rank(c, "x", "rank 2-4 (..., T, T)");
+      case 2:
+        return run_masked_softmax<2>(c, causal, cmp);
+      case 3:
+        return run_masked_softmax<3>(c, causal, cmp);
+      case 4:
+        return run_masked_softmax<4>(c, causal, cmp);
+      default:
+        bad_rank(c, "x", "rank 2-4 (..., T, T)");
     }
   }
   if (op == "sdpa") {
@@ -895,9 +922,12 @@ void run_op(const Case& c, Comparison& cmp) {
     check_grad_names(c, grad_names(c));
     const float eps = c.eps("eps");
     switch (rank_of(c, "x")) {
-      case 2: return run_layernorm<2>(c, eps, cmp);
-      case 3: return run_layernorm<3>(c, eps, cmp);
-      default: bad_rank(c, "x", "rank 2 or 3 (..., C)");
+      case 2:
+        return run_layernorm<2>(c, eps, cmp);
+      case 3:
+        return run_layernorm<3>(c, eps, cmp);
+      default:
+        bad_rank(c, "x", "rank 2 or 3 (..., C)");
     }
   }
   if (op == "ffn") {
@@ -921,14 +951,15 @@ void run_op(const Case& c, Comparison& cmp) {
     return run_lm(c, cmp);
   }
   if (op == "train") {
-    c.allow_keys({"n_layers", "n_heads", "lr", "beta1", "beta2", "adam_eps", "weight_decay",
-                  "grad_clip"});
+    c.allow_keys(
+        {"n_layers", "n_heads", "lr", "beta1", "beta2", "adam_eps", "weight_decay", "grad_clip"});
     check_grad_names(c, grad_names(c));
     return run_train(c, cmp);
   }
-  c.fail(fmt::format("unknown op '{}' (known: softmax, masked_softmax, sdpa, mha, layernorm, "
-                     "ffn, block, cross_entropy, lm, train)",
-                     op));
+  c.fail(
+      fmt::format("unknown op '{}' (known: softmax, masked_softmax, sdpa, mha, layernorm, "
+                  "ffn, block, cross_entropy, lm, train)",
+                  op));
 }
 
 void run_case(Case& c, Comparison& cmp) {
@@ -937,8 +968,8 @@ void run_case(Case& c, Comparison& cmp) {
   // Every grad. reference must have been compared (a safety net for this runner's own bugs).
   const std::string upstream = grad_names(c).upstream;
   for (const std::string& g : c.grads()) {
-    if (g != upstream && std::find(cmp.compared.begin(), cmp.compared.end(), "grad." + g) ==
-                             cmp.compared.end()) {
+    if (g != upstream &&
+        std::find(cmp.compared.begin(), cmp.compared.end(), "grad." + g) == cmp.compared.end()) {
       throw CaseError(fmt::format("{}: was not compared (attn-golden does not know how)",
                                   c.grad_file(g).string()));
     }
@@ -992,7 +1023,9 @@ Found find_cases(const fs::path& root) {
   return found;
 }
 
-std::string fmt_err(double e) { return std::isfinite(e) ? fmt::format("{:.2e}", e) : fmt::format("{}", e); }
+std::string fmt_err(double e) {
+  return std::isfinite(e) ? fmt::format("{:.2e}", e) : fmt::format("{}", e);
+}
 
 int usage_error(std::string_view what) {
   fmt::print(stderr, "attn-golden: error: {} (run attn-golden --help)\n", what);
@@ -1010,7 +1043,8 @@ int run(int argc, char** argv) {
       fmt::print("{}", kUsage);
       return 0;
     }
-    if (arg.size() > 1 && arg.front() == '-') return usage_error(fmt::format("unknown option '{}'", arg));
+    if (arg.size() > 1 && arg.front() == '-')
+      return usage_error(fmt::format("unknown option '{}'", arg));
     roots.emplace_back(arg);
   }
   if (roots.empty()) return usage_error("no case folders given");
@@ -1020,7 +1054,8 @@ int run(int argc, char** argv) {
   std::vector<std::pair<fs::path, std::string>> problems;
   for (const fs::path& root : roots) {
     std::error_code ec;
-    if (!fs::is_directory(root, ec)) return usage_error(fmt::format("'{}' is not a folder", root.string()));
+    if (!fs::is_directory(root, ec))
+      return usage_error(fmt::format("'{}' is not a folder", root.string()));
     Found found = find_cases(root);
     if (found.cases.empty() && found.problems.empty()) {
       return usage_error(fmt::format("no case.txt under '{}'", root.string()));
@@ -1050,9 +1085,11 @@ int run(int argc, char** argv) {
       if (error.find(dir.string()) == std::string::npos) error = dir.string() + ": " + error;
     }
     const bool ok = error.empty() && cmp.first_failure.empty();
-    std::string line = fmt::format("{:<{}}  {:<14}", dir.string(), width, c.op().empty() ? "?" : c.op());
+    std::string line =
+        fmt::format("{:<{}}  {:<14}", dir.string(), width, c.op().empty() ? "?" : c.op());
     if (error.empty()) {
-      line += fmt::format("  max abs {:>9}  max rel {:>9}", fmt_err(cmp.max_abs), fmt_err(cmp.max_rel));
+      line +=
+          fmt::format("  max abs {:>9}  max rel {:>9}", fmt_err(cmp.max_abs), fmt_err(cmp.max_rel));
     } else {
       line += fmt::format("  max abs {:>9}  max rel {:>9}", "-", "-");
     }
@@ -1067,8 +1104,9 @@ int run(int argc, char** argv) {
   const std::size_t failed = cases.size() - passed;
   fmt::print("{} case{}: {} passed, {} failed{}\n", cases.size(), cases.size() == 1 ? "" : "s",
              passed, failed,
-             problems.empty() ? "" : fmt::format(", {} unreadable path{}", problems.size(),
-                                                 problems.size() == 1 ? "" : "s"));
+             problems.empty() ? ""
+                              : fmt::format(", {} unreadable path{}", problems.size(),
+                                            problems.size() == 1 ? "" : "s"));
   // Output that cannot be written (> /dev/full) is an error too.
   if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
     std::fprintf(stderr, "attn-golden: error: cannot write the output (stdout)\n");

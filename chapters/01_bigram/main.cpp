@@ -122,9 +122,10 @@ void check_options(const Options& o, const attn::Vocab& vocab, const attn::Split
   }
   for (char32_t c : start) {
     if (!vocab.contains(c)) {
-      throw std::runtime_error(fmt::format(
-          "--start: character {} (U+{:04X}) is not in the vocabulary of this corpus ({} characters)",
-          char_name(c), static_cast<std::uint32_t>(c), vocab.size()));
+      throw std::runtime_error(
+          fmt::format("--start: character {} (U+{:04X}) is not in the vocabulary of this corpus "
+                      "({} characters)",
+                      char_name(c), static_cast<std::uint32_t>(c), vocab.size()));
     }
   }
 }
@@ -173,9 +174,9 @@ Learning learn_table(const Functions& fns, const attn::Split& split, std::size_t
   attn::BigramTrainConfig measured = train;
   measured.eval_interval = std::max<std::size_t>(1, train.steps / 60);
   const auto start = std::chrono::steady_clock::now();
-  attn::train_bigram(l.logits, split, measured, train_rng,
-                     [&](const attn::BigramReport& r) { l.curve.push_back(r); },
-                     fns.cross_entropy_grad);
+  attn::train_bigram(
+      l.logits, split, measured, train_rng,
+      [&](const attn::BigramReport& r) { l.curve.push_back(r); }, fns.cross_entropy_grad);
   l.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return l;
 }

@@ -85,12 +85,14 @@ void show_task(const Data& d, const Phrase& phrase, std::size_t n_tokens) {
   fmt::print("\nA token is a character's position in that list. Encoding and decoding a phrase:\n");
   fmt::print("  text    {}\n", attn::quote(phrase.text));
   fmt::print("  encode  {}\n", attn::format_ids(phrase.ids));
-  fmt::print("  decode  {}  (round trip {})\n", attn::quote(attn::decode_utf8(phrase.round_trip)),
-             phrase.round_trip == attn::encode_utf8(phrase.text) ? "exact" : "DIFFERS: check ex01.1");
+  fmt::print(
+      "  decode  {}  (round trip {})\n", attn::quote(attn::decode_utf8(phrase.round_trip)),
+      phrase.round_trip == attn::encode_utf8(phrase.text) ? "exact" : "DIFFERS: check ex01.1");
 
-  fmt::print("\nThe whole corpus becomes {} tokens. The first 90% ({}) train the model, the last\n"
-             "10% ({}) measure it on text it never saw (the validation split).\n",
-             n_tokens, d.split.train.size(), d.split.val.size());
+  fmt::print(
+      "\nThe whole corpus becomes {} tokens. The first 90% ({}) train the model, the last\n"
+      "10% ({}) measure it on text it never saw (the validation split).\n",
+      n_tokens, d.split.train.size(), d.split.val.size());
   const std::size_t first_n = std::min<std::size_t>(d.split.train.size(), 9);
   const std::span<const int> first(d.split.train.data(), first_n);
   fmt::print("The first {} tokens of the train split: {} = {}\n", first_n, attn::format_ids(first),
@@ -103,9 +105,10 @@ void show_context_and_target(const Data& d, const attn::Batch& batch) {
   const std::vector<int>& train = d.split.train;
   const std::size_t B = batch.x.shape()[0], T = batch.x.shape()[1];
   attn::underlined_section(2, "Context and target");
-  fmt::print("A window of T = block_size = {} tokens is not one training example but {}: at\n"
-             "position t the context is x[0..t] and the target is y[t] = x[t+1].\n",
-             T, T);
+  fmt::print(
+      "A window of T = block_size = {} tokens is not one training example but {}: at\n"
+      "position t the context is x[0..t] and the target is y[t] = x[t+1].\n",
+      T, T);
   const std::size_t shown = std::min<std::size_t>(T, 8);
   std::vector<std::string> contexts;
   std::size_t width = 0;
@@ -120,12 +123,14 @@ void show_context_and_target(const Data& d, const attn::Batch& batch) {
                target, attn::quote(chars_of(vocab, context)), char_name(vocab.char_of(target)));
   }
   if (T > shown) fmt::print("  ... {} more, up to a context of {} tokens\n", T - shown, T);
-  fmt::print("The bigram model below only looks at the LAST token of each context; the chapters\n"
-             "after this one learn to use the rest.\n");
+  fmt::print(
+      "The bigram model below only looks at the LAST token of each context; the chapters\n"
+      "after this one learn to use the rest.\n");
 
-  fmt::print("\nTraining takes B = {} windows at random positions at once: x and y have shape "
-             "(B, T) = {}.\n",
-             B, attn::shape_str(batch.x.shape()));
+  fmt::print(
+      "\nTraining takes B = {} windows at random positions at once: x and y have shape "
+      "(B, T) = {}.\n",
+      B, attn::shape_str(batch.x.shape()));
   const std::size_t rows_shown = std::min<std::size_t>(B, 4);
   for (std::size_t b = 0; b < rows_shown; ++b) {
     const std::span<const int> xb(batch.x.data() + b * T, T), yb(batch.y.data() + b * T, T);
@@ -137,19 +142,20 @@ void show_context_and_target(const Data& d, const attn::Batch& batch) {
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t t = 0; t + 1 < T; ++t) shifted = shifted && batch.y(b, t) == batch.x(b, t + 1);
   attn::claim(shifted, "y is x shifted left by one");
-  fmt::print("y is x shifted left by one (y[b, t] == x[b, t+1] for every b and t < T-1): {}.\n"
-             "So one batch holds B * T = {} (context, target) examples.\n",
-             shifted ? "yes" : "NO", B * T);
+  fmt::print(
+      "y is x shifted left by one (y[b, t] == x[b, t+1] for every b and t < T-1): {}.\n"
+      "So one batch holds B * T = {} (context, target) examples.\n",
+      shifted ? "yes" : "NO", B * T);
 }
-
 
 void show_counting(const Data& d, const Counting& c, const attn::CommonOptions& common) {
   const attn::Vocab& vocab = d.vocab;
   const std::size_t V = vocab.size();
   attn::underlined_section(3, "Counting: the best bigram table in closed form");
-  fmt::print("counts[a, b] = how often b follows a in the train split: a (V, V) = ({}, {}) table\n"
-             "holding {} pairs.\n",
-             V, V, d.split.train.size() - 1);
+  fmt::print(
+      "counts[a, b] = how often b follows a in the train split: a (V, V) = ({}, {}) table\n"
+      "holding {} pairs.\n",
+      V, V, d.split.train.size() - 1);
   std::vector<std::size_t> pairs(V * V);
   std::iota(pairs.begin(), pairs.end(), std::size_t{0});
   std::stable_sort(pairs.begin(), pairs.end(), [&](std::size_t p, std::size_t q) {
@@ -175,16 +181,18 @@ void show_counting(const Data& d, const Counting& c, const attn::CommonOptions& 
   fmt::print("{}", attn::format_matrix(sub_table(c.counts, top8, [](float n) { return n; }),
                                        count_format));
 
-  fmt::print("\nNormalising each row gives P(b | a), and W[a, b] = log P(b | a) is a table of logits\n"
-             "whose softmax is exactly those frequencies. No bigram table has a lower cross-entropy\n"
-             "on the train split (the floor): {}.\n"
-             "But a pair never seen in training gets probability 0, and {} of the {} validation\n"
-             "pairs are unseen: each would cost -log 0 = infinity. Adding 1 to every count first\n"
-             "(smoothing) keeps them possible:\n",
-             num(c.floor_train), c.unseen, d.split.val.size() - 1);
-  fmt::print("  the counting model W[a, b] = log((counts[a, b] + 1) / rowsum(counts + 1)):\n"
-             "    train loss {}, val loss {}  <- the number learning must approach\n",
-             num(c.opt_train), num(c.opt_val));
+  fmt::print(
+      "\nNormalising each row gives P(b | a), and W[a, b] = log P(b | a) is a table of logits\n"
+      "whose softmax is exactly those frequencies. No bigram table has a lower cross-entropy\n"
+      "on the train split (the floor): {}.\n"
+      "But a pair never seen in training gets probability 0, and {} of the {} validation\n"
+      "pairs are unseen: each would cost -log 0 = infinity. Adding 1 to every count first\n"
+      "(smoothing) keeps them possible:\n",
+      num(c.floor_train), c.unseen, d.split.val.size() - 1);
+  fmt::print(
+      "  the counting model W[a, b] = log((counts[a, b] + 1) / rowsum(counts + 1)):\n"
+      "    train loss {}, val loss {}  <- the number learning must approach\n",
+      num(c.opt_train), num(c.opt_val));
   fmt::print("  for scale, a uniform guess over V = {} characters: log(V) = {}\n", V,
              num(std::log(static_cast<double>(V))));
 
@@ -210,14 +218,16 @@ void show_learning(const Data& d, const Counting& c, const Learning& l,
   const std::size_t V = d.vocab.size(), B = train.batch_size, T = train.block_size;
   const double log_v = std::log(static_cast<double>(V));
   attn::underlined_section(4, "Learning: the same table by gradient descent");
-  fmt::print("Start from a ({}, {}) table of zeros: every row is the uniform guess, loss log(V).\n"
-             "Each step draws a batch, looks up the row of every input token ((B*T, V) = ({}, {})\n"
-             "logits), and moves each looked-up row against the gradient of the mean cross-entropy,\n"
-             "(softmax(row) - onehot(target)) / (B*T). A row used k times gets k such terms.\n",
-             V, V, B * T, V);
-  fmt::print("The step size starts at {} and falls linearly toward 0 over the {} steps: big steps\n"
-             "travel far early, small ones late average out the noise of random batches.\n",
-             fmt::format("{:g}", train.learning_rate), train.steps);
+  fmt::print(
+      "Start from a ({}, {}) table of zeros: every row is the uniform guess, loss log(V).\n"
+      "Each step draws a batch, looks up the row of every input token ((B*T, V) = ({}, {})\n"
+      "logits), and moves each looked-up row against the gradient of the mean cross-entropy,\n"
+      "(softmax(row) - onehot(target)) / (B*T). A row used k times gets k such terms.\n",
+      V, V, B * T, V);
+  fmt::print(
+      "The step size starts at {} and falls linearly toward 0 over the {} steps: big steps\n"
+      "travel far early, small ones late average out the noise of random batches.\n",
+      fmt::format("{:g}", train.learning_rate), train.steps);
   fmt::print("batch size {}, block size {}:\n", B, T);
   if (!common.mine)
     attn::claim(std::abs(l.curve.front().train_loss - log_v) < 1e-3,
@@ -228,28 +238,33 @@ void show_learning(const Data& d, const Counting& c, const Learning& l,
                num(r.val_loss));
     last = r;
   }
-  fmt::print("After {} steps the learned table has train loss {}, {} above the floor, and\n"
-             "val loss {} against {} for the counting model (difference {}).\n",
-             last.step, num(last.train_loss), num(last.train_loss - c.floor_train),
-             num(last.val_loss), num(c.opt_val), num(last.val_loss - c.opt_val));
+  fmt::print(
+      "After {} steps the learned table has train loss {}, {} above the floor, and\n"
+      "val loss {} against {} for the counting model (difference {}).\n",
+      last.step, num(last.train_loss), num(last.train_loss - c.floor_train), num(last.val_loss),
+      num(c.opt_val), num(last.val_loss - c.opt_val));
   const double gap = last.val_loss - c.opt_val;  // learning minus counting, on unseen text
   if (!std::isfinite(last.train_loss) || last.train_loss > log_v) {
-    fmt::print("Learning failed: the loss ended above log(V), the score of the table of zeros.\n"
-               "A step size of {} is too large for this gradient: each step overshoots and the\n"
-               "table moves away from the optimum (try a smaller --lr).\n",
-               fmt::format("{:g}", train.learning_rate));
+    fmt::print(
+        "Learning failed: the loss ended above log(V), the score of the table of zeros.\n"
+        "A step size of {} is too large for this gradient: each step overshoots and the\n"
+        "table moves away from the optimum (try a smaller --lr).\n",
+        fmt::format("{:g}", train.learning_rate));
   } else if (gap < -0.005) {
-    fmt::print("Learning beats counting on unseen text here: +1 is strong smoothing for this corpus\n"
-               "({} pretend pairs added to {} real ones), and gradient descent stopped after {}\n"
-               "steps never pushes an unseen pair all the way down, a gentler smoothing.\n",
-               V * V, d.split.train.size() - 1, last.step);
+    fmt::print(
+        "Learning beats counting on unseen text here: +1 is strong smoothing for this corpus\n"
+        "({} pretend pairs added to {} real ones), and gradient descent stopped after {}\n"
+        "steps never pushes an unseen pair all the way down, a gentler smoothing.\n",
+        V * V, d.split.train.size() - 1, last.step);
   } else if (gap <= 0.02) {
-    fmt::print("Learning and counting found nearly the same table, by two very different routes.\n");
+    fmt::print(
+        "Learning and counting found nearly the same table, by two very different routes.\n");
   } else {
-    fmt::print("Learning is still {} behind counting on unseen text: {} steps of size {} (falling\n"
-               "to 0) have not travelled far enough from the table of zeros. More --steps or a\n"
-               "larger --lr close the gap.\n",
-               num(gap), last.step, fmt::format("{:g}", train.learning_rate));
+    fmt::print(
+        "Learning is still {} behind counting on unseen text: {} steps of size {} (falling\n"
+        "to 0) have not travelled far enough from the table of zeros. More --steps or a\n"
+        "larger --lr close the gap.\n",
+        num(gap), last.step, fmt::format("{:g}", train.learning_rate));
   }
   if (!common.mine) {
     attn::claim(last.train_loss >= c.floor_train - 1e-4, "no bigram table goes below the floor");
@@ -265,8 +280,8 @@ void show_learning(const Data& d, const Counting& c, const Learning& l,
     }
     const double end = static_cast<double>(train.steps);
     const attn::Series counting{"counting model, val", {0.0, end}, {c.opt_val, c.opt_val}, true};
-    const attn::Series floor_line{"floor (best train loss)", {0.0, end},
-                                  {c.floor_train, c.floor_train}, true};
+    const attn::Series floor_line{
+        "floor (best train loss)", {0.0, end}, {c.floor_train, c.floor_train}, true};
     attn::LineChartOptions chart;
     chart.title = fmt::format("Learning the bigram table: loss vs step (lr {:g}, decaying)",
                               train.learning_rate);
@@ -276,7 +291,8 @@ void show_learning(const Data& d, const Counting& c, const Learning& l,
     chart.width = 560;
     chart.height = 300;
     const auto path = *common.svg_dir / "loss_curve.svg";
-    attn::write_svg(path, attn::line_chart_svg({train_line, val_line, counting, floor_line}, chart));
+    attn::write_svg(path,
+                    attn::line_chart_svg({train_line, val_line, counting, floor_line}, chart));
     fmt::print("(written to {})\n", path.string());
   }
 }
@@ -284,9 +300,10 @@ void show_learning(const Data& d, const Counting& c, const Learning& l,
 void show_constant_steps(const std::vector<ConstantStep>& rows,
                          const attn::BigramTrainConfig& train, double floor_train,
                          const attn::BigramReport& decayed) {
-  fmt::print("\nWhy the step decays: the same {} steps at a constant step size, from zeros, on the\n"
-             "same batches. Train loss at the end, and how far above the floor ({}) it stalls:\n",
-             train.steps, num(floor_train));
+  fmt::print(
+      "\nWhy the step decays: the same {} steps at a constant step size, from zeros, on the\n"
+      "same batches. Train loss at the end, and how far above the floor ({}) it stalls:\n",
+      train.steps, num(floor_train));
   fmt::print("  step size        train loss   above the floor\n");
   for (const ConstantStep& r : rows) {
     fmt::print("  {:<16} {:>10}   {}{}\n", fmt::format("{:g} (constant)", r.lr),
@@ -304,27 +321,31 @@ void show_constant_steps(const std::vector<ConstantStep>& rows,
   for (std::size_t i = best + 1; i < rows.size(); ++i)
     rising = rising && (rows[i].blew_up || rows[i].end >= rows[i - 1].end);
   if (rising && best + 1 < rows.size()) {
-    fmt::print("From a step of {:g} up, the larger the constant step, the higher the loss stalls: each\n"
-               "step jumps as far as the noise of one batch pushes it{}.\n",
-               rows[best].lr,
-               rows.back().blew_up ? fmt::format(", and {:g} blows up", rows.back().lr) : "");
+    fmt::print(
+        "From a step of {:g} up, the larger the constant step, the higher the loss stalls: each\n"
+        "step jumps as far as the noise of one batch pushes it{}.\n",
+        rows[best].lr,
+        rows.back().blew_up ? fmt::format(", and {:g} blows up", rows.back().lr) : "");
     if (best > 0) {
       fmt::print("Smaller steps are steadier but slower: {} steps of {:g} have not arrived yet.\n",
                  train.steps, rows[0].lr);
     }
   } else {
-    fmt::print("Here the end losses do not grow steadily with the step: at {} steps they mix two\n"
-               "effects, small steps that have not arrived yet and large ones that jitter.\n",
-               train.steps);
+    fmt::print(
+        "Here the end losses do not grow steadily with the step: at {} steps they mix two\n"
+        "effects, small steps that have not arrived yet and large ones that jitter.\n",
+        train.steps);
   }
   if (decayed.train_loss <= rows[best].end) {
-    fmt::print("The decaying step beats every constant one: big steps early travel far, small\n"
-               "steps late average the noise of the batches away.\n");
+    fmt::print(
+        "The decaying step beats every constant one: big steps early travel far, small\n"
+        "steps late average the noise of the batches away.\n");
   } else {
-    fmt::print("Here a constant step of {:g} ends lower than the decay from {:g}: those decaying\n"
-               "steps were too small to travel as far. Big steps early and small ones late work\n"
-               "only if the early ones are big enough.\n",
-               rows[best].lr, train.learning_rate);
+    fmt::print(
+        "Here a constant step of {:g} ends lower than the decay from {:g}: those decaying\n"
+        "steps were too small to travel as far. Big steps early and small ones late work\n"
+        "only if the early ones are big enough.\n",
+        rows[best].lr, train.learning_rate);
   }
 }
 
@@ -333,15 +354,16 @@ void show_constant_steps(const std::vector<ConstantStep>& rows,
 void show_sample(const std::string& start, std::size_t length, float temperature,
                  const std::string& sampled) {
   attn::underlined_section(5, "Sampling: writing with the learned table");
-  fmt::print("Start from {}, then {} times: take the row of the last character, softmax(row / {}),\n"
-             "draw the next character from it, append it.\n",
-             attn::quote(attn::decode_utf8(start)), length,
-             attn::format_significant(temperature));
+  fmt::print(
+      "Start from {}, then {} times: take the row of the last character, softmax(row / {}),\n"
+      "draw the next character from it, append it.\n",
+      attn::quote(attn::decode_utf8(start)), length, attn::format_significant(temperature));
   fmt::print("\n{}{}\n", attn::terminal_safe(attn::decode_utf8(start)),
              attn::terminal_safe(attn::decode_utf8(sampled)));
-  fmt::print("\nEach character was drawn knowing only the one before it: one character of context\n"
-             "cannot hold a word together.\n"
-             "Next: chapter 02 lets every position look at its whole past.\n");
+  fmt::print(
+      "\nEach character was drawn knowing only the one before it: one character of context\n"
+      "cannot hold a word together.\n"
+      "Next: chapter 02 lets every position look at its whole past.\n");
 }
 
 }  // namespace ch01

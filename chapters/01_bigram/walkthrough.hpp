@@ -32,18 +32,18 @@ struct Phrase {
 
 // 3. Counting: the best bigram table in closed form.
 struct Counting {
-  attn::Matrix counts;   // (V, V): counts[a, b] = how often b follows a in the train split
-  attn::Matrix optimum;  // (V, V): log((counts + 1) / rowsum(counts + 1)), smoothed logits
-  double floor_train;    // the train loss of the raw frequencies: no bigram table goes lower
-  std::size_t unseen;    // validation pairs that never occur in the train split
+  attn::Matrix counts;        // (V, V): counts[a, b] = how often b follows a in the train split
+  attn::Matrix optimum;       // (V, V): log((counts + 1) / rowsum(counts + 1)), smoothed logits
+  double floor_train;         // the train loss of the raw frequencies: no bigram table goes lower
+  std::size_t unseen;         // validation pairs that never occur in the train split
   double opt_train, opt_val;  // the losses of `optimum`
 };
 
 // 4. Learning: the same table by gradient descent, from a table of zeros.
 struct Learning {
-  attn::Matrix logits;                     // (V, V), the learned table
-  std::vector<attn::BigramReport> curve;   // every report, for the loss-curve figure
-  double seconds = 0.0;                    // wall-clock time of the training
+  attn::Matrix logits;                    // (V, V), the learned table
+  std::vector<attn::BigramReport> curve;  // every report, for the loss-curve figure
+  double seconds = 0.0;                   // wall-clock time of the training
 };
 
 // Why the step size decays: the same training at constant step sizes, each from a table of zeros
@@ -58,14 +58,14 @@ struct ConstantStep {
 
 // ---- show.cpp: one function per section, in teaching order.
 void show_task(const Data& d, const Phrase& phrase, std::size_t n_tokens);                // 1
-void show_context_and_target(const Data& d, const attn::Batch& batch);                     // 2
-void show_counting(const Data& d, const Counting& c, const attn::CommonOptions& common);    // 3
-void show_learning(const Data& d, const Counting& c, const Learning& l,                     // 4
+void show_context_and_target(const Data& d, const attn::Batch& batch);                    // 2
+void show_counting(const Data& d, const Counting& c, const attn::CommonOptions& common);  // 3
+void show_learning(const Data& d, const Counting& c, const Learning& l,                   // 4
                    const attn::BigramTrainConfig& train, const attn::CommonOptions& common);
 void show_constant_steps(const std::vector<ConstantStep>& rows,
                          const attn::BigramTrainConfig& train, double floor_train,
                          const attn::BigramReport& decayed);
-void show_sample(const std::string& start, std::size_t length, float temperature,          // 5
+void show_sample(const std::string& start, std::size_t length, float temperature,  // 5
                  const std::string& sampled);
 // One character for the narration and the error messages: 'a', '\n', ' '.
 std::string char_name(char32_t c);

@@ -1,6 +1,7 @@
 // Chapter 02, the mathematical trick in attention: the mean of the past computed three ways
 // (a loop, a lower-triangular matmul, a softmax of masked zeros) that agree to float precision.
-// The math lives in common/src/ops/averaging.cpp; this program narrates it. Page: docs/02-averaging.md
+// The math lives in common/src/ops/averaging.cpp; this program narrates it. Page:
+// docs/02-averaging.md
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -30,19 +31,19 @@ namespace {
 // The functions the walkthrough runs: the reference from attn::, or the learner's under --mine.
 struct Averaging {
   attn::Matrix (*running_mean_loop)(const attn::Matrix& x);  // (T, C) -> (T, C)
-  attn::Matrix (*weights_tril)(std::size_t T);              // (T, T)
-  attn::Matrix (*weights_softmax)(std::size_t T);           // (T, T)
+  attn::Matrix (*weights_tril)(std::size_t T);               // (T, T)
+  attn::Matrix (*weights_softmax)(std::size_t T);            // (T, T)
 };
 constexpr Averaging kReference{attn::running_mean_loop, attn::averaging_weights_tril,
                                attn::averaging_weights_softmax};
 constexpr Averaging kMine{ex02::running_mean_loop, ex02::averaging_weights_tril,
                           ex02::averaging_weights_softmax};
 
-constexpr std::size_t kMaxT = 2048;        // the cost table at T = C = max: seconds, not minutes
+constexpr std::size_t kMaxT = 2048;  // the cost table at T = C = max: seconds, not minutes
 constexpr std::size_t kMaxChannels = 256;
-constexpr std::size_t kShowRows = 16;      // larger matrices print their top-left corner
+constexpr std::size_t kShowRows = 16;  // larger matrices print their top-left corner
 constexpr std::size_t kShowCols = 16;
-constexpr std::size_t kSvgMax = 32;        // the SVG figure shows at most 32 x 32 cells
+constexpr std::size_t kSvgMax = 32;  // the SVG figure shows at most 32 x 32 cells
 
 // The top-left corner of m, at most rows x cols, as its own matrix.
 attn::Matrix corner(const attn::Matrix& m, std::size_t rows, std::size_t cols) {
@@ -74,12 +75,12 @@ std::string difference_in_e_notation(double d) {
 
 // Operation counts of each way for a (T, C) input, straight from the formulas.
 struct Cost {
-  std::uint64_t loop_adds;       // C * T(T+1)/2: row t adds t + 1 vectors of C numbers
-  std::uint64_t loop_divides;    // T * C: one division per output number
-  std::uint64_t matmul_madds;    // T * T * C: every (t, i, c) of W @ x
-  std::uint64_t matmul_zeros;    // C * T(T-1)/2 of them multiply by a zero above the diagonal
-  std::uint64_t softmax_exps;    // T * T: one exp per score, -inf ones included
-  std::uint64_t softmax_madds;   // the same matmul as way 2
+  std::uint64_t loop_adds;      // C * T(T+1)/2: row t adds t + 1 vectors of C numbers
+  std::uint64_t loop_divides;   // T * C: one division per output number
+  std::uint64_t matmul_madds;   // T * T * C: every (t, i, c) of W @ x
+  std::uint64_t matmul_zeros;   // C * T(T-1)/2 of them multiply by a zero above the diagonal
+  std::uint64_t softmax_exps;   // T * T: one exp per score, -inf ones included
+  std::uint64_t softmax_madds;  // the same matmul as way 2
 };
 
 Cost cost_of(std::uint64_t T, std::uint64_t C) {
@@ -241,8 +242,8 @@ void show_agreement(const ThreeWays& w, bool mine) {
   fmt::print("max |xbar - xbar3|                 = {}\n", difference_in_e_notation(d3));
   fmt::print("max |W(tril) - W(softmax)|         = {}\n", difference_in_e_notation(dw));
   fmt::print("\n{}\n", d2 == 0.0 && d3 == 0.0
-                          ? "Exactly equal this time, but do not count on it in general."
-                          : "Not exactly zero, and that is fine.");
+                           ? "Exactly equal this time, but do not count on it in general."
+                           : "Not exactly zero, and that is fine.");
   // How many float steps the largest difference is, relative to the size of the means.
   const float scale = std::max(xt::amax(xt::abs(xbar))(), std::numeric_limits<float>::min());
   const float ulps =
@@ -283,8 +284,8 @@ void show_costs(const Averaging& ops, const attn::CommonOptions& opts, std::size
                attn::grouped(cost.softmax_exps));
   }
   const Cost big = cost_of(sizes.back(), C);
-  const double ratio = static_cast<double>(big.matmul_madds) /
-                       static_cast<double>(big.loop_adds + big.loop_divides);
+  const double ratio =
+      static_cast<double>(big.matmul_madds) / static_cast<double>(big.loop_adds + big.loop_divides);
   const double zero_share =
       static_cast<double>(big.matmul_zeros) / static_cast<double>(big.matmul_madds);
   fmt::print(
@@ -321,9 +322,10 @@ void show_picture(const attn::Matrix& w_softmax, const attn::CommonOptions& opts
   attn::HeatmapOptions map;
   const attn::Matrix shown = corner(w_softmax, kShowRows, kShowRows);
   map.title = shown.shape()[0] < T
-                  ? fmt::format("averaging weights, softmax of masked zeros (T = {}, top-left "
-                                "{} x {})",
-                                T, shown.shape()[0], shown.shape()[1])
+                  ? fmt::format(
+                        "averaging weights, softmax of masked zeros (T = {}, top-left "
+                        "{} x {})",
+                        T, shown.shape()[0], shown.shape()[1])
                   : fmt::format("averaging weights, softmax of masked zeros (T = {})", T);
   map.row_labels = position_labels(shown.shape()[0]);
   map.col_labels = position_labels(shown.shape()[1]);
@@ -343,8 +345,8 @@ void show_picture(const attn::Matrix& w_softmax, const attn::CommonOptions& opts
     attn::HeatmapOptions figure = map;
     const attn::Matrix drawn = corner(w_softmax, kSvgMax, kSvgMax);
     figure.title = drawn.shape()[0] < T
-                       ? fmt::format("averaging weights W (T = {}, first {} rows and columns)",
-                                     T, drawn.shape()[0])
+                       ? fmt::format("averaging weights W (T = {}, first {} rows and columns)", T,
+                                     drawn.shape()[0])
                        : fmt::format("averaging weights W = softmax(masked zeros), T = {}", T);
     figure.row_labels = position_labels(drawn.shape()[0]);
     figure.col_labels = position_labels(drawn.shape()[1]);
@@ -355,8 +357,7 @@ void show_picture(const attn::Matrix& w_softmax, const attn::CommonOptions& opts
   }
 }
 
-void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C,
-                 std::size_t max_t) {
+void walkthrough(const attn::CommonOptions& opts, std::size_t T, std::size_t C, std::size_t max_t) {
   if (max_t < T) {
     throw attn::UsageError(
         fmt::format("--max-t ({}) must be at least --block-size ({})", max_t, T));

@@ -160,8 +160,8 @@ void show_weights(const Matrix& weights) {
   print("row sums: " + attn::format_vector(facts.sums) + "\n");
   print("future weights that are exactly 0: " + size_text(facts.future_zero) + " of " +
         size_text(facts.future) + "\n");
-  print("Query 0 sees only key 0, so its weight there is " +
-        attn::format_number(weights(0, 0)) + ".\n");
+  print("Query 0 sees only key 0, so its weight there is " + attn::format_number(weights(0, 0)) +
+        ".\n");
   bool sums_one = true;
   for (const float sum : facts.sums) sums_one = sums_one && std::abs(sum - 1.0f) < 1e-5f;
   attn::claim(sums_one && facts.future_zero == facts.future && weights(0, 0) == 1.0f,
@@ -204,8 +204,8 @@ void show_minus_1e9(const Matrix& scores, const MinusBillion& m) {
         "-1e9 instead. In float32 the numbers near 1e9 are " +
         attn::format_number(std::nextafter(1e9f, kInf) - 1e9f, 0) +
         " apart, so a score below 32 in size,\n"
-        "added to -1e9, simply disappears (here the score of query 0 for key " + size_text(key) +
-        "):\n");
+        "added to -1e9, simply disappears (here the score of query 0 for key " +
+        size_text(key) + "):\n");
   const float sum = score + -1e9f;
   print("  " + attn::format_number(score) + " + (-1e9) = " + attn::format_number(sum) +
         ", equal to -1e9: " + (sum == -1e9f ? "yes" : "no") + "\n");
@@ -240,8 +240,9 @@ void show_minus_1e9(const Matrix& scores, const MinusBillion& m) {
       uniform = uniform && std::abs(pad_1e9(0, s) - 1.0f / static_cast<float>(T)) < 1e-6f;
     attn::claim(uniform, "the -1e9 row is uniform");
     if (T == 1) {
-      print("With -1e9 the single key of row 0 gets weight 1: a padding query reads a value\n"
-            "it was meant to ignore, a silent leak.");
+      print(
+          "With -1e9 the single key of row 0 gets weight 1: a padding query reads a value\n"
+          "it was meant to ignore, a silent leak.");
     } else {
       print(std::string("With -1e9 every entry of the row rounds to the same float ") +
             (all_small ? "(every score of row 0 is\nbelow 32 in size, so each sum is exactly -1e9)"
@@ -257,18 +258,21 @@ void show_minus_1e9(const Matrix& scores, const MinusBillion& m) {
       future_keys += leak[i] > 0 ? 1 : 0;
     }
     const bool one = leak.size() == 1;
-    print("With -1e9 each sum score + (-1e9) rounds to a multiple of 64, and the largest take\n"
-          "everything: key" + std::string(one ? " " : "s ") + keys + (one ? " gets" : " share") +
-          " the whole weight of row 0.\n"
-          "A silent leak, and not even a uniform one: it goes to the keys with the largest\n" +
-          (future_keys > 0
-               ? "scores, here " + size_text(future_keys) + " future key" +
-                     (future_keys == 1 ? "" : "s") + " of query 0."
-               : std::string("scores, here key 0 only; other scores send it to future keys.")));
+    print(
+        "With -1e9 each sum score + (-1e9) rounds to a multiple of 64, and the largest take\n"
+        "everything: key" +
+        std::string(one ? " " : "s ") + keys + (one ? " gets" : " share") +
+        " the whole weight of row 0.\n"
+        "A silent leak, and not even a uniform one: it goes to the keys with the largest\n" +
+        (future_keys > 0
+             ? "scores, here " + size_text(future_keys) + " future key" +
+                   (future_keys == 1 ? "" : "s") + " of query 0."
+             : std::string("scores, here key 0 only; other scores send it to future keys.")));
   }
-  print("\nWith -inf (or a boolean mask) the stable softmax returns a row of zeros, the\n"
-        "convention of this course: documented, never NaN. The naive formula computes\n"
-        "exp(-inf) = 0 for every key, then 0 / 0 = NaN.\n");
+  print(
+      "\nWith -inf (or a boolean mask) the stable softmax returns a row of zeros, the\n"
+      "convention of this course: documented, never NaN. The naive formula computes\n"
+      "exp(-inf) = 0 for every key, then 0 / 0 = NaN.\n");
 }
 
 // 5. Overflow and underflow: why the stable softmax subtracts the row maximum.
@@ -362,8 +366,7 @@ void show_timing(const Kernels& k, const Matrix& scores, const Mask& mask) {
     const Matrix weights = k.masked_softmax(scores, mask);  // (T, T), through a pointer: not elided
   }
   const auto stop = std::chrono::steady_clock::now();
-  const double us =
-      std::chrono::duration<double, std::micro>(stop - start).count() / kRepeats;
+  const double us = std::chrono::duration<double, std::micro>(stop - start).count() / kRepeats;
   std::printf("\ntiming: masked_softmax on (%zu, %zu): %.2f us per call (mean of %d calls)\n",
               scores.shape()[0], scores.shape()[1], us, kRepeats);
 }
@@ -415,11 +418,11 @@ int main(int argc, char** argv) {
     if (options.svg_dir) {
       const auto causal_path = *options.svg_dir / "causal_weights.svg";
       const auto trap_path = *options.svg_dir / "nan_trap.svg";
-      attn::write_svg(causal_path, attn::heatmap_svg(weights, weights_heatmap(
-                                                                  "causal attention weights", T)));
-      attn::write_svg(trap_path,
-                      attn::heatmap_svg(broken, weights_heatmap(
-                                                    "weights with triu(ones, 1) * -inf: NaN", T)));
+      attn::write_svg(causal_path,
+                      attn::heatmap_svg(weights, weights_heatmap("causal attention weights", T)));
+      attn::write_svg(
+          trap_path,
+          attn::heatmap_svg(broken, weights_heatmap("weights with triu(ones, 1) * -inf: NaN", T)));
       print("\nwrote " + causal_path.string() + " and " + trap_path.string() + "\n");
     }
     if (options.timing) show_timing(k, scores, mask);

@@ -107,9 +107,9 @@ Tokens embed_corpus(const attn::Corpus& corpus, std::size_t T, std::size_t S, st
   if (chars.size() < T + S) {
     // A property of the file (the flags are within their bounds): exit code 1, as in every
     // chapter whose corpus is too short.
-    throw std::runtime_error(fmt::format(
-        "--block-size + --source-steps needs {} characters, but the corpus has only {}", T + S,
-        chars.size()));
+    throw std::runtime_error(
+        fmt::format("--block-size + --source-steps needs {} characters, but the corpus has only {}",
+                    T + S, chars.size()));
   }
   const attn::Vocab vocab = attn::Vocab::from_text(corpus.text);
   const Matrix table = attn::randn(rng, vocab.size(), C);  // (V, C), Normal(0, 1)
@@ -139,17 +139,17 @@ Qkv project_tokens(const Kernels& kern, const Tokens& tokens, const Head& head) 
 // 3. Scores, scale, mask, softmax, weighted sum: one causal head.
 SelfAttention attend_causal(const Kernels& kern, const Qkv& p) {
   SelfAttention a;
-  a.raw = attn::matmul_blas(p.q, xt::transpose(p.k));      // (T, hs) @ (hs, T) -> (T, T)
-  a.scores = kern.attention_scores(p.q, p.k);              // (T, T): raw / sqrt(hs)
+  a.raw = attn::matmul_blas(p.q, xt::transpose(p.k));         // (T, hs) @ (hs, T) -> (T, T)
+  a.scores = kern.attention_scores(p.q, p.k);                 // (T, T): raw / sqrt(hs)
   a.causal = kern.attention(p.q, p.k, p.v, /*causal=*/true);  // out (T, hs), weights (T, T)
-  a.check = attn::matmul(a.causal.weights, p.v);           // (T, T) @ (T, hs), plain loops
+  a.check = attn::matmul(a.causal.weights, p.v);              // (T, T) @ (T, hs), plain loops
   return a;
 }
 
 // 4. Why 1/sqrt(hs), measured: for each head size, kRows random queries scored against kKeys
 // random keys, unscaled and scaled, and the softmax of every row (walkthrough.hpp, ScaleRow).
 ScaleRow softmax_statistics(const Matrix& z, std::size_t hs, bool scaled) {  // z (rows, keys)
-  const Matrix w = attn::softmax<2>(z);  // (rows, keys)
+  const Matrix w = attn::softmax<2>(z);                                      // (rows, keys)
   double max_weight = 0.0;
   double entropy = 0.0;
   for (std::size_t r = 0; r < kRows; ++r) {
@@ -194,10 +194,10 @@ ScaleExperiment measure_scale(const Kernels& kern, std::uint64_t seed) {
 CrossAttention cross_attend(const Kernels& kern, const Tokens& tokens, const Head& head,
                             const Qkv& p) {
   CrossAttention c;
-  c.k = kern.project(tokens.y, head.w_k);                  // (S, C) @ (C, hs) -> (S, hs)
-  c.v = kern.project(tokens.y, head.w_v);                  // (S, C) @ (C, hs) -> (S, hs)
+  c.k = kern.project(tokens.y, head.w_k);                      // (S, C) @ (C, hs) -> (S, hs)
+  c.v = kern.project(tokens.y, head.w_v);                      // (S, C) @ (C, hs) -> (S, hs)
   c.result = kern.attention(p.q, c.k, c.v, /*causal=*/false);  // weights (T, S)
-  if (tokens.y.shape()[0] != tokens.x.shape()[0]) {  // the causal rule s <= t needs S = T
+  if (tokens.y.shape()[0] != tokens.x.shape()[0]) {            // the causal rule s <= t needs S = T
     try {
       kern.attention(p.q, c.k, c.v, true);
     } catch (const std::invalid_argument&) {
@@ -215,9 +215,10 @@ void show_timing(const Kernels& kern, const Qkv& p) {
   }
   const auto stop = std::chrono::steady_clock::now();
   const double us = std::chrono::duration<double, std::micro>(stop - start).count() / kRepeats;
-  std::printf("\ntiming: causal single-head attention on q, k, v (%zu, %zu): %.2f us per call "
-              "(mean of %d calls)\n",
-              p.q.shape()[0], p.q.shape()[1], us, kRepeats);
+  std::printf(
+      "\ntiming: causal single-head attention on q, k, v (%zu, %zu): %.2f us per call "
+      "(mean of %d calls)\n",
+      p.q.shape()[0], p.q.shape()[1], us, kRepeats);
 }
 
 }  // namespace
@@ -254,21 +255,21 @@ int main(int argc, char** argv) {
     head.w_v = attn::randn(rng, C, hs, w_std);  // (C, hs)
 
     attn::print("Chapter 04: single-head attention\n");
-    attn::print(fmt::format("T = {}, C = {}, hs = {}, S = {}, seed = {}, functions: {}\n", T, C,
-                            hs, S, options.seed,
+    attn::print(fmt::format("T = {}, C = {}, hs = {}, S = {}, seed = {}, functions: {}\n", T, C, hs,
+                            S, options.seed,
                             options.mine ? "yours (ex04::, --mine)" : "the reference (attn::)"));
 
-    show_averaging(tokens, corpus.origin);                          // 1
-    const Qkv p = project_tokens(kern, tokens, head);               // 2
+    show_averaging(tokens, corpus.origin);             // 1
+    const Qkv p = project_tokens(kern, tokens, head);  // 2
     show_projections(tokens, head, p);
-    const SelfAttention self = attend_causal(kern, p);              // 3
+    const SelfAttention self = attend_causal(kern, p);  // 3
     show_attention(tokens, p, self);
-    show_scale(measure_scale(kern, options.seed));                  // 4
-    show_heatmap(tokens, self.causal);                              // 5
+    show_scale(measure_scale(kern, options.seed));  // 4
+    show_heatmap(tokens, self.causal);              // 5
     const ex04::AttentionResult encoder = kern.attention(p.q, p.k, p.v, /*causal=*/false);
-    show_encoder(tokens, encoder, self.causal);                     // 6
+    show_encoder(tokens, encoder, self.causal);  // 6
     const CrossAttention cross = cross_attend(kern, tokens, head, p);
-    show_cross(tokens, p, cross);                                   // 7
+    show_cross(tokens, p, cross);  // 7
     if (options.svg_dir) save_figures(*options.svg_dir, tokens, self.causal, encoder, cross.result);
     if (options.timing) show_timing(kern, p);
   });

@@ -60,7 +60,8 @@ std::vector<std::string> glyphs(const std::u32string& chars) {
 // "0 T", "1 H", ...: position and character, for the rows of a table.
 std::vector<std::string> position_glyphs(const std::u32string& chars) {
   std::vector<std::string> out;
-  for (std::size_t t = 0; t < chars.size(); ++t) out.push_back(size_text(t) + " " + glyph(chars[t]));
+  for (std::size_t t = 0; t < chars.size(); ++t)
+    out.push_back(size_text(t) + " " + glyph(chars[t]));
   return out;
 }
 
@@ -169,8 +170,7 @@ void show_projections(const Tokens& tokens, const Head& head, const Qkv& p) {
       "  key    k = x W_k   \"what do I contain?\"\n"
       "  value  v = x W_v   \"what I hand over to a query that attends to me\"\n");
   print("W_q, W_k and W_v are (C, hs) = (" + size_text(C) + ", " + size_text(hs) +
-        "), drawn from N(0, 1/C): std 1/sqrt(C) = " +
-        num(1.0 / std::sqrt(static_cast<double>(C))) +
+        "), drawn from N(0, 1/C): std 1/sqrt(C) = " + num(1.0 / std::sqrt(static_cast<double>(C))) +
         ",\nso each entry of q, k and v sums C terms of variance 1/C: variance about 1, as at\n"
         "the start of training. In training they are learned.\n");
   const std::string product = shape_text(x) + " @ " + shape_text(head.w_q) + " -> ";
@@ -185,8 +185,7 @@ void show_projections(const Tokens& tokens, const Head& head, const Qkv& p) {
   print("variance of the entries: q " + num(entry_variance(p.q)) + ", k " +
         num(entry_variance(p.k)) + ", v " + num(entry_variance(p.v)) +
         " (about 1 expected; from only T x hs = " + size_text(p.q.size()) + " numbers each)\n");
-  print(
-      "No token has looked at another yet: row t of q, k and v depends on x[t] alone.\n");
+  print("No token has looked at another yet: row t of q, k and v depends on x[t] alone.\n");
   // A repeated character has the same x row, so the same query, key and value.
   if (const auto repeat = first_repeat(tokens.x_chars)) {
     const auto [i, j] = *repeat;
@@ -213,12 +212,11 @@ void show_attention(const Tokens& tokens, const Qkv& p, const SelfAttention& a) 
   print("q @ k^T: " + shape_text(p.q) + " @ " + attn::shape_str(std::array{hs, T}) + " -> " +
         shape_text(a.raw) + ", rows = queries, columns = keys:\n");
   print(table_text(a.raw, rows, cols, 2));
-  print("scores = q @ k^T / sqrt(hs), sqrt(" + size_text(hs) + ") = " +
-        num(std::sqrt(static_cast<double>(hs))) + " (section 4 says why):\n");
+  print("scores = q @ k^T / sqrt(hs), sqrt(" + size_text(hs) +
+        ") = " + num(std::sqrt(static_cast<double>(hs))) + " (section 4 says why):\n");
   print(table_text(a.scores, rows, cols));
 
-  print(
-      "Then chapter 03: the causal mask (key s > t gets -inf) and a softmax over each row.\n");
+  print("Then chapter 03: the causal mask (key s > t gets -inf) and a softmax over each row.\n");
   print("weights = softmax(scores + causal mask) (T, T):\n");
   print(table_text(r.weights, rows, cols));
   const CausalRows rows_check = causal_rows(r.weights);
@@ -234,7 +232,8 @@ void show_attention(const Tokens& tokens, const Qkv& p, const SelfAttention& a) 
   attn::claim(sums_one && rows_check.future_zero == rows_check.future,
               "rows sum to 1 and the future is 0");
   if (unequal) {
-    print("Unlike chapter 02, the weights of a row are not equal: each query picks its own keys.\n");
+    print(
+        "Unlike chapter 02, the weights of a row are not equal: each query picks its own keys.\n");
   } else {
     print(T == 1 ? "With T = 1 the only query sees only itself: weight 1, nothing to choose.\n"
                  : "Here every row happens to be uniform, as in chapter 02: the keys are equal.\n");
@@ -251,7 +250,7 @@ void show_attention(const Tokens& tokens, const Qkv& p, const SelfAttention& a) 
   attn::claim(max_abs_diff(r.out, a.check) <= 1e-6, "out equals weights @ v");
   print("Row 0 can only see itself, so out[0] = v[0]: max |difference| " +
         difference_text(max_abs_diff(Matrix(xt::view(r.out, xt::range(0, 1), xt::all())),
-                                           Matrix(xt::view(p.v, xt::range(0, 1), xt::all())))) +
+                                     Matrix(xt::view(p.v, xt::range(0, 1), xt::all())))) +
         "\n");
 }
 
@@ -305,10 +304,11 @@ void show_heatmap(const Tokens& tokens, const ex04::AttentionResult& causal) {
   const std::u32string& chars = tokens.x_chars;
   const std::size_t T = chars.size();
   attn::section(5, "The weights as a heatmap");
-  print(T > 1 ? "Rows are queries, columns are keys, darker is more weight. Every query has its own\n"
-                "pattern, chosen by its data; the upper triangle is empty (the future).\n"
-              : "Rows are queries, columns are keys, darker is more weight. With T = 1 there is\n"
-                "one cell: the only query gives all its weight to itself.\n");
+  print(T > 1
+            ? "Rows are queries, columns are keys, darker is more weight. Every query has its own\n"
+              "pattern, chosen by its data; the upper triangle is empty (the future).\n"
+            : "Rows are queries, columns are keys, darker is more weight. With T = 1 there is\n"
+              "one cell: the only query gives all its weight to itself.\n");
   print_heatmap(causal.weights,
                 weights_heatmap("causal self-attention weights " + quoted(chars), chars, chars));
   // Equal keys get equal weights: the repeated character, if there is one.
@@ -316,12 +316,11 @@ void show_heatmap(const Tokens& tokens, const ex04::AttentionResult& causal) {
     const auto [i, j] = *repeat;
     attn::claim(causal.weights(j, i) == causal.weights(j, j), "equal keys get equal weights");
     print("Query " + size_text(j) + " ('" + glyph(chars[j]) + "') gives keys " + size_text(i) +
-          " and " + size_text(j) + ", the same character, the same weight: " +
-          attn::format_number(causal.weights(j, i)) + " and " +
-          attn::format_number(causal.weights(j, j)) + ".\n");
+          " and " + size_text(j) +
+          ", the same character, the same weight: " + attn::format_number(causal.weights(j, i)) +
+          " and " + attn::format_number(causal.weights(j, j)) + ".\n");
   }
-  print(
-      "The weights are random-looking because W_q and W_k are random; training shapes them.\n");
+  print("The weights are random-looking because W_q and W_k are random; training shapes them.\n");
 }
 
 // 6. Encoder (no mask) vs decoder (causal).
@@ -346,8 +345,8 @@ void show_encoder(const Tokens& tokens, const ex04::AttentionResult& enc,
   const Matrix dec_last = xt::view(causal.weights, xt::range(last, T), xt::all());
   attn::claim(max_abs_diff(enc_last, dec_last) <= 1e-6, "the last row is the same");
   print("The last query sees every key either way: row " + size_text(last) +
-        " is the same in both, to 1e-6: " +
-        yes_no(max_abs_diff(enc_last, dec_last) <= 1e-6) + ".\n");
+        " is the same in both, to 1e-6: " + yes_no(max_abs_diff(enc_last, dec_last) <= 1e-6) +
+        ".\n");
   print_heatmap(enc.weights, weights_heatmap("encoder self-attention weights (no mask)",
                                              tokens.x_chars, tokens.x_chars));
 }
@@ -366,8 +365,8 @@ void show_cross(const Tokens& tokens, const Qkv& p, const CrossAttention& c) {
       "translator is reading. Here y is the next S = " +
       size_text(S) + " characters of the corpus, " + quoted(tokens.y_chars) +
       ",\nembedded by the same table and projected by the same W_k and W_v.\n");
-  print("y " + shape_text(tokens.y) + " -> k " + shape_text(ky) + ", v " + shape_text(vy) +
-        "; q " + shape_text(p.q) + " from x as before.\n");
+  print("y " + shape_text(tokens.y) + " -> k " + shape_text(ky) + ", v " + shape_text(vy) + "; q " +
+        shape_text(p.q) + " from x as before.\n");
   print("weights = softmax(q k^T / sqrt(hs)): " + shape_text(p.q) + " x " + shape_text(ky) +
         " -> " + shape_text(cross.weights) +
         ", one row per query of x,\none column per key of y:\n");
@@ -399,13 +398,13 @@ void save_figures(const std::filesystem::path& dir, const Tokens& tokens,
     attn::write_svg(path, attn::heatmap_svg(weights, weights_heatmap(title, xc, keys)));
     return path.string();
   };
-  const std::string causal_svg = save("weights_causal.svg", causal.weights,
-                                      "causal self-attention weights " + quoted(xc), xc);
-  const std::string encoder_svg = save("weights_encoder.svg", encoder.weights,
-                                       "encoder self-attention weights (no mask)", xc);
-  const std::string cross_svg = save("weights_cross.svg", cross.weights,
-                                     "cross-attention weights " + quoted(xc) + " -> " + quoted(yc),
-                                     yc);
+  const std::string causal_svg =
+      save("weights_causal.svg", causal.weights, "causal self-attention weights " + quoted(xc), xc);
+  const std::string encoder_svg =
+      save("weights_encoder.svg", encoder.weights, "encoder self-attention weights (no mask)", xc);
+  const std::string cross_svg =
+      save("weights_cross.svg", cross.weights,
+           "cross-attention weights " + quoted(xc) + " -> " + quoted(yc), yc);
   print("\nwrote " + causal_svg + ", " + encoder_svg + " and " + cross_svg + "\n");
 }
 

@@ -70,14 +70,14 @@ struct CrossAttention {
 double entry_variance(const Matrix& m);  // main.cpp: population variance of every entry
 
 // ---- show.cpp: one function per section, in teaching order.
-void show_averaging(const Tokens& tokens, const std::string& corpus_origin);       // 1
-void show_projections(const Tokens& tokens, const Head& head, const Qkv& p);       // 2
-void show_attention(const Tokens& tokens, const Qkv& p, const SelfAttention& a);   // 3
-void show_scale(const ScaleExperiment& e);                                          // 4
-void show_heatmap(const Tokens& tokens, const ex04::AttentionResult& causal);      // 5
-void show_encoder(const Tokens& tokens, const ex04::AttentionResult& enc,          // 6
+void show_averaging(const Tokens& tokens, const std::string& corpus_origin);      // 1
+void show_projections(const Tokens& tokens, const Head& head, const Qkv& p);      // 2
+void show_attention(const Tokens& tokens, const Qkv& p, const SelfAttention& a);  // 3
+void show_scale(const ScaleExperiment& e);                                        // 4
+void show_heatmap(const Tokens& tokens, const ex04::AttentionResult& causal);     // 5
+void show_encoder(const Tokens& tokens, const ex04::AttentionResult& enc,         // 6
                   const ex04::AttentionResult& causal);
-void show_cross(const Tokens& tokens, const Qkv& p, const CrossAttention& c);      // 7
+void show_cross(const Tokens& tokens, const Qkv& p, const CrossAttention& c);  // 7
 // --svg: the three weight maps as SVG files in `dir`.
 void save_figures(const std::filesystem::path& dir, const Tokens& tokens,
                   const ex04::AttentionResult& causal, const ex04::AttentionResult& encoder,

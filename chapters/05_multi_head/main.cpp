@@ -41,15 +41,15 @@ using namespace ch05;  // the sections' results and their show functions (walkth
 constexpr std::size_t kMaxBatch = 16;
 constexpr std::size_t kMaxTimeSteps = 32;  // one (T, T) heatmap per head is printed
 constexpr std::size_t kMaxChannels = 512;
-constexpr std::size_t kMaxHeads = 16;      // one heatmap per head
+constexpr std::size_t kMaxHeads = 16;  // one heatmap per head
 
 // The three functions this chapter teaches: from attn:: (the reference) or, with --mine, from
 // the learner's ex05:: exercises.
 struct Kernels {
   Tensor<4> (*split_heads)(const Tensor<3>& x, std::size_t n_heads);  // (B,T,C) -> (B,H,T,hs)
-  Tensor<3> (*merge_heads)(const Tensor<4>& x);                        // (B,H,T,hs) -> (B,T,C)
+  Tensor<3> (*merge_heads)(const Tensor<4>& x);                       // (B,H,T,hs) -> (B,T,C)
   Tensor<3> (*mha_forward)(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads,
-                           bool causal);                               // (B,T,C) -> (B,T,C)
+                           bool causal);  // (B,T,C) -> (B,T,C)
 };
 
 Tensor<3> reference_mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads,
@@ -139,9 +139,9 @@ bool all_finite(const Tensor<3>& t) {
 // attend. Used to look at the patterns; the output itself is not needed here.
 Tensor<4> head_weights(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, std::size_t H,
                        bool causal) {
-  const Tensor<4> q = k.split_heads(attn::linear(x, w.w_q), H);  // (B, H, T, hs)
-  const Tensor<4> kk = k.split_heads(attn::linear(x, w.w_k), H);  // (B, H, T, hs)
-  const Tensor<4> v = k.split_heads(attn::linear(x, w.w_v), H);  // (B, H, T, hs)
+  const Tensor<4> q = k.split_heads(attn::linear(x, w.w_q), H);         // (B, H, T, hs)
+  const Tensor<4> kk = k.split_heads(attn::linear(x, w.w_k), H);        // (B, H, T, hs)
+  const Tensor<4> v = k.split_heads(attn::linear(x, w.w_v), H);         // (B, H, T, hs)
   return attn::scaled_dot_product_attention(q, kk, v, causal).weights;  // (B, H, T, T)
 }
 
@@ -173,7 +173,8 @@ double mean_pairwise_difference(const Tensor<4>& w, const Sizes& n) {
         for (std::size_t t = 0; t < T; ++t)
           for (std::size_t s = 0; s < T; ++s) {
             if (!visible(n, t, s)) continue;
-            total += std::abs(static_cast<double>(w(b, h, t, s)) - static_cast<double>(w(b, g, t, s)));
+            total +=
+                std::abs(static_cast<double>(w(b, h, t, s)) - static_cast<double>(w(b, g, t, s)));
             ++count;
           }
   return total / static_cast<double>(count);
@@ -217,9 +218,9 @@ Traced trace_shapes(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, c
 
   check_step("x (input)", "(B, T, C)", x, {B, T, C});
   // 1. Three projections, one GEMM each over all B * T rows.
-  const Tensor<3> q = attn::linear(x, w.w_q);  // (B, T, C) @ (C, C) -> (B, T, C)
+  const Tensor<3> q = attn::linear(x, w.w_q);   // (B, T, C) @ (C, C) -> (B, T, C)
   const Tensor<3> kp = attn::linear(x, w.w_k);  // (B, T, C) @ (C, C) -> (B, T, C)
-  const Tensor<3> v = attn::linear(x, w.w_v);  // (B, T, C) @ (C, C) -> (B, T, C)
+  const Tensor<3> v = attn::linear(x, w.w_v);   // (B, T, C) @ (C, C) -> (B, T, C)
   check_step("q = linear(x, w_q)", "(B, T, C)", q, {B, T, C});
   check_step("k = linear(x, w_k)", "(B, T, C)", kp, {B, T, C});
   check_step("v = linear(x, w_v)", "(B, T, C)", v, {B, T, C});
@@ -238,8 +239,8 @@ Traced trace_shapes(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, c
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   for (std::size_t bh = 0; bh < B * H; ++bh) {
     // (T, hs) @ (T, hs)^T -> (T, T)
-    attn::gemm(T, T, hs, scale, qh.data() + bh * T * hs, false, kh.data() + bh * T * hs, true,
-               0.0f, scores.data() + bh * T * T);
+    attn::gemm(T, T, hs, scale, qh.data() + bh * T * hs, false, kh.data() + bh * T * hs, true, 0.0f,
+               scores.data() + bh * T * T);
   }
   check_step("scores = q k^T / sqrt(hs)", "(B, H, T, T)", scores, {B, H, T, T});
 
@@ -304,13 +305,14 @@ Traced trace_shapes(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, c
           scientific_difference(max_abs_diff(by_hand, att.weights)) + "\n");
   }
   print(fmt::format("y: no NaN, no inf: {}\n", all_finite(y) ? "yes" : "NO"));
-  attn::claim(f.in_unit_interval && f.max_row_error < 1e-5 && f.future_zero == f.future &&
-                  all_finite(y),
-              "weights in [0, 1], rows sum to 1, the future is 0, y is finite");
+  attn::claim(
+      f.in_unit_interval && f.max_row_error < 1e-5 && f.future_zero == f.future && all_finite(y),
+      "weights in [0, 1], rows sum to 1, the future is 0, y is finite");
   const Tensor<3> one_call = k.mha_forward(x, w, H, n.causal);  // (B, T, C)
-  print("These steps are what mha_forward(x, w, H) does in one call:\n"
-        "  max |y - mha_forward(x, w, H)| = " +
-        scientific_difference(max_abs_diff(y, one_call)) + "\n");
+  print(
+      "These steps are what mha_forward(x, w, H) does in one call:\n"
+      "  max |y - mha_forward(x, w, H)| = " +
+      scientific_difference(max_abs_diff(y, one_call)) + "\n");
   attn::claim(max_abs_diff(y, one_call) < 1e-4, "the steps are what mha_forward does");
   return {att.weights, one_call};
 }
@@ -322,7 +324,7 @@ Traced trace_shapes(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, c
 LoopVsBatched loop_vs_batched(const Tensor<3>& x, const MhaWeights& w, const Sizes& n,
                               const Tensor<3>& batched) {
   const Tensor<3> looped = attn::mha_forward_per_head(x, w, n.H, n.causal).out;  // (B, T, C)
-  const Tensor<3> fast =  // (B, T, C)
+  const Tensor<3> fast =                                                         // (B, T, C)
       attn::fast::mha_forward(x, w, n.H, n.causal, /*need_weights=*/false).out;
   return {max_abs_diff(looped, batched), max_abs_diff(fast, batched)};
 }
@@ -341,8 +343,8 @@ FusedQkv fuse_and_compare(const Tensor<3>& x, const MhaWeights& w, const Sizes& 
   const Matrix block_q = xt::view(f.w_qkv, xt::all(), xt::range(0, C));
   const Matrix block_k = xt::view(f.w_qkv, xt::all(), xt::range(C, 2 * C));
   const Matrix block_v = xt::view(f.w_qkv, xt::all(), xt::range(2 * C, 3 * C));
-  f.block_diff = std::max({max_abs_diff(block_q, w.w_q), max_abs_diff(block_k, w.w_k),
-                           max_abs_diff(block_v, w.w_v)});
+  f.block_diff = std::max(
+      {max_abs_diff(block_q, w.w_q), max_abs_diff(block_k, w.w_k), max_abs_diff(block_v, w.w_v)});
   const Tensor<3> fused =  // (B, T, C)
       attn::mha_forward_fused(x, f.w_qkv, w.w_o, n.H, n.causal, /*need_weights=*/false).out;
   f.output_diff = max_abs_diff(fused, separate);
@@ -400,11 +402,12 @@ void show_timing(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, cons
   const double batched = microseconds_per_call([&] { return k.mha_forward(x, w, n.H, n.causal); });
   const double fused = microseconds_per_call(
       [&] { return attn::mha_forward_fused(x, w_qkv, w.w_o, n.H, n.causal, false).out; });
-  print(fmt::format("\ntiming: one forward of (B, T, C) = ({}, {}, {}) with {} heads:\n", n.B,
-                    n.T, n.C, n.H));
-  print(fmt::format("  loop over heads  {:.1f} us\n  batched          {:.1f} us\n"
-                    "  fused QKV        {:.1f} us\n",
-                    looped, batched, fused));
+  print(fmt::format("\ntiming: one forward of (B, T, C) = ({}, {}, {}) with {} heads:\n", n.B, n.T,
+                    n.C, n.H));
+  print(
+      fmt::format("  loop over heads  {:.1f} us\n  batched          {:.1f} us\n"
+                  "  fused QKV        {:.1f} us\n",
+                  looped, batched, fused));
 }
 
 }  // namespace
@@ -454,20 +457,20 @@ int main(int argc, char** argv) {
     // Weights first, like a model that is built before it sees data; then the input.
     attn::Rng rng(options.seed);
     const float init_std = 1.0f / std::sqrt(static_cast<float>(n.C));
-    const MhaWeights w = attn::mha_init(rng, n.C, init_std);          // 4 x (C, C)
-    const Tensor<3> x = attn::randn<3>(rng, {n.B, n.T, n.C});         // (B, T, C), N(0, 1)
+    const MhaWeights w = attn::mha_init(rng, n.C, init_std);   // 4 x (C, C)
+    const Tensor<3> x = attn::randn<3>(rng, {n.B, n.T, n.C});  // (B, T, C), N(0, 1)
     print(fmt::format(
-        "w_q, w_k, w_v, w_o: ({0}, {0}) each, N(0, 1/C) (std {1}), no biases; x: N(0, 1)\n",
-        n.C, num(init_std)));
+        "w_q, w_k, w_v, w_o: ({0}, {0}) each, N(0, 1/C) (std {1}), no biases; x: N(0, 1)\n", n.C,
+        num(init_std)));
 
-    show_why(n);                                                             // 1
-    const Traced traced = trace_shapes(k, x, w, n);                          // 2
-    show_loop_vs_batched(n, loop_vs_batched(x, w, n, traced.out));           // 3
-    show_fused(n, fuse_and_compare(x, w, n, traced.out));                    // 4
-    show_heads(n, traced.weights,                                            // 5
+    show_why(n);                                                    // 1
+    const Traced traced = trace_shapes(k, x, w, n);                 // 2
+    show_loop_vs_batched(n, loop_vs_batched(x, w, n, traced.out));  // 3
+    show_fused(n, fuse_and_compare(x, w, n, traced.out));           // 4
+    show_heads(n, traced.weights,                                   // 5
                contrast_with_gpt2_init(k, x, w, n, traced.weights, init_std));
-    show_parameters(w, n);                                                   // 6
-    show_head_counts(n, compare_head_counts(k, x, w, n));                    // 7
+    show_parameters(w, n);                                 // 6
+    show_head_counts(n, compare_head_counts(k, x, w, n));  // 7
     if (options.svg_dir) save_figures(*options.svg_dir, traced.weights, n);
 
     if (options.timing) show_timing(k, x, w, n);

@@ -57,9 +57,10 @@ void show_why(const Sizes& n) {
       "last vowel). Multi-head attention runs H attentions side by side. Each head gets its own\n"
       "slice of the channels, a subspace of size hs = C / H, computes its own scores and\n"
       "weights there, and the H results are put side by side again and mixed by w_o.\n");
-  print(fmt::format("Here C = {} and H = {}, so hs = {} / {} = {}. Head h owns columns\n"
-                    "[h * hs, (h + 1) * hs) of q, k and v:\n",
-                    n.C, n.H, n.C, n.H, hs));
+  print(
+      fmt::format("Here C = {} and H = {}, so hs = {} / {} = {}. Head h owns columns\n"
+                  "[h * hs, (h + 1) * hs) of q, k and v:\n",
+                  n.C, n.H, n.C, n.H, hs));
   for (std::size_t h = 0; h < n.H; ++h) {
     print(fmt::format("  head {:>2}: columns {:>3} .. {:>3}\n", h, h * hs, (h + 1) * hs - 1));
   }
@@ -113,18 +114,18 @@ void show_fused(const Sizes& n, const FusedQkv& f) {
       "q, k and v are three products of the same x. A matrix product works column by column,\n"
       "so x @ [w_q | w_k | w_v] = [x @ w_q | x @ w_k | x @ w_v]: glue the three matrices side\n"
       "by side and one GEMM reads x once and makes all three (GPT-2's c_attn does this).\n");
-  print(fmt::format("  w_qkv = fuse_qkv(w)  (C, 3C) = {}: columns 0..{} are w_q, {}..{} w_k, "
-                    "{}..{} w_v\n",
-                    attn::shape_str(f.w_qkv.shape()), C - 1, C, 2 * C - 1, 2 * C, 3 * C - 1));
+  print(
+      fmt::format("  w_qkv = fuse_qkv(w)  (C, 3C) = {}: columns 0..{} are w_q, {}..{} w_k, "
+                  "{}..{} w_v\n",
+                  attn::shape_str(f.w_qkv.shape()), C - 1, C, 2 * C - 1, 2 * C, 3 * C - 1));
   print("  the three column blocks vs w_q, w_k, w_v: max |difference| " +
         scientific_difference(f.block_diff) + "\n");
   print("  max |fused - separate| (mha_forward_fused vs mha_forward) = " +
         scientific_difference(f.output_diff) + "\n");
   attn::claim(f.block_diff == 0.0 && f.output_diff < 1e-4,
               "fused and separate QKV give the same output");
-  print(fmt::format(
-      "Same parameters (3 C^2 = {} in w_qkv), same output; fewer, larger GEMMs.\n",
-      grouped(3 * C * C)));
+  print(fmt::format("Same parameters (3 C^2 = {} in w_qkv), same output; fewer, larger GEMMs.\n",
+                    grouped(3 * C * C)));
 }
 
 // 5. One heatmap per head.
@@ -168,10 +169,9 @@ void show_parameters(const MhaWeights& w, const Sizes& n) {
       "Four (C, C) matrices and no biases: 4 C^2 = 4 * {}^2 = {}.\n"
       "Counted from the tensors: w_q {} + w_k {} + w_v {} + w_o {} = {} ({}).\n"
       "Fused: w_qkv {} + w_o {} = {}.\n",
-      C, grouped(formula), grouped(w.w_q.size()), grouped(w.w_k.size()),
-      grouped(w.w_v.size()), grouped(w.w_o.size()), grouped(actual),
-      actual == formula ? "equal" : "DIFFERENT", grouped(3 * C * C),
-      grouped(w.w_o.size()), grouped(3 * C * C + w.w_o.size())));
+      C, grouped(formula), grouped(w.w_q.size()), grouped(w.w_k.size()), grouped(w.w_v.size()),
+      grouped(w.w_o.size()), grouped(actual), actual == formula ? "equal" : "DIFFERENT",
+      grouped(3 * C * C), grouped(w.w_o.size()), grouped(3 * C * C + w.w_o.size())));
   print(fmt::format(
       "H does not appear: {} heads of {} columns use exactly the numbers one head of {} would.\n"
       "(PyTorch's nn.Linear adds a bias to each projection: 4 C^2 + 4 C = {}.)\n",
@@ -185,7 +185,8 @@ void show_head_counts(const Sizes& n, const HeadCounts& hc) {
       "The same x and the same four matrices, grouped into 1, 4 and 8 heads. \"differ\" is the\n"
       "mean |w_h - w_h'| over every pair of heads and every visible (query, key): 0 if all\n"
       "heads attend alike. \"entropy\" is the mean of -sum w ln w over the rows, in nats: " +
-      num(hc.uniform_entropy, 3) + "\n"
+      num(hc.uniform_entropy, 3) +
+      "\n"
       "for a plain average over the visible keys, 0 for a head that looks at one key only.\n");
   print(fmt::format("  {:>5} {:>4} {:>11} {:>14} {:>8} {:>8}\n", "heads", "hs", "parameters",
                     "forward FLOPs", "differ", "entropy"));
@@ -201,9 +202,9 @@ void show_head_counts(const Sizes& n, const HeadCounts& hc) {
                       r.differ < 0.0 ? "-" : num(r.differ), num(r.entropy, 3)));
   }
   // "about as much whatever H is": the differ column, within a factor 1.5 across H.
-  const bool alike = differs.size() < 2 ||
-                     *std::max_element(differs.begin(), differs.end()) <=
-                         1.5 * *std::min_element(differs.begin(), differs.end());
+  const bool alike =
+      differs.size() < 2 || *std::max_element(differs.begin(), differs.end()) <=
+                                1.5 * *std::min_element(differs.begin(), differs.end());
   print(
       "Parameters and FLOPs do not move: H * hs = C. What changes is the number of patterns\n"
       "per query, one per head, each computed from fewer channels. Untrained, every head is\n"
@@ -219,10 +220,9 @@ void save_figures(const std::filesystem::path& dir, const Tensor<4>& weights, co
   std::vector<std::string> paths;
   for (std::size_t h = 0; h < n.H; ++h) {
     const auto path = dir / fmt::format("head_{}.svg", h);
-    attn::write_svg(path, attn::heatmap_svg(head_matrix(weights, 0, h),
-                                            head_heatmap(fmt::format("head {} of {}, batch 0", h,
-                                                                     n.H),
-                                                         n.T)));
+    attn::write_svg(
+        path, attn::heatmap_svg(head_matrix(weights, 0, h),
+                                head_heatmap(fmt::format("head {} of {}, batch 0", h, n.H), n.T)));
     paths.push_back(path.string());
   }
   print(fmt::format("\nwrote {} .. {}\n", paths.front(), paths.back()));

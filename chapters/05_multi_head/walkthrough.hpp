@@ -49,9 +49,9 @@ struct InitContrast {
 // 7. 1, 4 and 8 heads.
 struct HeadCountRow {
   std::size_t H;
-  bool divides;   // H divides C (otherwise the row is skipped)
-  double differ;  // mean |w_h - w_h'| over pairs of heads, -1 for one head
-  double flops;   // attn::mha_forward_flops
+  bool divides;    // H divides C (otherwise the row is skipped)
+  double differ;   // mean |w_h - w_h'| over pairs of heads, -1 for one head
+  double flops;    // attn::mha_forward_flops
   double entropy;  // mean row entropy in nats
 };
 struct HeadCounts {
@@ -64,12 +64,12 @@ std::string scientific_difference(double d);
 
 // ---- show.cpp: one function per section, in teaching order (section 2, the shape trace, is
 // the procedure itself and prints as it goes: main.cpp).
-void show_why(const Sizes& n);                                                        // 1
-void show_loop_vs_batched(const Sizes& n, const LoopVsBatched& d);                          // 3
-void show_fused(const Sizes& n, const FusedQkv& f);                                   // 4
-void show_heads(const Sizes& n, const Tensor<4>& weights, const InitContrast& c);     // 5
-void show_parameters(const MhaWeights& w, const Sizes& n);                            // 6
-void show_head_counts(const Sizes& n, const HeadCounts& hc);                          // 7
+void show_why(const Sizes& n);                                                     // 1
+void show_loop_vs_batched(const Sizes& n, const LoopVsBatched& d);                 // 3
+void show_fused(const Sizes& n, const FusedQkv& f);                                // 4
+void show_heads(const Sizes& n, const Tensor<4>& weights, const InitContrast& c);  // 5
+void show_parameters(const MhaWeights& w, const Sizes& n);                         // 6
+void show_head_counts(const Sizes& n, const HeadCounts& hc);                       // 7
 // --svg: one heatmap per head, batch 0.
 void save_figures(const std::filesystem::path& dir, const Tensor<4>& weights, const Sizes& n);
 

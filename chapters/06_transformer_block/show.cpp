@@ -269,7 +269,8 @@ void show_positions(const Setup& s, const Positions& r) {
       "Each pair of columns is a clock turning at its own speed, from one radian per position\n"
       "(columns 0, 1: a full turn every 2 pi = 6.3 positions) to a full turn every\n"
       "2 pi 10000^((C - 2) / C) = " +
-      num(slowest, 0) + " positions (the last pair, for C = " + size_text(s.C) + "). Nearby\n"
+      num(slowest, 0) + " positions (the last pair, for C = " + size_text(s.C) +
+      "). Nearby\n"
       "positions get similar rows, and PE[p + k] is a rotation of PE[p] by an angle that\n"
       "depends only on k, so relative offsets are easy for attention to read.\n");
   const Matrix& pe = r.pe;

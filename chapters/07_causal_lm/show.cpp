@@ -95,7 +95,8 @@ void show_architecture(const Model& m, const Parameters& r) {
       c.use_ffn ? act : std::string("no"),
       c.use_layer_norm ? "  x = ln_f(x)                      (B, T, C)   final LayerNorm\n" : "",
       c.tied_head
-          ? "  logits = x @ wte^T               (B, T, V)   output projection tied to the embedding\n"
+          ? "  logits = x @ wte^T               (B, T, V)   output projection tied to the "
+            "embedding\n"
           : "  logits = x @ lm_head + b         (B, T, V)   a separate output head (C, V)\n");
   fmt::print("Here V = {}, C = {}, T_max = {}, L = {}, H = {} (head size {}), F = {}{}.\n", V, C,
              T_max, L, c.n_heads, C / c.n_heads, F == 4 * C ? "4C = " : "", F);
@@ -110,9 +111,9 @@ void show_architecture(const Model& m, const Parameters& r) {
   if (r.final_ln > 0) row(fmt::format("final LayerNorm ln_f, gamma and beta ({},)", C), r.final_ln);
   if (r.head > 0) row(fmt::format("output head lm_head ({}, {}) and its bias", C, V), r.head);
   fmt::print("  {:<44} {:>9}\n", "total", r.total);
-  const bool standard_blocks =
-      std::all_of(r.blocks.begin(), r.blocks.end(),
-                  [&](std::size_t n) { return n == attn::block_param_count(C, F); });
+  const bool standard_blocks = std::all_of(r.blocks.begin(), r.blocks.end(), [&](std::size_t n) {
+    return n == attn::block_param_count(C, F);
+  });
   if (standard_blocks) {
     fmt::print(
         "A block is 4C^2 (w_q, w_k, w_v, w_o) + 2CF + F + C (FFN) + 4C (two LayerNorms)\n"
@@ -136,7 +137,8 @@ void show_architecture(const Model& m, const Parameters& r) {
   } else {
     fmt::print(
         "\nThis model's output head is its own (C, V) matrix and a bias, as in the lecture: {}\n"
-        "parameters that tying it to wte (GPT-2's choice, the default of this chapter) would save.\n",
+        "parameters that tying it to wte (GPT-2's choice, the default of this chapter) would "
+        "save.\n",
         r.head);
   }
 }

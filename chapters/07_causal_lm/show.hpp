@@ -38,7 +38,7 @@ struct Prompt {
 // 1. The whole decoder and where its parameters are, counted from the tensors.
 struct Parameters {
   std::size_t embedding = 0, positions = 0, final_ln = 0, total = 0;
-  std::size_t head = 0;  // lm_head and its bias: 0 for a tied head
+  std::size_t head = 0;             // lm_head and its bias: 0 for a tied head
   std::vector<std::size_t> blocks;  // per block
 };
 void show_architecture(const Model& m, const Parameters& r);

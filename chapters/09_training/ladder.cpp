@@ -31,8 +31,8 @@ double seconds_since(Clock::time_point start) {
 
 struct LadderRow {
   std::string_view what;
-  double lecture_val;  // the val loss the lecture reports for this row
-  bool bigram = false; // row 0: chapter 01's V x V table, no attention at all
+  double lecture_val;   // the val loss the lecture reports for this row
+  bool bigram = false;  // row 0: chapter 01's V x V table, no attention at all
   attn::LmConfig model;
 };
 
@@ -84,13 +84,14 @@ double train_bigram_row(const Data& d, std::size_t steps, std::size_t eval_iters
   const attn::AdamWConfig adam{0.9f, 0.999f, 1e-8f, 0.01f};
   const auto gather = [&](const Tokens& x) {
     for (std::size_t i = 0; i < B * T; ++i)
-      std::copy_n(table.data() + static_cast<std::size_t>(x.data()[i]) * V, V, logits.data() + i * V);
+      std::copy_n(table.data() + static_cast<std::size_t>(x.data()[i]) * V, V,
+                  logits.data() + i * V);
   };
   for (std::size_t step = 1; step <= steps; ++step) {
     const attn::Batch b = attn::get_batch(d.split.train, B, T, data_rng);
     gather(b.x);
-    const attn::LossGrad lg = attn::cross_entropy_with_grad(
-        logits, std::span<const int>(b.y.data(), b.y.size()));
+    const attn::LossGrad lg =
+        attn::cross_entropy_with_grad(logits, std::span<const int>(b.y.data(), b.y.size()));
     std::fill(grad.begin(), grad.end(), 0.0f);
     // Row `token` of the table produced logits row i: its gradient collects every such row.
     for (std::size_t i = 0; i < B * T; ++i) {
@@ -153,9 +154,10 @@ void run_ladder(const attn::CommonOptions& common, std::size_t steps, const std:
   section(1, "The lecture's ladder");
   fmt::print(
       "Each row is trained from scratch on {} (V = {}): n_embd 32, block 8, batch 32, AdamW\n"
-      "lr 1e-3 for {} steps (the bigram row: lr 1e-2, {} steps), then the val loss over {} batches.\n\n",
-      corpus.origin, d.vocab.size(), steps == 0 ? 5000 : steps,
-      steps == 0 ? 3000 : steps, eval_iters);
+      "lr 1e-3 for {} steps (the bigram row: lr 1e-2, {} steps), then the val loss over {} "
+      "batches.\n\n",
+      corpus.origin, d.vocab.size(), steps == 0 ? 5000 : steps, steps == 0 ? 3000 : steps,
+      eval_iters);
   fmt::print("  {:<3} {:<44} {:>8} {:>9} {:>8} {:>7}\n", "row", "model", "params", "val loss",
              "lecture", "diff");
   std::size_t within = 0;
@@ -179,7 +181,8 @@ void run_ladder(const attn::CommonOptions& common, std::size_t steps, const std:
       attn::TrainState s = attn::train_init(c);
       params = attn::lm_parameter_count(s.weights);
       while (s.step < c.steps) attn::train_step(s, c, d.split.train);
-      val = attn::estimate_loss(s.weights, c.model, d.split, 32, eval_iters, c.seed, s.step).val_loss;
+      val =
+          attn::estimate_loss(s.weights, c.model, d.split, 32, eval_iters, c.seed, s.step).val_loss;
     }
     const double diff = val - row.lecture_val;
     if (std::abs(diff) <= 0.05) ++within;
@@ -189,8 +192,8 @@ void run_ladder(const attn::CommonOptions& common, std::size_t steps, const std:
     std::fflush(stdout);
   }
   fmt::print("\n{} of {} rows within 0.05 of the lecture's number.\n", within, chosen.size());
-  if (const char* check = std::getenv("ATTN_LADDER_CHECK"); check != nullptr && *check == '1' &&
-      within != chosen.size()) {
+  if (const char* check = std::getenv("ATTN_LADDER_CHECK");
+      check != nullptr && *check == '1' && within != chosen.size()) {
     throw std::runtime_error("a ladder row is further than 0.05 from the lecture's number");
   }
 }

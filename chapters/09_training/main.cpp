@@ -29,8 +29,8 @@ namespace {
 using namespace ch09;
 using attn::chars_of;
 using attn::num;
-using attn::thousands;
 using attn::section;
+using attn::thousands;
 namespace fs = std::filesystem;
 using attn::Matrix;
 
@@ -52,7 +52,8 @@ void print_sample(std::string_view text) {
   std::size_t begin = 0;
   for (;;) {
     const std::size_t end = std::min(chars.find(U'\n', begin), chars.size());
-    fmt::print("  | {}\n", attn::terminal_safe(std::u32string_view(chars).substr(begin, end - begin)));
+    fmt::print("  | {}\n",
+               attn::terminal_safe(std::u32string_view(chars).substr(begin, end - begin)));
     if (end == chars.size()) break;
     begin = end + 1;
   }
@@ -114,9 +115,10 @@ Before measure_before(const Kernels& k, const attn::TrainState& s, const attn::T
                       const Data& d, bool fresh) {
   const std::size_t V = d.vocab.size();
   const Matrix bigram = attn::bigram_logits_from_counts(attn::bigram_counts(d.split.train, V));
-  const double val = fresh ? k.estimate_loss(s.weights, c.model, d.split, c.batch_size,
-                                             c.eval_iters, c.seed, 0).val_loss
-                           : 0.0;
+  const double val =
+      fresh ? k.estimate_loss(s.weights, c.model, d.split, c.batch_size, c.eval_iters, c.seed, 0)
+                  .val_loss
+            : 0.0;
   return {attn::lm_parameter_count(s.weights), val, std::log(static_cast<double>(V)),
           attn::bigram_loss(bigram, d.split.val)};
 }
@@ -124,11 +126,12 @@ Before measure_before(const Kernels& k, const attn::TrainState& s, const attn::T
 void show_before(const Before& b, const attn::TrainConfig& c, std::size_t V, bool fresh) {
   section(2, "The model, before training");
   const attn::LmConfig& m = c.model;
-  fmt::print("C = {}, H = {} (head size {}), L = {}, T = {}, {} activation, {} output head,\n"
-             "{} initialisation: {} parameters. B = {} windows a step: {} tokens.\n",
-             m.n_embd, m.n_heads, m.n_embd / m.n_heads, m.n_layers, m.block_size,
-             attn::activation_name(m.activation), m.tied_head ? "tied (wte^T)" : "separate",
-             attn::init_name(c.init), b.params, c.batch_size, c.batch_size * m.block_size);
+  fmt::print(
+      "C = {}, H = {} (head size {}), L = {}, T = {}, {} activation, {} output head,\n"
+      "{} initialisation: {} parameters. B = {} windows a step: {} tokens.\n",
+      m.n_embd, m.n_heads, m.n_embd / m.n_heads, m.n_layers, m.block_size,
+      attn::activation_name(m.activation), m.tied_head ? "tied (wte^T)" : "separate",
+      attn::init_name(c.init), b.params, c.batch_size, c.batch_size * m.block_size);
   if (!fresh) return;  // a resumed run: trained already
   fmt::print(
       "Untrained, its val loss is {}; guessing uniformly over V = {} characters scores log V =\n"
@@ -137,9 +140,10 @@ void show_before(const Before& b, const attn::TrainConfig& c, std::size_t V, boo
       std::abs(b.val_loss - b.log_v) < 0.1
           ? "Random weights give nearly uniform predictions, so the two are close."
           : "The random weights already prefer some characters, so the two differ.");
-  fmt::print("The bar to beat: chapter 01's bigram table, counted on the train split, scores {}\n"
-             "on val. It sees one character of context; this model sees up to {}.\n",
-             num(b.bigram_val), m.block_size);
+  fmt::print(
+      "The bar to beat: chapter 01's bigram table, counted on the train split, scores {}\n"
+      "on val. It sees one character of context; this model sees up to {}.\n",
+      num(b.bigram_val), m.block_size);
 }
 
 // ---- 3. One training step, written out: what attn::train_step_on does.
@@ -148,14 +152,14 @@ struct OneStep {
   std::size_t tensors;
   double loss, grad_norm;  // before the update; the norm before clipping
   float lr;
-  double loss_after;       // the same batch after the update
-  double largest_move;     // max |w_after - w_before| over every weight
-  double largest_weight;   // max |w_before|
-  double library_diff;     // max |difference| to attn::train_step_on's weights
+  double loss_after;      // the same batch after the update
+  double largest_move;    // max |w_after - w_before| over every weight
+  double largest_weight;  // max |w_before|
+  double library_diff;    // max |difference| to attn::train_step_on's weights
 };
 
-OneStep take_one_step(const Kernels& k, const attn::TrainState& start,
-                      const attn::TrainConfig& c, const Data& d) {
+OneStep take_one_step(const Kernels& k, const attn::TrainState& start, const attn::TrainConfig& c,
+                      const Data& d) {
   attn::Rng demo(c.seed, 8);
   const attn::Batch b = k.get_batch(d.split.train, c.batch_size, c.model.block_size, demo);
   attn::TrainState s = start;  // a copy: the real run starts from the same weights
@@ -219,10 +223,11 @@ void show_one_step(const OneStep& r, const attn::TrainConfig& c) {
           : fmt::format("<= {}: left alone", num(c.grad_clip, 2)),
       num(r.lr, 5), num(r.loss_after), r.loss_after < r.loss ? "down by" : "up by",
       num(std::abs(r.loss_after - r.loss)));
-  fmt::print("These four steps, written out in take_one_step (main.cpp), against the library's\n"
-             "attn::train_step_on from the same state and batch: every weight {}.\n",
-             r.library_diff == 0.0 ? "the same, bit for bit"
-                                   : "differs, by up to " + attn::difference_text(r.library_diff));
+  fmt::print(
+      "These four steps, written out in take_one_step (main.cpp), against the library's\n"
+      "attn::train_step_on from the same state and batch: every weight {}.\n",
+      r.library_diff == 0.0 ? "the same, bit for bit"
+                            : "differs, by up to " + attn::difference_text(r.library_diff));
   attn::claim(r.library_diff == 0.0, "the step written out equals attn::train_step_on bit for bit");
   if (c.grad_clip > 0.0f && r.grad_norm > static_cast<double>(c.grad_clip)) {
     fmt::print(
@@ -242,10 +247,9 @@ void show_training(const attn::TrainState& s, const RunReport& r, const attn::Tr
                thousands(static_cast<double>(r.steps_taken * c.batch_size * c.model.block_size) /
                          std::max(r.seconds, 1e-9)));
   }
-  const auto best = std::min_element(s.evals.begin(), s.evals.end(),
-                                     [](const attn::EvalRecord& a, const attn::EvalRecord& b) {
-                                       return a.val_loss < b.val_loss;
-                                     });
+  const auto best = std::min_element(
+      s.evals.begin(), s.evals.end(),
+      [](const attn::EvalRecord& a, const attn::EvalRecord& b) { return a.val_loss < b.val_loss; });
   const attn::EvalRecord& last = s.evals.back();
   fmt::print("Best val loss {} at step {}; the bigram table's is {}: {}.\n", num(best->val_loss),
              best->step, num(bigram_val),
@@ -266,11 +270,11 @@ void show_training(const attn::TrainState& s, const RunReport& r, const attn::Tr
 // ---- 6. What the trained heads attend to: a window of validation text through the model.
 
 struct HeadStats {
-  double previous = 0.0;     // attention on position t - 1 (queries t >= 1)
-  double self = 0.0;         // on position t itself
-  double same_char = 0.0;    // on earlier positions holding the same character
-  double line_start = 0.0;   // on the first character of the query's line, or the newline before
-  double distance = 0.0;     // mean distance t - s, weighted
+  double previous = 0.0;    // attention on position t - 1 (queries t >= 1)
+  double self = 0.0;        // on position t itself
+  double same_char = 0.0;   // on earlier positions holding the same character
+  double line_start = 0.0;  // on the first character of the query's line, or the newline before
+  double distance = 0.0;    // mean distance t - s, weighted
 };
 
 // The habits of one head, from its (T, T) causal attention `p(t, s)` over the window `ids`. The
@@ -365,9 +369,9 @@ HeadMaps measure_heads(const attn::LmWeights& w, const attn::LmConfig& config, c
       Matrix m({T, T});
       for (std::size_t t = 0; t < T; ++t)
         for (std::size_t s = 0; s < T; ++s) m(t, s) = weights(0, h, t, s);
-      const HeadStats st = head_stats(
-          [&m](std::size_t t, std::size_t s) { return static_cast<double>(m(t, s)); }, out.ids,
-          d.vocab);
+      const HeadStats st =
+          head_stats([&m](std::size_t t, std::size_t s) { return static_cast<double>(m(t, s)); },
+                     out.ids, d.vocab);
       out.heads.push_back({l, h, std::move(m), st});
     }
   }
@@ -377,22 +381,25 @@ HeadMaps measure_heads(const attn::LmWeights& w, const attn::LmConfig& config, c
 void show_heads(const HeadMaps& maps, const attn::Vocab& vocab,
                 const std::optional<fs::path>& svg_dir, int number) {
   section(number, "What the trained heads attend to");
-  fmt::print("{} characters of the validation split from a line start (loss {} on them):\n  {}\n"
-             "Rows: the query character; columns: the keys it may see (causal: only the past;\n"
-             "'_' is a space, '$' a newline). Darker = more attention.\n",
-             maps.ids.size(), num(maps.loss), attn::quote(chars_of(vocab, maps.ids)));
+  fmt::print(
+      "{} characters of the validation split from a line start (loss {} on them):\n  {}\n"
+      "Rows: the query character; columns: the keys it may see (causal: only the past;\n"
+      "'_' is a space, '$' a newline). Darker = more attention.\n",
+      maps.ids.size(), num(maps.loss), attn::quote(chars_of(vocab, maps.ids)));
   const HeadStats& c = maps.chance;
-  fmt::print("Chance, a head attending uniformly to every visible position of this text: previous\n"
-             "{}%  self {}%  same character {}%  line start {}%  mean distance {}. A habit is named\n"
-             "only when a head beats chance by {} points.\n",
-             num(100 * c.previous, 0), num(100 * c.self, 0), num(100 * c.same_char, 0),
-             num(100 * c.line_start, 0), num(c.distance, 1), num(100 * kHabitMargin, 0));
+  fmt::print(
+      "Chance, a head attending uniformly to every visible position of this text: previous\n"
+      "{}%  self {}%  same character {}%  line start {}%  mean distance {}. A habit is named\n"
+      "only when a head beats chance by {} points.\n",
+      num(100 * c.previous, 0), num(100 * c.self, 0), num(100 * c.same_char, 0),
+      num(100 * c.line_start, 0), num(c.distance, 1), num(100 * kHabitMargin, 0));
   // One glyph per character, so the columns stay one character wide.
   std::vector<std::string> labels;
   for (const int id : maps.ids) {
     const char32_t ch = vocab.char_of(id);
-    labels.push_back(ch == U' ' ? std::string("_") : ch == U'\n' ? std::string("$")
-                                                                 : attn::printable(ch));
+    labels.push_back(ch == U' '    ? std::string("_")
+                     : ch == U'\n' ? std::string("$")
+                                   : attn::printable(ch));
   }
   for (const HeadMap& hm : maps.heads) {
     const HeadStats& st = hm.stats;
@@ -421,10 +428,8 @@ Kernels reference_kernels() {
   return {&attn::adamw_update, &attn::get_batch, &attn::estimate_loss, &attn::train_step_on, true};
 }
 Kernels learner_kernels() {
-  return {&ex09::adamw_update, &ex09::get_batch, &ex09::estimate_loss, &ex09::train_step_on,
-          false};
+  return {&ex09::adamw_update, &ex09::get_batch, &ex09::estimate_loss, &ex09::train_step_on, false};
 }
-
 
 void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
   if (o.ladder) return run_ladder(common, o.ladder_steps, o.ladder_rows);
@@ -474,7 +479,8 @@ void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
       if (o.steps < ck.state.step) {
         throw attn::UsageError(fmt::format(
             "--steps {} is before the checkpoint's step {}: --steps counts from the start of the "
-            "run", o.steps, ck.state.step));
+            "run",
+            o.steps, ck.state.step));
       }
       // A cosine schedule decays over the run's steps: another target would re-shape it.
       if (o.steps != c.steps && c.schedule.shape == attn::LrShape::cosine) {
@@ -499,8 +505,8 @@ void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
   show_before(before, c, V, fresh);
   if (fresh) {
     fmt::print("A sample from the untrained model (seed {}):\n", c.seed);
-    print_sample(sample_text(s.weights, c.model, d.vocab, std::min<std::size_t>(o.tokens, 80),
-                             c.seed));
+    print_sample(
+        sample_text(s.weights, c.model, d.vocab, std::min<std::size_t>(o.tokens, 80), c.seed));
     show_one_step(take_one_step(k, s, c, d), c);
   } else {
     fmt::print("Resumed from '{}' at step {} of {}.\n", o.resume_dir, s.step, c.steps);
@@ -543,23 +549,35 @@ int main(int argc, char** argv) {
   cli.add_size("--batch-size", o.batch_size, "B, windows per step", 1, kMaxBatch);
   cli.add_size("--steps", o.steps, "the run's last step, counted from its start", 1, kMaxSteps);
   cli.add_float("--lr", o.lr, "AdamW learning rate", 0.0f, 1.0f);
-  cli.add_float("--weight-decay", o.weight_decay, "AdamW decoupled weight decay (>= 0)", -1e-30f, 1.0f);
+  cli.add_float("--weight-decay", o.weight_decay, "AdamW decoupled weight decay (>= 0)", -1e-30f,
+                1.0f);
   cli.add_float("--grad-clip", o.grad_clip, "max global gradient norm (0 = off)", -1e-30f, 1e6f);
-  cli.add_size("--eval-interval", o.eval_interval, "estimate the losses every N steps", 1, kMaxSteps);
+  cli.add_size("--eval-interval", o.eval_interval, "estimate the losses every N steps", 1,
+               kMaxSteps);
   cli.add_size("--eval-iters", o.eval_iters, "batches per split per estimate", 1, kMaxEvalIters);
   cli.add_size("--tokens", o.tokens, "N, characters to sample after training", 0, kMaxTokens);
   cli.add_alias("--sample-length", "--tokens");  // its name before chapter 10's --tokens
   cli.add_string("--activation", o.activation, "FFN activation: gelu, gelu_tanh or relu");
   cli.add_string("--init", o.init, "initial weights: gpt2 (N(0, 0.02)) or pytorch (nn defaults)");
-  cli.add_string("--schedule", o.schedule, "learning rate: constant, or cosine (warmup, then down to lr/10)");
+  cli.add_string("--schedule", o.schedule,
+                 "learning rate: constant, or cosine (warmup, then down to lr/10)");
   cli.add_size("--warmup", o.warmup, "warmup steps of the cosine schedule", 0, kMaxSteps);
-  cli.add_flag("--tied", o.tied, "tie the output head to the embedding (logits = x @ wte^T, GPT-2) "
+  cli.add_flag("--tied", o.tied,
+               "tie the output head to the embedding (logits = x @ wte^T, GPT-2) "
                "instead of the lecture's separate Linear(C, V) with bias");
   cli.add_string("--save", o.save_dir, "DIR: write a checkpoint at every estimate and at the end");
-  cli.add_string("--resume", o.resume_dir, "DIR: continue the run saved in DIR, DIR/current or DIR/ckpt-N (it keeps saving to DIR)");
-  cli.add_flag("--overwrite", o.overwrite, "with --save: start over in a folder that already holds a run (its checkpoints are deleted)");
-  cli.add_flag("--ladder", o.ladder, "rebuild the lecture's loss table (use the full corpus: --data)");
-  cli.add_size("--ladder-steps", o.ladder_steps, "steps per ladder row (0: the lecture's 5000 and 3000)", 0, kMaxSteps);
-  cli.add_string("--ladder-rows", o.ladder_rows, "only these ladder rows, e.g. 0,5 (default: all six)");
-  return cli.run(argc, argv, [&](const attn::CommonOptions& common) { run(common, o, argc, argv); });
+  cli.add_string(
+      "--resume", o.resume_dir,
+      "DIR: continue the run saved in DIR, DIR/current or DIR/ckpt-N (it keeps saving to DIR)");
+  cli.add_flag(
+      "--overwrite", o.overwrite,
+      "with --save: start over in a folder that already holds a run (its checkpoints are deleted)");
+  cli.add_flag("--ladder", o.ladder,
+               "rebuild the lecture's loss table (use the full corpus: --data)");
+  cli.add_size("--ladder-steps", o.ladder_steps,
+               "steps per ladder row (0: the lecture's 5000 and 3000)", 0, kMaxSteps);
+  cli.add_string("--ladder-rows", o.ladder_rows,
+                 "only these ladder rows, e.g. 0,5 (default: all six)");
+  return cli.run(argc, argv,
+                 [&](const attn::CommonOptions& common) { run(common, o, argc, argv); });
 }

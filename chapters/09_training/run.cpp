@@ -110,8 +110,8 @@ attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t see
         params, attn::limits::kMaxModelParameters));
   }
   // The backward keeps every layer's activations, the (B, H, T, T) attention weights the largest.
-  const std::size_t kept = attn::block_activation_floats(o.batch_size, o.block_size, C,
-                                                         4 * C, o.n_heads, attn::BlockConfig{});
+  const std::size_t kept = attn::block_activation_floats(o.batch_size, o.block_size, C, 4 * C,
+                                                         o.n_heads, attn::BlockConfig{});
   if (kept > attn::limits::kMaxElements / L) {
     throw attn::UsageError(fmt::format(
         "--batch-size {}, --block-size {}, --n-embd {}, --n-heads {} and --n-layers {} would keep "
@@ -139,7 +139,6 @@ attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t see
   return c;
 }
 
-
 // --steps, --save and --tokens may change when resuming.
 void check_resume_flags(const Options& o, const attn::TrainConfig& c, int argc, char** argv) {
   const auto same = [&](std::string_view flag, const std::string& given, const std::string& saved) {
@@ -164,10 +163,12 @@ void check_resume_flags(const Options& o, const attn::TrainConfig& c, int argc, 
   same("--activation", o.activation, std::string(attn::activation_name(c.model.activation)));
   same("--init", o.init, std::string(attn::init_name(c.init)));
   same("--tied", o.tied ? "on" : "off", c.model.tied_head ? "on" : "off");
-  same("--schedule", o.schedule, c.schedule.shape == attn::LrShape::constant ? "constant" : "cosine");
+  same("--schedule", o.schedule,
+       c.schedule.shape == attn::LrShape::constant ? "constant" : "cosine");
   same("--warmup", n(o.warmup), n(c.schedule.warmup));
   if (flag_given(argc, argv, "--seed")) {
-    throw attn::UsageError("--seed cannot change when resuming: the checkpoint holds the run's seed");
+    throw attn::UsageError(
+        "--seed cannot change when resuming: the checkpoint holds the run's seed");
   }
 }
 
@@ -257,10 +258,9 @@ RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainC
     if (live && seconds_since(last_draw) > 0.2) {
       last_draw = Clock::now();
       const double t = seconds_since(start);
-      fmt::print("\r\033[K{}", progress_line(s.step, c.steps, report.steps_taken, r.loss, last_val,
-                                              static_cast<double>(report.steps_taken *
-                                                                  tokens_per_step) / t,
-                                              t));
+      fmt::print("\r\033[K{}",
+                 progress_line(s.step, c.steps, report.steps_taken, r.loss, last_val,
+                               static_cast<double>(report.steps_taken * tokens_per_step) / t, t));
       std::fflush(stdout);
     }
     const bool last = s.step == c.steps;

@@ -23,15 +23,15 @@ using Tokens = xt::xtensor<int, 2>;
 // ---- The functions the walkthrough calls: from attn:: (the reference) or, with --mine, the
 // learner's ex09:: exercises.
 struct Kernels {
-  void (*adamw_update)(std::span<float>, std::span<const float>, std::span<float>,
-                       std::span<float>, float, float, std::size_t,
-                       const attn::AdamWConfig&);                                    // ex09.1
+  void (*adamw_update)(std::span<float>, std::span<const float>, std::span<float>, std::span<float>,
+                       float, float, std::size_t,
+                       const attn::AdamWConfig&);                                        // ex09.1
   attn::Batch (*get_batch)(std::span<const int>, std::size_t, std::size_t, attn::Rng&);  // ex09.2
   attn::EvalRecord (*estimate_loss)(const attn::LmWeights&, const attn::LmConfig&,
-                                    const attn::Split&, std::size_t, std::size_t,
-                                    std::uint64_t, std::size_t);                      // ex09.3
-  attn::StepResult (*train_step_on)(attn::TrainState&, const attn::TrainConfig&,
-                                    const Tokens&, const Tokens&);                    // ex09.4
+                                    const attn::Split&, std::size_t, std::size_t, std::uint64_t,
+                                    std::size_t);  // ex09.3
+  attn::StepResult (*train_step_on)(attn::TrainState&, const attn::TrainConfig&, const Tokens&,
+                                    const Tokens&);  // ex09.4
   bool reference;  // true: the library's own step (it reuses the batch buffers)
 };
 
@@ -48,7 +48,7 @@ struct Options {
   float grad_clip = 0.0f;      // off, like the lecture
   std::size_t eval_interval = 250;
   std::size_t eval_iters = 50;
-  std::size_t tokens = 200;    // characters sampled after training
+  std::size_t tokens = 200;         // characters sampled after training
   std::string activation = "relu";  // the lecture's FFN
   std::string init = "gpt2";
   std::string schedule = "constant";

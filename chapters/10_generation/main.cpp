@@ -41,11 +41,11 @@
 namespace {
 
 using namespace ch10;
+using attn::chars_of;
 using attn::flag_given;
 using attn::grouped;
 using attn::num;
 using attn::section;
-using attn::chars_of;
 
 namespace fs = std::filesystem;
 using attn::Matrix;
@@ -63,13 +63,12 @@ constexpr std::size_t kMaxHeads = 64;
 struct Kernels {
   void (*append)(Tensor<4>&, const Matrix&, std::size_t);                            // ex10.1
   Matrix (*attend)(const Matrix&, const Tensor<4>&, const Tensor<4>&, std::size_t);  // ex10.2
-  std::vector<int> (*generate)(const attn::LmWeights&, const attn::LmConfig&,
-                               std::span<const int>, const attn::GenerateOptions&, attn::Rng&,
-                               const attn::TokenCallback&);                           // ex10.3
+  std::vector<int> (*generate)(const attn::LmWeights&, const attn::LmConfig&, std::span<const int>,
+                               const attn::GenerateOptions&, attn::Rng&,
+                               const attn::TokenCallback&);  // ex10.3
 };
 
 // ---- Narration helpers (the rest are attn::num, grouped, max_abs_diff from attn/io/narrate.hpp).
-
 
 // A difference of float rounding is printed as "this small", not its digits: whether it is 0 or
 // 1e-7 depends on the machine's BLAS kernels (a GEMM of 1 row may round differently from the
@@ -140,7 +139,8 @@ StepByHand step_by_hand(const Kernels& k, const Model& m, std::span<const int> p
   r.cache_length = cache.length;
   // The new token: the most likely one (a fixed choice: the text does not depend on sampling).
   const auto row = std::span<const float>(first.data(), V);
-  const int next = r.next = static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());
+  const int next = r.next =
+      static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());
 
   // a. Its layer-0 input and projections: x = wte[next] + wpe[n], h = ln1(x), q, k, v = h @ W.
   const attn::BlockWeights& b0 = m.weights.blocks[0];
@@ -156,8 +156,8 @@ StepByHand step_by_hand(const Kernels& k, const Model& m, std::span<const int> p
   Tensor<4> values = cache.values[0];
   k.append(keys, key, n);
   k.append(values, value, n);
-  const Matrix out = k.attend(q, keys, values, n + 1);               // (1, C)
-  const Matrix projected = attn::matmul_blas(out, b0.attn.w_o);      // (1, C)
+  const Matrix out = k.attend(q, keys, values, n + 1);           // (1, C)
+  const Matrix projected = attn::matmul_blas(out, b0.attn.w_o);  // (1, C)
   // c. The same row from the full causal attention over all n + 1 positions.
   std::vector<int> all(context.begin(), context.end());
   all.push_back(next);
@@ -214,7 +214,8 @@ void show_step(const StepByHand& r, const Model& m, std::size_t prompt_size) {
   fmt::print(
       "attn::lm_step does this for every layer, then ln_f and the {} of one row:\n"
       "  its head-0 key at position {} against the one above: max |difference| {}\n"
-      "  its logits (1, {}) against the last row of lm_forward over {} tokens: max |difference| {}\n",
+      "  its logits (1, {}) against the last row of lm_forward over {} tokens: max |difference| "
+      "{}\n",
       m.config.tied_head ? "tied projection" : "output head", n, rounding_text(r.d_key),
       m.config.vocab_size, n + 1, rounding_text(r.d_logits));
   attn::claim(r.d_key < 1e-4, "lm_step caches the key computed by hand");
@@ -267,12 +268,12 @@ void show_generation(const Kernels& k, const Model& m, std::span<const int> prom
   const attn::LmConfig& c = m.config;
   section(4, "Generating, character by character");
   const std::string how =
-      g.greedy ? "greedy (the most likely character every time)"
-               : fmt::format("temperature {}{}{}", attn::format_significant(g.temperature),
-                             g.top_k > 0 ? fmt::format(", top-k {}", g.top_k) : "",
-                             g.top_p < 1.0f
-                                 ? fmt::format(", top-p {}", attn::format_significant(g.top_p))
-                                 : "");
+      g.greedy
+          ? "greedy (the most likely character every time)"
+          : fmt::format(
+                "temperature {}{}{}", attn::format_significant(g.temperature),
+                g.top_k > 0 ? fmt::format(", top-k {}", g.top_k) : "",
+                g.top_p < 1.0f ? fmt::format(", top-p {}", attn::format_significant(g.top_p)) : "");
   fmt::print("{} new characters, {}, seed {}, {}; prompt {}:\n\n", g.max_new_tokens, how, seed,
              no_cache ? "without the cache (--no-cache)" : "with the KV cache",
              attn::quote(chars_of(m.vocab, prompt)));
@@ -280,9 +281,8 @@ void show_generation(const Kernels& k, const Model& m, std::span<const int> prom
   std::fputs(attn::encode_utf8(chars_of(m.vocab, prompt)).c_str(), stdout);
   const attn::TokenCallback stream = [&m](int id) { put_char(m.vocab, id); };
   attn::Rng rng(seed);
-  const std::vector<int> shown =
-      no_cache ? attn::lm_generate(m.weights, c, prompt, g, rng, stream)
-               : k.generate(m.weights, c, prompt, g, rng, stream);
+  const std::vector<int> shown = no_cache ? attn::lm_generate(m.weights, c, prompt, g, rng, stream)
+                                          : k.generate(m.weights, c, prompt, g, rng, stream);
   fmt::print("\n\n");
   // The other loop, silently, from the same seed.
   attn::Rng other_rng(seed);
@@ -299,9 +299,10 @@ void show_generation(const Kernels& k, const Model& m, std::span<const int> prom
   attn::Rng hand_rng(seed), library_rng(seed);
   const bool same_loop = generate_with_cache(m.weights, c, prompt, g, hand_rng, {}) ==
                          attn::lm_generate_cached(m.weights, c, prompt, g, library_rng, {});
-  fmt::print("The loop written out in generate_with_cache (main.cpp) against the library's\n"
-             "attn::lm_generate_cached, same seed: {}.\n",
-             same_loop ? "the same characters" : "DIFFERENT characters");
+  fmt::print(
+      "The loop written out in generate_with_cache (main.cpp) against the library's\n"
+      "attn::lm_generate_cached, same seed: {}.\n",
+      same_loop ? "the same characters" : "DIFFERENT characters");
   attn::claim(same_loop, "the generation loop written out gives attn::lm_generate_cached's tokens");
   // How the cached loop produced them: steps while positions are left, then re-fills.
   const std::size_t n0 = std::min(prompt.size(), c.block_size);
@@ -314,14 +315,13 @@ void show_generation(const Kernels& k, const Model& m, std::span<const int> prom
       ++refills;
     }
   }
-  fmt::print(
-      "With the cache: 1 prefill of the {}, then {} steps{}.\n",
-      n0 == prompt.size() ? fmt::format("{}-token prompt", n0)
-                          : fmt::format("prompt's last {} tokens (T_max)", n0),
-      steps,
-      refills > 0 ? fmt::format(" and {} re-fills (context past T_max = {}, section 6)", refills,
-                                c.block_size)
-                  : "");
+  fmt::print("With the cache: 1 prefill of the {}, then {} steps{}.\n",
+             n0 == prompt.size() ? fmt::format("{}-token prompt", n0)
+                                 : fmt::format("prompt's last {} tokens (T_max)", n0),
+             steps,
+             refills > 0 ? fmt::format(" and {} re-fills (context past T_max = {}, section 6)",
+                                       refills, c.block_size)
+                         : "");
 }
 
 // 5. FLOPs per token as the context grows (and µs per token with --timing).
@@ -348,8 +348,8 @@ void show_cost(const Model& m, std::uint64_t seed, bool timing) {
   fmt::print("  {:>8}  {:>14}  {:>14}  {:>8}   (past T_max: a re-fill, section 6)\n",
              fmt::format("> {}", T_max), grouped(attn::lm_token_flops_uncached(c, T_max)),
              grouped(refill), num(attn::lm_token_flops_uncached(c, T_max) / refill, 2));
-  const double uncached_growth = attn::lm_token_flops_uncached(c, T_max) /
-                                 attn::lm_token_flops_uncached(c, 1);
+  const double uncached_growth =
+      attn::lm_token_flops_uncached(c, T_max) / attn::lm_token_flops_uncached(c, 1);
   const double cached_growth =
       attn::lm_token_flops_cached(c, T_max - 1) / attn::lm_token_flops_cached(c, 0);
   if (T_max == 1) {
@@ -368,10 +368,10 @@ void show_cost(const Model& m, std::uint64_t seed, bool timing) {
   // cheaper as soon as there is a past to reuse.
   bool cheaper = true;
   for (const std::size_t n : lengths)
-    cheaper = cheaper && (n == 1 ? attn::lm_token_flops_cached(c, 0) <=
-                                       attn::lm_token_flops_uncached(c, 1)
-                                 : attn::lm_token_flops_cached(c, n - 1) <
-                                       attn::lm_token_flops_uncached(c, n));
+    cheaper =
+        cheaper &&
+        (n == 1 ? attn::lm_token_flops_cached(c, 0) <= attn::lm_token_flops_uncached(c, 1)
+                : attn::lm_token_flops_cached(c, n - 1) < attn::lm_token_flops_uncached(c, n));
   attn::claim(cheaper, "the cache pays off while the context fits");
   if (!timing) return;
 
@@ -495,12 +495,13 @@ void run(const attn::CommonOptions& common, const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  attn::Cli cli("10_generation",
-                "Chapter 10: generating fast with a KV cache. Keep every layer's keys and values, "
-                "compute one new row per token, stream the text as it comes; the same characters "
-                "as without the cache, and the cost per token flat instead of growing. Without "
-                "--weights the model is the one the repository ships (data/sonnets-model), trained by "
-                "chapter 09 on the shipped sonnets.");
+  attn::Cli cli(
+      "10_generation",
+      "Chapter 10: generating fast with a KV cache. Keep every layer's keys and values, "
+      "compute one new row per token, stream the text as it comes; the same characters "
+      "as without the cache, and the cost per token flat instead of growing. Without "
+      "--weights the model is the one the repository ships (data/sonnets-model), trained by "
+      "chapter 09 on the shipped sonnets.");
   Options o;
   cli.add_string("--weights", o.weights_dir,
                  "DIR: a model folder of .npy files (07_causal_lm --export, chapter 09's "

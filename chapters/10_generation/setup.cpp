@@ -65,8 +65,8 @@ attn::Vocab read_vocab_file(const fs::path& path) {
   }
   const std::uintmax_t size = fs::file_size(path, ec);
   if (ec || size > kMaxVocabBytes) {
-    throw std::runtime_error(
-        fmt::format("'{}' is larger than {} bytes: not a vocabulary", path.string(), kMaxVocabBytes));
+    throw std::runtime_error(fmt::format("'{}' is larger than {} bytes: not a vocabulary",
+                                         path.string(), kMaxVocabBytes));
   }
   std::ifstream in(path, std::ios::binary);
   std::string bytes(static_cast<std::size_t>(size), '\0');
@@ -77,15 +77,17 @@ attn::Vocab read_vocab_file(const fs::path& path) {
     std::u32string chars = attn::decode_utf8(bytes);
     return attn::Vocab(std::move(chars));
   } catch (const std::exception& e) {
-    throw std::runtime_error(fmt::format("'{}': {} (expected the vocabulary's characters, "
-                                         "sorted, each once)",
-                                         path.string(), e.what()));
+    throw std::runtime_error(
+        fmt::format("'{}': {} (expected the vocabulary's characters, "
+                    "sorted, each once)",
+                    path.string(), e.what()));
   }
 }
 
-
 // The model the repository ships, beside the shipped corpus: data/sonnets-model.
-fs::path shipped_model_path() { return attn::shipped_corpus_path().parent_path() / "sonnets-model"; }
+fs::path shipped_model_path() {
+  return attn::shipped_corpus_path().parent_path() / "sonnets-model";
+}
 
 }  // namespace
 
@@ -112,9 +114,9 @@ Model load_model(const Options& o, const attn::Vocab& corpus_vocab) {
   const fs::path dir = fs::canonical(folder, ec);
   if (ec) throw std::runtime_error(fmt::format("--weights '{}': {}", folder, ec.message()));
   if (const std::size_t found = blocks_in(dir); found > 0 && found != o.n_layers) {
-    throw attn::UsageError(fmt::format(
-        "--n-layers {} but model '{}' has {} blocks: pass --n-layers {}", o.n_layers, folder,
-        found, found));
+    throw attn::UsageError(
+        fmt::format("--n-layers {} but model '{}' has {} blocks: pass --n-layers {}", o.n_layers,
+                    folder, found, found));
   }
   try {  // --n-heads is a usage error: checked against C before load_lm reads everything
     const attn::NpyArray wte = attn::read_npy(dir / "wte.npy");
@@ -133,12 +135,13 @@ Model load_model(const Options& o, const attn::Vocab& corpus_vocab) {
   if (has_vocab) m.vocab = read_vocab_file(vocab_file);
   if (m.config.vocab_size != m.vocab.size()) {
     throw std::runtime_error(fmt::format(
-        "model '{}' has a vocabulary of {} tokens (wte.npy) but {} has {} characters",
-        folder, m.config.vocab_size,
+        "model '{}' has a vocabulary of {} tokens (wte.npy) but {} has {} characters", folder,
+        m.config.vocab_size,
         has_vocab ? "its vocab.txt" : "the corpus (no vocab.txt in the folder)", m.vocab.size()));
   }
-  m.origin = shipped ? std::string("the model the repository ships (data/sonnets-model: chapter 09 "
-                                    "trained it on the shipped sonnets, 1000 steps)")
+  m.origin = shipped ? std::string(
+                           "the model the repository ships (data/sonnets-model: chapter 09 "
+                           "trained it on the shipped sonnets, 1000 steps)")
                      : fmt::format("loaded from '{}' ({})", folder,
                                    has_vocab ? "vocabulary from its vocab.txt"
                                              : "vocabulary of the corpus");
@@ -146,7 +149,8 @@ Model load_model(const Options& o, const attn::Vocab& corpus_vocab) {
 }
 
 // The prompt as ids: the flag, or the first line of the corpus with kPromptMinLength characters.
-std::vector<int> prompt_ids(const Options& o, const attn::Corpus& corpus, const attn::Vocab& vocab) {
+std::vector<int> prompt_ids(const Options& o, const attn::Corpus& corpus,
+                            const attn::Vocab& vocab) {
   std::u32string prompt;
   if (o.prompt_given) {
     try {
@@ -169,7 +173,8 @@ std::vector<int> prompt_ids(const Options& o, const attn::Corpus& corpus, const 
       if (end - begin >= kPromptMinLength) prompt = text.substr(begin, end - begin);
       begin = end + 1;
     }
-    if (prompt.empty()) prompt = text.substr(0, std::min<std::size_t>(text.size(), kPromptMinLength));
+    if (prompt.empty())
+      prompt = text.substr(0, std::min<std::size_t>(text.size(), kPromptMinLength));
     // The corpus's line must be in the model's vocabulary (a --weights model may have its own).
     std::u32string kept;
     for (char32_t c : prompt)

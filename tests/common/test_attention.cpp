@@ -58,7 +58,8 @@ Reference reference_attention(const Tensor<4>& q, const Tensor<4>& k, const Tens
         for (std::size_t s = 0; s < S; ++s) r.weights(b, h, t, s) = static_cast<float>(w[s] / sum);
         for (std::size_t d = 0; d < hv; ++d) {
           double acc = 0.0;
-          for (std::size_t s = 0; s < S; ++s) acc += w[s] / sum * static_cast<double>(v(b, h, s, d));
+          for (std::size_t s = 0; s < S; ++s)
+            acc += w[s] / sum * static_cast<double>(v(b, h, s, d));
           r.out(b, h, t, d) = static_cast<float>(acc);
         }
       }
@@ -119,7 +120,8 @@ MhaReference reference_mha(const Tensor<3>& x, const Tensor<3>& y, const attn::M
   for (std::size_t row = 0; row < B * T; ++row)
     for (std::size_t j = 0; j < C; ++j) {
       double acc = 0.0;
-      for (std::size_t c = 0; c < C; ++c) acc += merged[row * C + c] * static_cast<double>(w.w_o(c, j));
+      for (std::size_t c = 0; c < C; ++c)
+        acc += merged[row * C + c] * static_cast<double>(w.w_o(c, j));
       r.out.data()[row * C + j] = static_cast<float>(acc);
     }
   return r;
@@ -174,9 +176,9 @@ TEST_CASE("attention matches a double-precision reference, causal and not") {
   attn::Rng rng(11);
   // T = 1, hs = 1, H = 1, odd sizes, one block of queries exactly (64), one more (65), and
   // several blocks with a partial last one (130).
-  for (const Dims4 d : {Dims4{1, 1, 1, 1}, Dims4{2, 3, 7, 5}, Dims4{1, 1, 7, 1}, Dims4{2, 1, 9, 4},
-                        Dims4{1, 2, 1, 8}, Dims4{1, 1, 64, 8}, Dims4{1, 2, 65, 3},
-                        Dims4{2, 2, 130, 16}}) {
+  for (const Dims4 d :
+       {Dims4{1, 1, 1, 1}, Dims4{2, 3, 7, 5}, Dims4{1, 1, 7, 1}, Dims4{2, 1, 9, 4},
+        Dims4{1, 2, 1, 8}, Dims4{1, 1, 64, 8}, Dims4{1, 2, 65, 3}, Dims4{2, 2, 130, 16}}) {
     const Tensor<4> q = attn::randn<4>(rng, {d.B, d.H, d.T, d.hs});
     const Tensor<4> k = attn::randn<4>(rng, {d.B, d.H, d.T, d.hs});
     const Tensor<4> v = attn::randn<4>(rng, {d.B, d.H, d.T, d.hs});
@@ -228,8 +230,8 @@ TEST_CASE("cross-attention: S keys differ from T queries, and values may be wide
   struct Cross {
     std::size_t B, H, T, S, hs, hv;
   };
-  for (const Cross c : {Cross{2, 3, 4, 9, 5, 5}, Cross{1, 1, 1, 200, 8, 8}, Cross{1, 2, 70, 3, 4, 4},
-                        Cross{2, 2, 5, 6, 3, 7}}) {
+  for (const Cross c : {Cross{2, 3, 4, 9, 5, 5}, Cross{1, 1, 1, 200, 8, 8},
+                        Cross{1, 2, 70, 3, 4, 4}, Cross{2, 2, 5, 6, 3, 7}}) {
     const Tensor<4> q = attn::randn<4>(rng, {c.B, c.H, c.T, c.hs});
     const Tensor<4> k = attn::randn<4>(rng, {c.B, c.H, c.S, c.hs});
     const Tensor<4> v = attn::randn<4>(rng, {c.B, c.H, c.S, c.hv});
@@ -255,7 +257,8 @@ TEST_CASE("large scores (about +-50, and +-1000) stay finite and match the refer
       CAPTURE(sigma);
       CAPTURE(causal);
       const attn::AttentionResult got = attn::scaled_dot_product_attention(q, k, v, causal);
-      CHECK(std::all_of(got.weights.begin(), got.weights.end(), [](float x) { return std::isfinite(x); }));
+      CHECK(std::all_of(got.weights.begin(), got.weights.end(),
+                        [](float x) { return std::isfinite(x); }));
       CHECK(std::all_of(got.out.begin(), got.out.end(), [](float x) { return std::isfinite(x); }));
       const Reference want = reference_attention(q, k, v, causal);
       // A score of 1000 carries a float rounding error of about 1e-4, and so does its weight.
@@ -342,8 +345,10 @@ TEST_CASE("a NaN in one query makes that query's output NaN and leaves the other
   for (std::size_t t = 0; t < 20; ++t)
     for (std::size_t d = 0; d < 4; ++d) {
       CAPTURE(t);
-      if (t == 12) CHECK(std::isnan(out(0, 0, t, d)));
-      else CHECK(out(0, 0, t, d) == clean(0, 0, t, d));
+      if (t == 12)
+        CHECK(std::isnan(out(0, 0, t, d)));
+      else
+        CHECK(out(0, 0, t, d) == clean(0, 0, t, d));
     }
 }
 
@@ -353,40 +358,38 @@ TEST_CASE("attention shape errors name the function and every shape") {
   };
   const std::string fn = "attn::scaled_dot_product_attention: ";
   const std::string fit = fn + "expected q (B, H, T, hs), k (B, H, S, hs), v (B, H, S, hv), got ";
-  CHECK_THROWS_WITH_AS(attn::scaled_dot_product_attention(z(2, 4, 10, 16), z(3, 4, 10, 16),
-                                                          z(3, 4, 10, 16), false),
-                       (fit + "q (2, 4, 10, 16), k (3, 4, 10, 16), v (3, 4, 10, 16)").c_str(),
-                       std::invalid_argument);
-  CHECK_THROWS_WITH_AS(attn::scaled_dot_product_attention(z(2, 4, 10, 16), z(2, 2, 10, 16),
-                                                          z(2, 4, 10, 16), false),
-                       (fit + "q (2, 4, 10, 16), k (2, 2, 10, 16), v (2, 4, 10, 16)").c_str(),
-                       std::invalid_argument);
-  CHECK_THROWS_WITH_AS(attn::scaled_dot_product_attention(z(2, 4, 10, 16), z(2, 4, 10, 16),
-                                                          z(2, 4, 9, 16), false),
-                       (fit + "q (2, 4, 10, 16), k (2, 4, 10, 16), v (2, 4, 9, 16)").c_str(),
-                       std::invalid_argument);
-  CHECK_THROWS_WITH_AS(attn::scaled_dot_product_attention(z(2, 4, 10, 16), z(2, 4, 10, 8),
-                                                          z(2, 4, 10, 16), false),
-                       (fit + "q (2, 4, 10, 16), k (2, 4, 10, 8), v (2, 4, 10, 16)").c_str(),
-                       std::invalid_argument);
-  CHECK_THROWS_WITH_AS(attn::scaled_dot_product_attention(z(1, 1, 4, 8), z(1, 1, 6, 8),
-                                                          z(1, 1, 6, 8), true),
-                       (fn + "expected S == T for causal attention, got q (1, 1, 4, 8), "
-                             "k (1, 1, 6, 8), v (1, 1, 6, 8)")
-                           .c_str(),
-                       std::invalid_argument);
-  CHECK_THROWS_WITH_AS(attn::scaled_dot_product_attention(z(1, 1, 4, 0), z(1, 1, 4, 0),
-                                                          z(1, 1, 4, 3), false),
-                       (fn + "expected hs >= 1 and at least one key (S >= 1), got q (1, 1, 4, 0), "
-                             "k (1, 1, 4, 0), v (1, 1, 4, 3)")
-                           .c_str(),
-                       std::invalid_argument);
-  CHECK_THROWS_AS(attn::scaled_dot_product_attention(z(1, 1, 4, 2), z(1, 1, 0, 2), z(1, 1, 0, 2),
-                                                     false),
-                  std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      attn::scaled_dot_product_attention(z(2, 4, 10, 16), z(3, 4, 10, 16), z(3, 4, 10, 16), false),
+      (fit + "q (2, 4, 10, 16), k (3, 4, 10, 16), v (3, 4, 10, 16)").c_str(),
+      std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      attn::scaled_dot_product_attention(z(2, 4, 10, 16), z(2, 2, 10, 16), z(2, 4, 10, 16), false),
+      (fit + "q (2, 4, 10, 16), k (2, 2, 10, 16), v (2, 4, 10, 16)").c_str(),
+      std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      attn::scaled_dot_product_attention(z(2, 4, 10, 16), z(2, 4, 10, 16), z(2, 4, 9, 16), false),
+      (fit + "q (2, 4, 10, 16), k (2, 4, 10, 16), v (2, 4, 9, 16)").c_str(), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      attn::scaled_dot_product_attention(z(2, 4, 10, 16), z(2, 4, 10, 8), z(2, 4, 10, 16), false),
+      (fit + "q (2, 4, 10, 16), k (2, 4, 10, 8), v (2, 4, 10, 16)").c_str(), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      attn::scaled_dot_product_attention(z(1, 1, 4, 8), z(1, 1, 6, 8), z(1, 1, 6, 8), true),
+      (fn + "expected S == T for causal attention, got q (1, 1, 4, 8), "
+            "k (1, 1, 6, 8), v (1, 1, 6, 8)")
+          .c_str(),
+      std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      attn::scaled_dot_product_attention(z(1, 1, 4, 0), z(1, 1, 4, 0), z(1, 1, 4, 3), false),
+      (fn + "expected hs >= 1 and at least one key (S >= 1), got q (1, 1, 4, 0), "
+            "k (1, 1, 4, 0), v (1, 1, 4, 3)")
+          .c_str(),
+      std::invalid_argument);
+  CHECK_THROWS_AS(
+      attn::scaled_dot_product_attention(z(1, 1, 4, 2), z(1, 1, 0, 2), z(1, 1, 0, 2), false),
+      std::invalid_argument);
   // The same shapes without the causal flag are fine (cross-attention).
-  CHECK_NOTHROW(attn::scaled_dot_product_attention(z(1, 1, 4, 8), z(1, 1, 6, 8), z(1, 1, 6, 8),
-                                                   false));
+  CHECK_NOTHROW(
+      attn::scaled_dot_product_attention(z(1, 1, 4, 8), z(1, 1, 6, 8), z(1, 1, 6, 8), false));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -426,9 +429,11 @@ TEST_CASE("merge_heads undoes split_heads, for every number of heads dividing C"
 
 TEST_CASE("split_heads rejects a head count that does not divide C") {
   const Tensor<3> x = xt::zeros<float>({2, 10, 64});
-  CHECK_THROWS_WITH_AS(attn::split_heads(x, 5), "attn::split_heads: n_heads = 5 does not divide C = 64",
+  CHECK_THROWS_WITH_AS(attn::split_heads(x, 5),
+                       "attn::split_heads: n_heads = 5 does not divide C = 64",
                        std::invalid_argument);
-  CHECK_THROWS_WITH_AS(attn::split_heads(x, 0), "attn::split_heads: n_heads = 0 does not divide C = 64",
+  CHECK_THROWS_WITH_AS(attn::split_heads(x, 0),
+                       "attn::split_heads: n_heads = 0 does not divide C = 64",
                        std::invalid_argument);
 }
 
@@ -544,7 +549,8 @@ TEST_CASE("fused QKV: [w_q | w_k | w_v] side by side, and the same result as thr
     check_same_to_rounding(fused.out, separate.out);
     check_same_to_rounding(fused.weights, separate.weights);
     const attn::MhaResult separate_init = attn::mha_forward(x, w_init, 4, causal);
-    const attn::MhaResult fused_init = attn::mha_forward_fused(x, w_qkv_init, w_init.w_o, 4, causal);
+    const attn::MhaResult fused_init =
+        attn::mha_forward_fused(x, w_qkv_init, w_init.w_o, 4, causal);
     const double diff = max_abs_diff(fused_init.out, separate_init.out);
     MESSAGE("fused vs separate at std 0.02, causal = " << causal << ": max |diff| = " << diff);
     CHECK(diff <= 1e-6);
@@ -608,7 +614,8 @@ TEST_CASE("without the mask, a change anywhere reaches every position") {
   for (std::size_t t = 0; t < 6; ++t) {
     CAPTURE(t);
     double d = 0.0;
-    for (std::size_t c = 0; c < 16; ++c) d = std::max(d, static_cast<double>(std::abs(a(0, t, c) - b(0, t, c))));
+    for (std::size_t c = 0; c < 16; ++c)
+      d = std::max(d, static_cast<double>(std::abs(a(0, t, c) - b(0, t, c))));
     CHECK(d > 0.0);
   }
 }
@@ -633,7 +640,8 @@ TEST_CASE("cross-attention: queries from x, keys and values from y, never masked
   // With y = x it is plain (unmasked) self-attention.
   const Tensor<3> x = attn::randn<3>(rng, {2, 6, 8});
   const attn::MhaWeights w = test_weights(rng, 8);
-  check_same_to_rounding(attn::mha_cross_forward(x, x, w, 2).out, attn::mha_forward(x, w, 2, false).out);
+  check_same_to_rounding(attn::mha_cross_forward(x, x, w, 2).out,
+                         attn::mha_forward(x, w, 2, false).out);
 }
 
 TEST_CASE("multi-head errors: head count, every weight's shape, x and y") {
@@ -657,11 +665,14 @@ TEST_CASE("multi-head errors: head count, every weight's shape, x and y") {
   for (const char* name : {"w_q", "w_k", "w_v", "w_o"}) {
     CAPTURE(name);
     attn::MhaWeights bad = w;
-    attn::Matrix& m = name[2] == 'q' ? bad.w_q : name[2] == 'k' ? bad.w_k
-                                              : name[2] == 'v' ? bad.w_v : bad.w_o;
+    attn::Matrix& m = name[2] == 'q'   ? bad.w_q
+                      : name[2] == 'k' ? bad.w_k
+                      : name[2] == 'v' ? bad.w_v
+                                       : bad.w_o;
     m = xt::zeros<float>({64, 32});
     const std::string what = std::string(name) + " is (64, 32), expected (64, 64)";
-    CHECK_THROWS_WITH_AS(attn::mha_forward(x, bad, 4, true), ("attn::mha_forward: " + what).c_str(), E);
+    CHECK_THROWS_WITH_AS(attn::mha_forward(x, bad, 4, true), ("attn::mha_forward: " + what).c_str(),
+                         E);
     CHECK_THROWS_WITH_AS(attn::mha_forward_per_head(x, bad, 4, true),
                          ("attn::mha_forward_per_head: " + what).c_str(), E);
     CHECK_THROWS_WITH_AS(attn::mha_cross_forward(x, x, bad, 4),
@@ -755,10 +766,13 @@ attn::AttentionGrads reference_backward(const Tensor<4>& dout, const Tensor<4>& 
       for (std::size_t t = 0; t < T; ++t)
         for (std::size_t s = 0; s < S; ++s) {
           for (std::size_t i = 0; i < hv; ++i)  // dV = P^T dO
-            g.dv(b, h, s, i) += static_cast<float>(p[t * S + s] * static_cast<double>(dout(b, h, t, i)));
+            g.dv(b, h, s, i) +=
+                static_cast<float>(p[t * S + s] * static_cast<double>(dout(b, h, t, i)));
           for (std::size_t i = 0; i < hs; ++i) {  // dQ = dS K / sqrt(hs), dK = dS^T Q / sqrt(hs)
-            g.dq(b, h, t, i) += static_cast<float>(ds[t * S + s] * static_cast<double>(k(b, h, s, i)) * grad_scale);
-            g.dk(b, h, s, i) += static_cast<float>(ds[t * S + s] * static_cast<double>(q(b, h, t, i)) * grad_scale);
+            g.dq(b, h, t, i) +=
+                static_cast<float>(ds[t * S + s] * static_cast<double>(k(b, h, s, i)) * grad_scale);
+            g.dk(b, h, s, i) +=
+                static_cast<float>(ds[t * S + s] * static_cast<double>(q(b, h, t, i)) * grad_scale);
           }
         }
     }
@@ -789,13 +803,15 @@ std::vector<attn::GradCheckResult> check_sdpa(Sdpa& s, bool causal, const attn::
        {"v", span_of(s.v), cspan_of(g.dv)}});
 }
 
-TEST_CASE("scaled_dot_product_attention_backward matches central differences (T=1, hs=1, H=1, S != T)") {
+TEST_CASE(
+    "scaled_dot_product_attention_backward matches central differences (T=1, hs=1, H=1, S != T)") {
   struct Case {
     std::size_t B, H, T, S, hs;
     bool causal;
   };
-  for (const Case c : {Case{1, 1, 1, 1, 1, true}, Case{1, 1, 1, 1, 1, false}, Case{2, 1, 5, 5, 3, true},
-                       Case{1, 3, 4, 4, 1, true}, Case{2, 2, 3, 6, 2, false}, Case{1, 2, 5, 5, 4, false}}) {
+  for (const Case c :
+       {Case{1, 1, 1, 1, 1, true}, Case{1, 1, 1, 1, 1, false}, Case{2, 1, 5, 5, 3, true},
+        Case{1, 3, 4, 4, 1, true}, Case{2, 2, 3, 6, 2, false}, Case{1, 2, 5, 5, 4, false}}) {
     Sdpa s = make_sdpa(c.B, c.H, c.T, c.S, c.hs, 100 + c.T * 7 + c.hs);
     const attn::AttentionResult f = attn::scaled_dot_product_attention(s.q, s.k, s.v, c.causal);
     const attn::AttentionGrads g =
@@ -818,7 +834,8 @@ TEST_CASE("a wrong attention gradient is caught: the missing 1/sqrt(hs), the mas
   const attn::AttentionGrads no_mask = reference_backward(s.r, s.q, s.k, s.v, true, true, false);
   check_caught("sdpa mask ignored in dS", check_sdpa(s, true, no_mask));
   // The honest reference passes the same check.
-  check_gradients("sdpa reference", check_sdpa(s, true, reference_backward(s.r, s.q, s.k, s.v, true)));
+  check_gradients("sdpa reference",
+                  check_sdpa(s, true, reference_backward(s.r, s.q, s.k, s.v, true)));
 }
 
 TEST_CASE("scaled_dot_product_attention_backward names bad shapes") {
@@ -827,12 +844,14 @@ TEST_CASE("scaled_dot_product_attention_backward names bad shapes") {
   const Tensor<4> bad_dout = xt::zeros<float>({1, 2, 3, 5});
   CHECK_THROWS_WITH_AS(
       attn::scaled_dot_product_attention_backward(bad_dout, s.q, s.k, s.v, f.weights, true),
-      "attn::scaled_dot_product_attention_backward: expected dout (1, 2, 3, 4) (like the forward's out), got dout (1, 2, 3, 5)",
+      "attn::scaled_dot_product_attention_backward: expected dout (1, 2, 3, 4) (like the forward's "
+      "out), got dout (1, 2, 3, 5)",
       std::invalid_argument);
   const Tensor<4> no_weights = xt::zeros<float>({0, 0, 0, 0});
   CHECK_THROWS_WITH_AS(
       attn::scaled_dot_product_attention_backward(s.r, s.q, s.k, s.v, no_weights, true),
-      "attn::scaled_dot_product_attention_backward: expected the forward's weights (1, 2, 3, 3), got (0, 0, 0, 0)",
+      "attn::scaled_dot_product_attention_backward: expected the forward's weights (1, 2, 3, 3), "
+      "got (0, 0, 0, 0)",
       std::invalid_argument);
 }
 
@@ -841,7 +860,9 @@ attn::MhaWeights zeros_like(const attn::MhaWeights& w) {
           xt::zeros<float>(w.w_v.shape()), xt::zeros<float>(w.w_o.shape())};
 }
 
-TEST_CASE("mha_backward matches central differences (H = 1, hs = 1, T = 1, causal or not, with or without w_o)") {
+TEST_CASE(
+    "mha_backward matches central differences (H = 1, hs = 1, T = 1, causal or not, with or "
+    "without w_o)") {
   struct Case {
     std::size_t B, T, C, H;
   };
@@ -864,14 +885,15 @@ TEST_CASE("mha_backward matches central differences (H = 1, hs = 1, T = 1, causa
                                                  {"w_k", span_of(w.w_k), cspan_of(g.w_k)},
                                                  {"w_v", span_of(w.w_v), cspan_of(g.w_v)}};
         if (proj) tensors.push_back({"w_o", span_of(w.w_o), cspan_of(g.w_o)});
-        check_gradients("mha " + std::string(causal ? "causal " : "full ") + (proj ? "" : "no-proj ") +
-                            attn::shape_str(std::array<std::size_t, 4>{c.B, c.T, c.C, c.H}),
-                        attn::grad_check(
-                            [&] {
-                              return attn::weighted_sum(
-                                  cspan_of(attn::mha_forward(x, w, c.H, causal, false).out), cspan_of(r));
-                            },
-                            tensors));
+        check_gradients(
+            "mha " + std::string(causal ? "causal " : "full ") + (proj ? "" : "no-proj ") +
+                attn::shape_str(std::array<std::size_t, 4>{c.B, c.T, c.C, c.H}),
+            attn::grad_check(
+                [&] {
+                  return attn::weighted_sum(
+                      cspan_of(attn::mha_forward(x, w, c.H, causal, false).out), cspan_of(r));
+                },
+                tensors));
       }
   }
 }
@@ -884,9 +906,11 @@ TEST_CASE("mha_backward names a bad dout and an unfilled cache") {
   (void)attn::mha_forward(x, w, 2, true, cache);
   attn::MhaWeights g = zeros_like(w);
   Tensor<3> dx;
-  CHECK_THROWS_WITH_AS(attn::mha_backward(Tensor<3>(xt::zeros<float>({1, 3, 7})), cache, w, 2, true, dx, g),
-                       "attn::mha_backward: expected dout of shape (1, 3, 8) (like the forward's x), got dout (1, 3, 7)",
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      attn::mha_backward(Tensor<3>(xt::zeros<float>({1, 3, 7})), cache, w, 2, true, dx, g),
+      "attn::mha_backward: expected dout of shape (1, 3, 8) (like the forward's x), got dout (1, "
+      "3, 7)",
+      std::invalid_argument);
   attn::MhaCache stale = cache;
   stale.weights = Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0});
   CHECK_THROWS_AS(attn::mha_backward(x, stale, w, 2, true, dx, g), std::invalid_argument);

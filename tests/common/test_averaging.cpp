@@ -22,8 +22,8 @@ TEST_CASE("row t is the mean of rows 0..t, worked by hand") {
 
 TEST_CASE("the loop, the tril matmul and the softmax way agree") {
   attn::Rng rng(1337);
-  for (const auto [T, C] : {std::array<std::size_t, 2>{1, 1}, {3, 2}, {8, 2}, {8, 32},
-                            {16, 5}, {64, 16}}) {
+  for (const auto [T, C] :
+       {std::array<std::size_t, 2>{1, 1}, {3, 2}, {8, 2}, {8, 32}, {16, 5}, {64, 16}}) {
     const attn::Matrix x = attn::randn(rng, T, C);
     const attn::Matrix loop = attn::running_mean_loop(x);
     const attn::Matrix by_matmul = attn::running_mean_matmul(x);
@@ -67,9 +67,10 @@ TEST_CASE("an empty sequence is an error") {
                        std::invalid_argument);
   CHECK_THROWS_AS(attn::averaging_weights_softmax(0), std::invalid_argument);
   const attn::Matrix empty(attn::Matrix::shape_type{0, 2});
-  CHECK_THROWS_WITH_AS(attn::running_mean_loop(empty),
-                       "attn::running_mean_loop: expected x of shape (T, C) with T >= 1, got (0, 2)",
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      attn::running_mean_loop(empty),
+      "attn::running_mean_loop: expected x of shape (T, C) with T >= 1, got (0, 2)",
+      std::invalid_argument);
   CHECK_THROWS_AS(attn::running_mean_matmul(empty), std::invalid_argument);
   CHECK_THROWS_AS(attn::running_mean_softmax(empty), std::invalid_argument);
 }

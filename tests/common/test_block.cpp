@@ -26,7 +26,8 @@ using attn::Tensor;
 // ---- A naive block, from attn::matmul and loops ------------------------------------------------
 
 // (B, T, in) @ (in, out) [+ bias] through attn::matmul on the (B*T, in) matrix of rows.
-Tensor<3> naive_linear(const Tensor<3>& x, const attn::Matrix& w, const attn::Vector* bias = nullptr) {
+Tensor<3> naive_linear(const Tensor<3>& x, const attn::Matrix& w,
+                       const attn::Vector* bias = nullptr) {
   const std::size_t B = x.shape()[0], T = x.shape()[1], in = x.shape()[2], out = w.shape()[1];
   attn::Matrix rows(attn::Matrix::shape_type{B * T, in});
   std::copy(x.data(), x.data() + x.size(), rows.data());
@@ -70,7 +71,8 @@ Tensor<3> naive_add(const Tensor<3>& a, const Tensor<3>& b) {
 std::pair<Tensor<3>, Tensor<4>> naive_attention(const Tensor<3>& x, const attn::MhaWeights& w,
                                                 std::size_t H, bool causal) {
   const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2], hs = C / H;
-  const Tensor<3> q = naive_linear(x, w.w_q), k = naive_linear(x, w.w_k), v = naive_linear(x, w.w_v);
+  const Tensor<3> q = naive_linear(x, w.w_q), k = naive_linear(x, w.w_k),
+                  v = naive_linear(x, w.w_v);
   Tensor<3> merged(x.shape());
   Tensor<4> weights = xt::zeros<float>({B, H, T, T});
   for (std::size_t b = 0; b < B; ++b) {
@@ -82,16 +84,19 @@ std::pair<Tensor<3>, Tensor<4>> naive_attention(const Tensor<3>& x, const attn::
         for (std::size_t u = 0; u <= last; ++u) {
           double s = 0.0;
           for (std::size_t d = 0; d < hs; ++d)
-            s += static_cast<double>(q(b, t, h * hs + d)) * static_cast<double>(k(b, u, h * hs + d));
+            s +=
+                static_cast<double>(q(b, t, h * hs + d)) * static_cast<double>(k(b, u, h * hs + d));
           p[u] = s / std::sqrt(static_cast<double>(hs));
           max_score = std::max(max_score, p[u]);
         }
         double sum = 0.0;
         for (double& e : p) sum += (e = std::exp(e - max_score));
-        for (std::size_t u = 0; u <= last; ++u) weights(b, h, t, u) = static_cast<float>(p[u] / sum);
+        for (std::size_t u = 0; u <= last; ++u)
+          weights(b, h, t, u) = static_cast<float>(p[u] / sum);
         for (std::size_t d = 0; d < hs; ++d) {
           double o = 0.0;
-          for (std::size_t u = 0; u <= last; ++u) o += p[u] / sum * static_cast<double>(v(b, u, h * hs + d));
+          for (std::size_t u = 0; u <= last; ++u)
+            o += p[u] / sum * static_cast<double>(v(b, u, h * hs + d));
           merged(b, t, h * hs + d) = static_cast<float>(o);
         }
       }
@@ -115,13 +120,16 @@ std::pair<Tensor<3>, Tensor<4>> naive_block(const Tensor<3>& x, const attn::Bloc
     return cfg.use_layer_norm ? naive_layer_norm(t, g, b, static_cast<double>(cfg.eps)) : t;
   };
   if (cfg.norm == attn::NormPlacement::pre) {
-    auto [a, weights] = naive_attention(ln(x, w.ln1_gamma, w.ln1_beta), w.attn, cfg.n_heads, cfg.causal);
-    const Tensor<3> x1 = naive_add(x, a);                                          // x + attn(ln1(x))
-    return {naive_add(x1, naive_ffn(ln(x1, w.ln2_gamma, w.ln2_beta), w.ffn)), weights};  // + ffn(ln2)
+    auto [a, weights] =
+        naive_attention(ln(x, w.ln1_gamma, w.ln1_beta), w.attn, cfg.n_heads, cfg.causal);
+    const Tensor<3> x1 = naive_add(x, a);  // x + attn(ln1(x))
+    return {naive_add(x1, naive_ffn(ln(x1, w.ln2_gamma, w.ln2_beta), w.ffn)),
+            weights};  // + ffn(ln2)
   }
   auto [a, weights] = naive_attention(x, w.attn, cfg.n_heads, cfg.causal);
-  const Tensor<3> x1 = ln(naive_add(x, a), w.ln1_gamma, w.ln1_beta);                   // ln1(x + attn(x))
-  return {ln(naive_add(x1, naive_ffn(x1, w.ffn)), w.ln2_gamma, w.ln2_beta), weights};  // ln2(x + ffn(x))
+  const Tensor<3> x1 = ln(naive_add(x, a), w.ln1_gamma, w.ln1_beta);  // ln1(x + attn(x))
+  return {ln(naive_add(x1, naive_ffn(x1, w.ffn)), w.ln2_gamma, w.ln2_beta),
+          weights};  // ln2(x + ffn(x))
 }
 
 // Weights large enough that attention is far from uniform and every parameter matters
@@ -151,7 +159,8 @@ Tensor<3> first_tokens(const Tensor<3>& x, std::size_t n) {
   return y;
 }
 
-std::string error_of(const Tensor<3>& x, const attn::BlockWeights& w, const attn::BlockConfig& cfg) {
+std::string error_of(const Tensor<3>& x, const attn::BlockWeights& w,
+                     const attn::BlockConfig& cfg) {
   try {
     (void)attn::block_forward(x, w, cfg);
   } catch (const std::invalid_argument& e) {
@@ -247,7 +256,8 @@ TEST_CASE("the activation option reaches the FFN") {
   });
   Tensor<3> h = naive_linear(ln2, w.ffn.w1, &w.ffn.b1);
   for (float& e : h) e = std::max(e, 0.0f);
-  CHECK_TENSOR_NEAR(relu_out, naive_add(residual1, naive_linear(h, w.ffn.w2, &w.ffn.b2)), 1e-5, 1e-5);
+  CHECK_TENSOR_NEAR(relu_out, naive_add(residual1, naive_linear(h, w.ffn.w2, &w.ffn.b2)), 1e-5,
+                    1e-5);
   CHECK(xt::amax(xt::abs(gelu_out - relu_out))() > 1e-3f);
 }
 
@@ -391,7 +401,8 @@ TEST_CASE("block_forward names the mis-shaped weight") {
   CHECK(error_of(x, w, cfg) == "attn::block_forward: ffn.b1 is (255,), expected (256,)");
   // x itself of the wrong width: every weight disagrees, the first one checked is named.
   const Tensor<3> narrow = attn::randn<3>(rng, {1, 4, 32});
-  CHECK(error_of(narrow, good, cfg) == "attn::block_forward: attn.w_q is (64, 64), expected (32, 32)");
+  CHECK(error_of(narrow, good, cfg) ==
+        "attn::block_forward: attn.w_q is (64, 64), expected (32, 32)");
   attn::BlockConfig five_heads;
   five_heads.n_heads = 5;
   CHECK(error_of(x, good, five_heads) == "attn::block_forward: n_heads = 5 does not divide C = 64");
@@ -419,8 +430,9 @@ attn::BlockWeights variant_weights(attn::Rng& rng, std::size_t C, std::size_t F,
 
 std::string describe(const attn::BlockConfig& c) {
   return std::string(attn::norm_name(c.norm)) + (c.use_layer_norm ? "" : " noLN") +
-         (c.residual ? "" : " noRes") + (c.use_ffn ? "" : " noFFN") + (c.attn_proj ? "" : " noProj") +
-         " " + std::string(attn::activation_name(c.activation)) + (c.causal ? " causal" : " full");
+         (c.residual ? "" : " noRes") + (c.use_ffn ? "" : " noFFN") +
+         (c.attn_proj ? "" : " noProj") + " " + std::string(attn::activation_name(c.activation)) +
+         (c.causal ? " causal" : " full");
 }
 
 // Every tensor of w and g, by name (empty ones skipped).
@@ -529,7 +541,8 @@ TEST_CASE("block variants compute what they say") {
   cfg.use_layer_norm = false;
   attn::BlockWeights w = variant_weights(rng, C, 16, cfg);
   // Attention alone: the block is mha_forward (the fast kernel the block calls: the same bits).
-  CHECK_TENSOR_NEAR(attn::block_forward(x, w, cfg).out, attn::fast::mha_forward(x, w.attn, 2, true).out, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(attn::block_forward(x, w, cfg).out,
+                    attn::fast::mha_forward(x, w.attn, 2, true).out, 0.0, 0.0);
   // With the residual: x + attn(x).
   cfg.residual = true;
   const Tensor<3> with_res = attn::block_forward(x, w, cfg).out;
@@ -541,17 +554,21 @@ TEST_CASE("block variants compute what they say") {
   wn.attn.w_o = attn::Matrix(attn::Matrix::shape_type{0, 0});
   attn::MhaWeights eye = w.attn;
   eye.w_o = xt::eye<float>(C);
-  CHECK_TENSOR_NEAR(attn::block_forward(x, wn, cfg).out, attn::mha_forward(x, eye, 2, true).out, 1e-6, 1e-6);
+  CHECK_TENSOR_NEAR(attn::block_forward(x, wn, cfg).out, attn::mha_forward(x, eye, 2, true).out,
+                    1e-6, 1e-6);
   // A variant's unused weights must be empty, and the used ones present: named errors.
-  CHECK(error_of(x, w, cfg) == "attn::block_forward: attn.w_o is (8, 8), expected an empty matrix (attn_proj = false)");
+  CHECK(error_of(x, w, cfg) ==
+        "attn::block_forward: attn.w_o is (8, 8), expected an empty matrix (attn_proj = false)");
   attn::BlockConfig with_ffn;
   with_ffn.n_heads = 2;
   with_ffn.use_ffn = false;
   attn::BlockWeights full = random_weights(rng, C, 16);
-  CHECK(error_of(x, full, with_ffn) == "attn::block_forward: ffn.w1 is (8, 16), expected empty FFN weights (use_ffn = false)");
+  CHECK(error_of(x, full, with_ffn) ==
+        "attn::block_forward: ffn.w1 is (8, 16), expected empty FFN weights (use_ffn = false)");
 }
 
-TEST_CASE("block forward+backward: same bits on 1 and 3 threads; cache buffers reused; dout checked") {
+TEST_CASE(
+    "block forward+backward: same bits on 1 and 3 threads; cache buffers reused; dout checked") {
   attn::Rng rng(501);
   const attn::BlockWeights w = random_weights(rng, 32, 64);
   const Tensor<3> x = attn::randn<3>(rng, {3, 70, 32});
@@ -577,9 +594,11 @@ TEST_CASE("block forward+backward: same bits on 1 and 3 threads; cache buffers r
       dxs.push_back(dx);
       gs.push_back(g);
       if (threads == 1) {
-        CHECK_THROWS_WITH_AS(attn::block_backward(Tensor<3>(xt::zeros<float>({3, 70, 31})), cache, w, cfg, dx, g),
-                             "attn::block_backward: expected dout of shape (3, 70, 32) (like the block's output), got dout (3, 70, 31)",
-                             std::invalid_argument);
+        CHECK_THROWS_WITH_AS(
+            attn::block_backward(Tensor<3>(xt::zeros<float>({3, 70, 31})), cache, w, cfg, dx, g),
+            "attn::block_backward: expected dout of shape (3, 70, 32) (like the block's output), "
+            "got dout (3, 70, 31)",
+            std::invalid_argument);
       }
     }
     CHECK_TENSOR_NEAR(dxs[0], dxs[1], 0.0, 0.0);

@@ -100,7 +100,8 @@ TEST_CASE("a valid file is read byte for byte") {
 TEST_CASE("a missing file is one line naming the path and the reason") {
   TempDir dir;
   const fs::path file = dir.path / "nope.txt";
-  CHECK(read_error(file) == "cannot read corpus '" + file.string() + "': No such file or directory");
+  CHECK(read_error(file) ==
+        "cannot read corpus '" + file.string() + "': No such file or directory");
 }
 
 TEST_CASE("a directory is not a corpus") {
@@ -131,8 +132,8 @@ TEST_CASE("only regular files are read: /dev/zero and links to it never end (iss
                                 "text file");
   const fs::path loop = dir.path / "loop.txt";
   fs::create_symlink(loop, loop);
-  CHECK(read_error(loop) == "cannot read corpus '" + loop.string() +
-                                "': Too many levels of symbolic links");
+  CHECK(read_error(loop) ==
+        "cannot read corpus '" + loop.string() + "': Too many levels of symbolic links");
 }
 
 TEST_CASE("a file above 64 MiB is rejected from its size, before it is read") {
@@ -159,8 +160,8 @@ TEST_CASE("invalid UTF-8 is reported with its byte offset") {
 
 TEST_CASE("every error message is a single line") {
   TempDir dir;
-  for (const fs::path& p : {dir.path / "missing.txt", dir.path, dir.write("e.txt", ""),
-                            dir.write("bad.txt", "\xC3")}) {
+  for (const fs::path& p :
+       {dir.path / "missing.txt", dir.path, dir.write("e.txt", ""), dir.write("bad.txt", "\xC3")}) {
     const std::string message = read_error(p);
     CAPTURE(message);
     CHECK_FALSE(message.empty());

@@ -59,7 +59,8 @@ TEST_SUITE("common.fast_layernorm_attention") {
 // LayerNorm
 // ---------------------------------------------------------------------------------------------
 
-TEST_CASE("fast LayerNorm equals the reference: forward, cache, backward, in place, 1 and 3 threads") {
+TEST_CASE(
+    "fast LayerNorm equals the reference: forward, cache, backward, in place, 1 and 3 threads") {
   // C: 1, odd, below / at / above the 4 double lanes, 8 float lanes, 64. Rows: 1, odd, and 513 =
   // two full chunks of 256 and one row in a third (the chunks go to different threads).
   attn::Rng rng(500);
@@ -146,15 +147,18 @@ TEST_CASE("fast LayerNorm rejects what the reference rejects, with the same mess
   const Tensor<2> x = xt::ones<float>({2, 4});
   const attn::Vector g3 = xt::ones<float>({3}), g4 = xt::ones<float>({4});
   using E = std::invalid_argument;
-  CHECK_THROWS_WITH_AS(attn::fast::layer_norm<2>(x, g3, g4),
-                       "attn::layer_norm: expected x (..., C) with C > 0, gamma (C,) and beta (C,), "
-                       "got x (2, 4), gamma (3,), beta (4,)", E);
+  CHECK_THROWS_WITH_AS(
+      attn::fast::layer_norm<2>(x, g3, g4),
+      "attn::layer_norm: expected x (..., C) with C > 0, gamma (C,) and beta (C,), "
+      "got x (2, 4), gamma (3,), beta (4,)",
+      E);
   attn::LayerNormCache stale;
   Tensor<2> dx;
   attn::Vector dg = g4, db = g4;
   CHECK_THROWS_WITH_AS(attn::fast::layer_norm_backward<2>(x, x, g4, stale, dx, dg, db),
                        "attn::layer_norm_backward: expected a cache from the forward of x (2, 4): "
-                       "rstd (2,), got rstd (0,)", E);
+                       "rstd (2,), got rstd (0,)",
+                       E);
 }
 
 TEST_CASE("the LayerNorm comparison catches a subtly wrong kernel") {
@@ -185,7 +189,8 @@ TEST_CASE("the LayerNorm comparison catches a subtly wrong kernel") {
     double b = 0.0;
     for (std::size_t j = 0; j < C; ++j) {
       const double xhat = (static_cast<double>(x(r, j)) - mean) * rstd;
-      b += static_cast<double>(gamma(j)) * static_cast<double>(dy(r, j)) * xhat / static_cast<double>(C);
+      b += static_cast<double>(gamma(j)) * static_cast<double>(dy(r, j)) * xhat /
+           static_cast<double>(C);
     }
     for (std::size_t j = 0; j < C; ++j) {
       const double d = static_cast<double>(x(r, j)) - mean;
@@ -217,7 +222,9 @@ Sdpa make_sdpa(std::size_t B, std::size_t H, std::size_t T, std::size_t S, std::
   return s;
 }
 
-TEST_CASE("fast scaled dot-product attention equals the reference, forward and backward, at every kernel limit") {
+TEST_CASE(
+    "fast scaled dot-product attention equals the reference, forward and backward, at every kernel "
+    "limit") {
   // Heads of 8, 16, ... 64 floats with at most 256 keys go through the hand-written products
   // (head_products.hpp), every other shape through BLAS: both sides of each limit (hs 64 | 72,
   // S 256 | 257, hs 8 | 12), hs = 1, T = 1, a last block of fewer than 4 rows or 16 keys, 16 + 8
@@ -226,12 +233,12 @@ TEST_CASE("fast scaled dot-product attention equals the reference, forward and b
   struct Case {
     std::size_t B, H, T, S, hs, hv;
   };
-  for (const Case c : {Case{1, 1, 1, 1, 1, 1}, Case{2, 3, 1, 1, 8, 8}, Case{1, 2, 5, 5, 8, 8},
-                       Case{2, 1, 17, 17, 24, 24}, Case{1, 1, 33, 70, 16, 16},
-                       Case{1, 1, 3, 256, 8, 8}, Case{1, 1, 3, 257, 8, 8}, Case{1, 1, 9, 9, 64, 64},
-                       Case{1, 1, 9, 9, 72, 72}, Case{1, 2, 6, 6, 12, 12}, Case{2, 2, 7, 7, 3, 5},
-                       Case{1, 1, 70, 70, 16, 16}, Case{1, 2, 150, 150, 8, 8},
-                       Case{3, 3, 65, 65, 40, 40}}) {
+  for (const Case c :
+       {Case{1, 1, 1, 1, 1, 1}, Case{2, 3, 1, 1, 8, 8}, Case{1, 2, 5, 5, 8, 8},
+        Case{2, 1, 17, 17, 24, 24}, Case{1, 1, 33, 70, 16, 16}, Case{1, 1, 3, 256, 8, 8},
+        Case{1, 1, 3, 257, 8, 8}, Case{1, 1, 9, 9, 64, 64}, Case{1, 1, 9, 9, 72, 72},
+        Case{1, 2, 6, 6, 12, 12}, Case{2, 2, 7, 7, 3, 5}, Case{1, 1, 70, 70, 16, 16},
+        Case{1, 2, 150, 150, 8, 8}, Case{3, 3, 65, 65, 40, 40}}) {
     for (const bool causal : {false, true}) {
       if (causal && c.T != c.S) continue;
       CAPTURE(c.B);
@@ -243,10 +250,11 @@ TEST_CASE("fast scaled dot-product attention equals the reference, forward and b
       CAPTURE(causal);
       const Sdpa s = make_sdpa(c.B, c.H, c.T, c.S, c.hs, c.hv, 600 + c.S + c.hs);
       const attn::AttentionResult ref = attn::scaled_dot_product_attention(s.q, s.k, s.v, causal);
-      const attn::AttentionGrads ref_g = attn::scaled_dot_product_attention_backward(
-          s.dout, s.q, s.k, s.v, ref.weights, causal);
+      const attn::AttentionGrads ref_g =
+          attn::scaled_dot_product_attention_backward(s.dout, s.q, s.k, s.v, ref.weights, causal);
       on_1_and_3_threads([&] {
-        const attn::AttentionResult f = attn::fast::scaled_dot_product_attention(s.q, s.k, s.v, causal);
+        const attn::AttentionResult f =
+            attn::fast::scaled_dot_product_attention(s.q, s.k, s.v, causal);
         CHECK_TENSOR_NEAR(f.out, ref.out, kAtol, kRtol);
         CHECK_TENSOR_NEAR(f.weights, ref.weights, kAtol, kRtol);
         const attn::AttentionResult lean =
@@ -263,7 +271,8 @@ TEST_CASE("fast scaled dot-product attention equals the reference, forward and b
   }
 }
 
-TEST_CASE("fast attention on caller-owned strided buffers (the KV cache's call) equals the reference") {
+TEST_CASE(
+    "fast attention on caller-owned strided buffers (the KV cache's call) equals the reference") {
   // Small heads: one query at a time over keys 0..t gives the exact bits of row t of the whole
   // causal sequence (every score is one sum in a fixed order), which lets chapter 10's cached
   // generation reproduce the uncached one token for token. BLAS heads (hs = 72): within the
@@ -286,7 +295,8 @@ TEST_CASE("fast attention on caller-owned strided buffers (the KV cache's call) 
         for (std::size_t i = 0; i < hs; ++i) {
           differ += out[h * hs + i] != full.out(0, h, t, i);
           const double want = static_cast<double>(ref.out(0, h, t, i));
-          CHECK(std::abs(static_cast<double>(out[h * hs + i]) - want) <= kAtol + kRtol * std::abs(want));
+          CHECK(std::abs(static_cast<double>(out[h * hs + i]) - want) <=
+                kAtol + kRtol * std::abs(want));
         }
     }
     if (hs == 16) CHECK(differ == 0);
@@ -299,7 +309,8 @@ TEST_CASE("the attention comparison catches a subtly wrong kernel") {
   const Sdpa s = make_sdpa(1, 2, 9, 9, 16, 16, 7);
   const attn::AttentionResult f = attn::fast::scaled_dot_product_attention(s.q, s.k, s.v, true);
   const Tensor<4> q_off = s.q * 1.01f;
-  CHECK_FALSE(near(attn::scaled_dot_product_attention(q_off, s.k, s.v, true).out, f.out, kAtol, kRtol));
+  CHECK_FALSE(
+      near(attn::scaled_dot_product_attention(q_off, s.k, s.v, true).out, f.out, kAtol, kRtol));
   const attn::AttentionGrads g =
       attn::fast::scaled_dot_product_attention_backward(s.dout, s.q, s.k, s.v, f.weights, true);
   const Tensor<4> dk_unscaled = g.dk * 4.0f;  // sqrt(16)
@@ -322,7 +333,8 @@ struct DimsMha {
   std::size_t B, T, C, H;
 };
 
-TEST_CASE("fast multi-head attention equals the reference: forward, fused, cross, cache, backward") {
+TEST_CASE(
+    "fast multi-head attention equals the reference: forward, fused, cross, cache, backward") {
   // (1, 1, 3, 1): one token, C = 3; (3, 5, 6, 3): hs = 2 (BLAS); (2, 70, 24, 3): hs = 8 (small
   // heads) over two query blocks; (2, 9, 64, 1): one head of 64; (1, 7, 12, 2), hs = 6.
   for (const DimsMha d : {DimsMha{1, 1, 3, 1}, DimsMha{3, 5, 6, 3}, DimsMha{2, 70, 24, 3},
@@ -420,7 +432,8 @@ TEST_CASE("fast mha_forward on 1 to 3 threads: the same bits, with and without w
       CAPTURE(causal);
       CAPTURE(need_weights);
       std::vector<attn::MhaResult> rs;
-      on_1_and_3_threads([&] { rs.push_back(attn::fast::mha_forward(x, w, 4, causal, need_weights)); });
+      on_1_and_3_threads(
+          [&] { rs.push_back(attn::fast::mha_forward(x, w, 4, causal, need_weights)); });
       CHECK_TENSOR_NEAR(rs[0].out, rs[1].out, 0.0, 0.0);
       CHECK_TENSOR_NEAR(rs[0].weights, rs[1].weights, 0.0, 0.0);
     }

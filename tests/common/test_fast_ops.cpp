@@ -156,8 +156,8 @@ TEST_CASE("fast::linear_backward equals the reference: dx, dW accumulated, db bi
           const double bound = kAtol + kRtol * std::abs(ref) +
                                static_cast<double>(rows) * std::ldexp(1.0, -24) * size;
           if (!(std::abs(static_cast<double>(dw(i, o)) - ref) <= bound)) {
-            FAIL_CHECK("dw at (" << i << ", " << o << "): got " << dw(i, o) << ", expected "
-                                 << ref << ", bound " << bound);
+            FAIL_CHECK("dw at (" << i << ", " << o << "): got " << dw(i, o) << ", expected " << ref
+                                 << ", bound " << bound);
           }
         }
       }
@@ -165,8 +165,9 @@ TEST_CASE("fast::linear_backward equals the reference: dx, dW accumulated, db bi
   }
 }
 
-TEST_CASE("fast::bias_backward sums every column bit for bit like the reference, across its "
-          "512-column blocks and 4-column steps") {
+TEST_CASE(
+    "fast::bias_backward sums every column bit for bit like the reference, across its "
+    "512-column blocks and 4-column steps") {
   attn::Rng rng(103);
   for (const std::size_t cols : {std::size_t{1}, std::size_t{3}, std::size_t{515}}) {
     CAPTURE(cols);
@@ -185,8 +186,8 @@ TEST_CASE("the linear tolerance catches a kernel that forgets the bias or transp
   const attn::Tensor<3> x = attn::randn<3>(rng, {2, 3, 6});
   const attn::Matrix w = attn::randn(rng, 6, 6);
   const attn::Vector b = attn::randn<1>(rng, {6}, 0.1f);  // a small bias
-  CHECK_FALSE(tensor_mismatch(attn::fast::linear(x, w), attn::linear(x, w, b), kAtol, kRtol)
-                  .empty());
+  CHECK_FALSE(
+      tensor_mismatch(attn::fast::linear(x, w), attn::linear(x, w, b), kAtol, kRtol).empty());
   const attn::Tensor<3> dy = attn::randn<3>(rng, {2, 3, 6});
   const attn::LinearGrads ref = attn::linear_backward(dy, x, w);
   attn::Tensor<3> dx;
@@ -248,8 +249,9 @@ TEST_CASE("fast exact GELU is within 1e-7 plus one float step of the erf formula
   CHECK(max_err_small <= 1.5e-7);  // measured 1.34e-7 on [-3, 3]
 }
 
-TEST_CASE("fast activations: infinities and NaN like the reference, and a value gets the same "
-          "result wherever it sits in the buffer (full lanes and padded tails)") {
+TEST_CASE(
+    "fast activations: infinities and NaN like the reference, and a value gets the same "
+    "result wherever it sits in the buffer (full lanes and padded tails)") {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   attn::Rng rng(105);
@@ -439,8 +441,9 @@ TEST_CASE("fast cross-entropy equals the reference: loss, gradient, in place, 1 
           on_threads(threads, [&] { return attn::fast::cross_entropy_with_grad(logits, targets); });
       CHECK(std::abs(got.loss - ref.loss) <= loss_tol);
       CHECK_TENSOR_NEAR(got.grad, ref.grad, 0.0, 0.0);
-      CHECK(std::abs(on_threads(threads, [&] { return attn::fast::cross_entropy(logits, targets); }) -
-                     ref.loss) <= loss_tol);
+      CHECK(
+          std::abs(on_threads(threads, [&] { return attn::fast::cross_entropy(logits, targets); }) -
+                   ref.loss) <= loss_tol);
       attn::Matrix inplace = logits;
       const double loss = on_threads(
           threads, [&] { return attn::fast::cross_entropy_backward_inplace(inplace, targets); });

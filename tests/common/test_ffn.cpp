@@ -34,9 +34,12 @@ double relu(double x) { return x > 0.0 ? x : 0.0; }
 
 double reference(attn::Activation a, double x) {
   switch (a) {
-    case attn::Activation::relu: return relu(x);
-    case attn::Activation::gelu: return gelu_exact(x);
-    case attn::Activation::gelu_tanh: return gelu_tanh(x);
+    case attn::Activation::relu:
+      return relu(x);
+    case attn::Activation::gelu:
+      return gelu_exact(x);
+    case attn::Activation::gelu_tanh:
+      return gelu_tanh(x);
   }
   return 0.0;
 }
@@ -56,8 +59,7 @@ double float_step(float f) {
 
 // act(x @ w1 + b1) @ w2 + b2 one token row at a time, with attn::matmul (the plain triple loop)
 // and the activation formula in double.
-attn::Tensor<3> naive_ffn(const attn::Tensor<3>& x, const attn::FfnWeights& w,
-                          attn::Activation a) {
+attn::Tensor<3> naive_ffn(const attn::Tensor<3>& x, const attn::FfnWeights& w, attn::Activation a) {
   const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
   const std::size_t F = w.w1.shape()[1];
   attn::Tensor<3> y(attn::Tensor<3>::shape_type{B, T, C});
@@ -112,8 +114,12 @@ TEST_CASE("ReLU is exactly max(0, x)") {
 TEST_CASE("GELU at hand-computed points") {
   // 0.5 x (1 + erf(x / sqrt 2)), from Python's math.erf.
   const attn::Vector x = {0.0f, 1.0f, -1.0f, 2.0f, -3.0f, 0.5f};
-  const attn::Vector want = {0.0f,         0.8413447460685429f,  -0.15865525393145707f,
-                             1.9544997361036416f, -0.00404969409489031f, 0.34573123063700656f};
+  const attn::Vector want = {0.0f,
+                             0.8413447460685429f,
+                             -0.15865525393145707f,
+                             1.9544997361036416f,
+                             -0.00404969409489031f,
+                             0.34573123063700656f};
   CHECK_TENSOR_NEAR(attn::activate<1>(x, attn::Activation::gelu), want, 1e-7, 1e-7);
 }
 
@@ -139,8 +145,9 @@ TEST_CASE("exact GELU is within 1e-7 plus one float step of the erf formula, on 
   CHECK(max_err_small <= 1.5e-7);  // measured 1.34e-7 on [-3, 3]
 }
 
-TEST_CASE("the GELU tanh approximation matches its own formula, and differs from the exact GELU "
-          "by less than 1e-3") {
+TEST_CASE(
+    "the GELU tanh approximation matches its own formula, and differs from the exact GELU "
+    "by less than 1e-3") {
   std::vector<float> xs = grid(-20.0, 20.0, 1e-3);
   std::vector<float> approx = xs;
   std::vector<float> exact = xs;
@@ -153,7 +160,8 @@ TEST_CASE("the GELU tanh approximation matches its own formula, and differs from
     const double a = static_cast<double>(approx[i]);
     const double err = std::abs(a - gelu_tanh(x));
     max_err = std::max(max_err, err);
-    worst_excess = std::max(worst_excess, err - (1e-7 + float_step(static_cast<float>(gelu_tanh(x)))));
+    worst_excess =
+        std::max(worst_excess, err - (1e-7 + float_step(static_cast<float>(gelu_tanh(x)))));
     max_gap = std::max(max_gap, std::abs(a - static_cast<double>(exact[i])));
   }
   CAPTURE(max_err);
@@ -281,7 +289,8 @@ using attn::testing::upstream;
 // d/dx of the reference formulas, in double.
 double reference_grad(attn::Activation a, double x) {
   switch (a) {
-    case attn::Activation::relu: return x > 0.0 ? 1.0 : 0.0;
+    case attn::Activation::relu:
+      return x > 0.0 ? 1.0 : 0.0;
     case attn::Activation::gelu:
       return 0.5 * std::erfc(-x / std::numbers::sqrt2) +
              x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * std::numbers::pi);
@@ -334,9 +343,10 @@ TEST_CASE("activate_backward at 0, the infinities and NaN") {
     CHECK(dx[5] == 0.0f);
   }
   std::vector<float> short_dx(2);
-  CHECK_THROWS_WITH_AS(attn::activate_backward(xs, dy, short_dx, attn::Activation::gelu),
-                       "attn::activate_backward: x, dy and dx must have the same size, got 6, 6 and 2",
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      attn::activate_backward(xs, dy, short_dx, attn::Activation::gelu),
+      "attn::activate_backward: x, dy and dx must have the same size, got 6, 6 and 2",
+      std::invalid_argument);
 }
 
 TEST_CASE("activate_backward matches central differences (tensor form)") {
@@ -348,13 +358,16 @@ TEST_CASE("activate_backward matches central differences (tensor form)") {
     for (float& v : x) v = std::abs(v) < 0.05f ? 0.5f : v;
     const attn::Tensor<2> r = upstream(x, 4);
     const attn::Tensor<2> dx = attn::activate_backward<2>(x, r, a);
-    check_gradients("activation " + std::string(attn::activation_name(a)),
-                    attn::grad_check([&] { return attn::weighted_sum(cspan_of(attn::activate<2>(x, a)), cspan_of(r)); },
-                                     {{"x", span_of(x), cspan_of(dx)}}, {.h = 1e-3}));
+    check_gradients(
+        "activation " + std::string(attn::activation_name(a)),
+        attn::grad_check(
+            [&] { return attn::weighted_sum(cspan_of(attn::activate<2>(x, a)), cspan_of(r)); },
+            {{"x", span_of(x), cspan_of(dx)}}, {.h = 1e-3}));
   }
 }
 
-TEST_CASE("ffn_forward with a cache gives ffn_forward's output bit for bit, and keeps x, pre, act") {
+TEST_CASE(
+    "ffn_forward with a cache gives ffn_forward's output bit for bit, and keeps x, pre, act") {
   attn::Rng rng(88);
   const attn::FfnWeights w = weights_with_biases(rng, 24, 40);
   const attn::Tensor<3> x = attn::randn<3>(rng, {3, 10, 24});
@@ -385,15 +398,16 @@ TEST_CASE("ffn_backward matches central differences, all three activations, odd 
                          xt::zeros<float>({C})};
       attn::Tensor<3> dx;
       attn::ffn_backward(r, cache, w, a, dx, g);
-      check_gradients("ffn " + std::string(attn::activation_name(a)) + " " + attn::shape_str(s),
-                      attn::grad_check(
-                          [&] { return attn::weighted_sum(cspan_of(attn::ffn_forward(x, w, a)), cspan_of(r)); },
-                          {{"x", span_of(x), cspan_of(dx)},
-                           {"w1", span_of(w.w1), cspan_of(g.w1)},
-                           {"b1", span_of(w.b1), cspan_of(g.b1)},
-                           {"w2", span_of(w.w2), cspan_of(g.w2)},
-                           {"b2", span_of(w.b2), cspan_of(g.b2)}},
-                          {.h = a == attn::Activation::relu ? 1e-3 : 3e-3}));
+      check_gradients(
+          "ffn " + std::string(attn::activation_name(a)) + " " + attn::shape_str(s),
+          attn::grad_check(
+              [&] { return attn::weighted_sum(cspan_of(attn::ffn_forward(x, w, a)), cspan_of(r)); },
+              {{"x", span_of(x), cspan_of(dx)},
+               {"w1", span_of(w.w1), cspan_of(g.w1)},
+               {"b1", span_of(w.b1), cspan_of(g.b1)},
+               {"w2", span_of(w.w2), cspan_of(g.w2)},
+               {"b2", span_of(w.b2), cspan_of(g.b2)}},
+              {.h = a == attn::Activation::relu ? 1e-3 : 3e-3}));
     }
   }
 }
@@ -409,7 +423,8 @@ TEST_CASE("ffn_backward names a mis-shaped dy") {
                      xt::zeros<float>({16})};
   const attn::Tensor<3> dy_bad = xt::zeros<float>({2, 150, 15});
   CHECK_THROWS_WITH_AS(attn::ffn_backward(dy_bad, cache, w, attn::Activation::gelu, dx, g),
-                       "attn::ffn_backward: expected dy of shape (2, 150, 16) (like the forward's input), got dy (2, 150, 15)",
+                       "attn::ffn_backward: expected dy of shape (2, 150, 16) (like the forward's "
+                       "input), got dy (2, 150, 15)",
                        std::invalid_argument);
 }
 

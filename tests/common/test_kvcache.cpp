@@ -50,8 +50,8 @@ std::vector<int> random_ids(attn::Rng& rng, std::size_t n, std::size_t V) {
 }
 
 // lm_forward's logits at the last position of each of the B sequences (B, T) -> (B, V).
-attn::Matrix forward_last(const std::vector<int>& tokens, std::size_t B,
-                          const attn::LmWeights& w, const attn::LmConfig& config) {
+attn::Matrix forward_last(const std::vector<int>& tokens, std::size_t B, const attn::LmWeights& w,
+                          const attn::LmConfig& config) {
   const std::size_t T = tokens.size() / B, V = config.vocab_size;
   xt::xtensor<int, 2> t(std::array<std::size_t, 2>{B, T});
   std::copy(tokens.begin(), tokens.end(), t.data());
@@ -67,10 +67,9 @@ attn::Matrix forward_last(const std::vector<int>& tokens, std::size_t B,
 TEST_SUITE("kvcache") {
 
 TEST_CASE("the cache holds 2 L B T_max C floats, by the formula and in its tensors") {
-  for (const auto& [config, B] :
-       {std::pair{config_of(65, 64, 64, 4, 4), std::size_t{1}},
-        std::pair{config_of(11, 6, 8, 2, 2), std::size_t{3}},
-        std::pair{config_of(7, 5, 12, 3, 1), std::size_t{2}}}) {
+  for (const auto& [config, B] : {std::pair{config_of(65, 64, 64, 4, 4), std::size_t{1}},
+                                  std::pair{config_of(11, 6, 8, 2, 2), std::size_t{3}},
+                                  std::pair{config_of(7, 5, 12, 3, 1), std::size_t{2}}}) {
     const attn::KvCache cache = attn::kv_cache_init(config, B);
     const std::size_t formula =
         2 * config.n_layers * B * config.block_size * config.n_embd;  // written out here
@@ -157,7 +156,8 @@ TEST_CASE("keys and values in the cache are the projections of each layer's norm
   }
 }
 
-TEST_CASE("the model appends with kv_append's layout: its cache rebuilt by kv_append, bit for bit") {
+TEST_CASE(
+    "the model appends with kv_append's layout: its cache rebuilt by kv_append, bit for bit") {
   // One KV append serves the exercise's attn::kv_append and the model's prefill and steps. Read
   // each cached position back as rows (B, H*hs), append them to an empty cache: the same bits.
   attn::Rng init(12);
@@ -355,7 +355,8 @@ TEST_CASE("steps write into the buffers allocated up front: data pointers never 
   CHECK(cache.hidden.data() == hidden);
 }
 
-TEST_CASE("per-token FLOPs: the uncached formula is the blocks' plus the head, the cached is flat") {
+TEST_CASE(
+    "per-token FLOPs: the uncached formula is the blocks' plus the head, the cached is flat") {
   const attn::LmConfig config = config_of(65, 64, 64, 4, 4);
   for (const std::size_t T : {std::size_t{1}, std::size_t{10}, std::size_t{64}}) {
     const double blocks = 4.0 * attn::block_forward_flops(1, T, 64, 256, 4);
@@ -447,9 +448,10 @@ TEST_CASE("bad input: sizes, ids, a full cache, mismatched weights and options")
                        std::invalid_argument);
 
   attn::KvCache cache = attn::kv_cache_init(config, 2);
-  CHECK_THROWS_WITH_AS(attn::lm_prefill(cache, std::vector<int>{}, w, config),
-                       "attn::lm_prefill: expected B = 2 sequences of 1 to 6 tokens (T_max), got 0 ids",
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      attn::lm_prefill(cache, std::vector<int>{}, w, config),
+      "attn::lm_prefill: expected B = 2 sequences of 1 to 6 tokens (T_max), got 0 ids",
+      std::invalid_argument);
   CHECK_THROWS_AS(attn::lm_prefill(cache, std::vector<int>{1, 2, 3}, w, config),
                   std::invalid_argument);  // 3 ids for B = 2
   CHECK_THROWS_AS(attn::lm_prefill(cache, std::vector<int>(14, 1), w, config),
@@ -510,9 +512,10 @@ TEST_CASE("bad input: sizes, ids, a full cache, mismatched weights and options")
                        "attn::lm_generate: top_p must be in (0, 1], got 0", std::invalid_argument);
   bad = o;
   bad.top_k = 12;
-  CHECK_THROWS_WITH_AS(attn::lm_generate_cached(w, config, std::vector<int>{1}, bad, rng),
-                       "attn::lm_generate_cached: top_k must be in [0, 11] (0 = all tokens), got 12",
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      attn::lm_generate_cached(w, config, std::vector<int>{1}, bad, rng),
+      "attn::lm_generate_cached: top_k must be in [0, 11] (0 = all tokens), got 12",
+      std::invalid_argument);
   bad = o;
   bad.temperature = 0.0f;
   CHECK_THROWS_WITH_AS(attn::lm_generate_cached(w, config, std::vector<int>{1}, bad, rng),
@@ -545,8 +548,8 @@ TEST_CASE("without top-p the sampler draws what sample_logits and sample_top_k d
     o.top_k = k;
     attn::Rng a(7), b(7);
     for (int i = 0; i < 200; ++i) {
-      const int want = k == 0 ? attn::sample_logits(logits, 0.8f, b)
-                              : attn::sample_top_k(logits, 0.8f, k, b);
+      const int want =
+          k == 0 ? attn::sample_logits(logits, 0.8f, b) : attn::sample_top_k(logits, 0.8f, k, b);
       CHECK(sampler.next(logits, o, a) == want);
     }
   }

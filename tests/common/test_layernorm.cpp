@@ -37,8 +37,8 @@ attn::Tensor<N> reference_layer_norm(const attn::Tensor<N>& x, const attn::Vecto
     var /= static_cast<double>(C);
     for (std::size_t j = 0; j < C; ++j) {
       const double n = (static_cast<double>(in[j]) - mean) / std::sqrt(var + eps);
-      y.data()[r * C + j] = static_cast<float>(n * static_cast<double>(gamma(j)) +
-                                               static_cast<double>(beta(j)));
+      y.data()[r * C + j] =
+          static_cast<float>(n * static_cast<double>(gamma(j)) + static_cast<double>(beta(j)));
     }
   }
   return y;
@@ -59,11 +59,10 @@ TEST_CASE("hand examples: known mean and variance per row") {
   const attn::Matrix x = {{1.0f, 2.0f, 3.0f, 4.0f}, {2.0f, 2.0f, 2.0f, 6.0f}};
   const double s0 = std::sqrt(1.25 + 1e-5);
   const double s1 = std::sqrt(3.0 + 1e-5);
-  const attn::Matrix want = {
-      {static_cast<float>(-1.5 / s0), static_cast<float>(-0.5 / s0),
-       static_cast<float>(0.5 / s0), static_cast<float>(1.5 / s0)},
-      {static_cast<float>(-1.0 / s1), static_cast<float>(-1.0 / s1),
-       static_cast<float>(-1.0 / s1), static_cast<float>(3.0 / s1)}};
+  const attn::Matrix want = {{static_cast<float>(-1.5 / s0), static_cast<float>(-0.5 / s0),
+                              static_cast<float>(0.5 / s0), static_cast<float>(1.5 / s0)},
+                             {static_cast<float>(-1.0 / s1), static_cast<float>(-1.0 / s1),
+                              static_cast<float>(-1.0 / s1), static_cast<float>(3.0 / s1)}};
   const attn::Matrix y = attn::layer_norm<2>(x, ones(4), zeros(4));
   CHECK_TENSOR_NEAR(y, want, 1e-7, 1e-6);
   // The same numbers written out: 1.5 / sqrt(1.25001) = 1.34163542, 3 / sqrt(3.00001) = 1.73204792.
@@ -95,8 +94,8 @@ TEST_CASE("layer_norm matches a double-precision reference, with gamma and beta"
     const attn::Matrix x = attn::randn(rng, 7, 37, 2.0f);
     const attn::Vector gamma = attn::randn<1>(rng, {37});
     const attn::Vector beta = attn::randn<1>(rng, {37});
-    CHECK_TENSOR_NEAR(attn::layer_norm<2>(x, gamma, beta),
-                      reference_layer_norm<2>(x, gamma, beta), 1e-6, 1e-6);
+    CHECK_TENSOR_NEAR(attn::layer_norm<2>(x, gamma, beta), reference_layer_norm<2>(x, gamma, beta),
+                      1e-6, 1e-6);
   }
   SUBCASE("rank 3 (B, T, C), a custom eps") {
     const attn::Tensor<3> x = attn::randn<3>(rng, {2, 3, 16}, 0.01f);
@@ -209,11 +208,15 @@ TEST_CASE("layer_norm_backward matches central differences for x, gamma, beta") 
     const attn::Tensor<3> r = upstream(x, 6);
     const attn::LayerNormGrads<3> g = attn::layer_norm_backward<3>(r, x, gamma);
     check_gradients("layer_norm C=" + std::to_string(C),
-                    attn::grad_check([&] { return attn::weighted_sum(cspan_of(attn::layer_norm<3>(x, gamma, beta)), cspan_of(r)); },
-                                     {{"x", span_of(x), cspan_of(g.dx)},
-                                      {"gamma", span_of(gamma), cspan_of(g.dgamma)},
-                                      {"beta", span_of(beta), cspan_of(g.dbeta)}},
-                                     {.h = 1e-3}));
+                    attn::grad_check(
+                        [&] {
+                          return attn::weighted_sum(cspan_of(attn::layer_norm<3>(x, gamma, beta)),
+                                                    cspan_of(r));
+                        },
+                        {{"x", span_of(x), cspan_of(g.dx)},
+                         {"gamma", span_of(gamma), cspan_of(g.dgamma)},
+                         {"beta", span_of(beta), cspan_of(g.dbeta)}},
+                        {.h = 1e-3}));
   }
 }
 
@@ -228,7 +231,8 @@ TEST_CASE("layer_norm_backward keeps its precision for tokens far from zero (ran
   const attn::LayerNormGrads<2> g_big = attn::layer_norm_backward<2>(dy, big, gamma);
   const attn::Matrix shifted = big - 1e4f;  // the float values actually held, shifted exactly
   const attn::LayerNormGrads<2> g_ref = attn::layer_norm_backward<2>(dy, shifted, gamma);
-  CHECK_TENSOR_NEAR(g_big.dx, g_ref.dx, 1e-3 * static_cast<double>(xt::amax(xt::abs(g_ref.dx))()), 1e-3);
+  CHECK_TENSOR_NEAR(g_big.dx, g_ref.dx, 1e-3 * static_cast<double>(xt::amax(xt::abs(g_ref.dx))()),
+                    1e-3);
   CHECK_TENSOR_NEAR(g_big.dgamma, g_ref.dgamma, 1e-4, 1e-3);
 }
 
@@ -269,15 +273,21 @@ TEST_CASE("layer_norm_backward names bad shapes") {
   const attn::Tensor<3> x = xt::ones<float>({2, 3, 4});
   const attn::Vector gamma = xt::ones<float>({4});
   using E = std::invalid_argument;
-  CHECK_THROWS_WITH_AS(attn::layer_norm_backward<3>(attn::Tensor<3>(xt::ones<float>({2, 3, 5})), x, gamma),
-                       "attn::layer_norm_backward: expected dy of the same shape as x (2, 3, 4), got dy (2, 3, 5)", E);
+  CHECK_THROWS_WITH_AS(
+      attn::layer_norm_backward<3>(attn::Tensor<3>(xt::ones<float>({2, 3, 5})), x, gamma),
+      "attn::layer_norm_backward: expected dy of the same shape as x (2, 3, 4), got dy (2, 3, 5)",
+      E);
   CHECK_THROWS_WITH_AS(attn::layer_norm_backward<3>(x, x, attn::Vector(xt::ones<float>({3}))),
-                       "attn::layer_norm_backward: expected x (..., C) with C > 0 and gamma (C,), got x (2, 3, 4), gamma (3,)", E);
+                       "attn::layer_norm_backward: expected x (..., C) with C > 0 and gamma (C,), "
+                       "got x (2, 3, 4), gamma (3,)",
+                       E);
   attn::LayerNormCache stale;  // not filled by a forward
   attn::Tensor<3> dx;
   attn::Vector dg = xt::zeros<float>({4}), db = xt::zeros<float>({4});
   CHECK_THROWS_WITH_AS(attn::layer_norm_backward<3>(x, x, gamma, stale, dx, dg, db),
-                       "attn::layer_norm_backward: expected a cache from the forward of x (2, 3, 4): rstd (6,), got rstd (0,)", E);
+                       "attn::layer_norm_backward: expected a cache from the forward of x (2, 3, "
+                       "4): rstd (6,), got rstd (0,)",
+                       E);
 }
 
 }  // TEST_SUITE
@@ -299,7 +309,8 @@ TEST_CASE("a wrong LayerNorm gradient is caught: the unbiased variance (C - 1) i
     double mean = 0.0, ss = 0.0;
     for (std::size_t j = 0; j < C; ++j) mean += static_cast<double>(x(row, j));
     mean /= static_cast<double>(C);
-    for (std::size_t j = 0; j < C; ++j) ss += (static_cast<double>(x(row, j)) - mean) * (static_cast<double>(x(row, j)) - mean);
+    for (std::size_t j = 0; j < C; ++j)
+      ss += (static_cast<double>(x(row, j)) - mean) * (static_cast<double>(x(row, j)) - mean);
     const double rstd = 1.0 / std::sqrt(ss / static_cast<double>(C - 1) + 1e-5);  // the bug
     double a = 0.0, b = 0.0;
     for (std::size_t j = 0; j < C; ++j) {
@@ -317,15 +328,19 @@ TEST_CASE("a wrong LayerNorm gradient is caught: the unbiased variance (C - 1) i
   }
   using attn::testing::cspan_of;
   using attn::testing::span_of;
-  auto loss = [&] { return attn::weighted_sum(cspan_of(attn::layer_norm<2>(x, gamma, beta)), cspan_of(r)); };
-  attn::testing::check_caught("layer_norm unbiased variance",
-                              attn::grad_check(loss, {{"x", span_of(x), cspan_of(dx)},
-                                                      {"gamma", span_of(gamma), cspan_of(dgamma)}}));
+  auto loss = [&] {
+    return attn::weighted_sum(cspan_of(attn::layer_norm<2>(x, gamma, beta)), cspan_of(r));
+  };
+  attn::testing::check_caught(
+      "layer_norm unbiased variance",
+      attn::grad_check(
+          loss, {{"x", span_of(x), cspan_of(dx)}, {"gamma", span_of(gamma), cspan_of(dgamma)}}));
   // The library's own backward passes the same check.
   const attn::LayerNormGrads<2> g = attn::layer_norm_backward<2>(r, x, gamma);
-  attn::testing::check_gradients("layer_norm (rank 2)",
-                                 attn::grad_check(loss, {{"x", span_of(x), cspan_of(g.dx)},
-                                                         {"gamma", span_of(gamma), cspan_of(g.dgamma)}}));
+  attn::testing::check_gradients(
+      "layer_norm (rank 2)",
+      attn::grad_check(loss, {{"x", span_of(x), cspan_of(g.dx)},
+                              {"gamma", span_of(gamma), cspan_of(g.dgamma)}}));
 }
 
 }  // TEST_SUITE

@@ -187,7 +187,8 @@ TEST_CASE("gemm with an empty inner dimension scales the output by beta") {
 
 TEST_CASE("matmul_blas matches the plain matmul and a double loop") {
   attn::Rng rng(6);
-  for (const auto [M, K, N] : {Shape3{1, 1, 1}, Shape3{3, 5, 2}, Shape3{2, 1, 5}, Shape3{31, 64, 9}}) {
+  for (const auto [M, K, N] :
+       {Shape3{1, 1, 1}, Shape3{3, 5, 2}, Shape3{2, 1, 5}, Shape3{31, 64, 9}}) {
     const attn::Matrix a = attn::randn(rng, M, K);
     const attn::Matrix b = attn::randn(rng, K, N);
     attn::Tensor<3> a3(attn::Tensor<3>::shape_type{1, M, K});
@@ -255,9 +256,9 @@ TEST_CASE("linear with bias adds the bias to every position") {
 }
 
 TEST_CASE("linear by hand: one position, identity-like weights and a bias") {
-  const attn::Tensor<3> x = {{{1.0f, 2.0f}}};                      // (1, 1, 2)
+  const attn::Tensor<3> x = {{{1.0f, 2.0f}}};                       // (1, 1, 2)
   const attn::Matrix w = {{1.0f, 0.0f, 2.0f}, {0.0f, 1.0f, 3.0f}};  // (2, 3)
-  const attn::Vector b = {10.0f, 20.0f, 30.0f};                    // (3,)
+  const attn::Vector b = {10.0f, 20.0f, 30.0f};                     // (3,)
   // x @ w = [1, 2, 1*2 + 2*3] = [1, 2, 8]; + b = [11, 22, 38]
   const attn::Tensor<3> want_no_bias = {{{1.0f, 2.0f, 8.0f}}};
   const attn::Tensor<3> want = {{{11.0f, 22.0f, 38.0f}}};
@@ -276,10 +277,10 @@ TEST_CASE("linear of an empty batch is an empty result") {
 TEST_CASE("linear shape errors name both shapes") {
   const attn::Tensor<3> x = xt::zeros<float>({2, 3, 4});
   const attn::Matrix w = xt::zeros<float>({5, 6});
-  CHECK_THROWS_WITH_AS(
-      attn::linear(x, w),
-      "attn::linear: expected x (B, T, in) @ w (in, out) with the same in, got x (2, 3, 4) @ w (5, 6)",
-      std::invalid_argument);
+  CHECK_THROWS_WITH_AS(attn::linear(x, w),
+                       "attn::linear: expected x (B, T, in) @ w (in, out) with the same in, got x "
+                       "(2, 3, 4) @ w (5, 6)",
+                       std::invalid_argument);
   const attn::Matrix w_ok = xt::zeros<float>({4, 6});
   const attn::Vector b = xt::zeros<float>({5});
   CHECK_THROWS_WITH_AS(
@@ -300,19 +301,21 @@ using attn::testing::upstream;
 
 TEST_CASE("linear_backward matches central differences for x, W and b at odd sizes") {
   attn::Rng rng(84);
-  for (const std::array<std::size_t, 4> s : {std::array<std::size_t, 4>{1, 1, 1, 1}, {2, 3, 5, 7},
-                                             {1, 4, 3, 1}}) {
+  for (const std::array<std::size_t, 4> s :
+       {std::array<std::size_t, 4>{1, 1, 1, 1}, {2, 3, 5, 7}, {1, 4, 3, 1}}) {
     const std::size_t B = s[0], T = s[1], in = s[2], out = s[3];
     attn::Tensor<3> x = attn::randn<3>(rng, {B, T, in});
     attn::Matrix w = attn::randn(rng, in, out);
     attn::Vector b = attn::randn<1>(rng, {out});
     const attn::Tensor<3> r = upstream(attn::linear(x, w, b), 3);
     const attn::LinearGrads g = attn::linear_backward(r, x, w);
-    check_gradients("linear " + attn::shape_str(s),
-                    attn::grad_check([&] { return attn::weighted_sum(cspan_of(attn::linear(x, w, b)), cspan_of(r)); },
-                                     {{"x", span_of(x), cspan_of(g.dx)},
-                                      {"w", span_of(w), cspan_of(g.dw)},
-                                      {"b", span_of(b), cspan_of(g.db)}}));
+    check_gradients(
+        "linear " + attn::shape_str(s),
+        attn::grad_check(
+            [&] { return attn::weighted_sum(cspan_of(attn::linear(x, w, b)), cspan_of(r)); },
+            {{"x", span_of(x), cspan_of(g.dx)},
+             {"w", span_of(w), cspan_of(g.dw)},
+             {"b", span_of(b), cspan_of(g.db)}}));
   }
 }
 
@@ -335,7 +338,8 @@ TEST_CASE("linear_backward accumulates dW and db, and overwrites dx") {
   const attn::Matrix x2 = xt::reshape_view(x, {6, 4});
   const attn::Matrix wt = xt::transpose(w);
   const attn::Matrix xt2 = xt::transpose(x2);
-  CHECK_TENSOR_NEAR(attn::Matrix(xt::reshape_view(once.dx, {6, 4})), attn::matmul(dy2, wt), 1e-5, 1e-5);
+  CHECK_TENSOR_NEAR(attn::Matrix(xt::reshape_view(once.dx, {6, 4})), attn::matmul(dy2, wt), 1e-5,
+                    1e-5);
   CHECK_TENSOR_NEAR(once.dw, attn::matmul(xt2, dy2), 1e-5, 1e-5);
   attn::Matrix dw_nb = xt::zeros<float>({4, 5});
   attn::linear_backward(dy, x, w, dx, dw_nb);  // db null: skipped
@@ -347,8 +351,10 @@ TEST_CASE("linear_backward names mismatched shapes") {
   const attn::Matrix w = xt::zeros<float>({4, 5});
   const attn::Tensor<3> dy_bad = xt::zeros<float>({2, 3, 4});
   using E = std::invalid_argument;
-  CHECK_THROWS_WITH_AS(attn::linear_backward(dy_bad, x, w),
-                       "attn::linear_backward: expected dy of shape (2, 3, 5) (like y = x @ w), got dy (2, 3, 4)", E);
+  CHECK_THROWS_WITH_AS(
+      attn::linear_backward(dy_bad, x, w),
+      "attn::linear_backward: expected dy of shape (2, 3, 5) (like y = x @ w), got dy (2, 3, 4)",
+      E);
   attn::Tensor<3> dx;
   attn::Matrix dw = xt::zeros<float>({5, 4});
   const attn::Tensor<3> dy = xt::zeros<float>({2, 3, 5});
@@ -356,7 +362,9 @@ TEST_CASE("linear_backward names mismatched shapes") {
                        "attn::linear_backward: expected dw shaped like w (4, 5), got dw (5, 4)", E);
   const attn::Matrix w_bad = xt::zeros<float>({3, 5});
   CHECK_THROWS_WITH_AS(attn::linear_backward(dy, x, w_bad),
-                       "attn::linear_backward: expected x (B, T, in) and w (in, out) with the same in, got x (2, 3, 4) and w (3, 5)", E);
+                       "attn::linear_backward: expected x (B, T, in) and w (in, out) with the same "
+                       "in, got x (2, 3, 4) and w (3, 5)",
+                       E);
 }
 
 }  // TEST_SUITE

@@ -83,7 +83,8 @@ TEST_CASE("the gradient matches central finite differences of the loss") {
     l[i] = saved;
     const double numeric = (up - down) / (2.0 * h);
     CAPTURE(i);
-    CHECK(static_cast<double>(grad.data()[i]) == doctest::Approx(numeric).epsilon(1e-4).scale(1e-3));
+    CHECK(static_cast<double>(grad.data()[i]) ==
+          doctest::Approx(numeric).epsilon(1e-4).scale(1e-3));
   }
 }
 

@@ -36,8 +36,8 @@ attn::Tensor<N> reference_masked_softmax(const attn::Tensor<N>& scores, const at
       for (std::size_t s = 0; s < S; ++s)
         if (allowed(t, s)) sum += std::exp(static_cast<double>(in[s]));
       for (std::size_t s = 0; s < S; ++s)
-        row[s] = allowed(t, s) ? static_cast<float>(std::exp(static_cast<double>(in[s])) / sum)
-                               : 0.0f;
+        row[s] =
+            allowed(t, s) ? static_cast<float>(std::exp(static_cast<double>(in[s])) / sum) : 0.0f;
     }
   }
   return out;
@@ -114,7 +114,8 @@ TEST_CASE("masked softmax matches a per-row reference, with masked weights exact
     }
   }
   SUBCASE("a rectangular (T, S) mask") {
-    const attn::Mask m = {{true, false, true, false, true}, {false, true, true, true, false},
+    const attn::Mask m = {{true, false, true, false, true},
+                          {false, true, true, true, false},
                           {true, true, true, true, true}};
     const attn::Tensor<3> s = attn::randn<3>(rng, {2, 3, 5});
     CHECK_TENSOR_NEAR(attn::masked_softmax<3>(s, m), reference_masked_softmax<3>(s, m), 1e-7, 1e-5);
@@ -215,7 +216,8 @@ TEST_CASE("masked_softmax_backward matches central differences; masked scores ge
     const attn::Mask mask = attn::causal_mask(T);
     attn::Tensor<3> s = attn::randn<3>(rng, {2, T, T}, 2.0f);
     const attn::Tensor<3> r = upstream(s, 9);
-    const attn::Tensor<3> ds = attn::masked_softmax_backward<3>(attn::masked_softmax<3>(s, mask), r);
+    const attn::Tensor<3> ds =
+        attn::masked_softmax_backward<3>(attn::masked_softmax<3>(s, mask), r);
     check_gradients("masked_softmax T=" + std::to_string(T),
                     attn::grad_check(
                         [&] {
@@ -240,9 +242,10 @@ TEST_CASE("masked_softmax_backward at rank 2 and 4, and its shape error") {
   const attn::Tensor<4> s4 = attn::randn<4>(rng, {1, 2, 3, 3});
   const attn::Tensor<4> y4 = attn::masked_softmax<4>(s4, mask);
   CHECK(attn::masked_softmax_backward<4>(y4, upstream(s4, 2)).shape() == s4.shape());
-  CHECK_THROWS_WITH_AS(attn::masked_softmax_backward<2>(y2, attn::Matrix(xt::zeros<float>({3, 2}))),
-                       "attn::masked_softmax_backward: expected dy of the same shape as y (3, 3), got dy (3, 2)",
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      attn::masked_softmax_backward<2>(y2, attn::Matrix(xt::zeros<float>({3, 2}))),
+      "attn::masked_softmax_backward: expected dy of the same shape as y (3, 3), got dy (3, 2)",
+      std::invalid_argument);
 }
 
 }  // TEST_SUITE

@@ -22,8 +22,8 @@ TEST_CASE("a 2 x 3 times 3 x 2 product worked by hand") {
 
 TEST_CASE("random products match a double-precision loop") {
   attn::Rng rng(31);
-  for (const auto [M, K, N] : {std::array<std::size_t, 3>{1, 1, 1}, {5, 7, 3}, {16, 64, 33},
-                               {1, 40, 9}, {12, 1, 12}}) {
+  for (const auto [M, K, N] :
+       {std::array<std::size_t, 3>{1, 1, 1}, {5, 7, 3}, {16, 64, 33}, {1, 40, 9}, {12, 1, 12}}) {
     const attn::Matrix a = attn::randn(rng, M, K);
     const attn::Matrix b = attn::randn(rng, K, N);
     std::vector<double> A(a.begin(), a.end());
@@ -60,9 +60,10 @@ TEST_CASE("an empty inner dimension gives zeros") {
 TEST_CASE("mismatched inner dimensions are an error naming both shapes") {
   const attn::Matrix a = xt::zeros<float>({2, 3});
   const attn::Matrix b = xt::zeros<float>({4, 5});
-  CHECK_THROWS_WITH_AS(attn::matmul(a, b),
-                       "attn::matmul: expected (M, K) @ (K, N) with the same K, got (2, 3) @ (4, 5)",
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      attn::matmul(a, b),
+      "attn::matmul: expected (M, K) @ (K, N) with the same K, got (2, 3) @ (4, 5)",
+      std::invalid_argument);
 }
 
 }  // TEST_SUITE

@@ -84,9 +84,9 @@ attn::Tensor<3> naive_lm(const xt::xtensor<int, 2>& tokens, const attn::LmWeight
       for (std::size_t c = 0; c < C; ++c)
         x(0, t, c) = w.wte(static_cast<std::size_t>(tokens(b, t)), c) + w.wpe(t, c);
     for (const attn::BlockWeights& blk : w.blocks) x = attn::block_forward(x, blk, bc).out;
-    const attn::Matrix x2 = xt::view(x, 0, xt::all(), xt::all());                    // (T, C)
+    const attn::Matrix x2 = xt::view(x, 0, xt::all(), xt::all());                      // (T, C)
     const attn::Matrix h = attn::layer_norm<2>(x2, w.ln_f_gamma, w.ln_f_beta, 1e-5f);  // (T, C)
-    const attn::Matrix l = attn::matmul(h, wte_t);                   // (T, V)
+    const attn::Matrix l = attn::matmul(h, wte_t);                                     // (T, V)
     xt::view(logits, b, xt::all(), xt::all()) = l;
   }
   return logits;
@@ -298,18 +298,20 @@ TEST_CASE("load_lm names the first missing, mis-shaped or corrupt tensor") {
     bad(2, 3) = std::numeric_limits<float>::quiet_NaN();
     bad(5, 0) = std::numeric_limits<float>::infinity();
     attn::save_npy(dir / "h1.w_v.npy", bad);
-    CHECK_THROWS_WITH_AS(attn::load_lm(dir, 2, 2, out),
-                         ("model '" + dir.string() +
-                          "': h1.w_v.npy holds nan at flat index 19: weights must be finite numbers")
-                             .c_str(),
-                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(
+        attn::load_lm(dir, 2, 2, out),
+        ("model '" + dir.string() +
+         "': h1.w_v.npy holds nan at flat index 19: weights must be finite numbers")
+            .c_str(),
+        std::runtime_error);
     bad(2, 3) = 0.0f;
     attn::save_npy(dir / "h1.w_v.npy", bad);
-    CHECK_THROWS_WITH_AS(attn::load_lm(dir, 2, 2, out),
-                         ("model '" + dir.string() +
-                          "': h1.w_v.npy holds inf at flat index 40: weights must be finite numbers")
-                             .c_str(),
-                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(
+        attn::load_lm(dir, 2, 2, out),
+        ("model '" + dir.string() +
+         "': h1.w_v.npy holds inf at flat index 40: weights must be finite numbers")
+            .c_str(),
+        std::runtime_error);
   }
   SUBCASE("a corrupt .npy file") {
     const fs::path dir = saved_model("corrupt", w);
@@ -330,11 +332,12 @@ TEST_CASE("load_lm names the first missing, mis-shaped or corrupt tensor") {
     bytes += '\0';
     bytes += header + std::string(64, '\0');
     write_text(dir / "ln_f_beta.npy", bytes);
-    CHECK_THROWS_WITH_AS(attn::load_lm(dir, 2, 2, out),
-                         ("model '" + dir.string() +
-                          "': ln_f_beta.npy holds '<i8', expected float32 ('<f4') or float64 ('<f8')")
-                             .c_str(),
-                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(
+        attn::load_lm(dir, 2, 2, out),
+        ("model '" + dir.string() +
+         "': ln_f_beta.npy holds '<i8', expected float32 ('<f4') or float64 ('<f8')")
+            .c_str(),
+        std::runtime_error);
   }
   SUBCASE("sizes that do not fit") {
     const fs::path dir = saved_model("sizes", w);
@@ -343,7 +346,8 @@ TEST_CASE("load_lm names the first missing, mis-shaped or corrupt tensor") {
                          (prefix + "n_heads = 3 does not divide C = 8 (from wte.npy)").c_str(),
                          std::runtime_error);
     CHECK_THROWS_WITH_AS(attn::load_lm(dir, 0, 2, out),
-                         (prefix + "n_layers must be at least 1, got 0").c_str(), std::runtime_error);
+                         (prefix + "n_layers must be at least 1, got 0").c_str(),
+                         std::runtime_error);
     CHECK_THROWS_WITH_AS(attn::load_lm(dir, 3, 2, out), (prefix + "missing h2.w_q.npy").c_str(),
                          std::runtime_error);
     attn::save_npy(dir / "wpe.npy", attn::Matrix(xt::zeros<float>({6, 4})));
@@ -401,7 +405,8 @@ TEST_CASE("top_k = 1 is greedy decoding: each token is the argmax of the cropped
     const attn::Tensor<3> logits = attn::lm_forward(tokens, w, config);
     int best = 0;  // the first largest logit of the last position (top-k's tie rule)
     for (int v = 1; v < 11; ++v) {
-      if (logits(0, 5, static_cast<std::size_t>(v)) > logits(0, 5, static_cast<std::size_t>(best))) best = v;
+      if (logits(0, 5, static_cast<std::size_t>(v)) > logits(0, 5, static_cast<std::size_t>(best)))
+        best = v;
     }
     CHECK(token == best);
     context.push_back(token);
@@ -486,8 +491,9 @@ xt::xtensor<int, 2> random_ids(attn::Rng& rng, std::size_t B, std::size_t T, std
 
 std::string describe(const attn::LmConfig& c) {
   return "lm L=" + std::to_string(c.n_layers) + (c.tied_head ? "" : " untied") +
-         (c.use_layer_norm ? "" : " noLN") + (c.residual ? "" : " noRes") + (c.use_ffn ? "" : " noFFN") +
-         (c.attn_proj ? "" : " noProj") + (c.ffn_hidden ? " F=" + std::to_string(c.ffn_hidden) : "") + " " +
+         (c.use_layer_norm ? "" : " noLN") + (c.residual ? "" : " noRes") +
+         (c.use_ffn ? "" : " noFFN") + (c.attn_proj ? "" : " noProj") +
+         (c.ffn_hidden ? " F=" + std::to_string(c.ffn_hidden) : "") + " " +
          std::string(attn::activation_name(c.activation));
 }
 
@@ -510,7 +516,10 @@ std::vector<attn::LmConfig> lm_variants() {
   with([](attn::LmConfig& d) { d.residual = false; });
   with([](attn::LmConfig& d) { d.use_ffn = false; });
   with([](attn::LmConfig& d) { d.attn_proj = false; });
-  with([](attn::LmConfig& d) { d.ffn_hidden = 5; d.activation = attn::Activation::gelu_tanh; });
+  with([](attn::LmConfig& d) {
+    d.ffn_hidden = 5;
+    d.activation = attn::Activation::gelu_tanh;
+  });
   with([](attn::LmConfig& d) { d.activation = attn::Activation::relu; });
   with([](attn::LmConfig& d) {  // the bottom of chapter 09's ladder: attention only, untied
     d.tied_head = false;
@@ -528,7 +537,7 @@ TEST_CASE("lm_forward_backward matches central differences for every parameter o
   for (const attn::LmConfig& config : lm_variants()) {
     attn::Rng rng(seed++);
     attn::LmWeights w = random_lm(rng, config);
-    const auto tokens = random_ids(rng, 2, 4, config.vocab_size);   // T = 4 < T_max = 5
+    const auto tokens = random_ids(rng, 2, 4, config.vocab_size);  // T = 4 < T_max = 5
     const auto targets = random_ids(rng, 2, 4, config.vocab_size);
     attn::LmWeights g = attn::lm_zeros_like(w);
     attn::LmCache cache;
@@ -563,8 +572,8 @@ TEST_CASE("lm_forward_backward matches central differences for every parameter o
     // below the tolerance.
     attn::GradCheckOptions options;
     options.h = config.activation == attn::Activation::relu ? 5e-4 : 1e-3;
-    const auto results = attn::grad_check(
-        [&] { return attn::lm_loss(tokens, targets, w, config); }, tensors, options);
+    const auto results = attn::grad_check([&] { return attn::lm_loss(tokens, targets, w, config); },
+                                          tensors, options);
     check_gradients(describe(config), results);
     // wpe's last row (position 4) is never used with T = 4: its gradient is exactly 0.
     for (std::size_t c = 0; c < config.n_embd; ++c) CHECK(g.wpe(4, c) == 0.0f);
@@ -627,7 +636,8 @@ TEST_CASE("lm_forward_backward accumulates, reuses its buffers, and is thread-co
     CHECK(g.wte.data() == gw);
     // Gradients add up: twice the first step's.
     CHECK_TENSOR_NEAR(g.wte, attn::Matrix(2.0f * once.wte), 1e-6, 1e-6);
-    CHECK_TENSOR_NEAR(g.blocks[0].attn.w_q, attn::Matrix(2.0f * once.blocks[0].attn.w_q), 1e-6, 1e-6);
+    CHECK_TENSOR_NEAR(g.blocks[0].attn.w_q, attn::Matrix(2.0f * once.blocks[0].attn.w_q), 1e-6,
+                      1e-6);
     attn::lm_zero(g);
     CHECK(xt::amax(xt::abs(g.wte))() == 0.0f);
     CHECK(xt::amax(xt::abs(g.blocks[1].ffn.w1))() == 0.0f);
@@ -653,11 +663,13 @@ TEST_CASE("lm_parameters: the .npy names in order, variants skip their empty ten
   for (const attn::NamedTensor& t : attn::lm_parameters(w)) {
     names.push_back(t.name);
     total += t.values.size();
-    CHECK(t.rank == (t.name == "wte" || t.name == "wpe" || t.name.find(".w") != std::string::npos ? 2u : 1u));
+    CHECK(t.rank ==
+          (t.name == "wte" || t.name == "wpe" || t.name.find(".w") != std::string::npos ? 2u : 1u));
   }
-  const std::vector<std::string> want = {"wte", "wpe", "h0.w_q", "h0.w_k", "h0.w_v", "h0.w_o",
-                                         "h0.ln1_gamma", "h0.ln1_beta", "h0.ln2_gamma", "h0.ln2_beta",
-                                         "h0.w1", "h0.b1", "h0.w2", "h0.b2", "ln_f_gamma", "ln_f_beta"};
+  const std::vector<std::string> want = {
+      "wte",          "wpe",         "h0.w_q",       "h0.w_k",      "h0.w_v", "h0.w_o",
+      "h0.ln1_gamma", "h0.ln1_beta", "h0.ln2_gamma", "h0.ln2_beta", "h0.w1",  "h0.b1",
+      "h0.w2",        "h0.b2",       "ln_f_gamma",   "ln_f_beta"};
   CHECK(names == want);
   CHECK(total == attn::lm_parameter_count(w));
   const std::size_t V = 7, T = 5, C = 4, F = 16;
@@ -670,7 +682,8 @@ TEST_CASE("lm_parameters: the .npy names in order, variants skip their empty ten
   attn::LmWeights wl = attn::lm_init(rng, ladder);
   names.clear();
   for (const attn::NamedTensor& t : attn::lm_parameters(wl)) names.push_back(t.name);
-  CHECK(names == std::vector<std::string>{"wte", "wpe", "h0.w_q", "h0.w_k", "h0.w_v", "lm_head", "lm_head_bias"});
+  CHECK(names == std::vector<std::string>{"wte", "wpe", "h0.w_q", "h0.w_k", "h0.w_v", "lm_head",
+                                          "lm_head_bias"});
   CHECK(attn::lm_parameter_count(wl) == V * C + T * C + 3 * C * C + C * V + V);
 }
 
@@ -715,7 +728,8 @@ TEST_CASE("save_lm / load_lm(dir, config) round-trip a variant") {
   CHECK(loaded.n_embd == 4);
   CHECK(loaded.block_size == 5);
   const auto tokens = random_ids(rng, 2, 5, 7);
-  CHECK_TENSOR_NEAR(attn::lm_forward(tokens, back, loaded), attn::lm_forward(tokens, w, config), 0.0, 0.0);
+  CHECK_TENSOR_NEAR(attn::lm_forward(tokens, back, loaded), attn::lm_forward(tokens, w, config),
+                    0.0, 0.0);
   // Asking for the tied default finds no ln_f.
   attn::LmConfig wrong;
   CHECK_THROWS_AS(attn::load_lm(dir, 2, 2, wrong), std::runtime_error);
@@ -738,11 +752,12 @@ TEST_CASE("a folder saved with its config carries the variant: model.txt, read b
   CHECK(loaded.activation == attn::Activation::relu);
   CHECK(loaded.ffn_hidden == 6);
   const auto tokens = random_ids(rng, 2, 5, 7);
-  CHECK_TENSOR_NEAR(attn::lm_forward(tokens, back, loaded), attn::lm_forward(tokens, w, config), 0.0, 0.0);
+  CHECK_TENSOR_NEAR(attn::lm_forward(tokens, back, loaded), attn::lm_forward(tokens, w, config),
+                    0.0, 0.0);
   // A layer or head count that contradicts model.txt is refused, naming the flag to pass.
   attn::LmConfig other;
-  CHECK_THROWS_WITH_AS(attn::load_lm(dir, 2, 1, other), doctest::Contains("model.txt says n_heads 2"),
-                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(attn::load_lm(dir, 2, 1, other),
+                       doctest::Contains("model.txt says n_heads 2"), std::runtime_error);
   // A damaged model.txt is named.
   {
     std::ofstream out(dir / "model.txt", std::ios::app);
@@ -768,11 +783,16 @@ TEST_CASE("lm_forward_backward and lm_loss name bad targets") {
                        "attn::lm_loss: target id 7 at (1, 2) is outside [0, 7)", E);
   const auto short_targets = random_ids(rng, 2, 2, 7);
   CHECK_THROWS_WITH_AS(attn::lm_forward_backward(tokens, short_targets, w, config, g, cache),
-                       "attn::lm_forward_backward: expected targets of the same shape as tokens (2, 3), got targets (2, 2)", E);
+                       "attn::lm_forward_backward: expected targets of the same shape as tokens "
+                       "(2, 3), got targets (2, 2)",
+                       E);
   attn::LmWeights wrong_grads = attn::lm_zeros_like(w);
   wrong_grads.blocks.pop_back();
-  CHECK_THROWS_WITH_AS(attn::lm_forward_backward(tokens, random_ids(rng, 2, 3, 7), w, config, wrong_grads, cache),
-                       "attn::lm_forward_backward: grads must be shaped like the weights (make them with lm_zeros_like)", E);
+  CHECK_THROWS_WITH_AS(
+      attn::lm_forward_backward(tokens, random_ids(rng, 2, 3, 7), w, config, wrong_grads, cache),
+      "attn::lm_forward_backward: grads must be shaped like the weights (make them with "
+      "lm_zeros_like)",
+      E);
 }
 
 }  // TEST_SUITE

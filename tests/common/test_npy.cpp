@@ -129,8 +129,8 @@ TEST_CASE("save_npy then load_npy gives the same tensor, ranks 1 to 4") {
 }
 
 TEST_CASE("save_npy writes numpy's own layout: version 1.0, the dict, data at a multiple of 64") {
-  const attn::Tensor<2> x = {{1.0f, 2.0f, 3.0f, 4.0f}, {5.0f, 6.0f, 7.0f, 8.0f},
-                             {9.0f, 10.0f, 11.0f, 12.0f}};
+  const attn::Tensor<2> x = {
+      {1.0f, 2.0f, 3.0f, 4.0f}, {5.0f, 6.0f, 7.0f, 8.0f}, {9.0f, 10.0f, 11.0f, 12.0f}};
   const fs::path p = temp() / "layout.npy";
   attn::save_npy(p, x);
   const std::string bytes = read_bytes(p);
@@ -150,7 +150,8 @@ TEST_CASE("save_npy writes numpy's own layout: version 1.0, the dict, data at a 
 
 TEST_CASE("read_npy converts float64, int64 and int32 to double") {
   SUBCASE("<f8") {
-    const fs::path p = craft("f8.npy", npy_bytes(dict("<f8", "(3,)"), raw<double>({0.1, -2.5, 1e300})));
+    const fs::path p =
+        craft("f8.npy", npy_bytes(dict("<f8", "(3,)"), raw<double>({0.1, -2.5, 1e300})));
     const attn::NpyArray a = attn::read_npy(p);
     CHECK(a.descr == "<f8");
     CHECK(a.values == std::vector<double>{0.1, -2.5, 1e300});
@@ -163,14 +164,15 @@ TEST_CASE("read_npy converts float64, int64 and int32 to double") {
     CHECK_TENSOR_NEAR(attn::load_npy<1>(p), (attn::Tensor<1>{0.1f, -2.5f}), 0.0, 0.0);
   }
   SUBCASE("<i8") {
-    const fs::path p = craft("i8.npy", npy_bytes(dict("<i8", "(2, 2)"),
-                                                 raw<std::int64_t>({0, -1, 64, 1LL << 40})));
+    const fs::path p = craft(
+        "i8.npy", npy_bytes(dict("<i8", "(2, 2)"), raw<std::int64_t>({0, -1, 64, 1LL << 40})));
     const attn::NpyArray a = attn::read_npy(p);
     CHECK(a.shape == std::vector<std::size_t>{2, 2});
     CHECK(a.values == std::vector<double>{0.0, -1.0, 64.0, 1099511627776.0});
   }
   SUBCASE("<i4") {
-    const fs::path p = craft("i4.npy", npy_bytes(dict("<i4", "(3,)"), raw<std::int32_t>({7, -7, 0})));
+    const fs::path p =
+        craft("i4.npy", npy_bytes(dict("<i4", "(3,)"), raw<std::int32_t>({7, -7, 0})));
     CHECK(attn::read_npy(p).values == std::vector<double>{7.0, -7.0, 0.0});
   }
   SUBCASE("a scalar has shape ()") {
@@ -188,14 +190,15 @@ TEST_CASE("headers in versions 2.0 and 3.0, any key order, double quotes, no tra
   const fs::path v3 = craft("v3.npy", npy_bytes(dict("<f4", "(1, 2)"), data, 3));
   CHECK(attn::read_npy(v3).shape == std::vector<std::size_t>{1, 2});
   const fs::path odd = craft(
-      "odd.npy", npy_bytes("{\"shape\": (2L,), \"fortran_order\": False, \"descr\": \"<f4\"}   \n", data));
+      "odd.npy",
+      npy_bytes("{\"shape\": (2L,), \"fortran_order\": False, \"descr\": \"<f4\"}   \n", data));
   CHECK(attn::read_npy(odd).values == std::vector<double>{1.0, 2.0});
 }
 
 TEST_CASE("Fortran-order data is transposed into C order") {
   // The C-order matrix [[0, 1, 2], [3, 4, 5]] stored column by column: 0 3 1 4 2 5.
-  const fs::path p2 = craft("f2.npy", npy_bytes(dict("<f4", "(2, 3)", true),
-                                                raw<float>({0, 3, 1, 4, 2, 5})));
+  const fs::path p2 =
+      craft("f2.npy", npy_bytes(dict("<f4", "(2, 3)", true), raw<float>({0, 3, 1, 4, 2, 5})));
   const attn::Tensor<2> want2 = {{0, 1, 2}, {3, 4, 5}};
   CHECK_TENSOR_NEAR(attn::load_npy<2>(p2), want2, 0.0, 0.0);
 
@@ -232,9 +235,9 @@ TEST_CASE("every broken file is one runtime_error naming the file") {
                          std::runtime_error);
   }
   SUBCASE("bad magic, including an empty file and a text file") {
-    for (const std::string& bytes : {std::string(), std::string("\x93NUM"),
-                                    std::string("hello, world\n"),
-                                    std::string("\x93NUMPx\x01\x00") + dict("<f4", "(3, 4)")}) {
+    for (const std::string& bytes :
+         {std::string(), std::string("\x93NUM"), std::string("hello, world\n"),
+          std::string("\x93NUMPx\x01\x00") + dict("<f4", "(3, 4)")}) {
       const fs::path p = craft("x.npy", bytes);
       CHECK_THROWS_WITH_AS(attn::read_npy(p), msg(p, "not a .npy file (bad magic)").c_str(),
                            std::runtime_error);
@@ -276,19 +279,26 @@ TEST_CASE("every broken file is one runtime_error naming the file") {
     };
     const std::vector<Bad> cases = {
         {"'descr': '<f4'}\n", "the header must start with '{'"},
-        {"{'descr' '<f4', 'fortran_order': False, 'shape': (3, 4)}", "expected ':' after key 'descr'"},
+        {"{'descr' '<f4', 'fortran_order': False, 'shape': (3, 4)}",
+         "expected ':' after key 'descr'"},
         {"{'fortran_order': False, 'shape': (3, 4), }", "missing key 'descr'"},
         {"{'descr': '<f4', 'shape': (3, 4), }", "missing key 'fortran_order'"},
         {"{'descr': '<f4', 'fortran_order': False, }", "missing key 'shape'"},
-        {"{'descr': '<f4', 'fortran_order': 0, 'shape': (3, 4)}", "'fortran_order' must be True or False"},
-        {"{'descr': '<f4', 'fortran_order': False, 'shape': [3, 4]}", "'shape' must be a tuple such as (3, 4)"},
-        {"{'descr': '<f4', 'fortran_order': False, 'shape': (3, -4)}", "'shape' must hold non-negative integers"},
-        {"{'descr': '<f4', 'fortran_order': False, 'shape': (3 4)}", "expected ',' or ')' in 'shape'"},
+        {"{'descr': '<f4', 'fortran_order': 0, 'shape': (3, 4)}",
+         "'fortran_order' must be True or False"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': [3, 4]}",
+         "'shape' must be a tuple such as (3, 4)"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (3, -4)}",
+         "'shape' must hold non-negative integers"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (3 4)}",
+         "expected ',' or ')' in 'shape'"},
         {"{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), 'x': 1}", "unexpected key 'x'"},
         {"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (3, 4)}",
          "'descr' must be a string such as '<f4' (structured dtypes are not supported)"},
-        {"{'descr': '<f4, 'fortran_order': False, 'shape': (3, 4)}", "expected ',' or '}' after a value"},
-        {"{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4)} x", "unexpected text after '}'"},
+        {"{'descr': '<f4, 'fortran_order': False, 'shape': (3, 4)}",
+         "expected ',' or '}' after a value"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4)} x",
+         "unexpected text after '}'"},
         {"{'descr: <f4}", "unterminated string"},
         {"{'shape': (99999999999999999999999,)}", "a dimension of 'shape' is too large"},
     };
@@ -317,9 +327,11 @@ TEST_CASE("every broken file is one runtime_error naming the file") {
   SUBCASE("big-endian data") {
     const fs::path p = craft("be.npy", npy_bytes(dict(">f4", "(3, 4)"), ok_data));
     CHECK_THROWS_WITH_AS(attn::read_npy(p),
-                         msg(p, "big-endian data ('>f4') is not supported (supported: '<f4', "
-                                "'<f8', '<i4', '<i8'); save it little-endian, e.g. "
-                                "a.astype('<f4')").c_str(),
+                         msg(p,
+                             "big-endian data ('>f4') is not supported (supported: '<f4', "
+                             "'<f8', '<i4', '<i8'); save it little-endian, e.g. "
+                             "a.astype('<f4')")
+                             .c_str(),
                          std::runtime_error);
   }
   SUBCASE("truncated data") {
@@ -338,14 +350,16 @@ TEST_CASE("every broken file is one runtime_error naming the file") {
     const fs::path p = craft("long.npy", npy_bytes(dict("<f4", "(3, 4)"), ok_data + "abcd"));
     CHECK_THROWS_WITH_AS(
         attn::read_npy(p),
-        msg(p, "unexpected trailing data: expected 48 bytes for shape (3, 4) '<f4', got 52").c_str(),
+        msg(p, "unexpected trailing data: expected 48 bytes for shape (3, 4) '<f4', got 52")
+            .c_str(),
         std::runtime_error);
   }
   SUBCASE("a shape too large to exist") {
     const fs::path p = craft("huge.npy", npy_bytes(dict("<f4", "(4294967296, 4294967296)"), ""));
     CHECK_THROWS_WITH_AS(
         attn::read_npy(p),
-        msg(p, "shape (4294967296, 4294967296) is too large (the limit is 256 MiB of data)").c_str(),
+        msg(p, "shape (4294967296, 4294967296) is too large (the limit is 256 MiB of data)")
+            .c_str(),
         std::runtime_error);
   }
   SUBCASE("a shape holding no element whose other dimensions overflow (issue 7)") {
@@ -353,26 +367,31 @@ TEST_CASE("every broken file is one runtime_error naming the file") {
     const fs::path p =
         craft("zero_huge.npy", npy_bytes(dict("<f4", "(0, 4294967296, 4294967296)"), ""));
     CHECK_THROWS_WITH_AS(attn::read_npy(p),
-                         msg(p, "shape (0, 4294967296, 4294967296) is too large (the limit is "
-                                "256 MiB of data)").c_str(),
+                         msg(p,
+                             "shape (0, 4294967296, 4294967296) is too large (the limit is "
+                             "256 MiB of data)")
+                             .c_str(),
                          std::runtime_error);
-    const fs::path q = craft("zero_max.npy", npy_bytes(dict("<f4", "(0, 18446744073709551615)"), ""));
+    const fs::path q =
+        craft("zero_max.npy", npy_bytes(dict("<f4", "(0, 18446744073709551615)"), ""));
     CHECK_THROWS_AS(attn::read_npy(q), std::runtime_error);
   }
   SUBCASE("a header that declares more data than the file holds is rejected before reading") {
     const fs::path p = craft("big_decl.npy", npy_bytes(dict("<f4", "(1000, 1000)"), "abcd"));
     CHECK_THROWS_WITH_AS(
         attn::read_npy(p),
-        msg(p, "truncated data: expected 4000000 bytes for shape (1000, 1000) '<f4', got 4").c_str(),
+        msg(p, "truncated data: expected 4000000 bytes for shape (1000, 1000) '<f4', got 4")
+            .c_str(),
         std::runtime_error);
   }
 }
 
 TEST_CASE("only regular files are read: /dev/zero, a link to it, a pipe (issue 7)") {
   const fs::path zero = "/dev/zero";
-  CHECK_THROWS_WITH_AS(attn::read_npy(zero),
-                       "/dev/zero: not a regular file (a device, a pipe or a socket), not a .npy file",
-                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(
+      attn::read_npy(zero),
+      "/dev/zero: not a regular file (a device, a pipe or a socket), not a .npy file",
+      std::runtime_error);
   const fs::path link = temp() / "zero_link.npy";
   fs::remove(link);
   fs::create_symlink(zero, link);
@@ -391,8 +410,10 @@ TEST_CASE("a file above the size limit is rejected from its size alone") {
   { std::ofstream(p, std::ios::binary) << "\x93NUMPY"; }
   fs::resize_file(p, attn::limits::kMaxNpyBytes + 1);  // sparse: no disk space used
   CHECK_THROWS_WITH_AS(attn::read_npy(p),
-                       msg(p, "the file holds 268435457 bytes, more than the limit of 256 MiB "
-                              "for a .npy file").c_str(),
+                       msg(p,
+                           "the file holds 268435457 bytes, more than the limit of 256 MiB "
+                           "for a .npy file")
+                           .c_str(),
                        std::runtime_error);
   fs::remove(p);
 }
@@ -432,33 +453,36 @@ TEST_CASE("load_npy checks the rank and that the array holds floats") {
 
 TEST_CASE("load_npy_tokens reads int64, int32 and integral floats as (B, T) ids") {
   const xt::xtensor<int, 2> want = {{0, 5, 64}, {3, 2, 1}};
-  const fs::path i8 = craft("t8.npy", npy_bytes(dict("<i8", "(2, 3)"),
-                                                raw<std::int64_t>({0, 5, 64, 3, 2, 1})));
+  const fs::path i8 =
+      craft("t8.npy", npy_bytes(dict("<i8", "(2, 3)"), raw<std::int64_t>({0, 5, 64, 3, 2, 1})));
   CHECK(attn::load_npy_tokens(i8) == want);
-  const fs::path i4 = craft("t4.npy", npy_bytes(dict("<i4", "(2, 3)"),
-                                                raw<std::int32_t>({0, 5, 64, 3, 2, 1})));
+  const fs::path i4 =
+      craft("t4.npy", npy_bytes(dict("<i4", "(2, 3)"), raw<std::int32_t>({0, 5, 64, 3, 2, 1})));
   CHECK(attn::load_npy_tokens(i4) == want);
-  const fs::path f4 = craft("tf.npy", npy_bytes(dict("<f4", "(2, 3)"),
-                                                raw<float>({0, 5, 64, 3, 2, 1})));
+  const fs::path f4 =
+      craft("tf.npy", npy_bytes(dict("<f4", "(2, 3)"), raw<float>({0, 5, 64, 3, 2, 1})));
   CHECK(attn::load_npy_tokens(f4) == want);
-  const fs::path fortran = craft("tF.npy", npy_bytes(dict("<i8", "(2, 3)", true),
-                                                     raw<std::int64_t>({0, 3, 5, 2, 64, 1})));
+  const fs::path fortran = craft(
+      "tF.npy", npy_bytes(dict("<i8", "(2, 3)", true), raw<std::int64_t>({0, 3, 5, 2, 64, 1})));
   CHECK(attn::load_npy_tokens(fortran) == want);
 }
 
 TEST_CASE("load_npy_tokens rejects the wrong rank, fractions and ids beyond int") {
-  const fs::path rank1 = craft("tr.npy", npy_bytes(dict("<i8", "(3,)"), raw<std::int64_t>({1, 2, 3})));
-  CHECK_THROWS_WITH_AS(attn::load_npy_tokens(rank1),
-                       msg(rank1, "expected a rank-2 array of token ids (B, T), got shape (3,)").c_str(),
-                       std::runtime_error);
+  const fs::path rank1 =
+      craft("tr.npy", npy_bytes(dict("<i8", "(3,)"), raw<std::int64_t>({1, 2, 3})));
+  CHECK_THROWS_WITH_AS(
+      attn::load_npy_tokens(rank1),
+      msg(rank1, "expected a rank-2 array of token ids (B, T), got shape (3,)").c_str(),
+      std::runtime_error);
   const fs::path frac = craft("tq.npy", npy_bytes(dict("<f4", "(1, 2)"), raw<float>({1.0f, 1.5f})));
   CHECK_THROWS_WITH_AS(attn::load_npy_tokens(frac),
                        msg(frac, "token ids must be integers, got 1.5 at flat index 1").c_str(),
                        std::runtime_error);
-  const fs::path nan = craft("tn.npy", npy_bytes(dict("<f8", "(1, 1)"), raw<double>({std::nan("")})));
+  const fs::path nan =
+      craft("tn.npy", npy_bytes(dict("<f8", "(1, 1)"), raw<double>({std::nan("")})));
   CHECK_THROWS_AS(attn::load_npy_tokens(nan), std::runtime_error);
-  const fs::path big = craft("tb.npy", npy_bytes(dict("<i8", "(1, 2)"),
-                                                 raw<std::int64_t>({1, 5000000000LL})));
+  const fs::path big =
+      craft("tb.npy", npy_bytes(dict("<i8", "(1, 2)"), raw<std::int64_t>({1, 5000000000LL})));
   CHECK_THROWS_WITH_AS(attn::load_npy_tokens(big),
                        msg(big, "token id 5000000000 at flat index 1 does not fit in int").c_str(),
                        std::runtime_error);

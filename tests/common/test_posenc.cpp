@@ -15,10 +15,11 @@ attn::Matrix reference_positions(std::size_t T, std::size_t C) {
   attn::Matrix pe(attn::Matrix::shape_type{T, C});
   for (std::size_t p = 0; p < T; ++p) {
     for (std::size_t i = 0; 2 * i < C; ++i) {
-      const double w = std::exp(static_cast<double>(2 * i) * -std::log(10000.0) /
-                                static_cast<double>(C));
+      const double w =
+          std::exp(static_cast<double>(2 * i) * -std::log(10000.0) / static_cast<double>(C));
       pe(p, 2 * i) = static_cast<float>(std::sin(static_cast<double>(p) * w));
-      if (2 * i + 1 < C) pe(p, 2 * i + 1) = static_cast<float>(std::cos(static_cast<double>(p) * w));
+      if (2 * i + 1 < C)
+        pe(p, 2 * i + 1) = static_cast<float>(std::cos(static_cast<double>(p) * w));
     }
   }
   return pe;
@@ -37,11 +38,10 @@ TEST_CASE("position 0 is sin 0 = 0 in even columns and cos 0 = 1 in odd ones") {
 TEST_CASE("hand-computed entries for C = 4") {
   // Column pairs (0, 1) have w = 1, columns (2, 3) have w = 10000^(-2/4) = 1/100.
   const attn::Matrix pe = attn::sinusoidal_positions(3, 4);
-  const attn::Matrix want = {{0.0f, 1.0f, 0.0f, 1.0f},
-                             {0.8414709848078965f, 0.5403023058681398f, 0.009999833334166664f,
-                              0.9999500004166653f},
-                             {0.9092974268256817f, -0.4161468365471424f, 0.01999866669333308f,
-                              0.9998000066665778f}};
+  const attn::Matrix want = {
+      {0.0f, 1.0f, 0.0f, 1.0f},
+      {0.8414709848078965f, 0.5403023058681398f, 0.009999833334166664f, 0.9999500004166653f},
+      {0.9092974268256817f, -0.4161468365471424f, 0.01999866669333308f, 0.9998000066665778f}};
   CHECK_TENSOR_NEAR(pe, want, 1e-7, 0.0);
 }
 
@@ -80,8 +80,10 @@ TEST_CASE("the dot product of two positions depends only on their distance") {
   for (const std::size_t k : {1u, 5u, 20u}) {
     double want = 0.0;
     for (std::size_t i = 0; 2 * i < C; ++i)
-      want += std::cos(static_cast<double>(k) * std::pow(10000.0, -static_cast<double>(2 * i) / 16.0));
-    for (const std::size_t p : {0u, 7u, 33u}) CHECK(dot(p, p + k) == doctest::Approx(want).epsilon(1e-6));
+      want +=
+          std::cos(static_cast<double>(k) * std::pow(10000.0, -static_cast<double>(2 * i) / 16.0));
+    for (const std::size_t p : {0u, 7u, 33u})
+      CHECK(dot(p, p + k) == doctest::Approx(want).epsilon(1e-6));
   }
   CHECK(dot(10, 10) == doctest::Approx(8.0).epsilon(1e-6));  // C/2 pairs of sin^2 + cos^2
 }

@@ -226,7 +226,8 @@ TEST_CASE("categorical rejects empty, negative, NaN, infinite and all-zero proba
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   CHECK_THROWS_AS((void)rng.categorical(std::vector<float>{}), std::invalid_argument);
-  CHECK_THROWS_AS((void)rng.categorical(std::vector<float>{0.5f, -0.1f, 0.6f}), std::invalid_argument);
+  CHECK_THROWS_AS((void)rng.categorical(std::vector<float>{0.5f, -0.1f, 0.6f}),
+                  std::invalid_argument);
   CHECK_THROWS_AS((void)rng.categorical(std::vector<float>{0.5f, nan}), std::invalid_argument);
   CHECK_THROWS_AS((void)rng.categorical(std::vector<float>{inf, 0.5f}), std::invalid_argument);
   CHECK_THROWS_AS((void)rng.categorical(std::vector<float>{0.0f, 0.0f}), std::invalid_argument);

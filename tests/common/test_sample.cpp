@@ -87,7 +87,8 @@ TEST_CASE("at temperature 1 the frequencies approach the softmax") {
   const int n = 200000;
   std::vector<int> counts(4, 0);
   attn::Rng rng(2024);
-  for (int i = 0; i < n; ++i) ++counts[static_cast<std::size_t>(attn::sample_logits(logits, 1.0f, rng))];
+  for (int i = 0; i < n; ++i)
+    ++counts[static_cast<std::size_t>(attn::sample_logits(logits, 1.0f, rng))];
   for (std::size_t k = 0; k < 4; ++k) {
     const double pk = static_cast<double>(p(k));
     const double freq = counts[k] / static_cast<double>(n);
@@ -101,14 +102,16 @@ TEST_CASE("equal seeds give equal samples") {
   const std::vector<float> logits = {0.3f, -0.2f, 1.5f, 0.0f, 0.7f};
   attn::Rng a(99);
   attn::Rng b(99);
-  for (int i = 0; i < 100; ++i) CHECK(attn::sample_logits(logits, 0.8f, a) == attn::sample_logits(logits, 0.8f, b));
+  for (int i = 0; i < 100; ++i)
+    CHECK(attn::sample_logits(logits, 0.8f, a) == attn::sample_logits(logits, 0.8f, b));
 }
 
 TEST_CASE("a temperature that is not > 0, or not finite, is an error") {
   const std::vector<float> logits = {1.0f, 2.0f};
   attn::Rng rng(1);
   CHECK_THROWS_WITH_AS(attn::sample_logits(logits, 0.0f, rng),
-                       "attn::sample_logits: temperature must be > 0, got 0", std::invalid_argument);
+                       "attn::sample_logits: temperature must be > 0, got 0",
+                       std::invalid_argument);
   CHECK_THROWS_WITH_AS(attn::probs_with_temperature(logits, -0.5f),
                        "attn::probs_with_temperature: temperature must be > 0, got -0.5",
                        std::invalid_argument);

@@ -181,9 +181,10 @@ TEST_CASE("softmax_backward matches central differences at every rank and odd si
     constexpr std::size_t N = decltype(x)::rank;
     const auto r = upstream(x, 7);
     const auto dx = attn::softmax_backward<N>(attn::softmax<N>(x), r);
-    check_gradients(op, attn::grad_check(
-                            [&] { return attn::weighted_sum(cspan_of(attn::softmax<N>(x)), cspan_of(r)); },
-                            {{"x", span_of(x), cspan_of(dx)}}));
+    check_gradients(
+        op, attn::grad_check(
+                [&] { return attn::weighted_sum(cspan_of(attn::softmax<N>(x)), cspan_of(r)); },
+                {{"x", span_of(x), cspan_of(dx)}}));
   };
   check(attn::randn<1>(rng, {1}, 2.0f), "softmax (1,)");
   check(attn::randn<1>(rng, {7}, 2.0f), "softmax (7,)");
@@ -220,9 +221,10 @@ TEST_CASE("softmax_rows_backward may write over dy, and zeros stay zeros") {
 TEST_CASE("softmax_backward names mismatched shapes") {
   const attn::Matrix y = xt::zeros<float>({2, 3});
   const attn::Matrix dy = xt::zeros<float>({3, 2});
-  CHECK_THROWS_WITH_AS(attn::softmax_backward<2>(y, dy),
-                       "attn::softmax_backward: expected dy of the same shape as y (2, 3), got dy (3, 2)",
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      attn::softmax_backward<2>(y, dy),
+      "attn::softmax_backward: expected dy of the same shape as y (2, 3), got dy (3, 2)",
+      std::invalid_argument);
 }
 
 }  // TEST_SUITE

@@ -1,6 +1,7 @@
 // Tests for attn/text.hpp (chapter 01): UTF-8, the character vocabulary, the train/val split
 // and the (B, T) batches every training loop of the course draws from.
-// Expected values are written out by hand or computed with plain loops, never with the code under test.
+// Expected values are written out by hand or computed with plain loops, never with the code under
+// test.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -46,7 +47,8 @@ TEST_CASE("2-, 3- and 4-byte characters decode to one code point each") {
   CHECK(attn::decode_utf8(bytes({0xC3, 0xA9})) == std::u32string{char32_t{0xE9}});
   CHECK(attn::decode_utf8(bytes({0xE2, 0x82, 0xAC})) == std::u32string{char32_t{0x20AC}});
   CHECK(attn::decode_utf8(bytes({0xF0, 0x9F, 0x98, 0x80})) == std::u32string{char32_t{0x1F600}});
-  const std::string mixed = "a" + bytes({0xC3, 0xA9, 0xE2, 0x82, 0xAC, 0xF0, 0x9F, 0x98, 0x80}) + "z";
+  const std::string mixed =
+      "a" + bytes({0xC3, 0xA9, 0xE2, 0x82, 0xAC, 0xF0, 0x9F, 0x98, 0x80}) + "z";
   CHECK(attn::decode_utf8(mixed) ==
         std::u32string{U'a', char32_t{0xE9}, char32_t{0x20AC}, char32_t{0x1F600}, U'z'});
 }
@@ -61,9 +63,9 @@ TEST_CASE("encoding gives back the exact bytes") {
 }
 
 TEST_CASE("every boundary code point survives a round trip") {
-  for (char32_t c : {char32_t{0}, char32_t{0x7F}, char32_t{0x80}, char32_t{0x7FF},
-                     char32_t{0x800}, char32_t{0xD7FF}, char32_t{0xE000}, char32_t{0xFFFF},
-                     char32_t{0x10000}, char32_t{0x10FFFF}}) {
+  for (char32_t c : {char32_t{0}, char32_t{0x7F}, char32_t{0x80}, char32_t{0x7FF}, char32_t{0x800},
+                     char32_t{0xD7FF}, char32_t{0xE000}, char32_t{0xFFFF}, char32_t{0x10000},
+                     char32_t{0x10FFFF}}) {
     CAPTURE(static_cast<unsigned>(c));
     CHECK(attn::decode_utf8(attn::encode_utf8(c)) == std::u32string(1, c));
   }
@@ -82,22 +84,32 @@ TEST_CASE("each invalid form is reported with the offset and value of its first 
   };
   const std::vector<Case> cases = {
       {"a lone continuation byte", "ab" + bytes({0x80}), "invalid UTF-8 at byte 2 (0x80)"},
-      {"0xff never appears in UTF-8", "abc" + bytes({0xFF}) + "d", "invalid UTF-8 at byte 3 (0xff)"},
-      {"0xf5 would start a value above U+10FFFF", bytes({0xF5, 0x80, 0x80, 0x80}), "invalid UTF-8 at byte 0 (0xf5)"},
+      {"0xff never appears in UTF-8", "abc" + bytes({0xFF}) + "d",
+       "invalid UTF-8 at byte 3 (0xff)"},
+      {"0xf5 would start a value above U+10FFFF", bytes({0xF5, 0x80, 0x80, 0x80}),
+       "invalid UTF-8 at byte 0 (0xf5)"},
       {"overlong '/' in two bytes", "x" + bytes({0xC0, 0xAF}), "invalid UTF-8 at byte 1 (0xc0)"},
       {"overlong U+007F in two bytes", bytes({0xC1, 0xBF}), "invalid UTF-8 at byte 0 (0xc1)"},
-      {"overlong U+07FF in three bytes", bytes({0xE0, 0x9F, 0xBF}), "invalid UTF-8 at byte 0 (0xe0)"},
-      {"overlong U+FFFF in four bytes", bytes({0xF0, 0x8F, 0xBF, 0xBF}), "invalid UTF-8 at byte 0 (0xf0)"},
+      {"overlong U+07FF in three bytes", bytes({0xE0, 0x9F, 0xBF}),
+       "invalid UTF-8 at byte 0 (0xe0)"},
+      {"overlong U+FFFF in four bytes", bytes({0xF0, 0x8F, 0xBF, 0xBF}),
+       "invalid UTF-8 at byte 0 (0xf0)"},
       {"surrogate U+D800", "ok" + bytes({0xED, 0xA0, 0x80}), "invalid UTF-8 at byte 2 (0xed)"},
       {"surrogate U+DFFF", bytes({0xED, 0xBF, 0xBF}), "invalid UTF-8 at byte 0 (0xed)"},
-      {"U+110000, above the last code point", bytes({0xF4, 0x90, 0x80, 0x80}), "invalid UTF-8 at byte 0 (0xf4)"},
+      {"U+110000, above the last code point", bytes({0xF4, 0x90, 0x80, 0x80}),
+       "invalid UTF-8 at byte 0 (0xf4)"},
       {"2-byte form truncated at the end", "abc" + bytes({0xC3}), "invalid UTF-8 at byte 3 (0xc3)"},
-      {"3-byte form truncated at the end", "a" + bytes({0xE2, 0x82}), "invalid UTF-8 at byte 1 (0xe2)"},
-      {"4-byte form truncated at the end", bytes({0xF0, 0x9F, 0x98}), "invalid UTF-8 at byte 0 (0xf0)"},
+      {"3-byte form truncated at the end", "a" + bytes({0xE2, 0x82}),
+       "invalid UTF-8 at byte 1 (0xe2)"},
+      {"4-byte form truncated at the end", bytes({0xF0, 0x9F, 0x98}),
+       "invalid UTF-8 at byte 0 (0xf0)"},
       {"lead byte followed by ASCII", "e" + bytes({0xC3}) + "a", "invalid UTF-8 at byte 1 (0xc3)"},
-      {"third byte not a continuation", bytes({0xE2, 0x82}) + "A", "invalid UTF-8 at byte 0 (0xe2)"},
-      {"fourth byte not a continuation", bytes({0xF0, 0x9F, 0x98}) + "!", "invalid UTF-8 at byte 0 (0xf0)"},
-      {"error after a valid multi-byte character", bytes({0xC3, 0xA9, 0xFE}), "invalid UTF-8 at byte 2 (0xfe)"},
+      {"third byte not a continuation", bytes({0xE2, 0x82}) + "A",
+       "invalid UTF-8 at byte 0 (0xe2)"},
+      {"fourth byte not a continuation", bytes({0xF0, 0x9F, 0x98}) + "!",
+       "invalid UTF-8 at byte 0 (0xf0)"},
+      {"error after a valid multi-byte character", bytes({0xC3, 0xA9, 0xFE}),
+       "invalid UTF-8 at byte 2 (0xfe)"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.what);
@@ -118,7 +130,8 @@ TEST_CASE("quote writes a text as a one-line double-quoted literal") {
   CHECK(attn::quote(U"") == "\"\"");
   CHECK(attn::quote(U"First Citizen:\nBefore") == "\"First Citizen:\\nBefore\"");
   CHECK(attn::quote(U"a\tb \"c\"") == "\"a\\tb \\\"c\\\"\"");
-  CHECK(attn::quote(U"\u00e9t\u00e9 \u2014 ok") == "\"\xc3\xa9t\xc3\xa9 \xe2\x80\x94 ok\"");  // UTF-8
+  CHECK(attn::quote(U"\u00e9t\u00e9 \u2014 ok") ==
+        "\"\xc3\xa9t\xc3\xa9 \xe2\x80\x94 ok\"");  // UTF-8
 }
 
 TEST_CASE("quote and terminal_safe escape what would act on a terminal (ESC, NUL, CR)") {
@@ -168,7 +181,8 @@ TEST_CASE("the vocabulary is sorted by code point, not by byte or locale") {
   const std::string euro = bytes({0xE2, 0x82, 0xAC});
   const std::string e_acute = bytes({0xC3, 0xA9});
   const std::string smiley = bytes({0xF0, 0x9F, 0x98, 0x80});
-  const attn::Vocab wide = attn::Vocab::from_text(smiley + euro + e_acute + "b" + euro + smiley + "a");
+  const attn::Vocab wide =
+      attn::Vocab::from_text(smiley + euro + e_acute + "b" + euro + smiley + "a");
   CHECK(wide.chars() ==
         std::u32string{U'a', U'b', char32_t{0xE9}, char32_t{0x20AC}, char32_t{0x1F600}});
   CHECK(wide.encode(e_acute + "a" + smiley) == std::vector<int>{2, 0, 4});
@@ -187,8 +201,9 @@ TEST_CASE("encode and decode are inverse on text over the vocabulary") {
 
 TEST_CASE("from_text rejects empty text and invalid UTF-8") {
   CHECK_THROWS_AS(attn::Vocab::from_text(""), std::invalid_argument);
-  CHECK(message_of<std::runtime_error>([] { (void)attn::Vocab::from_text("ab" + bytes({0xFF})); }) ==
-        "invalid UTF-8 at byte 2 (0xff)");
+  CHECK(message_of<std::runtime_error>([] {
+          (void)attn::Vocab::from_text("ab" + bytes({0xFF}));
+        }) == "invalid UTF-8 at byte 2 (0xff)");
 }
 
 TEST_CASE("the constructor rejects unsorted, repeated or empty character lists") {
@@ -197,8 +212,9 @@ TEST_CASE("the constructor rejects unsorted, repeated or empty character lists")
   CHECK_THROWS_AS(attn::Vocab(U"abb"), std::invalid_argument);
   CHECK_THROWS_AS(attn::Vocab(U""), std::invalid_argument);
   CHECK_THROWS_AS(attn::Vocab(std::u32string{U'a', char32_t{0xD800}}), std::invalid_argument);
-  CHECK(message_of<std::invalid_argument>([] { (void)attn::Vocab(U"bac"); }) ==
-        "attn::Vocab: characters must be sorted by code point and unique, but U+0061 follows U+0062");
+  CHECK(
+      message_of<std::invalid_argument>([] { (void)attn::Vocab(U"bac"); }) ==
+      "attn::Vocab: characters must be sorted by code point and unique, but U+0061 follows U+0062");
 }
 
 TEST_CASE("an unknown character is named on one line with its code point and the vocabulary size") {
@@ -217,11 +233,14 @@ TEST_CASE("an unknown character is named on one line with its code point and the
   CHECK(newline.find('\n') == std::string::npos);
   CHECK(newline.find("'\\n' (U+000A)") != std::string::npos);
 
-  const std::string euro = message_of<std::invalid_argument>([&] { (void)vocab.encode("h" + bytes({0xE2, 0x82, 0xAC})); });
+  const std::string euro = message_of<std::invalid_argument>([&] {
+    (void)vocab.encode("h" + bytes({0xE2, 0x82, 0xAC}));
+  });
   CHECK(euro.find("(U+20AC)") != std::string::npos);
   CHECK(euro.find("'" + bytes({0xE2, 0x82, 0xAC}) + "'") != std::string::npos);
-  CHECK(message_of<std::invalid_argument>([&] { (void)vocab.id_of(char32_t{0x1F600}); })
-            .find("(U+1F600)") != std::string::npos);
+  CHECK(message_of<std::invalid_argument>([&] {
+          (void)vocab.id_of(char32_t{0x1F600});
+        }).find("(U+1F600)") != std::string::npos);
 }
 
 TEST_CASE("an id outside the vocabulary is out of range") {

@@ -61,11 +61,13 @@ TEST_CASE("the k kept tokens are drawn with their renormalised softmax probabili
   // Keep {0, 2, 3}: p_i = exp(l_i / T) / sum over the kept ids.
   const std::vector<int> kept = {0, 2, 3};
   double z = 0.0;
-  for (const int v : kept) z += std::exp(static_cast<double>(logits[static_cast<std::size_t>(v)]) / 0.7);
+  for (const int v : kept)
+    z += std::exp(static_cast<double>(logits[static_cast<std::size_t>(v)]) / 0.7);
   const int n = 200000;
   std::vector<int> counts(logits.size(), 0);
   attn::Rng rng(99);
-  for (int i = 0; i < n; ++i) ++counts[static_cast<std::size_t>(attn::sample_top_k(logits, temperature, 3, rng))];
+  for (int i = 0; i < n; ++i)
+    ++counts[static_cast<std::size_t>(attn::sample_top_k(logits, temperature, 3, rng))];
   CHECK(counts[1] == 0);
   CHECK(counts[4] == 0);
   for (const int v : kept) {
@@ -82,7 +84,8 @@ TEST_CASE("k = V is plain sampling: the same draws as sample_logits from the sam
   attn::Rng a(42);
   attn::Rng b(42);
   for (int i = 0; i < 2000; ++i) {
-    CHECK(attn::sample_top_k(logits, 0.9f, logits.size(), a) == attn::sample_logits(logits, 0.9f, b));
+    CHECK(attn::sample_top_k(logits, 0.9f, logits.size(), a) ==
+          attn::sample_logits(logits, 0.9f, b));
   }
 }
 
@@ -99,9 +102,11 @@ TEST_CASE("top_k outside [1, V] and bad temperatures are errors") {
   const std::vector<float> logits(65, 0.5f);
   attn::Rng rng(1);
   CHECK_THROWS_WITH_AS(attn::sample_top_k(logits, 1.0f, 0, rng),
-                       "attn::sample_top_k: top_k must be in [1, 65], got 0", std::invalid_argument);
+                       "attn::sample_top_k: top_k must be in [1, 65], got 0",
+                       std::invalid_argument);
   CHECK_THROWS_WITH_AS(attn::sample_top_k(logits, 1.0f, 66, rng),
-                       "attn::sample_top_k: top_k must be in [1, 65], got 66", std::invalid_argument);
+                       "attn::sample_top_k: top_k must be in [1, 65], got 66",
+                       std::invalid_argument);
   CHECK_THROWS_WITH_AS(attn::sample_top_k(logits, 0.0f, 5, rng),
                        "attn::sample_top_k: temperature must be > 0, got 0", std::invalid_argument);
   CHECK_THROWS_AS(attn::sample_top_k(logits, -1.0f, 5, rng), std::invalid_argument);

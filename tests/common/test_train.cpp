@@ -50,7 +50,8 @@ attn::Vocab vocab7() { return attn::Vocab(U"\nabcdef"); }
 
 // A fresh, empty folder under the system's temporary directory.
 fs::path temp_dir(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("attn_test_train_" + name + "_" + std::to_string(::getpid()));
+  const fs::path p =
+      fs::temp_directory_path() / ("attn_test_train_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(p);
   fs::create_directories(p);
   return p;
@@ -169,7 +170,8 @@ TEST_CASE("an estimate depends only on the weights, the seed and the step") {
   CHECK(a.train_loss == b.train_loss);
   CHECK(a.val_loss == b.val_loss);
   CHECK(a.train_loss != other.train_loss);
-  CHECK_THROWS_AS(attn::estimate_loss(s.weights, c.model, split, 4, 0, 9, 0), std::invalid_argument);
+  CHECK_THROWS_AS(attn::estimate_loss(s.weights, c.model, split, 4, 0, 9, 0),
+                  std::invalid_argument);
 }
 
 TEST_CASE("a run stopped, saved, loaded and resumed ends bit-identical to one without the stop") {

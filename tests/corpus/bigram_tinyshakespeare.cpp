@@ -32,8 +32,8 @@ int check(const std::filesystem::path& path) {
 
   const std::vector<int> want_first{18, 47, 56, 57, 58, 1, 15, 47, 58};
   const std::vector<int> first(split.train.begin(),
-                               split.train.begin() + static_cast<std::ptrdiff_t>(
-                                   std::min(want_first.size(), split.train.size())));
+                               split.train.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                         want_first.size(), split.train.size())));
   std::printf("first tokens:");
   for (int t : first) std::printf(" %d", t);
   std::printf(" (expected 18 47 56 57 58 1 15 47 58)\n");
@@ -48,9 +48,10 @@ int check(const std::filesystem::path& path) {
   attn::BigramReport last{};
   attn::train_bigram(logits, split, config, rng, [&](const attn::BigramReport& r) { last = r; });
   const double gap = last.val_loss - optimum;
-  std::printf("after %zu steps: train loss %.4f, val loss %.4f; counting optimum val loss %.4f; "
-              "gap %.4f (at most %.2f)\n",
-              last.step, last.train_loss, last.val_loss, optimum, gap, kMaxGap);
+  std::printf(
+      "after %zu steps: train loss %.4f, val loss %.4f; counting optimum val loss %.4f; "
+      "gap %.4f (at most %.2f)\n",
+      last.step, last.train_loss, last.val_loss, optimum, gap, kMaxGap);
   if (!(gap <= kMaxGap)) ++failures;
 
   std::printf("%s\n", failures == 0 ? "PASSED" : "FAILED");
@@ -62,16 +63,18 @@ int check(const std::filesystem::path& path) {
 int main() {
   const char* env = std::getenv("ATTN_DATA");
   if (env == nullptr || *env == '\0') {
-    std::printf("SKIPPED: ATTN_DATA is not set; run scripts/get-data.sh and export "
-                "ATTN_DATA=$PWD/data/tinyshakespeare.txt to measure the bigram on Tiny "
-                "Shakespeare\n");
+    std::printf(
+        "SKIPPED: ATTN_DATA is not set; run scripts/get-data.sh and export "
+        "ATTN_DATA=$PWD/data/tinyshakespeare.txt to measure the bigram on Tiny "
+        "Shakespeare\n");
     return kSkip;
   }
   if (!std::filesystem::exists(env)) {
-    std::printf("SKIPPED: ATTN_DATA=%s does not exist; run scripts/get-data.sh and export "
-                "ATTN_DATA=$PWD/data/tinyshakespeare.txt to measure the bigram on Tiny "
-                "Shakespeare\n",
-                env);
+    std::printf(
+        "SKIPPED: ATTN_DATA=%s does not exist; run scripts/get-data.sh and export "
+        "ATTN_DATA=$PWD/data/tinyshakespeare.txt to measure the bigram on Tiny "
+        "Shakespeare\n",
+        env);
     return kSkip;
   }
   try {

@@ -14,22 +14,24 @@ ATTN_REFERENCE attn::Matrix softmax_backward(const attn::Matrix& y, const attn::
   return attn::softmax_backward<2>(y, dy);
 }
 
-ATTN_REFERENCE attn::LinearGrads linear_backward(const attn::Tensor<3>& dy, const attn::Tensor<3>& x,
-                                  const attn::Matrix& w) {
+ATTN_REFERENCE attn::LinearGrads linear_backward(const attn::Tensor<3>& dy,
+                                                 const attn::Tensor<3>& x, const attn::Matrix& w) {
   return attn::linear_backward(dy, x, w);
 }
 
-ATTN_REFERENCE attn::LayerNormGrads<3> layer_norm_backward(const attn::Tensor<3>& dy, const attn::Tensor<3>& x,
-                                            const attn::Vector& gamma, float eps) {
+ATTN_REFERENCE attn::LayerNormGrads<3> layer_norm_backward(const attn::Tensor<3>& dy,
+                                                           const attn::Tensor<3>& x,
+                                                           const attn::Vector& gamma, float eps) {
   return attn::layer_norm_backward<3>(dy, x, gamma, eps);
 }
 
 // One head is the library's attention with B = H = 1: (T, hs) <-> (1, 1, T, hs).
 ATTN_REFERENCE AttentionGrads attention_backward(const attn::Matrix& dout, const attn::Matrix& q,
-                                  const attn::Matrix& k, const attn::Matrix& v, bool causal) {
+                                                 const attn::Matrix& k, const attn::Matrix& v,
+                                                 bool causal) {
   const auto as4 = [](const attn::Matrix& m) {
-    attn::Tensor<4> t = xt::zeros<float>({std::size_t{1}, std::size_t{1}, m.shape()[0],
-                                          m.shape()[1]});
+    attn::Tensor<4> t =
+        xt::zeros<float>({std::size_t{1}, std::size_t{1}, m.shape()[0], m.shape()[1]});
     std::copy(m.begin(), m.end(), t.begin());
     return t;
   };

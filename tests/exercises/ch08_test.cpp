@@ -164,8 +164,8 @@ ex08::AttentionGrads attention_by_differences(const Matrix& dout, const Matrix& 
     return m;
   };
   const auto loss = [&] {
-    return dot_all(dout, attention_by_hand(as_matrix(q, pq), as_matrix(k, pk), as_matrix(v, pv),
-                                           causal));
+    return dot_all(dout,
+                   attention_by_hand(as_matrix(q, pq), as_matrix(k, pk), as_matrix(v, pv), causal));
   };
   ex08::AttentionGrads g;
   g.dq = shaped_like(q, numeric_gradient(pq, loss));
@@ -177,338 +177,337 @@ ex08::AttentionGrads attention_by_differences(const Matrix& dout, const Matrix& 
 }  // namespace
 
 TEST_SUITE("ex08.1 Softmax backward") {
-  TEST_CASE("one row worked by hand: dx = y (dy - dy . y)") {
-    // y = [0.5, 0.25, 0.25], dy = [1, 0, 0]: dy . y = 0.5, so
-    // dx = [0.5 (1 - 0.5), 0.25 (0 - 0.5), 0.25 (0 - 0.5)] = [0.25, -0.125, -0.125].
-    const Matrix y = {{0.5f, 0.25f, 0.25f}};
-    const Matrix dy = {{1.0f, 0.0f, 0.0f}};
-    const Matrix want = {{0.25f, -0.125f, -0.125f}};
-    CHECK_TENSOR_NEAR(ex08::softmax_backward(y, dy), want, 1e-7, 0.0);
-  }
+TEST_CASE("one row worked by hand: dx = y (dy - dy . y)") {
+  // y = [0.5, 0.25, 0.25], dy = [1, 0, 0]: dy . y = 0.5, so
+  // dx = [0.5 (1 - 0.5), 0.25 (0 - 0.5), 0.25 (0 - 0.5)] = [0.25, -0.125, -0.125].
+  const Matrix y = {{0.5f, 0.25f, 0.25f}};
+  const Matrix dy = {{1.0f, 0.0f, 0.0f}};
+  const Matrix want = {{0.25f, -0.125f, -0.125f}};
+  CHECK_TENSOR_NEAR(ex08::softmax_backward(y, dy), want, 1e-7, 0.0);
+}
 
-  TEST_CASE("a gradient that is the same on the whole row gives dx = 0") {
-    // Adding c to every dy_j changes dy . y by c (the weights sum to 1): nothing is left. A
-    // softmax cannot tell a row from the same row shifted, so no shift can lower the loss.
-    const Matrix y = {{0.1f, 0.2f, 0.3f, 0.4f}, {0.7f, 0.1f, 0.1f, 0.1f}};
-    const Matrix dy = {{2.0f, 2.0f, 2.0f, 2.0f}, {-3.0f, -3.0f, -3.0f, -3.0f}};
-    const Matrix want = xt::zeros<float>({2, 4});
-    CHECK_TENSOR_NEAR(ex08::softmax_backward(y, dy), want, 1e-6, 0.0);
-  }
+TEST_CASE("a gradient that is the same on the whole row gives dx = 0") {
+  // Adding c to every dy_j changes dy . y by c (the weights sum to 1): nothing is left. A
+  // softmax cannot tell a row from the same row shifted, so no shift can lower the loss.
+  const Matrix y = {{0.1f, 0.2f, 0.3f, 0.4f}, {0.7f, 0.1f, 0.1f, 0.1f}};
+  const Matrix dy = {{2.0f, 2.0f, 2.0f, 2.0f}, {-3.0f, -3.0f, -3.0f, -3.0f}};
+  const Matrix want = xt::zeros<float>({2, 4});
+  CHECK_TENSOR_NEAR(ex08::softmax_backward(y, dy), want, 1e-6, 0.0);
+}
 
-  TEST_CASE("every row of dx sums to zero, each with its own dot product") {
-    const DMatrix x = {{0.3, -1.2, 2.0, 0.5}, {4.0, 4.1, -3.0, 0.0}, {0.0, 0.0, 0.0, 0.0}};
-    const Matrix y = xt::cast<float>(softmax_rows(x));
-    const Matrix dy = wiggly2(3, 4, 0.4, 2.0);
-    const Matrix dx = ex08::softmax_backward(y, dy);
-    REQUIRE(dx.shape() == y.shape());
-    for (std::size_t r = 0; r < 3; ++r) {
-      CAPTURE(r);
-      double sum = 0.0;
-      for (std::size_t c = 0; c < 4; ++c) sum += static_cast<double>(dx(r, c));
-      CHECK(std::abs(sum) < 1e-6);
-    }
+TEST_CASE("every row of dx sums to zero, each with its own dot product") {
+  const DMatrix x = {{0.3, -1.2, 2.0, 0.5}, {4.0, 4.1, -3.0, 0.0}, {0.0, 0.0, 0.0, 0.0}};
+  const Matrix y = xt::cast<float>(softmax_rows(x));
+  const Matrix dy = wiggly2(3, 4, 0.4, 2.0);
+  const Matrix dx = ex08::softmax_backward(y, dy);
+  REQUIRE(dx.shape() == y.shape());
+  for (std::size_t r = 0; r < 3; ++r) {
+    CAPTURE(r);
+    double sum = 0.0;
+    for (std::size_t c = 0; c < 4; ++c) sum += static_cast<double>(dx(r, c));
+    CHECK(std::abs(sum) < 1e-6);
   }
+}
 
-  TEST_CASE("it matches finite differences of L = sum dy * softmax(x)") {
-    for (const std::size_t S : {1u, 2u, 7u}) {
-      CAPTURE(S);
-      const Matrix xf = wiggly2(3, S, 0.9, 3.0);
-      const Matrix dy = wiggly2(3, S, 2.1, 1.5);
-      std::vector<double> p = to_vector(xf);
-      const auto loss = [&] {
-        DMatrix xd = xt::zeros<double>({std::size_t{3}, S});
-        std::copy(p.begin(), p.end(), xd.begin());
-        return dot_all(dy, softmax_rows(xd));
-      };
-      const Matrix want = shaped_like(xf, numeric_gradient(p, loss));
-      DMatrix xd = xt::cast<double>(xf);
-      const Matrix y = xt::cast<float>(softmax_rows(xd));
-      CHECK_TENSOR_NEAR(ex08::softmax_backward(y, dy), want, 1e-6, 1e-4);
-    }
-  }
-
-  TEST_CASE("masked entries (y = 0) get exactly zero gradient, the rest match finite differences") {
-    // A causal (4, 4) softmax: row t sees columns 0..t.
-    const std::size_t T = 4;
-    std::vector<std::vector<bool>> masked(T, std::vector<bool>(T, false));
-    for (std::size_t t = 0; t < T; ++t)
-      for (std::size_t s = t + 1; s < T; ++s) masked[t][s] = true;
-    const Matrix xf = wiggly2(T, T, 1.4, 2.0);
-    const Matrix dy = wiggly2(T, T, 0.2, 1.0);  // nonzero above the diagonal too
+TEST_CASE("it matches finite differences of L = sum dy * softmax(x)") {
+  for (const std::size_t S : {1u, 2u, 7u}) {
+    CAPTURE(S);
+    const Matrix xf = wiggly2(3, S, 0.9, 3.0);
+    const Matrix dy = wiggly2(3, S, 2.1, 1.5);
     std::vector<double> p = to_vector(xf);
     const auto loss = [&] {
-      DMatrix xd = xt::zeros<double>({T, T});
+      DMatrix xd = xt::zeros<double>({std::size_t{3}, S});
       std::copy(p.begin(), p.end(), xd.begin());
-      return dot_all(dy, softmax_rows(xd, &masked));
+      return dot_all(dy, softmax_rows(xd));
     };
     const Matrix want = shaped_like(xf, numeric_gradient(p, loss));
-    const Matrix y = xt::cast<float>(softmax_rows(xt::cast<double>(xf), &masked));
-    const Matrix dx = ex08::softmax_backward(y, dy);
-    CHECK_TENSOR_NEAR(dx, want, 1e-6, 1e-4);
-    REQUIRE(dx.shape() == y.shape());
-    for (std::size_t t = 0; t < T; ++t)
-      for (std::size_t s = t + 1; s < T; ++s) {
-        CAPTURE(t);
-        CAPTURE(s);
-        CHECK(dx(t, s) == 0.0f);
-      }
+    DMatrix xd = xt::cast<double>(xf);
+    const Matrix y = xt::cast<float>(softmax_rows(xd));
+    CHECK_TENSOR_NEAR(ex08::softmax_backward(y, dy), want, 1e-6, 1e-4);
   }
+}
 
-  TEST_CASE("y and dy of different shapes are rejected") {
-    const Matrix y = {{0.5f, 0.5f}};
-    const Matrix dy = {{1.0f, 0.0f, 0.0f}};
-    CHECK_THROWS_AS(ex08::softmax_backward(y, dy), std::invalid_argument);
-  }
+TEST_CASE("masked entries (y = 0) get exactly zero gradient, the rest match finite differences") {
+  // A causal (4, 4) softmax: row t sees columns 0..t.
+  const std::size_t T = 4;
+  std::vector<std::vector<bool>> masked(T, std::vector<bool>(T, false));
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t s = t + 1; s < T; ++s) masked[t][s] = true;
+  const Matrix xf = wiggly2(T, T, 1.4, 2.0);
+  const Matrix dy = wiggly2(T, T, 0.2, 1.0);  // nonzero above the diagonal too
+  std::vector<double> p = to_vector(xf);
+  const auto loss = [&] {
+    DMatrix xd = xt::zeros<double>({T, T});
+    std::copy(p.begin(), p.end(), xd.begin());
+    return dot_all(dy, softmax_rows(xd, &masked));
+  };
+  const Matrix want = shaped_like(xf, numeric_gradient(p, loss));
+  const Matrix y = xt::cast<float>(softmax_rows(xt::cast<double>(xf), &masked));
+  const Matrix dx = ex08::softmax_backward(y, dy);
+  CHECK_TENSOR_NEAR(dx, want, 1e-6, 1e-4);
+  REQUIRE(dx.shape() == y.shape());
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t s = t + 1; s < T; ++s) {
+      CAPTURE(t);
+      CAPTURE(s);
+      CHECK(dx(t, s) == 0.0f);
+    }
+}
+
+TEST_CASE("y and dy of different shapes are rejected") {
+  const Matrix y = {{0.5f, 0.5f}};
+  const Matrix dy = {{1.0f, 0.0f, 0.0f}};
+  CHECK_THROWS_AS(ex08::softmax_backward(y, dy), std::invalid_argument);
+}
 }
 
 TEST_SUITE("ex08.2 Linear backward") {
-  TEST_CASE("two tokens worked by hand") {
-    // x = [[1, 2], [3, -1]] (1, 2, 2), w = [[1, 0, 2], [-1, 1, 0]] (2, 3),
-    // dy = [[1, 0, -1], [2, 1, 0]] (1, 2, 3).
-    // dx = dy @ w^T: [1 - 2, -1 + 0] = [-1, -1];  [2 + 0, -2 + 1] = [2, -1].
-    // dw = x^T @ dy: row 0 = 1 [1, 0, -1] + 3 [2, 1, 0] = [7, 3, -1];
-    //                row 1 = 2 [1, 0, -1] - 1 [2, 1, 0] = [0, -1, -2].
-    // db = [1 + 2, 0 + 1, -1 + 0] = [3, 1, -1].
-    const Tensor<3> x = {{{1.0f, 2.0f}, {3.0f, -1.0f}}};
-    const Matrix w = {{1.0f, 0.0f, 2.0f}, {-1.0f, 1.0f, 0.0f}};
-    const Tensor<3> dy = {{{1.0f, 0.0f, -1.0f}, {2.0f, 1.0f, 0.0f}}};
-    const attn::LinearGrads g = ex08::linear_backward(dy, x, w);
-    const Tensor<3> dx = {{{-1.0f, -1.0f}, {2.0f, -1.0f}}};
-    const Matrix dw = {{7.0f, 3.0f, -1.0f}, {0.0f, -1.0f, -2.0f}};
-    const Vector db = {3.0f, 1.0f, -1.0f};
-    CHECK_TENSOR_NEAR(g.dx, dx, 1e-6, 0.0);
-    CHECK_TENSOR_NEAR(g.dw, dw, 1e-6, 0.0);
-    CHECK_TENSOR_NEAR(g.db, db, 1e-6, 0.0);
-  }
+TEST_CASE("two tokens worked by hand") {
+  // x = [[1, 2], [3, -1]] (1, 2, 2), w = [[1, 0, 2], [-1, 1, 0]] (2, 3),
+  // dy = [[1, 0, -1], [2, 1, 0]] (1, 2, 3).
+  // dx = dy @ w^T: [1 - 2, -1 + 0] = [-1, -1];  [2 + 0, -2 + 1] = [2, -1].
+  // dw = x^T @ dy: row 0 = 1 [1, 0, -1] + 3 [2, 1, 0] = [7, 3, -1];
+  //                row 1 = 2 [1, 0, -1] - 1 [2, 1, 0] = [0, -1, -2].
+  // db = [1 + 2, 0 + 1, -1 + 0] = [3, 1, -1].
+  const Tensor<3> x = {{{1.0f, 2.0f}, {3.0f, -1.0f}}};
+  const Matrix w = {{1.0f, 0.0f, 2.0f}, {-1.0f, 1.0f, 0.0f}};
+  const Tensor<3> dy = {{{1.0f, 0.0f, -1.0f}, {2.0f, 1.0f, 0.0f}}};
+  const attn::LinearGrads g = ex08::linear_backward(dy, x, w);
+  const Tensor<3> dx = {{{-1.0f, -1.0f}, {2.0f, -1.0f}}};
+  const Matrix dw = {{7.0f, 3.0f, -1.0f}, {0.0f, -1.0f, -2.0f}};
+  const Vector db = {3.0f, 1.0f, -1.0f};
+  CHECK_TENSOR_NEAR(g.dx, dx, 1e-6, 0.0);
+  CHECK_TENSOR_NEAR(g.dw, dw, 1e-6, 0.0);
+  CHECK_TENSOR_NEAR(g.db, db, 1e-6, 0.0);
+}
 
-  TEST_CASE("dw and db add up the contributions of every row of every sequence") {
-    // dy = 1 everywhere: db = B * T = 6 for every output, and dw(i, o) = sum of x(., ., i).
-    const Tensor<3> x = wiggly3(2, 3, 2, 0.3, 1.0);
-    const Matrix w = wiggly2(2, 4, 1.1, 1.0);
-    const Tensor<3> dy = xt::ones<float>({2, 3, 4});
-    const attn::LinearGrads g = ex08::linear_backward(dy, x, w);
-    const Vector db = xt::full_like(Vector(xt::zeros<float>({4})), 6.0f);
-    CHECK_TENSOR_NEAR(g.db, db, 1e-6, 0.0);
-    Matrix dw = xt::zeros<float>({2, 4});
-    for (std::size_t i = 0; i < 2; ++i) {
-      double sum = 0.0;
-      for (std::size_t b = 0; b < 2; ++b)
-        for (std::size_t t = 0; t < 3; ++t) sum += static_cast<double>(x(b, t, i));
-      for (std::size_t o = 0; o < 4; ++o) dw(i, o) = static_cast<float>(sum);
-    }
-    CHECK_TENSOR_NEAR(g.dw, dw, 1e-6, 1e-6);
+TEST_CASE("dw and db add up the contributions of every row of every sequence") {
+  // dy = 1 everywhere: db = B * T = 6 for every output, and dw(i, o) = sum of x(., ., i).
+  const Tensor<3> x = wiggly3(2, 3, 2, 0.3, 1.0);
+  const Matrix w = wiggly2(2, 4, 1.1, 1.0);
+  const Tensor<3> dy = xt::ones<float>({2, 3, 4});
+  const attn::LinearGrads g = ex08::linear_backward(dy, x, w);
+  const Vector db = xt::full_like(Vector(xt::zeros<float>({4})), 6.0f);
+  CHECK_TENSOR_NEAR(g.db, db, 1e-6, 0.0);
+  Matrix dw = xt::zeros<float>({2, 4});
+  for (std::size_t i = 0; i < 2; ++i) {
+    double sum = 0.0;
+    for (std::size_t b = 0; b < 2; ++b)
+      for (std::size_t t = 0; t < 3; ++t) sum += static_cast<double>(x(b, t, i));
+    for (std::size_t o = 0; o < 4; ++o) dw(i, o) = static_cast<float>(sum);
   }
+  CHECK_TENSOR_NEAR(g.dw, dw, 1e-6, 1e-6);
+}
 
-  TEST_CASE("a (B, T, in) batch matches double-precision loops, in != out") {
-    const std::size_t B = 2, T = 3, in = 5, out = 3;
-    const Tensor<3> x = wiggly3(B, T, in, 0.5, 1.5);
-    const Matrix w = wiggly2(in, out, 2.0, 0.8);
-    const Tensor<3> dy = wiggly3(B, T, out, 1.0, 1.2);
-    Double3 dx = xt::zeros<double>({B, T, in});
-    DMatrix dw = xt::zeros<double>({in, out});
-    std::vector<double> db(out, 0.0);
-    for (std::size_t b = 0; b < B; ++b)
-      for (std::size_t t = 0; t < T; ++t)
-        for (std::size_t o = 0; o < out; ++o) {
-          const double g = static_cast<double>(dy(b, t, o));
-          db[o] += g;
-          for (std::size_t i = 0; i < in; ++i) {
-            dx(b, t, i) += g * static_cast<double>(w(i, o));
-            dw(i, o) += g * static_cast<double>(x(b, t, i));
-          }
+TEST_CASE("a (B, T, in) batch matches double-precision loops, in != out") {
+  const std::size_t B = 2, T = 3, in = 5, out = 3;
+  const Tensor<3> x = wiggly3(B, T, in, 0.5, 1.5);
+  const Matrix w = wiggly2(in, out, 2.0, 0.8);
+  const Tensor<3> dy = wiggly3(B, T, out, 1.0, 1.2);
+  Double3 dx = xt::zeros<double>({B, T, in});
+  DMatrix dw = xt::zeros<double>({in, out});
+  std::vector<double> db(out, 0.0);
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t o = 0; o < out; ++o) {
+        const double g = static_cast<double>(dy(b, t, o));
+        db[o] += g;
+        for (std::size_t i = 0; i < in; ++i) {
+          dx(b, t, i) += g * static_cast<double>(w(i, o));
+          dw(i, o) += g * static_cast<double>(x(b, t, i));
         }
-    const attn::LinearGrads g = ex08::linear_backward(dy, x, w);
-    CHECK_TENSOR_NEAR(g.dx, Tensor<3>(xt::cast<float>(dx)), 1e-5, 1e-5);
-    CHECK_TENSOR_NEAR(g.dw, Matrix(xt::cast<float>(dw)), 1e-5, 1e-5);
-    CHECK_TENSOR_NEAR(g.db, shaped_like(Vector(xt::zeros<float>({out})), db), 1e-5, 1e-5);
-  }
+      }
+  const attn::LinearGrads g = ex08::linear_backward(dy, x, w);
+  CHECK_TENSOR_NEAR(g.dx, Tensor<3>(xt::cast<float>(dx)), 1e-5, 1e-5);
+  CHECK_TENSOR_NEAR(g.dw, Matrix(xt::cast<float>(dw)), 1e-5, 1e-5);
+  CHECK_TENSOR_NEAR(g.db, shaped_like(Vector(xt::zeros<float>({out})), db), 1e-5, 1e-5);
+}
 
-  TEST_CASE("a single token with one input and one output: dx = dy w, dw = x dy, db = dy") {
-    const Tensor<3> x = {{{3.0f}}};
-    const Matrix w = {{-2.0f}};
-    const Tensor<3> dy = {{{0.5f}}};
-    const attn::LinearGrads g = ex08::linear_backward(dy, x, w);
-    CHECK_TENSOR_NEAR(g.dx, Tensor<3>({{{-1.0f}}}), 0.0, 0.0);
-    CHECK_TENSOR_NEAR(g.dw, Matrix({{1.5f}}), 0.0, 0.0);
-    CHECK_TENSOR_NEAR(g.db, Vector({0.5f}), 0.0, 0.0);
-  }
+TEST_CASE("a single token with one input and one output: dx = dy w, dw = x dy, db = dy") {
+  const Tensor<3> x = {{{3.0f}}};
+  const Matrix w = {{-2.0f}};
+  const Tensor<3> dy = {{{0.5f}}};
+  const attn::LinearGrads g = ex08::linear_backward(dy, x, w);
+  CHECK_TENSOR_NEAR(g.dx, Tensor<3>({{{-1.0f}}}), 0.0, 0.0);
+  CHECK_TENSOR_NEAR(g.dw, Matrix({{1.5f}}), 0.0, 0.0);
+  CHECK_TENSOR_NEAR(g.db, Vector({0.5f}), 0.0, 0.0);
+}
 
-  TEST_CASE("shapes that do not fit together are rejected") {
-    const Tensor<3> x = wiggly3(1, 2, 3, 0.0, 1.0);
-    const Matrix w = wiggly2(3, 4, 0.0, 1.0);
-    const Tensor<3> dy_wrong_out = wiggly3(1, 2, 5, 0.0, 1.0);  // out = 5, w has 4
-    const Tensor<3> dy_wrong_t = wiggly3(1, 3, 4, 0.0, 1.0);    // T = 3, x has 2
-    const Matrix w_wrong_in = wiggly2(2, 4, 0.0, 1.0);          // in = 2, x has 3
-    CHECK_THROWS_AS(ex08::linear_backward(dy_wrong_out, x, w), std::invalid_argument);
-    CHECK_THROWS_AS(ex08::linear_backward(dy_wrong_t, x, w), std::invalid_argument);
-    CHECK_THROWS_AS(ex08::linear_backward(wiggly3(1, 2, 4, 0.0, 1.0), x, w_wrong_in),
-                    std::invalid_argument);
-  }
+TEST_CASE("shapes that do not fit together are rejected") {
+  const Tensor<3> x = wiggly3(1, 2, 3, 0.0, 1.0);
+  const Matrix w = wiggly2(3, 4, 0.0, 1.0);
+  const Tensor<3> dy_wrong_out = wiggly3(1, 2, 5, 0.0, 1.0);  // out = 5, w has 4
+  const Tensor<3> dy_wrong_t = wiggly3(1, 3, 4, 0.0, 1.0);    // T = 3, x has 2
+  const Matrix w_wrong_in = wiggly2(2, 4, 0.0, 1.0);          // in = 2, x has 3
+  CHECK_THROWS_AS(ex08::linear_backward(dy_wrong_out, x, w), std::invalid_argument);
+  CHECK_THROWS_AS(ex08::linear_backward(dy_wrong_t, x, w), std::invalid_argument);
+  CHECK_THROWS_AS(ex08::linear_backward(wiggly3(1, 2, 4, 0.0, 1.0), x, w_wrong_in),
+                  std::invalid_argument);
+}
 }
 
 TEST_SUITE("ex08.3 LayerNorm backward") {
-  TEST_CASE("one token worked by hand: the three terms") {
-    // x = [1, 2, 6]: mean 3, var 14/3, rstd = sqrt(3/14), xhat = rstd [-2, -1, 3].
-    // gamma = 1, dy = [1, 0, 0]: g = [1, 0, 0], mean(g) = 1/3, mean(g xhat) = -2 rstd / 3.
-    // dx = rstd (g - 1/3 + xhat 2 rstd / 3) = rstd ([2/3, -1/3, -1/3] + (1/7) [-2, -1, 3])
-    //    = rstd [8/21, -10/21, 2/21]                    (rstd^2 = 3/14, so (2/3) rstd^2 = 1/7)
-    // dgamma = dy xhat = [-2 rstd, 0, 0], dbeta = dy. (eps = 0 keeps the fractions exact.)
-    const Tensor<3> x = {{{1.0f, 2.0f, 6.0f}}};
-    const Tensor<3> dy = {{{1.0f, 0.0f, 0.0f}}};
-    const Vector gamma = {1.0f, 1.0f, 1.0f};
-    const double rstd = std::sqrt(3.0 / 14.0);
-    const attn::LayerNormGrads<3> g = ex08::layer_norm_backward(dy, x, gamma, 0.0f);
-    const Tensor<3> dx = {{{static_cast<float>(rstd * 8.0 / 21.0),
-                            static_cast<float>(rstd * -10.0 / 21.0),
-                            static_cast<float>(rstd * 2.0 / 21.0)}}};
-    CHECK_TENSOR_NEAR(g.dx, dx, 1e-6, 1e-6);
-    CHECK_TENSOR_NEAR(g.dgamma, Vector({static_cast<float>(-2.0 * rstd), 0.0f, 0.0f}), 1e-6,
-                      1e-6);
-    CHECK_TENSOR_NEAR(g.dbeta, Vector({1.0f, 0.0f, 0.0f}), 1e-7, 0.0);
-  }
+TEST_CASE("one token worked by hand: the three terms") {
+  // x = [1, 2, 6]: mean 3, var 14/3, rstd = sqrt(3/14), xhat = rstd [-2, -1, 3].
+  // gamma = 1, dy = [1, 0, 0]: g = [1, 0, 0], mean(g) = 1/3, mean(g xhat) = -2 rstd / 3.
+  // dx = rstd (g - 1/3 + xhat 2 rstd / 3) = rstd ([2/3, -1/3, -1/3] + (1/7) [-2, -1, 3])
+  //    = rstd [8/21, -10/21, 2/21]                    (rstd^2 = 3/14, so (2/3) rstd^2 = 1/7)
+  // dgamma = dy xhat = [-2 rstd, 0, 0], dbeta = dy. (eps = 0 keeps the fractions exact.)
+  const Tensor<3> x = {{{1.0f, 2.0f, 6.0f}}};
+  const Tensor<3> dy = {{{1.0f, 0.0f, 0.0f}}};
+  const Vector gamma = {1.0f, 1.0f, 1.0f};
+  const double rstd = std::sqrt(3.0 / 14.0);
+  const attn::LayerNormGrads<3> g = ex08::layer_norm_backward(dy, x, gamma, 0.0f);
+  const Tensor<3> dx = {
+      {{static_cast<float>(rstd * 8.0 / 21.0), static_cast<float>(rstd * -10.0 / 21.0),
+        static_cast<float>(rstd * 2.0 / 21.0)}}};
+  CHECK_TENSOR_NEAR(g.dx, dx, 1e-6, 1e-6);
+  CHECK_TENSOR_NEAR(g.dgamma, Vector({static_cast<float>(-2.0 * rstd), 0.0f, 0.0f}), 1e-6, 1e-6);
+  CHECK_TENSOR_NEAR(g.dbeta, Vector({1.0f, 0.0f, 0.0f}), 1e-7, 0.0);
+}
 
-  TEST_CASE("with two features the output is +-1 whatever x, so dx is 0") {
-    // C = 2: xhat = [-1, 1] or [1, -1] for any two different numbers (up to eps), so moving x
-    // cannot change y and dx vanishes, while dgamma and dbeta do not.
-    const Tensor<3> x = {{{0.0f, 2.0f}, {5.0f, -1.0f}}};
-    const Tensor<3> dy = {{{1.0f, 0.5f}, {-2.0f, 3.0f}}};
-    const Vector gamma = {1.5f, -0.5f};
-    const attn::LayerNormGrads<3> g = ex08::layer_norm_backward(dy, x, gamma, 0.0f);
-    CHECK_TENSOR_NEAR(g.dx, Tensor<3>(xt::zeros<float>({1, 2, 2})), 1e-6, 0.0);
-    // dgamma = [1 * -1 + -2 * 1, 0.5 * 1 + 3 * -1] = [-3, -2.5]; dbeta = [-1, 3.5].
-    CHECK_TENSOR_NEAR(g.dgamma, Vector({-3.0f, -2.5f}), 1e-6, 1e-6);
-    CHECK_TENSOR_NEAR(g.dbeta, Vector({-1.0f, 3.5f}), 1e-6, 0.0);
-  }
+TEST_CASE("with two features the output is +-1 whatever x, so dx is 0") {
+  // C = 2: xhat = [-1, 1] or [1, -1] for any two different numbers (up to eps), so moving x
+  // cannot change y and dx vanishes, while dgamma and dbeta do not.
+  const Tensor<3> x = {{{0.0f, 2.0f}, {5.0f, -1.0f}}};
+  const Tensor<3> dy = {{{1.0f, 0.5f}, {-2.0f, 3.0f}}};
+  const Vector gamma = {1.5f, -0.5f};
+  const attn::LayerNormGrads<3> g = ex08::layer_norm_backward(dy, x, gamma, 0.0f);
+  CHECK_TENSOR_NEAR(g.dx, Tensor<3>(xt::zeros<float>({1, 2, 2})), 1e-6, 0.0);
+  // dgamma = [1 * -1 + -2 * 1, 0.5 * 1 + 3 * -1] = [-3, -2.5]; dbeta = [-1, 3.5].
+  CHECK_TENSOR_NEAR(g.dgamma, Vector({-3.0f, -2.5f}), 1e-6, 1e-6);
+  CHECK_TENSOR_NEAR(g.dbeta, Vector({-1.0f, 3.5f}), 1e-6, 0.0);
+}
 
-  TEST_CASE("a (B, T, C) batch matches finite differences for x, gamma and beta") {
-    const std::size_t B = 2, T = 3, C = 5;
-    const Tensor<3> x = wiggly3(B, T, C, 0.4, 2.0);
-    const Tensor<3> dy = wiggly3(B, T, C, 1.9, 1.0);
-    const Vector gamma = wiggly1(C, 0.7, 0.5, 1.0);
-    const LayerNormReference want = layer_norm_by_differences(dy, x, gamma);
-    const attn::LayerNormGrads<3> g = ex08::layer_norm_backward(dy, x, gamma, 1e-5f);
-    CHECK_TENSOR_NEAR(g.dx, want.dx, 1e-5, 1e-4);
-    CHECK_TENSOR_NEAR(g.dgamma, want.dgamma, 1e-5, 1e-4);
-    CHECK_TENSOR_NEAR(g.dbeta, want.dbeta, 1e-5, 1e-4);
-  }
+TEST_CASE("a (B, T, C) batch matches finite differences for x, gamma and beta") {
+  const std::size_t B = 2, T = 3, C = 5;
+  const Tensor<3> x = wiggly3(B, T, C, 0.4, 2.0);
+  const Tensor<3> dy = wiggly3(B, T, C, 1.9, 1.0);
+  const Vector gamma = wiggly1(C, 0.7, 0.5, 1.0);
+  const LayerNormReference want = layer_norm_by_differences(dy, x, gamma);
+  const attn::LayerNormGrads<3> g = ex08::layer_norm_backward(dy, x, gamma, 1e-5f);
+  CHECK_TENSOR_NEAR(g.dx, want.dx, 1e-5, 1e-4);
+  CHECK_TENSOR_NEAR(g.dgamma, want.dgamma, 1e-5, 1e-4);
+  CHECK_TENSOR_NEAR(g.dbeta, want.dbeta, 1e-5, 1e-4);
+}
 
-  TEST_CASE("tokens far from zero and of small spread still match finite differences") {
-    // x = 1000 + 0.01 * wiggle: a naive E[x^2] - E[x]^2 in float loses every digit here.
-    const std::size_t C = 6;
-    Tensor<3> x = wiggly3(1, 2, C, 0.1, 0.01);
-    x += 1000.0f;
-    const Tensor<3> dy = wiggly3(1, 2, C, 2.6, 1.0);
-    const Vector gamma = wiggly1(C, 1.3, 0.3, 1.0);
-    const LayerNormReference want = layer_norm_by_differences(dy, x, gamma);
-    const attn::LayerNormGrads<3> g = ex08::layer_norm_backward(dy, x, gamma, 1e-5f);
-    // dx is about 100 (rstd ~ 140): compare relative to that size.
-    CHECK_TENSOR_NEAR(g.dx, want.dx, 1e-2, 1e-3);
-    CHECK_TENSOR_NEAR(g.dgamma, want.dgamma, 1e-4, 1e-3);
-  }
+TEST_CASE("tokens far from zero and of small spread still match finite differences") {
+  // x = 1000 + 0.01 * wiggle: a naive E[x^2] - E[x]^2 in float loses every digit here.
+  const std::size_t C = 6;
+  Tensor<3> x = wiggly3(1, 2, C, 0.1, 0.01);
+  x += 1000.0f;
+  const Tensor<3> dy = wiggly3(1, 2, C, 2.6, 1.0);
+  const Vector gamma = wiggly1(C, 1.3, 0.3, 1.0);
+  const LayerNormReference want = layer_norm_by_differences(dy, x, gamma);
+  const attn::LayerNormGrads<3> g = ex08::layer_norm_backward(dy, x, gamma, 1e-5f);
+  // dx is about 100 (rstd ~ 140): compare relative to that size.
+  CHECK_TENSOR_NEAR(g.dx, want.dx, 1e-2, 1e-3);
+  CHECK_TENSOR_NEAR(g.dgamma, want.dgamma, 1e-4, 1e-3);
+}
 
-  TEST_CASE("shapes that do not fit together are rejected") {
-    const Tensor<3> x = wiggly3(1, 2, 4, 0.0, 1.0);
-    const Tensor<3> dy_wrong = wiggly3(1, 2, 3, 0.0, 1.0);
-    const Vector gamma4 = {1.0f, 1.0f, 1.0f, 1.0f};
-    const Vector gamma3 = {1.0f, 1.0f, 1.0f};
-    CHECK_THROWS_AS(ex08::layer_norm_backward(dy_wrong, x, gamma4, 1e-5f), std::invalid_argument);
-    CHECK_THROWS_AS(ex08::layer_norm_backward(x, x, gamma3, 1e-5f), std::invalid_argument);
-  }
+TEST_CASE("shapes that do not fit together are rejected") {
+  const Tensor<3> x = wiggly3(1, 2, 4, 0.0, 1.0);
+  const Tensor<3> dy_wrong = wiggly3(1, 2, 3, 0.0, 1.0);
+  const Vector gamma4 = {1.0f, 1.0f, 1.0f, 1.0f};
+  const Vector gamma3 = {1.0f, 1.0f, 1.0f};
+  CHECK_THROWS_AS(ex08::layer_norm_backward(dy_wrong, x, gamma4, 1e-5f), std::invalid_argument);
+  CHECK_THROWS_AS(ex08::layer_norm_backward(x, x, gamma3, 1e-5f), std::invalid_argument);
+}
 }
 
 TEST_SUITE("ex08.4 Attention backward") {
-  TEST_CASE("a single query and key: out = v, so dv = dout and dq = dk = 0") {
-    // T = S = 1: the softmax of one score is 1 whatever q and k, so only v matters.
-    const Matrix q = {{0.3f, -2.0f}};
-    const Matrix k = {{1.5f, 0.25f}};
-    const Matrix v = {{4.0f, -1.0f}};
-    const Matrix dout = {{0.5f, 2.0f}};
-    for (const bool causal : {false, true}) {
-      CAPTURE(causal);
-      const ex08::AttentionGrads g = ex08::attention_backward(dout, q, k, v, causal);
-      CHECK_TENSOR_NEAR(g.dv, dout, 1e-7, 0.0);
-      CHECK_TENSOR_NEAR(g.dq, Matrix(xt::zeros<float>({1, 2})), 1e-7, 0.0);
-      CHECK_TENSOR_NEAR(g.dk, Matrix(xt::zeros<float>({1, 2})), 1e-7, 0.0);
+TEST_CASE("a single query and key: out = v, so dv = dout and dq = dk = 0") {
+  // T = S = 1: the softmax of one score is 1 whatever q and k, so only v matters.
+  const Matrix q = {{0.3f, -2.0f}};
+  const Matrix k = {{1.5f, 0.25f}};
+  const Matrix v = {{4.0f, -1.0f}};
+  const Matrix dout = {{0.5f, 2.0f}};
+  for (const bool causal : {false, true}) {
+    CAPTURE(causal);
+    const ex08::AttentionGrads g = ex08::attention_backward(dout, q, k, v, causal);
+    CHECK_TENSOR_NEAR(g.dv, dout, 1e-7, 0.0);
+    CHECK_TENSOR_NEAR(g.dq, Matrix(xt::zeros<float>({1, 2})), 1e-7, 0.0);
+    CHECK_TENSOR_NEAR(g.dk, Matrix(xt::zeros<float>({1, 2})), 1e-7, 0.0);
+  }
+}
+
+TEST_CASE("two keys with hs = 1 worked by hand") {
+  // q = [[1]], k = [[0], [ln 3]], v = [[1], [3]], dout = [[1]]: scores [0, ln 3], P = [1/4, 3/4]
+  // (hs = 1, no scaling), out = 1/4 + 9/4 = 2.5.
+  // dv = P^T dout = [[0.25], [0.75]];  dP = dout v^T = [1, 3];  dP . P = 2.5;
+  // dS = P (dP - 2.5) = [0.25 * -1.5, 0.75 * 0.5] = [-0.375, 0.375];
+  // dq = dS k = 0.375 ln 3;  dk = dS^T q = [[-0.375], [0.375]].
+  const Matrix q = {{1.0f}};
+  const Matrix k = {{0.0f}, {static_cast<float>(std::log(3.0))}};
+  const Matrix v = {{1.0f}, {3.0f}};
+  const Matrix dout = {{1.0f}};
+  const ex08::AttentionGrads g = ex08::attention_backward(dout, q, k, v, false);
+  CHECK_TENSOR_NEAR(g.dv, Matrix({{0.25f}, {0.75f}}), 1e-6, 1e-6);
+  CHECK_TENSOR_NEAR(g.dq, Matrix({{static_cast<float>(0.375 * std::log(3.0))}}), 1e-6, 1e-6);
+  CHECK_TENSOR_NEAR(g.dk, Matrix({{-0.375f}, {0.375f}}), 1e-6, 1e-6);
+}
+
+TEST_CASE("a causal head matches finite differences for q, k and v") {
+  const std::size_t T = 5, hs = 4;
+  const Matrix q = wiggly2(T, hs, 0.2, 1.0);
+  const Matrix k = wiggly2(T, hs, 1.0, 1.0);
+  const Matrix v = wiggly2(T, hs, 1.8, 1.0);
+  const Matrix dout = wiggly2(T, hs, 2.6, 1.0);
+  const ex08::AttentionGrads want = attention_by_differences(dout, q, k, v, true);
+  const ex08::AttentionGrads g = ex08::attention_backward(dout, q, k, v, true);
+  CHECK_TENSOR_NEAR(g.dq, want.dq, 1e-5, 1e-4);
+  CHECK_TENSOR_NEAR(g.dk, want.dk, 1e-5, 1e-4);
+  CHECK_TENSOR_NEAR(g.dv, want.dv, 1e-5, 1e-4);
+}
+
+TEST_CASE("cross-attention without a mask (S != T) matches finite differences") {
+  const std::size_t T = 3, S = 4, hs = 2;
+  const Matrix q = wiggly2(T, hs, 0.5, 1.5);
+  const Matrix k = wiggly2(S, hs, 1.3, 1.5);
+  const Matrix v = wiggly2(S, hs, 2.1, 1.0);
+  const Matrix dout = wiggly2(T, hs, 2.9, 1.0);
+  const ex08::AttentionGrads want = attention_by_differences(dout, q, k, v, false);
+  const ex08::AttentionGrads g = ex08::attention_backward(dout, q, k, v, false);
+  CHECK_TENSOR_NEAR(g.dq, want.dq, 1e-5, 1e-4);
+  CHECK_TENSOR_NEAR(g.dk, want.dk, 1e-5, 1e-4);
+  CHECK_TENSOR_NEAR(g.dv, want.dv, 1e-5, 1e-4);
+}
+
+TEST_CASE("causal: a gradient at the first query reaches only the first key and value") {
+  // Query 0 sees key 0 alone (P row 0 = [1, 0, 0, 0]), so keys and values 1..3 get exactly 0,
+  // and dq row 0 is 0 too (one key: the softmax is 1 whatever the score).
+  const std::size_t T = 4, hs = 3;
+  const Matrix q = wiggly2(T, hs, 0.7, 1.0);
+  const Matrix k = wiggly2(T, hs, 1.4, 1.0);
+  const Matrix v = wiggly2(T, hs, 2.2, 1.0);
+  Matrix dout = xt::zeros<float>({T, hs});
+  dout(0, 0) = 1.0f;
+  dout(0, 2) = -2.0f;
+  const ex08::AttentionGrads g = ex08::attention_backward(dout, q, k, v, true);
+  REQUIRE(g.dk.shape() == k.shape());
+  REQUIRE(g.dv.shape() == v.shape());
+  CHECK(g.dv(0, 0) == 1.0f);
+  CHECK(g.dv(0, 2) == -2.0f);
+  for (std::size_t s = 1; s < T; ++s)
+    for (std::size_t d = 0; d < hs; ++d) {
+      CAPTURE(s);
+      CHECK(g.dk(s, d) == 0.0f);
+      CHECK(g.dv(s, d) == 0.0f);
     }
-  }
+  CHECK_TENSOR_NEAR(g.dq, Matrix(xt::zeros<float>({T, hs})), 1e-7, 0.0);
+}
 
-  TEST_CASE("two keys with hs = 1 worked by hand") {
-    // q = [[1]], k = [[0], [ln 3]], v = [[1], [3]], dout = [[1]]: scores [0, ln 3], P = [1/4, 3/4]
-    // (hs = 1, no scaling), out = 1/4 + 9/4 = 2.5.
-    // dv = P^T dout = [[0.25], [0.75]];  dP = dout v^T = [1, 3];  dP . P = 2.5;
-    // dS = P (dP - 2.5) = [0.25 * -1.5, 0.75 * 0.5] = [-0.375, 0.375];
-    // dq = dS k = 0.375 ln 3;  dk = dS^T q = [[-0.375], [0.375]].
-    const Matrix q = {{1.0f}};
-    const Matrix k = {{0.0f}, {static_cast<float>(std::log(3.0))}};
-    const Matrix v = {{1.0f}, {3.0f}};
-    const Matrix dout = {{1.0f}};
-    const ex08::AttentionGrads g = ex08::attention_backward(dout, q, k, v, false);
-    CHECK_TENSOR_NEAR(g.dv, Matrix({{0.25f}, {0.75f}}), 1e-6, 1e-6);
-    CHECK_TENSOR_NEAR(g.dq, Matrix({{static_cast<float>(0.375 * std::log(3.0))}}), 1e-6, 1e-6);
-    CHECK_TENSOR_NEAR(g.dk, Matrix({{-0.375f}, {0.375f}}), 1e-6, 1e-6);
-  }
-
-  TEST_CASE("a causal head matches finite differences for q, k and v") {
-    const std::size_t T = 5, hs = 4;
-    const Matrix q = wiggly2(T, hs, 0.2, 1.0);
-    const Matrix k = wiggly2(T, hs, 1.0, 1.0);
-    const Matrix v = wiggly2(T, hs, 1.8, 1.0);
-    const Matrix dout = wiggly2(T, hs, 2.6, 1.0);
-    const ex08::AttentionGrads want = attention_by_differences(dout, q, k, v, true);
-    const ex08::AttentionGrads g = ex08::attention_backward(dout, q, k, v, true);
-    CHECK_TENSOR_NEAR(g.dq, want.dq, 1e-5, 1e-4);
-    CHECK_TENSOR_NEAR(g.dk, want.dk, 1e-5, 1e-4);
-    CHECK_TENSOR_NEAR(g.dv, want.dv, 1e-5, 1e-4);
-  }
-
-  TEST_CASE("cross-attention without a mask (S != T) matches finite differences") {
-    const std::size_t T = 3, S = 4, hs = 2;
-    const Matrix q = wiggly2(T, hs, 0.5, 1.5);
-    const Matrix k = wiggly2(S, hs, 1.3, 1.5);
-    const Matrix v = wiggly2(S, hs, 2.1, 1.0);
-    const Matrix dout = wiggly2(T, hs, 2.9, 1.0);
-    const ex08::AttentionGrads want = attention_by_differences(dout, q, k, v, false);
-    const ex08::AttentionGrads g = ex08::attention_backward(dout, q, k, v, false);
-    CHECK_TENSOR_NEAR(g.dq, want.dq, 1e-5, 1e-4);
-    CHECK_TENSOR_NEAR(g.dk, want.dk, 1e-5, 1e-4);
-    CHECK_TENSOR_NEAR(g.dv, want.dv, 1e-5, 1e-4);
-  }
-
-  TEST_CASE("causal: a gradient at the first query reaches only the first key and value") {
-    // Query 0 sees key 0 alone (P row 0 = [1, 0, 0, 0]), so keys and values 1..3 get exactly 0,
-    // and dq row 0 is 0 too (one key: the softmax is 1 whatever the score).
-    const std::size_t T = 4, hs = 3;
-    const Matrix q = wiggly2(T, hs, 0.7, 1.0);
-    const Matrix k = wiggly2(T, hs, 1.4, 1.0);
-    const Matrix v = wiggly2(T, hs, 2.2, 1.0);
-    Matrix dout = xt::zeros<float>({T, hs});
-    dout(0, 0) = 1.0f;
-    dout(0, 2) = -2.0f;
-    const ex08::AttentionGrads g = ex08::attention_backward(dout, q, k, v, true);
-    REQUIRE(g.dk.shape() == k.shape());
-    REQUIRE(g.dv.shape() == v.shape());
-    CHECK(g.dv(0, 0) == 1.0f);
-    CHECK(g.dv(0, 2) == -2.0f);
-    for (std::size_t s = 1; s < T; ++s)
-      for (std::size_t d = 0; d < hs; ++d) {
-        CAPTURE(s);
-        CHECK(g.dk(s, d) == 0.0f);
-        CHECK(g.dv(s, d) == 0.0f);
-      }
-    CHECK_TENSOR_NEAR(g.dq, Matrix(xt::zeros<float>({T, hs})), 1e-7, 0.0);
-  }
-
-  TEST_CASE("shapes that do not fit together are rejected") {
-    const Matrix q = wiggly2(3, 2, 0.0, 1.0);
-    const Matrix k4 = wiggly2(4, 2, 0.0, 1.0);
-    const Matrix v4 = wiggly2(4, 2, 0.0, 1.0);
-    const Matrix k_hs3 = wiggly2(4, 3, 0.0, 1.0);
-    const Matrix dout = wiggly2(3, 2, 0.0, 1.0);
-    CHECK_THROWS_AS(ex08::attention_backward(dout, q, k_hs3, v4, false), std::invalid_argument);
-    CHECK_THROWS_AS(ex08::attention_backward(dout, q, k4, wiggly2(3, 2, 0.0, 1.0), false),
-                    std::invalid_argument);
-    CHECK_THROWS_AS(ex08::attention_backward(wiggly2(2, 2, 0.0, 1.0), q, k4, v4, false),
-                    std::invalid_argument);
-    CHECK_THROWS_AS(ex08::attention_backward(dout, q, k4, v4, true), std::invalid_argument);
-  }
+TEST_CASE("shapes that do not fit together are rejected") {
+  const Matrix q = wiggly2(3, 2, 0.0, 1.0);
+  const Matrix k4 = wiggly2(4, 2, 0.0, 1.0);
+  const Matrix v4 = wiggly2(4, 2, 0.0, 1.0);
+  const Matrix k_hs3 = wiggly2(4, 3, 0.0, 1.0);
+  const Matrix dout = wiggly2(3, 2, 0.0, 1.0);
+  CHECK_THROWS_AS(ex08::attention_backward(dout, q, k_hs3, v4, false), std::invalid_argument);
+  CHECK_THROWS_AS(ex08::attention_backward(dout, q, k4, wiggly2(3, 2, 0.0, 1.0), false),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(ex08::attention_backward(wiggly2(2, 2, 0.0, 1.0), q, k4, v4, false),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(ex08::attention_backward(dout, q, k4, v4, true), std::invalid_argument);
+}
 }

@@ -6,29 +6,31 @@
 #include "exercises.hpp"
 #include "reference.hpp"
 
-
 namespace ex09 {
 
 ATTN_REFERENCE void adamw_update(std::span<float> p, std::span<const float> g, std::span<float> m,
-                  std::span<float> v, float lr, float weight_decay, std::size_t step,
-                  const attn::AdamWConfig& config) {
+                                 std::span<float> v, float lr, float weight_decay, std::size_t step,
+                                 const attn::AdamWConfig& config) {
   attn::adamw_update(p, g, m, v, lr, weight_decay, step, config);
 }
 
-ATTN_REFERENCE attn::Batch get_batch(std::span<const int> data, std::size_t batch_size, std::size_t block_size,
-                      attn::Rng& rng) {
+ATTN_REFERENCE attn::Batch get_batch(std::span<const int> data, std::size_t batch_size,
+                                     std::size_t block_size, attn::Rng& rng) {
   return attn::get_batch(data, batch_size, block_size, rng);
 }
 
-ATTN_REFERENCE attn::EvalRecord estimate_loss(const attn::LmWeights& w, const attn::LmConfig& config,
-                               const attn::Split& split, std::size_t batch_size,
-                               std::size_t iters, std::uint64_t seed, std::size_t step) {
+ATTN_REFERENCE attn::EvalRecord estimate_loss(const attn::LmWeights& w,
+                                              const attn::LmConfig& config,
+                                              const attn::Split& split, std::size_t batch_size,
+                                              std::size_t iters, std::uint64_t seed,
+                                              std::size_t step) {
   return attn::estimate_loss(w, config, split, batch_size, iters, seed, step);
 }
 
-ATTN_REFERENCE attn::StepResult train_step_on(attn::TrainState& state, const attn::TrainConfig& config,
-                               const xt::xtensor<int, 2>& inputs,
-                               const xt::xtensor<int, 2>& targets) {
+ATTN_REFERENCE attn::StepResult train_step_on(attn::TrainState& state,
+                                              const attn::TrainConfig& config,
+                                              const xt::xtensor<int, 2>& inputs,
+                                              const xt::xtensor<int, 2>& targets) {
   return attn::train_step_on(state, config, inputs, targets);
 }
 

@@ -41,7 +41,8 @@ attn::TrainConfig tiny_config() {
 
 std::vector<int> counting_data(std::size_t n, int V) {
   std::vector<int> d(n);
-  for (std::size_t i = 0; i < n; ++i) d[i] = static_cast<int>((i * 7 + i / 3) % static_cast<std::size_t>(V));
+  for (std::size_t i = 0; i < n; ++i)
+    d[i] = static_cast<int>((i * 7 + i / 3) % static_cast<std::size_t>(V));
   return d;
 }
 
@@ -82,8 +83,8 @@ TEST_CASE("the moments hold the running means after one step") {
   std::vector<float> p = {1.0f}, m = {0.0f}, v = {0.0f};
   const std::vector<float> g = {2.0f};
   ex09::adamw_update(p, g, m, v, 0.1f, 0.0f, 1, attn::AdamWConfig{0.8f, 0.9f, 1e-8f, 0.0f});
-  CHECK(m[0] == doctest::Approx(0.4f));   // (1 - 0.8) * 2
-  CHECK(v[0] == doctest::Approx(0.4f));   // (1 - 0.9) * 4
+  CHECK(m[0] == doctest::Approx(0.4f));  // (1 - 0.8) * 2
+  CHECK(v[0] == doctest::Approx(0.4f));  // (1 - 0.9) * 4
   // Bias-corrected: m_hat = 2, v_hat = 4, so the step is lr * 2 / 2 = 0.1.
   CHECK(p[0] == doctest::Approx(0.9f).epsilon(1e-6));
 }
@@ -193,8 +194,10 @@ attn::TrainState expected_after_step(const attn::TrainState& before, const attn:
   s.grads = attn::lm_zeros_like(s.weights);
   attn::LmCache cache;
   loss = attn::lm_forward_backward(x, y, s.weights, c.model, s.grads, cache);
-  std::vector<attn::NamedTensor> p = attn::lm_parameters(s.weights), g = attn::lm_parameters(s.grads),
-                                 m = attn::lm_parameters(s.adam_m), v = attn::lm_parameters(s.adam_v);
+  std::vector<attn::NamedTensor> p = attn::lm_parameters(s.weights),
+                                 g = attn::lm_parameters(s.grads),
+                                 m = attn::lm_parameters(s.adam_m),
+                                 v = attn::lm_parameters(s.adam_v);
   double norm2 = 0.0;
   for (const attn::NamedTensor& t : g)
     for (float e : t.values) norm2 += static_cast<double>(e) * static_cast<double>(e);

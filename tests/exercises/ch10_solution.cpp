@@ -12,13 +12,13 @@ ATTN_REFERENCE void kv_append(attn::Tensor<4>& cache, const attn::Matrix& rows, 
 }
 
 ATTN_REFERENCE attn::Matrix attend_cache(const attn::Matrix& q, const attn::Tensor<4>& keys,
-                          const attn::Tensor<4>& values, std::size_t n) {
+                                         const attn::Tensor<4>& values, std::size_t n) {
   return attn::attend_cache(q, keys, values, n);
 }
 
-ATTN_REFERENCE std::vector<int> generate_cached(const attn::LmWeights& w, const attn::LmConfig& config,
-                                 std::span<const int> prompt, const attn::GenerateOptions& options,
-                                 attn::Rng& rng, const attn::TokenCallback& on_token) {
+ATTN_REFERENCE std::vector<int> generate_cached(
+    const attn::LmWeights& w, const attn::LmConfig& config, std::span<const int> prompt,
+    const attn::GenerateOptions& options, attn::Rng& rng, const attn::TokenCallback& on_token) {
   return attn::lm_generate_cached(w, config, prompt, options, rng, on_token);
 }
 

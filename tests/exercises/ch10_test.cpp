@@ -80,7 +80,8 @@ Matrix attend_by_hand(const Matrix& q, const Tensor<4>& keys, const Tensor<4>& v
       for (double& v : s) z += (v = std::exp(v - m));
       for (std::size_t j = 0; j < hs; ++j) {
         double acc = 0.0;
-        for (std::size_t t = 0; t < n; ++t) acc += s[t] / z * static_cast<double>(values(b, h, t, j));
+        for (std::size_t t = 0; t < n; ++t)
+          acc += s[t] / z * static_cast<double>(values(b, h, t, j));
         out(b, h * hs + j) = static_cast<float>(acc);
       }
     }
@@ -121,171 +122,174 @@ std::vector<int> generate(const attn::LmWeights& w, const attn::LmConfig& config
 }  // namespace
 
 TEST_SUITE("ex10.1 Append to the cache") {
-  TEST_CASE("each head of each row lands at its position, and nothing else changes") {
-    Tensor<4> cache = sentinel_cache(2, 3, 4, 2);  // B 2, H 3, T_max 4, hs 2
-    const Matrix rows = wiggly(2, 6, 0.8, 1.9, 0.3);
-    ex10::kv_append(cache, rows, 2);
-    for (std::size_t b = 0; b < 2; ++b)
-      for (std::size_t h = 0; h < 3; ++h)
-        for (std::size_t t = 0; t < 4; ++t)
-          for (std::size_t j = 0; j < 2; ++j) {
-            CAPTURE(b);
-            CAPTURE(h);
-            CAPTURE(t);
-            CAPTURE(j);
-            CHECK(cache(b, h, t, j) == (t == 2 ? rows(b, h * 2 + j) : kSentinel));
-          }
-  }
+TEST_CASE("each head of each row lands at its position, and nothing else changes") {
+  Tensor<4> cache = sentinel_cache(2, 3, 4, 2);  // B 2, H 3, T_max 4, hs 2
+  const Matrix rows = wiggly(2, 6, 0.8, 1.9, 0.3);
+  ex10::kv_append(cache, rows, 2);
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t h = 0; h < 3; ++h)
+      for (std::size_t t = 0; t < 4; ++t)
+        for (std::size_t j = 0; j < 2; ++j) {
+          CAPTURE(b);
+          CAPTURE(h);
+          CAPTURE(t);
+          CAPTURE(j);
+          CHECK(cache(b, h, t, j) == (t == 2 ? rows(b, h * 2 + j) : kSentinel));
+        }
+}
 
-  TEST_CASE("appending position after position fills the cache in order") {
-    Tensor<4> cache = sentinel_cache(1, 2, 3, 2);
-    for (std::size_t t = 0; t < 3; ++t) {
-      Matrix row(std::array<std::size_t, 2>{1, 4});
-      for (std::size_t c = 0; c < 4; ++c) row(0, c) = static_cast<float>(10 * t + c);
-      ex10::kv_append(cache, row, t);
-    }
-    // Head 0 holds columns 0 and 1, head 1 columns 2 and 3.
-    CHECK(cache(0, 0, 0, 0) == 0.0f);
-    CHECK(cache(0, 0, 1, 1) == 11.0f);
-    CHECK(cache(0, 1, 2, 0) == 22.0f);
-    CHECK(cache(0, 1, 2, 1) == 23.0f);
-    CHECK(cache(0, 1, 0, 1) == 3.0f);
+TEST_CASE("appending position after position fills the cache in order") {
+  Tensor<4> cache = sentinel_cache(1, 2, 3, 2);
+  for (std::size_t t = 0; t < 3; ++t) {
+    Matrix row(std::array<std::size_t, 2>{1, 4});
+    for (std::size_t c = 0; c < 4; ++c) row(0, c) = static_cast<float>(10 * t + c);
+    ex10::kv_append(cache, row, t);
   }
+  // Head 0 holds columns 0 and 1, head 1 columns 2 and 3.
+  CHECK(cache(0, 0, 0, 0) == 0.0f);
+  CHECK(cache(0, 0, 1, 1) == 11.0f);
+  CHECK(cache(0, 1, 2, 0) == 22.0f);
+  CHECK(cache(0, 1, 2, 1) == 23.0f);
+  CHECK(cache(0, 1, 0, 1) == 3.0f);
+}
 
-  TEST_CASE("a position at or past T_max is rejected") {
-    Tensor<4> cache = sentinel_cache(1, 2, 3, 2);
-    const Matrix row = wiggly(1, 4, 0.5, 0.5, 0.0);
-    CHECK_THROWS_AS(ex10::kv_append(cache, row, 3), std::invalid_argument);
-    CHECK_THROWS_AS(ex10::kv_append(cache, row, 100), std::invalid_argument);
-  }
+TEST_CASE("a position at or past T_max is rejected") {
+  Tensor<4> cache = sentinel_cache(1, 2, 3, 2);
+  const Matrix row = wiggly(1, 4, 0.5, 0.5, 0.0);
+  CHECK_THROWS_AS(ex10::kv_append(cache, row, 3), std::invalid_argument);
+  CHECK_THROWS_AS(ex10::kv_append(cache, row, 100), std::invalid_argument);
+}
 
-  TEST_CASE("rows of the wrong width or batch are rejected") {
-    Tensor<4> cache = sentinel_cache(2, 2, 3, 2);
-    CHECK_THROWS_AS(ex10::kv_append(cache, wiggly(2, 5, 0.5, 0.5, 0.0), 0), std::invalid_argument);
-    CHECK_THROWS_AS(ex10::kv_append(cache, wiggly(1, 4, 0.5, 0.5, 0.0), 0), std::invalid_argument);
-  }
+TEST_CASE("rows of the wrong width or batch are rejected") {
+  Tensor<4> cache = sentinel_cache(2, 2, 3, 2);
+  CHECK_THROWS_AS(ex10::kv_append(cache, wiggly(2, 5, 0.5, 0.5, 0.0), 0), std::invalid_argument);
+  CHECK_THROWS_AS(ex10::kv_append(cache, wiggly(1, 4, 0.5, 0.5, 0.0), 0), std::invalid_argument);
+}
 }
 
 TEST_SUITE("ex10.2 One query over the cache") {
-  TEST_CASE("with a single cached position the output is its value") {
-    const Tensor<4> keys = filled_cache(1, 2, 4, 3, 1, 0.2);
-    const Tensor<4> values = filled_cache(1, 2, 4, 3, 1, 1.7);
-    const Matrix out = ex10::attend_cache(wiggly(1, 6, 0.4, 1.2, 0.9, 3.0), keys, values, 1);
-    for (std::size_t h = 0; h < 2; ++h)
-      for (std::size_t j = 0; j < 3; ++j) CHECK(out(0, h * 3 + j) == doctest::Approx(values(0, h, 0, j)));
-  }
+TEST_CASE("with a single cached position the output is its value") {
+  const Tensor<4> keys = filled_cache(1, 2, 4, 3, 1, 0.2);
+  const Tensor<4> values = filled_cache(1, 2, 4, 3, 1, 1.7);
+  const Matrix out = ex10::attend_cache(wiggly(1, 6, 0.4, 1.2, 0.9, 3.0), keys, values, 1);
+  for (std::size_t h = 0; h < 2; ++h)
+    for (std::size_t j = 0; j < 3; ++j)
+      CHECK(out(0, h * 3 + j) == doctest::Approx(values(0, h, 0, j)));
+}
 
-  TEST_CASE("the output matches a double-precision loop, never reading past n") {
-    for (const std::size_t n : {std::size_t{2}, std::size_t{5}, std::size_t{7}}) {
-      CAPTURE(n);
-      const Tensor<4> keys = filled_cache(2, 3, 7, 4, n, 0.3);
-      const Tensor<4> values = filled_cache(2, 3, 7, 4, n, 2.1);
-      const Matrix q = wiggly(2, 12, 0.6, 1.3, 0.4, 2.0);
-      CHECK_TENSOR_NEAR(ex10::attend_cache(q, keys, values, n),
-                        attend_by_hand(q, keys, values, n), 1e-5, 1e-4);
-    }
-  }
-
-  TEST_CASE("the scores are scaled by 1/sqrt(hs)") {
-    // hs = 4, one head: q . k0 = 4, q . k1 = 0, so the weights are softmax([4/2, 0]).
-    Tensor<4> keys(std::array<std::size_t, 4>{1, 1, 2, 4});
-    keys.fill(0.0f);
-    keys(0, 0, 0, 0) = 1.0f;
-    Tensor<4> values(std::array<std::size_t, 4>{1, 1, 2, 4});
-    values.fill(0.0f);
-    values(0, 0, 0, 0) = 1.0f;  // the output's first feature is the weight of position 0
-    Matrix q(std::array<std::size_t, 2>{1, 4});
-    q.fill(0.0f);
-    q(0, 0) = 4.0f;
-    const Matrix out = ex10::attend_cache(q, keys, values, 2);
-    CHECK(out(0, 0) == doctest::Approx(std::exp(2.0) / (std::exp(2.0) + 1.0)).epsilon(1e-6));
-  }
-
-  TEST_CASE("equal keys give the mean of the values, and huge scores do not overflow") {
-    Tensor<4> keys(std::array<std::size_t, 4>{1, 1, 3, 2});
-    keys.fill(30.0f);  // q . k = 2 * 30 * 30 = 1800 for every position
-    const Tensor<4> values = filled_cache(1, 1, 3, 2, 3, 0.5);
-    Matrix q(std::array<std::size_t, 2>{1, 2});
-    q.fill(30.0f);
-    const Matrix out = ex10::attend_cache(q, keys, values, 3);
-    for (std::size_t j = 0; j < 2; ++j) {
-      const double mean =
-          (static_cast<double>(values(0, 0, 0, j)) + static_cast<double>(values(0, 0, 1, j)) +
-           static_cast<double>(values(0, 0, 2, j))) / 3.0;
-      CHECK(std::isfinite(out(0, j)));
-      CHECK(out(0, j) == doctest::Approx(mean).epsilon(1e-5));
-    }
-  }
-
-  TEST_CASE("n = 0, n above T_max and mismatched shapes are rejected") {
-    const Tensor<4> keys = filled_cache(1, 2, 4, 3, 4, 0.1);
-    const Matrix q = wiggly(1, 6, 0.4, 1.2, 0.9);
-    CHECK_THROWS_AS(ex10::attend_cache(q, keys, keys, 0), std::invalid_argument);
-    CHECK_THROWS_AS(ex10::attend_cache(q, keys, keys, 5), std::invalid_argument);
-    CHECK_THROWS_AS(ex10::attend_cache(wiggly(1, 5, 0.4, 1.2, 0.9), keys, keys, 2),
-                    std::invalid_argument);
-    CHECK_THROWS_AS(ex10::attend_cache(q, keys, filled_cache(1, 2, 5, 3, 4, 0.1), 2),
-                    std::invalid_argument);
+TEST_CASE("the output matches a double-precision loop, never reading past n") {
+  for (const std::size_t n : {std::size_t{2}, std::size_t{5}, std::size_t{7}}) {
+    CAPTURE(n);
+    const Tensor<4> keys = filled_cache(2, 3, 7, 4, n, 0.3);
+    const Tensor<4> values = filled_cache(2, 3, 7, 4, n, 2.1);
+    const Matrix q = wiggly(2, 12, 0.6, 1.3, 0.4, 2.0);
+    CHECK_TENSOR_NEAR(ex10::attend_cache(q, keys, values, n), attend_by_hand(q, keys, values, n),
+                      1e-5, 1e-4);
   }
 }
 
+TEST_CASE("the scores are scaled by 1/sqrt(hs)") {
+  // hs = 4, one head: q . k0 = 4, q . k1 = 0, so the weights are softmax([4/2, 0]).
+  Tensor<4> keys(std::array<std::size_t, 4>{1, 1, 2, 4});
+  keys.fill(0.0f);
+  keys(0, 0, 0, 0) = 1.0f;
+  Tensor<4> values(std::array<std::size_t, 4>{1, 1, 2, 4});
+  values.fill(0.0f);
+  values(0, 0, 0, 0) = 1.0f;  // the output's first feature is the weight of position 0
+  Matrix q(std::array<std::size_t, 2>{1, 4});
+  q.fill(0.0f);
+  q(0, 0) = 4.0f;
+  const Matrix out = ex10::attend_cache(q, keys, values, 2);
+  CHECK(out(0, 0) == doctest::Approx(std::exp(2.0) / (std::exp(2.0) + 1.0)).epsilon(1e-6));
+}
+
+TEST_CASE("equal keys give the mean of the values, and huge scores do not overflow") {
+  Tensor<4> keys(std::array<std::size_t, 4>{1, 1, 3, 2});
+  keys.fill(30.0f);  // q . k = 2 * 30 * 30 = 1800 for every position
+  const Tensor<4> values = filled_cache(1, 1, 3, 2, 3, 0.5);
+  Matrix q(std::array<std::size_t, 2>{1, 2});
+  q.fill(30.0f);
+  const Matrix out = ex10::attend_cache(q, keys, values, 3);
+  for (std::size_t j = 0; j < 2; ++j) {
+    const double mean =
+        (static_cast<double>(values(0, 0, 0, j)) + static_cast<double>(values(0, 0, 1, j)) +
+         static_cast<double>(values(0, 0, 2, j))) /
+        3.0;
+    CHECK(std::isfinite(out(0, j)));
+    CHECK(out(0, j) == doctest::Approx(mean).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("n = 0, n above T_max and mismatched shapes are rejected") {
+  const Tensor<4> keys = filled_cache(1, 2, 4, 3, 4, 0.1);
+  const Matrix q = wiggly(1, 6, 0.4, 1.2, 0.9);
+  CHECK_THROWS_AS(ex10::attend_cache(q, keys, keys, 0), std::invalid_argument);
+  CHECK_THROWS_AS(ex10::attend_cache(q, keys, keys, 5), std::invalid_argument);
+  CHECK_THROWS_AS(ex10::attend_cache(wiggly(1, 5, 0.4, 1.2, 0.9), keys, keys, 2),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(ex10::attend_cache(q, keys, filled_cache(1, 2, 5, 3, 4, 0.1), 2),
+                  std::invalid_argument);
+}
+}
+
 TEST_SUITE("ex10.3 The generation loop with prefill") {
-  TEST_CASE("sampled tokens equal lm_generate's, from a short prompt to well past T_max") {
-    const attn::LmConfig config = tiny_config();
-    for (const std::uint64_t seed : {1u, 2u, 3u}) {
-      const attn::LmWeights w = tiny_weights(config, seed);
-      attn::GenerateOptions o;
-      o.max_new_tokens = 25;  // T_max = 6: most tokens need a re-fill
-      CAPTURE(seed);
-      CHECK(generate(w, config, {1, 4}, o, seed, true) == generate(w, config, {1, 4}, o, seed, false));
-    }
-  }
-
-  TEST_CASE("greedy decoding from a prompt longer than T_max gives lm_generate's tokens") {
-    const attn::LmConfig config = tiny_config();
-    const attn::LmWeights w = tiny_weights(config, 9);
+TEST_CASE("sampled tokens equal lm_generate's, from a short prompt to well past T_max") {
+  const attn::LmConfig config = tiny_config();
+  for (const std::uint64_t seed : {1u, 2u, 3u}) {
+    const attn::LmWeights w = tiny_weights(config, seed);
     attn::GenerateOptions o;
-    o.max_new_tokens = 12;
-    o.greedy = true;
-    const std::vector<int> prompt = {6, 5, 4, 3, 2, 1, 0, 1, 2};
-    CHECK(generate(w, config, prompt, o, 4, true) == generate(w, config, prompt, o, 4, false));
+    o.max_new_tokens = 25;  // T_max = 6: most tokens need a re-fill
+    CAPTURE(seed);
+    CHECK(generate(w, config, {1, 4}, o, seed, true) ==
+          generate(w, config, {1, 4}, o, seed, false));
   }
+}
 
-  TEST_CASE("temperature, top-k and top-p are honoured as lm_generate honours them") {
-    const attn::LmConfig config = tiny_config();
-    const attn::LmWeights w = tiny_weights(config, 11);
-    attn::GenerateOptions o;
-    o.max_new_tokens = 20;
-    o.temperature = 0.7f;
-    o.top_k = 4;
-    o.top_p = 0.8f;
-    for (const std::vector<int>& prompt : {std::vector<int>{3}, std::vector<int>{1, 2, 3, 4, 5, 6}}) {
-      CHECK(generate(w, config, prompt, o, 5, true) == generate(w, config, prompt, o, 5, false));
-    }
-  }
+TEST_CASE("greedy decoding from a prompt longer than T_max gives lm_generate's tokens") {
+  const attn::LmConfig config = tiny_config();
+  const attn::LmWeights w = tiny_weights(config, 9);
+  attn::GenerateOptions o;
+  o.max_new_tokens = 12;
+  o.greedy = true;
+  const std::vector<int> prompt = {6, 5, 4, 3, 2, 1, 0, 1, 2};
+  CHECK(generate(w, config, prompt, o, 4, true) == generate(w, config, prompt, o, 4, false));
+}
 
-  TEST_CASE("on_token sees every new token, in order, as it is drawn") {
-    const attn::LmConfig config = tiny_config();
-    const attn::LmWeights w = tiny_weights(config, 12);
-    attn::GenerateOptions o;
-    o.max_new_tokens = 10;
-    std::vector<int> seen;
-    attn::Rng rng(8);
-    const std::vector<int> got = ex10::generate_cached(w, config, std::vector<int>{2}, o, rng,
-                                                       [&seen](int t) { seen.push_back(t); });
-    CHECK(got.size() == 10);
-    CHECK(seen == got);
+TEST_CASE("temperature, top-k and top-p are honoured as lm_generate honours them") {
+  const attn::LmConfig config = tiny_config();
+  const attn::LmWeights w = tiny_weights(config, 11);
+  attn::GenerateOptions o;
+  o.max_new_tokens = 20;
+  o.temperature = 0.7f;
+  o.top_k = 4;
+  o.top_p = 0.8f;
+  for (const std::vector<int>& prompt : {std::vector<int>{3}, std::vector<int>{1, 2, 3, 4, 5, 6}}) {
+    CHECK(generate(w, config, prompt, o, 5, true) == generate(w, config, prompt, o, 5, false));
   }
+}
 
-  TEST_CASE("no new tokens gives nothing; an empty prompt is rejected") {
-    const attn::LmConfig config = tiny_config();
-    const attn::LmWeights w = tiny_weights(config, 13);
-    attn::GenerateOptions o;
-    o.max_new_tokens = 0;
-    attn::Rng rng(1);
-    CHECK(ex10::generate_cached(w, config, std::vector<int>{1}, o, rng, {}).empty());
-    o.max_new_tokens = 3;
-    CHECK_THROWS_AS(ex10::generate_cached(w, config, std::vector<int>{}, o, rng, {}),
-                    std::invalid_argument);
-  }
+TEST_CASE("on_token sees every new token, in order, as it is drawn") {
+  const attn::LmConfig config = tiny_config();
+  const attn::LmWeights w = tiny_weights(config, 12);
+  attn::GenerateOptions o;
+  o.max_new_tokens = 10;
+  std::vector<int> seen;
+  attn::Rng rng(8);
+  const std::vector<int> got = ex10::generate_cached(w, config, std::vector<int>{2}, o, rng,
+                                                     [&seen](int t) { seen.push_back(t); });
+  CHECK(got.size() == 10);
+  CHECK(seen == got);
+}
+
+TEST_CASE("no new tokens gives nothing; an empty prompt is rejected") {
+  const attn::LmConfig config = tiny_config();
+  const attn::LmWeights w = tiny_weights(config, 13);
+  attn::GenerateOptions o;
+  o.max_new_tokens = 0;
+  attn::Rng rng(1);
+  CHECK(ex10::generate_cached(w, config, std::vector<int>{1}, o, rng, {}).empty());
+  o.max_new_tokens = 3;
+  CHECK_THROWS_AS(ex10::generate_cached(w, config, std::vector<int>{}, o, rng, {}),
+                  std::invalid_argument);
+}
 }

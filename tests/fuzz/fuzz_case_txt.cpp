@@ -28,7 +28,7 @@ std::string op_of(std::string_view text) {
     std::size_t end = text.find('\n', begin);
     if (end == std::string_view::npos) end = text.size();
     const std::string_view line = trim(text.substr(begin, end - begin));
-    if (line.size() > 3 && line.substr(0, 3) == "op " ) return std::string(trim(line.substr(3)));
+    if (line.size() > 3 && line.substr(0, 3) == "op ") return std::string(trim(line.substr(3)));
     begin = end + 1;
   }
   return "";
@@ -66,7 +66,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto& folders = folders_by_op();
   if (folders.empty()) std::abort();  // the fixtures were not found: the target would be blind
   const auto it = folders.find(op_of(text));
-  const std::vector<fs::path>& candidates = it != folders.end() ? it->second : folders.begin()->second;
+  const std::vector<fs::path>& candidates =
+      it != folders.end() ? it->second : folders.begin()->second;
   Case c(candidates[size % candidates.size()]);
   ++g_inputs;
   try {

@@ -30,8 +30,8 @@ namespace fs = std::filesystem;
 namespace {
 
 struct Folder {
-  fs::path run;   // the run folder (DIR)
-  fs::path ckpt;  // DIR/current, resolved
+  fs::path run;                    // the run folder (DIR)
+  fs::path ckpt;                   // DIR/current, resolved
   std::vector<std::string> saved;  // the four text files as saved
 };
 
@@ -76,7 +76,8 @@ const Folder& folder() {
     // The seed of tests/fuzz/corpus/checkpoint/: the saved files as one input.
     if (const char* seed = std::getenv("ATTN_FUZZ_WRITE_SEED")) {
       std::string joined = out.saved[0];
-      for (std::size_t i = 1; i < out.saved.size(); ++i) joined += std::string(1, '\0') + out.saved[i];
+      for (std::size_t i = 1; i < out.saved.size(); ++i)
+        joined += std::string(1, '\0') + out.saved[i];
       write_file(seed, joined);
     }
     return out;
@@ -86,7 +87,8 @@ const Folder& folder() {
 
 std::size_t g_inputs = 0, g_checkpoints = 0, g_models = 0;
 void report() {
-  std::fprintf(stderr, "fuzz_checkpoint: %zu inputs, %zu checkpoints loaded, %zu model folders loaded\n",
+  std::fprintf(stderr,
+               "fuzz_checkpoint: %zu inputs, %zu checkpoints loaded, %zu model folders loaded\n",
                g_inputs, g_checkpoints, g_models);
   std::error_code ec;
   fs::remove_all(folder().run.parent_path(), ec);

@@ -33,8 +33,8 @@ attn::Batch get_batch(std::span<const int> data, std::size_t batch_size, std::si
 // ex09.3, ex09_3_estimate_loss.cpp: the mean loss over `iters` batches of each split, drawn by
 // attn::Rng(seed + step, 202) (train split first), like attn::estimate_loss.
 attn::EvalRecord estimate_loss(const attn::LmWeights& w, const attn::LmConfig& config,
-                               const attn::Split& split, std::size_t batch_size,
-                               std::size_t iters, std::uint64_t seed, std::size_t step);
+                               const attn::Split& split, std::size_t batch_size, std::size_t iters,
+                               std::uint64_t seed, std::size_t step);
 
 // ex09.4, ex09_4_train_step.cpp: one optimizer step on a batch, like attn::train_step_on: zero
 // the gradients, forward and backward, clip the global norm, AdamW on every tensor (decay only

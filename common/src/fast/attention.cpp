@@ -211,7 +211,7 @@ void attend_range(const Sizes& n, Heads<const float> q, Heads<const float> k, He
     const float* kh = k.at(b, h);  // (S, hs)
     const float* vh = v.at(b, h);  // (S, hv)
     float* oh = out.at(b, h);      // (T, hv)
-    float* wh = weights != nullptr ? weights + bh * T * S : nullptr;  // (T, S)
+    float* wh = weights != nullptr ? weights + bh * T * S : nullptr;        // (T, S)
     if (small) detail::transpose_padded(kh, k.row_stride, S, hs, kt, ldt);  // (hs, S)
     for (std::size_t i0 = 0; i0 < T; i0 += kRowBlock) {
       const std::size_t i1 = std::min(T, i0 + kRowBlock);
@@ -221,8 +221,8 @@ void attend_range(const Sizes& n, Heads<const float> q, Heads<const float> k, He
       float* sc = wh != nullptr ? wh + i0 * S : scratch;  // (rows, S), row stride S
       // 1. Scores, scaled as they are written: (rows, hs) @ (hs, keys) -> (rows, keys)
       if (small) {
-        detail::rows_times_transposed(rows, S, hs, scale, qh + i0 * q.row_stride, q.row_stride,
-                                      kt, ldt, causal, i0, sc, S);
+        detail::rows_times_transposed(rows, S, hs, scale, qh + i0 * q.row_stride, q.row_stride, kt,
+                                      ldt, causal, i0, sc, S);
       } else {
         head_gemm(rows, keys, hs, scale, qh + i0 * q.row_stride, q.row_stride, kh, k.row_stride,
                   /*trans_b=*/true, sc, S);
@@ -263,8 +263,8 @@ void attend_range(const Sizes& n, Heads<const float> q, Heads<const float> k, He
 void attend(const Sizes& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
             Heads<float> out, bool causal, float* weights) {
   // Every size handed to BLAS is checked here, so nothing can throw inside a worker thread.
-  for (std::size_t size : {n.T, n.S, n.hs, n.hv, q.row_stride, k.row_stride, v.row_stride,
-                           out.row_stride})
+  for (std::size_t size :
+       {n.T, n.S, n.hs, n.hv, q.row_stride, k.row_stride, v.row_stride, out.row_stride})
     blas_int(size);
   const std::size_t pairs = n.B * n.H;
   const std::size_t n_threads = detail::worker_count(pairs);
@@ -287,8 +287,8 @@ void attend(const Sizes& n, Heads<const float> q, Heads<const float> k, Heads<co
 // Overwrites q's columns with the merged heads' outputs, then projects them with w_o.
 MhaResult attend_heads_and_project(float* q, std::size_t q_width, const float* k, const float* v,
                                    std::size_t kv_width, std::size_t B, std::size_t T,
-                                   std::size_t S, std::size_t C, std::size_t H,
-                                   const Matrix& w_o, bool causal, bool need_weights) {
+                                   std::size_t S, std::size_t C, std::size_t H, const Matrix& w_o,
+                                   bool causal, bool need_weights) {
   const std::size_t hs = C / H;
   MhaResult result;
   result.weights = need_weights ? Tensor<4>(Tensor<4>::shape_type{B, H, T, S})
@@ -301,8 +301,8 @@ MhaResult attend_heads_and_project(float* q, std::size_t q_width, const float* k
   //    it over q itself: each block of query rows of a head is read once, by the scores GEMM,
   //    before the output of the same rows is written, so q's memory is free to reuse. That saves
   //    a (B, T, C) buffer, and with it page faults on every call.
-  //    (B, H, T, hs) @ (B, H, hs, S) -> (B, H, T, S);  (B, H, T, S) @ (B, H, S, hs) -> (B, H, T, hs)
-  //    then (B, H, T, hs) -> (B, T, C), in place of q.
+  //    (B, H, T, hs) @ (B, H, hs, S) -> (B, H, T, S);  (B, H, T, S) @ (B, H, S, hs) -> (B, H, T,
+  //    hs) then (B, H, T, hs) -> (B, T, C), in place of q.
   attend({B, H, T, S, hs, hs}, column_heads<const float>(q, T, q_width, hs),
          column_heads(k, S, kv_width, hs), column_heads(v, S, kv_width, hs),
          column_heads(q, T, q_width, hs), causal, need_weights ? result.weights.data() : nullptr);
@@ -314,8 +314,8 @@ MhaResult attend_heads_and_project(float* q, std::size_t q_width, const float* k
       std::copy(q + r * q_width, q + r * q_width + C, result.out.data() + r * C);
     return result;
   }
-  gemm_strided(B * T, C, C, 1.0f, q, q_width, false, w_o.data(), C, false, 0.0f,
-               result.out.data(), C);
+  gemm_strided(B * T, C, C, 1.0f, q, q_width, false, w_o.data(), C, false, 0.0f, result.out.data(),
+               C);
   return result;
 }
 
@@ -326,8 +326,7 @@ MhaResult attend_heads_and_project(float* q, std::size_t q_width, const float* k
 // ---------------------------------------------------------------------------------------------
 
 AttentionResult scaled_dot_product_attention(const Tensor<4>& q, const Tensor<4>& k,
-                                             const Tensor<4>& v, bool causal,
-                                             bool need_weights) {
+                                             const Tensor<4>& v, bool causal, bool need_weights) {
   detail::check_sdpa("attn::scaled_dot_product_attention", q, k, v, causal);
   const auto& qs = q.shape();  // (B, H, T, hs)
   const auto& ks = k.shape();  // (B, H, S, hs)
@@ -358,10 +357,10 @@ MhaResult mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_hea
   //    side by side into one (B, T, 3C) buffer [q | k | v], the layout of the fused form, so
   //    everything after this step is shared with mha_forward_fused.
   Tensor<3> qkv(Tensor<3>::shape_type{B, T, 3 * C});
-  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_q.data(), C, false, 0.0f,
-               qkv.data(), 3 * C);
-  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_k.data(), C, false, 0.0f,
-               qkv.data() + C, 3 * C);
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_q.data(), C, false, 0.0f, qkv.data(),
+               3 * C);
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_k.data(), C, false, 0.0f, qkv.data() + C,
+               3 * C);
   gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_v.data(), C, false, 0.0f,
                qkv.data() + 2 * C, 3 * C);
   // 2-4. Split (a view), attend per head, merge (in place), project with w_o.
@@ -413,8 +412,8 @@ void head_gemm_t(std::size_t M, std::size_t N, std::size_t K, float alpha, const
                  float beta, float* c, std::size_t ldc) {
   if (M == 0 || N == 0) return;
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, blas_int(M), blas_int(N), blas_int(K), alpha,
-              a, blas_int(lda), b, blas_int(ldb), beta, c, blas_int(ldc));
+              trans_b ? CblasTrans : CblasNoTrans, blas_int(M), blas_int(N), blas_int(K), alpha, a,
+              blas_int(lda), b, blas_int(ldb), beta, c, blas_int(ldc));
 }
 
 // The softmax backward of one row of the kernel: ds[j] = p[j] (ds[j] - sum_i p[i] ds[i]) over
@@ -448,14 +447,14 @@ void attend_backward_range(const Sizes& n, Heads<const float> q, Heads<const flo
   const std::size_t ldt = detail::padded_columns(S);
   for (std::size_t bh = bh_begin; bh < bh_end; ++bh) {
     const std::size_t b = bh / n.H, h = bh % n.H;
-    const float* qh = q.at(b, h);     // (T, hs)
-    const float* kh = k.at(b, h);     // (S, hs)
-    const float* vh = v.at(b, h);     // (S, hv)
-    const float* doh = dout.at(b, h); // (T, hv)
+    const float* qh = q.at(b, h);           // (T, hs)
+    const float* kh = k.at(b, h);           // (S, hs)
+    const float* vh = v.at(b, h);           // (S, hv)
+    const float* doh = dout.at(b, h);       // (T, hv)
     const float* p = weights + bh * T * S;  // (T, S), row stride S
-    float* dqh = dq.at(b, h);         // (T, hs)
-    float* dkh = dk.at(b, h);         // (S, hs)
-    float* dvh = dv.at(b, h);         // (S, hv)
+    float* dqh = dq.at(b, h);               // (T, hs)
+    float* dkh = dk.at(b, h);               // (S, hs)
+    float* dvh = dv.at(b, h);               // (S, hv)
     // (dV, step 1 of the formulas, is computed after steps 2-4: by then this head's P has been
     // read row by row by the softmax backward and is in the cache.)
     if (small) detail::transpose_padded(vh, v.row_stride, S, hv, vt, ldt);  // (hv, S), step 2
@@ -470,8 +469,8 @@ void attend_backward_range(const Sizes& n, Heads<const float> q, Heads<const flo
         detail::rows_times_transposed(rows, S, hv, 1.0f, doh + i0 * dout.row_stride,
                                       dout.row_stride, vt, ldt, causal, i0, dsb, S);
       } else {
-        head_gemm_t(rows, keys, hv, 1.0f, doh + i0 * dout.row_stride, dout.row_stride, false,
-                    vh, v.row_stride, /*trans_b=*/true, 0.0f, dsb, S);
+        head_gemm_t(rows, keys, hv, 1.0f, doh + i0 * dout.row_stride, dout.row_stride, false, vh,
+                    v.row_stride, /*trans_b=*/true, 0.0f, dsb, S);
       }
       // 3. dS = P * (dP - sum(dP * P)) per row, the softmax backward over the visible keys.
       //    The masked entries of the row are set to exactly 0 (P = 0 there): the products
@@ -496,8 +495,8 @@ void attend_backward_range(const Sizes& n, Heads<const float> q, Heads<const flo
     //    saw these keys (P = 0 above the diagonal), so the sum over t starts at j0.
     //    (j1 - j0, T - t0) @ (T - t0, hv) -> (j1 - j0, hv), P read transposed in place.
     if (small) {
-      detail::transposed_weights_times_rows(S, T, hv, 1.0f, p, S, doh, dout.row_stride, causal,
-                                            dvh, dv.row_stride);
+      detail::transposed_weights_times_rows(S, T, hv, 1.0f, p, S, doh, dout.row_stride, causal, dvh,
+                                            dv.row_stride);
     } else {
       for (std::size_t j0 = 0; j0 < S; j0 += kRowBlock) {
         const std::size_t j1 = std::min(S, j0 + kRowBlock);
@@ -510,8 +509,8 @@ void attend_backward_range(const Sizes& n, Heads<const float> q, Heads<const flo
     // 5. dK = dS^T Q / sqrt(hs), by blocks of keys like dV (queries t >= j0 only when causal).
     //    (j1 - j0, T - t0) @ (T - t0, hs) -> (j1 - j0, hs), dS read transposed in place.
     if (small) {
-      detail::transposed_weights_times_rows(S, T, hs, scale, ds, S, qh, q.row_stride, causal,
-                                            dkh, dk.row_stride);
+      detail::transposed_weights_times_rows(S, T, hs, scale, ds, S, qh, q.row_stride, causal, dkh,
+                                            dk.row_stride);
       continue;
     }
     for (std::size_t j0 = 0; j0 < S; j0 += kRowBlock) {
@@ -560,8 +559,8 @@ void ensure_shape(Tensor<N>& t, const std::array<std::size_t, N>& shape) {
 AttentionGrads scaled_dot_product_attention_backward(const Tensor<4>& dout, const Tensor<4>& q,
                                                      const Tensor<4>& k, const Tensor<4>& v,
                                                      const Tensor<4>& weights, bool causal) {
-  detail::check_sdpa_backward("attn::scaled_dot_product_attention_backward", dout, q, k, v,
-                              weights, causal);
+  detail::check_sdpa_backward("attn::scaled_dot_product_attention_backward", dout, q, k, v, weights,
+                              causal);
   const auto& qs = q.shape();  // (B, H, T, hs)
   const auto& ks = k.shape();  // (B, H, S, hs)
   const auto& vs = v.shape();  // (B, H, S, hv)
@@ -570,13 +569,12 @@ AttentionGrads scaled_dot_product_attention_backward(const Tensor<4>& dout, cons
   g.dq = Tensor<4>(qs);
   g.dk = Tensor<4>(ks);
   g.dv = Tensor<4>(vs);
-  attend_backward(n, contiguous_heads(q.data(), n.H, n.T, n.hs),
-                  contiguous_heads(k.data(), n.H, n.S, n.hs),
-                  contiguous_heads(v.data(), n.H, n.S, n.hv),
-                  contiguous_heads(dout.data(), n.H, n.T, n.hv), weights.data(),
-                  contiguous_heads(g.dq.data(), n.H, n.T, n.hs),
-                  contiguous_heads(g.dk.data(), n.H, n.S, n.hs),
-                  contiguous_heads(g.dv.data(), n.H, n.S, n.hv), causal);
+  attend_backward(
+      n, contiguous_heads(q.data(), n.H, n.T, n.hs), contiguous_heads(k.data(), n.H, n.S, n.hs),
+      contiguous_heads(v.data(), n.H, n.S, n.hv), contiguous_heads(dout.data(), n.H, n.T, n.hv),
+      weights.data(), contiguous_heads(g.dq.data(), n.H, n.T, n.hs),
+      contiguous_heads(g.dk.data(), n.H, n.S, n.hs), contiguous_heads(g.dv.data(), n.H, n.S, n.hv),
+      causal);
   return g;
 }
 
@@ -604,8 +602,7 @@ void mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, b
   // 1. q | k | v into the (B, T, 3C) buffer, as mha_forward: (B, T, C) @ (C, C) -> (B, T, C) x 3
   float* qkv = cache.qkv.data();
   gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_q.data(), C, false, 0.0f, qkv, 3 * C);
-  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_k.data(), C, false, 0.0f, qkv + C,
-               3 * C);
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_k.data(), C, false, 0.0f, qkv + C, 3 * C);
   gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_v.data(), C, false, 0.0f, qkv + 2 * C,
                3 * C);
   // 2-3. Attention per head, heads read in place; the weights kept (the backward needs P), the
@@ -633,8 +630,9 @@ void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights
   const std::array<std::size_t, 4> w_shape{B, H, T, T};
   if (!std::equal(w_shape.begin(), w_shape.end(), cache.weights.shape().begin()) ||
       cache.qkv.size() != rows * 3 * C || cache.heads.size() != rows * C) {
-    shape_error(fn, "a cache filled by mha_forward(..., cache) for x " +
-                        shape_str(cache.x.shape()) + " and " + std::to_string(H) + " heads",
+    shape_error(fn,
+                "a cache filled by mha_forward(..., cache) for x " + shape_str(cache.x.shape()) +
+                    " and " + std::to_string(H) + " heads",
                 "weights " + shape_str(cache.weights.shape()));
   }
   const bool proj = w.w_o.size() != 0;
@@ -670,20 +668,19 @@ void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights
   const Matrix* weights[3] = {&w.w_q, &w.w_k, &w.w_v};
   Matrix* dweights[3] = {&grads.w_q, &grads.w_k, &grads.w_v};
   const std::size_t jobs = proj ? 4 : 3;
-  detail::run_parts(jobs, detail::worker_count(jobs),
-                    [&](std::size_t begin, std::size_t end, std::size_t) {
-                      detail::WorkerScope scope;
-                      for (std::size_t job = begin; job < end; ++job) {
-                        if (job == 3) {
-                          gemm(C, C, rows, 1.0f, cache.heads.data(), true, dout.data(), false,
-                               1.0f, grads.w_o.data());
-                        } else {
-                          gemm_strided(C, C, rows, 1.0f, cache.x.data(), C, /*trans_a=*/true,
-                                       dqkv + job * C, 3 * C, false, 1.0f,
-                                       dweights[job]->data(), C);
-                        }
-                      }
-                    });
+  detail::run_parts(
+      jobs, detail::worker_count(jobs), [&](std::size_t begin, std::size_t end, std::size_t) {
+        detail::WorkerScope scope;
+        for (std::size_t job = begin; job < end; ++job) {
+          if (job == 3) {
+            gemm(C, C, rows, 1.0f, cache.heads.data(), true, dout.data(), false, 1.0f,
+                 grads.w_o.data());
+          } else {
+            gemm_strided(C, C, rows, 1.0f, cache.x.data(), C, /*trans_a=*/true, dqkv + job * C,
+                         3 * C, false, 1.0f, dweights[job]->data(), C);
+          }
+        }
+      });
   for (std::size_t i = 0; i < 3; ++i) {
     gemm_strided(rows, C, C, 1.0f, dqkv + i * C, 3 * C, false, weights[i]->data(), C,
                  /*trans_b=*/true, i == 0 ? 0.0f : 1.0f, dx.data(), C);
@@ -698,10 +695,10 @@ std::size_t attention_scratch_floats(std::size_t T, std::size_t S, std::size_t h
   return attend_scratch_floats({1, 1, T, S, hs, hs}, /*keep_weights=*/false);
 }
 
-void attention_strided(std::size_t B, std::size_t H, std::size_t T, std::size_t S,
-                       std::size_t hs, const float* q, HeadStrides q_strides, const float* k,
-                       HeadStrides k_strides, const float* v, HeadStrides v_strides, float* out,
-                       HeadStrides out_strides, bool causal, float* scratch) {
+void attention_strided(std::size_t B, std::size_t H, std::size_t T, std::size_t S, std::size_t hs,
+                       const float* q, HeadStrides q_strides, const float* k, HeadStrides k_strides,
+                       const float* v, HeadStrides v_strides, float* out, HeadStrides out_strides,
+                       bool causal, float* scratch) {
   const char* fn = "attn::attention_strided";
   if (hs == 0 || S == 0) require(false, fn, "hs and S must be at least 1");
   if (causal && S != T) require(false, fn, "causal attention needs S == T");

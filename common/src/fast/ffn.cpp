@@ -24,7 +24,6 @@
 
 namespace attn::fast {
 
-
 namespace {
 
 // ---- The activation kernels -------------------------------------------------------------------
@@ -139,21 +138,21 @@ ATTN_KERNEL f32x8 relu8(f32x8 x) { return x < 0.0f ? splat(0.0f) : x; }
 // out[0, n) = kernel(in[0, n)), 8 values at a time; the last 1-7 values go through the same
 // kernel padded with zeros. out may be in (in place). One function per kernel, each compiled for
 // SSE2 and AVX2.
-#define ATTN_APPLY8(NAME, KERNEL)                                              \
-  ATTN_SIMD_CLONES void NAME(const float* in, float* out, std::size_t n) {     \
-    std::size_t i = 0;                                                         \
-    for (; i + 8 <= n; i += 8) {                                               \
-      f32x8 x;                                                                 \
-      std::memcpy(&x, in + i, sizeof x); /* unaligned load */                  \
-      x = KERNEL(x);                                                           \
-      std::memcpy(out + i, &x, sizeof x);                                      \
-    }                                                                          \
-    if (i < n) {                                                               \
-      f32x8 x = splat(0.0f);                                                   \
-      std::memcpy(&x, in + i, (n - i) * sizeof(float));                        \
-      x = KERNEL(x);                                                           \
-      std::memcpy(out + i, &x, (n - i) * sizeof(float));                       \
-    }                                                                          \
+#define ATTN_APPLY8(NAME, KERNEL)                                          \
+  ATTN_SIMD_CLONES void NAME(const float* in, float* out, std::size_t n) { \
+    std::size_t i = 0;                                                     \
+    for (; i + 8 <= n; i += 8) {                                           \
+      f32x8 x;                                                             \
+      std::memcpy(&x, in + i, sizeof x); /* unaligned load */              \
+      x = KERNEL(x);                                                       \
+      std::memcpy(out + i, &x, sizeof x);                                  \
+    }                                                                      \
+    if (i < n) {                                                           \
+      f32x8 x = splat(0.0f);                                               \
+      std::memcpy(&x, in + i, (n - i) * sizeof(float));                    \
+      x = KERNEL(x);                                                       \
+      std::memcpy(out + i, &x, (n - i) * sizeof(float));                   \
+    }                                                                      \
   }
 ATTN_APPLY8(apply_relu, relu8)
 ATTN_APPLY8(apply_gelu, gelu8)
@@ -171,9 +170,7 @@ ATTN_KERNEL f32x8 clamp100(f32x8 x) {
 ATTN_KERNEL f32x8 keep_nan(f32x8 x, f32x8 d) { return x == x ? d : x; }
 
 // ReLU' = [x > 0] (0 at x = 0, like PyTorch).
-ATTN_KERNEL f32x8 relu_grad8(f32x8 x, f32x8 dy) {
-  return keep_nan(x, x > 0.0f ? dy : splat(0.0f));
-}
+ATTN_KERNEL f32x8 relu_grad8(f32x8 x, f32x8 dy) { return keep_nan(x, x > 0.0f ? dy : splat(0.0f)); }
 
 // GELU'(x) = Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi). Phi from the same erfc as
 // the forward (h = Phi(-|x|), Phi(x) = h for x < 0, 1 - h otherwise).
@@ -211,23 +208,23 @@ ATTN_KERNEL f32x8 gelu_tanh_grad8(f32x8 x, f32x8 dy) {
 }
 
 // dx[0, n) = kernel(x, dy), 8 at a time, the tail padded with zeros.
-#define ATTN_APPLY8_GRAD(NAME, KERNEL)                                           \
+#define ATTN_APPLY8_GRAD(NAME, KERNEL)                                                    \
   ATTN_SIMD_CLONES void NAME(const float* x, const float* dy, float* dx, std::size_t n) { \
-    std::size_t i = 0;                                                           \
-    for (; i + 8 <= n; i += 8) {                                                 \
-      f32x8 a, g;                                                                \
-      std::memcpy(&a, x + i, sizeof a);                                          \
-      std::memcpy(&g, dy + i, sizeof g);                                         \
-      a = KERNEL(a, g);                                                          \
-      std::memcpy(dx + i, &a, sizeof a);                                         \
-    }                                                                            \
-    if (i < n) {                                                                 \
-      f32x8 a = splat(0.0f), g = splat(0.0f);                                    \
-      std::memcpy(&a, x + i, (n - i) * sizeof(float));                           \
-      std::memcpy(&g, dy + i, (n - i) * sizeof(float));                          \
-      a = KERNEL(a, g);                                                          \
-      std::memcpy(dx + i, &a, (n - i) * sizeof(float));                          \
-    }                                                                            \
+    std::size_t i = 0;                                                                    \
+    for (; i + 8 <= n; i += 8) {                                                          \
+      f32x8 a, g;                                                                         \
+      std::memcpy(&a, x + i, sizeof a);                                                   \
+      std::memcpy(&g, dy + i, sizeof g);                                                  \
+      a = KERNEL(a, g);                                                                   \
+      std::memcpy(dx + i, &a, sizeof a);                                                  \
+    }                                                                                     \
+    if (i < n) {                                                                          \
+      f32x8 a = splat(0.0f), g = splat(0.0f);                                             \
+      std::memcpy(&a, x + i, (n - i) * sizeof(float));                                    \
+      std::memcpy(&g, dy + i, (n - i) * sizeof(float));                                   \
+      a = KERNEL(a, g);                                                                   \
+      std::memcpy(dx + i, &a, (n - i) * sizeof(float));                                   \
+    }                                                                                     \
   }
 ATTN_APPLY8_GRAD(apply_relu_grad, relu_grad8)
 ATTN_APPLY8_GRAD(apply_gelu_grad, gelu_grad8)
@@ -259,9 +256,12 @@ namespace {
 // out[0, n) = act(in[0, n)); out may be in.
 void activate_into(const float* in, float* out, std::size_t n, Activation a) {
   switch (a) {
-    case Activation::relu: return apply_relu(in, out, n);
-    case Activation::gelu: return apply_gelu(in, out, n);
-    case Activation::gelu_tanh: return apply_gelu_tanh(in, out, n);
+    case Activation::relu:
+      return apply_relu(in, out, n);
+    case Activation::gelu:
+      return apply_gelu(in, out, n);
+    case Activation::gelu_tanh:
+      return apply_gelu_tanh(in, out, n);
   }
   throw std::invalid_argument("attn::fast::activate: unknown activation");
 }
@@ -280,7 +280,7 @@ Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a) {
   check_shape<2>("attn::fast::ffn_forward", "w2", w.w2, {F, C});
   check_shape<1>("attn::fast::ffn_forward", "b2", w.b2, {C});
   const std::size_t rows = x.shape()[0] * x.shape()[1];  // B*T tokens
-  Tensor<3> y(x.shape());                                 // (B, T, C)
+  Tensor<3> y(x.shape());                                // (B, T, C)
   if (y.size() == 0) return y;
   // Nothing may throw inside the worker threads: check what gemm and activate would.
   require(C <= kMaxBlasSize && F <= kMaxBlasSize, "attn::fast::ffn_forward", [&] {
@@ -301,8 +301,8 @@ Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a) {
     for (std::size_t chunk = begin; chunk < end; ++chunk) {
       const std::size_t r0 = chunk * kFfnRows;
       const std::size_t n = std::min(kFfnRows, rows - r0);  // tokens in this chunk
-      const float* xc = x.data() + r0 * C;                 // (n, C)
-      float* yc = y.data() + r0 * C;                       // (n, C)
+      const float* xc = x.data() + r0 * C;                  // (n, C)
+      float* yc = y.data() + r0 * C;                        // (n, C)
       // 1. Expand: every token to F (usually 4C) features. The bias goes in first and the GEMM
       //    adds the product to it (beta = 1), like fast::linear.
       //    (n, C) @ (C, F) + (F,) -> (n, F)
@@ -329,8 +329,10 @@ void activate_backward(std::span<const float> x, std::span<const float> dy, std:
            std::to_string(dy.size()) + " and " + std::to_string(dx.size());
   });
   switch (a) {
-    case Activation::relu: return apply_relu_grad(x.data(), dy.data(), dx.data(), x.size());
-    case Activation::gelu: return apply_gelu_grad(x.data(), dy.data(), dx.data(), x.size());
+    case Activation::relu:
+      return apply_relu_grad(x.data(), dy.data(), dx.data(), x.size());
+    case Activation::gelu:
+      return apply_gelu_grad(x.data(), dy.data(), dx.data(), x.size());
     case Activation::gelu_tanh:
       return apply_gelu_tanh_grad(x.data(), dy.data(), dx.data(), x.size());
   }
@@ -434,27 +436,25 @@ void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& 
   // Steps 1-3 act on each token on its own, so they run in the forward's chunks of kFfnRows
   // tokens, spread over the threads; every chunk is computed the same way on any thread count.
   const std::size_t chunks = (rows + kFfnRows - 1) / kFfnRows;
-  detail::run_parts(chunks, detail::worker_count(chunks),
-                    [&](std::size_t begin, std::size_t end, std::size_t) {
-                      detail::WorkerScope scope;  // one BLAS call per chunk on any thread count
-                      for (std::size_t chunk = begin; chunk < end; ++chunk) {
-                        const std::size_t r0 = chunk * kFfnRows;
-                        const std::size_t n = std::min(kFfnRows, rows - r0);
-                        float* dhc = dh + r0 * F;  // (n, F)
-                        // 1. Through the second linear layer y = act @ w2 + b2:
-                        //    dact = dy @ w2^T   (n, C) @ (C, F) -> (n, F)
-                        gemm(n, F, C, 1.0f, dy.data() + r0 * C, false, w.w2.data(), true, 0.0f,
-                             dhc);
-                        // 2. The activation, element-wise: dpre = dact * act'(pre), in place.
-                        fast::activate_backward(
-                            std::span<const float>(cache.pre.data() + r0 * F, n * F),
-                            std::span<const float>(dhc, n * F), std::span<float>(dhc, n * F), a);
-                        // 3. Through the first linear layer pre = x @ w1 + b1:
-                        //    dx = dpre @ w1^T   (n, F) @ (F, C) -> (n, C)
-                        gemm(n, C, F, 1.0f, dhc, false, w.w1.data(), true, 0.0f,
-                             dx.data() + r0 * C);
-                      }
-                    });
+  detail::run_parts(
+      chunks, detail::worker_count(chunks), [&](std::size_t begin, std::size_t end, std::size_t) {
+        detail::WorkerScope scope;  // one BLAS call per chunk on any thread count
+        for (std::size_t chunk = begin; chunk < end; ++chunk) {
+          const std::size_t r0 = chunk * kFfnRows;
+          const std::size_t n = std::min(kFfnRows, rows - r0);
+          float* dhc = dh + r0 * F;  // (n, F)
+          // 1. Through the second linear layer y = act @ w2 + b2:
+          //    dact = dy @ w2^T   (n, C) @ (C, F) -> (n, F)
+          gemm(n, F, C, 1.0f, dy.data() + r0 * C, false, w.w2.data(), true, 0.0f, dhc);
+          // 2. The activation, element-wise: dpre = dact * act'(pre), in place.
+          fast::activate_backward(std::span<const float>(cache.pre.data() + r0 * F, n * F),
+                                  std::span<const float>(dhc, n * F), std::span<float>(dhc, n * F),
+                                  a);
+          // 3. Through the first linear layer pre = x @ w1 + b1:
+          //    dx = dpre @ w1^T   (n, F) @ (F, C) -> (n, C)
+          gemm(n, C, F, 1.0f, dhc, false, w.w1.data(), true, 0.0f, dx.data() + r0 * C);
+        }
+      });
   // 4. The parameters, summed over all B*T tokens. The two weight gradients are independent
   //    GEMMs of equal size, run side by side (each one BLAS call on any thread count):
   //    dw2 += act^T @ dy     (F, B*T) @ (B*T, C) -> (F, C)

@@ -87,8 +87,8 @@ void gemm_strided(std::size_t M, std::size_t N, std::size_t K, float alpha, cons
                         const std::size_t r0 = block * block_rows;
                         const std::size_t rows = std::min(block_rows, M - r0);
                         const float* a_rows = trans_a ? a + r0 : a + r0 * lda;
-                        sgemm(static_cast<int>(rows), n, k, alpha, a_rows, lda_i, trans_a, b,
-                              ldb_i, trans_b, beta, out + r0 * ldc, ldc_i);
+                        sgemm(static_cast<int>(rows), n, k, alpha, a_rows, lda_i, trans_a, b, ldb_i,
+                              trans_b, beta, out + r0 * ldc, ldc_i);
                       }
                     });
 }

@@ -86,8 +86,7 @@ struct BlockRows {
   const float* r2;
   const float* r3;
 };
-ATTN_KERNEL BlockRows block_rows(const float* m, std::size_t ld, std::size_t t0,
-                                 std::size_t rows) {
+ATTN_KERNEL BlockRows block_rows(const float* m, std::size_t ld, std::size_t t0, std::size_t rows) {
   return {m + t0 * ld, m + std::min(t0 + 1, rows - 1) * ld, m + std::min(t0 + 2, rows - 1) * ld,
           m + std::min(t0 + 3, rows - 1) * ld};
 }
@@ -105,8 +104,7 @@ ATTN_KERNEL void weights_times_rows_cols(std::size_t rows, std::size_t S, std::s
     BlockSums<kTwo> sums;
     for (std::size_t j = 0; j < keys; ++j) {
       const float* xj = x + j * ldx + c0;
-      sums.add(load8(xj), kTwo ? load8(xj + 8) : f32x8{}, wr.r0[j], wr.r1[j], wr.r2[j],
-               wr.r3[j]);
+      sums.add(load8(xj), kTwo ? load8(xj + 8) : f32x8{}, wr.r0[j], wr.r1[j], wr.r2[j], wr.r3[j]);
     }
     for (std::size_t r = 0; r < n_rows; ++r)
       sums.store(r, alpha, o + (t0 + r) * ldo + c0, kTwo ? 16 : 8);
@@ -116,8 +114,8 @@ ATTN_KERNEL void weights_times_rows_cols(std::size_t rows, std::size_t S, std::s
 // transposed_weights_times_rows for the columns [c0, c0 + 16) (or + 8) of every key block.
 template <bool kTwo>
 ATTN_KERNEL void transposed_cols(std::size_t S, std::size_t T, std::size_t c0, float alpha,
-                                 const float* w, std::size_t ldw, const float* x,
-                                 std::size_t ldx, bool causal, float* o, std::size_t ldo) {
+                                 const float* w, std::size_t ldw, const float* x, std::size_t ldx,
+                                 bool causal, float* o, std::size_t ldo) {
   for (std::size_t j0 = 0; j0 < S; j0 += kBlockRows) {
     const std::size_t n_keys = std::min(kBlockRows, S - j0);
     // The block's keys (columns of w); a short last block repeats its last key.
@@ -180,9 +178,8 @@ ATTN_SIMD_CLONES void weights_times_rows(std::size_t rows, std::size_t S, std::s
     weights_times_rows_cols<false>(rows, S, c0, alpha, w, ldw, x, ldx, causal, first, o, ldo);
 }
 
-ATTN_SIMD_CLONES void transposed_weights_times_rows(std::size_t S, std::size_t T,
-                                                    std::size_t width, float alpha,
-                                                    const float* w, std::size_t ldw,
+ATTN_SIMD_CLONES void transposed_weights_times_rows(std::size_t S, std::size_t T, std::size_t width,
+                                                    float alpha, const float* w, std::size_t ldw,
                                                     const float* x, std::size_t ldx, bool causal,
                                                     float* o, std::size_t ldo) {
   std::size_t c0 = 0;

@@ -50,7 +50,7 @@ void weights_times_rows(std::size_t rows, std::size_t S, std::size_t width, floa
 // must be 0 before each key's diagonal (row t < j).
 //   dV = P^T dO:  w = P, x = dO;   dK = dS^T q / sqrt(hs):  w = dS, x = q
 void transposed_weights_times_rows(std::size_t S, std::size_t T, std::size_t width, float alpha,
-                                   const float* w, std::size_t ldw, const float* x,
-                                   std::size_t ldx, bool causal, float* o, std::size_t ldo);
+                                   const float* w, std::size_t ldw, const float* x, std::size_t ldx,
+                                   bool causal, float* o, std::size_t ldo);
 
 }  // namespace attn::detail

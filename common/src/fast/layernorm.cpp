@@ -66,9 +66,8 @@ double sum_squared_deviations(const float* row, std::size_t C, double mean) {
 // (lazy xtensor reducers with keep_dims give wrong numbers in xtensor 0.24, see
 // docs/xtensor-for-numpy-users.md, pitfall 1; and a plain loop is also the fastest). Gives the
 // row's mean and rstd for the backward.
-ATTN_SIMD_CLONES void normalise_row(const float* in, std::size_t C, const float* g,
-                                    const float* b, float eps, float* out, double& mean,
-                                    double& rstd) {
+ATTN_SIMD_CLONES void normalise_row(const float* in, std::size_t C, const float* g, const float* b,
+                                    float eps, float* out, double& mean, double& rstd) {
   const double inv_C = 1.0 / static_cast<double>(C);
   // 1. mean = (1/C) sum_j x_j.
   mean = sum_double(in, C) * inv_C;
@@ -148,10 +147,9 @@ double row_mean(const float* row, std::size_t C) {
 
 // The backward of rows [r0, r1), with rstd per row given (float) and the mean recomputed in
 // double. Overwrites dx; adds this range's sums of dy * xhat and dy to dg, db (double, (C,)).
-ATTN_SIMD_CLONES void layer_norm_backward_range(const float* dy, const float* x,
-                                                const float* gamma, const float* rstd,
-                                                std::size_t r0, std::size_t r1, std::size_t C,
-                                                float* dx, double* dg, double* db) {
+ATTN_SIMD_CLONES void layer_norm_backward_range(const float* dy, const float* x, const float* gamma,
+                                                const float* rstd, std::size_t r0, std::size_t r1,
+                                                std::size_t C, float* dx, double* dg, double* db) {
   const double inv_C = 1.0 / static_cast<double>(C);
   for (std::size_t r = r0; r < r1; ++r) {
     const float* in = x + r * C;     // (C,)
@@ -216,15 +214,14 @@ void layer_norm_backward_rows(const float* dy, const float* x, const float* gamm
   thread_local std::vector<double> acc;  // (chunks, 2C), reused between calls
   acc.assign(chunks * 2 * C, 0.0);
   double* sums = acc.data();  // a pointer for the workers (the thread_local is this thread's)
-  detail::run_parts(chunks, detail::worker_count(chunks),
-                    [&](std::size_t first, std::size_t last, std::size_t) {
-                      for (std::size_t k = first; k < last; ++k) {
-                        double* part = sums + k * 2 * C;
-                        layer_norm_backward_range(dy, x, gamma, rstd, k * kLnRows,
-                                                  std::min(rows, (k + 1) * kLnRows), C, dx, part,
-                                                  part + C);
-                      }
-                    });
+  detail::run_parts(
+      chunks, detail::worker_count(chunks), [&](std::size_t first, std::size_t last, std::size_t) {
+        for (std::size_t k = first; k < last; ++k) {
+          double* part = sums + k * 2 * C;
+          layer_norm_backward_range(dy, x, gamma, rstd, k * kLnRows,
+                                    std::min(rows, (k + 1) * kLnRows), C, dx, part, part + C);
+        }
+      });
   for (std::size_t j = 0; j < C; ++j) {
     double dg = 0.0, db = 0.0;
     for (std::size_t k = 0; k < chunks; ++k) {
@@ -264,8 +261,8 @@ void layer_norm_backward(const Tensor<N>& dy, const Tensor<N>& x, const Vector& 
   const std::size_t C = x.shape()[N - 1];
   const std::size_t rows = x.size() / C;
   if (dx.shape() != x.shape()) dx.resize(x.shape());
-  layer_norm_backward_rows(dy.data(), x.data(), gamma.data(), cache.rstd.data(), rows, C,
-                           dx.data(), dgamma.data(), dbeta.data());
+  layer_norm_backward_rows(dy.data(), x.data(), gamma.data(), cache.rstd.data(), rows, C, dx.data(),
+                           dgamma.data(), dbeta.data());
 }
 
 template Tensor<2> layer_norm<2>(const Tensor<2>&, const Vector&, const Vector&, float);

@@ -118,13 +118,11 @@ void linear_backward(const Tensor<3>& dy, const Tensor<3>& x, const Matrix& w, T
   if (dx.shape() != x.shape()) dx.resize(x.shape());
   // 1. dx = dy @ W^T: each input feature i received w[i, j] * x_i in every output j.
   //    (B*T, out) @ (out, in) -> (B*T, in), W read transposed in place.
-  gemm(rows, in, out_features, 1.0f, dy.data(), false, w.data(), /*trans_b=*/true, 0.0f,
-       dx.data());
+  gemm(rows, in, out_features, 1.0f, dy.data(), false, w.data(), /*trans_b=*/true, 0.0f, dx.data());
   // 2. dW += x^T @ dy: w[i, j] met x_i in every one of the B*T rows, so its gradient sums
   //    x_i dy_j over the rows. (in, B*T) @ (B*T, out) -> (in, out), x read transposed, beta = 1
   //    adds to what dW already holds.
-  gemm(in, out_features, rows, 1.0f, x.data(), /*trans_a=*/true, dy.data(), false, 1.0f,
-       dw.data());
+  gemm(in, out_features, rows, 1.0f, x.data(), /*trans_a=*/true, dy.data(), false, 1.0f, dw.data());
   // 3. db += sum_rows dy: the bias was added to every row.
   if (db != nullptr) bias_backward(dy.data(), rows, out_features, db->data());
 }

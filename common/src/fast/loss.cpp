@@ -68,7 +68,7 @@ double cross_entropy_pass(const Matrix& logits, std::span<const int> targets, fl
         if (grad != nullptr) {
           float* g = grad + n * V;  // (V,)
           for (std::size_t v = 0; v < V; ++v)
-            g[v] = static_cast<float>(static_cast<double>(e[v]) / s * inv_n);  // softmax / N
+            g[v] = static_cast<float>(static_cast<double>(e[v]) / s * inv_n);        // softmax / N
           g[y] = static_cast<float>((static_cast<double>(e[y]) / s - 1.0) * inv_n);  // - onehot
         }
       }

@@ -25,16 +25,16 @@ struct AdamStep {
   float b1, b2;      // the moments' decay rates
   float bias2_sqrt;  // sqrt(1 - b2^t)
   float eps;
-  float step_size;   // lr / (1 - b1^t)
+  float step_size;  // lr / (1 - b1^t)
 };
 
 // One element: the reference's four lines, the same operations in the same order.
 inline void adamw_one(float& p, float g, float& m, float& v, const AdamStep& k) {
-  p *= k.decay;                                // 1. decoupled weight decay
-  m += (g - m) * (1.0f - k.b1);                // 2. m = b1 m + (1 - b1) g (torch's lerp)
-  v = v * k.b2 + (1.0f - k.b2) * g * g;        // 3. v = b2 v + (1 - b2) g^2
+  p *= k.decay;                          // 1. decoupled weight decay
+  m += (g - m) * (1.0f - k.b1);          // 2. m = b1 m + (1 - b1) g (torch's lerp)
+  v = v * k.b2 + (1.0f - k.b2) * g * g;  // 3. v = b2 v + (1 - b2) g^2
   const float denom = std::sqrt(v) / k.bias2_sqrt + k.eps;
-  p -= k.step_size * (m / denom);              // 4. the bias-corrected step
+  p -= k.step_size * (m / denom);  // 4. the bias-corrected step
 }
 
 // Every element: kLanes at a time (read into locals, then written back), which the compiler
@@ -89,7 +89,7 @@ void adamw_update_all(std::span<const std::span<float>> p, std::span<const std::
                     [&](std::size_t first, std::size_t last, std::size_t) {
                       for (std::size_t i = first; i < last; ++i) {
                         fast::adamw_update(p[i], g[i], m[i], v[i], lr,
-                                     decay[i] ? config.weight_decay : 0.0f, step, config);
+                                           decay[i] ? config.weight_decay : 0.0f, step, config);
                       }
                     });
 }

@@ -140,8 +140,8 @@ std::string out_of_memory_message(std::string_view what) {
 std::string parse_error_message(const CLI::ParseError& e) {
   std::string message = one_line(e.what());
   // "--steps: 1 required TEXT missing" -> "--steps needs a value"
-  if (const auto colon = message.find(": 1 required"); colon != std::string::npos &&
-                                                       message.find("missing") != std::string::npos) {
+  if (const auto colon = message.find(": 1 required");
+      colon != std::string::npos && message.find("missing") != std::string::npos) {
     return message.substr(0, colon) + " needs a value";
   }
   // "--steps: At Most 1 required but received 2" -> "--steps was given more than once"
@@ -157,7 +157,7 @@ std::string parse_error_message(const CLI::ParseError& e) {
 struct Cli::Impl {
   std::string program;
   std::string description;
-  CLI::App app;  // without the description: help() prints it
+  CLI::App app;                                   // without the description: help() prints it
   std::list<std::string> texts;                   // raw option values (stable addresses)
   std::vector<std::function<void()>> converters;  // run after parsing, in order
   CommonOptions common;
@@ -165,8 +165,10 @@ struct Cli::Impl {
   std::vector<std::pair<std::string, std::string>> aliases;  // (--old, --new)
 
   Impl(std::string program_name, std::string description_text)
-      : program(std::move(program_name)), description(std::move(description_text)), app("", program) {
-    app.set_help_flag();  // re-added after the chapter's options, see add_common()
+      : program(std::move(program_name)),
+        description(std::move(description_text)),
+        app("", program) {
+    app.set_help_flag();     // re-added after the chapter's options, see add_common()
     app.allow_extras(true);  // we report extra arguments ourselves, by name
     app.get_formatter()->column_width(24);
   }
@@ -261,11 +263,12 @@ void Cli::add_float(const std::string& name, float& value, const std::string& he
                     std::optional<float> greater_than, std::optional<float> at_most) {
   const std::string flag = long_name(name);
   std::string& text = impl_->text_slot();
-  CLI::Option* opt = impl_->app.add_option(
-                             flag, text, at_most ? with_bound(help, fmt::format("{}", *at_most)) : help)
-                         ->type_name("X")
-                         ->default_str(fmt::format("{}", value))
-                         ->group(std::string(kChapterGroup));
+  CLI::Option* opt =
+      impl_->app
+          .add_option(flag, text, at_most ? with_bound(help, fmt::format("{}", *at_most)) : help)
+          ->type_name("X")
+          ->default_str(fmt::format("{}", value))
+          ->group(std::string(kChapterGroup));
   impl_->converters.emplace_back([&value, &text, flag, greater_than, at_most, opt] {
     if (opt->count() > 0) value = parse_float(flag, text, greater_than, at_most);
   });
@@ -419,9 +422,11 @@ std::string unfinished_exercise_message(const std::exception& e) {
     std::vector<fs::path> files;
     for (const fs::path& dir : chapter_dirs) {
       std::error_code ec;
-      for (fs::directory_iterator it(dir / "exercises", ec), end; !ec && it != end; it.increment(ec)) {
+      for (fs::directory_iterator it(dir / "exercises", ec), end; !ec && it != end;
+           it.increment(ec)) {
         const std::string name = it->path().filename().string();
-        if (name.rfind(stem, 0) == 0 && it->path().extension() == ".cpp") files.push_back(it->path());
+        if (name.rfind(stem, 0) == 0 && it->path().extension() == ".cpp")
+          files.push_back(it->path());
       }
     }
     std::sort(files.begin(), files.end());

@@ -50,7 +50,8 @@ Corpus read_corpus(const std::filesystem::path& path) {
     cannot_read(path, "the file holds " + size + " bytes, more than the limit of " +
                           bytes_text(limits::kMaxCorpusBytes) + " for a corpus");
   };
-  if (const auto size = std::filesystem::file_size(path, ec); !ec && size > limits::kMaxCorpusBytes) {
+  if (const auto size = std::filesystem::file_size(path, ec);
+      !ec && size > limits::kMaxCorpusBytes) {
     too_large(std::to_string(size));
   }
 
@@ -65,7 +66,8 @@ Corpus read_corpus(const std::filesystem::path& path) {
   std::size_t got = 0;
   while ((got = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) {
     corpus.text.append(buffer, got);
-    if (corpus.text.size() > limits::kMaxCorpusBytes) too_large("over " + std::to_string(limits::kMaxCorpusBytes));
+    if (corpus.text.size() > limits::kMaxCorpusBytes)
+      too_large("over " + std::to_string(limits::kMaxCorpusBytes));
   }
   if (std::ferror(file.get())) {
     cannot_read(path, errno != 0 ? std::strerror(errno) : "read error");

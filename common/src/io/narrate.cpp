@@ -48,9 +48,7 @@ std::string format_significant(double value, int digits) {
   return text;
 }
 
-void section(int number, std::string_view title) {
-  fmt::print("\n== {}. {} ==\n", number, title);
-}
+void section(int number, std::string_view title) { fmt::print("\n== {}. {} ==\n", number, title); }
 
 std::string underlined_heading(int number, std::string_view title) {
   const std::string line = fmt::format("{}. {}", number, title);

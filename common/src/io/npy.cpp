@@ -318,8 +318,8 @@ NpyArray read_npy_from(Source& source, const fs::path& path) {
   } else if ((major == 2 || major == 3) && minor == 0) {
     len_size = 4;
   } else {
-    fail(path, fmt::format("unsupported .npy version {}.{} (supported: 1.0, 2.0, 3.0)", major,
-                           minor));
+    fail(path,
+         fmt::format("unsupported .npy version {}.{} (supported: 1.0, 2.0, 3.0)", major, minor));
   }
   const std::size_t len_at = kMagicSize + 2;
   if (n < len_at + len_size) fail(path, "truncated header: the file ends inside the header length");

@@ -109,7 +109,7 @@ void check_labels(const Matrix& m, const HeatmapOptions& options, std::string_vi
 
 // Dark navy to white through blue and cyan, from the xterm 256-colour cube: low weights stay
 // close to a dark terminal's background, high weights stand out.
-constexpr std::array<int, 16> kTermColors = {16,  17, 18, 19, 20,  21,  27,  33,
+constexpr std::array<int, 16> kTermColors = {16, 17, 18, 19, 20,  21,  27,  33,
                                              39, 45, 51, 87, 123, 159, 195, 231};
 
 constexpr std::string_view kReset = "\x1b[0m";
@@ -192,12 +192,23 @@ std::string xml_escape(std::string_view text) {
   std::string out;
   for (char c : sanitize(text)) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -371,8 +382,7 @@ std::string heatmap_svg(const Matrix& m, const HeatmapOptions& options) {
   const int specials = (s.has_nan ? 1 : 0) + (s.has_neg_inf ? 1 : 0);
   const int legend_bottom = grid_y + bar_h + specials * (step_h + 8 + 4);
 
-  const int width =
-      std::max(legend_right, pad + text_width(options.title, title_font)) + pad;
+  const int width = std::max(legend_right, pad + text_width(options.title, title_font)) + pad;
   const int height = std::max(grid_y + grid_h, legend_bottom) + pad;
 
   // 2. The document.
@@ -384,7 +394,8 @@ std::string heatmap_svg(const Matrix& m, const HeatmapOptions& options) {
   out += fmt::format("<rect width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", width, height);
   if (!options.title.empty()) {
     out += fmt::format(
-        "<text x=\"{}\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\" fill=\"#222222\">{}</text>\n",
+        "<text x=\"{}\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\" "
+        "fill=\"#222222\">{}</text>\n",
         pad, pad + title_font, title_font, xml_escape(options.title));
   }
 
@@ -398,8 +409,9 @@ std::string heatmap_svg(const Matrix& m, const HeatmapOptions& options) {
       if (rotate_cols) {
         const int x = cx + label_font / 3;
         const int y = grid_y - 6;
-        out += fmt::format("<text x=\"{0}\" y=\"{1}\" transform=\"rotate(-90 {0} {1})\">{2}</text>\n",
-                           x, y, label);
+        out +=
+            fmt::format("<text x=\"{0}\" y=\"{1}\" transform=\"rotate(-90 {0} {1})\">{2}</text>\n",
+                        x, y, label);
       } else {
         out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", cx, grid_y - 7, label);
       }
@@ -445,8 +457,11 @@ std::string heatmap_svg(const Matrix& m, const HeatmapOptions& options) {
         const std::string& text = values[static_cast<std::size_t>(i * cols + j)];
         if (text.empty()) continue;
         const float v = m(static_cast<std::size_t>(i), static_cast<std::size_t>(j));
-        const bool white = !std::isnan(v) && !std::isinf(v) && is_dark(fill_of(position(v, s), options.diverging));
-        const std::string_view ink = white ? "#ffffff" : std::isinf(v) && v < 0 ? "#888888" : "#222222";
+        const bool white =
+            !std::isnan(v) && !std::isinf(v) && is_dark(fill_of(position(v, s), options.diverging));
+        const std::string_view ink = white                    ? "#ffffff"
+                                     : std::isinf(v) && v < 0 ? "#888888"
+                                                              : "#222222";
         out += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">{}</text>\n",
                            grid_x + j * cell + cell / 2,
                            grid_y + i * cell + cell / 2 + value_font * 7 / 20, ink, text);
@@ -527,7 +542,8 @@ std::string tick_text(double v, double step) {
 
 // 10^e as text: "1", "10", "0.01" for |e| <= 3, else "1e-05".
 std::string decade_text(int e) {
-  if (e >= 0 && e <= 3) return fmt::format("{}", static_cast<long long>(std::llround(std::pow(10.0, e))));
+  if (e >= 0 && e <= 3)
+    return fmt::format("{}", static_cast<long long>(std::llround(std::pow(10.0, e))));
   if (e < 0 && e >= -3) return fmt::format("{:.{}f}", std::pow(10.0, e), -e);
   return fmt::format("1e{:+03d}", e);
 }
@@ -555,7 +571,8 @@ void auto_ticks(Axis& a, bool log, int target) {
     if (a.ticks.size() >= 2) return;
     a.ticks.clear();
     a.labels.clear();
-    const std::vector<double> values = nice_ticks(std::pow(10.0, a.lo), std::pow(10.0, a.hi), target);
+    const std::vector<double> values =
+        nice_ticks(std::pow(10.0, a.lo), std::pow(10.0, a.hi), target);
     const double step = values.size() > 1 ? values[1] - values[0] : 1.0;
     for (const double v : values) {
       if (!(v > 0.0)) continue;
@@ -706,12 +723,13 @@ std::string line_chart_svg(const std::vector<Series>& series, const LineChartOpt
                                                             : plot_x + plot_w - 14 - legend_w;
   const int legend_y = outside ? plot_y + 8 : plot_y + 25;  // the first entry's centre
   const auto px = [&](double x) {
-    return static_cast<double>(plot_x) + (x - xa.lo) / (xa.hi - xa.lo) * static_cast<double>(plot_w);
+    return static_cast<double>(plot_x) +
+           (x - xa.lo) / (xa.hi - xa.lo) * static_cast<double>(plot_w);
   };
   int right = outside ? legend_x + legend_w : plot_x + plot_w;
   for (std::size_t i = 0; i < xa.ticks.size(); ++i) {  // a label centred on the right edge
-    right = std::max(right, static_cast<int>(std::ceil(px(xa.ticks[i]))) +
-                                text_width(xa.labels[i], font) / 2);
+    right = std::max(
+        right, static_cast<int>(std::ceil(px(xa.ticks[i]))) + text_width(xa.labels[i], font) / 2);
   }
   const int width = std::max(right, pad + text_width(options.title, title_font)) + pad;
   const int height = plot_y + plot_h + font + 10 + (options.x_label.empty() ? 0 : font + 10) + pad;
@@ -729,23 +747,24 @@ std::string line_chart_svg(const std::vector<Series>& series, const LineChartOpt
   out += fmt::format("<rect width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", width, height);
   if (!options.title.empty()) {
     out += fmt::format(
-        "<text x=\"{}\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\" fill=\"#222222\">{}</text>\n",
+        "<text x=\"{}\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\" "
+        "fill=\"#222222\">{}</text>\n",
         pad, pad + title_font, title_font, xml_escape(options.title));
   }
   out += fmt::format("<g font-size=\"{}\" fill=\"#333333\">\n", font);
   for (std::size_t i = 0; i < ya.ticks.size(); ++i) {
     const double y = py(ya.ticks[i]);
-    out += fmt::format(
-        "<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e0e0e0\"/>\n", plot_x, y,
-        plot_x + plot_w, y);
+    out +=
+        fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e0e0e0\"/>\n",
+                    plot_x, y, plot_x + plot_w, y);
     out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", plot_x - 6,
                        y + font * 0.35, ya.labels[i]);
   }
   for (std::size_t i = 0; i < xa.ticks.size(); ++i) {
     const double x = px(xa.ticks[i]);
-    out += fmt::format(
-        "<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#e0e0e0\"/>\n", x, plot_y, x,
-        plot_y + plot_h);
+    out +=
+        fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#e0e0e0\"/>\n",
+                    x, plot_y, x, plot_y + plot_h);
     out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x,
                        plot_y + plot_h + font + 4, xa.labels[i]);
   }
@@ -768,9 +787,10 @@ std::string line_chart_svg(const std::vector<Series>& series, const LineChartOpt
   //    when y_min / y_max may cut the data.
   const bool clip = options.y_min || options.y_max;
   if (clip) {
-    out += fmt::format("<clipPath id=\"plot\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>"
-                       "</clipPath>\n<g clip-path=\"url(#plot)\">\n",
-                       plot_x, plot_y, plot_w, plot_h);
+    out += fmt::format(
+        "<clipPath id=\"plot\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>"
+        "</clipPath>\n<g clip-path=\"url(#plot)\">\n",
+        plot_x, plot_y, plot_w, plot_h);
   }
   const std::string_view dash = " stroke-dasharray=\"6 4\"";
   for (std::size_t k = 0; k < series.size(); ++k) {
@@ -798,7 +818,8 @@ std::string line_chart_svg(const std::vector<Series>& series, const LineChartOpt
       const double x = px(tx(s.x[i]));
       const double y = py(ty(s.y[i]));
       run += fmt::format("{}{:.1f},{:.1f}", run.empty() ? "" : " ", x, y);
-      if (++run_points == 1) lone = fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\"/>\n", x, y);
+      if (++run_points == 1)
+        lone = fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\"/>\n", x, y);
     }
     flush();
     for (std::size_t i = 0; dots && i < s.x.size(); ++i) {
@@ -813,10 +834,10 @@ std::string line_chart_svg(const std::vector<Series>& series, const LineChartOpt
   // 6. The legend: a short line in the series' colour (and dash) before each name; inside the
   //    plotting area on a white box that lets the grid show through a little.
   if (!outside) {
-    out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#ffffff\" "
-                       "fill-opacity=\"0.85\" stroke=\"#cccccc\"/>\n",
-                       legend_x - 8, plot_y + 10, legend_w + 12,
-                       static_cast<int>(series.size()) * row + 8);
+    out += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#ffffff\" "
+        "fill-opacity=\"0.85\" stroke=\"#cccccc\"/>\n",
+        legend_x - 8, plot_y + 10, legend_w + 12, static_cast<int>(series.size()) * row + 8);
   }
   out += fmt::format("<g font-size=\"{}\" fill=\"#333333\">\n", font);
   for (std::size_t k = 0; k < series.size(); ++k) {
@@ -845,7 +866,8 @@ std::string diagram_svg(const std::string& title, const std::vector<DiagramNode>
   int box_w = 300;  // wider when a label or note needs it (monospace notes: 0.62 em a character)
   for (const DiagramNode& n : nodes) {
     box_w = std::max(box_w, text_width(n.label, font) + 28);
-    box_w = std::max(box_w, static_cast<int>(characters(n.note).size()) * note_font * 62 / 100 + 28);
+    box_w =
+        std::max(box_w, static_cast<int>(characters(n.note).size()) * note_font * 62 / 100 + 28);
   }
   const int gap = 22, radius = 11;
   const int x_mid = 40 + box_w / 2;
@@ -869,21 +891,24 @@ std::string diagram_svg(const std::string& title, const std::vector<DiagramNode>
       "viewBox=\"0 0 {0} {1}\" font-family=\"{2}\">\n",
       width, height, kSans);
   if (!title.empty()) out += fmt::format("<title>{}</title>\n", xml_escape(title));
-  out += "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" "
-         "markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\">"
-         "<path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#555555\"/></marker></defs>\n";
+  out +=
+      "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" "
+      "markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\">"
+      "<path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#555555\"/></marker></defs>\n";
   out += fmt::format("<rect width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", width, height);
   if (!title.empty()) {
     out += fmt::format(
-        "<text x=\"12\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\" fill=\"#222222\">{}</text>\n",
+        "<text x=\"12\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\" "
+        "fill=\"#222222\">{}</text>\n",
         12 + title_font, title_font, xml_escape(title));
   }
   // 2. Arrows between consecutive nodes, then the residual lines around the right side: from
   //    the arrow that enters node `skip_from` to the "+" node.
   out += "<g stroke=\"#555555\" stroke-width=\"1.5\" fill=\"none\">\n";
   for (std::size_t i = 0; i + 1 < nodes.size(); ++i) {
-    out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" marker-end=\"url(#arrow)\"/>\n",
-                       x_mid, top[i] + height_of(nodes[i]), top[i + 1]);
+    out += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" marker-end=\"url(#arrow)\"/>\n", x_mid,
+        top[i] + height_of(nodes[i]), top[i + 1]);
   }
   int lane = 0;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -892,9 +917,10 @@ std::string diagram_svg(const std::string& title, const std::vector<DiagramNode>
     const int y0 = from == 0 ? top[0] - gap / 2 : top[from] - gap / 2;
     const int y1 = top[i] + radius;
     const int x_lane = x_mid + box_w / 2 + 24 + 14 * (lane++ % 2);
-    out += fmt::format("<polyline points=\"{0},{1} {2},{1} {2},{3} {4},{3}\" "
-                       "marker-end=\"url(#arrow)\"/>\n",
-                       x_mid, y0, x_lane, y1, x_mid + radius);
+    out += fmt::format(
+        "<polyline points=\"{0},{1} {2},{1} {2},{3} {4},{3}\" "
+        "marker-end=\"url(#arrow)\"/>\n",
+        x_mid, y0, x_lane, y1, x_mid + radius);
     out += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"2.5\" fill=\"#555555\"/>\n", x_mid, y0);
   }
   out += "</g>\n";
@@ -903,28 +929,33 @@ std::string diagram_svg(const std::string& title, const std::vector<DiagramNode>
     const DiagramNode& n = nodes[i];
     const int h = height_of(n);
     if (n.kind == Kind::add) {
-      out += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"#ffffff\" stroke=\"#555555\" "
-                         "stroke-width=\"1.5\"/>\n",
-                         x_mid, top[i] + radius, radius);
-      out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"17\" text-anchor=\"middle\" "
-                         "fill=\"#222222\">+</text>\n",
-                         x_mid, top[i] + radius + 6);
+      out += fmt::format(
+          "<circle cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"#ffffff\" stroke=\"#555555\" "
+          "stroke-width=\"1.5\"/>\n",
+          x_mid, top[i] + radius, radius);
+      out += fmt::format(
+          "<text x=\"{}\" y=\"{}\" font-size=\"17\" text-anchor=\"middle\" "
+          "fill=\"#222222\">+</text>\n",
+          x_mid, top[i] + radius + 6);
       continue;
     }
     if (n.kind == Kind::box) {
-      out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"6\" fill=\"{}\" "
-                         "stroke=\"{}\" stroke-width=\"1.5\"/>\n",
-                         x_mid - box_w / 2, top[i], box_w, h,
-                         n.highlight ? "#fde0c5" : "#deebf7", n.highlight ? "#e6550d" : "#3182bd");
+      out += fmt::format(
+          "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"6\" fill=\"{}\" "
+          "stroke=\"{}\" stroke-width=\"1.5\"/>\n",
+          x_mid - box_w / 2, top[i], box_w, h, n.highlight ? "#fde0c5" : "#deebf7",
+          n.highlight ? "#e6550d" : "#3182bd");
     }
     const int first = top[i] + (n.kind == Kind::box ? 7 : 4) + 13;
-    out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"{}\" text-anchor=\"middle\" "
-                       "fill=\"#222222\">{}</text>\n",
-                       x_mid, first, font, xml_escape(n.label));
+    out += fmt::format(
+        "<text x=\"{}\" y=\"{}\" font-size=\"{}\" text-anchor=\"middle\" "
+        "fill=\"#222222\">{}</text>\n",
+        x_mid, first, font, xml_escape(n.label));
     if (!n.note.empty()) {
-      out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"{}\" font-family=\"{}\" "
-                         "text-anchor=\"middle\" fill=\"#555555\">{}</text>\n",
-                         x_mid, first + 16, note_font, kMono, xml_escape(n.note));
+      out += fmt::format(
+          "<text x=\"{}\" y=\"{}\" font-size=\"{}\" font-family=\"{}\" "
+          "text-anchor=\"middle\" fill=\"#555555\">{}</text>\n",
+          x_mid, first + 16, note_font, kMono, xml_escape(n.note));
     }
   }
   return out + "</svg>\n";

@@ -130,7 +130,8 @@ std::string format_matrix(const Matrix& m, const MatrixFormat& format) {
   std::vector<std::string> cells;
   cells.reserve(rows * cols);
   for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t j = 0; j < cols; ++j) cells.push_back(format_number(m(i, j), format.precision));
+    for (std::size_t j = 0; j < cols; ++j)
+      cells.push_back(format_number(m(i, j), format.precision));
   }
   if (format.row_labels.empty() && format.col_labels.empty()) {
     return bracketed(cells, rows, cols, format);

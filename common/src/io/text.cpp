@@ -19,7 +19,8 @@ namespace {
 // which is what a hex editor (or Python's UnicodeDecodeError) points at.
 [[noreturn]] void utf8_error(std::string_view bytes, std::size_t offset) {
   char hex[8];
-  std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned>(static_cast<unsigned char>(bytes[offset])));
+  std::snprintf(hex, sizeof hex, "0x%02x",
+                static_cast<unsigned>(static_cast<unsigned char>(bytes[offset])));
   throw std::runtime_error("invalid UTF-8 at byte " + std::to_string(offset) + " (" + hex + ")");
 }
 
@@ -130,11 +131,16 @@ std::string printable(char32_t c) {
   // Everything that would break a table row or a one-line error message is escaped; everything
   // else prints as itself. A space would be invisible, so it is shown quoted.
   switch (c) {
-    case U'\n': return "\\n";
-    case U'\t': return "\\t";
-    case U'\r': return "\\r";
-    case U' ': return "' '";
-    default: break;
+    case U'\n':
+      return "\\n";
+    case U'\t':
+      return "\\t";
+    case U'\r':
+      return "\\r";
+    case U' ':
+      return "' '";
+    default:
+      break;
   }
   if (c < 0x20 || (c >= 0x7F && c <= 0x9F)) {  // C0 and C1 control characters, DEL
     char buf[8];
@@ -154,8 +160,7 @@ namespace {
 // Characters that act on a terminal instead of showing (ESC starts colour and cursor commands,
 // NUL, BEL, backspace, CR...), and the ones that break a line without being '\n'.
 bool acts_on_terminal(char32_t c) {
-  return c < 0x20 || (c >= 0x7F && c <= 0x9F) || c == 0x2028 || c == 0x2029 ||
-         !is_scalar_value(c);
+  return c < 0x20 || (c >= 0x7F && c <= 0x9F) || c == 0x2028 || c == 0x2029 || !is_scalar_value(c);
 }
 
 }  // namespace
@@ -163,11 +168,16 @@ bool acts_on_terminal(char32_t c) {
 std::string quote(std::u32string_view text) {
   std::string out = "\"";
   for (const char32_t c : text) {
-    if (c == U'\n') out += "\\n";
-    else if (c == U'\t') out += "\\t";
-    else if (c == U'"') out += "\\\"";
-    else if (acts_on_terminal(c)) out += printable(c);  // ESC as \x1b, CR as \r
-    else out += encode_utf8(c);
+    if (c == U'\n')
+      out += "\\n";
+    else if (c == U'\t')
+      out += "\\t";
+    else if (c == U'"')
+      out += "\\\"";
+    else if (acts_on_terminal(c))
+      out += printable(c);  // ESC as \x1b, CR as \r
+    else
+      out += encode_utf8(c);
   }
   return out + "\"";
 }

@@ -56,7 +56,7 @@ double loss_from_pairs(const Matrix& logits, const PairCounts& pc) {
     const double* n_row = pc.n.data() + a * V;  // (V,) counts of pairs starting with a
     double row_pairs = 0.0;
     for (std::size_t b = 0; b < V; ++b) row_pairs += n_row[b];
-    if (row_pairs == 0.0) continue;  // a never precedes anything: its row is never used
+    if (row_pairs == 0.0) continue;          // a never precedes anything: its row is never used
     const float* l = logits.data() + a * V;  // (V,)
     // 1. log-sum-exp of row a, shifted by its maximum (stable, as in softmax).
     double m = static_cast<double>(l[0]);
@@ -199,7 +199,7 @@ void train_bigram(Matrix& logits, const Split& split, const BigramTrainConfig& c
     const float lr = config.decay ? config.learning_rate * (1.0f - progress) : config.learning_rate;
     for (std::size_t i = 0; i < N; ++i) {
       float* table_row = logits.data() + static_cast<std::size_t>(xs[i]) * V;  // (V,)
-      const float* g = row_grad.data() + i * V;                                 // (V,)
+      const float* g = row_grad.data() + i * V;                                // (V,)
       for (std::size_t b = 0; b < V; ++b) table_row[b] -= lr * g[b];
     }
 

@@ -26,8 +26,10 @@ NormPlacement parse_norm(std::string_view name) {
 
 std::string_view norm_name(NormPlacement n) {
   switch (n) {
-    case NormPlacement::pre: return "pre";
-    case NormPlacement::post: return "post";
+    case NormPlacement::pre:
+      return "pre";
+    case NormPlacement::post:
+      return "post";
   }
   return "unknown";
 }
@@ -51,7 +53,8 @@ constexpr const char* kFunction = "attn::block_forward";
 
 // "attn::block_forward: ffn.w2 is (256, 32), expected (256, 64)"
 template <std::size_t R>
-void check_shape(std::string_view name, const Tensor<R>& t, const std::array<std::size_t, R>& want) {
+void check_shape(std::string_view name, const Tensor<R>& t,
+                 const std::array<std::size_t, R>& want) {
   if (t.shape() != want) {
     require(false, kFunction, [&] {
       return std::string(name) + " is " + shape_str(t.shape()) + ", expected " + shape_str(want);
@@ -81,8 +84,8 @@ void check_block(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& c
              ", expected an empty matrix (attn_proj = false)";
     });
   }
-  const bool ln_given = w.ln1_gamma.size() + w.ln1_beta.size() + w.ln2_gamma.size() +
-                            w.ln2_beta.size() != 0;
+  const bool ln_given =
+      w.ln1_gamma.size() + w.ln1_beta.size() + w.ln2_gamma.size() + w.ln2_beta.size() != 0;
   if (config.use_layer_norm || ln_given) {
     check_shape<1>("ln1_gamma", w.ln1_gamma, {C});
     check_shape<1>("ln1_beta", w.ln1_beta, {C});
@@ -399,8 +402,8 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
     fast::mha_backward(*g, cache.attn, w.attn, H, config.causal, d_sub, grads.attn);
     // 1. h1 = ln1(x)
     if (ln) {
-      fast::layer_norm_backward<3>(d_sub, cache.x, w.ln1_gamma, cache.ln1, d_sub,
-                                   grads.ln1_gamma, grads.ln1_beta);
+      fast::layer_norm_backward<3>(d_sub, cache.x, w.ln1_gamma, cache.ln1, d_sub, grads.ln1_gamma,
+                                   grads.ln1_beta);
     }
     // 3. x1 = x + a
     if (config.residual) {
@@ -474,8 +477,8 @@ std::size_t block_activation_floats(std::size_t B, std::size_t T, std::size_t C,
   // ln1's input is the block input, ln2's the stream after attention; post-norm: ln1's is the
   // stream after attention, ln2's the stream after the FFN. The LayerNorm outputs are not
   // stored again: they are the sub-layers' inputs above (or the block's output).
-  if (ln) n += btc + 2 * B * T;                // ln1
-  if (ln && ffn) n += btc + 2 * B * T;         // ln2
+  if (ln) n += btc + 2 * B * T;         // ln1
+  if (ln && ffn) n += btc + 2 * B * T;  // ln2
   return n;
 }
 

@@ -88,10 +88,10 @@ void check_cache(const KvCache& c, const LmConfig& config, const char* function)
   const std::size_t H = config.n_heads, T_max = config.block_size;
   const std::size_t hs = H == 0 ? 0 : config.n_embd / H;
   const std::array<std::size_t, 4> want{c.batch, H, T_max, hs};
-  bool ok = c.batch > 0 && c.keys.size() == config.n_layers &&
-            c.values.size() == config.n_layers && c.length <= T_max &&
-            c.logits.shape()[0] == c.batch && c.logits.shape()[1] == config.vocab_size &&
-            c.x.shape()[0] == c.batch * T_max && c.x.shape()[1] == config.n_embd;
+  bool ok = c.batch > 0 && c.keys.size() == config.n_layers && c.values.size() == config.n_layers &&
+            c.length <= T_max && c.logits.shape()[0] == c.batch &&
+            c.logits.shape()[1] == config.vocab_size && c.x.shape()[0] == c.batch * T_max &&
+            c.x.shape()[1] == config.n_embd;
   for (std::size_t l = 0; ok && l < c.keys.size(); ++l)
     ok = has_shape<4>(c.keys[l], want) && has_shape<4>(c.values[l], want);
   if (!ok) require(false, function, "the cache was not made by kv_cache_init for this config");
@@ -172,8 +172,8 @@ void run_positions(KvCache& c, const int* tokens, std::size_t tok_stride, std::s
     fast::layer_norm_rows(x, rows, C, bw.ln1_gamma.data(), bw.ln1_beta.data(), kEps, h);
     // 3. k, v (and q) of the new rows, side by side in qkv: (rows, C) @ (C, C) -> (rows, C)
     //    each, as [q | k | v] of width 3C like mha_forward.
-    fast::gemm_strided(rows, C, C, 1.0f, h, C, false, bw.attn.w_k.data(), C, false, 0.0f,
-                       qkv + C, 3 * C);
+    fast::gemm_strided(rows, C, C, 1.0f, h, C, false, bw.attn.w_k.data(), C, false, 0.0f, qkv + C,
+                       3 * C);
     fast::gemm_strided(rows, C, C, 1.0f, h, C, false, bw.attn.w_v.data(), C, false, 0.0f,
                        qkv + 2 * C, 3 * C);
     // 4. Append: head hh of k at row (b, t) goes to keys[l][b, hh, pos0 + t, :]; same for v.
@@ -198,8 +198,7 @@ void run_positions(KvCache& c, const int* tokens, std::size_t tok_stride, std::s
     // 7. x = x + FFN(ln2(x)): (rows, C) @ (C, F) + b1, activation, @ (F, C) + b2
     fast::layer_norm_rows(x, rows, C, bw.ln2_gamma.data(), bw.ln2_beta.data(), kEps, h);
     fill_bias(hidden, rows, bw.ffn.b1);
-    fast::gemm_strided(rows, F, C, 1.0f, h, C, false, bw.ffn.w1.data(), F, false, 1.0f, hidden,
-                       F);
+    fast::gemm_strided(rows, F, C, 1.0f, h, C, false, bw.ffn.w1.data(), F, false, 1.0f, hidden, F);
     fast::activate(std::span<float>(hidden, rows * F), config.activation);
     fill_bias(proj, rows, bw.ffn.b2);
     fast::gemm_strided(rows, C, F, 1.0f, hidden, F, false, bw.ffn.w2.data(), C, false, 1.0f, proj,
@@ -229,9 +228,10 @@ void kv_append(Tensor<4>& cache, const Matrix& rows, std::size_t pos) {
   const std::size_t B = cache.shape()[0], H = cache.shape()[1], T_max = cache.shape()[2];
   const std::size_t hs = cache.shape()[3], C = H * hs;
   if (rows.shape()[0] != B || rows.shape()[1] != C) {
-    shape_error(kFn, fmt::format("rows (B, H*hs) = ({}, {}) for a cache {}", B, C,
-                                 shape_str(cache.shape())),
-                shape_str(rows.shape()));
+    shape_error(
+        kFn,
+        fmt::format("rows (B, H*hs) = ({}, {}) for a cache {}", B, C, shape_str(cache.shape())),
+        shape_str(rows.shape()));
   }
   if (pos >= T_max) {
     require(false, kFn, [&] {
@@ -261,9 +261,8 @@ Matrix attend_cache(const Matrix& q, const Tensor<4>& keys, const Tensor<4>& val
   // One query (T = 1) over n keys per (b, h), the attention kernel of chapters 04-07:
   //   (1, hs) @ (hs, n) -> (1, n), softmax, @ (n, hs) -> (1, hs)
   const fast::HeadStrides cached{H * T_max * hs, T_max * hs, hs};
-  fast::attention_strided(B, H, 1, n, hs, q.data(), {C, hs, C}, keys.data(), cached,
-                          values.data(), cached, out.data(), {C, hs, C}, /*causal=*/false,
-                          scratch.data());
+  fast::attention_strided(B, H, 1, n, hs, q.data(), {C, hs, C}, keys.data(), cached, values.data(),
+                          cached, out.data(), {C, hs, C}, /*causal=*/false, scratch.data());
   return out;
 }
 
@@ -310,8 +309,8 @@ std::size_t kv_cache_held_floats(const KvCache& cache) {
 }
 
 std::size_t kv_cache_workspace_floats(const KvCache& c) {
-  return c.x.size() + c.h.size() + c.qkv.size() + c.att.size() + c.proj.size() +
-         c.hidden.size() + c.scratch.size() + c.logits.size();
+  return c.x.size() + c.h.size() + c.qkv.size() + c.att.size() + c.proj.size() + c.hidden.size() +
+         c.scratch.size() + c.logits.size();
 }
 
 const Matrix& lm_prefill(KvCache& cache, std::span<const int> tokens, const LmWeights& w,
@@ -408,7 +407,8 @@ std::vector<int> lm_generate_cached(const LmWeights& w, const LmConfig& config,
 
 double lm_token_flops_uncached(const LmConfig& config, std::size_t T) {
   const double L = static_cast<double>(config.n_layers), C = static_cast<double>(config.n_embd);
-  const double F = static_cast<double>(ffn_width(config)), V = static_cast<double>(config.vocab_size);
+  const double F = static_cast<double>(ffn_width(config)),
+               V = static_cast<double>(config.vocab_size);
   const double t = static_cast<double>(T);
   // Per layer: q, k, v, o projections and the FFN on T rows; scores and weights @ v (T x T).
   return L * (2.0 * t * (4.0 * C * C + 2.0 * C * F) + 4.0 * t * t * C) + 2.0 * t * C * V;
@@ -416,7 +416,8 @@ double lm_token_flops_uncached(const LmConfig& config, std::size_t T) {
 
 double lm_token_flops_cached(const LmConfig& config, std::size_t n) {
   const double L = static_cast<double>(config.n_layers), C = static_cast<double>(config.n_embd);
-  const double F = static_cast<double>(ffn_width(config)), V = static_cast<double>(config.vocab_size);
+  const double F = static_cast<double>(ffn_width(config)),
+               V = static_cast<double>(config.vocab_size);
   const double keys = static_cast<double>(n) + 1.0;
   // Per layer: the same projections and FFN on one row; one query against n + 1 keys.
   return L * (2.0 * (4.0 * C * C + 2.0 * C * F) + 4.0 * keys * C) + 2.0 * C * V;
@@ -428,7 +429,8 @@ double lm_token_flops_refill(const LmConfig& config) {
   const double rows = static_cast<double>(config.block_size) - 1.0;  // positions 0..T_max-2
   // L - 1 whole layers on T_max - 1 rows (their scores counted dense), the last layer's k and v
   // projections, then the step of the last position over T_max keys.
-  const double whole = (L - 1.0) * (2.0 * rows * (4.0 * C * C + 2.0 * C * F) + 4.0 * rows * rows * C);
+  const double whole =
+      (L - 1.0) * (2.0 * rows * (4.0 * C * C + 2.0 * C * F) + 4.0 * rows * rows * C);
   return whole + 2.0 * rows * (2.0 * C * C) + lm_token_flops_cached(config, config.block_size - 1);
 }
 

@@ -51,7 +51,8 @@ class ModelReader {
     if (!fs::is_regular_file(st)) fail(name + " is not a regular file (links are not followed)");
     NpyArray a = read_npy(path);  // a corrupt file: "<dir>/<name>: not a .npy file ..."
     if (a.descr != "<f4" && a.descr != "<f8") {
-      fail(fmt::format("{} holds '{}', expected float32 ('<f4') or float64 ('<f8')", name, a.descr));
+      fail(
+          fmt::format("{} holds '{}', expected float32 ('<f4') or float64 ('<f8')", name, a.descr));
     }
     return a;
   }
@@ -128,8 +129,8 @@ void read_model_txt(const fs::path& dir, LmConfig& config, const ModelReader& r)
     const std::string key = line.substr(0, space);
     const std::string value = space == std::string::npos ? "" : line.substr(space + 1);
     const auto bad = [&](std::string_view want) {
-      r.fail(fmt::format("{} line {}: {} is '{}', expected {}", kModelTxt, number, key, value,
-                         want));
+      r.fail(
+          fmt::format("{} line {}: {} is '{}', expected {}", kModelTxt, number, key, value, want));
     };
     const auto flag = [&](bool& out) {
       if (value != "0" && value != "1") bad("0 or 1");
@@ -180,8 +181,8 @@ void read_model_txt(const fs::path& dir, LmConfig& config, const ModelReader& r)
 std::uint64_t fnv1a64_file(const fs::path& path, std::uintmax_t& size_out) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw std::runtime_error(fmt::format("'{}': cannot open: {}", path.string(),
-                                         std::strerror(errno)));
+    throw std::runtime_error(
+        fmt::format("'{}': cannot open: {}", path.string(), std::strerror(errno)));
   }
   std::uint64_t h = 14695981039346656037ull;
   std::uintmax_t size = 0;
@@ -301,9 +302,10 @@ bool check_manifest(const fs::path& dir) {
     std::uintmax_t got_size = 0;
     const std::uint64_t got = fnv1a64_file(dir / name, got_size);
     if (got_size != size || fmt::format("{:016x}", got) != hex) {
-      fail(fmt::format("{} does not match {} ({} bytes, checksum {:016x}; listed: {} bytes, {}): "
-                       "the folder was changed or mixed with another after it was saved",
-                       name, kManifestName, got_size, got, size, hex));
+      fail(
+          fmt::format("{} does not match {} ({} bytes, checksum {:016x}; listed: {} bytes, {}): "
+                      "the folder was changed or mixed with another after it was saved",
+                      name, kManifestName, got_size, got, size, hex));
     }
     listed.push_back(name);
   }
@@ -440,12 +442,11 @@ void save_lm(const std::filesystem::path& dir, const LmWeights& w, const LmConfi
   save_lm(dir, w);
   std::ofstream out(dir / kModelTxt);
   out << "# the architecture of this model folder (attn::save_lm)\n"
-      << "n_layers " << config.n_layers << "\nn_heads " << config.n_heads
-      << "\ntied_head " << flag_text(config.tied_head) << "\nuse_layer_norm "
-      << flag_text(config.use_layer_norm) << "\nresidual " << flag_text(config.residual)
-      << "\nuse_ffn " << flag_text(config.use_ffn) << "\nattn_proj "
-      << flag_text(config.attn_proj) << "\nffn_hidden " << config.ffn_hidden << "\nactivation "
-      << activation_name(config.activation) << "\n";
+      << "n_layers " << config.n_layers << "\nn_heads " << config.n_heads << "\ntied_head "
+      << flag_text(config.tied_head) << "\nuse_layer_norm " << flag_text(config.use_layer_norm)
+      << "\nresidual " << flag_text(config.residual) << "\nuse_ffn " << flag_text(config.use_ffn)
+      << "\nattn_proj " << flag_text(config.attn_proj) << "\nffn_hidden " << config.ffn_hidden
+      << "\nactivation " << activation_name(config.activation) << "\n";
   out.close();
   if (!out) {
     throw std::runtime_error(fmt::format("model '{}': cannot write {}", dir.string(), kModelTxt));

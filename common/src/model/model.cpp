@@ -135,8 +135,8 @@ LmWeights lm_init(Rng& rng, const LmConfig& config) {
     w.blocks.push_back(std::move(b));
   }
   if (config.use_layer_norm) {
-    w.ln_f_gamma = xt::ones<float>({C});   // (C,)
-    w.ln_f_beta = xt::zeros<float>({C});   // (C,)
+    w.ln_f_gamma = xt::ones<float>({C});  // (C,)
+    w.ln_f_beta = xt::zeros<float>({C});  // (C,)
   }
   if (!config.tied_head) {
     w.lm_head = randn(rng, C, V, 0.02f);     // (C, V)
@@ -173,8 +173,8 @@ Tensor<3> lm_forward_impl(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
         return fmt::format("token id {} at ({}, {}) is outside [0, {})", id, b, t, V);
       });
       const float* tok = w.wte.data() + static_cast<std::size_t>(id) * C;  // (C,)
-      const float* pos = w.wpe.data() + t * C;                              // (C,)
-      float* out = x.data() + (b * T + t) * C;                              // (C,)
+      const float* pos = w.wpe.data() + t * C;                             // (C,)
+      float* out = x.data() + (b * T + t) * C;                             // (C,)
       for (std::size_t c = 0; c < C; ++c) out[c] = tok[c] + pos[c];
     }
   }
@@ -189,9 +189,9 @@ Tensor<3> lm_forward_impl(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
   }
 
   // 3. Final LayerNorm: the last block's residual stream is unnormalised.
-  const Tensor<3> h =
-      config.use_layer_norm ? fast::layer_norm<3>(x, w.ln_f_gamma, w.ln_f_beta, kEps)
-                            : x;  // (B, T, C)
+  const Tensor<3> h = config.use_layer_norm
+                          ? fast::layer_norm<3>(x, w.ln_f_gamma, w.ln_f_beta, kEps)
+                          : x;  // (B, T, C)
 
   // 4. logits = h @ wte^T: (B*T, C) @ (C, V) -> (B*T, V). Tying the output projection to the
   //    embedding scores each token by how much its embedding agrees with h, and saves V*C
@@ -233,9 +233,8 @@ SamplingOptions sampling_options(const GenerateOptions& o) {
   return {o.temperature, o.top_k, o.top_p, o.greedy};
 }
 
-void check_generate_inputs(const LmWeights& w, const LmConfig& config,
-                           std::span<const int> prompt, const GenerateOptions& options,
-                           const char* function) {
+void check_generate_inputs(const LmWeights& w, const LmConfig& config, std::span<const int> prompt,
+                           const GenerateOptions& options, const char* function) {
   const std::size_t V = config.vocab_size;
   require(!prompt.empty(), function, "empty prompt (give at least one token)");
   check_sampling_options(sampling_options(options), V, function);
@@ -253,8 +252,8 @@ using detail::check_generate_inputs;
 using detail::sampling_options;
 
 std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
-                             std::span<const int> prompt, const GenerateOptions& options,
-                             Rng& rng, const TokenCallback& on_token) {
+                             std::span<const int> prompt, const GenerateOptions& options, Rng& rng,
+                             const TokenCallback& on_token) {
   const std::size_t V = config.vocab_size, T_max = config.block_size;
   // Check everything up front, so a bad option fails even when max_new_tokens is 0.
   check_generate_inputs(w, config, prompt, options, "attn::lm_generate");
@@ -388,8 +387,8 @@ double lm_loss(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& tar
   check_batch(tokens, &targets, config, "attn::lm_loss");
   const Tensor<3> logits = lm_forward(tokens, w, config);  // (B, T, V)
   const std::size_t N = tokens.size(), V = config.vocab_size;
-  const auto flat = xt::adapt(logits.data(), N * V, xt::no_ownership(),
-                              std::array<std::size_t, 2>{N, V});
+  const auto flat =
+      xt::adapt(logits.data(), N * V, xt::no_ownership(), std::array<std::size_t, 2>{N, V});
   const Matrix rows = flat;  // (B*T, V)
   return fast::cross_entropy(rows, std::span<const int>(targets.data(), N));
 }
@@ -445,7 +444,7 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
     for (std::size_t r = 0; r < N; ++r)
       std::copy(w.lm_head_bias.begin(), w.lm_head_bias.end(), cache.logits.data() + r * V);
     fast::gemm(N, V, C, 1.0f, cache.h.data(), false, w.lm_head.data(), false, 1.0f,
-         cache.logits.data());
+               cache.logits.data());
   }
   // 5. loss = mean cross-entropy; the logits become dloss/dlogits = (softmax - onehot) / N.
   const double loss =
@@ -464,19 +463,19 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
   } else {
     // (Two independent jobs of about equal size, side by side over the threads; each is
     // computed the same way on any thread count.)
-    detail::run_parts(2, detail::worker_count(2), [&](std::size_t first, std::size_t last,
-                                                      std::size_t) {
-      detail::WorkerScope scope;  // one BLAS call per product
-      for (std::size_t job = first; job < last; ++job) {
-        if (job == 0) {
-          fast::gemm(N, C, V, 1.0f, dlogits, false, w.lm_head.data(), true, 0.0f, dx_a.data());
-        } else {
-          fast::gemm(C, V, N, 1.0f, cache.h.data(), true, dlogits, false, 1.0f,
-               grads.lm_head.data());
-          fast::bias_backward(dlogits, N, V, grads.lm_head_bias.data());
-        }
-      }
-    });
+    detail::run_parts(
+        2, detail::worker_count(2), [&](std::size_t first, std::size_t last, std::size_t) {
+          detail::WorkerScope scope;  // one BLAS call per product
+          for (std::size_t job = first; job < last; ++job) {
+            if (job == 0) {
+              fast::gemm(N, C, V, 1.0f, dlogits, false, w.lm_head.data(), true, 0.0f, dx_a.data());
+            } else {
+              fast::gemm(C, V, N, 1.0f, cache.h.data(), true, dlogits, false, 1.0f,
+                         grads.lm_head.data());
+              fast::bias_backward(dlogits, N, V, grads.lm_head_bias.data());
+            }
+          }
+        });
   }
   // 3. ln_f (in place: dx_a is both dy and dx).
   if (config.use_layer_norm) {

@@ -12,9 +12,8 @@ namespace attn::detail {
 // The weights must be the ones the config describes (every tensor's shape).
 void check_weights(const LmWeights& w, const LmConfig& config, const char* function);
 // A non-empty prompt of ids in [0, V), valid sampling options, matching weights.
-void check_generate_inputs(const LmWeights& w, const LmConfig& config,
-                           std::span<const int> prompt, const GenerateOptions& options,
-                           const char* function);
+void check_generate_inputs(const LmWeights& w, const LmConfig& config, std::span<const int> prompt,
+                           const GenerateOptions& options, const char* function);
 SamplingOptions sampling_options(const GenerateOptions& options);
 
 }  // namespace attn::detail

@@ -21,8 +21,7 @@ namespace {
 
 // A temperature divides the logits, so it must be a finite positive number; 0 would divide by
 // zero and a negative one would turn the ranking upside down.
-void check_sampling_inputs(std::span<const float> logits, float temperature,
-                           const char* function) {
+void check_sampling_inputs(std::span<const float> logits, float temperature, const char* function) {
   require(std::isfinite(temperature) && temperature > 0.0f, function,
           [&] { return fmt::format("temperature must be > 0, got {}", temperature); });
   require(!logits.empty(), function, "logits must not be empty");
@@ -176,7 +175,8 @@ int TokenSampler::next(std::span<const float> logits, const SamplingOptions& o, 
   //    reaches top_p, zero the tail. The long tail of unlikely ids is what turns a good sample
   //    into gibberish now and then; top-p cuts it adaptively (few ids when the model is sure,
   //    many when it is not), where top-k cuts a fixed number. Rng::categorical renormalises.
-  const bool has_nan = std::any_of(probs_.begin(), probs_.end(), [](float p) { return std::isnan(p); });
+  const bool has_nan =
+      std::any_of(probs_.begin(), probs_.end(), [](float p) { return std::isnan(p); });
   if (o.top_p < 1.0f && !has_nan) {  // (a NaN is left for the draw to report)
     for (std::size_t v = 0; v < V; ++v) order_[v] = v;
     std::sort(order_.begin(), order_.end(), [this](std::size_t i, std::size_t j) {

@@ -36,8 +36,7 @@ Matrix transposed(const Matrix& a) { return xt::transpose(a); }
 
 // q (B, H, T, hs), k (B, H, S, hs), v (B, H, S, hv) -> out (B, H, T, hv), weights (B, H, T, S).
 AttentionResult scaled_dot_product_attention(const Tensor<4>& q, const Tensor<4>& k,
-                                             const Tensor<4>& v, bool causal,
-                                             bool need_weights) {
+                                             const Tensor<4>& v, bool causal, bool need_weights) {
   detail::check_sdpa("attn::scaled_dot_product_attention", q, k, v, causal);
   const std::size_t B = q.shape()[0], H = q.shape()[1], T = q.shape()[2], hs = q.shape()[3];
   const std::size_t S = k.shape()[2], hv = v.shape()[3];
@@ -76,26 +75,26 @@ AttentionResult scaled_dot_product_attention(const Tensor<4>& q, const Tensor<4>
 AttentionGrads scaled_dot_product_attention_backward(const Tensor<4>& dout, const Tensor<4>& q,
                                                      const Tensor<4>& k, const Tensor<4>& v,
                                                      const Tensor<4>& weights, bool causal) {
-  detail::check_sdpa_backward("attn::scaled_dot_product_attention_backward", dout, q, k, v,
-                              weights, causal);
+  detail::check_sdpa_backward("attn::scaled_dot_product_attention_backward", dout, q, k, v, weights,
+                              causal);
   const std::size_t B = q.shape()[0], H = q.shape()[1], hs = q.shape()[3];
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   AttentionGrads g{Tensor<4>::from_shape(q.shape()), Tensor<4>::from_shape(k.shape()),
                    Tensor<4>::from_shape(v.shape())};
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t h = 0; h < H; ++h) {
-      const Matrix qh = xt::view(q, b, h);         // (T, hs)
-      const Matrix kh = xt::view(k, b, h);         // (S, hs)
-      const Matrix vh = xt::view(v, b, h);         // (S, hv)
-      const Matrix p = xt::view(weights, b, h);    // (T, S), 0 on the masked triangle
-      const Matrix d_out = xt::view(dout, b, h);   // (T, hv)
+      const Matrix qh = xt::view(q, b, h);        // (T, hs)
+      const Matrix kh = xt::view(k, b, h);        // (S, hs)
+      const Matrix vh = xt::view(v, b, h);        // (S, hv)
+      const Matrix p = xt::view(weights, b, h);   // (T, S), 0 on the masked triangle
+      const Matrix d_out = xt::view(dout, b, h);  // (T, hv)
       // 1. O = P v, so dV = P^T dO               (S, T) @ (T, hv) -> (S, hv)
       xt::view(g.dv, b, h) = matmul(transposed(p), d_out);
       // 2. ... and dP = dO v^T                    (T, hv) @ (hv, S) -> (T, S)
       const Matrix dp = matmul(d_out, transposed(vh));
       // 3. P = softmax(S) row by row: dS = P * (dP - rowsum(dP * P)) (chapter 08's softmax
       //    backward). Masked entries have P = 0, so dS = 0 there: the mask needs no other care.
-      const Matrix ds = softmax_backward(p, dp);   // (T, S)
+      const Matrix ds = softmax_backward(p, dp);  // (T, S)
       // 4. S = q k^T / sqrt(hs): dQ = dS k / sqrt(hs)      (T, S) @ (S, hs) -> (T, hs)
       Matrix dq = matmul(ds, kh);
       dq *= scale;
@@ -198,8 +197,8 @@ MhaResult mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_hea
   MhaCache cache;
   MhaResult result;
   result.out = mha_forward(x, w, n_heads, causal, cache);
-  result.weights = need_weights ? std::move(cache.weights)
-                                : Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0});
+  result.weights =
+      need_weights ? std::move(cache.weights) : Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0});
   return result;
 }
 
@@ -263,8 +262,8 @@ MhaResult mha_forward_fused(const Tensor<3>& x, const Matrix& w_qkv, const Matri
   MhaCache cache;
   MhaResult result;
   result.out = attend_heads_and_project(q, k, v, n_heads, w_o, causal, cache);
-  result.weights = need_weights ? std::move(cache.weights)
-                                : Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0});
+  result.weights =
+      need_weights ? std::move(cache.weights) : Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0});
   return result;
 }
 
@@ -299,8 +298,9 @@ void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights
       !std::equal(heads_shape.begin(), heads_shape.end(), cache.q.shape().begin()) ||
       cache.k.shape() != cache.q.shape() || cache.v.shape() != cache.q.shape() ||
       cache.heads.shape() != cache.x.shape()) {
-    shape_error(fn, "a cache filled by mha_forward(..., cache) for x " +
-                        shape_str(cache.x.shape()) + " and " + std::to_string(H) + " heads",
+    shape_error(fn,
+                "a cache filled by mha_forward(..., cache) for x " + shape_str(cache.x.shape()) +
+                    " and " + std::to_string(H) + " heads",
                 "weights " + shape_str(cache.weights.shape()));
   }
   // 4. out = heads @ w_o:  dheads = dout @ w_o^T,  dw_o += heads^T @ dout     (B, T, C)

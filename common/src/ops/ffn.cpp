@@ -25,9 +25,12 @@ Activation parse_activation(std::string_view name) {
 
 std::string_view activation_name(Activation a) {
   switch (a) {
-    case Activation::relu: return "relu";
-    case Activation::gelu: return "gelu";
-    case Activation::gelu_tanh: return "gelu_tanh";
+    case Activation::relu:
+      return "relu";
+    case Activation::gelu:
+      return "gelu";
+    case Activation::gelu_tanh:
+      return "gelu_tanh";
   }
   return "unknown";
 }

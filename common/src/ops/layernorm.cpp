@@ -57,8 +57,8 @@ Tensor<N> layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta
     //    rounded to float could be off by 5e-4 near 1e4, a large error next to a spread of 0.01.
     for (std::size_t j = 0; j < C; ++j) {
       const double xhat = (static_cast<double>(xr[j]) - mean) * rstd;
-      yr[j] = static_cast<float>(xhat * static_cast<double>(gamma(j)) +
-                                 static_cast<double>(beta(j)));
+      yr[j] =
+          static_cast<float>(xhat * static_cast<double>(gamma(j)) + static_cast<double>(beta(j)));
     }
     cache.mean(r) = static_cast<float>(mean);
     cache.rstd(r) = static_cast<float>(rstd);
@@ -145,9 +145,9 @@ template void layer_norm_backward<2>(const Tensor<2>&, const Tensor<2>&, const V
                                      const LayerNormCache&, Tensor<2>&, Vector&, Vector&);
 template void layer_norm_backward<3>(const Tensor<3>&, const Tensor<3>&, const Vector&,
                                      const LayerNormCache&, Tensor<3>&, Vector&, Vector&);
-template LayerNormGrads<2> layer_norm_backward<2>(const Tensor<2>&, const Tensor<2>&,
-                                                  const Vector&, float);
-template LayerNormGrads<3> layer_norm_backward<3>(const Tensor<3>&, const Tensor<3>&,
-                                                  const Vector&, float);
+template LayerNormGrads<2> layer_norm_backward<2>(const Tensor<2>&, const Tensor<2>&, const Vector&,
+                                                  float);
+template LayerNormGrads<3> layer_norm_backward<3>(const Tensor<3>&, const Tensor<3>&, const Vector&,
+                                                  float);
 
 }  // namespace attn

@@ -48,8 +48,9 @@ void check_layer_norm_backward(const Tensor<N>& dy, const Tensor<N>& x, const Ve
   }
   const std::size_t C = x.shape()[N - 1], rows = x.size() / C;
   if (rstd.size() != rows) {
-    shape_error(kLayerNormBackward, "a cache from the forward of x " + shape_str(x.shape()) +
-                                        ": rstd (" + std::to_string(rows) + ",)",
+    shape_error(kLayerNormBackward,
+                "a cache from the forward of x " + shape_str(x.shape()) + ": rstd (" +
+                    std::to_string(rows) + ",)",
                 "rstd " + shape_str(rstd.shape()));
   }
   if (dgamma.size() != C || dbeta.size() != C) {

@@ -133,8 +133,7 @@ void softmax_rows_backward(const float* y, const float* dy, float* dx, std::size
       dot += static_cast<double>(dyr[j]) * static_cast<double>(yr[j]);
     // 2. dx_j = y_j (dy_j - dot). A masked entry (y_j = 0) gets exactly 0.
     for (std::size_t j = 0; j < cols; ++j)
-      dxr[j] = static_cast<float>(static_cast<double>(yr[j]) *
-                                  (static_cast<double>(dyr[j]) - dot));
+      dxr[j] = static_cast<float>(static_cast<double>(yr[j]) * (static_cast<double>(dyr[j]) - dot));
   }
 }
 

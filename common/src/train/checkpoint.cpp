@@ -131,8 +131,8 @@ std::map<std::string, std::string> parse_keys(const fs::path& path) {
       checkpoint_error(path, fmt::format("line {} is not `key value`", number));
     }
     if (!keys.emplace(line.substr(0, space), line.substr(space + 1)).second) {
-      checkpoint_error(path, fmt::format("line {}: key '{}' appears twice", number,
-                                         line.substr(0, space)));
+      checkpoint_error(
+          path, fmt::format("line {}: key '{}' appears twice", number, line.substr(0, space)));
     }
   }
   return keys;
@@ -420,7 +420,8 @@ Checkpoint load_checkpoint(const fs::path& dir) {
       if (t.values[i] < 0.0f) {
         checkpoint_error(path / "adam_v",
                          fmt::format("{}.npy holds {} at flat index {}: second moments are never "
-                                     "negative", t.name, t.values[i], i));
+                                     "negative",
+                                     t.name, t.values[i], i));
       }
     }
   }
@@ -428,9 +429,8 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   Vocab vocab(U"?");
   if (!find_vocab(path, vocab)) checkpoint_error(path / "vocab.txt", "missing");
   if (vocab.size() != m.vocab_size) {
-    checkpoint_error(path / "vocab.txt",
-                     fmt::format("{} characters, but the model has V = {}", vocab.size(),
-                                 m.vocab_size));
+    checkpoint_error(path / "vocab.txt", fmt::format("{} characters, but the model has V = {}",
+                                                     vocab.size(), m.vocab_size));
   }
 
   TrainState s;
@@ -458,8 +458,8 @@ Checkpoint load_checkpoint(const fs::path& dir) {
     checkpoint_error(path, e.what());
   }
   if (s.losses.size() != s.step) {
-    checkpoint_error(path / "losses.npy", fmt::format("{} losses for {} steps", s.losses.size(),
-                                                      s.step));
+    checkpoint_error(path / "losses.npy",
+                     fmt::format("{} losses for {} steps", s.losses.size(), s.step));
   }
   s.evals = parse_evals(path / "evals.tsv");
   s.losses.reserve(std::max(c.steps, s.step));
@@ -505,9 +505,9 @@ void check_train_config(const TrainConfig& c) {
   size("warmup", c.schedule.warmup, 0, L::kMaxSteps);
   size("lr_total", c.schedule.total, 0, L::kMaxSteps);
   if (c.batch_size * m.block_size > L::kMaxTokensPerStep) {
-    throw std::invalid_argument(fmt::format(
-        "batch_size {} x block_size {} = {} tokens per step, at most {} are allowed", c.batch_size,
-        m.block_size, c.batch_size * m.block_size, L::kMaxTokensPerStep));
+    throw std::invalid_argument(
+        fmt::format("batch_size {} x block_size {} = {} tokens per step, at most {} are allowed",
+                    c.batch_size, m.block_size, c.batch_size * m.block_size, L::kMaxTokensPerStep));
   }
   real("lr", c.schedule.lr, 0.0f, true, 1.0f, false);
   real("min_lr", c.schedule.min_lr, 0.0f, false, c.schedule.lr, false);

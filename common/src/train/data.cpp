@@ -41,8 +41,7 @@ void get_batch(std::span<const int> data, std::size_t batch_size, std::size_t bl
   if (T == 0) shape_error("attn::get_batch", "block_size >= 1", "0");
   // A window needs T inputs plus the one target after the last of them.
   if (n <= T) {  // not n < T + 1, which wraps around for T = SIZE_MAX
-    shape_error("attn::get_batch",
-                "at least block_size + 1 = " + std::to_string(T + 1) + " tokens",
+    shape_error("attn::get_batch", "at least block_size + 1 = " + std::to_string(T + 1) + " tokens",
                 std::to_string(n));
   }
   checked_elements({B, T}, "attn::get_batch: (B, T)");  // B * T must not wrap around
@@ -57,7 +56,7 @@ void get_batch(std::span<const int> data, std::size_t batch_size, std::size_t bl
     const std::size_t i = rng.below(n - T);
     // 2. Row b of x is data[i : i+T]; row b of y is the same window shifted by one, so y[b, t]
     //    is the token that follows x[b, 0..t].
-    std::copy_n(data.begin() + static_cast<std::ptrdiff_t>(i), T, x + b * T);  // (T,)
+    std::copy_n(data.begin() + static_cast<std::ptrdiff_t>(i), T, x + b * T);      // (T,)
     std::copy_n(data.begin() + static_cast<std::ptrdiff_t>(i + 1), T, y + b * T);  // (T,)
   }
 }

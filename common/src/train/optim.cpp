@@ -27,9 +27,9 @@ void adamw_update(std::span<float> p, std::span<const float> g, std::span<float>
   const auto bias2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(b2), t)));
   // Per element, the page's four lines in torch.optim.AdamW's order of operations.
   for (std::size_t i = 0; i < p.size(); ++i) {
-    p[i] *= decay;                                            // 1. p -= lr wd p
-    m[i] += (g[i] - m[i]) * (1.0f - b1);                      // 2. m = b1 m + (1 - b1) g
-    v[i] = v[i] * b2 + (1.0f - b2) * g[i] * g[i];             // 3. v = b2 v + (1 - b2) g^2
+    p[i] *= decay;                                 // 1. p -= lr wd p
+    m[i] += (g[i] - m[i]) * (1.0f - b1);           // 2. m = b1 m + (1 - b1) g
+    v[i] = v[i] * b2 + (1.0f - b2) * g[i] * g[i];  // 3. v = b2 v + (1 - b2) g^2
     p[i] -= step_size * (m[i] / (std::sqrt(v[i]) / bias2_sqrt + eps));  // 4. the step
   }
 }
@@ -65,8 +65,8 @@ float learning_rate(const LrSchedule& s, std::size_t step) {
   }
   if (step >= s.total) return s.min_lr;
   // Cosine: from lr at the end of warmup to min_lr at `total`.
-  const double progress = static_cast<double>(step - s.warmup) /
-                          static_cast<double>(s.total - s.warmup);
+  const double progress =
+      static_cast<double>(step - s.warmup) / static_cast<double>(s.total - s.warmup);
   const double cosine = 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
   const auto lo = static_cast<double>(s.min_lr), hi = static_cast<double>(s.lr);
   return static_cast<float>(lo + (hi - lo) * cosine);

@@ -117,8 +117,7 @@ StepResult train_step_on(TrainState& s, const TrainConfig& config,
   return {loss, norm, lr};
 }
 
-StepResult train_step(TrainState& s, const TrainConfig& config,
-                      std::span<const int> train_tokens) {
+StepResult train_step(TrainState& s, const TrainConfig& config, std::span<const int> train_tokens) {
   get_batch(train_tokens, config.batch_size, config.model.block_size, s.data_rng, s.batch);
   return train_step_on(s, config, s.batch.x, s.batch.y);
 }

@@ -57,8 +57,7 @@ std::size_t checked_mul(std::size_t a, std::size_t b, std::string_view what);
 // overflow, so it is rejected too.
 std::size_t checked_elements(std::span<const std::size_t> shape, std::string_view what,
                              std::size_t max_elements = limits::kMaxElements);
-inline std::size_t checked_elements(std::initializer_list<std::size_t> shape,
-                                    std::string_view what,
+inline std::size_t checked_elements(std::initializer_list<std::size_t> shape, std::string_view what,
                                     std::size_t max_elements = limits::kMaxElements) {
   return checked_elements(std::span<const std::size_t>(shape.begin(), shape.size()), what,
                           max_elements);

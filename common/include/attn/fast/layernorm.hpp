@@ -35,8 +35,7 @@ void layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta, flo
 // taken from the cache.
 template <std::size_t N>
 void layer_norm_backward(const Tensor<N>& dy, const Tensor<N>& x, const Vector& gamma,
-                         const LayerNormCache& cache, Tensor<N>& dx, Vector& dgamma,
-                         Vector& dbeta);
+                         const LayerNormCache& cache, Tensor<N>& dx, Vector& dgamma, Vector& dbeta);
 
 extern template Tensor<2> layer_norm<2>(const Tensor<2>&, const Vector&, const Vector&, float);
 extern template Tensor<3> layer_norm<3>(const Tensor<3>&, const Vector&, const Vector&, float);

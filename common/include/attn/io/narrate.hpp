@@ -66,7 +66,10 @@ double max_abs_diff(std::span<const float> a, std::span<const float> b);
 // which must also have the same shape when they have one.
 template <class A, class B>
 double max_abs_diff(const A& a, const B& b) {
-  if constexpr (requires { a.shape(); b.shape(); }) {
+  if constexpr (requires {
+                  a.shape();
+                  b.shape();
+                }) {
     if (!std::equal(a.shape().begin(), a.shape().end(), b.shape().begin(), b.shape().end()))
       throw std::invalid_argument("attn::max_abs_diff: the two tensors have different shapes");
   }

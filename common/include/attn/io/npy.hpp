@@ -17,9 +17,9 @@
 namespace attn {
 
 struct NpyArray {
-  std::string descr;                // e.g. "<f4"
-  std::vector<std::size_t> shape;   // () for a scalar
-  std::vector<double> values;       // every element, row-major (C order), converted to double
+  std::string descr;               // e.g. "<f4"
+  std::vector<std::size_t> shape;  // () for a scalar
+  std::vector<double> values;      // every element, row-major (C order), converted to double
 };
 
 // Throws std::runtime_error with one line naming the file and what is wrong: missing file,

@@ -44,17 +44,17 @@ std::string heatmap_svg(const Matrix& m, const HeatmapOptions& options);
 // are left out and break the line there, so a series that overflows simply stops; a point left
 // alone by such breaks is drawn as a dot.
 struct Series {
-  std::string name;          // legend entry
-  std::vector<double> x;     // as many as y, all finite
+  std::string name;       // legend entry
+  std::vector<double> x;  // as many as y, all finite
   std::vector<double> y;
   bool dashed = false;
   std::optional<bool> dots = std::nullopt;  // a dot on every point; default: the chart's
 };
 struct LineChartOptions {
-  std::string title;            // printed above the chart / SVG title
-  std::string x_label;          // under the x axis
-  std::string y_label;          // above the y axis
-  bool log_x = false;           // base-10 logarithmic axes, ticks at powers of ten
+  std::string title;    // printed above the chart / SVG title
+  std::string x_label;  // under the x axis
+  std::string y_label;  // above the y axis
+  bool log_x = false;   // base-10 logarithmic axes, ticks at powers of ten
   bool log_y = false;
   std::vector<double> x_ticks;  // where to label the x axis; empty: round numbers (or decades)
   std::optional<double> y_min;  // default: the data's range (a 5% margin on a linear axis,
@@ -62,7 +62,7 @@ struct LineChartOptions {
   bool dots = false;            // a dot on every point of every series that does not say
   enum class Legend { outside, top_right, top_left };  // right of the plot, or inside a corner
   Legend legend = Legend::outside;
-  int width = 640;              // of the plotting area, pixels (at least 100)
+  int width = 640;  // of the plotting area, pixels (at least 100)
   int height = 360;
 };
 // A self-contained SVG document, byte-identical for equal input. Throws std::invalid_argument

@@ -10,7 +10,6 @@
 #include <string_view>
 #include <vector>
 
-
 namespace attn {
 
 // UTF-8 <-> code points. decode_utf8 throws std::runtime_error naming the byte offset of the
@@ -42,7 +41,7 @@ class Vocab {
   static Vocab from_text(std::string_view text);
   explicit Vocab(std::u32string sorted_unique_chars);
 
-  std::size_t size() const { return chars_.size(); }                 // V
+  std::size_t size() const { return chars_.size(); }  // V
   const std::u32string& chars() const { return chars_; }
   bool contains(char32_t c) const;
   // The token id of `c`; throws std::invalid_argument for a character outside the vocabulary:
@@ -50,8 +49,8 @@ class Vocab {
   int id_of(char32_t c) const;
   char32_t char_of(int id) const;  // throws std::out_of_range for an id outside [0, V)
 
-  std::vector<int> encode(std::string_view text) const;   // string -> ids
-  std::string decode(std::span<const int> ids) const;     // ids -> string
+  std::vector<int> encode(std::string_view text) const;  // string -> ids
+  std::string decode(std::span<const int> ids) const;    // ids -> string
 
  private:
   std::u32string chars_;

@@ -34,16 +34,16 @@ double bigram_loss(const Matrix& logits, std::span<const int> tokens);
 
 // Mini-batch gradient descent on the (V, V) logits table.
 struct BigramTrainConfig {
-  std::size_t steps = 3000;        // optimizer steps, e.g. the lecture's 3000
-  std::size_t batch_size = 32;     // B windows per step
-  std::size_t block_size = 8;      // T characters per window
+  std::size_t steps = 3000;     // optimizer steps, e.g. the lecture's 3000
+  std::size_t batch_size = 32;  // B windows per step
+  std::size_t block_size = 8;   // T characters per window
   // Plain SGD step size at step 1, decayed linearly toward 0 by the last step. Large because the
   // gradient of a mean over B*T positions is small per row. At a constant rate SGD stalls above
   // the optimum by an amount that grows with the step (chapter 01 measures it); the decay lets
   // the late, small steps average the batch noise away.
   float learning_rate = 64.0f;
-  bool decay = true;               // false: the same step size at every step
-  std::size_t eval_interval = 500; // report train/val loss every this many steps (and at the end)
+  bool decay = true;                // false: the same step size at every step
+  std::size_t eval_interval = 500;  // report train/val loss every this many steps (and at the end)
 };
 
 struct BigramReport {

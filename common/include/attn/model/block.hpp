@@ -29,9 +29,9 @@ struct BlockConfig {
   NormPlacement norm = NormPlacement::pre;   // where the LayerNorms go
   Activation activation = Activation::gelu;  // FFN activation
   float eps = 1e-5f;                         // LayerNorm epsilon
-  bool use_layer_norm = true;                // false: LayerNorm replaced by identity (ch06 experiment)
-  bool keep_weights = true;                  // false: skip the (B, H, T, T) attention weights
-                                             // (BlockResult::weights empty; faster, less memory)
+  bool use_layer_norm = true;  // false: LayerNorm replaced by identity (ch06 experiment)
+  bool keep_weights = true;    // false: skip the (B, H, T, T) attention weights
+                               // (BlockResult::weights empty; faster, less memory)
   // Variants for chapter 09's ladder, which rebuilds the lecture's models step by step. The
   // defaults are the block above; the weights a variant does not use are empty (size 0).
   bool residual = true;   // false: x = attn(...), x = ffn(...) with no skip connections
@@ -71,13 +71,13 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
 //              attn.x = the block input, ffn.x = ln1(...)
 // ln1_in, ln1_out and ln2_out stay empty: those tensors are already held by another field.
 struct BlockCache {
-  Tensor<3> x;                   // (B, T, C) block input (pre-norm with LayerNorm only)
-  LayerNormCache ln1, ln2;       // per-token mean and rstd
-  Tensor<3> ln1_in, ln1_out;     // unused (empty)
-  Tensor<3> ln2_in, ln2_out;     // post-norm: ln2's input (B, T, C); ln2_out unused
-  fast::MhaCache attn;           // its input, q|k|v, weights (B, H, T, T), merged heads
-  Tensor<3> residual1;           // (B, T, C) the stream after the attention step
-  FfnCache ffn;                  // its input (B, T, C), pre-activation and activation (B, T, F)
+  Tensor<3> x;                // (B, T, C) block input (pre-norm with LayerNorm only)
+  LayerNormCache ln1, ln2;    // per-token mean and rstd
+  Tensor<3> ln1_in, ln1_out;  // unused (empty)
+  Tensor<3> ln2_in, ln2_out;  // post-norm: ln2's input (B, T, C); ln2_out unused
+  fast::MhaCache attn;        // its input, q|k|v, weights (B, H, T, T), merged heads
+  Tensor<3> residual1;        // (B, T, C) the stream after the attention step
+  FfnCache ffn;               // its input (B, T, C), pre-activation and activation (B, T, F)
 };
 // The forward that fills `cache` (same out as block_forward; weights stay in the cache).
 Tensor<3> block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,

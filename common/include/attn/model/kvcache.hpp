@@ -55,8 +55,7 @@ void kv_append(Tensor<4>& cache, const Matrix& rows, std::size_t pos);
 // keys and values (B, H, T_max, hs). Per head h, scores_j = q_h . k_j / sqrt(hs) for j < n,
 // weights = softmax(scores), out_h = sum_j weights_j v_j; returns (B, C), heads side by side.
 // No mask: every cached position is in the past. Throws for n = 0, n > T_max or mismatched shapes.
-Matrix attend_cache(const Matrix& q, const Tensor<4>& keys, const Tensor<4>& values,
-                    std::size_t n);
+Matrix attend_cache(const Matrix& q, const Tensor<4>& keys, const Tensor<4>& values, std::size_t n);
 
 // Prefill: runs the model over `tokens`, B sequences of T ids (row-major (B, T), 1 <= T <= T_max),
 // into an emptied cache: positions 0..T-2 in one batched pass (at the last layer only their keys

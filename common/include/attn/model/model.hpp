@@ -29,22 +29,22 @@ struct LmConfig {
 
   // Variants, for chapter 09's ladder (the lecture's models step by step). The defaults are the
   // model above; a variant's unused weights are empty (size 0) and are not saved.
-  bool tied_head = true;        // false: logits = h @ lm_head + lm_head_bias, lm_head (C, V)
-  bool use_layer_norm = true;   // false: no ln1, ln2 or ln_f
-  bool residual = true;         // false: no skip connections
-  bool use_ffn = true;          // false: attention-only blocks
-  bool attn_proj = true;        // false: no w_o
-  std::size_t ffn_hidden = 0;   // F; 0 means 4 C
+  bool tied_head = true;       // false: logits = h @ lm_head + lm_head_bias, lm_head (C, V)
+  bool use_layer_norm = true;  // false: no ln1, ln2 or ln_f
+  bool residual = true;        // false: no skip connections
+  bool use_ffn = true;         // false: attention-only blocks
+  bool attn_proj = true;       // false: no w_o
+  std::size_t ffn_hidden = 0;  // F; 0 means 4 C
   Activation activation = Activation::gelu;
 };
 
 struct LmWeights {
-  Matrix wte;                       // (V, C) token embedding, also the output projection
-  Matrix wpe;                       // (T_max, C) learned positions
-  std::vector<BlockWeights> blocks; // L blocks
-  Vector ln_f_gamma, ln_f_beta;     // (C,)
-  Matrix lm_head;                   // (C, V) when !tied_head, else empty
-  Vector lm_head_bias;              // (V,) when !tied_head, else empty
+  Matrix wte;                        // (V, C) token embedding, also the output projection
+  Matrix wpe;                        // (T_max, C) learned positions
+  std::vector<BlockWeights> blocks;  // L blocks
+  Vector ln_f_gamma, ln_f_beta;      // (C,)
+  Matrix lm_head;                    // (C, V) when !tied_head, else empty
+  Vector lm_head_bias;               // (V,) when !tied_head, else empty
 };
 
 LmWeights lm_init(Rng& rng, const LmConfig& config);
@@ -91,8 +91,8 @@ struct LmCache {
   std::vector<BlockCache> blocks;  // L
   Tensor<3> x_final;               // (B, T, C) the last block's output
   LayerNormCache ln_f;
-  Tensor<3> h;                     // (B, T, C) ln_f(x_final)
-  Matrix logits;                   // (B*T, V), becomes dloss/dlogits in the backward
+  Tensor<3> h;    // (B, T, C) ln_f(x_final)
+  Matrix logits;  // (B*T, V), becomes dloss/dlogits in the backward
 };
 // Mean cross-entropy of the model's next-token predictions: tokens, targets (B, T) ids in [0, V).
 double lm_loss(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,

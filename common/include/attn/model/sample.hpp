@@ -62,7 +62,7 @@ class TokenSampler {
   std::span<const float> last_probs() const { return {probs_.data(), last_probs_size_}; }
 
  private:
-  std::vector<float> probs_;       // (V,)
+  std::vector<float> probs_;        // (V,)
   std::vector<std::size_t> order_;  // (V,) ids ranked by logit, then by probability
   std::size_t last_probs_size_ = 0;
 };

@@ -14,10 +14,10 @@
 
 namespace attn {
 
-Matrix running_mean_loop(const Matrix& x);                 // (T, C) -> (T, C)
-Matrix averaging_weights_tril(std::size_t T);              // (T, T), row t = 1/(t+1) on 0..t
-Matrix averaging_weights_softmax(std::size_t T);           // (T, T), softmax of masked zeros
-Matrix running_mean_matmul(const Matrix& x);               // weights_tril(T) @ x
-Matrix running_mean_softmax(const Matrix& x);              // weights_softmax(T) @ x
+Matrix running_mean_loop(const Matrix& x);        // (T, C) -> (T, C)
+Matrix averaging_weights_tril(std::size_t T);     // (T, T), row t = 1/(t+1) on 0..t
+Matrix averaging_weights_softmax(std::size_t T);  // (T, T), softmax of masked zeros
+Matrix running_mean_matmul(const Matrix& x);      // weights_tril(T) @ x
+Matrix running_mean_softmax(const Matrix& x);     // weights_softmax(T) @ x
 
 }  // namespace attn

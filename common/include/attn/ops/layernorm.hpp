@@ -35,8 +35,7 @@ Tensor<N> layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta
 // 5e-4, a large error next to a spread of 0.01).
 template <std::size_t N>
 void layer_norm_backward(const Tensor<N>& dy, const Tensor<N>& x, const Vector& gamma,
-                         const LayerNormCache& cache, Tensor<N>& dx, Vector& dgamma,
-                         Vector& dbeta);
+                         const LayerNormCache& cache, Tensor<N>& dx, Vector& dgamma, Vector& dbeta);
 // The same recomputing mean and rstd from x, returning fresh gradients (chapters, tests).
 template <std::size_t N>
 struct LayerNormGrads {

@@ -13,8 +13,8 @@
 
 namespace attn {
 
-Mask causal_mask(std::size_t T);                // (T, T), true on and below the diagonal
-Matrix causal_mask_additive(std::size_t T);     // (T, T), 0 on and below, -inf above
+Mask causal_mask(std::size_t T);             // (T, T), true on and below the diagonal
+Matrix causal_mask_additive(std::size_t T);  // (T, T), 0 on and below, -inf above
 
 // The trap from the seeds, kept so chapter 03 can show it: triu(ones(T, T), 1) * -inf.
 // Every entry on and below the diagonal is 0 * -inf = NaN.

@@ -1,5 +1,5 @@
-// attn/train/optim.hpp: how a gradient becomes a better model (chapter 09): AdamW, gradient clipping by
-// the global norm, and the learning-rate schedule.
+// attn/train/optim.hpp: how a gradient becomes a better model (chapter 09): AdamW, gradient
+// clipping by the global norm, and the learning-rate schedule.
 //   AdamW, per element, at step t = 1, 2, ... (torch.optim.AdamW's order of operations):
 //     p -= lr * wd * p                                  decoupled weight decay, before Adam
 //     m  = beta1 m + (1 - beta1) g                      first moment: a running mean of g
@@ -18,10 +18,10 @@
 namespace attn {
 
 struct AdamWConfig {
-  float beta1 = 0.9f;         // first-moment decay, e.g. 0.9
-  float beta2 = 0.999f;       // second-moment decay, e.g. 0.999
-  float eps = 1e-8f;          // added to sqrt(v): keeps the step finite where g was always 0
-  float weight_decay = 0.01f; // decoupled decay per unit of lr (torch's default 0.01)
+  float beta1 = 0.9f;          // first-moment decay, e.g. 0.9
+  float beta2 = 0.999f;        // second-moment decay, e.g. 0.999
+  float eps = 1e-8f;           // added to sqrt(v): keeps the step finite where g was always 0
+  float weight_decay = 0.01f;  // decoupled decay per unit of lr (torch's default 0.01)
 };
 
 // One AdamW step on one tensor: p, g, m, v of the same length n; `step` counts from 1 (this

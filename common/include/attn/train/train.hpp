@@ -31,16 +31,16 @@ std::string_view init_name(InitScheme s);
 LmWeights lm_init_with(Rng& rng, const LmConfig& config, InitScheme scheme);
 
 struct TrainConfig {
-  LmConfig model;                        // the architecture (block_size is T)
+  LmConfig model;  // the architecture (block_size is T)
   InitScheme init = InitScheme::gpt2;
-  std::size_t batch_size = 32;           // B, windows per step
-  std::size_t steps = 2000;              // the run's last step (counted from its start)
-  LrSchedule schedule;                   // the learning rate at each step
+  std::size_t batch_size = 32;  // B, windows per step
+  std::size_t steps = 2000;     // the run's last step (counted from its start)
+  LrSchedule schedule;          // the learning rate at each step
   AdamWConfig adam;
-  float grad_clip = 0.0f;                // max global gradient norm; 0 = off
-  std::size_t eval_interval = 500;       // estimate the losses every this many steps (and at 0, end)
-  std::size_t eval_iters = 200;          // batches per split per estimate
-  std::uint64_t seed = 1337;             // weights and data
+  float grad_clip = 0.0f;           // max global gradient norm; 0 = off
+  std::size_t eval_interval = 500;  // estimate the losses every this many steps (and at 0, end)
+  std::size_t eval_iters = 200;     // batches per split per estimate
+  std::uint64_t seed = 1337;        // weights and data
 };
 
 // The losses estimated at one step: the mean over eval_iters random batches of each split.
@@ -55,20 +55,20 @@ struct EvalRecord {
 struct TrainState {
   LmWeights weights;
   LmWeights grads;
-  LmWeights adam_m;              // first moments
-  LmWeights adam_v;              // second moments
-  std::size_t step = 0;          // optimizer steps taken
-  Rng data_rng;                  // draws the training batches
-  std::vector<float> losses;     // the training loss of every step taken (before its update)
-  std::vector<EvalRecord> evals; // every estimate so far
+  LmWeights adam_m;               // first moments
+  LmWeights adam_v;               // second moments
+  std::size_t step = 0;           // optimizer steps taken
+  Rng data_rng;                   // draws the training batches
+  std::vector<float> losses;      // the training loss of every step taken (before its update)
+  std::vector<EvalRecord> evals;  // every estimate so far
   // Buffers reused from step to step (sized by the first step; a later step allocates nothing,
   // counted in test_train.cpp).
   LmCache cache;
   Batch batch;
-  struct Views {                          // spans into weights, grads, adam_m, adam_v (same order)
+  struct Views {  // spans into weights, grads, adam_m, adam_v (same order)
     std::vector<std::span<float>> p, g, m, v;
-    std::vector<bool> decay;              // decays(rank) of each tensor
-    const float* built_for = nullptr;     // weights.wte.data() when built: stale after a copy
+    std::vector<bool> decay;           // decays(rank) of each tensor
+    const float* built_for = nullptr;  // weights.wte.data() when built: stale after a copy
   } views;
 };
 
@@ -100,8 +100,7 @@ EvalRecord estimate_loss(const LmWeights& w, const LmConfig& config, const Split
 std::optional<EvalRecord> estimate_loss_unless(const LmWeights& w, const LmConfig& config,
                                                const Split& split, std::size_t batch_size,
                                                std::size_t iters, std::uint64_t seed,
-                                               std::size_t step,
-                                               const std::function<bool()>& stop);
+                                               std::size_t step, const std::function<bool()>& stop);
 
 }  // namespace attn
 
