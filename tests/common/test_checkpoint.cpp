@@ -194,6 +194,18 @@ TEST_CASE("every value of train.txt passes its flag's bounds, refused by name") 
   }
 }
 
+TEST_CASE("a vocabulary that is not UTF-8 is refused naming its file") {
+  const fs::path dir = saved_run("bad_utf8");
+  const fs::path ckpt = fs::canonical(dir / "current");
+  std::ofstream(ckpt / "vocab.txt", std::ios::trunc | std::ios::binary) << "\nab\xff";
+  attn::write_manifest(ckpt);
+  const std::string e = load_error(dir);
+  INFO(e);
+  CHECK(contains(e, "vocab.txt"));
+  CHECK(contains(e, "invalid UTF-8"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("negative second moments are refused by name") {
   const fs::path dir = saved_run("adam_v");
   const fs::path moments = dir / "current" / "adam_v";

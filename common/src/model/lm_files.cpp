@@ -150,7 +150,7 @@ void read_model_txt(const fs::path& dir, LmConfig& config, const ModelReader& r)
       const std::size_t given = key == "n_layers" ? config.n_layers : config.n_heads;
       if (n != given) {
         r.fail(fmt::format("{} says {} {}, but {} was asked for (pass {} {})", kModelTxt, key, n,
-                           given, key == "n_layers" ? "--layers" : "--heads", n));
+                           given, key == "n_layers" ? "--n-layers" : "--n-heads", n));
       }
     } else if (key == "tied_head") {
       flag(config.tied_head);

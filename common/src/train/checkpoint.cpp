@@ -309,7 +309,13 @@ bool find_vocab(const fs::path& model_dir, Vocab& out) {
   for (const fs::path& candidate : {model_dir / "vocab.txt", model_dir / ".." / "vocab.txt"}) {
     std::error_code ec;
     if (!fs::is_regular_file(candidate, ec)) continue;
-    const std::u32string chars = decode_utf8(read_text(candidate));
+    const std::string bytes = read_text(candidate);
+    std::u32string chars;
+    try {
+      chars = decode_utf8(bytes);
+    } catch (const std::runtime_error& e) {  // "invalid UTF-8 at byte N": say in which file
+      checkpoint_error(candidate, e.what());
+    }
     if (chars.empty()) checkpoint_error(candidate, "empty vocabulary");
     if (!std::is_sorted(chars.begin(), chars.end()) ||
         std::adjacent_find(chars.begin(), chars.end()) != chars.end()) {
