@@ -4,7 +4,7 @@
 # again and again (--weights RUN, RUN/model). Each load reads one checkpoint, resolved once, and
 # verifies its MANIFEST.txt, so every load either succeeds (one complete checkpoint) or is
 # refused with one line naming a file (the checkpoint was replaced under it: missing, vanished,
-# no such file): never a crash, never a silent mix of two checkpoints, never another error.
+# no such file, cannot open): never a crash, never a silent mix of two checkpoints, never another error.
 set -u
 exe09=$1
 exe10=$2
@@ -36,7 +36,7 @@ while [ $(($(date +%s) - start)) -lt 8 ] && [ "$i" -lt 200 ]; do
   if [ "$code" -eq 0 ]; then
     ok=$((ok + 1))
   elif [ "$code" -eq 1 ] && [ "$(wc -l < err.txt)" -eq 1 ] &&
-       grep -Eiq "(missing|does not match MANIFEST.txt|is not listed in MANIFEST.txt|no such file|vanished)" err.txt; then
+       grep -Eiq "(missing|does not match MANIFEST.txt|is not listed in MANIFEST.txt|no such file|vanished|cannot open)" err.txt; then
     refused=$((refused + 1))
   else
     fail "load $i: exit $code: $(cat err.txt)"
