@@ -4,7 +4,8 @@
 # again and again (--weights RUN, RUN/model). Each load reads one checkpoint, resolved once, and
 # verifies its MANIFEST.txt, so every load either succeeds (one complete checkpoint) or is
 # refused with one line naming a file (the checkpoint was replaced under it: missing, vanished,
-# no such file, cannot open): never a crash, never a silent mix of two checkpoints, never another error.
+# no such file, cannot open): never a crash, never a silent mix of two checkpoints, never
+# another error.
 set -u
 exe09=$1
 exe10=$2
