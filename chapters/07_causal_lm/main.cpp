@@ -266,27 +266,7 @@ RoundTrip round_trip(const Kernels& k, const Model& m, const Prompt& p) {
 // ---- Checks on the flags and the model folder, before anything is printed.
 
 std::size_t parse_top_k(const Options& o, std::size_t V) {
-  if (!o.top_k_given) return 0;
-  long long k = 0;
-  const char* begin = o.top_k_text.data();
-  const char* end = begin + o.top_k_text.size();
-  const auto [ptr, ec] = std::from_chars(begin, end, k);
-  if (ec != std::errc{} || ptr != end) {
-    throw attn::UsageError(fmt::format("--top-k expects an integer, got '{}'", o.top_k_text));
-  }
-  if (k < 1) throw attn::UsageError(fmt::format("--top-k must be at least 1, got {}", k));
-  if (static_cast<unsigned long long>(k) > V) {
-    throw attn::UsageError(
-        fmt::format("--top-k must be at most V = {} (the vocabulary size), got {}", V, k));
-  }
-  return static_cast<std::size_t>(k);
-}
-
-// The number of blocks h0, h1, ... that a model folder holds (by their h{i}.w_q.npy).
-std::size_t blocks_in(const fs::path& dir) {
-  std::size_t n = 0;
-  while (fs::exists(dir / fmt::format("h{}.w_q.npy", n))) ++n;
-  return n;
+  return o.top_k_given ? attn::parse_top_k(o.top_k_text, V) : 0;
 }
 
 // The flags' sizes together: the parameters of the model they describe, checked (no product may
@@ -347,7 +327,7 @@ Model make_model(const Options& o, std::size_t V, std::uint64_t seed) {
   std::error_code ec;
   const fs::path dir = fs::canonical(o.weights_dir, ec);
   if (ec) throw std::runtime_error(fmt::format("--weights '{}': {}", o.weights_dir, ec.message()));
-  if (const std::size_t found = blocks_in(dir); found > o.n_layers) {
+  if (const std::size_t found = attn::count_blocks(dir); found > o.n_layers) {
     throw attn::UsageError(
         fmt::format("--n-layers {} but model '{}' has {} blocks (h0 to h{}): pass --n-layers {}",
                     o.n_layers, o.weights_dir, found, found - 1, found));

@@ -31,30 +31,10 @@ std::string char_name(char32_t c) {
 }
 
 std::size_t parse_top_k(const Options& o, std::size_t V) {
-  if (!o.top_k_given) return 0;
-  long long k = 0;
-  const char* begin = o.top_k_text.data();
-  const char* end = begin + o.top_k_text.size();
-  const auto [ptr, ec] = std::from_chars(begin, end, k);
-  if (ec != std::errc{} || ptr != end) {
-    throw attn::UsageError(fmt::format("--top-k expects an integer, got '{}'", o.top_k_text));
-  }
-  if (k < 1) throw attn::UsageError(fmt::format("--top-k must be at least 1, got {}", k));
-  if (static_cast<unsigned long long>(k) > V) {
-    throw attn::UsageError(
-        fmt::format("--top-k must be at most V = {} (the vocabulary size), got {}", V, k));
-  }
-  return static_cast<std::size_t>(k);
+  return o.top_k_given ? attn::parse_top_k(o.top_k_text, V) : 0;
 }
 
 namespace {
-
-// The number of blocks h0, h1, ... that a model folder holds (by their h{i}.w_q.npy).
-std::size_t blocks_in(const fs::path& dir) {
-  std::size_t n = 0;
-  while (fs::exists(dir / fmt::format("h{}.w_q.npy", n))) ++n;
-  return n;
-}
 
 // vocab.txt of a model folder: the characters of the vocabulary in id order, UTF-8 (what
 // chapter 09 writes beside its checkpoint).
@@ -113,7 +93,7 @@ Model load_model(const Options& o, const attn::Vocab& corpus_vocab) {
   // checkpoints, and its MANIFEST.txt (if any) proves them complete.
   const fs::path dir = fs::canonical(folder, ec);
   if (ec) throw std::runtime_error(fmt::format("--weights '{}': {}", folder, ec.message()));
-  if (const std::size_t found = blocks_in(dir); found > 0 && found != o.n_layers) {
+  if (const std::size_t found = attn::count_blocks(dir); found > 0 && found != o.n_layers) {
     throw attn::UsageError(
         fmt::format("--n-layers {} but model '{}' has {} blocks: pass --n-layers {}", o.n_layers,
                     folder, found, found));

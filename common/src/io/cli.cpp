@@ -442,6 +442,22 @@ std::string unfinished_exercise_message(const std::exception& e) {
       chapter, number, title.empty() ? "" : " (" + title + ")", where, chapter);
 }
 
+std::size_t parse_top_k(std::string_view text, std::size_t V) {
+  long long k = 0;
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  const auto [ptr, ec] = std::from_chars(begin, end, k);
+  if (ec != std::errc{} || ptr != end) {
+    throw UsageError(fmt::format("--top-k expects an integer, got '{}'", text));
+  }
+  if (k < 1) throw UsageError(fmt::format("--top-k must be at least 1, got {}", k));
+  if (static_cast<unsigned long long>(k) > V) {
+    throw UsageError(
+        fmt::format("--top-k must be at most V = {} (the vocabulary size), got {}", V, k));
+  }
+  return static_cast<std::size_t>(k);
+}
+
 bool flag_given(int argc, char** argv, std::string_view flag) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg(argv[i]);

@@ -453,4 +453,11 @@ void save_lm(const std::filesystem::path& dir, const LmWeights& w, const LmConfi
   }
 }
 
+std::size_t count_blocks(const fs::path& dir) {
+  std::size_t n = 0;
+  std::error_code ec;
+  while (fs::exists(dir / fmt::format("h{}.w_q.npy", n), ec)) ++n;
+  return n;
+}
+
 }  // namespace attn

@@ -85,6 +85,10 @@ class Cli {
 // message naming the exercise, its file and the checker command; otherwise empty.
 std::string unfinished_exercise_message(const std::exception& e);
 
+// --top-k as chapters 07 and 10 take it: an integer from 1 to V (the vocabulary size, known only
+// once the model is loaded, so the flag is read as text first). Throws UsageError naming the flag.
+std::size_t parse_top_k(std::string_view text, std::size_t V);
+
 // True when argv holds `flag` as "--flag value", "--flag=value" or the bare flag: for telling a
 // flag given with its default value apart from one not given at all.
 bool flag_given(int argc, char** argv, std::string_view flag);

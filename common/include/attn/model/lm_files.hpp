@@ -37,6 +37,10 @@ void save_lm(const std::filesystem::path& dir, const LmWeights& w, const LmConfi
 // a checkpoint, last, just before the checkpoint is renamed into place, so a load can tell a
 // complete, untouched folder from a torn, mixed or edited one. A folder saved by save_lm alone
 // has none and loads as before; when there is one, load_lm verifies it first.
+// The number of blocks h0, h1, ... a model folder holds (by their h{i}.w_q.npy files): for a
+// message that says which --n-layers the folder needs.
+std::size_t count_blocks(const std::filesystem::path& dir);
+
 inline constexpr const char* kManifestName = "MANIFEST.txt";
 void write_manifest(const std::filesystem::path& dir);
 // Throws std::runtime_error naming the first file that is missing, unlisted, not a regular file,
