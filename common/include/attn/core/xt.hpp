@@ -18,4 +18,9 @@ using Tensor = xt::xtensor<float, N>;
 using Vector = Tensor<1>;
 using Matrix = Tensor<2>;
 using Mask = xt::xtensor<bool, 2>;  // (T, S): true where a query may attend to a key
+
+// float64, for one purpose only: the double-precision forward that a gradient check runs
+// (chapter 08), because float32 rounding in the loss is larger than the bugs the check must catch.
+template <std::size_t N>
+using Tensor64 = xt::xtensor<double, N>;
 }  // namespace attn
