@@ -17,6 +17,16 @@ least. See docs/performance.md.
 
   /usr/bin/python3 scripts/bench_compare.py --bench build/default/bin/attn-bench
 
+Against two PyTorch versions in one run (Debian's 1.13, and 2.x from the Python package index in a
+virtual environment: `python3 -m venv ~/torch2 && ~/torch2/bin/pip install torch numpy`), each
+with ours measured again beside it:
+
+  /usr/bin/python3 scripts/bench_compare.py --torch-python /usr/bin/python3 \
+      --torch-python ~/torch2/bin/python
+
+PyTorch 2.x computes attention with F.scaled_dot_product_attention (as nanoGPT does); 1.13 has
+none, so there it is written out (scores, mask, softmax, weighted sum).
+
 Generation (chapter 10, --cases generate or all): 500 (and 63) new tokens from a 1-token prompt with the
 chapter-09 model's shapes (V 65, T_max 64, C 64, H 4, 4 layers), sampled at temperature 1. Ours:
 attn-bench's generate_cached/500 and generate_uncached/500. PyTorch, in the same run and at the
@@ -122,14 +132,23 @@ def make_torch_fns(torch, B, T, C, H, ops):
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     scale = 1.0 / math.sqrt(hs)
 
+    # PyTorch 2.x: F.scaled_dot_product_attention, what users write today (its CPU kernel is
+    # flash-style). PyTorch 1.13 has none: the attention written out, as nanoGPT did then.
+    sdpa = getattr(F, "scaled_dot_product_attention", None)
+
+    def attend(q, k, v):
+        if sdpa is not None:
+            return sdpa(q, k, v, is_causal=True)
+        att = (q @ k.transpose(-2, -1)) * scale  # (B, H, T, T)
+        att = att.masked_fill(future, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        return att @ v  # (B, H, T, hs)
+
     def mha(x):
         q = (x @ w_q).view(B, T, H, hs).transpose(1, 2)  # (B, H, T, hs)
         k = (x @ w_k).view(B, T, H, hs).transpose(1, 2)
         v = (x @ w_v).view(B, T, H, hs).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * scale  # (B, H, T, T)
-        att = att.masked_fill(future, float("-inf"))
-        att = F.softmax(att, dim=-1)
-        y = att @ v  # (B, H, T, hs)
+        y = attend(q, k, v)
         y = y.transpose(1, 2).contiguous().view(B, T, C)  # merge heads
         return y @ w_o
 
@@ -192,6 +211,7 @@ def torch_gemm_peak(torch, repetitions):
 
 
 TORCH_SETTINGS = [(b, i) for b in THREADS for i in THREADS]  # (OpenBLAS, intra-op) threads
+TORCH_PYTHON = [sys.executable]  # the interpreter whose PyTorch the workers run (--torch-python)
 
 # ---------------------------------------------------------------------------------------------
 # Generation (chapter 10): the chapter-09 model's shapes.
@@ -477,9 +497,12 @@ def make_train_step(torch):
             b, t, c = x.shape
             q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
             q, k, v = (y.view(b, t, H, C // H).transpose(1, 2) for y in (q, k, v))
-            att = (q @ k.transpose(-2, -1)) * (C // H) ** -0.5
-            att = att.masked_fill(~self.mask[:t, :t], float("-inf")).softmax(-1)
-            x = x + self.proj((att @ v).transpose(1, 2).contiguous().view(b, t, c))
+            if hasattr(F, "scaled_dot_product_attention"):  # PyTorch 2.x, as nanoGPT does
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:
+                att = (q @ k.transpose(-2, -1)) * (C // H) ** -0.5
+                y = att.masked_fill(~self.mask[:t, :t], float("-inf")).softmax(-1) @ v
+            x = x + self.proj(y.transpose(1, 2).contiguous().view(b, t, c))
             return x + self.fc2(F.relu(self.fc1(self.ln2(x))))
 
     class LM(nn.Module):
@@ -589,7 +612,7 @@ def torch_worker(intra_threads, repetitions, min_time, cases="forward", ops=OPS)
 def run_torch_worker(blas_threads, intra_threads, repetitions, min_time, cases="forward",
                      ops=OPS):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(blas_threads))
-    cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", str(intra_threads),
+    cmd = [TORCH_PYTHON[0], os.path.abspath(__file__), "--torch-worker", str(intra_threads),
            "--repetitions", str(repetitions), "--min-time", str(min_time),
            "--worker-cases", cases, "--ops", ",".join(ops)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -619,6 +642,10 @@ def main():
                              "(default: %(default)s)")
     parser.add_argument("--ops", default=",".join(OPS),
                         help="comma-separated subset of %(default)s (default: all)")
+    parser.add_argument("--torch-python", action="append", metavar="PYTHON",
+                        help="an interpreter with PyTorch to compare against; give it twice for "
+                             "two PyTorch versions, e.g. /usr/bin/python3 (Debian's 1.13) and "
+                             "a virtual environment's bin/python (2.x) (default: this one)")
     parser.add_argument("--torch-worker", type=int, metavar="INTRA", help=argparse.SUPPRESS)
     parser.add_argument("--worker-cases", default="forward", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -631,35 +658,48 @@ def main():
         torch_worker(args.torch_worker, args.repetitions, args.min_time, args.worker_cases, ops)
         return 0
 
-    try:
-        import torch
-    except ImportError:
-        die(f"PyTorch is not installed for {sys.executable}; run with /usr/bin/python3")
     if not (os.path.isfile(args.bench) and os.access(args.bench, os.X_OK)):
         die(f"{args.bench}: no such executable; build it first: "
             "cmake --build --preset default --target attn-bench")
-
     if args.rounds < 1 or args.repetitions < 1 or args.min_time <= 0:
         parser.error("--rounds and --repetitions must be at least 1, --min-time above 0")
-    print(f"attn-bench: {args.bench}; PyTorch {torch.__version__}; {args.rounds} round(s) of "
-          f"{args.repetitions} repetitions of >= {args.min_time} s, median per round, best round",
-          file=sys.stderr)
+    pythons = args.torch_python or [sys.executable]
+    versions = {}
+    for py in pythons:
+        proc = subprocess.run([py, "-c", "import torch; print(torch.__version__)"],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            die(f"--torch-python {py}: PyTorch does not import there (Debian's is "
+                "/usr/bin/python3 with python3-torch; PyTorch 2.x: a virtual environment)")
+        versions[py] = proc.stdout.strip()
 
+    # One whole comparison per PyTorch: ours is measured again beside each, so that every ratio
+    # comes from one run, ours and PyTorch taking turns.
+    results = {}
+    for py in pythons:
+        TORCH_PYTHON[0] = py
+        print(f"\n=== against PyTorch {versions[py]} ({py}) ===")
+        print(f"attn-bench: {args.bench}; PyTorch {versions[py]}; {args.rounds} round(s) of "
+              f"{args.repetitions} repetitions of >= {args.min_time} s, median per round, "
+              "best round", file=sys.stderr)
+        results[versions[py]] = compare(args, ops)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1, default=str)
+    return 0
+
+
+def compare(args, ops):
+    """Every case of --cases against the PyTorch of TORCH_PYTHON; prints the tables and returns
+    the measurements."""
     if args.cases == "train":
-        training = run_train(args, args.rounds)
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(dict(training=training), f, indent=1, default=str)
-        return 0
+        return dict(training=run_train(args, args.rounds))
 
     generation = None
     if args.cases in ("all", "generate"):
         generation = run_generate(args, args.rounds)
         if args.cases == "generate":
-            if args.json:
-                with open(args.json, "w") as f:
-                    json.dump(dict(generation=generation), f, indent=1, default=str)
-            return 0
+            return dict(generation=generation)
 
     ours = {t: {} for t in THREADS}  # threads -> benchmark name -> best {"ms", "gflops"}
     torch_ms, torch_cpu, torch_peak = {}, {}, {}
@@ -768,14 +808,9 @@ def main():
               f"kept, and the best of {args.rounds} round(s). CPU1 o/PT = ours / PyTorch in "
               "CPU time on one thread (1 and 1/1): what other programs on the machine change "
               "least.")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(dict(peak_by_threads=peak_by_threads,
-                           torch_peak={f"{b}/{i}": v for (b, i), v in torch_peak.items()}, rows=rows,
-                           extras=extras, ours_raw={str(t): ours[t] for t in THREADS},
-                           generation=generation),
-                      f, indent=1, default=str)
-    return 0
+    return dict(peak_by_threads=peak_by_threads,
+                torch_peak={f"{b}/{i}": v for (b, i), v in torch_peak.items()}, rows=rows,
+                extras=extras, ours_raw={str(t): ours[t] for t in THREADS}, generation=generation)
 
 
 if __name__ == "__main__":
