@@ -332,7 +332,8 @@ Model make_model(const Options& o, attn::Vocab& vocab, std::uint64_t seed) {
   // switches): every file below is read from this one folder, never from two checkpoints.
   const fs::path dir = attn::resolve_model_folder(o.weights_dir);
   bool described = false;
-  m.weights = attn::load_lm_as_described(dir, o.typed, o.n_heads, m.config, described);
+  m.weights =
+      attn::load_lm_as_described(dir, o.typed, o.n_heads, m.config, described, o.weights_dir);
   attn::Vocab own(U"?");
   const bool has_vocab = attn::find_vocab(dir, own);
   if (has_vocab && own.size() != m.config.vocab_size) {

@@ -86,7 +86,9 @@ Model load_model(const Options& o, const attn::Vocab& corpus_vocab) {
   // checkpoints, and its MANIFEST.txt (if any) proves them complete.
   const fs::path dir = attn::resolve_model_folder(folder);
   Model m{attn::LmConfig{}, attn::LmWeights{}, corpus_vocab, ""};
-  m.weights = attn::load_lm_as_described(dir, o.typed, o.n_heads, m.config, m.described);
+  // Messages name the folder as typed (the shipped one as the pages do).
+  m.weights = attn::load_lm_as_described(dir, o.typed, o.n_heads, m.config, m.described,
+                                         shipped ? "data/sonnets-model" : folder);
   std::error_code ec;
   const fs::path vocab_file = dir / "vocab.txt";
   const bool has_vocab = fs::exists(vocab_file, ec);

@@ -146,13 +146,13 @@ attn_cli_test(ch07.weights_run_stepwise_equals_lm_forward EXIT 0
               ENV ATTN_SELF_CHECK=1
               COMMAND 07_causal_lm --weights ${ch09_run}/current --tokens 5)
 attn_cli_test(ch07.weights_run_contradicting_layers EXIT 2
-              MATCH "--n-layers 4 contradicts model '.*/model', whose model.txt says n_layers 2: drop the flag"
+              MATCH "--n-layers 4 contradicts model '.*/ch09_nondefault_run', whose model.txt says n_layers 2: drop the flag"
               COMMAND 07_causal_lm --weights ${ch09_run} --n-layers 4)
 attn_cli_test(ch07.weights_run_contradicting_embd EXIT 2
-              MATCH "--n-embd 64 contradicts model '.*/model', whose wte.npy has C = 32: drop the flag"
+              MATCH "--n-embd 64 contradicts model '.*/ch09_nondefault_run', whose wte.npy has C = 32: drop the flag"
               COMMAND 07_causal_lm --weights ${ch09_run} --n-embd 64)
 attn_cli_test(ch07.weights_run_contradicting_block_size EXIT 2
-              MATCH "--block-size 32 contradicts model '.*/model', whose wpe.npy has T_max = 16"
+              MATCH "--block-size 32 contradicts model '.*/ch09_nondefault_run', whose wpe.npy has T_max = 16"
               COMMAND 07_causal_lm --weights ${ch09_run} --block-size 32)
 foreach(t weights_run_alone weights_run_stepwise_equals_lm_forward
           weights_run_contradicting_layers weights_run_contradicting_embd

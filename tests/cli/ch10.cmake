@@ -162,7 +162,7 @@ attn_cli_test(ch10.weights_run_claims_hold EXIT 0 MATCH "^self-check: [0-9]+ cla
               ENV ATTN_SELF_CHECK=1
               COMMAND 10_generation --weights ${ch09_run}/model --tokens 40)
 attn_cli_test(ch10.weights_run_contradicting_heads EXIT 2
-              MATCH "--n-heads 4 contradicts model '.*/model', whose model.txt says n_heads 2: drop the flag"
+              MATCH "--n-heads 4 contradicts model '.*/ch09_nondefault_run', whose model.txt says n_heads 2: drop the flag"
               COMMAND 10_generation --weights ${ch09_run} --n-heads 4)
 foreach(t weights_run_alone weights_run_claims_hold weights_run_contradicting_heads)
   set_tests_properties(cli.ch10.${t} PROPERTIES FIXTURES_REQUIRED ch09_run)

@@ -520,8 +520,9 @@ fs::path resolve_model_folder(const fs::path& given) {
 }
 
 LmWeights load_lm_as_described(const fs::path& dir, const ArchitectureFlags& flags,
-                               std::size_t default_heads, LmConfig& config, bool& described) {
-  const std::string name = dir.string();
+                               std::size_t default_heads, LmConfig& config, bool& described,
+                               std::string_view shown) {
+  const std::string name = shown.empty() ? dir.string() : std::string(shown);
   const auto contradicts = [&](std::string_view flag, std::size_t given, std::string_view source,
                                std::size_t found) {
     return UsageError(fmt::format("{} {} contradicts model '{}', whose {} {}: drop the flag", flag,

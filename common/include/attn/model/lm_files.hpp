@@ -57,9 +57,11 @@ std::filesystem::path resolve_model_folder(const std::filesystem::path& dir);
 // only override what the files leave open: one that contradicts the files throws
 // attn::UsageError naming both values ("--n-layers 1 contradicts model 'DIR', whose model.txt
 // says n_layers 2: drop the flag"); anything broken in the folder, std::runtime_error naming the
-// file. `described` is set to whether the folder had a model.txt.
+// file. `described` is set to whether the folder had a model.txt. `shown` names the folder in
+// those messages as the user typed it (default: `dir`).
 LmWeights load_lm_as_described(const std::filesystem::path& dir, const ArchitectureFlags& flags,
-                               std::size_t default_heads, LmConfig& config, bool& described);
+                               std::size_t default_heads, LmConfig& config, bool& described,
+                               std::string_view shown = {});
 
 // The number of blocks h0, h1, ... a model folder holds (by their h{i}.w_q.npy files): for a
 // message that says which --n-layers the folder needs.
