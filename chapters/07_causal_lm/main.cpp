@@ -469,8 +469,9 @@ int main(int argc, char** argv) {
                 "Chapter 07: the causal language model. Token and position embeddings, L "
                 "transformer blocks, a final LayerNorm and an output projection tied to the "
                 "embedding; next-character logits, generation with temperature and top-k, and "
-                "the weights as a folder of .npy files. The model is untrained: its text is "
-                "noise.");
+                "the weights as a folder of .npy files. Drawn from the flags the model is "
+                "untrained and its text is noise; --weights DIR loads a trained one (a "
+                "chapter-09 run) as its folder describes it.");
   Options o;
   cli.add_size("--n-layers", o.n_layers, "L, transformer blocks", 1, kMaxLayers);
   cli.add_size("--n-embd", o.n_embd, "C, the model width", 1, kMaxEmbd);
