@@ -467,8 +467,8 @@ void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
   std::optional<attn::Checkpoint> ck;
   std::string corpus_note;
   if (resuming) ck = attn::load_checkpoint(o.resume_dir);
-  const attn::Corpus corpus =
-      resuming ? resume_corpus(*ck, o.resume_dir, common.data, corpus_note) : *fresh_corpus;
+  const attn::Corpus corpus = resuming ? resume_corpus(*ck, o.resume_dir, common.data, corpus_note)
+                                       : std::move(*fresh_corpus);
   const Data d = prepare_data(corpus);
   const std::size_t V = d.vocab.size();
   attn::TrainConfig c;
