@@ -72,11 +72,12 @@ attn::Corpus resume_corpus(const attn::Checkpoint& ck, const std::string& resume
                            const std::optional<std::string>& data_flag, std::string& note) {
   if (!ck.corpus) {  // saved before checkpoints recorded their corpus
     attn::Corpus corpus = attn::load_corpus(data_flag);
-    if (ck.vocab.chars() != attn::Vocab::from_text(corpus.text).chars()) {
+    const attn::Vocab vocab = attn::Vocab::from_text(corpus.text);
+    if (ck.vocab.chars() != vocab.chars()) {
       throw std::runtime_error(fmt::format(
           "checkpoint '{}' was trained on another corpus ({} characters, {} has {}): use --data "
           "with the corpus it was made with",
-          resume_dir, ck.vocab.size(), corpus.origin, attn::Vocab::from_text(corpus.text).size()));
+          resume_dir, ck.vocab.size(), corpus.origin, vocab.size()));
     }
     note = fmt::format(
         "This checkpoint does not record its corpus (it was saved before checkpoints did): it\n"
