@@ -16,9 +16,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "attn/core/check.hpp"
@@ -31,10 +34,12 @@
 #include "attn/io/text.hpp"
 #include "attn/model/block.hpp"
 #include "attn/model/model.hpp"
+#include "attn/model/lm_files.hpp"
 #include "attn/model/sample.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/linear.hpp"
 #include "attn/ops/loss.hpp"
+#include "attn/train/checkpoint.hpp"
 #include "exercises.hpp"
 #include "show.hpp"
 
@@ -114,6 +119,7 @@ struct Options {
   std::string export_dir;
   bool prompt_given = false;  // told apart from the default: --prompt "" is an error
   bool top_k_given = false;
+  attn::ArchitectureFlags typed;  // the architecture flags typed: with --weights, overrides only
 };
 
 Tokens as_batch(std::span<const int> ids) {
@@ -257,8 +263,8 @@ RoundTrip round_trip(const Kernels& k, const Model& m, const Prompt& p) {
   std::sort(r.files.begin(), r.files.end(),
             [](const NpyFile& a, const NpyFile& b) { return a.name < b.name; });
   attn::LmConfig loaded_config;
-  const attn::LmWeights loaded =
-      attn::load_lm(dir, m.config.n_layers, m.config.n_heads, loaded_config);
+  bool described = false;
+  const attn::LmWeights loaded = attn::load_lm_as_described(dir, {}, 1, loaded_config, described);
   r.again = k.lm_forward(as_batch(p.context), loaded, loaded_config);  // (1, T, V)
   return r;
 }
@@ -306,10 +312,13 @@ void check_generation_work(const attn::LmConfig& c, std::size_t prompt, std::siz
   }
 }
 
-Model make_model(const Options& o, std::size_t V, std::uint64_t seed) {
+// The model: drawn from the flags, or loaded from --weights DIR as the folder describes itself
+// (model.txt, the tensors' shapes) with its vocab.txt when it has one; `vocab` is the corpus's
+// on entry and the model's on return.
+Model make_model(const Options& o, attn::Vocab& vocab, std::uint64_t seed) {
   Model m;
   if (o.weights_dir.empty()) {
-    m.config.vocab_size = V;
+    m.config.vocab_size = vocab.size();
     m.config.block_size = o.block_size;
     m.config.n_embd = o.n_embd;
     m.config.n_heads = o.n_heads;
@@ -319,47 +328,37 @@ Model make_model(const Options& o, std::size_t V, std::uint64_t seed) {
     m.origin = fmt::format("random initialisation (seed {}), untrained", seed);
     return m;
   }
-  if (!fs::is_directory(o.weights_dir)) {
-    throw std::runtime_error(fmt::format("--weights: '{}' is not a folder", o.weights_dir));
-  }
   // Resolved once (a chapter-09 run's DIR/model links to current/model, which a running trainer
   // switches): every file below is read from this one folder, never from two checkpoints.
-  std::error_code ec;
-  const fs::path dir = fs::canonical(o.weights_dir, ec);
-  if (ec) throw std::runtime_error(fmt::format("--weights '{}': {}", o.weights_dir, ec.message()));
-  if (const std::size_t found = attn::count_blocks(dir); found > o.n_layers) {
-    throw attn::UsageError(
-        fmt::format("--n-layers {} but model '{}' has {} blocks (h0 to h{}): pass --n-layers {}",
-                    o.n_layers, o.weights_dir, found, found - 1, found));
+  const fs::path dir = attn::resolve_model_folder(o.weights_dir);
+  bool described = false;
+  m.weights =
+      attn::load_lm_as_described(dir, o.typed, o.n_heads, m.config, described, o.weights_dir);
+  attn::Vocab own(U"?");
+  const bool has_vocab = attn::find_vocab(dir, own);
+  if (has_vocab && own.size() != m.config.vocab_size) {
+    throw std::runtime_error(fmt::format(
+        "model '{}' has a vocabulary of {} tokens (wte.npy is ({}, {})) but its vocab.txt has {} "
+        "characters",
+        o.weights_dir, m.config.vocab_size, m.config.vocab_size, m.config.n_embd, own.size()));
   }
-  // --n-heads is a usage error, so it is checked against C (the width of wte.npy) before
-  // load_lm; a missing or broken wte.npy is left for load_lm to report.
-  try {
-    const attn::NpyArray wte = attn::read_npy(dir / "wte.npy");
-    if (wte.shape.size() == 2 && wte.shape[0] > 0 && wte.shape[1] > 0 &&
-        wte.shape[1] % o.n_heads != 0) {
-      throw attn::UsageError(fmt::format(
-          "--n-heads {} does not divide C = {} of model '{}' (every head gets C / H channels)",
-          o.n_heads, wte.shape[1], o.weights_dir));
-    }
-  } catch (const attn::UsageError&) {
-    throw;
-  } catch (const std::exception&) {
-  }
-  m.weights = attn::load_lm(dir, o.n_layers, o.n_heads, m.config);
-  if (m.config.vocab_size != V) {
+  if (!has_vocab && m.config.vocab_size != vocab.size()) {
     throw std::runtime_error(fmt::format(
         "model '{}' has a vocabulary of {} tokens (wte.npy is ({}, {})) but the corpus has {} "
-        "characters: use the corpus it was made with (--data)",
-        o.weights_dir, m.config.vocab_size, m.config.vocab_size, m.config.n_embd, V));
+        "characters and the folder no vocab.txt: use the corpus it was made with (--data)",
+        o.weights_dir, m.config.vocab_size, m.config.vocab_size, m.config.n_embd, vocab.size()));
   }
+  if (has_vocab) vocab = std::move(own);
   m.origin = fmt::format("loaded from '{}'", o.weights_dir);
+  m.described = described;
+  m.own_vocab = has_vocab;
   m.untrained = false;
   return m;
 }
 
 // The prompt: the flag, or the first line of the corpus with kPromptMinLength characters.
-std::u32string prompt_text(const Options& o, const attn::Corpus& corpus, const attn::Vocab& vocab) {
+std::u32string prompt_text(const Options& o, const attn::Corpus& corpus, const attn::Vocab& vocab,
+                           bool own_vocab) {
   std::u32string prompt;
   if (o.prompt_given) {
     try {
@@ -373,10 +372,11 @@ std::u32string prompt_text(const Options& o, const attn::Corpus& corpus, const a
     }
     for (char32_t c : prompt) {
       if (!vocab.contains(c)) {
-        throw std::runtime_error(fmt::format(
-            "--prompt: character {} (U+{:04X}) is not in the vocabulary of this corpus ({} "
-            "characters)",
-            char_name(c), static_cast<std::uint32_t>(c), vocab.size()));
+        throw std::runtime_error(
+            fmt::format("--prompt: character {} (U+{:04X}) is not in the vocabulary of this {} ({} "
+                        "characters)",
+                        char_name(c), static_cast<std::uint32_t>(c), own_vocab ? "model" : "corpus",
+                        vocab.size()));
       }
     }
     return prompt;
@@ -391,7 +391,11 @@ std::u32string prompt_text(const Options& o, const attn::Corpus& corpus, const a
     begin = end + 1;
   }
   if (prompt.empty()) prompt = text.substr(0, std::min<std::size_t>(text.size(), kPromptMinLength));
-  return prompt;
+  // The corpus's line in the model's vocabulary (a --weights model may have its own).
+  std::u32string kept;
+  for (const char32_t c : prompt)
+    if (vocab.contains(c)) kept += c;
+  return kept.empty() ? std::u32string(1, vocab.chars()[0]) : kept;
 }
 
 void run(const attn::CommonOptions& common, const Options& o) {
@@ -406,11 +410,11 @@ void run(const attn::CommonOptions& common, const Options& o) {
   }
 
   const attn::Corpus corpus = attn::load_corpus(common.data);
-  const attn::Vocab vocab = attn::Vocab::from_text(corpus.text);
+  attn::Vocab vocab = attn::Vocab::from_text(corpus.text);
+  const Model m = make_model(o, vocab, common.seed);  // with --weights, the model's vocabulary
   const std::size_t top_k = parse_top_k(o, vocab.size());
-  const std::u32string prompt = prompt_text(o, corpus, vocab);
+  const std::u32string prompt = prompt_text(o, corpus, vocab, m.own_vocab);
 
-  const Model m = make_model(o, vocab.size(), common.seed);
   if (!o.export_dir.empty())
     attn::save_lm(o.export_dir, m.weights, m.config);  // fail before the story
   Prompt p;
@@ -424,7 +428,12 @@ void run(const attn::CommonOptions& common, const Options& o) {
                           common.mine ? "yours (ex07::, --mine)" : "the reference (attn::)"));
   attn::print(fmt::format("model: {}\n", m.origin));
   if (!o.weights_dir.empty()) {
-    attn::print("(V, C and T_max come from the files; --n-embd and --block-size are not used)\n");
+    attn::print(fmt::format(
+        "(the folder describes the model: {};\n V, C and T_max from wte and wpe; the vocabulary "
+        "from {})\n",
+        m.described ? "L, H and the variant from its model.txt"
+                    : "no model.txt, so L from its blocks and H from --n-heads",
+        m.own_vocab ? "its vocab.txt" : "the corpus"));
   }
 
   show_architecture(m, parameters(m));
@@ -460,8 +469,9 @@ int main(int argc, char** argv) {
                 "Chapter 07: the causal language model. Token and position embeddings, L "
                 "transformer blocks, a final LayerNorm and an output projection tied to the "
                 "embedding; next-character logits, generation with temperature and top-k, and "
-                "the weights as a folder of .npy files. The model is untrained: its text is "
-                "noise.");
+                "the weights as a folder of .npy files. Drawn from the flags the model is "
+                "untrained and its text is noise; --weights DIR loads a trained one (a "
+                "chapter-09 run) as its folder describes it.");
   Options o;
   cli.add_size("--n-layers", o.n_layers, "L, transformer blocks", 1, kMaxLayers);
   cli.add_size("--n-embd", o.n_embd, "C, the model width", 1, kMaxEmbd);
@@ -476,7 +486,9 @@ int main(int argc, char** argv) {
   cli.add_string("--top-k", o.top_k_text,
                  "K: sample only among the K most likely characters, 1 <= K <= V (default: all)");
   cli.add_string("--weights", o.weights_dir,
-                 "DIR: load the model from this folder of .npy files instead of drawing it");
+                 "DIR: load the model from this folder of .npy files (or a chapter-09 run or "
+                 "checkpoint) instead of drawing it; its model.txt gives the architecture and its "
+                 "vocab.txt the vocabulary, and a size flag may only repeat what the files say");
   cli.add_string("--export", o.export_dir, "DIR: also save the model as .npy files into DIR");
   cli.add_alias("layers", "n-layers");  // the names of earlier versions
   cli.add_alias("channels", "n-embd");
@@ -484,5 +496,21 @@ int main(int argc, char** argv) {
   cli.add_alias("max-new-tokens", "tokens");
   o.prompt_given = attn::flag_given(argc, argv, "--prompt");
   o.top_k_given = attn::flag_given(argc, argv, "--top-k");
-  return cli.run(argc, argv, [&](const attn::CommonOptions& common) { run(common, o); });
+  // With --weights the folder gives the architecture; a flag typed (in any spelling) overrides
+  // it only where it agrees.
+  const auto typed = [&](std::initializer_list<std::string_view> names, std::size_t value) {
+    for (const std::string_view name : names)
+      if (attn::flag_given(argc, argv, name)) return std::optional<std::size_t>(value);
+    return std::optional<std::size_t>();
+  };
+  const auto fill_typed = [&] {
+    o.typed.n_layers = typed({"--n-layers", "--layers"}, o.n_layers);
+    o.typed.n_heads = typed({"--n-heads", "--heads"}, o.n_heads);
+    o.typed.n_embd = typed({"--n-embd", "--channels"}, o.n_embd);
+    o.typed.block_size = typed({"--block-size"}, o.block_size);
+  };
+  return cli.run(argc, argv, [&](const attn::CommonOptions& common) {
+    fill_typed();  // after parsing: the values typed
+    run(common, o);
+  });
 }

@@ -384,26 +384,32 @@ void show_weights(const Model& m, const Tensor<3>& logits, const RoundTrip& r,
   }
   fmt::print("  {:<29} the architecture: n_layers, n_heads and the variant (chapter 09)\n",
              "model.txt");
+  const auto per_block =
+      static_cast<std::size_t>(std::count_if(r.files.begin(), r.files.end(), [](const NpyFile& f) {
+        return f.name.rfind("h0.", 0) == 0;
+      }));
   if (m.config.n_layers == 2) {
-    fmt::print("  {:<29} the same 12 names for block 1\n", "h1.*.npy");
+    fmt::print("  {:<29} the same {} names for block 1\n", "h1.*.npy", per_block);
   } else if (m.config.n_layers > 2) {
-    fmt::print("  {:<29} the same 12 names for blocks 1 to {}\n",
-               fmt::format("h1.*.npy ... h{}.*.npy", m.config.n_layers - 1), m.config.n_layers - 1);
+    fmt::print("  {:<29} the same {} names for blocks 1 to {}\n",
+               fmt::format("h1.*.npy ... h{}.*.npy", m.config.n_layers - 1), per_block,
+               m.config.n_layers - 1);
   }
   const double difference = max_abs_diff_or_inf(r.again, logits);
   fmt::print(
-      "\nRound trip: save_lm to a temporary folder, load_lm back (V, T_max and C are read from\n"
-      "wte and wpe; L and H come from --n-layers and --n-heads), the same prompt again:\n"
+      "\nRound trip: save_lm to a temporary folder, load it back as the folder describes itself\n"
+      "(L, H and the variant from model.txt; V, T_max and C from wte and wpe), the same prompt:\n"
       "  max |difference| of the logits: {}\n",
       attn::difference_text(difference));
   attn::claim(difference == 0.0, "every bit survives the round trip");
   fmt::print(
       "float32 in, float32 out: every bit survives. From the command line, the same is\n"
       "  07_causal_lm --export DIR       then       07_causal_lm --weights DIR\n"
-      "and a model exported from PyTorch runs with --weights unchanged. This course computes\n"
-      "x @ W with W (in, out), as GPT-2's Conv1D layers store it; PyTorch's nn.Linear stores\n"
-      "W as (out, in) and computes x @ W^T, so an exporter transposes nn.Linear weights and\n"
-      "copies Conv1D ones as they are (docs/07-causal-lm.md has the script).\n");
+      "and a model exported from PyTorch runs with --weights too (with --n-heads, or with a\n"
+      "model.txt beside its tensors). This course computes x @ W with W (in, out), as GPT-2's\n"
+      "Conv1D layers store it; PyTorch's nn.Linear stores W as (out, in) and computes x @ W^T,\n"
+      "so an exporter transposes nn.Linear weights and copies Conv1D ones as they are\n"
+      "(docs/07-causal-lm.md has the script).\n");
   if (!export_dir.empty()) {
     fmt::print("\n--export: the same {} files are in '{}'.\n", r.files.size(), export_dir);
   }

@@ -26,8 +26,10 @@ inline std::span<const float> last_row(const Tensor<3>& logits) {
 struct Model {
   attn::LmConfig config;
   attn::LmWeights weights;
-  std::string origin;     // for the narration
-  bool untrained = true;  // false with --weights: the files may hold a trained model
+  std::string origin;      // for the narration
+  bool untrained = true;   // false with --weights: the files may hold a trained model
+  bool described = false;  // --weights: the folder has a model.txt
+  bool own_vocab = false;  // --weights: the folder has a vocab.txt
 };
 
 struct Prompt {

@@ -434,23 +434,25 @@ Kernels learner_kernels() {
 void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
   if (o.ladder) return run_ladder(common, o.ladder_steps, o.ladder_rows);
   const Kernels k = common.mine ? learner_kernels() : reference_kernels();
-  const attn::Corpus corpus = attn::load_corpus(common.data);
-  const Data d = prepare_data(corpus);
-  const std::size_t V = d.vocab.size();
+  const bool resuming = !o.resume_dir.empty();
+  // A fresh run reads its corpus before any folder is made; a resumed one after its checkpoint,
+  // which names the corpus.
+  std::optional<attn::Corpus> fresh_corpus;
+  if (!resuming) fresh_corpus = attn::load_corpus(common.data);
 
   // One trainer per run folder: a resumed run saves to its run folder (never inside one of its
   // checkpoints), and holds the folder's lock before it reads anything from it.
-  if (!o.resume_dir.empty() && o.save_dir.empty()) {
+  if (resuming && o.save_dir.empty()) {
     o.save_dir = attn::run_folder_of(o.resume_dir).string();
   }
-  if (!o.resume_dir.empty() && !fs::is_directory(o.resume_dir)) {
+  if (resuming && !fs::is_directory(o.resume_dir)) {
     attn::load_checkpoint(o.resume_dir);  // says what is missing
   }
   std::optional<attn::RunLock> lock;
   if (!o.save_dir.empty()) lock.emplace(o.save_dir);
   std::error_code ec;
   const bool same_folder =
-      !o.resume_dir.empty() && fs::equivalent(attn::run_folder_of(o.resume_dir), o.save_dir, ec);
+      resuming && fs::equivalent(attn::run_folder_of(o.resume_dir), o.save_dir, ec);
   if (!same_folder && attn::holds_run(o.save_dir)) {
     if (!o.overwrite) {
       throw attn::UsageError(fmt::format(
@@ -461,26 +463,26 @@ void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
     attn::remove_run(o.save_dir);
   }
 
-  // A run starts fresh, or from a checkpoint.
+  // A run starts fresh, or from a checkpoint (with the corpus it recorded).
+  std::optional<attn::Checkpoint> ck;
+  std::string corpus_note;
+  if (resuming) ck = attn::load_checkpoint(o.resume_dir);
+  const attn::Corpus corpus = resuming ? resume_corpus(*ck, o.resume_dir, common.data, corpus_note)
+                                       : std::move(*fresh_corpus);
+  const Data d = prepare_data(corpus);
+  const std::size_t V = d.vocab.size();
   attn::TrainConfig c;
   attn::TrainState s;
-  if (!o.resume_dir.empty()) {
-    attn::Checkpoint ck = attn::load_checkpoint(o.resume_dir);
-    if (ck.vocab.chars() != d.vocab.chars()) {
-      throw std::runtime_error(fmt::format(
-          "checkpoint '{}' was trained on another corpus ({} characters, this one has {}): use "
-          "--data with the corpus it was made with",
-          o.resume_dir, ck.vocab.size(), V));
-    }
-    c = ck.config;
+  if (resuming) {
+    c = ck->config;
     check_resume_flags(o, c, argc, argv);
     // Without --steps the run goes on to the target it was started with.
     if (attn::flag_given(argc, argv, "--steps")) {
-      if (o.steps < ck.state.step) {
+      if (o.steps < ck->state.step) {
         throw attn::UsageError(fmt::format(
             "--steps {} is before the checkpoint's step {}: --steps counts from the start of the "
             "run",
-            o.steps, ck.state.step));
+            o.steps, ck->state.step));
       }
       // A cosine schedule decays over the run's steps: another target would re-shape it.
       if (o.steps != c.steps && c.schedule.shape == attn::LrShape::cosine) {
@@ -492,7 +494,7 @@ void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
       c.steps = o.steps;
       if (c.schedule.shape == attn::LrShape::constant) c.schedule.total = o.steps;
     }
-    s = std::move(ck.state);
+    s = std::move(ck->state);
   } else {
     c = config_from(o, V, common.seed);
     s = attn::train_init(c);
@@ -509,7 +511,8 @@ void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
         sample_text(s.weights, c.model, d.vocab, std::min<std::size_t>(o.tokens, 80), c.seed));
     show_one_step(take_one_step(k, s, c, d), c);
   } else {
-    fmt::print("Resumed from '{}' at step {} of {}.\n", o.resume_dir, s.step, c.steps);
+    fmt::print("Resumed from '{}' at step {} of {}.\n{}", o.resume_dir, s.step, c.steps,
+               corpus_note);
   }
 
   section(fresh ? 4 : 3, "Training");
@@ -524,7 +527,7 @@ void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
     std::fflush(stdout);
     std::exit(128 + r.signal);  // 130 for SIGINT, 143 for SIGTERM
   }
-  if (!o.save_dir.empty()) attn::save_checkpoint(o.save_dir, s, c, d.vocab);
+  if (!o.save_dir.empty()) attn::save_checkpoint(o.save_dir, s, c, d.vocab, d.corpus);
   show_training(s, r, c, d, before.bigram_val, common.timing);
   if (common.svg_dir) attn::write_svg(*common.svg_dir / "loss_curve.svg", loss_curve_svg(s));
 
@@ -568,7 +571,8 @@ int main(int argc, char** argv) {
   cli.add_string("--save", o.save_dir, "DIR: write a checkpoint at every estimate and at the end");
   cli.add_string(
       "--resume", o.resume_dir,
-      "DIR: continue the run saved in DIR, DIR/current or DIR/ckpt-N (it keeps saving to DIR)");
+      "DIR: continue the run saved in DIR, DIR/current or DIR/ckpt-N (it keeps saving to DIR), "
+      "on the corpus the checkpoint recorded (--data only to point at a copy of it)");
   cli.add_flag(
       "--overwrite", o.overwrite,
       "with --save: start over in a folder that already holds a run (its checkpoints are deleted)");

@@ -64,7 +64,66 @@ void stop_on_ctrl_c() {
 Data prepare_data(const attn::Corpus& corpus) {
   attn::Vocab vocab = attn::Vocab::from_text(corpus.text);
   const std::vector<int> ids = vocab.encode(corpus.text);
-  return {std::move(vocab), attn::train_val_split(ids)};
+  return {std::move(vocab), attn::train_val_split(ids),
+          attn::record_corpus(corpus.path, corpus.text)};
+}
+
+attn::Corpus resume_corpus(const attn::Checkpoint& ck, const std::string& resume_dir,
+                           const std::optional<std::string>& data_flag, std::string& note) {
+  if (!ck.corpus) {  // saved before checkpoints recorded their corpus
+    attn::Corpus corpus = attn::load_corpus(data_flag);
+    const attn::Vocab vocab = attn::Vocab::from_text(corpus.text);
+    if (ck.vocab.chars() != vocab.chars()) {
+      throw std::runtime_error(fmt::format(
+          "checkpoint '{}' was trained on another corpus ({} characters, {} has {}): use --data "
+          "with the corpus it was made with",
+          resume_dir, ck.vocab.size(), corpus.origin, vocab.size()));
+    }
+    note = fmt::format(
+        "This checkpoint does not record its corpus (it was saved before checkpoints did): it\n"
+        "goes on with {}, whose characters match its vocabulary. Its next save records it.\n",
+        corpus.origin);
+    return corpus;
+  }
+  const attn::CorpusRecord& want = *ck.corpus;
+  const bool shipped = want.path == attn::record_corpus(attn::shipped_corpus_path(), "").path;
+  if (data_flag) {
+    attn::Corpus corpus = attn::read_corpus(*data_flag);  // exit 1 for a missing or bad file
+    const attn::CorpusRecord got = attn::record_corpus(corpus.path, corpus.text);
+    if (got.bytes != want.bytes || got.fnv1a64 != want.fnv1a64) {
+      throw attn::UsageError(fmt::format(
+          "--data '{}' is not the corpus checkpoint '{}' was trained on ('{}', {}; this file: "
+          "{}): drop --data to go on with the recorded corpus, or start a new run",
+          *data_flag, resume_dir, want.path, attn::corpus_fingerprint(want),
+          attn::corpus_fingerprint(got)));
+    }
+    corpus.origin = *data_flag + " (--data)";
+    note = fmt::format("{} holds the very text the checkpoint recorded ({}).\n", corpus.origin,
+                       attn::corpus_fingerprint(want));
+    return corpus;
+  }
+  attn::Corpus corpus;
+  try {
+    corpus = attn::read_corpus(want.path);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(fmt::format(
+        "checkpoint '{}' was trained on a corpus that cannot be read now: {} (pass --data with a "
+        "copy of it)",
+        resume_dir, e.what()));
+  }
+  const attn::CorpusRecord got = attn::record_corpus(corpus.path, corpus.text);
+  if (got.bytes != want.bytes || got.fnv1a64 != want.fnv1a64) {
+    throw std::runtime_error(fmt::format(
+        "corpus '{}' changed since checkpoint '{}' was saved (then {}, now {}): restore it, or "
+        "pass --data with a copy of the original",
+        want.path, resume_dir, attn::corpus_fingerprint(want), attn::corpus_fingerprint(got)));
+  }
+  // The shipped corpus by the name every page uses; another by its recorded path.
+  corpus.origin = shipped ? std::string("data/sonnets.txt (shipped, recorded in the checkpoint)")
+                          : fmt::format("{} (recorded in the checkpoint)", want.path);
+  note = fmt::format("The checkpoint recorded its corpus; the file is unchanged ({}).\n",
+                     attn::corpus_fingerprint(want));
+  return corpus;
 }
 
 void check_data_fits(const Data& d, std::size_t block_size) {
@@ -224,12 +283,12 @@ RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainC
     }
     fmt::print("{}\n", line);
     std::fflush(stdout);  // a log file shows each estimate as it comes
-    if (!save_dir.empty()) attn::save_checkpoint(save_dir, s, c, d.vocab);
+    if (!save_dir.empty()) attn::save_checkpoint(save_dir, s, c, d.vocab, d.corpus);
     return true;
   };
   const auto stop = [&] {
     // The last complete step is saved (with its estimate, if that one finished).
-    if (!save_dir.empty()) attn::save_checkpoint(save_dir, s, c, d.vocab);
+    if (!save_dir.empty()) attn::save_checkpoint(save_dir, s, c, d.vocab, d.corpus);
     report.interrupted = true;
     report.signal = g_signal.load();
   };
@@ -270,7 +329,7 @@ RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainC
       break;
     }
     if (stop_requested()) {
-      if (!estimate && !save_dir.empty()) attn::save_checkpoint(save_dir, s, c, d.vocab);
+      if (!estimate && !save_dir.empty()) attn::save_checkpoint(save_dir, s, c, d.vocab, d.corpus);
       report.interrupted = true;
       report.signal = g_signal.load();
       break;

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "attn/io/cli.hpp"
 #include "attn/io/corpus.hpp"
 #include "attn/io/text.hpp"
+#include "attn/train/checkpoint.hpp"
 #include "attn/train/data.hpp"
 #include "attn/train/train.hpp"
 
@@ -66,8 +68,16 @@ struct Options {
 struct Data {
   attn::Vocab vocab;
   attn::Split split;
+  attn::CorpusRecord corpus;  // where the text came from and its hash: every checkpoint records it
 };
 Data prepare_data(const attn::Corpus& corpus);
+// The corpus a resumed run trains on: --data when given (exit 2 when the checkpoint recorded
+// another text), else the file the checkpoint recorded (exit 1 when it is gone or changed since;
+// $ATTN_DATA does not apply), else, for a checkpoint saved before the record existed, --data,
+// $ATTN_DATA or the shipped corpus as for a fresh run, checked by its vocabulary. `note` says
+// which, for the narration.
+attn::Corpus resume_corpus(const attn::Checkpoint& ck, const std::string& resume_dir,
+                           const std::optional<std::string>& data_flag, std::string& note);
 // Throws (exit 1) when the validation split has no window of block_size + 1 tokens.
 void check_data_fits(const Data& d, std::size_t block_size);
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -315,13 +316,41 @@ void show_generation(const Kernels& k, const Model& m, std::span<const int> prom
       ++refills;
     }
   }
-  fmt::print("With the cache: 1 prefill of the {}, then {} steps{}.\n",
+  fmt::print("With the cache: 1 prefill of the {}, then {} step{}{}.\n",
              n0 == prompt.size() ? fmt::format("{}-token prompt", n0)
                                  : fmt::format("prompt's last {} tokens (T_max)", n0),
-             steps,
-             refills > 0 ? fmt::format(" and {} re-fills (context past T_max = {}, section 6)",
-                                       refills, c.block_size)
+             steps, steps == 1 ? "" : "s",
+             refills > 0 ? fmt::format(" and {} re-fill{}\n(context past T_max = {}, section 6)",
+                                       refills, refills == 1 ? "" : "s", c.block_size)
                          : "");
+  // What those numbers say about the cache, chosen by them.
+  if (g.max_new_tokens <= 1) {
+    fmt::print("One character needs only the prefill: no step was taken.\n");
+  } else if (steps == 0) {
+    fmt::print(
+        "The prompt filled all T_max = {} positions, so the cache never stepped: every token "
+        "was a\nre-fill. A prompt shorter than T_max leaves it room.\n",
+        c.block_size);
+    attn::claim(refills == g.max_new_tokens - 1, "with no room left every token is a re-fill");
+  } else if (refills == 0) {
+    fmt::print(
+        "Every token after the first was one cheap step: the text never outgrew T_max = {}.\n",
+        c.block_size);
+  } else {
+    fmt::print(
+        "The cache stepped while the context fit in T_max = {} and re-filled after:\n{}.\n"
+        "A longer T_max (chapter 09's --block-size) keeps it stepping longer.\n",
+        c.block_size,
+        steps >= refills
+            ? fmt::format("most tokens after the first ({} of {}) were cheap steps", steps,
+                          steps + refills)
+            : fmt::format("{} of the {} tokens after the first were cheap steps, {} re-fills",
+                          steps, steps + refills, refills));
+  }
+  attn::claim(steps + refills + 1 == std::max<std::size_t>(g.max_new_tokens, 1),
+              "one prefill, then a step or a re-fill for every further token");
+  attn::claim(steps == std::min(g.max_new_tokens - 1, c.block_size - n0),
+              "the cache steps until the context reaches T_max");
 }
 
 // 5. FLOPs per token as the context grows (and µs per token with --timing).
@@ -461,7 +490,7 @@ void run(const attn::CommonOptions& common, const Options& o) {
   const attn::Vocab corpus_vocab = attn::Vocab::from_text(corpus.text);
   const Model m = load_model(o, corpus_vocab);
   const std::size_t top_k = parse_top_k(o, m.config.vocab_size);
-  const std::vector<int> prompt = prompt_ids(o, corpus, m.vocab);
+  const std::vector<int> prompt = prompt_ids(o, corpus, m.vocab, m.config.block_size);
 
   fmt::print("Chapter 10: generating fast with a KV cache\n");
   fmt::print("seed {}, corpus {}, functions: {}\n", common.seed, corpus.origin,
@@ -504,11 +533,12 @@ int main(int argc, char** argv) {
       "chapter 09 on the shipped sonnets.");
   Options o;
   cli.add_string("--weights", o.weights_dir,
-                 "DIR: a model folder of .npy files (07_causal_lm --export, chapter 09's "
-                 "checkpoints); its vocab.txt, if any, gives the vocabulary");
+                 "DIR: a model folder of .npy files (07_causal_lm --export, chapter 09's run "
+                 "folders and checkpoints); its model.txt gives the architecture and its "
+                 "vocab.txt, if any, the vocabulary");
   cli.add_string("--prompt", o.prompt,
                  "text to continue (default: the first line of the corpus with at least 30 "
-                 "characters)");
+                 "characters, cut to half the model's T_max so the cache has room to step)");
   cli.add_size("--tokens", o.tokens, "N, characters to generate", 1, kMaxTokens);
   cli.add_float("--temperature", o.temperature, "sampling temperature (> 0)", 0.0f);
   cli.add_string("--top-k", o.top_k_text,
@@ -520,11 +550,27 @@ int main(int argc, char** argv) {
   cli.add_flag("--greedy", o.greedy, "always the most likely character (no sampling)");
   cli.add_flag("--no-cache", o.no_cache,
                "stream the text from lm_generate (a full forward per token) instead");
-  cli.add_size("--n-layers", o.n_layers, "L, transformer blocks of the model", 1, kMaxLayers);
-  cli.add_size("--n-heads", o.n_heads, "H, attention heads, must divide C", 1, kMaxHeads);
+  cli.add_size("--n-layers", o.n_layers,
+               "L, transformer blocks of the model (default: its model.txt's; a value that "
+               "contradicts the folder is refused)",
+               1, kMaxLayers);
+  cli.add_size("--n-heads", o.n_heads,
+               "H, attention heads, must divide C (default: its model.txt's; needed only for a "
+               "folder without one)",
+               1, kMaxHeads);
   cli.add_alias("--layers", "--n-layers");  // the old spellings, before chapters 07-10 shared one
   cli.add_alias("--heads", "--n-heads");
   o.prompt_given = flag_given(argc, argv, "--prompt");
   o.top_k_given = flag_given(argc, argv, "--top-k");
-  return cli.run(argc, argv, [&](const attn::CommonOptions& common) { run(common, o); });
+  return cli.run(argc, argv, [&](const attn::CommonOptions& common) {
+    // The folder gives the architecture; a flag typed (in either spelling) must agree with it.
+    const auto typed = [&](std::string_view a, std::string_view b, std::size_t value) {
+      return flag_given(argc, argv, a) || flag_given(argc, argv, b)
+                 ? std::optional<std::size_t>(value)
+                 : std::nullopt;
+    };
+    o.typed.n_layers = typed("--n-layers", "--layers", o.n_layers);
+    o.typed.n_heads = typed("--n-heads", "--heads", o.n_heads);
+    run(common, o);
+  });
 }

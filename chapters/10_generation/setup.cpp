@@ -14,6 +14,7 @@
 
 #include "attn/io/cli.hpp"
 #include "attn/io/npy.hpp"
+#include "attn/model/lm_files.hpp"
 
 namespace ch10 {
 
@@ -79,37 +80,16 @@ Model load_model(const Options& o, const attn::Vocab& corpus_vocab) {
   // (data/sonnets-model, the chapter-09 CPU model's shapes: C 64, H 4, L 4, T_max 64), so the
   // text looks like the corpus and the page's transcript is checked like every other.
   const bool shipped = o.weights_dir.empty();
-  std::string folder = shipped ? shipped_model_path().string() : o.weights_dir;
-  std::error_code ec;
-  // A chapter-09 checkpoint folder (DIR holds DIR/model): its model.
-  if (!shipped && fs::is_directory(fs::path(folder) / "model", ec)) {
-    folder = (fs::path(folder) / "model").string();
-  }
-  if (!fs::is_directory(folder, ec)) {
-    throw std::runtime_error(fmt::format("--weights: '{}' is not a folder", folder));
-  }
+  const std::string folder = shipped ? shipped_model_path().string() : o.weights_dir;
   // Resolved once (a chapter-09 run's DIR/model links to current/model, which a running trainer
   // switches): the weights and vocab.txt below come from this one folder, never from two
   // checkpoints, and its MANIFEST.txt (if any) proves them complete.
-  const fs::path dir = fs::canonical(folder, ec);
-  if (ec) throw std::runtime_error(fmt::format("--weights '{}': {}", folder, ec.message()));
-  if (const std::size_t found = attn::count_blocks(dir); found > 0 && found != o.n_layers) {
-    throw attn::UsageError(
-        fmt::format("--n-layers {} but model '{}' has {} blocks: pass --n-layers {}", o.n_layers,
-                    folder, found, found));
-  }
-  try {  // --n-heads is a usage error: checked against C before load_lm reads everything
-    const attn::NpyArray wte = attn::read_npy(dir / "wte.npy");
-    if (wte.shape.size() == 2 && wte.shape[1] % o.n_heads != 0) {
-      throw attn::UsageError(fmt::format("--n-heads {} does not divide C = {} of model '{}'",
-                                         o.n_heads, wte.shape[1], folder));
-    }
-  } catch (const attn::UsageError&) {
-    throw;
-  } catch (const std::exception&) {  // a missing or broken wte.npy: load_lm says which
-  }
+  const fs::path dir = attn::resolve_model_folder(folder);
   Model m{attn::LmConfig{}, attn::LmWeights{}, corpus_vocab, ""};
-  m.weights = attn::load_lm(dir, o.n_layers, o.n_heads, m.config);
+  // Messages name the folder as typed (the shipped one as the pages do).
+  m.weights = attn::load_lm_as_described(dir, o.typed, o.n_heads, m.config, m.described,
+                                         shipped ? "data/sonnets-model" : folder);
+  std::error_code ec;
   const fs::path vocab_file = dir / "vocab.txt";
   const bool has_vocab = fs::exists(vocab_file, ec);
   if (has_vocab) m.vocab = read_vocab_file(vocab_file);
@@ -119,18 +99,21 @@ Model load_model(const Options& o, const attn::Vocab& corpus_vocab) {
         m.config.vocab_size,
         has_vocab ? "its vocab.txt" : "the corpus (no vocab.txt in the folder)", m.vocab.size()));
   }
-  m.origin = shipped ? std::string(
-                           "the model the repository ships (data/sonnets-model: chapter 09 "
-                           "trained it on the shipped sonnets, 1000 steps)")
-                     : fmt::format("loaded from '{}' ({})", folder,
-                                   has_vocab ? "vocabulary from its vocab.txt"
-                                             : "vocabulary of the corpus");
+  m.origin =
+      shipped
+          ? std::string(
+                "the model the repository ships (data/sonnets-model: chapter 09 "
+                "trained it on the shipped sonnets, 1000 steps)")
+          : fmt::format("loaded from '{}' ({}, {})", folder,
+                        m.described ? "architecture from its model.txt"
+                                    : "no model.txt: L from its blocks, H from --n-heads",
+                        has_vocab ? "vocabulary from its vocab.txt" : "vocabulary of the corpus");
   return m;
 }
 
 // The prompt as ids: the flag, or the first line of the corpus with kPromptMinLength characters.
-std::vector<int> prompt_ids(const Options& o, const attn::Corpus& corpus,
-                            const attn::Vocab& vocab) {
+std::vector<int> prompt_ids(const Options& o, const attn::Corpus& corpus, const attn::Vocab& vocab,
+                            std::size_t block_size) {
   std::u32string prompt;
   if (o.prompt_given) {
     try {
@@ -160,6 +143,14 @@ std::vector<int> prompt_ids(const Options& o, const attn::Corpus& corpus,
     for (char32_t c : prompt)
       if (vocab.contains(c)) kept += c;
     prompt = kept.empty() ? std::u32string(1, vocab.chars()[0]) : kept;
+    // At most half the model's T_max, so the cache has room to step: cut at the end of a word
+    // when one ends in the second half of that budget.
+    const std::size_t budget = std::max<std::size_t>(1, block_size / 2);
+    if (prompt.size() > budget) {
+      const std::size_t space = prompt.rfind(U' ', budget);
+      prompt.resize(space != std::u32string::npos && space >= budget / 2 && space > 0 ? space
+                                                                                      : budget);
+    }
   }
   std::vector<int> ids;
   for (char32_t c : prompt) ids.push_back(vocab.id_of(c));

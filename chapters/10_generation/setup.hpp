@@ -9,6 +9,7 @@
 
 #include "attn/io/corpus.hpp"
 #include "attn/io/text.hpp"
+#include "attn/model/lm_files.hpp"
 #include "attn/model/model.hpp"
 
 namespace ch10 {
@@ -27,25 +28,30 @@ struct Options {
   std::size_t n_heads = 4;
   bool prompt_given = false;  // told apart from the default: --prompt "" is an error
   bool top_k_given = false;
+  attn::ArchitectureFlags typed;  // --n-layers, --n-heads as typed: they only override
 };
 
 struct Model {
   attn::LmConfig config;
   attn::LmWeights weights;
   attn::Vocab vocab;
-  std::string origin;  // for the narration
+  std::string origin;      // for the narration
+  bool described = false;  // the folder has a model.txt
 };
 
 // A character for a sentence: 'a', or ' ' as printable() names it.
 std::string char_name(char32_t c);
 // --top-k as a number in [1, V]; 0 when not given (every token).
 std::size_t parse_top_k(const Options& o, std::size_t V);
-// Where the model comes from: --weights DIR (an lm folder, or a chapter-09 checkpoint holding
-// DIR/model; its vocab.txt if it has one, else the corpus's vocabulary as in chapter 07), or the
-// model the repository ships (data/sonnets-model). attn::UsageError for --n-layers or --n-heads
-// that contradict the folder; std::runtime_error naming the file for anything broken.
+// Where the model comes from: --weights DIR (an lm folder, or a chapter-09 run or checkpoint
+// holding DIR/model; the architecture from its model.txt, its vocab.txt if it has one, else the
+// corpus's vocabulary as in chapter 07), or the model the repository ships (data/sonnets-model).
+// attn::UsageError for --n-layers or --n-heads that contradict the folder; std::runtime_error
+// naming the file for anything broken.
 Model load_model(const Options& o, const attn::Vocab& corpus_vocab);
-// The prompt as ids: --prompt, or the first line of the corpus with at least 30 characters.
-std::vector<int> prompt_ids(const Options& o, const attn::Corpus& corpus, const attn::Vocab& vocab);
+// The prompt as ids: --prompt, or the first line of the corpus with at least 30 characters, cut
+// to at most half of block_size (the model's T_max) so that the cache has room to step.
+std::vector<int> prompt_ids(const Options& o, const attn::Corpus& corpus, const attn::Vocab& vocab,
+                            std::size_t block_size);
 
 }  // namespace ch10

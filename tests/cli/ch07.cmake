@@ -69,9 +69,10 @@ export_model(good)
 export_model(narrow --n-embd 32)
 export_model(other_corpus --data ${DIR}/abcd.txt)
 
-foreach(copy missing misshaped corrupt)
+foreach(copy missing misshaped corrupt no_model_txt)
   file(COPY ${DIR}/good/ DESTINATION ${DIR}/${copy})
 endforeach()
+file(REMOVE ${DIR}/no_model_txt/model.txt)
 file(REMOVE ${DIR}/missing/h1.w_v.npy)
 file(COPY_FILE ${DIR}/narrow/h1.w_q.npy ${DIR}/misshaped/h1.w_q.npy)
 file(WRITE ${DIR}/corrupt/h0.w_k.npy "this is not a .npy file\n")
@@ -96,16 +97,67 @@ attn_cli_test(ch07.weights_corrupt_file EXIT 1 MATCH "corrupt/h0\\.w_k\\.npy"
 attn_cli_test(ch07.weights_other_vocabulary EXIT 1
               MATCH "has a vocabulary of 6 tokens .* but the corpus has 59 characters"
               COMMAND 07_causal_lm --weights ${ch07_models}/other_corpus)
-# An old spelling (--layers) is a hidden alias of --n-layers: accepted, and the message names the
-# flag --help shows.
+# The folder describes the model (model.txt): a flag may repeat it, never contradict it. An old
+# spelling (--layers) is a hidden alias of --n-layers: accepted, and the message names the flag
+# --help shows.
 attn_cli_test(ch07.weights_more_blocks_than_layers EXIT 2
-              MATCH "--n-layers 1 but model '.*/good' has 2 blocks"
+              MATCH "--n-layers 1 contradicts model '.*/good', whose model.txt says n_layers 2: drop the flag"
               COMMAND 07_causal_lm --weights ${ch07_models}/good --layers 1)
-attn_cli_test(ch07.weights_heads_not_dividing EXIT 2 MATCH "--n-heads 5 does not divide C = 64"
+attn_cli_test(ch07.weights_heads_contradict EXIT 2
+              MATCH "--n-heads 5 contradicts model '.*/good', whose model.txt says n_heads 4"
               COMMAND 07_causal_lm --weights ${ch07_models}/good --n-heads 5)
+attn_cli_test(ch07.weights_flags_agree EXIT 0 STDOUT MATCH "L = 2, H = 4 \\(head size 16\\)"
+              COMMAND 07_causal_lm --weights ${ch07_models}/good --n-layers 2 --n-heads 4
+                      --n-embd 64 --block-size 32 --tokens 5)
+# Without model.txt (a folder exported elsewhere): L from its blocks, H from --n-heads.
+attn_cli_test(ch07.weights_no_model_txt EXIT 0 STDOUT
+              MATCH "no model.txt, so L from its blocks and H from --n-heads.*L = 2, H = 2"
+              COMMAND 07_causal_lm --weights ${ch07_models}/no_model_txt --n-heads 2 --tokens 5)
+attn_cli_test(ch07.weights_heads_not_dividing EXIT 2 MATCH "--n-heads 5 does not divide C = 64"
+              COMMAND 07_causal_lm --weights ${ch07_models}/no_model_txt --n-heads 5)
+attn_cli_test(ch07.weights_layers_not_on_disk EXIT 2
+              MATCH "--n-layers 3 contradicts model '.*/no_model_txt', which holds 2 blocks \\(h0 to h1\\)"
+              COMMAND 07_causal_lm --weights ${ch07_models}/no_model_txt --n-layers 3)
 foreach(t weights_round_trip weights_missing_tensor weights_misshaped_tensor weights_corrupt_file
-          weights_other_vocabulary weights_more_blocks_than_layers weights_heads_not_dividing)
+          weights_other_vocabulary weights_more_blocks_than_layers weights_heads_contradict
+          weights_flags_agree weights_no_model_txt weights_heads_not_dividing
+          weights_layers_not_on_disk)
   set_tests_properties(cli.ch07.${t} PROPERTIES FIXTURES_REQUIRED ch07_models)
+endforeach()
+
+# A non-default chapter-09 run (2 layers, 2 heads, ReLU, C 32, T_max 16, a separate head), shared
+# with tests/cli/ch10.cmake: `--weights RUN` alone loads it, the architecture from its model.txt
+# and the vocabulary from its vocab.txt (issue 17).
+set(ch09_run ${CMAKE_CURRENT_BINARY_DIR}/ch09_nondefault_run)
+add_test(NAME cli.ch09_run_for_07_10
+         COMMAND ${CMAKE_COMMAND} -E env --unset=ATTN_DATA
+                 $<TARGET_FILE:09_training> --n-embd 32 --n-heads 2 --n-layers 2 --block-size 16
+                 --batch-size 4 --steps 20 --eval-interval 20 --eval-iters 2 --tokens 0
+                 --activation relu --save ${ch09_run} --overwrite)
+set_tests_properties(cli.ch09_run_for_07_10 PROPERTIES LABELS "cli;ch07;ch09;ch10"
+                     FIXTURES_SETUP ch09_run)
+attn_cli_test(ch07.weights_run_alone EXIT 0 STDOUT
+              MATCH "L, H and the variant from its model.txt;.* the vocabulary from its vocab.txt.*ReLU FFN.*lm_head \\+ b .*L = 2, H = 2 \\(head size 16\\).*output head lm_head \\(32, 59\\) and its bias"
+              COMMAND 07_causal_lm --weights ${ch09_run} --tokens 5)
+# Its step-by-step forward (block by block, ln_f, the separate head) equals lm_forward: the
+# program's own claim, checked in self-check mode (every claim held, or exit 1).
+attn_cli_test(ch07.weights_run_stepwise_equals_lm_forward EXIT 0
+              MATCH "^self-check: [0-9]+ claims held$"
+              ENV ATTN_SELF_CHECK=1
+              COMMAND 07_causal_lm --weights ${ch09_run}/current --tokens 5)
+attn_cli_test(ch07.weights_run_contradicting_layers EXIT 2
+              MATCH "--n-layers 4 contradicts model '.*/ch09_nondefault_run', whose model.txt says n_layers 2: drop the flag"
+              COMMAND 07_causal_lm --weights ${ch09_run} --n-layers 4)
+attn_cli_test(ch07.weights_run_contradicting_embd EXIT 2
+              MATCH "--n-embd 64 contradicts model '.*/ch09_nondefault_run', whose wte.npy has C = 32: drop the flag"
+              COMMAND 07_causal_lm --weights ${ch09_run} --n-embd 64)
+attn_cli_test(ch07.weights_run_contradicting_block_size EXIT 2
+              MATCH "--block-size 32 contradicts model '.*/ch09_nondefault_run', whose wpe.npy has T_max = 16"
+              COMMAND 07_causal_lm --weights ${ch09_run} --block-size 32)
+foreach(t weights_run_alone weights_run_stepwise_equals_lm_forward
+          weights_run_contradicting_layers weights_run_contradicting_embd
+          weights_run_contradicting_block_size)
+  set_tests_properties(cli.ch07.${t} PROPERTIES FIXTURES_REQUIRED ch09_run)
 endforeach()
 attn_cli_test(ch07.export_not_a_folder EXIT 1
               MATCH "model '.*/data/sonnets\\.txt/model': cannot create the folder"

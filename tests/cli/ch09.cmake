@@ -69,3 +69,11 @@ add_test(NAME cli.ch09.snapshot_loads
                  $<TARGET_FILE:10_generation> $<TARGET_FILE:07_causal_lm>
                  ${CMAKE_CURRENT_BINARY_DIR}/ch09_snapshot_loads)
 set_tests_properties(cli.ch09.snapshot_loads PROPERTIES LABELS "cli;ch09;robust" ENVIRONMENT "ATTN_DATA=")
+
+# A checkpoint records its corpus (path, size, FNV-1a 64): --resume DIR alone reads it again,
+# another --data is refused (exit 2), a changed or missing file too (exit 1), and a checkpoint
+# saved before the record resumes with --data (tests/cli/ch09_corpus.sh; issue 17).
+add_test(NAME cli.ch09.corpus_record
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ch09_corpus.sh $<TARGET_FILE:09_training>
+                 ${CMAKE_CURRENT_BINARY_DIR}/ch09_corpus)
+set_tests_properties(cli.ch09.corpus_record PROPERTIES LABELS "cli;ch09;robust" ENVIRONMENT "ATTN_DATA=")

@@ -13,11 +13,22 @@ attn_cli_test(ch10.heads_above_max EXIT 2 MATCH "--n-heads must be at most 64, g
 # The old spellings still work, as hidden aliases (messages name the new flag).
 attn_cli_test(ch10.layers_alias EXIT 2 MATCH "--n-layers must be at most 64, got 65"
               COMMAND 10_generation --layers 65)
-attn_cli_test(ch10.heads_alias EXIT 2 MATCH "--n-heads 5 does not divide C = 64"
+attn_cli_test(ch10.heads_alias EXIT 2 MATCH "--n-heads 5 contradicts model"
               COMMAND 10_generation --heads=5)
-attn_cli_test(ch10.heads_not_dividing EXIT 2
-              MATCH "--n-heads 5 does not divide C = 64 of model .*sonnets-model"
+# The shipped model describes itself (model.txt): a flag may repeat it, never contradict it.
+attn_cli_test(ch10.heads_contradict_shipped_model EXIT 2
+              MATCH "--n-heads 5 contradicts model '.*sonnets-model', whose model.txt says n_heads 4: drop the flag"
               COMMAND 10_generation --n-heads 5)
+attn_cli_test(ch10.layers_contradict_shipped_model EXIT 2
+              MATCH "--n-layers 2 contradicts model '.*sonnets-model', whose model.txt says n_layers 4: drop the flag"
+              COMMAND 10_generation --n-layers 2)
+attn_cli_test(ch10.flags_agree_with_shipped_model EXIT 0 STDOUT MATCH "V 59, T_max 64, C 64, H 4, L 4"
+              COMMAND 10_generation --n-layers 4 --n-heads 4 --tokens 5)
+# The default prompt leaves the cache room to step: at most half of T_max (64 for the shipped
+# model), so the text is not re-filled from its first token on.
+attn_cli_test(ch10.default_prompt_lets_the_cache_step EXIT 0 STDOUT
+              MATCH "prompt \"From fairest creatures we desire\".*1 prefill of the 32-token prompt, then 32 steps and 167 re-fills"
+              COMMAND 10_generation)
 attn_cli_test(ch10.top_k_zero EXIT 2 MATCH "--top-k must be at least 1, got 0"
               COMMAND 10_generation --top-k 0)
 attn_cli_test(ch10.top_k_above_vocabulary EXIT 2
@@ -82,9 +93,10 @@ export_model(good)
 export_model(abcd --data ${DIR}/abcd.txt)
 file(COPY ${DIR}/abcd/ DESTINATION ${DIR}/abcd_no_vocab)
 file(WRITE ${DIR}/abcd/vocab.txt "\n abcd")
-foreach(copy good_small_vocab unsorted_vocab missing)
+foreach(copy good_small_vocab unsorted_vocab missing no_model_txt)
   file(COPY ${DIR}/good/ DESTINATION ${DIR}/${copy})
 endforeach()
+file(REMOVE ${DIR}/no_model_txt/model.txt)
 file(WRITE ${DIR}/good_small_vocab/vocab.txt "\n abcd")
 file(COPY ${DIR}/abcd/ DESTINATION ${DIR}/unsorted_vocab)
 file(WRITE ${DIR}/unsorted_vocab/vocab.txt "dcba \n")
@@ -98,17 +110,25 @@ add_test(NAME cli.ch10.make_models
 set_tests_properties(cli.ch10.make_models PROPERTIES LABELS "cli;ch10" FIXTURES_SETUP ch10_models)
 
 attn_cli_test(ch10.weights_good EXIT 0 STDOUT
-              MATCH "model: loaded from '.*/good' \\(vocabulary of the corpus\\)"
+              MATCH "model: loaded from '.*/good' \\(architecture from its model.txt, vocabulary of the corpus\\)"
               COMMAND 10_generation --weights ${ch10_models}/good --n-layers 2 --tokens 5)
+attn_cli_test(ch10.weights_alone EXIT 0 STDOUT MATCH "V 59, T_max 32, C 64, H 4, L 2"
+              COMMAND 10_generation --weights ${ch10_models}/good --tokens 5)
 attn_cli_test(ch10.weights_with_vocab_file EXIT 0 STDOUT
               MATCH "vocabulary from its vocab.txt.*V 6, T_max 32"
               COMMAND 10_generation --weights ${ch10_models}/abcd --n-layers 2 --tokens 5
                       --prompt "abba")
 attn_cli_test(ch10.weights_layers_mismatch EXIT 2
-              MATCH "--n-layers 4 but model '.*/good' has 2 blocks: pass --n-layers 2"
-              COMMAND 10_generation --weights ${ch10_models}/good)
+              MATCH "--n-layers 4 contradicts model '.*/good', whose model.txt says n_layers 2: drop the flag"
+              COMMAND 10_generation --weights ${ch10_models}/good --n-layers 4)
 attn_cli_test(ch10.weights_heads_not_dividing EXIT 2 MATCH "--n-heads 5 does not divide C = 64 of model"
-              COMMAND 10_generation --weights ${ch10_models}/good --n-layers 2 --n-heads 5)
+              COMMAND 10_generation --weights ${ch10_models}/no_model_txt --n-heads 5)
+attn_cli_test(ch10.weights_no_model_txt EXIT 0 STDOUT
+              MATCH "no model.txt: L from its blocks, H from --n-heads.*V 59, T_max 32, C 64, H 2, L 2"
+              COMMAND 10_generation --weights ${ch10_models}/no_model_txt --n-heads 2 --tokens 5)
+attn_cli_test(ch10.weights_no_model_txt_layers EXIT 2
+              MATCH "--n-layers 3 contradicts model '.*/no_model_txt', which holds 2 blocks"
+              COMMAND 10_generation --weights ${ch10_models}/no_model_txt --n-layers 3)
 attn_cli_test(ch10.weights_vocab_file_mismatch EXIT 1
               MATCH "has a vocabulary of 59 tokens \\(wte.npy\\) but its vocab.txt has 6 characters"
               COMMAND 10_generation --weights ${ch10_models}/good_small_vocab --n-layers 2)
@@ -119,7 +139,8 @@ attn_cli_test(ch10.weights_vocab_file_unsorted EXIT 1 MATCH "unsorted_vocab/voca
               COMMAND 10_generation --weights ${ch10_models}/unsorted_vocab --n-layers 2)
 attn_cli_test(ch10.weights_missing_tensor EXIT 1 MATCH "missing h1\\.w_v\\.npy"
               COMMAND 10_generation --weights ${ch10_models}/missing --n-layers 2)
-foreach(t weights_good weights_with_vocab_file weights_layers_mismatch weights_heads_not_dividing
+foreach(t weights_good weights_alone weights_with_vocab_file weights_layers_mismatch
+          weights_heads_not_dividing weights_no_model_txt weights_no_model_txt_layers
           weights_vocab_file_mismatch weights_corpus_mismatch weights_vocab_file_unsorted
           weights_missing_tensor)
   set_tests_properties(cli.ch10.${t} PROPERTIES FIXTURES_REQUIRED ch10_models)
@@ -130,3 +151,19 @@ attn_cli_test(ch10.no_cache_same_text EXIT 0 STDOUT
 attn_cli_test(ch10.greedy_same_text EXIT 0 STDOUT
               MATCH "greedy \\(the most likely character every time\\).*without the cache: the same 90 characters"
               COMMAND 10_generation --greedy --tokens 90)
+
+# A non-default chapter-09 run (the fixture of tests/cli/ch07.cmake: 2 layers, 2 heads, ReLU,
+# C 32, T_max 16): `--weights RUN` alone, every claim held, and the cache steps with the default
+# prompt (cut to T_max / 2 = 8 characters at a word's end: "From").
+attn_cli_test(ch10.weights_run_alone EXIT 0 STDOUT
+              MATCH "architecture from its model.txt, vocabulary from its vocab.txt\\).*V 59, T_max 16, C 32, H 2, L 2.*prompt \"From\".*1 prefill of the 4-token prompt, then 12 steps and 187 re-fills"
+              COMMAND 10_generation --weights ${ch09_run})
+attn_cli_test(ch10.weights_run_claims_hold EXIT 0 MATCH "^self-check: [0-9]+ claims held$"
+              ENV ATTN_SELF_CHECK=1
+              COMMAND 10_generation --weights ${ch09_run}/model --tokens 40)
+attn_cli_test(ch10.weights_run_contradicting_heads EXIT 2
+              MATCH "--n-heads 4 contradicts model '.*/ch09_nondefault_run', whose model.txt says n_heads 2: drop the flag"
+              COMMAND 10_generation --weights ${ch09_run} --n-heads 4)
+foreach(t weights_run_alone weights_run_claims_hold weights_run_contradicting_heads)
+  set_tests_properties(cli.ch10.${t} PROPERTIES FIXTURES_REQUIRED ch09_run)
+endforeach()

@@ -11,11 +11,16 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "attn/io/cli.hpp"
+#include "attn/io/narrate.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/model/lm_files.hpp"
 #include "attn/train/checkpoint.hpp"
@@ -272,6 +277,202 @@ TEST_CASE("--resume's path names its run folder: DIR, DIR/current or DIR/ckpt-N"
   attn::remove_run(dir);
   CHECK_FALSE(attn::holds_run(dir));
   CHECK_FALSE(fs::exists(dir / "ckpt-000001"));
+  fs::remove_all(dir);
+}
+
+// ---- The corpus a checkpoint records (issue 17): resume reads it again, refuses another.
+
+TEST_CASE("fnv1a64 gives the published FNV-1a 64 test vectors") {
+  // From the reference implementation's test suite (Fowler, Noll, Vo: fnv/test_fnv.c).
+  CHECK(attn::fnv1a64("") == 0xcbf29ce484222325ull);
+  CHECK(attn::fnv1a64("a") == 0xaf63dc4c8601ec8cull);
+  CHECK(attn::fnv1a64("foobar") == 0x85944171f73967e8ull);
+}
+
+TEST_CASE("a checkpoint records its corpus and reads the record back exactly") {
+  const attn::TrainConfig c = small_config();
+  const attn::TrainState s = attn::train_init(c);
+  // A path with a space, a backslash and a line break: train.txt is one `key value` per line.
+  const std::string text = "ab\ncd\n";
+  const attn::CorpusRecord record = attn::record_corpus("/tmp/my corpus\\with\nbreak.txt", text);
+  CHECK(record.path == "/tmp/my corpus\\with\nbreak.txt");
+  CHECK(record.bytes == 6);
+  CHECK(record.fnv1a64 == attn::fnv1a64(text));
+  CHECK(attn::corpus_fingerprint(record) ==
+        fmt::format("6 bytes, fnv1a64 {:016x}", attn::fnv1a64(text)));
+  const fs::path dir = temp_dir("corpus_record");
+  attn::save_checkpoint(dir, s, c, vocab7(), record);
+  const attn::Checkpoint ck = attn::load_checkpoint(dir);
+  REQUIRE(ck.corpus.has_value());
+  CHECK(ck.corpus->path == record.path);
+  CHECK(ck.corpus->bytes == record.bytes);
+  CHECK(ck.corpus->fnv1a64 == record.fnv1a64);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a relative corpus path is recorded as an absolute one") {
+  const attn::CorpusRecord r = attn::record_corpus("data/x.txt", "x");
+  CHECK(fs::path(r.path).is_absolute());
+  CHECK(r.path == (fs::current_path() / "data" / "x.txt").lexically_normal().string());
+}
+
+TEST_CASE("a checkpoint saved before the record existed loads, without a corpus") {
+  const fs::path dir = saved_run("no_record");  // save_checkpoint without a record
+  std::ifstream in(fs::canonical(dir / "current") / "train.txt");
+  std::ostringstream read;
+  read << in.rdbuf();
+  const std::string train = read.str();
+  CHECK_FALSE(contains(train, "corpus_"));
+  CHECK_FALSE(attn::load_checkpoint(dir).corpus.has_value());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a half or malformed corpus record is refused by name") {
+  const attn::TrainConfig c = small_config();
+  const attn::TrainState s = attn::train_init(c);
+  const attn::CorpusRecord record = attn::record_corpus("/tmp/corpus.txt", "abc");
+  struct Case {
+    const char* key;
+    const char* value;  // nullptr: the line is removed
+    const char* message;
+  };
+  const Case cases[] = {
+      {"corpus_bytes", nullptr, "missing key 'corpus_bytes'"},
+      {"corpus_fnv1a64", "12345", "key 'corpus_fnv1a64' is '12345', expected 16 hex digits"},
+      {"corpus_fnv1a64", "zz3456789abcdef0", "expected 16 hex digits"},
+      {"corpus_path", "/tmp/a\\q", "key 'corpus_path' is '/tmp/a\\q', expected a path"},
+      {"corpus_bytes", "-1", "key 'corpus_bytes' is '-1', expected a non-negative integer"},
+  };
+  for (const Case& k : cases) {
+    CAPTURE(k.key);
+    const fs::path dir = temp_dir("corpus_bad");
+    attn::save_checkpoint(dir, s, c, vocab7(), record);
+    const fs::path ckpt = fs::canonical(dir / "current");
+    if (k.value != nullptr) {
+      set_key(ckpt, k.key, k.value);
+    } else {
+      std::ifstream in(ckpt / "train.txt");
+      std::ostringstream out;
+      std::string line;
+      while (std::getline(in, line))
+        if (line.rfind(std::string(k.key) + " ", 0) != 0) out << line << "\n";
+      in.close();
+      std::ofstream(ckpt / "train.txt", std::ios::trunc) << out.str();
+      attn::write_manifest(ckpt);
+    }
+    const std::string e = load_error(dir);
+    CHECK(contains(e, "train.txt"));
+    CHECK_MESSAGE(contains(e, k.message), e);
+    fs::remove_all(dir);
+  }
+}
+
+// ---- A model folder describes itself (model.txt): what chapters 07 and 10 load with --weights.
+
+TEST_CASE("read_model_file gives model.txt's architecture, tolerates dropout, refuses the rest") {
+  attn::TrainConfig c = small_config();
+  c.model.n_layers = 2;
+  c.model.tied_head = false;
+  c.model.activation = attn::Activation::relu;
+  const attn::TrainState s = attn::train_init(c);
+  const fs::path dir = temp_dir("model_file");
+  attn::save_lm(dir / "described", s.weights, c.model);
+  attn::save_lm(dir / "bare", s.weights);  // no model.txt
+  const std::optional<attn::LmConfig> m = attn::read_model_file(dir / "described");
+  REQUIRE(m.has_value());
+  CHECK(m->n_layers == 2);
+  CHECK(m->n_heads == 2);
+  CHECK_FALSE(m->tied_head);
+  CHECK(m->activation == attn::Activation::relu);
+  CHECK_FALSE(attn::read_model_file(dir / "bare").has_value());
+  // A key a later version adds for training only: accepted, and it changes nothing here.
+  std::ofstream(dir / "described" / "model.txt", std::ios::app) << "dropout 0.2\n";
+  CHECK(attn::read_model_file(dir / "described")->n_layers == 2);
+  std::ofstream(dir / "described" / "model.txt", std::ios::app) << "dropout 1.5\n";
+  CHECK_THROWS_WITH_AS(attn::read_model_file(dir / "described"),
+                       doctest::Contains("dropout is '1.5', expected a probability in [0, 1)"),
+                       std::runtime_error);
+  std::ofstream(dir / "bare" / "model.txt") << "n_layers 2\nn_hedas 2\n";
+  CHECK_THROWS_WITH_AS(attn::read_model_file(dir / "bare"),
+                       doctest::Contains("model.txt line 2: unknown key 'n_hedas'"),
+                       std::runtime_error);
+  std::ofstream(dir / "bare" / "model.txt", std::ios::trunc) << "n_layers 2\n";
+  CHECK_THROWS_WITH_AS(attn::read_model_file(dir / "bare"),
+                       doctest::Contains("model.txt has no n_heads line"), std::runtime_error);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("--weights DIR alone: the architecture from the folder, flags only agree with it") {
+  attn::TrainConfig c = small_config();
+  c.model.n_layers = 2;
+  c.model.tied_head = false;
+  c.model.activation = attn::Activation::relu;
+  const attn::TrainState s = attn::train_init(c);
+  const fs::path dir = temp_dir("described");
+  attn::save_checkpoint(dir, s, c, vocab7());
+  // A run folder resolves to its current model; nothing typed: everything from the files.
+  const fs::path model = attn::resolve_model_folder(dir);
+  CHECK(model == fs::canonical(dir / "current" / "model"));
+  attn::LmConfig got;
+  bool described = false;
+  const attn::LmWeights w = attn::load_lm_as_described(model, {}, 4, got, described);
+  CHECK(described);
+  CHECK(got.n_layers == 2);
+  CHECK(got.n_heads == 2);
+  CHECK(got.n_embd == 8);
+  CHECK(got.block_size == 6);
+  CHECK(got.vocab_size == 7);
+  CHECK_FALSE(got.tied_head);
+  CHECK(got.activation == attn::Activation::relu);
+  // The same logits as the weights that were saved (independent: lm_forward on the originals).
+  xt::xtensor<int, 2> tokens = {{1, 2, 3, 4, 5, 6}};
+  const attn::Tensor<3> a = attn::lm_forward(tokens, w, got);
+  const attn::Tensor<3> b = attn::lm_forward(tokens, s.weights, c.model);
+  CHECK(attn::max_abs_diff(a, b) == 0.0);
+  // Flags that repeat the files are fine; one that contradicts them is a usage error naming
+  // both values.
+  attn::ArchitectureFlags same;
+  same.n_layers = 2;
+  same.n_heads = 2;
+  same.n_embd = 8;
+  same.block_size = 6;
+  CHECK_NOTHROW(attn::load_lm_as_described(model, same, 4, got, described));
+  const auto error = [&](attn::ArchitectureFlags f) {
+    try {
+      attn::load_lm_as_described(model, f, 4, got, described);
+    } catch (const attn::UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no usage error)");
+  };
+  attn::ArchitectureFlags f;
+  f.n_layers = 3;
+  CHECK(contains(error(f), "--n-layers 3 contradicts model '" + model.string() +
+                               "', whose model.txt says n_layers 2: drop the flag"));
+  f = {};
+  f.n_heads = 4;
+  CHECK(contains(error(f), "--n-heads 4 contradicts model"));
+  CHECK(contains(error(f), "model.txt says n_heads 2"));
+  f = {};
+  f.n_embd = 16;
+  CHECK(contains(error(f), "--n-embd 16 contradicts model"));
+  CHECK(contains(error(f), "wte.npy has C = 8"));
+  f = {};
+  f.block_size = 32;
+  CHECK(contains(error(f), "--block-size 32 contradicts model"));
+  CHECK(contains(error(f), "wpe.npy has T_max = 6"));
+  // Without model.txt: L from the blocks on disk, H from the flag or the default.
+  fs::remove(model / "model.txt");
+  fs::remove(model / attn::kManifestName);
+  CHECK_NOTHROW(attn::load_lm_as_described(model, {}, 2, got, described));
+  CHECK_FALSE(described);
+  f = {};
+  f.n_layers = 1;
+  CHECK(contains(error(f), "--n-layers 1 contradicts model"));
+  CHECK(contains(error(f), "which holds 2 blocks (h0 to h1)"));
+  f = {};
+  f.n_heads = 3;
+  CHECK(contains(error(f), "--n-heads 3 does not divide C = 8"));
   fs::remove_all(dir);
 }
 

@@ -81,6 +81,7 @@ Corpus read_corpus(const std::filesystem::path& path) {
     throw std::runtime_error("corpus " + quoted(path) + " is not valid UTF-8: " + e.what());
   }
   corpus.origin = path.string();
+  corpus.path = path;
   return corpus;
 }
 

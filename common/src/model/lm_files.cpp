@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "attn/core/check.hpp"
+#include "attn/io/cli.hpp"
 #include "attn/io/npy.hpp"
 
 namespace attn {
@@ -110,12 +111,15 @@ constexpr const char* kModelTxt = "model.txt";
 
 std::string flag_text(bool b) { return b ? "1" : "0"; }
 
-// model.txt, when the folder has one: the variant fields replace config's; n_layers and n_heads
-// must agree with the caller's.
-void read_model_txt(const fs::path& dir, LmConfig& config, const ModelReader& r) {
+// model.txt, when the folder has one, into `out`: n_layers, n_heads and the variant fields (the
+// lines it has; the others keep out's values). `seen_layers` / `seen_heads` say whether those two
+// lines were there. Returns false when there is no model.txt.
+bool parse_model_txt(const fs::path& dir, LmConfig& out, bool& seen_layers, bool& seen_heads,
+                     const ModelReader& r) {
   const fs::path path = dir / kModelTxt;
   std::error_code ec;
-  if (!fs::exists(path, ec)) return;
+  seen_layers = seen_heads = false;
+  if (!fs::exists(path, ec)) return false;
   if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > 4096) {
     r.fail(std::string(kModelTxt) + " is not a small regular file");
   }
@@ -132,49 +136,77 @@ void read_model_txt(const fs::path& dir, LmConfig& config, const ModelReader& r)
       r.fail(
           fmt::format("{} line {}: {} is '{}', expected {}", kModelTxt, number, key, value, want));
     };
-    const auto flag = [&](bool& out) {
+    const auto flag = [&](bool& o) {
       if (value != "0" && value != "1") bad("0 or 1");
-      out = value == "1";
+      o = value == "1";
     };
-    const auto size = [&](std::size_t& out) {
+    const auto size = [&](std::size_t& o) {
       std::size_t n = 0;
       const auto [end, err] = std::from_chars(value.data(), value.data() + value.size(), n);
       if (err != std::errc() || end != value.data() + value.size() || n > (1u << 20)) {
         bad("a whole number");
       }
-      out = n;
+      o = n;
     };
-    if (key == "n_layers" || key == "n_heads") {
-      std::size_t n = 0;
-      size(n);
-      const std::size_t given = key == "n_layers" ? config.n_layers : config.n_heads;
-      if (n != given) {
-        r.fail(fmt::format("{} says {} {}, but {} was asked for (pass {} {})", kModelTxt, key, n,
-                           given, key == "n_layers" ? "--n-layers" : "--n-heads", n));
-      }
+    if (key == "n_layers") {
+      size(out.n_layers);
+      seen_layers = true;
+    } else if (key == "n_heads") {
+      size(out.n_heads);
+      seen_heads = true;
     } else if (key == "tied_head") {
-      flag(config.tied_head);
+      flag(out.tied_head);
     } else if (key == "use_layer_norm") {
-      flag(config.use_layer_norm);
+      flag(out.use_layer_norm);
     } else if (key == "residual") {
-      flag(config.residual);
+      flag(out.residual);
     } else if (key == "use_ffn") {
-      flag(config.use_ffn);
+      flag(out.use_ffn);
     } else if (key == "attn_proj") {
-      flag(config.attn_proj);
+      flag(out.attn_proj);
     } else if (key == "ffn_hidden") {
-      size(config.ffn_hidden);
+      size(out.ffn_hidden);
     } else if (key == "activation") {
       try {
-        config.activation = parse_activation(value);
+        out.activation = parse_activation(value);
       } catch (const std::invalid_argument&) {
         bad("relu, gelu or gelu_tanh");
+      }
+    } else if (key == "dropout") {
+      // Training only: a forward for inference drops nothing, so the value changes no logit
+      // here. It must still be a probability.
+      double p = -1.0;
+      const auto [end, err] = std::from_chars(value.data(), value.data() + value.size(), p);
+      if (err != std::errc() || end != value.data() + value.size() || !(p >= 0.0 && p < 1.0)) {
+        bad("a probability in [0, 1)");
       }
     } else {
       r.fail(fmt::format("{} line {}: unknown key '{}'", kModelTxt, number, key));
     }
   }
+  return true;
 }
+
+// model.txt, when the folder has one: the variant fields replace config's; n_layers and n_heads
+// must agree with the caller's.
+void read_model_txt(const fs::path& dir, LmConfig& config, const ModelReader& r) {
+  LmConfig file = config;
+  bool seen_layers = false, seen_heads = false;
+  if (!parse_model_txt(dir, file, seen_layers, seen_heads, r)) return;
+  for (const bool layers : {true, false}) {
+    const std::size_t n = layers ? file.n_layers : file.n_heads;
+    const std::size_t given = layers ? config.n_layers : config.n_heads;
+    if (n != given) {
+      const char* key = layers ? "n_layers" : "n_heads";
+      r.fail(fmt::format("{} says {} {}, but {} was asked for (pass {} {})", kModelTxt, key, n,
+                         given, layers ? "--n-layers" : "--n-heads", n));
+    }
+  }
+  config = file;
+}
+
+constexpr std::uint64_t kFnvOffset = 14695981039346656037ull;
+constexpr std::uint64_t kFnvPrime = 1099511628211ull;
 
 // FNV-1a, 64 bits, of a file's bytes (a checksum against torn or swapped files, not a
 // cryptographic hash).
@@ -184,7 +216,7 @@ std::uint64_t fnv1a64_file(const fs::path& path, std::uintmax_t& size_out) {
     throw std::runtime_error(
         fmt::format("'{}': cannot open: {}", path.string(), std::strerror(errno)));
   }
-  std::uint64_t h = 14695981039346656037ull;
+  std::uint64_t h = kFnvOffset;
   std::uintmax_t size = 0;
   std::vector<char> buffer(1 << 16);
   while (in) {
@@ -192,7 +224,7 @@ std::uint64_t fnv1a64_file(const fs::path& path, std::uintmax_t& size_out) {
     const auto got = static_cast<std::size_t>(in.gcount());
     for (std::size_t i = 0; i < got; ++i) {
       h ^= static_cast<unsigned char>(buffer[i]);
-      h *= 1099511628211ull;
+      h *= kFnvPrime;
     }
     size += got;
   }
@@ -250,6 +282,26 @@ void check_folder_budget(const fs::path& dir, const ModelReader& r) {
 }
 
 }  // namespace
+
+std::uint64_t fnv1a64(std::string_view bytes) {
+  std::uint64_t h = kFnvOffset;
+  for (const char c : bytes) {
+    h ^= static_cast<unsigned char>(c);
+    h *= kFnvPrime;
+  }
+  return h;
+}
+
+std::optional<LmConfig> read_model_file(const std::filesystem::path& dir) {
+  const ModelReader r(dir);
+  LmConfig config;
+  bool seen_layers = false, seen_heads = false;
+  if (!parse_model_txt(dir, config, seen_layers, seen_heads, r)) return std::nullopt;
+  if (!seen_layers || !seen_heads) {
+    r.fail(fmt::format("{} has no {} line", kModelTxt, seen_layers ? "n_heads" : "n_layers"));
+  }
+  return config;
+}
 
 void write_manifest(const std::filesystem::path& dir) {
   std::string text = "# name size fnv1a64: what this folder held when it was saved\n";
@@ -451,6 +503,81 @@ void save_lm(const std::filesystem::path& dir, const LmWeights& w, const LmConfi
   if (!out) {
     throw std::runtime_error(fmt::format("model '{}': cannot write {}", dir.string(), kModelTxt));
   }
+}
+
+fs::path resolve_model_folder(const fs::path& given) {
+  std::error_code ec;
+  fs::path folder = given;
+  if (fs::is_directory(given / "model", ec) && !fs::exists(given / "wte.npy", ec)) {
+    folder = given / "model";  // a chapter-09 run (DIR/model) or checkpoint (DIR/ckpt-N/model)
+  }
+  if (!fs::is_directory(folder, ec)) {
+    throw std::runtime_error(fmt::format("--weights: '{}' is not a folder", given.string()));
+  }
+  fs::path dir = fs::canonical(folder, ec);
+  if (ec) throw std::runtime_error(fmt::format("--weights '{}': {}", given.string(), ec.message()));
+  return dir;
+}
+
+LmWeights load_lm_as_described(const fs::path& dir, const ArchitectureFlags& flags,
+                               std::size_t default_heads, LmConfig& config, bool& described,
+                               std::string_view shown) {
+  const std::string name = shown.empty() ? dir.string() : std::string(shown);
+  const auto contradicts = [&](std::string_view flag, std::size_t given, std::string_view source,
+                               std::size_t found) {
+    return UsageError(fmt::format("{} {} contradicts model '{}', whose {} {}: drop the flag", flag,
+                                  given, name, source, found));
+  };
+  const std::optional<LmConfig> file = read_model_file(dir);
+  described = file.has_value();
+  LmConfig c;
+  if (file) {
+    c = *file;
+    if (flags.n_layers && *flags.n_layers != c.n_layers) {
+      throw contradicts("--n-layers", *flags.n_layers, "model.txt says n_layers", c.n_layers);
+    }
+    if (flags.n_heads && *flags.n_heads != c.n_heads) {
+      throw contradicts("--n-heads", *flags.n_heads, "model.txt says n_heads", c.n_heads);
+    }
+  } else {
+    const std::size_t blocks = count_blocks(dir);
+    c.n_layers = flags.n_layers.value_or(blocks);
+    if (blocks > 0 && c.n_layers != blocks) {
+      throw UsageError(fmt::format(
+          "--n-layers {} contradicts model '{}', which holds {} blocks (h0 to h{}): drop the flag",
+          c.n_layers, name, blocks, blocks - 1));
+    }
+    c.n_heads = flags.n_heads.value_or(default_heads);
+  }
+  // C and T_max: the shapes of wte.npy (V, C) and wpe.npy (T_max, C), checked against the flags
+  // and n_heads before every tensor is read (a broken file is left for load_lm to name).
+  const auto width = [&](const char* file_name, std::size_t axis) -> std::optional<std::size_t> {
+    try {
+      const NpyArray a = read_npy(dir / file_name);
+      if (a.shape.size() == 2 && a.shape[0] > 0 && a.shape[1] > 0) return a.shape[axis];
+    } catch (const std::exception&) {
+    }
+    return std::nullopt;
+  };
+  if (const std::optional<std::size_t> C = width("wte.npy", 1)) {
+    if (flags.n_embd && *flags.n_embd != *C) {
+      throw contradicts("--n-embd", *flags.n_embd, "wte.npy has C =", *C);
+    }
+    if (!file && (c.n_heads == 0 || *C % c.n_heads != 0)) {  // model.txt's: load_lm names it
+      throw UsageError(fmt::format(
+          "--n-heads {} does not divide C = {} of model '{}' (every head gets C / H channels)",
+          c.n_heads, *C, name));
+    }
+  }
+  if (flags.block_size) {
+    if (const std::optional<std::size_t> T_max = width("wpe.npy", 0);
+        T_max && *T_max != *flags.block_size) {
+      throw contradicts("--block-size", *flags.block_size, "wpe.npy has T_max =", *T_max);
+    }
+  }
+  LmWeights w = load_lm(dir, c);
+  config = c;
+  return w;
 }
 
 std::size_t count_blocks(const fs::path& dir) {

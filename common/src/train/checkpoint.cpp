@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -71,7 +72,47 @@ std::string read_text(const fs::path& path) {
 
 std::string bool_str(bool b) { return b ? "1" : "0"; }
 
-std::string train_txt(const TrainState& s, const TrainConfig& c) {
+// A path in train.txt's one-line values: a backslash and a line break escaped ("\\", "\n",
+// "\r"), everything else as it is (spaces too: a value is the rest of its line).
+std::string escape_path(const std::string& path) {
+  std::string out;
+  for (const char ch : path) {
+    if (ch == '\\') {
+      out += "\\\\";
+    } else if (ch == '\n') {
+      out += "\\n";
+    } else if (ch == '\r') {
+      out += "\\r";
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> unescape_path(const std::string& text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\\') {
+      out += text[i];
+      continue;
+    }
+    if (++i == text.size()) return std::nullopt;
+    if (text[i] == '\\') {
+      out += '\\';
+    } else if (text[i] == 'n') {
+      out += '\n';
+    } else if (text[i] == 'r') {
+      out += '\r';
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+std::string train_txt(const TrainState& s, const TrainConfig& c,
+                      const std::optional<CorpusRecord>& corpus) {
   const LmConfig& m = c.model;
   const Rng::State r = s.data_rng.state();
   std::string out = "# attention-from-scratch: a chapter 09 training checkpoint\n";
@@ -114,6 +155,11 @@ std::string train_txt(const TrainState& s, const TrainConfig& c) {
   line("rng_inc", std::to_string(r.inc));
   line("rng_has_spare", bool_str(r.has_spare));
   line("rng_spare", fmt::format("{:.17g}", r.spare));
+  if (corpus) {  // the corpus it trains on: a resume reads it again, and refuses any other
+    line("corpus_path", escape_path(corpus->path));
+    line("corpus_bytes", std::to_string(corpus->bytes));
+    line("corpus_fnv1a64", fmt::format("{:016x}", corpus->fnv1a64));
+  }
   return out;
 }
 
@@ -141,6 +187,7 @@ std::map<std::string, std::string> parse_keys(const fs::path& path) {
 class KeyReader {
  public:
   KeyReader(fs::path path) : path_(std::move(path)), keys_(parse_keys(path_)) {}
+  bool has(const std::string& key) const { return keys_.count(key) != 0; }
   const std::string& text(const std::string& key) const {
     const auto it = keys_.find(key);
     if (it == keys_.end()) checkpoint_error(path_, fmt::format("missing key '{}'", key));
@@ -242,8 +289,19 @@ std::string checkpoint_name(std::size_t step) { return fmt::format("ckpt-{:06}",
 
 }  // namespace
 
+CorpusRecord record_corpus(const fs::path& path, std::string_view text) {
+  std::error_code ec;
+  fs::path absolute = fs::absolute(path, ec);
+  if (ec) absolute = path;
+  return {absolute.lexically_normal().string(), text.size(), fnv1a64(text)};
+}
+
+std::string corpus_fingerprint(const CorpusRecord& r) {
+  return fmt::format("{} bytes, fnv1a64 {:016x}", r.bytes, r.fnv1a64);
+}
+
 void save_checkpoint(const fs::path& dir, const TrainState& s, const TrainConfig& config,
-                     const Vocab& vocab) {
+                     const Vocab& vocab, const std::optional<CorpusRecord>& corpus) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) checkpoint_error(dir, "cannot create the folder");
@@ -263,7 +321,7 @@ void save_checkpoint(const fs::path& dir, const TrainState& s, const TrainConfig
     save_lm(tmp / "model", s.weights, config.model);  // with model.txt: chapters 07 and 10 load it
     save_lm(tmp / "adam_m", s.adam_m);
     save_lm(tmp / "adam_v", s.adam_v);
-    write_text(tmp / "train.txt", train_txt(s, config));
+    write_text(tmp / "train.txt", train_txt(s, config, corpus));
     write_text(tmp / "evals.tsv", evals_tsv(s.evals));
     write_text(tmp / "vocab.txt", encode_utf8(vocab.chars()));
     // DIR/model alone suffices to generate:
@@ -455,6 +513,27 @@ Checkpoint load_checkpoint(const fs::path& dir) {
     checkpoint_error(path / "train.txt",
                      fmt::format("step {} is beyond the run's steps {}", s.step, c.steps));
   }
+  // The corpus, recorded since the record exists (all three keys, or none: an older checkpoint).
+  std::optional<CorpusRecord> corpus;
+  if (k.has("corpus_path") || k.has("corpus_bytes") || k.has("corpus_fnv1a64")) {
+    CorpusRecord record;
+    const std::string& escaped = k.text("corpus_path");
+    const std::optional<std::string> corpus_path = unescape_path(escaped);
+    if (!corpus_path || corpus_path->empty()) {
+      checkpoint_error(path / "train.txt",
+                       fmt::format("key 'corpus_path' is '{}', expected a path", escaped));
+    }
+    record.path = *corpus_path;
+    record.bytes = k.u64("corpus_bytes");
+    const std::string& hex = k.text("corpus_fnv1a64");
+    const auto [end, err] =
+        std::from_chars(hex.data(), hex.data() + hex.size(), record.fnv1a64, 16);
+    if (hex.size() != 16 || err != std::errc() || end != hex.data() + hex.size()) {
+      checkpoint_error(path / "train.txt",
+                       fmt::format("key 'corpus_fnv1a64' is '{}', expected 16 hex digits", hex));
+    }
+    corpus = record;
+  }
   k.check_all_used();
   s.data_rng.restore(r);
   try {
@@ -469,7 +548,7 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   }
   s.evals = parse_evals(path / "evals.tsv");
   s.losses.reserve(std::max(c.steps, s.step));
-  return {std::move(s), c, std::move(vocab)};
+  return {std::move(s), c, std::move(vocab), std::move(corpus)};
 }
 
 // ---- The bounds of a config (the flags' and train.txt's).

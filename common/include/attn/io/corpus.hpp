@@ -14,6 +14,7 @@ namespace attn {
 struct Corpus {
   std::string text;    // the whole file, valid UTF-8, never empty
   std::string origin;  // where it came from, for the narration: "data/sonnets.txt (shipped)"
+  std::filesystem::path path;  // the file it was read from (what a checkpoint records)
 };
 
 // The path of the corpus the repository ships.

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <string_view>
 
 #include "attn/model/model.hpp"
 
@@ -31,17 +33,48 @@ void save_lm(const std::filesystem::path& dir, const LmWeights& w);
 // variant fields), so the folder says what it holds: both load_lm overloads read model.txt when
 // it is there, take the variant from it, and refuse an n_layers or n_heads that contradicts it.
 void save_lm(const std::filesystem::path& dir, const LmWeights& w, const LmConfig& config);
+// What a folder's model.txt says, read alone (no tensor is loaded): n_layers, n_heads and the
+// variant fields, with V, T_max and C left at LmConfig's defaults (they come from wte.npy and
+// wpe.npy). std::nullopt when the folder has no model.txt (a folder saved by save_lm without its
+// config: then n_layers is the number of blocks and n_heads must be given). Chapters 07 and 10
+// take the architecture from here, so `--weights DIR` alone runs any model a chapter saved.
+// Keys that only matter while training (dropout) are accepted and ignored; any other unknown key
+// is refused by name. Throws std::runtime_error naming the file and the line.
+std::optional<LmConfig> read_model_file(const std::filesystem::path& dir);
+
+// The architecture flags of chapters 07 and 10 (--n-layers, --n-heads, --n-embd, --block-size),
+// each std::nullopt when it was not typed.
+struct ArchitectureFlags {
+  std::optional<std::size_t> n_layers, n_heads, n_embd, block_size;
+};
+// What `--weights DIR` loads: DIR itself, or DIR/model when DIR is a chapter-09 run or
+// checkpoint folder; resolved once through links (a running trainer switches DIR/current), so
+// every file comes from one folder.
+std::filesystem::path resolve_model_folder(const std::filesystem::path& dir);
+// Loads the model folder `dir` (resolved) as the folder describes it: n_layers, n_heads and the
+// variant from its model.txt; V, C and T_max from wte.npy and wpe.npy. A folder without model.txt
+// has as many layers as h{i} blocks on disk and n_heads from the flag or `default_heads`. Flags
+// only override what the files leave open: one that contradicts the files throws
+// attn::UsageError naming both values ("--n-layers 1 contradicts model 'DIR', whose model.txt
+// says n_layers 2: drop the flag"); anything broken in the folder, std::runtime_error naming the
+// file. `described` is set to whether the folder had a model.txt. `shown` names the folder in
+// those messages as the user typed it (default: `dir`).
+LmWeights load_lm_as_described(const std::filesystem::path& dir, const ArchitectureFlags& flags,
+                               std::size_t default_heads, LmConfig& config, bool& described,
+                               std::string_view shown = {});
+
+// The number of blocks h0, h1, ... a model folder holds (by their h{i}.w_q.npy files): for a
+// message that says which --n-layers the folder needs.
+std::size_t count_blocks(const std::filesystem::path& dir);
 
 // MANIFEST.txt: what a finished folder holds, one `name size fnv1a64` line per regular file
 // (the FNV-1a 64-bit hash of its bytes, 16 hex digits). Chapter 09 writes one into each folder of
 // a checkpoint, last, just before the checkpoint is renamed into place, so a load can tell a
 // complete, untouched folder from a torn, mixed or edited one. A folder saved by save_lm alone
 // has none and loads as before; when there is one, load_lm verifies it first.
-// The number of blocks h0, h1, ... a model folder holds (by their h{i}.w_q.npy files): for a
-// message that says which --n-layers the folder needs.
-std::size_t count_blocks(const std::filesystem::path& dir);
-
 inline constexpr const char* kManifestName = "MANIFEST.txt";
+// FNV-1a 64 of some bytes: MANIFEST.txt's checksum, and the corpus a checkpoint records.
+std::uint64_t fnv1a64(std::string_view bytes);
 void write_manifest(const std::filesystem::path& dir);
 // Throws std::runtime_error naming the first file that is missing, unlisted, not a regular file,
 // or of another size or checksum than MANIFEST.txt says. Returns false when there is no manifest.

@@ -2,7 +2,10 @@
 // any moment resumes from its last checkpoint bit for bit.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <string>
 
 #include "attn/io/text.hpp"
 #include "attn/train/train.hpp"
@@ -15,6 +18,8 @@ namespace attn {
 //   train.txt   the config, the step and the data generator's state (key value lines)
 //   losses.npy  every step's training loss;  evals.tsv  step, train and val loss
 //   vocab.txt   the characters in id order (UTF-8), so generating needs no corpus
+//   train.txt also records the corpus (corpus_path, corpus_bytes, corpus_fnv1a64), so a resume
+//   without --data reads the same file and a different corpus is refused by name.
 // DIR/current is a symlink to the newest complete one; DIR/model a symlink to current/model.
 // Each folder of a checkpoint (the checkpoint itself, model/, adam_m/, adam_v/) ends with a
 // MANIFEST.txt (attn/model/lm_files.hpp): every file's size and checksum, written last, before
@@ -22,12 +27,28 @@ namespace attn {
 // Writing is atomic: the new folder is written and fsync'ed under a temporary name, renamed, and
 // only then `current` is switched (rename of a new symlink over it), after which the previous
 // checkpoint is deleted. Killed at any moment, DIR/current names a complete checkpoint.
+// The corpus a run trains on: where it was read and what it held (its size and FNV-1a 64 hash,
+// attn::fnv1a64), so a resumed run can read it again and tell it from any other text.
+struct CorpusRecord {
+  std::string path;         // absolute, as it was read, e.g. "/home/me/data/tinyshakespeare.txt"
+  std::uint64_t bytes = 0;  // its size
+  std::uint64_t fnv1a64 = 0;
+};
+// The record of a corpus's text read from `path` (made absolute, not resolved through links).
+CorpusRecord record_corpus(const std::filesystem::path& path, std::string_view text);
+// "fnv1a64 0123456789abcdef, 37550 bytes": for messages.
+std::string corpus_fingerprint(const CorpusRecord& r);
+
 void save_checkpoint(const std::filesystem::path& dir, const TrainState& state,
-                     const TrainConfig& config, const Vocab& vocab);
+                     const TrainConfig& config, const Vocab& vocab,
+                     const std::optional<CorpusRecord>& corpus = std::nullopt);
 struct Checkpoint {
   TrainState state;
   TrainConfig config;
   Vocab vocab;
+  // The corpus it was trained on; std::nullopt for a checkpoint saved before the record existed
+  // (it resumes on the corpus --data names, checked by its vocabulary only).
+  std::optional<CorpusRecord> corpus;
 };
 // Reads DIR/current (or DIR itself if it is a checkpoint folder), resolved once: every file comes
 // from the one checkpoint `current` named at that instant. Throws std::runtime_error naming
