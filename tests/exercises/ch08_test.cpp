@@ -259,6 +259,15 @@ TEST_CASE("y and dy of different shapes are rejected") {
   const Matrix dy = {{1.0f, 0.0f, 0.0f}};
   CHECK_THROWS_AS(ex08::softmax_backward(y, dy), std::invalid_argument);
 }
+
+TEST_CASE("y and dy with the same number of elements but another shape are rejected") {
+  // (2, 3) against (3, 2): six numbers each, but dy's rows are not y's rows.
+  const Matrix y = {{0.2f, 0.3f, 0.5f}, {0.1f, 0.1f, 0.8f}};
+  const Matrix dy = {{1.0f, 0.0f}, {0.5f, -1.0f}, {2.0f, 0.25f}};
+  INFO("y is (2, 3), dy is (3, 2): the same size, not the same shape");
+  CHECK_THROWS_AS(ex08::softmax_backward(y, dy), std::invalid_argument);
+  CHECK_THROWS_AS(ex08::softmax_backward(dy, y), std::invalid_argument);
+}
 }
 
 TEST_SUITE("ex08.2 Linear backward") {
