@@ -264,8 +264,7 @@ void put_char(const attn::Vocab& vocab, int id) {
 // 4. Text streamed from the model, with the cache (or without, --no-cache), and the other way
 // for comparison.
 void show_generation(const Kernels& k, const Model& m, std::span<const int> prompt,
-                     const attn::GenerateOptions& g, std::uint64_t seed, bool no_cache,
-                     bool mine) {
+                     const attn::GenerateOptions& g, std::uint64_t seed, bool no_cache, bool mine) {
   const attn::LmConfig& c = m.config;
   section(4, "Generating, character by character");
   const std::string how =
@@ -296,8 +295,8 @@ void show_generation(const Kernels& k, const Model& m, std::span<const int> prom
   fmt::print("\n\n");
   // The other loop, silently, from the same seed.
   attn::Rng other_rng(seed);
-  const std::vector<int> other = no_cache ? cached(other_rng, {})
-                                          : attn::lm_generate(m.weights, c, prompt, g, other_rng);
+  const std::vector<int> other =
+      no_cache ? cached(other_rng, {}) : attn::lm_generate(m.weights, c, prompt, g, other_rng);
   std::size_t same = 0;
   while (same < shown.size() && same < other.size() && shown[same] == other[same]) ++same;
   const bool identical = same == shown.size() && other.size() == shown.size();
@@ -331,7 +330,8 @@ void show_generation(const Kernels& k, const Model& m, std::span<const int> prom
   // ...and how it did, counted while it ran.
   const bool as_planned =
       work.prefills == refills + 1 && work.steps == steps && work.positions == positions;
-  if (!mine) attn::claim(as_planned, "the cached loop does 1 prefill, the steps and re-fills counted");
+  if (!mine)
+    attn::claim(as_planned, "the cached loop does 1 prefill, the steps and re-fills counted");
   fmt::print("With the cache: 1 prefill of the {}, then {} steps{}.\n",
              n0 == prompt.size() ? fmt::format("{}-token prompt", n0)
                                  : fmt::format("prompt's last {} tokens (T_max)", n0),
@@ -341,14 +341,15 @@ void show_generation(const Kernels& k, const Model& m, std::span<const int> prom
                          : "");
   if (mine) {
     // The learner's loop, counted: the same tokens can hide a loop that never uses the cache.
-    fmt::print("Your generate_cached (ex10.3), counted as it ran: {} prefills, {} steps, {} "
-               "positions through the model for {} characters; {}.\n",
-               work.prefills, work.steps, work.positions, g.max_new_tokens,
-               as_planned ? "the cache used as above"
-               : work.positions > positions
-                   ? fmt::format("the cache needs {}: your loop recomputes what the cache holds",
-                                 positions)
-                   : fmt::format("the loop above needs {}", positions));
+    fmt::print(
+        "Your generate_cached (ex10.3), counted as it ran: {} prefills, {} steps, {} "
+        "positions through the model for {} characters; {}.\n",
+        work.prefills, work.steps, work.positions, g.max_new_tokens,
+        as_planned ? "the cache used as above"
+        : work.positions > positions
+            ? fmt::format("the cache needs {}: your loop recomputes what the cache holds",
+                          positions)
+            : fmt::format("the loop above needs {}", positions));
   }
 }
 

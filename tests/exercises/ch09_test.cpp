@@ -61,7 +61,8 @@ Tokens tokens_of(std::initializer_list<std::initializer_list<int>> rows) {
 
 TEST_SUITE("ex09.1 AdamW update") {
 
-TEST_CASE("three steps match torch.optim.AdamW with and without weight decay" * doctest::description("hint 2")) {
+TEST_CASE("three steps match torch.optim.AdamW with and without weight decay" *
+          doctest::description("hint 2")) {
   // torch.optim.AdamW(lr=0.01, betas=(0.9, 0.999), eps=1e-8), weight_decay 0.1 on p, 0 on b.
   std::vector<float> p = {0.5f, -1.0f, 2.0f, 0.25f}, b = {0.1f, -0.2f};
   std::vector<float> pm(4, 0.0f), pv(4, 0.0f), bm(2, 0.0f), bv(2, 0.0f);
@@ -103,7 +104,8 @@ TEST_CASE("different lengths and step 0 are rejected" * doctest::description("hi
   CHECK_THROWS_AS(ex09::adamw_update(p, g3, m, v, 0.1f, 0.0f, 0, {}), std::invalid_argument);
 }
 
-TEST_CASE("each of g, m and v shorter or longer than p is rejected" * doctest::description("hint 2")) {
+TEST_CASE("each of g, m and v shorter or longer than p is rejected" *
+          doctest::description("hint 2")) {
   std::vector<float> p(3, 1.0f), ok(3, 0.5f), shorter(2, 0.5f), longer(4, 0.5f);
   for (std::vector<float>* odd : {&shorter, &longer}) {
     CAPTURE(odd->size());
@@ -160,7 +162,8 @@ TEST_CASE("zero sizes and data shorter than T + 1 are rejected" * doctest::descr
 
 TEST_SUITE("ex09.3 estimate_loss") {
 
-TEST_CASE("the estimate is the mean lm_loss over the batches of each split, train first" * doctest::description("hint 2")) {
+TEST_CASE("the estimate is the mean lm_loss over the batches of each split, train first" *
+          doctest::description("hint 2")) {
   const attn::TrainConfig c = tiny_config();
   attn::Rng init(5);
   const attn::LmWeights w = attn::lm_init(init, c.model);
@@ -238,8 +241,8 @@ attn::TrainState expected_after_step(const attn::TrainState& before, const attn:
     for (float& e : t.values) e = static_cast<float>(static_cast<double>(e) * scale);
   for (std::size_t i = 0; i < p.size(); ++i) {
     const float wd = p[i].rank >= 2 ? c.adam.weight_decay : 0.0f;
-    attn::adamw_update(p[i].values, g[i].values, m[i].values, v[i].values,
-                       static_cast<float>(lr), wd, before.step + 1, c.adam);
+    attn::adamw_update(p[i].values, g[i].values, m[i].values, v[i].values, static_cast<float>(lr),
+                       wd, before.step + 1, c.adam);
   }
   s.step = before.step + 1;
   return s;
@@ -259,7 +262,8 @@ void check_same_weights(attn::LmWeights& a, attn::LmWeights& b) {
   }
 }
 
-TEST_CASE("two steps equal the pieces composed by hand, with clipping and two decay groups" * doctest::description("hint 2")) {
+TEST_CASE("two steps equal the pieces composed by hand, with clipping and two decay groups" *
+          doctest::description("hint 2")) {
   const attn::TrainConfig c = tiny_config();
   attn::TrainState s = attn::train_init(c);
   const Tokens x = tokens_of({{0, 1, 2, 3, 4}, {5, 4, 3, 2, 1}, {1, 1, 2, 2, 3}});
@@ -287,8 +291,10 @@ void fill_stale_gradients(attn::LmWeights& grads) {
     for (float& e : t.values) e = 3.0f + 2.0f * std::sin(0.37f * static_cast<float>(k++));
 }
 
-TEST_CASE("warmup + cosine schedule, stale gradients: every step takes lr(step + 1) and reports "
-          "the norm before clipping" * doctest::description("hint 2")) {
+TEST_CASE(
+    "warmup + cosine schedule, stale gradients: every step takes lr(step + 1) and reports "
+    "the norm before clipping" *
+    doctest::description("hint 2")) {
   attn::TrainConfig c = tiny_config();
   c.schedule.lr = 0.02f;
   c.schedule.shape = attn::LrShape::cosine;
@@ -305,12 +311,15 @@ TEST_CASE("warmup + cosine schedule, stale gradients: every step takes lr(step +
     attn::TrainState want = expected_after_step(s, c, x, y, want_loss, want_norm, want_lr);
     fill_stale_gradients(s.grads);
     const attn::StepResult r = ex09::train_step_on(s, c, x, y);
-    INFO("step " << step + 1 << " of a schedule with lr 0.02, warmup 3, cosine to 0.002 at step 7 "
-                 "(state.step was " << step << "), gradients holding garbage before the step, "
-                 "clipping at 0.05");
-    CHECK_MESSAGE(r.lr == doctest::Approx(want_lr),
-                  "the lr used and returned is the schedule's at step " << step + 1 << ": "
-                                                                        << want_lr);
+    INFO("step " << step + 1
+                 << " of a schedule with lr 0.02, warmup 3, cosine to 0.002 at step 7 "
+                    "(state.step was "
+                 << step
+                 << "), gradients holding garbage before the step, "
+                    "clipping at 0.05");
+    CHECK_MESSAGE(
+        r.lr == doctest::Approx(want_lr),
+        "the lr used and returned is the schedule's at step " << step + 1 << ": " << want_lr);
     CHECK_MESSAGE(r.grad_norm == doctest::Approx(want_norm).epsilon(1e-5),
                   "the returned norm is the one before clipping: " << want_norm);
     CHECK(r.loss == doctest::Approx(want_loss).epsilon(1e-6));

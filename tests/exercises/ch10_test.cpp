@@ -144,9 +144,8 @@ void check_same_tokens(const std::vector<int>& got, const std::vector<int>& want
     return;
   }
   FAIL_CHECK("new token " << i + 1 << " of " << want.size() << " differs: got " << got[i]
-                          << ", expected " << want[i] << " (" << expected_from
-                          << "); got " << tokens_text(got) << ", expected "
-                          << tokens_text(want));
+                          << ", expected " << want[i] << " (" << expected_from << "); got "
+                          << tokens_text(got) << ", expected " << tokens_text(want));
 }
 
 // The positions a cached loop pushes through the model, worked out from the rule of the
@@ -171,7 +170,8 @@ std::uint64_t positions_of_cached_loop(std::size_t prompt, std::size_t new_token
 }  // namespace
 
 TEST_SUITE("ex10.1 Append to the cache") {
-TEST_CASE("each head of each row lands at its position, and nothing else changes" * doctest::description("hint 1")) {
+TEST_CASE("each head of each row lands at its position, and nothing else changes" *
+          doctest::description("hint 1")) {
   Tensor<4> cache = sentinel_cache(2, 3, 4, 2);  // B 2, H 3, T_max 4, hs 2
   const Matrix rows = wiggly(2, 6, 0.8, 1.9, 0.3);
   ex10::kv_append(cache, rows, 2);
@@ -187,7 +187,8 @@ TEST_CASE("each head of each row lands at its position, and nothing else changes
         }
 }
 
-TEST_CASE("appending position after position fills the cache in order" * doctest::description("hint 1")) {
+TEST_CASE("appending position after position fills the cache in order" *
+          doctest::description("hint 1")) {
   Tensor<4> cache = sentinel_cache(1, 2, 3, 2);
   for (std::size_t t = 0; t < 3; ++t) {
     Matrix row(std::array<std::size_t, 2>{1, 4});
@@ -217,7 +218,8 @@ TEST_CASE("rows of the wrong width or batch are rejected" * doctest::description
 }
 
 TEST_SUITE("ex10.2 One query over the cache") {
-TEST_CASE("with a single cached position the output is its value" * doctest::description("hint 1")) {
+TEST_CASE("with a single cached position the output is its value" *
+          doctest::description("hint 1")) {
   const Tensor<4> keys = filled_cache(1, 2, 4, 3, 1, 0.2);
   const Tensor<4> values = filled_cache(1, 2, 4, 3, 1, 1.7);
   const Matrix out = ex10::attend_cache(wiggly(1, 6, 0.4, 1.2, 0.9, 3.0), keys, values, 1);
@@ -226,7 +228,8 @@ TEST_CASE("with a single cached position the output is its value" * doctest::des
       CHECK(out(0, h * 3 + j) == doctest::Approx(values(0, h, 0, j)));
 }
 
-TEST_CASE("the output matches a double-precision loop, never reading past n" * doctest::description("hint 1")) {
+TEST_CASE("the output matches a double-precision loop, never reading past n" *
+          doctest::description("hint 1")) {
   for (const std::size_t n : {std::size_t{2}, std::size_t{5}, std::size_t{7}}) {
     CAPTURE(n);
     const Tensor<4> keys = filled_cache(2, 3, 7, 4, n, 0.3);
@@ -252,7 +255,8 @@ TEST_CASE("the scores are scaled by 1/sqrt(hs)" * doctest::description("hint 2")
   CHECK(out(0, 0) == doctest::Approx(std::exp(2.0) / (std::exp(2.0) + 1.0)).epsilon(1e-6));
 }
 
-TEST_CASE("equal keys give the mean of the values, and huge scores do not overflow" * doctest::description("hint 2")) {
+TEST_CASE("equal keys give the mean of the values, and huge scores do not overflow" *
+          doctest::description("hint 2")) {
   Tensor<4> keys(std::array<std::size_t, 4>{1, 1, 3, 2});
   keys.fill(30.0f);  // q . k = 2 * 30 * 30 = 1800 for every position
   const Tensor<4> values = filled_cache(1, 1, 3, 2, 3, 0.5);
@@ -269,7 +273,8 @@ TEST_CASE("equal keys give the mean of the values, and huge scores do not overfl
   }
 }
 
-TEST_CASE("all-negative scores still give a softmax (a max started at 0 gives 0/0)" * doctest::description("hint 2")) {
+TEST_CASE("all-negative scores still give a softmax (a max started at 0 gives 0/0)" *
+          doctest::description("hint 2")) {
   // q . k is about -1270 for every position: exp(s) underflows to 0 unless the row's own max is
   // subtracted first.
   Tensor<4> keys = filled_cache(1, 2, 4, 2, 4, 0.4);
@@ -283,7 +288,8 @@ TEST_CASE("all-negative scores still give a softmax (a max started at 0 gives 0/
   CHECK_TENSOR_NEAR(out, attend_by_hand(q, keys, values, 4), 1e-5, 1e-4);
 }
 
-TEST_CASE("unfilled positions holding large finite numbers are never read" * doctest::description("hint 1")) {
+TEST_CASE("unfilled positions holding large finite numbers are never read" *
+          doctest::description("hint 1")) {
   // Positions n..T_max-1 hold keys of 100 and values of 1e6: a max (or a sum) taken over the
   // whole buffer instead of the first n positions changes the output.
   for (const std::size_t n : {std::size_t{1}, std::size_t{3}}) {
@@ -304,7 +310,8 @@ TEST_CASE("unfilled positions holding large finite numbers are never read" * doc
   }
 }
 
-TEST_CASE("n = 0, n above T_max and mismatched shapes are rejected" * doctest::description("hint 2")) {
+TEST_CASE("n = 0, n above T_max and mismatched shapes are rejected" *
+          doctest::description("hint 2")) {
   const Tensor<4> keys = filled_cache(1, 2, 4, 3, 4, 0.1);
   const Matrix q = wiggly(1, 6, 0.4, 1.2, 0.9);
   CHECK_THROWS_AS(ex10::attend_cache(q, keys, keys, 0), std::invalid_argument);
@@ -315,7 +322,8 @@ TEST_CASE("n = 0, n above T_max and mismatched shapes are rejected" * doctest::d
                   std::invalid_argument);
 }
 
-TEST_CASE("a query batch that differs from the cache's is rejected" * doctest::description("hint 2")) {
+TEST_CASE("a query batch that differs from the cache's is rejected" *
+          doctest::description("hint 2")) {
   // q holds 2 sequences, the caches 1 (and the other way round): whichever batch the loop takes,
   // one side has no row for it.
   const Tensor<4> keys = filled_cache(1, 2, 4, 3, 4, 0.1);
@@ -324,14 +332,15 @@ TEST_CASE("a query batch that differs from the cache's is rejected" * doctest::d
   const Tensor<4> keys2 = filled_cache(2, 2, 4, 3, 4, 0.1);
   CHECK_THROWS_AS(ex10::attend_cache(wiggly(1, 6, 0.4, 1.2, 0.9), keys2, keys2, 2),
                   std::invalid_argument);
-  CHECK_THROWS_AS(ex10::attend_cache(wiggly(2, 6, 0.4, 1.2, 0.9), keys2,
-                                     filled_cache(1, 2, 4, 3, 4, 0.1), 2),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(
+      ex10::attend_cache(wiggly(2, 6, 0.4, 1.2, 0.9), keys2, filled_cache(1, 2, 4, 3, 4, 0.1), 2),
+      std::invalid_argument);
 }
 }
 
 TEST_SUITE("ex10.3 The generation loop with prefill") {
-TEST_CASE("sampled tokens equal lm_generate's, from a short prompt to well past T_max" * doctest::description("hint 1")) {
+TEST_CASE("sampled tokens equal lm_generate's, from a short prompt to well past T_max" *
+          doctest::description("hint 1")) {
   const attn::LmConfig config = tiny_config();
   for (const std::uint64_t seed : {1u, 2u, 3u}) {
     const attn::LmWeights w = tiny_weights(config, seed);
@@ -344,7 +353,8 @@ TEST_CASE("sampled tokens equal lm_generate's, from a short prompt to well past 
   }
 }
 
-TEST_CASE("greedy decoding from a prompt longer than T_max gives lm_generate's tokens" * doctest::description("hint 1")) {
+TEST_CASE("greedy decoding from a prompt longer than T_max gives lm_generate's tokens" *
+          doctest::description("hint 1")) {
   const attn::LmConfig config = tiny_config();
   const attn::LmWeights w = tiny_weights(config, 9);
   attn::GenerateOptions o;
@@ -356,7 +366,8 @@ TEST_CASE("greedy decoding from a prompt longer than T_max gives lm_generate's t
                     "lm_generate's, greedy, a 9-token prompt cropped to T_max 6");
 }
 
-TEST_CASE("temperature, top-k and top-p are honoured as lm_generate honours them" * doctest::description("hint 2")) {
+TEST_CASE("temperature, top-k and top-p are honoured as lm_generate honours them" *
+          doctest::description("hint 2")) {
   const attn::LmConfig config = tiny_config();
   const attn::LmWeights w = tiny_weights(config, 11);
   attn::GenerateOptions o;
@@ -365,14 +376,14 @@ TEST_CASE("temperature, top-k and top-p are honoured as lm_generate honours them
   o.top_k = 4;
   o.top_p = 0.8f;
   for (const std::vector<int>& prompt : {std::vector<int>{3}, std::vector<int>{1, 2, 3, 4, 5, 6}}) {
-    check_same_tokens(generate(w, config, prompt, o, 5, true),
-                      generate(w, config, prompt, o, 5, false),
-                      "lm_generate's with temperature 0.7, top-k 4, top-p 0.8, prompt " +
-                          tokens_text(prompt));
+    check_same_tokens(
+        generate(w, config, prompt, o, 5, true), generate(w, config, prompt, o, 5, false),
+        "lm_generate's with temperature 0.7, top-k 4, top-p 0.8, prompt " + tokens_text(prompt));
   }
 }
 
-TEST_CASE("on_token sees every new token, in order, as it is drawn" * doctest::description("hint 2")) {
+TEST_CASE("on_token sees every new token, in order, as it is drawn" *
+          doctest::description("hint 2")) {
   const attn::LmConfig config = tiny_config();
   const attn::LmWeights w = tiny_weights(config, 12);
   attn::GenerateOptions o;
@@ -385,7 +396,8 @@ TEST_CASE("on_token sees every new token, in order, as it is drawn" * doctest::d
   check_same_tokens(seen, got, "on_token called once per returned token, in order");
 }
 
-TEST_CASE("the cache is used: one position per new token while it has room" * doctest::description("hint 2")) {
+TEST_CASE("the cache is used: one position per new token while it has room" *
+          doctest::description("hint 2")) {
   // The positions the model computes, counted by the library (attn::kv_work) around the loop: a
   // prefill of the prompt, one step per token; a loop that runs the whole context again for
   // every token gives the same tokens at many times the work.
@@ -418,7 +430,8 @@ TEST_CASE("the cache is used: one position per new token while it has room" * do
   }
 }
 
-TEST_CASE("past T_max the cache is re-filled once per token, from the cropped context" * doctest::description("hint 1")) {
+TEST_CASE("past T_max the cache is re-filled once per token, from the cropped context" *
+          doctest::description("hint 1")) {
   const attn::LmConfig config = tiny_config();  // T_max 6
   const attn::LmWeights w = tiny_weights(config, 22);
   attn::GenerateOptions o;
@@ -437,7 +450,8 @@ TEST_CASE("past T_max the cache is re-filled once per token, from the cropped co
   CHECK(work.prefills == 6);
 }
 
-TEST_CASE("no new tokens gives nothing; an empty prompt is rejected" * doctest::description("hint 2")) {
+TEST_CASE("no new tokens gives nothing; an empty prompt is rejected" *
+          doctest::description("hint 2")) {
   const attn::LmConfig config = tiny_config();
   const attn::LmWeights w = tiny_weights(config, 13);
   attn::GenerateOptions o;

@@ -139,7 +139,11 @@ std::vector<CaseRecord> parse_records(const std::string& text) {
     }
     fields.push_back(line.substr(start));
     if (fields[0] == "case" && (fields.size() == 4 || fields.size() == 5)) {
-      cases.push_back({fields[1], fields[2], fields[3] == "1", fields[3] != "1", {},
+      cases.push_back({fields[1],
+                       fields[2],
+                       fields[3] == "1",
+                       fields[3] != "1",
+                       {},
                        fields.size() == 5 ? hint_of_description("hint " + fields[4]) : 0});
     } else if (fields[0] == "fail" && fields.size() == 3 && !cases.empty()) {
       cases.back().failures.push_back({fields[1], fields[2]});
