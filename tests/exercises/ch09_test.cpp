@@ -5,9 +5,11 @@
 // hand; never from the attn:: function the reference solution forwards to.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <numeric>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -340,6 +342,138 @@ TEST_CASE("the loss on a repeated batch falls: the step moves downhill") {
   double last = first;
   for (int i = 0; i < 30; ++i) last = ex09::train_step_on(s, c, x, y).loss;
   CHECK(last < first - 0.5);
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("ex09.5 The learning-rate schedule") {
+
+attn::LrSchedule cosine(float lr, std::size_t warmup, std::size_t total, float min_lr) {
+  attn::LrSchedule s;
+  s.lr = lr;
+  s.shape = attn::LrShape::cosine;
+  s.warmup = warmup;
+  s.total = total;
+  s.min_lr = min_lr;
+  return s;
+}
+
+TEST_CASE("a constant schedule gives lr at every step" * doctest::description("hint 1")) {
+  attn::LrSchedule s;
+  s.lr = 3e-4f;
+  s.warmup = 5;  // ignored: only the cosine shape warms up
+  s.total = 10;
+  for (const std::size_t t : {1u, 2u, 5u, 10u, 11u, 1000u}) {
+    CAPTURE(t);
+    CHECK(ex09::learning_rate(s, t) == 3e-4f);
+  }
+}
+
+TEST_CASE("the warmup climbs in equal steps from lr/warmup at step 1 to lr at step warmup" *
+          doctest::description("hint 2")) {
+  const attn::LrSchedule s = cosine(0.01f, 4, 20, 0.001f);
+  const double want[] = {0.0025, 0.005, 0.0075, 0.01};  // lr * t / 4
+  for (std::size_t t = 1; t <= 4; ++t) {
+    INFO("step " << t << " of a 4-step warmup to lr 0.01: expected " << want[t - 1]);
+    CHECK(ex09::learning_rate(s, t) == doctest::Approx(want[t - 1]).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("after the warmup: half a cosine from lr down to min_lr at total, then min_lr" *
+          doctest::description("hint 2")) {
+  // warmup 2, total 10: steps 2..10 are 8 steps of the half cosine; step 6 is its middle.
+  const attn::LrSchedule s = cosine(0.02f, 2, 10, 0.004f);
+  const double pi = std::acos(-1.0);
+  for (std::size_t t = 3; t <= 12; ++t) {
+    const double progress = std::min(1.0, static_cast<double>(t - 2) / 8.0);
+    const double want = 0.004 + (0.02 - 0.004) * 0.5 * (1.0 + std::cos(pi * progress));
+    INFO("step " << t << " (lr 0.02, warmup 2, min_lr 0.004 at step 10): expected " << want);
+    CHECK(ex09::learning_rate(s, t) == doctest::Approx(want).epsilon(1e-5));
+  }
+  CHECK(ex09::learning_rate(s, 6) == doctest::Approx(0.012).epsilon(1e-5));  // the middle
+  CHECK(ex09::learning_rate(s, 10) == doctest::Approx(0.004).epsilon(1e-6));
+  CHECK(ex09::learning_rate(s, 500) == doctest::Approx(0.004).epsilon(1e-6));
+}
+
+TEST_CASE("without warmup the cosine starts at step 1, just below lr" *
+          doctest::description("hint 2")) {
+  const attn::LrSchedule s = cosine(1.0f, 0, 4, 0.0f);
+  // progress t / 4: 0.5 (1 + cos(pi t / 4)) for t = 1, 2, 3, then 0.
+  const double want[] = {0.8535533906, 0.5, 0.1464466094, 0.0};
+  for (std::size_t t = 1; t <= 4; ++t) {
+    INFO("step " << t << " of a 4-step cosine from 1 to 0 without warmup: expected "
+                 << want[t - 1]);
+    CHECK(ex09::learning_rate(s, t) == doctest::Approx(want[t - 1]).epsilon(1e-6).scale(1e-9));
+  }
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("ex09.6 Clipping by the global norm") {
+
+std::vector<std::span<float>> spans_of(std::vector<std::vector<float>>& tensors) {
+  std::vector<std::span<float>> s;
+  for (std::vector<float>& t : tensors) s.emplace_back(t);
+  return s;
+}
+
+TEST_CASE("one norm for all the tensors: 3, 4 and 12 in three tensors give 13" *
+          doctest::description("hint 1")) {
+  std::vector<std::vector<float>> g = {{3.0f}, {0.0f, 4.0f}, {-12.0f}};
+  const std::vector<std::span<float>> s = spans_of(g);
+  const double norm = ex09::clip_grad_norm(s, 6.5f);
+  CHECK(norm == doctest::Approx(13.0).epsilon(1e-12));
+  // Scaled by 6.5 / (13 + 1e-6), every tensor by the same factor: the direction is kept.
+  const double f = 6.5 / (13.0 + 1e-6);
+  INFO("every gradient scaled by max_norm / (norm + 1e-6) = " << f);
+  CHECK(g[0][0] == doctest::Approx(3.0 * f).epsilon(1e-6));
+  CHECK(g[1][0] == 0.0f);
+  CHECK(g[1][1] == doctest::Approx(4.0 * f).epsilon(1e-6));
+  CHECK(g[2][0] == doctest::Approx(-12.0 * f).epsilon(1e-6));
+}
+
+TEST_CASE("a norm below max_norm, or max_norm 0, changes nothing and still returns the norm" *
+          doctest::description("hint 2")) {
+  for (const float max_norm : {0.0f, 5.001f, 100.0f}) {
+    CAPTURE(max_norm);
+    std::vector<std::vector<float>> g = {{3.0f, 0.0f}, {-4.0f}};
+    const std::vector<std::span<float>> s = spans_of(g);
+    CHECK(ex09::clip_grad_norm(s, max_norm) == doctest::Approx(5.0).epsilon(1e-12));
+    INFO("gradient (3, 0), (-4): norm 5, not above max_norm " << max_norm
+                                                              << " (or clipping off): unchanged");
+    CHECK(g[0][0] == 3.0f);
+    CHECK(g[0][1] == 0.0f);
+    CHECK(g[1][0] == -4.0f);
+  }
+}
+
+TEST_CASE("the returned norm is the one before clipping" * doctest::description("hint 2")) {
+  std::vector<std::vector<float>> g = {{30.0f, 40.0f}};
+  const std::vector<std::span<float>> s = spans_of(g);
+  const double norm = ex09::clip_grad_norm(s, 1.0f);
+  INFO(
+      "gradient (30, 40) clipped to norm 1: the function returns 50, the gradient ends (0.6, 0.8)");
+  CHECK(norm == doctest::Approx(50.0).epsilon(1e-12));
+  CHECK(g[0][0] == doctest::Approx(0.6).epsilon(1e-6));
+  CHECK(g[0][1] == doctest::Approx(0.8).epsilon(1e-6));
+}
+
+TEST_CASE("gradients of 1e20 give a finite norm (their squares overflow a float)" *
+          doctest::description("hint 3")) {
+  std::vector<std::vector<float>> g = {{3e20f}, {4e20f}};
+  const std::vector<std::span<float>> s = spans_of(g);
+  const double norm = ex09::clip_grad_norm(s, 1.0f);
+  INFO("3e20 and 4e20: norm 5e20, the gradients end (0.6, 0.8)");
+  CHECK(norm == doctest::Approx(5e20).epsilon(1e-6));
+  CHECK(g[0][0] == doctest::Approx(0.6).epsilon(1e-5));
+  CHECK(g[1][0] == doctest::Approx(0.8).epsilon(1e-5));
+}
+
+TEST_CASE("no tensors, or empty ones, give norm 0" * doctest::description("hint 1")) {
+  std::vector<std::vector<float>> none;
+  CHECK(ex09::clip_grad_norm(spans_of(none), 1.0f) == 0.0);
+  std::vector<std::vector<float>> empty = {{}, {}};
+  CHECK(ex09::clip_grad_norm(spans_of(empty), 1.0f) == 0.0);
 }
 
 }  // TEST_SUITE
