@@ -463,3 +463,93 @@ TEST_CASE("no new tokens gives nothing; an empty prompt is rejected" *
                   std::invalid_argument);
 }
 }
+
+TEST_SUITE("ex10.4 The top-p cut") {
+
+// Checks every id of `got` against `want`, in words.
+void check_probs(const std::vector<float>& got, const std::vector<double>& want,
+                 const std::string& what) {
+  INFO(what);
+  REQUIRE_MESSAGE(got.size() == want.size(),
+                  "expected " << want.size() << " probabilities (one per id), got " << got.size());
+  for (std::size_t v = 0; v < want.size(); ++v) {
+    // A cut id is exactly 0; a kept one its renormalised probability.
+    const bool ok = want[v] == 0.0
+                        ? got[v] == 0.0f
+                        : std::abs(static_cast<double>(got[v]) - want[v]) <= 1e-6 * want[v];
+    if (!ok) FAIL_CHECK("id " << v << ": expected " << want[v] << ", got " << got[v]);
+  }
+}
+
+TEST_CASE("the nucleus, worked by hand, stays in the order of the ids" *
+          doctest::description("hint 1")) {
+  // Ranked: id 1 (0.4), id 3 (0.3), id 2 (0.2), id 0 (0.1). 0.4 < 0.5, 0.4 + 0.3 >= 0.5: ids 1
+  // and 3, renormalised by 0.7.
+  const std::vector<float> probs = {0.1f, 0.4f, 0.2f, 0.3f};
+  check_probs(ex10::top_p_filter(probs, 0.5f), {0.0, 0.4 / 0.7, 0.0, 0.3 / 0.7},
+              "probs (0.1, 0.4, 0.2, 0.3), top_p 0.5: ids 1 and 3 kept");
+  check_probs(ex10::top_p_filter(probs, 0.8f), {0.0, 0.4 / 0.9, 0.2 / 0.9, 0.3 / 0.9},
+              "probs (0.1, 0.4, 0.2, 0.3), top_p 0.8: ids 1, 3 and 2 kept");
+}
+
+TEST_CASE("a mass that reaches top_p exactly stops there: the fewest ids" *
+          doctest::description("hint 2")) {
+  const std::vector<float> probs = {0.25f, 0.5f, 0.125f, 0.125f};  // exact in binary
+  check_probs(ex10::top_p_filter(probs, 0.5f), {0.0, 1.0, 0.0, 0.0},
+              "probs (0.25, 0.5, 0.125, 0.125), top_p 0.5: id 1 alone reaches 0.5");
+  check_probs(ex10::top_p_filter(probs, 0.75f), {1.0 / 3.0, 2.0 / 3.0, 0.0, 0.0},
+              "top_p 0.75: ids 1 and 0 reach 0.75 exactly");
+}
+
+TEST_CASE("equal probabilities: the lower id is kept first" * doctest::description("hint 2")) {
+  const std::vector<float> probs = {0.125f, 0.25f, 0.25f, 0.25f, 0.125f};
+  check_probs(ex10::top_p_filter(probs, 0.5f), {0.0, 0.5, 0.5, 0.0, 0.0},
+              "probs (0.125, 0.25, 0.25, 0.25, 0.125), top_p 0.5: ids 1 and 2 (not 3)");
+  check_probs(ex10::top_p_filter(probs, 0.8f), {1.0 / 7.0, 2.0 / 7.0, 2.0 / 7.0, 2.0 / 7.0, 0.0},
+              "top_p 0.8: ids 1, 2, 3, then id 0 (not 4)");
+}
+
+TEST_CASE("the most likely id is always kept, top_p = 1 keeps every id" *
+          doctest::description("hint 1")) {
+  const std::vector<float> probs = {0.2f, 0.7f, 0.1f};
+  check_probs(ex10::top_p_filter(probs, 1e-6f), {0.0, 1.0, 0.0},
+              "probs (0.2, 0.7, 0.1), top_p 1e-6: the most likely id alone");
+  check_probs(ex10::top_p_filter(probs, 0.6f), {0.0, 1.0, 0.0},
+              "top_p 0.6, below the most likely id's 0.7: that id alone");
+  check_probs(ex10::top_p_filter(probs, 1.0f), {0.2, 0.7, 0.1}, "top_p 1: every id, unchanged");
+}
+
+TEST_CASE("the result is a distribution: the kept ids renormalised to sum to 1" *
+          doctest::description("hint 3")) {
+  // A 40-id softmax-like distribution, sorted nowhere.
+  std::vector<double> e(40);
+  double z = 0.0;
+  for (std::size_t v = 0; v < e.size(); ++v)
+    z += (e[v] = std::exp(2.5 * std::sin(1.7 * static_cast<double>(v))));
+  std::vector<float> probs(e.size());
+  for (std::size_t v = 0; v < e.size(); ++v) probs[v] = static_cast<float>(e[v] / z);
+  for (const float top_p : {0.3f, 0.9f}) {
+    CAPTURE(top_p);
+    const std::vector<float> got = ex10::top_p_filter(probs, top_p);
+    REQUIRE(got.size() == probs.size());
+    double sum = 0.0, kept_before = 0.0;
+    for (std::size_t v = 0; v < got.size(); ++v) {
+      sum += static_cast<double>(got[v]);
+      if (got[v] > 0.0f) kept_before += static_cast<double>(probs[v]);
+    }
+    INFO("the kept ids held " << kept_before << " of the mass before the cut");
+    CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
+    CHECK(kept_before >= static_cast<double>(top_p) - 1e-6);
+  }
+}
+
+TEST_CASE("empty probs and top_p outside (0, 1] are rejected" * doctest::description("hint 2")) {
+  const std::vector<float> probs = {0.5f, 0.5f};
+  for (const float bad : {0.0f, -0.5f, 1.01f, std::numeric_limits<float>::quiet_NaN()}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(ex10::top_p_filter(probs, bad), std::invalid_argument);
+  }
+  CHECK_THROWS_AS(ex10::top_p_filter(std::vector<float>{}, 0.5f), std::invalid_argument);
+}
+
+}  // TEST_SUITE
