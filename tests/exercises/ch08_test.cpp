@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstddef>
 #include <functional>
+#include <limits>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -520,3 +522,88 @@ TEST_CASE("shapes that do not fit together are rejected") {
   CHECK_THROWS_AS(ex08::attention_backward(dout, q, k4, v4, true), std::invalid_argument);
 }
 }
+
+TEST_SUITE("ex08.5 Central differences") {
+
+TEST_CASE("a quadratic's gradient comes out exact, whatever h" * doctest::description("hint 2")) {
+  // f(x) = 3 x0^2 + x0 x1 - 2 x1^2 + 5 x2: gradient (6 x0 + x1, x0 - 4 x1, 5). A central
+  // difference is exact on a quadratic; a forward difference is off by h times the curvature.
+  const auto f = [](std::span<const double> x) {
+    return 3.0 * x[0] * x[0] + x[0] * x[1] - 2.0 * x[1] * x[1] + 5.0 * x[2];
+  };
+  const std::vector<double> x = {0.5, -1.25, 2.0};
+  const double want[] = {6.0 * 0.5 - 1.25, 0.5 + 4.0 * 1.25, 5.0};
+  for (const double h : {1e-2, 1e-3}) {
+    const std::vector<double> g = ex08::central_differences(f, x, h);
+    REQUIRE_MESSAGE(g.size() == 3, "expected one derivative per coordinate (3), got " << g.size());
+    for (std::size_t i = 0; i < 3; ++i) {
+      INFO("f = 3 x0^2 + x0 x1 - 2 x1^2 + 5 x2 at (0.5, -1.25, 2), h = "
+           << h << ": df/dx" << i << " = " << want[i]
+           << " exactly (a central difference is exact on a quadratic)");
+      CHECK(g[i] == doctest::Approx(want[i]).epsilon(1e-9));
+    }
+  }
+}
+
+TEST_CASE("the error of sin's derivative shrinks like h^2" * doctest::description("hint 1")) {
+  // d/dx sin(x) = cos(x); (sin(x + h) - sin(x - h)) / 2h = cos(x) sin(h) / h exactly.
+  const auto f = [](std::span<const double> x) { return std::sin(x[0]); };
+  const std::vector<double> x = {0.7};
+  for (const double h : {1e-1, 1e-2}) {
+    const std::vector<double> g = ex08::central_differences(f, x, h);
+    REQUIRE(g.size() == 1);
+    const double want = std::cos(0.7) * std::sin(h) / h;
+    INFO("sin at 0.7, h = " << h << ": expected " << want << " (cos 0.7 = " << std::cos(0.7)
+                            << ", times 1 - h^2/6)");
+    CHECK(g[0] == doctest::Approx(want).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("every call sees exactly one coordinate moved, the others exactly as given" *
+          doctest::description("hint 2")) {
+  // x values for which x + h - h is not x in floating point: a coordinate restored by
+  // subtracting h is left slightly off, and the later calls see two coordinates moved.
+  const std::vector<double> x = {0.1, 0.7, 1.3, -2.9, 1e-3};
+  const double h = 1e-3;
+  std::size_t calls = 0, bad_calls = 0;
+  const auto f = [&](std::span<const double> at) {
+    ++calls;
+    std::size_t moved = 0;
+    double sum = 0.0;
+    for (std::size_t i = 0; i < at.size() && i < x.size(); ++i) {
+      if (at[i] != x[i]) ++moved;
+      sum += static_cast<double>(i + 1) * at[i];
+    }
+    if (at.size() != x.size() || moved != 1) ++bad_calls;
+    return sum;
+  };
+  const std::vector<double> g = ex08::central_differences(f, x, h);
+  INFO("5 coordinates: expected 10 calls of f, each with exactly one coordinate moved; got "
+       << calls << " calls, " << bad_calls << " of them with another number of moved coordinates");
+  CHECK(calls == 10);
+  CHECK(bad_calls == 0);
+  REQUIRE(g.size() == 5);
+  for (std::size_t i = 0; i < 5; ++i) {
+    CAPTURE(i);
+    CHECK(g[i] == doctest::Approx(static_cast<double>(i + 1)).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("no coordinates give an empty gradient; h not finite or not > 0 is rejected" *
+          doctest::description("hint 2")) {
+  std::size_t calls = 0;
+  const auto f = [&calls](std::span<const double> x) {
+    ++calls;
+    return x.empty() ? 0.0 : x[0];
+  };
+  CHECK(ex08::central_differences(f, std::vector<double>{}, 1e-3).empty());
+  CHECK(calls == 0);
+  const std::vector<double> x = {1.0};
+  for (const double h : {0.0, -1e-3, std::numeric_limits<double>::infinity(),
+                         std::numeric_limits<double>::quiet_NaN()}) {
+    CAPTURE(h);
+    CHECK_THROWS_AS(ex08::central_differences(f, x, h), std::invalid_argument);
+  }
+}
+
+}  // TEST_SUITE

@@ -5,6 +5,10 @@
 // `build/default/bin/attn-check 08`.
 #pragma once
 
+#include <functional>
+#include <span>
+#include <vector>
+
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/linear.hpp"
 #include "attn/core/xt.hpp"
@@ -44,5 +48,11 @@ struct AttentionGrads {
 AttentionGrads attention_backward(const attn::Matrix& dout, const attn::Matrix& q,
                                   const attn::Matrix& k, const attn::Matrix& v,
                                   bool causal);  // (T, hs), (T, hs), (S, hs), (S, hs)
+
+// ex08.5, ex08_5_central_differences.cpp: the gradient checker's core, like
+// attn::central_differences: the numerical gradient (n,) of a scalar function f of n doubles at
+// x, by central differences with step h. Throws std::invalid_argument unless h is finite, > 0.
+std::vector<double> central_differences(const std::function<double(std::span<const double>)>& f,
+                                        std::span<const double> x, double h);
 
 }  // namespace ex08
