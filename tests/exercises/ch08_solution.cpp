@@ -54,4 +54,12 @@ ATTN_REFERENCE std::vector<double> central_differences(
   return attn::central_differences(f, x, h);
 }
 
+ATTN_REFERENCE attn::TiedEmbeddingGrads tied_embedding_backward(const attn::Tensor<3>& dx,
+                                                                const xt::xtensor<int, 2>& tokens,
+                                                                const attn::Matrix& dlogits,
+                                                                const attn::Matrix& h,
+                                                                const attn::Matrix& wte) {
+  return attn::tied_embedding_backward(dx, tokens, dlogits, h, wte);
+}
+
 }  // namespace ex08

@@ -19,8 +19,7 @@ namespace attn {
 // time at x with exactly one coordinate moved by +h or -h (the others exactly as given). Throws
 // std::invalid_argument unless h is finite and > 0.
 inline std::vector<double> central_differences(
-    const std::function<double(std::span<const double>)>& f, std::span<const double> x,
-    double h) {
+    const std::function<double(std::span<const double>)>& f, std::span<const double> x, double h) {
   if (!(h > 0.0 && std::isfinite(h))) {
     throw std::invalid_argument("attn::central_differences: h must be finite and > 0");
   }
