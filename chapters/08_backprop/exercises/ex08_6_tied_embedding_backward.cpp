@@ -22,8 +22,8 @@ namespace ex08 {
 
 attn::TiedEmbeddingGrads tied_embedding_backward(const attn::Tensor<3>& dx,
                                                  const xt::xtensor<int, 2>& tokens,
-                                                 const attn::Matrix& dlogits,
-                                                 const attn::Matrix& h, const attn::Matrix& wte) {
+                                                 const attn::Matrix& dlogits, const attn::Matrix& h,
+                                                 const attn::Matrix& wte) {
   // TODO(ex08.6): dwte (V, C) from both uses of the table, and dh (N, C); throw on bad shapes or
   // ids.
   throw std::logic_error("TODO ex08.6: tied embedding backward");

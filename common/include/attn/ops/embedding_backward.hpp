@@ -37,9 +37,10 @@ inline TiedEmbeddingGrads tied_embedding_backward(const Tensor<3>& dx,
       dlogits.shape()[0] != N || dlogits.shape()[1] != V) {
     throw std::invalid_argument(
         "attn::tied_embedding_backward: expected dx (B, T, C) with tokens (B, T), dlogits (N, V) "
-        "and h (N, C) with wte (V, C); got dx " + shape_str(dx.shape()) + ", tokens " +
-        shape_str(tokens.shape()) + ", dlogits " + shape_str(dlogits.shape()) + ", h " +
-        shape_str(h.shape()) + ", wte " + shape_str(wte.shape()));
+        "and h (N, C) with wte (V, C); got dx " +
+        shape_str(dx.shape()) + ", tokens " + shape_str(tokens.shape()) + ", dlogits " +
+        shape_str(dlogits.shape()) + ", h " + shape_str(h.shape()) + ", wte " +
+        shape_str(wte.shape()));
   }
   TiedEmbeddingGrads g{xt::zeros<float>({V, C}), xt::zeros<float>({N, C})};
   // 1. The lookup: each position adds its gradient to the row it read (a token that appears
@@ -49,8 +50,7 @@ inline TiedEmbeddingGrads tied_embedding_backward(const Tensor<3>& dx,
       const int id = tokens(b, t);
       if (id < 0 || static_cast<std::size_t>(id) >= V) {
         throw std::invalid_argument("attn::tied_embedding_backward: token id " +
-                                    std::to_string(id) + " outside [0, " + std::to_string(V) +
-                                    ")");
+                                    std::to_string(id) + " outside [0, " + std::to_string(V) + ")");
       }
       for (std::size_t c = 0; c < C; ++c) g.dwte(static_cast<std::size_t>(id), c) += dx(b, t, c);
     }
