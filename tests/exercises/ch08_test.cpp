@@ -188,7 +188,8 @@ TEST_CASE("one row worked by hand: dx = y (dy - dy . y)") {
   CHECK_TENSOR_NEAR(ex08::softmax_backward(y, dy), want, 1e-7, 0.0);
 }
 
-TEST_CASE("a gradient that is the same on the whole row gives dx = 0") {
+TEST_CASE("a gradient that is the same on the whole row gives dx = 0" *
+          doctest::description("hint 1")) {
   // Adding c to every dy_j changes dy . y by c (the weights sum to 1): nothing is left. A
   // softmax cannot tell a row from the same row shifted, so no shift can lower the loss.
   const Matrix y = {{0.1f, 0.2f, 0.3f, 0.4f}, {0.7f, 0.1f, 0.1f, 0.1f}};
@@ -197,7 +198,8 @@ TEST_CASE("a gradient that is the same on the whole row gives dx = 0") {
   CHECK_TENSOR_NEAR(ex08::softmax_backward(y, dy), want, 1e-6, 0.0);
 }
 
-TEST_CASE("every row of dx sums to zero, each with its own dot product") {
+TEST_CASE("every row of dx sums to zero, each with its own dot product" *
+          doctest::description("hint 1")) {
   const DMatrix x = {{0.3, -1.2, 2.0, 0.5}, {4.0, 4.1, -3.0, 0.0}, {0.0, 0.0, 0.0, 0.0}};
   const Matrix y = xt::cast<float>(softmax_rows(x));
   const Matrix dy = wiggly2(3, 4, 0.4, 2.0);
@@ -229,7 +231,8 @@ TEST_CASE("it matches finite differences of L = sum dy * softmax(x)") {
   }
 }
 
-TEST_CASE("masked entries (y = 0) get exactly zero gradient, the rest match finite differences") {
+TEST_CASE("masked entries (y = 0) get exactly zero gradient, the rest match finite differences" *
+          doctest::description("hint 2")) {
   // A causal (4, 4) softmax: row t sees columns 0..t.
   const std::size_t T = 4;
   std::vector<std::vector<bool>> masked(T, std::vector<bool>(T, false));
@@ -256,13 +259,14 @@ TEST_CASE("masked entries (y = 0) get exactly zero gradient, the rest match fini
     }
 }
 
-TEST_CASE("y and dy of different shapes are rejected") {
+TEST_CASE("y and dy of different shapes are rejected" * doctest::description("hint 2")) {
   const Matrix y = {{0.5f, 0.5f}};
   const Matrix dy = {{1.0f, 0.0f, 0.0f}};
   CHECK_THROWS_AS(ex08::softmax_backward(y, dy), std::invalid_argument);
 }
 
-TEST_CASE("y and dy with the same number of elements but another shape are rejected") {
+TEST_CASE("y and dy with the same number of elements but another shape are rejected" *
+          doctest::description("hint 2")) {
   // (2, 3) against (3, 2): six numbers each, but dy's rows are not y's rows.
   const Matrix y = {{0.2f, 0.3f, 0.5f}, {0.1f, 0.1f, 0.8f}};
   const Matrix dy = {{1.0f, 0.0f}, {0.5f, -1.0f}, {2.0f, 0.25f}};
