@@ -472,14 +472,16 @@ struct Row {
   fs::path stub;
   std::string status;
   std::string failure;  // first failure, one line
+  int hint = 0;         // the hint that fits the first failure's case (0: none declared)
   const BuildError* build_error = nullptr;
 };
 
 bool is_done(const Row& row) { return row.status == "done"; }
 
 std::string status_of(const std::vector<const CaseRecord*>& cases, bool marker,
-                      const std::string& id, std::string& first_failure) {
+                      const std::string& id, std::string& first_failure, int& hint) {
   first_failure.clear();
+  hint = 0;
   std::string todo_failure;
   bool crashed = false;
   bool timed_out = false;
@@ -493,6 +495,7 @@ std::string status_of(const std::vector<const CaseRecord*>& cases, bool marker,
         if (todo_failure.empty()) todo_failure = f.text;
       } else if (first_failure.empty()) {
         first_failure = f.text;
+        hint = c->hint;
       }
     }
   }
@@ -589,6 +592,12 @@ void print_next(const Row& row, int hint_level) {
   }
   if (!row.failure.empty() && row.status != "not started") {
     fmt::print("  first failure:\n    {}\n", row.failure);
+  }
+  // The failing case names the hint that fits it: that one, unless the learner already asked
+  // for more.
+  if (row.hint > hint_level && row.status == "failing") {
+    print_hint(row, row.hint, /*only_last=*/true);
+    return;
   }
   print_hint(row, hint_level);
 }
@@ -709,7 +718,7 @@ Check check_once(const Options& options, int hint_level) {
         row.status = "not run";
         row.failure = run.problem;
       } else {
-        row.status = status_of(cases_of[number], marker, row.id.id, row.failure);
+        row.status = status_of(cases_of[number], marker, row.id.id, row.failure, row.hint);
       }
       rows.push_back(row);
     }

@@ -502,6 +502,9 @@ void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
   check_data_fits(d, c.model.block_size);
   const bool fresh = s.step == 0;
 
+  // Like the other chapters: say whose functions run (only with --mine, so that the reference
+  // run's output, shown on the page, stays as it is).
+  if (common.mine) fmt::print("functions: yours (ex09::, --mine)\n");
   show_data(k, corpus, d, c.seed, c.model.block_size);
   const Before before = measure_before(k, s, c, d, fresh);
   show_before(before, c, V, fresh);

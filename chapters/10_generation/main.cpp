@@ -265,7 +265,7 @@ void put_char(const attn::Vocab& vocab, int id) {
 // 4. Text streamed from the model, with the cache (or without, --no-cache), and the other way
 // for comparison.
 void show_generation(const Kernels& k, const Model& m, std::span<const int> prompt,
-                     const attn::GenerateOptions& g, std::uint64_t seed, bool no_cache) {
+                     const attn::GenerateOptions& g, std::uint64_t seed, bool no_cache, bool mine) {
   const attn::LmConfig& c = m.config;
   section(4, "Generating, character by character");
   const std::string how =
@@ -281,14 +281,23 @@ void show_generation(const Kernels& k, const Model& m, std::span<const int> prom
   std::fflush(stdout);
   std::fputs(attn::encode_utf8(chars_of(m.vocab, prompt)).c_str(), stdout);
   const attn::TokenCallback stream = [&m](int id) { put_char(m.vocab, id); };
+  // The cached loop (the learner's with --mine), with the work it did counted by the library:
+  // the prefills, steps and positions it pushed through the model.
+  attn::KvWork work;
+  const auto cached = [&](attn::Rng& r, const attn::TokenCallback& on_token) {
+    const attn::KvWork before = attn::kv_work();
+    std::vector<int> tokens = k.generate(m.weights, c, prompt, g, r, on_token);
+    work = attn::kv_work() - before;
+    return tokens;
+  };
   attn::Rng rng(seed);
-  const std::vector<int> shown = no_cache ? attn::lm_generate(m.weights, c, prompt, g, rng, stream)
-                                          : k.generate(m.weights, c, prompt, g, rng, stream);
+  const std::vector<int> shown =
+      no_cache ? attn::lm_generate(m.weights, c, prompt, g, rng, stream) : cached(rng, stream);
   fmt::print("\n\n");
   // The other loop, silently, from the same seed.
   attn::Rng other_rng(seed);
-  const std::vector<int> other = no_cache ? k.generate(m.weights, c, prompt, g, other_rng, {})
-                                          : attn::lm_generate(m.weights, c, prompt, g, other_rng);
+  const std::vector<int> other =
+      no_cache ? cached(other_rng, {}) : attn::lm_generate(m.weights, c, prompt, g, other_rng);
   std::size_t same = 0;
   while (same < shown.size() && same < other.size() && shown[same] == other[same]) ++same;
   const bool identical = same == shown.size() && other.size() == shown.size();
@@ -305,17 +314,25 @@ void show_generation(const Kernels& k, const Model& m, std::span<const int> prom
       "attn::lm_generate_cached, same seed: {}.\n",
       same_loop ? "the same characters" : "DIFFERENT characters");
   attn::claim(same_loop, "the generation loop written out gives attn::lm_generate_cached's tokens");
-  // How the cached loop produced them: steps while positions are left, then re-fills.
+  // How the cached loop should produce them: steps while positions are left, then re-fills...
   const std::size_t n0 = std::min(prompt.size(), c.block_size);
   std::size_t steps = 0, refills = 0, length = n0;
+  std::uint64_t positions = n0;  // the prefill's
   for (std::size_t i = 1; i < g.max_new_tokens; ++i) {
     if (length < c.block_size) {
       ++steps;
       ++length;
+      positions += 1;
     } else {
       ++refills;
+      positions += c.block_size;
     }
   }
+  // ...and how it did, counted while it ran.
+  const bool as_planned =
+      work.prefills == refills + 1 && work.steps == steps && work.positions == positions;
+  if (!mine)
+    attn::claim(as_planned, "the cached loop does 1 prefill, the steps and re-fills counted");
   fmt::print("With the cache: 1 prefill of the {}, then {} step{}{}.\n",
              n0 == prompt.size() ? fmt::format("{}-token prompt", n0)
                                  : fmt::format("prompt's last {} tokens (T_max)", n0),
@@ -351,6 +368,18 @@ void show_generation(const Kernels& k, const Model& m, std::span<const int> prom
               "one prefill, then a step or a re-fill for every further token");
   attn::claim(steps == std::min(g.max_new_tokens - 1, c.block_size - n0),
               "the cache steps until the context reaches T_max");
+  if (mine) {
+    // The learner's loop, counted: the same tokens can hide a loop that never uses the cache.
+    fmt::print(
+        "Your generate_cached (ex10.3), counted as it ran: {} prefills, {} steps, {} "
+        "positions through the model for {} characters; {}.\n",
+        work.prefills, work.steps, work.positions, g.max_new_tokens,
+        as_planned ? "the cache used as above"
+        : work.positions > positions
+            ? fmt::format("the cache needs {}: your loop recomputes what the cache holds",
+                          positions)
+            : fmt::format("the loop above needs {}", positions));
+  }
 }
 
 // 5. FLOPs per token as the context grows (and µs per token with --timing).
@@ -508,7 +537,7 @@ void run(const attn::CommonOptions& common, const Options& o) {
   g.top_p = o.top_p;
   g.greedy = o.greedy;
   const auto t_gen = Clock::now();
-  show_generation(k, m, prompt, g, common.seed, o.no_cache);
+  show_generation(k, m, prompt, g, common.seed, o.no_cache, common.mine);
   const std::chrono::duration<double> gen_time = Clock::now() - t_gen;
   show_cost(m, common.seed, common.timing);
   show_past_t_max(m);

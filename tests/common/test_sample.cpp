@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -124,3 +125,36 @@ TEST_CASE("a temperature that is not > 0, or not finite, is an error") {
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("top_p_filter keeps the nucleus TokenSampler keeps, renormalised") {
+  // TokenSampler::next cuts the same tail in its own buffer (last_probs, not renormalised).
+  const std::vector<float> logits = {0.3f, 2.0f, -1.0f, 1.2f, 1.2f, 0.0f};
+  attn::TokenSampler sampler(logits.size());
+  for (const float top_p : {0.05f, 0.4f, 0.6f, 0.8f, 0.95f, 1.0f}) {
+    CAPTURE(top_p);
+    attn::Rng rng(1);
+    sampler.next(logits, attn::SamplingOptions{1.0f, 0, 1.0f, false}, rng);
+    const std::vector<float> probs(sampler.last_probs().begin(), sampler.last_probs().end());
+    sampler.next(logits, attn::SamplingOptions{1.0f, 0, top_p, false}, rng);
+    const std::span<const float> cut = sampler.last_probs();
+    double kept = 0.0;
+    for (float p : cut) kept += static_cast<double>(p);
+    const std::vector<float> got = attn::top_p_filter(probs, top_p);
+    REQUIRE(got.size() == cut.size());
+    for (std::size_t v = 0; v < got.size(); ++v) {
+      CAPTURE(v);
+      CHECK(got[v] == doctest::Approx(static_cast<double>(cut[v]) / kept).epsilon(1e-6));
+    }
+  }
+}
+
+TEST_CASE("top_p_filter: ties go to the lower id, and bad arguments are refused") {
+  const std::vector<float> probs = {0.5f, 0.25f, 0.25f};
+  const std::vector<float> got = attn::top_p_filter(probs, 0.75f);
+  CHECK(got[0] == doctest::Approx(2.0 / 3.0));
+  CHECK(got[1] == doctest::Approx(1.0 / 3.0));
+  CHECK(got[2] == 0.0f);
+  CHECK_THROWS_AS(attn::top_p_filter(probs, 0.0f), std::invalid_argument);
+  CHECK_THROWS_AS(attn::top_p_filter(probs, 1.5f), std::invalid_argument);
+  CHECK_THROWS_AS(attn::top_p_filter(std::vector<float>{}, 0.5f), std::invalid_argument);
+}

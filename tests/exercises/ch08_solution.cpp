@@ -5,6 +5,7 @@
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/linear.hpp"
 #include "attn/ops/softmax.hpp"
+#include "attn/train/central_difference.hpp"
 #include "exercises.hpp"
 #include "reference.hpp"
 
@@ -46,6 +47,19 @@ ATTN_REFERENCE AttentionGrads attention_backward(const attn::Matrix& dout, const
   const attn::AttentionGrads g =
       attn::scaled_dot_product_attention_backward(d4, q4, k4, v4, forward.weights, causal);
   return {as2(g.dq), as2(g.dk), as2(g.dv)};
+}
+
+ATTN_REFERENCE std::vector<double> central_differences(
+    const std::function<double(std::span<const double>)>& f, std::span<const double> x, double h) {
+  return attn::central_differences(f, x, h);
+}
+
+ATTN_REFERENCE attn::TiedEmbeddingGrads tied_embedding_backward(const attn::Tensor<3>& dx,
+                                                                const xt::xtensor<int, 2>& tokens,
+                                                                const attn::Matrix& dlogits,
+                                                                const attn::Matrix& h,
+                                                                const attn::Matrix& wte) {
+  return attn::tied_embedding_backward(dx, tokens, dlogits, h, wte);
 }
 
 }  // namespace ex08

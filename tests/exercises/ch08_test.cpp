@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstddef>
 #include <functional>
+#include <limits>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -186,7 +188,8 @@ TEST_CASE("one row worked by hand: dx = y (dy - dy . y)") {
   CHECK_TENSOR_NEAR(ex08::softmax_backward(y, dy), want, 1e-7, 0.0);
 }
 
-TEST_CASE("a gradient that is the same on the whole row gives dx = 0") {
+TEST_CASE("a gradient that is the same on the whole row gives dx = 0" *
+          doctest::description("hint 1")) {
   // Adding c to every dy_j changes dy . y by c (the weights sum to 1): nothing is left. A
   // softmax cannot tell a row from the same row shifted, so no shift can lower the loss.
   const Matrix y = {{0.1f, 0.2f, 0.3f, 0.4f}, {0.7f, 0.1f, 0.1f, 0.1f}};
@@ -195,7 +198,8 @@ TEST_CASE("a gradient that is the same on the whole row gives dx = 0") {
   CHECK_TENSOR_NEAR(ex08::softmax_backward(y, dy), want, 1e-6, 0.0);
 }
 
-TEST_CASE("every row of dx sums to zero, each with its own dot product") {
+TEST_CASE("every row of dx sums to zero, each with its own dot product" *
+          doctest::description("hint 1")) {
   const DMatrix x = {{0.3, -1.2, 2.0, 0.5}, {4.0, 4.1, -3.0, 0.0}, {0.0, 0.0, 0.0, 0.0}};
   const Matrix y = xt::cast<float>(softmax_rows(x));
   const Matrix dy = wiggly2(3, 4, 0.4, 2.0);
@@ -227,7 +231,8 @@ TEST_CASE("it matches finite differences of L = sum dy * softmax(x)") {
   }
 }
 
-TEST_CASE("masked entries (y = 0) get exactly zero gradient, the rest match finite differences") {
+TEST_CASE("masked entries (y = 0) get exactly zero gradient, the rest match finite differences" *
+          doctest::description("hint 2")) {
   // A causal (4, 4) softmax: row t sees columns 0..t.
   const std::size_t T = 4;
   std::vector<std::vector<bool>> masked(T, std::vector<bool>(T, false));
@@ -254,10 +259,20 @@ TEST_CASE("masked entries (y = 0) get exactly zero gradient, the rest match fini
     }
 }
 
-TEST_CASE("y and dy of different shapes are rejected") {
+TEST_CASE("y and dy of different shapes are rejected" * doctest::description("hint 2")) {
   const Matrix y = {{0.5f, 0.5f}};
   const Matrix dy = {{1.0f, 0.0f, 0.0f}};
   CHECK_THROWS_AS(ex08::softmax_backward(y, dy), std::invalid_argument);
+}
+
+TEST_CASE("y and dy with the same number of elements but another shape are rejected" *
+          doctest::description("hint 2")) {
+  // (2, 3) against (3, 2): six numbers each, but dy's rows are not y's rows.
+  const Matrix y = {{0.2f, 0.3f, 0.5f}, {0.1f, 0.1f, 0.8f}};
+  const Matrix dy = {{1.0f, 0.0f}, {0.5f, -1.0f}, {2.0f, 0.25f}};
+  INFO("y is (2, 3), dy is (3, 2): the same size, not the same shape");
+  CHECK_THROWS_AS(ex08::softmax_backward(y, dy), std::invalid_argument);
+  CHECK_THROWS_AS(ex08::softmax_backward(dy, y), std::invalid_argument);
 }
 }
 
@@ -511,3 +526,232 @@ TEST_CASE("shapes that do not fit together are rejected") {
   CHECK_THROWS_AS(ex08::attention_backward(dout, q, k4, v4, true), std::invalid_argument);
 }
 }
+
+TEST_SUITE("ex08.5 Central differences") {
+
+TEST_CASE("a quadratic's gradient comes out exact, whatever h" * doctest::description("hint 2")) {
+  // f(x) = 3 x0^2 + x0 x1 - 2 x1^2 + 5 x2: gradient (6 x0 + x1, x0 - 4 x1, 5). A central
+  // difference is exact on a quadratic; a forward difference is off by h times the curvature.
+  const auto f = [](std::span<const double> x) {
+    return 3.0 * x[0] * x[0] + x[0] * x[1] - 2.0 * x[1] * x[1] + 5.0 * x[2];
+  };
+  const std::vector<double> x = {0.5, -1.25, 2.0};
+  const double want[] = {6.0 * 0.5 - 1.25, 0.5 + 4.0 * 1.25, 5.0};
+  for (const double h : {1e-2, 1e-3}) {
+    const std::vector<double> g = ex08::central_differences(f, x, h);
+    REQUIRE_MESSAGE(g.size() == 3, "expected one derivative per coordinate (3), got " << g.size());
+    for (std::size_t i = 0; i < 3; ++i) {
+      INFO("f = 3 x0^2 + x0 x1 - 2 x1^2 + 5 x2 at (0.5, -1.25, 2), h = "
+           << h << ": df/dx" << i << " = " << want[i]
+           << " exactly (a central difference is exact on a quadratic)");
+      CHECK(g[i] == doctest::Approx(want[i]).epsilon(1e-9));
+    }
+  }
+}
+
+TEST_CASE("the error of sin's derivative shrinks like h^2" * doctest::description("hint 1")) {
+  // d/dx sin(x) = cos(x); (sin(x + h) - sin(x - h)) / 2h = cos(x) sin(h) / h exactly.
+  const auto f = [](std::span<const double> x) { return std::sin(x[0]); };
+  const std::vector<double> x = {0.7};
+  for (const double h : {1e-1, 1e-2}) {
+    const std::vector<double> g = ex08::central_differences(f, x, h);
+    REQUIRE(g.size() == 1);
+    const double want = std::cos(0.7) * std::sin(h) / h;
+    INFO("sin at 0.7, h = " << h << ": expected " << want << " (cos 0.7 = " << std::cos(0.7)
+                            << ", times 1 - h^2/6)");
+    CHECK(g[0] == doctest::Approx(want).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("every call sees exactly one coordinate moved, the others exactly as given" *
+          doctest::description("hint 2")) {
+  // x values for which x + h - h is not x in floating point: a coordinate restored by
+  // subtracting h is left slightly off, and the later calls see two coordinates moved.
+  const std::vector<double> x = {0.1, 0.7, 1.3, -2.9, 1e-3};
+  const double h = 1e-3;
+  std::size_t calls = 0, bad_calls = 0;
+  const auto f = [&](std::span<const double> at) {
+    ++calls;
+    std::size_t moved = 0;
+    double sum = 0.0;
+    for (std::size_t i = 0; i < at.size() && i < x.size(); ++i) {
+      if (at[i] != x[i]) ++moved;
+      sum += static_cast<double>(i + 1) * at[i];
+    }
+    if (at.size() != x.size() || moved != 1) ++bad_calls;
+    return sum;
+  };
+  const std::vector<double> g = ex08::central_differences(f, x, h);
+  INFO("5 coordinates: expected 10 calls of f, each with exactly one coordinate moved; got "
+       << calls << " calls, " << bad_calls << " of them with another number of moved coordinates");
+  CHECK(calls == 10);
+  CHECK(bad_calls == 0);
+  REQUIRE(g.size() == 5);
+  for (std::size_t i = 0; i < 5; ++i) {
+    CAPTURE(i);
+    CHECK(g[i] == doctest::Approx(static_cast<double>(i + 1)).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("no coordinates give an empty gradient; h not finite or not > 0 is rejected" *
+          doctest::description("hint 2")) {
+  std::size_t calls = 0;
+  const auto f = [&calls](std::span<const double> x) {
+    ++calls;
+    return x.empty() ? 0.0 : x[0];
+  };
+  CHECK(ex08::central_differences(f, std::vector<double>{}, 1e-3).empty());
+  CHECK(calls == 0);
+  const std::vector<double> x = {1.0};
+  for (const double h : {0.0, -1e-3, std::numeric_limits<double>::infinity(),
+                         std::numeric_limits<double>::quiet_NaN()}) {
+    CAPTURE(h);
+    CHECK_THROWS_AS(ex08::central_differences(f, x, h), std::invalid_argument);
+  }
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("ex08.6 Tied embedding backward") {
+
+// Both uses of the table, by plain double loops: the scatter of dx by token id and
+// dlogits^T @ h; dh = dlogits @ wte.
+void tied_by_hand(const Tensor<3>& dx, const xt::xtensor<int, 2>& tokens, const Matrix& dlogits,
+                  const Matrix& h, const Matrix& wte, Matrix& dwte, Matrix& dh) {
+  const std::size_t V = wte.shape()[0], C = wte.shape()[1], N = h.shape()[0];
+  dwte = xt::zeros<float>({V, C});
+  dh = xt::zeros<float>({N, C});
+  for (std::size_t v = 0; v < V; ++v)
+    for (std::size_t c = 0; c < C; ++c) {
+      double acc = 0.0;
+      for (std::size_t b = 0; b < tokens.shape()[0]; ++b)
+        for (std::size_t t = 0; t < tokens.shape()[1]; ++t)
+          if (tokens(b, t) == static_cast<int>(v)) acc += static_cast<double>(dx(b, t, c));
+      for (std::size_t r = 0; r < N; ++r)
+        acc += static_cast<double>(dlogits(r, v)) * static_cast<double>(h(r, c));
+      dwte(v, c) = static_cast<float>(acc);
+    }
+  for (std::size_t r = 0; r < N; ++r)
+    for (std::size_t c = 0; c < C; ++c) {
+      double acc = 0.0;
+      for (std::size_t v = 0; v < V; ++v)
+        acc += static_cast<double>(dlogits(r, v)) * static_cast<double>(wte(v, c));
+      dh(r, c) = static_cast<float>(acc);
+    }
+}
+
+TEST_CASE("one token, one head row, worked by hand" * doctest::description("hint 1")) {
+  // V 2, C 2, token 1 at the only position; dx = (1, 2); h = (3, -1); dlogits = (0.5, -2);
+  // wte = [[1, 0], [2, 4]].
+  //   lookup: row 1 gets (1, 2); head: dwte[v] += dlogits[v] h -> row 0 (1.5, -0.5), row 1
+  //   (-6, 2); dh = 0.5 (1, 0) - 2 (2, 4) = (-3.5, -8).
+  Tensor<3> dx(std::array<std::size_t, 3>{1, 1, 2});
+  dx(0, 0, 0) = 1.0f;
+  dx(0, 0, 1) = 2.0f;
+  xt::xtensor<int, 2> tokens(std::array<std::size_t, 2>{1, 1});
+  tokens(0, 0) = 1;
+  const Matrix h = {{3.0f, -1.0f}};
+  const Matrix dlogits = {{0.5f, -2.0f}};
+  const Matrix wte = {{1.0f, 0.0f}, {2.0f, 4.0f}};
+  const attn::TiedEmbeddingGrads g = ex08::tied_embedding_backward(dx, tokens, dlogits, h, wte);
+  const Matrix want_dwte = {{1.5f, -0.5f}, {-5.0f, 4.0f}};
+  const Matrix want_dh = {{-3.5f, -8.0f}};
+  INFO("dwte = the lookup's dx on row 1 (1, 2) + the head's dlogits^T @ h");
+  CHECK_TENSOR_NEAR(g.dwte, want_dwte, 1e-6, 1e-6);
+  CHECK_TENSOR_NEAR(g.dh, want_dh, 1e-6, 1e-6);
+}
+
+TEST_CASE("a token used at several positions collects all of them, unused rows only the head" *
+          doctest::description("hint 2")) {
+  // V 5, C 3; tokens use 1 three times and 3 once; 0, 2 and 4 are never looked up.
+  const Tensor<3> dx = wiggly3(2, 2, 3, 0.3, 1.0);
+  const xt::xtensor<int, 2> tokens = {{1, 3}, {1, 1}};
+  const Matrix h = wiggly2(4, 3, 1.1, 0.8);
+  const Matrix dlogits = wiggly2(4, 5, 2.2, 0.5);
+  const Matrix wte = wiggly2(5, 3, 0.7, 1.2);
+  Matrix want_dwte, want_dh;
+  tied_by_hand(dx, tokens, dlogits, h, wte, want_dwte, want_dh);
+  const attn::TiedEmbeddingGrads g = ex08::tied_embedding_backward(dx, tokens, dlogits, h, wte);
+  INFO("token 1 at 3 positions: its row collects 3 rows of dx plus the head's part");
+  CHECK_TENSOR_NEAR(g.dwte, want_dwte, 1e-5, 1e-5);
+  CHECK_TENSOR_NEAR(g.dh, want_dh, 1e-5, 1e-5);
+}
+
+TEST_CASE(
+    "the gradient of L = sum(dx * lookup) + sum(dlogits * h @ wte^T), by central "
+    "differences" *
+    doctest::description("hint 2")) {
+  // L is linear in wte and in h: a central difference gives the exact gradient of each element.
+  const Tensor<3> dx = wiggly3(2, 3, 4, 0.9, 1.0);
+  const xt::xtensor<int, 2> tokens = {{0, 2, 2}, {5, 0, 1}};
+  const Matrix h = wiggly2(6, 4, 0.2, 1.0);
+  const Matrix dlogits = wiggly2(6, 6, 1.4, 0.7);
+  const Matrix wte = wiggly2(6, 4, 2.5, 1.0);
+  const auto loss = [&](const Matrix& table, const Matrix& hidden) {
+    double L = 0.0;
+    for (std::size_t b = 0; b < 2; ++b)
+      for (std::size_t t = 0; t < 3; ++t)
+        for (std::size_t c = 0; c < 4; ++c)
+          L += static_cast<double>(dx(b, t, c)) *
+               static_cast<double>(table(static_cast<std::size_t>(tokens(b, t)), c));
+    for (std::size_t r = 0; r < 6; ++r)
+      for (std::size_t v = 0; v < 6; ++v) {
+        double logit = 0.0;
+        for (std::size_t c = 0; c < 4; ++c)
+          logit += static_cast<double>(hidden(r, c)) * static_cast<double>(table(v, c));
+        L += static_cast<double>(dlogits(r, v)) * logit;
+      }
+    return L;
+  };
+  const attn::TiedEmbeddingGrads g = ex08::tied_embedding_backward(dx, tokens, dlogits, h, wte);
+  REQUIRE(g.dwte.shape() == wte.shape());
+  REQUIRE(g.dh.shape() == h.shape());
+  const float step = 0.125f;  // exact in float: wte +- step is exact for these magnitudes
+  for (std::size_t v = 0; v < 6; ++v)
+    for (std::size_t c = 0; c < 4; ++c) {
+      Matrix up = wte, down = wte;
+      up(v, c) += step;
+      down(v, c) -= step;
+      const double numeric = (loss(up, h) - loss(down, h)) /
+                             (static_cast<double>(up(v, c)) - static_cast<double>(down(v, c)));
+      INFO("dL/dwte[" << v << ", " << c << "]");
+      CHECK(static_cast<double>(g.dwte(v, c)) ==
+            doctest::Approx(numeric).epsilon(1e-4).scale(1e-3));
+    }
+  for (std::size_t r = 0; r < 6; ++r)
+    for (std::size_t c = 0; c < 4; ++c) {
+      Matrix up = h, down = h;
+      up(r, c) += step;
+      down(r, c) -= step;
+      const double numeric = (loss(wte, up) - loss(wte, down)) /
+                             (static_cast<double>(up(r, c)) - static_cast<double>(down(r, c)));
+      INFO("dL/dh[" << r << ", " << c << "]");
+      CHECK(static_cast<double>(g.dh(r, c)) == doctest::Approx(numeric).epsilon(1e-4).scale(1e-3));
+    }
+}
+
+TEST_CASE("shapes that do not fit and ids outside [0, V) are rejected" *
+          doctest::description("hint 2")) {
+  const Tensor<3> dx = wiggly3(1, 2, 3, 0.3, 1.0);
+  const xt::xtensor<int, 2> tokens = {{0, 3}};
+  const Matrix h = wiggly2(2, 3, 1.1, 0.8);
+  const Matrix dlogits = wiggly2(2, 4, 2.2, 0.5);
+  const Matrix wte = wiggly2(4, 3, 0.7, 1.2);
+  CHECK_NOTHROW(ex08::tied_embedding_backward(dx, tokens, dlogits, h, wte));
+  const xt::xtensor<int, 2> out_of_range = {{0, 4}}, negative = {{-1, 0}}, longer = {{0, 1, 2}};
+  CHECK_THROWS_AS(ex08::tied_embedding_backward(dx, out_of_range, dlogits, h, wte),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(ex08::tied_embedding_backward(dx, negative, dlogits, h, wte),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(ex08::tied_embedding_backward(dx, longer, dlogits, h, wte),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(
+      ex08::tied_embedding_backward(wiggly3(1, 2, 2, 0.3, 1.0), tokens, dlogits, h, wte),
+      std::invalid_argument);
+  CHECK_THROWS_AS(ex08::tied_embedding_backward(dx, tokens, wiggly2(2, 5, 2.2, 0.5), h, wte),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(ex08::tied_embedding_backward(dx, tokens, wiggly2(3, 4, 2.2, 0.5), h, wte),
+                  std::invalid_argument);
+}
+
+}  // TEST_SUITE

@@ -34,4 +34,12 @@ ATTN_REFERENCE attn::StepResult train_step_on(attn::TrainState& state,
   return attn::train_step_on(state, config, inputs, targets);
 }
 
+ATTN_REFERENCE float learning_rate(const attn::LrSchedule& schedule, std::size_t step) {
+  return attn::learning_rate(schedule, step);
+}
+
+ATTN_REFERENCE double clip_grad_norm(std::span<const std::span<float>> grads, float max_norm) {
+  return attn::clip_grad_norm(grads, max_norm);
+}
+
 }  // namespace ex09

@@ -5,9 +5,11 @@
 // hand; never from the attn:: function the reference solution forwards to.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <numeric>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -61,7 +63,8 @@ Tokens tokens_of(std::initializer_list<std::initializer_list<int>> rows) {
 
 TEST_SUITE("ex09.1 AdamW update") {
 
-TEST_CASE("three steps match torch.optim.AdamW with and without weight decay") {
+TEST_CASE("three steps match torch.optim.AdamW with and without weight decay" *
+          doctest::description("hint 2")) {
   // torch.optim.AdamW(lr=0.01, betas=(0.9, 0.999), eps=1e-8), weight_decay 0.1 on p, 0 on b.
   std::vector<float> p = {0.5f, -1.0f, 2.0f, 0.25f}, b = {0.1f, -0.2f};
   std::vector<float> pm(4, 0.0f), pv(4, 0.0f), bm(2, 0.0f), bv(2, 0.0f);
@@ -79,7 +82,7 @@ TEST_CASE("three steps match torch.optim.AdamW with and without weight decay") {
   for (std::size_t i = 0; i < 2; ++i) CHECK(b[i] == doctest::Approx(want_b[i]).epsilon(1e-6));
 }
 
-TEST_CASE("the moments hold the running means after one step") {
+TEST_CASE("the moments hold the running means after one step" * doctest::description("hint 2")) {
   std::vector<float> p = {1.0f}, m = {0.0f}, v = {0.0f};
   const std::vector<float> g = {2.0f};
   ex09::adamw_update(p, g, m, v, 0.1f, 0.0f, 1, attn::AdamWConfig{0.8f, 0.9f, 1e-8f, 0.0f});
@@ -97,10 +100,24 @@ TEST_CASE("weight decay is applied to the parameter before the Adam step") {
   CHECK(p[0] == doctest::Approx(3.7f).epsilon(1e-6));
 }
 
-TEST_CASE("different lengths and step 0 are rejected") {
+TEST_CASE("different lengths and step 0 are rejected" * doctest::description("hint 2")) {
   std::vector<float> p(3), g(2), m(3), v(3), g3(3);
   CHECK_THROWS_AS(ex09::adamw_update(p, g, m, v, 0.1f, 0.0f, 1, {}), std::invalid_argument);
   CHECK_THROWS_AS(ex09::adamw_update(p, g3, m, v, 0.1f, 0.0f, 0, {}), std::invalid_argument);
+}
+
+TEST_CASE("each of g, m and v shorter or longer than p is rejected" *
+          doctest::description("hint 2")) {
+  std::vector<float> p(3, 1.0f), ok(3, 0.5f), shorter(2, 0.5f), longer(4, 0.5f);
+  for (std::vector<float>* odd : {&shorter, &longer}) {
+    CAPTURE(odd->size());
+    std::vector<float> m = ok, v = ok;
+    CHECK_THROWS_AS(ex09::adamw_update(p, *odd, m, v, 0.1f, 0.0f, 1, {}), std::invalid_argument);
+    std::vector<float> m_odd = *odd, v_odd = *odd;
+    CHECK_THROWS_AS(ex09::adamw_update(p, ok, m_odd, v, 0.1f, 0.0f, 1, {}), std::invalid_argument);
+    m = ok;
+    CHECK_THROWS_AS(ex09::adamw_update(p, ok, m, v_odd, 0.1f, 0.0f, 1, {}), std::invalid_argument);
+  }
 }
 
 }  // TEST_SUITE
@@ -125,7 +142,7 @@ TEST_CASE("each row is a window of the data and its targets are shifted by one")
   }
 }
 
-TEST_CASE("a window may end on the last token, never past it") {
+TEST_CASE("a window may end on the last token, never past it" * doctest::description("hint 2")) {
   const std::vector<int> data = {1, 2, 3};  // T = 2: the only window is [1, 2] -> [2, 3]
   attn::Rng rng(1);
   const attn::Batch b = ex09::get_batch(data, 5, 2, rng);
@@ -135,7 +152,7 @@ TEST_CASE("a window may end on the last token, never past it") {
   }
 }
 
-TEST_CASE("zero sizes and data shorter than T + 1 are rejected") {
+TEST_CASE("zero sizes and data shorter than T + 1 are rejected" * doctest::description("hint 2")) {
   const std::vector<int> data = counting_data(10, 4);
   attn::Rng rng(1);
   CHECK_THROWS_AS(ex09::get_batch(data, 0, 3, rng), std::invalid_argument);
@@ -147,7 +164,8 @@ TEST_CASE("zero sizes and data shorter than T + 1 are rejected") {
 
 TEST_SUITE("ex09.3 estimate_loss") {
 
-TEST_CASE("the estimate is the mean lm_loss over the batches of each split, train first") {
+TEST_CASE("the estimate is the mean lm_loss over the batches of each split, train first" *
+          doctest::description("hint 2")) {
   const attn::TrainConfig c = tiny_config();
   attn::Rng init(5);
   const attn::LmWeights w = attn::lm_init(init, c.model);
@@ -172,7 +190,7 @@ TEST_CASE("the estimate is the mean lm_loss over the batches of each split, trai
   CHECK(got.train_loss != doctest::Approx(got.val_loss).epsilon(1e-9));
 }
 
-TEST_CASE("zero batches are rejected") {
+TEST_CASE("zero batches are rejected" * doctest::description("hint 2")) {
   const attn::TrainConfig c = tiny_config();
   attn::Rng init(5);
   const attn::LmWeights w = attn::lm_init(init, c.model);
@@ -184,9 +202,24 @@ TEST_CASE("zero batches are rejected") {
 
 TEST_SUITE("ex09.4 the training step") {
 
+// The learning rate at step t (1-based), worked out from the schedule's definition: a linear
+// warmup lr * t / warmup, then a half cosine from lr down to min_lr at `total`, min_lr after.
+double lr_by_hand(const attn::LrSchedule& s, std::size_t t) {
+  const double lr = s.lr, min_lr = s.min_lr;
+  if (s.shape == attn::LrShape::constant) return lr;
+  if (t <= s.warmup) return lr * static_cast<double>(t) / static_cast<double>(s.warmup);
+  if (t >= s.total) return min_lr;
+  const double pi = std::acos(-1.0);
+  const double progress =
+      static_cast<double>(t - s.warmup) / static_cast<double>(s.total - s.warmup);
+  return min_lr + (lr - min_lr) * 0.5 * (1.0 + std::cos(pi * progress));
+}
+
 // The step composed from the pieces: forward/backward, clip, AdamW, on copies of the state.
+// `norm` is the gradient's global norm before clipping, `lr` the learning rate used.
 attn::TrainState expected_after_step(const attn::TrainState& before, const attn::TrainConfig& c,
-                                     const Tokens& x, const Tokens& y, double& loss) {
+                                     const Tokens& x, const Tokens& y, double& loss, double& norm,
+                                     double& lr) {
   attn::TrainState s;
   s.weights = before.weights;
   s.adam_m = before.adam_m;
@@ -201,7 +234,8 @@ attn::TrainState expected_after_step(const attn::TrainState& before, const attn:
   double norm2 = 0.0;
   for (const attn::NamedTensor& t : g)
     for (float e : t.values) norm2 += static_cast<double>(e) * static_cast<double>(e);
-  const double norm = std::sqrt(norm2);
+  norm = std::sqrt(norm2);
+  lr = lr_by_hand(c.schedule, before.step + 1);
   const double scale = norm > static_cast<double>(c.grad_clip) && c.grad_clip > 0.0f
                            ? static_cast<double>(c.grad_clip) / (norm + 1e-6)
                            : 1.0;
@@ -209,8 +243,8 @@ attn::TrainState expected_after_step(const attn::TrainState& before, const attn:
     for (float& e : t.values) e = static_cast<float>(static_cast<double>(e) * scale);
   for (std::size_t i = 0; i < p.size(); ++i) {
     const float wd = p[i].rank >= 2 ? c.adam.weight_decay : 0.0f;
-    attn::adamw_update(p[i].values, g[i].values, m[i].values, v[i].values, c.schedule.lr, wd,
-                       before.step + 1, c.adam);
+    attn::adamw_update(p[i].values, g[i].values, m[i].values, v[i].values, static_cast<float>(lr),
+                       wd, before.step + 1, c.adam);
   }
   s.step = before.step + 1;
   return s;
@@ -230,21 +264,68 @@ void check_same_weights(attn::LmWeights& a, attn::LmWeights& b) {
   }
 }
 
-TEST_CASE("two steps equal the pieces composed by hand, with clipping and two decay groups") {
+TEST_CASE("two steps equal the pieces composed by hand, with clipping and two decay groups" *
+          doctest::description("hint 2")) {
   const attn::TrainConfig c = tiny_config();
   attn::TrainState s = attn::train_init(c);
   const Tokens x = tokens_of({{0, 1, 2, 3, 4}, {5, 4, 3, 2, 1}, {1, 1, 2, 2, 3}});
   const Tokens y = tokens_of({{1, 2, 3, 4, 5}, {4, 3, 2, 1, 0}, {1, 2, 2, 3, 3}});
   for (int step = 0; step < 2; ++step) {
-    double want_loss = 0.0;
-    attn::TrainState want = expected_after_step(s, c, x, y, want_loss);
+    double want_loss = 0.0, want_norm = 0.0, want_lr = 0.0;
+    attn::TrainState want = expected_after_step(s, c, x, y, want_loss, want_norm, want_lr);
     const attn::StepResult r = ex09::train_step_on(s, c, x, y);
     CHECK(r.loss == doctest::Approx(want_loss).epsilon(1e-6));
-    CHECK(r.lr == doctest::Approx(c.schedule.lr));
-    CHECK(r.grad_norm > 0.0);
+    CHECK(r.lr == doctest::Approx(want_lr));
+    CHECK(r.grad_norm == doctest::Approx(want_norm).epsilon(1e-5));
     CHECK(s.step == want.step);
     REQUIRE(s.losses.size() == static_cast<std::size_t>(step + 1));
     CHECK(s.losses.back() == doctest::Approx(want_loss).epsilon(1e-6));
+    check_same_weights(s.weights, want.weights);
+    check_same_weights(s.adam_m, want.adam_m);
+    check_same_weights(s.adam_v, want.adam_v);
+  }
+}
+
+// Garbage in every gradient, as a previous step (or anything else) may have left them.
+void fill_stale_gradients(attn::LmWeights& grads) {
+  std::size_t k = 0;
+  for (attn::NamedTensor& t : attn::lm_parameters(grads))
+    for (float& e : t.values) e = 3.0f + 2.0f * std::sin(0.37f * static_cast<float>(k++));
+}
+
+TEST_CASE(
+    "warmup + cosine schedule, stale gradients: every step takes lr(step + 1) and reports "
+    "the norm before clipping" *
+    doctest::description("hint 2")) {
+  attn::TrainConfig c = tiny_config();
+  c.schedule.lr = 0.02f;
+  c.schedule.shape = attn::LrShape::cosine;
+  c.schedule.warmup = 3;
+  c.schedule.total = 7;
+  c.schedule.min_lr = 0.002f;
+  c.grad_clip = 0.05f;  // below every norm here: clipping acts on each step
+  attn::TrainState s = attn::train_init(c);
+  const Tokens x = tokens_of({{0, 1, 2, 3, 4}, {5, 4, 3, 2, 1}, {1, 1, 2, 2, 3}});
+  const Tokens y = tokens_of({{1, 2, 3, 4, 5}, {4, 3, 2, 1, 0}, {1, 2, 2, 3, 3}});
+  // Steps 1..8: warmup (1-3), cosine (4-6), min_lr (7, 8).
+  for (std::size_t step = 0; step < 8; ++step) {
+    double want_loss = 0.0, want_norm = 0.0, want_lr = 0.0;
+    attn::TrainState want = expected_after_step(s, c, x, y, want_loss, want_norm, want_lr);
+    fill_stale_gradients(s.grads);
+    const attn::StepResult r = ex09::train_step_on(s, c, x, y);
+    INFO("step " << step + 1
+                 << " of a schedule with lr 0.02, warmup 3, cosine to 0.002 at step 7 "
+                    "(state.step was "
+                 << step
+                 << "), gradients holding garbage before the step, "
+                    "clipping at 0.05");
+    CHECK_MESSAGE(
+        r.lr == doctest::Approx(want_lr),
+        "the lr used and returned is the schedule's at step " << step + 1 << ": " << want_lr);
+    CHECK_MESSAGE(r.grad_norm == doctest::Approx(want_norm).epsilon(1e-5),
+                  "the returned norm is the one before clipping: " << want_norm);
+    CHECK(r.loss == doctest::Approx(want_loss).epsilon(1e-6));
+    CHECK(s.step == step + 1);
     check_same_weights(s.weights, want.weights);
     check_same_weights(s.adam_m, want.adam_m);
     check_same_weights(s.adam_v, want.adam_v);
@@ -261,6 +342,138 @@ TEST_CASE("the loss on a repeated batch falls: the step moves downhill") {
   double last = first;
   for (int i = 0; i < 30; ++i) last = ex09::train_step_on(s, c, x, y).loss;
   CHECK(last < first - 0.5);
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("ex09.5 The learning-rate schedule") {
+
+attn::LrSchedule cosine(float lr, std::size_t warmup, std::size_t total, float min_lr) {
+  attn::LrSchedule s;
+  s.lr = lr;
+  s.shape = attn::LrShape::cosine;
+  s.warmup = warmup;
+  s.total = total;
+  s.min_lr = min_lr;
+  return s;
+}
+
+TEST_CASE("a constant schedule gives lr at every step" * doctest::description("hint 1")) {
+  attn::LrSchedule s;
+  s.lr = 3e-4f;
+  s.warmup = 5;  // ignored: only the cosine shape warms up
+  s.total = 10;
+  for (const std::size_t t : {1u, 2u, 5u, 10u, 11u, 1000u}) {
+    CAPTURE(t);
+    CHECK(ex09::learning_rate(s, t) == 3e-4f);
+  }
+}
+
+TEST_CASE("the warmup climbs in equal steps from lr/warmup at step 1 to lr at step warmup" *
+          doctest::description("hint 2")) {
+  const attn::LrSchedule s = cosine(0.01f, 4, 20, 0.001f);
+  const double want[] = {0.0025, 0.005, 0.0075, 0.01};  // lr * t / 4
+  for (std::size_t t = 1; t <= 4; ++t) {
+    INFO("step " << t << " of a 4-step warmup to lr 0.01: expected " << want[t - 1]);
+    CHECK(ex09::learning_rate(s, t) == doctest::Approx(want[t - 1]).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("after the warmup: half a cosine from lr down to min_lr at total, then min_lr" *
+          doctest::description("hint 2")) {
+  // warmup 2, total 10: steps 2..10 are 8 steps of the half cosine; step 6 is its middle.
+  const attn::LrSchedule s = cosine(0.02f, 2, 10, 0.004f);
+  const double pi = std::acos(-1.0);
+  for (std::size_t t = 3; t <= 12; ++t) {
+    const double progress = std::min(1.0, static_cast<double>(t - 2) / 8.0);
+    const double want = 0.004 + (0.02 - 0.004) * 0.5 * (1.0 + std::cos(pi * progress));
+    INFO("step " << t << " (lr 0.02, warmup 2, min_lr 0.004 at step 10): expected " << want);
+    CHECK(ex09::learning_rate(s, t) == doctest::Approx(want).epsilon(1e-5));
+  }
+  CHECK(ex09::learning_rate(s, 6) == doctest::Approx(0.012).epsilon(1e-5));  // the middle
+  CHECK(ex09::learning_rate(s, 10) == doctest::Approx(0.004).epsilon(1e-6));
+  CHECK(ex09::learning_rate(s, 500) == doctest::Approx(0.004).epsilon(1e-6));
+}
+
+TEST_CASE("without warmup the cosine starts at step 1, just below lr" *
+          doctest::description("hint 2")) {
+  const attn::LrSchedule s = cosine(1.0f, 0, 4, 0.0f);
+  // progress t / 4: 0.5 (1 + cos(pi t / 4)) for t = 1, 2, 3, then 0.
+  const double want[] = {0.8535533906, 0.5, 0.1464466094, 0.0};
+  for (std::size_t t = 1; t <= 4; ++t) {
+    INFO("step " << t << " of a 4-step cosine from 1 to 0 without warmup: expected "
+                 << want[t - 1]);
+    CHECK(ex09::learning_rate(s, t) == doctest::Approx(want[t - 1]).epsilon(1e-6).scale(1e-9));
+  }
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("ex09.6 Clipping by the global norm") {
+
+std::vector<std::span<float>> spans_of(std::vector<std::vector<float>>& tensors) {
+  std::vector<std::span<float>> s;
+  for (std::vector<float>& t : tensors) s.emplace_back(t);
+  return s;
+}
+
+TEST_CASE("one norm for all the tensors: 3, 4 and 12 in three tensors give 13" *
+          doctest::description("hint 1")) {
+  std::vector<std::vector<float>> g = {{3.0f}, {0.0f, 4.0f}, {-12.0f}};
+  const std::vector<std::span<float>> s = spans_of(g);
+  const double norm = ex09::clip_grad_norm(s, 6.5f);
+  CHECK(norm == doctest::Approx(13.0).epsilon(1e-12));
+  // Scaled by 6.5 / (13 + 1e-6), every tensor by the same factor: the direction is kept.
+  const double f = 6.5 / (13.0 + 1e-6);
+  INFO("every gradient scaled by max_norm / (norm + 1e-6) = " << f);
+  CHECK(g[0][0] == doctest::Approx(3.0 * f).epsilon(1e-6));
+  CHECK(g[1][0] == 0.0f);
+  CHECK(g[1][1] == doctest::Approx(4.0 * f).epsilon(1e-6));
+  CHECK(g[2][0] == doctest::Approx(-12.0 * f).epsilon(1e-6));
+}
+
+TEST_CASE("a norm below max_norm, or max_norm 0, changes nothing and still returns the norm" *
+          doctest::description("hint 2")) {
+  for (const float max_norm : {0.0f, 5.001f, 100.0f}) {
+    CAPTURE(max_norm);
+    std::vector<std::vector<float>> g = {{3.0f, 0.0f}, {-4.0f}};
+    const std::vector<std::span<float>> s = spans_of(g);
+    CHECK(ex09::clip_grad_norm(s, max_norm) == doctest::Approx(5.0).epsilon(1e-12));
+    INFO("gradient (3, 0), (-4): norm 5, not above max_norm " << max_norm
+                                                              << " (or clipping off): unchanged");
+    CHECK(g[0][0] == 3.0f);
+    CHECK(g[0][1] == 0.0f);
+    CHECK(g[1][0] == -4.0f);
+  }
+}
+
+TEST_CASE("the returned norm is the one before clipping" * doctest::description("hint 2")) {
+  std::vector<std::vector<float>> g = {{30.0f, 40.0f}};
+  const std::vector<std::span<float>> s = spans_of(g);
+  const double norm = ex09::clip_grad_norm(s, 1.0f);
+  INFO(
+      "gradient (30, 40) clipped to norm 1: the function returns 50, the gradient ends (0.6, 0.8)");
+  CHECK(norm == doctest::Approx(50.0).epsilon(1e-12));
+  CHECK(g[0][0] == doctest::Approx(0.6).epsilon(1e-6));
+  CHECK(g[0][1] == doctest::Approx(0.8).epsilon(1e-6));
+}
+
+TEST_CASE("gradients of 1e20 give a finite norm (their squares overflow a float)" *
+          doctest::description("hint 3")) {
+  std::vector<std::vector<float>> g = {{3e20f}, {4e20f}};
+  const std::vector<std::span<float>> s = spans_of(g);
+  const double norm = ex09::clip_grad_norm(s, 1.0f);
+  INFO("3e20 and 4e20: norm 5e20, the gradients end (0.6, 0.8)");
+  CHECK(norm == doctest::Approx(5e20).epsilon(1e-6));
+  CHECK(g[0][0] == doctest::Approx(0.6).epsilon(1e-5));
+  CHECK(g[1][0] == doctest::Approx(0.8).epsilon(1e-5));
+}
+
+TEST_CASE("no tensors, or empty ones, give norm 0" * doctest::description("hint 1")) {
+  std::vector<std::vector<float>> none;
+  CHECK(ex09::clip_grad_norm(spans_of(none), 1.0f) == 0.0);
+  std::vector<std::vector<float>> empty = {{}, {}};
+  CHECK(ex09::clip_grad_norm(spans_of(empty), 1.0f) == 0.0);
 }
 
 }  // TEST_SUITE

@@ -2,6 +2,7 @@
 // Linked in place of the learner's stubs (ctest solution.ch10) to prove that every test in
 // ch10_test.cpp passes against attn::.
 #include "attn/model/kvcache.hpp"
+#include "attn/model/sample.hpp"
 #include "exercises.hpp"
 #include "reference.hpp"
 
@@ -20,6 +21,10 @@ ATTN_REFERENCE std::vector<int> generate_cached(
     const attn::LmWeights& w, const attn::LmConfig& config, std::span<const int> prompt,
     const attn::GenerateOptions& options, attn::Rng& rng, const attn::TokenCallback& on_token) {
   return attn::lm_generate_cached(w, config, prompt, options, rng, on_token);
+}
+
+ATTN_REFERENCE std::vector<float> top_p_filter(std::span<const float> probs, float top_p) {
+  return attn::top_p_filter(probs, top_p);
 }
 
 }  // namespace ex10

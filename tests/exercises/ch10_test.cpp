@@ -5,14 +5,18 @@
 // reference solution forwards to. Run them with build/default/bin/attn-check 10.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "attn/model/block.hpp"
+#include "attn/model/kvcache.hpp"
 #include "attn/model/model.hpp"
 #include "attn/core/random.hpp"
 #include "attn/core/xt.hpp"
@@ -119,10 +123,55 @@ std::vector<int> generate(const attn::LmWeights& w, const attn::LmConfig& config
                 : attn::lm_generate(w, config, prompt, o, rng);
 }
 
+// Tokens in words: "[3, 1, 4]".
+std::string tokens_text(const std::vector<int>& tokens) {
+  std::ostringstream out;
+  out << "[";
+  for (std::size_t i = 0; i < tokens.size(); ++i) out << (i ? ", " : "") << tokens[i];
+  out << "]";
+  return out.str();
+}
+
+// Fails, in words, at the first token where `got` (the cached loop) differs from `want`.
+void check_same_tokens(const std::vector<int>& got, const std::vector<int>& want,
+                       const std::string& expected_from) {
+  if (got == want) return;
+  std::size_t i = 0;
+  while (i < got.size() && i < want.size() && got[i] == want[i]) ++i;
+  if (got.size() != want.size() && i == std::min(got.size(), want.size())) {
+    FAIL_CHECK("expected " << want.size() << " new tokens (" << expected_from << "), got "
+                           << got.size() << ": " << tokens_text(got));
+    return;
+  }
+  FAIL_CHECK("new token " << i + 1 << " of " << want.size() << " differs: got " << got[i]
+                          << ", expected " << want[i] << " (" << expected_from << "); got "
+                          << tokens_text(got) << ", expected " << tokens_text(want));
+}
+
+// The positions a cached loop pushes through the model, worked out from the rule of the
+// exercise: a prefill of the (cropped) prompt, then for every token but the last one position
+// (a step) while the cache has room, T_max (a re-fill) once it is full.
+std::uint64_t positions_of_cached_loop(std::size_t prompt, std::size_t new_tokens,
+                                       std::size_t T_max) {
+  if (new_tokens == 0) return 0;
+  std::size_t length = std::min(prompt, T_max);
+  std::uint64_t positions = length;
+  for (std::size_t i = 1; i < new_tokens; ++i) {
+    if (length < T_max) {
+      positions += 1;
+      ++length;
+    } else {
+      positions += T_max;
+    }
+  }
+  return positions;
+}
+
 }  // namespace
 
 TEST_SUITE("ex10.1 Append to the cache") {
-TEST_CASE("each head of each row lands at its position, and nothing else changes") {
+TEST_CASE("each head of each row lands at its position, and nothing else changes" *
+          doctest::description("hint 1")) {
   Tensor<4> cache = sentinel_cache(2, 3, 4, 2);  // B 2, H 3, T_max 4, hs 2
   const Matrix rows = wiggly(2, 6, 0.8, 1.9, 0.3);
   ex10::kv_append(cache, rows, 2);
@@ -138,7 +187,8 @@ TEST_CASE("each head of each row lands at its position, and nothing else changes
         }
 }
 
-TEST_CASE("appending position after position fills the cache in order") {
+TEST_CASE("appending position after position fills the cache in order" *
+          doctest::description("hint 1")) {
   Tensor<4> cache = sentinel_cache(1, 2, 3, 2);
   for (std::size_t t = 0; t < 3; ++t) {
     Matrix row(std::array<std::size_t, 2>{1, 4});
@@ -153,14 +203,14 @@ TEST_CASE("appending position after position fills the cache in order") {
   CHECK(cache(0, 1, 0, 1) == 3.0f);
 }
 
-TEST_CASE("a position at or past T_max is rejected") {
+TEST_CASE("a position at or past T_max is rejected" * doctest::description("hint 2")) {
   Tensor<4> cache = sentinel_cache(1, 2, 3, 2);
   const Matrix row = wiggly(1, 4, 0.5, 0.5, 0.0);
   CHECK_THROWS_AS(ex10::kv_append(cache, row, 3), std::invalid_argument);
   CHECK_THROWS_AS(ex10::kv_append(cache, row, 100), std::invalid_argument);
 }
 
-TEST_CASE("rows of the wrong width or batch are rejected") {
+TEST_CASE("rows of the wrong width or batch are rejected" * doctest::description("hint 2")) {
   Tensor<4> cache = sentinel_cache(2, 2, 3, 2);
   CHECK_THROWS_AS(ex10::kv_append(cache, wiggly(2, 5, 0.5, 0.5, 0.0), 0), std::invalid_argument);
   CHECK_THROWS_AS(ex10::kv_append(cache, wiggly(1, 4, 0.5, 0.5, 0.0), 0), std::invalid_argument);
@@ -168,7 +218,8 @@ TEST_CASE("rows of the wrong width or batch are rejected") {
 }
 
 TEST_SUITE("ex10.2 One query over the cache") {
-TEST_CASE("with a single cached position the output is its value") {
+TEST_CASE("with a single cached position the output is its value" *
+          doctest::description("hint 1")) {
   const Tensor<4> keys = filled_cache(1, 2, 4, 3, 1, 0.2);
   const Tensor<4> values = filled_cache(1, 2, 4, 3, 1, 1.7);
   const Matrix out = ex10::attend_cache(wiggly(1, 6, 0.4, 1.2, 0.9, 3.0), keys, values, 1);
@@ -177,7 +228,8 @@ TEST_CASE("with a single cached position the output is its value") {
       CHECK(out(0, h * 3 + j) == doctest::Approx(values(0, h, 0, j)));
 }
 
-TEST_CASE("the output matches a double-precision loop, never reading past n") {
+TEST_CASE("the output matches a double-precision loop, never reading past n" *
+          doctest::description("hint 1")) {
   for (const std::size_t n : {std::size_t{2}, std::size_t{5}, std::size_t{7}}) {
     CAPTURE(n);
     const Tensor<4> keys = filled_cache(2, 3, 7, 4, n, 0.3);
@@ -188,7 +240,7 @@ TEST_CASE("the output matches a double-precision loop, never reading past n") {
   }
 }
 
-TEST_CASE("the scores are scaled by 1/sqrt(hs)") {
+TEST_CASE("the scores are scaled by 1/sqrt(hs)" * doctest::description("hint 2")) {
   // hs = 4, one head: q . k0 = 4, q . k1 = 0, so the weights are softmax([4/2, 0]).
   Tensor<4> keys(std::array<std::size_t, 4>{1, 1, 2, 4});
   keys.fill(0.0f);
@@ -203,7 +255,8 @@ TEST_CASE("the scores are scaled by 1/sqrt(hs)") {
   CHECK(out(0, 0) == doctest::Approx(std::exp(2.0) / (std::exp(2.0) + 1.0)).epsilon(1e-6));
 }
 
-TEST_CASE("equal keys give the mean of the values, and huge scores do not overflow") {
+TEST_CASE("equal keys give the mean of the values, and huge scores do not overflow" *
+          doctest::description("hint 2")) {
   Tensor<4> keys(std::array<std::size_t, 4>{1, 1, 3, 2});
   keys.fill(30.0f);  // q . k = 2 * 30 * 30 = 1800 for every position
   const Tensor<4> values = filled_cache(1, 1, 3, 2, 3, 0.5);
@@ -220,7 +273,45 @@ TEST_CASE("equal keys give the mean of the values, and huge scores do not overfl
   }
 }
 
-TEST_CASE("n = 0, n above T_max and mismatched shapes are rejected") {
+TEST_CASE("all-negative scores still give a softmax (a max started at 0 gives 0/0)" *
+          doctest::description("hint 2")) {
+  // q . k is about -1270 for every position: exp(s) underflows to 0 unless the row's own max is
+  // subtracted first.
+  Tensor<4> keys = filled_cache(1, 2, 4, 2, 4, 0.4);
+  keys += 30.0f;
+  const Tensor<4> values = filled_cache(1, 2, 4, 2, 4, 1.1);
+  Matrix q(std::array<std::size_t, 2>{1, 4});
+  q.fill(-30.0f);
+  q(0, 1) = -31.0f;
+  const Matrix out = ex10::attend_cache(q, keys, values, 4);
+  INFO("every score is below -1200: the weights are softmax(s - max s), not exp(s) / sum exp(s)");
+  CHECK_TENSOR_NEAR(out, attend_by_hand(q, keys, values, 4), 1e-5, 1e-4);
+}
+
+TEST_CASE("unfilled positions holding large finite numbers are never read" *
+          doctest::description("hint 1")) {
+  // Positions n..T_max-1 hold keys of 100 and values of 1e6: a max (or a sum) taken over the
+  // whole buffer instead of the first n positions changes the output.
+  for (const std::size_t n : {std::size_t{1}, std::size_t{3}}) {
+    CAPTURE(n);
+    Tensor<4> keys = filled_cache(2, 2, 5, 3, n, 0.8);
+    Tensor<4> values = filled_cache(2, 2, 5, 3, n, 2.9);
+    for (std::size_t b = 0; b < 2; ++b)
+      for (std::size_t h = 0; h < 2; ++h)
+        for (std::size_t t = n; t < 5; ++t)
+          for (std::size_t j = 0; j < 3; ++j) {
+            keys(b, h, t, j) = 100.0f;
+            values(b, h, t, j) = 1e6f;
+          }
+    Matrix q = wiggly(2, 6, 0.3, 0.7, 0.2, 0.5);
+    q += 1.0f;  // every q_j > 0: the unfilled keys would win any max
+    CHECK_TENSOR_NEAR(ex10::attend_cache(q, keys, values, n), attend_by_hand(q, keys, values, n),
+                      1e-5, 1e-4);
+  }
+}
+
+TEST_CASE("n = 0, n above T_max and mismatched shapes are rejected" *
+          doctest::description("hint 2")) {
   const Tensor<4> keys = filled_cache(1, 2, 4, 3, 4, 0.1);
   const Matrix q = wiggly(1, 6, 0.4, 1.2, 0.9);
   CHECK_THROWS_AS(ex10::attend_cache(q, keys, keys, 0), std::invalid_argument);
@@ -230,32 +321,53 @@ TEST_CASE("n = 0, n above T_max and mismatched shapes are rejected") {
   CHECK_THROWS_AS(ex10::attend_cache(q, keys, filled_cache(1, 2, 5, 3, 4, 0.1), 2),
                   std::invalid_argument);
 }
+
+TEST_CASE("a query batch that differs from the cache's is rejected" *
+          doctest::description("hint 2")) {
+  // q holds 2 sequences, the caches 1 (and the other way round): whichever batch the loop takes,
+  // one side has no row for it.
+  const Tensor<4> keys = filled_cache(1, 2, 4, 3, 4, 0.1);
+  CHECK_THROWS_AS(ex10::attend_cache(wiggly(2, 6, 0.4, 1.2, 0.9), keys, keys, 2),
+                  std::invalid_argument);
+  const Tensor<4> keys2 = filled_cache(2, 2, 4, 3, 4, 0.1);
+  CHECK_THROWS_AS(ex10::attend_cache(wiggly(1, 6, 0.4, 1.2, 0.9), keys2, keys2, 2),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(
+      ex10::attend_cache(wiggly(2, 6, 0.4, 1.2, 0.9), keys2, filled_cache(1, 2, 4, 3, 4, 0.1), 2),
+      std::invalid_argument);
+}
 }
 
 TEST_SUITE("ex10.3 The generation loop with prefill") {
-TEST_CASE("sampled tokens equal lm_generate's, from a short prompt to well past T_max") {
+TEST_CASE("sampled tokens equal lm_generate's, from a short prompt to well past T_max" *
+          doctest::description("hint 1")) {
   const attn::LmConfig config = tiny_config();
   for (const std::uint64_t seed : {1u, 2u, 3u}) {
     const attn::LmWeights w = tiny_weights(config, seed);
     attn::GenerateOptions o;
     o.max_new_tokens = 25;  // T_max = 6: most tokens need a re-fill
     CAPTURE(seed);
-    CHECK(generate(w, config, {1, 4}, o, seed, true) ==
-          generate(w, config, {1, 4}, o, seed, false));
+    check_same_tokens(generate(w, config, {1, 4}, o, seed, true),
+                      generate(w, config, {1, 4}, o, seed, false),
+                      "lm_generate's, prompt [1, 4], 25 tokens, T_max 6");
   }
 }
 
-TEST_CASE("greedy decoding from a prompt longer than T_max gives lm_generate's tokens") {
+TEST_CASE("greedy decoding from a prompt longer than T_max gives lm_generate's tokens" *
+          doctest::description("hint 1")) {
   const attn::LmConfig config = tiny_config();
   const attn::LmWeights w = tiny_weights(config, 9);
   attn::GenerateOptions o;
   o.max_new_tokens = 12;
   o.greedy = true;
   const std::vector<int> prompt = {6, 5, 4, 3, 2, 1, 0, 1, 2};
-  CHECK(generate(w, config, prompt, o, 4, true) == generate(w, config, prompt, o, 4, false));
+  check_same_tokens(generate(w, config, prompt, o, 4, true),
+                    generate(w, config, prompt, o, 4, false),
+                    "lm_generate's, greedy, a 9-token prompt cropped to T_max 6");
 }
 
-TEST_CASE("temperature, top-k and top-p are honoured as lm_generate honours them") {
+TEST_CASE("temperature, top-k and top-p are honoured as lm_generate honours them" *
+          doctest::description("hint 2")) {
   const attn::LmConfig config = tiny_config();
   const attn::LmWeights w = tiny_weights(config, 11);
   attn::GenerateOptions o;
@@ -264,11 +376,14 @@ TEST_CASE("temperature, top-k and top-p are honoured as lm_generate honours them
   o.top_k = 4;
   o.top_p = 0.8f;
   for (const std::vector<int>& prompt : {std::vector<int>{3}, std::vector<int>{1, 2, 3, 4, 5, 6}}) {
-    CHECK(generate(w, config, prompt, o, 5, true) == generate(w, config, prompt, o, 5, false));
+    check_same_tokens(
+        generate(w, config, prompt, o, 5, true), generate(w, config, prompt, o, 5, false),
+        "lm_generate's with temperature 0.7, top-k 4, top-p 0.8, prompt " + tokens_text(prompt));
   }
 }
 
-TEST_CASE("on_token sees every new token, in order, as it is drawn") {
+TEST_CASE("on_token sees every new token, in order, as it is drawn" *
+          doctest::description("hint 2")) {
   const attn::LmConfig config = tiny_config();
   const attn::LmWeights w = tiny_weights(config, 12);
   attn::GenerateOptions o;
@@ -278,10 +393,65 @@ TEST_CASE("on_token sees every new token, in order, as it is drawn") {
   const std::vector<int> got = ex10::generate_cached(w, config, std::vector<int>{2}, o, rng,
                                                      [&seen](int t) { seen.push_back(t); });
   CHECK(got.size() == 10);
-  CHECK(seen == got);
+  check_same_tokens(seen, got, "on_token called once per returned token, in order");
 }
 
-TEST_CASE("no new tokens gives nothing; an empty prompt is rejected") {
+TEST_CASE("the cache is used: one position per new token while it has room" *
+          doctest::description("hint 2")) {
+  // The positions the model computes, counted by the library (attn::kv_work) around the loop: a
+  // prefill of the prompt, one step per token; a loop that runs the whole context again for
+  // every token gives the same tokens at many times the work.
+  const attn::LmConfig config = [] {
+    attn::LmConfig c = tiny_config();
+    c.block_size = 40;
+    return c;
+  }();
+  const attn::LmWeights w = tiny_weights(config, 21);
+  struct Run {
+    std::vector<int> prompt;
+    std::size_t tokens;
+  };
+  for (const Run& run : {Run{{3}, 20}, Run{{1, 2, 3, 4, 5, 6, 0, 1}, 12}, Run{{2, 5}, 1}}) {
+    attn::GenerateOptions o;
+    o.max_new_tokens = run.tokens;
+    attn::Rng rng(3);
+    const attn::KvWork before = attn::kv_work();
+    const std::vector<int> got = ex10::generate_cached(w, config, run.prompt, o, rng, {});
+    const attn::KvWork work = attn::kv_work() - before;
+    const std::uint64_t want = positions_of_cached_loop(run.prompt.size(), run.tokens, 40);
+    INFO("prompt of " << run.prompt.size() << " tokens, " << run.tokens
+                      << " new tokens, T_max 40: expected one prefill of the prompt ("
+                      << run.prompt.size() << " positions) and one position per step, " << want
+                      << " positions in all; your loop computed " << work.positions << " in "
+                      << work.prefills << " prefills and " << work.steps << " steps");
+    CHECK(got.size() == run.tokens);
+    CHECK(work.positions == want);
+    CHECK(work.prefills == 1);
+  }
+}
+
+TEST_CASE("past T_max the cache is re-filled once per token, from the cropped context" *
+          doctest::description("hint 1")) {
+  const attn::LmConfig config = tiny_config();  // T_max 6
+  const attn::LmWeights w = tiny_weights(config, 22);
+  attn::GenerateOptions o;
+  o.max_new_tokens = 9;
+  attn::Rng rng(4);
+  const attn::KvWork before = attn::kv_work();
+  ex10::generate_cached(w, config, std::vector<int>{1, 2, 3}, o, rng, {});
+  const attn::KvWork work = attn::kv_work() - before;
+  // 3 (prefill) + 3 steps (positions 3, 4, 5) + 5 re-fills of 6 positions.
+  const std::uint64_t want = positions_of_cached_loop(3, 9, 6);
+  INFO("prompt of 3 tokens, 9 new tokens, T_max 6: expected 1 prefill, 3 steps and 5 re-fills ("
+       << want << " positions); your loop computed " << work.positions << " in " << work.prefills
+       << " prefills and " << work.steps << " steps");
+  CHECK(work.positions == want);
+  CHECK(work.steps == 3);
+  CHECK(work.prefills == 6);
+}
+
+TEST_CASE("no new tokens gives nothing; an empty prompt is rejected" *
+          doctest::description("hint 2")) {
   const attn::LmConfig config = tiny_config();
   const attn::LmWeights w = tiny_weights(config, 13);
   attn::GenerateOptions o;
@@ -293,3 +463,93 @@ TEST_CASE("no new tokens gives nothing; an empty prompt is rejected") {
                   std::invalid_argument);
 }
 }
+
+TEST_SUITE("ex10.4 The top-p cut") {
+
+// Checks every id of `got` against `want`, in words.
+void check_probs(const std::vector<float>& got, const std::vector<double>& want,
+                 const std::string& what) {
+  INFO(what);
+  REQUIRE_MESSAGE(got.size() == want.size(),
+                  "expected " << want.size() << " probabilities (one per id), got " << got.size());
+  for (std::size_t v = 0; v < want.size(); ++v) {
+    // A cut id is exactly 0; a kept one its renormalised probability.
+    const bool ok = want[v] == 0.0
+                        ? got[v] == 0.0f
+                        : std::abs(static_cast<double>(got[v]) - want[v]) <= 1e-6 * want[v];
+    if (!ok) FAIL_CHECK("id " << v << ": expected " << want[v] << ", got " << got[v]);
+  }
+}
+
+TEST_CASE("the nucleus, worked by hand, stays in the order of the ids" *
+          doctest::description("hint 1")) {
+  // Ranked: id 1 (0.4), id 3 (0.3), id 2 (0.2), id 0 (0.1). 0.4 < 0.5, 0.4 + 0.3 >= 0.5: ids 1
+  // and 3, renormalised by 0.7.
+  const std::vector<float> probs = {0.1f, 0.4f, 0.2f, 0.3f};
+  check_probs(ex10::top_p_filter(probs, 0.5f), {0.0, 0.4 / 0.7, 0.0, 0.3 / 0.7},
+              "probs (0.1, 0.4, 0.2, 0.3), top_p 0.5: ids 1 and 3 kept");
+  check_probs(ex10::top_p_filter(probs, 0.8f), {0.0, 0.4 / 0.9, 0.2 / 0.9, 0.3 / 0.9},
+              "probs (0.1, 0.4, 0.2, 0.3), top_p 0.8: ids 1, 3 and 2 kept");
+}
+
+TEST_CASE("a mass that reaches top_p exactly stops there: the fewest ids" *
+          doctest::description("hint 2")) {
+  const std::vector<float> probs = {0.25f, 0.5f, 0.125f, 0.125f};  // exact in binary
+  check_probs(ex10::top_p_filter(probs, 0.5f), {0.0, 1.0, 0.0, 0.0},
+              "probs (0.25, 0.5, 0.125, 0.125), top_p 0.5: id 1 alone reaches 0.5");
+  check_probs(ex10::top_p_filter(probs, 0.75f), {1.0 / 3.0, 2.0 / 3.0, 0.0, 0.0},
+              "top_p 0.75: ids 1 and 0 reach 0.75 exactly");
+}
+
+TEST_CASE("equal probabilities: the lower id is kept first" * doctest::description("hint 2")) {
+  const std::vector<float> probs = {0.125f, 0.25f, 0.25f, 0.25f, 0.125f};
+  check_probs(ex10::top_p_filter(probs, 0.5f), {0.0, 0.5, 0.5, 0.0, 0.0},
+              "probs (0.125, 0.25, 0.25, 0.25, 0.125), top_p 0.5: ids 1 and 2 (not 3)");
+  check_probs(ex10::top_p_filter(probs, 0.8f), {1.0 / 7.0, 2.0 / 7.0, 2.0 / 7.0, 2.0 / 7.0, 0.0},
+              "top_p 0.8: ids 1, 2, 3, then id 0 (not 4)");
+}
+
+TEST_CASE("the most likely id is always kept, top_p = 1 keeps every id" *
+          doctest::description("hint 1")) {
+  const std::vector<float> probs = {0.2f, 0.7f, 0.1f};
+  check_probs(ex10::top_p_filter(probs, 1e-6f), {0.0, 1.0, 0.0},
+              "probs (0.2, 0.7, 0.1), top_p 1e-6: the most likely id alone");
+  check_probs(ex10::top_p_filter(probs, 0.6f), {0.0, 1.0, 0.0},
+              "top_p 0.6, below the most likely id's 0.7: that id alone");
+  check_probs(ex10::top_p_filter(probs, 1.0f), {0.2, 0.7, 0.1}, "top_p 1: every id, unchanged");
+}
+
+TEST_CASE("the result is a distribution: the kept ids renormalised to sum to 1" *
+          doctest::description("hint 3")) {
+  // A 40-id softmax-like distribution, sorted nowhere.
+  std::vector<double> e(40);
+  double z = 0.0;
+  for (std::size_t v = 0; v < e.size(); ++v)
+    z += (e[v] = std::exp(2.5 * std::sin(1.7 * static_cast<double>(v))));
+  std::vector<float> probs(e.size());
+  for (std::size_t v = 0; v < e.size(); ++v) probs[v] = static_cast<float>(e[v] / z);
+  for (const float top_p : {0.3f, 0.9f}) {
+    CAPTURE(top_p);
+    const std::vector<float> got = ex10::top_p_filter(probs, top_p);
+    REQUIRE(got.size() == probs.size());
+    double sum = 0.0, kept_before = 0.0;
+    for (std::size_t v = 0; v < got.size(); ++v) {
+      sum += static_cast<double>(got[v]);
+      if (got[v] > 0.0f) kept_before += static_cast<double>(probs[v]);
+    }
+    INFO("the kept ids held " << kept_before << " of the mass before the cut");
+    CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
+    CHECK(kept_before >= static_cast<double>(top_p) - 1e-6);
+  }
+}
+
+TEST_CASE("empty probs and top_p outside (0, 1] are rejected" * doctest::description("hint 2")) {
+  const std::vector<float> probs = {0.5f, 0.5f};
+  for (const float bad : {0.0f, -0.5f, 1.01f, std::numeric_limits<float>::quiet_NaN()}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(ex10::top_p_filter(probs, bad), std::invalid_argument);
+  }
+  CHECK_THROWS_AS(ex10::top_p_filter(std::vector<float>{}, 0.5f), std::invalid_argument);
+}
+
+}  // TEST_SUITE

@@ -112,7 +112,16 @@ std::string one_line(std::string_view text) {
 }
 
 std::string record_case_line(const CaseRecord& c) {
-  return "case\t" + one_line(c.suite) + "\t" + one_line(c.name) + "\t" + (c.ran ? "1" : "0") + "\n";
+  return "case\t" + one_line(c.suite) + "\t" + one_line(c.name) + "\t" + (c.ran ? "1" : "0") +
+         "\t" + std::to_string(c.hint) + "\n";
+}
+
+int hint_of_description(std::string_view description) {
+  constexpr std::string_view kPrefix = "hint ";
+  if (description.substr(0, kPrefix.size()) != kPrefix) return 0;
+  const std::string_view digits = description.substr(kPrefix.size());
+  if (digits.empty() || digits.size() > 2 || !all_digits(digits)) return 0;
+  return std::stoi(std::string(digits));
 }
 
 std::string record_failure_line(const Failure& f) {
@@ -129,8 +138,13 @@ std::vector<CaseRecord> parse_records(const std::string& text) {
       fields.push_back(line.substr(start, tab - start));
     }
     fields.push_back(line.substr(start));
-    if (fields[0] == "case" && fields.size() == 4) {
-      cases.push_back({fields[1], fields[2], fields[3] == "1", fields[3] != "1", {}});
+    if (fields[0] == "case" && (fields.size() == 4 || fields.size() == 5)) {
+      cases.push_back({fields[1],
+                       fields[2],
+                       fields[3] == "1",
+                       fields[3] != "1",
+                       {},
+                       fields.size() == 5 ? hint_of_description("hint " + fields[4]) : 0});
     } else if (fields[0] == "fail" && fields.size() == 3 && !cases.empty()) {
       cases.back().failures.push_back({fields[1], fields[2]});
     } else if (fields[0] == "done" && !cases.empty()) {

@@ -59,6 +59,9 @@ struct CaseRecord {
   bool ran = false;       // false: filtered out (still tells us which exercises exist)
   bool finished = false;  // the case ran to its end (false after a crash)
   std::vector<Failure> failures;
+  // The hint of the page's ladder that fits a failure of this case: a test case declares it as
+  // `TEST_CASE("..." * doctest::description("hint 2"))`; 0 when it does not.
+  int hint = 0;
 
   bool passed() const { return ran && failures.empty(); }
 };
@@ -66,10 +69,12 @@ struct CaseRecord {
 std::string one_line(std::string_view text);
 
 // The records file: one line per event, fields separated by tabs (texts are one line, with tabs
-// replaced by spaces):  case <suite> <name> <0|1>  /  fail <text> <exception>  /  done
+// replaced by spaces):  case <suite> <name> <0|1> <hint>  /  fail <text> <exception>  /  done
 std::string record_case_line(const CaseRecord& c);
 std::string record_failure_line(const Failure& f);
 std::vector<CaseRecord> parse_records(const std::string& text);
+// "hint 2" (a test case's doctest description) -> 2; anything else -> 0.
+int hint_of_description(std::string_view description);
 
 // ---- Hints: the ladder under "### exNN.M" in docs/NN-*.md.
 

@@ -183,7 +183,13 @@ class Recorder : public doctest::IReporter {
 
  private:
   static CaseRecord& add(const doctest::TestCaseData& test, bool ran) {
-    records().push_back({test.m_test_suite, test.m_name, ran, false, {}});
+    records().push_back(
+        {test.m_test_suite,
+         test.m_name,
+         ran,
+         false,
+         {},
+         course::hint_of_description(test.m_description != nullptr ? test.m_description : "")});
     emit(course::record_case_line(records().back()));
     return records().back();
   }

@@ -1,13 +1,15 @@
 // Exercise ex08.1: the softmax backward (chapter 08, docs/08-backprop.md).
 //
 // Goal: send the gradient back through a softmax taken over each row.
-//   y (N, S) = softmax(x) row by row, dy (N, S) = dL/dy  ->  dx (N, S) = dL/dx
-// Each y_j depends on every x_i of its row: dy_j/dx_i = y_j ([i == j] - y_i). Multiplying dy by
-// that (S, S) Jacobian collapses to one dot product per row:
-//   dx_i = y_i (dy_i - sum_j dy_j y_j)
-// so the backward needs only y (not x) and costs O(S) per row. A masked entry has y = 0, so its
-// gradient is 0: nothing flows to a position the softmax never looked at.
-// Throw std::invalid_argument when y and dy differ in shape.
+//   in:  y (N, S) = softmax(x) row by row (the forward's output), dy (N, S) = dL/dy
+//   out: dx (N, S) = dL/dx
+// The contract:
+//   - rows are independent; the result uses only y and dy (x is not passed) and costs O(S) per
+//     row: never build the (S, S) Jacobian. Derive what it collapses to from dy_j/dx_i on the
+//     page (docs/08-backprop.md, "The math", softmax).
+//   - a masked entry (y = 0) gets exactly 0.
+//   - y and dy must have the same *shape* (not just as many numbers): otherwise throw
+//     std::invalid_argument.
 //
 // Check: build/default/bin/attn-check 08
 #include <stdexcept>
@@ -17,7 +19,8 @@
 namespace ex08 {
 
 attn::Matrix softmax_backward(const attn::Matrix& y, const attn::Matrix& dy) {
-  // TODO(ex08.1): per row, dx = y * (dy - dot(dy, y)); same shape as y; throw if shapes differ.
+  // TODO(ex08.1): dx (N, S), the same shape as y, from y and dy alone; masked entries exactly 0;
+  // throw std::invalid_argument when y and dy differ in shape.
   throw std::logic_error("TODO ex08.1: softmax backward");
 }
 

@@ -1,10 +1,16 @@
 // chapters/08_backprop/exercises/exercises.hpp: the exercises of chapter 08.
-// Four backward passes, each the mirror of a forward of an earlier chapter: it takes the
-// upstream gradient dL/d(output) and returns the gradients of the inputs (and parameters).
+// Backward passes, each the mirror of a forward of an earlier chapter: it takes the upstream
+// gradient dL/d(output) and returns the gradients of the inputs (and parameters); and the
+// central differences every one of them is checked against.
 // Each function is written in its own file beside this one. Check them with
 // `build/default/bin/attn-check 08`.
 #pragma once
 
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "attn/ops/embedding_backward.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/linear.hpp"
 #include "attn/core/xt.hpp"
@@ -44,5 +50,21 @@ struct AttentionGrads {
 AttentionGrads attention_backward(const attn::Matrix& dout, const attn::Matrix& q,
                                   const attn::Matrix& k, const attn::Matrix& v,
                                   bool causal);  // (T, hs), (T, hs), (S, hs), (S, hs)
+
+// ex08.5, ex08_5_central_differences.cpp: the gradient checker's core, like
+// attn::central_differences: the numerical gradient (n,) of a scalar function f of n doubles at
+// x, by central differences with step h. Throws std::invalid_argument unless h is finite, > 0.
+std::vector<double> central_differences(const std::function<double(std::span<const double>)>& f,
+                                        std::span<const double> x, double h);
+
+// ex08.6, ex08_6_tied_embedding_backward.cpp: the gradient of the embedding table wte (V, C)
+// when the output head is tied to it, like attn::tied_embedding_backward: the lookup's dx
+// (B, T, C) scattered onto the rows of the tokens (B, T), plus the head's dlogits^T @ h; and
+// dh = dlogits @ wte (N, C). Throws std::invalid_argument for shapes that do not fit or ids
+// outside [0, V).
+attn::TiedEmbeddingGrads tied_embedding_backward(const attn::Tensor<3>& dx,
+                                                 const xt::xtensor<int, 2>& tokens,
+                                                 const attn::Matrix& dlogits, const attn::Matrix& h,
+                                                 const attn::Matrix& wte);
 
 }  // namespace ex08

@@ -43,4 +43,12 @@ attn::StepResult train_step_on(attn::TrainState& state, const attn::TrainConfig&
                                const xt::xtensor<int, 2>& inputs,
                                const xt::xtensor<int, 2>& targets);
 
+// ex09.5, ex09_5_learning_rate.cpp: the learning rate at step t (1-based) of a schedule, like
+// attn::learning_rate: constant, or a linear warmup then a half cosine down to min_lr at `total`.
+float learning_rate(const attn::LrSchedule& schedule, std::size_t step);
+
+// ex09.6, ex09_6_clip_grad_norm.cpp: clipping by the global norm of every gradient together,
+// like attn::clip_grad_norm (torch.nn.utils.clip_grad_norm_); returns the norm before clipping.
+double clip_grad_norm(std::span<const std::span<float>> grads, float max_norm);
+
 }  // namespace ex09

@@ -34,4 +34,9 @@ std::vector<int> generate_cached(const attn::LmWeights& w, const attn::LmConfig&
                                  std::span<const int> prompt, const attn::GenerateOptions& options,
                                  attn::Rng& rng, const attn::TokenCallback& on_token);
 
+// ex10.4, ex10_4_top_p_filter.cpp: top-p (nucleus) sampling's cut, like attn::top_p_filter:
+// probs (V,) -> (V,), the fewest most likely ids whose probabilities reach top_p, renormalised,
+// 0 elsewhere. Throws std::invalid_argument for empty probs or top_p outside (0, 1].
+std::vector<float> top_p_filter(std::span<const float> probs, float top_p);
+
 }  // namespace ex10

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -313,6 +314,20 @@ std::size_t kv_cache_workspace_floats(const KvCache& c) {
          c.scratch.size() + c.logits.size();
 }
 
+namespace {
+// kv_work()'s counters, process-wide: the loop being measured may run anywhere.
+std::atomic<std::uint64_t> g_prefills{0}, g_steps{0}, g_positions{0};
+}  // namespace
+
+KvWork kv_work() {
+  return {g_prefills.load(std::memory_order_relaxed), g_steps.load(std::memory_order_relaxed),
+          g_positions.load(std::memory_order_relaxed)};
+}
+
+KvWork operator-(const KvWork& b, const KvWork& a) {
+  return {b.prefills - a.prefills, b.steps - a.steps, b.positions - a.positions};
+}
+
 const Matrix& lm_prefill(KvCache& cache, std::span<const int> tokens, const LmWeights& w,
                          const LmConfig& config) {
   constexpr const char* kFn = "attn::lm_prefill";
@@ -335,6 +350,8 @@ const Matrix& lm_prefill(KvCache& cache, std::span<const int> tokens, const LmWe
   cache.length = T - 1;
   run_positions(cache, tokens.data() + (T - 1), T, 1, T - 1, w, config, /*finish=*/true);
   cache.length = T;
+  g_prefills.fetch_add(1, std::memory_order_relaxed);
+  g_positions.fetch_add(tokens.size(), std::memory_order_relaxed);
   return cache.logits;
 }
 
@@ -359,6 +376,8 @@ const Matrix& lm_step(KvCache& cache, std::span<const int> tokens, const LmWeigh
   check_ids(tokens.data(), tokens.size(), config.vocab_size, kFn);
   run_positions(cache, tokens.data(), 1, 1, cache.length, w, config, /*finish=*/true);
   ++cache.length;
+  g_steps.fetch_add(1, std::memory_order_relaxed);
+  g_positions.fetch_add(tokens.size(), std::memory_order_relaxed);
   return cache.logits;
 }
 

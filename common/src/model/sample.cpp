@@ -129,6 +129,32 @@ void check_sampling_options(const SamplingOptions& o, std::size_t V, const char*
   }
 }
 
+std::vector<float> top_p_filter(std::span<const float> probs, float top_p) {
+  constexpr const char* kFn = "attn::top_p_filter";
+  const std::size_t V = probs.size();
+  require(V > 0, kFn, "probs must hold at least one probability");
+  if (!(top_p > 0.0f && top_p <= 1.0f)) {
+    require(false, kFn, [&] { return fmt::format("top_p must be in (0, 1], got {}", top_p); });
+  }
+  // 1. Rank the ids: most likely first, the lower id first among equals.
+  std::vector<std::size_t> order(V);
+  for (std::size_t v = 0; v < V; ++v) order[v] = v;
+  std::sort(order.begin(), order.end(), [&](std::size_t i, std::size_t j) {
+    if (probs[i] != probs[j]) return probs[i] > probs[j];
+    return i < j;
+  });
+  // 2. The shortest head of the ranking whose mass reaches top_p (at least the first id).
+  double mass = 0.0;
+  std::size_t keep = 0;
+  while (keep < V && mass < static_cast<double>(top_p))
+    mass += static_cast<double>(probs[order[keep++]]);
+  // 3. The kept ids renormalised, the tail at 0.
+  std::vector<float> out(V, 0.0f);
+  for (std::size_t r = 0; r < keep; ++r)
+    out[order[r]] = static_cast<float>(static_cast<double>(probs[order[r]]) / mass);
+  return out;
+}
+
 TokenSampler::TokenSampler(std::size_t vocab_size) : probs_(vocab_size), order_(vocab_size) {
   require(vocab_size > 0, "attn::TokenSampler", "vocab_size must be at least 1");
 }

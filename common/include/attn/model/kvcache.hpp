@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -70,6 +71,21 @@ const Matrix& lm_prefill(KvCache& cache, std::span<const int> tokens, const LmWe
 // and returns the logits (B, V) that predict position n + 1. Allocates nothing.
 const Matrix& lm_step(KvCache& cache, std::span<const int> tokens, const LmWeights& w,
                       const LmConfig& config);
+
+// The work lm_prefill and lm_step have done in this process, counted as they run (thread-safe):
+// calls of each and the positions they pushed through the model (B * T for a prefill of T
+// tokens, B for a step). The difference of two readings around a generation loop says how it
+// used the cache: n new tokens from a prompt of p <= T_max tokens cost p + n - 1 positions while
+// the cache has room, where a loop that prefills its whole context for every token computes
+// about p n + n^2 / 2 (chapter 10's exercise ex10.3 is checked this way).
+struct KvWork {
+  std::uint64_t prefills = 0;   // lm_prefill calls
+  std::uint64_t steps = 0;      // lm_step calls
+  std::uint64_t positions = 0;  // positions computed by both (per sequence, summed over B)
+};
+KvWork kv_work();
+// b - a, counter by counter: the work done between two readings.
+KvWork operator-(const KvWork& b, const KvWork& a);
 
 // lm_generate with the cache: the same tokens for the same seed (greedy, temperature, top-k,
 // top-p). Prefill of the prompt (cropped to its last T_max tokens), then one step per token.

@@ -50,6 +50,13 @@ struct SamplingOptions {
   bool greedy = false;       // argmax instead of a draw (temperature, top_k, top_p unused)
 };
 
+// The nucleus of one distribution, written out (chapter 10's exercise ex10.4; TokenSampler::next
+// makes the same cut in its own buffers): probs (V,), non-negative and summing to 1; rank the ids
+// by probability (ties: lower id first), keep the fewest at the head of the ranking whose
+// probabilities add up to at least top_p, zero the others, and renormalise the kept ones to sum
+// to 1. Returns (V,). Throws std::invalid_argument for empty probs or top_p outside (0, 1].
+std::vector<float> top_p_filter(std::span<const float> probs, float top_p);
+
 // "attn::lm_generate: top_p must be in (0, 1], got 0" etc., for a vocabulary of V ids.
 void check_sampling_options(const SamplingOptions& options, std::size_t V, const char* function);
 

@@ -1,0 +1,34 @@
+// Wrong: never steps: every new token prefills its whole (cropped) context again (same tokens, the cache unused).
+#include <algorithm>
+#include <stdexcept>
+
+#include "attn/model/kvcache.hpp"
+#include "attn/model/sample.hpp"
+#include "exercises.hpp"
+
+namespace ex10 {
+
+std::vector<int> generate_cached(const attn::LmWeights& w, const attn::LmConfig& config,
+                                 std::span<const int> prompt, const attn::GenerateOptions& options,
+                                 attn::Rng& rng, const attn::TokenCallback& on_token) {
+  if (prompt.empty()) throw std::invalid_argument("generate_cached: empty prompt");
+  const std::size_t T_max = config.block_size;
+  std::vector<int> context(prompt.begin(), prompt.end()), out;
+  attn::KvCache cache = attn::kv_cache_init(config, 1);
+  attn::TokenSampler sampler(config.vocab_size);
+  const attn::SamplingOptions sampling{options.temperature, options.top_k, options.top_p,
+                                       options.greedy};
+  for (std::size_t i = 0; i < options.max_new_tokens; ++i) {
+    const std::span<const int> window =
+        std::span<const int>(context).last(std::min(context.size(), T_max));
+    const attn::Matrix& logits = attn::lm_prefill(cache, window, w, config);
+    const int next =
+        sampler.next(std::span<const float>(logits.data(), config.vocab_size), sampling, rng);
+    context.push_back(next);
+    out.push_back(next);
+    if (on_token) on_token(next);
+  }
+  return out;
+}
+
+}  // namespace ex10
