@@ -1,36 +1,32 @@
-// tests/grad64_helpers.hpp: float64 central differences for the chapter-11 ops (RoPE, RMSNorm,
-// SwiGLU, grouped-query and sliding-window attention), whose references are templated on the
-// scalar and so run entirely in double. With L = sum(out * R) for a fixed random R, every element
-// theta_i gets
-//   numeric_i = (L(theta_i + h) - L(theta_i - h)) / (2 h),   h = 1e-5
-// whose error in double is ~1e-10 relative (truncation h^2 L''' / 6 plus rounding 1e-16 / h), far
-// below what a wrong backward makes (1e-2 and up). A tensor's error is
-//   max_i |analytic_i - numeric_i| / max(max_i |numeric_i|, 1e-12)
-// and passes below kGrad64Tolerance (1e-6).
+// tests/grad64_helpers.hpp: the float64 gradient checks of chapter 11's ops (RoPE, RMSNorm,
+// SwiGLU, grouped-query and sliding-window attention). Their references are templated on the
+// scalar, so forward and backward run entirely in double, and attn::check_gradients
+// (attn/train/gradcheck.hpp: central differences, h 1e-6, tolerance 1e-4) judges each backward
+// on L = sum(out * R) for a fixed random R:
+//   check_grad64(op, name, central_differences64(loss, values, analytic))          must pass
+//   check_grad64_caught(op, name, central_differences64(loss, values, wrong))      must fail
+// Both print one line per tensor (gradcheck <op> <tensor> ... max_abs=... max_rel=...).
 #pragma once
 
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <array>
-#include <cmath>
-#include <cstdint>
-#include <cstdio>
+#include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "attn/core/random.hpp"
 #include "attn/core/xt.hpp"
+#include "attn/train/gradcheck.hpp"
+#include "gradcheck_helpers.hpp"
 
 namespace attn::testing {
 
-inline constexpr double kGrad64Tolerance = 1e-6;
-
 // A standard-normal float64 tensor from the project's generator (drawn in float, exact in double).
 template <std::size_t N>
-xt::xtensor<double, N> randn64(Rng& rng, const std::array<std::size_t, N>& shape,
-                               double std = 1.0) {
-  xt::xtensor<double, N> t = xt::cast<double>(randn<N>(rng, shape));
+Tensor64<N> randn64(Rng& rng, const std::array<std::size_t, N>& shape, double std = 1.0) {
+  Tensor64<N> t = xt::cast<double>(randn<N>(rng, shape));
   t *= std;
   return t;
 }
@@ -43,39 +39,27 @@ double dot64(const A& a, const B& b) {
   return s;
 }
 
-// The relative error of `analytic` against central differences of `loss` over `values`
-// (perturbed in place, restored afterwards).
+// attn::check_gradients on one tensor: `values` perturbed in place (restored), `analytic` the
+// backward's dL/dvalues.
 template <class T>
-double grad64_error(const std::function<double()>& loss, T& values, const T& analytic,
-                    double h = 1e-5) {
+std::vector<GradCheckResult> central_differences64(const std::function<double()>& loss, T& values,
+                                                   const T& analytic) {
   REQUIRE(values.size() == analytic.size());
-  double max_diff = 0.0, max_numeric = 0.0;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const double keep = values.data()[i];
-    values.data()[i] = keep + h;
-    const double up = loss();
-    values.data()[i] = keep - h;
-    const double down = loss();
-    values.data()[i] = keep;
-    const double numeric = (up - down) / (2.0 * h);
-    max_diff = std::max(max_diff, std::abs(analytic.data()[i] - numeric));
-    max_numeric = std::max(max_numeric, std::abs(numeric));
-  }
-  return max_diff / std::max(max_numeric, 1e-12);
+  return attn::check_gradients(
+      loss, std::vector<GradTensor64>{{"", span_of(values), cspan_of(analytic)}});
 }
 
-// CHECKs (and prints, for the issue notes) that a gradient passes.
-inline void check_grad64(const std::string& op, const std::string& name, double error) {
-  std::printf("grad64 %-28s %-8s rel_err=%.3e %s\n", op.c_str(), name.c_str(), error,
-              error <= kGrad64Tolerance ? "PASS" : "FAIL");
-  CHECK_MESSAGE(error <= kGrad64Tolerance, op << " " << name << ": relative error " << error);
+// CHECKs that the gradient passes (printing its errors for the issue notes) ...
+inline void check_grad64(const std::string& op, const std::string& name,
+                         std::vector<GradCheckResult> results) {
+  for (GradCheckResult& r : results) r.name = name;
+  check_gradients(op, results);
 }
-// The opposite, for a deliberately wrong backward: it must be caught.
-inline void check_grad64_caught(const std::string& op, const std::string& name, double error) {
-  std::printf("grad64 %-28s %-8s rel_err=%.3e (wrong backward) %s\n", op.c_str(), name.c_str(),
-              error, error > kGrad64Tolerance ? "caught" : "NOT CAUGHT");
-  CHECK_MESSAGE(error > 1e-3,
-                op << " " << name << ": the wrong gradient was not caught (error " << error << ")");
+// ... or, for a deliberately wrong backward, that it fails.
+inline void check_grad64_caught(const std::string& op, const std::string& name,
+                                std::vector<GradCheckResult> results) {
+  for (GradCheckResult& r : results) r.name = name;
+  check_caught(op, results);
 }
 
 }  // namespace attn::testing

@@ -195,12 +195,12 @@ TEST_CASE("backward: float64 central differences agree; a K/V gradient not summe
     attn::GqaWeights<double> g{xt::zeros_like(w.w_q), xt::zeros_like(w.w_k), xt::zeros_like(w.w_v),
                                xt::zeros_like(w.w_o)};
     attn::gqa_backward<double>(r, cache, w, config, dx, g);
-    using attn::testing::grad64_error;
-    attn::testing::check_grad64(op, "x", grad64_error<T3>(loss, x, dx));
-    attn::testing::check_grad64(op, "w_q", grad64_error<M64>(loss, w.w_q, g.w_q));
-    attn::testing::check_grad64(op, "w_k", grad64_error<M64>(loss, w.w_k, g.w_k));
-    attn::testing::check_grad64(op, "w_v", grad64_error<M64>(loss, w.w_v, g.w_v));
-    attn::testing::check_grad64(op, "w_o", grad64_error<M64>(loss, w.w_o, g.w_o));
+    using attn::testing::central_differences64;
+    attn::testing::check_grad64(op, "x", central_differences64<T3>(loss, x, dx));
+    attn::testing::check_grad64(op, "w_q", central_differences64<M64>(loss, w.w_q, g.w_q));
+    attn::testing::check_grad64(op, "w_k", central_differences64<M64>(loss, w.w_k, g.w_k));
+    attn::testing::check_grad64(op, "w_v", central_differences64<M64>(loss, w.w_v, g.w_v));
+    attn::testing::check_grad64(op, "w_o", central_differences64<M64>(loss, w.w_o, g.w_o));
     if (KV == H) continue;
     // The same model as MHA with tiled K/V weights: its per-head gradients, summed over each
     // group, are the GQA gradients; keeping only the first head of each group is the bug.
@@ -216,9 +216,11 @@ TEST_CASE("backward: float64 central differences agree; a K/V gradient not summe
     attn::gqa_backward<double>(r, mcache, tiled, mha, mdx, mg);
     CHECK_TENSOR_NEAR(untile_grad(mg.w_k, H, KV, hs, false), g.w_k, 1e-12, 1e-10);
     const M64 not_summed = untile_grad(mg.w_k, H, KV, hs, true);
-    attn::testing::check_grad64_caught(op, "w_k", grad64_error<M64>(loss, w.w_k, not_summed));
+    attn::testing::check_grad64_caught(op, "w_k",
+                                       central_differences64<M64>(loss, w.w_k, not_summed));
     const M64 v_not_summed = untile_grad(mg.w_v, H, KV, hs, true);
-    attn::testing::check_grad64_caught(op, "w_v", grad64_error<M64>(loss, w.w_v, v_not_summed));
+    attn::testing::check_grad64_caught(op, "w_v",
+                                       central_differences64<M64>(loss, w.w_v, v_not_summed));
   }
 }
 

@@ -1,7 +1,8 @@
 // Tests for attn/train/gradcheck.hpp: the float64 checker (check_gradients) on losses whose
 // gradients are known in closed form, written here as naive loops: it passes each exact gradient,
 // fails each one off by 0.1%, restores the values bit for bit, and refuses mismatched sizes. The
-// float32 checker (grad_check) is shown missing the same 0.1% error: the reason for the float64 one.
+// float32 checker (grad_check) is shown missing the same 0.1% error: the reason for the float64
+// one.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -95,8 +96,8 @@ TEST_CASE("the float64 check passes exact gradients, far below its tolerance, fo
   for (std::uint64_t seed = 1; seed <= 40; ++seed) {
     Closed c = draw(seed, 50);
     const std::vector<double> dx = c.dx(), dw = c.dw();
-    const auto rs = attn::check_gradients([&] { return c.loss(); },
-                                          {{"x", c.x, dx}, {"w", c.w, dw}});
+    const auto rs =
+        attn::check_gradients([&] { return c.loss(); }, {{"x", c.x, dx}, {"w", c.w, dw}});
     if (seed == 1) print("closed form", rs);
     INFO("seed " << seed);
     REQUIRE(rs.size() == 2);
@@ -114,8 +115,8 @@ TEST_CASE("the float64 check fails a gradient off by 0.1%, or off in one element
     std::vector<double> dx = c.dx();
     const std::vector<double> dw = c.dw();
     for (double& g : dx) g *= 1.001;
-    const auto rs = attn::check_gradients([&] { return c.loss(); },
-                                          {{"x", c.x, dx}, {"w", c.w, dw}});
+    const auto rs =
+        attn::check_gradients([&] { return c.loss(); }, {{"x", c.x, dx}, {"w", c.w, dw}});
     if (seed == 1) print("closed form, dx * 1.001", rs);
     INFO("seed " << seed);
     CHECK_FALSE(rs[0].pass);

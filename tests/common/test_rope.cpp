@@ -177,14 +177,15 @@ TEST_CASE("backward: float64 central differences agree, a backward rotating the 
     const T4 r = attn::testing::randn64<4>(rng, {2, 2, 5, 6});  // dL/dy
     auto loss = [&] { return attn::testing::dot64(attn::rope<double>(x, 50.0, 3, layout), r); };
     const T4 dx = attn::rope_backward<double>(r, 50.0, 3, layout);
-    attn::testing::check_grad64(op, "x", attn::testing::grad64_error<T4>(loss, x, dx));
+    attn::testing::check_grad64(op, "x", attn::testing::central_differences64<T4>(loss, x, dx));
     // Wrong: the forward rotation (by +angle, "rope by -theta" in the backward's place).
     const T4 wrong = attn::rope<double>(r, 50.0, 3, layout);
-    attn::testing::check_grad64_caught(op, "x", attn::testing::grad64_error<T4>(loss, x, wrong));
+    attn::testing::check_grad64_caught(op, "x",
+                                       attn::testing::central_differences64<T4>(loss, x, wrong));
     // Wrong: the backward at offset 0 instead of the forward's.
     const T4 wrong_offset = attn::rope_backward<double>(r, 50.0, 0, layout);
-    attn::testing::check_grad64_caught(op, "x",
-                                       attn::testing::grad64_error<T4>(loss, x, wrong_offset));
+    attn::testing::check_grad64_caught(
+        op, "x", attn::testing::central_differences64<T4>(loss, x, wrong_offset));
   }
 }
 

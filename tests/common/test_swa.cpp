@@ -104,15 +104,15 @@ TEST_CASE("backward: float64 central differences agree; the window forgotten in 
     const auto fwd = attn::sliding_window_attention<double>(q, k, v, W);
     const auto g = attn::sliding_window_attention_backward<double>(r, q, k, v, fwd.weights, W);
     const std::string op = "swa W " + std::to_string(W);
-    using attn::testing::grad64_error;
-    attn::testing::check_grad64(op, "q", grad64_error<T4>(loss, q, g.dq));
-    attn::testing::check_grad64(op, "k", grad64_error<T4>(loss, k, g.dk));
-    attn::testing::check_grad64(op, "v", grad64_error<T4>(loss, v, g.dv));
+    using attn::testing::central_differences64;
+    attn::testing::check_grad64(op, "q", central_differences64<T4>(loss, q, g.dq));
+    attn::testing::check_grad64(op, "k", central_differences64<T4>(loss, k, g.dk));
+    attn::testing::check_grad64(op, "v", central_differences64<T4>(loss, v, g.dv));
     if (W < 7) {
       // Wrong: the backward fed causal attention's weights (every earlier key, not the window's).
       const auto full = attn::windowed_attention<double>(q, k, v, true, 0);
       const auto w = attn::windowed_attention_backward<double>(r, q, k, v, full.weights, true, 0);
-      attn::testing::check_grad64_caught(op, "v", grad64_error<T4>(loss, v, w.dv));
+      attn::testing::check_grad64_caught(op, "v", central_differences64<T4>(loss, v, w.dv));
     }
   }
 }

@@ -119,20 +119,24 @@ TEST_CASE("backward: float64 central differences agree; two classic slips fail")
   attn::SwigluWeights<double> g{xt::zeros<double>({5, 12}), xt::zeros<double>({5, 12}),
                                 xt::zeros<double>({12, 5})};
   attn::swiglu_backward<double>(r, cache, w, dx, g);
-  using attn::testing::grad64_error;
-  attn::testing::check_grad64("swiglu", "x", grad64_error<T3>(loss, x, dx));
-  attn::testing::check_grad64("swiglu", "w_gate", grad64_error<M64>(loss, w.w_gate, g.w_gate));
-  attn::testing::check_grad64("swiglu", "w_up", grad64_error<M64>(loss, w.w_up, g.w_up));
-  attn::testing::check_grad64("swiglu", "w_down", grad64_error<M64>(loss, w.w_down, g.w_down));
+  using attn::testing::central_differences64;
+  attn::testing::check_grad64("swiglu", "x", central_differences64<T3>(loss, x, dx));
+  attn::testing::check_grad64("swiglu", "w_gate",
+                              central_differences64<M64>(loss, w.w_gate, g.w_gate));
+  attn::testing::check_grad64("swiglu", "w_up", central_differences64<M64>(loss, w.w_up, g.w_up));
+  attn::testing::check_grad64("swiglu", "w_down",
+                              central_differences64<M64>(loss, w.w_down, g.w_down));
   // Wrong: silu'(a) taken as sigmoid(a).
   const M64 slip = dw_gate_with_sigmoid_slip(r, x, w);
-  attn::testing::check_grad64_caught("swiglu", "w_gate", grad64_error<M64>(loss, w.w_gate, slip));
+  attn::testing::check_grad64_caught("swiglu", "w_gate",
+                                     central_differences64<M64>(loss, w.w_gate, slip));
   // Wrong: the gate's gradient and the up projection's swapped.
-  attn::testing::check_grad64_caught("swiglu", "w_gate", grad64_error<M64>(loss, w.w_gate, g.w_up));
+  attn::testing::check_grad64_caught("swiglu", "w_gate",
+                                     central_differences64<M64>(loss, w.w_gate, g.w_up));
   // Gradients accumulate: a second backward doubles them.
   attn::swiglu_backward<double>(r, cache, w, dx, g);
   attn::testing::check_grad64("swiglu (accumulated / 2)", "w_down",
-                              grad64_error<M64>(loss, w.w_down, M64(g.w_down / 2.0)));
+                              central_differences64<M64>(loss, w.w_down, M64(g.w_down / 2.0)));
 }
 
 TEST_CASE("bad input: a weight of the wrong shape is named in one line") {
