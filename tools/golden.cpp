@@ -1008,8 +1008,11 @@ bool run_modern_op(const Case& c, Comparison& cmp) {
       case 3:
         run_rmsnorm<3>(c, eps, cmp);
         break;
+      case 4:
+        run_rmsnorm<4>(c, eps, cmp);
+        break;
       default:
-        bad_rank(c, "x", "rank 2 or 3 (..., C)");
+        bad_rank(c, "x", "rank 2-4 (..., C)");
     }
   } else if (op == "swiglu") {
     run_swiglu(c, cmp);

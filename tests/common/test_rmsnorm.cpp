@@ -57,7 +57,7 @@ TEST_CASE("hand example: [3, 4] has root-mean-square sqrt(12.5)") {
   CHECK(z(1, 1) == 0.0f);
 }
 
-TEST_CASE("equals a naive loop in double and in float, ranks 2 and 3") {
+TEST_CASE("equals a naive loop in double and in float, ranks 2, 3 and 4") {
   attn::Rng rng(21);
   const T3 x = attn::testing::randn64<3>(rng, {2, 5, 8}, 3.0);
   const V64 gamma = 1.0 + attn::testing::randn64<1>(rng, {8}, 0.1);
@@ -69,6 +69,10 @@ TEST_CASE("equals a naive loop in double and in float, ranks 2 and 3") {
   const xt::xtensor<double, 2> x2 = xt::view(x, 1);
   const xt::xtensor<double, 2> want2 = xt::view(want, 1);
   CHECK_TENSOR_NEAR((attn::rms_norm<double, 2>(x2, gamma, 1e-5)), want2, 1e-13, 1e-13);
+  // Rank 4 (B, H, T, C): the same rows.
+  const xt::xtensor<double, 4> x4 = xt::reshape_view(x, {1, 2, 5, 8});
+  const xt::xtensor<double, 4> want4 = xt::reshape_view(want, {1, 2, 5, 8});
+  CHECK_TENSOR_NEAR((attn::rms_norm<double, 4>(x4, gamma, 1e-5)), want4, 1e-13, 1e-13);
 }
 
 TEST_CASE("unlike LayerNorm it keeps the mean: a shifted token gives another output") {

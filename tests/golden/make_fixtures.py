@@ -626,6 +626,8 @@ CASES = [
      dict(shape=(1, 4, 1))),
     (case_rmsnorm, "rmsnorm_large", "forward only, inputs of std 100",
      dict(shape=(3, 6), scale=100.0, grads=False)),
+    (case_rmsnorm, "rmsnorm_grad_4d", "rank 4, (2, 2, 3, 4), as on (B, H, T, hs) heads",
+     dict(shape=(2, 2, 3, 4))),
     (case_swiglu, "swiglu_grad_basic", "SwiGLU, C 8, F 16", dict(B=2, T=5, C=8, Fw=16)),
     (case_swiglu, "swiglu_grad_T1_F1", "T = 1, F = 1", dict(B=3, T=1, C=4, Fw=1)),
     (case_swiglu, "swiglu_grad_tails", "inputs with std 5 (silu's tails), C 6, F 12",

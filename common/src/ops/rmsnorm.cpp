@@ -111,8 +111,10 @@ RmsNormGrads<S, N> rms_norm_backward(const xt::xtensor<S, N>& dy, const xt::xten
       const RmsNormCache<S>&);
 ATTN_RMSNORM_INSTANTIATE(float, 2)
 ATTN_RMSNORM_INSTANTIATE(float, 3)
+ATTN_RMSNORM_INSTANTIATE(float, 4)
 ATTN_RMSNORM_INSTANTIATE(double, 2)
 ATTN_RMSNORM_INSTANTIATE(double, 3)
+ATTN_RMSNORM_INSTANTIATE(double, 4)
 #undef ATTN_RMSNORM_INSTANTIATE
 
 }  // namespace attn

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <array>
-#include <limits>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 

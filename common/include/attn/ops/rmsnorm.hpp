@@ -18,7 +18,7 @@ struct RmsNormCache {
   xt::xtensor<S, 1> rstd;  // (rows,)
 };
 
-// x (..., C), gamma (C,) -> y (..., C), for ranks 2 and 3. Throws std::invalid_argument naming the
+// x (..., C), gamma (C,) -> y (..., C), for ranks 2 to 4. Throws std::invalid_argument naming the
 // shapes, or when eps < 0.
 template <class S, std::size_t N>
 xt::xtensor<S, N> rms_norm(const xt::xtensor<S, N>& x, const xt::xtensor<S, 1>& gamma,
