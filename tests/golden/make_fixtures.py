@@ -422,8 +422,8 @@ def modern_case(name, about, op, keys, leaves, forward, upstream, grads):
     write_case(name, about, op, keys, {**leaves, **{k: v.detach() for k, v in outputs.items()}})
 
 
-def case_rope(name, about, B, H, T, hs, theta=10000.0, offset=0, grads=True):
-    keys = {"theta": repr(theta), "offset": offset}
+def case_rope(name, about, B, H, T, hs, theta=10000.0, offset=0, grads=True, write_keys=True):
+    keys = {"theta": repr(theta), "offset": offset} if write_keys else {}
     modern_case(name, about, "rope", keys, {"x": randn(B, H, T, hs)},
                 lambda x: {"y": rope(x, theta, offset)}, "y", grads)
 
@@ -443,15 +443,17 @@ def case_swiglu(name, about, B, T, C, Fw, scale=1.0, grads=True):
 
 
 def case_gqa(name, about, B, T, C, H, KV, causal=True, use_rope=False, theta=10000.0, window=0,
-             grads=True):
+             grads=True, optional_keys=True):
     hs = C // H
     std = 1.0 / math.sqrt(C)
     leaves = {"x": randn(B, T, C), "w_q": randn(C, C, std=std), "w_k": randn(C, KV * hs, std=std),
               "w_v": randn(C, KV * hs, std=std), "w_o": randn(C, C, std=std)}
-    keys = {"n_heads": H, "n_kv_heads": KV, "causal": int(causal), "rope": int(use_rope)}
-    if use_rope:
-        keys["theta"] = repr(theta)
-    keys["window"] = window
+    keys = {"n_heads": H, "n_kv_heads": KV, "causal": int(causal)}
+    if optional_keys:  # else rope, theta and window take their defaults: 0, 10000, 0
+        keys["rope"] = int(use_rope)
+        if use_rope:
+            keys["theta"] = repr(theta)
+        keys["window"] = window
 
     def forward(x, **w):
         out, weights = gqa(x, w, H, KV, causal, use_rope, theta, window)
@@ -654,6 +656,10 @@ CASES = [
     (case_swa, "swa_grad_T1", "T = 1, window 2", dict(B=2, H=1, T=1, hs=4, window=2)),
     (case_swa, "swa_sharp", "forward only, q and k with std 3 (sharp), T 10, window 4",
      dict(B=1, H=2, T=10, hs=4, window=4, scale=3.0, grads=False)),
+    (case_rope, "rope_default_keys", "no keys: theta 10000 and offset 0 by default",
+     dict(B=1, H=2, T=6, hs=8, write_keys=False)),
+    (case_gqa, "gqa_default_keys", "only n_heads, n_kv_heads, causal: no RoPE, no window",
+     dict(B=2, T=5, C=8, H=4, KV=2, optional_keys=False)),
 ]
 
 
