@@ -95,8 +95,9 @@ WindowAttentionGrads<S> windowed_attention_backward(
     shape_error(fn, "the forward's weights " + shape_str(w_shape), shape_str(weights.shape()));
   }
   const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
-  WindowAttentionGrads<S> g{xt::zeros<S>(q.shape()), xt::zeros<S>(q.shape()),
-                            xt::zeros<S>(q.shape())};
+  // The gradients are sums over queries and keys: accumulated in double, rounded once at the end.
+  xt::xtensor<double, 4> dq = xt::zeros<double>(q.shape()), dk = xt::zeros<double>(q.shape()),
+                         dv = xt::zeros<double>(q.shape());
   std::vector<double> ds(T);
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t h = 0; h < H; ++h)
@@ -108,7 +109,7 @@ WindowAttentionGrads<S> windowed_attention_backward(
           double dp = 0.0;
           for (std::size_t i = 0; i < hs; ++i) {
             dp += static_cast<double>(dout(b, h, t, i)) * static_cast<double>(v(b, h, s, i));
-            g.dv(b, h, s, i) += static_cast<S>(p * static_cast<double>(dout(b, h, t, i)));
+            dv(b, h, s, i) += p * static_cast<double>(dout(b, h, t, i));
           }
           ds[s] = dp;
           row += dp * p;
@@ -121,12 +122,12 @@ WindowAttentionGrads<S> windowed_attention_backward(
         for (std::size_t s = 0; s < T; ++s) {
           if (!visible(t, s, causal, window)) continue;
           for (std::size_t i = 0; i < hs; ++i) {
-            g.dq(b, h, t, i) += static_cast<S>(ds[s] * scale * static_cast<double>(k(b, h, s, i)));
-            g.dk(b, h, s, i) += static_cast<S>(ds[s] * scale * static_cast<double>(q(b, h, t, i)));
+            dq(b, h, t, i) += ds[s] * scale * static_cast<double>(k(b, h, s, i));
+            dk(b, h, s, i) += ds[s] * scale * static_cast<double>(q(b, h, t, i));
           }
         }
       }
-  return g;
+  return {xt::cast<S>(dq), xt::cast<S>(dk), xt::cast<S>(dv)};
 }
 
 template <class S>
