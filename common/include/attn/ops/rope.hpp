@@ -48,7 +48,8 @@ std::vector<double> rope_frequencies(std::size_t hs, double theta);
 // this permutation, rope(P x, rotate_half) = P rope(x, interleaved): the same model, weights
 // with their columns reordered (how Llama checkpoints are converted for Hugging Face).
 std::vector<std::size_t> rope_half_permutation(std::size_t hs);
-// x (..., hs) in the interleaved layout -> the same features in the rotate-half layout, and back.
+// x (B, H, T, hs) in the interleaved layout -> the same features in the rotate-half layout, and
+// back.
 template <class S>
 xt::xtensor<S, 4> rope_to_half_layout(const xt::xtensor<S, 4>& x);
 template <class S>
