@@ -88,6 +88,12 @@ elseif(KIND STREQUAL "grad_lm_no_targets")  # lm's backward starts from the loss
   file(REMOVE ${case}/targets.npy)
 elseif(KIND STREQUAL "grad_lm_wrong_loss")  # a loss from another model
   file(COPY_FILE ${SOURCE}/../lm_grad_2layer/loss.npy ${case}/loss.npy)
+# Attention kernels (chapter 12): the `kernel` key.
+elseif(KIND STREQUAL "kernel_unknown")      # a kernel that does not exist
+  file(APPEND ${case}/case.txt "kernel turbo\n")
+elseif(KIND STREQUAL "kernel_flash_wrong")  # the flash kernel alone, against a wrong gradient
+  file(APPEND ${case}/case.txt "kernel flash\n")
+  file(COPY_FILE ${case}/grad.q.npy ${case}/grad.k.npy)
 else()
   message(FATAL_ERROR "broken_case.cmake: unknown KIND '${KIND}'")
 endif()
