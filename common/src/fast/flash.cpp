@@ -101,8 +101,8 @@ std::size_t visible_keys(bool causal, std::size_t t, std::size_t j0, std::size_t
 // masked keys), and m, l and the partial output acc (hv floats) are updated:
 //   m' = max(m, max_j s_j),  a = exp(m - m'),  l = a l + sum_j p_j,  acc = a acc.
 // (acc += p v is the caller's product, for the whole tile at once.) Compiled for SSE2 and AVX2.
-ATTN_SIMD_CLONES void online_softmax_row(float* s, std::size_t visible, std::size_t cols,
-                                         float& m, float& l, float* acc, std::size_t hv) {
+ATTN_SIMD_CLONES void online_softmax_row(float* s, std::size_t visible, std::size_t cols, float& m,
+                                         float& l, float* acc, std::size_t hv) {
   constexpr std::size_t W = 8;
   float mx[W];
   for (std::size_t u = 0; u < W; ++u) mx[u] = m;
@@ -146,17 +146,17 @@ void forward_tile(const Dims& n, Heads<const float> q, Heads<const float> k, Hea
                   Heads<float> out, float* lse, std::size_t b, std::size_t h, std::size_t i0,
                   std::size_t i1, float* scratch) {
   const std::size_t rows = i1 - i0, tile = n.tile, hv = n.hv;
-  float* s = scratch;                  // (rows, tile) scores, then p
-  float* acc = s + tile * tile;        // (rows, hv) partial output
-  float* m = acc + tile * hv;          // (rows,) running max
-  float* l = m + tile;                 // (rows,) running sum
+  float* s = scratch;            // (rows, tile) scores, then p
+  float* acc = s + tile * tile;  // (rows, hv) partial output
+  float* m = acc + tile * hv;    // (rows,) running max
+  float* l = m + tile;           // (rows,) running sum
   std::fill(acc, acc + rows * hv, 0.0f);
   std::fill(m, m + rows, kNegInf);
   std::fill(l, l + rows, 0.0f);
   const float scale = 1.0f / std::sqrt(static_cast<float>(n.hs));
   const float* qt = q.at(b, h) + i0 * q.row;  // (rows, hs)
-  const float* kh = k.at(b, h);                // (S, hs)
-  const float* vh = v.at(b, h);                // (S, hv)
+  const float* kh = k.at(b, h);               // (S, hs)
+  const float* vh = v.at(b, h);               // (S, hv)
   // Causal: keys after the tile's last query are never seen, so those tiles are skipped.
   const std::size_t key_end = n.causal ? i1 : n.S;
   for (std::size_t j0 = 0; j0 < key_end; j0 += tile) {
@@ -186,8 +186,8 @@ void forward_tile(const Dims& n, Heads<const float> q, Heads<const float> k, Hea
 // head do more work than the first: tiles are handed out in the order 0, n-1, 1, n-2, ... so
 // that contiguous ranges of items carry about equal work. Each tile is computed the same way
 // whichever thread runs it.
-void flash_forward(const Dims& n, Heads<const float> q, Heads<const float> k,
-                   Heads<const float> v, Heads<float> out, float* lse) {
+void flash_forward(const Dims& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
+                   Heads<float> out, float* lse) {
   const std::size_t tiles = (n.T + n.tile - 1) / n.tile;
   const std::size_t items = n.B * n.H * tiles;
   if (items == 0) return;
@@ -218,15 +218,15 @@ std::size_t backward_scratch(const Dims& n) { return 2 * n.tile * n.tile + n.T; 
 // D from dO . O is the trick that spares a pass over the row: sum_j P_tj (dO_t . v_j) =
 // dO_t . (sum_j P_tj v_j) = dO_t . O_t. Keys tile by tile in the outer loop: dK and dV of a key
 // tile are finished in one sweep over the query tiles; dQ accumulates over the key tiles.
-void backward_head(const Dims& n, Heads<const float> q, Heads<const float> k,
-                   Heads<const float> v, Heads<const float> out, Heads<const float> dout,
-                   const float* lse, Heads<float> dq, Heads<float> dk, Heads<float> dv,
-                   std::size_t b, std::size_t h, float* scratch) {
+void backward_head(const Dims& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
+                   Heads<const float> out, Heads<const float> dout, const float* lse,
+                   Heads<float> dq, Heads<float> dk, Heads<float> dv, std::size_t b, std::size_t h,
+                   float* scratch) {
   const std::size_t T = n.T, S = n.S, hs = n.hs, hv = n.hv, tile = n.tile;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  float* p = scratch;            // (tile, tile)
-  float* ds = p + tile * tile;   // (tile, tile)
-  float* D = ds + tile * tile;   // (T,)
+  float* p = scratch;           // (tile, tile)
+  float* ds = p + tile * tile;  // (tile, tile)
+  float* D = ds + tile * tile;  // (T,)
   const float* qh = q.at(b, h);
   const float* kh = k.at(b, h);
   const float* vh = v.at(b, h);
@@ -277,7 +277,8 @@ void backward_head(const Dims& n, Heads<const float> q, Heads<const float> k,
       // 4. dS = P * (dP - D)
       for (std::size_t r = 0; r < rows; ++r) {
         const float Dr = D[i0 + r];
-        for (std::size_t j = 0; j < cols; ++j) ds[r * tile + j] = p[r * tile + j] * (ds[r * tile + j] - Dr);
+        for (std::size_t j = 0; j < cols; ++j)
+          ds[r * tile + j] = p[r * tile + j] * (ds[r * tile + j] - Dr);
       }
       // 5. dQ += dS K / sqrt(hs): (rows, cols) @ (cols, hs) -> (rows, hs)
       tile_gemm(rows, hs, cols, scale, ds, tile, false, kh + j0 * k.row, k.row, false, 1.0f,
@@ -290,9 +291,9 @@ void backward_head(const Dims& n, Heads<const float> q, Heads<const float> k,
 }
 
 // Every (b, h) over the library's threads, each computed the same way on any thread count.
-void flash_backward(const Dims& n, Heads<const float> q, Heads<const float> k,
-                    Heads<const float> v, Heads<const float> out, Heads<const float> dout,
-                    const float* lse, Heads<float> dq, Heads<float> dk, Heads<float> dv) {
+void flash_backward(const Dims& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
+                    Heads<const float> out, Heads<const float> dout, const float* lse,
+                    Heads<float> dq, Heads<float> dk, Heads<float> dv) {
   const std::size_t pairs = n.B * n.H;
   if (pairs == 0 || n.T == 0) return;
   const std::size_t n_threads = detail::worker_count(pairs);
@@ -332,8 +333,8 @@ void project_qkv(const Tensor<3>& x, const MhaWeights& w, float* qkv) {
 // Entry points
 // ---------------------------------------------------------------------------------------------
 
-FlashResult flash_attention(const Tensor<4>& q, const Tensor<4>& k, const Tensor<4>& v,
-                            bool causal, std::size_t tile) {
+FlashResult flash_attention(const Tensor<4>& q, const Tensor<4>& k, const Tensor<4>& v, bool causal,
+                            std::size_t tile) {
   const char* fn = "attn::fast::flash_attention";
   detail::check_sdpa(fn, q, k, v, causal);
   const auto& qs = q.shape();  // (B, H, T, hs)
@@ -360,11 +361,11 @@ AttentionGrads flash_attention_backward(const Tensor<4>& dout, const Tensor<4>& 
   if (!std::equal(o_shape.begin(), o_shape.end(), out.shape().begin()) ||
       !std::equal(o_shape.begin(), o_shape.end(), dout.shape().begin()) ||
       !std::equal(l_shape.begin(), l_shape.end(), lse.shape().begin())) {
-    shape_error(fn,
-                "out and dout " + shape_str(o_shape) + ", lse " + shape_str(l_shape) +
-                    " (the forward's)",
-                "out " + shape_str(out.shape()) + ", dout " + shape_str(dout.shape()) + ", lse " +
-                    shape_str(lse.shape()));
+    shape_error(
+        fn,
+        "out and dout " + shape_str(o_shape) + ", lse " + shape_str(l_shape) + " (the forward's)",
+        "out " + shape_str(out.shape()) + ", dout " + shape_str(dout.shape()) + ", lse " +
+            shape_str(lse.shape()));
   }
   check_sizes(fn, n, {});
   AttentionGrads g{Tensor<4>(qs), Tensor<4>(k.shape()), Tensor<4>(v.shape())};
@@ -390,10 +391,9 @@ Tensor<3> mha_flash_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t
   //      have been read for the last time (the tile's last key tile), which saves a (B, T, C)
   //      buffer: merged heads land in the q columns.
   float* qp = qkv.data();
-  flash_forward(n, columns<const float>(qp, T, 3 * C, n.hs),
-                columns<const float>(qp + C, T, 3 * C, n.hs),
-                columns<const float>(qp + 2 * C, T, 3 * C, n.hs), columns(qp, T, 3 * C, n.hs),
-                nullptr);
+  flash_forward(
+      n, columns<const float>(qp, T, 3 * C, n.hs), columns<const float>(qp + C, T, 3 * C, n.hs),
+      columns<const float>(qp + 2 * C, T, 3 * C, n.hs), columns(qp, T, 3 * C, n.hs), nullptr);
   // 4. Output projection (B, T, C) @ (C, C) -> (B, T, C), or the merged heads without w_o.
   Tensor<3> out(Tensor<3>::shape_type{B, T, C});
   if (w.w_o.size() == 0) {
@@ -460,13 +460,12 @@ void mha_flash_backward(const Tensor<3>& dout, const FlashMhaCache& cache, const
   // 2. The flash backward per head, read and written in place in the column blocks.
   const float* qp = cache.qkv.data();
   float* dp = dqkv.data();
-  flash_backward(n, columns<const float>(qp, T, 3 * C, n.hs),
-                 columns<const float>(qp + C, T, 3 * C, n.hs),
-                 columns<const float>(qp + 2 * C, T, 3 * C, n.hs),
-                 columns<const float>(cache.heads.data(), T, C, n.hs),
-                 columns<const float>(dheads, T, C, n.hs), cache.lse.data(),
-                 columns(dp, T, 3 * C, n.hs), columns(dp + C, T, 3 * C, n.hs),
-                 columns(dp + 2 * C, T, 3 * C, n.hs));
+  flash_backward(
+      n, columns<const float>(qp, T, 3 * C, n.hs), columns<const float>(qp + C, T, 3 * C, n.hs),
+      columns<const float>(qp + 2 * C, T, 3 * C, n.hs),
+      columns<const float>(cache.heads.data(), T, C, n.hs),
+      columns<const float>(dheads, T, C, n.hs), cache.lse.data(), columns(dp, T, 3 * C, n.hs),
+      columns(dp + C, T, 3 * C, n.hs), columns(dp + 2 * C, T, 3 * C, n.hs));
   // 3. The projections: dw_q += x^T @ dq (C, B*T) @ (B*T, C); dx = sum dq @ w_q^T.
   const Matrix* weights[3] = {&w.w_q, &w.w_k, &w.w_v};
   Matrix* dweights[3] = {&grads.w_q, &grads.w_k, &grads.w_v};

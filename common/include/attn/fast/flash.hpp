@@ -31,8 +31,8 @@ struct FlashResult {
 
 // softmax(q k^T / sqrt(hs) + mask) v, as attn::scaled_dot_product_attention (same checks and
 // messages), without the weights. tile in [1, kMaxFlashTile].
-FlashResult flash_attention(const Tensor<4>& q, const Tensor<4>& k, const Tensor<4>& v,
-                            bool causal, std::size_t tile = kFlashTile);
+FlashResult flash_attention(const Tensor<4>& q, const Tensor<4>& k, const Tensor<4>& v, bool causal,
+                            std::size_t tile = kFlashTile);
 // dq, dk, dv from the forward's out and lse (no weights): as
 // attn::scaled_dot_product_attention_backward.
 AttentionGrads flash_attention_backward(const Tensor<4>& dout, const Tensor<4>& q,
@@ -47,10 +47,10 @@ Tensor<3> mha_flash_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t
 
 // What the flash forward keeps for its backward: q|k|v, the merged heads and the row lse.
 struct FlashMhaCache {
-  Tensor<3> x;     // (B, T, C)
-  Tensor<3> qkv;   // (B, T, 3C) q | k | v column blocks
-  Tensor<3> heads; // (B, T, C) merged head outputs, the input of w_o
-  Tensor<3> lse;   // (B, H, T)
+  Tensor<3> x;      // (B, T, C)
+  Tensor<3> qkv;    // (B, T, 3C) q | k | v column blocks
+  Tensor<3> heads;  // (B, T, C) merged head outputs, the input of w_o
+  Tensor<3> lse;    // (B, H, T)
 };
 Tensor<3> mha_flash_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads,
                             bool causal, FlashMhaCache& cache, std::size_t tile = kFlashTile);
