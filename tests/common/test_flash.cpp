@@ -106,8 +106,7 @@ Tensor<3> naive_lse(const Tensor<4>& q, const Tensor<4>& k, bool causal) {
 }
 
 bool same_bits(const Tensor<4>& a, const Tensor<4>& b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](float x, float y) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](float x, float y) {
            return std::memcmp(&x, &y, sizeof x) == 0;
          });
 }
@@ -122,7 +121,8 @@ TEST_CASE("the flash forward equals the reference sdpa at many shapes, tiles and
     const Inputs in = inputs(rng, s);
     for (const bool causal : {false, true}) {
       if (causal && s.S != s.T) continue;
-      const attn::AttentionResult ref = attn::scaled_dot_product_attention(in.q, in.k, in.v, causal);
+      const attn::AttentionResult ref =
+          attn::scaled_dot_product_attention(in.q, in.k, in.v, causal);
       const Tensor<3> lse = naive_lse(in.q, in.k, causal);
       for (const std::size_t tile : {std::size_t{1}, std::size_t{3}, std::size_t{64}}) {
         CAPTURE(s.T);
@@ -131,7 +131,8 @@ TEST_CASE("the flash forward equals the reference sdpa at many shapes, tiles and
         CAPTURE(causal);
         CAPTURE(tile);
         on_1_and_3_threads([&] {
-          const attn::fast::FlashResult f = attn::fast::flash_attention(in.q, in.k, in.v, causal, tile);
+          const attn::fast::FlashResult f =
+              attn::fast::flash_attention(in.q, in.k, in.v, causal, tile);
           CHECK_TENSOR_NEAR(f.out, ref.out, kAtol, kRtol);
           CHECK_TENSOR_NEAR(f.lse, lse, kAtol, kRtol);
         });
@@ -146,9 +147,10 @@ TEST_CASE("the flash backward equals the reference backward at many shapes, tile
     const Inputs in = inputs(rng, s);
     for (const bool causal : {false, true}) {
       if (causal && s.S != s.T) continue;
-      const attn::AttentionResult ref = attn::scaled_dot_product_attention(in.q, in.k, in.v, causal);
-      const attn::AttentionGrads g =
-          attn::scaled_dot_product_attention_backward(in.dout, in.q, in.k, in.v, ref.weights, causal);
+      const attn::AttentionResult ref =
+          attn::scaled_dot_product_attention(in.q, in.k, in.v, causal);
+      const attn::AttentionGrads g = attn::scaled_dot_product_attention_backward(
+          in.dout, in.q, in.k, in.v, ref.weights, causal);
       for (const std::size_t tile : {std::size_t{1}, std::size_t{3}, std::size_t{64}}) {
         CAPTURE(s.T);
         CAPTURE(s.S);
@@ -156,7 +158,8 @@ TEST_CASE("the flash backward equals the reference backward at many shapes, tile
         CAPTURE(causal);
         CAPTURE(tile);
         on_1_and_3_threads([&] {
-          const attn::fast::FlashResult f = attn::fast::flash_attention(in.q, in.k, in.v, causal, tile);
+          const attn::fast::FlashResult f =
+              attn::fast::flash_attention(in.q, in.k, in.v, causal, tile);
           const attn::AttentionGrads fg = attn::fast::flash_attention_backward(
               in.dout, in.q, in.k, in.v, f.out, f.lse, causal, tile);
           CHECK_TENSOR_NEAR(fg.dq, g.dq, kAtol, kRtol);
@@ -219,7 +222,8 @@ TEST_CASE("the flash kernel never allocates a (T, T) matrix") {
   CHECK(g.dq.size() == in.q.size());
 }
 
-TEST_CASE("multi-head attention through the flash kernel equals the reference, forward and backward") {
+TEST_CASE(
+    "multi-head attention through the flash kernel equals the reference, forward and backward") {
   attn::Rng rng(1205);
   for (const std::size_t T : {1, 33, 70}) {
     for (const bool causal : {false, true}) {
@@ -280,7 +284,8 @@ TEST_CASE("bad input gets a one-line error naming what was wrong") {
   attn::Rng rng(1207);
   const Inputs in = inputs(rng, {1, 1, 4, 4, 2, 2});
   CHECK_THROWS_WITH_AS(attn::fast::flash_attention(in.q, in.k, in.v, true, 0),
-                       doctest::Contains("tile must be in [1, 1024], got 0"), std::invalid_argument);
+                       doctest::Contains("tile must be in [1, 1024], got 0"),
+                       std::invalid_argument);
   CHECK_THROWS_WITH_AS(attn::fast::flash_attention(in.q, in.k, in.v, true, 5000),
                        doctest::Contains("got 5000"), std::invalid_argument);
   const Tensor<4> k3 = attn::randn<4>(rng, {1, 1, 3, 2});

@@ -6,7 +6,10 @@
 // 2, 3 threads.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <vector>
 #include <stdexcept>
 #include <string>
 
@@ -140,6 +143,61 @@ TEST_CASE("the counts of FLOPs and memory follow the rungs") {
   CHECK(ladder::rung_floats(3, T, hs, tile, 1) == doctest::Approx(double(T) * T));
   CHECK(ladder::rung_floats(4, T, hs, tile, 1) < 3.0 * tile * hs);
   CHECK(ladder::rung_floats(6, T, hs, tile, 2) == 2 * ladder::rung_floats(5, T, hs, tile, 1));
+}
+
+TEST_CASE("the online softmax over tiles equals the two-pass softmax of the whole row") {
+  // Scores in tiles whose maxima rise, fall and tie; a tile of only masked keys in the middle.
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<std::vector<float>> tiles = {
+      {0.5f, -1.0f, 2.0f}, {-inf, -inf}, {7.5f, 7.5f, -3.0f, 1.0f}, {-20.0f}, {30.0f, 29.0f}};
+  const std::size_t hs = 3;
+  attn::Rng rng(1216);
+  attn::fast::ladder::OnlineRow row = ladder::online_row_start(hs);
+  std::vector<double> all_s;
+  std::vector<std::vector<float>> all_v;
+  for (const auto& tile : tiles) {
+    const Matrix vals = attn::randn(rng, tile.size(), hs);
+    attn::Vector s(attn::Vector::shape_type{tile.size()});
+    for (std::size_t j = 0; j < tile.size(); ++j) {
+      s(j) = tile[j];
+      all_s.push_back(tile[j]);
+      all_v.push_back({vals(j, 0), vals(j, 1), vals(j, 2)});
+    }
+    ladder::online_softmax_update(row, s, vals);
+  }
+  // The two-pass softmax in double.
+  double m = -INFINITY, l = 0.0;
+  for (double x : all_s) m = std::max(m, x);
+  for (double x : all_s) l += std::exp(x - m);
+  CHECK(row.m == 30.0f);
+  CHECK(double(row.l) == doctest::Approx(l).epsilon(1e-6));
+  for (std::size_t d = 0; d < hs; ++d) {
+    double o = 0.0;
+    for (std::size_t j = 0; j < all_s.size(); ++j)
+      o += std::exp(all_s[j] - m) / l * double(all_v[j][d]);
+    CAPTURE(d);
+    CHECK(double(row.acc(d) / row.l) == doctest::Approx(o).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("one tile of the forward equals the reference's rows") {
+  attn::Rng rng(1217);
+  for (const Case& c : kCases) {
+    const Head h = head(rng, c.T, c.hs);
+    const Matrix ref = reference(h);
+    for (const std::size_t tile : kTiles) {
+      for (std::size_t i0 = 0; i0 < c.T; i0 += tile) {
+        const Matrix got = ladder::attention_tile(h.q, h.k, h.v, i0, tile);
+        const std::size_t rows = std::min(tile, c.T - i0);
+        const Matrix want = xt::view(ref, xt::range(i0, i0 + rows), xt::all());
+        INFO("T " << c.T << ", hs " << c.hs << ", tile " << tile << ", i0 " << i0);
+        CHECK_TENSOR_NEAR(got, want, kAtol, kRtol);
+      }
+    }
+  }
+  const Head h = head(rng, 4, 2);
+  CHECK_THROWS_WITH_AS(ladder::attention_tile(h.q, h.k, h.v, 4, 2),
+                       doctest::Contains("i0 must be below T = 4, got 4"), std::invalid_argument);
 }
 
 TEST_CASE("bad shapes and a tile of 0 get a one-line error") {

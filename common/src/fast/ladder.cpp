@@ -11,6 +11,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "attn/core/check.hpp"
@@ -89,8 +90,8 @@ TileScratch carve(float* base, std::size_t tile, std::size_t hs) {
 // accumulation of p v (the same code for rungs 5 and 6, so both give the same bits):
 //   m' = max(m, max_j s_j),  a = exp(m - m'),  p_j = exp(s_j - m'),
 //   l = a l + sum_j p_j,     acc = a acc + sum_j p_j v_j
-inline void online_update(float* s, std::size_t vis, float& m, float& l, float* acc,
-                          const float* v, std::size_t hs) {
+inline void online_update(float* s, std::size_t vis, float& m, float& l, float* acc, const float* v,
+                          std::size_t hs) {
   float m_new = m;
   for (std::size_t j = 0; j < vis; ++j) m_new = std::max(m_new, s[j]);
   if (m_new == kNegInf) return;  // only -inf scores so far: nothing to add
@@ -106,8 +107,7 @@ inline void online_update(float* s, std::size_t vis, float& m, float& l, float* 
 }
 
 // out rows [i0, i1) = acc / l.
-void finish_tile(const TileScratch& w, std::size_t i0, std::size_t i1, std::size_t hs,
-                 float* out) {
+void finish_tile(const TileScratch& w, std::size_t i0, std::size_t i1, std::size_t hs, float* out) {
   for (std::size_t r = 0; r < i1 - i0; ++r)
     for (std::size_t d = 0; d < hs; ++d) out[(i0 + r) * hs + d] = w.acc[r * hs + d] / w.l[r];
 }
@@ -282,8 +282,8 @@ Matrix causal_blocks(const Matrix& q, const Matrix& k, const Matrix& v, std::siz
     gemm_strided(rows, i1, hs, 1.0f, q.data() + i0 * hs, hs, false, k.data(), hs, true, 0.0f, sb,
                  T);
     for (std::size_t r = 0; r < rows; ++r) fused_row(sb + r * T, i0 + r + 1, i1, scale_of(hs));
-    gemm_strided(rows, hs, i1, 1.0f, sb, T, false, v.data(), hs, false, 0.0f,
-                 out.data() + i0 * hs, hs);
+    gemm_strided(rows, hs, i1, 1.0f, sb, T, false, v.data(), hs, false, 0.0f, out.data() + i0 * hs,
+                 hs);
   }
   return out;
 }
@@ -301,6 +301,68 @@ Matrix simd_online(const Matrix& q, const Matrix& k, const Matrix& v, std::size_
 // 7. The same over the library's threads, query tiles shared out.
 Matrix threaded_online(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t tile) {
   return online("attn::fast::ladder::threaded_online", q, k, v, tile, true, simd_tile);
+}
+
+OnlineRow online_row_start(std::size_t hs) {
+  return {kNegInf, 0.0f, Vector(Vector::shape_type{hs}, 0.0f)};
+}
+
+// The page's update, written as plainly as the math (rungs 5-7 run the same steps on raw
+// pointers): exponents are all <= 0, so nothing overflows, and the final acc / l equals the
+// two-pass softmax's sum_j p_j v_j up to rounding.
+void online_softmax_update(OnlineRow& row, const Vector& scores, const Matrix& values) {
+  const std::size_t n = scores.size(), hs = row.acc.size();
+  require(values.shape()[0] == n && values.shape()[1] == hs,
+          "attn::fast::ladder::online_softmax_update", [&] {
+            return "values must be (n, hs) = " + shape_str(std::array<std::size_t, 2>{n, hs}) +
+                   ", got " + shape_str(values.shape());
+          });
+  // 1. The new running max.
+  float m_new = row.m;
+  for (std::size_t j = 0; j < n; ++j) m_new = std::max(m_new, scores(j));
+  if (m_new == kNegInf) return;  // nothing visible yet
+  // 2. What was summed so far was relative to the old max: rescale it by exp(m - m').
+  const float a = std::exp(row.m - m_new);
+  row.l *= a;
+  row.acc *= a;
+  // 3. Add this tile's keys, relative to the new max.
+  for (std::size_t j = 0; j < n; ++j) {
+    const float p = std::exp(scores(j) - m_new);
+    row.l += p;
+    for (std::size_t d = 0; d < hs; ++d) row.acc(d) += p * values(j, d);
+  }
+  row.m = m_new;
+}
+
+Matrix attention_tile(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t i0,
+                      std::size_t tile) {
+  const char* fn = "attn::fast::ladder::attention_tile";
+  check(fn, q, k, v, tile);
+  const std::size_t T = q.shape()[0], hs = q.shape()[1];
+  require(i0 < T, fn, [&] {
+    return "i0 must be below T = " + std::to_string(T) + ", got " + std::to_string(i0);
+  });
+  const std::size_t rows = std::min(tile, T - i0);
+  const float scale = scale_of(hs);
+  Matrix out(Matrix::shape_type{rows, hs});
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::size_t t = i0 + r;
+    OnlineRow row = online_row_start(hs);
+    for (std::size_t j0 = 0; j0 <= t; j0 += tile) {  // key tiles after t are all masked
+      const std::size_t n = std::min(tile, T - j0);
+      Vector s(Vector::shape_type{n});
+      Matrix vals(Matrix::shape_type{n, hs});
+      for (std::size_t j = 0; j < n; ++j) {
+        float dot = 0.0f;
+        for (std::size_t d = 0; d < hs; ++d) dot += q(t, d) * k(j0 + j, d);
+        s(j) = j0 + j <= t ? dot * scale : kNegInf;
+        for (std::size_t d = 0; d < hs; ++d) vals(j, d) = v(j0 + j, d);
+      }
+      online_softmax_update(row, s, vals);
+    }
+    for (std::size_t d = 0; d < hs; ++d) out(r, d) = row.acc(d) / row.l;
+  }
+  return out;
 }
 
 const RungInfo& rung(std::size_t index) {

@@ -30,6 +30,27 @@ Matrix simd_online(const Matrix& q, const Matrix& k, const Matrix& v, std::size_
 // 7. Rung 6 with the query tiles over the library's threads (the same bits as rung 6).
 Matrix threaded_online(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t tile);
 
+// The online softmax, one query row at a time (the exercises of chapter 12 mirror these two).
+// The running state of one query: the largest score seen m, the sum l of exp(s_j - m) over the
+// keys seen, and the unnormalised output acc = sum_j exp(s_j - m) v_j (hs floats).
+struct OnlineRow {
+  float m;     // -inf before any key
+  float l;     // 0 before any key
+  Vector acc;  // (hs,), zeros before any key
+};
+OnlineRow online_row_start(std::size_t hs);
+// Folds one tile of keys into the row: scores (n,) already scaled and masked (-inf for a masked
+// key), values (n, hs). m' = max(m, max_j s_j), a = exp(m - m'), l = a l + sum_j exp(s_j - m'),
+// acc = a acc + sum_j exp(s_j - m') v_j. A tile of only -inf scores changes nothing.
+// Throws std::invalid_argument when values is not (n, acc.size()).
+void online_softmax_update(OnlineRow& row, const Vector& scores, const Matrix& values);
+// One tile of the causal forward: the output rows [i0, i0 + rows) (rows = min(tile, T - i0)) of
+// softmax(mask(q k^T / sqrt(hs))) v, each row's keys folded in tiles of `tile` keys with
+// online_softmax_update, then out = acc / l. q, k, v: (T, hs) -> (rows, hs). Throws
+// std::invalid_argument for i0 >= T, tile 0 or shapes that differ.
+Matrix attention_tile(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t i0,
+                      std::size_t tile);
+
 using Rung = Matrix (*)(const Matrix&, const Matrix&, const Matrix&, std::size_t);
 
 struct RungInfo {
