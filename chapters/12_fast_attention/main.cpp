@@ -59,7 +59,7 @@ struct Options {
 
 // ---- The functions the walkthrough calls: the library's, or with --mine the learner's ex12::.
 struct Kernels {
-  void (*update)(ladder::OnlineRow&, const attn::Vector&, const Matrix&);               // ex12.1
+  void (*update)(ladder::OnlineRow&, const attn::Vector&, const Matrix&);                 // ex12.1
   Matrix (*tile)(const Matrix&, const Matrix&, const Matrix&, std::size_t, std::size_t);  // ex12.2
 };
 
@@ -140,7 +140,8 @@ void show_online_by_hand(const Kernels& k, attn::Rng& rng) {
     fmt::print("after tile {}: m = {}, l = {}, acc = ({}, {})", t + 1, num(row.m, 4), num(row.l, 4),
                num(row.acc(0), 4), num(row.acc(1), 4));
     if (t == 1) {
-      const std::string a = num(std::exp(static_cast<double>(m_before) - static_cast<double>(row.m)), 4);
+      const std::string a =
+          num(std::exp(static_cast<double>(m_before) - static_cast<double>(row.m)), 4);
       if (row.m > m_before) {
         fmt::print("  (the max grew: the old l and acc were rescaled by a = {})\n", a);
       } else {
@@ -187,7 +188,8 @@ RungResult check_rung(const std::string& name, const Matrix& got, const Matrix& 
   bool within = got.size() == ref.size();
   double d = 0.0;
   for (std::size_t i = 0; within && i < got.size(); ++i) {
-    const double diff = std::abs(static_cast<double>(got.data()[i]) - static_cast<double>(ref.data()[i]));
+    const double diff =
+        std::abs(static_cast<double>(got.data()[i]) - static_cast<double>(ref.data()[i]));
     d = std::max(d, diff);
     within = diff <= 1e-5 + 1e-4 * std::abs(static_cast<double>(ref.data()[i]));
   }
@@ -300,10 +302,10 @@ void show_ladder(const std::vector<RungResult>& rows, const Options& o, bool tim
                attn::align_right(bytes_text(r.floats * 4.0) + (r.threaded ? "*" : " "), 12));
     if (timing && r.seconds > 0.0) {
       const double gflops = r.flops / r.seconds / 1e9;
-      fmt::print(" {} {} {}", attn::align_right(num(r.seconds * 1e3, 3) + " ms", 11),
-                 attn::align_right(num(gflops, 1), 8),
-                 attn::align_right(num(100.0 * gflops / (r.threaded ? peak_n : peak1), 1) + "%",
-                                   8));
+      fmt::print(
+          " {} {} {}", attn::align_right(num(r.seconds * 1e3, 3) + " ms", 11),
+          attn::align_right(num(gflops, 1), 8),
+          attn::align_right(num(100.0 * gflops / (r.threaded ? peak_n : peak1), 1) + "%", 8));
     }
     fmt::print("\n");
   }
@@ -311,10 +313,11 @@ void show_ladder(const std::vector<RungResult>& rows, const Options& o, bool tim
                             : "A kernel does NOT compute the reference's attention (TOO FAR).");
   attn::claim(all_ok, "every kernel of the ladder equals the reference within the tolerance");
   if (timing) {
-    fmt::print("GEMM peak measured in this run ((1024, 1024) @ (1024, 1024)): {} GFLOP/s on 1\n"
-               "thread, {} GFLOP/s on {} (rows 7 and the library kernel are measured against the\n"
-               "second).\n",
-               num(peak1, 1), num(peak_n, 1), threads);
+    fmt::print(
+        "GEMM peak measured in this run ((1024, 1024) @ (1024, 1024)): {} GFLOP/s on 1\n"
+        "thread, {} GFLOP/s on {} (rows 7 and the library kernel are measured against the\n"
+        "second).\n",
+        num(peak1, 1), num(peak_n, 1), threads);
   }
   // Where the gains come from, in the numbers of this run.
   const double full = rows[2].flops, blocks = rows[3].flops;
@@ -338,7 +341,8 @@ void show_long_preview(const Options& o) {
   const double ref_bytes = static_cast<double>(kLongH) * T * T * 4.0;
   const double flash_bytes = (3.0 + 1.0 + 1.0) * T * static_cast<double>(kLongC) * 4.0;
   fmt::print(
-      "Multi-head attention with C = {}, H = {} at T = 16,384: the reference keeps the (B, H, T, T)\n"
+      "Multi-head attention with C = {}, H = {} at T = 16,384: the reference keeps the (B, H, T, "
+      "T)\n"
       "weights, {}; the flash kernel keeps x, q|k|v and the output, {} in all.\n"
       "Run it: 12_fast_attention --long 16384 --timing (T up to {}).\n",
       kLongC, kLongH, bytes_text(ref_bytes), bytes_text(flash_bytes), kMaxLong);
@@ -359,17 +363,19 @@ void run_long(const attn::CommonOptions& common, const Options& o) {
       throw attn::UsageError(fmt::format(
           "--long {} with --kernel reference needs the (B, H, T, T) weights, {} x {} x {} floats "
           "= {}, above the cap of {}: use --kernel flash, or T at most {} (see --help)",
-          T, H, T, T, bytes_text(weights * 4.0), bytes_text(static_cast<double>(kReferenceCap) * 4.0),
+          T, H, T, T, bytes_text(weights * 4.0),
+          bytes_text(static_cast<double>(kReferenceCap) * 4.0),
           static_cast<std::size_t>(std::sqrt(static_cast<double>(kReferenceCap / H)))));
     }
   }
   fmt::print("Chapter 12: long context\n");
-  fmt::print("causal multi-head attention, B 1, T {}, C {}, H {} (hs {}), kernel {}{}\n", T, C, H, hs,
-             o.kernel, o.backward ? ", forward + backward" : ", forward");
+  fmt::print("causal multi-head attention, B 1, T {}, C {}, H {} (hs {}), kernel {}{}\n", T, C, H,
+             hs, o.kernel, o.backward ? ", forward + backward" : ", forward");
   attn::Rng rng(common.seed);
   const Tensor<3> x = attn::randn<3>(rng, {1, T, C});
   const attn::MhaWeights w = attn::mha_init(rng, C, 1.0f / std::sqrt(static_cast<float>(C)));
-  const double proj = 8.0 * static_cast<double>(T) * static_cast<double>(C) * static_cast<double>(C);
+  const double proj =
+      8.0 * static_cast<double>(T) * static_cast<double>(C) * static_cast<double>(C);
   double flops = proj + attn::fast::attention_forward_flops(1, H, T, T, hs, true);
   if (o.backward) flops += 2.0 * proj + attn::fast::attention_backward_flops(1, H, T, T, hs, true);
   const auto t0 = Clock::now();
@@ -412,8 +418,8 @@ void run_long(const attn::CommonOptions& common, const Options& o) {
   const std::size_t threads = attn::num_threads();
   const double peak = gemm_peak(threads);
   const double at_peak = flops / (peak * 1e9);
-  fmt::print("time {} s, {} GFLOP/s on {} thread{}\n", num(seconds, 2), num(flops / seconds / 1e9, 1),
-             threads, threads == 1 ? "" : "s");
+  fmt::print("time {} s, {} GFLOP/s on {} thread{}\n", num(seconds, 2),
+             num(flops / seconds / 1e9, 1), threads, threads == 1 ? "" : "s");
   fmt::print("CPU time {} s over all threads ({} of {} cores busy on average)\n", num(cpu, 2),
              num(cpu / seconds, 2), threads);
   fmt::print("GEMM peak {} GFLOP/s: these FLOPs at peak take {} s, this run {}x that\n",

@@ -6,7 +6,8 @@
 //     start a row state (attn::fast::ladder::online_row_start(hs));
 //     for each tile of keys j0, j0 + tile, ... that t can see (j0 <= t):
 //       s_j = q_t . k_j / sqrt(hs) for the tile's keys, -inf for a key j > t (the mask);
-//       fold the tile in with your online_softmax_update (ex12.1);
+//       fold the tile in with your ex12::online_softmax_update (ex12.1; write the namespace:
+//       unqualified, the call is ambiguous with the library's attn::fast::ladder one);
 //     out[t - i0] = acc / l
 // Returns (rows, hs). Throw std::invalid_argument for i0 >= T, tile 0, or q, k, v of different
 // shapes.
