@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -21,12 +22,25 @@
 #include "../core/simd.hpp"
 #include "exp_nonpositive.hpp"
 
+#pragma GCC diagnostic ignored "-Wpsabi"  // 32-byte vectors passed by value, inlined
+
 namespace attn::fast::ladder {
 
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr std::size_t kLanes = 8;  // floats in one AVX2 register
+constexpr std::size_t kGroup = 4;  // rung 6: query rows whose scores are computed together
+
+// Rung 6's register: 8 floats, one AVX2 instruction per operation (two SSE2 ones in the plain
+// x86-64 clone). GCC's vector extension: the same IEEE operations lane by lane.
+using f32x8 = float __attribute__((vector_size(32)));
+[[gnu::always_inline]] inline f32x8 load8(const float* p) {
+  f32x8 x;
+  std::memcpy(&x, p, sizeof x);
+  return x;
+}
+[[gnu::always_inline]] inline void store8(float* p, f32x8 x) { std::memcpy(p, &x, sizeof x); }
 
 float scale_of(std::size_t hs) { return 1.0f / std::sqrt(static_cast<float>(hs)); }
 
@@ -66,7 +80,7 @@ void fused_row(float* s, std::size_t vis, std::size_t end, float scale) {
 
 // ---- Rungs 5-7: one tile of queries [i0, i1) against key tiles with the online softmax.
 struct TileScratch {
-  float* s;    // (tile,)      one row of scores, then p (rounded up to whole lanes)
+  float* s;    // (kGroup, ldt) rows of scores, then p (ldt: tile rounded up to whole lanes)
   float* acc;  // (tile, hs)   partial outputs
   float* kt;   // (hs, ldt)    rung 6: the key tile transposed, padded to whole lanes
   float* m;    // (tile,)      running max
@@ -74,12 +88,12 @@ struct TileScratch {
 };
 std::size_t lanes_up(std::size_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
 std::size_t tile_scratch_floats(std::size_t tile, std::size_t hs) {
-  return lanes_up(tile) + tile * hs + hs * lanes_up(tile) + 2 * tile;
+  return kGroup * lanes_up(tile) + tile * hs + hs * lanes_up(tile) + 2 * tile;
 }
 TileScratch carve(float* base, std::size_t tile, std::size_t hs) {
   TileScratch t;
   t.s = base;
-  t.acc = t.s + lanes_up(tile);
+  t.acc = t.s + kGroup * lanes_up(tile);
   t.kt = t.acc + tile * hs;
   t.m = t.kt + hs * lanes_up(tile);
   t.l = t.m + tile;
@@ -92,18 +106,66 @@ TileScratch carve(float* base, std::size_t tile, std::size_t hs) {
 //   l = a l + sum_j p_j,     acc = a acc + sum_j p_j v_j
 inline void online_update(float* s, std::size_t vis, float& m, float& l, float* acc, const float* v,
                           std::size_t hs) {
+  // The max and the sum in 8 lanes (8 independent chains instead of one): the loops vectorise
+  // in rung 6's AVX2 clone; rung 5 runs the same code, so both sum in the same order.
+  float lane[kLanes];
+  for (std::size_t u = 0; u < kLanes; ++u) lane[u] = m;
+  std::size_t j = 0;
+  for (; j + kLanes <= vis; j += kLanes)
+    for (std::size_t u = 0; u < kLanes; ++u) lane[u] = s[j + u] > lane[u] ? s[j + u] : lane[u];
   float m_new = m;
-  for (std::size_t j = 0; j < vis; ++j) m_new = std::max(m_new, s[j]);
+  for (; j < vis; ++j) m_new = std::max(m_new, s[j]);
+  for (std::size_t u = 0; u < kLanes; ++u) m_new = std::max(m_new, lane[u]);
   if (m_new == kNegInf) return;  // only -inf scores so far: nothing to add
   const float a = detail::exp_nonpositive(m - m_new);
-  for (std::size_t j = 0; j < vis; ++j) s[j] = detail::exp_nonpositive(s[j] - m_new);
+  for (j = 0; j < vis; ++j) s[j] = detail::exp_nonpositive(s[j] - m_new);
+  for (std::size_t u = 0; u < kLanes; ++u) lane[u] = 0.0f;
+  for (j = 0; j + kLanes <= vis; j += kLanes)
+    for (std::size_t u = 0; u < kLanes; ++u) lane[u] += s[j + u];
   float sum = 0.0f;
-  for (std::size_t j = 0; j < vis; ++j) sum += s[j];
+  for (; j < vis; ++j) sum += s[j];
+  for (std::size_t u = 0; u < kLanes; ++u) sum += lane[u];
   l = a * l + sum;
   m = m_new;
   for (std::size_t d = 0; d < hs; ++d) acc[d] *= a;
-  for (std::size_t j = 0; j < vis; ++j)
+  for (j = 0; j < vis; ++j)
     for (std::size_t d = 0; d < hs; ++d) acc[d] += s[j] * v[j * hs + d];
+}
+
+// Rung 6's update: online_update's operations in the same order, on 8-float registers (the
+// max and the 8 partial sums lane by lane, each acc chunk kept in a register over the keys).
+[[gnu::always_inline]] inline void online_update_simd(float* s, std::size_t vis, float& m, float& l,
+                                                      float* acc, const float* v, std::size_t hs) {
+  f32x8 mx = f32x8{} + m;
+  std::size_t j = 0;
+  for (; j + kLanes <= vis; j += kLanes) {
+    const f32x8 x = load8(s + j);
+    mx = x > mx ? x : mx;
+  }
+  float m_new = m;
+  for (; j < vis; ++j) m_new = std::max(m_new, s[j]);
+  for (std::size_t u = 0; u < kLanes; ++u) m_new = std::max(m_new, mx[u]);
+  if (m_new == kNegInf) return;
+  const float a = detail::exp_nonpositive(m - m_new);
+  for (j = 0; j < vis; ++j) s[j] = detail::exp_nonpositive(s[j] - m_new);
+  f32x8 lanes{};
+  for (j = 0; j + kLanes <= vis; j += kLanes) lanes += load8(s + j);
+  float sum = 0.0f;
+  for (; j < vis; ++j) sum += s[j];
+  for (std::size_t u = 0; u < kLanes; ++u) sum += lanes[u];
+  l = a * l + sum;
+  m = m_new;
+  std::size_t d = 0;
+  for (; d + kLanes <= hs; d += kLanes) {
+    f32x8 o = load8(acc + d) * a;
+    for (j = 0; j < vis; ++j) o += s[j] * load8(v + j * hs + d);
+    store8(acc + d, o);
+  }
+  for (; d < hs; ++d) {
+    float o = acc[d] * a;
+    for (j = 0; j < vis; ++j) o += s[j] * v[j * hs + d];
+    acc[d] = o;
+  }
 }
 
 // out rows [i0, i1) = acc / l.
@@ -155,19 +217,27 @@ ATTN_SIMD_CLONES void simd_tile(const float* q, const float* k, const float* v, 
       for (std::size_t c = 0; c < cols; ++c) w.kt[d * ldt + c] = k[(j0 + c) * hs + d];
       std::fill(w.kt + d * ldt + cols, w.kt + d * ldt + ldt, 0.0f);
     }
-    for (std::size_t r = 0; r < rows; ++r) {
-      const std::size_t vis = visible(i0 + r, j0, cols);
-      const float* qr = q + (i0 + r) * hs;
-      for (std::size_t c0 = 0; c0 < vis; c0 += kLanes) {
-        float lane[kLanes] = {};
+    // kGroup query rows at a time: their kGroup x 8 sums are independent, so the processor
+    // overlaps them instead of waiting for each add to finish before the next (one chain of
+    // adds per register would leave the SIMD units idle most of the time). A partial group
+    // repeats its last row; scores past a row's visible keys are computed and ignored.
+    for (std::size_t r0 = 0; r0 < rows; r0 += kGroup) {
+      const std::size_t g = std::min(kGroup, rows - r0);
+      const std::size_t most = visible(i0 + r0 + g - 1, j0, cols);  // the group's last row
+      for (std::size_t c0 = 0; c0 < most; c0 += kLanes) {
+        f32x8 lane[kGroup] = {};
         for (std::size_t d = 0; d < hs; ++d) {
-          const float qd = qr[d];
-          const float* kd = w.kt + d * ldt + c0;
-          for (std::size_t u = 0; u < kLanes; ++u) lane[u] += qd * kd[u];
+          const f32x8 kd = load8(w.kt + d * ldt + c0);  // keys c0..c0+7, feature d
+          for (std::size_t gi = 0; gi < kGroup; ++gi)
+            lane[gi] += q[(i0 + r0 + std::min(gi, g - 1)) * hs + d] * kd;
         }
-        for (std::size_t u = 0; u < kLanes; ++u) w.s[c0 + u] = lane[u] * scale;
+        for (std::size_t gi = 0; gi < g; ++gi) store8(w.s + gi * ldt + c0, lane[gi] * scale);
       }
-      online_update(w.s, vis, w.m[r], w.l[r], w.acc + r * hs, v + j0 * hs, hs);
+      for (std::size_t gi = 0; gi < g; ++gi) {
+        const std::size_t r = r0 + gi;
+        online_update_simd(w.s + gi * ldt, visible(i0 + r, j0, cols), w.m[r], w.l[r],
+                           w.acc + r * hs, v + j0 * hs, hs);
+      }
     }
   }
   finish_tile(w, i0, i1, hs, out);
