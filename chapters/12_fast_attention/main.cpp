@@ -288,9 +288,9 @@ void show_ladder(const std::vector<RungResult>& rows, const Options& o, bool tim
     peak_n = gemm_peak(threads);
   }
   fmt::print("{} {} {} {}", attn::align_left("kernel", 26), attn::align_left("check", 20),
-             attn::align_right("MFLOP", 9), attn::align_right("memory ", 12));
+             attn::align_right("MFLOP", 9), attn::align_right("memory", 11));
   if (timing) {
-    fmt::print(" {} {} {}", attn::align_right("time", 11), attn::align_right("GFLOP/s", 8),
+    fmt::print("  {} {} {}", attn::align_right("time", 11), attn::align_right("GFLOP/s", 8),
                attn::align_right("of peak", 8));
   }
   fmt::print("\n");
@@ -299,7 +299,8 @@ void show_ladder(const std::vector<RungResult>& rows, const Options& o, bool tim
     all_ok = all_ok && r.ok;
     fmt::print("{} {} {} {}", attn::align_left(r.name, 26), attn::align_left(r.check, 20),
                attn::align_right(num(r.flops / 1e6, 1), 9),
-               attn::align_right(bytes_text(r.floats * 4.0) + (r.threaded ? "*" : " "), 12));
+               attn::align_right(bytes_text(r.floats * 4.0), 11) +
+                   (r.threaded ? "*" : (timing ? " " : "")));
     if (timing && r.seconds > 0.0) {
       const double gflops = r.flops / r.seconds / 1e9;
       fmt::print(
@@ -354,15 +355,14 @@ void run_long(const attn::CommonOptions& common, const Options& o) {
   const std::size_t T = o.long_t, C = kLongC, H = kLongH, hs = C / H;
   const bool flash = o.kernel == "flash";
   if (!flash && o.kernel != "reference") {
-    throw attn::UsageError(
-        fmt::format("--kernel must be flash or reference, got '{}' (see --help)", o.kernel));
+    throw attn::UsageError(fmt::format("--kernel must be flash or reference, got '{}'", o.kernel));
   }
   if (!flash) {
     const double weights = static_cast<double>(H) * static_cast<double>(T) * static_cast<double>(T);
     if (weights > static_cast<double>(kReferenceCap)) {
       throw attn::UsageError(fmt::format(
           "--long {} with --kernel reference needs the (B, H, T, T) weights, {} x {} x {} floats "
-          "= {}, above the cap of {}: use --kernel flash, or T at most {} (see --help)",
+          "= {}, above the cap of {}: use --kernel flash, or T at most {}",
           T, H, T, T, bytes_text(weights * 4.0),
           bytes_text(static_cast<double>(kReferenceCap) * 4.0),
           static_cast<std::size_t>(std::sqrt(static_cast<double>(kReferenceCap / H)))));
@@ -431,11 +431,11 @@ Kernels reference_kernels() { return {&ladder::online_softmax_update, &ladder::a
 Kernels learner_kernels() { return {&ex12::online_softmax_update, &ex12::attention_tile}; }
 
 void run(const attn::CommonOptions& common, const Options& o) {
-  if (o.backward && o.long_t == 0) throw attn::UsageError("--backward needs --long T (see --help)");
+  if (o.backward && o.long_t == 0) throw attn::UsageError("--backward needs --long T");
   // Nothing here reads a corpus, but a bad --data is still an error.
   if (common.data) (void)attn::load_corpus(common.data);
   if (o.long_t != 0) return run_long(common, o);
-  if (o.kernel != "flash") throw attn::UsageError("--kernel needs --long T (see --help)");
+  if (o.kernel != "flash") throw attn::UsageError("--kernel needs --long T");
   const Kernels k = common.mine ? learner_kernels() : reference_kernels();
   attn::Rng rng(common.seed);
   fmt::print("Chapter 12: making attention fast and long\n");

@@ -112,7 +112,8 @@ Matrix causal_by_hand(const Matrix& q, const Matrix& k, const Matrix& v, std::si
     for (double x : s) l += std::exp(x - m);
     for (std::size_t d = 0; d < hs; ++d) {
       double o = 0.0;
-      for (std::size_t j = 0; j <= t; ++j) o += std::exp(s[j] - m) / l * static_cast<double>(v(j, d));
+      for (std::size_t j = 0; j <= t; ++j)
+        o += std::exp(s[j] - m) / l * static_cast<double>(v(j, d));
       out(r, d) = static_cast<float>(o);
     }
   }
@@ -203,8 +204,7 @@ TEST_CASE("a tile starting inside the sequence returns its own rows") {
   const Matrix q = wiggly(10, 4, 0.5, 1.2, 0.1, 2.0), k = wiggly(10, 4, 0.8, 0.3, 0.7, 2.0),
                v = wiggly(10, 4, 1.3, 0.6, 0.4);
   INFO("rows 8 and 9 (the last tile of 4 starting at 8 is cut to 2 rows)");
-  CHECK_TENSOR_NEAR(ex12::attention_tile(q, k, v, 8, 4), causal_by_hand(q, k, v, 8, 2), 1e-5,
-                    1e-4);
+  CHECK_TENSOR_NEAR(ex12::attention_tile(q, k, v, 8, 4), causal_by_hand(q, k, v, 8, 2), 1e-5, 1e-4);
 }
 
 TEST_CASE("a start past the end, a tile of 0 and shapes that differ are rejected") {
