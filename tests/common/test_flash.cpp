@@ -280,6 +280,18 @@ TEST_CASE("the fast path runs the flash kernel for long sequences without weight
   CHECK_TENSOR_NEAR(f.out, r.out, kAtol, kRtol);
 }
 
+TEST_CASE("no queries: an empty output, and zero gradients for the keys and values") {
+  attn::Rng rng(1208);
+  const Tensor<4> q(Tensor<4>::shape_type{1, 2, 0, 3});
+  const Tensor<4> k = attn::randn<4>(rng, {1, 2, 4, 3}), v = attn::randn<4>(rng, {1, 2, 4, 3});
+  const attn::fast::FlashResult f = attn::fast::flash_attention(q, k, v, false);
+  CHECK(f.out.size() == 0);
+  const attn::AttentionGrads g =
+      attn::fast::flash_attention_backward(f.out, q, k, v, f.out, f.lse, false);
+  CHECK(g.dk == xt::zeros<float>(k.shape()));
+  CHECK(g.dv == xt::zeros<float>(v.shape()));
+}
+
 TEST_CASE("bad input gets a one-line error naming what was wrong") {
   attn::Rng rng(1207);
   const Inputs in = inputs(rng, {1, 1, 4, 4, 2, 2});
