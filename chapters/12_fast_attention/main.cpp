@@ -336,7 +336,7 @@ void show_ladder(const std::vector<RungResult>& rows, const Options& o, bool tim
 }
 
 // ---- 3. Long contexts: the memory the reference would need.
-void show_long_preview(const Options& o) {
+void show_long_preview() {
   section(3, "Long contexts");
   const double T = 16384.0;
   const double ref_bytes = static_cast<double>(kLongH) * T * T * 4.0;
@@ -347,7 +347,6 @@ void show_long_preview(const Options& o) {
       "weights, {}; the flash kernel keeps x, q|k|v and the output, {} in all.\n"
       "Run it: 12_fast_attention --long 16384 --timing (T up to {}).\n",
       kLongC, kLongH, bytes_text(ref_bytes), bytes_text(flash_bytes), kMaxLong);
-  (void)o;
 }
 
 // ---- --long T: one multi-head forward (and backward) through the flash kernel.
@@ -444,7 +443,7 @@ void run(const attn::CommonOptions& common, const Options& o) {
   show_online_by_hand(k, rng);
   const std::vector<RungResult> rows = run_ladder(k, o, common.mine, common.timing, rng);
   show_ladder(rows, o, common.timing);
-  show_long_preview(o);
+  show_long_preview();
 }
 
 }  // namespace
