@@ -36,6 +36,7 @@
 #include "attn/fast/ffn.hpp"
 #include "attn/fast/loss.hpp"
 #include "attn/fast/attention.hpp"
+#include "attn/fast/flash.hpp"
 #include "attn/fast/layernorm.hpp"
 #include "attn/ops/ffn.hpp"
 #include "attn/ops/layernorm.hpp"
@@ -504,10 +505,10 @@ void run_masked_softmax(const Case& c, bool causal, Comparison& cmp) {
   compare_grad<N>(c, "x", attn::masked_softmax_backward<N>(y, dy), cmp);
 }
 
-// The ops with a reference and a fast kernel (layernorm, sdpa, mha) compare both with the same
-// fixture: `ref` and `fast` were filled separately and are folded into `cmp` here. The names of
-// the files compared are the reference's; a failure says which kernel missed ("reference: ",
-// "fast: " or "both kernels: " before the first mismatch).
+// The ops with a reference and a fast kernel (layernorm; sdpa and mha: fold_kernels) compare both
+// with the same fixture: `ref` and `fast` were filled separately and are folded into `cmp` here.
+// The names of the files compared are the reference's; a failure says which kernel missed
+// ("reference: ", "fast: " or "both kernels: " before the first mismatch).
 void fold_reference_and_fast(const Comparison& ref, const Comparison& fast, Comparison& cmp) {
   cmp.max_abs = std::max({cmp.max_abs, ref.max_abs, fast.max_abs});
   cmp.max_rel = std::max({cmp.max_rel, ref.max_rel, fast.max_rel});
@@ -561,79 +562,148 @@ void run_layernorm(const Case& c, float eps, Comparison& cmp) {
   fold_reference_and_fast(ref, fast, cmp);
 }
 
+// The attention kernels a `sdpa` or `mha` case runs: the one its `kernel` key names, or every
+// one (the reference attn::, the fast path attn::fast:: with its weights, and the flash kernel,
+// which keeps no weights: its `weights` are not compared).
+enum class Kernel { reference, fast, flash };
+constexpr std::array<std::pair<Kernel, std::string_view>, 3> kKernels{
+    {{Kernel::reference, "reference"}, {Kernel::fast, "fast"}, {Kernel::flash, "flash"}}};
+
+std::vector<Kernel> kernels_of(const Case& c) {
+  std::vector<Kernel> all;
+  for (const auto& [k, name] : kKernels) all.push_back(k);
+  if (!c.has("kernel")) return all;
+  const std::string& v = c.text("kernel");
+  for (const auto& [k, name] : kKernels)
+    if (v == name) return {k};
+  c.fail(fmt::format("key kernel must be reference, fast or flash, got '{}'", v));
+}
+
+std::string_view kernel_name(Kernel k) { return kKernels[static_cast<std::size_t>(k)].second; }
+
+// Folds the comparisons of the kernels that ran into `cmp`. The names of the files compared are
+// the union; the first failure is prefixed by the kernel(s) that missed it: "flash: ",
+// "reference and fast: ", or "every kernel: " when all of several kernels missed.
+void fold_kernels(const std::vector<std::pair<Kernel, Comparison>>& runs, Comparison& cmp) {
+  std::vector<std::string_view> failed;
+  const std::string* first = nullptr;
+  for (const auto& [k, r] : runs) {
+    cmp.max_abs = std::max(cmp.max_abs, r.max_abs);
+    cmp.max_rel = std::max(cmp.max_rel, r.max_rel);
+    for (const std::string& name : r.compared)
+      if (std::find(cmp.compared.begin(), cmp.compared.end(), name) == cmp.compared.end())
+        cmp.compared.push_back(name);
+    if (!r.first_failure.empty()) {
+      failed.push_back(kernel_name(k));
+      if (first == nullptr) first = &r.first_failure;
+    }
+  }
+  if (!cmp.first_failure.empty() || failed.empty()) return;
+  std::string who;
+  if (failed.size() == runs.size() && runs.size() > 1) {
+    who = "every kernel";
+  } else {
+    for (std::size_t i = 0; i < failed.size(); ++i)
+      who += std::string(i == 0 ? "" : (i + 1 == failed.size() ? " and " : ", ")) +
+             std::string(failed[i]);
+  }
+  cmp.first_failure = who + ": " + *first;
+}
+
 void run_sdpa(const Case& c, Comparison& cmp) {
   const bool causal = c.flag("causal");
+  const std::vector<Kernel> kernels = kernels_of(c);
   const attn::Tensor<4> q = attn::load_npy<4>(c.file("q"));  // (B, H, T, hs)
   const attn::Tensor<4> k = attn::load_npy<4>(c.file("k"));
   const attn::Tensor<4> v = attn::load_npy<4>(c.file("v"));
-  const attn::AttentionResult r =
-      attn::scaled_dot_product_attention(q, k, v, causal, /*need_weights=*/true);
-  const attn::AttentionResult f =
-      attn::fast::scaled_dot_product_attention(q, k, v, causal, /*need_weights=*/true);
-  Comparison ref, fast;
-  compare<4>(c, "out", r.out, ref);          // (B, H, T, hs)
-  compare<4>(c, "weights", r.weights, ref);  // (B, H, T, T)
-  compare<4>(c, "out", f.out, fast);
-  compare<4>(c, "weights", f.weights, fast);
-  if (c.backward()) {
-    const attn::Tensor<4> dout = load_upstream<4>(c, "out", r.out.shape());
-    const attn::AttentionGrads g =
-        attn::scaled_dot_product_attention_backward(dout, q, k, v, r.weights, causal);
-    compare_grad<4>(c, "q", g.dq, ref);
-    compare_grad<4>(c, "k", g.dk, ref);
-    compare_grad<4>(c, "v", g.dv, ref);
-    const attn::AttentionGrads gf =
-        attn::fast::scaled_dot_product_attention_backward(dout, q, k, v, f.weights, causal);
-    compare_grad<4>(c, "q", gf.dq, fast);
-    compare_grad<4>(c, "k", gf.dk, fast);
-    compare_grad<4>(c, "v", gf.dv, fast);
+  std::vector<std::pair<Kernel, Comparison>> runs;
+  for (const Kernel kernel : kernels) {
+    Comparison r;
+    if (kernel == Kernel::flash) {
+      const attn::fast::FlashResult f = attn::fast::flash_attention(q, k, v, causal);
+      compare<4>(c, "out", f.out, r);  // (B, H, T, hs)
+      if (c.backward()) {
+        const attn::Tensor<4> dout = load_upstream<4>(c, "out", f.out.shape());
+        const attn::AttentionGrads g =
+            attn::fast::flash_attention_backward(dout, q, k, v, f.out, f.lse, causal);
+        compare_grad<4>(c, "q", g.dq, r);
+        compare_grad<4>(c, "k", g.dk, r);
+        compare_grad<4>(c, "v", g.dv, r);
+      }
+    } else {
+      const bool fast = kernel == Kernel::fast;
+      const attn::AttentionResult f =
+          fast ? attn::fast::scaled_dot_product_attention(q, k, v, causal, /*need_weights=*/true)
+               : attn::scaled_dot_product_attention(q, k, v, causal, /*need_weights=*/true);
+      compare<4>(c, "out", f.out, r);          // (B, H, T, hs)
+      compare<4>(c, "weights", f.weights, r);  // (B, H, T, T)
+      if (c.backward()) {
+        const attn::Tensor<4> dout = load_upstream<4>(c, "out", f.out.shape());
+        const attn::AttentionGrads g =
+            fast ? attn::fast::scaled_dot_product_attention_backward(dout, q, k, v, f.weights,
+                                                                     causal)
+                 : attn::scaled_dot_product_attention_backward(dout, q, k, v, f.weights, causal);
+        compare_grad<4>(c, "q", g.dq, r);
+        compare_grad<4>(c, "k", g.dk, r);
+        compare_grad<4>(c, "v", g.dv, r);
+      }
+    }
+    runs.emplace_back(kernel, std::move(r));
   }
-  fold_reference_and_fast(ref, fast, cmp);
+  fold_kernels(runs, cmp);
 }
 
 void run_mha(const Case& c, Comparison& cmp) {
   const std::size_t H = c.positive("n_heads", kMaxHeads);
   const bool causal = c.flag("causal");
+  const std::vector<Kernel> kernels = kernels_of(c);
   // Named variables: the files are read (and a missing one reported) in a fixed order.
   const attn::Tensor<3> x = attn::load_npy<3>(c.file("x"));  // (B, T, C)
   const attn::MhaWeights w = load_mha(c);
-  Comparison ref, fast;
-  if (!c.backward()) {
-    const attn::MhaResult r = attn::mha_forward(x, w, H, causal, /*need_weights=*/true);
-    compare<3>(c, "out", r.out, ref);          // (B, T, C)
-    compare<4>(c, "weights", r.weights, ref);  // (B, H, T, T)
-    const attn::MhaResult f = attn::fast::mha_forward(x, w, H, causal, /*need_weights=*/true);
-    compare<3>(c, "out", f.out, fast);
-    compare<4>(c, "weights", f.weights, fast);
-    fold_reference_and_fast(ref, fast, cmp);
-    return;
-  }
-  {  // the reference (attn::mha_forward, attn::mha_backward)
-    attn::MhaCache cache;
-    const attn::Tensor<3> out = attn::mha_forward(x, w, H, causal, cache);
-    compare<3>(c, "out", out, ref);
-    compare<4>(c, "weights", cache.weights, ref);
-    const attn::Tensor<3> dout = load_upstream<3>(c, "out", out.shape());
+  std::vector<std::pair<Kernel, Comparison>> runs;
+  for (const Kernel kernel : kernels) {
+    Comparison r;
+    if (!c.backward()) {
+      if (kernel == Kernel::flash) {
+        compare<3>(c, "out", attn::fast::mha_flash_forward(x, w, H, causal), r);
+      } else {
+        const attn::MhaResult f = kernel == Kernel::fast
+                                      ? attn::fast::mha_forward(x, w, H, causal, true)
+                                      : attn::mha_forward(x, w, H, causal, /*need_weights=*/true);
+        compare<3>(c, "out", f.out, r);          // (B, T, C)
+        compare<4>(c, "weights", f.weights, r);  // (B, H, T, T)
+      }
+      runs.emplace_back(kernel, std::move(r));
+      continue;
+    }
+    // The training path: the forward fills a cache, the backward reads it.
     attn::Tensor<3> dx;
     attn::MhaWeights g = mha_zeros_like(w);
-    attn::mha_backward(dout, cache, w, H, causal, dx, g);
-    compare_grad<3>(c, "x", dx, ref);
-    compare_mha_grads(c, g, ref);
+    if (kernel == Kernel::reference) {  // attn::mha_forward, attn::mha_backward
+      attn::MhaCache cache;
+      const attn::Tensor<3> out = attn::mha_forward(x, w, H, causal, cache);
+      compare<3>(c, "out", out, r);
+      compare<4>(c, "weights", cache.weights, r);
+      attn::mha_backward(load_upstream<3>(c, "out", out.shape()), cache, w, H, causal, dx, g);
+    } else if (kernel == Kernel::fast) {  // as the model's training step calls them
+      attn::fast::MhaCache cache;
+      attn::Tensor<3> out;
+      attn::fast::mha_forward(x, w, H, causal, cache, out);
+      compare<3>(c, "out", out, r);
+      compare<4>(c, "weights", cache.weights, r);
+      attn::fast::mha_backward(load_upstream<3>(c, "out", out.shape()), cache, w, H, causal, dx, g);
+    } else {  // the flash kernel: no weights kept
+      attn::fast::FlashMhaCache cache;
+      const attn::Tensor<3> out = attn::fast::mha_flash_forward(x, w, H, causal, cache);
+      compare<3>(c, "out", out, r);
+      attn::fast::mha_flash_backward(load_upstream<3>(c, "out", out.shape()), cache, w, H, causal,
+                                     dx, g);
+    }
+    compare_grad<3>(c, "x", dx, r);
+    compare_mha_grads(c, g, r);
+    runs.emplace_back(kernel, std::move(r));
   }
-  {  // the fast kernels (attn::fast::), as the model's training step calls them
-    attn::fast::MhaCache cache;
-    attn::Tensor<3> out;
-    attn::fast::mha_forward(x, w, H, causal, cache, out);
-    compare<3>(c, "out", out, fast);
-    compare<4>(c, "weights", cache.weights, fast);
-    const attn::Tensor<3> dout = load_upstream<3>(c, "out", out.shape());
-    attn::Tensor<3> dx;
-    attn::MhaWeights g = mha_zeros_like(w);
-    attn::fast::mha_backward(dout, cache, w, H, causal, dx, g);
-    compare_grad<3>(c, "x", dx, fast);
-    compare_mha_grads(c, g, fast);
-  }
-  fold_reference_and_fast(ref, fast, cmp);
+  fold_kernels(runs, cmp);
 }
 
 void run_ffn(const Case& c, Comparison& cmp) {
@@ -1111,12 +1181,12 @@ void run_op(const Case& c, Comparison& cmp) {
     }
   }
   if (op == "sdpa") {
-    c.allow_keys({"causal"});
+    c.allow_keys({"causal", "kernel"});
     check_grad_names(c, grad_names(c));
     return run_sdpa(c, cmp);
   }
   if (op == "mha") {
-    c.allow_keys({"n_heads", "causal"});
+    c.allow_keys({"n_heads", "causal", "kernel"});
     check_grad_names(c, grad_names(c));
     return run_mha(c, cmp);
   }

@@ -101,6 +101,12 @@ elseif(KIND STREQUAL "rope_theta_zero")
   edit_case_txt("theta 10000.0\n" "theta 0\n")
 elseif(KIND STREQUAL "swa_window_zero")
   edit_case_txt("window 3\n" "window 0\n")
+# Attention kernels (chapter 12): the `kernel` key.
+elseif(KIND STREQUAL "kernel_unknown")      # a kernel that does not exist
+  file(APPEND ${case}/case.txt "kernel turbo\n")
+elseif(KIND STREQUAL "kernel_flash_wrong")  # the flash kernel alone, against a wrong gradient
+  file(APPEND ${case}/case.txt "kernel flash\n")
+  file(COPY_FILE ${case}/grad.q.npy ${case}/grad.k.npy)
 else()
   message(FATAL_ERROR "broken_case.cmake: unknown KIND '${KIND}'")
 endif()

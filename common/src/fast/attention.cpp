@@ -20,8 +20,10 @@
 #include <vector>
 
 #include "attn/core/check.hpp"
+#include "attn/fast/flash.hpp"
 #include "attn/fast/gemm.hpp"
 #include "../ops/attention_checks.hpp"
+#include "exp_nonpositive.hpp"
 #include "head_products.hpp"
 #include "../core/parallel.hpp"
 #include "../core/simd.hpp"
@@ -96,39 +98,6 @@ void head_gemm(std::size_t M, std::size_t N, std::size_t K, float alpha, const f
 // the compiler cannot vectorise. The loops below work in chunks of 8 with no branches, so that
 // g++ -O2 turns each chunk into SIMD instructions (SSE2 on any x86-64).
 
-// exp(x) for x <= 0, to 1 ulp (Cephes' expf polynomial), 0 below about -88 where the true value
-// is no longer a normal float; NaN stays NaN. Branch-free so that it vectorises.
-//   exp(x) = 2^n * exp(r),  n = round(x / ln 2),  r = x - n ln 2 in [-ln2/2, ln2/2]
-inline float exp_nonpositive(float x) {
-  // 1. Clamp x to -88.5 (exp(-88.5) ~ 4e-39 is already below the smallest normal float). The
-  //    comparison is done on the bits: for negative floats a larger unsigned pattern means a
-  //    more negative number, and -inf (0xFF800000) is the largest. NaNs are left alone.
-  const auto xi = std::bit_cast<std::uint32_t>(x);
-  const std::uint32_t too_small = (0u - static_cast<std::uint32_t>(xi > 0xC2B10000u)) &
-                                  (0u - static_cast<std::uint32_t>(xi <= 0xFF800000u));
-  const float xc = std::bit_cast<float>((0xC2B10000u & too_small) | (xi & ~too_small));
-  // 2. n = round(x / ln 2) by the 1.5 * 2^23 trick: adding it pushes the fraction bits out, so
-  //    t holds n in its low mantissa bits and t - 1.5 * 2^23 is n as a float.
-  const float t = xc * 1.44269504088896341f + 12582912.0f;
-  const float n = t - 12582912.0f;
-  // 3. r = x - n ln 2, with ln 2 split into an exact high part and a small correction.
-  float r = xc - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  // 4. exp(r) = 1 + r + r^2 p(r), with p a degree-5 minimax polynomial.
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float er = p * r * r + r + 1.0f;
-  // 5. 2^n built directly as float bits: biased exponent n + 127, or 0 (so the result is 0)
-  //    when n + 127 <= 0, i.e. below the normal range.
-  const std::int32_t biased = std::bit_cast<std::int32_t>(t) - 0x4B400000 + 127;
-  const std::uint32_t keep = 0u - static_cast<std::uint32_t>(biased > 0);
-  return er * std::bit_cast<float>((static_cast<std::uint32_t>(biased) << 23) & keep);
-}
-
 // softmax_row is compiled for SSE2 and for AVX2 (ATTN_SIMD_CLONES, simd.hpp): same results.
 // softmax over row[0, n) in place (n >= 1). Masked entries are never passed in.
 ATTN_SIMD_CLONES void softmax_row(float* row, std::size_t n) {
@@ -153,12 +122,12 @@ ATTN_SIMD_CLONES void softmax_row(float* row, std::size_t n) {
   float partial[W] = {};
   for (j = 0; j + W <= n; j += W)
     for (std::size_t u = 0; u < W; ++u) {
-      row[j + u] = exp_nonpositive(row[j + u] - m);
+      row[j + u] = detail::exp_nonpositive(row[j + u] - m);
       partial[u] += row[j + u];
     }
   float sum = 0.0f;
   for (; j < n; ++j) {
-    row[j] = exp_nonpositive(row[j] - m);
+    row[j] = detail::exp_nonpositive(row[j] - m);
     sum += row[j];
   }
   for (std::size_t u = 0; u < W; ++u) sum += partial[u];
@@ -333,6 +302,12 @@ AttentionResult scaled_dot_product_attention(const Tensor<4>& q, const Tensor<4>
   const auto& vs = v.shape();  // (B, H, S, hv)
   const Sizes n{qs[0], qs[1], qs[2], ks[2], qs[3], vs[3]};
   AttentionResult result;
+  // Long sequences without the weights: the flash kernel (fast/flash.cpp), memory O(T * hs).
+  if (!need_weights && n.T >= kFlashMinT) {
+    result.out = flash_attention(q, k, v, causal).out;
+    result.weights = Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0});
+    return result;
+  }
   result.out = Tensor<4>(Tensor<4>::shape_type{n.B, n.H, n.T, n.hv});  // fully written
   result.weights = need_weights ? Tensor<4>(Tensor<4>::shape_type{n.B, n.H, n.T, n.S})
                                 : Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0});
@@ -353,6 +328,10 @@ MhaResult mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_hea
                       bool need_weights) {
   detail::check_mha("attn::mha_forward", x, w, n_heads, /*allow_no_proj=*/true);
   const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
+  // Long sequences without the weights: the flash kernel (fast/flash.cpp), memory O(T * C).
+  if (!need_weights && T >= kFlashMinT) {
+    return {mha_flash_forward(x, w, n_heads, causal), Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0})};
+  }
   // 1. Projections, one GEMM each over all B*T rows: (B, T, C) @ (C, C) -> (B, T, C), written
   //    side by side into one (B, T, 3C) buffer [q | k | v], the layout of the fused form, so
   //    everything after this step is shared with mha_forward_fused.

@@ -1,0 +1,495 @@
+// fast/flash.cpp: flash-style attention (chapter 12). The reference (ops/attention.cpp) forms
+// the (T, S) scores of a head, takes their softmax and multiplies by v: (T, S) floats per head,
+// 8.6 GB at T = 16384 with 8 heads. Here a tile of queries meets one tile of keys at a time:
+//
+//   for each tile of keys:  s = q k^T / sqrt(hs)               (tile, tile), in cache
+//                           m' = max(m, rowmax s)               running max
+//                           p = exp(s - m'),  a = exp(m - m')   a rescales what came before
+//                           l = a l + rowsum p                  running sum
+//                           o = a o + p v                       partial (unnormalised) output
+//   at the end:             out = o / l,  L = m + log l         L: the row's log-sum-exp
+//
+// so every exponent is <= 0 and the result equals the two-pass softmax up to rounding
+// (docs/12-fast-attention.md derives it). Memory: the output, L and a few tiles per thread.
+// Tested equal to the reference (tests/common/test_flash.cpp).
+#include "attn/fast/flash.hpp"
+
+#include <cblas.h>  // OpenBLAS's; only .cpp files include it (target attn_openblas)
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "attn/core/check.hpp"
+#include "attn/fast/gemm.hpp"
+#include "../core/parallel.hpp"
+#include "../core/simd.hpp"
+#include "../ops/attention_checks.hpp"
+#include "exp_nonpositive.hpp"
+
+namespace attn::fast {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Head h of batch b starts at data + b * batch + h * head; its rows are `row` floats apart (a
+// contiguous (B, H, T, hs) tensor, or the column blocks of a (B, T, 3C) projection read in place).
+template <class F>
+struct Heads {
+  F* data;
+  std::size_t batch, head, row;
+  F* at(std::size_t b, std::size_t h) const { return data + b * batch + h * head; }
+};
+template <class F>
+Heads<F> contiguous(F* data, std::size_t H, std::size_t rows, std::size_t width) {
+  return {data, H * rows * width, rows * width, width};
+}
+template <class F>
+Heads<F> columns(F* data, std::size_t rows, std::size_t row_width, std::size_t hs) {
+  return {data, rows * row_width, hs, row_width};
+}
+
+struct Dims {
+  std::size_t B, H, T, S, hs, hv, tile;
+  bool causal;
+};
+
+void check_blas_size(const char* fn, std::size_t n) {
+  require(n <= static_cast<std::size_t>(INT_MAX), fn,
+          [&] { return "size " + std::to_string(n) + " is too large for BLAS (int)"; });
+}
+void check_tile(const char* fn, std::size_t tile) {
+  require(tile >= 1 && tile <= kMaxFlashTile, fn, [&] {
+    return "tile must be in [1, " + std::to_string(kMaxFlashTile) + "], got " +
+           std::to_string(tile);
+  });
+}
+
+// c (M, N) = alpha * op(a) @ op(b) + beta * c on this worker thread (sizes checked before the
+// split). op(a) = a^T when a is stored (K, M); op(b) = b^T when b is stored (N, K).
+void tile_gemm(std::size_t M, std::size_t N, std::size_t K, float alpha, const float* a,
+               std::size_t lda, bool trans_a, const float* b, std::size_t ldb, bool trans_b,
+               float beta, float* c, std::size_t ldc) {
+  if (M == 0 || N == 0 || K == 0) {
+    if (beta == 0.0f)
+      for (std::size_t i = 0; i < M; ++i) std::fill(c + i * ldc, c + i * ldc + N, 0.0f);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(M), static_cast<int>(N),
+              static_cast<int>(K), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+              c, static_cast<int>(ldc));
+}
+
+// How many keys of the tile starting at j0 (cols of them) query t may see.
+std::size_t visible_keys(bool causal, std::size_t t, std::size_t j0, std::size_t cols) {
+  if (!causal) return cols;
+  return t < j0 ? 0 : std::min(cols, t + 1 - j0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Forward
+// ---------------------------------------------------------------------------------------------
+
+// The online-softmax update of one query row for one tile of keys. s: the row's `cols` scaled
+// scores, of which the first `visible` are unmasked; on return s holds p = exp(s - m') (0 for
+// masked keys), and m, l and the partial output acc (hv floats) are updated:
+//   m' = max(m, max_j s_j),  a = exp(m - m'),  l = a l + sum_j p_j,  acc = a acc.
+// (acc += p v is the caller's product, for the whole tile at once.) Compiled for SSE2 and AVX2.
+ATTN_SIMD_CLONES void online_softmax_row(float* s, std::size_t visible, std::size_t cols, float& m,
+                                         float& l, float* acc, std::size_t hv) {
+  constexpr std::size_t W = 8;
+  float mx[W];
+  for (std::size_t u = 0; u < W; ++u) mx[u] = m;
+  std::size_t j = 0;
+  for (; j + W <= visible; j += W)
+    for (std::size_t u = 0; u < W; ++u) mx[u] = s[j + u] > mx[u] ? s[j + u] : mx[u];
+  float m_new = m;
+  for (; j < visible; ++j) m_new = s[j] > m_new ? s[j] : m_new;
+  for (std::size_t u = 0; u < W; ++u) m_new = mx[u] > m_new ? mx[u] : m_new;
+  // Nothing visible yet (or only -inf scores, from infinite inputs): no weight anywhere.
+  if (m_new == kNegInf) {
+    std::fill(s, s + cols, 0.0f);
+    return;
+  }
+  const float a = detail::exp_nonpositive(m - m_new);  // exp(-inf) = 0 on the first tile
+  float partial[W] = {};
+  for (j = 0; j + W <= visible; j += W)
+    for (std::size_t u = 0; u < W; ++u) {
+      s[j + u] = detail::exp_nonpositive(s[j + u] - m_new);
+      partial[u] += s[j + u];
+    }
+  float sum = 0.0f;
+  for (; j < visible; ++j) {
+    s[j] = detail::exp_nonpositive(s[j] - m_new);
+    sum += s[j];
+  }
+  for (std::size_t u = 0; u < W; ++u) sum += partial[u];
+  std::fill(s + visible, s + cols, 0.0f);
+  l = a * l + sum;
+  if (a != 1.0f)
+    for (std::size_t d = 0; d < hv; ++d) acc[d] *= a;
+  m = m_new;
+}
+
+// Floats of scratch one thread of the forward needs: the scores of a tile, the partial outputs,
+// m and l.
+std::size_t forward_scratch(const Dims& n) { return n.tile * n.tile + n.tile * n.hv + 2 * n.tile; }
+
+// One query tile [i0, i1) of head (b, h): out rows and L (lse may be null) of those queries.
+void forward_tile(const Dims& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
+                  Heads<float> out, float* lse, std::size_t b, std::size_t h, std::size_t i0,
+                  std::size_t i1, float* scratch) {
+  const std::size_t rows = i1 - i0, tile = n.tile, hv = n.hv;
+  float* s = scratch;            // (rows, tile) scores, then p
+  float* acc = s + tile * tile;  // (rows, hv) partial output
+  float* m = acc + tile * hv;    // (rows,) running max
+  float* l = m + tile;           // (rows,) running sum
+  std::fill(acc, acc + rows * hv, 0.0f);
+  std::fill(m, m + rows, kNegInf);
+  std::fill(l, l + rows, 0.0f);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(n.hs));
+  const float* qt = q.at(b, h) + i0 * q.row;  // (rows, hs)
+  const float* kh = k.at(b, h);               // (S, hs)
+  const float* vh = v.at(b, h);               // (S, hv)
+  // Causal: keys after the tile's last query are never seen, so those tiles are skipped.
+  const std::size_t key_end = n.causal ? i1 : n.S;
+  for (std::size_t j0 = 0; j0 < key_end; j0 += tile) {
+    const std::size_t cols = std::min(tile, key_end - j0);
+    // 1. s = q k^T / sqrt(hs): (rows, hs) @ (hs, cols) -> (rows, cols)
+    tile_gemm(rows, cols, n.hs, scale, qt, q.row, false, kh + j0 * k.row, k.row, true, 0.0f, s,
+              tile);
+    // 2. The online softmax of each row: p = exp(s - m'), l and acc rescaled.
+    for (std::size_t r = 0; r < rows; ++r)
+      online_softmax_row(s + r * tile, visible_keys(n.causal, i0 + r, j0, cols), cols, m[r], l[r],
+                         acc + r * hv, hv);
+    // 3. acc += p v: (rows, cols) @ (cols, hv) -> (rows, hv)
+    tile_gemm(rows, hv, cols, 1.0f, s, tile, false, vh + j0 * v.row, v.row, false, 1.0f, acc, hv);
+  }
+  // 4. out = acc / l; L = m + log l. A row that saw no finite score gets zeros (the reference's
+  //    softmax of an all -inf row) and L = -inf.
+  float* ot = out.at(b, h) + i0 * out.row;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const bool any = l[r] > 0.0f;
+    const float inv = any ? 1.0f / l[r] : 0.0f;
+    for (std::size_t d = 0; d < hv; ++d) ot[r * out.row + d] = acc[r * hv + d] * inv;
+    if (lse != nullptr) lse[(b * n.H + h) * n.T + i0 + r] = any ? m[r] + std::log(l[r]) : kNegInf;
+  }
+}
+
+// Every (b, h, query tile) over the library's threads. With the causal mask the last tiles of a
+// head do more work than the first: tiles are handed out in the order 0, n-1, 1, n-2, ... so
+// that contiguous ranges of items carry about equal work. Each tile is computed the same way
+// whichever thread runs it.
+void flash_forward(const Dims& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
+                   Heads<float> out, float* lse) {
+  const std::size_t tiles = (n.T + n.tile - 1) / n.tile;
+  const std::size_t items = n.B * n.H * tiles;
+  if (items == 0) return;
+  const std::size_t n_threads = detail::worker_count(items);
+  const std::size_t per_thread = forward_scratch(n);
+  std::vector<float> scratch(n_threads * per_thread);
+  float* base = scratch.data();
+  detail::run_parts(items, n_threads, [&](std::size_t begin, std::size_t end, std::size_t part) {
+    for (std::size_t item = begin; item < end; ++item) {
+      const std::size_t bh = item / tiles, pos = item % tiles;
+      const std::size_t t = pos % 2 == 0 ? pos / 2 : tiles - 1 - pos / 2;
+      const std::size_t i0 = t * n.tile, i1 = std::min(n.T, i0 + n.tile);
+      forward_tile(n, q, k, v, out, lse, bh / n.H, bh % n.H, i0, i1, base + part * per_thread);
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backward
+// ---------------------------------------------------------------------------------------------
+
+// Floats of scratch one thread of the backward needs: p and dS of a tile, and D for a head.
+std::size_t backward_scratch(const Dims& n) { return 2 * n.tile * n.tile + n.T; }
+
+// dq, dk, dv of head (b, h). With P = exp(S - L) recomputed tile by tile (S = q k^T / sqrt(hs)):
+//   dV = P^T dO,  dP = dO V^T,  dS = P * (dP - D) with D_t = sum_j P_tj dP_tj = dO_t . O_t,
+//   dQ = dS K / sqrt(hs),  dK = dS^T Q / sqrt(hs).
+// D from dO . O is the trick that spares a pass over the row: sum_j P_tj (dO_t . v_j) =
+// dO_t . (sum_j P_tj v_j) = dO_t . O_t. Keys tile by tile in the outer loop: dK and dV of a key
+// tile are finished in one sweep over the query tiles; dQ accumulates over the key tiles.
+void backward_head(const Dims& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
+                   Heads<const float> out, Heads<const float> dout, const float* lse,
+                   Heads<float> dq, Heads<float> dk, Heads<float> dv, std::size_t b, std::size_t h,
+                   float* scratch) {
+  const std::size_t T = n.T, S = n.S, hs = n.hs, hv = n.hv, tile = n.tile;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  float* p = scratch;           // (tile, tile)
+  float* ds = p + tile * tile;  // (tile, tile)
+  float* D = ds + tile * tile;  // (T,)
+  const float* qh = q.at(b, h);
+  const float* kh = k.at(b, h);
+  const float* vh = v.at(b, h);
+  const float* oh = out.at(b, h);
+  const float* doh = dout.at(b, h);
+  const float* L = lse + (b * n.H + h) * T;
+  float* dqh = dq.at(b, h);
+  float* dkh = dk.at(b, h);
+  float* dvh = dv.at(b, h);
+  // D_t = dO_t . O_t, summed in double (one value per query).
+  for (std::size_t t = 0; t < T; ++t) {
+    double sum = 0.0;
+    for (std::size_t d = 0; d < hv; ++d)
+      sum += static_cast<double>(doh[t * dout.row + d]) * static_cast<double>(oh[t * out.row + d]);
+    D[t] = static_cast<float>(sum);
+  }
+  for (std::size_t t = 0; t < T; ++t) std::fill(dqh + t * dq.row, dqh + t * dq.row + hs, 0.0f);
+  for (std::size_t j0 = 0; j0 < S; j0 += tile) {
+    const std::size_t cols = std::min(tile, S - j0);
+    for (std::size_t j = j0; j < j0 + cols; ++j) {
+      std::fill(dkh + j * dk.row, dkh + j * dk.row + hs, 0.0f);
+      std::fill(dvh + j * dv.row, dvh + j * dv.row + hv, 0.0f);
+    }
+    // Causal: queries before j0 never saw these keys.
+    const std::size_t first = n.causal ? j0 : 0;
+    for (std::size_t i0 = first; i0 < T; i0 += tile) {
+      const std::size_t rows = std::min(tile, T - i0);
+      // 1. P = exp(q k^T / sqrt(hs) - L), 0 where masked: (rows, hs) @ (hs, cols)
+      tile_gemm(rows, cols, hs, scale, qh + i0 * q.row, q.row, false, kh + j0 * k.row, k.row, true,
+                0.0f, p, tile);
+      for (std::size_t r = 0; r < rows; ++r) {
+        float* pr = p + r * tile;
+        const std::size_t vis = visible_keys(n.causal, i0 + r, j0, cols);
+        const float Lr = L[i0 + r];
+        if (Lr == kNegInf) {
+          std::fill(pr, pr + cols, 0.0f);
+          continue;
+        }
+        for (std::size_t j = 0; j < vis; ++j) pr[j] = detail::exp_nonpositive(pr[j] - Lr);
+        std::fill(pr + vis, pr + cols, 0.0f);
+      }
+      // 2. dV += P^T dO: (cols, rows) @ (rows, hv) -> (cols, hv)
+      tile_gemm(cols, hv, rows, 1.0f, p, tile, true, doh + i0 * dout.row, dout.row, false, 1.0f,
+                dvh + j0 * dv.row, dv.row);
+      // 3. dP = dO V^T: (rows, hv) @ (hv, cols) -> (rows, cols)
+      tile_gemm(rows, cols, hv, 1.0f, doh + i0 * dout.row, dout.row, false, vh + j0 * v.row, v.row,
+                true, 0.0f, ds, tile);
+      // 4. dS = P * (dP - D)
+      for (std::size_t r = 0; r < rows; ++r) {
+        const float Dr = D[i0 + r];
+        for (std::size_t j = 0; j < cols; ++j)
+          ds[r * tile + j] = p[r * tile + j] * (ds[r * tile + j] - Dr);
+      }
+      // 5. dQ += dS K / sqrt(hs): (rows, cols) @ (cols, hs) -> (rows, hs)
+      tile_gemm(rows, hs, cols, scale, ds, tile, false, kh + j0 * k.row, k.row, false, 1.0f,
+                dqh + i0 * dq.row, dq.row);
+      // 6. dK += dS^T Q / sqrt(hs): (cols, rows) @ (rows, hs) -> (cols, hs)
+      tile_gemm(cols, hs, rows, scale, ds, tile, true, qh + i0 * q.row, q.row, false, 1.0f,
+                dkh + j0 * dk.row, dk.row);
+    }
+  }
+}
+
+// Every (b, h) over the library's threads, each computed the same way on any thread count.
+void flash_backward(const Dims& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
+                    Heads<const float> out, Heads<const float> dout, const float* lse,
+                    Heads<float> dq, Heads<float> dk, Heads<float> dv) {
+  const std::size_t pairs = n.B * n.H;
+  if (pairs == 0 || n.T == 0) return;
+  const std::size_t n_threads = detail::worker_count(pairs);
+  const std::size_t per_thread = backward_scratch(n);
+  std::vector<float> scratch(n_threads * per_thread);
+  float* base = scratch.data();
+  detail::run_parts(pairs, n_threads, [&](std::size_t begin, std::size_t end, std::size_t part) {
+    for (std::size_t bh = begin; bh < end; ++bh)
+      backward_head(n, q, k, v, out, dout, lse, dq, dk, dv, bh / n.H, bh % n.H,
+                    base + part * per_thread);
+  });
+}
+
+void check_sizes(const char* fn, const Dims& n, std::initializer_list<std::size_t> strides) {
+  check_tile(fn, n.tile);
+  for (std::size_t size : {n.T, n.S, n.hs, n.hv}) check_blas_size(fn, size);
+  for (std::size_t size : strides) check_blas_size(fn, size);
+}
+
+template <std::size_t N>
+void ensure_shape(Tensor<N>& t, const std::array<std::size_t, N>& shape) {
+  if (!std::equal(shape.begin(), shape.end(), t.shape().begin())) t.resize(shape);
+}
+
+// 1. q | k | v = x @ w_q | w_k | w_v into a (B, T, 3C) buffer: (B, T, C) @ (C, C) -> (B, T, C) x 3
+void project_qkv(const Tensor<3>& x, const MhaWeights& w, float* qkv) {
+  const std::size_t rows = x.shape()[0] * x.shape()[1], C = x.shape()[2];
+  gemm_strided(rows, C, C, 1.0f, x.data(), C, false, w.w_q.data(), C, false, 0.0f, qkv, 3 * C);
+  gemm_strided(rows, C, C, 1.0f, x.data(), C, false, w.w_k.data(), C, false, 0.0f, qkv + C, 3 * C);
+  gemm_strided(rows, C, C, 1.0f, x.data(), C, false, w.w_v.data(), C, false, 0.0f, qkv + 2 * C,
+               3 * C);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Entry points
+// ---------------------------------------------------------------------------------------------
+
+FlashResult flash_attention(const Tensor<4>& q, const Tensor<4>& k, const Tensor<4>& v, bool causal,
+                            std::size_t tile) {
+  const char* fn = "attn::fast::flash_attention";
+  detail::check_sdpa(fn, q, k, v, causal);
+  const auto& qs = q.shape();  // (B, H, T, hs)
+  const Dims n{qs[0], qs[1], qs[2], k.shape()[2], qs[3], v.shape()[3], tile, causal};
+  check_sizes(fn, n, {});
+  FlashResult r{Tensor<4>(Tensor<4>::shape_type{n.B, n.H, n.T, n.hv}),
+                Tensor<3>(Tensor<3>::shape_type{n.B, n.H, n.T})};
+  flash_forward(n, contiguous(q.data(), n.H, n.T, n.hs), contiguous(k.data(), n.H, n.S, n.hs),
+                contiguous(v.data(), n.H, n.S, n.hv), contiguous(r.out.data(), n.H, n.T, n.hv),
+                r.lse.data());
+  return r;
+}
+
+AttentionGrads flash_attention_backward(const Tensor<4>& dout, const Tensor<4>& q,
+                                        const Tensor<4>& k, const Tensor<4>& v,
+                                        const Tensor<4>& out, const Tensor<3>& lse, bool causal,
+                                        std::size_t tile) {
+  const char* fn = "attn::fast::flash_attention_backward";
+  detail::check_sdpa(fn, q, k, v, causal);
+  const auto& qs = q.shape();
+  const Dims n{qs[0], qs[1], qs[2], k.shape()[2], qs[3], v.shape()[3], tile, causal};
+  const std::array<std::size_t, 4> o_shape{n.B, n.H, n.T, n.hv};
+  const std::array<std::size_t, 3> l_shape{n.B, n.H, n.T};
+  if (!std::equal(o_shape.begin(), o_shape.end(), out.shape().begin()) ||
+      !std::equal(o_shape.begin(), o_shape.end(), dout.shape().begin()) ||
+      !std::equal(l_shape.begin(), l_shape.end(), lse.shape().begin())) {
+    shape_error(
+        fn,
+        "out and dout " + shape_str(o_shape) + ", lse " + shape_str(l_shape) + " (the forward's)",
+        "out " + shape_str(out.shape()) + ", dout " + shape_str(dout.shape()) + ", lse " +
+            shape_str(lse.shape()));
+  }
+  check_sizes(fn, n, {});
+  // Zeros: with T = 0 no query reaches the keys, and their dk, dv stay 0.
+  AttentionGrads g{xt::zeros<float>(qs), xt::zeros<float>(k.shape()), xt::zeros<float>(v.shape())};
+  flash_backward(n, contiguous(q.data(), n.H, n.T, n.hs), contiguous(k.data(), n.H, n.S, n.hs),
+                 contiguous(v.data(), n.H, n.S, n.hv), contiguous(out.data(), n.H, n.T, n.hv),
+                 contiguous(dout.data(), n.H, n.T, n.hv), lse.data(),
+                 contiguous(g.dq.data(), n.H, n.T, n.hs), contiguous(g.dk.data(), n.H, n.S, n.hs),
+                 contiguous(g.dv.data(), n.H, n.S, n.hv));
+  return g;
+}
+
+Tensor<3> mha_flash_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads,
+                            bool causal, std::size_t tile) {
+  const char* fn = "attn::fast::mha_flash_forward";
+  detail::check_mha(fn, x, w, n_heads, /*allow_no_proj=*/true);
+  const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
+  const Dims n{B, n_heads, T, T, C / n_heads, C / n_heads, tile, causal};
+  check_sizes(fn, n, {3 * C});
+  // 1. Projections into one (B, T, 3C) buffer [q | k | v].
+  Tensor<3> qkv(Tensor<3>::shape_type{B, T, 3 * C});
+  project_qkv(x, w, qkv.data());
+  // 2-3. Heads read in place; each query tile's output is written over its own q rows once they
+  //      have been read for the last time (the tile's last key tile), which saves a (B, T, C)
+  //      buffer: merged heads land in the q columns.
+  float* qp = qkv.data();
+  flash_forward(
+      n, columns<const float>(qp, T, 3 * C, n.hs), columns<const float>(qp + C, T, 3 * C, n.hs),
+      columns<const float>(qp + 2 * C, T, 3 * C, n.hs), columns(qp, T, 3 * C, n.hs), nullptr);
+  // 4. Output projection (B, T, C) @ (C, C) -> (B, T, C), or the merged heads without w_o.
+  Tensor<3> out(Tensor<3>::shape_type{B, T, C});
+  if (w.w_o.size() == 0) {
+    for (std::size_t r = 0; r < B * T; ++r)
+      std::copy(qp + r * 3 * C, qp + r * 3 * C + C, out.data() + r * C);
+    return out;
+  }
+  gemm_strided(B * T, C, C, 1.0f, qp, 3 * C, false, w.w_o.data(), C, false, 0.0f, out.data(), C);
+  return out;
+}
+
+Tensor<3> mha_flash_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads,
+                            bool causal, FlashMhaCache& cache, std::size_t tile) {
+  const char* fn = "attn::fast::mha_flash_forward";
+  detail::check_mha(fn, x, w, n_heads, /*allow_no_proj=*/true);
+  const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2], H = n_heads;
+  const Dims n{B, H, T, T, C / H, C / H, tile, causal};
+  check_sizes(fn, n, {3 * C});
+  ensure_shape<3>(cache.qkv, {B, T, 3 * C});
+  ensure_shape<3>(cache.heads, {B, T, C});
+  ensure_shape<3>(cache.lse, {B, H, T});
+  if (&x != &cache.x) cache.x = x;
+  project_qkv(x, w, cache.qkv.data());
+  const float* qp = cache.qkv.data();
+  flash_forward(n, columns<const float>(qp, T, 3 * C, n.hs),
+                columns<const float>(qp + C, T, 3 * C, n.hs),
+                columns<const float>(qp + 2 * C, T, 3 * C, n.hs),
+                columns(cache.heads.data(), T, C, n.hs), cache.lse.data());
+  if (w.w_o.size() == 0) return cache.heads;
+  Tensor<3> out(Tensor<3>::shape_type{B, T, C});
+  gemm_strided(B * T, C, C, 1.0f, cache.heads.data(), C, false, w.w_o.data(), C, false, 0.0f,
+               out.data(), C);
+  return out;
+}
+
+void mha_flash_backward(const Tensor<3>& dout, const FlashMhaCache& cache, const MhaWeights& w,
+                        std::size_t n_heads, bool causal, Tensor<3>& dx, MhaWeights& grads,
+                        std::size_t tile) {
+  const char* fn = "attn::fast::mha_flash_backward";
+  detail::check_mha_backward(fn, dout, cache.x, w, n_heads, grads);
+  const std::size_t B = cache.x.shape()[0], T = cache.x.shape()[1], C = cache.x.shape()[2];
+  const std::size_t H = n_heads, rows = B * T;
+  const Dims n{B, H, T, T, C / H, C / H, tile, causal};
+  if (cache.qkv.size() != rows * 3 * C || cache.heads.size() != rows * C ||
+      cache.lse.size() != B * H * T) {
+    shape_error(fn,
+                "a cache filled by mha_flash_forward(..., cache) for x " +
+                    shape_str(cache.x.shape()) + " and " + std::to_string(H) + " heads",
+                "lse " + shape_str(cache.lse.shape()));
+  }
+  check_sizes(fn, n, {3 * C});
+  const bool proj = w.w_o.size() != 0;
+  ensure_shape<3>(dx, {B, T, C});
+  std::vector<float> dqkv(rows * 3 * C);  // (B, T, 3C) dq | dk | dv, the layout of qkv
+  std::vector<float> dh;
+  const float* dheads = dout.data();
+  // 1. out = heads @ w_o: dheads = dout @ w_o^T (B*T, C) @ (C, C); dw_o += heads^T @ dout.
+  if (proj) {
+    dh.resize(rows * C);
+    gemm(rows, C, C, 1.0f, dout.data(), false, w.w_o.data(), true, 0.0f, dh.data());
+    gemm(C, C, rows, 1.0f, cache.heads.data(), true, dout.data(), false, 1.0f, grads.w_o.data());
+    dheads = dh.data();
+  }
+  // 2. The flash backward per head, read and written in place in the column blocks.
+  const float* qp = cache.qkv.data();
+  float* dp = dqkv.data();
+  flash_backward(
+      n, columns<const float>(qp, T, 3 * C, n.hs), columns<const float>(qp + C, T, 3 * C, n.hs),
+      columns<const float>(qp + 2 * C, T, 3 * C, n.hs),
+      columns<const float>(cache.heads.data(), T, C, n.hs),
+      columns<const float>(dheads, T, C, n.hs), cache.lse.data(), columns(dp, T, 3 * C, n.hs),
+      columns(dp + C, T, 3 * C, n.hs), columns(dp + 2 * C, T, 3 * C, n.hs));
+  // 3. The projections: dw_q += x^T @ dq (C, B*T) @ (B*T, C); dx = sum dq @ w_q^T.
+  const Matrix* weights[3] = {&w.w_q, &w.w_k, &w.w_v};
+  Matrix* dweights[3] = {&grads.w_q, &grads.w_k, &grads.w_v};
+  for (std::size_t i = 0; i < 3; ++i) {
+    gemm_strided(C, C, rows, 1.0f, cache.x.data(), C, /*trans_a=*/true, dp + i * C, 3 * C, false,
+                 1.0f, dweights[i]->data(), C);
+    gemm_strided(rows, C, C, 1.0f, dp + i * C, 3 * C, false, weights[i]->data(), C,
+                 /*trans_b=*/true, i == 0 ? 0.0f : 1.0f, dx.data(), C);
+  }
+}
+
+double attention_forward_flops(std::size_t B, std::size_t H, std::size_t T, std::size_t S,
+                               std::size_t hs, bool causal) {
+  // Two products of (T, hs) x (hs, S): 2 * 2 * T * S * hs; causal: T (T + 1) / 2 pairs.
+  const double pairs = causal ? static_cast<double>(T) * (static_cast<double>(T) + 1.0) / 2.0
+                              : static_cast<double>(T) * static_cast<double>(S);
+  return 4.0 * static_cast<double>(B) * static_cast<double>(H) * pairs * static_cast<double>(hs);
+}
+
+double attention_backward_flops(std::size_t B, std::size_t H, std::size_t T, std::size_t S,
+                                std::size_t hs, bool causal) {
+  // Five products per visible pair: S again, dV, dP, dQ, dK.
+  return 2.5 * attention_forward_flops(B, H, T, S, hs, causal);
+}
+
+}  // namespace attn::fast

@@ -1,0 +1,313 @@
+// Tests for attn/fast/flash.hpp: the flash-style forward and backward against the reference
+// attn::scaled_dot_product_attention / its backward / attn::mha_forward / mha_backward, over
+// shapes where the tiles change paths (T = 1, T not a multiple of the tile, odd head sizes,
+// S != T, tiles of 1, 3, 64), causal and not, on 1 and 3 threads; the log-sum-exp against a
+// naive double loop; the same bits on any thread count; no allocation as large as a (T, T)
+// matrix; and the fast path's switch to this kernel for long sequences.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attn/core/random.hpp"
+#include "attn/core/threads.hpp"
+#include "attn/fast/attention.hpp"
+#include "attn/fast/flash.hpp"
+#include "attn/ops/attention.hpp"
+#include "test_helpers.hpp"
+
+// This binary records its largest single allocation (operator new), so a test can check that
+// no (T, T) matrix was ever allocated.
+namespace {
+std::atomic<std::size_t> g_largest{0};
+}
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void* operator new(std::size_t n) {
+  std::size_t seen = g_largest.load(std::memory_order_relaxed);
+  while (n > seen && !g_largest.compare_exchange_weak(seen, n, std::memory_order_relaxed)) {
+  }
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+
+using attn::Tensor;
+
+// The golden tolerance: |flash - ref| <= 1e-5 + 1e-4 |ref| (the order of the sums differs: tiles,
+// BLAS blocks, the rescaling by exp(m - m')).
+constexpr double kAtol = 1e-5, kRtol = 1e-4;
+
+template <class F>
+void on_1_and_3_threads(F&& f) {
+  const std::size_t saved = attn::num_threads();
+  for (const std::size_t threads : {1, 3}) {
+    CAPTURE(threads);
+    attn::set_num_threads(threads);
+    f();
+  }
+  attn::set_num_threads(saved);
+}
+
+struct Shape {
+  std::size_t B, H, T, S, hs, hv;
+};
+
+// T = 1; T a few below, at and above a multiple of the tile; odd hs and hv != hs; S != T.
+const std::vector<Shape> kShapes = {
+    {1, 1, 1, 1, 4, 4},     {2, 3, 5, 5, 3, 3},     {1, 2, 64, 64, 16, 16}, {1, 2, 67, 67, 7, 5},
+    {2, 1, 130, 130, 8, 8}, {1, 1, 129, 129, 1, 1}, {1, 2, 9, 20, 6, 4},    {1, 1, 70, 3, 5, 5},
+};
+
+struct Inputs {
+  Tensor<4> q, k, v, dout;
+};
+Inputs inputs(attn::Rng& rng, const Shape& s) {
+  Inputs in;
+  in.q = attn::randn<4>(rng, {s.B, s.H, s.T, s.hs}, 1.5f);
+  in.k = attn::randn<4>(rng, {s.B, s.H, s.S, s.hs}, 1.5f);
+  in.v = attn::randn<4>(rng, {s.B, s.H, s.S, s.hv});
+  in.dout = attn::randn<4>(rng, {s.B, s.H, s.T, s.hv});
+  return in;
+}
+
+// log sum_j exp(s_tj) of the scaled, masked scores, in double: (B, H, T).
+Tensor<3> naive_lse(const Tensor<4>& q, const Tensor<4>& k, bool causal) {
+  const std::size_t B = q.shape()[0], H = q.shape()[1], T = q.shape()[2], hs = q.shape()[3];
+  const std::size_t S = k.shape()[2];
+  Tensor<3> lse(Tensor<3>::shape_type{B, H, T});
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t t = 0; t < T; ++t) {
+        const std::size_t keys = causal ? t + 1 : S;
+        std::vector<double> s(keys);
+        double m = -INFINITY;
+        for (std::size_t j = 0; j < keys; ++j) {
+          double dot = 0.0;
+          for (std::size_t d = 0; d < hs; ++d) dot += double(q(b, h, t, d)) * double(k(b, h, j, d));
+          s[j] = dot / std::sqrt(double(hs));
+          m = std::max(m, s[j]);
+        }
+        double sum = 0.0;
+        for (double x : s) sum += std::exp(x - m);
+        lse(b, h, t) = static_cast<float>(m + std::log(sum));
+      }
+  return lse;
+}
+
+bool same_bits(const Tensor<4>& a, const Tensor<4>& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](float x, float y) {
+           return std::memcmp(&x, &y, sizeof x) == 0;
+         });
+}
+
+}  // namespace
+
+TEST_SUITE("common.flash") {
+
+TEST_CASE("the flash forward equals the reference sdpa at many shapes, tiles and thread counts") {
+  attn::Rng rng(1200);
+  for (const Shape& s : kShapes) {
+    const Inputs in = inputs(rng, s);
+    for (const bool causal : {false, true}) {
+      if (causal && s.S != s.T) continue;
+      const attn::AttentionResult ref =
+          attn::scaled_dot_product_attention(in.q, in.k, in.v, causal);
+      const Tensor<3> lse = naive_lse(in.q, in.k, causal);
+      for (const std::size_t tile : {std::size_t{1}, std::size_t{3}, std::size_t{64}}) {
+        CAPTURE(s.T);
+        CAPTURE(s.S);
+        CAPTURE(s.hs);
+        CAPTURE(causal);
+        CAPTURE(tile);
+        on_1_and_3_threads([&] {
+          const attn::fast::FlashResult f =
+              attn::fast::flash_attention(in.q, in.k, in.v, causal, tile);
+          CHECK_TENSOR_NEAR(f.out, ref.out, kAtol, kRtol);
+          CHECK_TENSOR_NEAR(f.lse, lse, kAtol, kRtol);
+        });
+      }
+    }
+  }
+}
+
+TEST_CASE("the flash backward equals the reference backward at many shapes, tiles and threads") {
+  attn::Rng rng(1201);
+  for (const Shape& s : kShapes) {
+    const Inputs in = inputs(rng, s);
+    for (const bool causal : {false, true}) {
+      if (causal && s.S != s.T) continue;
+      const attn::AttentionResult ref =
+          attn::scaled_dot_product_attention(in.q, in.k, in.v, causal);
+      const attn::AttentionGrads g = attn::scaled_dot_product_attention_backward(
+          in.dout, in.q, in.k, in.v, ref.weights, causal);
+      for (const std::size_t tile : {std::size_t{1}, std::size_t{3}, std::size_t{64}}) {
+        CAPTURE(s.T);
+        CAPTURE(s.S);
+        CAPTURE(s.hs);
+        CAPTURE(causal);
+        CAPTURE(tile);
+        on_1_and_3_threads([&] {
+          const attn::fast::FlashResult f =
+              attn::fast::flash_attention(in.q, in.k, in.v, causal, tile);
+          const attn::AttentionGrads fg = attn::fast::flash_attention_backward(
+              in.dout, in.q, in.k, in.v, f.out, f.lse, causal, tile);
+          CHECK_TENSOR_NEAR(fg.dq, g.dq, kAtol, kRtol);
+          CHECK_TENSOR_NEAR(fg.dk, g.dk, kAtol, kRtol);
+          CHECK_TENSOR_NEAR(fg.dv, g.dv, kAtol, kRtol);
+        });
+      }
+    }
+  }
+}
+
+TEST_CASE("a forgotten rescale of the partial output would fail the comparison") {
+  // The test's teeth: the flash output differs from a one-tile-only softmax (what a kernel that
+  // never rescales by exp(m - m') computes for the first tile) by far more than the tolerance.
+  attn::Rng rng(1202);
+  const Inputs in = inputs(rng, {1, 1, 40, 40, 8, 8});
+  const attn::AttentionResult ref = attn::scaled_dot_product_attention(in.q, in.k, in.v, false);
+  const attn::fast::FlashResult f = attn::fast::flash_attention(in.q, in.k, in.v, false, 8);
+  CHECK(attn::testing::tensor_mismatch(f.out, ref.out, kAtol, kRtol).empty());
+  Tensor<4> first_tile_only = in.v;  // softmax over keys 0..7 only
+  const Tensor<4> k8 = xt::view(in.k, xt::all(), xt::all(), xt::range(0, 8), xt::all());
+  const Tensor<4> v8 = xt::view(in.v, xt::all(), xt::all(), xt::range(0, 8), xt::all());
+  const attn::AttentionResult wrong = attn::scaled_dot_product_attention(in.q, k8, v8, false);
+  CHECK_FALSE(attn::testing::tensor_mismatch(wrong.out, ref.out, kAtol, kRtol).empty());
+}
+
+TEST_CASE("the flash kernel gives the same bits on 1, 2 and 3 threads") {
+  attn::Rng rng(1203);
+  const Inputs in = inputs(rng, {2, 3, 150, 150, 16, 16});
+  const std::size_t saved = attn::num_threads();
+  attn::set_num_threads(1);
+  const attn::fast::FlashResult one = attn::fast::flash_attention(in.q, in.k, in.v, true, 32);
+  const attn::AttentionGrads g1 =
+      attn::fast::flash_attention_backward(in.dout, in.q, in.k, in.v, one.out, one.lse, true, 32);
+  for (const std::size_t threads : {2, 3}) {
+    CAPTURE(threads);
+    attn::set_num_threads(threads);
+    const attn::fast::FlashResult f = attn::fast::flash_attention(in.q, in.k, in.v, true, 32);
+    const attn::AttentionGrads g =
+        attn::fast::flash_attention_backward(in.dout, in.q, in.k, in.v, f.out, f.lse, true, 32);
+    CHECK(same_bits(f.out, one.out));
+    CHECK(same_bits(g.dq, g1.dq));
+    CHECK(same_bits(g.dk, g1.dk));
+    CHECK(same_bits(g.dv, g1.dv));
+  }
+  attn::set_num_threads(saved);
+}
+
+TEST_CASE("the flash kernel never allocates a (T, T) matrix") {
+  attn::Rng rng(1204);
+  const std::size_t T = 2048, hs = 16;
+  const Inputs in = inputs(rng, {1, 2, T, T, hs, hs});
+  g_largest.store(0);
+  const attn::fast::FlashResult f = attn::fast::flash_attention(in.q, in.k, in.v, true);
+  const attn::AttentionGrads g =
+      attn::fast::flash_attention_backward(in.dout, in.q, in.k, in.v, f.out, f.lse, true);
+  const std::size_t largest = g_largest.load();
+  INFO("largest allocation " << largest << " bytes; one head's (T, T) scores " << T * T * 4);
+  CHECK(largest <= 2 * T * hs * 4);  // q, k, v, out: (B, H, T, hs) floats, B H = 2
+  CHECK(g.dq.size() == in.q.size());
+}
+
+TEST_CASE(
+    "multi-head attention through the flash kernel equals the reference, forward and backward") {
+  attn::Rng rng(1205);
+  for (const std::size_t T : {1, 33, 70}) {
+    for (const bool causal : {false, true}) {
+      for (const bool proj : {true, false}) {
+        CAPTURE(T);
+        CAPTURE(causal);
+        CAPTURE(proj);
+        const std::size_t B = 2, C = 12, H = 3;
+        const Tensor<3> x = attn::randn<3>(rng, {B, T, C});
+        attn::MhaWeights w = attn::mha_init(rng, C, 0.4f);
+        if (!proj) w.w_o = attn::Matrix(attn::Matrix::shape_type{0, 0});
+        const Tensor<3> dout = attn::randn<3>(rng, {B, T, C});
+        attn::MhaCache cache;
+        const Tensor<3> ref = attn::mha_forward(x, w, H, causal, cache);
+        Tensor<3> dx_ref;
+        attn::MhaWeights g_ref = w;
+        for (attn::Matrix* m : {&g_ref.w_q, &g_ref.w_k, &g_ref.w_v, &g_ref.w_o}) m->fill(0.5f);
+        attn::mha_backward(dout, cache, w, H, causal, dx_ref, g_ref);
+        on_1_and_3_threads([&] {
+          CHECK_TENSOR_NEAR(attn::fast::mha_flash_forward(x, w, H, causal, 16), ref, kAtol, kRtol);
+          attn::fast::FlashMhaCache fc;
+          const Tensor<3> out = attn::fast::mha_flash_forward(x, w, H, causal, fc, 16);
+          CHECK_TENSOR_NEAR(out, ref, kAtol, kRtol);
+          Tensor<3> dx;
+          attn::MhaWeights g = w;
+          for (attn::Matrix* m : {&g.w_q, &g.w_k, &g.w_v, &g.w_o}) m->fill(0.5f);  // accumulates
+          attn::fast::mha_flash_backward(dout, fc, w, H, causal, dx, g, 16);
+          CHECK_TENSOR_NEAR(dx, dx_ref, kAtol, kRtol);
+          CHECK_TENSOR_NEAR(g.w_q, g_ref.w_q, kAtol, kRtol);
+          CHECK_TENSOR_NEAR(g.w_k, g_ref.w_k, kAtol, kRtol);
+          CHECK_TENSOR_NEAR(g.w_v, g_ref.w_v, kAtol, kRtol);
+          CHECK_TENSOR_NEAR(g.w_o, g_ref.w_o, kAtol, kRtol);
+        });
+      }
+    }
+  }
+}
+
+TEST_CASE("the fast path runs the flash kernel for long sequences without weights") {
+  attn::Rng rng(1206);
+  const std::size_t T = attn::fast::kFlashMinT + 3;
+  const Inputs in = inputs(rng, {1, 2, T, T, 8, 8});
+  const attn::AttentionResult ref = attn::scaled_dot_product_attention(in.q, in.k, in.v, true);
+  const attn::AttentionResult fast =
+      attn::fast::scaled_dot_product_attention(in.q, in.k, in.v, true, /*need_weights=*/false);
+  CHECK_TENSOR_NEAR(fast.out, ref.out, kAtol, kRtol);
+  CHECK(fast.weights.size() == 0);
+  // The same bits as the flash kernel itself: it is the one that ran.
+  CHECK(same_bits(fast.out, attn::fast::flash_attention(in.q, in.k, in.v, true).out));
+  const Tensor<3> x = attn::randn<3>(rng, {1, T, 16});
+  const attn::MhaWeights w = attn::mha_init(rng, 16, 0.3f);
+  const attn::MhaResult r = attn::mha_forward(x, w, 2, true, /*need_weights=*/false);
+  const attn::MhaResult f = attn::fast::mha_forward(x, w, 2, true, /*need_weights=*/false);
+  CHECK_TENSOR_NEAR(f.out, r.out, kAtol, kRtol);
+}
+
+TEST_CASE("no queries: an empty output, and zero gradients for the keys and values") {
+  attn::Rng rng(1208);
+  const Tensor<4> q(Tensor<4>::shape_type{1, 2, 0, 3});
+  const Tensor<4> k = attn::randn<4>(rng, {1, 2, 4, 3}), v = attn::randn<4>(rng, {1, 2, 4, 3});
+  const attn::fast::FlashResult f = attn::fast::flash_attention(q, k, v, false);
+  CHECK(f.out.size() == 0);
+  const attn::AttentionGrads g =
+      attn::fast::flash_attention_backward(f.out, q, k, v, f.out, f.lse, false);
+  CHECK(g.dk == xt::zeros<float>(k.shape()));
+  CHECK(g.dv == xt::zeros<float>(v.shape()));
+}
+
+TEST_CASE("bad input gets a one-line error naming what was wrong") {
+  attn::Rng rng(1207);
+  const Inputs in = inputs(rng, {1, 1, 4, 4, 2, 2});
+  CHECK_THROWS_WITH_AS(attn::fast::flash_attention(in.q, in.k, in.v, true, 0),
+                       doctest::Contains("tile must be in [1, 1024], got 0"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(attn::fast::flash_attention(in.q, in.k, in.v, true, 5000),
+                       doctest::Contains("got 5000"), std::invalid_argument);
+  const Tensor<4> k3 = attn::randn<4>(rng, {1, 1, 3, 2});
+  CHECK_THROWS_WITH_AS(attn::fast::flash_attention(in.q, k3, k3, true),
+                       doctest::Contains("S == T for causal attention"), std::invalid_argument);
+  const attn::fast::FlashResult f = attn::fast::flash_attention(in.q, in.k, in.v, true);
+  const Tensor<3> bad_lse(Tensor<3>::shape_type{1, 1, 3});
+  CHECK_THROWS_WITH_AS(
+      attn::fast::flash_attention_backward(in.dout, in.q, in.k, in.v, f.out, bad_lse, true),
+      doctest::Contains("lse (1, 1, 4)"), std::invalid_argument);
+}
+
+}  // TEST_SUITE

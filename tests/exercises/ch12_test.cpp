@@ -1,0 +1,216 @@
+// Don't edit: these tests check your exercises.
+// tests/exercises/ch12_test.cpp: chapter 12 (making attention fast and long,
+// docs/12-fast-attention.md). Expected values come from plain double-precision loops over the
+// whole row (the two-pass softmax) or hand-made numbers, never from the attn:: function the
+// reference solution forwards to. Run them with build/default/bin/attn-check 12.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "attn/core/xt.hpp"
+#include "attn/fast/ladder.hpp"
+#include "exercises.hpp"
+#include "test_helpers.hpp"
+
+namespace {
+
+using attn::Matrix;
+using attn::Vector;
+using attn::fast::ladder::OnlineRow;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// A (R, K) matrix with no visible pattern: m(i, j) = amp * sin(a i + b j + phase).
+Matrix wiggly(std::size_t R, std::size_t K, double a, double b, double phase, double amp = 1.0) {
+  Matrix m(std::array<std::size_t, 2>{R, K});
+  for (std::size_t i = 0; i < R; ++i)
+    for (std::size_t j = 0; j < K; ++j)
+      m(i, j) = static_cast<float>(
+          amp * std::sin(a * static_cast<double>(i) + b * static_cast<double>(j) + phase));
+  return m;
+}
+
+OnlineRow empty_row(std::size_t hs) {
+  OnlineRow row{-kInf, 0.0f, Vector(std::array<std::size_t, 1>{hs})};
+  row.acc.fill(0.0f);
+  return row;
+}
+
+Vector vec(const std::vector<float>& x) {
+  Vector v(std::array<std::size_t, 1>{x.size()});
+  for (std::size_t i = 0; i < x.size(); ++i) v(i) = x[i];
+  return v;
+}
+
+// Folds the tiles of scores (their values: consecutive rows of `values`) one after the other.
+OnlineRow fold(const std::vector<std::vector<float>>& tiles, const Matrix& values) {
+  OnlineRow row = empty_row(values.shape()[1]);
+  std::size_t first = 0;
+  for (const auto& t : tiles) {
+    Matrix vals(std::array<std::size_t, 2>{t.size(), values.shape()[1]});
+    for (std::size_t j = 0; j < t.size(); ++j)
+      for (std::size_t d = 0; d < values.shape()[1]; ++d) vals(j, d) = values(first + j, d);
+    ex12::online_softmax_update(row, vec(t), vals);
+    first += t.size();
+  }
+  return row;
+}
+
+// The two-pass softmax of the whole row, in double: max, l = sum exp(s - max), softmax(s) v.
+struct TwoPass {
+  double m, l;
+  std::vector<double> out;
+};
+TwoPass two_pass(const std::vector<std::vector<float>>& tiles, const Matrix& values) {
+  std::vector<double> s;
+  for (const auto& t : tiles)
+    for (float x : t) s.push_back(x);
+  TwoPass r{-INFINITY, 0.0, std::vector<double>(values.shape()[1], 0.0)};
+  for (double x : s) r.m = std::max(r.m, x);
+  for (double x : s) r.l += std::exp(x - r.m);
+  for (std::size_t j = 0; j < s.size(); ++j)
+    for (std::size_t d = 0; d < r.out.size(); ++d)
+      r.out[d] += std::exp(s[j] - r.m) / r.l * static_cast<double>(values(j, d));
+  return r;
+}
+
+void check_against_two_pass(const std::vector<std::vector<float>>& tiles, const Matrix& values) {
+  const OnlineRow row = fold(tiles, values);
+  const TwoPass want = two_pass(tiles, values);
+  INFO("expected m = the largest score of all tiles, " << want.m);
+  CHECK(static_cast<double>(row.m) == want.m);
+  INFO("expected l = sum of exp(s - m) over every key seen, " << want.l);
+  CHECK(static_cast<double>(row.l) == doctest::Approx(want.l).epsilon(1e-5));
+  for (std::size_t d = 0; d < want.out.size(); ++d) {
+    INFO("acc / l at feature " << d << " should be the softmax-weighted sum of the values");
+    CHECK(static_cast<double>(row.acc(d) / row.l) == doctest::Approx(want.out[d]).epsilon(1e-5));
+  }
+}
+
+// Causal attention for one head in double: rows [i0, i0 + rows) of softmax(mask(q k^T /
+// sqrt(hs))) v.
+Matrix causal_by_hand(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t i0,
+                      std::size_t rows) {
+  const std::size_t hs = q.shape()[1];
+  Matrix out(std::array<std::size_t, 2>{rows, hs});
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::size_t t = i0 + r;
+    std::vector<double> s(t + 1);
+    double m = -INFINITY;
+    for (std::size_t j = 0; j <= t; ++j) {
+      double dot = 0.0;
+      for (std::size_t d = 0; d < hs; ++d)
+        dot += static_cast<double>(q(t, d)) * static_cast<double>(k(j, d));
+      s[j] = dot / std::sqrt(static_cast<double>(hs));
+      m = std::max(m, s[j]);
+    }
+    double l = 0.0;
+    for (double x : s) l += std::exp(x - m);
+    for (std::size_t d = 0; d < hs; ++d) {
+      double o = 0.0;
+      for (std::size_t j = 0; j <= t; ++j)
+        o += std::exp(s[j] - m) / l * static_cast<double>(v(j, d));
+      out(r, d) = static_cast<float>(o);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("ex12.1 The online softmax update") {
+TEST_CASE("one tile from the empty state gives l and acc of that tile") {
+  check_against_two_pass({{0.5f, -1.25f, 2.0f, 0.0f}}, wiggly(4, 3, 0.7, 1.1, 0.2, 2.0));
+}
+
+TEST_CASE("a later tile with a larger max rescales the sum and the output so far") {
+  check_against_two_pass({{0.5f, -1.0f}, {3.0f, 2.5f, -4.0f}}, wiggly(5, 3, 0.9, 0.4, 1.3, 1.5));
+  check_against_two_pass({{-6.0f}, {-2.0f}, {1.0f, 0.5f}, {9.0f}}, wiggly(5, 2, 0.3, 1.7, 0.6));
+}
+
+TEST_CASE("a later tile with a smaller max keeps the max seen before") {
+  check_against_two_pass({{4.0f, 1.0f}, {-2.0f, 0.5f, -7.0f}}, wiggly(5, 3, 1.1, 0.2, 0.5, 1.5));
+  check_against_two_pass({{2.0f}, {2.0f}, {-1.0f, 2.0f}}, wiggly(4, 2, 0.8, 0.6, 0.1));
+}
+
+TEST_CASE("a tile of only masked keys changes nothing, even as the first tile") {
+  const Matrix v6 = wiggly(6, 2, 0.4, 0.9, 0.3);
+  OnlineRow row = empty_row(2);
+  Matrix masked_vals(std::array<std::size_t, 2>{2, 2});
+  masked_vals.fill(1.0f);
+  ex12::online_softmax_update(row, vec({-kInf, -kInf}), masked_vals);
+  INFO("after a tile of -inf scores the state must still be empty: m = -inf, l = 0, acc = 0");
+  CHECK(row.m == -kInf);
+  CHECK(row.l == 0.0f);
+  CHECK(row.acc(0) == 0.0f);
+  CHECK(row.acc(1) == 0.0f);
+  // Masked keys inside a tile weigh nothing either: the same as the 3 visible keys alone.
+  const OnlineRow with_mask = fold({{-kInf, -kInf}, {1.0f, 0.25f, 0.5f, -kInf}}, v6);
+  Matrix visible(std::array<std::size_t, 2>{3, 2});
+  for (std::size_t j = 0; j < 3; ++j)
+    for (std::size_t d = 0; d < 2; ++d) visible(j, d) = v6(j + 2, d);
+  const TwoPass want = two_pass({{1.0f, 0.25f, 0.5f}}, visible);
+  for (std::size_t d = 0; d < 2; ++d) {
+    INFO("a masked key (-inf) must get weight 0: feature " << d);
+    CHECK(static_cast<double>(with_mask.acc(d) / with_mask.l) ==
+          doctest::Approx(want.out[d]).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("huge scores do not overflow") {
+  check_against_two_pass({{1000.0f, 999.0f}, {1001.0f}}, wiggly(3, 2, 0.5, 0.5, 0.5));
+}
+
+TEST_CASE("values of the wrong shape are rejected") {
+  OnlineRow row = empty_row(3);
+  CHECK_THROWS_AS(ex12::online_softmax_update(row, vec({1.0f, 2.0f}), wiggly(3, 3, 1, 1, 0)),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(ex12::online_softmax_update(row, vec({1.0f, 2.0f}), wiggly(2, 4, 1, 1, 0)),
+                  std::invalid_argument);
+}
+}  // TEST_SUITE
+
+TEST_SUITE("ex12.2 One tile of the forward") {
+TEST_CASE("the first query sees only itself: its output is its own value") {
+  const Matrix q = wiggly(6, 3, 0.5, 1.2, 0.1, 2.0), k = wiggly(6, 3, 0.8, 0.3, 0.7, 2.0),
+               v = wiggly(6, 3, 1.3, 0.6, 0.4);
+  const Matrix out = ex12::attention_tile(q, k, v, 0, 4);
+  REQUIRE(out.shape()[0] == 4);
+  for (std::size_t d = 0; d < 3; ++d) CHECK(out(0, d) == doctest::Approx(v(0, d)));
+}
+
+TEST_CASE("every tile equals causal attention computed in double") {
+  for (const std::size_t T : {1, 7, 20}) {
+    for (const std::size_t hs : {1, 5}) {
+      const Matrix q = wiggly(T, hs, 0.5, 1.2, 0.1, 2.0), k = wiggly(T, hs, 0.8, 0.3, 0.7, 2.0),
+                   v = wiggly(T, hs, 1.3, 0.6, 0.4);
+      for (const std::size_t tile : {1, 3, 8, 64}) {
+        for (std::size_t i0 = 0; i0 < T; i0 += tile) {
+          INFO("T " << T << ", hs " << hs << ", tile " << tile << ", rows from " << i0);
+          const std::size_t rows = std::min(tile, T - i0);
+          CHECK_TENSOR_NEAR(ex12::attention_tile(q, k, v, i0, tile),
+                            causal_by_hand(q, k, v, i0, rows), 1e-5, 1e-4);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a tile starting inside the sequence returns its own rows") {
+  const Matrix q = wiggly(10, 4, 0.5, 1.2, 0.1, 2.0), k = wiggly(10, 4, 0.8, 0.3, 0.7, 2.0),
+               v = wiggly(10, 4, 1.3, 0.6, 0.4);
+  INFO("rows 8 and 9 (the last tile of 4 starting at 8 is cut to 2 rows)");
+  CHECK_TENSOR_NEAR(ex12::attention_tile(q, k, v, 8, 4), causal_by_hand(q, k, v, 8, 2), 1e-5, 1e-4);
+}
+
+TEST_CASE("a start past the end, a tile of 0 and shapes that differ are rejected") {
+  const Matrix a = wiggly(4, 2, 1, 1, 0), b = wiggly(4, 3, 1, 1, 0);
+  CHECK_THROWS_AS(ex12::attention_tile(a, a, a, 4, 2), std::invalid_argument);
+  CHECK_THROWS_AS(ex12::attention_tile(a, a, a, 0, 0), std::invalid_argument);
+  CHECK_THROWS_AS(ex12::attention_tile(a, b, a, 0, 2), std::invalid_argument);
+}
+}  // TEST_SUITE
