@@ -472,7 +472,7 @@ int main(int argc, char** argv) {
     }
     if (wanted(3)) {
       attn::Rng rng = stream(3);
-      show_gradient_checks(gradient_checks(k, rng), options.mine);
+      show_gradient_checks(gradient_checks(k, options.mine, rng), options.mine);
     }
     if (wanted(4) || options.svg_dir) {
       attn::Rng rng = stream(4);
