@@ -81,7 +81,8 @@ xt::xtensor<Real, N> softmax_of(const xt::xtensor<Real, N>& x) {
 void softmax_rows(float* data, std::size_t rows, std::size_t cols) {
   softmax_rows_of(data, rows, cols);
 }
-void softmax_rows(double* data, std::size_t rows, std::size_t cols) {
+template <std::same_as<double> Real>
+void softmax_rows(Real* data, std::size_t rows, std::size_t cols) {
   softmax_rows_of(data, rows, cols);
 }
 
@@ -181,7 +182,8 @@ void softmax_rows_backward(const float* y, const float* dy, float* dx, std::size
                            std::size_t cols) {
   softmax_rows_backward_of(y, dy, dx, rows, cols);
 }
-void softmax_rows_backward(const double* y, const double* dy, double* dx, std::size_t rows,
+template <std::same_as<double> Real>
+void softmax_rows_backward(const Real* y, const Real* dy, Real* dx, std::size_t rows,
                            std::size_t cols) {
   softmax_rows_backward_of(y, dy, dx, rows, cols);
 }
@@ -209,6 +211,9 @@ template Tensor<1> softmax_naive<1>(const Tensor<1>&);
 template Tensor<2> softmax_naive<2>(const Tensor<2>&);
 template Tensor<1> log_softmax<1>(const Tensor<1>&);
 template Tensor<2> log_softmax<2>(const Tensor<2>&);
+template void softmax_rows<double>(double*, std::size_t, std::size_t);
+template void softmax_rows_backward<double>(const double*, const double*, double*, std::size_t,
+                                            std::size_t);
 template Tensor64<2> softmax<2, double>(const Tensor64<2>&);
 template Tensor64<4> softmax<4, double>(const Tensor64<4>&);
 template Tensor64<2> softmax_backward<2, double>(const Tensor64<2>&, const Tensor64<2>&);
