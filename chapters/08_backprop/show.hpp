@@ -143,8 +143,11 @@ struct DepthSetup {
   std::size_t T = 16;
   std::size_t C = 32;
   std::size_t H = 4;
-  float std = 0.0f;  // weight std; 0: 1 / sqrt(C)
+  float std = 0.0f;  // weight std; 0: 1 / sqrt(fan-in), i.e. 1 / sqrt(C), and 1 / sqrt(4C) for w2
   float weight_std() const { return std > 0.0f ? std : 1.0f / std::sqrt(static_cast<float>(C)); }
+  float w2_std() const {  // w2 (F, C) has F = 4C inputs
+    return std > 0.0f ? std : 1.0f / std::sqrt(static_cast<float>(4 * C));
+  }
 };
 
 struct DepthResult {
