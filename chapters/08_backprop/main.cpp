@@ -284,8 +284,9 @@ ModelGradients model_gradients(attn::Rng& rng) {
 
 // ---------------------------------------------------------------------------------------------
 // 3. The gradient check of every op: gradient_checks, in checks.cpp, runs each backward above
-// (and the FFN's, MHA's, the block's and the model's) against central differences of
-// L = sum(out * R) for a random R, then two wrong gradients on purpose.
+// (and the FFN's, MHA's, the block's and the model's) in float64 against central differences of
+// L = sum(out * R) for a random R, then three wrong gradients on purpose (one only 0.1% off),
+// and the model's check through a float forward, to show why float64.
 
 // ---------------------------------------------------------------------------------------------
 // 4. The depth experiment: how much gradient reaches the bottom of a stack of blocks?
