@@ -539,6 +539,41 @@ TEST_CASE("float64: the language model's backward passes; 0.1% off fails; the fl
   }
 }
 
+TEST_CASE("a correct float backward (a learner's, chapter 08 --mine) passes the float64 check") {
+  // The analytic side in float, the numeric side from the double forward on the same numbers:
+  // with near-zero elements judged against 1% of the tensor's largest gradient (chapter 08's
+  // float_options), float rounding stays below the tolerance, and 0.1% off still fails.
+  attn::GradCheckOptions64 o;
+  o.floor = 1e-2;
+  for (const std::uint64_t seed : seeds()) {
+    INFO("seed " << seed);
+    attn::Rng rng(seed);
+    const attn::Tensor<3> xf = attn::randn<3>(rng, {2, 5, 8}, 2.0f);
+    const attn::Vector gf = attn::randn<1>(rng, {8}, 0.3f) + 1.0f;
+    const attn::Vector bf = attn::randn<1>(rng, {8}, 0.3f);
+    attn::Tensor64<3> x = xt::cast<double>(xf);
+    attn::Tensor64<1> gamma = xt::cast<double>(gf), beta = xt::cast<double>(bf);
+    const attn::Tensor64<3> R = upstream_like(x, rng);
+    const attn::LayerNormGrads<3> g =
+        attn::layer_norm_backward<3>(attn::Tensor<3>(xt::cast<float>(R)), xf, gf);
+    attn::Tensor64<3> dx = xt::cast<double>(g.dx);
+    attn::Tensor64<1> dgamma = xt::cast<double>(g.dgamma), dbeta = xt::cast<double>(g.dbeta);
+    const auto loss = [&] {
+      return attn::weighted_sum(csp(attn::layer_norm<3>(x, gamma, beta)), csp(R));
+    };
+    const auto rs = attn::check_gradients(
+        loss,
+        {{"x", sp(x), csp(dx)}, {"gamma", sp(gamma), csp(dgamma)}, {"beta", sp(beta), csp(dbeta)}},
+        o);
+    for (const attn::GradCheckResult& r : rs) {
+      INFO(r.name << ": max_rel " << r.max_rel);
+      CHECK(r.pass);
+    }
+    dx *= 1.001;
+    CHECK_FALSE(attn::check_gradients(loss, {{"x", sp(x), csp(dx)}}, o)[0].pass);
+  }
+}
+
 TEST_CASE("float64 twins refuse what they do not cover, by name") {
   attn::Rng rng(3);
   attn::BlockWeights64 w = attn::to_float64(random_block(rng, 8, 32));
