@@ -292,12 +292,19 @@ void show_gap(const attn::TrainState& s, const attn::TrainConfig& c, const Data&
         "model than the training text, which says more about the split than about the model.",
         num(-gap));
   }
-  if (still_best) {
-    attn::claim(last.val_loss <= best.val_loss + 0.005,
-                "the last estimate is within 0.005 of the best");
+  if (still_best && last.step == best.step) {
+    attn::claim(last.val_loss <= best.val_loss, "the last estimate is the lowest");
     text +=
-        " The val loss is still at its lowest at the last estimate: training on may still help; "
-        "stop when an estimate comes out higher than the best so far.";
+        " The val loss is at its lowest at the last estimate: training on may still help; stop "
+        "when an estimate comes out higher than the best so far.";
+  } else if (still_best) {
+    attn::claim(last.val_loss > best.val_loss && last.val_loss <= best.val_loss + 0.005,
+                "the last estimate is within 0.005 above the lowest");
+    text += fmt::format(
+        " The val loss has flattened: the last estimate is {} above the lowest ({} at step {}), "
+        "within the noise of an estimate. Training on buys little now; stop once the estimates "
+        "climb clearly above the best.",
+        num(last.val_loss - best.val_loss), num(best.val_loss), best.step);
   } else {
     attn::claim(last.val_loss > best.val_loss + 0.005, "the val loss ended above its best");
     text += fmt::format(
