@@ -308,13 +308,13 @@ void show_gap(const attn::TrainState& s, const attn::TrainConfig& c, const Data&
   } else {
     attn::claim(last.val_loss > best.val_loss + 0.005, "the val loss ended above its best");
     text += fmt::format(
-        " The val loss was lowest at step {} ({}) and ended {} higher{}. Stop at step {}: with "
-        "--save, the checkpoint of that estimate is the model to keep.",
+        " The val loss was lowest at step {} ({}) and ended {} higher{}. Stop at step {}: a run is "
+        "deterministic, so --steps {} with the same flags gives that model.",
         best.step, num(best.val_loss), num(last.val_loss - best.val_loss),
         rose ? fmt::format(", while the train loss kept falling ({} to {})", num(best.train_loss),
                            num(last.train_loss))
              : std::string(),
-        best.step);
+        best.step, best.step);
   }
   fmt::print("{}\n", wrap_text(text, 92));
 }
