@@ -280,8 +280,8 @@ void show_gap(const attn::TrainState& s, const attn::TrainConfig& c, const Data&
     attn::claim(gap >= 0.05, "the val loss ended at least 0.05 above the train loss");
     text += fmt::format(
         " The val loss ended {} above the train loss: after {} passes the model fits its "
-        "training text better than text it never saw, {}{}",
-        num(gap), num(passes, 1), gap < 0.2 ? "the start of memorising" : "it is memorising",
+        "training text better than text it never saw{}{}",
+        num(gap), num(passes, 1), gap < 0.2 ? ", the start of memorising" : ": it is memorising",
         c.model.dropout > 0.0f
             ? fmt::format(", even with dropout {} on.", num(c.model.dropout, 2))
             : std::string(". Dropout (--dropout P, the page measures it) works against it."));
