@@ -309,7 +309,7 @@ void show_gap(const attn::TrainState& s, const attn::TrainConfig& c, const Data&
     attn::claim(last.val_loss > best.val_loss + 0.005, "the val loss ended above its best");
     text += fmt::format(
         " The val loss was lowest at step {} ({}) and ended {} higher{}. Stop at step {}: a run is "
-        "deterministic, so --steps {} with the same flags gives that model.",
+        "deterministic, so the same run stopped at step {} gives that model.",
         best.step, num(best.val_loss), num(last.val_loss - best.val_loss),
         rose ? fmt::format(", while the train loss kept falling ({} to {})", num(best.train_loss),
                            num(last.train_loss))
