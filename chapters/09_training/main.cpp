@@ -509,6 +509,12 @@ Kernels learner_kernels() {
 
 void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
   check_flag_values(o);
+  if (common.mine && attn::parse_optimizer(o.optimizer) != attn::Optimizer::adamw) {
+    throw attn::UsageError(fmt::format(
+        "--mine trains with your AdamW step (ex09.1, ex09.4), not with --optimizer {}: drop one "
+        "of the two",
+        o.optimizer));
+  }
   if (o.ladder) return run_ladder(common, o.ladder_steps, o.ladder_rows);
   const Kernels k = common.mine ? learner_kernels() : reference_kernels();
   const bool resuming = !o.resume_dir.empty();

@@ -34,6 +34,9 @@ attn_cli_test(ch09.dropout_not_a_number EXIT 2 MATCH "--dropout"
 attn_cli_test(ch09.optimizer_unknown EXIT 2
               MATCH "--optimizer: unknown optimizer 'adam': expected adamw or sgd"
               COMMAND 09_training --optimizer adam)
+attn_cli_test(ch09.mine_with_sgd EXIT 2
+              MATCH "--mine trains with your AdamW step \\(ex09.1, ex09.4\\), not with --optimizer sgd"
+              COMMAND 09_training --mine --optimizer sgd)
 set(ch09_dropout_run ${CMAKE_CURRENT_BINARY_DIR}/ch09_dropout_run)
 string(JOIN " " ch09_small_text ${ch09_small})
 attn_cli_test(ch09.resume_keeps_dropout EXIT 2
