@@ -1,4 +1,5 @@
-// tests/gradcheck_helpers.hpp: running attn::grad_check from doctest (chapter 08's tests).
+// tests/gradcheck_helpers.hpp: running attn::check_gradients (float64) or attn::grad_check
+// (float32) from doctest (chapter 08's tests).
 // check_gradients(op, results) CHECKs that every tensor passes and prints one line per tensor,
 //   gradcheck <op> <tensor> max_abs=... max_rel=...
 // so a test run shows the errors the issue notes quote.
@@ -17,12 +18,13 @@
 
 namespace attn::testing {
 
+// A tensor's numbers as a span (float for Tensor, double for Tensor64).
 template <class T>
-std::span<float> span_of(T& t) {
+std::span<typename T::value_type> span_of(T& t) {
   return {t.data(), t.size()};
 }
 template <class T>
-std::span<const float> cspan_of(const T& t) {
+std::span<const typename T::value_type> cspan_of(const T& t) {
   return {t.data(), t.size()};
 }
 
@@ -33,6 +35,15 @@ Tensor<N> upstream(const Tensor<N>& like, std::uint64_t seed) {
   std::array<std::size_t, N> shape;
   std::copy(like.shape().begin(), like.shape().end(), shape.begin());
   return randn<N>(rng, shape);
+}
+
+// The same R in double, for the float64 checks (attn::check_gradients).
+template <std::size_t N>
+Tensor64<N> upstream64(const Tensor64<N>& like, std::uint64_t seed) {
+  Rng rng(seed);
+  Tensor64<N> r(like.shape());
+  for (double& v : r) v = rng.normal();
+  return r;
 }
 
 inline void check_gradients(const std::string& op, const std::vector<GradCheckResult>& results) {

@@ -26,6 +26,11 @@
 #include <vector>
 
 #include "attn/ops/attention.hpp"
+#include "attn/ops/gqa.hpp"
+#include "attn/ops/rmsnorm.hpp"
+#include "attn/ops/rope.hpp"
+#include "attn/ops/swa.hpp"
+#include "attn/ops/swiglu.hpp"
 #include "attn/model/block.hpp"
 #include "attn/core/check.hpp"
 #include "attn/fast/ffn.hpp"
@@ -63,7 +68,8 @@ constexpr std::string_view kUsage =
     "`expect_nonfinite 1`: then got must be exactly that value (the same infinity, NaN for NaN).\n"
     "\n"
     "case.txt: one `key value` per line ('#' starts a comment). `op` is one of softmax,\n"
-    "masked_softmax, sdpa, mha, layernorm, ffn, block, cross_entropy, lm, train; the other\n"
+    "masked_softmax, sdpa, mha, layernorm, ffn, block, cross_entropy, lm, train, rope,\n"
+    "rmsnorm, swiglu, gqa, swa; the other "
     "keys and the .npy files each op needs are listed in tests/golden/README.md.\n"
     "\n"
     "Gradients: grad.NAME.npy is dloss/dNAME. For the op's output (y, out) it is the upstream\n"
@@ -822,9 +828,206 @@ void run_train(const Case& c, Comparison& cmp) {
   compare_values(c, "losses", losses, loss_shape, cmp);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Chapter 11's ops (the reference, in float): rope, rmsnorm, swiglu, gqa, swa. Their keys have
+// defaults where the library has one (theta 10000, offset 0, rope 0, window 0 for gqa) and are
+// checked here, against case.txt, before the library sees them.
+
+constexpr std::size_t kMaxWindow = 1 << 20;  // a window of positions (above any T of a case)
+constexpr std::size_t kMaxOffset = 1 << 24;  // a first position: exact in float and double
+
+// A count that may be 0, with a default when the key is absent (offset, gqa's window).
+std::size_t count_or(const Case& c, const std::string& key, std::size_t absent, std::size_t max) {
+  if (!c.has(key)) return absent;
+  const std::string& v = c.text(key);
+  std::size_t n = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size() || n > max) {
+    c.fail(fmt::format("key {} must be an integer from 0 to {}, got '{}'", key, max, v));
+  }
+  return n;
+}
+
+// RoPE's base: a finite number > 0, 10000 when absent.
+double theta_or_default(const Case& c) {
+  if (!c.has("theta")) return 10000.0;
+  const std::string& v = c.text("theta");
+  std::size_t used = 0;
+  double x = 0.0;
+  try {
+    x = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || !std::isfinite(x) || x <= 0.0) {
+    c.fail(fmt::format("key theta must be a number > 0 (RoPE's base, e.g. 10000), got '{}'", v));
+  }
+  return x;
+}
+
+template <std::size_t N>
+void run_rmsnorm(const Case& c, float eps, Comparison& cmp) {
+  const attn::Tensor<N> x = attn::load_npy<N>(c.file("x"));  // (..., C)
+  const attn::Vector gamma = attn::load_npy<1>(c.file("gamma"));
+  attn::RmsNormCache<float> cache;
+  const attn::Tensor<N> y = attn::rms_norm<float, N>(x, gamma, eps, cache);
+  compare<N>(c, "y", y, cmp);
+  if (!c.backward()) return;
+  const attn::Tensor<N> dy = load_upstream<N>(c, "y", y.shape());
+  const attn::RmsNormGrads<float, N> g = attn::rms_norm_backward<float, N>(dy, x, gamma, cache);
+  compare_grad<N>(c, "x", g.dx, cmp);
+  compare_grad<1>(c, "gamma", g.dgamma, cmp);
+}
+
+void run_rope(const Case& c, Comparison& cmp) {
+  const double theta = theta_or_default(c);
+  const std::size_t offset = count_or(c, "offset", 0, kMaxOffset);
+  const attn::Tensor<4> x = attn::load_npy<4>(c.file("x"));  // (B, H, T, hs)
+  const attn::Tensor<4> y = attn::rope<float>(x, theta, offset);
+  compare<4>(c, "y", y, cmp);
+  if (!c.backward()) return;
+  const attn::Tensor<4> dy = load_upstream<4>(c, "y", y.shape());
+  compare_grad<4>(c, "x", attn::rope_backward<float>(dy, theta, offset), cmp);
+}
+
+void run_swiglu(const Case& c, Comparison& cmp) {
+  const attn::Tensor<3> x = attn::load_npy<3>(c.file("x"));  // (B, T, C)
+  const attn::Matrix w_gate = attn::load_npy<2>(c.file("w_gate"));
+  const attn::Matrix w_up = attn::load_npy<2>(c.file("w_up"));
+  const attn::Matrix w_down = attn::load_npy<2>(c.file("w_down"));
+  const attn::SwigluWeights<float> w{w_gate, w_up, w_down};
+  attn::SwigluCache<float> cache;
+  const attn::Tensor<3> y = attn::swiglu_forward<float>(x, w, cache);
+  compare<3>(c, "y", y, cmp);
+  if (!c.backward()) return;
+  const attn::Tensor<3> dy = load_upstream<3>(c, "y", y.shape());
+  attn::Tensor<3> dx;
+  attn::SwigluWeights<float> g{xt::zeros_like(w.w_gate), xt::zeros_like(w.w_up),
+                               xt::zeros_like(w.w_down)};
+  attn::swiglu_backward<float>(dy, cache, w, dx, g);
+  compare_grad<3>(c, "x", dx, cmp);
+  compare_grad<2>(c, "w_gate", g.w_gate, cmp);
+  compare_grad<2>(c, "w_up", g.w_up, cmp);
+  compare_grad<2>(c, "w_down", g.w_down, cmp);
+}
+
+void run_gqa(const Case& c, Comparison& cmp) {
+  attn::GqaConfig config;
+  config.n_heads = c.positive("n_heads", kMaxHeads);
+  config.n_kv_heads = c.positive("n_kv_heads", kMaxHeads);
+  if (config.n_heads % config.n_kv_heads != 0) {
+    c.fail(fmt::format("key n_kv_heads = {} does not divide n_heads = {}", config.n_kv_heads,
+                       config.n_heads));
+  }
+  config.causal = c.flag("causal");
+  config.rope = c.flag_or("rope", false);
+  config.theta = theta_or_default(c);
+  config.window = count_or(c, "window", 0, kMaxWindow);
+  if (config.window > 0 && !config.causal) {
+    c.fail(fmt::format("key window {} needs causal 1 (a sliding window looks back only)",
+                       config.window));
+  }
+  const attn::Tensor<3> x = attn::load_npy<3>(c.file("x"));  // (B, T, C)
+  const attn::Matrix w_q = attn::load_npy<2>(c.file("w_q"));
+  const attn::Matrix w_k = attn::load_npy<2>(c.file("w_k"));
+  const attn::Matrix w_v = attn::load_npy<2>(c.file("w_v"));
+  const attn::Matrix w_o = attn::load_npy<2>(c.file("w_o"));
+  const attn::GqaWeights<float> w{w_q, w_k, w_v, w_o};
+  attn::GqaCache<float> cache;
+  const attn::Tensor<3> out = attn::gqa_forward<float>(x, w, config, cache);
+  compare<3>(c, "out", out, cmp);                // (B, T, C)
+  compare<4>(c, "weights", cache.weights, cmp);  // (B, H, T, T)
+  if (!c.backward()) return;
+  const attn::Tensor<3> dout = load_upstream<3>(c, "out", out.shape());
+  attn::Tensor<3> dx;
+  attn::GqaWeights<float> g{xt::zeros_like(w.w_q), xt::zeros_like(w.w_k), xt::zeros_like(w.w_v),
+                            xt::zeros_like(w.w_o)};
+  attn::gqa_backward<float>(dout, cache, w, config, dx, g);
+  compare_grad<3>(c, "x", dx, cmp);
+  compare_grad<2>(c, "w_q", g.w_q, cmp);
+  compare_grad<2>(c, "w_k", g.w_k, cmp);
+  compare_grad<2>(c, "w_v", g.w_v, cmp);
+  compare_grad<2>(c, "w_o", g.w_o, cmp);
+}
+
+void run_swa(const Case& c, Comparison& cmp) {
+  const std::size_t window = c.positive("window", kMaxWindow);
+  const attn::Tensor<4> q = attn::load_npy<4>(c.file("q"));  // (B, H, T, hs)
+  const attn::Tensor<4> k = attn::load_npy<4>(c.file("k"));
+  const attn::Tensor<4> v = attn::load_npy<4>(c.file("v"));
+  const attn::WindowAttention<float> r = attn::sliding_window_attention<float>(q, k, v, window);
+  compare<4>(c, "out", r.out, cmp);
+  compare<4>(c, "weights", r.weights, cmp);
+  if (!c.backward()) return;
+  const attn::Tensor<4> dout = load_upstream<4>(c, "out", r.out.shape());
+  const attn::WindowAttentionGrads<float> g =
+      attn::sliding_window_attention_backward<float>(dout, q, k, v, r.weights, window);
+  compare_grad<4>(c, "q", g.dq, cmp);
+  compare_grad<4>(c, "k", g.dk, cmp);
+  compare_grad<4>(c, "v", g.dv, cmp);
+}
+
+// The grad. files of chapter 11's ops; false when `op` is not one of them.
+bool modern_grad_names(const std::string& op, GradNames& names) {
+  const std::pair<std::string, std::string> no_weights{"weights", kMhaNames.no_grad[0].second};
+  if (op == "rope") {
+    names = {{"x"}, "y", {}};
+  } else if (op == "rmsnorm") {
+    names = {{"x", "gamma"}, "y", {}};
+  } else if (op == "swiglu") {
+    names = {{"x", "w_gate", "w_up", "w_down"}, "y", {}};
+  } else if (op == "gqa") {
+    names = {{"x", "w_q", "w_k", "w_v", "w_o"}, "out", {no_weights}};
+  } else if (op == "swa") {
+    names = {{"q", "k", "v"}, "out", {no_weights}};
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Runs chapter 11's op `c.op()`; false when it is not one of them.
+bool run_modern_op(const Case& c, Comparison& cmp) {
+  const std::string& op = c.op();
+  GradNames names;
+  if (!modern_grad_names(op, names)) return false;
+  if (op == "rope") c.allow_keys({"theta", "offset"});
+  if (op == "rmsnorm") c.allow_keys({"eps"});
+  if (op == "swiglu") c.allow_keys({});
+  if (op == "gqa") c.allow_keys({"n_heads", "n_kv_heads", "causal", "rope", "theta", "window"});
+  if (op == "swa") c.allow_keys({"window"});
+  check_grad_names(c, names);
+  if (op == "rope") {
+    run_rope(c, cmp);
+  } else if (op == "rmsnorm") {
+    const float eps = c.eps("eps");
+    switch (rank_of(c, "x")) {
+      case 2:
+        run_rmsnorm<2>(c, eps, cmp);
+        break;
+      case 3:
+        run_rmsnorm<3>(c, eps, cmp);
+        break;
+      case 4:
+        run_rmsnorm<4>(c, eps, cmp);
+        break;
+      default:
+        bad_rank(c, "x", "rank 2-4 (..., C)");
+    }
+  } else if (op == "swiglu") {
+    run_swiglu(c, cmp);
+  } else if (op == "gqa") {
+    run_gqa(c, cmp);
+  } else {
+    run_swa(c, cmp);
+  }
+  return true;
+}
+
 // The grad. files each op accepts (check_grad_names). lm's depend on the model's layers.
 GradNames grad_names(const Case& c) {
   const std::string& op = c.op();
+  if (GradNames modern; modern_grad_names(op, modern)) return modern;
   if (op == "softmax" || op == "masked_softmax") return {{"x"}, "y", {}};
   if (op == "sdpa") {
     return {{"q", "k", "v"}, "out", {{"weights", kMhaNames.no_grad[0].second}}};
@@ -956,9 +1159,10 @@ void run_op(const Case& c, Comparison& cmp) {
     check_grad_names(c, grad_names(c));
     return run_train(c, cmp);
   }
+  if (run_modern_op(c, cmp)) return;
   c.fail(
       fmt::format("unknown op '{}' (known: softmax, masked_softmax, sdpa, mha, layernorm, "
-                  "ffn, block, cross_entropy, lm, train)",
+                  "ffn, block, cross_entropy, lm, train, rope, rmsnorm, swiglu, gqa, swa)",
                   op));
 }
 

@@ -3,6 +3,7 @@
 // loss printed beside the lecture's (docs/09-training.md, "The lecture's ladder").
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -73,7 +74,7 @@ std::vector<LadderRow> ladder_rows(std::size_t V) {
 // The bigram row, the lecture's bigram script: logits = table[token], table (V, V) drawn N(0, 1)
 // like nn.Embedding, AdamW (lr 1e-2, torch's default weight decay 0.01), B 32, T 8.
 double train_bigram_row(const Data& d, std::size_t steps, std::size_t eval_iters,
-                        std::uint64_t seed) {
+                        std::uint64_t seed, double* train_loss) {
   const std::size_t V = d.vocab.size(), B = 32, T = 8;
   attn::Rng init(seed);
   Matrix table = attn::randn(init, V, V, 1.0f);  // (V, V)
@@ -104,14 +105,169 @@ double train_bigram_row(const Data& d, std::size_t steps, std::size_t eval_iters
                        std::span<float>(m.data(), m.size()), std::span<float>(v.data(), v.size()),
                        1e-2f, adam.weight_decay, step, adam);
   }
+  // The val estimate first, from the same generator as before; then the train split's.
+  const auto mean_loss = [&](std::span<const int> data, attn::Rng& rng) {
+    double sum = 0.0;
+    for (std::size_t i = 0; i < eval_iters; ++i) {
+      const attn::Batch b = attn::get_batch(data, B, T, rng);
+      gather(b.x);
+      sum += attn::cross_entropy(logits, std::span<const int>(b.y.data(), b.y.size()));
+    }
+    return sum / static_cast<double>(eval_iters);
+  };
   attn::Rng eval_rng(seed + steps, 202);
-  double sum = 0.0;
-  for (std::size_t i = 0; i < eval_iters; ++i) {
-    const attn::Batch b = attn::get_batch(d.split.val, B, T, eval_rng);
-    gather(b.x);
-    sum += attn::cross_entropy(logits, std::span<const int>(b.y.data(), b.y.size()));
+  const double val = mean_loss(d.split.val, eval_rng);
+  attn::Rng train_rng(seed + steps, 203);
+  *train_loss = mean_loss(d.split.train, train_rng);
+  return val;
+}
+
+// ---- Why each row helps: measured on the row's model (its reason, in numbers).
+struct RowWhy {
+  bool measured = false;
+  double train = 0.0, val = 0.0;        // the estimates of both splits
+  std::vector<double> head_distance;    // layer 0: how far back each head looks, on average
+  double grad_ratio = 0.0;              // at init: |grad of block 0| / |grad of block L-1|
+  double grad_ratio_no_residual = 0.0;  // the same model without its skip connections
+  std::vector<double> stream_rms;       // trained: the embeddings' rms, then after each block
+};
+
+// The mean distance t - s a head's attention looks back, over a batch of val windows: for each
+// head of layer 0, sum_s p(t, s) (t - s) averaged over every query.
+std::vector<double> head_distances(const attn::LmWeights& w, const attn::LmConfig& m,
+                                   const attn::Batch& b) {
+  const attn::LmForward f = attn::lm_forward_with_weights(b.x, w, m);
+  const attn::Tensor<4>& p = f.weights[0];  // (B, H, T, T)
+  const std::size_t B = p.shape()[0], H = p.shape()[1], T = p.shape()[2];
+  std::vector<double> out(H, 0.0);
+  for (std::size_t h = 0; h < H; ++h) {
+    for (std::size_t bi = 0; bi < B; ++bi)
+      for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t u = 0; u <= t; ++u)
+          out[h] += static_cast<double>(p(bi, h, t, u)) * static_cast<double>(t - u);
+    out[h] /= static_cast<double>(B * T);
   }
-  return sum / static_cast<double>(eval_iters);
+  return out;
+}
+
+// At initialisation, on one batch: the gradient norm of the first block over the last's.
+double first_over_last_gradient(const attn::LmConfig& m, std::uint64_t seed, const attn::Batch& b) {
+  attn::TrainConfig c;
+  c.model = m;
+  c.init = attn::InitScheme::pytorch;
+  c.seed = seed;
+  attn::TrainState s = attn::train_init(c);
+  (void)attn::lm_forward_backward(b.x, b.y, s.weights, m, s.grads, s.cache);
+  const auto norm = [](attn::BlockWeights& g) {
+    double sq = 0.0;
+    for (attn::Matrix* t :
+         {&g.attn.w_q, &g.attn.w_k, &g.attn.w_v, &g.attn.w_o, &g.ffn.w1, &g.ffn.w2})
+      for (const float x : *t) sq += static_cast<double>(x) * static_cast<double>(x);
+    return std::sqrt(sq);
+  };
+  return norm(s.grads.blocks.front()) / std::max(norm(s.grads.blocks.back()), 1e-30);
+}
+
+// The rms of the residual stream: after the embeddings, then after each block (evaluation).
+std::vector<double> stream_rms(const attn::LmWeights& w, const attn::LmConfig& m,
+                               const attn::Batch& b) {
+  const std::size_t B = b.x.shape()[0], T = b.x.shape()[1], C = m.n_embd;
+  attn::Tensor<3> x(std::array<std::size_t, 3>{B, T, C});
+  for (std::size_t i = 0; i < B * T; ++i)
+    for (std::size_t c = 0; c < C; ++c)
+      x.data()[i * C + c] =
+          w.wte(static_cast<std::size_t>(b.x.data()[i]), c) + w.wpe(i % T, c);  // (B, T, C)
+  const auto rms = [](const attn::Tensor<3>& t) {
+    double sq = 0.0;
+    for (const float v : t) sq += static_cast<double>(v) * static_cast<double>(v);
+    return std::sqrt(sq / static_cast<double>(t.size()));
+  };
+  std::vector<double> out{rms(x)};
+  const attn::BlockConfig bc = attn::lm_block_config(m);
+  for (const attn::BlockWeights& block : w.blocks) {
+    x = attn::block_forward(x, block, bc).out;
+    out.push_back(rms(x));
+  }
+  return out;
+}
+
+std::string list_text(const std::vector<double>& v, int precision, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    out += (i == 0 ? "" : std::string(sep)) + num(v[i], precision);
+  return out;
+}
+
+// One line per row: what the idea it adds does, in the numbers measured on it.
+void show_why(const std::vector<std::size_t>& chosen, const std::vector<RowWhy>& why,
+              std::size_t T) {
+  fmt::print("\nWhy each row helps, measured on its trained model:\n");
+  // Uniform attention over the t + 1 visible positions looks back t / 2 on average.
+  const double uniform = static_cast<double>(T - 1) / 4.0;
+  for (const std::size_t r : chosen) {
+    const RowWhy& y = why[r];
+    const std::string fit = fmt::format("train {} / val {}", num(y.train), num(y.val));
+    std::string line;
+    if (r == 0) {
+      line = "one character of context: the table only knows which character came last";
+    } else if (r == 1) {
+      const double d = y.head_distance.at(0);
+      attn::claim(d > 0.0, "the head looks back");
+      line = fmt::format(
+          "its head looks back {} characters on average ({} for uniform "
+          "attention): context the bigram cannot see",
+          num(d, 2), num(uniform, 2));
+    } else if (r == 2) {
+      const auto [lo, hi] = std::minmax_element(y.head_distance.begin(), y.head_distance.end());
+      line = fmt::format("its four heads look back {} characters: {}",
+                         list_text(y.head_distance, 2, ", "),
+                         *hi - *lo >= 0.5 ? "different heads, different distances, read at once"
+                                          : "four views of the past, read at once");
+    } else if (r == 3) {
+      line = "a per-token computation on what attention gathered";
+      if (why[2].measured) {
+        const bool lower = y.train < why[2].train;
+        line += fmt::format(
+            ": train loss {} against {} for row 2, {}", num(y.train), num(why[2].train),
+            lower ? "so it fits the text better" : "no better fit yet at this number of steps");
+      }
+    } else if (r == 4) {
+      attn::claim(y.grad_ratio > y.grad_ratio_no_residual,
+                  "residuals bring more gradient to the first block");
+      line = fmt::format(
+          "at init the first block gets {}x the last block's gradient norm; "
+          "without the skip connections {}x: residuals carry the gradient down "
+          "through 3 blocks",
+          num(y.grad_ratio, 2), num(y.grad_ratio_no_residual, 3));
+    } else {
+      line = fmt::format(
+          "the residual stream's rms goes {} from the embeddings through the 3 "
+          "blocks; each LayerNorm hands its sub-layer rms 1 whatever that "
+          "drift, which at this depth is {}",
+          list_text(y.stream_rms, 2, " -> "),
+          y.stream_rms.back() < 3.0 * y.stream_rms.front() ? "small: a small gain" : "large");
+    }
+    // Wrapped at 92 columns under the row number.
+    const std::string text = line + " (" + fit + ")";
+    std::string out = fmt::format("  {:<3} ", r);
+    std::size_t column = out.size();
+    std::size_t begin = 0;
+    while (begin < text.size()) {
+      std::size_t end = text.find(' ', begin);
+      if (end == std::string::npos) end = text.size();
+      const std::string word = text.substr(begin, end - begin);
+      if (column + word.size() > 92 && column > 6) {
+        out.pop_back();  // the space after the last word of the line
+        out += "\n      ";
+        column = 6;
+      }
+      out += word + " ";
+      column += word.size() + 1;
+      begin = end + 1;
+    }
+    out.pop_back();
+    fmt::print("{}\n", out);
+  }
 }
 
 std::vector<std::size_t> parse_rows(const std::string& text, std::size_t n) {
@@ -161,13 +317,16 @@ void run_ladder(const attn::CommonOptions& common, std::size_t steps, const std:
   fmt::print("  {:<3} {:<44} {:>8} {:>9} {:>8} {:>7}\n", "row", "model", "params", "val loss",
              "lecture", "diff");
   std::size_t within = 0;
+  std::vector<RowWhy> why(rows.size());
+  attn::Rng probe_rng(common.seed, 404);
+  const attn::Batch probe = attn::get_batch(d.split.val, 32, 8, probe_rng);  // (32, 8) windows
   for (const std::size_t r : chosen) {
     const LadderRow& row = rows[r];
     const Clock::time_point start = Clock::now();
     double val = 0.0;
     std::size_t params = 0;
     if (row.bigram) {
-      val = train_bigram_row(d, steps == 0 ? 3000 : steps, eval_iters, common.seed);
+      val = train_bigram_row(d, steps == 0 ? 3000 : steps, eval_iters, common.seed, &why[r].train);
       params = d.vocab.size() * d.vocab.size();
     } else {
       attn::TrainConfig c;
@@ -181,9 +340,21 @@ void run_ladder(const attn::CommonOptions& common, std::size_t steps, const std:
       attn::TrainState s = attn::train_init(c);
       params = attn::lm_parameter_count(s.weights);
       while (s.step < c.steps) attn::train_step(s, c, d.split.train);
-      val =
-          attn::estimate_loss(s.weights, c.model, d.split, 32, eval_iters, c.seed, s.step).val_loss;
+      const attn::EvalRecord e =
+          attn::estimate_loss(s.weights, c.model, d.split, 32, eval_iters, c.seed, s.step);
+      val = e.val_loss;
+      why[r].train = e.train_loss;
+      why[r].head_distance = head_distances(s.weights, c.model, probe);
+      if (c.model.n_layers > 1) {
+        why[r].grad_ratio = first_over_last_gradient(c.model, c.seed, probe);
+        attn::LmConfig no_res = c.model;
+        no_res.residual = false;
+        why[r].grad_ratio_no_residual = first_over_last_gradient(no_res, c.seed, probe);
+        why[r].stream_rms = stream_rms(s.weights, c.model, probe);
+      }
     }
+    why[r].val = val;
+    why[r].measured = true;
     const double diff = val - row.lecture_val;
     if (std::abs(diff) <= 0.05) ++within;
     fmt::print("  {:<3} {:<44} {:>8} {:>9} {:>8} {:>+7.3f}{}\n", r, row.what, params, num(val),
@@ -192,6 +363,7 @@ void run_ladder(const attn::CommonOptions& common, std::size_t steps, const std:
     std::fflush(stdout);
   }
   fmt::print("\n{} of {} rows within 0.05 of the lecture's number.\n", within, chosen.size());
+  show_why(chosen, why, 8);
   if (const char* check = std::getenv("ATTN_LADDER_CHECK");
       check != nullptr && *check == '1' && within != chosen.size()) {
     throw std::runtime_error("a ladder row is further than 0.05 from the lecture's number");

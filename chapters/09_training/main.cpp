@@ -172,15 +172,22 @@ OneStep take_one_step(const Kernels& k, const attn::TrainState& start, const att
 
   // 1. Zero the gradients: the backward adds into them.
   for (std::span<float> grad : grads) std::fill(grad.begin(), grad.end(), 0.0f);
+  const std::size_t t = start.step + 1;
+  // (With --dropout, this step's masks come from a generator of their own, as in the library.)
+  if (c.model.dropout > 0.0f) s.cache.dropout_rng = attn::dropout_rng_for(c.seed, t);
   // 2. Forward (keeping what the backward needs) and backward: the batch's mean cross-entropy,
   //    and the gradient of every weight.
   const double loss = attn::lm_forward_backward(b.x, b.y, s.weights, c.model, s.grads, s.cache);
   // 3. The global norm of all gradients together, clipped to --grad-clip (0: off).
   const double norm = attn::clip_grad_norm(grads, c.grad_clip);
   // 4. AdamW on every tensor at the schedule's lr; weight decay only on matrices and embeddings.
-  const std::size_t t = start.step + 1;
+  //    (--optimizer sgd: p -= lr * g instead.)
   const float lr = attn::learning_rate(c.schedule, t);
   for (std::size_t i = 0; i < p.size(); ++i) {
+    if (c.optimizer == attn::Optimizer::sgd) {
+      for (std::size_t j = 0; j < p[i].values.size(); ++j) p[i].values[j] -= lr * g[i].values[j];
+      continue;
+    }
     const float decay = attn::decays(p[i].rank) ? c.adam.weight_decay : 0.0f;
     k.adamw_update(p[i].values, g[i].values, m[i].values, v[i].values, lr, decay, t, c.adam);
   }
@@ -207,21 +214,29 @@ void show_one_step(const OneStep& r, const attn::TrainConfig& c) {
   // "Every weight moves by about lr": on the first step m / sqrt(v) is g / (|g| + eps), so no
   // weight moves by more than lr (plus its decay), and those with a gradient move by nearly lr.
   const double lr = static_cast<double>(r.lr), wd = static_cast<double>(c.adam.weight_decay);
-  attn::claim(r.largest_move <= lr * (1.0 + 1e-3) + lr * wd * r.largest_weight &&
-                  r.largest_move >= 0.5 * lr,
-              "on the first step every weight moves by about lr, never more");
+  const bool adam = c.optimizer == attn::Optimizer::adamw;
+  if (adam) {
+    attn::claim(r.largest_move <= lr * (1.0 + 1e-3) + lr * wd * r.largest_weight &&
+                    r.largest_move >= 0.5 * lr,
+                "on the first step every weight moves by about lr, never more");
+  }
   fmt::print(
       "  1. zero the gradients                 {} tensors, shaped like the weights\n"
-      "  2. forward and backward on one batch  loss {}\n"
+      "  2. forward and backward on one batch  loss {}{}\n"
       "  3. clip the global gradient norm      norm {} {}\n"
-      "  4. AdamW at lr {}                 every weight moves by about lr\n"
+      "  4. {} at lr {}                 {}\n"
       "The same batch after the step: loss {} ({} {}).\n",
-      r.tensors, num(r.loss), num(r.grad_norm),
+      r.tensors, num(r.loss),
+      c.model.dropout > 0.0f ? fmt::format(" (dropout {} on)", num(c.model.dropout, 2)) : "",
+      num(r.grad_norm),
       c.grad_clip <= 0.0f ? std::string("(clipping off)")
       : r.grad_norm > static_cast<double>(c.grad_clip)
           ? fmt::format("> {}: scaled down to {}", num(c.grad_clip, 2), num(c.grad_clip, 2))
           : fmt::format("<= {}: left alone", num(c.grad_clip, 2)),
-      num(r.lr, 5), num(r.loss_after), r.loss_after < r.loss ? "down by" : "up by",
+      adam ? "AdamW" : "SGD  ", num(r.lr, 5),
+      adam ? "every weight moves by about lr"
+           : fmt::format("the largest move is {}", num(r.largest_move, 6)),
+      num(r.loss_after), r.loss_after < r.loss ? "down by" : "up by",
       num(std::abs(r.loss_after - r.loss)));
   fmt::print(
       "These four steps, written out in take_one_step (main.cpp), against the library's\n"
@@ -239,6 +254,63 @@ void show_one_step(const OneStep& r, const attn::TrainConfig& c) {
 }
 
 // ---- 4. Training: steps, estimates, a progress line, checkpoints.
+
+// The train/val gap: how many passes over the training text the run made, how far apart the two
+// losses ended, and when to stop, each sentence chosen by the numbers.
+void show_gap(const attn::TrainState& s, const attn::TrainConfig& c, const Data& d,
+              const attn::EvalRecord& best, const attn::EvalRecord& last) {
+  const double read = static_cast<double>(s.step) * static_cast<double>(c.batch_size) *
+                      static_cast<double>(c.model.block_size);
+  const double passes = read / static_cast<double>(d.split.train.size());
+  const double gap = last.val_loss - last.train_loss;
+  fmt::print(
+      "{} steps of {} windows of {} tokens read {} tokens: {} passes over the {} training\n"
+      "tokens (a pass over the data is an epoch; windows overlap and are drawn at random).\n",
+      s.step, c.batch_size, c.model.block_size, attn::grouped(read), num(passes, 1),
+      d.split.train.size());
+  const bool still_best = last.val_loss <= best.val_loss + 0.005;
+  const bool rose = !still_best && last.train_loss < best.train_loss;
+  if (std::abs(gap) < 0.05) {
+    attn::claim(std::abs(gap) < 0.05, "the train and val losses ended within 0.05");
+    fmt::print(
+        "The two losses ended {} apart: the model does as well on text it never saw as on its\n"
+        "training text, so it is not memorising; more steps or a bigger model can lower both.\n",
+        num(std::abs(gap)));
+  } else if (gap > 0.0) {
+    attn::claim(gap >= 0.05, "the val loss ended at least 0.05 above the train loss");
+    fmt::print(
+        "The val loss ended {} above the train loss: after {} passes the model fits its\n"
+        "training text better than text it never saw, the start of memorising{}\n",
+        num(gap), num(passes, 1),
+        c.model.dropout > 0.0f
+            ? fmt::format(", even with\ndropout {} on.", num(c.model.dropout, 2))
+            : std::string(
+                  ".\nDropout (--dropout P, the page measures it) works against memorising."));
+  } else {
+    attn::claim(gap <= -0.05, "the val loss ended at least 0.05 below the train loss");
+    fmt::print(
+        "The val loss ended {} below the train loss: the validation text is easier for this "
+        "model\nthan the training text, which says more about the split than about the model.\n",
+        num(-gap));
+  }
+  if (still_best) {
+    attn::claim(last.val_loss <= best.val_loss + 0.005,
+                "the last estimate is within 0.005 of the best");
+    fmt::print(
+        "The val loss is still at its lowest at the last estimate: training on may still help;\n"
+        "stop when an estimate comes out higher than the best so far.\n");
+  } else {
+    attn::claim(last.val_loss > best.val_loss + 0.005, "the val loss ended above its best");
+    fmt::print(
+        "The val loss was lowest at step {} ({}) and ended {} higher{}: stop at step {}\n"
+        "(with --save, the checkpoint of that estimate is the model to keep).\n",
+        best.step, num(best.val_loss), num(last.val_loss - best.val_loss),
+        rose ? fmt::format(" while the train loss kept falling ({} to {})", num(best.train_loss),
+                           num(last.train_loss))
+             : std::string(),
+        best.step);
+  }
+}
 
 void show_training(const attn::TrainState& s, const RunReport& r, const attn::TrainConfig& c,
                    const Data& d, double bigram_val, bool timing) {
@@ -259,12 +331,7 @@ void show_training(const attn::TrainState& s, const RunReport& r, const attn::Tr
                                "LayerNorm, depth: --ladder adds them one at a time)",
                                num(bigram_val - best->val_loss), c.model.block_size)
                  : std::string("not lower yet: train longer or with a higher --lr"));
-  if (last.val_loss > best->val_loss + 0.02 && last.train_loss < last.val_loss - 0.1) {
-    fmt::print(
-        "The val loss rose from {} to {} while the train loss kept falling ({}): the model is\n"
-        "memorising its {} training characters. A bigger corpus (--data, see the page) cures it.\n",
-        num(best->val_loss), num(last.val_loss), num(last.train_loss), d.split.train.size());
-  }
+  show_gap(s, c, d, *best, last);
 }
 
 // ---- 6. What the trained heads attend to: a window of validation text through the model.
@@ -362,7 +429,9 @@ HeadMaps measure_heads(const attn::LmWeights& w, const attn::LmConfig& config, c
   std::copy_n(val.begin() + static_cast<std::ptrdiff_t>(begin + 1), T, y.begin());
   attn::LmWeights grads = attn::lm_zeros_like(w);
   attn::LmCache cache;  // keeps every layer's attention weights (chapter 08)
-  out.loss = attn::lm_forward_backward(x, y, w, config, grads, cache);
+  attn::LmConfig eval = config;
+  eval.dropout = 0.0f;  // the trained model as it is used: dropout is for training only
+  out.loss = attn::lm_forward_backward(x, y, w, eval, grads, cache);
   for (std::size_t l = 0; l < config.n_layers; ++l) {
     const attn::Tensor<4>& weights = cache.blocks[l].attn.weights;  // (1, H, T, T)
     for (std::size_t h = 0; h < config.n_heads; ++h) {
@@ -432,6 +501,7 @@ Kernels learner_kernels() {
 }
 
 void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
+  check_flag_values(o);
   if (o.ladder) return run_ladder(common, o.ladder_steps, o.ladder_rows);
   const Kernels k = common.mine ? learner_kernels() : reference_kernels();
   const bool resuming = !o.resume_dir.empty();
@@ -568,6 +638,11 @@ int main(int argc, char** argv) {
   cli.add_flag("--tied", o.tied,
                "tie the output head to the embedding (logits = x @ wte^T, GPT-2) "
                "instead of the lecture's separate Linear(C, V) with bias");
+  cli.add_float("--dropout", o.dropout,
+                "P in [0, 1): zero each attention and FFN output with probability P in training "
+                "(the lecture's big model: 0.2)");
+  cli.add_string("--optimizer", o.optimizer,
+                 "adamw (the lecture's) or sgd (plain p -= lr * g, for the comparison)");
   cli.add_string("--save", o.save_dir, "DIR: write a checkpoint at every estimate and at the end");
   cli.add_string(
       "--resume", o.resume_dir,

@@ -32,6 +32,9 @@ using Clock = std::chrono::steady_clock;
 
 // B * T tokens of activations per step: bounded so a typo cannot ask for more than a laptop has.
 constexpr std::size_t kMaxTokensPerStep = std::size_t{1} << 17;
+// The activations a step keeps for its backward, over all layers: 4 GiB of floats, room for the
+// lecture's final model (B 64, T 256, C 384, 6 heads, 6 layers, dropout: 2.8 GiB).
+constexpr std::size_t kMaxKeptFloats = std::size_t{1} << 30;
 
 // ---- Ctrl-C (SIGINT) or SIGTERM: finish the step (or cut the estimate short), save, exit
 // 128 + the signal's number (130, 143). A second signal exits at once: the checkpoint of the
@@ -135,7 +138,20 @@ void check_data_fits(const Data& d, std::size_t block_size) {
   }
 }
 
+void check_flag_values(const Options& o) {
+  if (!(o.dropout >= 0.0f && o.dropout < 1.0f)) {
+    throw attn::UsageError(fmt::format(
+        "--dropout must be in [0, 1), the probability of zeroing a value, got {}", o.dropout));
+  }
+  try {
+    (void)attn::parse_optimizer(o.optimizer);
+  } catch (const std::invalid_argument& e) {
+    throw attn::UsageError(fmt::format("--optimizer: {}", e.what()));
+  }
+}
+
 attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t seed) {
+  check_flag_values(o);
   if (o.n_embd % o.n_heads != 0) {
     throw attn::UsageError(fmt::format(
         "--n-heads {} does not divide --n-embd {} (every head gets n_embd / n_heads channels)",
@@ -153,7 +169,9 @@ attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t see
   c.model.n_heads = o.n_heads;
   c.model.n_layers = o.n_layers;
   c.model.tied_head = o.tied;
+  c.model.dropout = o.dropout;
   try {
+    c.optimizer = attn::parse_optimizer(o.optimizer);
     c.model.activation = attn::parse_activation(o.activation);
     c.init = attn::parse_init(o.init);
     c.schedule.shape = attn::parse_lr_shape(o.schedule);
@@ -168,16 +186,19 @@ attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t see
         "--n-embd or --n-layers",
         params, attn::limits::kMaxModelParameters));
   }
-  // The backward keeps every layer's activations, the (B, H, T, T) attention weights the largest.
-  const std::size_t kept = attn::block_activation_floats(o.batch_size, o.block_size, C, 4 * C,
-                                                         o.n_heads, attn::BlockConfig{});
-  if (kept > attn::limits::kMaxElements / L) {
+  // The backward keeps every layer's activations, the (B, H, T, T) attention weights the largest
+  // (and with dropout its masks).
+  attn::BlockConfig block;
+  block.dropout = o.dropout;
+  const std::size_t kept =
+      attn::block_activation_floats(o.batch_size, o.block_size, C, 4 * C, o.n_heads, block);
+  if (kept > kMaxKeptFloats / L) {
     throw attn::UsageError(fmt::format(
         "--batch-size {}, --block-size {}, --n-embd {}, --n-heads {} and --n-layers {} would keep "
         "{} of activations for the backward (at most {}): lower one of them",
         o.batch_size, o.block_size, C, o.n_heads, L,
         attn::bytes_text(static_cast<std::uint64_t>(kept) * L * sizeof(float)),
-        attn::bytes_text(attn::limits::kMaxElements * sizeof(float))));
+        attn::bytes_text(kMaxKeptFloats * sizeof(float))));
   }
   c.batch_size = o.batch_size;
   c.steps = o.steps;
@@ -222,6 +243,8 @@ void check_resume_flags(const Options& o, const attn::TrainConfig& c, int argc, 
   same("--activation", o.activation, std::string(attn::activation_name(c.model.activation)));
   same("--init", o.init, std::string(attn::init_name(c.init)));
   same("--tied", o.tied ? "on" : "off", c.model.tied_head ? "on" : "off");
+  same("--dropout", n(o.dropout), n(c.model.dropout));
+  same("--optimizer", o.optimizer, std::string(attn::optimizer_name(c.optimizer)));
   same("--schedule", o.schedule,
        c.schedule.shape == attn::LrShape::constant ? "constant" : "cosine");
   same("--warmup", n(o.warmup), n(c.schedule.warmup));

@@ -55,7 +55,9 @@ struct Options {
   std::string init = "gpt2";
   std::string schedule = "constant";
   std::size_t warmup = 0;
-  bool tied = false;  // the lecture's lm_head: a separate Linear(C, V) with bias
+  bool tied = false;                // the lecture's lm_head: a separate Linear(C, V) with bias
+  float dropout = 0.0f;             // p in [0, 1); the lecture's scaled-up model uses 0.2
+  std::string optimizer = "adamw";  // or sgd, for the comparison on the page
   std::string save_dir;
   std::string resume_dir;
   bool overwrite = false;  // --save DIR may replace a run already in DIR
@@ -84,6 +86,9 @@ void check_data_fits(const Data& d, std::size_t block_size);
 // The config a fresh run trains with; attn::UsageError (exit 2) naming the flag for a model or
 // batch that cannot be built or would not fit in memory.
 attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t seed);
+// --dropout outside [0, 1) or an unknown --optimizer: attn::UsageError (exit 2), before any file
+// is read.
+void check_flag_values(const Options& o);
 // With --resume, the checkpoint fixes the model and the optimizer: a flag that says otherwise is
 // a usage error (exit 2), never silently ignored.
 void check_resume_flags(const Options& o, const attn::TrainConfig& c, int argc, char** argv);

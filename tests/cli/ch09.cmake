@@ -22,6 +22,32 @@ attn_cli_test(ch09.lr_negative EXIT 2 MATCH "--lr must be > 0, got -0.1"
               COMMAND 09_training --lr -0.1)
 attn_cli_test(ch09.lr_too_high EXIT 2 MATCH "--lr must be at most 1, got 5"
               COMMAND 09_training --lr 5)
+# Dropout and the optimizer (issue 17 item 4): a probability in [0, 1), a known name, and a
+# resumed run keeps what its checkpoint recorded.
+attn_cli_test(ch09.dropout_one EXIT 2
+              MATCH "--dropout must be in \\[0, 1\\), the probability of zeroing a value, got 1 "
+              COMMAND 09_training --dropout 1)
+attn_cli_test(ch09.dropout_negative EXIT 2 MATCH "--dropout must be in \\[0, 1\\).*got -0.2"
+              COMMAND 09_training --dropout -0.2)
+attn_cli_test(ch09.dropout_not_a_number EXIT 2 MATCH "--dropout"
+              COMMAND 09_training --dropout lots)
+attn_cli_test(ch09.optimizer_unknown EXIT 2
+              MATCH "--optimizer: unknown optimizer 'adam': expected adamw or sgd"
+              COMMAND 09_training --optimizer adam)
+set(ch09_dropout_run ${CMAKE_CURRENT_BINARY_DIR}/ch09_dropout_run)
+string(JOIN " " ch09_small_text ${ch09_small})
+attn_cli_test(ch09.resume_keeps_dropout EXIT 2
+              PREPARE "$<TARGET_FILE:09_training> ${ch09_small_text} --steps 2 --dropout 0.2 --optimizer sgd --lr 0.5 --save ${ch09_dropout_run} --overwrite > /dev/null"
+              MATCH "--dropout cannot change when resuming \\(the checkpoint has 0.2, got 0.1\\)"
+              COMMAND 09_training --resume ${ch09_dropout_run} --dropout 0.1 --steps 3)
+# The lecture's final model (n_embd 384, 6 heads, 6 layers, T 256, dropout 0.2, lr 3e-4) for a
+# few steps, with a batch of 4 instead of 64 so it stays well under a minute: it builds, trains
+# with dropout and samples (docs/09 gives the full command and what it would cost here).
+attn_cli_test(ch09.lecture_model_smoke EXIT 0 STDOUT
+              MATCH "dropout 0.20 on.*Best val loss"
+              COMMAND 09_training --n-embd 384 --n-heads 6 --n-layers 6 --block-size 256
+                      --dropout 0.2 --lr 3e-4 --batch-size 4 --steps 2 --eval-interval 2
+                      --eval-iters 1 --tokens 20)
 # The old spelling of --tokens still works, as a hidden alias (messages name --tokens).
 attn_cli_test(ch09.sample_length_alias EXIT 2 MATCH "--tokens must be at most 10000, got 10001"
               COMMAND 09_training --sample-length 10001)

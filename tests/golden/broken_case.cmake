@@ -69,7 +69,7 @@ elseif(KIND STREQUAL "huge_n_layers")    # 40 bytes that used to ask for gigabyt
 elseif(KIND STREQUAL "lm_missing_weight")
   file(REMOVE ${case}/h0.b1.npy)
 # Gradients (chapter 08): grad.NAME.npy files.
-elseif(KIND STREQUAL "grad_wrong")          # a good copy and one with another weight's gradient
+elseif(KIND STREQUAL "grad_wrong" OR KIND STREQUAL "gqa_grad_wrong") # w_q's gradient for w_k's
   file(RENAME ${case} ${WORK}/good)
   file(COPY ${SOURCE} DESTINATION ${WORK})
   file(RENAME ${case} ${WORK}/wrong)
@@ -88,6 +88,19 @@ elseif(KIND STREQUAL "grad_lm_no_targets")  # lm's backward starts from the loss
   file(REMOVE ${case}/targets.npy)
 elseif(KIND STREQUAL "grad_lm_wrong_loss")  # a loss from another model
   file(COPY_FILE ${SOURCE}/../lm_grad_2layer/loss.npy ${case}/loss.npy)
+# Chapter 11's ops: settings that do not fit together.
+elseif(KIND STREQUAL "gqa_kv_not_dividing") # 3 K/V heads for 4 query heads
+  edit_case_txt("n_kv_heads 2\n" "n_kv_heads 3\n")
+elseif(KIND STREQUAL "gqa_rope_odd_hs")     # RoPE on heads of size 3
+  edit_case_txt("rope 0\n" "rope 1\n")
+elseif(KIND STREQUAL "gqa_window_not_causal")
+  edit_case_txt("causal 1\n" "causal 0\n")
+elseif(KIND STREQUAL "rope_odd_hs")         # an input whose head size is 1 (sdpa_hs1's q)
+  file(COPY_FILE ${SOURCE}/../sdpa_hs1/q.npy ${case}/x.npy)
+elseif(KIND STREQUAL "rope_theta_zero")
+  edit_case_txt("theta 10000.0\n" "theta 0\n")
+elseif(KIND STREQUAL "swa_window_zero")
+  edit_case_txt("window 3\n" "window 0\n")
 else()
   message(FATAL_ERROR "broken_case.cmake: unknown KIND '${KIND}'")
 endif()

@@ -354,6 +354,122 @@ def case_train(name, about, B, T, V, T_max, C, H, L, steps, lr, weight_decay, gr
                {**w, "batches": batches, "losses": torch.tensor(losses, dtype=torch.float32)})
 
 
+# ---------------------------------------------------------------------------------------------
+# Chapter 11's ops: RoPE, RMSNorm, SwiGLU, grouped-query and sliding-window attention, written the
+# way their reference implementations write them (Meta's Llama for RoPE, RMSNorm and SwiGLU,
+# Hugging Face's repeat_kv for GQA). Every case is computed in float64 from the float32 inputs;
+# `grads` adds the backward (grad.NAME.npy) like the chapter-08 cases.
+
+def rope(x, theta, offset):
+    """x (B, H, T, hs) -> pair (x[2i], x[2i+1]) of row t rotated by (offset + t) theta^(-2i/hs):
+    Llama's complex-number form (precompute_freqs_cis, view_as_complex)."""
+    T, hs = x.shape[-2], x.shape[-1]
+    freqs = 1.0 / (theta ** (torch.arange(0, hs, 2, dtype=torch.float64)[: hs // 2] / hs))
+    angles = torch.outer(torch.arange(offset, offset + T, dtype=torch.float64), freqs)  # (T, hs/2)
+    cis = torch.polar(torch.ones_like(angles), angles)
+    xc = torch.view_as_complex(x.reshape(*x.shape[:-1], hs // 2, 2).contiguous())
+    return torch.view_as_real(xc * cis).flatten(-2)
+
+
+def rms_norm(x, gamma, eps):
+    """Llama's RMSNorm: x * rsqrt(mean(x^2) + eps) * gamma over the last axis."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * gamma
+
+
+def swiglu(x, w):
+    """(silu(x @ w_gate) * (x @ w_up)) @ w_down, no biases."""
+    return (F.silu(x @ w["w_gate"]) * (x @ w["w_up"])) @ w["w_down"]
+
+
+def band_attention(q, k, v, causal, window):
+    """q, k, v (B, H, T, hs); query t sees key s when (not causal or s <= t) and (window 0 or
+    s > t - window)."""
+    T, hs = q.shape[-2], q.shape[-1]
+    t = torch.arange(T)[:, None]
+    s = torch.arange(T)[None, :]
+    allowed = torch.ones(T, T, dtype=torch.bool)
+    if causal:
+        allowed &= s <= t
+    if window:
+        allowed &= s > t - window
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(hs)).masked_fill(~allowed, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def gqa(x, w, n_heads, n_kv_heads, causal, use_rope, theta, window):
+    """x (B, T, C) -> out (B, T, C), weights (B, H, T, T); query head h reads K/V head
+    h // (H / KV) (Hugging Face's repeat_kv)."""
+    B, T, C = x.shape
+    hs = C // n_heads
+    q = (x @ w["w_q"]).view(B, T, n_heads, hs).transpose(1, 2)
+    k = (x @ w["w_k"]).view(B, T, n_kv_heads, hs).transpose(1, 2)
+    v = (x @ w["w_v"]).view(B, T, n_kv_heads, hs).transpose(1, 2)
+    if use_rope:
+        q, k = rope(q, theta, 0), rope(k, theta, 0)
+    rep = n_heads // n_kv_heads
+    k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    out, weights = band_attention(q, k, v, causal, window)
+    return out.transpose(1, 2).contiguous().view(B, T, C) @ w["w_o"], weights
+
+
+def modern_case(name, about, op, keys, leaves, forward, upstream, grads):
+    """A forward case (outputs only) or, with grads, a backward case; float64 either way."""
+    if grads:
+        with_grads(name, about, op, keys, leaves, forward, upstream)
+        return
+    outputs = forward(**{k: v.double() for k, v in leaves.items()})
+    write_case(name, about, op, keys, {**leaves, **{k: v.detach() for k, v in outputs.items()}})
+
+
+def case_rope(name, about, B, H, T, hs, theta=10000.0, offset=0, grads=True, write_keys=True):
+    keys = {"theta": repr(theta), "offset": offset} if write_keys else {}
+    modern_case(name, about, "rope", keys, {"x": randn(B, H, T, hs)},
+                lambda x: {"y": rope(x, theta, offset)}, "y", grads)
+
+
+def case_rmsnorm(name, about, shape, eps=EPS, scale=1.0, grads=True):
+    C = shape[-1]
+    leaves = {"x": randn(*shape, std=scale), "gamma": 1.0 + randn(C, std=0.1)}
+    modern_case(name, about, "rmsnorm", {"eps": repr(eps)}, leaves,
+                lambda x, gamma: {"y": rms_norm(x, gamma, eps)}, "y", grads)
+
+
+def case_swiglu(name, about, B, T, C, Fw, scale=1.0, grads=True):
+    leaves = {"x": randn(B, T, C, std=scale), "w_gate": randn(C, Fw, std=1.0 / math.sqrt(C)),
+              "w_up": randn(C, Fw, std=1.0 / math.sqrt(C)),
+              "w_down": randn(Fw, C, std=1.0 / math.sqrt(Fw))}
+    modern_case(name, about, "swiglu", {}, leaves, lambda x, **w: {"y": swiglu(x, w)}, "y", grads)
+
+
+def case_gqa(name, about, B, T, C, H, KV, causal=True, use_rope=False, theta=10000.0, window=0,
+             grads=True, optional_keys=True):
+    hs = C // H
+    std = 1.0 / math.sqrt(C)
+    leaves = {"x": randn(B, T, C), "w_q": randn(C, C, std=std), "w_k": randn(C, KV * hs, std=std),
+              "w_v": randn(C, KV * hs, std=std), "w_o": randn(C, C, std=std)}
+    keys = {"n_heads": H, "n_kv_heads": KV, "causal": int(causal)}
+    if optional_keys:  # else rope, theta and window take their defaults: 0, 10000, 0
+        keys["rope"] = int(use_rope)
+        if use_rope:
+            keys["theta"] = repr(theta)
+        keys["window"] = window
+
+    def forward(x, **w):
+        out, weights = gqa(x, w, H, KV, causal, use_rope, theta, window)
+        return {"out": out, "weights": weights}
+    modern_case(name, about, "gqa", keys, leaves, forward, "out", grads)
+
+
+def case_swa(name, about, B, H, T, hs, window, scale=1.0, grads=True):
+    leaves = {n: randn(B, H, T, hs, std=scale) for n in ("q", "k", "v")}
+
+    def forward(q, k, v):
+        out, weights = band_attention(q, k, v, True, window)
+        return {"out": out, "weights": weights}
+    modern_case(name, about, "swa", {"window": window}, leaves, forward, "out", grads)
+
+
 # Every case: (function, name, description, arguments). Each gets its own seed, its index, so
 # adding a case at the end changes no other file.
 CASES = [
@@ -496,6 +612,54 @@ CASES = [
     (case_train, "train_3layer_one_head", "12 AdamW steps, 3 layers, H 1, clipping at 0.5",
      dict(B=2, T=4, V=11, T_max=6, C=4, H=1, L=3, steps=12, lr=5e-2, weight_decay=0.01,
           grad_clip=0.5)),
+    # Chapter 11: RoPE, RMSNorm, SwiGLU, grouped-query and sliding-window attention (float64
+    # references, most with their backward).
+    (case_rope, "rope_grad_basic", "RoPE, B 2, H 2, T 5, hs 8, theta 10000", dict(B=2, H=2, T=5, hs=8)),
+    (case_rope, "rope_grad_offset", "RoPE at positions 100..106 (a generation step's offset), theta 500000",
+     dict(B=1, H=3, T=7, hs=4, theta=500000.0, offset=100)),
+    (case_rope, "rope_grad_T1_hs2", "T = 1 at offset 3, hs 2 (one pair, one radian per position)",
+     dict(B=2, H=1, T=1, hs=2, offset=3)),
+    (case_rope, "rope_small_theta", "forward only, theta 10: every pair turns fast",
+     dict(B=1, H=2, T=9, hs=6, theta=10.0, grads=False)),
+    (case_rmsnorm, "rmsnorm_grad_3d", "RMSNorm (2, 5, 8), eps 1e-5", dict(shape=(2, 5, 8))),
+    (case_rmsnorm, "rmsnorm_grad_2d_eps", "(4, 16), eps 1e-3, small inputs (eps matters)",
+     dict(shape=(4, 16), eps=1e-3, scale=0.05)),
+    (case_rmsnorm, "rmsnorm_grad_one_feature", "C = 1: y = sign(x) gamma, dx ~ 0",
+     dict(shape=(1, 4, 1))),
+    (case_rmsnorm, "rmsnorm_large", "forward only, inputs of std 100",
+     dict(shape=(3, 6), scale=100.0, grads=False)),
+    (case_rmsnorm, "rmsnorm_grad_4d", "rank 4, (2, 2, 3, 4), as on (B, H, T, hs) heads",
+     dict(shape=(2, 2, 3, 4))),
+    (case_swiglu, "swiglu_grad_basic", "SwiGLU, C 8, F 16", dict(B=2, T=5, C=8, Fw=16)),
+    (case_swiglu, "swiglu_grad_T1_F1", "T = 1, F = 1", dict(B=3, T=1, C=4, Fw=1)),
+    (case_swiglu, "swiglu_grad_tails", "inputs with std 5 (silu's tails), C 6, F 12",
+     dict(B=1, T=4, C=6, Fw=12, scale=5.0)),
+    (case_swiglu, "swiglu_forward", "forward only, C 6, F 16 (2/3 of 4C)",
+     dict(B=2, T=3, C=6, Fw=16, grads=False)),
+    (case_gqa, "gqa_grad_kv2", "GQA: H 4, KV 2, C 16, causal", dict(B=2, T=6, C=16, H=4, KV=2)),
+    (case_gqa, "gqa_grad_mqa_rope", "MQA (KV 1) with RoPE, H 4, C 8 (hs 2)",
+     dict(B=1, T=7, C=8, H=4, KV=1, use_rope=True)),
+    (case_gqa, "gqa_grad_mha_rope_window", "KV = H = 2 (MHA), RoPE theta 100, window 3",
+     dict(B=2, T=6, C=8, H=2, KV=2, use_rope=True, theta=100.0, window=3)),
+    (case_gqa, "gqa_grad_T1", "T = 1, H 2, KV 1, RoPE, window 1",
+     dict(B=2, T=1, C=8, H=2, KV=1, use_rope=True, window=1)),
+    (case_gqa, "gqa_grad_not_causal_odd_hs", "not causal, H 4, KV 2, hs 3 (no RoPE)",
+     dict(B=1, T=5, C=12, H=4, KV=2, causal=False)),
+    (case_gqa, "gqa_window_ge_T", "forward only, window 8 >= T 6: plain causal, H 6, KV 3",
+     dict(B=1, T=6, C=12, H=6, KV=3, use_rope=True, window=8, grads=False)),
+    (case_swa, "swa_grad_window3", "sliding window 3, B 2, H 2, T 7, hs 4",
+     dict(B=2, H=2, T=7, hs=4, window=3)),
+    (case_swa, "swa_grad_window1", "window 1: each query sees only itself (out = v, dq = dk = 0)",
+     dict(B=1, H=2, T=5, hs=4, window=1)),
+    (case_swa, "swa_grad_window_ge_T", "window 9 >= T 6: plain causal attention",
+     dict(B=1, H=1, T=6, hs=8, window=9)),
+    (case_swa, "swa_grad_T1", "T = 1, window 2", dict(B=2, H=1, T=1, hs=4, window=2)),
+    (case_swa, "swa_sharp", "forward only, q and k with std 3 (sharp), T 10, window 4",
+     dict(B=1, H=2, T=10, hs=4, window=4, scale=3.0, grads=False)),
+    (case_rope, "rope_default_keys", "no keys: theta 10000 and offset 0 by default",
+     dict(B=1, H=2, T=6, hs=8, write_keys=False)),
+    (case_gqa, "gqa_default_keys", "only n_heads, n_kv_heads, causal: no RoPE, no window",
+     dict(B=2, T=5, C=8, H=4, KV=2, optional_keys=False)),
 ]
 
 

@@ -12,6 +12,7 @@
 #include "attn/fast/ffn.hpp"
 #include "attn/fast/attention.hpp"
 #include "attn/fast/layernorm.hpp"
+#include "attn/ops/dropout.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "../core/parallel.hpp"
 
@@ -247,6 +248,37 @@ void copy_into(Tensor<3>& dst, const Tensor<3>& src) {
   ensure_shape(dst, {src.shape()[0], src.shape()[1], src.shape()[2]});
   copy_floats(dst.data(), src.data(), src.size());
 }
+// t *= mask, element by element (dropout's forward and backward, in place). Same shapes.
+void multiply_in_place(Tensor<3>& t, const Tensor<3>& mask) {
+  float* d = t.data();
+  const float* m = mask.data();
+  for (std::size_t i = 0; i < t.size(); ++i) d[i] *= m[i];
+}
+// out = a * mask (the gradient through a dropout, kept apart from a).
+void multiply_into(Tensor<3>& out, const Tensor<3>& a, const Tensor<3>& mask) {
+  ensure_shape(out, {a.shape()[0], a.shape()[1], a.shape()[2]});
+  for (std::size_t i = 0; i < a.size(); ++i) out.data()[i] = a.data()[i] * mask.data()[i];
+}
+// The mask of one dropout for a (B, T, C) sub-layer output: drawn from rng, or (no rng: a fixed
+// mask) the one already there, which must have that shape. Emptied when dropout is off.
+void prepare_mask(Tensor<3>& mask, const std::array<std::size_t, 3>& shape, float p, Rng* rng,
+                  const char* which) {
+  if (p == 0.0f) {
+    clear(mask);
+    return;
+  }
+  if (rng != nullptr) {
+    ensure_shape(mask, shape);
+    dropout_mask(*rng, p, std::span<float>(mask.data(), mask.size()));
+    return;
+  }
+  if (!std::equal(shape.begin(), shape.end(), mask.shape().begin())) {
+    shape_error("attn::block_forward",
+                std::string("a generator for dropout, or a fixed ") + which + " of shape " +
+                    shape_str(shape),
+                std::string(which) + " " + shape_str(mask.shape()));
+  }
+}
 // out = a + b (out may be a).
 void add_into(Tensor<3>& out, const Tensor<3>& a, const Tensor<3>& b) {
   ensure_shape(out, {a.shape()[0], a.shape()[1], a.shape()[2]});
@@ -256,17 +288,26 @@ void add_into(Tensor<3>& out, const Tensor<3>& a, const Tensor<3>& b) {
 }  // namespace
 
 Tensor<3> block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
-                        BlockCache& cache) {
+                        BlockCache& cache, Rng* dropout_rng) {
   Tensor<3> out;
-  block_forward(x, w, config, cache, out);
+  block_forward(x, w, config, cache, out, dropout_rng);
   return out;
 }
 
 void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
-                   BlockCache& cache, Tensor<3>& out) {
+                   BlockCache& cache, Tensor<3>& out, Rng* dropout_rng) {
   check_block(x, w, config);
   require(&out != &x, "attn::block_forward", "out must not be x");
+  check_dropout_p(config.dropout, "attn::block_forward: dropout");
   const bool ln = config.use_layer_norm;
+  // Dropout (training only): the masks of the attention's output, then of the FFN's, drawn in
+  // that order before anything is computed. Each sub-layer's output is multiplied by its mask
+  // before the residual addition, so the stream itself is never dropped.
+  const float p = config.dropout;
+  const bool drop = p > 0.0f;
+  const std::array<std::size_t, 3> btc{x.shape()[0], x.shape()[1], x.shape()[2]};
+  prepare_mask(cache.drop_attn, btc, p, dropout_rng, "drop_attn");
+  prepare_mask(cache.drop_ffn, btc, config.use_ffn ? p : 0.0f, dropout_rng, "drop_ffn");
   // The same operations as block_forward above, in the same order (the same output, bit for
   // bit), each keeping what its backward needs. Only what the backward reads is held: the
   // fields a configuration does not need are emptied, so activation_floats counts exactly what
@@ -291,6 +332,7 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
     // 2. a = MHA(h): cache.attn keeps h, q|k|v, the weights and the merged heads.
     fast::mha_forward(ln ? cache.attn.x : x, w.attn, config.n_heads, config.causal, cache.attn,
                       out);
+    if (drop) multiply_in_place(out, cache.drop_attn);  // a = dropout(a)
     if (!config.use_ffn) {
       // 3. x = x + a
       if (config.residual) add_in_place(out, x);
@@ -318,6 +360,7 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
     }
     // 5. f = FFN(h): cache.ffn keeps h, the pre-activation and the activation.
     fast::ffn_forward(ln ? cache.ffn.x : out, w.ffn, config.activation, cache.ffn, f);
+    if (drop) multiply_in_place(f, cache.drop_ffn);  // f = dropout(f)
     // 6. x = x + f
     if (!config.residual) {
       copy_into(out, f);
@@ -330,6 +373,7 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
   clear(cache.x);  // the input lives in cache.attn.x
   // 1. a = MHA(x)
   fast::mha_forward(x, w.attn, config.n_heads, config.causal, cache.attn, out);
+  if (drop) multiply_in_place(out, cache.drop_attn);  // a = dropout(a)
   // 2. r = x + a
   if (config.residual) add_in_place(out, x);
   // 3. x = ln1(r): its backward needs r (residual1).
@@ -352,6 +396,7 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
   }
   // 4. f = FFN(x)
   fast::ffn_forward(x1, w.ffn, config.activation, cache.ffn, f);
+  if (drop) multiply_in_place(f, cache.drop_ffn);  // f = dropout(f)
   // 5. r = x + f
   if (config.residual) add_in_place(f, x1);
   // 6. out = ln2(r): its backward needs r (ln2_in).
@@ -377,14 +422,30 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
   const bool ln = config.use_layer_norm;
   const std::size_t H = config.n_heads;
   // Scratch (B, T, C) gradients, kept by the calling thread between calls.
-  thread_local Tensor<3> d_stream, d_sub;
+  thread_local Tensor<3> d_stream, d_sub, d_drop;
+  // Dropout y = a * mask passes dy * mask back to its sub-layer (ops/dropout.hpp); the residual
+  // path gets dy unchanged. `through(dy, mask)` is the gradient the sub-layer's backward sees.
+  const bool drop = config.dropout > 0.0f;
+  if (drop) {
+    const bool ok = cache.drop_attn.shape() == x_in.shape() &&
+                    (!config.use_ffn || cache.drop_ffn.shape() == x_in.shape());
+    require(ok, kFn,
+            "config.dropout > 0 but the cache holds no dropout masks of the block's shape "
+            "(fill it with the training forward under the same config)");
+  }
+  const auto through = [&](const Tensor<3>& dy, const Tensor<3>& mask) -> const Tensor<3>& {
+    if (!drop) return dy;
+    multiply_into(d_drop, dy, mask);
+    return d_drop;
+  };
   if (config.norm == NormPlacement::pre) {
     // Backward through x2 = x1 + f(ln2(x1)), then x1 = x + a(ln1(x)): each residual addition
     // passes its gradient to both branches unchanged, and the branch's gradient is added back.
     const Tensor<3>* g = &dout;  // dL/d(stream after attention), once the FFN step is undone
     if (config.use_ffn) {
       // 6-5. f = FFN(h2): dh2 = ffn_backward(df), df = dout.
-      fast::ffn_backward(dout, cache.ffn, w.ffn, config.activation, d_sub, grads.ffn);
+      fast::ffn_backward(through(dout, cache.drop_ffn), cache.ffn, w.ffn, config.activation, d_sub,
+                         grads.ffn);
       // 4. h2 = ln2(x1)
       if (ln) {
         fast::layer_norm_backward<3>(d_sub, cache.residual1, w.ln2_gamma, cache.ln2, d_sub,
@@ -399,7 +460,8 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
       g = &d_stream;
     }
     // 2. a = MHA(h1)
-    fast::mha_backward(*g, cache.attn, w.attn, H, config.causal, d_sub, grads.attn);
+    fast::mha_backward(through(*g, cache.drop_attn), cache.attn, w.attn, H, config.causal, d_sub,
+                       grads.attn);
     // 1. h1 = ln1(x)
     if (ln) {
       fast::layer_norm_backward<3>(d_sub, cache.x, w.ln1_gamma, cache.ln1, d_sub, grads.ln1_gamma,
@@ -424,7 +486,8 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
       d_r2 = &d_stream;
     }
     // 4. f = FFN(x1)
-    fast::ffn_backward(*d_r2, cache.ffn, w.ffn, config.activation, d_sub, grads.ffn);
+    fast::ffn_backward(through(*d_r2, cache.drop_ffn), cache.ffn, w.ffn, config.activation, d_sub,
+                       grads.ffn);
     // 5. r2 = x1 + f
     if (config.residual) add_into(d_sub, d_sub, *d_r2);
     g = &d_sub;
@@ -436,7 +499,8 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
     g = &d_stream;
   }
   // 1. a = MHA(x), 2. r1 = x + a
-  fast::mha_backward(*g, cache.attn, w.attn, H, config.causal, dx, grads.attn);
+  fast::mha_backward(through(*g, cache.drop_attn), cache.attn, w.attn, H, config.causal, dx,
+                     grads.attn);
   if (config.residual) add_into(dx, dx, *g);
 }
 
@@ -462,7 +526,7 @@ std::size_t activation_floats(const BlockCache& c) {
          c.ln2.rstd.size() + c.ln1_in.size() + c.ln1_out.size() + c.ln2_in.size() +
          c.ln2_out.size() + c.attn.x.size() + c.attn.qkv.size() + c.attn.weights.size() +
          c.attn.heads.size() + c.residual1.size() + c.ffn.x.size() + c.ffn.pre.size() +
-         c.ffn.act.size();
+         c.ffn.act.size() + c.drop_attn.size() + c.drop_ffn.size();
 }
 
 std::size_t block_activation_floats(std::size_t B, std::size_t T, std::size_t C, std::size_t F,
@@ -479,6 +543,8 @@ std::size_t block_activation_floats(std::size_t B, std::size_t T, std::size_t C,
   // stored again: they are the sub-layers' inputs above (or the block's output).
   if (ln) n += btc + 2 * B * T;         // ln1
   if (ln && ffn) n += btc + 2 * B * T;  // ln2
+  // Dropout: one (B, T, C) mask per sub-layer.
+  if (config.dropout > 0.0f) n += ffn ? 2 * btc : btc;
   return n;
 }
 

@@ -18,6 +18,7 @@
 #include "attn/fast/linear.hpp"
 #include "attn/fast/loss.hpp"
 #include "attn/fast/layernorm.hpp"
+#include "attn/ops/dropout.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "attn/core/limits.hpp"
 #include "attn/ops/linear.hpp"
@@ -47,6 +48,7 @@ BlockConfig lm_block_config(const LmConfig& config) {
   b.residual = config.residual;
   b.use_ffn = config.use_ffn;
   b.attn_proj = config.attn_proj;
+  b.dropout = config.dropout;  // used by the training forward only (block_forward with a cache)
   return b;
 }
 
@@ -116,6 +118,7 @@ LmWeights lm_init(Rng& rng, const LmConfig& config) {
   });
   const std::size_t F = ffn_width(config);
   require(F > 0, "attn::lm_init", "ffn_hidden must be >= 1 (or 0 for 4 C)");
+  check_dropout_p(config.dropout, "attn::lm_init: dropout");
   // Every tensor is sized from the config: check the products before allocating any.
   checked_elements({V, C}, "attn::lm_init: wte (V, C)");
   checked_elements({T_max, C}, "attn::lm_init: wpe (T_max, C)");
@@ -422,9 +425,10 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
       float* out = x.data() + (b * T + t) * C;
       for (std::size_t c = 0; c < C; ++c) out[c] = tok[c] + pos[c];
     }
-  // 2. The blocks, each keeping its cache.                                  (B, T, C)
+  // 2. The blocks, each keeping its cache (and, with dropout, its masks).   (B, T, C)
+  Rng* dropout_rng = cache.fixed_dropout_masks ? nullptr : &cache.dropout_rng;
   for (std::size_t l = 0; l < L; ++l) {
-    block_forward(x, w.blocks[l], bc, cache.blocks[l], x_next);
+    block_forward(x, w.blocks[l], bc, cache.blocks[l], x_next, dropout_rng);
     std::swap(x, x_next);  // swaps the buffers, copies nothing
   }
   ensure_shape(cache.x_final, std::array<std::size_t, 3>{B, T, C});

@@ -149,6 +149,8 @@ std::string train_txt(const TrainState& s, const TrainConfig& c,
   line("adam_eps", f(c.adam.eps));
   line("weight_decay", f(c.adam.weight_decay));
   line("grad_clip", f(c.grad_clip));
+  line("dropout", f(m.dropout));
+  line("optimizer", std::string(optimizer_name(c.optimizer)));
   line("eval_interval", std::to_string(c.eval_interval));
   line("eval_iters", std::to_string(c.eval_iters));
   line("rng_state", std::to_string(r.state));
@@ -195,6 +197,7 @@ class KeyReader {
     return it->second;
   }
   // After every read: a key nobody read is a typo or a file from elsewhere, never ignored.
+  bool has(const std::string& key) const { return keys_.count(key) != 0; }
   void check_all_used() const {
     for (const auto& [key, value] : keys_) {
       if (std::find(used_.begin(), used_.end(), key) == used_.end()) {
@@ -440,6 +443,15 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   c.adam.eps = k.real32("adam_eps");
   c.adam.weight_decay = k.real32("weight_decay");
   c.grad_clip = k.real32("grad_clip");
+  // (Absent from checkpoints written before dropout and the SGD comparison: 0 and AdamW.)
+  if (k.has("dropout")) c.model.dropout = k.real32("dropout");
+  if (k.has("optimizer")) {
+    try {
+      c.optimizer = parse_optimizer(k.text("optimizer"));
+    } catch (const std::invalid_argument& e) {
+      checkpoint_error(path / "train.txt", e.what());
+    }
+  }
   c.eval_interval = k.size("eval_interval", kMaxSize);
   c.eval_iters = k.size("eval_iters", kMaxSize);
   c.model.vocab_size = k.size("vocab_size", kMaxSize);
@@ -601,6 +613,7 @@ void check_train_config(const TrainConfig& c) {
   real("adam_eps", c.adam.eps, 0.0f, true, 1.0f, false);
   real("weight_decay", c.adam.weight_decay, 0.0f, false, 1.0f, false);
   real("grad_clip", c.grad_clip, 0.0f, false, 1e6f, false);
+  real("dropout", m.dropout, 0.0f, false, 1.0f, true);
 }
 
 // ---- Who owns a run folder.

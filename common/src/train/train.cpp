@@ -60,8 +60,19 @@ LmWeights lm_init_with(Rng& rng, const LmConfig& config, InitScheme scheme) {
   return w;
 }
 
+Optimizer parse_optimizer(std::string_view name) {
+  if (name == "adamw") return Optimizer::adamw;
+  if (name == "sgd") return Optimizer::sgd;
+  throw std::invalid_argument("unknown optimizer '" + std::string(name) +
+                              "': expected adamw or sgd");
+}
+
+std::string_view optimizer_name(Optimizer o) { return o == Optimizer::adamw ? "adamw" : "sgd"; }
+
 // ---------------------------------------------------------------------------------------------
 // The step.
+
+Rng dropout_rng_for(std::uint64_t seed, std::size_t step) { return Rng(seed + step, 303); }
 
 TrainState train_init(const TrainConfig& config) {
   require(config.batch_size >= 1, "attn::train_init", "batch_size must be at least 1");
@@ -100,8 +111,14 @@ StepResult train_step_on(TrainState& s, const TrainConfig& config,
                          const xt::xtensor<int, 2>& inputs, const xt::xtensor<int, 2>& targets) {
   refresh_views(s);
   const TrainState::Views& v = s.views;
+  const std::size_t t = s.step + 1;
   // 1. Zero the gradients: lm_forward_backward adds into them.
   fast::zero_all(v.g);
+  // (Dropout, when on, draws this step's masks from a generator of its own.)
+  if (config.model.dropout > 0.0f) {
+    s.cache.dropout_rng = dropout_rng_for(config.seed, t);
+    s.cache.fixed_dropout_masks = false;
+  }
   // 2. Forward (keeping what the backward needs) and backward: the loss, and every gradient.
   const double loss =
       lm_forward_backward(inputs, targets, s.weights, config.model, s.grads, s.cache);
@@ -109,9 +126,15 @@ StepResult train_step_on(TrainState& s, const TrainConfig& config,
   const double norm = clip_grad_norm(v.g, config.grad_clip);
   // 4. AdamW on every tensor at the schedule's lr; weight decay only on matrices and embeddings.
   //    (attn::fast: the reference adamw_update's bits, tensors shared out over the threads.)
-  const std::size_t t = s.step + 1;
+  //    SGD instead: p -= lr * g, the same step size for every weight whatever its gradient's
+  //    scale (AdamW divides by each weight's running gradient size).
   const float lr = learning_rate(config.schedule, t);
-  fast::adamw_update_all(v.p, v.g, v.m, v.v, v.decay, lr, t, config.adam);
+  if (config.optimizer == Optimizer::sgd) {
+    for (std::size_t i = 0; i < v.p.size(); ++i)
+      for (std::size_t j = 0; j < v.p[i].size(); ++j) v.p[i][j] -= lr * v.g[i][j];
+  } else {
+    fast::adamw_update_all(v.p, v.g, v.m, v.v, v.decay, lr, t, config.adam);
+  }
   s.step = t;
   s.losses.push_back(static_cast<float>(loss));
   return {loss, norm, lr};

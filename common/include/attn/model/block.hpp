@@ -37,6 +37,11 @@ struct BlockConfig {
   bool residual = true;   // false: x = attn(...), x = ffn(...) with no skip connections
   bool use_ffn = true;    // false: attention only (ffn weights empty; steps 4-6 skipped)
   bool attn_proj = true;  // false: no w_o; the heads' outputs are only concatenated
+  // Dropout p in [0, 1) on the output of each sub-layer (attention after w_o, the FFN after w2),
+  // before its residual addition. Training only: it acts in the forward that fills a BlockCache
+  // (the training forward); block_forward without a cache is the evaluation forward and ignores
+  // it. 0: off.
+  float dropout = 0.0f;
 };
 
 struct BlockWeights {
@@ -78,14 +83,20 @@ struct BlockCache {
   fast::MhaCache attn;        // its input, q|k|v, weights (B, H, T, T), merged heads
   Tensor<3> residual1;        // (B, T, C) the stream after the attention step
   FfnCache ffn;               // its input (B, T, C), pre-activation and activation (B, T, F)
+  // config.dropout > 0: the scaled keep-masks (B, T, C), 0 or 1 / (1 - p) (ops/dropout.hpp), of
+  // the attention's output and the FFN's output; empty when dropout is off.
+  Tensor<3> drop_attn, drop_ffn;
 };
-// The forward that fills `cache` (same out as block_forward; weights stay in the cache).
+// The forward that fills `cache` (same out as block_forward; weights stay in the cache), the
+// training forward. With config.dropout > 0 it draws new masks from `dropout_rng` (the attention
+// mask's B*T*C draws, then the FFN's), or, with no generator, reuses the masks already in the
+// cache (a fixed mask: what a gradient check needs); they must then be (B, T, C).
 Tensor<3> block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
-                        BlockCache& cache);
+                        BlockCache& cache, Rng* dropout_rng = nullptr);
 // The same, written into `out` (resized only when its shape differs: a training loop passing the
 // same buffers every step allocates nothing). `out` must not be `x`.
 void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
-                   BlockCache& cache, Tensor<3>& out);
+                   BlockCache& cache, Tensor<3>& out, Rng* dropout_rng = nullptr);
 // dout (B, T, C) -> dx (B, T, C) (overwritten); every tensor of grads accumulates (+=). grads
 // has the shapes of w (block_zeros_like).
 void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockWeights& w,

@@ -36,6 +36,9 @@ struct LmConfig {
   bool attn_proj = true;       // false: no w_o
   std::size_t ffn_hidden = 0;  // F; 0 means 4 C
   Activation activation = Activation::gelu;
+  // Dropout p in [0, 1) on each block's attention output and FFN output (block.hpp), in the
+  // training forward (lm_forward_backward) only: lm_forward, lm_loss and generation never drop.
+  float dropout = 0.0f;
 };
 
 struct LmWeights {
@@ -93,6 +96,12 @@ struct LmCache {
   LayerNormCache ln_f;
   Tensor<3> h;    // (B, T, C) ln_f(x_final)
   Matrix logits;  // (B*T, V), becomes dloss/dlogits in the backward
+  // config.dropout > 0: the generator the masks are drawn from (block by block, in order). A
+  // training loop reseeds it every step (train.cpp: from the seed and the step, so a resumed run
+  // draws the same masks). fixed_dropout_masks: draw none and reuse the masks of the previous
+  // call (a gradient check needs the same mask in every evaluation).
+  Rng dropout_rng;
+  bool fixed_dropout_masks = false;
 };
 // Mean cross-entropy of the model's next-token predictions: tokens, targets (B, T) ids in [0, V).
 double lm_loss(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,

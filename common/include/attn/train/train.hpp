@@ -30,6 +30,13 @@ InitScheme parse_init(std::string_view name);  // "gpt2" | "pytorch"
 std::string_view init_name(InitScheme s);
 LmWeights lm_init_with(Rng& rng, const LmConfig& config, InitScheme scheme);
 
+// How a step moves the weights. adamw: AdamW (optim.hpp), the lecture's optimizer. sgd: plain
+// stochastic gradient descent, p -= lr * g (no momentum, no weight decay), for chapter 09's
+// comparison of the two at equal steps.
+enum class Optimizer { adamw, sgd };
+Optimizer parse_optimizer(std::string_view name);  // "adamw" | "sgd"
+std::string_view optimizer_name(Optimizer o);
+
 struct TrainConfig {
   LmConfig model;  // the architecture (block_size is T)
   InitScheme init = InitScheme::gpt2;
@@ -37,6 +44,7 @@ struct TrainConfig {
   std::size_t steps = 2000;     // the run's last step (counted from its start)
   LrSchedule schedule;          // the learning rate at each step
   AdamWConfig adam;
+  Optimizer optimizer = Optimizer::adamw;
   float grad_clip = 0.0f;           // max global gradient norm; 0 = off
   std::size_t eval_interval = 500;  // estimate the losses every this many steps (and at 0, end)
   std::size_t eval_iters = 200;     // batches per split per estimate
@@ -81,8 +89,14 @@ struct StepResult {
   double grad_norm;  // before clipping
   float lr;          // the learning rate used
 };
+// The generator step `step` (counted from 1) draws its dropout masks from: seeded from the run's
+// seed and the step alone, so a resumed run drops the same values and the batches (data_rng)
+// are the same with or without dropout.
+Rng dropout_rng_for(std::uint64_t seed, std::size_t step);
+
 // One optimizer step on the given batch (inputs and targets (B, T)): zero the gradients, forward
-// and backward, clip, AdamW. state.step goes up by one.
+// (with config.model.dropout, masks from dropout_rng_for) and backward, clip, AdamW (or SGD).
+// state.step goes up by one.
 StepResult train_step_on(TrainState& state, const TrainConfig& config,
                          const xt::xtensor<int, 2>& inputs, const xt::xtensor<int, 2>& targets);
 // The same on a batch drawn from `train_tokens` with state.data_rng.

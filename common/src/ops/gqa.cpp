@@ -1,0 +1,205 @@
+// gqa.cpp: grouped-query attention (chapter 11) and its backward: the reference, chapter 05's
+// multi-head attention with fewer K/V heads, each shared by a group of query heads, optional RoPE
+// and an optional sliding window, written as the page's steps.
+#include "attn/ops/gqa.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "attn/core/check.hpp"
+#include "attn/ops/rope.hpp"
+#include "attn/ops/swa.hpp"
+#include "linear_any.hpp"
+#include "rope_checks.hpp"
+
+namespace attn {
+
+namespace {
+
+// (B, T, n * hs) -> (B, n, T, hs): column block h becomes head h.
+template <class S>
+xt::xtensor<S, 4> split_into_heads(const xt::xtensor<S, 3>& x, std::size_t n, std::size_t hs) {
+  const std::size_t B = x.shape()[0], T = x.shape()[1];
+  xt::xtensor<S, 4> out = xt::xtensor<S, 4>::from_shape({B, n, T, hs});
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < n; ++h)
+      for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t i = 0; i < hs; ++i) out(b, h, t, i) = x(b, t, h * hs + i);
+  return out;
+}
+
+// (B, n, T, hs) -> (B, T, n * hs), the inverse of split.
+template <class S>
+xt::xtensor<S, 3> merge_heads_any(const xt::xtensor<S, 4>& x) {
+  const std::size_t B = x.shape()[0], n = x.shape()[1], T = x.shape()[2], hs = x.shape()[3];
+  xt::xtensor<S, 3> out = xt::xtensor<S, 3>::from_shape({B, T, n * hs});
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < n; ++h)
+      for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t i = 0; i < hs; ++i) out(b, t, h * hs + i) = x(b, h, t, i);
+  return out;
+}
+
+template <class S>
+bool same_shape(const xt::xtensor<S, 4>& t, const std::array<std::size_t, 4>& want) {
+  return std::equal(want.begin(), want.end(), t.shape().begin());
+}
+
+// Everything the config and the weights must agree on, one line each.
+template <class S>
+void check_gqa(const char* fn, const xt::xtensor<S, 3>& x, const GqaWeights<S>& w,
+               const GqaConfig& config) {
+  const std::size_t C = x.shape()[2], H = config.n_heads, KV = config.n_kv_heads;
+  require(C >= 1 && x.shape()[1] >= 1, fn, [&] {
+    return "x is " + shape_str(x.shape()) + ", expected (B, T, C) with T >= 1 and C >= 1";
+  });
+  require(H >= 1 && C % H == 0, fn, [&] {
+    return "n_heads = " + std::to_string(H) + " does not divide C = " + std::to_string(C);
+  });
+  require(KV >= 1 && H % KV == 0, fn, [&] {
+    return "n_kv_heads = " + std::to_string(KV) +
+           " does not divide n_heads = " + std::to_string(H) +
+           " (each K/V head serves an equal group of query heads)";
+  });
+  const std::size_t hs = C / H;
+  detail::check_weight_shape(fn, "w_q", w.w_q, C, C);
+  detail::check_weight_shape(fn, "w_k", w.w_k, C, KV * hs);
+  detail::check_weight_shape(fn, "w_v", w.w_v, C, KV * hs);
+  detail::check_weight_shape(fn, "w_o", w.w_o, C, C);
+  if (config.rope) detail::check_rope(fn, hs, config.theta);
+  require(config.causal || config.window == 0, fn, [&] {
+    return "a sliding window is causal: window = " + std::to_string(config.window) +
+           " needs causal attention (or window 0 for none)";
+  });
+}
+
+}  // namespace
+
+template <class S>
+xt::xtensor<S, 4> repeat_kv(const xt::xtensor<S, 4>& kv, std::size_t n_heads) {
+  const std::size_t B = kv.shape()[0], KV = kv.shape()[1], T = kv.shape()[2], hs = kv.shape()[3];
+  require(KV >= 1 && n_heads % KV == 0, "attn::repeat_kv", [&] {
+    return "n_kv_heads = " + std::to_string(KV) +
+           " does not divide n_heads = " + std::to_string(n_heads);
+  });
+  const std::size_t group = n_heads / KV;  // query heads per K/V head
+  xt::xtensor<S, 4> out = xt::xtensor<S, 4>::from_shape({B, n_heads, T, hs});
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < n_heads; ++h)
+      xt::view(out, b, h) = xt::view(kv, b, h / group);  // (T, hs): head h reads group h / group
+  return out;
+}
+
+template <class S>
+xt::xtensor<S, 4> sum_kv_groups(const xt::xtensor<S, 4>& d, std::size_t n_kv_heads) {
+  const std::size_t B = d.shape()[0], H = d.shape()[1], T = d.shape()[2], hs = d.shape()[3];
+  require(n_kv_heads >= 1 && H % n_kv_heads == 0, "attn::sum_kv_groups", [&] {
+    return "n_kv_heads = " + std::to_string(n_kv_heads) +
+           " does not divide n_heads = " + std::to_string(H);
+  });
+  const std::size_t group = H / n_kv_heads;
+  xt::xtensor<S, 4> out = xt::zeros<S>({B, n_kv_heads, T, hs});
+  // A K/V head used by `group` query heads collects the gradient of every use.
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < H; ++h) xt::view(out, b, h / group) += xt::view(d, b, h);
+  return out;
+}
+
+template <class S>
+xt::xtensor<S, 3> gqa_forward(const xt::xtensor<S, 3>& x, const GqaWeights<S>& w,
+                              const GqaConfig& config, GqaCache<S>& cache) {
+  check_gqa<S>("attn::gqa", x, w, config);
+  const std::size_t C = x.shape()[2], H = config.n_heads, KV = config.n_kv_heads, hs = C / H;
+  cache.x = x;
+  // 1. Projections: H query heads, but only KV key and value heads.
+  //    (B, T, C) @ (C, C) -> (B, T, C) -> (B, H, T, hs)
+  //    (B, T, C) @ (C, KV*hs) -> (B, T, KV*hs) -> (B, KV, T, hs), twice
+  cache.q = split_into_heads(detail::project(x, w.w_q), H, hs);
+  cache.k = split_into_heads(detail::project(x, w.w_k), KV, hs);
+  cache.v = split_into_heads(detail::project(x, w.w_v), KV, hs);
+  // 2. RoPE: rotate q and k by their positions 0 .. T-1 (v carries content, not position).
+  if (config.rope) {
+    cache.q = rope<S>(cache.q, config.theta);
+    cache.k = rope<S>(cache.k, config.theta);
+  }
+  // 3. Each query head h reads K/V head h / (H / KV): (B, KV, T, hs) -> (B, H, T, hs). (A fast
+  //    kernel reads the shared head in place; the copy makes the sharing visible.)
+  // 4. Attention per head, causal and windowed as configured: out (B, H, T, hs), weights
+  //    (B, H, T, T).
+  WindowAttention<S> a = windowed_attention<S>(
+      cache.q, repeat_kv<S>(cache.k, H), repeat_kv<S>(cache.v, H), config.causal, config.window);
+  cache.weights = std::move(a.weights);
+  // 5. Merge the heads and mix them: (B, H, T, hs) -> (B, T, C) @ (C, C) -> (B, T, C).
+  cache.heads = merge_heads_any(a.out);
+  return detail::project(cache.heads, w.w_o);
+}
+
+template <class S>
+GqaResult<S> gqa_forward(const xt::xtensor<S, 3>& x, const GqaWeights<S>& w,
+                         const GqaConfig& config) {
+  GqaCache<S> cache;
+  GqaResult<S> r;
+  r.out = gqa_forward<S>(x, w, config, cache);
+  r.weights = std::move(cache.weights);
+  return r;
+}
+
+template <class S>
+void gqa_backward(const xt::xtensor<S, 3>& dout, const GqaCache<S>& cache, const GqaWeights<S>& w,
+                  const GqaConfig& config, xt::xtensor<S, 3>& dx, GqaWeights<S>& grads) {
+  const char* fn = "attn::gqa_backward";
+  check_gqa<S>(fn, cache.x, w, config);
+  const std::size_t B = cache.x.shape()[0], T = cache.x.shape()[1], C = cache.x.shape()[2];
+  const std::size_t H = config.n_heads, KV = config.n_kv_heads, hs = C / H;
+  if (dout.shape() != cache.x.shape() || cache.heads.shape() != cache.x.shape() ||
+      !same_shape(cache.q, {B, H, T, hs}) || !same_shape(cache.k, {B, KV, T, hs}) ||
+      cache.v.shape() != cache.k.shape()) {
+    shape_error(fn, "dout " + shape_str(cache.x.shape()) + " and a cache from gqa_forward",
+                "dout " + shape_str(dout.shape()) + ", cache.k " + shape_str(cache.k.shape()));
+  }
+  detail::check_weight_shape(fn, "grads.w_q", grads.w_q, C, C);
+  detail::check_weight_shape(fn, "grads.w_k", grads.w_k, C, KV * hs);
+  detail::check_weight_shape(fn, "grads.w_v", grads.w_v, C, KV * hs);
+  detail::check_weight_shape(fn, "grads.w_o", grads.w_o, C, C);
+  // 5. out = heads @ w_o: dheads = dout @ w_o^T, dw_o += heads^T dout; then split into heads.
+  xt::xtensor<S, 3> dheads = xt::zeros<S>(cache.heads.shape());
+  detail::project_backward(dout, cache.heads, w.w_o, dheads, grads.w_o);
+  // 4. Attention per head, on the repeated K/V: dq (B, H, T, hs), and dk, dv per query head.
+  const WindowAttentionGrads<S> a = windowed_attention_backward<S>(
+      split_into_heads(dheads, H, hs), cache.q, repeat_kv<S>(cache.k, H), repeat_kv<S>(cache.v, H),
+      cache.weights, config.causal, config.window);
+  // 3. The repeat's backward: each K/V head sums the gradients of its group's query heads.
+  //    (B, H, T, hs) -> (B, KV, T, hs)
+  xt::xtensor<S, 4> dq = a.dq;
+  xt::xtensor<S, 4> dk = sum_kv_groups<S>(a.dk, KV);
+  const xt::xtensor<S, 4> dv = sum_kv_groups<S>(a.dv, KV);
+  // 2. RoPE's backward: rotate the gradients back by the same angles.
+  if (config.rope) {
+    dq = rope_backward<S>(dq, config.theta);
+    dk = rope_backward<S>(dk, config.theta);
+  }
+  // 1. q = x @ w_q, k = x @ w_k, v = x @ w_v: x feeds all three, so dx collects three terms.
+  dx = xt::zeros<S>(cache.x.shape());
+  detail::project_backward(merge_heads_any(dq), cache.x, w.w_q, dx, grads.w_q);
+  detail::project_backward(merge_heads_any(dk), cache.x, w.w_k, dx, grads.w_k);
+  detail::project_backward(merge_heads_any(dv), cache.x, w.w_v, dx, grads.w_v);
+}
+
+#define ATTN_GQA_INSTANTIATE(S)                                                             \
+  template GqaResult<S> gqa_forward<S>(const xt::xtensor<S, 3>&, const GqaWeights<S>&,      \
+                                       const GqaConfig&);                                   \
+  template xt::xtensor<S, 3> gqa_forward<S>(const xt::xtensor<S, 3>&, const GqaWeights<S>&, \
+                                            const GqaConfig&, GqaCache<S>&);                \
+  template void gqa_backward<S>(const xt::xtensor<S, 3>&, const GqaCache<S>&,               \
+                                const GqaWeights<S>&, const GqaConfig&, xt::xtensor<S, 3>&, \
+                                GqaWeights<S>&);                                            \
+  template xt::xtensor<S, 4> repeat_kv<S>(const xt::xtensor<S, 4>&, std::size_t);           \
+  template xt::xtensor<S, 4> sum_kv_groups<S>(const xt::xtensor<S, 4>&, std::size_t);
+ATTN_GQA_INSTANTIATE(float)
+ATTN_GQA_INSTANTIATE(double)
+#undef ATTN_GQA_INSTANTIATE
+
+}  // namespace attn
