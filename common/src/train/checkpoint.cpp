@@ -197,7 +197,6 @@ class KeyReader {
     return it->second;
   }
   // After every read: a key nobody read is a typo or a file from elsewhere, never ignored.
-  bool has(const std::string& key) const { return keys_.count(key) != 0; }
   void check_all_used() const {
     for (const auto& [key, value] : keys_) {
       if (std::find(used_.begin(), used_.end(), key) == used_.end()) {
