@@ -494,7 +494,12 @@ std::string describe(const attn::LmConfig& c) {
          (c.use_layer_norm ? "" : " noLN") + (c.residual ? "" : " noRes") +
          (c.use_ffn ? "" : " noFFN") + (c.attn_proj ? "" : " noProj") +
          (c.ffn_hidden ? " F=" + std::to_string(c.ffn_hidden) : "") + " " +
-         std::string(attn::activation_name(c.activation));
+         std::string(attn::activation_name(c.activation)) +
+         (c.positions == attn::Positions::rope ? " rope" : "") +
+         (c.normalization == attn::Normalization::rmsnorm ? " rmsnorm" : "") +
+         (c.ffn == attn::FfnKind::swiglu ? " swiglu" : "") +
+         (c.n_kv_heads ? " KV=" + std::to_string(c.n_kv_heads) : "") +
+         (c.window ? " W=" + std::to_string(c.window) : "") + (c.bias ? "" : " no-bias");
 }
 
 std::vector<attn::LmConfig> lm_variants() {
@@ -528,6 +533,30 @@ std::vector<attn::LmConfig> lm_variants() {
     d.use_ffn = false;
     d.attn_proj = false;
     d.n_layers = 1;
+  });
+  // Chapter 11's parts, each alone and all together (the Llama recipe, with and without a
+  // window).
+  with([](attn::LmConfig& d) { d.positions = attn::Positions::rope; });
+  with([](attn::LmConfig& d) { d.normalization = attn::Normalization::rmsnorm; });
+  with([](attn::LmConfig& d) { d.ffn = attn::FfnKind::swiglu; });
+  with([](attn::LmConfig& d) { d.n_kv_heads = 1; });
+  with([](attn::LmConfig& d) { d.window = 2; });
+  with([](attn::LmConfig& d) {
+    d.bias = false;
+    d.tied_head = false;
+  });
+  const auto llama = [](attn::LmConfig& d) {
+    d.positions = attn::Positions::rope;
+    d.normalization = attn::Normalization::rmsnorm;
+    d.ffn = attn::FfnKind::swiglu;
+    d.n_kv_heads = 1;
+    d.bias = false;
+  };
+  with(llama);
+  with([&](attn::LmConfig& d) {
+    llama(d);
+    d.window = 3;
+    d.n_layers = 3;
   });
   return v;
 }
@@ -576,7 +605,11 @@ TEST_CASE("lm_forward_backward matches central differences for every parameter o
                                           tensors, options);
     check_gradients(describe(config), results);
     // wpe's last row (position 4) is never used with T = 4: its gradient is exactly 0.
-    for (std::size_t c = 0; c < config.n_embd; ++c) CHECK(g.wpe(4, c) == 0.0f);
+    if (config.positions == attn::Positions::learned) {
+      for (std::size_t c = 0; c < config.n_embd; ++c) CHECK(g.wpe(4, c) == 0.0f);
+    } else {
+      CHECK(w.wpe.size() == 0);  // rope: no table
+    }
   }
 }
 
@@ -793,6 +826,66 @@ TEST_CASE("lm_forward_backward and lm_loss name bad targets") {
       "attn::lm_forward_backward: grads must be shaped like the weights (make them with "
       "lm_zeros_like)",
       E);
+}
+
+TEST_CASE("a window bounds what a logit sees: L (W - 1) tokens back, and rope has no T_max") {
+  attn::LmConfig c = small_config();
+  c.positions = attn::Positions::rope;
+  c.window = 3;
+  c.n_layers = 2;
+  c.normalization = attn::Normalization::rmsnorm;
+  c.ffn = attn::FfnKind::swiglu;
+  attn::Rng rng(650);
+  const attn::LmWeights w = random_lm(rng, c);
+  // T = 12 > T_max = 5: no position table limits a rope model.
+  xt::xtensor<int, 2> ids = random_ids(rng, 1, 12, c.vocab_size);
+  const attn::Tensor<3> base = attn::lm_forward(ids, w, c);
+  // Position 11 sees positions 11 - L (W - 1) = 7 .. 11 through the stack: token 6 cannot
+  // reach it, token 7 can.
+  const auto last_row_changes = [&](std::size_t t) {
+    xt::xtensor<int, 2> other = ids;
+    other(0, t) = (other(0, t) + 1) % static_cast<int>(c.vocab_size);
+    const attn::Tensor<3> l = attn::lm_forward(other, w, c);
+    double diff = 0.0;
+    for (std::size_t v = 0; v < c.vocab_size; ++v)
+      diff = std::max(diff, static_cast<double>(std::abs(l(0, 11, v) - base(0, 11, v))));
+    return diff;
+  };
+  CHECK(last_row_changes(6) == 0.0);
+  CHECK(last_row_changes(7) > 1e-4);
+  // Learned positions keep their table's limit.
+  attn::LmConfig learned = small_config();
+  const attn::LmWeights wl = attn::lm_init(rng, learned);
+  CHECK_THROWS_AS(attn::lm_forward(ids, wl, learned), std::invalid_argument);
+}
+
+TEST_CASE("check_parts names each bad combination in one line") {
+  const auto error = [](const attn::LmConfig& c) {
+    try {
+      attn::check_parts(c, "attn::lm_init");
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  attn::LmConfig c = small_config();  // C 4, H 2
+  CHECK(error(c) == "no error");
+  attn::LmConfig d = c;
+  d.n_kv_heads = 3;
+  CHECK(error(d) == "attn::lm_init: n_kv_heads = 3 does not divide n_heads = 2");
+  d = c;
+  d.n_heads = 4;  // hs = 1
+  d.positions = attn::Positions::rope;
+  CHECK(error(d) ==
+        "attn::lm_init: rope positions rotate pairs of features, but the head size n_embd / "
+        "n_heads = 1 is odd");
+  d = c;
+  d.rope_theta = 0.0;
+  CHECK(error(d) == "attn::lm_init: rope_theta = 0 must be a number > 0");
+  d = c;
+  d.window = 6;
+  CHECK(error(d) ==
+        "attn::lm_init: window = 6 is above block_size = 5 (a window sees at most T_max keys)");
 }
 
 }  // TEST_SUITE
