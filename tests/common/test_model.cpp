@@ -888,4 +888,75 @@ TEST_CASE("check_parts names each bad combination in one line") {
         "attn::lm_init: window = 6 is above block_size = 5 (a window sees at most T_max keys)");
 }
 
+TEST_CASE("a model folder records its parts: model.txt keys, --weights DIR alone loads it") {
+  attn::Rng rng(717);
+  attn::LmConfig config = small_config();
+  config.positions = attn::Positions::rope;
+  config.rope_theta = 500.0;
+  config.normalization = attn::Normalization::rmsnorm;
+  config.ffn = attn::FfnKind::swiglu;
+  config.n_kv_heads = 1;
+  config.window = 3;
+  config.bias = false;
+  const attn::LmWeights w = random_lm(rng, config);
+  const fs::path dir = temp() / "llama";
+  attn::save_lm(dir, w, config);
+  CHECK(!fs::exists(dir / "wpe.npy"));
+  CHECK(fs::exists(dir / "h1.w_gate.npy"));
+  CHECK(!fs::exists(dir / "h0.w1.npy"));
+  CHECK(!fs::exists(dir / "ln_f_beta.npy"));
+  std::ifstream in(dir / "model.txt");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("positions rope\nrope_theta 500\nnormalization rmsnorm\nffn swiglu\n"
+                  "n_kv_heads 1\nwindow 3\nbias 0\nblock_size 5\n") != std::string::npos);
+  const std::optional<attn::LmConfig> described = attn::read_model_file(dir);
+  REQUIRE(described);
+  CHECK(described->positions == attn::Positions::rope);
+  CHECK(described->rope_theta == 500.0);
+  CHECK(described->block_size == 5);
+  attn::LmConfig loaded;
+  bool had_txt = false;
+  const attn::LmWeights back = attn::load_lm_as_described(dir, {}, 4, loaded, had_txt);
+  CHECK(had_txt);
+  CHECK(loaded.n_kv_heads == 1);
+  CHECK(loaded.window == 3);
+  CHECK(!loaded.bias);
+  CHECK(loaded.ffn == attn::FfnKind::swiglu);
+  CHECK(loaded.normalization == attn::Normalization::rmsnorm);
+  const auto tokens = random_ids(rng, 2, 9, 7);  // longer than T_max: rope
+  CHECK_TENSOR_NEAR(attn::lm_forward(tokens, back, loaded), attn::lm_forward(tokens, w, config),
+                    0.0, 0.0);
+  // A default model's model.txt lists no part (it is what it always was).
+  const fs::path plain = temp() / "plain";
+  attn::save_lm(plain, random_lm(rng, small_config()), small_config());
+  std::ifstream in2(plain / "model.txt");
+  const std::string text2((std::istreambuf_iterator<char>(in2)), std::istreambuf_iterator<char>());
+  CHECK(text2.find("positions") == std::string::npos);
+  // Bad part values are refused by line.
+  const auto refused = [&](const std::string& line) {
+    std::ofstream(dir / "model.txt") << "n_layers 2\nn_heads 2\n" << line << "\n";
+    try {
+      (void)attn::read_model_file(dir);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK(refused("positions sinusoidal") ==
+        "model '" + dir.string() +
+            "': model.txt line 3: positions is 'sinusoidal', expected learned or rope");
+  CHECK(refused("rope_theta -1") ==
+        "model '" + dir.string() +
+            "': model.txt line 3: rope_theta is '-1', expected a number > 0");
+  CHECK(refused("ffn geglu") ==
+        "model '" + dir.string() + "': model.txt line 3: ffn is 'geglu', expected mlp or swiglu");
+  // Parts that do not fit the sizes: n_kv_heads 3 with n_heads 2.
+  std::ofstream(dir / "model.txt") << "n_layers 2\nn_heads 2\npositions rope\nblock_size 5\n"
+                                   << "normalization rmsnorm\nffn swiglu\nwindow 3\nbias 0\n"
+                                   << "n_kv_heads 3\n";
+  CHECK_THROWS_WITH_AS(attn::load_lm_as_described(dir, {}, 4, loaded, had_txt),
+                       doctest::Contains("n_kv_heads = 3 does not divide n_heads = 2"),
+                       std::runtime_error);
+}
+
 }  // TEST_SUITE
