@@ -449,6 +449,14 @@ void add_into(Tensor<3>& out, const Tensor<3>& a, const Tensor<3>& b) {
   ensure_shape(out, {a.shape()[0], a.shape()[1], a.shape()[2]});
   add_arrays(out.data(), a.data(), b.data(), out.size());
 }
+// acc += g element by element, in acc's own buffer: a gradient tensor keeps its storage (an
+// optimizer holds spans into it; xtensor's += may allocate a new one). Same sizes.
+template <class T>
+void add_into_buffer(T& acc, const T& g) {
+  float* a = acc.data();
+  const float* b = g.data();
+  for (std::size_t i = 0; i < acc.size(); ++i) a[i] += b[i];
+}
 template <class T>
 void clear_any(T& t) {
   if (t.size() != 0) t = T(typename T::shape_type{});
@@ -478,7 +486,7 @@ void norm_backward(const Tensor<3>& dy, const Tensor<3>& x, const Vector& gamma,
                    Tensor<3>& dx, Vector& dgamma, Vector& dbeta) {
   if (c.normalization == Normalization::rmsnorm) {
     RmsNormGrads<float, 3> g = rms_norm_backward<float, 3>(dy, x, gamma, rms);
-    dgamma += g.dgamma;
+    add_into_buffer(dgamma, g.dgamma);
     dx = std::move(g.dx);
     return;
   }
@@ -517,14 +525,14 @@ void attention_backward(const Tensor<3>& dout, const BlockCache& cache, const Mh
     fast::mha_backward(dout, cache.attn, w, c.n_heads, c.causal, dx, grads);
     return;
   }
-  // The gradients accumulate in place: moved into the reference's struct and back.
-  GqaWeights<float> g{std::move(grads.w_q), std::move(grads.w_k), std::move(grads.w_v),
-                      std::move(grads.w_o)};
+  // The reference's gradients, from zero, then added into grads' own buffers.
+  GqaWeights<float> g{xt::zeros<float>(grads.w_q.shape()), xt::zeros<float>(grads.w_k.shape()),
+                      xt::zeros<float>(grads.w_v.shape()), xt::zeros<float>(grads.w_o.shape())};
   gqa_backward<float>(dout, cache.gqa, gqa_weights(w), gqa_config(c), dx, g);
-  grads.w_q = std::move(g.w_q);
-  grads.w_k = std::move(g.w_k);
-  grads.w_v = std::move(g.w_v);
-  grads.w_o = std::move(g.w_o);
+  add_into_buffer(grads.w_q, g.w_q);
+  add_into_buffer(grads.w_k, g.w_k);
+  add_into_buffer(grads.w_v, g.w_v);
+  add_into_buffer(grads.w_o, g.w_o);
 }
 
 // out = FFN(x): the MLP (cache.ffn, fast kernels) or SwiGLU (cache.swiglu, the reference).
@@ -547,22 +555,29 @@ void ffn_forward_part(const Tensor<3>& x, const BlockWeights& w, const BlockConf
 void ffn_backward_part(const Tensor<3>& dy, const BlockCache& cache, const BlockWeights& w,
                        const BlockConfig& c, Tensor<3>& dx, BlockWeights& grads) {
   if (c.ffn == FfnKind::swiglu) {
-    swiglu_backward<float>(dy, cache.swiglu, w.swiglu, dx, grads.swiglu);
+    SwigluWeights<float> g{xt::zeros<float>(w.swiglu.w_gate.shape()),
+                           xt::zeros<float>(w.swiglu.w_up.shape()),
+                           xt::zeros<float>(w.swiglu.w_down.shape())};
+    swiglu_backward<float>(dy, cache.swiglu, w.swiglu, dx, g);
+    add_into_buffer(grads.swiglu.w_gate, g.w_gate);
+    add_into_buffer(grads.swiglu.w_up, g.w_up);
+    add_into_buffer(grads.swiglu.w_down, g.w_down);
     return;
   }
   if (c.bias) {
     fast::ffn_backward(dy, cache.ffn, w.ffn, c.activation, dx, grads.ffn);
     return;
   }
-  // No biases: the kernel's bias gradients go to scratch; w1's and w2's accumulate in place.
+  // No biases: the kernel's gradients from zero (its bias gradients dropped), then w1's and
+  // w2's added into grads' own buffers.
   thread_local FfnWeights g;
-  g.w1 = std::move(grads.ffn.w1);
-  g.w2 = std::move(grads.ffn.w2);
+  g.w1 = xt::zeros<float>(grads.ffn.w1.shape());
+  g.w2 = xt::zeros<float>(grads.ffn.w2.shape());
   g.b1 = zeros_vector(g.w1.shape()[1]);
   g.b2 = xt::zeros<float>({g.w2.shape()[1]});
   fast::ffn_backward(dy, cache.ffn, mlp_weights(w.ffn, c), c.activation, dx, g);
-  grads.ffn.w1 = std::move(g.w1);
-  grads.ffn.w2 = std::move(g.w2);
+  add_into_buffer(grads.ffn.w1, g.w1);
+  add_into_buffer(grads.ffn.w2, g.w2);
 }
 
 }  // namespace

@@ -568,7 +568,7 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
   if (config.use_layer_norm && config.normalization == Normalization::rmsnorm) {
     RmsNormGrads<float, 3> g =
         rms_norm_backward<float, 3>(dx_a, cache.x_final, w.ln_f_gamma, cache.rms_f);
-    grads.ln_f_gamma += g.dgamma;
+    for (std::size_t c = 0; c < C; ++c) grads.ln_f_gamma(c) += g.dgamma(c);  // in its buffer
     dx_a = std::move(g.dx);
   } else if (config.use_layer_norm && w.ln_f_beta.size() == 0) {  // no biases: no beta
     thread_local Vector unused;
