@@ -17,7 +17,7 @@ the course's optimizer the run is:
                        and biases included;
   --param-groups two   the course's (and nanoGPT's) two groups: decay on matrices and embeddings
                        only, none on LayerNorm and biases.
-The course's 09_training decays like `two`; the page says which one gave its figure.
+The default is gpt.py's `one`; the course's 09_training decays like `two`.
 
 Needs torch (tested with 1.13) and the corpus, data/tinyshakespeare.txt (scripts/get-data.sh).
 """
@@ -46,7 +46,7 @@ def parse_args():
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--eval-interval", type=int, default=250)
     p.add_argument("--eval-iters", type=int, default=200)
-    p.add_argument("--param-groups", choices=["one", "two"], default="two")
+    p.add_argument("--param-groups", choices=["one", "two"], default="one")
     p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")

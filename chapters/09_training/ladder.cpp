@@ -212,11 +212,14 @@ void show_why(const std::vector<std::size_t>& chosen, const std::vector<RowWhy>&
       line = "one character of context: the table only knows which character came last";
     } else if (r == 1) {
       const double d = y.head_distance.at(0);
-      attn::claim(d > 0.0, "the head looks back");
-      line = fmt::format(
-          "its head looks back {} characters on average ({} for uniform "
-          "attention): context the bigram cannot see",
-          num(d, 2), num(uniform, 2));
+      const bool mostly_current = d < 0.5;
+      attn::claim(mostly_current == (d < 0.5), "the head's distance sentence");
+      line =
+          fmt::format("its head looks back {} characters on average ({} for uniform attention): {}",
+                      num(d, 2), num(uniform, 2),
+                      mostly_current ? "mostly the current character, with a little of the "
+                                       "ones before it, which the bigram cannot see"
+                                     : "context the bigram cannot see");
     } else if (r == 2) {
       const auto [lo, hi] = std::minmax_element(y.head_distance.begin(), y.head_distance.end());
       line = fmt::format("its four heads look back {} characters: {}",
@@ -240,33 +243,26 @@ void show_why(const std::vector<std::size_t>& chosen, const std::vector<RowWhy>&
           "through 3 blocks",
           num(y.grad_ratio, 2), num(y.grad_ratio_no_residual, 3));
     } else {
+      const double growth = y.stream_rms.back() / y.stream_rms.front();
       line = fmt::format(
-          "the residual stream's rms goes {} from the embeddings through the 3 "
-          "blocks; each LayerNorm hands its sub-layer rms 1 whatever that "
-          "drift, which at this depth is {}",
-          list_text(y.stream_rms, 2, " -> "),
-          y.stream_rms.back() < 3.0 * y.stream_rms.front() ? "small: a small gain" : "large");
+          "the residual stream's rms goes {} from the embeddings through the 3 blocks "
+          "({}x); each LayerNorm hands its sub-layer rms 1 whatever that drift",
+          list_text(y.stream_rms, 2, " -> "), num(growth, 1));
+      if (why[4].measured) {
+        const double change = y.val - why[4].val;
+        line += std::abs(change) < 0.02
+                    ? fmt::format(
+                          ", a drift too small at 3 blocks for LayerNorm to matter here: "
+                          "val {} against {} without",
+                          num(y.val), num(why[4].val))
+                    : fmt::format(": val {} against {} without", num(y.val), num(why[4].val));
+      }
     }
     // Wrapped at 92 columns under the row number.
-    const std::string text = line + " (" + fit + ")";
-    std::string out = fmt::format("  {:<3} ", r);
-    std::size_t column = out.size();
-    std::size_t begin = 0;
-    while (begin < text.size()) {
-      std::size_t end = text.find(' ', begin);
-      if (end == std::string::npos) end = text.size();
-      const std::string word = text.substr(begin, end - begin);
-      if (column + word.size() > 92 && column > 6) {
-        out.pop_back();  // the space after the last word of the line
-        out += "\n      ";
-        column = 6;
-      }
-      out += word + " ";
-      column += word.size() + 1;
-      begin = end + 1;
-    }
-    out.pop_back();
-    fmt::print("{}\n", out);
+    std::string text = wrap_text(fmt::format("{} ({})", line, fit), 86);
+    for (std::size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1))
+      text.insert(at + 1, 6, ' ');
+    fmt::print("  {:<3} {}\n", r, text);
   }
 }
 

@@ -282,53 +282,60 @@ void show_gap(const attn::TrainState& s, const attn::TrainConfig& c, const Data&
                       static_cast<double>(c.model.block_size);
   const double passes = read / static_cast<double>(d.split.train.size());
   const double gap = last.val_loss - last.train_loss;
-  fmt::print(
-      "{} steps of {} windows of {} tokens read {} tokens: {} passes over the {} training\n"
-      "tokens (a pass over the data is an epoch; windows overlap and are drawn at random).\n",
+  std::string text = fmt::format(
+      "{} steps of {} windows of {} tokens read {} tokens: {} passes over the {} training tokens "
+      "(a pass over the data is an epoch; the windows are drawn at random).",
       s.step, c.batch_size, c.model.block_size, attn::grouped(read), num(passes, 1),
-      d.split.train.size());
+      attn::grouped(static_cast<double>(d.split.train.size())));
   const bool still_best = last.val_loss <= best.val_loss + 0.005;
   const bool rose = !still_best && last.train_loss < best.train_loss;
   if (std::abs(gap) < 0.05) {
     attn::claim(std::abs(gap) < 0.05, "the train and val losses ended within 0.05");
-    fmt::print(
-        "The two losses ended {} apart: the model does as well on text it never saw as on its\n"
-        "training text, so it is not memorising; more steps or a bigger model can lower both.\n",
+    text += fmt::format(
+        " The two losses ended {} apart: the model does as well on text it never saw as on its "
+        "training text, so it is not memorising; more steps or a bigger model can lower both.",
         num(std::abs(gap)));
   } else if (gap > 0.0) {
     attn::claim(gap >= 0.05, "the val loss ended at least 0.05 above the train loss");
-    fmt::print(
-        "The val loss ended {} above the train loss: after {} passes the model fits its\n"
-        "training text better than text it never saw, the start of memorising{}\n",
-        num(gap), num(passes, 1),
+    text += fmt::format(
+        " The val loss ended {} above the train loss: after {} passes the model fits its "
+        "training text better than text it never saw{}{}",
+        num(gap), num(passes, 1), gap < 0.2 ? ", the start of memorising" : ": it is memorising",
         c.model.dropout > 0.0f
-            ? fmt::format(", even with\ndropout {} on.", num(c.model.dropout, 2))
-            : std::string(
-                  ".\nDropout (--dropout P, the page measures it) works against memorising."));
+            ? fmt::format(", even with dropout {} on.", num(c.model.dropout, 2))
+            : std::string(". Dropout (--dropout P, the page measures it) works against it."));
   } else {
     attn::claim(gap <= -0.05, "the val loss ended at least 0.05 below the train loss");
-    fmt::print(
-        "The val loss ended {} below the train loss: the validation text is easier for this "
-        "model\nthan the training text, which says more about the split than about the model.\n",
+    text += fmt::format(
+        " The val loss ended {} below the train loss: the validation text is easier for this "
+        "model than the training text, which says more about the split than about the model.",
         num(-gap));
   }
-  if (still_best) {
-    attn::claim(last.val_loss <= best.val_loss + 0.005,
-                "the last estimate is within 0.005 of the best");
-    fmt::print(
-        "The val loss is still at its lowest at the last estimate: training on may still help;\n"
-        "stop when an estimate comes out higher than the best so far.\n");
+  if (still_best && last.step == best.step) {
+    attn::claim(last.val_loss <= best.val_loss, "the last estimate is the lowest");
+    text +=
+        " The val loss is at its lowest at the last estimate: training on may still help; stop "
+        "when an estimate comes out higher than the best so far.";
+  } else if (still_best) {
+    attn::claim(last.val_loss > best.val_loss && last.val_loss <= best.val_loss + 0.005,
+                "the last estimate is within 0.005 above the lowest");
+    text += fmt::format(
+        " The val loss has flattened: the last estimate is {} above the lowest ({} at step {}), "
+        "within the noise of an estimate. Training on buys little now; stop once the estimates "
+        "climb clearly above the best.",
+        num(last.val_loss - best.val_loss), num(best.val_loss), best.step);
   } else {
     attn::claim(last.val_loss > best.val_loss + 0.005, "the val loss ended above its best");
-    fmt::print(
-        "The val loss was lowest at step {} ({}) and ended {} higher{}: stop at step {}\n"
-        "(with --save, the checkpoint of that estimate is the model to keep).\n",
+    text += fmt::format(
+        " The val loss was lowest at step {} ({}) and ended {} higher{}. Stop at step {}: a run is "
+        "deterministic, so the same run stopped at step {} gives that model.",
         best.step, num(best.val_loss), num(last.val_loss - best.val_loss),
-        rose ? fmt::format(" while the train loss kept falling ({} to {})", num(best.train_loss),
+        rose ? fmt::format(", while the train loss kept falling ({} to {})", num(best.train_loss),
                            num(last.train_loss))
              : std::string(),
-        best.step);
+        best.step, best.step);
   }
+  fmt::print("{}\n", wrap_text(text, 92));
 }
 
 void show_training(const attn::TrainState& s, const RunReport& r, const attn::TrainConfig& c,

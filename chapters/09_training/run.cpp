@@ -56,6 +56,28 @@ std::string clock_text(double seconds) {
   return fmt::format("{}:{:02}", s / 60, s % 60);
 }
 
+std::string wrap_text(const std::string& text, std::size_t width, std::size_t indent) {
+  std::string out;
+  std::size_t column = 0;
+  std::size_t begin = 0;
+  while (begin < text.size()) {
+    std::size_t end = text.find(' ', begin);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(begin, end - begin);
+    if (column > indent && column + 1 + word.size() > width) {
+      out += "\n" + std::string(indent, ' ');
+      column = indent;
+    } else if (!out.empty()) {
+      out += ' ';
+      ++column;
+    }
+    out += word;
+    column += word.size();
+    begin = end + 1;
+  }
+  return out;
+}
+
 void stop_on_ctrl_c() {
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);

@@ -120,6 +120,9 @@ RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainC
 // second one exits at once); SIGXFSZ is ignored, so a file above `ulimit -f` is a write error.
 void stop_on_ctrl_c();
 std::string clock_text(double seconds);  // "1:05"
+// `text` broken at spaces into lines of at most `width` columns; lines after the first start
+// with `indent` spaces (the first line's own prefix is part of text).
+std::string wrap_text(const std::string& text, std::size_t width, std::size_t indent = 0);
 // The loss curve: every step's training loss (noisy) and the estimates of both splits.
 std::string loss_curve_svg(const attn::TrainState& s);
 

@@ -39,7 +39,8 @@ Tensor<3> dropout_mask(Rng& rng, float p, const std::array<std::size_t, 3>& shap
 namespace {
 void check_same(const Tensor<3>& a, const Tensor<3>& mask, const char* function, const char* what) {
   if (a.shape() != mask.shape()) {
-    shape_error(function, std::string("a mask of the shape of ") + what + " " + shape_str(a.shape()),
+    shape_error(function,
+                std::string("a mask of the shape of ") + what + " " + shape_str(a.shape()),
                 "mask " + shape_str(mask.shape()));
   }
 }
