@@ -6,23 +6,30 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <span>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attn/model/block.hpp"
 #include "attn/model/model.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/ops/ffn.hpp"
+#include "attn/ops/layernorm.hpp"
+#include "attn/ops/linear.hpp"
 #include "attn/ops/loss.hpp"
 #include "attn/ops/mask.hpp"
 #include "attn/ops/softmax.hpp"
 #include "attn/train/gradcheck.hpp"
+#include "attn/train/gradcheck64.hpp"
 
 namespace ch08 {
 
 using attn::BlockConfig;
 using attn::BlockWeights;
-using attn::GradTensor;
+using attn::GradTensor64;
+using attn::Tensor64;
 
 namespace {
 
@@ -67,20 +74,56 @@ ex08::AttentionGrads reference_attention_backward(const Matrix& dout, const Matr
 }
 
 // ---------------------------------------------------------------------------------------------
-// 3. The gradient check of every op.
+// 3. The gradient check of every op, in float64.
+//
+// Every tensor is drawn in float (the values are exactly representable in both precisions),
+// then checked in double: the forward is the op's float64 twin, the gradient the twin's
+// backward, or with --mine the learner's float backward (ex08::) on the same numbers. The block
+// and the model have no float64 twin: their rows check the library's float backward (the one
+// training runs) against the double forward composed below from the float64 twins of its ops.
+
+template <std::size_t N>
+Tensor64<N> to64(const Tensor<N>& t) {
+  Tensor64<N> d = xt::cast<double>(t);
+  return d;
+}
+template <std::size_t N>
+Tensor<N> to32(const Tensor64<N>& t) {
+  Tensor<N> f = xt::cast<float>(t);
+  return f;
+}
+
+// One head (T, hs) as the library's (1, 1, T, hs), in double.
+Tensor64<4> as_heads64(const Tensor64<2>& m) {
+  Tensor64<4> t({1, 1, m.shape()[0], m.shape()[1]});
+  std::copy(m.begin(), m.end(), t.begin());
+  return t;
+}
+Tensor64<2> as_matrix64(const Tensor64<4>& t) {
+  Tensor64<2> m({t.shape()[2], t.shape()[3]});
+  std::copy(t.begin(), t.end(), m.begin());
+  return m;
+}
+
+attn::MhaWeights64 to64(const attn::MhaWeights& w) {
+  return {to64(w.w_q), to64(w.w_k), to64(w.w_v), to64(w.w_o)};
+}
+attn::FfnWeights64 to64(const attn::FfnWeights& w) {
+  return {to64(w.w1), to64(w.b1), to64(w.w2), to64(w.b2)};
+}
 
 // One op's check: L = sum(forward() * R) for a fixed random R, so R is the upstream gradient
 // dL/dout. backward(R) runs the backward under test and returns the tensors to nudge, each
-// with the gradient it computed; grad_check compares them with central differences of L.
+// with the gradient it computed; check_gradients compares them with central differences of L.
 template <class Forward, class Backward>
 std::vector<attn::GradCheckResult> check_op(attn::Rng& rng, const Forward& forward,
                                             const Backward& backward,
-                                            const attn::GradCheckOptions& options = {}) {
+                                            const attn::GradCheckOptions64& options = {}) {
   auto R = forward();  // the output's shape
-  for (float& v : R) v = rng.normal();
-  const std::vector<GradTensor> tensors = backward(R);
-  return attn::grad_check([&] { return attn::weighted_sum(values_of(forward()), values_of(R)); },
-                          tensors, options);
+  for (double& v : R) v = rng.normal();
+  const std::vector<GradTensor64> tensors = backward(R);
+  return attn::check_gradients(
+      [&] { return attn::weighted_sum(values_of(forward()), values_of(R)); }, tensors, options);
 }
 
 // The block (pre and post-norm) and the whole model: one row each, the largest errors of all
@@ -111,6 +154,23 @@ BlockWeights check_block_weights(attn::Rng& rng) {
   return w;
 }
 
+// The largest difference between the float gradients and the float64 ones, relative to each
+// tensor's largest float64 gradient: the float backward's rounding.
+double compare_float(const std::vector<attn::NamedTensor>& f,
+                     const std::vector<attn::NamedTensor64>& d) {
+  if (f.size() != d.size()) throw std::logic_error("ch08: the float and float64 models differ");
+  double worst = 0.0;
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    double scale = 0.0, diff = 0.0;
+    for (std::size_t j = 0; j < d[i].values.size(); ++j) {
+      scale = std::max(scale, std::abs(d[i].values[j]));
+      diff = std::max(diff, std::abs(static_cast<double>(f[i].values[j]) - d[i].values[j]));
+    }
+    if (scale > 0.0) worst = std::max(worst, diff / scale);
+  }
+  return worst;
+}
+
 }  // namespace
 
 Kernels reference_kernels() {
@@ -123,76 +183,87 @@ Kernels learner_kernels() {
   return {&ex08::softmax_backward, &ex08::softmax_backward, &ex08::linear_backward,
           &ex08::layer_norm_backward, &ex08::attention_backward};
 }
-GradientChecks gradient_checks(const Kernels& k, attn::Rng& rng) {
+GradientChecks gradient_checks(const Kernels& k, bool mine, attn::Rng& rng) {
   GradientChecks checks;
+  // The learner's float gradients (--mine) are judged like the library's float ones.
+  const attn::GradCheckOptions64 kernel_options =
+      mine ? float_options() : attn::GradCheckOptions64{};
   const auto add = [&](const std::string& op, const std::vector<attn::GradCheckResult>& rs) {
     for (const attn::GradCheckResult& r : rs) checks.correct.push_back({op, r});
   };
   {  // softmax and masked softmax, rows of 7
-    Matrix x = attn::randn(rng, 3, 7, 2.0f), dx;
-    const auto forward = [&] { return Matrix(attn::softmax<2>(x)); };
-    const auto backward = [&](const Matrix& R) -> std::vector<GradTensor> {
-      dx = k.softmax_backward(forward(), R);
+    Tensor64<2> x = to64<2>(attn::randn(rng, 3, 7, 2.0f)), dx;
+    const auto forward = [&] { return attn::softmax<2>(x); };
+    const auto backward = [&](const Tensor64<2>& R) -> std::vector<GradTensor64> {
+      dx = mine ? to64<2>(k.softmax_backward(to32(forward()), to32(R)))
+                : attn::softmax_backward<2>(forward(), R);
       return {{"x", values_of(x), values_of(dx)}};
     };
-    add("softmax", check_op(rng, forward, backward));
+    add("softmax", check_op(rng, forward, backward, kernel_options));
   }
   {
-    Matrix s = attn::randn(rng, kT, kT, 2.0f), ds;
+    Tensor64<2> s = to64<2>(attn::randn(rng, kT, kT, 2.0f)), ds;
     const attn::Mask mask = attn::causal_mask(kT);
-    const auto forward = [&] { return Matrix(attn::masked_softmax<2>(s, mask)); };
-    const auto backward = [&](const Matrix& R) -> std::vector<GradTensor> {
-      ds = k.masked_softmax_backward(forward(), R);
+    const auto forward = [&] { return attn::masked_softmax<2>(s, mask); };
+    const auto backward = [&](const Tensor64<2>& R) -> std::vector<GradTensor64> {
+      ds = mine ? to64<2>(k.masked_softmax_backward(to32(forward()), to32(R)))
+                : attn::masked_softmax_backward<2>(forward(), R);
       return {{"scores", values_of(s), values_of(ds)}};
     };
-    add("masked softmax", check_op(rng, forward, backward));
+    add("masked softmax", check_op(rng, forward, backward, kernel_options));
   }
   {  // cross-entropy: the loss itself is the scalar
-    Matrix logits = attn::randn(rng, kB * kT, 7, 2.0f);
+    Tensor64<2> logits = to64<2>(attn::randn(rng, kB * kT, 7, 2.0f));
     std::vector<int> targets(kB * kT);
     for (int& t : targets) t = static_cast<int>(rng.below(7));
-    const Matrix grad = attn::cross_entropy_grad(logits, targets);
-    add("cross-entropy", attn::grad_check([&] { return attn::cross_entropy(logits, targets); },
-                                          {{"logits", values_of(logits), values_of(grad)}}));
+    const Tensor64<2> grad = attn::cross_entropy_grad(logits, targets);
+    add("cross-entropy", attn::check_gradients([&] { return attn::cross_entropy(logits, targets); },
+                                               {{"logits", values_of(logits), values_of(grad)}}));
   }
   {  // linear
-    Tensor<3> x = attn::randn<3>(rng, {kB, kT, kC});
-    Matrix w = attn::randn(rng, kC, 3, 0.5f);
-    Vector b = attn::randn<1>(rng, {3});
-    attn::LinearGrads g;
-    const auto forward = [&] { return Tensor<3>(attn::linear(x, w, b)); };
-    const auto backward = [&](const Tensor<3>& R) -> std::vector<GradTensor> {
-      g = k.linear_backward(R, x, w);
+    Tensor64<3> x = to64<3>(attn::randn<3>(rng, {kB, kT, kC}));
+    Tensor64<2> w = to64<2>(attn::randn(rng, kC, 3, 0.5f));
+    Tensor64<1> b = to64<1>(attn::randn<1>(rng, {3}));
+    attn::LinearGrads64 g;
+    const auto forward = [&] { return attn::linear(x, w, b); };
+    const auto backward = [&](const Tensor64<3>& R) -> std::vector<GradTensor64> {
+      if (mine) {
+        const attn::LinearGrads f = k.linear_backward(to32(R), to32(x), to32(w));
+        g = {to64(f.dx), to64(f.dw), to64(f.db)};
+      } else {
+        g = attn::linear_backward(R, x, w);
+      }
       return {{"x", values_of(x), values_of(g.dx)},
               {"w", values_of(w), values_of(g.dw)},
               {"b", values_of(b), values_of(g.db)}};
     };
-    add("linear", check_op(rng, forward, backward));
+    add("linear", check_op(rng, forward, backward, kernel_options));
   }
   // activations, away from ReLU's kink at 0
   for (const attn::Activation a :
        {attn::Activation::relu, attn::Activation::gelu, attn::Activation::gelu_tanh}) {
-    Tensor<3> x = attn::randn<3>(rng, {1, kT, kC}, 2.0f), dx;
-    for (float& v : x) v += v >= 0.0f ? 0.1f : -0.1f;
-    const auto forward = [&] { return Tensor<3>(attn::activate<3>(x, a)); };
-    const auto backward = [&](const Tensor<3>& R) -> std::vector<GradTensor> {
+    Tensor<3> xf = attn::randn<3>(rng, {1, kT, kC}, 2.0f);
+    for (float& v : xf) v += v >= 0.0f ? 0.1f : -0.1f;
+    Tensor64<3> x = to64(xf), dx;
+    const auto forward = [&] { return attn::activate<3>(x, a); };
+    const auto backward = [&](const Tensor64<3>& R) -> std::vector<GradTensor64> {
       dx = attn::activate_backward<3>(x, R, a);
       return {{"x", values_of(x), values_of(dx)}};
     };
     add(std::string(attn::activation_name(a)), check_op(rng, forward, backward));
   }
   {  // FFN (exact GELU)
-    Tensor<3> x = attn::randn<3>(rng, {kB, kT, kC}), dx;
-    attn::FfnWeights w = attn::ffn_init(rng, kC, kF, 0.3f);
-    w.b1 = attn::randn<1>(rng, {kF}, 0.1f);
-    attn::FfnWeights g = w;
+    Tensor64<3> x = to64<3>(attn::randn<3>(rng, {kB, kT, kC})), dx;
+    attn::FfnWeights wf = attn::ffn_init(rng, kC, kF, 0.3f);
+    wf.b1 = attn::randn<1>(rng, {kF}, 0.1f);
+    attn::FfnWeights64 w = to64(wf), g = w;
     const auto forward = [&] { return attn::ffn_forward(x, w); };
-    const auto backward = [&](const Tensor<3>& R) -> std::vector<GradTensor> {
-      attn::FfnCache cache;
+    const auto backward = [&](const Tensor64<3>& R) -> std::vector<GradTensor64> {
+      attn::FfnCache64 cache;
       attn::ffn_forward(x, w, attn::Activation::gelu, cache);
-      for (Tensor<2>* m : {&g.w1, &g.w2}) m->fill(0.0f);
-      g.b1.fill(0.0f);
-      g.b2.fill(0.0f);
+      for (Tensor64<2>* m : {&g.w1, &g.w2}) m->fill(0.0);
+      g.b1.fill(0.0);
+      g.b2.fill(0.0);
       attn::ffn_backward(R, cache, w, attn::Activation::gelu, dx, g);
       return {{"x", values_of(x), values_of(dx)},
               {"w1", values_of(w.w1), values_of(g.w1)},
@@ -203,47 +274,67 @@ GradientChecks gradient_checks(const Kernels& k, attn::Rng& rng) {
     add("ffn", check_op(rng, forward, backward));
   }
   {  // LayerNorm
-    Tensor<3> x = attn::randn<3>(rng, {kB, kT, kC}, 2.0f);
-    Vector gamma = attn::randn<1>(rng, {kC}, 0.3f) + 1.0f;
-    Vector beta = attn::randn<1>(rng, {kC}, 0.3f);
-    attn::LayerNormGrads<3> g;
+    Tensor64<3> x = to64<3>(attn::randn<3>(rng, {kB, kT, kC}, 2.0f));
+    Tensor64<1> gamma = to64<1>(attn::randn<1>(rng, {kC}, 0.3f) + 1.0f);
+    Tensor64<1> beta = to64<1>(attn::randn<1>(rng, {kC}, 0.3f));
+    attn::LayerNormGrads<3, double> g;
     const auto forward = [&] { return attn::layer_norm<3>(x, gamma, beta); };
-    const auto backward = [&](const Tensor<3>& R) -> std::vector<GradTensor> {
-      g = k.layer_norm_backward(R, x, gamma, 1e-5f);
+    const auto backward = [&](const Tensor64<3>& R) -> std::vector<GradTensor64> {
+      if (mine) {
+        const attn::LayerNormGrads<3> f =
+            k.layer_norm_backward(to32(R), to32(x), to32(gamma), 1e-5f);
+        g = {to64(f.dx), to64(f.dgamma), to64(f.dbeta)};
+      } else {
+        g = attn::layer_norm_backward<3>(R, x, gamma);
+      }
       return {{"x", values_of(x), values_of(g.dx)},
               {"gamma", values_of(gamma), values_of(g.dgamma)},
               {"beta", values_of(beta), values_of(g.dbeta)}};
     };
-    add("layer_norm", check_op(rng, forward, backward));
+    add("layer_norm", check_op(rng, forward, backward, kernel_options));
   }
   // One attention head, causal and cross (S != T).
   for (const bool causal : {true, false}) {
     const std::size_t T = kT, S = causal ? kT : kT + 2, hs = 3;
-    Matrix q = attn::randn(rng, T, hs), kk = attn::randn(rng, S, hs), v = attn::randn(rng, S, hs);
-    ex08::AttentionGrads g;
+    Tensor64<2> q = to64<2>(attn::randn(rng, T, hs)), kk = to64<2>(attn::randn(rng, S, hs)),
+                v = to64<2>(attn::randn(rng, S, hs));
+    Tensor64<2> dq, dk, dv;
     const auto forward = [&] {
-      const Tensor<4> out =
-          attn::scaled_dot_product_attention(as_heads(q), as_heads(kk), as_heads(v), causal, false)
-              .out;
-      return as_matrix(out);  // (T, hs)
+      return as_matrix64(
+          attn::scaled_dot_product_attention(as_heads64(q), as_heads64(kk), as_heads64(v), causal)
+              .out);  // (T, hs)
     };
-    const auto backward = [&](const Matrix& R) -> std::vector<GradTensor> {
-      g = k.attention_backward(R, q, kk, v, causal);
-      return {{"q", values_of(q), values_of(g.dq)},
-              {"k", values_of(kk), values_of(g.dk)},
-              {"v", values_of(v), values_of(g.dv)}};
+    const auto backward = [&](const Tensor64<2>& R) -> std::vector<GradTensor64> {
+      if (mine) {
+        const ex08::AttentionGrads f =
+            k.attention_backward(to32(R), to32(q), to32(kk), to32(v), causal);
+        dq = to64(f.dq);
+        dk = to64(f.dk);
+        dv = to64(f.dv);
+      } else {
+        const attn::AttentionResult64 f = attn::scaled_dot_product_attention(
+            as_heads64(q), as_heads64(kk), as_heads64(v), causal);
+        const attn::AttentionGrads64 g = attn::scaled_dot_product_attention_backward(
+            as_heads64(R), as_heads64(q), as_heads64(kk), as_heads64(v), f.weights, causal);
+        dq = as_matrix64(g.dq);
+        dk = as_matrix64(g.dk);
+        dv = as_matrix64(g.dv);
+      }
+      return {{"q", values_of(q), values_of(dq)},
+              {"k", values_of(kk), values_of(dk)},
+              {"v", values_of(v), values_of(dv)}};
     };
-    add(causal ? "attention causal" : "attention S != T", check_op(rng, forward, backward));
+    add(causal ? "attention causal" : "attention S != T",
+        check_op(rng, forward, backward, kernel_options));
   }
   {  // Multi-head attention
-    Tensor<3> x = attn::randn<3>(rng, {kB, kT, kC}), dx;
-    attn::MhaWeights w = attn::mha_init(rng, kC, 0.5f);
-    attn::MhaWeights g = w;
+    Tensor64<3> x = to64<3>(attn::randn<3>(rng, {kB, kT, kC})), dx;
+    attn::MhaWeights64 w = to64(attn::mha_init(rng, kC, 0.5f)), g = w;
     const auto forward = [&] { return attn::mha_forward(x, w, kH, true).out; };
-    const auto backward = [&](const Tensor<3>& R) -> std::vector<GradTensor> {
-      attn::MhaCache cache;
+    const auto backward = [&](const Tensor64<3>& R) -> std::vector<GradTensor64> {
+      attn::MhaCache64 cache;
       attn::mha_forward(x, w, kH, true, cache);
-      for (Matrix* m : {&g.w_q, &g.w_k, &g.w_v, &g.w_o}) m->fill(0.0f);
+      for (Tensor64<2>* m : {&g.w_q, &g.w_k, &g.w_v, &g.w_o}) m->fill(0.0);
       attn::mha_backward(R, cache, w, kH, true, dx, g);
       return {{"x", values_of(x), values_of(dx)},
               {"w_q", values_of(w.w_q), values_of(g.w_q)},
@@ -251,38 +342,30 @@ GradientChecks gradient_checks(const Kernels& k, attn::Rng& rng) {
               {"w_v", values_of(w.w_v), values_of(g.w_v)},
               {"w_o", values_of(w.w_o), values_of(g.w_o)}};
     };
-    add("mha causal *", check_op(rng, forward, backward, deep_options()));
+    add("mha causal", check_op(rng, forward, backward));
   }
-  // The block, pre- and post-norm: its input and its 12 parameter tensors.
+  // The block, pre- and post-norm: its input and its 12 parameter tensors, in float64
+  // (attn/train/gradcheck64.hpp: the block built from the float64 twins of its ops).
   for (const attn::NormPlacement norm : {attn::NormPlacement::pre, attn::NormPlacement::post}) {
     BlockConfig config;
     config.n_heads = kH;
     config.norm = norm;
-    BlockWeights w = check_block_weights(rng);
-    Tensor<3> x = attn::randn<3>(rng, {1, 4, kC}), dx;
-    BlockWeights g = attn::block_zeros_like(w);
-    const auto forward = [&] { return attn::block_forward(x, w, config).out; };
-    const auto backward = [&](const Tensor<3>& R) -> std::vector<GradTensor> {
-      attn::BlockCache cache;
-      attn::block_forward(x, w, config, cache);
-      attn::block_backward(R, cache, w, config, dx, g);
-      return {{"x", values_of(x), values_of(dx)},
-              {"ln1_gamma", values_of(w.ln1_gamma), values_of(g.ln1_gamma)},
-              {"ln1_beta", values_of(w.ln1_beta), values_of(g.ln1_beta)},
-              {"w_q", values_of(w.attn.w_q), values_of(g.attn.w_q)},
-              {"w_k", values_of(w.attn.w_k), values_of(g.attn.w_k)},
-              {"w_v", values_of(w.attn.w_v), values_of(g.attn.w_v)},
-              {"w_o", values_of(w.attn.w_o), values_of(g.attn.w_o)},
-              {"ln2_gamma", values_of(w.ln2_gamma), values_of(g.ln2_gamma)},
-              {"ln2_beta", values_of(w.ln2_beta), values_of(g.ln2_beta)},
-              {"w1", values_of(w.ffn.w1), values_of(g.ffn.w1)},
-              {"b1", values_of(w.ffn.b1), values_of(g.ffn.b1)},
-              {"w2", values_of(w.ffn.w2), values_of(g.ffn.w2)},
-              {"b2", values_of(w.ffn.b2), values_of(g.ffn.b2)}};
+    attn::BlockWeights64 w = attn::to_float64(check_block_weights(rng));
+    Tensor64<3> x = to64<3>(attn::randn<3>(rng, {1, 4, kC})), dx;
+    attn::BlockWeights64 g = attn::block_zeros_like(w);
+    const auto forward = [&] { return attn::block_forward(x, w, config); };
+    const auto backward = [&](const Tensor64<3>& R) -> std::vector<GradTensor64> {
+      g = attn::block_zeros_like(w);
+      attn::block_backward(R, x, w, config, dx, g);
+      std::vector<GradTensor64> t = {{"x", values_of(x), values_of(dx)}};
+      const std::vector<attn::NamedTensor64> ws = attn::block_parameters(w);
+      const std::vector<attn::NamedTensor64> gs = attn::block_parameters(g);
+      for (std::size_t i = 0; i < ws.size(); ++i)
+        t.push_back({ws[i].name, ws[i].values, gs[i].values});
+      return t;
     };
-    const std::string op =
-        norm == attn::NormPlacement::pre ? "block pre-norm *" : "block post-norm *";
-    checks.correct.push_back(worst_of(op, check_op(rng, forward, backward, deep_options())));
+    const std::string op = norm == attn::NormPlacement::pre ? "block pre-norm" : "block post-norm";
+    checks.correct.push_back(worst_of(op, check_op(rng, forward, backward)));
   }
   {  // The language model: every parameter, through the loss itself.
     attn::LmConfig lc;
@@ -291,54 +374,92 @@ GradientChecks gradient_checks(const Kernels& k, attn::Rng& rng) {
     lc.n_embd = kC;
     lc.n_heads = kH;
     lc.n_layers = 2;
-    attn::LmWeights w = attn::lm_init(rng, lc);
+    attn::LmWeights wf = attn::lm_init(rng, lc);
     // lm_init's 0.02 weights give nearly uniform logits and tiny gradients: redraw every tensor
     // (gammas near 1) so that every part of the model matters to the loss.
-    for (const attn::NamedTensor& t : attn::lm_parameters(w)) {
+    for (const attn::NamedTensor& t : attn::lm_parameters(wf)) {
       const bool gamma = t.name.find("gamma") != std::string::npos;
       for (float& v : t.values) v = gamma ? 1.0f + rng.normal(0.0f, 0.2f) : rng.normal(0.0f, 0.5f);
     }
     xt::xtensor<int, 2> tokens({kB, 5}), targets({kB, 5});
     for (int& t : tokens) t = static_cast<int>(rng.below(lc.vocab_size));
     for (int& t : targets) t = static_cast<int>(rng.below(lc.vocab_size));
-    attn::LmWeights g = attn::lm_zeros_like(w);
-    attn::LmCache cache;
-    attn::lm_forward_backward(tokens, targets, w, lc, g, cache);
-    const std::vector<attn::NamedTensor> params = attn::lm_parameters(w);
-    const std::vector<attn::NamedTensor> grads = attn::lm_parameters(g);
-    std::vector<GradTensor> tensors;
-    for (std::size_t i = 0; i < params.size(); ++i)
-      tensors.push_back({params[i].name, params[i].values, grads[i].values});
-    // Two blocks deep the loss curves more than one op does: a smaller step keeps the central
-    // difference's truncation error (h^2) below the rounding noise.
-    attn::GradCheckOptions options;
-    options.h = 1e-3;
+    attn::LmWeights64 w = attn::to_float64(wf), g = attn::lm_zeros_like(w);
+    attn::lm_forward_backward(tokens, targets, w, lc, g);
+    const std::vector<attn::NamedTensor64> ws = attn::lm_parameters(w), gs = attn::lm_parameters(g);
+    std::vector<GradTensor64> tensors;
+    for (std::size_t i = 0; i < ws.size(); ++i)
+      tensors.push_back({ws[i].name, ws[i].values, gs[i].values});
     checks.correct.push_back(worst_of(
-        "language model (h 1e-3)",
-        attn::grad_check([&] { return attn::lm_loss(tokens, targets, w, lc); }, tensors, options)));
+        "language model",
+        attn::check_gradients([&] { return attn::lm_loss(tokens, targets, w, lc); }, tensors)));
+    // The library's float backward, the one training runs, against the float64 one.
+    attn::LmWeights gf = attn::lm_zeros_like(wf);
+    attn::LmCache cache;
+    attn::lm_forward_backward(tokens, targets, wf, lc, gf, cache);
+    checks.float_model = compare_float(attn::lm_parameters(gf), gs);
+
+    // Why float64: the same check through the float forward (attn::grad_check), with the float
+    // gradients as they are and scaled by 1.001.
+    const auto loss32 = [&] { return attn::lm_loss(tokens, targets, wf, lc); };
+    checks.float_rounding = std::abs(loss32() - attn::lm_loss(tokens, targets, w, lc));
+    attn::GradCheckOptions fo;
+    fo.h = 1e-3;  // the step the float check of this model needs (h^2 truncation, two blocks)
+    checks.float_h = fo.h;
+    const std::vector<attn::NamedTensor> params = attn::lm_parameters(wf);
+    const std::vector<attn::NamedTensor> grads = attn::lm_parameters(gf);
+    std::vector<std::vector<float>> scaled;
+    std::vector<attn::GradTensor> right, wrong;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      scaled.emplace_back(grads[i].values.begin(), grads[i].values.end());
+      for (float& v : scaled.back()) v *= 1.001f;
+    }
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      right.push_back({params[i].name, params[i].values, grads[i].values});
+      wrong.push_back({params[i].name, params[i].values, scaled[i]});
+    }
+    checks.float_right = worst_of("", attn::grad_check(loss32, right, fo)).r;
+    checks.float_wrong = worst_of("", attn::grad_check(loss32, wrong, fo)).r;
+    // Divided by 2h, the rounding is more than 0.1% of every gradient element below
+    // 1000 * rounding / 2h.
+    const double below = 1e3 * checks.float_rounding / (2.0 * fo.h);
+    for (const attn::NamedTensor64& t : gs)
+      for (const double v : t.values) {
+        ++checks.grad_count;
+        checks.grad_drowned += std::abs(v) < below ? 1 : 0;
+      }
   }
 
-  // Two wrong gradients on purpose, against the same loss, to show that the check catches them.
+  // Wrong gradients on purpose, against the same loss, to show that the check catches them:
+  // two classic bugs, and a correct gradient scaled by 1.001 (0.1% off).
   const std::size_t T = kT, hs = 4;
-  Matrix q = attn::randn(rng, T, hs), kk = attn::randn(rng, T, hs), v = attn::randn(rng, T, hs);
+  Tensor64<2> q = to64<2>(attn::randn(rng, T, hs)), kk = to64<2>(attn::randn(rng, T, hs)),
+              v = to64<2>(attn::randn(rng, T, hs));
   const auto forward = [&](bool causal) {
-    return attn::scaled_dot_product_attention(as_heads(q), as_heads(kk), as_heads(v), causal);
+    return attn::scaled_dot_product_attention(as_heads64(q), as_heads64(kk), as_heads64(v), causal);
   };
-  const attn::AttentionResult f = forward(true);
-  Tensor<4> R = f.out;  // L = sum(out * R)
-  for (float& x : R) x = rng.normal();
+  const attn::AttentionResult64 f = forward(true);
+  Tensor64<4> R = f.out;  // L = sum(out * R)
+  for (double& x : R) x = rng.normal();
   const auto loss = [&] { return attn::weighted_sum(values_of(forward(true).out), values_of(R)); };
+  const attn::AttentionGrads64 g = attn::scaled_dot_product_attention_backward(
+      R, as_heads64(q), as_heads64(kk), as_heads64(v), f.weights, true);
   // (a) dq and dk without the 1/sqrt(hs) of the scores.
-  const attn::AttentionGrads g = attn::scaled_dot_product_attention_backward(
-      R, as_heads(q), as_heads(kk), as_heads(v), f.weights, true);
-  const Tensor<4> dq = g.dq * std::sqrt(static_cast<float>(hs));
-  checks.wrong.push_back({"wrong: no 1/sqrt(hs)",
-                          attn::grad_check(loss, {{"q", values_of(q), values_of(dq)}}).front()});
+  const Tensor64<4> dq = g.dq * std::sqrt(static_cast<double>(hs));
+  checks.wrong.push_back(
+      {"wrong: no 1/sqrt(hs)",
+       attn::check_gradients(loss, {{"q", values_of(q), values_of(dq)}}).front()});
   // (b) the backward run without the mask: P recomputed over every key.
-  const attn::AttentionGrads h = attn::scaled_dot_product_attention_backward(
-      R, as_heads(q), as_heads(kk), as_heads(v), forward(false).weights, false);
-  checks.wrong.push_back({"wrong: mask ignored",
-                          attn::grad_check(loss, {{"k", values_of(kk), values_of(h.dk)}}).front()});
+  const attn::AttentionGrads64 h = attn::scaled_dot_product_attention_backward(
+      R, as_heads64(q), as_heads64(kk), as_heads64(v), forward(false).weights, false);
+  checks.wrong.push_back(
+      {"wrong: mask ignored",
+       attn::check_gradients(loss, {{"k", values_of(kk), values_of(h.dk)}}).front()});
+  // (c) the correct dv, 0.1% too large: the smallest error the check must see.
+  const Tensor64<4> dv = g.dv * 1.001;
+  checks.wrong.push_back(
+      {"wrong: dv x 1.001",
+       attn::check_gradients(loss, {{"v", values_of(v), values_of(dv)}}).front()});
   return checks;
 }
 

@@ -25,9 +25,11 @@ struct Kernels {
 Kernels reference_kernels();
 Kernels learner_kernels();
 
-// 3. The gradient check of every op: each backward of the course (those of k, and the library's
-// FFN, MHA, block and model) against central differences of L = sum(out * R), R random; then
-// two wrong gradients on purpose, to show that the check catches them.
-GradientChecks gradient_checks(const Kernels& k, attn::Rng& rng);
+// 3. The gradient check of every op, in float64: each backward of the course (the float64 twins
+// of the reference ops, or with `mine` the learner's kernels in k; the library's float backward of
+// the block and the model) against central differences of a double forward of
+// L = sum(out * R), R random; then wrong gradients on purpose, one only 0.1% off, and the same
+// check through a float forward, to show why float64.
+GradientChecks gradient_checks(const Kernels& k, bool mine, attn::Rng& rng);
 
 }  // namespace ch08

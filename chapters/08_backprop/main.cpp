@@ -284,8 +284,9 @@ ModelGradients model_gradients(attn::Rng& rng) {
 
 // ---------------------------------------------------------------------------------------------
 // 3. The gradient check of every op: gradient_checks, in checks.cpp, runs each backward above
-// (and the FFN's, MHA's, the block's and the model's) against central differences of
-// L = sum(out * R) for a random R, then two wrong gradients on purpose.
+// (and the FFN's, MHA's, the block's and the model's) in float64 against central differences of
+// L = sum(out * R) for a random R, then three wrong gradients on purpose (one only 0.1% off),
+// and the model's check through a float forward, to show why float64.
 
 // ---------------------------------------------------------------------------------------------
 // 4. The depth experiment: how much gradient reaches the bottom of a stack of blocks?
@@ -300,6 +301,9 @@ DepthResult depth_experiment(const DepthSetup& s, attn::Rng& rng) {
     BlockWeights w;
     w.attn = attn::mha_init(rng, s.C, std);
     w.ffn = attn::ffn_init(rng, s.C, F, std);
+    // w2 has F = 4C inputs: by default its std is 1/sqrt(F), the scale at which h w2 keeps the
+    // size of h (a flat --weight-std applies to every matrix, w2 included).
+    w.ffn.w2 *= s.w2_std() / std;
     w.ln1_gamma = xt::ones<float>({s.C});
     w.ln1_beta = xt::zeros<float>({s.C});
     w.ln2_gamma = w.ln1_gamma;
@@ -429,7 +433,9 @@ int main(int argc, char** argv) {
   cli.add_size("--n-embd", depth.C, "model width C of the depth experiment", 1, kMaxEmbd);
   cli.add_size("--n-heads", depth.H, "heads H of the depth experiment, must divide C", 1, kMaxEmbd);
   cli.add_float("--weight-std", depth.std,
-                "std of the depth experiment's weights (default 1/sqrt(C); at most 1)", 0.0f);
+                "std of all the depth experiment's weights (default 1/sqrt(fan-in): 1/sqrt(C), and "
+                "1/sqrt(4C) for w2; at most 1)",
+                0.0f);
   cli.add_alias("time-steps", "block-size");  // the names of earlier versions
   cli.add_alias("channels", "n-embd");
   cli.add_alias("heads", "n-heads");
@@ -472,7 +478,7 @@ int main(int argc, char** argv) {
     }
     if (wanted(3)) {
       attn::Rng rng = stream(3);
-      show_gradient_checks(gradient_checks(k, rng), options.mine);
+      show_gradient_checks(gradient_checks(k, options.mine, rng), options.mine);
     }
     if (wanted(4) || options.svg_dir) {
       attn::Rng rng = stream(4);

@@ -24,13 +24,13 @@ using attn::Matrix;
 using attn::Tensor;
 using attn::Vector;
 
-// A tensor's numbers as a span, for grad_check and the narration.
+// A tensor's numbers as a span (float or double), for the gradient checks and the narration.
 template <class E>
-std::span<float> values_of(E& t) {
+std::span<typename E::value_type> values_of(E& t) {
   return {t.data(), t.size()};
 }
 template <class E>
-std::span<const float> values_of(const E& t) {
+std::span<const typename E::value_type> values_of(const E& t) {
   return {t.data(), t.size()};
 }
 
@@ -111,10 +111,20 @@ struct CheckRow {
   attn::GradCheckResult r;
 };
 struct GradientChecks {
-  std::vector<CheckRow> correct;  // every backward of the course
-  std::vector<CheckRow> wrong;    // two wrong gradients, on purpose
+  std::vector<CheckRow> correct;  // every backward of the course, in float64
+  std::vector<CheckRow> wrong;    // wrong gradients on purpose, one of them only 0.1% off
+  // The model's check through a float32 forward (attn::grad_check): why float64.
+  attn::GradCheckResult float_right, float_wrong;  // its float gradients, and them x 1.001
+  double float_rounding = 0.0;   // |L in float - L in double| at the checked point
+  double float_h = 0.0;          // the float check's step
+  std::size_t grad_count = 0;    // the model's gradient elements
+  std::size_t grad_drowned = 0;  // how many are so small that rounding / 2h exceeds 0.1%
+  double float_model = 0.0;      // the model's float gradients vs float64: the largest
+                                 // difference relative to each tensor's largest gradient
 };
-attn::GradCheckOptions deep_options();  // the rows marked *: several ops deep
+// The learner's float gradients (--mine) against the double forward: near-zero elements are
+// judged against 1% of the tensor's largest gradient.
+attn::GradCheckOptions64 float_options();
 void show_gradient_checks(const GradientChecks& r, bool mine);
 
 // ---- 4. Depth: how much gradient reaches the bottom of a stack of blocks?
@@ -133,8 +143,11 @@ struct DepthSetup {
   std::size_t T = 16;
   std::size_t C = 32;
   std::size_t H = 4;
-  float std = 0.0f;  // weight std; 0: 1 / sqrt(C)
+  float std = 0.0f;  // weight std; 0: 1 / sqrt(fan-in), i.e. 1 / sqrt(C), and 1 / sqrt(4C) for w2
   float weight_std() const { return std > 0.0f ? std : 1.0f / std::sqrt(static_cast<float>(C)); }
+  float w2_std() const {  // w2 (F, C) has F = 4C inputs
+    return std > 0.0f ? std : 1.0f / std::sqrt(static_cast<float>(4 * C));
+  }
 };
 
 struct DepthResult {

@@ -25,43 +25,55 @@ using detail::check_weight;
 
 namespace {
 
-// a^T, copied: (M, N) -> (N, M).
-Matrix transposed(const Matrix& a) { return xt::transpose(a); }
+// The bodies of this file are templates on the scalar (Real: float, or double for the float64
+// twins that chapter 08's gradient checks run); the public functions below forward to them.
+template <class Real>
+using Mat = xt::xtensor<Real, 2>;
+template <class Real>
+using Ten3 = xt::xtensor<Real, 3>;
+template <class Real>
+using Ten4 = xt::xtensor<Real, 4>;
 
-}  // namespace
+// a^T, copied: (M, N) -> (N, M).
+template <class Real>
+Mat<Real> transposed(const Mat<Real>& a) {
+  return xt::transpose(a);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Scaled dot-product attention (chapter 04)
 // ---------------------------------------------------------------------------------------------
 
 // q (B, H, T, hs), k (B, H, S, hs), v (B, H, S, hv) -> out (B, H, T, hv), weights (B, H, T, S).
-AttentionResult scaled_dot_product_attention(const Tensor<4>& q, const Tensor<4>& k,
-                                             const Tensor<4>& v, bool causal, bool need_weights) {
+template <class Real>
+AttentionResultOf<Real> sdpa_of(const Ten4<Real>& q, const Ten4<Real>& k, const Ten4<Real>& v,
+                                bool causal, bool need_weights) {
   detail::check_sdpa("attn::scaled_dot_product_attention", q, k, v, causal);
   const std::size_t B = q.shape()[0], H = q.shape()[1], T = q.shape()[2], hs = q.shape()[3];
   const std::size_t S = k.shape()[2], hv = v.shape()[3];
   // Why 1/sqrt(hs): with q and k of unit-variance entries, q . k is a sum of hs products and has
   // variance hs. Dividing by sqrt(hs) brings the scores back to variance 1 whatever the head
   // size, so softmax stays soft instead of saturating into a one-hot (and vanishing gradients).
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  AttentionResult result{Tensor<4>::from_shape({B, H, T, hv}),
-                         Tensor<4>::from_shape({need_weights ? B : 0, need_weights ? H : 0,
-                                                need_weights ? T : 0, need_weights ? S : 0})};
+  const Real scale = Real(1) / std::sqrt(static_cast<Real>(hs));
+  AttentionResultOf<Real> result{
+      Ten4<Real>::from_shape({B, H, T, hv}),
+      Ten4<Real>::from_shape({need_weights ? B : 0, need_weights ? H : 0, need_weights ? T : 0,
+                              need_weights ? S : 0})};
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t h = 0; h < H; ++h) {
-      const Matrix qh = xt::view(q, b, h);  // (T, hs)
-      const Matrix kh = xt::view(k, b, h);  // (S, hs)
-      const Matrix vh = xt::view(v, b, h);  // (S, hv)
+      const Mat<Real> qh = xt::view(q, b, h);  // (T, hs)
+      const Mat<Real> kh = xt::view(k, b, h);  // (S, hs)
+      const Mat<Real> vh = xt::view(v, b, h);  // (S, hv)
       // 1. Scores: S = q k^T / sqrt(hs)      (T, hs) @ (hs, S) -> (T, S)
-      Matrix scores = matmul(qh, transposed(kh));
+      Mat<Real> scores = matmul(qh, transposed(kh));
       scores *= scale;
       // 2. Mask: query t may see keys 0..t only; a score of -inf gets weight exactly 0.
       if (causal)
         for (std::size_t t = 0; t < T; ++t)
           for (std::size_t j = t + 1; j < S; ++j)
-            scores(t, j) = -std::numeric_limits<float>::infinity();
+            scores(t, j) = -std::numeric_limits<Real>::infinity();
       // 3. P = softmax(S), row by row (the stable softmax of chapter 03): each row sums to 1.
-      const Matrix p = softmax(scores);  // (T, S)
+      const Mat<Real> p = softmax(scores);  // (T, S)
       // 4. O = P v: each query's output is the weighted average of the values.
       //    (T, S) @ (S, hv) -> (T, hv)
       xt::view(result.out, b, h) = matmul(p, vh);
@@ -72,35 +84,36 @@ AttentionResult scaled_dot_product_attention(const Tensor<4>& q, const Tensor<4>
 
 // dout (B, H, T, hv), q, k, v as the forward, weights P (B, H, T, S) from the forward
 // -> dq (B, H, T, hs), dk (B, H, S, hs), dv (B, H, S, hv).
-AttentionGrads scaled_dot_product_attention_backward(const Tensor<4>& dout, const Tensor<4>& q,
-                                                     const Tensor<4>& k, const Tensor<4>& v,
-                                                     const Tensor<4>& weights, bool causal) {
+template <class Real>
+AttentionGradsOf<Real> sdpa_backward_of(const Ten4<Real>& dout, const Ten4<Real>& q,
+                                        const Ten4<Real>& k, const Ten4<Real>& v,
+                                        const Ten4<Real>& weights, bool causal) {
   detail::check_sdpa_backward("attn::scaled_dot_product_attention_backward", dout, q, k, v, weights,
                               causal);
   const std::size_t B = q.shape()[0], H = q.shape()[1], hs = q.shape()[3];
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  AttentionGrads g{Tensor<4>::from_shape(q.shape()), Tensor<4>::from_shape(k.shape()),
-                   Tensor<4>::from_shape(v.shape())};
+  const Real scale = Real(1) / std::sqrt(static_cast<Real>(hs));
+  AttentionGradsOf<Real> g{Ten4<Real>::from_shape(q.shape()), Ten4<Real>::from_shape(k.shape()),
+                           Ten4<Real>::from_shape(v.shape())};
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t h = 0; h < H; ++h) {
-      const Matrix qh = xt::view(q, b, h);        // (T, hs)
-      const Matrix kh = xt::view(k, b, h);        // (S, hs)
-      const Matrix vh = xt::view(v, b, h);        // (S, hv)
-      const Matrix p = xt::view(weights, b, h);   // (T, S), 0 on the masked triangle
-      const Matrix d_out = xt::view(dout, b, h);  // (T, hv)
+      const Mat<Real> qh = xt::view(q, b, h);        // (T, hs)
+      const Mat<Real> kh = xt::view(k, b, h);        // (S, hs)
+      const Mat<Real> vh = xt::view(v, b, h);        // (S, hv)
+      const Mat<Real> p = xt::view(weights, b, h);   // (T, S), 0 on the masked triangle
+      const Mat<Real> d_out = xt::view(dout, b, h);  // (T, hv)
       // 1. O = P v, so dV = P^T dO               (S, T) @ (T, hv) -> (S, hv)
       xt::view(g.dv, b, h) = matmul(transposed(p), d_out);
       // 2. ... and dP = dO v^T                    (T, hv) @ (hv, S) -> (T, S)
-      const Matrix dp = matmul(d_out, transposed(vh));
+      const Mat<Real> dp = matmul(d_out, transposed(vh));
       // 3. P = softmax(S) row by row: dS = P * (dP - rowsum(dP * P)) (chapter 08's softmax
       //    backward). Masked entries have P = 0, so dS = 0 there: the mask needs no other care.
-      const Matrix ds = softmax_backward(p, dp);  // (T, S)
+      const Mat<Real> ds = softmax_backward(p, dp);  // (T, S)
       // 4. S = q k^T / sqrt(hs): dQ = dS k / sqrt(hs)      (T, S) @ (S, hs) -> (T, hs)
-      Matrix dq = matmul(ds, kh);
+      Mat<Real> dq = matmul(ds, kh);
       dq *= scale;
       xt::view(g.dq, b, h) = dq;
       // 5. ... and dK = dS^T q / sqrt(hs)                  (S, T) @ (T, hs) -> (S, hs)
-      Matrix dk = matmul(transposed(ds), qh);
+      Mat<Real> dk = matmul(transposed(ds), qh);
       dk *= scale;
       xt::view(g.dk, b, h) = dk;
     }
@@ -111,36 +124,212 @@ AttentionGrads scaled_dot_product_attention_backward(const Tensor<4>& dout, cons
 // Heads (chapter 05)
 // ---------------------------------------------------------------------------------------------
 
-Tensor<4> split_heads(const Tensor<3>& x, std::size_t n_heads) {
+template <class Real>
+Ten4<Real> split_heads_of(const Ten3<Real>& x, std::size_t n_heads) {
   const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
   check_heads("attn::split_heads", n_heads, C);
   const std::size_t H = n_heads, hs = C / H;
   // (B, T, C) -> (B, T, H, hs) -> (B, H, T, hs): row t of head h is the contiguous run of hs
-  // floats at column h*hs of x's row t, so each copy moves one run.
-  Tensor<4> out(Tensor<4>::shape_type{B, H, T, hs});
+  // Reals at column h*hs of x's row t, so each copy moves one run.
+  Ten4<Real> out(typename Ten4<Real>::shape_type{B, H, T, hs});
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t t = 0; t < T; ++t)
       for (std::size_t h = 0; h < H; ++h) {
-        const float* src = x.data() + (b * T + t) * C + h * hs;  // x[b, t, h*hs : (h+1)*hs]
+        const Real* src = x.data() + (b * T + t) * C + h * hs;  // x[b, t, h*hs : (h+1)*hs]
         std::copy(src, src + hs, out.data() + ((b * H + h) * T + t) * hs);  // out[b, h, t, :]
       }
   return out;
 }
 
-Tensor<3> merge_heads(const Tensor<4>& x) {
+template <class Real>
+Ten3<Real> merge_heads_of(const Ten4<Real>& x) {
   const std::size_t B = x.shape()[0], H = x.shape()[1], T = x.shape()[2], hs = x.shape()[3];
   const std::size_t C = H * hs;
   // (B, H, T, hs) -> (B, T, H, hs) -> (B, T, C): the heads side by side again, head h in
   // columns [h*hs, (h+1)*hs).
-  Tensor<3> out(Tensor<3>::shape_type{B, T, C});
+  Ten3<Real> out(typename Ten3<Real>::shape_type{B, T, C});
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t h = 0; h < H; ++h)
       for (std::size_t t = 0; t < T; ++t) {
-        const float* src = x.data() + ((b * H + h) * T + t) * hs;  // x[b, h, t, :]
+        const Real* src = x.data() + ((b * H + h) * T + t) * hs;  // x[b, h, t, :]
         std::copy(src, src + hs, out.data() + (b * T + t) * C + h * hs);
       }
   return out;
 }
+
+// Steps 2-4 of every multi-head variant, from the projections q (B, T, C), k and v (B, S, C).
+// The heads, the weights and the merged output are kept in `cache` (its x is left alone).
+template <class Real>
+Ten3<Real> attend_heads_and_project(const Ten3<Real>& q, const Ten3<Real>& k, const Ten3<Real>& v,
+                                    std::size_t n_heads, const Mat<Real>& w_o, bool causal,
+                                    MhaCacheOf<Real>& cache) {
+  // 2. Split into heads: column block h of C becomes head h.
+  //    (B, T, C) -> (B, H, T, hs);  (B, S, C) -> (B, H, S, hs)
+  cache.q = split_heads(q, n_heads);
+  cache.k = split_heads(k, n_heads);
+  cache.v = split_heads(v, n_heads);
+  // 3. Attention in every head, then the heads side by side again:
+  //    (B, H, T, hs) -> out (B, H, T, hs), weights (B, H, T, S);  (B, H, T, hs) -> (B, T, C)
+  AttentionResultOf<Real> a = scaled_dot_product_attention(cache.q, cache.k, cache.v, causal);
+  cache.weights = std::move(a.weights);
+  cache.heads = merge_heads(a.out);
+  // 4. The output projection mixes the heads: (B, T, C) @ (C, C) -> (B, T, C). Without w_o (an
+  //    empty matrix: the attention-only variant) the output is the merged heads themselves.
+  return w_o.size() == 0 ? cache.heads : linear(cache.heads, w_o);
+}
+
+template <class Real>
+Ten3<Real> mha_forward_of(const Ten3<Real>& x, const MhaWeightsOf<Real>& w, std::size_t n_heads,
+                          bool causal, MhaCacheOf<Real>& cache) {
+  check_mha("attn::mha_forward", x, w, n_heads, /*allow_no_proj=*/true);
+  cache.x = x;
+  // 1. Projections: (B, T, C) @ (C, C) -> (B, T, C), three times.
+  const Ten3<Real> q = linear(x, w.w_q);
+  const Ten3<Real> k = linear(x, w.w_k);
+  const Ten3<Real> v = linear(x, w.w_v);
+  // 2-4. Split, attend, merge, project.
+  return attend_heads_and_project(q, k, v, n_heads, w.w_o, causal, cache);
+}
+
+template <class Real>
+MhaResultOf<Real> mha_forward_of(const Ten3<Real>& x, const MhaWeightsOf<Real>& w,
+                                 std::size_t n_heads, bool causal, bool need_weights) {
+  MhaCacheOf<Real> cache;
+  MhaResultOf<Real> result;
+  result.out = mha_forward_of(x, w, n_heads, causal, cache);
+  result.weights = need_weights ? std::move(cache.weights)
+                                : Ten4<Real>(typename Ten4<Real>::shape_type{0, 0, 0, 0});
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Multi-head attention, backward (chapter 08): the forward's steps in reverse order
+// ---------------------------------------------------------------------------------------------
+
+template <class Real>
+void mha_backward_of(const Ten3<Real>& dout, const MhaCacheOf<Real>& cache,
+                     const MhaWeightsOf<Real>& w, std::size_t n_heads, bool causal, Ten3<Real>& dx,
+                     MhaWeightsOf<Real>& grads) {
+  const char* fn = "attn::mha_backward";
+  detail::check_mha_backward(fn, dout, cache.x, w, n_heads, grads);
+  const std::size_t B = cache.x.shape()[0], T = cache.x.shape()[1], C = cache.x.shape()[2];
+  const std::size_t H = n_heads, hs = C / H;
+  const std::array<std::size_t, 4> heads_shape{B, H, T, hs}, w_shape{B, H, T, T};
+  if (!std::equal(w_shape.begin(), w_shape.end(), cache.weights.shape().begin()) ||
+      !std::equal(heads_shape.begin(), heads_shape.end(), cache.q.shape().begin()) ||
+      cache.k.shape() != cache.q.shape() || cache.v.shape() != cache.q.shape() ||
+      cache.heads.shape() != cache.x.shape()) {
+    shape_error(fn,
+                "a cache filled by mha_forward(..., cache) for x " + shape_str(cache.x.shape()) +
+                    " and " + std::to_string(H) + " heads",
+                "weights " + shape_str(cache.weights.shape()));
+  }
+  // 4. out = heads @ w_o:  dheads = dout @ w_o^T,  dw_o += heads^T @ dout     (B, T, C)
+  Ten3<Real> dheads = dout;
+  if (w.w_o.size() != 0) {
+    LinearGradsOf<Real> o = linear_backward(dout, cache.heads, w.w_o);
+    grads.w_o += o.dw;
+    dheads = std::move(o.dx);
+  }
+  // 3. heads = merge(out of every head): the gradient is split the same way.
+  //    (B, T, C) -> (B, H, T, hs)
+  // 2. Attention in every head: dq, dk, dv from dO, P and the saved q, k, v.  (B, H, T, hs) each
+  const AttentionGradsOf<Real> a = scaled_dot_product_attention_backward(
+      split_heads(dheads, H), cache.q, cache.k, cache.v, cache.weights, causal);
+  // 1. q = split(x @ w_q), and k, v alike: merge each gradient back to (B, T, C), then
+  //    dw_q += x^T @ dq and dx = dq @ w_q^T + dk @ w_k^T + dv @ w_v^T (x feeds all three).
+  const LinearGradsOf<Real> gq = linear_backward(merge_heads(a.dq), cache.x, w.w_q);
+  const LinearGradsOf<Real> gk = linear_backward(merge_heads(a.dk), cache.x, w.w_k);
+  const LinearGradsOf<Real> gv = linear_backward(merge_heads(a.dv), cache.x, w.w_v);
+  grads.w_q += gq.dw;
+  grads.w_k += gk.dw;
+  grads.w_v += gv.dw;
+  dx = gq.dx + gk.dx + gv.dx;
+}
+
+}  // namespace
+
+// ---- The public functions: float, and the float64 twins -------------------------------------
+
+AttentionResult scaled_dot_product_attention(const Tensor<4>& q, const Tensor<4>& k,
+                                             const Tensor<4>& v, bool causal, bool need_weights) {
+  return sdpa_of(q, k, v, causal, need_weights);
+}
+AttentionGrads scaled_dot_product_attention_backward(const Tensor<4>& dout, const Tensor<4>& q,
+                                                     const Tensor<4>& k, const Tensor<4>& v,
+                                                     const Tensor<4>& weights, bool causal) {
+  return sdpa_backward_of(dout, q, k, v, weights, causal);
+}
+Tensor<4> split_heads(const Tensor<3>& x, std::size_t n_heads) {
+  return split_heads_of(x, n_heads);
+}
+Tensor<3> merge_heads(const Tensor<4>& x) { return merge_heads_of(x); }
+Tensor<3> mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
+                      MhaCache& cache) {
+  return mha_forward_of(x, w, n_heads, causal, cache);
+}
+MhaResult mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
+                      bool need_weights) {
+  return mha_forward_of(x, w, n_heads, causal, need_weights);
+}
+void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
+                  std::size_t n_heads, bool causal, Tensor<3>& dx, MhaWeights& grads) {
+  mha_backward_of(dout, cache, w, n_heads, causal, dx, grads);
+}
+
+template <std::same_as<double> Real>
+AttentionResultOf<Real> scaled_dot_product_attention(const Ten4<Real>& q, const Ten4<Real>& k,
+                                                     const Ten4<Real>& v, bool causal,
+                                                     bool need_weights) {
+  return sdpa_of(q, k, v, causal, need_weights);
+}
+template <std::same_as<double> Real>
+AttentionGradsOf<Real> scaled_dot_product_attention_backward(
+    const Ten4<Real>& dout, const Ten4<Real>& q, const Ten4<Real>& k, const Ten4<Real>& v,
+    const Ten4<Real>& weights, bool causal) {
+  return sdpa_backward_of(dout, q, k, v, weights, causal);
+}
+template <std::same_as<double> Real>
+Ten4<Real> split_heads(const Ten3<Real>& x, std::size_t n_heads) {
+  return split_heads_of(x, n_heads);
+}
+template <std::same_as<double> Real>
+Ten3<Real> merge_heads(const Ten4<Real>& x) {
+  return merge_heads_of(x);
+}
+template <std::same_as<double> Real>
+Ten3<Real> mha_forward(const Ten3<Real>& x, const MhaWeightsOf<Real>& w, std::size_t n_heads,
+                       bool causal, MhaCacheOf<Real>& cache) {
+  return mha_forward_of(x, w, n_heads, causal, cache);
+}
+template <std::same_as<double> Real>
+MhaResultOf<Real> mha_forward(const Ten3<Real>& x, const MhaWeightsOf<Real>& w, std::size_t n_heads,
+                              bool causal, bool need_weights) {
+  return mha_forward_of(x, w, n_heads, causal, need_weights);
+}
+template <std::same_as<double> Real>
+void mha_backward(const Ten3<Real>& dout, const MhaCacheOf<Real>& cache,
+                  const MhaWeightsOf<Real>& w, std::size_t n_heads, bool causal, Ten3<Real>& dx,
+                  MhaWeightsOf<Real>& grads) {
+  mha_backward_of(dout, cache, w, n_heads, causal, dx, grads);
+}
+
+template AttentionResult64 scaled_dot_product_attention<double>(const Tensor64<4>&,
+                                                                const Tensor64<4>&,
+                                                                const Tensor64<4>&, bool, bool);
+template AttentionGrads64 scaled_dot_product_attention_backward<double>(const Tensor64<4>&,
+                                                                        const Tensor64<4>&,
+                                                                        const Tensor64<4>&,
+                                                                        const Tensor64<4>&,
+                                                                        const Tensor64<4>&, bool);
+template Tensor64<4> split_heads<double>(const Tensor64<3>&, std::size_t);
+template Tensor64<3> merge_heads<double>(const Tensor64<4>&);
+template Tensor64<3> mha_forward<double>(const Tensor64<3>&, const MhaWeights64&, std::size_t, bool,
+                                         MhaCache64&);
+template MhaResult64 mha_forward<double>(const Tensor64<3>&, const MhaWeights64&, std::size_t, bool,
+                                         bool);
+template void mha_backward<double>(const Tensor64<3>&, const MhaCache64&, const MhaWeights64&,
+                                   std::size_t, bool, Tensor64<3>&, MhaWeights64&);
 
 // ---------------------------------------------------------------------------------------------
 // Multi-head attention (chapter 05)
@@ -154,52 +343,6 @@ MhaWeights mha_init(Rng& rng, std::size_t C, float std) {
   w.w_v = randn(rng, C, C, std);
   w.w_o = randn(rng, C, C, std);
   return w;
-}
-
-namespace {
-
-// Steps 2-4 of every multi-head variant, from the projections q (B, T, C), k and v (B, S, C).
-// The heads, the weights and the merged output are kept in `cache` (its x is left alone).
-Tensor<3> attend_heads_and_project(const Tensor<3>& q, const Tensor<3>& k, const Tensor<3>& v,
-                                   std::size_t n_heads, const Matrix& w_o, bool causal,
-                                   MhaCache& cache) {
-  // 2. Split into heads: column block h of C becomes head h.
-  //    (B, T, C) -> (B, H, T, hs);  (B, S, C) -> (B, H, S, hs)
-  cache.q = split_heads(q, n_heads);
-  cache.k = split_heads(k, n_heads);
-  cache.v = split_heads(v, n_heads);
-  // 3. Attention in every head, then the heads side by side again:
-  //    (B, H, T, hs) -> out (B, H, T, hs), weights (B, H, T, S);  (B, H, T, hs) -> (B, T, C)
-  AttentionResult a = scaled_dot_product_attention(cache.q, cache.k, cache.v, causal);
-  cache.weights = std::move(a.weights);
-  cache.heads = merge_heads(a.out);
-  // 4. The output projection mixes the heads: (B, T, C) @ (C, C) -> (B, T, C). Without w_o (an
-  //    empty matrix: the attention-only variant) the output is the merged heads themselves.
-  return w_o.size() == 0 ? cache.heads : linear(cache.heads, w_o);
-}
-
-}  // namespace
-
-Tensor<3> mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
-                      MhaCache& cache) {
-  check_mha("attn::mha_forward", x, w, n_heads, /*allow_no_proj=*/true);
-  cache.x = x;
-  // 1. Projections: (B, T, C) @ (C, C) -> (B, T, C), three times.
-  const Tensor<3> q = linear(x, w.w_q);
-  const Tensor<3> k = linear(x, w.w_k);
-  const Tensor<3> v = linear(x, w.w_v);
-  // 2-4. Split, attend, merge, project.
-  return attend_heads_and_project(q, k, v, n_heads, w.w_o, causal, cache);
-}
-
-MhaResult mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
-                      bool need_weights) {
-  MhaCache cache;
-  MhaResult result;
-  result.out = mha_forward(x, w, n_heads, causal, cache);
-  result.weights =
-      need_weights ? std::move(cache.weights) : Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0});
-  return result;
 }
 
 MhaResult mha_forward_per_head(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads,
@@ -281,49 +424,6 @@ MhaResult mha_cross_forward(const Tensor<3>& x, const Tensor<3>& y, const MhaWei
   result.out = attend_heads_and_project(q, k, v, n_heads, w.w_o, /*causal=*/false, cache);
   result.weights = std::move(cache.weights);
   return result;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Multi-head attention, backward (chapter 08): the forward's steps in reverse order
-// ---------------------------------------------------------------------------------------------
-
-void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
-                  std::size_t n_heads, bool causal, Tensor<3>& dx, MhaWeights& grads) {
-  const char* fn = "attn::mha_backward";
-  detail::check_mha_backward(fn, dout, cache.x, w, n_heads, grads);
-  const std::size_t B = cache.x.shape()[0], T = cache.x.shape()[1], C = cache.x.shape()[2];
-  const std::size_t H = n_heads, hs = C / H;
-  const std::array<std::size_t, 4> heads_shape{B, H, T, hs}, w_shape{B, H, T, T};
-  if (!std::equal(w_shape.begin(), w_shape.end(), cache.weights.shape().begin()) ||
-      !std::equal(heads_shape.begin(), heads_shape.end(), cache.q.shape().begin()) ||
-      cache.k.shape() != cache.q.shape() || cache.v.shape() != cache.q.shape() ||
-      cache.heads.shape() != cache.x.shape()) {
-    shape_error(fn,
-                "a cache filled by mha_forward(..., cache) for x " + shape_str(cache.x.shape()) +
-                    " and " + std::to_string(H) + " heads",
-                "weights " + shape_str(cache.weights.shape()));
-  }
-  // 4. out = heads @ w_o:  dheads = dout @ w_o^T,  dw_o += heads^T @ dout     (B, T, C)
-  Tensor<3> dheads = dout;
-  if (w.w_o.size() != 0) {
-    LinearGrads o = linear_backward(dout, cache.heads, w.w_o);
-    grads.w_o += o.dw;
-    dheads = std::move(o.dx);
-  }
-  // 3. heads = merge(out of every head): the gradient is split the same way.
-  //    (B, T, C) -> (B, H, T, hs)
-  // 2. Attention in every head: dq, dk, dv from dO, P and the saved q, k, v.  (B, H, T, hs) each
-  const AttentionGrads a = scaled_dot_product_attention_backward(
-      split_heads(dheads, H), cache.q, cache.k, cache.v, cache.weights, causal);
-  // 1. q = split(x @ w_q), and k, v alike: merge each gradient back to (B, T, C), then
-  //    dw_q += x^T @ dq and dx = dq @ w_q^T + dk @ w_k^T + dv @ w_v^T (x feeds all three).
-  const LinearGrads gq = linear_backward(merge_heads(a.dq), cache.x, w.w_q);
-  const LinearGrads gk = linear_backward(merge_heads(a.dk), cache.x, w.w_k);
-  const LinearGrads gv = linear_backward(merge_heads(a.dv), cache.x, w.w_v);
-  grads.w_q += gq.dw;
-  grads.w_k += gk.dw;
-  grads.w_v += gv.dw;
-  dx = gq.dx + gk.dx + gv.dx;
 }
 
 }  // namespace attn

@@ -15,8 +15,9 @@
 namespace attn::detail {
 
 // q (B, H, T, hs), k (B, H, S, hs), v (B, H, S, hv), hs >= 1, S >= 1, causal only when S == T.
-inline void check_sdpa(const char* fn, const Tensor<4>& q, const Tensor<4>& k, const Tensor<4>& v,
-                       bool causal) {
+template <class Real>  // float, or double for the float64 twins
+void check_sdpa(const char* fn, const xt::xtensor<Real, 4>& q, const xt::xtensor<Real, 4>& k,
+                const xt::xtensor<Real, 4>& v, bool causal) {
   const auto& qs = q.shape();  // (B, H, T, hs)
   const auto& ks = k.shape();  // (B, H, S, hs)
   const auto& vs = v.shape();  // (B, H, S, hv)
@@ -30,9 +31,11 @@ inline void check_sdpa(const char* fn, const Tensor<4>& q, const Tensor<4>& k, c
 }
 
 // The backward's extra inputs: the forward's weights (B, H, T, S) and dout like its out.
-inline void check_sdpa_backward(const char* fn, const Tensor<4>& dout, const Tensor<4>& q,
-                                const Tensor<4>& k, const Tensor<4>& v, const Tensor<4>& weights,
-                                bool causal) {
+template <class Real>
+void check_sdpa_backward(const char* fn, const xt::xtensor<Real, 4>& dout,
+                         const xt::xtensor<Real, 4>& q, const xt::xtensor<Real, 4>& k,
+                         const xt::xtensor<Real, 4>& v, const xt::xtensor<Real, 4>& weights,
+                         bool causal) {
   check_sdpa(fn, q, k, v, causal);
   const std::array<std::size_t, 4> w_shape{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2]};
   if (!std::equal(w_shape.begin(), w_shape.end(), weights.shape().begin())) {
@@ -53,8 +56,9 @@ inline void check_heads(const char* fn, std::size_t n_heads, std::size_t C) {
 }
 
 // "attn::mha_forward: w_k is (64, 32), expected (64, 64)"
-inline void check_weight(const char* fn, const char* name, const Matrix& w, std::size_t rows,
-                         std::size_t cols) {
+template <class Real>
+void check_weight(const char* fn, const char* name, const xt::xtensor<Real, 2>& w, std::size_t rows,
+                  std::size_t cols) {
   const std::array<std::size_t, 2> want{rows, cols};
   require(w.shape()[0] == rows && w.shape()[1] == cols, fn, [&] {
     return std::string(name) + " is " + shape_str(w.shape()) + ", expected " + shape_str(want);
@@ -63,8 +67,9 @@ inline void check_weight(const char* fn, const char* name, const Matrix& w, std:
 
 // x (B, T, C) with C >= 1, H dividing C, four (C, C) weights (w_o may be empty when
 // allow_no_proj: no output projection, BlockConfig::attn_proj = false).
-inline void check_mha(const char* fn, const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads,
-                      bool allow_no_proj = false) {
+template <class Real>
+void check_mha(const char* fn, const xt::xtensor<Real, 3>& x, const MhaWeightsOf<Real>& w,
+               std::size_t n_heads, bool allow_no_proj = false) {
   const std::size_t C = x.shape()[2];
   require(C >= 1, fn, [&] { return "x is " + shape_str(x.shape()) + ", C must be at least 1"; });
   check_heads(fn, n_heads, C);
@@ -97,8 +102,10 @@ inline void check_mha_cross(const char* fn, const Tensor<3>& x, const Tensor<3>&
 }
 
 // mha_backward: dout like the forward's x, grads shaped like the weights.
-inline void check_mha_backward(const char* fn, const Tensor<3>& dout, const Tensor<3>& x,
-                               const MhaWeights& w, std::size_t n_heads, const MhaWeights& grads) {
+template <class Real>
+void check_mha_backward(const char* fn, const xt::xtensor<Real, 3>& dout,
+                        const xt::xtensor<Real, 3>& x, const MhaWeightsOf<Real>& w,
+                        std::size_t n_heads, const MhaWeightsOf<Real>& grads) {
   check_mha(fn, x, w, n_heads, /*allow_no_proj=*/true);
   if (dout.shape() != x.shape()) {
     shape_error(fn, "dout of shape " + shape_str(x.shape()) + " (like the forward's x)",

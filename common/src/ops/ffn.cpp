@@ -86,8 +86,8 @@ double activation_grad(Activation a, double x) {
 }
 
 // "w2 is (32, 7), expected (32, 8)" when a weight does not have its shape.
-template <std::size_t R>
-void check_shape(std::string_view function, std::string_view name, const Tensor<R>& t,
+template <std::size_t R, class Real>
+void check_shape(std::string_view function, std::string_view name, const xt::xtensor<Real, R>& t,
                  const std::array<std::size_t, R>& want) {
   if (t.shape() != want) {
     require(false, function, [&] {
@@ -97,7 +97,8 @@ void check_shape(std::string_view function, std::string_view name, const Tensor<
 }
 
 // w1 (C, F), b1 (F,), w2 (F, C), b2 (C,) for x (B, T, C).
-void check_ffn(const char* function, const Tensor<3>& x, const FfnWeights& w) {
+template <class Real>
+void check_ffn(const char* function, const xt::xtensor<Real, 3>& x, const FfnWeightsOf<Real>& w) {
   const std::size_t C = x.shape()[2];
   const std::size_t F = w.w1.shape()[1];
   check_shape<2>(function, "w1", w.w1, {C, F});
@@ -106,17 +107,32 @@ void check_ffn(const char* function, const Tensor<3>& x, const FfnWeights& w) {
   check_shape<1>(function, "b2", w.b2, {C});
 }
 
+// The bodies below are on float or double (Real): the float64 twins, the same code on double,
+// serve the gradient checks of chapter 08.
+template <class Real>
+void activate_of(std::span<Real> values, Activation a) {
+  for (Real& v : values) v = static_cast<Real>(activation(a, static_cast<double>(v)));
+}
+
+template <std::size_t N, class Real>
+xt::xtensor<Real, N> activate_of(const xt::xtensor<Real, N>& x, Activation a) {
+  xt::xtensor<Real, N> y = x;  // same shape, contiguous row-major
+  activate_of(std::span<Real>(y.data(), y.size()), a);
+  return y;
+}
+
 }  // namespace
 
-void activate(std::span<float> values, Activation a) {
-  for (float& v : values) v = static_cast<float>(activation(a, static_cast<double>(v)));
-}
+void activate(std::span<float> values, Activation a) { activate_of(values, a); }
+void activate(std::span<double> values, Activation a) { activate_of(values, a); }
 
 template <std::size_t N>
 Tensor<N> activate(const Tensor<N>& x, Activation a) {
-  Tensor<N> y = x;  // same shape, contiguous row-major
-  activate(std::span<float>(y.data(), y.size()), a);
-  return y;
+  return activate_of<N>(x, a);
+}
+template <std::size_t N, std::same_as<double> Real>
+xt::xtensor<Real, N> activate(const xt::xtensor<Real, N>& x, Activation a) {
+  return activate_of<N>(x, a);
 }
 
 template Tensor<1> activate<1>(const Tensor<1>&, Activation);
@@ -132,12 +148,11 @@ FfnWeights ffn_init(Rng& rng, std::size_t C, std::size_t F, float std_dev) {
   return w;
 }
 
-Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a) {
-  FfnCache cache;
-  return ffn_forward(x, w, a, cache);
-}
+namespace {
 
-Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a, FfnCache& cache) {
+template <class Real>
+xt::xtensor<Real, 3> ffn_forward_of(const xt::xtensor<Real, 3>& x, const FfnWeightsOf<Real>& w,
+                                    Activation a, FfnCacheOf<Real>& cache) {
   check_ffn("attn::ffn_forward", x, w);
   cache.x = x;  // (B, T, C), kept for dW1
   // 1. Expand every token to F (usually 4C) features: (B, T, C) @ (C, F) + (F,) -> (B, T, F)
@@ -149,10 +164,34 @@ Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a, Ffn
   return linear(cache.act, w.w2, w.b2);
 }
 
+}  // namespace
+
+Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a) {
+  FfnCache cache;
+  return ffn_forward_of(x, w, a, cache);
+}
+Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a, FfnCache& cache) {
+  return ffn_forward_of(x, w, a, cache);
+}
+template <std::same_as<double> Real>
+xt::xtensor<Real, 3> ffn_forward(const xt::xtensor<Real, 3>& x, const FfnWeightsOf<Real>& w,
+                                 Activation a) {
+  FfnCacheOf<Real> cache;
+  return ffn_forward_of(x, w, a, cache);
+}
+template <std::same_as<double> Real>
+xt::xtensor<Real, 3> ffn_forward(const xt::xtensor<Real, 3>& x, const FfnWeightsOf<Real>& w,
+                                 Activation a, FfnCacheOf<Real>& cache) {
+  return ffn_forward_of(x, w, a, cache);
+}
+
 // ---- Backward (chapter 08) ----
 
-void activate_backward(std::span<const float> x, std::span<const float> dy, std::span<float> dx,
-                       Activation a) {
+namespace {
+
+template <class Real>
+void activate_backward_of(std::span<const Real> x, std::span<const Real> dy, std::span<Real> dx,
+                          Activation a) {
   require(x.size() == dy.size() && x.size() == dx.size(), "attn::activate_backward", [&] {
     return "x, dy and dx must have the same size, got " + std::to_string(x.size()) + ", " +
            std::to_string(dy.size()) + " and " + std::to_string(dx.size());
@@ -161,29 +200,54 @@ void activate_backward(std::span<const float> x, std::span<const float> dy, std:
   // diagonal.
   for (std::size_t i = 0; i < x.size(); ++i) {
     const double grad = activation_grad(a, static_cast<double>(x[i]));
-    dx[i] = static_cast<float>(static_cast<double>(dy[i]) * grad);
+    dx[i] = static_cast<Real>(static_cast<double>(dy[i]) * grad);
   }
 }
 
-template <std::size_t N>
-Tensor<N> activate_backward(const Tensor<N>& x, const Tensor<N>& dy, Activation a) {
+template <std::size_t N, class Real>
+xt::xtensor<Real, N> activate_backward_of(const xt::xtensor<Real, N>& x,
+                                          const xt::xtensor<Real, N>& dy, Activation a) {
   if (x.shape() != dy.shape()) {
     shape_error("attn::activate_backward", "dy of the same shape as x " + shape_str(x.shape()),
                 "dy " + shape_str(dy.shape()));
   }
-  Tensor<N> dx(x.shape());
-  activate_backward(std::span<const float>(x.data(), x.size()),
-                    std::span<const float>(dy.data(), dy.size()),
-                    std::span<float>(dx.data(), dx.size()), a);
+  xt::xtensor<Real, N> dx(x.shape());
+  activate_backward_of(std::span<const Real>(x.data(), x.size()),
+                       std::span<const Real>(dy.data(), dy.size()),
+                       std::span<Real>(dx.data(), dx.size()), a);
   return dx;
+}
+
+}  // namespace
+
+void activate_backward(std::span<const float> x, std::span<const float> dy, std::span<float> dx,
+                       Activation a) {
+  activate_backward_of(x, dy, dx, a);
+}
+void activate_backward(std::span<const double> x, std::span<const double> dy, std::span<double> dx,
+                       Activation a) {
+  activate_backward_of(x, dy, dx, a);
+}
+template <std::size_t N>
+Tensor<N> activate_backward(const Tensor<N>& x, const Tensor<N>& dy, Activation a) {
+  return activate_backward_of<N>(x, dy, a);
+}
+template <std::size_t N, std::same_as<double> Real>
+xt::xtensor<Real, N> activate_backward(const xt::xtensor<Real, N>& x,
+                                       const xt::xtensor<Real, N>& dy, Activation a) {
+  return activate_backward_of<N>(x, dy, a);
 }
 
 template Tensor<1> activate_backward<1>(const Tensor<1>&, const Tensor<1>&, Activation);
 template Tensor<2> activate_backward<2>(const Tensor<2>&, const Tensor<2>&, Activation);
 template Tensor<3> activate_backward<3>(const Tensor<3>&, const Tensor<3>&, Activation);
 
-void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& w, Activation a,
-                  Tensor<3>& dx, FfnWeights& grads) {
+namespace {
+
+template <class Real>
+void ffn_backward_of(const xt::xtensor<Real, 3>& dy, const FfnCacheOf<Real>& cache,
+                     const FfnWeightsOf<Real>& w, Activation a, xt::xtensor<Real, 3>& dx,
+                     FfnWeightsOf<Real>& grads) {
   constexpr const char* kFn = "attn::ffn_backward";
   check_ffn(kFn, cache.x, w);
   if (dy.shape() != cache.x.shape()) {
@@ -196,12 +260,34 @@ void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& 
   check_shape<1>(kFn, "grads.b2", grads.b2, {w.b2.shape()[0]});
   // The forward in reverse, one linear layer at a time (attn::linear_backward).
   // 1. Through y = act @ w2 + b2: dact = dy @ w2^T (B, T, F); dw2 += act^T @ dy; db2 += sum dy.
-  Tensor<3> dact;
+  xt::xtensor<Real, 3> dact;
   linear_backward(dy, cache.act, w.w2, dact, grads.w2, &grads.b2);
   // 2. Through the activation, element by element: dpre = dact * act'(pre) (B, T, F).
-  const Tensor<3> dpre = activate_backward<3>(cache.pre, dact, a);
+  const xt::xtensor<Real, 3> dpre = activate_backward<3>(cache.pre, dact, a);
   // 3. Through pre = x @ w1 + b1: dx = dpre @ w1^T (B, T, C); dw1 += x^T @ dpre; db1 += sum dpre.
   linear_backward(dpre, cache.x, w.w1, dx, grads.w1, &grads.b1);
 }
+
+}  // namespace
+
+void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& w, Activation a,
+                  Tensor<3>& dx, FfnWeights& grads) {
+  ffn_backward_of(dy, cache, w, a, dx, grads);
+}
+template <std::same_as<double> Real>
+void ffn_backward(const xt::xtensor<Real, 3>& dy, const FfnCacheOf<Real>& cache,
+                  const FfnWeightsOf<Real>& w, Activation a, xt::xtensor<Real, 3>& dx,
+                  FfnWeightsOf<Real>& grads) {
+  ffn_backward_of(dy, cache, w, a, dx, grads);
+}
+
+template Tensor64<3> activate<3, double>(const Tensor64<3>&, Activation);
+template Tensor64<3> activate_backward<3, double>(const Tensor64<3>&, const Tensor64<3>&,
+                                                  Activation);
+template Tensor64<3> ffn_forward<double>(const Tensor64<3>&, const FfnWeights64&, Activation);
+template Tensor64<3> ffn_forward<double>(const Tensor64<3>&, const FfnWeights64&, Activation,
+                                         FfnCache64&);
+template void ffn_backward<double>(const Tensor64<3>&, const FfnCache64&, const FfnWeights64&,
+                                   Activation, Tensor64<3>&, FfnWeights64&);
 
 }  // namespace attn

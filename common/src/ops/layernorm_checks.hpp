@@ -12,23 +12,25 @@
 namespace attn::detail {
 
 // x (..., C) with C > 0, gamma and beta (C,), eps >= 0.
-template <std::size_t N>
-void check_layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta, float eps) {
+// (Real: float, or double for chapter 08's float64 gradient checks.)
+template <std::size_t N, class Real>
+void check_layer_norm(const xt::xtensor<Real, N>& x, const xt::xtensor<Real, 1>& gamma,
+                      const xt::xtensor<Real, 1>& beta, double eps) {
   const std::size_t C = x.shape()[N - 1];
   if (C == 0 || gamma.size() != C || beta.size() != C) {
     shape_error("attn::layer_norm", "x (..., C) with C > 0, gamma (C,) and beta (C,)",
                 "x " + shape_str(x.shape()) + ", gamma " + shape_str(gamma.shape()) + ", beta " +
                     shape_str(beta.shape()));
   }
-  require(eps >= 0.0f, "attn::layer_norm",
+  require(eps >= 0.0, "attn::layer_norm",
           [&] { return "eps must be >= 0, got " + std::to_string(eps); });
 }
 
 inline constexpr const char* kLayerNormBackward = "attn::layer_norm_backward";
 
 // x (..., C) with C > 0 and gamma (C,).
-template <std::size_t N>
-void check_layer_norm_input(const Tensor<N>& x, const Vector& gamma) {
+template <std::size_t N, class Real>
+void check_layer_norm_input(const xt::xtensor<Real, N>& x, const xt::xtensor<Real, 1>& gamma) {
   const std::size_t C = x.shape()[N - 1];
   if (C == 0 || gamma.size() != C) {
     shape_error(kLayerNormBackward, "x (..., C) with C > 0 and gamma (C,)",
@@ -38,9 +40,11 @@ void check_layer_norm_input(const Tensor<N>& x, const Vector& gamma) {
 
 // Everything the backward with a cache reads: dy like x, rstd (rows,) from the forward of x,
 // dgamma and dbeta (C,).
-template <std::size_t N>
-void check_layer_norm_backward(const Tensor<N>& dy, const Tensor<N>& x, const Vector& gamma,
-                               const Vector& rstd, const Vector& dgamma, const Vector& dbeta) {
+template <std::size_t N, class Real>
+void check_layer_norm_backward(const xt::xtensor<Real, N>& dy, const xt::xtensor<Real, N>& x,
+                               const xt::xtensor<Real, 1>& gamma, const xt::xtensor<Real, 1>& rstd,
+                               const xt::xtensor<Real, 1>& dgamma,
+                               const xt::xtensor<Real, 1>& dbeta) {
   check_layer_norm_input(x, gamma);
   if (dy.shape() != x.shape()) {
     shape_error(kLayerNormBackward, "dy of the same shape as x " + shape_str(x.shape()),

@@ -13,8 +13,9 @@
 namespace attn::detail {
 
 // logits (N, V) and N targets in [0, V), with messages naming what was expected and what came.
-inline void check_loss_inputs(const Matrix& logits, std::span<const int> targets,
-                              const char* function) {
+template <class Real>  // float, or double for chapter 08's float64 gradient checks
+void check_loss_inputs(const xt::xtensor<Real, 2>& logits, std::span<const int> targets,
+                       const char* function) {
   const std::size_t N = logits.shape()[0];
   const std::size_t V = logits.shape()[1];
   // (Messages built only on failure: the training step checks its logits every step.)

@@ -19,8 +19,8 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // The last two axes of scores (..., T, S) must equal the mask's (T, S). Returns T * S, the size
 // of one (T, S) slice.
-template <std::size_t N, class MaskT>
-std::size_t check_mask_shape(const Tensor<N>& scores, const MaskT& mask) {
+template <std::size_t N, class Real, class MaskT>
+std::size_t check_mask_shape(const xt::xtensor<Real, N>& scores, const MaskT& mask) {
   const auto& s = scores.shape();
   const auto& m = mask.shape();
   if (s[N - 2] != m[0] || s[N - 1] != m[1]) {
@@ -57,25 +57,26 @@ Matrix causal_mask_additive_naive(std::size_t T) {
   return naive;
 }
 
-template <std::size_t N>
-Tensor<N> masked_softmax(const Tensor<N>& scores, const Mask& allowed) {
+// (..., T, S) scores on float or double: the body of masked_softmax and of its float64 twin.
+template <std::size_t N, class Real>
+xt::xtensor<Real, N> masked_softmax_of(const xt::xtensor<Real, N>& scores, const Mask& allowed) {
   static_assert(N >= 2, "masked_softmax needs scores of shape (..., T, S)");
   const std::size_t slice = check_mask_shape(scores, allowed);
   const std::size_t T = allowed.shape()[0];
   const std::size_t S = allowed.shape()[1];
-  Tensor<N> out(scores.shape());  // (..., T, S)
+  xt::xtensor<Real, N> out(scores.shape());  // (..., T, S)
   if (out.size() == 0) return out;
   const std::size_t slices = out.size() / slice;  // product of the leading axes, e.g. B * H
   const bool* ok = allowed.data();
   for (std::size_t b = 0; b < slices; ++b) {
     for (std::size_t t = 0; t < T; ++t) {
-      const float* in = scores.data() + b * slice + t * S;  // row t of slice b: (S,)
-      float* row = out.data() + b * slice + t * S;
+      const Real* in = scores.data() + b * slice + t * S;  // row t of slice b: (S,)
+      Real* row = out.data() + b * slice + t * S;
       const bool* keep = ok + t * S;  // which keys query t may see: (S,)
       // 1. The maximum over the allowed keys only: a masked score (even inf or NaN) must not
       //    take part in anything. A NaN among the allowed scores becomes the maximum, so it
       //    shows up in the output instead of being silently dropped.
-      float m = -kInf;
+      Real m = -std::numeric_limits<Real>::infinity();
       for (std::size_t s = 0; s < S; ++s) {
         if (!keep[s]) continue;
         if (std::isnan(in[s])) {
@@ -85,24 +86,33 @@ Tensor<N> masked_softmax(const Tensor<N>& scores, const Mask& allowed) {
         if (in[s] > m) m = in[s];
       }
       // 2. No allowed key (or every allowed score -inf): a row of zeros, by definition.
-      if (m == -kInf) {
-        for (std::size_t s = 0; s < S; ++s) row[s] = 0.0f;
+      if (m == -std::numeric_limits<Real>::infinity()) {
+        for (std::size_t s = 0; s < S; ++s) row[s] = Real(0);
         continue;
       }
       // 3. Exponentiate the allowed scores minus m. Masked keys get exactly 0, written rather
       //    than computed: their score may be anything, even NaN or +inf.
-      float sum = 0.0f;
+      Real sum = Real(0);
       for (std::size_t s = 0; s < S; ++s) {
-        row[s] = keep[s] ? std::exp(in[s] - m) : 0.0f;
+        row[s] = keep[s] ? std::exp(in[s] - m) : Real(0);
         sum += row[s];
       }
       // 4. Normalise the allowed entries; the masked zeros stay zeros.
-      const float inv = 1.0f / sum;
+      const Real inv = Real(1) / sum;
       for (std::size_t s = 0; s < S; ++s)
         if (keep[s]) row[s] *= inv;
     }
   }
   return out;
+}
+
+template <std::size_t N>
+Tensor<N> masked_softmax(const Tensor<N>& scores, const Mask& allowed) {
+  return masked_softmax_of<N>(scores, allowed);
+}
+template <std::size_t N, std::same_as<double> Real>
+xt::xtensor<Real, N> masked_softmax(const xt::xtensor<Real, N>& scores, const Mask& allowed) {
+  return masked_softmax_of<N>(scores, allowed);
 }
 
 template <std::size_t N>
@@ -128,18 +138,29 @@ Tensor<N> masked_softmax(const Tensor<N>& scores, const Matrix& additive_mask) {
 
 // Backward (chapter 08): the same Jacobian-vector product as softmax's. A masked entry has
 // y = 0, so dx = y (dy - dot) = 0 there whatever dy is: no gradient reaches a future key.
-template <std::size_t N>
-Tensor<N> masked_softmax_backward(const Tensor<N>& y, const Tensor<N>& dy) {
+template <std::size_t N, class Real>
+xt::xtensor<Real, N> masked_softmax_backward_of(const xt::xtensor<Real, N>& y,
+                                                const xt::xtensor<Real, N>& dy) {
   static_assert(N >= 2, "masked_softmax_backward needs (..., T, S)");
   if (y.shape() != dy.shape()) {
     shape_error("attn::masked_softmax_backward",
                 "dy of the same shape as y " + shape_str(y.shape()), "dy " + shape_str(dy.shape()));
   }
-  Tensor<N> dx(y.shape());  // (..., T, S)
+  xt::xtensor<Real, N> dx(y.shape());  // (..., T, S)
   const std::size_t S = y.shape()[N - 1];
   if (dx.size() == 0) return dx;
   softmax_rows_backward(y.data(), dy.data(), dx.data(), dx.size() / S, S);
   return dx;
+}
+
+template <std::size_t N>
+Tensor<N> masked_softmax_backward(const Tensor<N>& y, const Tensor<N>& dy) {
+  return masked_softmax_backward_of<N>(y, dy);
+}
+template <std::size_t N, std::same_as<double> Real>
+xt::xtensor<Real, N> masked_softmax_backward(const xt::xtensor<Real, N>& y,
+                                             const xt::xtensor<Real, N>& dy) {
+  return masked_softmax_backward_of<N>(y, dy);
 }
 
 template Tensor<2> masked_softmax_backward<2>(const Tensor<2>&, const Tensor<2>&);
@@ -152,5 +173,7 @@ template Tensor<4> masked_softmax<4>(const Tensor<4>&, const Mask&);
 template Tensor<2> masked_softmax<2>(const Tensor<2>&, const Matrix&);
 template Tensor<3> masked_softmax<3>(const Tensor<3>&, const Matrix&);
 template Tensor<4> masked_softmax<4>(const Tensor<4>&, const Matrix&);
+template Tensor64<2> masked_softmax<2, double>(const Tensor64<2>&, const Mask&);
+template Tensor64<2> masked_softmax_backward<2, double>(const Tensor64<2>&, const Tensor64<2>&);
 
 }  // namespace attn

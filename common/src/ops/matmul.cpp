@@ -7,7 +7,10 @@
 
 namespace attn {
 
-Matrix matmul(const Matrix& a, const Matrix& b) {
+namespace {
+
+template <class Real>
+xt::xtensor<Real, 2> matmul_of(const xt::xtensor<Real, 2>& a, const xt::xtensor<Real, 2>& b) {
   const std::size_t M = a.shape()[0];
   const std::size_t K = a.shape()[1];
   const std::size_t N = b.shape()[1];
@@ -15,22 +18,31 @@ Matrix matmul(const Matrix& a, const Matrix& b) {
     shape_error("attn::matmul", "(M, K) @ (K, N) with the same K",
                 shape_str(a.shape()) + " @ " + shape_str(b.shape()));
   }
-  Matrix out = xt::zeros<float>({M, N});  // (M, K) @ (K, N) -> (M, N)
-  const float* A = a.data();
-  const float* Bm = b.data();
-  float* O = out.data();
+  xt::xtensor<Real, 2> out = xt::zeros<Real>({M, N});  // (M, K) @ (K, N) -> (M, N)
+  const Real* A = a.data();
+  const Real* Bm = b.data();
+  Real* O = out.data();
   // out[i, :] += a[i, k] * b[k, :] for every k. The i-k-j order keeps the innermost loop on
   // contiguous rows of b and out (row-major), which the compiler can vectorise; the textbook
   // i-j-k order would stride down a column of b instead.
   for (std::size_t i = 0; i < M; ++i) {
-    float* out_row = O + i * N;  // (N,)
+    Real* out_row = O + i * N;  // (N,)
     for (std::size_t k = 0; k < K; ++k) {
-      const float aik = A[i * K + k];
-      const float* b_row = Bm + k * N;  // (N,)
+      const Real aik = A[i * K + k];
+      const Real* b_row = Bm + k * N;  // (N,)
       for (std::size_t j = 0; j < N; ++j) out_row[j] += aik * b_row[j];
     }
   }
   return out;
 }
+
+}  // namespace
+
+Matrix matmul(const Matrix& a, const Matrix& b) { return matmul_of(a, b); }
+template <std::same_as<double> Real>
+xt::xtensor<Real, 2> matmul(const xt::xtensor<Real, 2>& a, const xt::xtensor<Real, 2>& b) {
+  return matmul_of(a, b);
+}
+template Tensor64<2> matmul<double>(const Tensor64<2>&, const Tensor64<2>&);
 
 }  // namespace attn

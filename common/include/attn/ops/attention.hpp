@@ -12,6 +12,7 @@
 // place, BLAS or hand-written head products, threads, caches without allocation).
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 
 #include "attn/core/random.hpp"
@@ -19,10 +20,13 @@
 
 namespace attn {
 
-struct AttentionResult {
-  Tensor<4> out;      // (B, H, T, hs)
-  Tensor<4> weights;  // (B, H, T, S); empty (shape all 0) when not requested
+template <class Real>
+struct AttentionResultOf {
+  xt::xtensor<Real, 4> out;      // (B, H, T, hs)
+  xt::xtensor<Real, 4> weights;  // (B, H, T, S); empty (shape all 0) when not requested
 };
+using AttentionResult = AttentionResultOf<float>;
+using AttentionResult64 = AttentionResultOf<double>;  // the float64 twins: see the end
 
 // Throws std::invalid_argument naming the shapes when they do not fit together, or when
 // causal is set and S != T.
@@ -36,19 +40,26 @@ Tensor<4> split_heads(const Tensor<3>& x, std::size_t n_heads);
 // (B, H, T, hs) -> (B, T, H * hs), the inverse of split_heads.
 Tensor<3> merge_heads(const Tensor<4>& x);
 
-struct MhaWeights {
-  Matrix w_q;  // (C, C)
-  Matrix w_k;  // (C, C)
-  Matrix w_v;  // (C, C)
-  Matrix w_o;  // (C, C)
+template <class Real>
+struct MhaWeightsOf {
+  xt::xtensor<Real, 2> w_q;  // (C, C)
+  xt::xtensor<Real, 2> w_k;  // (C, C)
+  xt::xtensor<Real, 2> w_v;  // (C, C)
+  xt::xtensor<Real, 2> w_o;  // (C, C)
 };
+using MhaWeights = MhaWeightsOf<float>;
+using MhaWeights64 = MhaWeightsOf<double>;
 // Normal(0, std) weights drawn from rng in the order w_q, w_k, w_v, w_o.
 MhaWeights mha_init(Rng& rng, std::size_t C, float std = 0.02f);
 
-struct MhaResult {
-  Tensor<3> out;      // (B, T, C)
-  Tensor<4> weights;  // (B, H, T, T), (B, H, T, S) for cross-attention; empty when not requested
+template <class Real>
+struct MhaResultOf {
+  xt::xtensor<Real, 3> out;      // (B, T, C)
+  xt::xtensor<Real, 4> weights;  // (B, H, T, T), (B, H, T, S) for cross-attention; empty when
+                                 // not requested
 };
+using MhaResult = MhaResultOf<float>;
+using MhaResult64 = MhaResultOf<double>;
 
 // q, k, v = x w_q, x w_k, x w_v; split into H heads; attention per head; merge; @ w_o. Throws if
 // n_heads does not divide C or a weight is not (C, C). An empty w_o (size 0) means no output
@@ -74,23 +85,29 @@ MhaResult mha_cross_forward(const Tensor<3>& x, const Tensor<3>& y, const MhaWei
 //   dK = dS^T Q / sqrt(hs)
 // Causal: P = 0 on the masked triangle, so dS = 0 there. `weights` are the forward's P
 // (B, H, T, S). Same shapes as the forward's q, k, v.
-struct AttentionGrads {
-  Tensor<4> dq;  // (B, H, T, hs)
-  Tensor<4> dk;  // (B, H, S, hs)
-  Tensor<4> dv;  // (B, H, S, hs)
+template <class Real>
+struct AttentionGradsOf {
+  xt::xtensor<Real, 4> dq;  // (B, H, T, hs)
+  xt::xtensor<Real, 4> dk;  // (B, H, S, hs)
+  xt::xtensor<Real, 4> dv;  // (B, H, S, hs)
 };
+using AttentionGrads = AttentionGradsOf<float>;
+using AttentionGrads64 = AttentionGradsOf<double>;
 AttentionGrads scaled_dot_product_attention_backward(const Tensor<4>& dout, const Tensor<4>& q,
                                                      const Tensor<4>& k, const Tensor<4>& v,
                                                      const Tensor<4>& weights, bool causal);
 
 // What mha_forward keeps for its backward: the input, the projections split into heads, the
 // attention weights P, and the merged heads before w_o.
-struct MhaCache {
-  Tensor<3> x;        // (B, T, C)
-  Tensor<4> q, k, v;  // (B, H, T, hs) each
-  Tensor<4> weights;  // (B, H, T, T)
-  Tensor<3> heads;    // (B, T, C)   merged head outputs, the input of w_o
+template <class Real>
+struct MhaCacheOf {
+  xt::xtensor<Real, 3> x;        // (B, T, C)
+  xt::xtensor<Real, 4> q, k, v;  // (B, H, T, hs) each
+  xt::xtensor<Real, 4> weights;  // (B, H, T, T)
+  xt::xtensor<Real, 3> heads;    // (B, T, C)   merged head outputs, the input of w_o
 };
+using MhaCache = MhaCacheOf<float>;
+using MhaCache64 = MhaCacheOf<double>;
 // The forward that fills `cache` (same `out` as mha_forward; weights kept in the cache).
 Tensor<3> mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
                       MhaCache& cache);
@@ -98,5 +115,48 @@ Tensor<3> mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_hea
 // needed); grads.w_q, w_k, w_v, w_o accumulate (+=).
 void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
                   std::size_t n_heads, bool causal, Tensor<3>& dx, MhaWeights& grads);
+
+// ---- The float64 twins, for the gradient checks of chapter 08 (attn::check_gradients) ----
+// The same code instantiated on double. (Constrained to double, so a float call never picks
+// them.)
+template <std::same_as<double> Real>
+AttentionResultOf<Real> scaled_dot_product_attention(const xt::xtensor<Real, 4>& q,
+                                                     const xt::xtensor<Real, 4>& k,
+                                                     const xt::xtensor<Real, 4>& v, bool causal,
+                                                     bool need_weights = true);
+template <std::same_as<double> Real>
+AttentionGradsOf<Real> scaled_dot_product_attention_backward(
+    const xt::xtensor<Real, 4>& dout, const xt::xtensor<Real, 4>& q, const xt::xtensor<Real, 4>& k,
+    const xt::xtensor<Real, 4>& v, const xt::xtensor<Real, 4>& weights, bool causal);
+template <std::same_as<double> Real>
+xt::xtensor<Real, 4> split_heads(const xt::xtensor<Real, 3>& x, std::size_t n_heads);
+template <std::same_as<double> Real>
+xt::xtensor<Real, 3> merge_heads(const xt::xtensor<Real, 4>& x);
+template <std::same_as<double> Real>
+xt::xtensor<Real, 3> mha_forward(const xt::xtensor<Real, 3>& x, const MhaWeightsOf<Real>& w,
+                                 std::size_t n_heads, bool causal, MhaCacheOf<Real>& cache);
+template <std::same_as<double> Real>
+MhaResultOf<Real> mha_forward(const xt::xtensor<Real, 3>& x, const MhaWeightsOf<Real>& w,
+                              std::size_t n_heads, bool causal, bool need_weights = true);
+template <std::same_as<double> Real>
+void mha_backward(const xt::xtensor<Real, 3>& dout, const MhaCacheOf<Real>& cache,
+                  const MhaWeightsOf<Real>& w, std::size_t n_heads, bool causal,
+                  xt::xtensor<Real, 3>& dx, MhaWeightsOf<Real>& grads);
+extern template AttentionResult64 scaled_dot_product_attention<double>(const Tensor64<4>&,
+                                                                       const Tensor64<4>&,
+                                                                       const Tensor64<4>&, bool,
+                                                                       bool);
+extern template AttentionGrads64 scaled_dot_product_attention_backward<double>(
+    const Tensor64<4>&, const Tensor64<4>&, const Tensor64<4>&, const Tensor64<4>&,
+    const Tensor64<4>&, bool);
+extern template Tensor64<4> split_heads<double>(const Tensor64<3>&, std::size_t);
+extern template Tensor64<3> merge_heads<double>(const Tensor64<4>&);
+extern template Tensor64<3> mha_forward<double>(const Tensor64<3>&, const MhaWeights64&,
+                                                std::size_t, bool, MhaCache64&);
+extern template MhaResult64 mha_forward<double>(const Tensor64<3>&, const MhaWeights64&,
+                                                std::size_t, bool, bool);
+extern template void mha_backward<double>(const Tensor64<3>&, const MhaCache64&,
+                                          const MhaWeights64&, std::size_t, bool, Tensor64<3>&,
+                                          MhaWeights64&);
 
 }  // namespace attn

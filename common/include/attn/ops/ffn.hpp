@@ -7,6 +7,7 @@
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (nn.GELU(approximate="tanh")).
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <span>
 #include <string_view>
@@ -31,12 +32,15 @@ extern template Tensor<1> activate<1>(const Tensor<1>&, Activation);
 extern template Tensor<2> activate<2>(const Tensor<2>&, Activation);
 extern template Tensor<3> activate<3>(const Tensor<3>&, Activation);
 
-struct FfnWeights {
-  Matrix w1;  // (C, F)
-  Vector b1;  // (F,)
-  Matrix w2;  // (F, C)
-  Vector b2;  // (C,)
+template <class Real>
+struct FfnWeightsOf {
+  xt::xtensor<Real, 2> w1;  // (C, F)
+  xt::xtensor<Real, 1> b1;  // (F,)
+  xt::xtensor<Real, 2> w2;  // (F, C)
+  xt::xtensor<Real, 1> b2;  // (C,)
 };
+using FfnWeights = FfnWeightsOf<float>;
+using FfnWeights64 = FfnWeightsOf<double>;
 // Normal(0, std) matrices, zero biases.
 FfnWeights ffn_init(Rng& rng, std::size_t C, std::size_t F, float std = 0.02f);
 
@@ -52,15 +56,49 @@ template <std::size_t N>
 Tensor<N> activate_backward(const Tensor<N>& x, const Tensor<N>& dy, Activation a);
 
 // What ffn_forward keeps for its backward (the fast side, attn/fast/ffn.hpp, fills the same).
-struct FfnCache {
-  Tensor<3> x;    // (B, T, C) the input
-  Tensor<3> pre;  // (B, T, F) x @ w1 + b1, before the activation
-  Tensor<3> act;  // (B, T, F) act(pre)
+template <class Real>
+struct FfnCacheOf {
+  xt::xtensor<Real, 3> x;    // (B, T, C) the input
+  xt::xtensor<Real, 3> pre;  // (B, T, F) x @ w1 + b1, before the activation
+  xt::xtensor<Real, 3> act;  // (B, T, F) act(pre)
 };
+using FfnCache = FfnCacheOf<float>;
+using FfnCache64 = FfnCacheOf<double>;
 // The forward that fills `cache` (same output as ffn_forward).
 Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a, FfnCache& cache);
 // dy (B, T, C) -> dx (B, T, C) (overwritten); grads.w1, b1, w2, b2 accumulate (+=).
 void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& w, Activation a,
                   Tensor<3>& dx, FfnWeights& grads);
+
+// The float64 twins, for the gradient checks of chapter 08 (attn::check_gradients): the same
+// code instantiated on double. (Constrained to double, so a float call never picks them.)
+void activate(std::span<double> values, Activation a);
+void activate_backward(std::span<const double> x, std::span<const double> dy, std::span<double> dx,
+                       Activation a);
+template <std::size_t N, std::same_as<double> Real>
+xt::xtensor<Real, N> activate(const xt::xtensor<Real, N>& x, Activation a);
+template <std::size_t N, std::same_as<double> Real>
+xt::xtensor<Real, N> activate_backward(const xt::xtensor<Real, N>& x,
+                                       const xt::xtensor<Real, N>& dy, Activation a);
+template <std::same_as<double> Real>
+xt::xtensor<Real, 3> ffn_forward(const xt::xtensor<Real, 3>& x, const FfnWeightsOf<Real>& w,
+                                 Activation a = Activation::gelu);
+template <std::same_as<double> Real>
+xt::xtensor<Real, 3> ffn_forward(const xt::xtensor<Real, 3>& x, const FfnWeightsOf<Real>& w,
+                                 Activation a, FfnCacheOf<Real>& cache);
+template <std::same_as<double> Real>
+void ffn_backward(const xt::xtensor<Real, 3>& dy, const FfnCacheOf<Real>& cache,
+                  const FfnWeightsOf<Real>& w, Activation a, xt::xtensor<Real, 3>& dx,
+                  FfnWeightsOf<Real>& grads);
+extern template Tensor64<3> activate<3, double>(const Tensor64<3>&, Activation);
+extern template Tensor64<3> activate_backward<3, double>(const Tensor64<3>&, const Tensor64<3>&,
+                                                         Activation);
+extern template Tensor64<3> ffn_forward<double>(const Tensor64<3>&, const FfnWeights64&,
+                                                Activation);
+extern template Tensor64<3> ffn_forward<double>(const Tensor64<3>&, const FfnWeights64&, Activation,
+                                                FfnCache64&);
+extern template void ffn_backward<double>(const Tensor64<3>&, const FfnCache64&,
+                                          const FfnWeights64&, Activation, Tensor64<3>&,
+                                          FfnWeights64&);
 
 }  // namespace attn

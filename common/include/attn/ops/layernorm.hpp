@@ -5,6 +5,8 @@
 // eps = 1e-5 by default. The model's fast path runs the same math in attn/fast/layernorm.hpp.
 #pragma once
 
+#include <concepts>
+
 #include "attn/core/xt.hpp"
 
 namespace attn {
@@ -18,10 +20,13 @@ extern template Tensor<2> layer_norm<2>(const Tensor<2>&, const Vector&, const V
 extern template Tensor<3> layer_norm<3>(const Tensor<3>&, const Vector&, const Vector&, float);
 
 // What the forward keeps for the backward: per row (token) the mean and 1/sqrt(var + eps).
-struct LayerNormCache {
-  Vector mean;  // (rows,)
-  Vector rstd;  // (rows,)
+template <class Real>
+struct LayerNormCacheOf {
+  xt::xtensor<Real, 1> mean;  // (rows,)
+  xt::xtensor<Real, 1> rstd;  // (rows,)
 };
+using LayerNormCache = LayerNormCacheOf<float>;
+using LayerNormCache64 = LayerNormCacheOf<double>;
 // The forward that also fills `cache` (same output as layer_norm).
 template <std::size_t N>
 Tensor<N> layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta, float eps,
@@ -37,14 +42,44 @@ template <std::size_t N>
 void layer_norm_backward(const Tensor<N>& dy, const Tensor<N>& x, const Vector& gamma,
                          const LayerNormCache& cache, Tensor<N>& dx, Vector& dgamma, Vector& dbeta);
 // The same recomputing mean and rstd from x, returning fresh gradients (chapters, tests).
-template <std::size_t N>
+template <std::size_t N, class Real = float>
 struct LayerNormGrads {
-  Tensor<N> dx;   // like x
-  Vector dgamma;  // (C,)
-  Vector dbeta;   // (C,)
+  xt::xtensor<Real, N> dx;      // like x
+  xt::xtensor<Real, 1> dgamma;  // (C,)
+  xt::xtensor<Real, 1> dbeta;   // (C,)
 };
 template <std::size_t N>
 LayerNormGrads<N> layer_norm_backward(const Tensor<N>& dy, const Tensor<N>& x, const Vector& gamma,
                                       float eps = 1e-5f);
+
+// The float64 twins, for the gradient checks of chapter 08 (attn::check_gradients): the same
+// code instantiated on double. (Constrained to double, so a float call never picks them.)
+template <std::size_t N, std::same_as<double> Real>
+xt::xtensor<Real, N> layer_norm(const xt::xtensor<Real, N>& x, const xt::xtensor<Real, 1>& gamma,
+                                const xt::xtensor<Real, 1>& beta, double eps = 1e-5);
+template <std::size_t N, std::same_as<double> Real>
+xt::xtensor<Real, N> layer_norm(const xt::xtensor<Real, N>& x, const xt::xtensor<Real, 1>& gamma,
+                                const xt::xtensor<Real, 1>& beta, double eps,
+                                LayerNormCacheOf<Real>& cache);
+template <std::size_t N, std::same_as<double> Real>
+void layer_norm_backward(const xt::xtensor<Real, N>& dy, const xt::xtensor<Real, N>& x,
+                         const xt::xtensor<Real, 1>& gamma, const LayerNormCacheOf<Real>& cache,
+                         xt::xtensor<Real, N>& dx, xt::xtensor<Real, 1>& dgamma,
+                         xt::xtensor<Real, 1>& dbeta);
+template <std::size_t N, std::same_as<double> Real>
+LayerNormGrads<N, Real> layer_norm_backward(const xt::xtensor<Real, N>& dy,
+                                            const xt::xtensor<Real, N>& x,
+                                            const xt::xtensor<Real, 1>& gamma, double eps = 1e-5);
+extern template Tensor64<3> layer_norm<3, double>(const Tensor64<3>&, const Tensor64<1>&,
+                                                  const Tensor64<1>&, double);
+extern template Tensor64<3> layer_norm<3, double>(const Tensor64<3>&, const Tensor64<1>&,
+                                                  const Tensor64<1>&, double, LayerNormCache64&);
+extern template void layer_norm_backward<3, double>(const Tensor64<3>&, const Tensor64<3>&,
+                                                    const Tensor64<1>&, const LayerNormCache64&,
+                                                    Tensor64<3>&, Tensor64<1>&, Tensor64<1>&);
+extern template LayerNormGrads<3, double> layer_norm_backward<3, double>(const Tensor64<3>&,
+                                                                         const Tensor64<3>&,
+                                                                         const Tensor64<1>&,
+                                                                         double);
 
 }  // namespace attn

@@ -5,6 +5,7 @@
 // B*T rows), tested equal to these in tests/common/test_fast_ops.cpp.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 
 #include "attn/core/xt.hpp"
@@ -32,11 +33,37 @@ Tensor<3> linear(const Tensor<3>& x, const Matrix& w, const Vector& b);
 void linear_backward(const Tensor<3>& dy, const Tensor<3>& x, const Matrix& w, Tensor<3>& dx,
                      Matrix& dw, Vector* db = nullptr);
 // The same, returning fresh gradients (for the chapters and tests).
-struct LinearGrads {
-  Tensor<3> dx;  // (B, T, in)
-  Matrix dw;     // (in, out)
-  Vector db;     // (out,)
+template <class Real>
+struct LinearGradsOf {
+  xt::xtensor<Real, 3> dx;  // (B, T, in)
+  xt::xtensor<Real, 2> dw;  // (in, out)
+  xt::xtensor<Real, 1> db;  // (out,)
 };
+using LinearGrads = LinearGradsOf<float>;
+using LinearGrads64 = LinearGradsOf<double>;
 LinearGrads linear_backward(const Tensor<3>& dy, const Tensor<3>& x, const Matrix& w);
+
+// The float64 twins, for the gradient checks of chapter 08 (attn::check_gradients): the same
+// code instantiated on double. (Constrained to double, so a float call never picks them.)
+template <std::same_as<double> Real>
+xt::xtensor<Real, 3> linear(const xt::xtensor<Real, 3>& x, const xt::xtensor<Real, 2>& w);
+template <std::same_as<double> Real>
+xt::xtensor<Real, 3> linear(const xt::xtensor<Real, 3>& x, const xt::xtensor<Real, 2>& w,
+                            const xt::xtensor<Real, 1>& b);
+template <std::same_as<double> Real>
+void linear_backward(const xt::xtensor<Real, 3>& dy, const xt::xtensor<Real, 3>& x,
+                     const xt::xtensor<Real, 2>& w, xt::xtensor<Real, 3>& dx,
+                     xt::xtensor<Real, 2>& dw, xt::xtensor<Real, 1>* db = nullptr);
+template <std::same_as<double> Real>
+LinearGradsOf<Real> linear_backward(const xt::xtensor<Real, 3>& dy, const xt::xtensor<Real, 3>& x,
+                                    const xt::xtensor<Real, 2>& w);
+extern template Tensor64<3> linear<double>(const Tensor64<3>&, const Tensor64<2>&);
+extern template Tensor64<3> linear<double>(const Tensor64<3>&, const Tensor64<2>&,
+                                           const Tensor64<1>&);
+extern template void linear_backward<double>(const Tensor64<3>&, const Tensor64<3>&,
+                                             const Tensor64<2>&, Tensor64<3>&, Tensor64<2>&,
+                                             Tensor64<1>*);
+extern template LinearGrads64 linear_backward<double>(const Tensor64<3>&, const Tensor64<3>&,
+                                                      const Tensor64<2>&);
 
 }  // namespace attn

@@ -7,6 +7,7 @@
 // training step uses attn::fast:: (attn/fast/loss.hpp), tested equal to these.
 #pragma once
 
+#include <concepts>
 #include <span>
 
 #include "attn/core/xt.hpp"
@@ -30,5 +31,14 @@ LossGrad cross_entropy_with_grad(const Matrix& logits, std::span<const int> targ
 // The same in place, for training loops that reuse their buffers: returns the mean loss and
 // overwrites logits (N, V) with dloss/dlogits (the same numbers as cross_entropy_with_grad).
 double cross_entropy_backward_inplace(Matrix& logits, std::span<const int> targets);
+
+// The float64 twins, for the gradient checks of chapter 08: the same code on double.
+template <std::same_as<double> Real>
+double cross_entropy(const xt::xtensor<Real, 2>& logits, std::span<const int> targets);
+template <std::same_as<double> Real>
+xt::xtensor<Real, 2> cross_entropy_grad(const xt::xtensor<Real, 2>& logits,
+                                        std::span<const int> targets);
+extern template double cross_entropy<double>(const Tensor64<2>&, std::span<const int>);
+extern template Tensor64<2> cross_entropy_grad<double>(const Tensor64<2>&, std::span<const int>);
 
 }  // namespace attn

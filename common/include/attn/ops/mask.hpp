@@ -7,6 +7,7 @@
 // zeros times -inf are NaN (IEEE 754: 0 * inf is NaN), and every allowed score becomes NaN.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 
 #include "attn/core/xt.hpp"
@@ -40,5 +41,15 @@ extern template Tensor<4> masked_softmax<4>(const Tensor<4>&, const Matrix&);
 // Masked entries have y = 0, so their gradient is exactly 0: nothing flows to the future.
 template <std::size_t N>
 Tensor<N> masked_softmax_backward(const Tensor<N>& y, const Tensor<N>& dy);
+
+// The float64 twins, for the gradient checks of chapter 08: the same code on double.
+template <std::size_t N, std::same_as<double> Real>
+xt::xtensor<Real, N> masked_softmax(const xt::xtensor<Real, N>& scores, const Mask& allowed);
+template <std::size_t N, std::same_as<double> Real>
+xt::xtensor<Real, N> masked_softmax_backward(const xt::xtensor<Real, N>& y,
+                                             const xt::xtensor<Real, N>& dy);
+extern template Tensor64<2> masked_softmax<2, double>(const Tensor64<2>&, const Mask&);
+extern template Tensor64<2> masked_softmax_backward<2, double>(const Tensor64<2>&,
+                                                               const Tensor64<2>&);
 
 }  // namespace attn

@@ -7,6 +7,7 @@
 // masked) has no valid distribution; we define its result as all zeros, never NaN.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <span>
 
@@ -40,6 +41,20 @@ void softmax_rows_backward(const float* y, const float* dy, float* dx, std::size
 template <std::size_t N>
 Tensor<N> softmax_backward(const Tensor<N>& y, const Tensor<N>& dy);
 
+// The float64 twins, for the gradient checks of chapter 08 (attn::check_gradients): the same
+// code instantiated on double. (Constrained to double, so a float call never picks them.)
+// (The raw-pointer kernels are templates too, so softmax_rows(nullptr, 0, n) stays the float one.)
+template <std::same_as<double> Real>
+void softmax_rows(Real* data, std::size_t rows, std::size_t cols);
+template <std::same_as<double> Real>
+void softmax_rows_backward(const Real* y, const Real* dy, Real* dx, std::size_t rows,
+                           std::size_t cols);
+template <std::size_t N, std::same_as<double> Real>
+xt::xtensor<Real, N> softmax(const xt::xtensor<Real, N>& x);
+template <std::size_t N, std::same_as<double> Real>
+xt::xtensor<Real, N> softmax_backward(const xt::xtensor<Real, N>& y,
+                                      const xt::xtensor<Real, N>& dy);
+
 extern template Tensor<1> softmax<1>(const Tensor<1>&);
 extern template Tensor<2> softmax<2>(const Tensor<2>&);
 extern template Tensor<3> softmax<3>(const Tensor<3>&);
@@ -48,5 +63,12 @@ extern template Tensor<1> softmax_naive<1>(const Tensor<1>&);
 extern template Tensor<2> softmax_naive<2>(const Tensor<2>&);
 extern template Tensor<1> log_softmax<1>(const Tensor<1>&);
 extern template Tensor<2> log_softmax<2>(const Tensor<2>&);
+extern template void softmax_rows<double>(double*, std::size_t, std::size_t);
+extern template void softmax_rows_backward<double>(const double*, const double*, double*,
+                                                   std::size_t, std::size_t);
+extern template Tensor64<2> softmax<2, double>(const Tensor64<2>&);
+extern template Tensor64<4> softmax<4, double>(const Tensor64<4>&);
+extern template Tensor64<2> softmax_backward<2, double>(const Tensor64<2>&, const Tensor64<2>&);
+extern template Tensor64<4> softmax_backward<4, double>(const Tensor64<4>&, const Tensor64<4>&);
 
 }  // namespace attn
