@@ -888,6 +888,14 @@ TEST_CASE("check_parts names each bad combination in one line") {
         "attn::lm_init: window = 6 is above block_size = 5 (a window sees at most T_max keys)");
 }
 
+// A small text file's lines, each ending in a newline.
+std::string text_of(const fs::path& path) {
+  std::ifstream in(path);
+  std::string text, line;
+  while (std::getline(in, line)) text += line + "\n";
+  return text;
+}
+
 TEST_CASE("a model folder records its parts: model.txt keys, --weights DIR alone loads it") {
   attn::Rng rng(717);
   attn::LmConfig config = small_config();
@@ -905,8 +913,7 @@ TEST_CASE("a model folder records its parts: model.txt keys, --weights DIR alone
   CHECK(fs::exists(dir / "h1.w_gate.npy"));
   CHECK(!fs::exists(dir / "h0.w1.npy"));
   CHECK(!fs::exists(dir / "ln_f_beta.npy"));
-  std::ifstream in(dir / "model.txt");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = text_of(dir / "model.txt");
   CHECK(text.find("positions rope\nrope_theta 500\nnormalization rmsnorm\nffn swiglu\n"
                   "n_kv_heads 1\nwindow 3\nbias 0\nblock_size 5\n") != std::string::npos);
   const std::optional<attn::LmConfig> described = attn::read_model_file(dir);
@@ -929,8 +936,7 @@ TEST_CASE("a model folder records its parts: model.txt keys, --weights DIR alone
   // A default model's model.txt lists no part (it is what it always was).
   const fs::path plain = temp() / "plain";
   attn::save_lm(plain, random_lm(rng, small_config()), small_config());
-  std::ifstream in2(plain / "model.txt");
-  const std::string text2((std::istreambuf_iterator<char>(in2)), std::istreambuf_iterator<char>());
+  const std::string text2 = text_of(plain / "model.txt");
   CHECK(text2.find("positions") == std::string::npos);
   // Bad part values are refused by line.
   const auto refused = [&](const std::string& line) {
