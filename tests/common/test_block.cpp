@@ -804,6 +804,80 @@ TEST_CASE("block_backward matches central differences for each part alone and al
   }
 }
 
+TEST_CASE("the Llama block's float backward passes the float64 check, and 0.1% off fails") {
+  // The float gradients of block_backward against central differences of a float64 forward of
+  // the same block, composed here from the double twins of chapter 11's ops (L = sum(out * R)).
+  for (const std::size_t window : {0, 3}) {
+    attn::BlockConfig cfg;
+    cfg.n_heads = 4;
+    cfg.n_kv_heads = 2;
+    cfg.rope = true;
+    cfg.rope_theta = 500.0;
+    cfg.window = window;
+    cfg.normalization = attn::Normalization::rmsnorm;
+    cfg.ffn = attn::FfnKind::swiglu;
+    cfg.bias = false;
+    attn::Rng rng(800 + window);
+    const std::size_t B = 2, T = 4, C = 8, F = 6;
+    const attn::BlockWeights w = part_weights(rng, C, F, cfg);
+    const Tensor<3> x = attn::randn<3>(rng, {B, T, C});
+    const Tensor<3> r = attn::randn<3>(rng, {B, T, C});
+    attn::BlockCache cache;
+    (void)attn::block_forward(x, w, cfg, cache);
+    attn::BlockWeights g = attn::block_zeros_like(w);
+    Tensor<3> dx;
+    attn::block_backward(r, cache, w, cfg, dx, g);
+    const auto d = [](const auto& t) { return xt::eval(xt::cast<double>(t)); };
+    attn::Tensor64<3> x64 = d(x);
+    const attn::Tensor64<3> r64 = d(r);
+    attn::GqaWeights<double> a{d(w.attn.w_q), d(w.attn.w_k), d(w.attn.w_v), d(w.attn.w_o)};
+    attn::SwigluWeights<double> s{d(w.swiglu.w_gate), d(w.swiglu.w_up), d(w.swiglu.w_down)};
+    attn::Tensor64<1> g1 = d(w.ln1_gamma), g2 = d(w.ln2_gamma);
+    attn::GqaConfig gc;
+    gc.n_heads = 4;
+    gc.n_kv_heads = 2;
+    gc.rope = true;
+    gc.theta = 500.0;
+    gc.window = window;
+    const double eps = static_cast<double>(cfg.eps);
+    const auto loss = [&] {
+      const attn::Tensor64<3> x1 =
+          x64 + attn::gqa_forward<double>(attn::rms_norm<double, 3>(x64, g1, eps), a, gc).out;
+      const attn::Tensor64<3> y =
+          x1 + attn::swiglu_forward<double>(attn::rms_norm<double, 3>(x1, g2, eps), s);
+      double sum = 0.0;
+      for (std::size_t i = 0; i < y.size(); ++i) sum += y.data()[i] * r64.data()[i];
+      return sum;
+    };
+    const attn::Tensor64<3> dx64 = d(dx);
+    const attn::Tensor64<2> dq = d(g.attn.w_q), dk = d(g.attn.w_k), dv = d(g.attn.w_v),
+                            dout = d(g.attn.w_o), dg = d(g.swiglu.w_gate), du = d(g.swiglu.w_up),
+                            dd = d(g.swiglu.w_down);
+    const attn::Tensor64<1> dg1 = d(g.ln1_gamma), dg2 = d(g.ln2_gamma);
+    attn::GradCheckOptions64 o;
+    o.floor = 1e-2;  // a float backward: its rounding near zero (gradcheck.hpp)
+    const std::string op = "block64 " + describe_parts(cfg);
+    check_gradients(op, attn::check_gradients(loss,
+                                              {{"x", span_of(x64), cspan_of(dx64)},
+                                               {"w_q", span_of(a.w_q), cspan_of(dq)},
+                                               {"w_k", span_of(a.w_k), cspan_of(dk)},
+                                               {"w_v", span_of(a.w_v), cspan_of(dv)},
+                                               {"w_o", span_of(a.w_o), cspan_of(dout)},
+                                               {"ln1_gamma", span_of(g1), cspan_of(dg1)},
+                                               {"ln2_gamma", span_of(g2), cspan_of(dg2)},
+                                               {"w_gate", span_of(s.w_gate), cspan_of(dg)},
+                                               {"w_up", span_of(s.w_up), cspan_of(du)},
+                                               {"w_down", span_of(s.w_down), cspan_of(dd)}},
+                                              o));
+    const attn::Tensor64<3> wrong = dx64 * 1.001;
+    CHECK_FALSE(attn::all_pass(
+        attn::check_gradients(loss, {{"x x 1.001", span_of(x64), cspan_of(wrong)}}, o)));
+    const attn::Tensor64<2> wrong_k = dk * 1.001;
+    CHECK_FALSE(attn::all_pass(
+        attn::check_gradients(loss, {{"w_k x 1.001", span_of(a.w_k), cspan_of(wrong_k)}}, o)));
+  }
+}
+
 TEST_CASE("the parts' bad combinations get one-line errors") {
   attn::Rng rng(10);
   attn::BlockConfig cfg;
