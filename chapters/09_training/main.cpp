@@ -677,7 +677,7 @@ int main(int argc, char** argv) {
                  "learned (a table of T positions, the lecture's) or rope (q and k rotated by "
                  "their position)");
   cli.add_float("--rope-theta", o.rope_theta, "RoPE's base (> 0), with --positions rope", -1e30f,
-                1e30f);
+                1e9f);
   cli.add_string("--normalization", o.normalization, "layernorm (the lecture's) or rmsnorm");
   cli.add_string("--ffn", o.ffn,
                  "mlp (two layers and --activation, the lecture's) or swiglu (F = 2/3 of 4C, up "
