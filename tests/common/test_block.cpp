@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "attn/model/block.hpp"
+#include "attn/ops/ffn.hpp"
+#include "attn/ops/layernorm.hpp"
 #include "attn/ops/matmul.hpp"
 #include "attn/train/gradcheck.hpp"
 #include "attn/core/random.hpp"
@@ -804,20 +806,50 @@ TEST_CASE("block_backward matches central differences for each part alone and al
   }
 }
 
-TEST_CASE("the Llama block's float backward passes the float64 check, and 0.1% off fails") {
-  // The float gradients of block_backward against central differences of a float64 forward of
-  // the same block, composed here from the double twins of chapter 11's ops (L = sum(out * R)).
-  for (const std::size_t window : {0, 3}) {
-    attn::BlockConfig cfg;
-    cfg.n_heads = 4;
-    cfg.n_kv_heads = 2;
-    cfg.rope = true;
-    cfg.rope_theta = 500.0;
-    cfg.window = window;
-    cfg.normalization = attn::Normalization::rmsnorm;
-    cfg.ffn = attn::FfnKind::swiglu;
-    cfg.bias = false;
-    attn::Rng rng(800 + window);
+// The float64 twin of a pre-norm block with parts, composed from the double ops: chapter 11's
+// (rms_norm, gqa_forward, swiglu_forward) and chapter 06's (layer_norm, ffn_forward). Zero
+// betas and biases where the parts have none; gqa_forward with KV = H, no RoPE and no window is
+// chapter 05's attention.
+struct Block64 {
+  attn::GqaWeights<double> a;
+  attn::Tensor64<1> g1, b1, g2, b2;
+  attn::FfnWeights64 mlp;
+  attn::SwigluWeights<double> sw;
+};
+
+attn::Tensor64<3> block64_forward(const attn::Tensor64<3>& x, const Block64& w,
+                                  const attn::BlockConfig& cfg) {
+  const std::size_t C = x.shape()[2];
+  const double eps = static_cast<double>(cfg.eps);
+  const auto norm = [&](const attn::Tensor64<3>& v, const attn::Tensor64<1>& g,
+                        const attn::Tensor64<1>& b) -> attn::Tensor64<3> {
+    if (cfg.normalization == attn::Normalization::rmsnorm)
+      return attn::rms_norm<double, 3>(v, g, eps);
+    const attn::Tensor64<1> beta = b.size() != 0 ? b : attn::Tensor64<1>(xt::zeros<double>({C}));
+    return attn::layer_norm<3, double>(v, g, beta, eps);
+  };
+  attn::GqaConfig gc;
+  gc.n_heads = cfg.n_heads;
+  gc.n_kv_heads = attn::kv_heads(cfg);
+  gc.rope = cfg.rope;
+  gc.theta = cfg.rope_theta;
+  gc.window = cfg.window;
+  const attn::Tensor64<3> x1 = x + attn::gqa_forward<double>(norm(x, w.g1, w.b1), w.a, gc).out;
+  const attn::Tensor64<3> h = norm(x1, w.g2, w.b2);
+  if (cfg.ffn == attn::FfnKind::swiglu) return x1 + attn::swiglu_forward<double>(h, w.sw);
+  attn::FfnWeights64 m = w.mlp;
+  if (m.b1.size() == 0) m.b1 = xt::zeros<double>({m.w1.shape()[1]});
+  if (m.b2.size() == 0) m.b2 = xt::zeros<double>({C});
+  return x1 + attn::ffn_forward<double>(h, m, cfg.activation);
+}
+
+TEST_CASE("float64 check: every part's float backward, alone and together; 0.1% off fails") {
+  // block_backward's float gradients against central differences of the float64 twin above
+  // (attn::check_gradients, L = sum(out * R)), for each pre-norm part alone and the Llama recipe.
+  std::size_t k = 0;
+  for (const attn::BlockConfig& cfg : part_variants()) {
+    if (cfg.norm != attn::NormPlacement::pre || cfg.dropout > 0.0f) continue;
+    attn::Rng rng(800 + k++);
     const std::size_t B = 2, T = 4, C = 8, F = 6;
     const attn::BlockWeights w = part_weights(rng, C, F, cfg);
     const Tensor<3> x = attn::randn<3>(rng, {B, T, C});
@@ -830,51 +862,55 @@ TEST_CASE("the Llama block's float backward passes the float64 check, and 0.1% o
     const auto d = [](const auto& t) { return xt::eval(xt::cast<double>(t)); };
     attn::Tensor64<3> x64 = d(x);
     const attn::Tensor64<3> r64 = d(r);
-    attn::GqaWeights<double> a{d(w.attn.w_q), d(w.attn.w_k), d(w.attn.w_v), d(w.attn.w_o)};
-    attn::SwigluWeights<double> s{d(w.swiglu.w_gate), d(w.swiglu.w_up), d(w.swiglu.w_down)};
-    attn::Tensor64<1> g1 = d(w.ln1_gamma), g2 = d(w.ln2_gamma);
-    attn::GqaConfig gc;
-    gc.n_heads = 4;
-    gc.n_kv_heads = 2;
-    gc.rope = true;
-    gc.theta = 500.0;
-    gc.window = window;
-    const double eps = static_cast<double>(cfg.eps);
+    Block64 w64{{d(w.attn.w_q), d(w.attn.w_k), d(w.attn.w_v), d(w.attn.w_o)},
+                d(w.ln1_gamma),
+                d(w.ln1_beta),
+                d(w.ln2_gamma),
+                d(w.ln2_beta),
+                {d(w.ffn.w1), d(w.ffn.b1), d(w.ffn.w2), d(w.ffn.b2)},
+                {d(w.swiglu.w_gate), d(w.swiglu.w_up), d(w.swiglu.w_down)}};
     const auto loss = [&] {
-      const attn::Tensor64<3> x1 =
-          x64 + attn::gqa_forward<double>(attn::rms_norm<double, 3>(x64, g1, eps), a, gc).out;
-      const attn::Tensor64<3> y =
-          x1 + attn::swiglu_forward<double>(attn::rms_norm<double, 3>(x1, g2, eps), s);
+      const attn::Tensor64<3> y = block64_forward(x64, w64, cfg);
       double sum = 0.0;
       for (std::size_t i = 0; i < y.size(); ++i) sum += y.data()[i] * r64.data()[i];
       return sum;
     };
-    const attn::Tensor64<3> dx64 = d(dx);
-    const attn::Tensor64<2> dq = d(g.attn.w_q), dk = d(g.attn.w_k), dv = d(g.attn.w_v),
-                            dout = d(g.attn.w_o), dg = d(g.swiglu.w_gate), du = d(g.swiglu.w_up),
-                            dd = d(g.swiglu.w_down);
-    const attn::Tensor64<1> dg1 = d(g.ln1_gamma), dg2 = d(g.ln2_gamma);
+    // Each tensor with its float gradient in double (kept alive in `grads`).
+    std::vector<attn::Tensor64<3>> grads3{d(dx)};
+    std::vector<std::vector<double>> grads;
+    std::vector<attn::GradTensor64> tensors{{"x", span_of(x64), cspan_of(grads3[0])}};
+    grads.reserve(16);
+    const auto add = [&](const char* name, auto& value, const auto& grad) {
+      if (value.size() == 0) return;
+      grads.emplace_back(grad.begin(), grad.end());
+      tensors.push_back({name, span_of(value), std::span<const double>(grads.back())});
+    };
+    add("w_q", w64.a.w_q, g.attn.w_q);
+    add("w_k", w64.a.w_k, g.attn.w_k);
+    add("w_v", w64.a.w_v, g.attn.w_v);
+    add("w_o", w64.a.w_o, g.attn.w_o);
+    add("ln1_gamma", w64.g1, g.ln1_gamma);
+    add("ln1_beta", w64.b1, g.ln1_beta);
+    add("ln2_gamma", w64.g2, g.ln2_gamma);
+    add("ln2_beta", w64.b2, g.ln2_beta);
+    add("w1", w64.mlp.w1, g.ffn.w1);
+    add("b1", w64.mlp.b1, g.ffn.b1);
+    add("w2", w64.mlp.w2, g.ffn.w2);
+    add("b2", w64.mlp.b2, g.ffn.b2);
+    add("w_gate", w64.sw.w_gate, g.swiglu.w_gate);
+    add("w_up", w64.sw.w_up, g.swiglu.w_up);
+    add("w_down", w64.sw.w_down, g.swiglu.w_down);
     attn::GradCheckOptions64 o;
     o.floor = 1e-2;  // a float backward: its rounding near zero (gradcheck.hpp)
-    const std::string op = "block64 " + describe_parts(cfg);
-    check_gradients(op, attn::check_gradients(loss,
-                                              {{"x", span_of(x64), cspan_of(dx64)},
-                                               {"w_q", span_of(a.w_q), cspan_of(dq)},
-                                               {"w_k", span_of(a.w_k), cspan_of(dk)},
-                                               {"w_v", span_of(a.w_v), cspan_of(dv)},
-                                               {"w_o", span_of(a.w_o), cspan_of(dout)},
-                                               {"ln1_gamma", span_of(g1), cspan_of(dg1)},
-                                               {"ln2_gamma", span_of(g2), cspan_of(dg2)},
-                                               {"w_gate", span_of(s.w_gate), cspan_of(dg)},
-                                               {"w_up", span_of(s.w_up), cspan_of(du)},
-                                               {"w_down", span_of(s.w_down), cspan_of(dd)}},
-                                              o));
-    const attn::Tensor64<3> wrong = dx64 * 1.001;
-    CHECK_FALSE(attn::all_pass(
-        attn::check_gradients(loss, {{"x x 1.001", span_of(x64), cspan_of(wrong)}}, o)));
-    const attn::Tensor64<2> wrong_k = dk * 1.001;
-    CHECK_FALSE(attn::all_pass(
-        attn::check_gradients(loss, {{"w_k x 1.001", span_of(a.w_k), cspan_of(wrong_k)}}, o)));
+    check_gradients("block64 " + describe_parts(cfg), attn::check_gradients(loss, tensors, o));
+    // A gradient 0.1% off fails: x's, and the first weight's (w_q).
+    for (std::size_t t : {std::size_t{0}, std::size_t{1}}) {
+      std::vector<double> wrong(tensors[t].grad.begin(), tensors[t].grad.end());
+      for (double& v : wrong) v *= 1.001;
+      INFO(describe_parts(cfg) << ": " << tensors[t].name << " x 1.001");
+      CHECK_FALSE(attn::all_pass(attn::check_gradients(
+          loss, {{tensors[t].name, tensors[t].values, std::span<const double>(wrong)}}, o)));
+    }
   }
 }
 
