@@ -19,6 +19,7 @@
 #include "attn/core/random.hpp"
 #include "attn/core/threads.hpp"
 #include "gradcheck_helpers.hpp"
+#include "parts64.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -806,43 +807,6 @@ TEST_CASE("block_backward matches central differences for each part alone and al
   }
 }
 
-// The float64 twin of a pre-norm block with parts, composed from the double ops: chapter 11's
-// (rms_norm, gqa_forward, swiglu_forward) and chapter 06's (layer_norm, ffn_forward). Zero
-// betas and biases where the parts have none; gqa_forward with KV = H, no RoPE and no window is
-// chapter 05's attention.
-struct Block64 {
-  attn::GqaWeights<double> a;
-  attn::Tensor64<1> g1, b1, g2, b2;
-  attn::FfnWeights64 mlp;
-  attn::SwigluWeights<double> sw;
-};
-
-attn::Tensor64<3> block64_forward(const attn::Tensor64<3>& x, const Block64& w,
-                                  const attn::BlockConfig& cfg) {
-  const std::size_t C = x.shape()[2];
-  const double eps = static_cast<double>(cfg.eps);
-  const auto norm = [&](const attn::Tensor64<3>& v, const attn::Tensor64<1>& g,
-                        const attn::Tensor64<1>& b) -> attn::Tensor64<3> {
-    if (cfg.normalization == attn::Normalization::rmsnorm)
-      return attn::rms_norm<double, 3>(v, g, eps);
-    const attn::Tensor64<1> beta = b.size() != 0 ? b : attn::Tensor64<1>(xt::zeros<double>({C}));
-    return attn::layer_norm<3, double>(v, g, beta, eps);
-  };
-  attn::GqaConfig gc;
-  gc.n_heads = cfg.n_heads;
-  gc.n_kv_heads = attn::kv_heads(cfg);
-  gc.rope = cfg.rope;
-  gc.theta = cfg.rope_theta;
-  gc.window = cfg.window;
-  const attn::Tensor64<3> x1 = x + attn::gqa_forward<double>(norm(x, w.g1, w.b1), w.a, gc).out;
-  const attn::Tensor64<3> h = norm(x1, w.g2, w.b2);
-  if (cfg.ffn == attn::FfnKind::swiglu) return x1 + attn::swiglu_forward<double>(h, w.sw);
-  attn::FfnWeights64 m = w.mlp;
-  if (m.b1.size() == 0) m.b1 = xt::zeros<double>({m.w1.shape()[1]});
-  if (m.b2.size() == 0) m.b2 = xt::zeros<double>({C});
-  return x1 + attn::ffn_forward<double>(h, m, cfg.activation);
-}
-
 TEST_CASE("float64 check: every part's float backward, alone and together; 0.1% off fails") {
   // block_backward's float gradients against central differences of the float64 twin above
   // (attn::check_gradients, L = sum(out * R)), for each pre-norm part alone and the Llama recipe.
@@ -862,15 +826,15 @@ TEST_CASE("float64 check: every part's float backward, alone and together; 0.1% 
     const auto d = [](const auto& t) { return xt::eval(xt::cast<double>(t)); };
     attn::Tensor64<3> x64 = d(x);
     const attn::Tensor64<3> r64 = d(r);
-    Block64 w64{{d(w.attn.w_q), d(w.attn.w_k), d(w.attn.w_v), d(w.attn.w_o)},
-                d(w.ln1_gamma),
-                d(w.ln1_beta),
-                d(w.ln2_gamma),
-                d(w.ln2_beta),
-                {d(w.ffn.w1), d(w.ffn.b1), d(w.ffn.w2), d(w.ffn.b2)},
-                {d(w.swiglu.w_gate), d(w.swiglu.w_up), d(w.swiglu.w_down)}};
+    attn::testing::Block64 w64{{d(w.attn.w_q), d(w.attn.w_k), d(w.attn.w_v), d(w.attn.w_o)},
+                               d(w.ln1_gamma),
+                               d(w.ln1_beta),
+                               d(w.ln2_gamma),
+                               d(w.ln2_beta),
+                               {d(w.ffn.w1), d(w.ffn.b1), d(w.ffn.w2), d(w.ffn.b2)},
+                               {d(w.swiglu.w_gate), d(w.swiglu.w_up), d(w.swiglu.w_down)}};
     const auto loss = [&] {
-      const attn::Tensor64<3> y = block64_forward(x64, w64, cfg);
+      const attn::Tensor64<3> y = attn::testing::block64_forward(x64, w64, cfg);
       double sum = 0.0;
       for (std::size_t i = 0; i < y.size(); ++i) sum += y.data()[i] * r64.data()[i];
       return sum;

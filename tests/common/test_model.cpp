@@ -26,6 +26,7 @@
 #include "attn/ops/loss.hpp"
 #include "attn/core/threads.hpp"
 #include "gradcheck_helpers.hpp"
+#include "parts64.hpp"
 #include "test_fixtures.hpp"
 #include "test_helpers.hpp"
 
@@ -826,6 +827,57 @@ TEST_CASE("lm_forward_backward and lm_loss name bad targets") {
       "attn::lm_forward_backward: grads must be shaped like the weights (make them with "
       "lm_zeros_like)",
       E);
+}
+
+TEST_CASE("float64 check: lm_forward_backward with parts against a float64 twin of the model") {
+  std::vector<attn::LmConfig> configs;
+  attn::LmConfig c = small_config();  // C 4, H 2: hs 2
+  c.positions = attn::Positions::rope;
+  configs.push_back(c);
+  c = small_config();
+  c.bias = false;
+  c.tied_head = false;
+  configs.push_back(c);
+  c = small_config();
+  c.positions = attn::Positions::rope;
+  c.normalization = attn::Normalization::rmsnorm;
+  c.ffn = attn::FfnKind::swiglu;
+  c.n_kv_heads = 1;
+  c.bias = false;
+  configs.push_back(c);
+  c.window = 2;
+  configs.push_back(c);
+  std::uint64_t seed = 660;
+  for (const attn::LmConfig& config : configs) {
+    attn::Rng rng(seed++);
+    const attn::LmWeights w = random_lm(rng, config);
+    const auto tokens = random_ids(rng, 2, 4, config.vocab_size);
+    const auto targets = random_ids(rng, 2, 4, config.vocab_size);
+    attn::LmWeights g = attn::lm_zeros_like(w);
+    attn::LmCache cache;
+    (void)attn::lm_forward_backward(tokens, targets, w, config, g, cache);
+    attn::testing::Lm64 m = attn::testing::to_lm64(w);
+    const std::vector<std::span<double>> values = attn::testing::lm64_tensors(m);
+    const std::vector<attn::NamedTensor> grads = attn::lm_parameters(g);
+    REQUIRE(values.size() == grads.size());
+    std::vector<std::vector<double>> g64;
+    g64.reserve(grads.size());
+    std::vector<attn::GradTensor64> tensors;
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      REQUIRE(values[i].size() == grads[i].values.size());
+      g64.emplace_back(grads[i].values.begin(), grads[i].values.end());
+      tensors.push_back({grads[i].name, values[i], std::span<const double>(g64.back())});
+    }
+    const auto loss = [&] { return attn::testing::lm64_loss(tokens, targets, m, config); };
+    CHECK(loss() == doctest::Approx(attn::lm_loss(tokens, targets, w, config)).epsilon(1e-5));
+    attn::GradCheckOptions64 o;
+    o.floor = 1e-2;  // a float backward
+    check_gradients("lm64 " + describe(config), attn::check_gradients(loss, tensors, o));
+    std::vector<double> wrong = g64[0];  // wte's gradient 0.1% off
+    for (double& v : wrong) v *= 1.001;
+    CHECK_FALSE(attn::all_pass(attn::check_gradients(
+        loss, {{"wte x 1.001", values[0], std::span<const double>(wrong)}}, o)));
+  }
 }
 
 TEST_CASE("a window bounds what a logit sees: L (W - 1) tokens back, and rope has no T_max") {
