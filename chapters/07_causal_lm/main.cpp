@@ -33,6 +33,7 @@
 #include "attn/io/npy.hpp"
 #include "attn/io/text.hpp"
 #include "attn/model/block.hpp"
+#include "attn/model/kvcache.hpp"
 #include "attn/model/model.hpp"
 #include "attn/model/lm_files.hpp"
 #include "attn/model/sample.hpp"
@@ -334,6 +335,26 @@ Model make_model(const Options& o, attn::Vocab& vocab, std::uint64_t seed) {
   bool described = false;
   m.weights =
       attn::load_lm_as_described(dir, o.typed, o.n_heads, m.config, described, o.weights_dir);
+  if (attn::uses_rolling_cache(m.config)) {
+    // Chapter 11's parts (RoPE, RMSNorm, SwiGLU, GQA, a window, no biases): this chapter takes
+    // GPT-2's model apart, step by step, and would describe it wrongly.
+    const attn::LmConfig& c = m.config;
+    std::string parts;
+    const auto add = [&](bool on, const std::string& what) {
+      if (on) parts += (parts.empty() ? "" : ", ") + what;
+    };
+    add(c.positions == attn::Positions::rope, "rope positions");
+    add(c.normalization == attn::Normalization::rmsnorm, "RMSNorm");
+    add(c.ffn == attn::FfnKind::swiglu, "SwiGLU");
+    add(attn::lm_kv_heads(c) != c.n_heads,
+        fmt::format("{} K/V heads for {}", attn::lm_kv_heads(c), c.n_heads));
+    add(c.window != 0, fmt::format("window {}", c.window));
+    add(!c.bias, "no biases");
+    throw std::runtime_error(fmt::format(
+        "model '{}' is built from parts this chapter does not take apart ({}): 10_generation "
+        "--weights {} generates from it",
+        o.weights_dir, parts, o.weights_dir));
+  }
   attn::Vocab own(U"?");
   const bool has_vocab = attn::find_vocab(dir, own);
   if (has_vocab && own.size() != m.config.vocab_size) {

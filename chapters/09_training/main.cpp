@@ -130,8 +130,27 @@ void show_before(const Before& b, const attn::TrainConfig& c, std::size_t V, boo
       "C = {}, H = {} (head size {}), L = {}, T = {}, {} activation, {} output head,\n"
       "{} initialisation: {} parameters. B = {} windows a step: {} tokens.\n",
       m.n_embd, m.n_heads, m.n_embd / m.n_heads, m.n_layers, m.block_size,
-      attn::activation_name(m.activation), m.tied_head ? "tied (wte^T)" : "separate",
-      attn::init_name(c.init), b.params, c.batch_size, c.batch_size * m.block_size);
+      m.ffn == attn::FfnKind::swiglu ? "SwiGLU" : attn::activation_name(m.activation),
+      m.tied_head ? "tied (wte^T)" : "separate", attn::init_name(c.init), b.params, c.batch_size,
+      c.batch_size * m.block_size);
+  if (!attn::block_default_parts(attn::lm_block_config(m))) {
+    // The parts other than the lecture's (a lecture model prints no such line), two lines.
+    const std::size_t kv = attn::lm_kv_heads(m);
+    const std::string first =
+        fmt::format("{}, {}, {} FFN (F = {}),",
+                    m.positions == attn::Positions::rope
+                        ? fmt::format("RoPE positions (theta {})", m.rope_theta)
+                        : std::string("learned positions"),
+                    m.normalization == attn::Normalization::rmsnorm ? "RMSNorm" : "LayerNorm",
+                    m.ffn == attn::FfnKind::swiglu ? "SwiGLU" : "MLP", attn::lm_ffn_width(m));
+    const std::string second = fmt::format(
+        "{}, {}, {}.",
+        kv == m.n_heads ? std::string("one K/V head per head")
+                        : fmt::format("{} K/V head{} (grouped-query)", kv, kv == 1 ? "" : "s"),
+        m.window ? fmt::format("window {}", m.window) : std::string("no window"),
+        m.bias ? "biases" : "no biases");
+    fmt::print("Parts: {}\n{}\n", first, second);
+  }
   if (!fresh) return;  // a resumed run: trained already
   fmt::print(
       "Untrained, its val loss is {}; guessing uniformly over V = {} characters scores log V =\n"
@@ -440,7 +459,9 @@ HeadMaps measure_heads(const attn::LmWeights& w, const attn::LmConfig& config, c
   eval.dropout = 0.0f;  // the trained model as it is used: dropout is for training only
   out.loss = attn::lm_forward_backward(x, y, w, eval, grads, cache);
   for (std::size_t l = 0; l < config.n_layers; ++l) {
-    const attn::Tensor<4>& weights = cache.blocks[l].attn.weights;  // (1, H, T, T)
+    // (1, H, T, T): kept by chapter 05's attention, or by the grouped-query one (other parts)
+    const attn::BlockCache& bc = cache.blocks[l];
+    const attn::Tensor<4>& weights = bc.attn.weights.size() != 0 ? bc.attn.weights : bc.gqa.weights;
     for (std::size_t h = 0; h < config.n_heads; ++h) {
       Matrix m({T, T});
       for (std::size_t t = 0; t < T; ++t)
@@ -508,6 +529,8 @@ Kernels learner_kernels() {
 }
 
 void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
+  o.activation_given = attn::flag_given(argc, argv, "--activation");
+  o.rope_theta_given = attn::flag_given(argc, argv, "--rope-theta");
   check_flag_values(o);
   if (common.mine && attn::parse_optimizer(o.optimizer) != attn::Optimizer::adamw) {
     throw attn::UsageError(fmt::format(
@@ -659,6 +682,23 @@ int main(int argc, char** argv) {
                 "(the lecture's big model: 0.2)");
   cli.add_string("--optimizer", o.optimizer,
                  "adamw (the lecture's) or sgd (plain p -= lr * g, for the comparison)");
+  cli.add_string("--positions", o.positions,
+                 "learned (a table of T positions, the lecture's) or rope (q and k rotated by "
+                 "their position)");
+  cli.add_float("--rope-theta", o.rope_theta, "RoPE's base (> 0), with --positions rope", -1e30f,
+                1e9f);
+  cli.add_string("--normalization", o.normalization, "layernorm (the lecture's) or rmsnorm");
+  cli.add_string("--ffn", o.ffn,
+                 "mlp (two layers and --activation, the lecture's) or swiglu (F = 2/3 of 4C, up "
+                 "to a multiple of 8)");
+  cli.add_size("--n-kv-heads", o.n_kv_heads,
+               "K/V heads shared by groups of query heads, must divide --n-heads (0: one per "
+               "head)",
+               0, kMaxHeads);
+  cli.add_size("--window", o.window,
+               "sliding-window attention: each query sees the last W keys, W <= T (0: all)", 0,
+               kMaxBlock);
+  cli.add_flag("--no-bias", o.no_bias, "no FFN, LayerNorm or output-head biases (Llama's)");
   cli.add_string("--save", o.save_dir, "DIR: write a checkpoint at every estimate and at the end");
   cli.add_string(
       "--resume", o.resume_dir,

@@ -172,6 +172,51 @@ void check_flag_values(const Options& o) {
   }
 }
 
+// The parts' flags against each other and the sizes: one line, exit 2.
+void check_part_flags(const Options& o) {
+  const auto parsed = [](std::string_view flag, auto parse, const std::string& value) {
+    try {
+      return parse(value);
+    } catch (const std::invalid_argument& e) {
+      throw attn::UsageError(fmt::format("{}: {}", flag, e.what()));
+    }
+  };
+  const attn::Positions positions = parsed("--positions", attn::parse_positions, o.positions);
+  const attn::FfnKind ffn = parsed("--ffn", attn::parse_ffn_kind, o.ffn);
+  (void)parsed("--normalization", attn::parse_normalization, o.normalization);
+  if (o.n_kv_heads != 0 && o.n_heads % o.n_kv_heads != 0) {
+    throw attn::UsageError(fmt::format(
+        "--n-kv-heads {} does not divide --n-heads {} (each K/V head serves an equal group of "
+        "query heads)",
+        o.n_kv_heads, o.n_heads));
+  }
+  if (!(o.rope_theta > 0.0f) || !std::isfinite(o.rope_theta)) {
+    throw attn::UsageError(fmt::format(
+        "--rope-theta must be a number > 0 (RoPE's base, 10000 by default), got {}", o.rope_theta));
+  }
+  if (o.rope_theta_given && positions != attn::Positions::rope) {
+    throw attn::UsageError("--rope-theta sets RoPE's base: it needs --positions rope");
+  }
+  if (positions == attn::Positions::rope && o.n_embd % o.n_heads == 0 &&
+      (o.n_embd / o.n_heads) % 2 != 0) {
+    throw attn::UsageError(fmt::format(
+        "--positions rope rotates pairs of features, but the head size --n-embd {} / --n-heads "
+        "{} = {} is odd",
+        o.n_embd, o.n_heads, o.n_embd / o.n_heads));
+  }
+  if (o.window > o.block_size) {
+    throw attn::UsageError(fmt::format(
+        "--window {} is above --block-size {}: a query sees at most the T keys of its window "
+        "(0: no window)",
+        o.window, o.block_size));
+  }
+  if (o.activation_given && ffn == attn::FfnKind::swiglu) {
+    throw attn::UsageError(
+        "--activation sets the MLP's activation; --ffn swiglu gates with its own (silu): drop "
+        "one of them");
+  }
+}
+
 attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t seed) {
   check_flag_values(o);
   if (o.n_embd % o.n_heads != 0) {
@@ -192,9 +237,17 @@ attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t see
   c.model.n_layers = o.n_layers;
   c.model.tied_head = o.tied;
   c.model.dropout = o.dropout;
+  check_part_flags(o);
+  c.model.n_kv_heads = o.n_kv_heads;
+  c.model.window = o.window;
+  c.model.bias = !o.no_bias;
+  c.model.rope_theta = static_cast<double>(o.rope_theta);
   try {
     c.optimizer = attn::parse_optimizer(o.optimizer);
     c.model.activation = attn::parse_activation(o.activation);
+    c.model.positions = attn::parse_positions(o.positions);
+    c.model.normalization = attn::parse_normalization(o.normalization);
+    c.model.ffn = attn::parse_ffn_kind(o.ffn);
     c.init = attn::parse_init(o.init);
     c.schedule.shape = attn::parse_lr_shape(o.schedule);
   } catch (const std::invalid_argument& e) {
@@ -210,10 +263,9 @@ attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t see
   }
   // The backward keeps every layer's activations, the (B, H, T, T) attention weights the largest
   // (and with dropout its masks).
-  attn::BlockConfig block;
-  block.dropout = o.dropout;
-  const std::size_t kept =
-      attn::block_activation_floats(o.batch_size, o.block_size, C, 4 * C, o.n_heads, block);
+  const attn::BlockConfig block = attn::lm_block_config(c.model);
+  const std::size_t kept = attn::block_activation_floats(
+      o.batch_size, o.block_size, C, attn::lm_ffn_width(c.model), o.n_heads, block);
   if (kept > kMaxKeptFloats / L) {
     throw attn::UsageError(fmt::format(
         "--batch-size {}, --block-size {}, --n-embd {}, --n-heads {} and --n-layers {} would keep "
@@ -270,6 +322,15 @@ void check_resume_flags(const Options& o, const attn::TrainConfig& c, int argc, 
   same("--schedule", o.schedule,
        c.schedule.shape == attn::LrShape::constant ? "constant" : "cosine");
   same("--warmup", n(o.warmup), n(c.schedule.warmup));
+  same("--positions", o.positions, std::string(attn::positions_name(c.model.positions)));
+  same("--rope-theta", n(o.rope_theta), n(c.model.rope_theta));
+  same("--normalization", o.normalization,
+       std::string(attn::normalization_name(c.model.normalization)));
+  same("--ffn", o.ffn, std::string(attn::ffn_kind_name(c.model.ffn)));
+  same("--n-kv-heads", n(o.n_kv_heads == 0 ? c.model.n_heads : o.n_kv_heads),
+       n(attn::lm_kv_heads(c.model)));
+  same("--window", n(o.window), n(c.model.window));
+  same("--no-bias", o.no_bias ? "on" : "off", c.model.bias ? "off" : "on");
   if (flag_given(argc, argv, "--seed")) {
     throw attn::UsageError(
         "--seed cannot change when resuming: the checkpoint holds the run's seed");

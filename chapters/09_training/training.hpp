@@ -61,6 +61,16 @@ struct Options {
   std::string save_dir;
   std::string resume_dir;
   bool overwrite = false;  // --save DIR may replace a run already in DIR
+  // The parts (chapter 11): each default is the lecture's model.
+  std::string positions = "learned";        // or rope
+  float rope_theta = 10000.0f;              // RoPE's base (> 0), with --positions rope
+  std::string normalization = "layernorm";  // or rmsnorm
+  std::string ffn = "mlp";                  // or swiglu
+  std::size_t n_kv_heads = 0;               // K/V heads, divides n_heads; 0 = n_heads
+  std::size_t window = 0;                   // sliding-window attention, 1..block_size; 0 = none
+  bool no_bias = false;                     // no FFN, LayerNorm or output-head biases
+  bool activation_given = false;            // --activation typed (it sets the MLP's only)
+  bool rope_theta_given = false;            // --rope-theta typed (it needs --positions rope)
   bool ladder = false;
   std::size_t ladder_steps = 0;  // 0: the lecture's 5000 (3000 for the bigram)
   std::string ladder_rows;       // "" = all; e.g. "0,5"
@@ -89,6 +99,9 @@ attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t see
 // --dropout outside [0, 1) or an unknown --optimizer: attn::UsageError (exit 2), before any file
 // is read.
 void check_flag_values(const Options& o);
+// The parts' flags (--positions, --rope-theta, --normalization, --ffn, --n-kv-heads, --window,
+// --no-bias) against each other and the sizes: attn::UsageError (exit 2) naming the flags.
+void check_part_flags(const Options& o);
 // With --resume, the checkpoint fixes the model and the optimizer: a flag that says otherwise is
 // a usage error (exit 2), never silently ignored.
 void check_resume_flags(const Options& o, const attn::TrainConfig& c, int argc, char** argv);

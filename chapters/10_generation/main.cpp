@@ -507,6 +507,57 @@ Kernels learner_kernels() {
   return {&ex10::kv_append, &ex10::attend_cache, &ex10::generate_cached};
 }
 
+// A model with chapter 11's parts (RoPE, grouped-query attention, a window, RMSNorm, SwiGLU, no
+// biases): sections 1-6 take chapter 07's cache apart, which this model does not use; it
+// generates through attn::lm_generate_cached's rolling cache instead (attn/model/kvcache.hpp).
+void show_rolling(const Model& m, std::span<const int> prompt, const attn::GenerateOptions& g,
+                  std::uint64_t seed, bool timing) {
+  const attn::LmConfig& c = m.config;
+  section(1, "The rolling cache of a model with parts");
+  const std::size_t kv = attn::lm_kv_heads(c), hs = c.n_embd / c.n_heads;
+  const std::size_t capacity = c.window != 0 ? c.window : c.block_size;
+  const bool endless = c.positions == attn::Positions::rope && c.window != 0;
+  fmt::print(
+      "This model has {} positions, {} K/V head{} for {} query heads{}.\n"
+      "Per layer its cache keeps (B, KV, {}, hs) = (1, {}, {}, {}) keys and as many values,\n"
+      "written round-robin: {} floats in all ({}).\n",
+      attn::positions_name(c.positions), kv, kv == 1 ? "" : "s", c.n_heads,
+      c.window != 0 ? fmt::format(" and a window of {}", c.window) : std::string(),
+      c.window != 0 ? "W" : "T_max", kv, capacity, hs,
+      attn::grouped(attn::rolling_cache_floats(c, 1)),
+      attn::bytes_text(attn::rolling_cache_floats(c, 1) * sizeof(float)));
+  fmt::print("{}\n",
+             endless ? "RoPE and a window: a token sees only the last W keys of each layer and "
+                       "no position table\nlimits it, so generation goes on past T_max at O(W) "
+                       "per token, never re-filled."
+                     : "Past T_max the context is cropped, which moves every token: the cache is "
+                       "re-filled, like\nchapter 07's.");
+  section(2, "Generating, character by character");
+  fmt::print("{} new characters, seed {}; prompt {}:\n\n", g.max_new_tokens, seed,
+             attn::quote(chars_of(m.vocab, prompt)));
+  std::fflush(stdout);
+  std::fputs(attn::encode_utf8(chars_of(m.vocab, prompt)).c_str(), stdout);
+  const attn::TokenCallback stream = [&m](int id) { put_char(m.vocab, id); };
+  attn::Rng rng(seed), other_rng(seed);
+  const auto t0 = Clock::now();
+  const std::vector<int> shown = attn::lm_generate_cached(m.weights, c, prompt, g, rng, stream);
+  const std::chrono::duration<double> cached_time = Clock::now() - t0;
+  fmt::print("\n\n");
+  const auto t1 = Clock::now();
+  const std::vector<int> other = attn::lm_generate(m.weights, c, prompt, g, other_rng);
+  const std::chrono::duration<double> full_time = Clock::now() - t1;
+  const bool identical = shown == other;
+  fmt::print("The same seed without the cache: {}.\n",
+             identical ? fmt::format("the same {} characters", shown.size())
+                       : std::string("DIFFERENT characters"));
+  attn::claim(identical, "the rolling cache and lm_generate give the same characters");
+  if (timing) {
+    fmt::print(
+        "(the rolling cache: {} ms; lm_generate, a forward over the context per token: {} ms)\n",
+        num(cached_time.count() * 1000.0, 1), num(full_time.count() * 1000.0, 1));
+  }
+}
+
 void run(const attn::CommonOptions& common, const Options& o) {
   const auto t_start = Clock::now();
   const Kernels k = common.mine ? learner_kernels() : reference_kernels();
@@ -528,14 +579,16 @@ void run(const attn::CommonOptions& common, const Options& o) {
   fmt::print("V {}, T_max {}, C {}, H {}, L {}\n", m.config.vocab_size, m.config.block_size,
              m.config.n_embd, m.config.n_heads, m.config.n_layers);
 
-  show_cache(m);
-  show_step(step_by_hand(k, m, prompt), m, prompt.size());
   attn::GenerateOptions g;
   g.max_new_tokens = o.tokens;
   g.temperature = o.temperature;
   g.top_k = top_k;
   g.top_p = o.top_p;
   g.greedy = o.greedy;
+  if (attn::uses_rolling_cache(m.config))
+    return show_rolling(m, prompt, g, common.seed, common.timing);
+  show_cache(m);
+  show_step(step_by_hand(k, m, prompt), m, prompt.size());
   const auto t_gen = Clock::now();
   show_generation(k, m, prompt, g, common.seed, o.no_cache, common.mine);
   const std::chrono::duration<double> gen_time = Clock::now() - t_gen;

@@ -162,3 +162,18 @@ endforeach()
 attn_cli_test(ch07.export_not_a_folder EXIT 1
               MATCH "model '.*/data/sonnets\\.txt/model': cannot create the folder"
               COMMAND 07_causal_lm --export ${PROJECT_SOURCE_DIR}/data/sonnets.txt/model)
+# A run with chapter 11's parts (issue 19): its folder records them; chapter 07, which takes
+# GPT-2's model apart, says so in one line and points to chapter 10, which generates from it.
+set(ch09_parts_model ${CMAKE_CURRENT_BINARY_DIR}/ch09_parts_model)
+add_test(NAME cli.ch09_parts_run_for_07_10
+         COMMAND ${CMAKE_COMMAND} -E env --unset=ATTN_DATA
+                 $<TARGET_FILE:09_training> --n-embd 16 --n-heads 4 --n-layers 2 --block-size 8
+                 --batch-size 4 --steps 6 --eval-interval 6 --eval-iters 1 --tokens 0
+                 --positions rope --normalization rmsnorm --ffn swiglu --n-kv-heads 2
+                 --window 4 --no-bias --save ${ch09_parts_model} --overwrite)
+set_tests_properties(cli.ch09_parts_run_for_07_10 PROPERTIES LABELS "cli;ch07;ch09;ch10"
+                     FIXTURES_SETUP ch09_parts_run)
+attn_cli_test(ch07.weights_parts_refused EXIT 1
+              MATCH "model '.*/ch09_parts_model' is built from parts this chapter does not take apart \\(rope positions, RMSNorm, SwiGLU, 2 K/V heads for 4, window 4, no biases\\): 10_generation --weights"
+              COMMAND 07_causal_lm --weights ${ch09_parts_model})
+set_tests_properties(cli.ch07.weights_parts_refused PROPERTIES FIXTURES_REQUIRED ch09_parts_run)

@@ -43,6 +43,53 @@ attn_cli_test(ch09.resume_keeps_dropout EXIT 2
               PREPARE "$<TARGET_FILE:09_training> ${ch09_small_text} --steps 2 --dropout 0.2 --optimizer sgd --lr 0.5 --save ${ch09_dropout_run} --overwrite > /dev/null"
               MATCH "--dropout cannot change when resuming \\(the checkpoint has 0.2, got 0.1\\)"
               COMMAND 09_training --resume ${ch09_dropout_run} --dropout 0.1 --steps 3)
+# The parts (issue 19 item 2): names, bad combinations and sizes, each one line and exit 2; a
+# resumed run keeps the parts its checkpoint recorded.
+attn_cli_test(ch09.positions_unknown EXIT 2
+              MATCH "--positions: unknown positions 'sinusoidal': expected learned or rope"
+              COMMAND 09_training --positions sinusoidal)
+attn_cli_test(ch09.normalization_unknown EXIT 2
+              MATCH "--normalization: unknown normalization 'batchnorm': expected layernorm or rmsnorm"
+              COMMAND 09_training --normalization batchnorm)
+attn_cli_test(ch09.ffn_unknown EXIT 2
+              MATCH "--ffn: unknown ffn 'geglu': expected mlp or swiglu"
+              COMMAND 09_training --ffn geglu)
+attn_cli_test(ch09.kv_heads_not_dividing EXIT 2
+              MATCH "--n-kv-heads 3 does not divide --n-heads 4 \\(each K/V head serves"
+              COMMAND 09_training --n-kv-heads 3)
+attn_cli_test(ch09.kv_heads_above_heads EXIT 2
+              MATCH "--n-kv-heads 8 does not divide --n-heads 4"
+              COMMAND 09_training --n-kv-heads 8)
+attn_cli_test(ch09.rope_odd_head_size EXIT 2
+              MATCH "--positions rope rotates pairs of features, but the head size --n-embd 60 / --n-heads 4 = 15 is odd"
+              COMMAND 09_training --positions rope --n-embd 60)
+attn_cli_test(ch09.rope_theta_zero EXIT 2
+              MATCH "--rope-theta must be a number > 0 \\(RoPE's base, 10000 by default\\), got 0"
+              COMMAND 09_training --positions rope --rope-theta 0)
+attn_cli_test(ch09.rope_theta_negative EXIT 2 MATCH "--rope-theta must be a number > 0.*got -5"
+              COMMAND 09_training --positions rope --rope-theta -5)
+attn_cli_test(ch09.rope_theta_without_rope EXIT 2
+              MATCH "--rope-theta sets RoPE's base: it needs --positions rope"
+              COMMAND 09_training --rope-theta 500)
+attn_cli_test(ch09.window_above_block EXIT 2
+              MATCH "--window 33 is above --block-size 32: a query sees at most the T keys"
+              COMMAND 09_training --window 33)
+attn_cli_test(ch09.window_too_big EXIT 2 MATCH "--window must be at most"
+              COMMAND 09_training --window 100000000)
+attn_cli_test(ch09.activation_with_swiglu EXIT 2
+              MATCH "--activation sets the MLP's activation; --ffn swiglu gates with its own"
+              COMMAND 09_training --ffn swiglu --activation gelu)
+set(ch09_parts_run ${CMAKE_CURRENT_BINARY_DIR}/ch09_parts_run)
+attn_cli_test(ch09.resume_keeps_parts EXIT 2
+              PREPARE "$<TARGET_FILE:09_training> ${ch09_small_text} --steps 2 --positions rope --normalization rmsnorm --ffn swiglu --n-kv-heads 1 --window 4 --no-bias --save ${ch09_parts_run} --overwrite > /dev/null"
+              MATCH "--n-kv-heads cannot change when resuming \\(the checkpoint has 1, got 2\\)"
+              COMMAND 09_training --resume ${ch09_parts_run} --n-kv-heads 2 --steps 3)
+# The Llama recipe with a window trains, saves and samples (the issue's command, small).
+attn_cli_test(ch09.llama_parts_smoke EXIT 0 STDOUT
+              MATCH "Parts: RoPE positions \\(theta 10000\\), RMSNorm, SwiGLU FFN \\(F = 48\\),.2 K/V heads \\(grouped-query\\), window 16, no biases\\..*Best val loss"
+              COMMAND 09_training --positions rope --normalization rmsnorm --ffn swiglu
+                      --n-kv-heads 2 --window 16 --no-bias --n-embd 16 --n-heads 4
+                      --steps 4 --eval-interval 2 --eval-iters 1 --tokens 20)
 # The lecture's final model (n_embd 384, 6 heads, 6 layers, T 256, dropout 0.2, lr 3e-4) for a
 # few steps, with a batch of 4 instead of 64 so it stays well under a minute: it builds, trains
 # with dropout and samples (docs/09 gives the full command and what it would cost here).

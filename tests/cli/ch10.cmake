@@ -167,3 +167,14 @@ attn_cli_test(ch10.weights_run_contradicting_heads EXIT 2
 foreach(t weights_run_alone weights_run_claims_hold weights_run_contradicting_heads)
   set_tests_properties(cli.ch10.${t} PROPERTIES FIXTURES_REQUIRED ch09_run)
 endforeach()
+# A model with chapter 11's parts (rope, window 4, T_max 8): the rolling cache generates 60
+# characters past T_max, never re-filled, the same as lm_generate (a claim, self-checked).
+attn_cli_test(ch10.weights_parts_rolling EXIT 0 STDOUT
+              MATCH "a window of 4.*never re-filled.*the same 60 characters"
+              COMMAND 10_generation --weights ${ch09_parts_model} --tokens 60)
+attn_cli_test(ch10.weights_parts_claims_hold EXIT 0 MATCH "^self-check: [0-9]+ claims held$"
+              ENV ATTN_SELF_CHECK=1
+              COMMAND 10_generation --weights ${ch09_parts_model} --tokens 60 --temperature 0.8)
+foreach(t weights_parts_rolling weights_parts_claims_hold)
+  set_tests_properties(cli.ch10.${t} PROPERTIES FIXTURES_REQUIRED ch09_parts_run)
+endforeach()

@@ -12,11 +12,14 @@
 #include <vector>
 
 #include "attn/model/block.hpp"
+#include "attn/ops/ffn.hpp"
+#include "attn/ops/layernorm.hpp"
 #include "attn/ops/matmul.hpp"
 #include "attn/train/gradcheck.hpp"
 #include "attn/core/random.hpp"
 #include "attn/core/threads.hpp"
 #include "gradcheck_helpers.hpp"
+#include "parts64.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -453,6 +456,9 @@ std::vector<attn::GradTensor> block_tensors(attn::BlockWeights& w, const attn::B
   add("b1", w.ffn.b1, g.ffn.b1);
   add("w2", w.ffn.w2, g.ffn.w2);
   add("b2", w.ffn.b2, g.ffn.b2);
+  add("w_gate", w.swiglu.w_gate, g.swiglu.w_gate);
+  add("w_up", w.swiglu.w_up, g.swiglu.w_up);
+  add("w_down", w.swiglu.w_down, g.swiglu.w_down);
   return t;
 }
 
@@ -627,6 +633,265 @@ TEST_CASE("block_activation_floats: the formula at chapter 09's shapes, against 
   const std::size_t btc = B * T * C;
   CHECK(attn::block_activation_floats(B, T, C, F, H, cfg) ==
         5 * btc + B * H * T * T + btc + 2 * B * T * F + 2 * (btc + 2 * B * T));
+}
+
+// ---- The parts (chapter 11): RMSNorm, SwiGLU, grouped-query attention, RoPE, a window, no
+// biases; each alone and all together, in both norm placements.
+
+std::string describe_parts(const attn::BlockConfig& c) {
+  std::string s = std::string(attn::norm_name(c.norm)) + " " +
+                  std::string(attn::normalization_name(c.normalization)) + " " +
+                  std::string(attn::ffn_kind_name(c.ffn)) + " H=" + std::to_string(c.n_heads) +
+                  " KV=" + std::to_string(attn::kv_heads(c));
+  if (c.rope) s += " rope";
+  if (c.window) s += " window=" + std::to_string(c.window);
+  if (!c.bias) s += " no-bias";
+  if (c.dropout > 0.0f) s += " dropout";
+  return s;
+}
+
+std::vector<attn::BlockConfig> part_variants() {
+  attn::BlockConfig base;
+  base.n_heads = 4;  // C = 8: hs = 2, even for RoPE
+  std::vector<attn::BlockConfig> v;
+  const auto with = [&](auto change) {
+    attn::BlockConfig c = base;
+    change(c);
+    v.push_back(c);
+  };
+  with([](attn::BlockConfig& c) { c.normalization = attn::Normalization::rmsnorm; });
+  with([](attn::BlockConfig& c) { c.ffn = attn::FfnKind::swiglu; });
+  with([](attn::BlockConfig& c) { c.n_kv_heads = 2; });
+  with([](attn::BlockConfig& c) { c.n_kv_heads = 1; });
+  with([](attn::BlockConfig& c) { c.rope = true; });
+  with([](attn::BlockConfig& c) { c.window = 2; });
+  with([](attn::BlockConfig& c) { c.bias = false; });
+  const auto llama = [](attn::BlockConfig& c) {
+    c.rope = true;
+    c.rope_theta = 500.0;
+    c.normalization = attn::Normalization::rmsnorm;
+    c.ffn = attn::FfnKind::swiglu;
+    c.n_kv_heads = 2;
+    c.bias = false;
+  };
+  with(llama);
+  with([&](attn::BlockConfig& c) {  // the Llama recipe with a window (Mistral's)
+    llama(c);
+    c.window = 3;
+  });
+  with([&](attn::BlockConfig& c) {  // post-norm with every part
+    llama(c);
+    c.window = 2;
+    c.norm = attn::NormPlacement::post;
+  });
+  with([&](attn::BlockConfig& c) {  // with a fixed dropout mask
+    llama(c);
+    c.dropout = 0.3f;
+  });
+  return v;
+}
+
+// Weights for the parts, every value redrawn so that each matters (gamma near 1).
+attn::BlockWeights part_weights(attn::Rng& rng, std::size_t C, std::size_t F,
+                                const attn::BlockConfig& cfg) {
+  attn::BlockWeights w = attn::block_init(rng, C, F, cfg);
+  attn::BlockWeights g = attn::block_zeros_like(w);
+  for (attn::GradTensor& t : block_tensors(w, g)) {
+    const bool gamma = t.name.find("gamma") != std::string::npos;
+    for (float& x : t.values) x = gamma ? 1.0f + rng.normal(0.0f, 0.2f) : rng.normal(0.0f, 0.5f);
+  }
+  return w;
+}
+
+TEST_CASE("block_init with the default parts draws block_init's weights") {
+  attn::Rng a(7), b(7);
+  const attn::BlockWeights w0 = attn::block_init(a, 8, 32);
+  const attn::BlockWeights w1 = attn::block_init(b, 8, 32, attn::BlockConfig{});
+  CHECK(attn::block_default_parts(attn::BlockConfig{}));
+  CHECK_TENSOR_NEAR(w0.attn.w_k, w1.attn.w_k, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(w0.ffn.w2, w1.ffn.w2, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(w0.ln2_beta, w1.ln2_beta, 0.0, 0.0);
+  CHECK(w1.swiglu.w_gate.size() == 0);
+}
+
+TEST_CASE("block_init gives each part its weights: GQA's narrow w_k, SwiGLU's three, no betas") {
+  attn::Rng rng(8);
+  attn::BlockConfig cfg;
+  cfg.n_heads = 4;
+  cfg.n_kv_heads = 1;
+  cfg.ffn = attn::FfnKind::swiglu;
+  cfg.normalization = attn::Normalization::rmsnorm;
+  const attn::BlockWeights w = attn::block_init(rng, 8, 16, cfg);
+  CHECK(w.attn.w_k.shape() == std::array<std::size_t, 2>{8, 2});  // KV * hs = 1 * 2
+  CHECK(w.attn.w_v.shape() == std::array<std::size_t, 2>{8, 2});
+  CHECK(w.attn.w_o.shape() == std::array<std::size_t, 2>{8, 8});
+  CHECK(w.swiglu.w_gate.shape() == std::array<std::size_t, 2>{8, 16});
+  CHECK(w.swiglu.w_down.shape() == std::array<std::size_t, 2>{16, 8});
+  CHECK(w.ffn.w1.size() + w.ffn.b1.size() + w.ln1_beta.size() + w.ln2_beta.size() == 0);
+  CHECK(w.ln1_gamma.size() == 8);
+  // Its parameters: 2 C^2 + 2 C KV hs (attention) + 3 C F (SwiGLU) + 2 C (two RMSNorm gammas).
+  CHECK(attn::parameter_count(w) == 2 * 64 + 2 * 8 * 2 + 3 * 8 * 16 + 2 * 8);
+  CHECK(attn::swiglu_width(64) == 176);  // floor(512 / 3) = 170, up to a multiple of 8
+  CHECK(attn::swiglu_width(384) == 1024);
+  CHECK(attn::swiglu_width(4) == 16);
+}
+
+TEST_CASE("a Llama block is the composition of its reference ops") {
+  attn::Rng rng(9);
+  attn::BlockConfig cfg;
+  cfg.n_heads = 4;
+  cfg.n_kv_heads = 2;
+  cfg.rope = true;
+  cfg.window = 3;
+  cfg.normalization = attn::Normalization::rmsnorm;
+  cfg.ffn = attn::FfnKind::swiglu;
+  cfg.bias = false;
+  const std::size_t C = 8, F = 16;
+  const attn::BlockWeights w = part_weights(rng, C, F, cfg);
+  const Tensor<3> x = attn::randn<3>(rng, {2, 6, C});
+  // x + gqa(rms(x)), then + swiglu(rms(.)): written out from the ops of chapter 11.
+  attn::GqaConfig g;
+  g.n_heads = 4;
+  g.n_kv_heads = 2;
+  g.rope = true;
+  g.window = 3;
+  const attn::GqaWeights<float> gw{w.attn.w_q, w.attn.w_k, w.attn.w_v, w.attn.w_o};
+  const double eps = static_cast<double>(cfg.eps);  // the block's float 1e-5, as a double
+  const Tensor<3> x1 =
+      x + attn::gqa_forward<float>(attn::rms_norm<float, 3>(x, w.ln1_gamma, eps), gw, g).out;
+  const Tensor<3> want =
+      x1 + attn::swiglu_forward<float>(attn::rms_norm<float, 3>(x1, w.ln2_gamma, eps), w.swiglu);
+  CHECK_TENSOR_NEAR(attn::block_forward(x, w, cfg).out, want, 0.0, 0.0);
+  attn::BlockCache cache;
+  CHECK_TENSOR_NEAR(attn::block_forward(x, w, cfg, cache), want, 0.0, 0.0);
+  CHECK(attn::activation_floats(cache) == attn::block_activation_floats(2, 6, C, F, 4, cfg));
+  // The window changes the output (query 5 no longer sees keys 0 to 2) ...
+  attn::BlockConfig wide = cfg;
+  wide.window = 0;
+  CHECK(xt::amax(xt::abs(attn::block_forward(x, w, wide).out - want))() > 1e-3f);
+  // ... and RoPE is not the identity.
+  attn::BlockConfig plain = cfg;
+  plain.rope = false;
+  CHECK(xt::amax(xt::abs(attn::block_forward(x, w, plain).out - want))() > 1e-3f);
+}
+
+TEST_CASE("block_backward matches central differences for each part alone and all together") {
+  std::size_t k = 0;
+  for (const attn::BlockConfig& cfg : part_variants()) {
+    attn::Rng rng(700 + k++);
+    const std::size_t B = 2, T = 4, C = 8, F = 6;
+    const attn::BlockWeights w0 = part_weights(rng, C, F, cfg);
+    attn::BlockWeights w = w0;
+    Tensor<3> x = attn::randn<3>(rng, {B, T, C});
+    const Tensor<3> r = attn::randn<3>(rng, {B, T, C});
+    attn::BlockCache cache;
+    attn::Rng drop(3);
+    Tensor<3> out = attn::block_forward(x, w, cfg, cache, cfg.dropout > 0.0f ? &drop : nullptr);
+    if (cfg.dropout == 0.0f) CHECK_TENSOR_NEAR(out, attn::block_forward(x, w, cfg).out, 0.0, 0.0);
+    CHECK(attn::activation_floats(cache) == attn::block_activation_floats(B, T, C, F, 4, cfg));
+    attn::BlockWeights g = attn::block_zeros_like(w);
+    Tensor<3> dx;
+    attn::block_backward(r, cache, w, cfg, dx, g);
+    std::vector<attn::GradTensor> tensors = block_tensors(w, g);
+    tensors.insert(tensors.begin(), {"x", span_of(x), cspan_of(dx)});
+    // The loss re-runs the training forward with the cache's masks (fixed: no generator).
+    attn::BlockCache probe = cache;
+    const auto loss = [&] {
+      return attn::weighted_sum(cspan_of(attn::block_forward(x, w, cfg, probe)), cspan_of(r));
+    };
+    check_gradients("block " + describe_parts(cfg), attn::grad_check(loss, tensors));
+    // A wrong backward is caught: dx scaled by 1.05.
+    Tensor<3> wrong = dx * 1.05f;
+    CHECK_FALSE(
+        attn::all_pass(attn::grad_check(loss, {{"x (scaled 1.05)", span_of(x), cspan_of(wrong)}})));
+  }
+}
+
+TEST_CASE("float64 check: every part's float backward, alone and together; 0.1% off fails") {
+  // block_backward's float gradients against central differences of the float64 twin above
+  // (attn::check_gradients, L = sum(out * R)), for each pre-norm part alone and the Llama recipe.
+  std::size_t k = 0;
+  for (const attn::BlockConfig& cfg : part_variants()) {
+    if (cfg.norm != attn::NormPlacement::pre || cfg.dropout > 0.0f) continue;
+    attn::Rng rng(800 + k++);
+    const std::size_t B = 2, T = 4, C = 8, F = 6;
+    const attn::BlockWeights w = part_weights(rng, C, F, cfg);
+    const Tensor<3> x = attn::randn<3>(rng, {B, T, C});
+    const Tensor<3> r = attn::randn<3>(rng, {B, T, C});
+    attn::BlockCache cache;
+    (void)attn::block_forward(x, w, cfg, cache);
+    attn::BlockWeights g = attn::block_zeros_like(w);
+    Tensor<3> dx;
+    attn::block_backward(r, cache, w, cfg, dx, g);
+    const auto d = [](const auto& t) { return xt::eval(xt::cast<double>(t)); };
+    attn::Tensor64<3> x64 = d(x);
+    const attn::Tensor64<3> r64 = d(r);
+    attn::testing::Block64 w64{{d(w.attn.w_q), d(w.attn.w_k), d(w.attn.w_v), d(w.attn.w_o)},
+                               d(w.ln1_gamma),
+                               d(w.ln1_beta),
+                               d(w.ln2_gamma),
+                               d(w.ln2_beta),
+                               {d(w.ffn.w1), d(w.ffn.b1), d(w.ffn.w2), d(w.ffn.b2)},
+                               {d(w.swiglu.w_gate), d(w.swiglu.w_up), d(w.swiglu.w_down)}};
+    const auto loss = [&] {
+      const attn::Tensor64<3> y = attn::testing::block64_forward(x64, w64, cfg);
+      double sum = 0.0;
+      for (std::size_t i = 0; i < y.size(); ++i) sum += y.data()[i] * r64.data()[i];
+      return sum;
+    };
+    // Each tensor with its float gradient in double (kept alive in `grads`).
+    std::vector<attn::Tensor64<3>> grads3{d(dx)};
+    std::vector<std::vector<double>> grads;
+    std::vector<attn::GradTensor64> tensors{{"x", span_of(x64), cspan_of(grads3[0])}};
+    grads.reserve(16);
+    const auto add = [&](const char* name, auto& value, const auto& grad) {
+      if (value.size() == 0) return;
+      grads.emplace_back(grad.begin(), grad.end());
+      tensors.push_back({name, span_of(value), std::span<const double>(grads.back())});
+    };
+    add("w_q", w64.a.w_q, g.attn.w_q);
+    add("w_k", w64.a.w_k, g.attn.w_k);
+    add("w_v", w64.a.w_v, g.attn.w_v);
+    add("w_o", w64.a.w_o, g.attn.w_o);
+    add("ln1_gamma", w64.g1, g.ln1_gamma);
+    add("ln1_beta", w64.b1, g.ln1_beta);
+    add("ln2_gamma", w64.g2, g.ln2_gamma);
+    add("ln2_beta", w64.b2, g.ln2_beta);
+    add("w1", w64.mlp.w1, g.ffn.w1);
+    add("b1", w64.mlp.b1, g.ffn.b1);
+    add("w2", w64.mlp.w2, g.ffn.w2);
+    add("b2", w64.mlp.b2, g.ffn.b2);
+    add("w_gate", w64.sw.w_gate, g.swiglu.w_gate);
+    add("w_up", w64.sw.w_up, g.swiglu.w_up);
+    add("w_down", w64.sw.w_down, g.swiglu.w_down);
+    attn::GradCheckOptions64 o;
+    o.floor = 1e-2;  // a float backward: its rounding near zero (gradcheck.hpp)
+    check_gradients("block64 " + describe_parts(cfg), attn::check_gradients(loss, tensors, o));
+    // A gradient 0.1% off fails: x's, and the first weight's (w_q).
+    for (std::size_t t : {std::size_t{0}, std::size_t{1}}) {
+      std::vector<double> wrong(tensors[t].grad.begin(), tensors[t].grad.end());
+      for (double& v : wrong) v *= 1.001;
+      INFO(describe_parts(cfg) << ": " << tensors[t].name << " x 1.001");
+      CHECK_FALSE(attn::all_pass(attn::check_gradients(
+          loss, {{tensors[t].name, tensors[t].values, std::span<const double>(wrong)}}, o)));
+    }
+  }
+}
+
+TEST_CASE("the parts' bad combinations get one-line errors") {
+  attn::Rng rng(10);
+  attn::BlockConfig cfg;
+  cfg.n_heads = 4;
+  const Tensor<3> x = attn::randn<3>(rng, {1, 3, 8});
+  attn::BlockWeights w = attn::block_init(rng, 8, 16, cfg);
+  cfg.n_kv_heads = 3;
+  CHECK(error_of(x, w, cfg) == "attn::block_forward: n_kv_heads = 3 does not divide n_heads = 4");
+  cfg.n_kv_heads = 2;  // the weights are still MHA's: w_k (8, 8)
+  CHECK(error_of(x, w, cfg) == "attn::block_forward: attn.w_k is (8, 8), expected (8, 4)");
+  cfg.n_kv_heads = 0;
+  cfg.ffn = attn::FfnKind::swiglu;
+  CHECK(error_of(x, w, cfg) ==
+        "attn::block_forward: swiglu.w_gate is empty, expected (C, F) = (8, F) (ffn = swiglu)");
 }
 
 }  // TEST_SUITE

@@ -525,6 +525,142 @@ TEST_CASE("bad input: sizes, ids, a full cache, mismatched weights and options")
                   std::invalid_argument);
 }
 
+// ---- The rolling cache (chapter 11's parts).
+
+// A model with parts whose every weight matters: lm_init's shapes, values redrawn.
+attn::LmWeights parts_model(attn::Rng& rng, const attn::LmConfig& config) {
+  attn::LmWeights w = attn::lm_init(rng, config);
+  const float s = 1.0f / std::sqrt(static_cast<float>(config.n_embd));
+  for (const attn::NamedTensor& t : attn::lm_parameters(w)) {
+    const bool gamma = t.name.find("gamma") != std::string::npos;
+    const float scale = t.name == "wte" || t.name == "wpe" ? 0.5f : t.rank == 2 ? 2.0f * s : 0.1f;
+    for (float& x : t.values) x = gamma ? 1.0f + rng.normal(0.0f, 0.1f) : rng.normal(0.0f, scale);
+  }
+  return w;
+}
+
+// The Llama recipe with a window (Mistral's): rope, RMSNorm, SwiGLU, 2 K/V heads for 4, no bias.
+attn::LmConfig mistral_config(std::size_t window) {
+  attn::LmConfig c = config_of(11, 8, 16, 4, 2);
+  c.positions = attn::Positions::rope;
+  c.normalization = attn::Normalization::rmsnorm;
+  c.ffn = attn::FfnKind::swiglu;
+  c.n_kv_heads = 2;
+  c.bias = false;
+  c.window = window;
+  return c;
+}
+
+TEST_CASE("rolling cache: W positions of n_kv_heads per layer, the same after 10 W tokens") {
+  const attn::LmConfig c = mistral_config(4);
+  attn::Rng rng(900);
+  const attn::LmWeights w = parts_model(rng, c);
+  attn::RollingKvCache cache = attn::rolling_cache_init(c, 2);
+  // 2 (k, v) x L 2 x B 2 x W 4 x KV 2 x hs 4
+  CHECK(attn::rolling_cache_floats(c, 2) == 2 * 2 * 2 * 4 * 2 * 4);
+  const float* k0 = cache.keys[0].data();
+  for (std::size_t i = 0; i < 40; ++i) {
+    const std::array<int, 2> ids{static_cast<int>(i % 11), static_cast<int>((3 * i) % 11)};
+    (void)attn::lm_step_rolling(cache, ids, w, c);
+  }
+  CHECK(cache.length == 40);  // 5 T_max: no position table, no limit
+  CHECK(cache.keys[0].shape() == std::array<std::size_t, 4>{2, 2, 4, 4});
+  CHECK(cache.keys[0].data() == k0);  // written round-robin in place
+  // Multi-head attention (KV = H) holds twice as much, and no window holds T_max positions.
+  attn::LmConfig mha = c;
+  mha.n_kv_heads = 0;
+  CHECK(attn::rolling_cache_floats(mha, 2) == 2 * attn::rolling_cache_floats(c, 2));
+  attn::LmConfig whole = c;
+  whole.window = 0;
+  CHECK(attn::rolling_cache_floats(whole, 2) == 2 * attn::rolling_cache_floats(c, 2));
+}
+
+TEST_CASE(
+    "rolling cache: every step equals the full sliding-window forward, 10 W tokens past T_max") {
+  for (std::size_t window : {1, 3, 4}) {
+    const attn::LmConfig c = mistral_config(window);
+    attn::Rng rng(901 + window);
+    const attn::LmWeights w = parts_model(rng, c);
+    const std::vector<int> seq = random_ids(rng, 10 * 4, c.vocab_size);  // 40 > T_max = 8
+    attn::RollingKvCache cache = attn::rolling_cache_init(c, 1);
+    double worst = 0.0;
+    std::size_t exact = 0;
+    for (std::size_t t = 0; t < seq.size(); ++t) {
+      const attn::Matrix& step =
+          attn::lm_step_rolling(cache, std::span<const int>(&seq[t], 1), w, c);
+      const std::vector<int> prefix(seq.begin(), seq.begin() + static_cast<std::ptrdiff_t>(t + 1));
+      const attn::Matrix full = forward_last(prefix, 1, w, c);  // lm_forward over all t + 1
+      const double d = xt::amax(xt::abs(step - full))();
+      worst = std::max(worst, d);
+      exact += d == 0.0 ? 1 : 0;
+    }
+    INFO("window " << window << ": largest difference " << worst << ", " << exact
+                   << " of 40 steps bit for bit");
+    CHECK(worst < 1e-5);
+  }
+}
+
+TEST_CASE("rolling cache: lm_generate_cached gives lm_generate's tokens, greedy and sampled") {
+  const attn::LmConfig c = mistral_config(4);
+  attn::Rng rng(910);
+  const attn::LmWeights w = parts_model(rng, c);
+  const std::vector<int> prompt{1, 5, 2};
+  for (int mode = 0; mode < 3; ++mode) {
+    attn::GenerateOptions g;
+    g.max_new_tokens = 40;  // 10 W, five times T_max
+    g.greedy = mode == 0;
+    g.temperature = mode == 2 ? 0.7f : 1.0f;
+    g.top_k = mode == 2 ? 5 : 0;
+    attn::Rng r1(77), r2(77);
+    const std::vector<int> full = attn::lm_generate(w, c, prompt, g, r1);
+    const std::vector<int> cached = attn::lm_generate_cached(w, c, prompt, g, r2);
+    INFO("mode " << mode);
+    CHECK(cached == full);
+  }
+}
+
+TEST_CASE("parts without the rolling window re-fill past T_max: lm_generate's tokens") {
+  for (int variant = 0; variant < 3; ++variant) {
+    attn::LmConfig c = mistral_config(variant == 2 ? 3 : 0);
+    if (variant == 1) c.positions = attn::Positions::learned;  // a table: T_max still binds
+    if (variant == 2) c.positions = attn::Positions::learned;
+    attn::Rng rng(920 + static_cast<std::uint64_t>(variant));
+    const attn::LmWeights w = parts_model(rng, c);
+    attn::GenerateOptions g;
+    g.max_new_tokens = 20;
+    attn::Rng r1(5), r2(5);
+    const std::vector<int> prompt{3, 1};
+    INFO("variant " << variant);
+    CHECK(attn::lm_generate_cached(w, c, prompt, g, r2) == attn::lm_generate(w, c, prompt, g, r1));
+  }
+}
+
+TEST_CASE("rolling cache: a full cache, a wrong cache and bad ids are refused") {
+  attn::LmConfig c = mistral_config(0);  // no window: T_max positions
+  attn::Rng rng(930);
+  const attn::LmWeights w = parts_model(rng, c);
+  attn::RollingKvCache cache = attn::rolling_cache_init(c, 1);
+  const int id = 1;
+  for (std::size_t i = 0; i < c.block_size; ++i)
+    (void)attn::lm_step_rolling(cache, std::span<const int>(&id, 1), w, c);
+  CHECK_THROWS_WITH_AS(attn::lm_step_rolling(cache, std::span<const int>(&id, 1), w, c),
+                       "attn::lm_step_rolling: the cache is full (8 positions, block_size); crop "
+                       "and start again",
+                       std::invalid_argument);
+  attn::RollingKvCache fresh = attn::rolling_cache_init(c, 1);
+  const int bad = 11;
+  CHECK_THROWS_WITH_AS(attn::lm_step_rolling(fresh, std::span<const int>(&bad, 1), w, c),
+                       "attn::lm_step_rolling: token id 11 at index 0 is outside [0, 11)",
+                       std::invalid_argument);
+  attn::LmConfig other = c;
+  other.window = 4;
+  CHECK_THROWS_WITH_AS(attn::lm_step_rolling(fresh, std::span<const int>(&id, 1), w, other),
+                       "attn::lm_step_rolling: the cache was not made by rolling_cache_init for "
+                       "this config",
+                       std::invalid_argument);
+  CHECK_THROWS_AS(attn::rolling_cache_init(c, 0), std::invalid_argument);
+}
+
 }  // TEST_SUITE
 
 TEST_SUITE("sampler") {

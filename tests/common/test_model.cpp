@@ -26,6 +26,7 @@
 #include "attn/ops/loss.hpp"
 #include "attn/core/threads.hpp"
 #include "gradcheck_helpers.hpp"
+#include "parts64.hpp"
 #include "test_fixtures.hpp"
 #include "test_helpers.hpp"
 
@@ -494,7 +495,12 @@ std::string describe(const attn::LmConfig& c) {
          (c.use_layer_norm ? "" : " noLN") + (c.residual ? "" : " noRes") +
          (c.use_ffn ? "" : " noFFN") + (c.attn_proj ? "" : " noProj") +
          (c.ffn_hidden ? " F=" + std::to_string(c.ffn_hidden) : "") + " " +
-         std::string(attn::activation_name(c.activation));
+         std::string(attn::activation_name(c.activation)) +
+         (c.positions == attn::Positions::rope ? " rope" : "") +
+         (c.normalization == attn::Normalization::rmsnorm ? " rmsnorm" : "") +
+         (c.ffn == attn::FfnKind::swiglu ? " swiglu" : "") +
+         (c.n_kv_heads ? " KV=" + std::to_string(c.n_kv_heads) : "") +
+         (c.window ? " W=" + std::to_string(c.window) : "") + (c.bias ? "" : " no-bias");
 }
 
 std::vector<attn::LmConfig> lm_variants() {
@@ -528,6 +534,30 @@ std::vector<attn::LmConfig> lm_variants() {
     d.use_ffn = false;
     d.attn_proj = false;
     d.n_layers = 1;
+  });
+  // Chapter 11's parts, each alone and all together (the Llama recipe, with and without a
+  // window).
+  with([](attn::LmConfig& d) { d.positions = attn::Positions::rope; });
+  with([](attn::LmConfig& d) { d.normalization = attn::Normalization::rmsnorm; });
+  with([](attn::LmConfig& d) { d.ffn = attn::FfnKind::swiglu; });
+  with([](attn::LmConfig& d) { d.n_kv_heads = 1; });
+  with([](attn::LmConfig& d) { d.window = 2; });
+  with([](attn::LmConfig& d) {
+    d.bias = false;
+    d.tied_head = false;
+  });
+  const auto llama = [](attn::LmConfig& d) {
+    d.positions = attn::Positions::rope;
+    d.normalization = attn::Normalization::rmsnorm;
+    d.ffn = attn::FfnKind::swiglu;
+    d.n_kv_heads = 1;
+    d.bias = false;
+  };
+  with(llama);
+  with([&](attn::LmConfig& d) {
+    llama(d);
+    d.window = 3;
+    d.n_layers = 3;
   });
   return v;
 }
@@ -576,7 +606,11 @@ TEST_CASE("lm_forward_backward matches central differences for every parameter o
                                           tensors, options);
     check_gradients(describe(config), results);
     // wpe's last row (position 4) is never used with T = 4: its gradient is exactly 0.
-    for (std::size_t c = 0; c < config.n_embd; ++c) CHECK(g.wpe(4, c) == 0.0f);
+    if (config.positions == attn::Positions::learned) {
+      for (std::size_t c = 0; c < config.n_embd; ++c) CHECK(g.wpe(4, c) == 0.0f);
+    } else {
+      CHECK(w.wpe.size() == 0);  // rope: no table
+    }
   }
 }
 
@@ -793,6 +827,194 @@ TEST_CASE("lm_forward_backward and lm_loss name bad targets") {
       "attn::lm_forward_backward: grads must be shaped like the weights (make them with "
       "lm_zeros_like)",
       E);
+}
+
+TEST_CASE("float64 check: lm_forward_backward with parts against a float64 twin of the model") {
+  std::vector<attn::LmConfig> configs;
+  attn::LmConfig c = small_config();  // C 4, H 2: hs 2
+  c.positions = attn::Positions::rope;
+  configs.push_back(c);
+  c = small_config();
+  c.bias = false;
+  c.tied_head = false;
+  configs.push_back(c);
+  c = small_config();
+  c.positions = attn::Positions::rope;
+  c.normalization = attn::Normalization::rmsnorm;
+  c.ffn = attn::FfnKind::swiglu;
+  c.n_kv_heads = 1;
+  c.bias = false;
+  configs.push_back(c);
+  c.window = 2;
+  configs.push_back(c);
+  std::uint64_t seed = 660;
+  for (const attn::LmConfig& config : configs) {
+    attn::Rng rng(seed++);
+    const attn::LmWeights w = random_lm(rng, config);
+    const auto tokens = random_ids(rng, 2, 4, config.vocab_size);
+    const auto targets = random_ids(rng, 2, 4, config.vocab_size);
+    attn::LmWeights g = attn::lm_zeros_like(w);
+    attn::LmCache cache;
+    (void)attn::lm_forward_backward(tokens, targets, w, config, g, cache);
+    attn::testing::Lm64 m = attn::testing::to_lm64(w);
+    const std::vector<std::span<double>> values = attn::testing::lm64_tensors(m);
+    const std::vector<attn::NamedTensor> grads = attn::lm_parameters(g);
+    REQUIRE(values.size() == grads.size());
+    std::vector<std::vector<double>> g64;
+    g64.reserve(grads.size());
+    std::vector<attn::GradTensor64> tensors;
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      REQUIRE(values[i].size() == grads[i].values.size());
+      g64.emplace_back(grads[i].values.begin(), grads[i].values.end());
+      tensors.push_back({grads[i].name, values[i], std::span<const double>(g64.back())});
+    }
+    const auto loss = [&] { return attn::testing::lm64_loss(tokens, targets, m, config); };
+    CHECK(loss() == doctest::Approx(attn::lm_loss(tokens, targets, w, config)).epsilon(1e-5));
+    attn::GradCheckOptions64 o;
+    o.floor = 1e-2;  // a float backward
+    check_gradients("lm64 " + describe(config), attn::check_gradients(loss, tensors, o));
+    std::vector<double> wrong = g64[0];  // wte's gradient 0.1% off
+    for (double& v : wrong) v *= 1.001;
+    CHECK_FALSE(attn::all_pass(attn::check_gradients(
+        loss, {{"wte x 1.001", values[0], std::span<const double>(wrong)}}, o)));
+  }
+}
+
+TEST_CASE("a window bounds what a logit sees: L (W - 1) tokens back, and rope has no T_max") {
+  attn::LmConfig c = small_config();
+  c.positions = attn::Positions::rope;
+  c.window = 3;
+  c.n_layers = 2;
+  c.normalization = attn::Normalization::rmsnorm;
+  c.ffn = attn::FfnKind::swiglu;
+  attn::Rng rng(650);
+  const attn::LmWeights w = random_lm(rng, c);
+  // T = 12 > T_max = 5: no position table limits a rope model.
+  xt::xtensor<int, 2> ids = random_ids(rng, 1, 12, c.vocab_size);
+  const attn::Tensor<3> base = attn::lm_forward(ids, w, c);
+  // Position 11 sees positions 11 - L (W - 1) = 7 .. 11 through the stack: token 6 cannot
+  // reach it, token 7 can.
+  const auto last_row_changes = [&](std::size_t t) {
+    xt::xtensor<int, 2> other = ids;
+    other(0, t) = (other(0, t) + 1) % static_cast<int>(c.vocab_size);
+    const attn::Tensor<3> l = attn::lm_forward(other, w, c);
+    double diff = 0.0;
+    for (std::size_t v = 0; v < c.vocab_size; ++v)
+      diff = std::max(diff, static_cast<double>(std::abs(l(0, 11, v) - base(0, 11, v))));
+    return diff;
+  };
+  CHECK(last_row_changes(6) == 0.0);
+  CHECK(last_row_changes(7) > 1e-4);
+  // Learned positions keep their table's limit.
+  attn::LmConfig learned = small_config();
+  const attn::LmWeights wl = attn::lm_init(rng, learned);
+  CHECK_THROWS_AS(attn::lm_forward(ids, wl, learned), std::invalid_argument);
+}
+
+TEST_CASE("check_parts names each bad combination in one line") {
+  const auto error = [](const attn::LmConfig& c) {
+    try {
+      attn::check_parts(c, "attn::lm_init");
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  attn::LmConfig c = small_config();  // C 4, H 2
+  CHECK(error(c) == "no error");
+  attn::LmConfig d = c;
+  d.n_kv_heads = 3;
+  CHECK(error(d) == "attn::lm_init: n_kv_heads = 3 does not divide n_heads = 2");
+  d = c;
+  d.n_heads = 4;  // hs = 1
+  d.positions = attn::Positions::rope;
+  CHECK(error(d) ==
+        "attn::lm_init: rope positions rotate pairs of features, but the head size n_embd / "
+        "n_heads = 1 is odd");
+  d = c;
+  d.rope_theta = 0.0;
+  CHECK(error(d) == "attn::lm_init: rope_theta = 0 must be a number > 0");
+  d = c;
+  d.window = 6;
+  CHECK(error(d) ==
+        "attn::lm_init: window = 6 is above block_size = 5 (a window sees at most T_max keys)");
+}
+
+// A small text file's lines, each ending in a newline.
+std::string text_of(const fs::path& path) {
+  std::ifstream in(path);
+  std::string text, line;
+  while (std::getline(in, line)) text += line + "\n";
+  return text;
+}
+
+TEST_CASE("a model folder records its parts: model.txt keys, --weights DIR alone loads it") {
+  attn::Rng rng(717);
+  attn::LmConfig config = small_config();
+  config.positions = attn::Positions::rope;
+  config.rope_theta = 500.0;
+  config.normalization = attn::Normalization::rmsnorm;
+  config.ffn = attn::FfnKind::swiglu;
+  config.n_kv_heads = 1;
+  config.window = 3;
+  config.bias = false;
+  const attn::LmWeights w = random_lm(rng, config);
+  const fs::path dir = temp() / "llama";
+  attn::save_lm(dir, w, config);
+  CHECK(!fs::exists(dir / "wpe.npy"));
+  CHECK(fs::exists(dir / "h1.w_gate.npy"));
+  CHECK(!fs::exists(dir / "h0.w1.npy"));
+  CHECK(!fs::exists(dir / "ln_f_beta.npy"));
+  const std::string text = text_of(dir / "model.txt");
+  CHECK(text.find("positions rope\nrope_theta 500\nnormalization rmsnorm\nffn swiglu\n"
+                  "n_kv_heads 1\nwindow 3\nbias 0\nblock_size 5\n") != std::string::npos);
+  const std::optional<attn::LmConfig> described = attn::read_model_file(dir);
+  REQUIRE(described);
+  CHECK(described->positions == attn::Positions::rope);
+  CHECK(described->rope_theta == 500.0);
+  CHECK(described->block_size == 5);
+  attn::LmConfig loaded;
+  bool had_txt = false;
+  const attn::LmWeights back = attn::load_lm_as_described(dir, {}, 4, loaded, had_txt);
+  CHECK(had_txt);
+  CHECK(loaded.n_kv_heads == 1);
+  CHECK(loaded.window == 3);
+  CHECK(!loaded.bias);
+  CHECK(loaded.ffn == attn::FfnKind::swiglu);
+  CHECK(loaded.normalization == attn::Normalization::rmsnorm);
+  const auto tokens = random_ids(rng, 2, 9, 7);  // longer than T_max: rope
+  CHECK_TENSOR_NEAR(attn::lm_forward(tokens, back, loaded), attn::lm_forward(tokens, w, config),
+                    0.0, 0.0);
+  // A default model's model.txt lists no part (it is what it always was).
+  const fs::path plain = temp() / "plain";
+  attn::save_lm(plain, random_lm(rng, small_config()), small_config());
+  const std::string text2 = text_of(plain / "model.txt");
+  CHECK(text2.find("positions") == std::string::npos);
+  // Bad part values are refused by line.
+  const auto refused = [&](const std::string& line) {
+    std::ofstream(dir / "model.txt") << "n_layers 2\nn_heads 2\n" << line << "\n";
+    try {
+      (void)attn::read_model_file(dir);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK(refused("positions sinusoidal") ==
+        "model '" + dir.string() +
+            "': model.txt line 3: positions is 'sinusoidal', expected learned or rope");
+  CHECK(refused("rope_theta -1") ==
+        "model '" + dir.string() +
+            "': model.txt line 3: rope_theta is '-1', expected a number > 0");
+  CHECK(refused("ffn geglu") ==
+        "model '" + dir.string() + "': model.txt line 3: ffn is 'geglu', expected mlp or swiglu");
+  // Parts that do not fit the sizes: n_kv_heads 3 with n_heads 2.
+  std::ofstream(dir / "model.txt") << "n_layers 2\nn_heads 2\npositions rope\nblock_size 5\n"
+                                   << "normalization rmsnorm\nffn swiglu\nwindow 3\nbias 0\n"
+                                   << "n_kv_heads 3\n";
+  CHECK_THROWS_WITH_AS(attn::load_lm_as_described(dir, {}, 4, loaded, had_txt),
+                       doctest::Contains("n_kv_heads = 3 does not divide n_heads = 2"),
+                       std::runtime_error);
 }
 
 }  // TEST_SUITE

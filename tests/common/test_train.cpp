@@ -202,6 +202,83 @@ TEST_CASE("a run stopped, saved, loaded and resumed ends bit-identical to one wi
   fs::remove_all(dir);
 }
 
+// Chapter 11's parts, each alone and all together (the Llama recipe, with a window).
+std::vector<attn::TrainConfig> part_configs() {
+  std::vector<attn::TrainConfig> v;
+  const auto with = [&](auto change) {
+    attn::TrainConfig c = small_config();
+    change(c.model);
+    v.push_back(c);
+  };
+  with([](attn::LmConfig& m) { m.positions = attn::Positions::rope; });
+  with([](attn::LmConfig& m) { m.normalization = attn::Normalization::rmsnorm; });
+  with([](attn::LmConfig& m) { m.ffn = attn::FfnKind::swiglu; });
+  with([](attn::LmConfig& m) { m.n_kv_heads = 1; });
+  with([](attn::LmConfig& m) { m.window = 2; });
+  with([](attn::LmConfig& m) {
+    m.bias = false;
+    m.tied_head = false;
+  });
+  with([](attn::LmConfig& m) {
+    m.positions = attn::Positions::rope;
+    m.normalization = attn::Normalization::rmsnorm;
+    m.ffn = attn::FfnKind::swiglu;
+    m.n_kv_heads = 1;
+    m.bias = false;
+    m.window = 3;
+    m.dropout = 0.1f;
+  });
+  return v;
+}
+
+TEST_CASE("every part trains: the loss falls on a repeating text") {
+  for (attn::TrainConfig c : part_configs()) {
+    c.steps = 80;
+    c.schedule.lr = 1e-2f;
+    attn::TrainState s = attn::train_init(c);
+    const std::vector<int> data = data_of(400);
+    double first = 0.0, last = 0.0;
+    while (s.step < c.steps) {
+      const attn::StepResult r = attn::train_step(s, c, data);
+      if (s.step == 1) first = r.loss;
+      last = r.loss;
+    }
+    INFO("positions " << attn::positions_name(c.model.positions) << ", "
+                      << attn::normalization_name(c.model.normalization) << ", "
+                      << attn::ffn_kind_name(c.model.ffn) << ", kv " << c.model.n_kv_heads
+                      << ", window " << c.model.window << ", bias " << c.model.bias);
+    CHECK(first == doctest::Approx(std::log(7.0)).epsilon(0.1));
+    CHECK(last < 0.5 * first);
+  }
+}
+
+TEST_CASE("a run with parts, stopped, saved, loaded and resumed ends bit-identical") {
+  for (const attn::TrainConfig& c : part_configs()) {
+    const std::vector<int> data = data_of(300);
+    attn::TrainState straight = attn::train_init(c);
+    while (straight.step < c.steps) attn::train_step(straight, c, data);
+    const fs::path dir = temp_dir("resume_parts");
+    attn::TrainState first = attn::train_init(c);
+    while (first.step < 5) attn::train_step(first, c, data);
+    attn::save_checkpoint(dir, first, c, vocab7());
+    attn::Checkpoint loaded = attn::load_checkpoint(dir);
+    const attn::LmConfig& m = loaded.config.model;
+    CHECK(m.positions == c.model.positions);
+    CHECK(m.normalization == c.model.normalization);
+    CHECK(m.ffn == c.model.ffn);
+    CHECK(attn::lm_kv_heads(m) == attn::lm_kv_heads(c.model));
+    CHECK(m.window == c.model.window);
+    CHECK(m.bias == c.model.bias);
+    CHECK(m.block_size == c.model.block_size);
+    attn::TrainState resumed = std::move(loaded.state);
+    while (resumed.step < c.steps) attn::train_step(resumed, loaded.config, data);
+    CHECK(bitwise_equal(resumed.weights, straight.weights));
+    CHECK(bitwise_equal(resumed.adam_v, straight.adam_v));
+    CHECK(resumed.losses == straight.losses);
+    fs::remove_all(dir);
+  }
+}
+
 TEST_CASE("a new checkpoint replaces the previous one only once it is complete") {
   const attn::TrainConfig c = small_config();
   const std::vector<int> data = data_of(300);

@@ -14,6 +14,8 @@
 #include "attn/fast/layernorm.hpp"
 #include "attn/ops/dropout.hpp"
 #include "attn/ops/layernorm.hpp"
+#include "attn/ops/rmsnorm.hpp"
+#include "attn/ops/swiglu.hpp"
 #include "../core/parallel.hpp"
 
 namespace attn {
@@ -35,6 +37,50 @@ std::string_view norm_name(NormPlacement n) {
   return "unknown";
 }
 
+Positions parse_positions(std::string_view name) {
+  if (name == "learned") return Positions::learned;
+  if (name == "rope") return Positions::rope;
+  throw std::invalid_argument("unknown positions '" + std::string(name) +
+                              "': expected learned or rope");
+}
+std::string_view positions_name(Positions p) { return p == Positions::rope ? "rope" : "learned"; }
+
+Normalization parse_normalization(std::string_view name) {
+  if (name == "layernorm") return Normalization::layernorm;
+  if (name == "rmsnorm") return Normalization::rmsnorm;
+  throw std::invalid_argument("unknown normalization '" + std::string(name) +
+                              "': expected layernorm or rmsnorm");
+}
+std::string_view normalization_name(Normalization n) {
+  return n == Normalization::rmsnorm ? "rmsnorm" : "layernorm";
+}
+
+FfnKind parse_ffn_kind(std::string_view name) {
+  if (name == "mlp") return FfnKind::mlp;
+  if (name == "swiglu") return FfnKind::swiglu;
+  throw std::invalid_argument("unknown ffn '" + std::string(name) + "': expected mlp or swiglu");
+}
+std::string_view ffn_kind_name(FfnKind f) { return f == FfnKind::swiglu ? "swiglu" : "mlp"; }
+
+std::size_t swiglu_width(std::size_t C) {
+  const std::size_t f = 8 * C / 3;  // floor(2/3 * 4C)
+  return (f + 7) / 8 * 8;           // up to a multiple of 8
+}
+
+std::size_t kv_heads(const BlockConfig& c) { return c.n_kv_heads == 0 ? c.n_heads : c.n_kv_heads; }
+
+namespace {
+// Attention other than chapter 05's multi-head attention: grouped K/V heads, RoPE or a window.
+bool gqa_attention(const BlockConfig& c) {
+  return kv_heads(c) != c.n_heads || c.rope || c.window != 0;
+}
+}  // namespace
+
+bool block_default_parts(const BlockConfig& c) {
+  return !gqa_attention(c) && c.normalization == Normalization::layernorm &&
+         c.ffn == FfnKind::mlp && c.bias;
+}
+
 BlockWeights block_init(Rng& rng, std::size_t C, std::size_t F) {
   BlockWeights w;
   // Drawn in this order: w_q, w_k, w_v, w_o, then w1, w2.
@@ -45,6 +91,36 @@ BlockWeights block_init(Rng& rng, std::size_t C, std::size_t F) {
   w.ln2_gamma = xt::ones<float>({C});
   w.ln2_beta = xt::zeros<float>({C});
   w.ffn = ffn_init(rng, C, F);
+  return w;
+}
+
+BlockWeights block_init(Rng& rng, std::size_t C, std::size_t F, const BlockConfig& parts) {
+  const std::size_t H = parts.n_heads, KV = kv_heads(parts);
+  require(H >= 1 && C % H == 0 && KV >= 1 && H % KV == 0, "attn::block_init", [&] {
+    return "n_heads = " + std::to_string(H) + " and n_kv_heads = " + std::to_string(KV) +
+           " do not divide C = " + std::to_string(C) + " and n_heads";
+  });
+  BlockWeights w = block_init(rng, C, parts.ffn == FfnKind::swiglu ? 4 * C : F);
+  if (KV != H) {
+    // GQA: KV heads of hs = C / H columns each, the first KV * hs columns of the full draws.
+    const std::size_t cols = KV * (C / H);
+    w.attn.w_k = xt::eval(xt::view(w.attn.w_k, xt::all(), xt::range(0, cols)));
+    w.attn.w_v = xt::eval(xt::view(w.attn.w_v, xt::all(), xt::range(0, cols)));
+  }
+  if (parts.ffn == FfnKind::swiglu) {
+    w.ffn = FfnWeights{};
+    w.swiglu.w_gate = randn(rng, C, F, 0.02f);  // (C, F)
+    w.swiglu.w_up = randn(rng, C, F, 0.02f);    // (C, F)
+    w.swiglu.w_down = randn(rng, F, C, 0.02f);  // (F, C)
+  }
+  if (parts.normalization == Normalization::rmsnorm || !parts.bias) {
+    w.ln1_beta = Vector(Vector::shape_type{0});
+    w.ln2_beta = Vector(Vector::shape_type{0});
+  }
+  if (!parts.bias && parts.ffn == FfnKind::mlp) {
+    w.ffn.b1 = Vector(Vector::shape_type{0});
+    w.ffn.b2 = Vector(Vector::shape_type{0});
+  }
   return w;
 }
 
@@ -74,9 +150,18 @@ void check_block(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& c
     return "n_heads = " + std::to_string(config.n_heads) +
            " does not divide C = " + std::to_string(C);
   });
+  const std::size_t KV = kv_heads(config);
+  require(KV >= 1 && config.n_heads % KV == 0, kFunction, [&] {
+    return "n_kv_heads = " + std::to_string(KV) +
+           " does not divide n_heads = " + std::to_string(config.n_heads);
+  });
+  const std::size_t kv_cols = KV * (C / config.n_heads);  // KV heads of hs columns
   check_shape<2>("attn.w_q", w.attn.w_q, {C, C});
-  check_shape<2>("attn.w_k", w.attn.w_k, {C, C});
-  check_shape<2>("attn.w_v", w.attn.w_v, {C, C});
+  check_shape<2>("attn.w_k", w.attn.w_k, {C, kv_cols});
+  check_shape<2>("attn.w_v", w.attn.w_v, {C, kv_cols});
+  require(config.attn_proj || !gqa_attention(config), kFunction,
+          "attn_proj = false (chapter 09's ladder) runs chapter 05's attention only: no GQA, "
+          "RoPE or window");
   if (config.attn_proj) {
     check_shape<2>("attn.w_o", w.attn.w_o, {C, C});
   } else {
@@ -87,18 +172,35 @@ void check_block(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& c
   }
   const bool ln_given =
       w.ln1_gamma.size() + w.ln1_beta.size() + w.ln2_gamma.size() + w.ln2_beta.size() != 0;
+  // LayerNorm with biases has a beta; RMSNorm, or no biases, has none (empty).
+  const bool betas = config.normalization == Normalization::layernorm && config.bias;
   if (config.use_layer_norm || ln_given) {
+    const std::size_t beta_size = !config.use_layer_norm || betas ? C : 0;
     check_shape<1>("ln1_gamma", w.ln1_gamma, {C});
-    check_shape<1>("ln1_beta", w.ln1_beta, {C});
+    check_shape<1>("ln1_beta", w.ln1_beta, {beta_size});
     check_shape<1>("ln2_gamma", w.ln2_gamma, {C});
-    check_shape<1>("ln2_beta", w.ln2_beta, {C});
+    check_shape<1>("ln2_beta", w.ln2_beta, {beta_size});
   }
-  if (config.use_ffn) {
+  const std::size_t swiglu_floats =
+      w.swiglu.w_gate.size() + w.swiglu.w_up.size() + w.swiglu.w_down.size();
+  if (config.use_ffn && config.ffn == FfnKind::swiglu) {
+    require(w.swiglu.w_gate.size() != 0, kFunction, [&] {
+      return "swiglu.w_gate is empty, expected (C, F) = (" + std::to_string(C) +
+             ", F) (ffn = swiglu)";
+    });
+    const std::size_t F = w.swiglu.w_gate.shape()[1];
+    check_shape<2>("swiglu.w_gate", w.swiglu.w_gate, {C, F});
+    check_shape<2>("swiglu.w_up", w.swiglu.w_up, {C, F});
+    check_shape<2>("swiglu.w_down", w.swiglu.w_down, {F, C});
+    require(w.ffn.w1.size() + w.ffn.b1.size() + w.ffn.w2.size() + w.ffn.b2.size() == 0, kFunction,
+            "ffn.w1 ... b2 must be empty in a SwiGLU block (its weights are swiglu.*)");
+  } else if (config.use_ffn) {
     const std::size_t F = w.ffn.w1.shape()[1];
     check_shape<2>("ffn.w1", w.ffn.w1, {C, F});
-    check_shape<1>("ffn.b1", w.ffn.b1, {F});
+    check_shape<1>("ffn.b1", w.ffn.b1, {config.bias ? F : 0});
     check_shape<2>("ffn.w2", w.ffn.w2, {F, C});
-    check_shape<1>("ffn.b2", w.ffn.b2, {C});
+    check_shape<1>("ffn.b2", w.ffn.b2, {config.bias ? C : 0});
+    require(swiglu_floats == 0, kFunction, "swiglu.* must be empty in an MLP block");
   } else {
     require(w.ffn.w1.size() + w.ffn.b1.size() + w.ffn.w2.size() + w.ffn.b2.size() == 0, kFunction,
             [&] {
@@ -111,11 +213,70 @@ void check_block(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& c
 // LayerNorm(x) into `storage`, or x itself when the config switches LayerNorm off (chapter 06's
 // experiment: without it, the scale of the activations drifts as blocks are stacked). The trace
 // still reports the step, so both variants list the same steps.
+const Vector& zeros_vector(std::size_t n);
+
 const Tensor<3>& norm(const Tensor<3>& x, const Vector& gamma, const Vector& beta,
                       const BlockConfig& config, Tensor<3>& storage) {
   if (!config.use_layer_norm) return x;
-  storage = fast::layer_norm<3>(x, gamma, beta, config.eps);
+  if (config.normalization == Normalization::rmsnorm) {
+    storage = rms_norm<float, 3>(x, gamma, static_cast<double>(config.eps));
+    return storage;
+  }
+  // Without biases LayerNorm has no beta: it adds zeros.
+  storage = fast::layer_norm<3>(x, gamma, beta.size() == 0 ? zeros_vector(gamma.size()) : beta,
+                                config.eps);
   return storage;
+}
+
+// A vector of n zeros, kept by the thread (a LayerNorm or FFN without biases adds these).
+const Vector& zeros_vector(std::size_t n) {
+  thread_local Vector z;
+  if (z.size() != n) z = xt::zeros<float>({n});
+  return z;
+}
+
+GqaConfig gqa_config(const BlockConfig& c) {
+  GqaConfig g;
+  g.n_heads = c.n_heads;
+  g.n_kv_heads = kv_heads(c);
+  g.causal = c.causal;
+  g.rope = c.rope;
+  g.theta = c.rope_theta;
+  g.window = c.window;
+  return g;
+}
+
+// The attention weights as the reference GQA takes them (a copy: four matrices per call).
+GqaWeights<float> gqa_weights(const MhaWeights& w) { return {w.w_q, w.w_k, w.w_v, w.w_o}; }
+
+// The MLP's weights with zero biases in place of the empty ones (no biases), kept by the thread.
+const FfnWeights& mlp_weights(const FfnWeights& w, const BlockConfig& config) {
+  if (config.bias) return w;
+  thread_local FfnWeights s;
+  s.w1 = w.w1;
+  s.w2 = w.w2;
+  s.b1 = zeros_vector(w.w1.shape()[1]);
+  s.b2 = xt::zeros<float>({w.w2.shape()[1]});
+  return s;
+}
+
+// The attention step of the evaluation forward: chapter 05's MHA on the fast kernels, or the
+// reference grouped-query attention (RoPE, window) for the other parts.
+MhaResult attention_eval(const Tensor<3>& x, const MhaWeights& w, const BlockConfig& config) {
+  if (!gqa_attention(config)) {
+    return fast::mha_forward(x, w, config.n_heads, config.causal, config.keep_weights);
+  }
+  GqaResult<float> r = gqa_forward<float>(x, gqa_weights(w), gqa_config(config));
+  MhaResult out;
+  out.out = std::move(r.out);
+  if (config.keep_weights) out.weights = std::move(r.weights);
+  return out;
+}
+
+// The FFN step of the evaluation forward: the MLP (fast kernels) or SwiGLU (the reference).
+Tensor<3> ffn_eval(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config) {
+  if (config.ffn == FfnKind::swiglu) return swiglu_forward<float>(x, w.swiglu);
+  return fast::ffn_forward(x, mlp_weights(w.ffn, config), config.activation);
 }
 
 // out[i] = a[i] + b[i] for i < n; out may be a. Eight at a time, each group read before it is
@@ -179,7 +340,7 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
     const Tensor<3>& h1 = norm(x, w.ln1_gamma, w.ln1_beta, config, ln_storage);
     report(trace, "ln1", h1);
     // 2. a = MultiHeadAttention(h): tokens exchange information  (B, T, C), weights (B, H, T, T)
-    MhaResult a = fast::mha_forward(h1, w.attn, config.n_heads, config.causal, config.keep_weights);
+    MhaResult a = attention_eval(h1, w.attn, config);
     report(trace, "attn", a.out);
     // 3. x = x + a: the residual connection                   (B, T, C)
     //    (residual = false, chapter 09's ladder: x = a)
@@ -191,7 +352,7 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
     const Tensor<3>& h2 = norm(stream, w.ln2_gamma, w.ln2_beta, config, ln_storage);
     report(trace, "ln2", h2);
     // 5. f = FFN(h): each token on its own                     (B, T, C) -> (B, T, F) -> (B, T, C)
-    Tensor<3> f = fast::ffn_forward(h2, w.ffn, config.activation);
+    Tensor<3> f = ffn_eval(h2, w, config);
     report(trace, "ffn", f);
     // 6. x = x + f                                             (B, T, C)
     if (config.residual) {
@@ -206,7 +367,7 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
   // Post-norm (the original Transformer): normalise after each residual addition, so the
   // stream itself is renormalised twice per block.
   // 1. a = MultiHeadAttention(x)                               (B, T, C), weights (B, H, T, T)
-  MhaResult a = fast::mha_forward(x, w.attn, config.n_heads, config.causal, config.keep_weights);
+  MhaResult a = attention_eval(x, w.attn, config);
   report(trace, "attn", a.out);
   // 2. r = x + a                                               (B, T, C)
   Tensor<3> r1 = std::move(a.out);
@@ -217,13 +378,17 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
   report(trace, "ln1", x1);
   if (!config.use_ffn) return {Tensor<3>(x1), std::move(a.weights)};
   // 4. f = FFN(x)                                              (B, T, C)
-  Tensor<3> r2 = fast::ffn_forward(x1, w.ffn, config.activation);
+  Tensor<3> r2 = ffn_eval(x1, w, config);
   report(trace, "ffn", r2);
   // 5. r = x + f                                               (B, T, C)
   if (config.residual) add_in_place(r2, x1);
   report(trace, "residual2", r2);
   // 6. out = ln2(r)                                            (B, T, C)
-  if (config.use_layer_norm) r2 = fast::layer_norm<3>(r2, w.ln2_gamma, w.ln2_beta, config.eps);
+  if (config.use_layer_norm) {
+    Tensor<3> normed;
+    (void)norm(r2, w.ln2_gamma, w.ln2_beta, config, normed);
+    r2 = std::move(normed);
+  }
   report(trace, "ln2", r2);
   return {std::move(r2), std::move(a.weights)};
 }
@@ -284,6 +449,136 @@ void add_into(Tensor<3>& out, const Tensor<3>& a, const Tensor<3>& b) {
   ensure_shape(out, {a.shape()[0], a.shape()[1], a.shape()[2]});
   add_arrays(out.data(), a.data(), b.data(), out.size());
 }
+// acc += g element by element, in acc's own buffer: a gradient tensor keeps its storage (an
+// optimizer holds spans into it; xtensor's += may allocate a new one). Same sizes.
+template <class T>
+void add_into_buffer(T& acc, const T& g) {
+  float* a = acc.data();
+  const float* b = g.data();
+  for (std::size_t i = 0; i < acc.size(); ++i) a[i] += b[i];
+}
+template <class T>
+void clear_any(T& t) {
+  if (t.size() != 0) t = T(typename T::shape_type{});
+}
+
+// ---- The parts in the training forward and the backward: each step dispatches to chapter
+// 06's fast kernels for the default part, or to the reference op of the other part, and keeps
+// what that part's backward reads (the other part's cache fields are emptied).
+
+// out = norm(x) (LayerNorm or RMSNorm), keeping mean and rstd (ln) or rstd (rms).
+void norm_forward(const Tensor<3>& x, const Vector& gamma, const Vector& beta, const BlockConfig& c,
+                  LayerNormCache& ln, RmsNormCache<float>& rms, Tensor<3>& out) {
+  if (c.normalization == Normalization::rmsnorm) {
+    clear(ln);
+    out = rms_norm<float, 3>(x, gamma, static_cast<double>(c.eps), rms);
+    return;
+  }
+  clear_any(rms.rstd);
+  fast::layer_norm<3>(x, gamma, beta.size() == 0 ? zeros_vector(gamma.size()) : beta, c.eps, ln,
+                      out);
+}
+
+// dx from dy through the norm whose input was x; dgamma (and dbeta, when there is one) +=.
+// dx may be dy.
+void norm_backward(const Tensor<3>& dy, const Tensor<3>& x, const Vector& gamma,
+                   const BlockConfig& c, const LayerNormCache& ln, const RmsNormCache<float>& rms,
+                   Tensor<3>& dx, Vector& dgamma, Vector& dbeta) {
+  if (c.normalization == Normalization::rmsnorm) {
+    RmsNormGrads<float, 3> g = rms_norm_backward<float, 3>(dy, x, gamma, rms);
+    add_into_buffer(dgamma, g.dgamma);
+    dx = std::move(g.dx);
+    return;
+  }
+  if (dbeta.size() == 0) {  // no biases: beta's gradient has nowhere to go
+    thread_local Vector unused;
+    unused = zeros_vector(gamma.size());
+    fast::layer_norm_backward<3>(dy, x, gamma, ln, dx, dgamma, unused);
+    return;
+  }
+  fast::layer_norm_backward<3>(dy, x, gamma, ln, dx, dgamma, dbeta);
+}
+
+// out = attention(x): chapter 05's MHA (cache.attn) or the reference GQA (cache.gqa).
+void attention_forward(const Tensor<3>& x, const MhaWeights& w, const BlockConfig& c,
+                       BlockCache& cache, Tensor<3>& out) {
+  if (!gqa_attention(c)) {
+    clear_any(cache.gqa.x);
+    clear_any(cache.gqa.q);
+    clear_any(cache.gqa.k);
+    clear_any(cache.gqa.v);
+    clear_any(cache.gqa.weights);
+    clear_any(cache.gqa.heads);
+    fast::mha_forward(x, w, c.n_heads, c.causal, cache.attn, out);
+    return;
+  }
+  clear(cache.attn.x);
+  clear(cache.attn.qkv);
+  clear_any(cache.attn.weights);
+  clear(cache.attn.heads);
+  out = gqa_forward<float>(x, gqa_weights(w), gqa_config(c), cache.gqa);
+}
+
+void attention_backward(const Tensor<3>& dout, const BlockCache& cache, const MhaWeights& w,
+                        const BlockConfig& c, Tensor<3>& dx, MhaWeights& grads) {
+  if (!gqa_attention(c)) {
+    fast::mha_backward(dout, cache.attn, w, c.n_heads, c.causal, dx, grads);
+    return;
+  }
+  // The reference's gradients, from zero, then added into grads' own buffers.
+  GqaWeights<float> g{xt::zeros<float>(grads.w_q.shape()), xt::zeros<float>(grads.w_k.shape()),
+                      xt::zeros<float>(grads.w_v.shape()), xt::zeros<float>(grads.w_o.shape())};
+  gqa_backward<float>(dout, cache.gqa, gqa_weights(w), gqa_config(c), dx, g);
+  add_into_buffer(grads.w_q, g.w_q);
+  add_into_buffer(grads.w_k, g.w_k);
+  add_into_buffer(grads.w_v, g.w_v);
+  add_into_buffer(grads.w_o, g.w_o);
+}
+
+// out = FFN(x): the MLP (cache.ffn, fast kernels) or SwiGLU (cache.swiglu, the reference).
+void ffn_forward_part(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& c,
+                      BlockCache& cache, Tensor<3>& out) {
+  if (c.ffn == FfnKind::swiglu) {
+    clear(cache.ffn.x);
+    clear(cache.ffn.pre);
+    clear(cache.ffn.act);
+    out = swiglu_forward<float>(x, w.swiglu, cache.swiglu);
+    return;
+  }
+  clear_any(cache.swiglu.x);
+  clear_any(cache.swiglu.a);
+  clear_any(cache.swiglu.u);
+  clear_any(cache.swiglu.h);
+  fast::ffn_forward(x, mlp_weights(w.ffn, c), c.activation, cache.ffn, out);
+}
+
+void ffn_backward_part(const Tensor<3>& dy, const BlockCache& cache, const BlockWeights& w,
+                       const BlockConfig& c, Tensor<3>& dx, BlockWeights& grads) {
+  if (c.ffn == FfnKind::swiglu) {
+    SwigluWeights<float> g{xt::zeros<float>(w.swiglu.w_gate.shape()),
+                           xt::zeros<float>(w.swiglu.w_up.shape()),
+                           xt::zeros<float>(w.swiglu.w_down.shape())};
+    swiglu_backward<float>(dy, cache.swiglu, w.swiglu, dx, g);
+    add_into_buffer(grads.swiglu.w_gate, g.w_gate);
+    add_into_buffer(grads.swiglu.w_up, g.w_up);
+    add_into_buffer(grads.swiglu.w_down, g.w_down);
+    return;
+  }
+  if (c.bias) {
+    fast::ffn_backward(dy, cache.ffn, w.ffn, c.activation, dx, grads.ffn);
+    return;
+  }
+  // No biases: the kernel's gradients from zero (its bias gradients dropped), then w1's and
+  // w2's added into grads' own buffers.
+  thread_local FfnWeights g;
+  g.w1 = xt::zeros<float>(grads.ffn.w1.shape());
+  g.w2 = xt::zeros<float>(grads.ffn.w2.shape());
+  g.b1 = zeros_vector(g.w1.shape()[1]);
+  g.b2 = xt::zeros<float>({g.w2.shape()[1]});
+  fast::ffn_backward(dy, cache.ffn, mlp_weights(w.ffn, c), c.activation, dx, g);
+  add_into_buffer(grads.ffn.w1, g.w1);
+  add_into_buffer(grads.ffn.w2, g.w2);
+}
 
 }  // namespace
 
@@ -322,22 +617,25 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
     clear(cache.ln2_in);
     // 1. h = ln1(x): the backward of ln1 needs x (and mean, rstd). h is written straight into
     //    cache.attn.x, where MHA keeps its input (so it copies nothing).
+    //    (The reference GQA copies its input into cache.gqa.x: h goes to scratch then.)
+    Tensor<3>& h1 = gqa_attention(config) ? h : cache.attn.x;
     if (ln) {
       copy_into(cache.x, x);
-      fast::layer_norm<3>(x, w.ln1_gamma, w.ln1_beta, config.eps, cache.ln1, cache.attn.x);
+      norm_forward(x, w.ln1_gamma, w.ln1_beta, config, cache.ln1, cache.rms1, h1);
     } else {
       clear(cache.x);
       clear(cache.ln1);
+      clear_any(cache.rms1.rstd);
     }
     // 2. a = MHA(h): cache.attn keeps h, q|k|v, the weights and the merged heads.
-    fast::mha_forward(ln ? cache.attn.x : x, w.attn, config.n_heads, config.causal, cache.attn,
-                      out);
+    attention_forward(ln ? h1 : x, w.attn, config, cache, out);
     if (drop) multiply_in_place(out, cache.drop_attn);  // a = dropout(a)
     if (!config.use_ffn) {
       // 3. x = x + a
       if (config.residual) add_in_place(out, x);
       clear(cache.residual1);
       clear(cache.ln2);
+      clear_any(cache.rms2.rstd);
       clear(cache.ffn.x);
       clear(cache.ffn.pre);
       clear(cache.ffn.act);
@@ -352,14 +650,17 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
       copy_into(cache.residual1, out);
     }
     if (!ln) clear(cache.residual1);
-    // 4. h = ln2(x), straight into cache.ffn.x where the FFN keeps its input.
+    // 4. h = ln2(x), straight into cache.ffn.x where the FFN keeps its input (SwiGLU copies
+    //    its input into cache.swiglu.x: scratch then).
+    Tensor<3>& h2 = config.ffn == FfnKind::swiglu ? h : cache.ffn.x;
     if (ln) {
-      fast::layer_norm<3>(stream, w.ln2_gamma, w.ln2_beta, config.eps, cache.ln2, cache.ffn.x);
+      norm_forward(stream, w.ln2_gamma, w.ln2_beta, config, cache.ln2, cache.rms2, h2);
     } else {
       clear(cache.ln2);
+      clear_any(cache.rms2.rstd);
     }
     // 5. f = FFN(h): cache.ffn keeps h, the pre-activation and the activation.
-    fast::ffn_forward(ln ? cache.ffn.x : out, w.ffn, config.activation, cache.ffn, f);
+    ffn_forward_part(ln ? h2 : out, w, config, cache, f);
     if (drop) multiply_in_place(f, cache.drop_ffn);  // f = dropout(f)
     // 6. x = x + f
     if (!config.residual) {
@@ -372,22 +673,24 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
   // Post-norm.
   clear(cache.x);  // the input lives in cache.attn.x
   // 1. a = MHA(x)
-  fast::mha_forward(x, w.attn, config.n_heads, config.causal, cache.attn, out);
+  attention_forward(x, w.attn, config, cache, out);
   if (drop) multiply_in_place(out, cache.drop_attn);  // a = dropout(a)
   // 2. r = x + a
   if (config.residual) add_in_place(out, x);
   // 3. x = ln1(r): its backward needs r (residual1).
   if (ln) {
     copy_into(cache.residual1, out);
-    fast::layer_norm<3>(out, w.ln1_gamma, w.ln1_beta, config.eps, cache.ln1, h);
+    norm_forward(out, w.ln1_gamma, w.ln1_beta, config, cache.ln1, cache.rms1, h);
   } else {
     clear(cache.residual1);
     clear(cache.ln1);
+    clear_any(cache.rms1.rstd);
   }
   const Tensor<3>& x1 = ln ? h : out;
   if (!config.use_ffn) {
     clear(cache.ln2_in);
     clear(cache.ln2);
+    clear_any(cache.rms2.rstd);
     clear(cache.ffn.x);
     clear(cache.ffn.pre);
     clear(cache.ffn.act);
@@ -395,7 +698,7 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
     return;
   }
   // 4. f = FFN(x)
-  fast::ffn_forward(x1, w.ffn, config.activation, cache.ffn, f);
+  ffn_forward_part(x1, w, config, cache, f);
   if (drop) multiply_in_place(f, cache.drop_ffn);  // f = dropout(f)
   // 5. r = x + f
   if (config.residual) add_in_place(f, x1);
@@ -403,24 +706,25 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
   if (!ln) {
     clear(cache.ln2_in);
     clear(cache.ln2);
+    clear_any(cache.rms2.rstd);
     copy_into(out, f);
     return;
   }
   copy_into(cache.ln2_in, f);
-  fast::layer_norm<3>(f, w.ln2_gamma, w.ln2_beta, config.eps, cache.ln2, out);
+  norm_forward(f, w.ln2_gamma, w.ln2_beta, config, cache.ln2, cache.rms2, out);
 }
 
 void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockWeights& w,
                     const BlockConfig& config, Tensor<3>& dx, BlockWeights& grads) {
   constexpr const char* kFn = "attn::block_backward";
-  const Tensor<3>& x_in = cache.attn.x;  // (B, T, C): the attention's input has the block's shape
+  // (B, T, C): the attention's input has the block's shape
+  const Tensor<3>& x_in = gqa_attention(config) ? cache.gqa.x : cache.attn.x;
   if (dout.shape() != x_in.shape()) {
     shape_error(kFn, "dout of shape " + shape_str(x_in.shape()) + " (like the block's output)",
                 "dout " + shape_str(dout.shape()));
   }
   check_block(x_in, w, config);
   const bool ln = config.use_layer_norm;
-  const std::size_t H = config.n_heads;
   // Scratch (B, T, C) gradients, kept by the calling thread between calls.
   thread_local Tensor<3> d_stream, d_sub, d_drop;
   // Dropout y = a * mask passes dy * mask back to its sub-layer (ops/dropout.hpp); the residual
@@ -444,12 +748,11 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
     const Tensor<3>* g = &dout;  // dL/d(stream after attention), once the FFN step is undone
     if (config.use_ffn) {
       // 6-5. f = FFN(h2): dh2 = ffn_backward(df), df = dout.
-      fast::ffn_backward(through(dout, cache.drop_ffn), cache.ffn, w.ffn, config.activation, d_sub,
-                         grads.ffn);
+      ffn_backward_part(through(dout, cache.drop_ffn), cache, w, config, d_sub, grads);
       // 4. h2 = ln2(x1)
       if (ln) {
-        fast::layer_norm_backward<3>(d_sub, cache.residual1, w.ln2_gamma, cache.ln2, d_sub,
-                                     grads.ln2_gamma, grads.ln2_beta);
+        norm_backward(d_sub, cache.residual1, w.ln2_gamma, config, cache.ln2, cache.rms2, d_sub,
+                      grads.ln2_gamma, grads.ln2_beta);
       }
       // 6. x2 = x1 + f: dx1 = dout + (the FFN branch), or the branch alone without residual.
       if (config.residual) {
@@ -460,12 +763,11 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
       g = &d_stream;
     }
     // 2. a = MHA(h1)
-    fast::mha_backward(through(*g, cache.drop_attn), cache.attn, w.attn, H, config.causal, d_sub,
-                       grads.attn);
+    attention_backward(through(*g, cache.drop_attn), cache, w.attn, config, d_sub, grads.attn);
     // 1. h1 = ln1(x)
     if (ln) {
-      fast::layer_norm_backward<3>(d_sub, cache.x, w.ln1_gamma, cache.ln1, d_sub, grads.ln1_gamma,
-                                   grads.ln1_beta);
+      norm_backward(d_sub, cache.x, w.ln1_gamma, config, cache.ln1, cache.rms1, d_sub,
+                    grads.ln1_gamma, grads.ln1_beta);
     }
     // 3. x1 = x + a
     if (config.residual) {
@@ -481,26 +783,24 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
     // 6. out = ln2(r2)
     const Tensor<3>* d_r2 = &dout;
     if (ln) {
-      fast::layer_norm_backward<3>(dout, cache.ln2_in, w.ln2_gamma, cache.ln2, d_stream,
-                                   grads.ln2_gamma, grads.ln2_beta);
+      norm_backward(dout, cache.ln2_in, w.ln2_gamma, config, cache.ln2, cache.rms2, d_stream,
+                    grads.ln2_gamma, grads.ln2_beta);
       d_r2 = &d_stream;
     }
     // 4. f = FFN(x1)
-    fast::ffn_backward(through(*d_r2, cache.drop_ffn), cache.ffn, w.ffn, config.activation, d_sub,
-                       grads.ffn);
+    ffn_backward_part(through(*d_r2, cache.drop_ffn), cache, w, config, d_sub, grads);
     // 5. r2 = x1 + f
     if (config.residual) add_into(d_sub, d_sub, *d_r2);
     g = &d_sub;
   }
   // 3. x1 = ln1(r1)
   if (ln) {
-    fast::layer_norm_backward<3>(*g, cache.residual1, w.ln1_gamma, cache.ln1, d_stream,
-                                 grads.ln1_gamma, grads.ln1_beta);
+    norm_backward(*g, cache.residual1, w.ln1_gamma, config, cache.ln1, cache.rms1, d_stream,
+                  grads.ln1_gamma, grads.ln1_beta);
     g = &d_stream;
   }
   // 1. a = MHA(x), 2. r1 = x + a
-  fast::mha_backward(through(*g, cache.drop_attn), cache.attn, w.attn, H, config.causal, dx,
-                     grads.attn);
+  attention_backward(through(*g, cache.drop_attn), cache, w.attn, config, dx, grads.attn);
   if (config.residual) add_into(dx, dx, *g);
 }
 
@@ -518,6 +818,9 @@ BlockWeights block_zeros_like(const BlockWeights& w) {
   g.ffn.b1 = xt::zeros<float>(w.ffn.b1.shape());
   g.ffn.w2 = xt::zeros<float>(w.ffn.w2.shape());
   g.ffn.b2 = xt::zeros<float>(w.ffn.b2.shape());
+  g.swiglu.w_gate = xt::zeros<float>(w.swiglu.w_gate.shape());
+  g.swiglu.w_up = xt::zeros<float>(w.swiglu.w_up.shape());
+  g.swiglu.w_down = xt::zeros<float>(w.swiglu.w_down.shape());
   return g;
 }
 
@@ -526,23 +829,31 @@ std::size_t activation_floats(const BlockCache& c) {
          c.ln2.rstd.size() + c.ln1_in.size() + c.ln1_out.size() + c.ln2_in.size() +
          c.ln2_out.size() + c.attn.x.size() + c.attn.qkv.size() + c.attn.weights.size() +
          c.attn.heads.size() + c.residual1.size() + c.ffn.x.size() + c.ffn.pre.size() +
-         c.ffn.act.size() + c.drop_attn.size() + c.drop_ffn.size();
+         c.ffn.act.size() + c.drop_attn.size() + c.drop_ffn.size() + c.gqa.x.size() +
+         c.gqa.q.size() + c.gqa.k.size() + c.gqa.v.size() + c.gqa.weights.size() +
+         c.gqa.heads.size() + c.rms1.rstd.size() + c.rms2.rstd.size() + c.swiglu.x.size() +
+         c.swiglu.a.size() + c.swiglu.u.size() + c.swiglu.h.size();
 }
 
 std::size_t block_activation_floats(std::size_t B, std::size_t T, std::size_t C, std::size_t F,
                                     std::size_t H, const BlockConfig& config) {
   const std::size_t btc = B * T * C;
   const bool ln = config.use_layer_norm, ffn = config.use_ffn;
-  // Attention: its input, q|k|v, the (B, H, T, T) weights, the merged heads.
-  std::size_t n = btc + 3 * btc + B * H * T * T + btc;
-  // FFN: its input, the pre-activation and the activation (B, T, F) each.
-  if (ffn) n += btc + 2 * B * T * F;
+  // Attention: its input, q|k|v, the (B, H, T, T) weights, the merged heads. With KV key/value
+  // heads (GQA) k and v hold B T KV hs floats each.
+  const std::size_t kv = H == 0 ? 0 : B * T * kv_heads(config) * (C / H);
+  std::size_t n = btc + btc + 2 * kv + B * H * T * T + btc;
+  // FFN: its input, the pre-activation and the activation (B, T, F) each; SwiGLU keeps three
+  // (B, T, F): a, u and h.
+  if (ffn) n += btc + (config.ffn == FfnKind::swiglu ? 3 : 2) * B * T * F;
   // Each LayerNorm used: its input (B, T, C) and the per-token mean and rstd (2 B T). Pre-norm:
   // ln1's input is the block input, ln2's the stream after attention; post-norm: ln1's is the
   // stream after attention, ln2's the stream after the FFN. The LayerNorm outputs are not
   // stored again: they are the sub-layers' inputs above (or the block's output).
-  if (ln) n += btc + 2 * B * T;         // ln1
-  if (ln && ffn) n += btc + 2 * B * T;  // ln2
+  // (RMSNorm keeps rstd alone: B T.)
+  const std::size_t stats = config.normalization == Normalization::rmsnorm ? B * T : 2 * B * T;
+  if (ln) n += btc + stats;         // ln1
+  if (ln && ffn) n += btc + stats;  // ln2
   // Dropout: one (B, T, C) mask per sub-layer.
   if (config.dropout > 0.0f) n += ffn ? 2 * btc : btc;
   return n;
@@ -588,7 +899,8 @@ double block_forward_flops(std::size_t B, std::size_t T, std::size_t C, std::siz
 std::size_t parameter_count(const BlockWeights& w) {
   return w.attn.w_q.size() + w.attn.w_k.size() + w.attn.w_v.size() + w.attn.w_o.size() +
          w.ln1_gamma.size() + w.ln1_beta.size() + w.ln2_gamma.size() + w.ln2_beta.size() +
-         w.ffn.w1.size() + w.ffn.b1.size() + w.ffn.w2.size() + w.ffn.b2.size();
+         w.ffn.w1.size() + w.ffn.b1.size() + w.ffn.w2.size() + w.ffn.b2.size() +
+         w.swiglu.w_gate.size() + w.swiglu.w_up.size() + w.swiglu.w_down.size();
 }
 
 }  // namespace attn

@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -23,6 +25,9 @@
 #include "attn/ops/ffn.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/linear.hpp"
+#include "attn/ops/rmsnorm.hpp"
+#include "attn/ops/rope.hpp"
+#include "attn/ops/swiglu.hpp"
 #include "attn/model/sample.hpp"
 #include "model_internal.hpp"
 
@@ -48,9 +53,7 @@ bool has_shape(const Tensor<N>& t, const std::array<std::size_t, N>& want) {
 // The weights of every block, which lm_forward leaves to block_forward. Nothing is formatted
 // unless a check fails: this runs for every step.
 // The FFN width of the config: ffn_hidden, or 4 C when it is 0.
-std::size_t ffn_width(const LmConfig& config) {
-  return config.ffn_hidden == 0 ? 4 * config.n_embd : config.ffn_hidden;
-}
+std::size_t ffn_width(const LmConfig& config) { return lm_ffn_width(config); }
 
 // The cache runs the pre-norm block of chapter 07 with any activation, FFN width and output head;
 // the ladder's variants without LayerNorm, residuals, FFN or projection are not supported.
@@ -381,11 +384,279 @@ const Matrix& lm_step(KvCache& cache, std::span<const int> tokens, const LmWeigh
   return cache.logits;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The rolling cache (chapter 11's parts).
+
+bool uses_rolling_cache(const LmConfig& config) {
+  return config.positions == Positions::rope || !block_default_parts(lm_block_config(config));
+}
+
+namespace {
+
+std::size_t rolling_capacity(const LmConfig& c) { return c.window != 0 ? c.window : c.block_size; }
+
+// rows (n, in) @ w (in, out) -> y (n, out), sums in double and rounded once: the reference's
+// projection (ops/linear_any.hpp), so a step computes the full forward's numbers.
+void project_rows(const float* x, std::size_t n, const Matrix& w, float* y) {
+  const std::size_t in = w.shape()[0], out = w.shape()[1];
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t o = 0; o < out; ++o) {
+      double sum = 0.0;
+      for (std::size_t i = 0; i < in; ++i)
+        sum += static_cast<double>(x[r * in + i]) * static_cast<double>(w(i, o));
+      y[r * out + o] = static_cast<float>(sum);
+    }
+}
+
+// The norm of `config` over B rows of C, x -> y (layer_norm_rows, or the reference RMSNorm).
+void norm_rows(const Matrix& x, const Vector& gamma, const Vector& beta, const LmConfig& config,
+               Matrix& y) {
+  const std::size_t rows = x.shape()[0], C = x.shape()[1];
+  if (config.normalization == Normalization::rmsnorm) {
+    y = rms_norm<float, 2>(x, gamma, static_cast<double>(kEps));
+    return;
+  }
+  const Vector zeros = beta.size() == 0 ? Vector(xt::zeros<float>({C})) : Vector();
+  fast::layer_norm_rows(x.data(), rows, C, gamma.data(),
+                        beta.size() == 0 ? zeros.data() : beta.data(), kEps, y.data());
+}
+
+// Rotates the n_heads heads of hs features in each of the B rows of `x` (B, n_heads * hs) by
+// position p: the interleaved pairs of attn::rope, the same angles and rounding.
+void rope_rows(Matrix& x, std::size_t n_heads, std::size_t hs, double theta, std::size_t p) {
+  const std::vector<double> freq = rope_frequencies(hs, theta);
+  for (std::size_t i = 0; i < hs / 2; ++i) {
+    const double angle = static_cast<double>(p) * freq[i];
+    const double c = std::cos(angle), s = std::sin(angle);
+    for (std::size_t b = 0; b < x.shape()[0]; ++b)
+      for (std::size_t h = 0; h < n_heads; ++h) {
+        float* r = x.data() + b * x.shape()[1] + h * hs;
+        const double x0 = static_cast<double>(r[2 * i]), x1 = static_cast<double>(r[2 * i + 1]);
+        r[2 * i] = static_cast<float>(x0 * c - x1 * s);
+        r[2 * i + 1] = static_cast<float>(x0 * s + x1 * c);
+      }
+  }
+}
+
+void check_rolling(const RollingKvCache& c, const LmConfig& config, const char* fn) {
+  const std::size_t H = config.n_heads, KV = lm_kv_heads(config);
+  const std::size_t hs = H == 0 ? 0 : config.n_embd / H;
+  const std::array<std::size_t, 4> want{c.batch, KV, rolling_capacity(config), hs};
+  bool ok = c.batch > 0 && c.capacity == rolling_capacity(config) &&
+            c.keys.size() == config.n_layers && c.values.size() == config.n_layers &&
+            c.logits.shape()[0] == c.batch && c.logits.shape()[1] == config.vocab_size;
+  for (std::size_t l = 0; ok && l < c.keys.size(); ++l)
+    ok = has_shape<4>(c.keys[l], want) && has_shape<4>(c.values[l], want);
+  if (!ok) require(false, fn, "the cache was not made by rolling_cache_init for this config");
+}
+
+}  // namespace
+
+RollingKvCache rolling_cache_init(const LmConfig& config, std::size_t batch) {
+  constexpr const char* kFn = "attn::rolling_cache_init";
+  require(batch >= 1, kFn, "batch must be at least 1, got 0");
+  require(
+      config.vocab_size > 0 && config.block_size > 0 && config.n_embd > 0 && config.n_layers > 0,
+      kFn, "vocab_size, block_size, n_embd and n_layers must be >= 1");
+  check_parts(config, kFn);
+  check_variant(config, kFn);
+  const std::size_t KV = lm_kv_heads(config), hs = config.n_embd / config.n_heads;
+  RollingKvCache c;
+  c.batch = batch;
+  c.capacity = rolling_capacity(config);
+  (void)checked_mul(checked_mul(checked_mul(batch, KV, kFn), c.capacity, kFn), hs, kFn);
+  const std::array<std::size_t, 4> shape{batch, KV, c.capacity, hs};  // (B, KV, capacity, hs)
+  for (std::size_t l = 0; l < config.n_layers; ++l) {
+    c.keys.emplace_back(shape);
+    c.values.emplace_back(shape);
+  }
+  c.logits = Matrix(std::array<std::size_t, 2>{batch, config.vocab_size});
+  return c;
+}
+
+std::size_t rolling_cache_floats(const LmConfig& config, std::size_t batch) {
+  const std::size_t hs = config.n_embd / config.n_heads;
+  return 2 * config.n_layers * batch * rolling_capacity(config) * lm_kv_heads(config) * hs;
+}
+
+const Matrix& lm_step_rolling(RollingKvCache& c, std::span<const int> tokens, const LmWeights& w,
+                              const LmConfig& config) {
+  constexpr const char* kFn = "attn::lm_step_rolling";
+  check_rolling(c, config, kFn);
+  detail::check_weights(w, config, kFn);
+  const std::size_t B = c.batch, C = config.n_embd, H = config.n_heads, hs = C / H;
+  const std::size_t KV = lm_kv_heads(config), group = H / KV, V = config.vocab_size;
+  const std::size_t W = c.capacity, p = c.length;  // the new token's absolute position
+  const bool rope = config.positions == Positions::rope;
+  if (tokens.size() != B) {
+    require(false, kFn, [&] {
+      return fmt::format("expected one token per sequence (B = {}), got {}", B, tokens.size());
+    });
+  }
+  if ((!rope || config.window == 0) && p >= config.block_size) {
+    require(false, kFn, [&] {
+      return fmt::format("the cache is full ({} positions, block_size); crop and start again", p);
+    });
+  }
+  check_ids(tokens.data(), tokens.size(), V, kFn);
+  g_steps.fetch_add(1, std::memory_order_relaxed);  // kv_work(): one step, one new position each
+  g_positions.fetch_add(tokens.size(), std::memory_order_relaxed);
+  // Positions visible to the new query: the last min(p + 1, W) (a window W, or T_max keys).
+  const std::size_t n = std::min(p + 1, W), first = p + 1 - n;
+  const std::size_t slot = p % W;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
+
+  // 1. x = wte[token] (+ wpe[p] with learned positions)                        (B, C)
+  Matrix x(std::array<std::size_t, 2>{B, C});
+  for (std::size_t b = 0; b < B; ++b) {
+    const float* tok = w.wte.data() + static_cast<std::size_t>(tokens[b]) * C;
+    for (std::size_t j = 0; j < C; ++j) x(b, j) = rope ? tok[j] : tok[j] + w.wpe(p, j);
+  }
+  Matrix h(std::array<std::size_t, 2>{B, C}), q(std::array<std::size_t, 2>{B, C});
+  Matrix k(std::array<std::size_t, 2>{B, KV * hs}), v(std::array<std::size_t, 2>{B, KV * hs});
+  Matrix heads(std::array<std::size_t, 2>{B, C}), proj(std::array<std::size_t, 2>{B, C});
+  std::vector<double> weights(n);
+  for (std::size_t l = 0; l < config.n_layers; ++l) {
+    const BlockWeights& bw = w.blocks[l];
+    // 2. h = norm1(x); q = h w_q (B, H hs), k = h w_k and v = h w_v (B, KV hs)
+    norm_rows(x, bw.ln1_gamma, bw.ln1_beta, config, h);
+    project_rows(h.data(), B, bw.attn.w_q, q.data());
+    project_rows(h.data(), B, bw.attn.w_k, k.data());
+    project_rows(h.data(), B, bw.attn.w_v, v.data());
+    // 3. RoPE at the absolute position p, on q and k (cached rotated: never rotated again).
+    if (rope) {
+      rope_rows(q, H, hs, config.rope_theta, p);
+      rope_rows(k, KV, hs, config.rope_theta, p);
+    }
+    // 4. k and v into slot p % W, over position p - W (which has left every window).
+    float* kc = c.keys[l].data();
+    float* vc = c.values[l].data();
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t g = 0; g < KV; ++g) {
+        std::copy_n(&k(b, g * hs), hs, kc + ((b * KV + g) * W + slot) * hs);
+        std::copy_n(&v(b, g * hs), hs, vc + ((b * KV + g) * W + slot) * hs);
+      }
+    // 5. Query head hh reads K/V head hh / (H / KV), over positions first..p in order:
+    //    scores, the stable softmax and the weighted sum of values, in double (windowed_attention).
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t hh = 0; hh < H; ++hh) {
+        const std::size_t g = hh / group;
+        const float* qh = &q(b, hh * hs);
+        const float* kh = kc + (b * KV + g) * W * hs;
+        const float* vh = vc + (b * KV + g) * W * hs;
+        double max_score = -std::numeric_limits<double>::infinity();
+        for (std::size_t j = 0; j < n; ++j) {
+          const float* kj = kh + ((first + j) % W) * hs;
+          double dot = 0.0;
+          for (std::size_t i = 0; i < hs; ++i)
+            dot += static_cast<double>(qh[i]) * static_cast<double>(kj[i]);
+          weights[j] = dot * scale;
+          max_score = std::max(max_score, weights[j]);
+        }
+        double sum = 0.0;
+        for (std::size_t j = 0; j < n; ++j) {
+          weights[j] = std::exp(weights[j] - max_score);
+          sum += weights[j];
+        }
+        for (std::size_t j = 0; j < n; ++j) weights[j] /= sum;
+        for (std::size_t i = 0; i < hs; ++i) {
+          double acc = 0.0;
+          for (std::size_t j = 0; j < n; ++j)
+            acc += weights[j] * static_cast<double>(vh[((first + j) % W) * hs + i]);
+          heads(b, hh * hs + i) = static_cast<float>(acc);
+        }
+      }
+    // 6. x = x + heads w_o
+    project_rows(heads.data(), B, bw.attn.w_o, proj.data());
+    for (std::size_t i = 0; i < B * C; ++i) x.data()[i] = proj.data()[i] + x.data()[i];
+    // 7. x = x + FFN(norm2(x)): SwiGLU (the reference), or the MLP (its biases zero when off)
+    norm_rows(x, bw.ln2_gamma, bw.ln2_beta, config, h);
+    const Tensor<3> h3 =
+        xt::adapt(h.data(), B * C, xt::no_ownership(), std::array<std::size_t, 3>{B, 1, C});
+    Tensor<3> f;
+    if (config.ffn == FfnKind::swiglu) {
+      f = swiglu_forward<float>(h3, bw.swiglu);
+    } else if (config.bias) {
+      f = fast::ffn_forward(h3, bw.ffn, config.activation);
+    } else {
+      FfnWeights zb{bw.ffn.w1, xt::zeros<float>({bw.ffn.w1.shape()[1]}), bw.ffn.w2,
+                    xt::zeros<float>({C})};
+      f = fast::ffn_forward(h3, zb, config.activation);
+    }
+    for (std::size_t i = 0; i < B * C; ++i) x.data()[i] = f.data()[i] + x.data()[i];
+  }
+  // 8. logits = norm_f(x) @ wte^T (tied) or @ lm_head (+ lm_head_bias)          (B, V)
+  norm_rows(x, w.ln_f_gamma, w.ln_f_beta, config, h);
+  if (config.tied_head) {
+    fast::gemm(B, V, C, 1.0f, h.data(), false, w.wte.data(), /*trans_b=*/true, 0.0f,
+               c.logits.data());
+  } else {
+    const bool bias = w.lm_head_bias.size() != 0;
+    if (bias) fill_bias(c.logits.data(), B, w.lm_head_bias);
+    fast::gemm(B, V, C, 1.0f, h.data(), false, w.lm_head.data(), /*trans_b=*/false,
+               bias ? 1.0f : 0.0f, c.logits.data());
+  }
+  ++c.length;
+  return c.logits;
+}
+
+namespace {
+
+// lm_generate_cached for a model with parts: the rolling cache, one step per token.
+std::vector<int> generate_rolling(const LmWeights& w, const LmConfig& config,
+                                  std::span<const int> prompt, const GenerateOptions& options,
+                                  Rng& rng, const TokenCallback& on_token) {
+  const std::size_t V = config.vocab_size, T_max = config.block_size;
+  const std::size_t n_new = options.max_new_tokens;
+  std::vector<int> generated;
+  if (n_new == 0) return generated;
+  generated.reserve(n_new);
+  std::vector<int> context(prompt.begin(), prompt.end());
+  context.reserve(prompt.size() + n_new);
+  // A rope model with a window sees its whole context, like lm_generate (never cropped); any
+  // other model the last T_max tokens, re-filled whenever the context moves.
+  const bool endless = config.positions == Positions::rope && config.window != 0;
+  RollingKvCache cache = rolling_cache_init(config, 1);
+  TokenSampler sampler(V);
+  const SamplingOptions sampling = detail::sampling_options(options);
+  const Matrix* logits = nullptr;
+  const auto fill = [&] {
+    const std::size_t T = endless ? context.size() : std::min(context.size(), T_max);
+    cache.length = 0;
+    for (std::size_t i = context.size() - T; i < context.size(); ++i)
+      logits = &lm_step_rolling(cache, std::span<const int>(&context[i], 1), w, config);
+    // kv_work(): those T steps fill the cache from nothing, so they count as one prefill of T
+    // positions (the positions were counted by each step already).
+    g_steps.fetch_sub(T, std::memory_order_relaxed);
+    g_prefills.fetch_add(1, std::memory_order_relaxed);
+  };
+  fill();
+  for (std::size_t i = 0; i < n_new; ++i) {
+    const int next = sampler.next(std::span<const float>(logits->data(), V), sampling, rng);
+    context.push_back(next);
+    generated.push_back(next);
+    if (on_token) on_token(next);
+    if (i + 1 == n_new) break;
+    if (endless || cache.length < T_max) {
+      logits = &lm_step_rolling(cache, std::span<const int>(&next, 1), w, config);
+    } else {
+      fill();  // the context moved one position: every cached key is stale
+    }
+  }
+  return generated;
+}
+
+}  // namespace
+
 std::vector<int> lm_generate_cached(const LmWeights& w, const LmConfig& config,
                                     std::span<const int> prompt, const GenerateOptions& options,
                                     Rng& rng, const TokenCallback& on_token) {
   constexpr const char* kFn = "attn::lm_generate_cached";
   detail::check_generate_inputs(w, config, prompt, options, kFn);
+  if (uses_rolling_cache(config)) {
+    check_variant(config, kFn);
+    return generate_rolling(w, config, prompt, options, rng, on_token);
+  }
   check_blocks(w, config, kFn);
   const std::size_t V = config.vocab_size, T_max = config.block_size;
   const std::size_t n_new = options.max_new_tokens;

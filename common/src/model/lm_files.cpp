@@ -172,6 +172,34 @@ bool parse_model_txt(const fs::path& dir, LmConfig& out, bool& seen_layers, bool
       } catch (const std::invalid_argument&) {
         bad("relu, gelu or gelu_tanh");
       }
+    } else if (key == "positions" || key == "normalization" || key == "ffn") {
+      // The parts (chapter 11): written only when a model uses one other than the default.
+      try {
+        if (key == "positions") out.positions = parse_positions(value);
+        if (key == "normalization") out.normalization = parse_normalization(value);
+        if (key == "ffn") out.ffn = parse_ffn_kind(value);
+      } catch (const std::invalid_argument&) {
+        bad(key == "positions"       ? "learned or rope"
+            : key == "normalization" ? "layernorm or rmsnorm"
+                                     : "mlp or swiglu");
+      }
+    } else if (key == "rope_theta") {
+      double theta = 0.0;
+      const auto [end, err] = std::from_chars(value.data(), value.data() + value.size(), theta);
+      if (err != std::errc() || end != value.data() + value.size() || !std::isfinite(theta) ||
+          theta <= 0.0) {
+        bad("a number > 0");
+      }
+      out.rope_theta = theta;
+    } else if (key == "n_kv_heads") {
+      size(out.n_kv_heads);
+    } else if (key == "window") {
+      size(out.window);
+    } else if (key == "bias") {
+      flag(out.bias);
+    } else if (key == "block_size") {  // rope: no wpe.npy to take T_max from
+      size(out.block_size);
+      if (out.block_size == 0) bad("a whole number >= 1");
     } else if (key == "dropout") {
       // Training only: a forward for inference drops nothing, so the value changes no logit
       // here. It must still be a probability.
@@ -401,51 +429,71 @@ LmWeights load_lm(const std::filesystem::path& dir, LmConfig& config) {
                        shape_str(wte.shape)));
   }
   const std::size_t V = wte.shape[0], C = wte.shape[1];
-  const NpyArray wpe = r.read("wpe.npy");
-  if (wpe.shape.size() != 2 || wpe.shape[0] == 0 || wpe.shape[1] != C) {
-    r.fail(fmt::format("wpe.npy has shape {}, expected (T_max, {}) with C = {} from wte.npy",
-                       shape_str(wpe.shape), C, C));
+  // Learned positions: wpe (T_max, C) gives T_max. Rope: no table; model.txt says block_size.
+  const bool learned = config.positions == Positions::learned;
+  NpyArray wpe;
+  if (learned) {
+    wpe = r.read("wpe.npy");
+    if (wpe.shape.size() != 2 || wpe.shape[0] == 0 || wpe.shape[1] != C) {
+      r.fail(fmt::format("wpe.npy has shape {}, expected (T_max, {}) with C = {} from wte.npy",
+                         shape_str(wpe.shape), C, C));
+    }
   }
-  const std::size_t T_max = wpe.shape[0];
+  const std::size_t T_max = learned ? wpe.shape[0] : config.block_size;
   if (n_heads < 1 || C % n_heads != 0) {
     r.fail(fmt::format("n_heads = {} does not divide C = {} (from wte.npy)", n_heads, C));
   }
-  const std::size_t F = config.ffn_hidden == 0 ? 4 * C : config.ffn_hidden;  // (model.hpp)
+  config.n_embd = C;
+  if (learned) config.block_size = T_max;
+  try {
+    check_parts(config, "attn::load_lm");
+  } catch (const std::invalid_argument& e) {
+    r.fail(fmt::format("{} describes parts that do not fit: {}", kModelTxt, e.what()));
+  }
+  const std::size_t F = lm_ffn_width(config);                       // (model.hpp)
+  const std::size_t kv_cols = lm_kv_heads(config) * (C / n_heads);  // KV heads of hs columns
+  const bool betas = config.normalization == Normalization::layernorm && config.bias;
 
   LmWeights w;
   w.wte = r.to_tensor<2>("wte.npy", wte, {V, C});
-  w.wpe = r.to_tensor<2>("wpe.npy", wpe, {T_max, C});
+  if (learned) w.wpe = r.to_tensor<2>("wpe.npy", wpe, {T_max, C});
 
   // 2. Every block, every tensor, in the documented order; the first problem is reported.
   for (std::size_t i = 0; i < n_layers; ++i) {
     const std::string h = fmt::format("h{}.", i);
     BlockWeights b;
     Matrix* matrices[] = {&b.attn.w_q, &b.attn.w_k, &b.attn.w_v, &b.attn.w_o};
-    // A variant's unused tensors are not read (and not saved by save_lm).
+    // A variant's unused tensors are not read (and not saved by save_lm). With GQA, w_k and w_v
+    // hold KV heads: (C, KV * hs).
     for (std::size_t m = 0; m < (config.attn_proj ? 4u : 3u); ++m) {
-      *matrices[m] = r.load<2>(h + kBlockMatrices[m] + ".npy", {C, C});
+      const bool kv = m == 1 || m == 2;
+      *matrices[m] = r.load<2>(h + kBlockMatrices[m] + ".npy", {C, kv ? kv_cols : C});
     }
     if (config.use_layer_norm) {
       b.ln1_gamma = r.load<1>(h + "ln1_gamma.npy", {C});
-      b.ln1_beta = r.load<1>(h + "ln1_beta.npy", {C});
+      if (betas) b.ln1_beta = r.load<1>(h + "ln1_beta.npy", {C});
       b.ln2_gamma = r.load<1>(h + "ln2_gamma.npy", {C});
-      b.ln2_beta = r.load<1>(h + "ln2_beta.npy", {C});
+      if (betas) b.ln2_beta = r.load<1>(h + "ln2_beta.npy", {C});
     }
-    if (config.use_ffn) {
+    if (config.use_ffn && config.ffn == FfnKind::swiglu) {
+      b.swiglu.w_gate = r.load<2>(h + "w_gate.npy", {C, F});
+      b.swiglu.w_up = r.load<2>(h + "w_up.npy", {C, F});
+      b.swiglu.w_down = r.load<2>(h + "w_down.npy", {F, C});
+    } else if (config.use_ffn) {
       b.ffn.w1 = r.load<2>(h + "w1.npy", {C, F});
-      b.ffn.b1 = r.load<1>(h + "b1.npy", {F});
+      if (config.bias) b.ffn.b1 = r.load<1>(h + "b1.npy", {F});
       b.ffn.w2 = r.load<2>(h + "w2.npy", {F, C});
-      b.ffn.b2 = r.load<1>(h + "b2.npy", {C});
+      if (config.bias) b.ffn.b2 = r.load<1>(h + "b2.npy", {C});
     }
     w.blocks.push_back(std::move(b));
   }
   if (config.use_layer_norm) {
     w.ln_f_gamma = r.load<1>("ln_f_gamma.npy", {C});
-    w.ln_f_beta = r.load<1>("ln_f_beta.npy", {C});
+    if (betas) w.ln_f_beta = r.load<1>("ln_f_beta.npy", {C});
   }
   if (!config.tied_head) {
     w.lm_head = r.load<2>("lm_head.npy", {C, V});
-    w.lm_head_bias = r.load<1>("lm_head_bias.npy", {V});
+    if (config.bias) w.lm_head_bias = r.load<1>("lm_head_bias.npy", {V});
   }
 
   config.vocab_size = V;
@@ -483,6 +531,9 @@ void save_lm(const std::filesystem::path& dir, const LmWeights& w) {
     save(h + "b1", b.ffn.b1);
     save(h + "w2", b.ffn.w2);
     save(h + "b2", b.ffn.b2);
+    save(h + "w_gate", b.swiglu.w_gate);
+    save(h + "w_up", b.swiglu.w_up);
+    save(h + "w_down", b.swiglu.w_down);
   }
   save("ln_f_gamma", w.ln_f_gamma);
   save("ln_f_beta", w.ln_f_beta);
@@ -499,6 +550,22 @@ void save_lm(const std::filesystem::path& dir, const LmWeights& w, const LmConfi
       << "\nresidual " << flag_text(config.residual) << "\nuse_ffn " << flag_text(config.use_ffn)
       << "\nattn_proj " << flag_text(config.attn_proj) << "\nffn_hidden " << config.ffn_hidden
       << "\nactivation " << activation_name(config.activation) << "\n";
+  // The parts (chapter 11), only for a model that uses one other than the default (a default
+  // model's model.txt is what it always was). Rope has no wpe.npy: block_size says T_max.
+  const LmConfig defaults;
+  const bool parts = config.positions != defaults.positions ||
+                     config.rope_theta != defaults.rope_theta ||
+                     config.normalization != defaults.normalization || config.ffn != defaults.ffn ||
+                     config.n_kv_heads != defaults.n_kv_heads || config.window != defaults.window ||
+                     config.bias != defaults.bias;
+  if (parts) {
+    out << "positions " << positions_name(config.positions)
+        << fmt::format("\nrope_theta {}", config.rope_theta) << "\nnormalization "
+        << normalization_name(config.normalization) << "\nffn " << ffn_kind_name(config.ffn)
+        << "\nn_kv_heads " << lm_kv_heads(config) << "\nwindow " << config.window << "\nbias "
+        << flag_text(config.bias) << "\n";
+    if (config.positions == Positions::rope) out << "block_size " << config.block_size << "\n";
+  }
   out.close();
   if (!out) {
     throw std::runtime_error(fmt::format("model '{}': cannot write {}", dir.string(), kModelTxt));
@@ -569,7 +636,11 @@ LmWeights load_lm_as_described(const fs::path& dir, const ArchitectureFlags& fla
           c.n_heads, *C, name));
     }
   }
-  if (flags.block_size) {
+  if (flags.block_size && file && c.positions == Positions::rope &&
+      *flags.block_size != c.block_size) {
+    throw contradicts("--block-size", *flags.block_size, "model.txt says block_size", c.block_size);
+  }
+  if (flags.block_size && c.positions == Positions::learned) {
     if (const std::optional<std::size_t> T_max = width("wpe.npy", 0);
         T_max && *T_max != *flags.block_size) {
       throw contradicts("--block-size", *flags.block_size, "wpe.npy has T_max =", *T_max);

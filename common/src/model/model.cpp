@@ -49,14 +49,65 @@ BlockConfig lm_block_config(const LmConfig& config) {
   b.use_ffn = config.use_ffn;
   b.attn_proj = config.attn_proj;
   b.dropout = config.dropout;  // used by the training forward only (block_forward with a cache)
+  b.normalization = config.normalization;
+  b.ffn = config.ffn;
+  b.n_kv_heads = config.n_kv_heads;
+  b.rope = config.positions == Positions::rope;
+  b.rope_theta = config.rope_theta;
+  b.window = config.window;
+  b.bias = config.bias;
   return b;
+}
+
+std::size_t lm_ffn_width(const LmConfig& config) {
+  if (config.ffn_hidden != 0) return config.ffn_hidden;
+  return config.ffn == FfnKind::swiglu ? swiglu_width(config.n_embd) : 4 * config.n_embd;
+}
+
+std::size_t lm_kv_heads(const LmConfig& config) {
+  return config.n_kv_heads == 0 ? config.n_heads : config.n_kv_heads;
+}
+
+void check_parts(const LmConfig& c, const char* fn) {
+  const std::size_t H = c.n_heads, KV = lm_kv_heads(c);
+  require(H >= 1 && c.n_embd % H == 0, fn,
+          [&] { return fmt::format("n_heads = {} does not divide n_embd = {}", H, c.n_embd); });
+  require(KV >= 1 && H % KV == 0, fn,
+          [&] { return fmt::format("n_kv_heads = {} does not divide n_heads = {}", KV, H); });
+  const std::size_t hs = c.n_embd / H;
+  require(c.positions != Positions::rope || hs % 2 == 0, fn, [&] {
+    return fmt::format(
+        "rope positions rotate pairs of features, but the head size n_embd / n_heads = {} is odd",
+        hs);
+  });
+  require(std::isfinite(c.rope_theta) && c.rope_theta > 0.0, fn,
+          [&] { return fmt::format("rope_theta = {} must be a number > 0", c.rope_theta); });
+  require(c.window <= c.block_size, fn, [&] {
+    return fmt::format("window = {} is above block_size = {} (a window sees at most T_max keys)",
+                       c.window, c.block_size);
+  });
+  require(c.attn_proj || (KV == H && c.positions == Positions::learned && c.window == 0), fn,
+          "attn_proj = false (chapter 09's ladder) runs chapter 05's attention only");
 }
 
 namespace {
 
-// F, the FFN width: ffn_hidden, or 4 C by default.
-std::size_t ffn_width(const LmConfig& config) {
-  return config.ffn_hidden == 0 ? 4 * config.n_embd : config.ffn_hidden;
+std::size_t ffn_width(const LmConfig& config) { return lm_ffn_width(config); }
+
+// Without biases LayerNorm has no beta: zeros in its place (kept by the thread).
+const Vector& beta_or_zeros(const Vector& beta, std::size_t C) {
+  if (beta.size() != 0) return beta;
+  thread_local Vector z;
+  if (z.size() != C) z = xt::zeros<float>({C});
+  return z;
+}
+
+// The final norm, ln_f: LayerNorm (the fast kernel) or RMSNorm (the reference).
+Tensor<3> final_norm(const Tensor<3>& x, const LmWeights& w, const LmConfig& config) {
+  if (config.normalization == Normalization::rmsnorm) {
+    return rms_norm<float, 3>(x, w.ln_f_gamma, static_cast<double>(kEps));
+  }
+  return fast::layer_norm<3>(x, w.ln_f_gamma, beta_or_zeros(w.ln_f_beta, config.n_embd), kEps);
 }
 
 template <class Shape>
@@ -75,9 +126,12 @@ void check_weights(const LmWeights& w, const LmConfig& config, const char* funct
     shape_error(function, fmt::format("wte of shape (V, C) = ({}, {})", V, C),
                 shape_str(w.wte.shape()));
   }
-  if (!has_shape(w.wpe.shape(), {T_max, C})) {
+  if (config.positions == Positions::learned && !has_shape(w.wpe.shape(), {T_max, C})) {
     shape_error(function, fmt::format("wpe of shape (T_max, C) = ({}, {})", T_max, C),
                 shape_str(w.wpe.shape()));
+  }
+  if (config.positions == Positions::rope && w.wpe.size() != 0) {
+    shape_error(function, "an empty wpe (rope positions have no table)", shape_str(w.wpe.shape()));
   }
   if (w.blocks.size() != config.n_layers) {  // (formatted only on failure: called per token)
     require(false, function, [&] {
@@ -85,13 +139,15 @@ void check_weights(const LmWeights& w, const LmConfig& config, const char* funct
                          w.blocks.size());
     });
   }
+  const std::size_t beta = config.normalization == Normalization::layernorm && config.bias ? C : 0;
   if (config.use_layer_norm &&
-      (!has_shape(w.ln_f_gamma.shape(), {C}) || !has_shape(w.ln_f_beta.shape(), {C}))) {
-    shape_error(function, fmt::format("ln_f_gamma and ln_f_beta of shape ({},)", C),
+      (!has_shape(w.ln_f_gamma.shape(), {C}) || !has_shape(w.ln_f_beta.shape(), {beta}))) {
+    shape_error(function, fmt::format("ln_f_gamma of shape ({},) and ln_f_beta ({},)", C, beta),
                 shape_str(w.ln_f_gamma.shape()) + " and " + shape_str(w.ln_f_beta.shape()));
   }
+  const std::size_t head_bias = config.bias ? V : 0;
   if (!config.tied_head &&
-      (!has_shape(w.lm_head.shape(), {C, V}) || !has_shape(w.lm_head_bias.shape(), {V}))) {
+      (!has_shape(w.lm_head.shape(), {C, V}) || !has_shape(w.lm_head_bias.shape(), {head_bias}))) {
     shape_error(function,
                 fmt::format("lm_head ({}, {}) and lm_head_bias ({},) (tied_head = false)", C, V, V),
                 shape_str(w.lm_head.shape()) + " and " + shape_str(w.lm_head_bias.shape()));
@@ -119,6 +175,7 @@ LmWeights lm_init(Rng& rng, const LmConfig& config) {
   const std::size_t F = ffn_width(config);
   require(F > 0, "attn::lm_init", "ffn_hidden must be >= 1 (or 0 for 4 C)");
   check_dropout_p(config.dropout, "attn::lm_init: dropout");
+  check_parts(config, "attn::lm_init");
   // Every tensor is sized from the config: check the products before allocating any.
   checked_elements({V, C}, "attn::lm_init: wte (V, C)");
   checked_elements({T_max, C}, "attn::lm_init: wpe (T_max, C)");
@@ -127,11 +184,14 @@ LmWeights lm_init(Rng& rng, const LmConfig& config) {
   // Drawn in this order: wte, wpe, then each block (block_init's own order), then lm_head when
   // the head is not tied. A variant draws the same numbers as the default model and then drops
   // the weights it does not use, so the weights it shares with the default are the same.
+  // Other parts draw the default's numbers too, then change what they change (block_init).
   LmWeights w;
   w.wte = randn(rng, V, C, 0.02f);      // (V, C)
   w.wpe = randn(rng, T_max, C, 0.02f);  // (T_max, C)
+  if (config.positions == Positions::rope) w.wpe = Matrix(Matrix::shape_type{0, 0});
+  const BlockConfig parts = lm_block_config(config);
   for (std::size_t l = 0; l < config.n_layers; ++l) {
-    BlockWeights b = block_init(rng, C, F);
+    BlockWeights b = block_init(rng, C, F, parts);
     if (!config.attn_proj) b.attn.w_o = Matrix(Matrix::shape_type{0, 0});
     if (!config.use_ffn) b.ffn = FfnWeights{};
     if (!config.use_layer_norm) b.ln1_gamma = b.ln1_beta = b.ln2_gamma = b.ln2_beta = Vector();
@@ -139,11 +199,13 @@ LmWeights lm_init(Rng& rng, const LmConfig& config) {
   }
   if (config.use_layer_norm) {
     w.ln_f_gamma = xt::ones<float>({C});  // (C,)
-    w.ln_f_beta = xt::zeros<float>({C});  // (C,)
+    if (config.normalization == Normalization::layernorm && config.bias) {
+      w.ln_f_beta = xt::zeros<float>({C});  // (C,)
+    }
   }
   if (!config.tied_head) {
-    w.lm_head = randn(rng, C, V, 0.02f);     // (C, V)
-    w.lm_head_bias = xt::zeros<float>({V});  // (V,)
+    w.lm_head = randn(rng, C, V, 0.02f);                      // (C, V)
+    if (config.bias) w.lm_head_bias = xt::zeros<float>({V});  // (V,)
   }
   return w;
 }
@@ -160,7 +222,8 @@ Tensor<3> lm_forward_impl(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
   require(B > 0 && T > 0, kFn, [&] {
     return fmt::format("empty sequence: tokens of shape {}", shape_str(tokens.shape()));
   });
-  require(T <= T_max, kFn, [&] {
+  const bool table = config.positions == Positions::learned;
+  require(T <= T_max || !table, kFn, [&] {
     return fmt::format("sequence of {} tokens is longer than the position table (block_size {})", T,
                        T_max);
   });
@@ -176,8 +239,12 @@ Tensor<3> lm_forward_impl(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
         return fmt::format("token id {} at ({}, {}) is outside [0, {})", id, b, t, V);
       });
       const float* tok = w.wte.data() + static_cast<std::size_t>(id) * C;  // (C,)
-      const float* pos = w.wpe.data() + t * C;                             // (C,)
       float* out = x.data() + (b * T + t) * C;                             // (C,)
+      if (!table) {  // rope: positions enter inside attention, as rotations of q and k
+        std::copy_n(tok, C, out);
+        continue;
+      }
+      const float* pos = w.wpe.data() + t * C;  // (C,)
       for (std::size_t c = 0; c < C; ++c) out[c] = tok[c] + pos[c];
     }
   }
@@ -192,9 +259,7 @@ Tensor<3> lm_forward_impl(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
   }
 
   // 3. Final LayerNorm: the last block's residual stream is unnormalised.
-  const Tensor<3> h = config.use_layer_norm
-                          ? fast::layer_norm<3>(x, w.ln_f_gamma, w.ln_f_beta, kEps)
-                          : x;  // (B, T, C)
+  const Tensor<3> h = config.use_layer_norm ? final_norm(x, w, config) : x;  // (B, T, C)
 
   // 4. logits = h @ wte^T: (B*T, C) @ (C, V) -> (B*T, V). Tying the output projection to the
   //    embedding scores each token by how much its embedding agrees with h, and saves V*C
@@ -206,9 +271,11 @@ Tensor<3> lm_forward_impl(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
                logits.data());
   } else {
     // An untied head (chapter 09's ladder): h @ lm_head + lm_head_bias, (C, V) and (V,).
-    for (std::size_t r = 0; r < B * T; ++r)
+    const bool bias = w.lm_head_bias.size() != 0;
+    for (std::size_t r = 0; bias && r < B * T; ++r)
       std::copy(w.lm_head_bias.begin(), w.lm_head_bias.end(), logits.data() + r * V);
-    fast::gemm(B * T, V, C, 1.0f, h.data(), false, w.lm_head.data(), false, 1.0f, logits.data());
+    fast::gemm(B * T, V, C, 1.0f, h.data(), false, w.lm_head.data(), false, bias ? 1.0f : 0.0f,
+               logits.data());
   }
   return logits;
 }
@@ -267,8 +334,10 @@ std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
   std::vector<int> generated;
   generated.reserve(options.max_new_tokens);
   for (std::size_t step = 0; step < options.max_new_tokens; ++step) {
-    // 1. Crop to the last T_max tokens: the position table has no row beyond T_max - 1.
-    const std::size_t T = std::min(context.size(), T_max);
+    // 1. Crop to the last T_max tokens: the position table has no row beyond T_max - 1. (A
+    //    sliding-window model with rope positions has no table: its whole context.)
+    const bool whole = config.positions == Positions::rope && config.window != 0;
+    const std::size_t T = whole ? context.size() : std::min(context.size(), T_max);
     xt::xtensor<int, 2> tokens(std::array<std::size_t, 2>{1, T});  // (1, T)
     std::copy(context.end() - static_cast<std::ptrdiff_t>(T), context.end(), tokens.data());
     // 2. Logits of the last position only: they predict the next token. (1, T, V) -> (V,)
@@ -308,6 +377,9 @@ void for_each_tensor(Weights& w, F&& f) {
     f(h + "b1", b.ffn.b1);
     f(h + "w2", b.ffn.w2);
     f(h + "b2", b.ffn.b2);
+    f(h + "w_gate", b.swiglu.w_gate);
+    f(h + "w_up", b.swiglu.w_up);
+    f(h + "w_down", b.swiglu.w_down);
   }
   f(std::string("ln_f_gamma"), w.ln_f_gamma);
   f(std::string("ln_f_beta"), w.ln_f_beta);
@@ -328,7 +400,7 @@ void check_batch(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>* t
   require(B > 0 && T > 0, fn, [&] {
     return fmt::format("empty sequence: tokens of shape {}", shape_str(tokens.shape()));
   });
-  require(T <= config.block_size, fn, [&] {
+  require(T <= config.block_size || config.positions == Positions::rope, fn, [&] {
     return fmt::format("sequence of {} tokens is longer than the position table (block_size {})", T,
                        config.block_size);
   });
@@ -421,8 +493,12 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t t = 0; t < T; ++t) {
       const float* tok = w.wte.data() + static_cast<std::size_t>(tokens(b, t)) * C;
-      const float* pos = w.wpe.data() + t * C;
       float* out = x.data() + (b * T + t) * C;
+      if (config.positions == Positions::rope) {  // no table: RoPE acts inside attention
+        std::copy_n(tok, C, out);
+        continue;
+      }
+      const float* pos = w.wpe.data() + t * C;
       for (std::size_t c = 0; c < C; ++c) out[c] = tok[c] + pos[c];
     }
   // 2. The blocks, each keeping its cache (and, with dropout, its masks).   (B, T, C)
@@ -435,8 +511,12 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
   std::copy(x.begin(), x.end(), cache.x_final.begin());
   // 3. h = ln_f(x)                                                          (B, T, C)
   ensure_shape(cache.h, std::array<std::size_t, 3>{B, T, C});
-  if (config.use_layer_norm) {
-    fast::layer_norm<3>(cache.x_final, w.ln_f_gamma, w.ln_f_beta, kEps, cache.ln_f, cache.h);
+  if (config.use_layer_norm && config.normalization == Normalization::rmsnorm) {
+    cache.h =
+        rms_norm<float, 3>(cache.x_final, w.ln_f_gamma, static_cast<double>(kEps), cache.rms_f);
+  } else if (config.use_layer_norm) {
+    fast::layer_norm<3>(cache.x_final, w.ln_f_gamma, beta_or_zeros(w.ln_f_beta, C), kEps,
+                        cache.ln_f, cache.h);
   } else {
     std::copy(x.begin(), x.end(), cache.h.begin());
   }
@@ -445,9 +525,10 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
   if (config.tied_head) {
     fast::gemm(N, V, C, 1.0f, cache.h.data(), false, w.wte.data(), true, 0.0f, cache.logits.data());
   } else {
-    for (std::size_t r = 0; r < N; ++r)
+    const bool bias = w.lm_head_bias.size() != 0;
+    for (std::size_t r = 0; bias && r < N; ++r)
       std::copy(w.lm_head_bias.begin(), w.lm_head_bias.end(), cache.logits.data() + r * V);
-    fast::gemm(N, V, C, 1.0f, cache.h.data(), false, w.lm_head.data(), false, 1.0f,
+    fast::gemm(N, V, C, 1.0f, cache.h.data(), false, w.lm_head.data(), false, bias ? 1.0f : 0.0f,
                cache.logits.data());
   }
   // 5. loss = mean cross-entropy; the logits become dloss/dlogits = (softmax - onehot) / N.
@@ -476,13 +557,25 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
             } else {
               fast::gemm(C, V, N, 1.0f, cache.h.data(), true, dlogits, false, 1.0f,
                          grads.lm_head.data());
-              fast::bias_backward(dlogits, N, V, grads.lm_head_bias.data());
+              if (grads.lm_head_bias.size() != 0) {
+                fast::bias_backward(dlogits, N, V, grads.lm_head_bias.data());
+              }
             }
           }
         });
   }
   // 3. ln_f (in place: dx_a is both dy and dx).
-  if (config.use_layer_norm) {
+  if (config.use_layer_norm && config.normalization == Normalization::rmsnorm) {
+    RmsNormGrads<float, 3> g =
+        rms_norm_backward<float, 3>(dx_a, cache.x_final, w.ln_f_gamma, cache.rms_f);
+    for (std::size_t c = 0; c < C; ++c) grads.ln_f_gamma(c) += g.dgamma(c);  // in its buffer
+    dx_a = std::move(g.dx);
+  } else if (config.use_layer_norm && w.ln_f_beta.size() == 0) {  // no biases: no beta
+    thread_local Vector unused;
+    unused = xt::zeros<float>({C});
+    fast::layer_norm_backward<3>(dx_a, cache.x_final, w.ln_f_gamma, cache.ln_f, dx_a,
+                                 grads.ln_f_gamma, unused);
+  } else if (config.use_layer_norm) {
     fast::layer_norm_backward<3>(dx_a, cache.x_final, w.ln_f_gamma, cache.ln_f, dx_a,
                                  grads.ln_f_gamma, grads.ln_f_beta);
   }
@@ -500,11 +593,10 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
     for (std::size_t t = 0; t < T; ++t) {
       const float* d = dx + (b * T + t) * C;
       float* gt = grads.wte.data() + static_cast<std::size_t>(tokens(b, t)) * C;
+      for (std::size_t c = 0; c < C; ++c) gt[c] += d[c];
+      if (config.positions == Positions::rope) continue;  // no table
       float* gp = grads.wpe.data() + t * C;
-      for (std::size_t c = 0; c < C; ++c) {
-        gt[c] += d[c];
-        gp[c] += d[c];
-      }
+      for (std::size_t c = 0; c < C; ++c) gp[c] += d[c];
     }
   return loss;
 }

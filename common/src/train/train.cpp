@@ -31,7 +31,7 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-std::size_t ffn_width(const LmConfig& c) { return c.ffn_hidden == 0 ? 4 * c.n_embd : c.ffn_hidden; }
+std::size_t ffn_width(const LmConfig& c) { return lm_ffn_width(c); }
 
 }  // namespace
 
@@ -52,7 +52,8 @@ LmWeights lm_init_with(Rng& rng, const LmConfig& config, InitScheme scheme) {
       std::fill(t.values.begin(), t.values.end(), 0.0f);
     } else {
       // The input width of the Linear this tensor belongs to: F for the FFN's second layer.
-      const bool from_hidden = ends_with(name, "w2") || ends_with(name, "b2");
+      const bool from_hidden =
+          ends_with(name, "w2") || ends_with(name, "b2") || ends_with(name, "w_down");
       const auto bound = static_cast<float>(1.0 / std::sqrt(from_hidden ? F : C));
       for (float& x : t.values) x = rng.uniform(-bound, bound);
     }

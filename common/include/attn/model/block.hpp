@@ -13,7 +13,10 @@
 #include "attn/fast/attention.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/ops/ffn.hpp"
+#include "attn/ops/gqa.hpp"
 #include "attn/ops/layernorm.hpp"
+#include "attn/ops/rmsnorm.hpp"
+#include "attn/ops/swiglu.hpp"
 #include "attn/core/random.hpp"
 #include "attn/core/xt.hpp"
 
@@ -22,6 +25,33 @@ namespace attn {
 enum class NormPlacement { pre, post };
 NormPlacement parse_norm(std::string_view name);  // "pre" | "post", else std::invalid_argument
 std::string_view norm_name(NormPlacement n);
+
+// ---- The parts a block (and the language model, model.hpp) is built from (chapter 11). Each
+// has the course's GPT-2 part as its default, so a config that names no part computes exactly
+// what chapters 06-10 compute, bit for bit; another part swaps one piece for its modern
+// replacement.
+// Positions (the model's, model.hpp): a learned table added to the token embeddings (GPT-2), or
+// RoPE, q and k rotated by their absolute position inside attention (Llama; no table, no T_max
+// limit on positions).
+enum class Positions { learned, rope };
+// The norm of each sub-layer and of the final one: LayerNorm (gamma, beta) or RMSNorm (gamma).
+enum class Normalization { layernorm, rmsnorm };
+// The FFN: the two-layer MLP with an activation (relu, gelu, gelu_tanh), or SwiGLU (three
+// matrices, no biases: silu(x w_gate) * (x w_up) @ w_down).
+enum class FfnKind { mlp, swiglu };
+// "learned" | "rope", "layernorm" | "rmsnorm", "mlp" | "swiglu": parse throws
+// std::invalid_argument listing the accepted names.
+Positions parse_positions(std::string_view name);
+std::string_view positions_name(Positions p);
+Normalization parse_normalization(std::string_view name);
+std::string_view normalization_name(Normalization n);
+FfnKind parse_ffn_kind(std::string_view name);
+std::string_view ffn_kind_name(FfnKind f);
+// SwiGLU's default width: 2/3 of the MLP's 4C, so its three matrices hold about as many
+// parameters as the MLP's two, rounded up to a multiple of 8 (Llama's multiple_of rule, with 8
+// in place of Llama's 256, which would swamp a model of C = 64):
+//   F = 8 * ceil(floor(8 C / 3) / 8)         C = 64: 176;  C = 384: 1024
+std::size_t swiglu_width(std::size_t C);
 
 struct BlockConfig {
   std::size_t n_heads = 4;                   // H, must divide C
@@ -42,16 +72,37 @@ struct BlockConfig {
   // (the training forward); block_forward without a cache is the evaluation forward and ignores
   // it. 0: off.
   float dropout = 0.0f;
+  // The parts (above). The defaults are chapter 06's block. Any other part runs attention
+  // through attn::gqa_forward (ops/gqa.hpp), RMSNorm through attn::rms_norm and SwiGLU through
+  // attn::swiglu_forward, the references, each with its backward.
+  Normalization normalization = Normalization::layernorm;  // when use_layer_norm
+  FfnKind ffn = FfnKind::mlp;                              // when use_ffn
+  std::size_t n_kv_heads = 0;   // KV, key/value heads (grouped-query attention); 0 = n_heads
+  bool rope = false;            // rotate q and k by their position (the model's Positions::rope)
+  double rope_theta = 10000.0;  // RoPE's base (> 0), when rope
+  std::size_t window = 0;       // sliding window W: query t sees keys t-W+1..t; 0 = all (causal)
+  bool bias = true;  // false: no FFN biases, no LayerNorm beta (the weights are left empty)
 };
 
+// True when the config uses only chapter 06's parts (the fast kernels compute it).
+bool block_default_parts(const BlockConfig& config);
+// The K/V heads the config's attention has (n_kv_heads, or n_heads when it is 0).
+std::size_t kv_heads(const BlockConfig& config);
+
 struct BlockWeights {
-  MhaWeights attn;
-  Vector ln1_gamma, ln1_beta;  // (C,)
-  Vector ln2_gamma, ln2_beta;  // (C,)
-  FfnWeights ffn;              // w1 (C, F), b1 (F,), w2 (F, C), b2 (C,)
+  MhaWeights attn;              // w_q, w_o (C, C); w_k, w_v (C, KV * hs): (C, C) unless GQA
+  Vector ln1_gamma, ln1_beta;   // (C,) (RMSNorm, or no bias: beta empty)
+  Vector ln2_gamma, ln2_beta;   // (C,)
+  FfnWeights ffn;               // MLP: w1 (C, F), b1 (F,), w2 (F, C), b2 (C,) (no bias: b empty)
+  SwigluWeights<float> swiglu;  // SwiGLU: w_gate (C, F), w_up (C, F), w_down (F, C); else empty
 };
 // Normal(0, 0.02) matrices, LayerNorm gamma = 1 and beta = 0, zero biases.
 BlockWeights block_init(Rng& rng, std::size_t C, std::size_t F);
+// The same for any parts: block_init's draws, then the weights the parts change (GQA: the first
+// KV * hs columns of w_k and w_v; SwiGLU: w_gate, w_up, w_down drawn in that order in place of
+// the MLP; RMSNorm or no bias: the betas and FFN biases emptied). The default parts give
+// block_init's weights. F is the FFN width (swiglu_width(C) for SwiGLU by default).
+BlockWeights block_init(Rng& rng, std::size_t C, std::size_t F, const BlockConfig& parts);
 
 // Called after each step of the block with its name and the tensor it produced, e.g.
 // ("ln1", (B, T, C)), ("attn", ...), ("residual1", ...), ("ln2", ...), ("ffn", ...),
@@ -86,6 +137,12 @@ struct BlockCache {
   // config.dropout > 0: the scaled keep-masks (B, T, C), 0 or 1 / (1 - p) (ops/dropout.hpp), of
   // the attention's output and the FFN's output; empty when dropout is off.
   Tensor<3> drop_attn, drop_ffn;
+  // Other parts (block_default_parts false): what their reference ops keep. The attention then
+  // keeps its input in gqa.x (attn stays empty); RMSNorm keeps rstd per token in rms1 / rms2
+  // (ln1 / ln2 empty); SwiGLU keeps its input, a, u and h in swiglu (ffn empty).
+  GqaCache<float> gqa;
+  RmsNormCache<float> rms1, rms2;
+  SwigluCache<float> swiglu;
 };
 // The forward that fills `cache` (same out as block_forward; weights stay in the cache), the
 // training forward. With config.dropout > 0 it draws new masks from `dropout_rng` (the attention

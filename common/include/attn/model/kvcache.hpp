@@ -88,18 +88,58 @@ KvWork kv_work();
 KvWork operator-(const KvWork& b, const KvWork& a);
 
 // lm_generate with the cache: the same tokens for the same seed (greedy, temperature, top-k,
-// top-p). Prefill of the prompt (cropped to its last T_max tokens), then one step per token.
-// Past T_max, lm_generate crops the context to the last T_max tokens, which moves every token to
-// a new position: every cached key and value is stale (they include the position embedding). To
-// give the same tokens, the cache is re-filled from the cropped context, a prefill of T_max
-// tokens per new token: from then on a token costs about one forward over T_max tokens, like
-// lm_generate's. No allocation per generated token (everything is allocated before the first).
+// top-p). A model with chapter 11's parts runs through the rolling cache (above): a rope model
+// with a window steps on past T_max at O(W) per token, never re-filled. Prefill of the prompt
+// (cropped to its last T_max tokens), then one step per token. Past T_max, lm_generate crops the
+// context to the last T_max tokens, which moves every token to a new position: every cached key and
+// value is stale (they include the position embedding). To give the same tokens, the cache is
+// re-filled from the cropped context, a prefill of T_max tokens per new token: from then on a token
+// costs about one forward over T_max tokens, like lm_generate's. No allocation per generated token
+// (everything is allocated before the first).
 std::vector<int> lm_generate_cached(const LmWeights& w, const LmConfig& config,
                                     std::span<const int> prompt, const GenerateOptions& options,
                                     Rng& rng, const TokenCallback& on_token = {});
 
-// Forward FLOPs to produce one token (B = 1), by formula, counting the GEMMs only
-// (2 M K N for an (M, K) @ (K, N) product):
+// ---- The rolling cache: models with chapter 11's parts (RoPE, grouped-query attention, a
+// sliding window, RMSNorm, SwiGLU, no biases). Each layer keeps `capacity` positions per K/V
+// head, written round-robin: position p goes to slot p % capacity, over the oldest one.
+//   keys[l], values[l]        (B, KV, capacity, hs)     KV = n_kv_heads: GQA shrinks the cache
+// capacity is the window W for a sliding-window model, else T_max. A step embeds the new token,
+// and per layer: norm, q (H heads), k and v (KV heads), RoPE on q and k at the token's absolute
+// position, k and v into their slot, each query head h attending over the visible positions of
+// K/V head h / (H / KV) (the last W, or all of the last T_max), w_o, the FFN. The same
+// arithmetic as the reference ops the full forward runs (sums in double, in position order), so
+// the cached logits equal lm_forward's over the whole sequence.
+// A sliding-window model with rope positions never needs more than the last W keys of a layer
+// (the window) and has no position table: generation goes on past T_max at O(W) per token,
+// the cache never refilled. Learned positions, or no window, still end at T_max (the table, or
+// a context cropped to T_max, which moves every token): lm_generate_cached re-fills then.
+struct RollingKvCache {
+  std::size_t batch = 0;          // B
+  std::size_t capacity = 0;       // W with a window, else T_max
+  std::size_t length = 0;         // positions seen: the next token is at position `length`
+  std::vector<Tensor<4>> keys;    // L x (B, KV, capacity, hs), RoPE applied
+  std::vector<Tensor<4>> values;  // L x (B, KV, capacity, hs)
+  Matrix logits;                  // (B, V) the logits of the last step
+};
+// True for a model with any part other than chapter 07's (block_default_parts false, or rope):
+// lm_generate_cached runs it through the rolling cache.
+bool uses_rolling_cache(const LmConfig& config);
+// An empty rolling cache for `batch` sequences. Throws std::invalid_argument for batch 0, a bad
+// config or a model of chapter 09's reduced variants (no LayerNorm, residual, FFN or w_o).
+RollingKvCache rolling_cache_init(const LmConfig& config, std::size_t batch);
+// Floats held by its keys and values: 2 L B capacity KV hs (the KV bytes per token is
+// this / (B capacity) * 4).
+std::size_t rolling_cache_floats(const LmConfig& config, std::size_t batch);
+// One token per sequence (tokens (B,)) at position cache.length; returns the logits (B, V) that
+// predict the next position. Throws std::invalid_argument when the cache is full (learned
+// positions or no window: length = T_max; a rope model with a window never is), for ids outside
+// [0, V), or weights or a cache that do not match the config.
+const Matrix& lm_step_rolling(RollingKvCache& cache, std::span<const int> tokens,
+                              const LmWeights& w, const LmConfig& config);
+
+// Forward FLOPs to produce one token (B = 1), by formula,// Forward FLOPs to produce one token (B =
+// 1), by formula, counting the GEMMs only (2 M K N for an (M, K) @ (K, N) product):
 //   uncached, context of T tokens: a forward over T positions
 //       L * (2 T (4 C^2 + 2 C F) + 4 T^2 C) + 2 T C V        (F = 4C)
 //   cached, step at position n (n + 1 keys):

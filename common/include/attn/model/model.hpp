@@ -39,11 +39,30 @@ struct LmConfig {
   // Dropout p in [0, 1) on each block's attention output and FFN output (block.hpp), in the
   // training forward (lm_forward_backward) only: lm_forward, lm_loss and generation never drop.
   float dropout = 0.0f;
+
+  // The parts (chapter 11; block.hpp): each default is the model above, bit for bit. The Llama
+  // recipe is positions rope, normalization rmsnorm, ffn swiglu, n_kv_heads < n_heads, no bias.
+  Positions positions = Positions::learned;  // learned: wpe (T_max, C); rope: no table at all
+  double rope_theta = 10000.0;               // RoPE's base, > 0 (Llama 2's 10000)
+  Normalization normalization = Normalization::layernorm;  // every norm of the model, ln_f too
+  FfnKind ffn = FfnKind::mlp;  // SwiGLU's F: ffn_hidden, or swiglu_width(C) when it is 0
+  std::size_t n_kv_heads = 0;  // KV heads (grouped-query attention), divides n_heads; 0 = n_heads
+  std::size_t window = 0;      // sliding-window attention W in [1, T_max]; 0 = none
+  bool bias = true;            // false: no FFN biases, no LayerNorm beta, no lm_head_bias
 };
+
+// The FFN width F of the config: ffn_hidden, or by default 4 C (MLP) or swiglu_width(C).
+std::size_t lm_ffn_width(const LmConfig& config);
+// The K/V heads: n_kv_heads, or n_heads when it is 0.
+std::size_t lm_kv_heads(const LmConfig& config);
+// Throws std::invalid_argument, one line naming the part, when the parts do not fit together or
+// with the sizes: n_kv_heads not dividing n_heads, an odd head size with rope, theta not > 0,
+// a window above T_max (block_size), attn_proj = false with GQA, RoPE or a window.
+void check_parts(const LmConfig& config, const char* function);
 
 struct LmWeights {
   Matrix wte;                        // (V, C) token embedding, also the output projection
-  Matrix wpe;                        // (T_max, C) learned positions
+  Matrix wpe;                        // (T_max, C) learned positions; empty with rope
   std::vector<BlockWeights> blocks;  // L blocks
   Vector ln_f_gamma, ln_f_beta;      // (C,)
   Matrix lm_head;                    // (C, V) when !tied_head, else empty
@@ -60,7 +79,7 @@ BlockConfig lm_block_config(const LmConfig& config);
 
 // tokens (B, T) ids in [0, V), T <= T_max -> logits (B, T, V). Throws std::invalid_argument for
 // an empty sequence, T > T_max ("sequence of 80 tokens is longer than the position table
-// (block_size 64)"), or a token outside [0, V).
+// (block_size 64)"), or a token outside [0, V). With rope positions there is no table: any T.
 Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights& w, const LmConfig& config);
 
 // The same forward pass, also keeping what each layer's attention looked at (for pictures such
@@ -94,8 +113,9 @@ struct LmCache {
   std::vector<BlockCache> blocks;  // L
   Tensor<3> x_final;               // (B, T, C) the last block's output
   LayerNormCache ln_f;
-  Tensor<3> h;    // (B, T, C) ln_f(x_final)
-  Matrix logits;  // (B*T, V), becomes dloss/dlogits in the backward
+  RmsNormCache<float> rms_f;  // ln_f as RMSNorm
+  Tensor<3> h;                // (B, T, C) ln_f(x_final)
+  Matrix logits;              // (B*T, V), becomes dloss/dlogits in the backward
   // config.dropout > 0: the generator the masks are drawn from (block by block, in order). A
   // training loop reseeds it every step (train.cpp: from the seed and the step, so a resumed run
   // draws the same masks). fixed_dropout_masks: draw none and reuse the masks of the previous
@@ -124,7 +144,9 @@ struct GenerateOptions {
 using TokenCallback = std::function<void(int)>;
 
 // Appends max_new_tokens sampled tokens to `prompt` (at least one token), cropping the context
-// to the last T_max tokens: one full lm_forward over the cropped context per token. Returns only
+// to the last T_max tokens: one full lm_forward over the cropped context per token. A model with
+// rope positions and a sliding window is not cropped: its forward runs over the whole context
+// (no position table limits it, and the window bounds what each token sees). Returns only
 // the new tokens. The draw is attn::TokenSampler's (sample.hpp).
 std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
                              std::span<const int> prompt, const GenerateOptions& options, Rng& rng,
