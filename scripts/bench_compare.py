@@ -646,6 +646,11 @@ def main():
                         help="an interpreter with PyTorch to compare against; give it twice for "
                              "two PyTorch versions, e.g. /usr/bin/python3 (Debian's 1.13) and "
                              "a virtual environment's bin/python (2.x) (default: this one)")
+    parser.add_argument("--threads", metavar="LIST",
+                        help="thread counts to measure, e.g. 1,2,4,8,16 for a scaling table: ours "
+                             "at OPENBLAS_NUM_THREADS=n, PyTorch at OPENBLAS_NUM_THREADS=n with "
+                             "torch.set_num_threads(n), the same n on both sides (default: 1,2, "
+                             "and PyTorch at every pair of them)")
     parser.add_argument("--torch-worker", type=int, metavar="INTRA", help=argparse.SUPPRESS)
     parser.add_argument("--worker-cases", default="forward", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -654,6 +659,16 @@ def main():
     if unknown or not ops:
         parser.error(f"--ops: unknown op {', '.join(unknown) or '(none given)'}; "
                      f"known: {', '.join(OPS)}")
+    if args.threads:
+        try:
+            counts = [int(n) for n in args.threads.split(",")]
+        except ValueError:
+            counts = []
+        if not counts or min(counts) < 1 or 1 not in counts:
+            parser.error(f"--threads {args.threads}: expected comma-separated counts >= 1 "
+                         "that include 1, e.g. 1,2,4,8,16")
+        THREADS[:] = sorted(set(counts))
+        TORCH_SETTINGS[:] = [(n, n) for n in THREADS]
     if args.torch_worker is not None:
         torch_worker(args.torch_worker, args.repetitions, args.min_time, args.worker_cases, ops)
         return 0
