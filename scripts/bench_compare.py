@@ -614,7 +614,8 @@ def run_torch_worker(blas_threads, intra_threads, repetitions, min_time, cases="
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(blas_threads))
     cmd = [TORCH_PYTHON[0], os.path.abspath(__file__), "--torch-worker", str(intra_threads),
            "--repetitions", str(repetitions), "--min-time", str(min_time),
-           "--worker-cases", cases, "--ops", ",".join(ops)]
+           "--worker-cases", cases, "--ops", ",".join(ops),
+           "--shapes", ",".join("x".join(map(str, s)) for s in SHAPES)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         die(f"the PyTorch timing process failed:\n{proc.stderr.strip()}")
@@ -651,6 +652,10 @@ def main():
                              "at OPENBLAS_NUM_THREADS=n, PyTorch at OPENBLAS_NUM_THREADS=n with "
                              "torch.set_num_threads(n), the same n on both sides (default: 1,2, "
                              "and PyTorch at every pair of them)")
+    parser.add_argument("--shapes", metavar="LIST",
+                        help="only these (B, T, C, H) shapes of the forward cases, e.g. "
+                             "32x128x512x8 (default: all of " +
+                             ", ".join("x".join(map(str, s)) for s in SHAPES) + ")")
     parser.add_argument("--torch-worker", type=int, metavar="INTRA", help=argparse.SUPPRESS)
     parser.add_argument("--worker-cases", default="forward", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -669,6 +674,15 @@ def main():
                          "that include 1, e.g. 1,2,4,8,16")
         THREADS[:] = sorted(set(counts))
         TORCH_SETTINGS[:] = [(n, n) for n in THREADS]
+    if args.shapes:
+        try:
+            chosen = [tuple(int(n) for n in text.split("x")) for text in args.shapes.split(",")]
+        except ValueError:
+            chosen = []
+        if not chosen or any(s not in SHAPES for s in chosen):
+            parser.error(f"--shapes {args.shapes}: expected some of " +
+                         ", ".join("x".join(map(str, s)) for s in SHAPES))
+        SHAPES[:] = chosen
     if args.torch_worker is not None:
         torch_worker(args.torch_worker, args.repetitions, args.min_time, args.worker_cases, ops)
         return 0
@@ -725,7 +739,8 @@ def compare(args, ops):
             print(f"  round {round_no}: attn-bench with OPENBLAS_NUM_THREADS={t} ...",
                   file=sys.stderr)
             for name, got in run_ours(args.bench, t, args.repetitions, args.min_time,
-                                      f"^(gemm_peak|{'|'.join(ops)})/").items():
+                                      f"^(gemm_peak/|({'|'.join(ops)})/"
+                                      f"({'|'.join(shape_name(s) for s in SHAPES)})/)").items():
                 best = ours[t].get(name)
                 # The peak keeps its highest rate, everything else its lowest time.
                 better = (best is None or (got["gflops"] > best["gflops"]
