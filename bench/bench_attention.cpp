@@ -427,6 +427,10 @@ void configure(benchmark::internal::Benchmark* b) {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::AddCustomContext("openblas_core", attn::blas_core());
+  if (const std::string warning = attn::blas_core_warning(); !warning.empty()) {
+    std::fprintf(stderr, "attn-bench: warning: %s\n", warning.c_str());
+  }
 
   // Registration order is run order: the peak first, so the others can report a fraction of it.
   configure(benchmark::RegisterBenchmark(("gemm_peak/" + std::to_string(kPeakN)).c_str(),

@@ -45,4 +45,34 @@ void set_num_threads(std::size_t n) {
   g_threads.store(n, std::memory_order_relaxed);
 }
 
+std::string blas_core() {
+  const char* name = openblas_get_corename();
+  return name != nullptr ? name : "unknown";
+}
+
+std::string blas_core_warning() { return blas_core_warning(blas_core()); }
+
+std::string blas_core_warning(const std::string& core) {
+  // The kernel families without AVX2 and FMA (OpenBLAS's names, x86-64).
+  for (const char* old : {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Sandybridge",
+                          "Barcelona", "Bobcat", "Bulldozer", "Piledriver"}) {
+    if (core != old) {
+      continue;
+    }
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+      const char* better = __builtin_cpu_supports("avx512f") ? "SkylakeX" : "Haswell";
+      return "OpenBLAS runs its " + core +
+             " kernels on a processor that has AVX2 and FMA (a release older than the processor "
+             "does not know it): matrix products run several times slower than they could; set "
+             "OPENBLAS_CORETYPE=" +
+             better + " before starting the program";
+    }
+#endif
+    return "";
+  }
+  return "";
+}
+
 }  // namespace attn

@@ -10,11 +10,25 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 namespace attn {
 
 std::size_t num_threads();
 // n >= 1, else std::invalid_argument.
 void set_num_threads(std::size_t n);
+
+// The kernel family OpenBLAS picked for this processor at start-up (openblas_get_corename():
+// "Haswell", "SkylakeX", "Zen", ...).
+std::string blas_core();
+// Empty, or one sentence when OpenBLAS runs kernels older than what the processor can do. It picks
+// its kernels at start-up from the processor's model number, and a release older than the
+// processor does not know it: Debian 12's OpenBLAS 0.3.21 falls back to its SSE3 kernels
+// ("Prescott") on an Intel Xeon of 2023 (family 6, model 207), where a GEMM then runs at a
+// fraction of its speed. OPENBLAS_CORETYPE=Haswell (AVX2) or SkylakeX (AVX-512), set before the
+// program starts, overrides the choice; the sentence names the one to use.
+std::string blas_core_warning();
+// The same for a kernel family named by the caller (what the tests use).
+std::string blas_core_warning(const std::string& core);
 
 }  // namespace attn
