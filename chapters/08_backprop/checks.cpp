@@ -177,16 +177,15 @@ double compare_float(const std::vector<attn::NamedTensor>& f,
 }  // namespace
 
 Kernels reference_kernels() {
-  return {&reference_softmax_backward,    &reference_masked_softmax_backward,
-          &reference_linear_backward,     &reference_layer_norm_backward,
-          &reference_attention_backward,  &attn::central_differences,
+  return {&reference_softmax_backward,   &reference_masked_softmax_backward,
+          &reference_linear_backward,    &reference_layer_norm_backward,
+          &reference_attention_backward, &attn::central_differences,
           &attn::tied_embedding_backward};
 }
 
 Kernels learner_kernels() {
-  return {&ex08::softmax_backward,     &ex08::softmax_backward,
-          &ex08::linear_backward,      &ex08::layer_norm_backward,
-          &ex08::attention_backward,   &ex08::central_differences,
+  return {&ex08::softmax_backward,       &ex08::softmax_backward,   &ex08::linear_backward,
+          &ex08::layer_norm_backward,    &ex08::attention_backward, &ex08::central_differences,
           &ex08::tied_embedding_backward};
 }
 

@@ -22,8 +22,7 @@ struct Kernels {
   ex08::AttentionGrads (*attention_backward)(const Matrix& dout, const Matrix& q, const Matrix& k,
                                              const Matrix& v, bool causal);  // one head
   std::vector<double> (*central_differences)(  // (n,) the numerical gradient of f at x, step h
-      const std::function<double(std::span<const double>)>& f, std::span<const double> x,
-      double h);
+      const std::function<double(std::span<const double>)>& f, std::span<const double> x, double h);
   attn::TiedEmbeddingGrads (*tied_embedding_backward)(  // dwte (V, C), dh (N, C)
       const Tensor<3>& dx, const xt::xtensor<int, 2>& tokens, const Matrix& dlogits,
       const Matrix& h, const Matrix& wte);

@@ -177,31 +177,36 @@ struct OneStep {
   double library_diff;    // max |difference| to attn::train_step_on's weights
 };
 
-OneStep take_one_step(const Kernels& k, const attn::TrainState& start, const attn::TrainConfig& c,
-                      const Data& d) {
-  attn::Rng demo(c.seed, 8);
-  const attn::Batch b = k.get_batch(d.split.train, c.batch_size, c.model.block_size, demo);
-  attn::TrainState s = start;  // a copy: the real run starts from the same weights
+}  // namespace
+
+namespace ch09 {
+
+// One training step, written out: what attn::train_step_on does. With --mine the run takes this
+// step, from the learner's update (ex09.1), schedule (ex09.5) and clipping (ex09.6).
+attn::StepResult step_by_hand(const Kernels& k, attn::TrainState& s, const attn::TrainConfig& c,
+                              const Tokens& x, const Tokens& y) {
   std::vector<attn::NamedTensor> p = attn::lm_parameters(s.weights);
   std::vector<attn::NamedTensor> g = attn::lm_parameters(s.grads);
   std::vector<attn::NamedTensor> m = attn::lm_parameters(s.adam_m);
   std::vector<attn::NamedTensor> v = attn::lm_parameters(s.adam_v);
   std::vector<std::span<float>> grads;
   for (attn::NamedTensor& t : g) grads.push_back(t.values);
-
+  const std::size_t t = s.step + 1;
   // 1. Zero the gradients: the backward adds into them.
   for (std::span<float> grad : grads) std::fill(grad.begin(), grad.end(), 0.0f);
-  const std::size_t t = start.step + 1;
   // (With --dropout, this step's masks come from a generator of their own, as in the library.)
-  if (c.model.dropout > 0.0f) s.cache.dropout_rng = attn::dropout_rng_for(c.seed, t);
+  if (c.model.dropout > 0.0f) {
+    s.cache.dropout_rng = attn::dropout_rng_for(c.seed, t);
+    s.cache.fixed_dropout_masks = false;
+  }
   // 2. Forward (keeping what the backward needs) and backward: the batch's mean cross-entropy,
   //    and the gradient of every weight.
-  const double loss = attn::lm_forward_backward(b.x, b.y, s.weights, c.model, s.grads, s.cache);
+  const double loss = attn::lm_forward_backward(x, y, s.weights, c.model, s.grads, s.cache);
   // 3. The global norm of all gradients together, clipped to --grad-clip (0: off).
-  const double norm = attn::clip_grad_norm(grads, c.grad_clip);
+  const double norm = k.clip_grad_norm(grads, c.grad_clip);
   // 4. AdamW on every tensor at the schedule's lr; weight decay only on matrices and embeddings.
   //    (--optimizer sgd: p -= lr * g instead.)
-  const float lr = attn::learning_rate(c.schedule, t);
+  const float lr = k.learning_rate(c.schedule, t);
   for (std::size_t i = 0; i < p.size(); ++i) {
     if (c.optimizer == attn::Optimizer::sgd) {
       for (std::size_t j = 0; j < p[i].values.size(); ++j) p[i].values[j] -= lr * g[i].values[j];
@@ -210,10 +215,28 @@ OneStep take_one_step(const Kernels& k, const attn::TrainState& start, const att
     const float decay = attn::decays(p[i].rank) ? c.adam.weight_decay : 0.0f;
     k.adamw_update(p[i].values, g[i].values, m[i].values, v[i].values, lr, decay, t, c.adam);
   }
+  s.step = t;
+  s.losses.push_back(static_cast<float>(loss));
+  return {loss, norm, lr};
+}
+
+}  // namespace ch09
+
+namespace {
+
+OneStep take_one_step(const Kernels& k, const attn::TrainState& start, const attn::TrainConfig& c,
+                      const Data& d) {
+  attn::Rng demo(c.seed, 8);
+  const attn::Batch b = k.get_batch(d.split.train, c.batch_size, c.model.block_size, demo);
+  attn::TrainState s = start;  // a copy: the real run starts from the same weights
+  const attn::StepResult step = step_by_hand(k, s, c, b.x, b.y);
+  const std::vector<attn::NamedTensor> p = attn::lm_parameters(s.weights);
+  const double loss = step.loss, norm = step.grad_norm;
+  const float lr = step.lr;
 
   // The library's step from the same state on the same batch must give the same weights.
   attn::TrainState library = start;
-  (void)attn::train_step_on(library, c, b.x, b.y);
+  (void)k.train_step_on(library, c, b.x, b.y);
   attn::LmWeights w0 = start.weights;
   const std::vector<attn::NamedTensor> lib = attn::lm_parameters(library.weights);
   const std::vector<attn::NamedTensor> before = attn::lm_parameters(w0);
@@ -228,7 +251,7 @@ OneStep take_one_step(const Kernels& k, const attn::TrainState& start, const att
   return out;
 }
 
-void show_one_step(const OneStep& r, const attn::TrainConfig& c) {
+void show_one_step(const OneStep& r, const attn::TrainConfig& c, bool mine) {
   section(3, "One step, taken apart");
   // "Every weight moves by about lr": on the first step m / sqrt(v) is g / (|g| + eps), so no
   // weight moves by more than lr (plus its decay), and those with a gradient move by nearly lr.
@@ -258,11 +281,13 @@ void show_one_step(const OneStep& r, const attn::TrainConfig& c) {
       num(r.loss_after), r.loss_after < r.loss ? "down by" : "up by",
       num(std::abs(r.loss_after - r.loss)));
   fmt::print(
-      "These four steps, written out in take_one_step (main.cpp), against the library's\n"
-      "attn::train_step_on from the same state and batch: every weight {}.\n",
+      "These four steps, written out in step_by_hand (main.cpp), against {}\n"
+      "from the same state and batch: every weight {}.\n",
+      mine ? "your\ntrain_step_on (ex09.4)" : "the library's\nattn::train_step_on",
       r.library_diff == 0.0 ? "the same, bit for bit"
                             : "differs, by up to " + attn::difference_text(r.library_diff));
-  attn::claim(r.library_diff == 0.0, "the step written out equals attn::train_step_on bit for bit");
+  attn::claim(r.library_diff == 0.0 || mine,
+              "the step written out equals attn::train_step_on bit for bit");
   if (c.grad_clip > 0.0f && r.grad_norm > static_cast<double>(c.grad_clip)) {
     fmt::print(
         "Clipping scaled every gradient by the same factor, and on this first step AdamW's move\n"
@@ -522,10 +547,22 @@ void show_heads(const HeadMaps& maps, const attn::Vocab& vocab,
 // ---- The walkthrough.
 
 Kernels reference_kernels() {
-  return {&attn::adamw_update, &attn::get_batch, &attn::estimate_loss, &attn::train_step_on, true};
+  return {&attn::adamw_update,
+          &attn::get_batch,
+          &attn::estimate_loss,
+          &attn::train_step_on,
+          &attn::learning_rate,
+          &attn::clip_grad_norm,
+          true};
 }
 Kernels learner_kernels() {
-  return {&ex09::adamw_update, &ex09::get_batch, &ex09::estimate_loss, &ex09::train_step_on, false};
+  return {&ex09::adamw_update,
+          &ex09::get_batch,
+          &ex09::estimate_loss,
+          &ex09::train_step_on,
+          &ex09::learning_rate,
+          &ex09::clip_grad_norm,
+          false};
 }
 
 void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
@@ -610,7 +647,7 @@ void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
 
   // Like the other chapters: say whose functions run (only with --mine, so that the reference
   // run's output, shown on the page, stays as it is).
-  if (common.mine) fmt::print("functions: yours (ex09::, --mine)\n");
+  if (common.mine) fmt::print("functions: yours (ex09.1 to ex09.6, --mine)\n");
   show_data(k, corpus, d, c.seed, c.model.block_size);
   const Before before = measure_before(k, s, c, d, fresh);
   show_before(before, c, V, fresh);
@@ -618,7 +655,7 @@ void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
     fmt::print("A sample from the untrained model (seed {}):\n", c.seed);
     print_sample(
         sample_text(s.weights, c.model, d.vocab, std::min<std::size_t>(o.tokens, 80), c.seed));
-    show_one_step(take_one_step(k, s, c, d), c);
+    show_one_step(take_one_step(k, s, c, d), c, common.mine);
   } else {
     fmt::print("Resumed from '{}' at step {} of {}.\n{}", o.resume_dir, s.step, c.steps,
                corpus_note);

@@ -573,8 +573,13 @@ void run(const attn::CommonOptions& common, const Options& o) {
   const std::vector<int> prompt = prompt_ids(o, corpus, m.vocab, m.config.block_size);
 
   fmt::print("Chapter 10: generating fast with a KV cache\n");
+  // --mine: the learner's nucleus cut (ex10.4) in every sampler, the library's loops included.
+  const bool nucleus = o.top_p < 1.0f && !o.greedy;
+  if (common.mine) attn::set_top_p_filter(&ex10::top_p_filter);
   fmt::print("seed {}, corpus {}, functions: {}\n", common.seed, corpus.origin,
-             common.mine ? "yours (ex10::, --mine)" : "the reference (attn::)");
+             !common.mine ? "the reference (attn::)"
+             : nucleus    ? "yours (ex10.1 to ex10.4, --mine)"
+                          : "yours (ex10.1 to ex10.3, --mine; ex10.4 runs with --top-p below 1)");
   fmt::print("model: {}\n", m.origin);
   fmt::print("V {}, T_max {}, C {}, H {}, L {}\n", m.config.vocab_size, m.config.block_size,
              m.config.n_embd, m.config.n_heads, m.config.n_layers);
