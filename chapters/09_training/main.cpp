@@ -281,8 +281,8 @@ void show_one_step(const OneStep& r, const attn::TrainConfig& c, bool mine) {
       num(r.loss_after), r.loss_after < r.loss ? "down by" : "up by",
       num(std::abs(r.loss_after - r.loss)));
   fmt::print(
-      "These four steps, written out in step_by_hand (main.cpp), against {}\n"
-      "from the same state and batch: every weight {}.\n",
+      "These four steps, written out in step_by_hand (main.cpp), against {} from the same "
+      "state and batch: every weight {}.\n",
       mine ? "your\ntrain_step_on (ex09.4)" : "the library's\nattn::train_step_on",
       r.library_diff == 0.0 ? "the same, bit for bit"
                             : "differs, by up to " + attn::difference_text(r.library_diff));
