@@ -1,7 +1,7 @@
-// chapters/09_training/training.hpp: what the chapter's three files share. main.cpp is the
-// lesson (each section computed, then shown); run.cpp the run around it (flags to a config,
-// resuming, the training loop with its progress line, estimates and checkpoints); ladder.cpp
-// the lecture's loss table (--ladder).
+// chapters/09_training/training.hpp: what the chapter's files share. main.cpp is the lesson
+// (each section computed there, then printed by show.cpp); run.cpp the run around it (flags to a
+// config, resuming, the training loop with its progress line, estimates and checkpoints);
+// ladder.cpp the lecture's loss table (--ladder).
 #pragma once
 
 #include <cstddef>
