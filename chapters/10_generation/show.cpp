@@ -106,13 +106,14 @@ void show_generation(const GenerationRun& r, const attn::LmConfig& c,
                      const attn::GenerateOptions& g, bool no_cache, bool mine) {
   fmt::print("The same seed {} the cache: {}.\n", no_cache ? "with" : "without",
              r.identical ? fmt::format("the same {} characters", r.shown)
-                       : fmt::format("DIFFERENT from character {} on", r.same + 1));
+                         : fmt::format("DIFFERENT from character {} on", r.same + 1));
   attn::claim(r.identical, "cached and uncached generation give the same characters");
   fmt::print(
       "The loop written out in generate_with_cache (main.cpp) against the library's\n"
       "attn::lm_generate_cached, same seed: {}.\n",
       r.same_loop ? "the same characters" : "DIFFERENT characters");
-  attn::claim(r.same_loop, "the generation loop written out gives attn::lm_generate_cached's tokens");
+  attn::claim(r.same_loop,
+              "the generation loop written out gives attn::lm_generate_cached's tokens");
   // How the cached loop should produce them, and how it did, counted while it ran.
   const std::size_t n0 = r.n0, steps = r.steps, refills = r.refills;
   const std::uint64_t positions = r.positions;
@@ -123,7 +124,7 @@ void show_generation(const GenerationRun& r, const attn::LmConfig& c,
     attn::claim(as_planned, "the cached loop does 1 prefill, the steps and re-fills counted");
   fmt::print("With the cache: 1 prefill of the {}, then {} step{}{}.\n",
              n0 == r.prompt ? fmt::format("{}-token prompt", n0)
-                                 : fmt::format("prompt's last {} tokens (T_max)", n0),
+                            : fmt::format("prompt's last {} tokens (T_max)", n0),
              steps, steps == 1 ? "" : "s",
              refills > 0 ? fmt::format(" and {} re-fill{}\n(context past T_max = {}, section 6)",
                                        refills, refills == 1 ? "" : "s", c.block_size)
