@@ -1,7 +1,8 @@
 # add_chapter(01 bigram) builds one chapter of the course:
 #   - chNN_exercises : the learner's stubs, chapters/NN_name/exercises/exNN_M_*.cpp
 #   - NN_name        : the narrated walkthrough, chapters/NN_name/main.cpp (runs the reference
-#                      implementation, or the learner's stubs with --mine)
+#                      implementation, or the learner's stubs with --mine), from the object
+#                      library NN_name_objects
 # It records the chapter in the global property ATTN_CHAPTERS ("01_bigram;02_averaging;...") so
 # tests/ can build one exercise checker per chapter.
 function(add_chapter number name)
@@ -19,11 +20,16 @@ function(add_chapter number name)
   set_target_properties(ch${number}_exercises PROPERTIES LINKER_LANGUAGE CXX)
   attn_reuse_pch(ch${number}_exercises)
 
-  # main.cpp is the lesson; a chapter may keep the run around it in other files beside it.
+  # main.cpp is the lesson; a chapter may keep the run around it in other files beside it. They
+  # are compiled once (NN_name_objects), so that tests/exercises/ can link the same walkthrough
+  # with the reference answers in place of the stubs (--mine on solved exercises).
   file(GLOB sources CONFIGURE_DEPENDS ${dir}/*.cpp)
-  add_executable(${number}_${name} ${sources})
+  add_library(${number}_${name}_objects OBJECT ${sources})
+  target_link_libraries(${number}_${name}_objects PRIVATE attn::common ch${number}_exercises
+                                                          attn::warnings)
+  attn_reuse_pch(${number}_${name}_objects)
+  add_executable(${number}_${name} $<TARGET_OBJECTS:${number}_${name}_objects>)
   target_link_libraries(${number}_${name} PRIVATE attn::common ch${number}_exercises attn::warnings)
-  attn_reuse_pch(${number}_${name})
 
   set_property(GLOBAL APPEND PROPERTY ATTN_CHAPTERS ${number}_${name})
 endfunction()

@@ -22,7 +22,10 @@
 #include "attn/ops/mask.hpp"
 #include "attn/ops/softmax.hpp"
 #include "attn/train/gradcheck.hpp"
+#include "attn/train/central_difference.hpp"
+#include "attn/train/gradcheck.hpp"
 #include "attn/train/gradcheck64.hpp"
+#include "attn/ops/embedding_backward.hpp"
 
 namespace ch08 {
 
@@ -174,14 +177,77 @@ double compare_float(const std::vector<attn::NamedTensor>& f,
 }  // namespace
 
 Kernels reference_kernels() {
-  return {&reference_softmax_backward, &reference_masked_softmax_backward,
-          &reference_linear_backward, &reference_layer_norm_backward,
-          &reference_attention_backward};
+  return {&reference_softmax_backward,   &reference_masked_softmax_backward,
+          &reference_linear_backward,    &reference_layer_norm_backward,
+          &reference_attention_backward, &attn::central_differences,
+          &attn::tied_embedding_backward};
 }
 
 Kernels learner_kernels() {
-  return {&ex08::softmax_backward, &ex08::softmax_backward, &ex08::linear_backward,
-          &ex08::layer_norm_backward, &ex08::attention_backward};
+  return {&ex08::softmax_backward,       &ex08::softmax_backward,   &ex08::linear_backward,
+          &ex08::layer_norm_backward,    &ex08::attention_backward, &ex08::central_differences,
+          &ex08::tied_embedding_backward};
+}
+
+CentralDifferenceDemo central_difference_demo(const Kernels& k) {
+  const std::vector<double> x = {0.3, -1.2, 0.8, 2.0, -0.5};
+  const std::size_t n = x.size();
+  const auto next = [n](std::size_t i) { return (i + 1) % n; };
+  const auto f = [&](std::span<const double> v) {  // sum_i exp(v_i / 2) v_(i+1)^2
+    double sum = 0.0;
+    for (std::size_t i = 0; i < n; ++i) sum += std::exp(0.5 * v[i]) * v[next(i)] * v[next(i)];
+    return sum;
+  };
+  CentralDifferenceDemo r{n, 1e-4, 0.0, 0.0};
+  const std::vector<double> central = k.central_differences(f, x, r.h);
+  if (central.size() != n) throw std::runtime_error("central_differences returned a wrong size");
+  for (std::size_t j = 0; j < n; ++j) {
+    const std::size_t before = (j + n - 1) % n;  // the term whose square reads x_j
+    const double exact = 0.5 * std::exp(0.5 * x[j]) * x[next(j)] * x[next(j)] +
+                         std::exp(0.5 * x[before]) * 2.0 * x[j];
+    std::vector<double> up = x;
+    up[j] += r.h;
+    const double forward = (f(up) - f(x)) / r.h;
+    r.central_err = std::max(r.central_err, std::abs(central[j] - exact));
+    r.forward_err = std::max(r.forward_err, std::abs(forward - exact));
+  }
+  return r;
+}
+
+std::vector<CheckRow> tied_embedding_check(const Kernels& k, attn::Rng& rng) {
+  const std::size_t V = 11, C = kC, B = 2, T = 3, N = B * T;
+  xt::xtensor<int, 2> tokens({B, T});
+  const int ids[] = {3, 1, 4, 1, 5, 9};  // id 1 read twice: its two rows of dx add up
+  std::copy(std::begin(ids), std::end(ids), tokens.begin());
+  const Matrix wte = attn::randn(rng, V, C, 0.5f), h = attn::randn(rng, N, C);
+  const Tensor<3> rx = attn::randn<3>(rng, {B, T, C});  // dL/dx at the lookup
+  const Matrix rl = attn::randn(rng, N, V);             // dL/dlogits
+  const attn::TiedEmbeddingGrads g = k.tied_embedding_backward(rx, tokens, rl, h, wte);
+  if (g.dwte.shape() != wte.shape() || g.dh.shape() != h.shape())
+    throw std::runtime_error("tied_embedding_backward returned gradients of the wrong shapes");
+  // L = sum(wte[tokens] * rx) + sum(h wte^T * rl), in double.
+  Tensor64<2> wte64 = to64<2>(wte), h64 = to64<2>(h);
+  const Tensor64<2> dwte64 = to64<2>(g.dwte), dh64 = to64<2>(g.dh);
+  const auto loss = [&] {
+    double sum = 0.0;
+    for (std::size_t i = 0; i < N; ++i) {
+      const auto id = static_cast<std::size_t>(ids[i]);
+      for (std::size_t c = 0; c < C; ++c)
+        sum += wte64(id, c) * static_cast<double>(rx.data()[i * C + c]);
+      for (std::size_t v = 0; v < V; ++v) {
+        double logit = 0.0;
+        for (std::size_t c = 0; c < C; ++c) logit += h64(i, c) * wte64(v, c);
+        sum += logit * static_cast<double>(rl(i, v));
+      }
+    }
+    return sum;
+  };
+  const std::vector<attn::GradCheckResult> rs = attn::check_gradients(
+      loss, {{"wte", values_of(wte64), values_of(dwte64)}, {"h", values_of(h64), values_of(dh64)}},
+      float_options());
+  std::vector<CheckRow> rows;
+  for (const attn::GradCheckResult& r : rs) rows.push_back({"tied embedding", r});
+  return rows;
 }
 GradientChecks gradient_checks(const Kernels& k, bool mine, attn::Rng& rng) {
   GradientChecks checks;

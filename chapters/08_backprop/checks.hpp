@@ -21,6 +21,11 @@ struct Kernels {
                                                  const Vector& gamma, float eps);
   ex08::AttentionGrads (*attention_backward)(const Matrix& dout, const Matrix& q, const Matrix& k,
                                              const Matrix& v, bool causal);  // one head
+  std::vector<double> (*central_differences)(  // (n,) the numerical gradient of f at x, step h
+      const std::function<double(std::span<const double>)>& f, std::span<const double> x, double h);
+  attn::TiedEmbeddingGrads (*tied_embedding_backward)(  // dwte (V, C), dh (N, C)
+      const Tensor<3>& dx, const xt::xtensor<int, 2>& tokens, const Matrix& dlogits,
+      const Matrix& h, const Matrix& wte);
 };
 Kernels reference_kernels();
 Kernels learner_kernels();
@@ -31,5 +36,13 @@ Kernels learner_kernels();
 // L = sum(out * R), R random; then wrong gradients on purpose, one only 0.1% off, and the same
 // check through a float forward, to show why float64.
 GradientChecks gradient_checks(const Kernels& k, bool mine, attn::Rng& rng);
+
+// The checker's core on a function whose gradient is known exactly: central differences (the
+// kernel's, ex08.5 with --mine) against forward differences.
+CentralDifferenceDemo central_difference_demo(const Kernels& k);
+
+// The tied embedding's backward (ex08.6 with --mine): the gradients of wte (read by the lookup
+// and by the output head) and of h, checked in float64 like the other float backwards.
+std::vector<CheckRow> tied_embedding_check(const Kernels& k, attn::Rng& rng);
 
 }  // namespace ch08

@@ -417,6 +417,12 @@ BackwardMemory backward_memory(attn::Rng& rng) {
 
 }  // namespace
 
+// Whose functions run, with --mine: the exercises the sections printed call (0: all of them).
+std::string mine_text(std::size_t only) {
+  if (only == 1 || only == 4 || only == 5) return "yours (--mine), though this section calls none";
+  return only == 2 ? "yours (ex08.1 to ex08.4, --mine)" : "yours (ex08.1 to ex08.6, --mine)";
+}
+
 int main(int argc, char** argv) {
   attn::Cli cli("08_backprop",
                 "Chapter 08: backpropagation by hand. The chain rule, the backward of every op "
@@ -459,7 +465,7 @@ int main(int argc, char** argv) {
       attn::print("corpus: " + corpus_origin + ", read but not used (the tensors are random)\n");
     }
     attn::print(fmt::format("seed {}, functions: {}\n", options.seed,
-                            options.mine ? "yours (ex08::, --mine)" : "the reference (attn::)"));
+                            options.mine ? mine_text(only) : "the reference (attn::)"));
     // Each section draws from its own stream of the seed, so --section N prints the same
     // numbers as the full run.
     const auto stream = [&](std::uint64_t n) { return attn::Rng(options.seed, 100 + n); };
@@ -477,8 +483,11 @@ int main(int argc, char** argv) {
       show_model_gradients(model_gradients(rng));
     }
     if (wanted(3)) {
-      attn::Rng rng = stream(3);
-      show_gradient_checks(gradient_checks(k, options.mine, rng), options.mine);
+      attn::Rng rng = stream(3), tied_rng = stream(7);
+      const CentralDifferenceDemo cd = central_difference_demo(k);
+      GradientChecks checks = gradient_checks(k, options.mine, rng);
+      for (CheckRow& row : tied_embedding_check(k, tied_rng)) checks.correct.push_back(row);
+      show_gradient_checks(checks, cd, options.mine);
     }
     if (wanted(4) || options.svg_dir) {
       attn::Rng rng = stream(4);

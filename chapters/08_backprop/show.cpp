@@ -280,8 +280,20 @@ attn::GradCheckOptions64 float_options() {
   return o;
 }
 
-void show_gradient_checks(const GradientChecks& r, bool mine) {
+void show_gradient_checks(const GradientChecks& r, const CentralDifferenceDemo& cd, bool mine) {
   attn::section(3, "The gradient check of every op");
+  const bool central_wins = cd.central_err * 100.0 < cd.forward_err;
+  print(fmt::format(
+      "The checker's core is central differences, (f(x + h e_i) - f(x - h e_i)) / 2h, here\n"
+      "{}. On f(x) = sum_i exp(x_i / 2) x_(i+1)^2 ({} coordinates,\n"
+      "h = {}) their largest error against the exact gradient is {}; forward differences\n"
+      "(f(x + h e_i) - f(x)) / h are off by {}{}\n",
+      mine ? "yours (ex08.5)" : "attn::central_differences", cd.n, sci(cd.h), sci(cd.central_err),
+      sci(cd.forward_err),
+      central_wins ? ": the h^2 error of central differences against the h\nerror of forward ones."
+                   : ", no better: central differences\nshould be more than 100 times closer."));
+  attn::claim(central_wins || mine,
+              "central differences are more than 100 times closer than forward differences");
   const attn::GradCheckOptions64 o;
   print("attn::check_gradients nudges every element of a small tensor by h = " + sci(o.h) +
         " (times max(1, |value|)),\n"
@@ -294,8 +306,8 @@ void show_gradient_checks(const GradientChecks& r, bool mine) {
         "above it (the float rows' digits depend on the machine's BLAS kernels).\n");
   if (mine) {
     print(
-        "(--mine: softmax, masked softmax, linear, layer_norm and the attention rows check "
-        "your ex08:: gradients,\ncomputed in float on the same numbers)\n");
+        "(--mine: softmax, masked softmax, linear, layer_norm, the attention and the tied "
+        "embedding rows\ncheck your ex08:: gradients, computed in float on the same numbers)\n");
   }
   print(
       "  op                       tensor                   size   max abs err  max rel err  "

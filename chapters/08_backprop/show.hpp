@@ -110,6 +110,14 @@ struct CheckRow {
   std::string op;
   attn::GradCheckResult r;
 };
+// Central differences against forward differences, on f(x) = sum_i exp(x_i / 2) x_(i+1)^2.
+struct CentralDifferenceDemo {
+  std::size_t n = 0;         // coordinates
+  double h = 0.0;            // the step
+  double central_err = 0.0;  // max |central - exact|
+  double forward_err = 0.0;  // max |forward difference - exact|
+};
+
 struct GradientChecks {
   std::vector<CheckRow> correct;  // every backward of the course, in float64
   std::vector<CheckRow> wrong;    // wrong gradients on purpose, one of them only 0.1% off
@@ -125,7 +133,7 @@ struct GradientChecks {
 // The learner's float gradients (--mine) against the double forward: near-zero elements are
 // judged against 1% of the tensor's largest gradient.
 attn::GradCheckOptions64 float_options();
-void show_gradient_checks(const GradientChecks& r, bool mine);
+void show_gradient_checks(const GradientChecks& r, const CentralDifferenceDemo& cd, bool mine);
 
 // ---- 4. Depth: how much gradient reaches the bottom of a stack of blocks?
 struct Variant {

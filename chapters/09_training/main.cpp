@@ -1,10 +1,11 @@
 // chapters/09_training/main.cpp: chapter 09, training the character GPT.
-// The lesson in six sections, each computed by one function and shown by another: the data as
-// the lecture prepares it, the model before training, one training step written out here (and
-// checked against the library's attn::train_step_on bit for bit), a run with loss estimates,
-// a sample after training, and what every trained head attends to. --ladder rebuilds the
-// lecture's loss table row by row. The library pieces: common/src/train/ (train.cpp, optim.cpp,
-// data.cpp, checkpoint.cpp) and common/src/model/model.cpp.
+// The lesson in six sections, each computed by a function here and printed by one of show.cpp
+// (the structs between them in show.hpp): the data as the lecture prepares it, the model before
+// training, one training step written out here (step_by_hand, checked against the library's
+// attn::train_step_on bit for bit), a run with loss estimates, a sample after training, and what
+// every trained head attends to. --ladder rebuilds the lecture's loss table row by row. The library
+// pieces: common/src/train/ (train.cpp, optim.cpp, data.cpp, checkpoint.cpp) and
+// common/src/model/model.cpp.
 
 #include <fmt/core.h>
 
@@ -22,15 +23,13 @@
 #include "attn/io/plot.hpp"
 #include "attn/model/bigram.hpp"
 #include "exercises.hpp"
+#include "show.hpp"
 #include "training.hpp"
 
 namespace {
 
 using namespace ch09;
-using attn::chars_of;
-using attn::num;
 using attn::section;
-using attn::thousands;
 namespace fs = std::filesystem;
 using attn::Matrix;
 
@@ -46,19 +45,6 @@ using attn::train_limits::kMaxLayers;
 using attn::train_limits::kMaxSteps;
 constexpr std::size_t kMaxTokens = 10000;
 
-// The text of `ids` behind a margin, line by line, control characters escaped.
-void print_sample(std::string_view text) {
-  const std::u32string chars = attn::decode_utf8(text);
-  std::size_t begin = 0;
-  for (;;) {
-    const std::size_t end = std::min(chars.find(U'\n', begin), chars.size());
-    fmt::print("  | {}\n",
-               attn::terminal_safe(std::u32string_view(chars).substr(begin, end - begin)));
-    if (end == chars.size()) break;
-    begin = end + 1;
-  }
-}
-
 std::string sample_text(const attn::LmWeights& w, const attn::LmConfig& config,
                         const attn::Vocab& vocab, std::size_t n, std::uint64_t seed) {
   attn::Rng rng(seed, 909);
@@ -72,44 +58,17 @@ std::string sample_text(const attn::LmWeights& w, const attn::LmConfig& config,
 
 // ---- 1. The data: two windows of a batch, and y is x shifted by one.
 
-void show_data(const Kernels& k, const attn::Corpus& corpus, const Data& d, std::uint64_t seed,
-               std::size_t block_size) {
+DataDemo data_demo(const Kernels& k, const Data& d, std::uint64_t seed, std::size_t block_size) {
   attn::Rng demo(seed, 7);
-  const attn::Batch b = k.get_batch(d.split.train, 2, std::min<std::size_t>(block_size, 24), demo);
-  const std::size_t T = b.x.shape()[1];
-  bool shifted = true;
-  for (std::size_t r = 0; r < 2; ++r)
-    for (std::size_t t = 0; t + 1 < T; ++t) shifted = shifted && b.y(r, t) == b.x(r, t + 1);
-
-  section(1, "The data");
-  fmt::print("{}: {} characters, V = {}.\n", corpus.origin,
-             d.split.train.size() + d.split.val.size(), d.vocab.size());
-  fmt::print(
-      "Encoded once, then split like the lecture: the first 90% trains ({} tokens), the last 10%\n"
-      "measures ({} tokens). The model never sees the validation text, so its loss there tells\n"
-      "learning apart from memorising.\n"
-      "A batch is B windows of T + 1 tokens from random places; x is the first T, y the last T.\n"
-      "Two of them (T = {}):\n",
-      d.split.train.size(), d.split.val.size(), T);
-  for (std::size_t r = 0; r < 2; ++r) {
-    fmt::print("  x[{}] = {}\n  y[{}] = {}\n", r,
-               attn::quote(chars_of(d.vocab, std::span<const int>(b.x.data() + r * T, T))), r,
-               attn::quote(chars_of(d.vocab, std::span<const int>(b.y.data() + r * T, T))));
-  }
-  attn::claim(shifted, "y is x shifted by one");
-  attn::print(
-      "Every position is an example: after x[0][0..t] the answer is y[0][t]. One window of T\n"
-      "tokens teaches T predictions at once, with 1 to T characters of context.\n");
+  DataDemo r{k.get_batch(d.split.train, 2, std::min<std::size_t>(block_size, 24), demo), true};
+  const std::size_t T = r.batch.x.shape()[1];
+  for (std::size_t row = 0; row < 2; ++row)
+    for (std::size_t t = 0; t + 1 < T; ++t)
+      r.shifted = r.shifted && r.batch.y(row, t) == r.batch.x(row, t + 1);
+  return r;
 }
 
 // ---- 2. The model before training, and the bar to beat.
-
-struct Before {
-  std::size_t params;
-  double val_loss;    // untrained (fresh runs only)
-  double log_v;       // the loss of a uniform guess
-  double bigram_val;  // chapter 01's counting table, trained on the train split
-};
 
 Before measure_before(const Kernels& k, const attn::TrainState& s, const attn::TrainConfig& c,
                       const Data& d, bool fresh) {
@@ -123,85 +82,38 @@ Before measure_before(const Kernels& k, const attn::TrainState& s, const attn::T
           attn::bigram_loss(bigram, d.split.val)};
 }
 
-void show_before(const Before& b, const attn::TrainConfig& c, std::size_t V, bool fresh) {
-  section(2, "The model, before training");
-  const attn::LmConfig& m = c.model;
-  fmt::print(
-      "C = {}, H = {} (head size {}), L = {}, T = {}, {} activation, {} output head,\n"
-      "{} initialisation: {} parameters. B = {} windows a step: {} tokens.\n",
-      m.n_embd, m.n_heads, m.n_embd / m.n_heads, m.n_layers, m.block_size,
-      m.ffn == attn::FfnKind::swiglu ? "SwiGLU" : attn::activation_name(m.activation),
-      m.tied_head ? "tied (wte^T)" : "separate", attn::init_name(c.init), b.params, c.batch_size,
-      c.batch_size * m.block_size);
-  if (!attn::block_default_parts(attn::lm_block_config(m))) {
-    // The parts other than the lecture's (a lecture model prints no such line), two lines.
-    const std::size_t kv = attn::lm_kv_heads(m);
-    const std::string first =
-        fmt::format("{}, {}, {} FFN (F = {}),",
-                    m.positions == attn::Positions::rope
-                        ? fmt::format("RoPE positions (theta {})", m.rope_theta)
-                        : std::string("learned positions"),
-                    m.normalization == attn::Normalization::rmsnorm ? "RMSNorm" : "LayerNorm",
-                    m.ffn == attn::FfnKind::swiglu ? "SwiGLU" : "MLP", attn::lm_ffn_width(m));
-    const std::string second = fmt::format(
-        "{}, {}, {}.",
-        kv == m.n_heads ? std::string("one K/V head per head")
-                        : fmt::format("{} K/V head{} (grouped-query)", kv, kv == 1 ? "" : "s"),
-        m.window ? fmt::format("window {}", m.window) : std::string("no window"),
-        m.bias ? "biases" : "no biases");
-    fmt::print("Parts: {}\n{}\n", first, second);
-  }
-  if (!fresh) return;  // a resumed run: trained already
-  fmt::print(
-      "Untrained, its val loss is {}; guessing uniformly over V = {} characters scores log V =\n"
-      "{}. {}\n",
-      num(b.val_loss), V, num(b.log_v),
-      std::abs(b.val_loss - b.log_v) < 0.1
-          ? "Random weights give nearly uniform predictions, so the two are close."
-          : "The random weights already prefer some characters, so the two differ.");
-  fmt::print(
-      "The bar to beat: chapter 01's bigram table, counted on the train split, scores {}\n"
-      "on val. It sees one character of context; this model sees up to {}.\n",
-      num(b.bigram_val), m.block_size);
-}
-
 // ---- 3. One training step, written out: what attn::train_step_on does.
 
-struct OneStep {
-  std::size_t tensors;
-  double loss, grad_norm;  // before the update; the norm before clipping
-  float lr;
-  double loss_after;      // the same batch after the update
-  double largest_move;    // max |w_after - w_before| over every weight
-  double largest_weight;  // max |w_before|
-  double library_diff;    // max |difference| to attn::train_step_on's weights
-};
+}  // namespace
 
-OneStep take_one_step(const Kernels& k, const attn::TrainState& start, const attn::TrainConfig& c,
-                      const Data& d) {
-  attn::Rng demo(c.seed, 8);
-  const attn::Batch b = k.get_batch(d.split.train, c.batch_size, c.model.block_size, demo);
-  attn::TrainState s = start;  // a copy: the real run starts from the same weights
+namespace ch09 {
+
+// One training step, written out: what attn::train_step_on does. With --mine the run takes this
+// step, from the learner's update (ex09.1), schedule (ex09.5) and clipping (ex09.6).
+attn::StepResult step_by_hand(const Kernels& k, attn::TrainState& s, const attn::TrainConfig& c,
+                              const Tokens& x, const Tokens& y) {
   std::vector<attn::NamedTensor> p = attn::lm_parameters(s.weights);
   std::vector<attn::NamedTensor> g = attn::lm_parameters(s.grads);
   std::vector<attn::NamedTensor> m = attn::lm_parameters(s.adam_m);
   std::vector<attn::NamedTensor> v = attn::lm_parameters(s.adam_v);
   std::vector<std::span<float>> grads;
   for (attn::NamedTensor& t : g) grads.push_back(t.values);
-
+  const std::size_t t = s.step + 1;
   // 1. Zero the gradients: the backward adds into them.
   for (std::span<float> grad : grads) std::fill(grad.begin(), grad.end(), 0.0f);
-  const std::size_t t = start.step + 1;
   // (With --dropout, this step's masks come from a generator of their own, as in the library.)
-  if (c.model.dropout > 0.0f) s.cache.dropout_rng = attn::dropout_rng_for(c.seed, t);
+  if (c.model.dropout > 0.0f) {
+    s.cache.dropout_rng = attn::dropout_rng_for(c.seed, t);
+    s.cache.fixed_dropout_masks = false;
+  }
   // 2. Forward (keeping what the backward needs) and backward: the batch's mean cross-entropy,
   //    and the gradient of every weight.
-  const double loss = attn::lm_forward_backward(b.x, b.y, s.weights, c.model, s.grads, s.cache);
+  const double loss = attn::lm_forward_backward(x, y, s.weights, c.model, s.grads, s.cache);
   // 3. The global norm of all gradients together, clipped to --grad-clip (0: off).
-  const double norm = attn::clip_grad_norm(grads, c.grad_clip);
+  const double norm = k.clip_grad_norm(grads, c.grad_clip);
   // 4. AdamW on every tensor at the schedule's lr; weight decay only on matrices and embeddings.
   //    (--optimizer sgd: p -= lr * g instead.)
-  const float lr = attn::learning_rate(c.schedule, t);
+  const float lr = k.learning_rate(c.schedule, t);
   for (std::size_t i = 0; i < p.size(); ++i) {
     if (c.optimizer == attn::Optimizer::sgd) {
       for (std::size_t j = 0; j < p[i].values.size(); ++j) p[i].values[j] -= lr * g[i].values[j];
@@ -210,10 +122,28 @@ OneStep take_one_step(const Kernels& k, const attn::TrainState& start, const att
     const float decay = attn::decays(p[i].rank) ? c.adam.weight_decay : 0.0f;
     k.adamw_update(p[i].values, g[i].values, m[i].values, v[i].values, lr, decay, t, c.adam);
   }
+  s.step = t;
+  s.losses.push_back(static_cast<float>(loss));
+  return {loss, norm, lr};
+}
+
+}  // namespace ch09
+
+namespace {
+
+OneStep take_one_step(const Kernels& k, const attn::TrainState& start, const attn::TrainConfig& c,
+                      const Data& d) {
+  attn::Rng demo(c.seed, 8);
+  const attn::Batch b = k.get_batch(d.split.train, c.batch_size, c.model.block_size, demo);
+  attn::TrainState s = start;  // a copy: the real run starts from the same weights
+  const attn::StepResult step = step_by_hand(k, s, c, b.x, b.y);
+  const std::vector<attn::NamedTensor> p = attn::lm_parameters(s.weights);
+  const double loss = step.loss, norm = step.grad_norm;
+  const float lr = step.lr;
 
   // The library's step from the same state on the same batch must give the same weights.
   attn::TrainState library = start;
-  (void)attn::train_step_on(library, c, b.x, b.y);
+  (void)k.train_step_on(library, c, b.x, b.y);
   attn::LmWeights w0 = start.weights;
   const std::vector<attn::NamedTensor> lib = attn::lm_parameters(library.weights);
   const std::vector<attn::NamedTensor> before = attn::lm_parameters(w0);
@@ -228,147 +158,9 @@ OneStep take_one_step(const Kernels& k, const attn::TrainState& start, const att
   return out;
 }
 
-void show_one_step(const OneStep& r, const attn::TrainConfig& c) {
-  section(3, "One step, taken apart");
-  // "Every weight moves by about lr": on the first step m / sqrt(v) is g / (|g| + eps), so no
-  // weight moves by more than lr (plus its decay), and those with a gradient move by nearly lr.
-  const double lr = static_cast<double>(r.lr), wd = static_cast<double>(c.adam.weight_decay);
-  const bool adam = c.optimizer == attn::Optimizer::adamw;
-  if (adam) {
-    attn::claim(r.largest_move <= lr * (1.0 + 1e-3) + lr * wd * r.largest_weight &&
-                    r.largest_move >= 0.5 * lr,
-                "on the first step every weight moves by about lr, never more");
-  }
-  fmt::print(
-      "  1. zero the gradients                 {} tensors, shaped like the weights\n"
-      "  2. forward and backward on one batch  loss {}{}\n"
-      "  3. clip the global gradient norm      norm {} {}\n"
-      "  4. {} at lr {}                 {}\n"
-      "The same batch after the step: loss {} ({} {}).\n",
-      r.tensors, num(r.loss),
-      c.model.dropout > 0.0f ? fmt::format(" (dropout {} on)", num(c.model.dropout, 2)) : "",
-      num(r.grad_norm),
-      c.grad_clip <= 0.0f ? std::string("(clipping off)")
-      : r.grad_norm > static_cast<double>(c.grad_clip)
-          ? fmt::format("> {}: scaled down to {}", num(c.grad_clip, 2), num(c.grad_clip, 2))
-          : fmt::format("<= {}: left alone", num(c.grad_clip, 2)),
-      adam ? "AdamW" : "SGD  ", num(r.lr, 5),
-      adam ? "every weight moves by about lr"
-           : fmt::format("the largest move is {}", num(r.largest_move, 6)),
-      num(r.loss_after), r.loss_after < r.loss ? "down by" : "up by",
-      num(std::abs(r.loss_after - r.loss)));
-  fmt::print(
-      "These four steps, written out in take_one_step (main.cpp), against the library's\n"
-      "attn::train_step_on from the same state and batch: every weight {}.\n",
-      r.library_diff == 0.0 ? "the same, bit for bit"
-                            : "differs, by up to " + attn::difference_text(r.library_diff));
-  attn::claim(r.library_diff == 0.0, "the step written out equals attn::train_step_on bit for bit");
-  if (c.grad_clip > 0.0f && r.grad_norm > static_cast<double>(c.grad_clip)) {
-    fmt::print(
-        "Clipping scaled every gradient by the same factor, and on this first step AdamW's move\n"
-        "m / sqrt(v) = g / |g| does not depend on the gradient's scale: the step is the one\n"
-        "without clipping (to within eps). Clipping changes an Adam step when a spike meets a\n"
-        "running second moment v built from smaller gradients, later in a run (see the page).\n");
-  }
-}
-
 // ---- 4. Training: steps, estimates, a progress line, checkpoints.
 
-// The train/val gap: how many passes over the training text the run made, how far apart the two
-// losses ended, and when to stop, each sentence chosen by the numbers.
-void show_gap(const attn::TrainState& s, const attn::TrainConfig& c, const Data& d,
-              const attn::EvalRecord& best, const attn::EvalRecord& last) {
-  const double read = static_cast<double>(s.step) * static_cast<double>(c.batch_size) *
-                      static_cast<double>(c.model.block_size);
-  const double passes = read / static_cast<double>(d.split.train.size());
-  const double gap = last.val_loss - last.train_loss;
-  std::string text = fmt::format(
-      "{} steps of {} windows of {} tokens read {} tokens: {} passes over the {} training tokens "
-      "(a pass over the data is an epoch; the windows are drawn at random).",
-      s.step, c.batch_size, c.model.block_size, attn::grouped(read), num(passes, 1),
-      attn::grouped(static_cast<double>(d.split.train.size())));
-  const bool still_best = last.val_loss <= best.val_loss + 0.005;
-  const bool rose = !still_best && last.train_loss < best.train_loss;
-  if (std::abs(gap) < 0.05) {
-    attn::claim(std::abs(gap) < 0.05, "the train and val losses ended within 0.05");
-    text += fmt::format(
-        " The two losses ended {} apart: the model does as well on text it never saw as on its "
-        "training text, so it is not memorising; more steps or a bigger model can lower both.",
-        num(std::abs(gap)));
-  } else if (gap > 0.0) {
-    attn::claim(gap >= 0.05, "the val loss ended at least 0.05 above the train loss");
-    text += fmt::format(
-        " The val loss ended {} above the train loss: after {} passes the model fits its "
-        "training text better than text it never saw{}{}",
-        num(gap), num(passes, 1), gap < 0.2 ? ", the start of memorising" : ": it is memorising",
-        c.model.dropout > 0.0f
-            ? fmt::format(", even with dropout {} on.", num(c.model.dropout, 2))
-            : std::string(". Dropout (--dropout P, the page measures it) works against it."));
-  } else {
-    attn::claim(gap <= -0.05, "the val loss ended at least 0.05 below the train loss");
-    text += fmt::format(
-        " The val loss ended {} below the train loss: the validation text is easier for this "
-        "model than the training text, which says more about the split than about the model.",
-        num(-gap));
-  }
-  if (still_best && last.step == best.step) {
-    attn::claim(last.val_loss <= best.val_loss, "the last estimate is the lowest");
-    text +=
-        " The val loss is at its lowest at the last estimate: training on may still help; stop "
-        "when an estimate comes out higher than the best so far.";
-  } else if (still_best) {
-    attn::claim(last.val_loss > best.val_loss && last.val_loss <= best.val_loss + 0.005,
-                "the last estimate is within 0.005 above the lowest");
-    text += fmt::format(
-        " The val loss has flattened: the last estimate is {} above the lowest ({} at step {}), "
-        "within the noise of an estimate. Training on buys little now; stop once the estimates "
-        "climb clearly above the best.",
-        num(last.val_loss - best.val_loss), num(best.val_loss), best.step);
-  } else {
-    attn::claim(last.val_loss > best.val_loss + 0.005, "the val loss ended above its best");
-    text += fmt::format(
-        " The val loss was lowest at step {} ({}) and ended {} higher{}. Stop at step {}: a run is "
-        "deterministic, so the same run stopped at step {} gives that model.",
-        best.step, num(best.val_loss), num(last.val_loss - best.val_loss),
-        rose ? fmt::format(", while the train loss kept falling ({} to {})", num(best.train_loss),
-                           num(last.train_loss))
-             : std::string(),
-        best.step, best.step);
-  }
-  fmt::print("{}\n", wrap_text(text, 92));
-}
-
-void show_training(const attn::TrainState& s, const RunReport& r, const attn::TrainConfig& c,
-                   const Data& d, double bigram_val, bool timing) {
-  if (timing) {
-    fmt::print("{} steps in {} ({} tokens/s).\n", r.steps_taken, clock_text(r.seconds),
-               thousands(static_cast<double>(r.steps_taken * c.batch_size * c.model.block_size) /
-                         std::max(r.seconds, 1e-9)));
-  }
-  const auto best = std::min_element(
-      s.evals.begin(), s.evals.end(),
-      [](const attn::EvalRecord& a, const attn::EvalRecord& b) { return a.val_loss < b.val_loss; });
-  const attn::EvalRecord& last = s.evals.back();
-  fmt::print("Best val loss {} at step {}; the bigram table's is {}: {}.\n", num(best->val_loss),
-             best->step, num(bigram_val),
-             best->val_loss < bigram_val
-                 ? fmt::format("{} lower, what the whole model buys over one character of "
-                               "context (attention over {} characters, heads, the FFN, residuals, "
-                               "LayerNorm, depth: --ladder adds them one at a time)",
-                               num(bigram_val - best->val_loss), c.model.block_size)
-                 : std::string("not lower yet: train longer or with a higher --lr"));
-  show_gap(s, c, d, *best, last);
-}
-
 // ---- 6. What the trained heads attend to: a window of validation text through the model.
-
-struct HeadStats {
-  double previous = 0.0;    // attention on position t - 1 (queries t >= 1)
-  double self = 0.0;        // on position t itself
-  double same_char = 0.0;   // on earlier positions holding the same character
-  double line_start = 0.0;  // on the first character of the query's line, or the newline before
-  double distance = 0.0;    // mean distance t - s, weighted
-};
 
 // The habits of one head, from its (T, T) causal attention `p(t, s)` over the window `ids`. The
 // window starts at a line start, so position 0 is one.
@@ -395,45 +187,6 @@ HeadStats head_stats(const Weight& p, std::span<const int> ids, const attn::Voca
   st.distance /= n;
   return st;
 }
-
-// A habit is named only when the head puts at least this much more of its attention there than
-// a head attending uniformly to every visible position would (the chance baseline, measured on
-// the same window): at T = 32, uniform attention already gives ~10% to the previous character.
-constexpr double kHabitMargin = 0.15;
-
-// One sentence chosen by the numbers: the habit that beats chance by the most, if any does.
-std::string describe(const HeadStats& st, const HeadStats& chance) {
-  struct Habit {
-    double share, chance;
-    std::string_view text;
-  };
-  const Habit habits[] = {{st.previous, chance.previous, "the previous character"},
-                          {st.self, chance.self, "its own position"},
-                          {st.same_char, chance.same_char, "earlier copies of the same character"},
-                          {st.line_start, chance.line_start, "the start of the line"}};
-  const Habit* best = &habits[0];
-  for (const Habit& h : habits) {
-    if (h.share - h.chance > best->share - best->chance) best = &h;
-  }
-  if (best->share - best->chance < kHabitMargin) {
-    return fmt::format("no habit beats chance by {} points; looks back {} characters (uniform: {})",
-                       num(100 * kHabitMargin, 0), num(st.distance, 1), num(chance.distance, 1));
-  }
-  return fmt::format("{} {} ({}%, chance {}%)", best->share >= 0.5 ? "mostly" : "leans on",
-                     best->text, num(100 * best->share, 0), num(100 * best->chance, 0));
-}
-
-struct HeadMap {
-  std::size_t layer, head;
-  Matrix weights;  // (T, T): row t, the attention of query t over the keys
-  HeadStats stats;
-};
-struct HeadMaps {
-  std::span<const int> ids;  // the window, (T,)
-  double loss;               // the model's loss on it
-  HeadStats chance;          // uniform causal attention over the same window
-  std::vector<HeadMap> heads;
-};
 
 HeadMaps measure_heads(const attn::LmWeights& w, const attn::LmConfig& config, const Data& d) {
   // A window of the validation text that starts at a real line start (right after the first
@@ -475,57 +228,25 @@ HeadMaps measure_heads(const attn::LmWeights& w, const attn::LmConfig& config, c
   return out;
 }
 
-void show_heads(const HeadMaps& maps, const attn::Vocab& vocab,
-                const std::optional<fs::path>& svg_dir, int number) {
-  section(number, "What the trained heads attend to");
-  fmt::print(
-      "{} characters of the validation split from a line start (loss {} on them):\n  {}\n"
-      "Rows: the query character; columns: the keys it may see (causal: only the past;\n"
-      "'_' is a space, '$' a newline). Darker = more attention.\n",
-      maps.ids.size(), num(maps.loss), attn::quote(chars_of(vocab, maps.ids)));
-  const HeadStats& c = maps.chance;
-  fmt::print(
-      "Chance, a head attending uniformly to every visible position of this text: previous\n"
-      "{}%  self {}%  same character {}%  line start {}%  mean distance {}. A habit is named\n"
-      "only when a head beats chance by {} points.\n",
-      num(100 * c.previous, 0), num(100 * c.self, 0), num(100 * c.same_char, 0),
-      num(100 * c.line_start, 0), num(c.distance, 1), num(100 * kHabitMargin, 0));
-  // One glyph per character, so the columns stay one character wide.
-  std::vector<std::string> labels;
-  for (const int id : maps.ids) {
-    const char32_t ch = vocab.char_of(id);
-    labels.push_back(ch == U' '    ? std::string("_")
-                     : ch == U'\n' ? std::string("$")
-                                   : attn::printable(ch));
-  }
-  for (const HeadMap& hm : maps.heads) {
-    const HeadStats& st = hm.stats;
-    fmt::print("\nlayer {} head {}: {}\n", hm.layer, hm.head, describe(st, c));
-    fmt::print("  previous {}%  self {}%  same character {}%  line start {}%  mean distance {}\n",
-               num(100 * st.previous, 0), num(100 * st.self, 0), num(100 * st.same_char, 0),
-               num(100 * st.line_start, 0), num(st.distance, 1));
-    attn::HeatmapOptions opt;
-    opt.row_labels = labels;
-    opt.col_labels = labels;
-    opt.vmin = 0.0f;
-    opt.vmax = 1.0f;
-    opt.annotate = false;  // the sentence above says which head it is
-    fmt::print("{}", attn::heatmap_text(hm.weights, opt, attn::use_color(stdout)));
-    if (svg_dir) {
-      opt.title = fmt::format("layer {} head {}", hm.layer, hm.head);
-      attn::write_svg(*svg_dir / fmt::format("attention_l{}_h{}.svg", hm.layer, hm.head),
-                      attn::heatmap_svg(hm.weights, opt));
-    }
-  }
-}
-
 // ---- The walkthrough.
 
 Kernels reference_kernels() {
-  return {&attn::adamw_update, &attn::get_batch, &attn::estimate_loss, &attn::train_step_on, true};
+  return {&attn::adamw_update,
+          &attn::get_batch,
+          &attn::estimate_loss,
+          &attn::train_step_on,
+          &attn::learning_rate,
+          &attn::clip_grad_norm,
+          true};
 }
 Kernels learner_kernels() {
-  return {&ex09::adamw_update, &ex09::get_batch, &ex09::estimate_loss, &ex09::train_step_on, false};
+  return {&ex09::adamw_update,
+          &ex09::get_batch,
+          &ex09::estimate_loss,
+          &ex09::train_step_on,
+          &ex09::learning_rate,
+          &ex09::clip_grad_norm,
+          false};
 }
 
 void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
@@ -610,15 +331,15 @@ void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
 
   // Like the other chapters: say whose functions run (only with --mine, so that the reference
   // run's output, shown on the page, stays as it is).
-  if (common.mine) fmt::print("functions: yours (ex09::, --mine)\n");
-  show_data(k, corpus, d, c.seed, c.model.block_size);
+  if (common.mine) fmt::print("functions: yours (ex09.1 to ex09.6, --mine)\n");
+  show_data(data_demo(k, d, c.seed, c.model.block_size), corpus, d);
   const Before before = measure_before(k, s, c, d, fresh);
   show_before(before, c, V, fresh);
   if (fresh) {
     fmt::print("A sample from the untrained model (seed {}):\n", c.seed);
     print_sample(
         sample_text(s.weights, c.model, d.vocab, std::min<std::size_t>(o.tokens, 80), c.seed));
-    show_one_step(take_one_step(k, s, c, d), c);
+    show_one_step(take_one_step(k, s, c, d), c, common.mine);
   } else {
     fmt::print("Resumed from '{}' at step {} of {}.\n{}", o.resume_dir, s.step, c.steps,
                corpus_note);

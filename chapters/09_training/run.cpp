@@ -410,8 +410,10 @@ RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainC
     if (k.reference) {
       r = attn::train_step(s, c, d.split.train);  // the same draws, into reused buffers
     } else {
+      // --mine: the step written out in main.cpp, from the learner's update (ex09.1), schedule
+      // (ex09.5) and clipping (ex09.6), on the learner's batches (ex09.2).
       s.batch = k.get_batch(d.split.train, c.batch_size, c.model.block_size, s.data_rng);
-      r = k.train_step_on(s, c, s.batch.x, s.batch.y);
+      r = step_by_hand(k, s, c, s.batch.x, s.batch.y);
     }
     if (!std::isfinite(r.loss)) {
       throw std::runtime_error(fmt::format(

@@ -1,7 +1,7 @@
-// chapters/09_training/training.hpp: what the chapter's three files share. main.cpp is the
-// lesson (each section computed, then shown); run.cpp the run around it (flags to a config,
-// resuming, the training loop with its progress line, estimates and checkpoints); ladder.cpp
-// the lecture's loss table (--ladder).
+// chapters/09_training/training.hpp: what the chapter's files share. main.cpp is the lesson
+// (each section computed there, then printed by show.cpp); run.cpp the run around it (flags to a
+// config, resuming, the training loop with its progress line, estimates and checkpoints);
+// ladder.cpp the lecture's loss table (--ladder).
 #pragma once
 
 #include <cstddef>
@@ -33,9 +33,16 @@ struct Kernels {
                                     const attn::Split&, std::size_t, std::size_t, std::uint64_t,
                                     std::size_t);  // ex09.3
   attn::StepResult (*train_step_on)(attn::TrainState&, const attn::TrainConfig&, const Tokens&,
-                                    const Tokens&);  // ex09.4
+                                    const Tokens&);                    // ex09.4
+  float (*learning_rate)(const attn::LrSchedule&, std::size_t);        // ex09.5
+  double (*clip_grad_norm)(std::span<const std::span<float>>, float);  // ex09.6
   bool reference;  // true: the library's own step (it reuses the batch buffers)
 };
+
+// One training step written out (main.cpp): zero the gradients, forward and backward, clip,
+// update, from the kernels' update, schedule and clipping. The run takes it with --mine.
+attn::StepResult step_by_hand(const Kernels& k, attn::TrainState& s, const attn::TrainConfig& c,
+                              const Tokens& x, const Tokens& y);
 
 // ---- The chapter's flags.
 struct Options {

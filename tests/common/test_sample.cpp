@@ -158,3 +158,67 @@ TEST_CASE("top_p_filter: ties go to the lower id, and bad arguments are refused"
   CHECK_THROWS_AS(attn::top_p_filter(probs, 1.5f), std::invalid_argument);
   CHECK_THROWS_AS(attn::top_p_filter(std::vector<float>{}, 0.5f), std::invalid_argument);
 }
+
+namespace {
+int g_filter_calls = 0;
+// Keeps only the least likely id: a cut no correct nucleus makes, so its effect shows.
+std::vector<float> keep_least_likely(std::span<const float> probs, float) {
+  ++g_filter_calls;
+  std::size_t least = 0;
+  for (std::size_t v = 1; v < probs.size(); ++v)
+    if (probs[v] < probs[least]) least = v;
+  std::vector<float> kept(probs.size(), 0.0f);
+  kept[least] = 1.0f;
+  return kept;
+}
+std::vector<float> wrong_size(std::span<const float> probs, float) {
+  return std::vector<float>(probs.size() + 1, 1.0f);
+}
+}  // namespace
+
+TEST_CASE("set_top_p_filter: the filter given decides which ids stay, nullptr restores the cut") {
+  const std::vector<float> logits = {2.0f, 1.0f, 0.5f, -1.0f};  // id 3 the least likely
+  attn::TokenSampler sampler(logits.size());
+  attn::SamplingOptions o;
+  o.top_p = 0.9f;
+  g_filter_calls = 0;
+  const bool none_before = attn::set_top_p_filter(&keep_least_likely) == nullptr;
+  REQUIRE(none_before);
+  attn::Rng rng(5);
+  for (int i = 0; i < 20; ++i) CHECK(sampler.next(logits, o, rng) == 3);
+  CHECK(g_filter_calls == 20);
+  o.top_p = 1.0f;  // no nucleus: the filter is not asked
+  (void)sampler.next(logits, o, rng);
+  CHECK(g_filter_calls == 20);
+  o.top_p = 0.9f;
+  const bool previous_returned = attn::set_top_p_filter(&wrong_size) == &keep_least_likely;
+  CHECK(previous_returned);
+  CHECK_THROWS_AS((void)sampler.next(logits, o, rng), std::invalid_argument);
+  const bool wrong_size_returned = attn::set_top_p_filter(nullptr) == &wrong_size;
+  CHECK(wrong_size_returned);
+  bool drew_other = false;  // the built-in cut keeps the likely ids, never the least likely
+  for (int i = 0; i < 50; ++i) drew_other = drew_other || sampler.next(logits, o, rng) != 3;
+  CHECK(drew_other);
+}
+
+TEST_CASE("set_top_p_filter(attn::top_p_filter) draws what the built-in cut draws") {
+  // Chapter 10's --mine on a correct ex10.4 prints the reference's text because of this.
+  attn::Rng make(11);
+  std::vector<float> logits(65);
+  for (float& l : logits) l = 2.0f * make.normal();
+  attn::TokenSampler sampler(logits.size());
+  for (const float top_p : {0.05f, 0.5f, 0.9f, 0.99f}) {
+    CAPTURE(top_p);
+    for (const std::size_t top_k : {std::size_t{0}, std::size_t{5}}) {
+      CAPTURE(top_k);
+      const attn::SamplingOptions o{0.8f, top_k, top_p, false};
+      attn::Rng built_in(3), filtered(3);
+      std::vector<int> a, b;
+      for (int i = 0; i < 200; ++i) a.push_back(sampler.next(logits, o, built_in));
+      attn::set_top_p_filter(&attn::top_p_filter);
+      for (int i = 0; i < 200; ++i) b.push_back(sampler.next(logits, o, filtered));
+      attn::set_top_p_filter(nullptr);
+      CHECK(a == b);
+    }
+  }
+}

@@ -159,6 +159,16 @@ TokenSampler::TokenSampler(std::size_t vocab_size) : probs_(vocab_size), order_(
   require(vocab_size > 0, "attn::TokenSampler", "vocab_size must be at least 1");
 }
 
+namespace {
+TopPFilter g_top_p_filter = nullptr;
+}  // namespace
+
+TopPFilter set_top_p_filter(TopPFilter filter) {
+  const TopPFilter previous = g_top_p_filter;
+  g_top_p_filter = filter;
+  return previous;
+}
+
 int TokenSampler::next(std::span<const float> logits, const SamplingOptions& o, Rng& rng) {
   constexpr const char* kFn = "attn::TokenSampler::next";
   const std::size_t V = probs_.size();
@@ -203,7 +213,18 @@ int TokenSampler::next(std::span<const float> logits, const SamplingOptions& o, 
   //    many when it is not), where top-k cuts a fixed number. Rng::categorical renormalises.
   const bool has_nan =
       std::any_of(probs_.begin(), probs_.end(), [](float p) { return std::isnan(p); });
-  if (o.top_p < 1.0f && !has_nan) {  // (a NaN is left for the draw to report)
+  if (o.top_p < 1.0f && !has_nan && g_top_p_filter) {  // another cut (chapter 10's --mine)
+    const std::vector<float> kept =
+        g_top_p_filter(std::span<const float>(probs_.data(), V), o.top_p);
+    if (kept.size() != V) {
+      require(false, kFn, [&] {
+        return fmt::format("the top-p filter returned {} probabilities, expected V = {}",
+                           kept.size(), V);
+      });
+    }
+    for (std::size_t v = 0; v < V; ++v)
+      if (!(kept[v] > 0.0f)) probs_[v] = 0.0f;
+  } else if (o.top_p < 1.0f && !has_nan) {  // (a NaN is left for the draw to report)
     for (std::size_t v = 0; v < V; ++v) order_[v] = v;
     std::sort(order_.begin(), order_.end(), [this](std::size_t i, std::size_t j) {
       if (probs_[i] != probs_[j]) return probs_[i] > probs_[j];

@@ -57,6 +57,13 @@ struct SamplingOptions {
 // to 1. Returns (V,). Throws std::invalid_argument for empty probs or top_p outside (0, 1].
 std::vector<float> top_p_filter(std::span<const float> probs, float top_p);
 
+// The nucleus cut every TokenSampler makes: nullptr (the default) is the cut written out in
+// TokenSampler::next; a function given here decides instead which ids stay (those it leaves above
+// 0; the draw renormalises). Chapter 10's --mine puts the learner's ex10.4 here, so that the
+// learner's cut drives the generation. Returns the previous filter.
+using TopPFilter = std::vector<float> (*)(std::span<const float> probs, float top_p);
+TopPFilter set_top_p_filter(TopPFilter filter);
+
 // "attn::lm_generate: top_p must be in (0, 1], got 0" etc., for a vocabulary of V ids.
 void check_sampling_options(const SamplingOptions& options, std::size_t V, const char* function);
 
