@@ -440,6 +440,14 @@ TEST_CASE("the training path through the flash kernel gives the same bits on 1, 
     attn::fast::mha_backward(dout, cache, w, H, true, dxs.back(), gs.back());
   }
   attn::set_num_threads(saved);
+  // A cache whose log-sum-exp does not fit the input: a one-line error naming it.
+  attn::fast::MhaCache cache;
+  attn::fast::mha_forward(x, w, H, true, cache, /*need_weights=*/false);
+  cache.lse = Tensor<3>(Tensor<3>::shape_type{B, H, T - 1});
+  Tensor<3> dx;
+  attn::MhaWeights g = gs[0];
+  CHECK_THROWS_WITH_AS(attn::fast::mha_backward(dout, cache, w, H, true, dx, g),
+                       doctest::Contains("lse (1, 2, 2099)"), std::invalid_argument);
   for (std::size_t i = 1; i < 3; ++i) {
     CAPTURE(i + 1);
     CHECK_TENSOR_NEAR(outs[i], outs[0], 0.0, 0.0);

@@ -619,15 +619,16 @@ void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights
   // The forward's path: the weights P, or (flash) each query's log-sum-exp.
   const std::array<std::size_t, 4> w_shape{B, H, T, T};
   const std::array<std::size_t, 3> l_shape{B, H, T};
-  const bool flash = T >= kFlashMinT && cache.weights.size() == 0 &&
+  const bool kept_lse = cache.weights.size() == 0 && cache.lse.size() != 0;
+  const bool flash = kept_lse && T >= kFlashMinT &&
                      std::equal(l_shape.begin(), l_shape.end(), cache.lse.shape().begin());
   if ((!flash && !std::equal(w_shape.begin(), w_shape.end(), cache.weights.shape().begin())) ||
       cache.qkv.size() != rows * 3 * C || cache.heads.size() != rows * C) {
     shape_error(fn,
                 "a cache filled by mha_forward(..., cache) for x " + shape_str(cache.x.shape()) +
                     " and " + std::to_string(H) + " heads",
-                flash ? "lse " + shape_str(cache.lse.shape())
-                      : "weights " + shape_str(cache.weights.shape()));
+                kept_lse ? "lse " + shape_str(cache.lse.shape())
+                         : "weights " + shape_str(cache.weights.shape()));
   }
   const bool proj = w.w_o.size() != 0;
   ensure_shape<3>(dx, {B, T, C});
