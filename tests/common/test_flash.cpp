@@ -2,8 +2,10 @@
 // attn::scaled_dot_product_attention / its backward / attn::mha_forward / mha_backward, over
 // shapes where the tiles change paths (T = 1, T not a multiple of the tile, odd head sizes,
 // S != T, tiles of 1, 3, 64), causal and not, on 1 and 3 threads; the log-sum-exp against a
-// naive double loop; the same bits on any thread count; no allocation as large as a (T, T)
-// matrix; and the fast path's switch to this kernel for long sequences.
+// naive double loop; the same bits on any thread count (whole heads or tiles per thread); no
+// allocation as large as a (T, T) matrix; the fast path's switch to this kernel for long
+// sequences; and the training path through it (the block and the model, forward and backward,
+// against their float64 twins on both sides of kFlashMinT).
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -18,7 +20,10 @@
 #include "attn/core/threads.hpp"
 #include "attn/fast/attention.hpp"
 #include "attn/fast/flash.hpp"
+#include "attn/model/block.hpp"
+#include "attn/model/model.hpp"
 #include "attn/ops/attention.hpp"
+#include "attn/train/gradcheck64.hpp"
 #include "test_helpers.hpp"
 
 // This binary records its largest single allocation (operator new), so a test can check that
@@ -278,6 +283,178 @@ TEST_CASE("the fast path runs the flash kernel for long sequences without weight
   const attn::MhaResult r = attn::mha_forward(x, w, 2, true, /*need_weights=*/false);
   const attn::MhaResult f = attn::fast::mha_forward(x, w, 2, true, /*need_weights=*/false);
   CHECK_TENSOR_NEAR(f.out, r.out, kAtol, kRtol);
+}
+
+TEST_CASE(
+    "the flash backward gives the same bits on 1, 2 and 3 threads with fewer heads than threads") {
+  // One or two heads on 2 or 3 threads: the backward splits into key tiles (dK, dV) and query
+  // tiles (dQ) there, and runs whole heads on 1 thread. Same sums, same order: same bits.
+  attn::Rng rng(1209);
+  for (const std::size_t H : {1, 2}) {
+    for (const bool causal : {true, false}) {
+      CAPTURE(H);
+      CAPTURE(causal);
+      const Inputs in = inputs(rng, {1, H, 150, 150, 16, 16});
+      const std::size_t saved = attn::num_threads();
+      attn::set_num_threads(1);
+      const attn::fast::FlashResult f = attn::fast::flash_attention(in.q, in.k, in.v, causal, 32);
+      const attn::AttentionGrads g1 =
+          attn::fast::flash_attention_backward(in.dout, in.q, in.k, in.v, f.out, f.lse, causal, 32);
+      for (const std::size_t threads : {2, 3}) {
+        CAPTURE(threads);
+        attn::set_num_threads(threads);
+        const attn::AttentionGrads g = attn::fast::flash_attention_backward(
+            in.dout, in.q, in.k, in.v, f.out, f.lse, causal, 32);
+        CHECK(same_bits(g.dq, g1.dq));
+        CHECK(same_bits(g.dk, g1.dk));
+        CHECK(same_bits(g.dv, g1.dv));
+      }
+      attn::set_num_threads(saved);
+      const attn::AttentionResult ref =
+          attn::scaled_dot_product_attention(in.q, in.k, in.v, causal);
+      const attn::AttentionGrads gr = attn::scaled_dot_product_attention_backward(
+          in.dout, in.q, in.k, in.v, ref.weights, causal);
+      CHECK_TENSOR_NEAR(g1.dq, gr.dq, kAtol, kRtol);
+      CHECK_TENSOR_NEAR(g1.dk, gr.dk, kAtol, kRtol);
+      CHECK_TENSOR_NEAR(g1.dv, gr.dv, kAtol, kRtol);
+    }
+  }
+}
+
+namespace {
+
+// Attention that is not near uniform: q and k projections 25 times block_init's 0.02.
+void sharpen(attn::MhaWeights& w) {
+  w.w_q *= 25.0f;
+  w.w_k *= 25.0f;
+}
+
+// The lengths just below and above the switch.
+const std::size_t kBelow = attn::fast::kFlashMinT - 1, kAbove = attn::fast::kFlashMinT + 52;
+
+}  // namespace
+
+TEST_CASE("the block's training path runs the flash kernel from kFlashMinT, equal to float64") {
+  attn::Rng rng(1210);
+  const std::size_t B = 1, C = 16, H = 2, F = 64;
+  attn::BlockConfig cfg;
+  cfg.n_heads = H;
+  cfg.keep_weights = false;
+  for (const std::size_t T : {kBelow, kAbove}) {
+    CAPTURE(T);
+    const bool flash = T >= attn::fast::kFlashMinT;
+    attn::BlockWeights w = attn::block_init(rng, C, F);
+    sharpen(w.attn);
+    const Tensor<3> x = attn::randn<3>(rng, {B, T, C});
+    const Tensor<3> dout = attn::randn<3>(rng, {B, T, C});
+    attn::BlockCache cache;
+    Tensor<3> dx;
+    attn::BlockWeights g = attn::block_zeros_like(w);
+    g_largest.store(0);
+    const Tensor<3> out = attn::block_forward(x, w, cfg, cache);
+    attn::block_backward(dout, cache, w, cfg, dx, g);
+    const std::size_t largest = g_largest.load();
+    // What the cache keeps: L (B, H, T) in place of the (B, H, T, T) weights, and the formula
+    // counts it.
+    CHECK((cache.attn.weights.size() == 0) == flash);
+    CHECK(cache.attn.lse.size() == (flash ? B * H * T : 0));
+    CHECK(attn::activation_floats(cache) == attn::block_activation_floats(B, T, C, F, H, cfg));
+    // No allocation of a (T, T) matrix on the flash path (the dense one makes several).
+    INFO("largest allocation " << largest << " bytes; one head's (T, T) " << T * T * 4);
+    CHECK((largest < T * T * sizeof(float)) == flash);
+    // The training forward is the evaluation forward (which switches at the same length).
+    CHECK_TENSOR_NEAR(out, attn::block_forward(x, w, cfg).out, 0.0, 0.0);
+    // Against the float64 block, forward and backward.
+    const attn::BlockWeights64 w64 = attn::to_float64(w);
+    const attn::Tensor64<3> x64 = xt::cast<double>(x);
+    CHECK_TENSOR_NEAR(out, attn::block_forward(x64, w64, cfg), kAtol, kRtol);
+    attn::Tensor64<3> dx64;
+    attn::BlockWeights64 g64 = attn::block_zeros_like(w64);
+    attn::block_backward(attn::Tensor64<3>(xt::cast<double>(dout)), x64, w64, cfg, dx64, g64);
+    CHECK_TENSOR_NEAR(dx, dx64, kAtol, kRtol);
+    CHECK_TENSOR_NEAR(g.attn.w_q, g64.attn.w_q, kAtol, kRtol);
+    CHECK_TENSOR_NEAR(g.attn.w_k, g64.attn.w_k, kAtol, kRtol);
+    CHECK_TENSOR_NEAR(g.attn.w_v, g64.attn.w_v, kAtol, kRtol);
+    CHECK_TENSOR_NEAR(g.attn.w_o, g64.attn.w_o, kAtol, kRtol);
+    CHECK_TENSOR_NEAR(g.ln1_gamma, g64.ln1_gamma, kAtol, kRtol);
+    CHECK_TENSOR_NEAR(g.ffn.w1, g64.ffn.w1, kAtol, kRtol);
+  }
+}
+
+TEST_CASE("the model's training step runs the flash kernel from kFlashMinT, equal to float64") {
+  attn::Rng rng(1211);
+  attn::LmConfig config;
+  config.vocab_size = 11;
+  config.n_embd = 16;
+  config.n_heads = 2;
+  config.n_layers = 1;
+  config.block_size = kAbove;
+  for (const std::size_t T : {kBelow, kAbove}) {
+    CAPTURE(T);
+    attn::LmWeights w = attn::lm_init(rng, config);
+    sharpen(w.blocks[0].attn);
+    xt::xtensor<int, 2> tokens({1, T}), targets({1, T});
+    for (std::size_t t = 0; t < T; ++t) {
+      tokens(0, t) = static_cast<int>(rng.next_u32() % config.vocab_size);
+      targets(0, t) = static_cast<int>(rng.next_u32() % config.vocab_size);
+    }
+    attn::LmWeights g = attn::lm_zeros_like(w);
+    attn::LmCache cache;
+    const double loss = attn::lm_forward_backward(tokens, targets, w, config, g, cache);
+    CHECK((cache.blocks[0].attn.weights.size() == 0) == (T >= attn::fast::kFlashMinT));
+    const attn::LmWeights64 w64 = attn::to_float64(w);
+    attn::LmWeights64 g64 = attn::lm_zeros_like(w64);
+    const double loss64 = attn::lm_forward_backward(tokens, targets, w64, config, g64);
+    CHECK(std::abs(loss - loss64) <= kAtol + kRtol * std::abs(loss64));
+    // The loss is a mean over T tokens: the gradients of the sum (T times larger, of order 1)
+    // are compared, so that the golden tolerance's 1e-5 is not larger than the numbers.
+    const double n = static_cast<double>(T);
+    CHECK_TENSOR_NEAR(attn::Tensor64<2>(g.wte * n), attn::Tensor64<2>(g64.wte * n), kAtol, kRtol);
+    CHECK_TENSOR_NEAR(attn::Tensor64<2>(g.blocks[0].attn.w_q * n),
+                      attn::Tensor64<2>(g64.blocks[0].attn.w_q * n), kAtol, kRtol);
+    CHECK_TENSOR_NEAR(attn::Tensor64<2>(g.blocks[0].attn.w_k * n),
+                      attn::Tensor64<2>(g64.blocks[0].attn.w_k * n), kAtol, kRtol);
+    CHECK_TENSOR_NEAR(attn::Tensor64<2>(g.blocks[0].attn.w_v * n),
+                      attn::Tensor64<2>(g64.blocks[0].attn.w_v * n), kAtol, kRtol);
+  }
+}
+
+TEST_CASE("the training path through the flash kernel gives the same bits on 1, 2 and 3 threads") {
+  attn::Rng rng(1212);
+  const std::size_t B = 1, C = 16, H = 2, T = kAbove;
+  const Tensor<3> x = attn::randn<3>(rng, {B, T, C});
+  const Tensor<3> dout = attn::randn<3>(rng, {B, T, C});
+  attn::MhaWeights w = attn::mha_init(rng, C, 0.5f);
+  const std::size_t saved = attn::num_threads();
+  std::vector<Tensor<3>> outs, dxs;
+  std::vector<attn::MhaWeights> gs;
+  for (const std::size_t threads : {1, 2, 3}) {
+    attn::set_num_threads(threads);
+    attn::fast::MhaCache cache;
+    outs.push_back(attn::fast::mha_forward(x, w, H, true, cache, /*need_weights=*/false));
+    CHECK(cache.lse.size() == B * H * T);
+    dxs.emplace_back();
+    gs.push_back(w);
+    for (attn::Matrix* m : {&gs.back().w_q, &gs.back().w_k, &gs.back().w_v, &gs.back().w_o})
+      m->fill(0.0f);
+    attn::fast::mha_backward(dout, cache, w, H, true, dxs.back(), gs.back());
+  }
+  attn::set_num_threads(saved);
+  // A cache whose log-sum-exp does not fit the input: a one-line error naming it.
+  attn::fast::MhaCache cache;
+  attn::fast::mha_forward(x, w, H, true, cache, /*need_weights=*/false);
+  cache.lse = Tensor<3>(Tensor<3>::shape_type{B, H, T - 1});
+  Tensor<3> dx;
+  attn::MhaWeights g = gs[0];
+  CHECK_THROWS_WITH_AS(attn::fast::mha_backward(dout, cache, w, H, true, dx, g),
+                       doctest::Contains("lse (1, 2, 2099)"), std::invalid_argument);
+  for (std::size_t i = 1; i < 3; ++i) {
+    CAPTURE(i + 1);
+    CHECK_TENSOR_NEAR(outs[i], outs[0], 0.0, 0.0);
+    CHECK_TENSOR_NEAR(dxs[i], dxs[0], 0.0, 0.0);
+    CHECK_TENSOR_NEAR(gs[i].w_q, gs[0].w_q, 0.0, 0.0);
+    CHECK_TENSOR_NEAR(gs[i].w_k, gs[0].w_k, 0.0, 0.0);
+  }
 }
 
 TEST_CASE("no queries: an empty output, and zero gradients for the keys and values") {

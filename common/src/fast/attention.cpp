@@ -24,6 +24,7 @@
 #include "attn/fast/gemm.hpp"
 #include "../ops/attention_checks.hpp"
 #include "exp_nonpositive.hpp"
+#include "flash_mha.hpp"
 #include "head_products.hpp"
 #include "../core/parallel.hpp"
 #include "../core/simd.hpp"
@@ -558,22 +559,25 @@ AttentionGrads scaled_dot_product_attention_backward(const Tensor<4>& dout, cons
 }
 
 Tensor<3> mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
-                      MhaCache& cache) {
+                      MhaCache& cache, bool need_weights) {
   Tensor<3> out;
-  mha_forward(x, w, n_heads, causal, cache, out);
+  mha_forward(x, w, n_heads, causal, cache, out, need_weights);
   return out;
 }
 
 void mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
-                 MhaCache& cache, Tensor<3>& out) {
+                 MhaCache& cache, Tensor<3>& out, bool need_weights) {
   detail::check_mha("attn::mha_forward", x, w, n_heads, /*allow_no_proj=*/true);
   require(&out != &x, "attn::mha_forward", "out must not be x");
   const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
   const std::size_t H = n_heads, hs = C / H;
+  // Long sequences, weights not asked for: the flash kernel keeps L (B, H, T) in place of P.
+  const bool flash = !need_weights && T >= kFlashMinT;
   // The cache's buffers are reused when the shapes repeat (a training loop).
   ensure_shape<3>(cache.x, {B, T, C});
   ensure_shape<3>(cache.qkv, {B, T, 3 * C});
-  ensure_shape<4>(cache.weights, {B, H, T, T});
+  ensure_shape<4>(cache.weights, flash ? std::array<std::size_t, 4>{} : std::array{B, H, T, T});
+  ensure_shape<3>(cache.lse, flash ? std::array{B, H, T} : std::array<std::size_t, 3>{});
   ensure_shape<3>(cache.heads, {B, T, C});
   // The backward needs x. A caller may compute x straight into cache.x (block_forward does):
   // then there is nothing to copy.
@@ -584,12 +588,18 @@ void mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, b
   gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_k.data(), C, false, 0.0f, qkv + C, 3 * C);
   gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_v.data(), C, false, 0.0f, qkv + 2 * C,
                3 * C);
-  // 2-3. Attention per head, heads read in place; the weights kept (the backward needs P), the
-  //      merged heads written to their own buffer (q must survive for dK).
-  attend({B, H, T, T, hs, hs}, column_heads<const float>(qkv, T, 3 * C, hs),
-         column_heads<const float>(qkv + C, T, 3 * C, hs),
-         column_heads<const float>(qkv + 2 * C, T, 3 * C, hs),
-         column_heads(cache.heads.data(), T, C, hs), causal, cache.weights.data());
+  // 2-3. Attention per head, heads read in place; the weights kept (the backward needs P), or
+  //      on the flash path each query's log-sum-exp; the merged heads written to their own
+  //      buffer (q must survive for dK).
+  if (flash) {
+    flash_mha_attend("attn::mha_forward", B, T, C, H, causal, qkv, cache.heads.data(),
+                     cache.lse.data());
+  } else {
+    attend({B, H, T, T, hs, hs}, column_heads<const float>(qkv, T, 3 * C, hs),
+           column_heads<const float>(qkv + C, T, 3 * C, hs),
+           column_heads<const float>(qkv + 2 * C, T, 3 * C, hs),
+           column_heads(cache.heads.data(), T, C, hs), causal, cache.weights.data());
+  }
   // 4. Output projection (B, T, C) @ (C, C) -> (B, T, C), or the merged heads without w_o.
   ensure_shape<3>(out, {B, T, C});
   if (w.w_o.size() == 0) {
@@ -606,13 +616,19 @@ void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights
   detail::check_mha_backward(fn, dout, cache.x, w, n_heads, grads);
   const std::size_t B = cache.x.shape()[0], T = cache.x.shape()[1], C = cache.x.shape()[2];
   const std::size_t H = n_heads, hs = C / H, rows = B * T;
+  // The forward's path: the weights P, or (flash) each query's log-sum-exp.
   const std::array<std::size_t, 4> w_shape{B, H, T, T};
-  if (!std::equal(w_shape.begin(), w_shape.end(), cache.weights.shape().begin()) ||
+  const std::array<std::size_t, 3> l_shape{B, H, T};
+  const bool kept_lse = cache.weights.size() == 0 && cache.lse.size() != 0;
+  const bool flash = kept_lse && T >= kFlashMinT &&
+                     std::equal(l_shape.begin(), l_shape.end(), cache.lse.shape().begin());
+  if ((!flash && !std::equal(w_shape.begin(), w_shape.end(), cache.weights.shape().begin())) ||
       cache.qkv.size() != rows * 3 * C || cache.heads.size() != rows * C) {
     shape_error(fn,
                 "a cache filled by mha_forward(..., cache) for x " + shape_str(cache.x.shape()) +
                     " and " + std::to_string(H) + " heads",
-                "weights " + shape_str(cache.weights.shape()));
+                kept_lse ? "lse " + shape_str(cache.lse.shape())
+                         : "weights " + shape_str(cache.weights.shape()));
   }
   const bool proj = w.w_o.size() != 0;
   ensure_shape<3>(dx, {B, T, C});
@@ -631,14 +647,20 @@ void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights
     dheads = dh;
   }
   // 2. Attention per (b, h), heads read in place from qkv and dheads; dq, dk, dv written in
-  //    place into the column blocks of dqkv (no split/merge copies).
+  //    place into the column blocks of dqkv (no split/merge copies). On the flash path P is
+  //    recomputed tile by tile from the log-sum-exp (fast/flash.cpp).
   const float* qkv = cache.qkv.data();
-  attend_backward({B, H, T, T, hs, hs}, column_heads<const float>(qkv, T, 3 * C, hs),
-                  column_heads<const float>(qkv + C, T, 3 * C, hs),
-                  column_heads<const float>(qkv + 2 * C, T, 3 * C, hs),
-                  column_heads<const float>(dheads, T, C, hs), cache.weights.data(),
-                  column_heads(dqkv, T, 3 * C, hs), column_heads(dqkv + C, T, 3 * C, hs),
-                  column_heads(dqkv + 2 * C, T, 3 * C, hs), causal);
+  if (flash) {
+    flash_mha_attend_backward(fn, B, T, C, H, causal, qkv, cache.heads.data(), dheads,
+                              cache.lse.data(), dqkv);
+  } else {
+    attend_backward({B, H, T, T, hs, hs}, column_heads<const float>(qkv, T, 3 * C, hs),
+                    column_heads<const float>(qkv + C, T, 3 * C, hs),
+                    column_heads<const float>(qkv + 2 * C, T, 3 * C, hs),
+                    column_heads<const float>(dheads, T, C, hs), cache.weights.data(),
+                    column_heads(dqkv, T, 3 * C, hs), column_heads(dqkv + C, T, 3 * C, hs),
+                    column_heads(dqkv + 2 * C, T, 3 * C, hs), causal);
+  }
   // 3. The projections q = x @ w_q (and k, v):
   //    dw_q += x^T @ dq          (C, B*T) @ (B*T, C) -> (C, C), dq read in place (ld 3C)
   //    dx = dq @ w_q^T + dk @ w_k^T + dv @ w_v^T   (B*T, C) @ (C, C) -> (B*T, C), summed by beta

@@ -30,6 +30,7 @@
 #include "../core/simd.hpp"
 #include "../ops/attention_checks.hpp"
 #include "exp_nonpositive.hpp"
+#include "flash_mha.hpp"
 
 namespace attn::fast {
 
@@ -90,6 +91,13 @@ void tile_gemm(std::size_t M, std::size_t N, std::size_t K, float alpha, const f
 std::size_t visible_keys(bool causal, std::size_t t, std::size_t j0, std::size_t cols) {
   if (!causal) return cols;
   return t < j0 ? 0 : std::min(cols, t + 1 - j0);
+}
+
+// Item `pos` of `tiles` tiles of a head, in the order 0, n-1, 1, n-2, ...: with the causal mask
+// tiles near one end do more work than those near the other, so contiguous ranges of items then
+// carry about equal work.
+std::size_t interleaved(std::size_t pos, std::size_t tiles) {
+  return pos % 2 == 0 ? pos / 2 : tiles - 1 - pos / 2;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -198,8 +206,7 @@ void flash_forward(const Dims& n, Heads<const float> q, Heads<const float> k, He
   detail::run_parts(items, n_threads, [&](std::size_t begin, std::size_t end, std::size_t part) {
     for (std::size_t item = begin; item < end; ++item) {
       const std::size_t bh = item / tiles, pos = item % tiles;
-      const std::size_t t = pos % 2 == 0 ? pos / 2 : tiles - 1 - pos / 2;
-      const std::size_t i0 = t * n.tile, i1 = std::min(n.T, i0 + n.tile);
+      const std::size_t i0 = interleaved(pos, tiles) * n.tile, i1 = std::min(n.T, i0 + n.tile);
       forward_tile(n, q, k, v, out, lse, bh / n.H, bh % n.H, i0, i1, base + part * per_thread);
     }
   });
@@ -208,103 +215,194 @@ void flash_forward(const Dims& n, Heads<const float> q, Heads<const float> k, He
 // ---------------------------------------------------------------------------------------------
 // Backward
 // ---------------------------------------------------------------------------------------------
-
-// Floats of scratch one thread of the backward needs: p and dS of a tile, and D for a head.
-std::size_t backward_scratch(const Dims& n) { return 2 * n.tile * n.tile + n.T; }
-
-// dq, dk, dv of head (b, h). With P = exp(S - L) recomputed tile by tile (S = q k^T / sqrt(hs)):
+//
+// With P = exp(S - L) recomputed tile by tile (S = q k^T / sqrt(hs)):
 //   dV = P^T dO,  dP = dO V^T,  dS = P * (dP - D) with D_t = sum_j P_tj dP_tj = dO_t . O_t,
 //   dQ = dS K / sqrt(hs),  dK = dS^T Q / sqrt(hs).
 // D from dO . O is the trick that spares a pass over the row: sum_j P_tj (dO_t . v_j) =
-// dO_t . (sum_j P_tj v_j) = dO_t . O_t. Keys tile by tile in the outer loop: dK and dV of a key
-// tile are finished in one sweep over the query tiles; dQ accumulates over the key tiles.
-void backward_head(const Dims& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
-                   Heads<const float> out, Heads<const float> dout, const float* lse,
-                   Heads<float> dq, Heads<float> dk, Heads<float> dv, std::size_t b, std::size_t h,
-                   float* scratch) {
-  const std::size_t T = n.T, S = n.S, hs = n.hs, hv = n.hv, tile = n.tile;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  float* p = scratch;           // (tile, tile)
-  float* ds = p + tile * tile;  // (tile, tile)
-  float* D = ds + tile * tile;  // (T,)
-  const float* qh = q.at(b, h);
-  const float* kh = k.at(b, h);
-  const float* vh = v.at(b, h);
+// dO_t . (sum_j P_tj v_j) = dO_t . O_t.
+//
+// Every sum has one fixed order, whatever thread computes it: dK and dV of a key tile add up the
+// query tiles in order, dQ of a query tile adds up the key tiles in order. Two ways to split the
+// work over threads keep that order (flash_backward picks one by the shapes and the thread
+// count; the bits are the same):
+//   whole heads: one (b, h) per item, keys tile by tile in the outer loop, dK, dV of a key tile
+//     finished in one sweep over the query tiles while dQ accumulates: five products per pair
+//     of tiles;
+//   tiles: (b, h, key tile) items for dK, dV, then (b, h, query tile) items for dQ, each
+//     recomputing P and dS: seven products per pair of tiles, but B * H * T / tile items, so a
+//     few heads still spread over every thread.
+
+struct BackwardArgs {
+  Heads<const float> q, k, v, dout;
+  const float* lse;  // (B, H, T)
+  const float* D;    // (B, H, T) dO_t . O_t
+  Heads<float> dq, dk, dv;
+};
+
+// Floats of scratch one thread of the backward needs: p and dS of a tile.
+std::size_t backward_scratch(const Dims& n) { return 2 * n.tile * n.tile; }
+
+// D_t = dO_t . O_t of every query of head (b, h), summed in double: (T,).
+void row_dots(const Dims& n, Heads<const float> out, Heads<const float> dout, std::size_t b,
+              std::size_t h, float* D) {
   const float* oh = out.at(b, h);
   const float* doh = dout.at(b, h);
-  const float* L = lse + (b * n.H + h) * T;
-  float* dqh = dq.at(b, h);
-  float* dkh = dk.at(b, h);
-  float* dvh = dv.at(b, h);
-  // D_t = dO_t . O_t, summed in double (one value per query).
-  for (std::size_t t = 0; t < T; ++t) {
+  for (std::size_t t = 0; t < n.T; ++t) {
     double sum = 0.0;
-    for (std::size_t d = 0; d < hv; ++d)
+    for (std::size_t d = 0; d < n.hv; ++d)
       sum += static_cast<double>(doh[t * dout.row + d]) * static_cast<double>(oh[t * out.row + d]);
     D[t] = static_cast<float>(sum);
   }
-  for (std::size_t t = 0; t < T; ++t) std::fill(dqh + t * dq.row, dqh + t * dq.row + hs, 0.0f);
-  for (std::size_t j0 = 0; j0 < S; j0 += tile) {
-    const std::size_t cols = std::min(tile, S - j0);
-    for (std::size_t j = j0; j < j0 + cols; ++j) {
-      std::fill(dkh + j * dk.row, dkh + j * dk.row + hs, 0.0f);
-      std::fill(dvh + j * dv.row, dvh + j * dv.row + hv, 0.0f);
+}
+
+// P and dS of query tile [i0, i0 + rows) against key tile [j0, j0 + cols) of head (b, h), into
+// p and ds ((rows, cols) each, row stride tile); 0 where masked.
+void tile_p_and_ds(const Dims& n, const BackwardArgs& a, std::size_t b, std::size_t h,
+                   std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols, float* p,
+                   float* ds) {
+  const std::size_t hs = n.hs, hv = n.hv, tile = n.tile;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const float* L = a.lse + (b * n.H + h) * n.T;
+  const float* D = a.D + (b * n.H + h) * n.T;
+  // 1. P = exp(q k^T / sqrt(hs) - L), 0 where masked: (rows, hs) @ (hs, cols)
+  tile_gemm(rows, cols, hs, scale, a.q.at(b, h) + i0 * a.q.row, a.q.row, false,
+            a.k.at(b, h) + j0 * a.k.row, a.k.row, true, 0.0f, p, tile);
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* pr = p + r * tile;
+    const std::size_t vis = visible_keys(n.causal, i0 + r, j0, cols);
+    const float Lr = L[i0 + r];
+    if (Lr == kNegInf) {
+      std::fill(pr, pr + cols, 0.0f);
+      continue;
     }
-    // Causal: queries before j0 never saw these keys.
-    const std::size_t first = n.causal ? j0 : 0;
-    for (std::size_t i0 = first; i0 < T; i0 += tile) {
-      const std::size_t rows = std::min(tile, T - i0);
-      // 1. P = exp(q k^T / sqrt(hs) - L), 0 where masked: (rows, hs) @ (hs, cols)
-      tile_gemm(rows, cols, hs, scale, qh + i0 * q.row, q.row, false, kh + j0 * k.row, k.row, true,
-                0.0f, p, tile);
-      for (std::size_t r = 0; r < rows; ++r) {
-        float* pr = p + r * tile;
-        const std::size_t vis = visible_keys(n.causal, i0 + r, j0, cols);
-        const float Lr = L[i0 + r];
-        if (Lr == kNegInf) {
-          std::fill(pr, pr + cols, 0.0f);
-          continue;
-        }
-        for (std::size_t j = 0; j < vis; ++j) pr[j] = detail::exp_nonpositive(pr[j] - Lr);
-        std::fill(pr + vis, pr + cols, 0.0f);
-      }
-      // 2. dV += P^T dO: (cols, rows) @ (rows, hv) -> (cols, hv)
-      tile_gemm(cols, hv, rows, 1.0f, p, tile, true, doh + i0 * dout.row, dout.row, false, 1.0f,
-                dvh + j0 * dv.row, dv.row);
-      // 3. dP = dO V^T: (rows, hv) @ (hv, cols) -> (rows, cols)
-      tile_gemm(rows, cols, hv, 1.0f, doh + i0 * dout.row, dout.row, false, vh + j0 * v.row, v.row,
-                true, 0.0f, ds, tile);
-      // 4. dS = P * (dP - D)
-      for (std::size_t r = 0; r < rows; ++r) {
-        const float Dr = D[i0 + r];
-        for (std::size_t j = 0; j < cols; ++j)
-          ds[r * tile + j] = p[r * tile + j] * (ds[r * tile + j] - Dr);
-      }
-      // 5. dQ += dS K / sqrt(hs): (rows, cols) @ (cols, hs) -> (rows, hs)
-      tile_gemm(rows, hs, cols, scale, ds, tile, false, kh + j0 * k.row, k.row, false, 1.0f,
-                dqh + i0 * dq.row, dq.row);
-      // 6. dK += dS^T Q / sqrt(hs): (cols, rows) @ (rows, hs) -> (cols, hs)
-      tile_gemm(cols, hs, rows, scale, ds, tile, true, qh + i0 * q.row, q.row, false, 1.0f,
-                dkh + j0 * dk.row, dk.row);
-    }
+    for (std::size_t j = 0; j < vis; ++j) pr[j] = detail::exp_nonpositive(pr[j] - Lr);
+    std::fill(pr + vis, pr + cols, 0.0f);
+  }
+  // 2. dP = dO V^T: (rows, hv) @ (hv, cols) -> (rows, cols)
+  tile_gemm(rows, cols, hv, 1.0f, a.dout.at(b, h) + i0 * a.dout.row, a.dout.row, false,
+            a.v.at(b, h) + j0 * a.v.row, a.v.row, true, 0.0f, ds, tile);
+  // 3. dS = P * (dP - D)
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float Dr = D[i0 + r];
+    for (std::size_t j = 0; j < cols; ++j)
+      ds[r * tile + j] = p[r * tile + j] * (ds[r * tile + j] - Dr);
   }
 }
 
-// Every (b, h) over the library's threads, each computed the same way on any thread count.
+// dQ += dS K / sqrt(hs) for one pair of tiles: (rows, cols) @ (cols, hs) -> (rows, hs)
+void add_dq(const Dims& n, const BackwardArgs& a, std::size_t b, std::size_t h, std::size_t i0,
+            std::size_t rows, std::size_t j0, std::size_t cols, const float* ds) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(n.hs));
+  tile_gemm(rows, n.hs, cols, scale, ds, n.tile, false, a.k.at(b, h) + j0 * a.k.row, a.k.row, false,
+            1.0f, a.dq.at(b, h) + i0 * a.dq.row, a.dq.row);
+}
+
+void zero_rows(Heads<float> t, std::size_t b, std::size_t h, std::size_t r0, std::size_t r1,
+               std::size_t width) {
+  for (std::size_t r = r0; r < r1; ++r) std::fill_n(t.at(b, h) + r * t.row, width, 0.0f);
+}
+
+// dK and dV of key tile [j0, j0 + cols) of head (b, h), over the query tiles in order; with_dq:
+// dQ of each query tile gets this key tile's share too (the whole-heads split).
+void key_tile_backward(const Dims& n, const BackwardArgs& a, std::size_t b, std::size_t h,
+                       std::size_t j0, bool with_dq, float* scratch) {
+  const std::size_t tile = n.tile, cols = std::min(tile, n.S - j0);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(n.hs));
+  float* p = scratch;           // (tile, tile)
+  float* ds = p + tile * tile;  // (tile, tile)
+  zero_rows(a.dk, b, h, j0, j0 + cols, n.hs);
+  zero_rows(a.dv, b, h, j0, j0 + cols, n.hv);
+  // Causal: queries before j0 never saw these keys.
+  for (std::size_t i0 = n.causal ? j0 : 0; i0 < n.T; i0 += tile) {
+    const std::size_t rows = std::min(tile, n.T - i0);
+    tile_p_and_ds(n, a, b, h, i0, rows, j0, cols, p, ds);
+    // dV += P^T dO: (cols, rows) @ (rows, hv) -> (cols, hv)
+    tile_gemm(cols, n.hv, rows, 1.0f, p, tile, true, a.dout.at(b, h) + i0 * a.dout.row, a.dout.row,
+              false, 1.0f, a.dv.at(b, h) + j0 * a.dv.row, a.dv.row);
+    if (with_dq) add_dq(n, a, b, h, i0, rows, j0, cols, ds);
+    // dK += dS^T Q / sqrt(hs): (cols, rows) @ (rows, hs) -> (cols, hs)
+    tile_gemm(cols, n.hs, rows, scale, ds, tile, true, a.q.at(b, h) + i0 * a.q.row, a.q.row, false,
+              1.0f, a.dk.at(b, h) + j0 * a.dk.row, a.dk.row);
+  }
+}
+
+// dQ of query tile [i0, i0 + rows) of head (b, h), over the key tiles it sees, in order.
+void query_tile_dq(const Dims& n, const BackwardArgs& a, std::size_t b, std::size_t h,
+                   std::size_t i0, float* scratch) {
+  const std::size_t tile = n.tile, rows = std::min(tile, n.T - i0);
+  float* p = scratch;
+  float* ds = p + tile * tile;
+  zero_rows(a.dq, b, h, i0, i0 + rows, n.hs);
+  const std::size_t key_end = n.causal ? i0 + rows : n.S;
+  for (std::size_t j0 = 0; j0 < key_end; j0 += tile) {
+    const std::size_t cols = std::min(tile, n.S - j0);
+    tile_p_and_ds(n, a, b, h, i0, rows, j0, cols, p, ds);
+    add_dq(n, a, b, h, i0, rows, j0, cols, ds);
+  }
+}
+
+// Whole heads per thread unless that leaves threads idle for long: the heaviest thread's share
+// of whole heads (ceil(pairs / threads) heads of 5 products) against an even share of tiles
+// (pairs / threads heads of 7 products).
+bool split_into_tiles(std::size_t pairs, std::size_t threads) {
+  const std::size_t heaviest = (pairs + threads - 1) / threads;
+  return 5 * heaviest * threads > 7 * pairs;
+}
+
+// dq, dk, dv of every (b, h) over the library's threads, the same bits on any thread count.
 void flash_backward(const Dims& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
                     Heads<const float> out, Heads<const float> dout, const float* lse,
                     Heads<float> dq, Heads<float> dk, Heads<float> dv) {
   const std::size_t pairs = n.B * n.H;
   if (pairs == 0 || n.T == 0) return;
-  const std::size_t n_threads = detail::worker_count(pairs);
+  // 1. D = dO . O for every query: (B, H, T).
+  std::vector<float> D(pairs * n.T);
+  detail::run_parts(pairs, detail::worker_count(pairs),
+                    [&](std::size_t begin, std::size_t end, std::size_t) {
+                      for (std::size_t bh = begin; bh < end; ++bh)
+                        row_dots(n, out, dout, bh / n.H, bh % n.H, D.data() + bh * n.T);
+                    });
+  const BackwardArgs a{q, k, v, dout, lse, D.data(), dq, dk, dv};
+  const std::size_t key_tiles = (n.S + n.tile - 1) / n.tile;
+  const std::size_t query_tiles = (n.T + n.tile - 1) / n.tile;
+  const std::size_t threads = detail::worker_count(pairs * std::max(key_tiles, query_tiles));
   const std::size_t per_thread = backward_scratch(n);
-  std::vector<float> scratch(n_threads * per_thread);
+  std::vector<float> scratch(threads * per_thread);
   float* base = scratch.data();
-  detail::run_parts(pairs, n_threads, [&](std::size_t begin, std::size_t end, std::size_t part) {
-    for (std::size_t bh = begin; bh < end; ++bh)
-      backward_head(n, q, k, v, out, dout, lse, dq, dk, dv, bh / n.H, bh % n.H,
-                    base + part * per_thread);
-  });
+  // 2a. Whole heads: dK, dV key tile by key tile, dQ accumulating on the way.
+  if (!split_into_tiles(pairs, threads)) {
+    const std::size_t parts = std::min(threads, pairs);
+    detail::run_parts(pairs, parts, [&](std::size_t begin, std::size_t end, std::size_t part) {
+      for (std::size_t bh = begin; bh < end; ++bh) {
+        const std::size_t b = bh / n.H, h = bh % n.H;
+        zero_rows(dq, b, h, 0, n.T, n.hs);
+        for (std::size_t j0 = 0; j0 < n.S; j0 += n.tile)
+          key_tile_backward(n, a, b, h, j0, /*with_dq=*/true, base + part * per_thread);
+      }
+    });
+    return;
+  }
+  // 2b. Tiles: dK, dV per (b, h, key tile), then dQ per (b, h, query tile).
+  const std::size_t key_items = pairs * key_tiles, query_items = pairs * query_tiles;
+  detail::run_parts(key_items, std::min(threads, key_items),
+                    [&](std::size_t begin, std::size_t end, std::size_t part) {
+                      for (std::size_t item = begin; item < end; ++item) {
+                        const std::size_t bh = item / key_tiles;
+                        const std::size_t j0 = interleaved(item % key_tiles, key_tiles) * n.tile;
+                        key_tile_backward(n, a, bh / n.H, bh % n.H, j0, /*with_dq=*/false,
+                                          base + part * per_thread);
+                      }
+                    });
+  detail::run_parts(query_items, std::min(threads, query_items),
+                    [&](std::size_t begin, std::size_t end, std::size_t part) {
+                      for (std::size_t item = begin; item < end; ++item) {
+                        const std::size_t bh = item / query_tiles;
+                        const std::size_t i0 =
+                            interleaved(item % query_tiles, query_tiles) * n.tile;
+                        query_tile_dq(n, a, bh / n.H, bh % n.H, i0, base + part * per_thread);
+                      }
+                    });
 }
 
 void check_sizes(const char* fn, const Dims& n, std::initializer_list<std::size_t> strides) {
@@ -406,23 +504,41 @@ Tensor<3> mha_flash_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t
   return out;
 }
 
+void flash_mha_attend(const char* fn, std::size_t B, std::size_t T, std::size_t C, std::size_t H,
+                      bool causal, const float* qkv, float* heads, float* lse, std::size_t tile) {
+  const Dims n{B, H, T, T, C / H, C / H, tile, causal};
+  check_sizes(fn, n, {3 * C});
+  flash_forward(n, columns<const float>(qkv, T, 3 * C, n.hs),
+                columns<const float>(qkv + C, T, 3 * C, n.hs),
+                columns<const float>(qkv + 2 * C, T, 3 * C, n.hs), columns(heads, T, C, n.hs), lse);
+}
+
+void flash_mha_attend_backward(const char* fn, std::size_t B, std::size_t T, std::size_t C,
+                               std::size_t H, bool causal, const float* qkv, const float* heads,
+                               const float* dheads, const float* lse, float* dqkv,
+                               std::size_t tile) {
+  const Dims n{B, H, T, T, C / H, C / H, tile, causal};
+  check_sizes(fn, n, {3 * C});
+  flash_backward(
+      n, columns<const float>(qkv, T, 3 * C, n.hs), columns<const float>(qkv + C, T, 3 * C, n.hs),
+      columns<const float>(qkv + 2 * C, T, 3 * C, n.hs), columns<const float>(heads, T, C, n.hs),
+      columns<const float>(dheads, T, C, n.hs), lse, columns(dqkv, T, 3 * C, n.hs),
+      columns(dqkv + C, T, 3 * C, n.hs), columns(dqkv + 2 * C, T, 3 * C, n.hs));
+}
+
 Tensor<3> mha_flash_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads,
                             bool causal, FlashMhaCache& cache, std::size_t tile) {
   const char* fn = "attn::fast::mha_flash_forward";
   detail::check_mha(fn, x, w, n_heads, /*allow_no_proj=*/true);
   const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2], H = n_heads;
-  const Dims n{B, H, T, T, C / H, C / H, tile, causal};
-  check_sizes(fn, n, {3 * C});
+  check_tile(fn, tile);
   ensure_shape<3>(cache.qkv, {B, T, 3 * C});
   ensure_shape<3>(cache.heads, {B, T, C});
   ensure_shape<3>(cache.lse, {B, H, T});
   if (&x != &cache.x) cache.x = x;
   project_qkv(x, w, cache.qkv.data());
-  const float* qp = cache.qkv.data();
-  flash_forward(n, columns<const float>(qp, T, 3 * C, n.hs),
-                columns<const float>(qp + C, T, 3 * C, n.hs),
-                columns<const float>(qp + 2 * C, T, 3 * C, n.hs),
-                columns(cache.heads.data(), T, C, n.hs), cache.lse.data());
+  flash_mha_attend(fn, B, T, C, H, causal, cache.qkv.data(), cache.heads.data(), cache.lse.data(),
+                   tile);
   if (w.w_o.size() == 0) return cache.heads;
   Tensor<3> out(Tensor<3>::shape_type{B, T, C});
   gemm_strided(B * T, C, C, 1.0f, cache.heads.data(), C, false, w.w_o.data(), C, false, 0.0f,
@@ -437,7 +553,6 @@ void mha_flash_backward(const Tensor<3>& dout, const FlashMhaCache& cache, const
   detail::check_mha_backward(fn, dout, cache.x, w, n_heads, grads);
   const std::size_t B = cache.x.shape()[0], T = cache.x.shape()[1], C = cache.x.shape()[2];
   const std::size_t H = n_heads, rows = B * T;
-  const Dims n{B, H, T, T, C / H, C / H, tile, causal};
   if (cache.qkv.size() != rows * 3 * C || cache.heads.size() != rows * C ||
       cache.lse.size() != B * H * T) {
     shape_error(fn,
@@ -445,7 +560,7 @@ void mha_flash_backward(const Tensor<3>& dout, const FlashMhaCache& cache, const
                     shape_str(cache.x.shape()) + " and " + std::to_string(H) + " heads",
                 "lse " + shape_str(cache.lse.shape()));
   }
-  check_sizes(fn, n, {3 * C});
+  check_tile(fn, tile);
   const bool proj = w.w_o.size() != 0;
   ensure_shape<3>(dx, {B, T, C});
   std::vector<float> dqkv(rows * 3 * C);  // (B, T, 3C) dq | dk | dv, the layout of qkv
@@ -459,14 +574,9 @@ void mha_flash_backward(const Tensor<3>& dout, const FlashMhaCache& cache, const
     dheads = dh.data();
   }
   // 2. The flash backward per head, read and written in place in the column blocks.
-  const float* qp = cache.qkv.data();
   float* dp = dqkv.data();
-  flash_backward(
-      n, columns<const float>(qp, T, 3 * C, n.hs), columns<const float>(qp + C, T, 3 * C, n.hs),
-      columns<const float>(qp + 2 * C, T, 3 * C, n.hs),
-      columns<const float>(cache.heads.data(), T, C, n.hs),
-      columns<const float>(dheads, T, C, n.hs), cache.lse.data(), columns(dp, T, 3 * C, n.hs),
-      columns(dp + C, T, 3 * C, n.hs), columns(dp + 2 * C, T, 3 * C, n.hs));
+  flash_mha_attend_backward(fn, B, T, C, H, causal, cache.qkv.data(), cache.heads.data(), dheads,
+                            cache.lse.data(), dp, tile);
   // 3. The projections: dw_q += x^T @ dq (C, B*T) @ (B*T, C); dx = sum dq @ w_q^T.
   const Matrix* weights[3] = {&w.w_q, &w.w_k, &w.w_v};
   Matrix* dweights[3] = {&grads.w_q, &grads.w_k, &grads.w_v};

@@ -11,6 +11,7 @@
 #include "attn/core/check.hpp"
 #include "attn/fast/ffn.hpp"
 #include "attn/fast/attention.hpp"
+#include "attn/fast/flash.hpp"
 #include "attn/fast/layernorm.hpp"
 #include "attn/ops/dropout.hpp"
 #include "attn/ops/layernorm.hpp"
@@ -509,12 +510,15 @@ void attention_forward(const Tensor<3>& x, const MhaWeights& w, const BlockConfi
     clear_any(cache.gqa.v);
     clear_any(cache.gqa.weights);
     clear_any(cache.gqa.heads);
-    fast::mha_forward(x, w, c.n_heads, c.causal, cache.attn, out);
+    // Without keep_weights, from T = fast::kFlashMinT on, the flash kernel: the cache keeps each
+    // query's log-sum-exp (B, H, T) in place of the (B, H, T, T) weights.
+    fast::mha_forward(x, w, c.n_heads, c.causal, cache.attn, out, c.keep_weights);
     return;
   }
   clear(cache.attn.x);
   clear(cache.attn.qkv);
   clear_any(cache.attn.weights);
+  clear(cache.attn.lse);
   clear(cache.attn.heads);
   out = gqa_forward<float>(x, gqa_weights(w), gqa_config(c), cache.gqa);
 }
@@ -828,9 +832,9 @@ std::size_t activation_floats(const BlockCache& c) {
   return c.x.size() + c.ln1.mean.size() + c.ln1.rstd.size() + c.ln2.mean.size() +
          c.ln2.rstd.size() + c.ln1_in.size() + c.ln1_out.size() + c.ln2_in.size() +
          c.ln2_out.size() + c.attn.x.size() + c.attn.qkv.size() + c.attn.weights.size() +
-         c.attn.heads.size() + c.residual1.size() + c.ffn.x.size() + c.ffn.pre.size() +
-         c.ffn.act.size() + c.drop_attn.size() + c.drop_ffn.size() + c.gqa.x.size() +
-         c.gqa.q.size() + c.gqa.k.size() + c.gqa.v.size() + c.gqa.weights.size() +
+         c.attn.lse.size() + c.attn.heads.size() + c.residual1.size() + c.ffn.x.size() +
+         c.ffn.pre.size() + c.ffn.act.size() + c.drop_attn.size() + c.drop_ffn.size() +
+         c.gqa.x.size() + c.gqa.q.size() + c.gqa.k.size() + c.gqa.v.size() + c.gqa.weights.size() +
          c.gqa.heads.size() + c.rms1.rstd.size() + c.rms2.rstd.size() + c.swiglu.x.size() +
          c.swiglu.a.size() + c.swiglu.u.size() + c.swiglu.h.size();
 }
@@ -840,9 +844,12 @@ std::size_t block_activation_floats(std::size_t B, std::size_t T, std::size_t C,
   const std::size_t btc = B * T * C;
   const bool ln = config.use_layer_norm, ffn = config.use_ffn;
   // Attention: its input, q|k|v, the (B, H, T, T) weights, the merged heads. With KV key/value
-  // heads (GQA) k and v hold B T KV hs floats each.
+  // heads (GQA) k and v hold B T KV hs floats each. Chapter 05's attention without
+  // keep_weights, from T = fast::kFlashMinT on: the flash kernel's log-sum-exp (B, H, T) in
+  // place of the weights.
   const std::size_t kv = H == 0 ? 0 : B * T * kv_heads(config) * (C / H);
-  std::size_t n = btc + btc + 2 * kv + B * H * T * T + btc;
+  const bool flash = !gqa_attention(config) && !config.keep_weights && T >= fast::kFlashMinT;
+  std::size_t n = btc + btc + 2 * kv + (flash ? B * H * T : B * H * T * T) + btc;
   // FFN: its input, the pre-activation and the activation (B, T, F) each; SwiGLU keeps three
   // (B, T, F): a, u and h.
   if (ffn) n += btc + (config.ffn == FfnKind::swiglu ? 3 : 2) * B * T * F;

@@ -36,23 +36,31 @@ MhaResult mha_cross_forward(const Tensor<3>& x, const Tensor<3>& y, const MhaWei
                             std::size_t n_heads);
 
 // What the fast forward keeps for its backward: the input, q|k|v in the kernel's (B, T, 3C)
-// layout (heads read in place), the attention weights, and the merged heads before w_o.
+// layout (heads read in place), the merged heads before w_o, and for the softmax backward either
+// the attention weights P (B, H, T, T) or, on the flash path, one number per query, its row
+// log-sum-exp L (B, H, T), from which the backward recomputes P tile by tile
+// (fast/flash.hpp). The path: the flash kernel from T >= kFlashMinT when the caller does not ask
+// for the weights, else the weights; the field of the other path is empty.
 // (The reference's attn::MhaCache keeps q, k, v split into heads instead.)
 struct MhaCache {
   Tensor<3> x;        // (B, T, C)
   Tensor<3> qkv;      // (B, T, 3C)  q | k | v column blocks
-  Tensor<4> weights;  // (B, H, T, T)
+  Tensor<4> weights;  // (B, H, T, T), or (0, 0, 0, 0) on the flash path
+  Tensor<3> lse;      // (B, H, T) on the flash path, else (0, 0, 0)
   Tensor<3> heads;    // (B, T, C)   merged head outputs, the input of w_o
 };
 // The forward that fills `cache`, written into `out` (resized only when its shape differs: a
 // training loop passing the same buffers every step allocates nothing). `out` must not be `x`;
-// `x` may be cache.x itself (then nothing is copied).
+// `x` may be cache.x itself (then nothing is copied). need_weights = false lets sequences of
+// T >= kFlashMinT run the flash kernel: no (T, T) buffer, cache.weights left empty (a caller
+// that reads cache.weights, as chapters 08 and 09 do, keeps the default).
 void mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
-                 MhaCache& cache, Tensor<3>& out);
+                 MhaCache& cache, Tensor<3>& out, bool need_weights = true);
 // The same, returning out.
 Tensor<3> mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
-                      MhaCache& cache);
+                      MhaCache& cache, bool need_weights = true);
 // dout (B, T, C) -> dx (B, T, C) (overwritten); grads.w_q, w_k, w_v, w_o accumulate (+=).
+// Through the flash backward when the forward took the flash path (cache.lse filled).
 void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
                   std::size_t n_heads, bool causal, Tensor<3>& dx, MhaWeights& grads);
 

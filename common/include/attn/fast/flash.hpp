@@ -4,8 +4,11 @@
 // sum l per query, the partial output rescaled when m grows), keeping only the output and each
 // query's log-sum-exp L = m + log(l); never a (T, S) matrix. Causal tiles above the diagonal are
 // skipped. The backward recomputes the weights tile by tile from L, P = exp(S - L), and uses
-// D = rowsum(dO * O) for the softmax backward. Threads over (batch, head, query tile) forward
-// and (batch, head) backward; the result does not depend on the thread count.
+// D = rowsum(dO * O) for the softmax backward. Threads over (batch, head, query tile) forward;
+// backward over whole heads, or, with fewer heads than threads, over (batch, head, key tile) for
+// dK, dV and (batch, head, query tile) for dQ; the result does not depend on the thread count.
+// The training path of fast/attention.hpp (mha_forward with a cache, mha_backward) runs it from
+// kFlashMinT positions on.
 // Tested equal to the reference (tests/common/test_flash.cpp).
 #pragma once
 
@@ -20,8 +23,9 @@ namespace attn::fast {
 inline constexpr std::size_t kFlashTile = 64;
 // The largest tile a caller may ask for: a tile's scores are tile^2 floats per thread.
 inline constexpr std::size_t kMaxFlashTile = 1024;
-// From this many positions on, attn::fast::scaled_dot_product_attention and mha_forward run
-// this kernel when the caller did not ask for the weights (no (T, S) matrix to return). Above
+// From this many positions on, attn::fast::scaled_dot_product_attention and mha_forward (the
+// evaluation forward, and the training forward with its cache and mha_backward) run this
+// kernel when the caller did not ask for the weights (no (T, S) matrix to return or keep). Above
 // every length the chapters, the golden cases and attn-bench's shapes (T <= 1024) use, so their
 // outputs and timings keep the blocked kernel of fast/attention.cpp, as fast as this one there.
 inline constexpr std::size_t kFlashMinT = 2048;

@@ -61,7 +61,9 @@ struct BlockConfig {
   float eps = 1e-5f;                         // LayerNorm epsilon
   bool use_layer_norm = true;  // false: LayerNorm replaced by identity (ch06 experiment)
   bool keep_weights = true;    // false: skip the (B, H, T, T) attention weights
-                               // (BlockResult::weights empty; faster, less memory)
+                               // (BlockResult::weights empty; faster, less memory); and from
+                               // T = fast::kFlashMinT on, the flash kernel, in the training
+                               // forward too (the cache keeps L (B, H, T), not the weights)
   // Variants for chapter 09's ladder, which rebuilds the lecture's models step by step. The
   // defaults are the block above; the weights a variant does not use are empty (size 0).
   bool residual = true;   // false: x = attn(...), x = ffn(...) with no skip connections
@@ -131,7 +133,7 @@ struct BlockCache {
   LayerNormCache ln1, ln2;    // per-token mean and rstd
   Tensor<3> ln1_in, ln1_out;  // unused (empty)
   Tensor<3> ln2_in, ln2_out;  // post-norm: ln2's input (B, T, C); ln2_out unused
-  fast::MhaCache attn;        // its input, q|k|v, weights (B, H, T, T), merged heads
+  fast::MhaCache attn;        // its input, q|k|v, weights (B, H, T, T) or L, merged heads
   Tensor<3> residual1;        // (B, T, C) the stream after the attention step
   FfnCache ffn;               // its input (B, T, C), pre-activation and activation (B, T, F)
   // config.dropout > 0: the scaled keep-masks (B, T, C), 0 or 1 / (1 - p) (ops/dropout.hpp), of
