@@ -20,13 +20,13 @@
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/matmul.hpp"
 #include "attn/model/model.hpp"
+#include "attn/model/reference.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/core/random.hpp"
 #include "attn/train/gradcheck.hpp"
 #include "attn/ops/loss.hpp"
 #include "attn/core/threads.hpp"
 #include "gradcheck_helpers.hpp"
-#include "parts64.hpp"
 #include "test_fixtures.hpp"
 #include "test_helpers.hpp"
 
@@ -829,7 +829,7 @@ TEST_CASE("lm_forward_backward and lm_loss name bad targets") {
       E);
 }
 
-TEST_CASE("float64 check: lm_forward_backward with parts against a float64 twin of the model") {
+TEST_CASE("float64 check: lm_forward_backward with parts against the reference model in double") {
   std::vector<attn::LmConfig> configs;
   attn::LmConfig c = small_config();  // C 4, H 2: hs 2
   c.positions = attn::Positions::rope;
@@ -856,27 +856,23 @@ TEST_CASE("float64 check: lm_forward_backward with parts against a float64 twin 
     attn::LmWeights g = attn::lm_zeros_like(w);
     attn::LmCache cache;
     (void)attn::lm_forward_backward(tokens, targets, w, config, g, cache);
-    attn::testing::Lm64 m = attn::testing::to_lm64(w);
-    const std::vector<std::span<double>> values = attn::testing::lm64_tensors(m);
-    const std::vector<attn::NamedTensor> grads = attn::lm_parameters(g);
-    REQUIRE(values.size() == grads.size());
-    std::vector<std::vector<double>> g64;
-    g64.reserve(grads.size());
+    // The reference model in double, and the float gradients in double beside its tensors.
+    attn::ref::LmWeights<double> m = attn::ref::cast<double>(w);
+    attn::ref::LmWeights<double> g64 = attn::ref::cast<double>(g);
+    const auto values = attn::ref::parameters(m), grads = attn::ref::parameters(g64);
+    REQUIRE(values.size() == attn::lm_parameters(g).size());
     std::vector<attn::GradTensor64> tensors;
-    for (std::size_t i = 0; i < grads.size(); ++i) {
-      REQUIRE(values[i].size() == grads[i].values.size());
-      g64.emplace_back(grads[i].values.begin(), grads[i].values.end());
-      tensors.push_back({grads[i].name, values[i], std::span<const double>(g64.back())});
-    }
-    const auto loss = [&] { return attn::testing::lm64_loss(tokens, targets, m, config); };
+    for (std::size_t i = 0; i < grads.size(); ++i)
+      tensors.push_back({grads[i].name, values[i].values, grads[i].values});
+    const auto loss = [&] { return attn::ref::lm_loss(tokens, targets, m, config); };
     CHECK(loss() == doctest::Approx(attn::lm_loss(tokens, targets, w, config)).epsilon(1e-5));
     attn::GradCheckOptions64 o;
     o.floor = 1e-2;  // a float backward
     check_gradients("lm64 " + describe(config), attn::check_gradients(loss, tensors, o));
-    std::vector<double> wrong = g64[0];  // wte's gradient 0.1% off
+    std::vector<double> wrong(grads[0].values.begin(), grads[0].values.end());  // wte's, 0.1% off
     for (double& v : wrong) v *= 1.001;
     CHECK_FALSE(attn::all_pass(attn::check_gradients(
-        loss, {{"wte x 1.001", values[0], std::span<const double>(wrong)}}, o)));
+        loss, {{"wte x 1.001", values[0].values, std::span<const double>(wrong)}}, o)));
   }
 }
 
