@@ -15,7 +15,7 @@
 #include "attn/ops/linear.hpp"
 #include "attn/ops/rope.hpp"
 #include "attn/ops/swa.hpp"
-#include "grad64_helpers.hpp"
+#include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 
 namespace {

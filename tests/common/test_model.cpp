@@ -63,6 +63,8 @@ attn::LmConfig tiny_config() {
   return c;
 }
 
+using attn::testing::random_ids;
+using attn::testing::random_lm;
 using attn::testing::random_model;
 
 // The model written out step by step from the pieces, one sequence at a time, with the plain
@@ -91,12 +93,6 @@ attn::Tensor<3> naive_lm(const xt::xtensor<int, 2>& tokens, const attn::LmWeight
     xt::view(logits, b, xt::all(), xt::all()) = l;
   }
   return logits;
-}
-
-xt::xtensor<int, 2> random_tokens(attn::Rng& rng, std::size_t B, std::size_t T, std::size_t V) {
-  xt::xtensor<int, 2> t(std::array<std::size_t, 2>{B, T});
-  for (int& id : t) id = static_cast<int>(rng.below(V));
-  return t;
 }
 
 void write_text(const fs::path& p, const std::string& s) {
@@ -147,14 +143,14 @@ TEST_CASE("lm_forward equals the pieces composed by hand") {
   const attn::LmConfig config = tiny_config();
   const attn::LmWeights w = random_model(rng, config);
   SUBCASE("B 2, T 5") {
-    const auto tokens = random_tokens(rng, 2, 5, config.vocab_size);
+    const auto tokens = random_ids(rng, 2, 5, config.vocab_size);
     const attn::Tensor<3> logits = attn::lm_forward(tokens, w, config);
     CHECK(logits.shape() == std::array<std::size_t, 3>{2, 5, 11});
     CHECK_TENSOR_NEAR(logits, naive_lm(tokens, w, config), 1e-5, 1e-4);
     CHECK(xt::amax(xt::abs(logits))() > 1.0f);  // not a degenerate model
   }
   SUBCASE("T = T_max") {
-    const auto tokens = random_tokens(rng, 1, 6, config.vocab_size);
+    const auto tokens = random_ids(rng, 1, 6, config.vocab_size);
     CHECK_TENSOR_NEAR(attn::lm_forward(tokens, w, config), naive_lm(tokens, w, config), 1e-5, 1e-4);
   }
   SUBCASE("T = 1") {
@@ -167,7 +163,7 @@ TEST_CASE("lm_forward_with_weights gives lm_forward's logits and each layer's ca
   attn::Rng rng(11);
   const attn::LmConfig config = tiny_config();
   const attn::LmWeights w = random_model(rng, config);
-  const auto tokens = random_tokens(rng, 2, 5, config.vocab_size);
+  const auto tokens = random_ids(rng, 2, 5, config.vocab_size);
   const attn::LmForward f = attn::lm_forward_with_weights(tokens, w, config);
   const attn::Tensor<3> logits = attn::lm_forward(tokens, w, config);
   CHECK(f.logits == logits);  // bit for bit: keeping the weights changes no number
@@ -259,7 +255,7 @@ TEST_CASE("save_lm then load_lm gives the same model and the same logits") {
   CHECK(loaded_config.n_heads == 2);
   CHECK(loaded_config.n_layers == 2);
   CHECK(loaded.blocks[1].ffn.w2 == w.blocks[1].ffn.w2);
-  const auto tokens = random_tokens(rng, 2, 6, 11);
+  const auto tokens = random_ids(rng, 2, 6, 11);
   const attn::Tensor<3> before = attn::lm_forward(tokens, w, config);
   const attn::Tensor<3> after = attn::lm_forward(tokens, loaded, loaded_config);
   CHECK(before == after);  // bit for bit
@@ -472,22 +468,6 @@ attn::LmConfig small_config() {
   c.n_heads = 2;
   c.n_layers = 2;
   return c;
-}
-
-// lm_init, then every parameter redrawn so that every part of the model matters.
-attn::LmWeights random_lm(attn::Rng& rng, const attn::LmConfig& config) {
-  attn::LmWeights w = attn::lm_init(rng, config);
-  for (const attn::NamedTensor& t : attn::lm_parameters(w)) {
-    const bool gamma = t.name.find("gamma") != std::string::npos;
-    for (float& v : t.values) v = gamma ? 1.0f + rng.normal(0.0f, 0.2f) : rng.normal(0.0f, 0.5f);
-  }
-  return w;
-}
-
-xt::xtensor<int, 2> random_ids(attn::Rng& rng, std::size_t B, std::size_t T, std::size_t V) {
-  xt::xtensor<int, 2> ids(std::array<std::size_t, 2>{B, T});
-  for (int& id : ids) id = static_cast<int>(rng.below(V));
-  return ids;
 }
 
 std::string describe(const attn::LmConfig& c) {

@@ -18,6 +18,7 @@
 #include "attn/model/reference.hpp"
 #include "attn/train/gradcheck.hpp"
 #include "gradcheck_helpers.hpp"
+#include "test_fixtures.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -29,6 +30,8 @@ using attn::Tensor64;
 using attn::testing::check_caught;
 using attn::testing::check_gradients;
 using attn::testing::cspan_of;
+using attn::testing::random_ids;
+using attn::testing::random_lm;
 using attn::testing::span_of;
 
 constexpr double kAtol = 1e-5, kRtol = 1e-4;  // the golden tolerance
@@ -169,22 +172,6 @@ std::vector<LmConfig> lm_variants() {
 std::string describe(const LmConfig& c) {
   return describe(attn::lm_block_config(c)) + (c.tied_head ? "" : " untied") +
          (c.positions == attn::Positions::rope ? " rope-positions" : "");
-}
-
-// lm_init, then every parameter redrawn so that every part of the model matters.
-attn::LmWeights random_lm(attn::Rng& rng, const LmConfig& config) {
-  attn::LmWeights w = attn::lm_init(rng, config);
-  for (const attn::NamedTensor& t : attn::lm_parameters(w)) {
-    const bool gamma = t.name.find("gamma") != std::string::npos;
-    for (float& v : t.values) v = gamma ? 1.0f + rng.normal(0.0f, 0.2f) : rng.normal(0.0f, 0.5f);
-  }
-  return w;
-}
-
-xt::xtensor<int, 2> random_ids(attn::Rng& rng, std::size_t B, std::size_t T, std::size_t V) {
-  xt::xtensor<int, 2> ids(std::array<std::size_t, 2>{B, T});
-  for (int& id : ids) id = static_cast<int>(rng.below(V));
-  return ids;
 }
 
 // Every named tensor of `got` equals `want`'s within the golden tolerance, same names in order.

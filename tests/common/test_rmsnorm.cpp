@@ -11,7 +11,7 @@
 #include "attn/core/random.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/rmsnorm.hpp"
-#include "grad64_helpers.hpp"
+#include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 
 namespace {

@@ -13,7 +13,7 @@
 
 #include "attn/core/random.hpp"
 #include "attn/ops/rope.hpp"
-#include "grad64_helpers.hpp"
+#include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 
 namespace {

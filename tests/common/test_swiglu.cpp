@@ -10,7 +10,7 @@
 
 #include "attn/core/random.hpp"
 #include "attn/ops/swiglu.hpp"
-#include "grad64_helpers.hpp"
+#include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 
 namespace {
