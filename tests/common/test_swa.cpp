@@ -16,6 +16,8 @@
 
 namespace {
 
+using attn::testing::error_of;
+
 using T4 = xt::xtensor<double, 4>;
 
 // Query t attends to keys max(0, t - W + 1) .. t: softmax over that band only.
@@ -41,15 +43,6 @@ attn::WindowAttention<double> naive_swa(const T4& q, const T4& k, const T4& v, s
         }
       }
   return r;
-}
-
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace

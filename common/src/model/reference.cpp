@@ -129,7 +129,8 @@ void check_covered(const BlockConfig& c, const char* fn) {
   require(c.attn_proj, fn, "a block without w_o (attn_proj = false) has no reference");
 }
 
-// skip + y with residuals, else y.
+// skip + y with residuals, else y. In the forward, the stream after a sub-layer; in the
+// backward, the gradient through the skip plus the branch's.
 template <class S>
 T3<S> residual(const BlockConfig& c, const T3<S>& skip, T3<S> y) {
   if (c.residual) y += skip;
@@ -174,20 +175,19 @@ void block_backward(const T3<S>& dout, const T3<S>& x, const BlockWeights<S>& w,
   BlockTape<S> k;
   (void)block_run(x, w, c, k);
   const GqaConfig gc = gqa_config(c);
-  // The sum at a residual: the gradient through the skip plus the branch's.
-  const auto merge = [&](const T3<S>& skip, T3<S> branch) { return residual(c, skip, branch); };
   T3<S> da;
   if (c.norm == NormPlacement::pre) {
     // out = h + ffn(norm2(h)):   dh = dout + norm2'(ffn'(dout))
     T3<S> dh = dout;
     if (c.use_ffn) {
       const T3<S> df = feed_forward_backward(dout, w, c, k.ffn, g);
-      dh =
-          merge(dout, normalize_backward(df, k.in2, w.ln2_gamma, c, k.n2, g.ln2_gamma, g.ln2_beta));
+      dh = residual(c, dout,
+                    normalize_backward(df, k.in2, w.ln2_gamma, c, k.n2, g.ln2_gamma, g.ln2_beta));
     }
     // h = x + attn(norm1(x)):    dx = dh + norm1'(attn'(dh))
     gqa_backward<S>(dh, k.attn, w.attn, gc, da, g.attn);
-    dx = merge(dh, normalize_backward(da, k.in1, w.ln1_gamma, c, k.n1, g.ln1_gamma, g.ln1_beta));
+    dx = residual(c, dh,
+                  normalize_backward(da, k.in1, w.ln1_gamma, c, k.n1, g.ln1_gamma, g.ln1_beta));
     return;
   }
   // out = norm2(r2), r2 = h + ffn(h):   dh = dr2 + ffn'(dr2)
@@ -195,12 +195,12 @@ void block_backward(const T3<S>& dout, const T3<S>& x, const BlockWeights<S>& w,
   if (c.use_ffn) {
     const T3<S> dr2 =
         normalize_backward(dout, k.in2, w.ln2_gamma, c, k.n2, g.ln2_gamma, g.ln2_beta);
-    dh = merge(dr2, feed_forward_backward(dr2, w, c, k.ffn, g));
+    dh = residual(c, dr2, feed_forward_backward(dr2, w, c, k.ffn, g));
   }
   // h = norm1(r1), r1 = x + attn(x):    dx = dr1 + attn'(dr1)
   const T3<S> dr1 = normalize_backward(dh, k.in1, w.ln1_gamma, c, k.n1, g.ln1_gamma, g.ln1_beta);
   gqa_backward<S>(dr1, k.attn, w.attn, gc, da, g.attn);
-  dx = merge(dr1, da);
+  dx = residual(c, dr1, da);
 }
 
 // ---- The language model ----------------------------------------------------------------------
