@@ -4,6 +4,7 @@
 //   random_model         a language model whose every part matters (test_model, test_kvcache)
 //   random_lm            lm_init's model for any parts, every parameter redrawn (gamma near 1),
 //                        for gradient checks (test_model, test_dropout, test_reference)
+//   lm_config            a model configuration from its five sizes
 //   random_ids           (B, T) token ids drawn uniformly from [0, V)
 //   small_train_config   a training run of a few steps on a tiny model (test_train,
 //                        test_checkpoint)
@@ -68,6 +69,19 @@ inline LmWeights random_model(Rng& rng, const LmConfig& config) {
   return w;
 }
 
+// The default model (chapter 07's parts) with V tokens, T_max positions, width C, H heads and L
+// blocks.
+inline LmConfig lm_config(std::size_t V, std::size_t T_max, std::size_t C, std::size_t H,
+                          std::size_t L) {
+  LmConfig c;
+  c.vocab_size = V;
+  c.block_size = T_max;
+  c.n_embd = C;
+  c.n_heads = H;
+  c.n_layers = L;
+  return c;
+}
+
 // lm_init, then every parameter redrawn so that every part of the model matters: gammas
 // 1 + N(0, 0.2), everything else N(0, 0.5).
 inline LmWeights random_lm(Rng& rng, const LmConfig& config) {
@@ -90,11 +104,7 @@ inline xt::xtensor<int, 2> random_ids(Rng& rng, std::size_t B, std::size_t T, st
 // lr 3e-3, loss estimated on 2 batches, seed 42; no gradient clipping.
 inline TrainConfig small_train_config(std::size_t n_layers) {
   TrainConfig c;
-  c.model.vocab_size = 7;
-  c.model.block_size = 6;
-  c.model.n_embd = 8;
-  c.model.n_heads = 2;
-  c.model.n_layers = n_layers;
+  c.model = lm_config(7, 6, 8, 2, n_layers);
   c.batch_size = 4;
   c.steps = 12;
   c.schedule.lr = 3e-3f;

@@ -53,15 +53,8 @@ const fs::path& temp() {
   return dir.path;
 }
 
-attn::LmConfig tiny_config() {
-  attn::LmConfig c;
-  c.vocab_size = 11;  // V
-  c.block_size = 6;   // T_max
-  c.n_embd = 8;       // C
-  c.n_heads = 2;      // H, hs = 4
-  c.n_layers = 2;     // L
-  return c;
-}
+// V 11, T_max 6, C 8, H 2 (hs = 4), L 2.
+attn::LmConfig tiny_config() { return attn::testing::lm_config(11, 6, 8, 2, 2); }
 
 using attn::testing::random_ids;
 using attn::testing::random_lm;
@@ -460,15 +453,8 @@ using attn::testing::check_gradients;
 using attn::testing::cspan_of;
 using attn::testing::span_of;
 
-attn::LmConfig small_config() {
-  attn::LmConfig c;
-  c.vocab_size = 7;
-  c.block_size = 5;
-  c.n_embd = 4;
-  c.n_heads = 2;
-  c.n_layers = 2;
-  return c;
-}
+// V 7, T_max 5, C 4, H 2 (hs = 2), L 2.
+attn::LmConfig small_config() { return attn::testing::lm_config(7, 5, 4, 2, 2); }
 
 std::string describe(const attn::LmConfig& c) {
   return "lm L=" + std::to_string(c.n_layers) + (c.tied_head ? "" : " untied") +

@@ -122,15 +122,8 @@ attn::BlockWeights random_block(attn::Rng& rng, std::size_t C, std::size_t F,
   return w;
 }
 
-LmConfig small_lm() {
-  LmConfig c;
-  c.vocab_size = 11;
-  c.block_size = 6;
-  c.n_embd = 8;
-  c.n_heads = 2;
-  c.n_layers = 2;
-  return c;
-}
+// V 11, T_max 6, C 8, H 2 (hs = 4), L 2.
+LmConfig small_lm() { return attn::testing::lm_config(11, 6, 8, 2, 2); }
 
 std::vector<LmConfig> lm_variants() {
   std::vector<LmConfig> v;
