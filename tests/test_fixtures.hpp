@@ -2,14 +2,23 @@
 //   wiggle, wiggly1/2/3  fixed numbers with no visible pattern, scale * sin(1.7 i + phase) in
 //                        row-major order (the exercise tests of chapters 06 and 08)
 //   random_model         a language model whose every part matters (test_model, test_kvcache)
+//   random_lm            lm_init's model for any parts, every parameter redrawn (gamma near 1),
+//                        for gradient checks (test_model, test_dropout, test_reference)
+//   lm_config            a model configuration from its five sizes
+//   random_ids           (B, T) token ids drawn uniformly from [0, V)
+//   small_train_config   a training run of a few steps on a tiny model (test_train,
+//                        test_checkpoint)
 #pragma once
 
 #include <cmath>
+#include <array>
 #include <cstddef>
+#include <string>
 
 #include "attn/core/random.hpp"
 #include "attn/core/xt.hpp"
 #include "attn/model/model.hpp"
+#include "attn/train/train.hpp"
 
 namespace attn::testing {
 
@@ -58,6 +67,50 @@ inline LmWeights random_model(Rng& rng, const LmConfig& config) {
   w.ln_f_gamma = 1.0f + randn<1>(rng, {C}, 0.1f);
   w.ln_f_beta = randn<1>(rng, {C}, 0.1f);
   return w;
+}
+
+// The default model (chapter 07's parts) with V tokens, T_max positions, width C, H heads and L
+// blocks.
+inline LmConfig lm_config(std::size_t V, std::size_t T_max, std::size_t C, std::size_t H,
+                          std::size_t L) {
+  LmConfig c;
+  c.vocab_size = V;
+  c.block_size = T_max;
+  c.n_embd = C;
+  c.n_heads = H;
+  c.n_layers = L;
+  return c;
+}
+
+// lm_init, then every parameter redrawn so that every part of the model matters: gammas
+// 1 + N(0, 0.2), everything else N(0, 0.5).
+inline LmWeights random_lm(Rng& rng, const LmConfig& config) {
+  LmWeights w = lm_init(rng, config);
+  for (const NamedTensor& t : lm_parameters(w)) {
+    const bool gamma = t.name.find("gamma") != std::string::npos;
+    for (float& v : t.values) v = gamma ? 1.0f + rng.normal(0.0f, 0.2f) : rng.normal(0.0f, 0.5f);
+  }
+  return w;
+}
+
+// (B, T) token ids drawn uniformly from [0, V).
+inline xt::xtensor<int, 2> random_ids(Rng& rng, std::size_t B, std::size_t T, std::size_t V) {
+  xt::xtensor<int, 2> ids(std::array<std::size_t, 2>{B, T});
+  for (int& id : ids) id = static_cast<int>(rng.below(V));
+  return ids;
+}
+
+// A tiny model (V 7, T_max 6, C 8, H 2, n_layers blocks) trained for 12 steps on batches of 4,
+// lr 3e-3, loss estimated on 2 batches, seed 42; no gradient clipping.
+inline TrainConfig small_train_config(std::size_t n_layers) {
+  TrainConfig c;
+  c.model = lm_config(7, 6, 8, 2, n_layers);
+  c.batch_size = 4;
+  c.steps = 12;
+  c.schedule.lr = 3e-3f;
+  c.eval_iters = 2;
+  c.seed = 42;
+  return c;
 }
 
 }  // namespace attn::testing

@@ -4,12 +4,15 @@
 // failure it reports, in words a learner can read (attn-check prints it), the shapes or the first
 // offending element with its index, e.g. "ex06::gelu(x): at (0, 0, 1) got 0.3457, expected
 // 0.3461 (|diff| 4e-04, tolerance 1e-06)".
+// error_of(f) runs f and returns the message of the std::invalid_argument it throws, or
+// "(no error)".
 #pragma once
 
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include "attn/core/check.hpp"
@@ -48,6 +51,16 @@ std::string tensor_mismatch(const A& got, const B& want, double atol, double rto
     }
   }
   return {};
+}
+
+// The one-line message of the std::invalid_argument f() throws, or "(no error)".
+inline std::string error_of(auto&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 }  // namespace attn::testing

@@ -22,10 +22,9 @@
 #include "attn/ops/mask.hpp"
 #include "attn/ops/softmax.hpp"
 #include "attn/train/gradcheck.hpp"
-#include "attn/train/central_difference.hpp"
-#include "attn/train/gradcheck.hpp"
-#include "attn/train/gradcheck64.hpp"
+#include "attn/model/reference.hpp"
 #include "attn/ops/embedding_backward.hpp"
+#include "attn/train/central_difference.hpp"
 
 namespace ch08 {
 
@@ -33,6 +32,7 @@ using attn::BlockConfig;
 using attn::BlockWeights;
 using attn::GradTensor64;
 using attn::Tensor64;
+using Named64 = attn::ref::Named<double>;  // a float64 tensor of the reference, by name
 
 namespace {
 
@@ -159,8 +159,7 @@ BlockWeights check_block_weights(attn::Rng& rng) {
 
 // The largest difference between the float gradients and the float64 ones, relative to each
 // tensor's largest float64 gradient: the float backward's rounding.
-double compare_float(const std::vector<attn::NamedTensor>& f,
-                     const std::vector<attn::NamedTensor64>& d) {
+double compare_float(const std::vector<attn::NamedTensor>& f, const std::vector<Named64>& d) {
   if (f.size() != d.size()) throw std::logic_error("ch08: the float and float64 models differ");
   double worst = 0.0;
   for (std::size_t i = 0; i < f.size(); ++i) {
@@ -411,21 +410,21 @@ GradientChecks gradient_checks(const Kernels& k, bool mine, attn::Rng& rng) {
     add("mha causal", check_op(rng, forward, backward));
   }
   // The block, pre- and post-norm: its input and its 12 parameter tensors, in float64
-  // (attn/train/gradcheck64.hpp: the block built from the float64 twins of its ops).
+  // (attn/model/reference.hpp: the reference block, built from the reference ops, in double).
   for (const attn::NormPlacement norm : {attn::NormPlacement::pre, attn::NormPlacement::post}) {
     BlockConfig config;
     config.n_heads = kH;
     config.norm = norm;
-    attn::BlockWeights64 w = attn::to_float64(check_block_weights(rng));
+    attn::ref::BlockWeights<double> w = attn::ref::cast<double>(check_block_weights(rng));
     Tensor64<3> x = to64<3>(attn::randn<3>(rng, {1, 4, kC})), dx;
-    attn::BlockWeights64 g = attn::block_zeros_like(w);
-    const auto forward = [&] { return attn::block_forward(x, w, config); };
+    attn::ref::BlockWeights<double> g = attn::ref::zeros_like(w);
+    const auto forward = [&] { return attn::ref::block_forward(x, w, config); };
     const auto backward = [&](const Tensor64<3>& R) -> std::vector<GradTensor64> {
-      g = attn::block_zeros_like(w);
-      attn::block_backward(R, x, w, config, dx, g);
+      g = attn::ref::zeros_like(w);
+      attn::ref::block_backward(R, x, w, config, dx, g);
       std::vector<GradTensor64> t = {{"x", values_of(x), values_of(dx)}};
-      const std::vector<attn::NamedTensor64> ws = attn::block_parameters(w);
-      const std::vector<attn::NamedTensor64> gs = attn::block_parameters(g);
+      const std::vector<Named64> ws = attn::ref::parameters(w);
+      const std::vector<Named64> gs = attn::ref::parameters(g);
       for (std::size_t i = 0; i < ws.size(); ++i)
         t.push_back({ws[i].name, ws[i].values, gs[i].values});
       return t;
@@ -450,15 +449,16 @@ GradientChecks gradient_checks(const Kernels& k, bool mine, attn::Rng& rng) {
     xt::xtensor<int, 2> tokens({kB, 5}), targets({kB, 5});
     for (int& t : tokens) t = static_cast<int>(rng.below(lc.vocab_size));
     for (int& t : targets) t = static_cast<int>(rng.below(lc.vocab_size));
-    attn::LmWeights64 w = attn::to_float64(wf), g = attn::lm_zeros_like(w);
-    attn::lm_forward_backward(tokens, targets, w, lc, g);
-    const std::vector<attn::NamedTensor64> ws = attn::lm_parameters(w), gs = attn::lm_parameters(g);
+    attn::ref::LmWeights<double> w = attn::ref::cast<double>(wf), g = attn::ref::zeros_like(w);
+    attn::ref::lm_forward_backward(tokens, targets, w, lc, g);
+    const std::vector<Named64> ws = attn::ref::parameters(w), gs = attn::ref::parameters(g);
     std::vector<GradTensor64> tensors;
     for (std::size_t i = 0; i < ws.size(); ++i)
       tensors.push_back({ws[i].name, ws[i].values, gs[i].values});
-    checks.correct.push_back(worst_of(
-        "language model",
-        attn::check_gradients([&] { return attn::lm_loss(tokens, targets, w, lc); }, tensors)));
+    checks.correct.push_back(
+        worst_of("language model",
+                 attn::check_gradients([&] { return attn::ref::lm_loss(tokens, targets, w, lc); },
+                                       tensors)));
     // The library's float backward, the one training runs, against the float64 one.
     attn::LmWeights gf = attn::lm_zeros_like(wf);
     attn::LmCache cache;
@@ -468,7 +468,7 @@ GradientChecks gradient_checks(const Kernels& k, bool mine, attn::Rng& rng) {
     // Why float64: the same check through the float forward (attn::grad_check), with the float
     // gradients as they are and scaled by 1.001.
     const auto loss32 = [&] { return attn::lm_loss(tokens, targets, wf, lc); };
-    checks.float_rounding = std::abs(loss32() - attn::lm_loss(tokens, targets, w, lc));
+    checks.float_rounding = std::abs(loss32() - attn::ref::lm_loss(tokens, targets, w, lc));
     attn::GradCheckOptions fo;
     fo.h = 1e-3;  // the step the float check of this model needs (h^2 truncation, two blocks)
     checks.float_h = fo.h;
@@ -489,7 +489,7 @@ GradientChecks gradient_checks(const Kernels& k, bool mine, attn::Rng& rng) {
     // Divided by 2h, the rounding is more than 0.1% of every gradient element below
     // 1000 * rounding / 2h.
     const double below = 1e3 * checks.float_rounding / (2.0 * fo.h);
-    for (const attn::NamedTensor64& t : gs)
+    for (const Named64& t : gs)
       for (const double v : t.values) {
         ++checks.grad_count;
         checks.grad_drowned += std::abs(v) < below ? 1 : 0;

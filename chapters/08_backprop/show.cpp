@@ -355,7 +355,8 @@ void show_gradient_checks(const GradientChecks& r, const CentralDifferenceDemo& 
   attn::claim(least_wrong > 5.0 * o.tolerance,
               "the smallest wrong gradient fails by a clear margin");
   print(wrap(fmt::format(
-      "The block and the model above run in float64 (attn/train/gradcheck64.hpp); the float "
+      "The block and the model above are the reference in float64 (attn/model/reference.hpp); the "
+      "float "
       "backward that training runs gives the model's gradients to {} of each tensor's largest "
       "(its rounding), {} a 0.1% error.",
       bound(r.float_model), r.float_model < 1e-4 ? "10 times below" : "not far below")));

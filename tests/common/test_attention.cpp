@@ -850,7 +850,8 @@ TEST_CASE("scaled_dot_product_attention_backward names bad shapes") {
   const Tensor<4> no_weights = xt::zeros<float>({0, 0, 0, 0});
   CHECK_THROWS_WITH_AS(
       attn::scaled_dot_product_attention_backward(s.r, s.q, s.k, s.v, no_weights, true),
-      "attn::scaled_dot_product_attention_backward: expected the forward's weights (1, 2, 3, 3), "
+      "attn::scaled_dot_product_attention_backward: expected the forward's attention probabilities "
+      "(1, 2, 3, 3), "
       "got (0, 0, 0, 0)",
       std::invalid_argument);
 }

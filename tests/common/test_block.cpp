@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attn/model/block.hpp"
+#include "attn/model/reference.hpp"
 #include "attn/ops/ffn.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/matmul.hpp"
@@ -19,7 +20,6 @@
 #include "attn/core/random.hpp"
 #include "attn/core/threads.hpp"
 #include "gradcheck_helpers.hpp"
-#include "parts64.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -808,8 +808,9 @@ TEST_CASE("block_backward matches central differences for each part alone and al
 }
 
 TEST_CASE("float64 check: every part's float backward, alone and together; 0.1% off fails") {
-  // block_backward's float gradients against central differences of the float64 twin above
-  // (attn::check_gradients, L = sum(out * R)), for each pre-norm part alone and the Llama recipe.
+  // block_backward's float gradients against central differences of the reference block in
+  // double (attn::ref, attn::check_gradients, L = sum(out * R)), for each pre-norm part alone and
+  // the Llama recipe.
   std::size_t k = 0;
   for (const attn::BlockConfig& cfg : part_variants()) {
     if (cfg.norm != attn::NormPlacement::pre || cfg.dropout > 0.0f) continue;
@@ -826,44 +827,18 @@ TEST_CASE("float64 check: every part's float backward, alone and together; 0.1% 
     const auto d = [](const auto& t) { return xt::eval(xt::cast<double>(t)); };
     attn::Tensor64<3> x64 = d(x);
     const attn::Tensor64<3> r64 = d(r);
-    attn::testing::Block64 w64{{d(w.attn.w_q), d(w.attn.w_k), d(w.attn.w_v), d(w.attn.w_o)},
-                               d(w.ln1_gamma),
-                               d(w.ln1_beta),
-                               d(w.ln2_gamma),
-                               d(w.ln2_beta),
-                               {d(w.ffn.w1), d(w.ffn.b1), d(w.ffn.w2), d(w.ffn.b2)},
-                               {d(w.swiglu.w_gate), d(w.swiglu.w_up), d(w.swiglu.w_down)}};
+    // The reference block in double, and the float gradients in double beside its tensors.
+    attn::ref::BlockWeights<double> w64 = attn::ref::cast<double>(w);
+    attn::ref::BlockWeights<double> g64 = attn::ref::cast<double>(g);
+    const attn::Tensor64<3> dx64 = d(dx);
     const auto loss = [&] {
-      const attn::Tensor64<3> y = attn::testing::block64_forward(x64, w64, cfg);
-      double sum = 0.0;
-      for (std::size_t i = 0; i < y.size(); ++i) sum += y.data()[i] * r64.data()[i];
-      return sum;
+      return attn::weighted_sum(cspan_of(attn::ref::block_forward(x64, w64, cfg)), cspan_of(r64));
     };
-    // Each tensor with its float gradient in double (kept alive in `grads`).
-    std::vector<attn::Tensor64<3>> grads3{d(dx)};
-    std::vector<std::vector<double>> grads;
-    std::vector<attn::GradTensor64> tensors{{"x", span_of(x64), cspan_of(grads3[0])}};
-    grads.reserve(16);
-    const auto add = [&](const char* name, auto& value, const auto& grad) {
-      if (value.size() == 0) return;
-      grads.emplace_back(grad.begin(), grad.end());
-      tensors.push_back({name, span_of(value), std::span<const double>(grads.back())});
-    };
-    add("w_q", w64.a.w_q, g.attn.w_q);
-    add("w_k", w64.a.w_k, g.attn.w_k);
-    add("w_v", w64.a.w_v, g.attn.w_v);
-    add("w_o", w64.a.w_o, g.attn.w_o);
-    add("ln1_gamma", w64.g1, g.ln1_gamma);
-    add("ln1_beta", w64.b1, g.ln1_beta);
-    add("ln2_gamma", w64.g2, g.ln2_gamma);
-    add("ln2_beta", w64.b2, g.ln2_beta);
-    add("w1", w64.mlp.w1, g.ffn.w1);
-    add("b1", w64.mlp.b1, g.ffn.b1);
-    add("w2", w64.mlp.w2, g.ffn.w2);
-    add("b2", w64.mlp.b2, g.ffn.b2);
-    add("w_gate", w64.sw.w_gate, g.swiglu.w_gate);
-    add("w_up", w64.sw.w_up, g.swiglu.w_up);
-    add("w_down", w64.sw.w_down, g.swiglu.w_down);
+    std::vector<attn::GradTensor64> tensors{{"x", span_of(x64), cspan_of(dx64)}};
+    const auto ws = attn::ref::parameters(w64), gs = attn::ref::parameters(g64);
+    REQUIRE(ws.size() == gs.size());
+    for (std::size_t i = 0; i < ws.size(); ++i)
+      tensors.push_back({ws[i].name, ws[i].values, gs[i].values});
     attn::GradCheckOptions64 o;
     o.floor = 1e-2;  // a float backward: its rounding near zero (gradcheck.hpp)
     check_gradients("block64 " + describe_parts(cfg), attn::check_gradients(loss, tensors, o));

@@ -24,25 +24,13 @@
 #include "attn/io/npy.hpp"
 #include "attn/model/lm_files.hpp"
 #include "attn/train/checkpoint.hpp"
+#include "test_fixtures.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-attn::TrainConfig small_config() {
-  attn::TrainConfig c;
-  c.model.vocab_size = 7;
-  c.model.block_size = 6;
-  c.model.n_embd = 8;
-  c.model.n_heads = 2;
-  c.model.n_layers = 1;
-  c.batch_size = 4;
-  c.steps = 12;
-  c.schedule.lr = 3e-3f;
-  c.eval_iters = 2;
-  c.seed = 42;
-  return c;
-}
+attn::TrainConfig small_config() { return attn::testing::small_train_config(1); }  // one block
 
 attn::Vocab vocab7() { return attn::Vocab(U"\nabcdef"); }
 

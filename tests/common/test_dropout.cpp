@@ -18,6 +18,7 @@
 #include "attn/train/gradcheck.hpp"
 #include "attn/train/train.hpp"
 #include "gradcheck_helpers.hpp"
+#include "test_fixtures.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -26,6 +27,8 @@ using attn::Tensor;
 using attn::testing::check_caught;
 using attn::testing::check_gradients;
 using attn::testing::cspan_of;
+using attn::testing::random_ids;
+using attn::testing::random_lm;
 using attn::testing::span_of;
 using E = std::invalid_argument;
 
@@ -219,25 +222,6 @@ TEST_CASE("a block asked to reuse masks it does not hold says so") {
                        E);
 }
 }
-
-namespace {
-
-attn::LmWeights random_lm(attn::Rng& rng, const attn::LmConfig& config) {
-  attn::LmWeights w = attn::lm_init(rng, config);
-  for (const attn::NamedTensor& t : attn::lm_parameters(w)) {
-    const bool gamma = t.name.find("gamma") != std::string::npos;
-    for (float& v : t.values) v = gamma ? 1.0f + rng.normal(0.0f, 0.2f) : rng.normal(0.0f, 0.5f);
-  }
-  return w;
-}
-
-xt::xtensor<int, 2> random_ids(attn::Rng& rng, std::size_t B, std::size_t T, std::size_t V) {
-  xt::xtensor<int, 2> ids(std::array<std::size_t, 2>{B, T});
-  for (int& id : ids) id = static_cast<int>(rng.below(V));
-  return ids;
-}
-
-}  // namespace
 
 TEST_SUITE("common.dropout") {
 TEST_CASE("the language model with dropout matches central differences under fixed masks") {

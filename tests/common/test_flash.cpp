@@ -22,8 +22,8 @@
 #include "attn/fast/flash.hpp"
 #include "attn/model/block.hpp"
 #include "attn/model/model.hpp"
+#include "attn/model/reference.hpp"
 #include "attn/ops/attention.hpp"
-#include "attn/train/gradcheck64.hpp"
 #include "test_helpers.hpp"
 
 // This binary records its largest single allocation (operator new), so a test can check that
@@ -365,12 +365,12 @@ TEST_CASE("the block's training path runs the flash kernel from kFlashMinT, equa
     // The training forward is the evaluation forward (which switches at the same length).
     CHECK_TENSOR_NEAR(out, attn::block_forward(x, w, cfg).out, 0.0, 0.0);
     // Against the float64 block, forward and backward.
-    const attn::BlockWeights64 w64 = attn::to_float64(w);
+    const attn::ref::BlockWeights<double> w64 = attn::ref::cast<double>(w);
     const attn::Tensor64<3> x64 = xt::cast<double>(x);
-    CHECK_TENSOR_NEAR(out, attn::block_forward(x64, w64, cfg), kAtol, kRtol);
+    CHECK_TENSOR_NEAR(out, attn::ref::block_forward(x64, w64, cfg), kAtol, kRtol);
     attn::Tensor64<3> dx64;
-    attn::BlockWeights64 g64 = attn::block_zeros_like(w64);
-    attn::block_backward(attn::Tensor64<3>(xt::cast<double>(dout)), x64, w64, cfg, dx64, g64);
+    attn::ref::BlockWeights<double> g64 = attn::ref::zeros_like(w64);
+    attn::ref::block_backward(attn::Tensor64<3>(xt::cast<double>(dout)), x64, w64, cfg, dx64, g64);
     CHECK_TENSOR_NEAR(dx, dx64, kAtol, kRtol);
     CHECK_TENSOR_NEAR(g.attn.w_q, g64.attn.w_q, kAtol, kRtol);
     CHECK_TENSOR_NEAR(g.attn.w_k, g64.attn.w_k, kAtol, kRtol);
@@ -402,9 +402,9 @@ TEST_CASE("the model's training step runs the flash kernel from kFlashMinT, equa
     attn::LmCache cache;
     const double loss = attn::lm_forward_backward(tokens, targets, w, config, g, cache);
     CHECK((cache.blocks[0].attn.weights.size() == 0) == (T >= attn::fast::kFlashMinT));
-    const attn::LmWeights64 w64 = attn::to_float64(w);
-    attn::LmWeights64 g64 = attn::lm_zeros_like(w64);
-    const double loss64 = attn::lm_forward_backward(tokens, targets, w64, config, g64);
+    const attn::ref::LmWeights<double> w64 = attn::ref::cast<double>(w);
+    attn::ref::LmWeights<double> g64 = attn::ref::zeros_like(w64);
+    const double loss64 = attn::ref::lm_forward_backward(tokens, targets, w64, config, g64);
     CHECK(std::abs(loss - loss64) <= kAtol + kRtol * std::abs(loss64));
     // The loss is a mean over T tokens: the gradients of the sum (T times larger, of order 1)
     // are compared, so that the golden tolerance's 1e-5 is not larger than the numbers.

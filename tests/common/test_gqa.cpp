@@ -15,10 +15,12 @@
 #include "attn/ops/linear.hpp"
 #include "attn/ops/rope.hpp"
 #include "attn/ops/swa.hpp"
-#include "grad64_helpers.hpp"
+#include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 
 namespace {
+
+using attn::testing::error_of;
 
 using T3 = xt::xtensor<double, 3>;
 using T4 = xt::xtensor<double, 4>;
@@ -57,15 +59,6 @@ M64 untile_grad(const M64& d, std::size_t H, std::size_t KV, std::size_t hs, boo
         xt::view(d, xt::all(), xt::range(h * hs, (h + 1) * hs));
   }
   return out;
-}
-
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "attn/core/random.hpp"
 #include "attn/model/block.hpp"
 #include "attn/model/model.hpp"
+#include "attn/model/reference.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/ops/ffn.hpp"
 #include "attn/ops/layernorm.hpp"
@@ -27,7 +28,6 @@
 #include "attn/ops/mask.hpp"
 #include "attn/ops/softmax.hpp"
 #include "attn/train/gradcheck.hpp"
-#include "attn/train/gradcheck64.hpp"
 
 namespace {
 
@@ -459,18 +459,18 @@ TEST_CASE(
       config.norm = norm;
       const attn::BlockWeights wf = random_block(rng, 8, 32);
       const attn::Tensor<3> xf = attn::randn<3>(rng, {1, 4, 8});
-      attn::BlockWeights64 w = attn::to_float64(wf);
+      attn::ref::BlockWeights<double> w = attn::ref::cast<double>(wf);
       attn::Tensor64<3> x = xt::cast<double>(xf), dx;
       const attn::Tensor64<3> R = upstream_like(x, rng);
-      attn::BlockWeights64 g = attn::block_zeros_like(w);
-      attn::block_backward(R, x, w, config, dx, g);
+      attn::ref::BlockWeights<double> g = attn::ref::zeros_like(w);
+      attn::ref::block_backward(R, x, w, config, dx, g);
       std::vector<attn::GradTensor64> tensors = {{"x", sp(x), csp(dx)}};
-      const auto ws = attn::block_parameters(w), gs = attn::block_parameters(g);
+      const auto ws = attn::ref::parameters(w), gs = attn::ref::parameters(g);
       for (std::size_t i = 0; i < ws.size(); ++i)
         tensors.push_back({ws[i].name, ws[i].values, gs[i].values});
       passes_and_catches(
           "block",
-          [&] { return attn::weighted_sum(csp(attn::block_forward(x, w, config)), csp(R)); },
+          [&] { return attn::weighted_sum(csp(attn::ref::block_forward(x, w, config)), csp(R)); },
           tensors);
       // The library's float backward (the one training runs) equals it to float rounding.
       attn::BlockCache cache;
@@ -508,19 +508,19 @@ TEST_CASE("float64: the language model's backward passes; 0.1% off fails; the fl
     xt::xtensor<int, 2> tokens({2, 5}), targets({2, 5});
     for (int& t : tokens) t = static_cast<int>(rng.below(lc.vocab_size));
     for (int& t : targets) t = static_cast<int>(rng.below(lc.vocab_size));
-    attn::LmWeights64 w = attn::to_float64(wf), g = attn::lm_zeros_like(w);
-    const double loss = attn::lm_forward_backward(tokens, targets, w, lc, g);
+    attn::ref::LmWeights<double> w = attn::ref::cast<double>(wf), g = attn::ref::zeros_like(w);
+    const double loss = attn::ref::lm_forward_backward(tokens, targets, w, lc, g);
     CHECK(loss == doctest::Approx(attn::lm_loss(tokens, targets, wf, lc)).epsilon(1e-5));
-    const auto ws = attn::lm_parameters(w), gs = attn::lm_parameters(g);
+    const auto ws = attn::ref::parameters(w), gs = attn::ref::parameters(g);
     std::vector<attn::GradTensor64> tensors;
     for (std::size_t i = 0; i < ws.size(); ++i)
       tensors.push_back({ws[i].name, ws[i].values, gs[i].values});
     if (seed == 115) {  // the whole model, each tensor scaled in turn (the slow part)
       passes_and_catches(
-          "language model", [&] { return attn::lm_loss(tokens, targets, w, lc); }, tensors);
+          "language model", [&] { return attn::ref::lm_loss(tokens, targets, w, lc); }, tensors);
     } else {
-      const auto rs =
-          attn::check_gradients([&] { return attn::lm_loss(tokens, targets, w, lc); }, tensors);
+      const auto rs = attn::check_gradients(
+          [&] { return attn::ref::lm_loss(tokens, targets, w, lc); }, tensors);
       for (const attn::GradCheckResult& r : rs) {
         INFO(r.name << ": max_rel " << r.max_rel);
         CHECK(r.pass);
@@ -574,19 +574,25 @@ TEST_CASE("a correct float backward (a learner's, chapter 08 --mine) passes the 
   }
 }
 
-TEST_CASE("float64 twins refuse what they do not cover, by name") {
+TEST_CASE("the reference refuses what it does not cover, by name") {
   attn::Rng rng(3);
-  attn::BlockWeights64 w = attn::to_float64(random_block(rng, 8, 32));
+  attn::ref::BlockWeights<double> w = attn::ref::cast<double>(random_block(rng, 8, 32));
   attn::BlockConfig config;
   config.n_heads = 2;
-  config.residual = false;
+  config.attn_proj = false;
   const attn::Tensor64<3> x = xt::zeros<double>({1, 4, 8});
   try {
-    (void)attn::block_forward(x, w, config);
+    (void)attn::ref::block_forward(x, w, config);
     FAIL("no exception");
   } catch (const std::invalid_argument& e) {
-    CHECK(std::string(e.what()).find("no residuals") != std::string::npos);
+    CHECK(std::string(e.what()).find("attn_proj = false") != std::string::npos);
   }
+  config.attn_proj = true;
+  config.dropout = 0.1f;
+  attn::Tensor64<3> dx;
+  attn::ref::BlockWeights<double> g = attn::ref::zeros_like(w);
+  CHECK_THROWS_WITH_AS(attn::ref::block_backward(x, x, w, config, dx, g),
+                       doctest::Contains("dropout"), std::invalid_argument);
 }
 
 }  // TEST_SUITE

@@ -30,17 +30,6 @@
 
 namespace {
 
-attn::LmConfig config_of(std::size_t V, std::size_t T_max, std::size_t C, std::size_t H,
-                         std::size_t L) {
-  attn::LmConfig c;
-  c.vocab_size = V;
-  c.block_size = T_max;
-  c.n_embd = C;
-  c.n_heads = H;
-  c.n_layers = L;
-  return c;
-}
-
 using attn::testing::random_model;
 
 std::vector<int> random_ids(attn::Rng& rng, std::size_t n, std::size_t V) {
@@ -67,9 +56,10 @@ attn::Matrix forward_last(const std::vector<int>& tokens, std::size_t B, const a
 TEST_SUITE("kvcache") {
 
 TEST_CASE("the cache holds 2 L B T_max C floats, by the formula and in its tensors") {
-  for (const auto& [config, B] : {std::pair{config_of(65, 64, 64, 4, 4), std::size_t{1}},
-                                  std::pair{config_of(11, 6, 8, 2, 2), std::size_t{3}},
-                                  std::pair{config_of(7, 5, 12, 3, 1), std::size_t{2}}}) {
+  for (const auto& [config, B] :
+       {std::pair{attn::testing::lm_config(65, 64, 64, 4, 4), std::size_t{1}},
+        std::pair{attn::testing::lm_config(11, 6, 8, 2, 2), std::size_t{3}},
+        std::pair{attn::testing::lm_config(7, 5, 12, 3, 1), std::size_t{2}}}) {
     const attn::KvCache cache = attn::kv_cache_init(config, B);
     const std::size_t formula =
         2 * config.n_layers * B * config.block_size * config.n_embd;  // written out here
@@ -81,12 +71,13 @@ TEST_CASE("the cache holds 2 L B T_max C floats, by the formula and in its tenso
     CHECK(cache.length == 0);
   }
   // The chapter-09 shapes: 2 * 4 * 64 * 64 = 32768 floats, 128 KiB.
-  CHECK(attn::kv_cache_floats(config_of(65, 64, 64, 4, 4), 1) * sizeof(float) == 131072);
+  CHECK(attn::kv_cache_floats(attn::testing::lm_config(65, 64, 64, 4, 4), 1) * sizeof(float) ==
+        131072);
 }
 
 TEST_CASE("prefill logits equal lm_forward's last row, for B = 1 and 2 and every prompt length") {
   attn::Rng init(3);
-  const attn::LmConfig config = config_of(11, 6, 8, 2, 2);
+  const attn::LmConfig config = attn::testing::lm_config(11, 6, 8, 2, 2);
   const attn::LmWeights w = random_model(init, config);
   for (const std::size_t B : {std::size_t{1}, std::size_t{2}}) {
     attn::KvCache cache = attn::kv_cache_init(config, B);
@@ -104,8 +95,8 @@ TEST_CASE("prefill logits equal lm_forward's last row, for B = 1 and 2 and every
 TEST_CASE("every step's logits equal lm_forward over the whole sequence so far") {
   for (const std::uint64_t seed : {5u, 6u, 7u}) {
     attn::Rng init(seed);
-    const attn::LmConfig config =
-        seed == 7 ? config_of(65, 64, 64, 4, 4) : config_of(13, 9, 12, 3, 3);
+    const attn::LmConfig config = seed == 7 ? attn::testing::lm_config(65, 64, 64, 4, 4)
+                                            : attn::testing::lm_config(13, 9, 12, 3, 3);
     const attn::LmWeights w = random_model(init, config);
     const std::size_t B = seed == 6 ? 2 : 1;
     attn::KvCache cache = attn::kv_cache_init(config, B);
@@ -133,7 +124,7 @@ TEST_CASE("every step's logits equal lm_forward over the whole sequence so far")
 TEST_CASE("keys and values in the cache are the projections of each layer's normalised input") {
   // Layer 0 by hand: k = ln1(wte[id] + wpe[t]) @ w_k, head hh in columns [hh*hs, (hh+1)*hs).
   attn::Rng init(8);
-  const attn::LmConfig config = config_of(11, 6, 8, 2, 1);
+  const attn::LmConfig config = attn::testing::lm_config(11, 6, 8, 2, 1);
   const attn::LmWeights w = random_model(init, config);
   attn::KvCache cache = attn::kv_cache_init(config, 1);
   const std::vector<int> tokens = {3, 1, 4, 1};
@@ -161,7 +152,7 @@ TEST_CASE(
   // One KV append serves the exercise's attn::kv_append and the model's prefill and steps. Read
   // each cached position back as rows (B, H*hs), append them to an empty cache: the same bits.
   attn::Rng init(12);
-  const attn::LmConfig config = config_of(13, 7, 12, 3, 2);
+  const attn::LmConfig config = attn::testing::lm_config(13, 7, 12, 3, 2);
   const attn::LmWeights w = random_model(init, config);
   attn::KvCache cache = attn::kv_cache_init(config, 2);
   attn::lm_prefill(cache, std::vector<int>{3, 1, 4, 1, 5, 9, 2, 6}, w, config);  // B 2, T 4
@@ -207,9 +198,9 @@ TEST_CASE("lm_generate_cached gives lm_generate's tokens, token for token") {
     o.greedy = greedy;
     return o;
   };
-  const attn::LmConfig tiny = config_of(11, 6, 8, 2, 2);
-  const attn::LmConfig mid = config_of(13, 9, 12, 3, 3);
-  const attn::LmConfig ch09 = config_of(65, 64, 64, 4, 4);
+  const attn::LmConfig tiny = attn::testing::lm_config(11, 6, 8, 2, 2);
+  const attn::LmConfig mid = attn::testing::lm_config(13, 9, 12, 3, 3);
+  const attn::LmConfig ch09 = attn::testing::lm_config(65, 64, 64, 4, 4);
   const std::vector<Case> cases = {
       {"greedy, short prompt, runs past T_max", tiny, 2, opts(30, 1.0f, 0, 1.0f, true)},
       {"greedy, prompt longer than T_max", mid, 15, opts(25, 1.0f, 0, 1.0f, true)},
@@ -244,10 +235,10 @@ TEST_CASE("lm_generate_cached gives lm_generate's tokens, token for token") {
 TEST_CASE("chapter 09's models: a separate output head, ReLU or tanh GELU, another FFN width") {
   // The variants a training run of chapter 09 saves by default (the lecture's head and ReLU),
   // checked like the default model: cached tokens equal lm_generate's, past T_max too.
-  attn::LmConfig relu_untied = config_of(11, 6, 8, 2, 2);
+  attn::LmConfig relu_untied = attn::testing::lm_config(11, 6, 8, 2, 2);
   relu_untied.tied_head = false;
   relu_untied.activation = attn::Activation::relu;
-  attn::LmConfig tanh_wide = config_of(13, 5, 12, 3, 1);
+  attn::LmConfig tanh_wide = attn::testing::lm_config(13, 5, 12, 3, 1);
   tanh_wide.activation = attn::Activation::gelu_tanh;
   tanh_wide.ffn_hidden = 20;
   for (const attn::LmConfig& config : {relu_untied, tanh_wide}) {
@@ -271,7 +262,7 @@ TEST_CASE("chapter 09's models: a separate output head, ReLU or tanh GELU, anoth
 }
 
 TEST_CASE("the ladder's reduced models (no LayerNorm, residual, FFN or projection) are refused") {
-  attn::LmConfig reduced = config_of(11, 6, 8, 2, 1);
+  attn::LmConfig reduced = attn::testing::lm_config(11, 6, 8, 2, 1);
   reduced.use_ffn = false;
   attn::Rng init(1);
   const attn::LmWeights w = attn::lm_init(init, reduced);
@@ -285,7 +276,7 @@ TEST_CASE("the ladder's reduced models (no LayerNorm, residual, FFN or projectio
 
 TEST_CASE("the tokens do not depend on the library's thread count") {
   attn::Rng init(31);
-  const attn::LmConfig config = config_of(65, 64, 64, 4, 2);
+  const attn::LmConfig config = attn::testing::lm_config(65, 64, 64, 4, 2);
   const attn::LmWeights w = random_model(init, config);
   attn::GenerateOptions o;
   o.max_new_tokens = 100;
@@ -305,7 +296,7 @@ TEST_CASE("the tokens do not depend on the library's thread count") {
 
 TEST_CASE("no allocation per generated token: 10 or 300 new tokens allocate the same") {
   attn::Rng init(11);
-  const attn::LmConfig config = config_of(65, 64, 64, 4, 4);
+  const attn::LmConfig config = attn::testing::lm_config(65, 64, 64, 4, 4);
   const attn::LmWeights w = random_model(init, config);
   const std::vector<int> prompt = {7, 3};
   const auto allocations = [&](std::size_t n, bool top_p) {
@@ -338,7 +329,7 @@ TEST_CASE("no allocation per generated token: 10 or 300 new tokens allocate the 
 
 TEST_CASE("steps write into the buffers allocated up front: data pointers never move") {
   attn::Rng init(12);
-  const attn::LmConfig config = config_of(11, 6, 8, 2, 2);
+  const attn::LmConfig config = attn::testing::lm_config(11, 6, 8, 2, 2);
   const attn::LmWeights w = random_model(init, config);
   attn::KvCache cache = attn::kv_cache_init(config, 1);
   const float* keys0 = cache.keys[0].data();
@@ -357,7 +348,7 @@ TEST_CASE("steps write into the buffers allocated up front: data pointers never 
 
 TEST_CASE(
     "per-token FLOPs: the uncached formula is the blocks' plus the head, the cached is flat") {
-  const attn::LmConfig config = config_of(65, 64, 64, 4, 4);
+  const attn::LmConfig config = attn::testing::lm_config(65, 64, 64, 4, 4);
   for (const std::size_t T : {std::size_t{1}, std::size_t{10}, std::size_t{64}}) {
     const double blocks = 4.0 * attn::block_forward_flops(1, T, 64, 256, 4);
     CHECK(attn::lm_token_flops_uncached(config, T) ==
@@ -423,7 +414,7 @@ TEST_CASE("kv_append writes one position per head, attend_cache equals attention
 }
 
 TEST_CASE("a re-fill costs L-1 whole layers on T_max-1 rows, the last layer's k and v, one step") {
-  const attn::LmConfig config = config_of(65, 64, 64, 4, 4);
+  const attn::LmConfig config = attn::testing::lm_config(65, 64, 64, 4, 4);
   const double C = 64, F = 256, rows = 63;
   const double want = 3.0 * (2.0 * rows * (4 * C * C + 2 * C * F) + 4.0 * rows * rows * C) +
                       2.0 * rows * 2 * C * C + attn::lm_token_flops_cached(config, 63);
@@ -436,7 +427,7 @@ TEST_CASE("a re-fill costs L-1 whole layers on T_max-1 rows, the last layer's k 
 
 TEST_CASE("bad input: sizes, ids, a full cache, mismatched weights and options") {
   attn::Rng init(13);
-  const attn::LmConfig config = config_of(11, 6, 8, 2, 2);
+  const attn::LmConfig config = attn::testing::lm_config(11, 6, 8, 2, 2);
   const attn::LmWeights w = random_model(init, config);
   CHECK_THROWS_WITH_AS(attn::kv_cache_init(config, 0),
                        "attn::kv_cache_init: batch must be at least 1, got 0",
@@ -472,7 +463,7 @@ TEST_CASE("bad input: sizes, ids, a full cache, mismatched weights and options")
                        "attn::lm_step: token id -1 at index 1 is outside [0, 11)",
                        std::invalid_argument);
   // A cache made for another model.
-  attn::KvCache other = attn::kv_cache_init(config_of(11, 6, 8, 2, 3), 1);
+  attn::KvCache other = attn::kv_cache_init(attn::testing::lm_config(11, 6, 8, 2, 3), 1);
   CHECK_THROWS_WITH_AS(attn::lm_prefill(other, std::vector<int>{1}, w, config),
                        "attn::lm_prefill: the cache was not made by kv_cache_init for this config",
                        std::invalid_argument);
@@ -480,8 +471,9 @@ TEST_CASE("bad input: sizes, ids, a full cache, mismatched weights and options")
   attn::LmWeights broken = w;
   broken.blocks[1].ffn.w1 = attn::Matrix(std::array<std::size_t, 2>{8, 16});
   attn::KvCache one = attn::kv_cache_init(config, 1);
-  CHECK_THROWS_AS(attn::lm_prefill(one, std::vector<int>{1}, w, config_of(11, 6, 8, 2, 3)),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(
+      attn::lm_prefill(one, std::vector<int>{1}, w, attn::testing::lm_config(11, 6, 8, 2, 3)),
+      std::invalid_argument);
   CHECK_THROWS_WITH_AS(
       attn::lm_prefill(one, std::vector<int>{1}, broken, config),
       "attn::lm_prefill: block 1 does not have the shapes of C = 8, F = 32 (w_q, w_k, w_v, w_o "
@@ -541,7 +533,7 @@ attn::LmWeights parts_model(attn::Rng& rng, const attn::LmConfig& config) {
 
 // The Llama recipe with a window (Mistral's): rope, RMSNorm, SwiGLU, 2 K/V heads for 4, no bias.
 attn::LmConfig mistral_config(std::size_t window) {
-  attn::LmConfig c = config_of(11, 8, 16, 4, 2);
+  attn::LmConfig c = attn::testing::lm_config(11, 8, 16, 4, 2);
   c.positions = attn::Positions::rope;
   c.normalization = attn::Normalization::rmsnorm;
   c.ffn = attn::FfnKind::swiglu;

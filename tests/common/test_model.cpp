@@ -20,13 +20,13 @@
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/matmul.hpp"
 #include "attn/model/model.hpp"
+#include "attn/model/reference.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/core/random.hpp"
 #include "attn/train/gradcheck.hpp"
 #include "attn/ops/loss.hpp"
 #include "attn/core/threads.hpp"
 #include "gradcheck_helpers.hpp"
-#include "parts64.hpp"
 #include "test_fixtures.hpp"
 #include "test_helpers.hpp"
 
@@ -53,16 +53,11 @@ const fs::path& temp() {
   return dir.path;
 }
 
-attn::LmConfig tiny_config() {
-  attn::LmConfig c;
-  c.vocab_size = 11;  // V
-  c.block_size = 6;   // T_max
-  c.n_embd = 8;       // C
-  c.n_heads = 2;      // H, hs = 4
-  c.n_layers = 2;     // L
-  return c;
-}
+// V 11, T_max 6, C 8, H 2 (hs = 4), L 2.
+attn::LmConfig tiny_config() { return attn::testing::lm_config(11, 6, 8, 2, 2); }
 
+using attn::testing::random_ids;
+using attn::testing::random_lm;
 using attn::testing::random_model;
 
 // The model written out step by step from the pieces, one sequence at a time, with the plain
@@ -91,12 +86,6 @@ attn::Tensor<3> naive_lm(const xt::xtensor<int, 2>& tokens, const attn::LmWeight
     xt::view(logits, b, xt::all(), xt::all()) = l;
   }
   return logits;
-}
-
-xt::xtensor<int, 2> random_tokens(attn::Rng& rng, std::size_t B, std::size_t T, std::size_t V) {
-  xt::xtensor<int, 2> t(std::array<std::size_t, 2>{B, T});
-  for (int& id : t) id = static_cast<int>(rng.below(V));
-  return t;
 }
 
 void write_text(const fs::path& p, const std::string& s) {
@@ -147,14 +136,14 @@ TEST_CASE("lm_forward equals the pieces composed by hand") {
   const attn::LmConfig config = tiny_config();
   const attn::LmWeights w = random_model(rng, config);
   SUBCASE("B 2, T 5") {
-    const auto tokens = random_tokens(rng, 2, 5, config.vocab_size);
+    const auto tokens = random_ids(rng, 2, 5, config.vocab_size);
     const attn::Tensor<3> logits = attn::lm_forward(tokens, w, config);
     CHECK(logits.shape() == std::array<std::size_t, 3>{2, 5, 11});
     CHECK_TENSOR_NEAR(logits, naive_lm(tokens, w, config), 1e-5, 1e-4);
     CHECK(xt::amax(xt::abs(logits))() > 1.0f);  // not a degenerate model
   }
   SUBCASE("T = T_max") {
-    const auto tokens = random_tokens(rng, 1, 6, config.vocab_size);
+    const auto tokens = random_ids(rng, 1, 6, config.vocab_size);
     CHECK_TENSOR_NEAR(attn::lm_forward(tokens, w, config), naive_lm(tokens, w, config), 1e-5, 1e-4);
   }
   SUBCASE("T = 1") {
@@ -167,7 +156,7 @@ TEST_CASE("lm_forward_with_weights gives lm_forward's logits and each layer's ca
   attn::Rng rng(11);
   const attn::LmConfig config = tiny_config();
   const attn::LmWeights w = random_model(rng, config);
-  const auto tokens = random_tokens(rng, 2, 5, config.vocab_size);
+  const auto tokens = random_ids(rng, 2, 5, config.vocab_size);
   const attn::LmForward f = attn::lm_forward_with_weights(tokens, w, config);
   const attn::Tensor<3> logits = attn::lm_forward(tokens, w, config);
   CHECK(f.logits == logits);  // bit for bit: keeping the weights changes no number
@@ -259,7 +248,7 @@ TEST_CASE("save_lm then load_lm gives the same model and the same logits") {
   CHECK(loaded_config.n_heads == 2);
   CHECK(loaded_config.n_layers == 2);
   CHECK(loaded.blocks[1].ffn.w2 == w.blocks[1].ffn.w2);
-  const auto tokens = random_tokens(rng, 2, 6, 11);
+  const auto tokens = random_ids(rng, 2, 6, 11);
   const attn::Tensor<3> before = attn::lm_forward(tokens, w, config);
   const attn::Tensor<3> after = attn::lm_forward(tokens, loaded, loaded_config);
   CHECK(before == after);  // bit for bit
@@ -464,31 +453,8 @@ using attn::testing::check_gradients;
 using attn::testing::cspan_of;
 using attn::testing::span_of;
 
-attn::LmConfig small_config() {
-  attn::LmConfig c;
-  c.vocab_size = 7;
-  c.block_size = 5;
-  c.n_embd = 4;
-  c.n_heads = 2;
-  c.n_layers = 2;
-  return c;
-}
-
-// lm_init, then every parameter redrawn so that every part of the model matters.
-attn::LmWeights random_lm(attn::Rng& rng, const attn::LmConfig& config) {
-  attn::LmWeights w = attn::lm_init(rng, config);
-  for (const attn::NamedTensor& t : attn::lm_parameters(w)) {
-    const bool gamma = t.name.find("gamma") != std::string::npos;
-    for (float& v : t.values) v = gamma ? 1.0f + rng.normal(0.0f, 0.2f) : rng.normal(0.0f, 0.5f);
-  }
-  return w;
-}
-
-xt::xtensor<int, 2> random_ids(attn::Rng& rng, std::size_t B, std::size_t T, std::size_t V) {
-  xt::xtensor<int, 2> ids(std::array<std::size_t, 2>{B, T});
-  for (int& id : ids) id = static_cast<int>(rng.below(V));
-  return ids;
-}
+// V 7, T_max 5, C 4, H 2 (hs = 2), L 2.
+attn::LmConfig small_config() { return attn::testing::lm_config(7, 5, 4, 2, 2); }
 
 std::string describe(const attn::LmConfig& c) {
   return "lm L=" + std::to_string(c.n_layers) + (c.tied_head ? "" : " untied") +
@@ -829,7 +795,7 @@ TEST_CASE("lm_forward_backward and lm_loss name bad targets") {
       E);
 }
 
-TEST_CASE("float64 check: lm_forward_backward with parts against a float64 twin of the model") {
+TEST_CASE("float64 check: lm_forward_backward with parts against the reference model in double") {
   std::vector<attn::LmConfig> configs;
   attn::LmConfig c = small_config();  // C 4, H 2: hs 2
   c.positions = attn::Positions::rope;
@@ -856,27 +822,23 @@ TEST_CASE("float64 check: lm_forward_backward with parts against a float64 twin 
     attn::LmWeights g = attn::lm_zeros_like(w);
     attn::LmCache cache;
     (void)attn::lm_forward_backward(tokens, targets, w, config, g, cache);
-    attn::testing::Lm64 m = attn::testing::to_lm64(w);
-    const std::vector<std::span<double>> values = attn::testing::lm64_tensors(m);
-    const std::vector<attn::NamedTensor> grads = attn::lm_parameters(g);
-    REQUIRE(values.size() == grads.size());
-    std::vector<std::vector<double>> g64;
-    g64.reserve(grads.size());
+    // The reference model in double, and the float gradients in double beside its tensors.
+    attn::ref::LmWeights<double> m = attn::ref::cast<double>(w);
+    attn::ref::LmWeights<double> g64 = attn::ref::cast<double>(g);
+    const auto values = attn::ref::parameters(m), grads = attn::ref::parameters(g64);
+    REQUIRE(values.size() == attn::lm_parameters(g).size());
     std::vector<attn::GradTensor64> tensors;
-    for (std::size_t i = 0; i < grads.size(); ++i) {
-      REQUIRE(values[i].size() == grads[i].values.size());
-      g64.emplace_back(grads[i].values.begin(), grads[i].values.end());
-      tensors.push_back({grads[i].name, values[i], std::span<const double>(g64.back())});
-    }
-    const auto loss = [&] { return attn::testing::lm64_loss(tokens, targets, m, config); };
+    for (std::size_t i = 0; i < grads.size(); ++i)
+      tensors.push_back({grads[i].name, values[i].values, grads[i].values});
+    const auto loss = [&] { return attn::ref::lm_loss(tokens, targets, m, config); };
     CHECK(loss() == doctest::Approx(attn::lm_loss(tokens, targets, w, config)).epsilon(1e-5));
     attn::GradCheckOptions64 o;
     o.floor = 1e-2;  // a float backward
     check_gradients("lm64 " + describe(config), attn::check_gradients(loss, tensors, o));
-    std::vector<double> wrong = g64[0];  // wte's gradient 0.1% off
+    std::vector<double> wrong(grads[0].values.begin(), grads[0].values.end());  // wte's, 0.1% off
     for (double& v : wrong) v *= 1.001;
     CHECK_FALSE(attn::all_pass(attn::check_gradients(
-        loss, {{"wte x 1.001", values[0], std::span<const double>(wrong)}}, o)));
+        loss, {{"wte x 1.001", values[0].values, std::span<const double>(wrong)}}, o)));
   }
 }
 

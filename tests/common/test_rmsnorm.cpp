@@ -11,10 +11,12 @@
 #include "attn/core/random.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/rmsnorm.hpp"
-#include "grad64_helpers.hpp"
+#include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 
 namespace {
+
+using attn::testing::error_of;
 
 using T3 = xt::xtensor<double, 3>;
 using V64 = xt::xtensor<double, 1>;
@@ -30,15 +32,6 @@ T3 naive_rms_norm(const T3& x, const V64& gamma, double eps) {
       for (std::size_t j = 0; j < C; ++j) y(b, t, j) = x(b, t, j) / std::sqrt(ms + eps) * gamma(j);
     }
   return y;
-}
-
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace

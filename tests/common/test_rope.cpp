@@ -13,10 +13,12 @@
 
 #include "attn/core/random.hpp"
 #include "attn/ops/rope.hpp"
-#include "grad64_helpers.hpp"
+#include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 
 namespace {
+
+using attn::testing::error_of;
 
 using T4 = xt::xtensor<double, 4>;
 using attn::RopeLayout;
@@ -55,15 +57,6 @@ T4 hf_rope(const T4& x, double theta) {
           y(b, h, t, j) = x(b, h, t, j) * std::cos(angle) + rotated * std::sin(angle);
         }
   return y;
-}
-
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace

@@ -11,10 +11,12 @@
 #include "attn/core/random.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/ops/swa.hpp"
-#include "grad64_helpers.hpp"
+#include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 
 namespace {
+
+using attn::testing::error_of;
 
 using T4 = xt::xtensor<double, 4>;
 
@@ -41,15 +43,6 @@ attn::WindowAttention<double> naive_swa(const T4& q, const T4& k, const T4& v, s
         }
       }
   return r;
-}
-
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace

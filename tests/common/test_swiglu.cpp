@@ -10,10 +10,12 @@
 
 #include "attn/core/random.hpp"
 #include "attn/ops/swiglu.hpp"
-#include "grad64_helpers.hpp"
+#include "gradcheck_helpers.hpp"
 #include "test_helpers.hpp"
 
 namespace {
+
+using attn::testing::error_of;
 
 using T3 = xt::xtensor<double, 3>;
 using M64 = xt::xtensor<double, 2>;
@@ -64,15 +66,6 @@ attn::SwigluWeights<double> random_weights(attn::Rng& rng, std::size_t C, std::s
   return {attn::testing::randn64<2>(rng, {C, F}, 1.0 / std::sqrt(double(C))),
           attn::testing::randn64<2>(rng, {C, F}, 1.0 / std::sqrt(double(C))),
           attn::testing::randn64<2>(rng, {F, C}, 1.0 / std::sqrt(double(F)))};
-}
-
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace

@@ -19,24 +19,16 @@
 #include "attn/io/text.hpp"
 #include "attn/train/train.hpp"
 #include "count_allocations.hpp"  // this binary counts every allocation
+#include "test_fixtures.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 
+// Two blocks, gradients clipped at norm 1.
 attn::TrainConfig small_config() {
-  attn::TrainConfig c;
-  c.model.vocab_size = 7;
-  c.model.block_size = 6;
-  c.model.n_embd = 8;
-  c.model.n_heads = 2;
-  c.model.n_layers = 2;
-  c.batch_size = 4;
-  c.steps = 12;
-  c.schedule.lr = 3e-3f;
+  attn::TrainConfig c = attn::testing::small_train_config(2);
   c.grad_clip = 1.0f;
-  c.eval_iters = 2;
-  c.seed = 42;
   return c;
 }
 

@@ -4,6 +4,8 @@
 //   q (T, hs), k (S, hs), v (S, hs) -> weights (T, S), out (T, hs)
 //   weights = softmax(q k^T / sqrt(hs))   row by row; with causal, keys s > t are masked first
 //   out     = weights @ v
+// (weights: the attention probabilities, PyTorch's name and the field's; the library's code calls
+// them probs, and keeps "weights" for parameters such as w_q.)
 // Self-attention has S = T (q, k and v come from the same tokens). Cross-attention takes keys
 // and values from another sequence, S may differ from T, and nothing is masked.
 // You may reuse your ex04::attention_scores and the library's attn::causal_mask and

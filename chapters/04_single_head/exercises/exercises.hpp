@@ -20,7 +20,8 @@ attn::Matrix attention_scores(const attn::Matrix& q,
 // What one head returns (attn::AttentionResult with B = H = 1).
 struct AttentionResult {
   attn::Matrix out;      // (T, hs): row t is the weighted average of the value rows
-  attn::Matrix weights;  // (T, S): row t is query t's distribution over the keys
+  attn::Matrix weights;  // (T, S): row t is query t's distribution over the keys (the attention
+                         // probabilities, `probs` in the library; `weights` is PyTorch's name)
 };
 
 // ex04.3, ex04_3_single_head_attention.cpp: softmax(q k^T / sqrt(hs) [+ causal mask]) @ v, like

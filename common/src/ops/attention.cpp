@@ -44,10 +44,10 @@ Mat<Real> transposed(const Mat<Real>& a) {
 // Scaled dot-product attention (chapter 04)
 // ---------------------------------------------------------------------------------------------
 
-// q (B, H, T, hs), k (B, H, S, hs), v (B, H, S, hv) -> out (B, H, T, hv), weights (B, H, T, S).
+// q (B, H, T, hs), k (B, H, S, hs), v (B, H, S, hv) -> out (B, H, T, hv), probs (B, H, T, S).
 template <class Real>
 AttentionResultOf<Real> sdpa_of(const Ten4<Real>& q, const Ten4<Real>& k, const Ten4<Real>& v,
-                                bool causal, bool need_weights) {
+                                bool causal, bool need_probs) {
   detail::check_sdpa("attn::scaled_dot_product_attention", q, k, v, causal);
   const std::size_t B = q.shape()[0], H = q.shape()[1], T = q.shape()[2], hs = q.shape()[3];
   const std::size_t S = k.shape()[2], hv = v.shape()[3];
@@ -55,10 +55,9 @@ AttentionResultOf<Real> sdpa_of(const Ten4<Real>& q, const Ten4<Real>& k, const 
   // variance hs. Dividing by sqrt(hs) brings the scores back to variance 1 whatever the head
   // size, so softmax stays soft instead of saturating into a one-hot (and vanishing gradients).
   const Real scale = Real(1) / std::sqrt(static_cast<Real>(hs));
-  AttentionResultOf<Real> result{
-      Ten4<Real>::from_shape({B, H, T, hv}),
-      Ten4<Real>::from_shape({need_weights ? B : 0, need_weights ? H : 0, need_weights ? T : 0,
-                              need_weights ? S : 0})};
+  AttentionResultOf<Real> result{Ten4<Real>::from_shape({B, H, T, hv}),
+                                 Ten4<Real>::from_shape({need_probs ? B : 0, need_probs ? H : 0,
+                                                         need_probs ? T : 0, need_probs ? S : 0})};
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t h = 0; h < H; ++h) {
       const Mat<Real> qh = xt::view(q, b, h);  // (T, hs)
@@ -77,18 +76,18 @@ AttentionResultOf<Real> sdpa_of(const Ten4<Real>& q, const Ten4<Real>& k, const 
       // 4. O = P v: each query's output is the weighted average of the values.
       //    (T, S) @ (S, hv) -> (T, hv)
       xt::view(result.out, b, h) = matmul(p, vh);
-      if (need_weights) xt::view(result.weights, b, h) = p;
+      if (need_probs) xt::view(result.weights, b, h) = p;
     }
   return result;
 }
 
-// dout (B, H, T, hv), q, k, v as the forward, weights P (B, H, T, S) from the forward
+// dout (B, H, T, hv), q, k, v as the forward, probs P (B, H, T, S) from the forward
 // -> dq (B, H, T, hs), dk (B, H, S, hs), dv (B, H, S, hv).
 template <class Real>
 AttentionGradsOf<Real> sdpa_backward_of(const Ten4<Real>& dout, const Ten4<Real>& q,
                                         const Ten4<Real>& k, const Ten4<Real>& v,
-                                        const Ten4<Real>& weights, bool causal) {
-  detail::check_sdpa_backward("attn::scaled_dot_product_attention_backward", dout, q, k, v, weights,
+                                        const Ten4<Real>& probs, bool causal) {
+  detail::check_sdpa_backward("attn::scaled_dot_product_attention_backward", dout, q, k, v, probs,
                               causal);
   const std::size_t B = q.shape()[0], H = q.shape()[1], hs = q.shape()[3];
   const Real scale = Real(1) / std::sqrt(static_cast<Real>(hs));
@@ -99,7 +98,7 @@ AttentionGradsOf<Real> sdpa_backward_of(const Ten4<Real>& dout, const Ten4<Real>
       const Mat<Real> qh = xt::view(q, b, h);        // (T, hs)
       const Mat<Real> kh = xt::view(k, b, h);        // (S, hs)
       const Mat<Real> vh = xt::view(v, b, h);        // (S, hv)
-      const Mat<Real> p = xt::view(weights, b, h);   // (T, S), 0 on the masked triangle
+      const Mat<Real> p = xt::view(probs, b, h);     // (T, S), 0 on the masked triangle
       const Mat<Real> d_out = xt::view(dout, b, h);  // (T, hv)
       // 1. O = P v, so dV = P^T dO               (S, T) @ (T, hv) -> (S, hv)
       xt::view(g.dv, b, h) = matmul(transposed(p), d_out);
@@ -158,7 +157,7 @@ Ten3<Real> merge_heads_of(const Ten4<Real>& x) {
 }
 
 // Steps 2-4 of every multi-head variant, from the projections q (B, T, C), k and v (B, S, C).
-// The heads, the weights and the merged output are kept in `cache` (its x is left alone).
+// The heads, the probs and the merged output are kept in `cache` (its x is left alone).
 template <class Real>
 Ten3<Real> attend_heads_and_project(const Ten3<Real>& q, const Ten3<Real>& k, const Ten3<Real>& v,
                                     std::size_t n_heads, const Mat<Real>& w_o, bool causal,
@@ -169,7 +168,7 @@ Ten3<Real> attend_heads_and_project(const Ten3<Real>& q, const Ten3<Real>& k, co
   cache.k = split_heads(k, n_heads);
   cache.v = split_heads(v, n_heads);
   // 3. Attention in every head, then the heads side by side again:
-  //    (B, H, T, hs) -> out (B, H, T, hs), weights (B, H, T, S);  (B, H, T, hs) -> (B, T, C)
+  //    (B, H, T, hs) -> out (B, H, T, hs), probs (B, H, T, S);  (B, H, T, hs) -> (B, T, C)
   AttentionResultOf<Real> a = scaled_dot_product_attention(cache.q, cache.k, cache.v, causal);
   cache.weights = std::move(a.weights);
   cache.heads = merge_heads(a.out);
@@ -193,12 +192,12 @@ Ten3<Real> mha_forward_of(const Ten3<Real>& x, const MhaWeightsOf<Real>& w, std:
 
 template <class Real>
 MhaResultOf<Real> mha_forward_of(const Ten3<Real>& x, const MhaWeightsOf<Real>& w,
-                                 std::size_t n_heads, bool causal, bool need_weights) {
+                                 std::size_t n_heads, bool causal, bool need_probs) {
   MhaCacheOf<Real> cache;
   MhaResultOf<Real> result;
   result.out = mha_forward_of(x, w, n_heads, causal, cache);
-  result.weights = need_weights ? std::move(cache.weights)
-                                : Ten4<Real>(typename Ten4<Real>::shape_type{0, 0, 0, 0});
+  result.weights = need_probs ? std::move(cache.weights)
+                              : Ten4<Real>(typename Ten4<Real>::shape_type{0, 0, 0, 0});
   return result;
 }
 
@@ -252,13 +251,13 @@ void mha_backward_of(const Ten3<Real>& dout, const MhaCacheOf<Real>& cache,
 // ---- The public functions: float, and the float64 twins -------------------------------------
 
 AttentionResult scaled_dot_product_attention(const Tensor<4>& q, const Tensor<4>& k,
-                                             const Tensor<4>& v, bool causal, bool need_weights) {
-  return sdpa_of(q, k, v, causal, need_weights);
+                                             const Tensor<4>& v, bool causal, bool need_probs) {
+  return sdpa_of(q, k, v, causal, need_probs);
 }
 AttentionGrads scaled_dot_product_attention_backward(const Tensor<4>& dout, const Tensor<4>& q,
                                                      const Tensor<4>& k, const Tensor<4>& v,
-                                                     const Tensor<4>& weights, bool causal) {
-  return sdpa_backward_of(dout, q, k, v, weights, causal);
+                                                     const Tensor<4>& probs, bool causal) {
+  return sdpa_backward_of(dout, q, k, v, probs, causal);
 }
 Tensor<4> split_heads(const Tensor<3>& x, std::size_t n_heads) {
   return split_heads_of(x, n_heads);
@@ -269,8 +268,8 @@ Tensor<3> mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_hea
   return mha_forward_of(x, w, n_heads, causal, cache);
 }
 MhaResult mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
-                      bool need_weights) {
-  return mha_forward_of(x, w, n_heads, causal, need_weights);
+                      bool need_probs) {
+  return mha_forward_of(x, w, n_heads, causal, need_probs);
 }
 void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
                   std::size_t n_heads, bool causal, Tensor<3>& dx, MhaWeights& grads) {
@@ -280,14 +279,16 @@ void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights
 template <std::same_as<double> Real>
 AttentionResultOf<Real> scaled_dot_product_attention(const Ten4<Real>& q, const Ten4<Real>& k,
                                                      const Ten4<Real>& v, bool causal,
-                                                     bool need_weights) {
-  return sdpa_of(q, k, v, causal, need_weights);
+                                                     bool need_probs) {
+  return sdpa_of(q, k, v, causal, need_probs);
 }
 template <std::same_as<double> Real>
-AttentionGradsOf<Real> scaled_dot_product_attention_backward(
-    const Ten4<Real>& dout, const Ten4<Real>& q, const Ten4<Real>& k, const Ten4<Real>& v,
-    const Ten4<Real>& weights, bool causal) {
-  return sdpa_backward_of(dout, q, k, v, weights, causal);
+AttentionGradsOf<Real> scaled_dot_product_attention_backward(const Ten4<Real>& dout,
+                                                             const Ten4<Real>& q,
+                                                             const Ten4<Real>& k,
+                                                             const Ten4<Real>& v,
+                                                             const Ten4<Real>& probs, bool causal) {
+  return sdpa_backward_of(dout, q, k, v, probs, causal);
 }
 template <std::same_as<double> Real>
 Ten4<Real> split_heads(const Ten3<Real>& x, std::size_t n_heads) {
@@ -304,8 +305,8 @@ Ten3<Real> mha_forward(const Ten3<Real>& x, const MhaWeightsOf<Real>& w, std::si
 }
 template <std::same_as<double> Real>
 MhaResultOf<Real> mha_forward(const Ten3<Real>& x, const MhaWeightsOf<Real>& w, std::size_t n_heads,
-                              bool causal, bool need_weights) {
-  return mha_forward_of(x, w, n_heads, causal, need_weights);
+                              bool causal, bool need_probs) {
+  return mha_forward_of(x, w, n_heads, causal, need_probs);
 }
 template <std::same_as<double> Real>
 void mha_backward(const Ten3<Real>& dout, const MhaCacheOf<Real>& cache,
@@ -367,7 +368,7 @@ MhaResult mha_forward_per_head(const Tensor<3>& x, const MhaWeights& w, std::siz
     xt::view(q_h, xt::all(), 0) = linear(x, wq_h);
     xt::view(k_h, xt::all(), 0) = linear(x, wk_h);
     xt::view(v_h, xt::all(), 0) = linear(x, wv_h);
-    // 3. Attend: (B, 1, T, hs) -> out (B, 1, T, hs), weights (B, 1, T, T).
+    // 3. Attend: (B, 1, T, hs) -> out (B, 1, T, hs), probs (B, 1, T, T).
     const AttentionResult r = scaled_dot_product_attention(q_h, k_h, v_h, causal);
     // 4. The head's output goes into its column block: (B, T, hs) -> merged[:, :, h*hs:(h+1)*hs].
     xt::view(merged, xt::all(), xt::all(), xt::range(c0, c1)) = xt::view(r.out, xt::all(), 0);
@@ -392,7 +393,7 @@ Matrix fuse_qkv(const MhaWeights& w) {
 }
 
 MhaResult mha_forward_fused(const Tensor<3>& x, const Matrix& w_qkv, const Matrix& w_o,
-                            std::size_t n_heads, bool causal, bool need_weights) {
+                            std::size_t n_heads, bool causal, bool need_probs) {
   detail::check_mha_fused("attn::mha_forward_fused", x, w_qkv, w_o, n_heads);
   const std::size_t C = x.shape()[2];
   // 1. All three projections in one product: (B, T, C) @ (C, 3C) -> (B, T, 3C). Column j of the
@@ -406,7 +407,7 @@ MhaResult mha_forward_fused(const Tensor<3>& x, const Matrix& w_qkv, const Matri
   MhaResult result;
   result.out = attend_heads_and_project(q, k, v, n_heads, w_o, causal, cache);
   result.weights =
-      need_weights ? std::move(cache.weights) : Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0});
+      need_probs ? std::move(cache.weights) : Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0});
   return result;
 }
 

@@ -30,16 +30,17 @@ void check_sdpa(const char* fn, const xt::xtensor<Real, 4>& q, const xt::xtensor
   if (causal && ks[2] != qs[2]) shape_error(fn, "S == T for causal attention", got);
 }
 
-// The backward's extra inputs: the forward's weights (B, H, T, S) and dout like its out.
+// The backward's extra inputs: the forward's probs (B, H, T, S) and dout like its out.
 template <class Real>
 void check_sdpa_backward(const char* fn, const xt::xtensor<Real, 4>& dout,
                          const xt::xtensor<Real, 4>& q, const xt::xtensor<Real, 4>& k,
-                         const xt::xtensor<Real, 4>& v, const xt::xtensor<Real, 4>& weights,
+                         const xt::xtensor<Real, 4>& v, const xt::xtensor<Real, 4>& probs,
                          bool causal) {
   check_sdpa(fn, q, k, v, causal);
   const std::array<std::size_t, 4> w_shape{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2]};
-  if (!std::equal(w_shape.begin(), w_shape.end(), weights.shape().begin())) {
-    shape_error(fn, "the forward's weights " + shape_str(w_shape), shape_str(weights.shape()));
+  if (!std::equal(w_shape.begin(), w_shape.end(), probs.shape().begin())) {
+    shape_error(fn, "the forward's attention probabilities " + shape_str(w_shape),
+                shape_str(probs.shape()));
   }
   const std::array<std::size_t, 4> o_shape{q.shape()[0], q.shape()[1], q.shape()[2], v.shape()[3]};
   if (!std::equal(o_shape.begin(), o_shape.end(), dout.shape().begin())) {

@@ -127,7 +127,7 @@ xt::xtensor<S, 3> gqa_forward(const xt::xtensor<S, 3>& x, const GqaWeights<S>& w
   }
   // 3. Each query head h reads K/V head h / (H / KV): (B, KV, T, hs) -> (B, H, T, hs). (A fast
   //    kernel reads the shared head in place; the copy makes the sharing visible.)
-  // 4. Attention per head, causal and windowed as configured: out (B, H, T, hs), weights
+  // 4. Attention per head, causal and windowed as configured: out (B, H, T, hs), probs
   //    (B, H, T, T).
   WindowAttention<S> a = windowed_attention<S>(
       cache.q, repeat_kv<S>(cache.k, H), repeat_kv<S>(cache.v, H), config.causal, config.window);

@@ -82,7 +82,7 @@ WindowAttention<S> windowed_attention(const xt::xtensor<S, 4>& q, const xt::xten
 template <class S>
 WindowAttentionGrads<S> windowed_attention_backward(
     const xt::xtensor<S, 4>& dout, const xt::xtensor<S, 4>& q, const xt::xtensor<S, 4>& k,
-    const xt::xtensor<S, 4>& v, const xt::xtensor<S, 4>& weights, bool causal, std::size_t window) {
+    const xt::xtensor<S, 4>& v, const xt::xtensor<S, 4>& probs, bool causal, std::size_t window) {
   const char* fn = "attn::windowed_attention_backward";
   check_windowed<S>(fn, q, k, v, causal, window);
   const std::size_t B = q.shape()[0], H = q.shape()[1], T = q.shape()[2], hs = q.shape()[3];
@@ -91,8 +91,9 @@ WindowAttentionGrads<S> windowed_attention_backward(
                 "dout " + shape_str(dout.shape()));
   }
   const std::array<std::size_t, 4> w_shape{B, H, T, T};
-  if (!std::equal(w_shape.begin(), w_shape.end(), weights.shape().begin())) {
-    shape_error(fn, "the forward's weights " + shape_str(w_shape), shape_str(weights.shape()));
+  if (!std::equal(w_shape.begin(), w_shape.end(), probs.shape().begin())) {
+    shape_error(fn, "the forward's attention probabilities " + shape_str(w_shape),
+                shape_str(probs.shape()));
   }
   const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
   // The gradients are sums over queries and keys: accumulated in double, rounded once at the end.
@@ -105,7 +106,7 @@ WindowAttentionGrads<S> windowed_attention_backward(
         // 1. dP[t, s] = dO_t . v_s, and dV_s += P[t, s] dO_t (O = P V).
         double row = 0.0;  // rowsum(dP * P)
         for (std::size_t s = 0; s < T; ++s) {
-          const double p = static_cast<double>(weights(b, h, t, s));
+          const double p = static_cast<double>(probs(b, h, t, s));
           double dp = 0.0;
           for (std::size_t i = 0; i < hs; ++i) {
             dp += static_cast<double>(dout(b, h, t, i)) * static_cast<double>(v(b, h, s, i));
@@ -116,7 +117,7 @@ WindowAttentionGrads<S> windowed_attention_backward(
         }
         // 2. The softmax backward: dS = P * (dP - rowsum(dP * P)); 0 wherever P is 0 (masked).
         for (std::size_t s = 0; s < T; ++s)
-          ds[s] = static_cast<double>(weights(b, h, t, s)) * (ds[s] - row);
+          ds[s] = static_cast<double>(probs(b, h, t, s)) * (ds[s] - row);
         // 3. S = q k^T / sqrt(hs): dq_t = sum_s dS[t, s] k_s / sqrt(hs), dk_s += dS[t, s] q_t /
         //    sqrt(hs).
         for (std::size_t s = 0; s < T; ++s) {
@@ -141,10 +142,10 @@ WindowAttention<S> sliding_window_attention(const xt::xtensor<S, 4>& q, const xt
 template <class S>
 WindowAttentionGrads<S> sliding_window_attention_backward(
     const xt::xtensor<S, 4>& dout, const xt::xtensor<S, 4>& q, const xt::xtensor<S, 4>& k,
-    const xt::xtensor<S, 4>& v, const xt::xtensor<S, 4>& weights, std::size_t window) {
+    const xt::xtensor<S, 4>& v, const xt::xtensor<S, 4>& probs, std::size_t window) {
   require(window >= 1, "attn::sliding_window_attention_backward",
           "window must be at least 1 (the query's own key), got 0");
-  return windowed_attention_backward<S>(dout, q, k, v, weights, /*causal=*/true, window);
+  return windowed_attention_backward<S>(dout, q, k, v, probs, /*causal=*/true, window);
 }
 
 #define ATTN_SWA_INSTANTIATE(S)                                                                   \

@@ -1,7 +1,10 @@
 // attn/ops/attention.hpp: scaled dot-product attention and multi-head attention (chapters 04-05),
 // and their backward (chapter 08): the reference, written like the pages.
 //   Attention(Q, K, V) = softmax(Q K^T / sqrt(hs) + mask) V
-// Shapes: q (B, H, T, hs), k and v (B, H, S, hs) -> out (B, H, T, hs), weights (B, H, T, S).
+// Shapes: q (B, H, T, hs), k and v (B, H, S, hs) -> out (B, H, T, hs), probs P (B, H, T, S).
+// Names: "weights" means parameters (w_q, ..., MhaWeights); the attention probabilities
+// P = softmax(q k^T / sqrt(hs)) are `probs` (PyTorch's need_weights is need_probs here), except
+// the result and cache fields below, which keep PyTorch's name for them, `weights`.
 // S = T for self-attention; S may differ for cross-attention (keys/values from another source).
 // The causal mask lets query t see keys 0..t only (requires S == T).
 // Multi-head attention has four (C, C) matrices w_q, w_k, w_v, w_o and no biases:
@@ -23,7 +26,7 @@ namespace attn {
 template <class Real>
 struct AttentionResultOf {
   xt::xtensor<Real, 4> out;      // (B, H, T, hs)
-  xt::xtensor<Real, 4> weights;  // (B, H, T, S); empty (shape all 0) when not requested
+  xt::xtensor<Real, 4> weights;  // (B, H, T, S) the probs P; empty (shape all 0) when not asked
 };
 using AttentionResult = AttentionResultOf<float>;
 using AttentionResult64 = AttentionResultOf<double>;  // the float64 twins: see the end
@@ -32,7 +35,7 @@ using AttentionResult64 = AttentionResultOf<double>;  // the float64 twins: see 
 // causal is set and S != T.
 AttentionResult scaled_dot_product_attention(const Tensor<4>& q, const Tensor<4>& k,
                                              const Tensor<4>& v, bool causal,
-                                             bool need_weights = true);
+                                             bool need_probs = true);
 
 // (B, T, C) -> (B, H, T, hs): column block h of C becomes head h. Throws if H does not divide C
 // ("attn::split_heads: n_heads = 5 does not divide C = 64").
@@ -49,14 +52,14 @@ struct MhaWeightsOf {
 };
 using MhaWeights = MhaWeightsOf<float>;
 using MhaWeights64 = MhaWeightsOf<double>;
-// Normal(0, std) weights drawn from rng in the order w_q, w_k, w_v, w_o.
+// Normal(0, std) parameters drawn from rng in the order w_q, w_k, w_v, w_o.
 MhaWeights mha_init(Rng& rng, std::size_t C, float std = 0.02f);
 
 template <class Real>
 struct MhaResultOf {
   xt::xtensor<Real, 3> out;      // (B, T, C)
-  xt::xtensor<Real, 4> weights;  // (B, H, T, T), (B, H, T, S) for cross-attention; empty when
-                                 // not requested
+  xt::xtensor<Real, 4> weights;  // the probs P (B, H, T, T), (B, H, T, S) for cross-attention;
+                                 // empty when not requested
 };
 using MhaResult = MhaResultOf<float>;
 using MhaResult64 = MhaResultOf<double>;
@@ -65,7 +68,7 @@ using MhaResult64 = MhaResultOf<double>;
 // n_heads does not divide C or a weight is not (C, C). An empty w_o (size 0) means no output
 // projection: out is the merged heads (BlockConfig::attn_proj = false).
 MhaResult mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
-                      bool need_weights = true);
+                      bool need_probs = true);
 // The same, one head at a time with its own (C, hs) column slices of the weights: the way the
 // math is usually first written. Equal to mha_forward to float rounding.
 MhaResult mha_forward_per_head(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads,
@@ -73,17 +76,17 @@ MhaResult mha_forward_per_head(const Tensor<3>& x, const MhaWeights& w, std::siz
 // Fused QKV: one (C, 3C) matrix [w_q | w_k | w_v] and one GEMM for all three projections.
 Matrix fuse_qkv(const MhaWeights& w);  // (C, 3C)
 MhaResult mha_forward_fused(const Tensor<3>& x, const Matrix& w_qkv, const Matrix& w_o,
-                            std::size_t n_heads, bool causal, bool need_weights = true);
+                            std::size_t n_heads, bool causal, bool need_probs = true);
 
 // Cross-attention: queries from x (B, T, C), keys and values from y (B, S, C). Never causal.
 MhaResult mha_cross_forward(const Tensor<3>& x, const Tensor<3>& y, const MhaWeights& w,
                             std::size_t n_heads);
 
 // ---- Backward (chapter 08) ----
-// Scaled dot-product attention, per (b, h), with P the attention weights and O = P V:
+// Scaled dot-product attention, per (b, h), with P the attention probabilities and O = P V:
 //   dV = P^T dO,  dP = dO V^T,  dS = softmax_backward(P, dP),  dQ = dS K / sqrt(hs),
 //   dK = dS^T Q / sqrt(hs)
-// Causal: P = 0 on the masked triangle, so dS = 0 there. `weights` are the forward's P
+// Causal: P = 0 on the masked triangle, so dS = 0 there. `probs` are the forward's P
 // (B, H, T, S). Same shapes as the forward's q, k, v.
 template <class Real>
 struct AttentionGradsOf {
@@ -95,20 +98,20 @@ using AttentionGrads = AttentionGradsOf<float>;
 using AttentionGrads64 = AttentionGradsOf<double>;
 AttentionGrads scaled_dot_product_attention_backward(const Tensor<4>& dout, const Tensor<4>& q,
                                                      const Tensor<4>& k, const Tensor<4>& v,
-                                                     const Tensor<4>& weights, bool causal);
+                                                     const Tensor<4>& probs, bool causal);
 
 // What mha_forward keeps for its backward: the input, the projections split into heads, the
-// attention weights P, and the merged heads before w_o.
+// attention probabilities P, and the merged heads before w_o.
 template <class Real>
 struct MhaCacheOf {
   xt::xtensor<Real, 3> x;        // (B, T, C)
   xt::xtensor<Real, 4> q, k, v;  // (B, H, T, hs) each
-  xt::xtensor<Real, 4> weights;  // (B, H, T, T)
+  xt::xtensor<Real, 4> weights;  // (B, H, T, T) the probs P
   xt::xtensor<Real, 3> heads;    // (B, T, C)   merged head outputs, the input of w_o
 };
 using MhaCache = MhaCacheOf<float>;
 using MhaCache64 = MhaCacheOf<double>;
-// The forward that fills `cache` (same `out` as mha_forward; weights kept in the cache).
+// The forward that fills `cache` (same `out` as mha_forward; the probs kept in the cache).
 Tensor<3> mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
                       MhaCache& cache);
 // The forward's steps in reverse order. dout (B, T, C) -> dx (B, T, C) (overwritten, resized if
@@ -123,11 +126,11 @@ template <std::same_as<double> Real>
 AttentionResultOf<Real> scaled_dot_product_attention(const xt::xtensor<Real, 4>& q,
                                                      const xt::xtensor<Real, 4>& k,
                                                      const xt::xtensor<Real, 4>& v, bool causal,
-                                                     bool need_weights = true);
+                                                     bool need_probs = true);
 template <std::same_as<double> Real>
 AttentionGradsOf<Real> scaled_dot_product_attention_backward(
     const xt::xtensor<Real, 4>& dout, const xt::xtensor<Real, 4>& q, const xt::xtensor<Real, 4>& k,
-    const xt::xtensor<Real, 4>& v, const xt::xtensor<Real, 4>& weights, bool causal);
+    const xt::xtensor<Real, 4>& v, const xt::xtensor<Real, 4>& probs, bool causal);
 template <std::same_as<double> Real>
 xt::xtensor<Real, 4> split_heads(const xt::xtensor<Real, 3>& x, std::size_t n_heads);
 template <std::same_as<double> Real>
@@ -137,7 +140,7 @@ xt::xtensor<Real, 3> mha_forward(const xt::xtensor<Real, 3>& x, const MhaWeights
                                  std::size_t n_heads, bool causal, MhaCacheOf<Real>& cache);
 template <std::same_as<double> Real>
 MhaResultOf<Real> mha_forward(const xt::xtensor<Real, 3>& x, const MhaWeightsOf<Real>& w,
-                              std::size_t n_heads, bool causal, bool need_weights = true);
+                              std::size_t n_heads, bool causal, bool need_probs = true);
 template <std::same_as<double> Real>
 void mha_backward(const xt::xtensor<Real, 3>& dout, const MhaCacheOf<Real>& cache,
                   const MhaWeightsOf<Real>& w, std::size_t n_heads, bool causal,

@@ -36,7 +36,7 @@ struct GqaConfig {
 template <class S>
 struct GqaResult {
   xt::xtensor<S, 3> out;      // (B, T, C)
-  xt::xtensor<S, 4> weights;  // (B, H, T, T)
+  xt::xtensor<S, 4> weights;  // (B, H, T, T) the attention probabilities P (PyTorch's name)
 };
 
 // What the forward keeps for the backward.
@@ -45,11 +45,11 @@ struct GqaCache {
   xt::xtensor<S, 3> x;        // (B, T, C)
   xt::xtensor<S, 4> q;        // (B, H, T, hs)  after RoPE
   xt::xtensor<S, 4> k, v;     // (B, KV, T, hs) after RoPE (k)
-  xt::xtensor<S, 4> weights;  // (B, H, T, T)
+  xt::xtensor<S, 4> weights;  // (B, H, T, T) the attention probabilities P
   xt::xtensor<S, 3> heads;    // (B, T, C)      merged head outputs, the input of w_o
 };
 
-// x (B, T, C) -> out (B, T, C), weights (B, H, T, T). Throws std::invalid_argument with one line
+// x (B, T, C) -> out (B, T, C), probs (B, H, T, T). Throws std::invalid_argument with one line
 // naming what is wrong: n_heads not dividing C, n_kv_heads not dividing n_heads ("attn::gqa:
 // n_kv_heads = 3 does not divide n_heads = 4"), a weight of the wrong shape, an odd head size
 // with rope, theta <= 0, a window without causal.

@@ -4,7 +4,7 @@
 // so a layer costs O(T W) instead of O(T^2), and a cache of W positions is exact at generation
 // (information from further back still flows in, W positions per layer, through the stack).
 // W >= T is plain causal attention. Shapes as chapter 04's:
-//   q, k, v (B, H, T, hs) -> out (B, H, T, hs), weights (B, H, T, T) (0 outside the window).
+//   q, k, v (B, H, T, hs) -> out (B, H, T, hs), probs (B, H, T, T) (0 outside the window).
 // Templated on the scalar: float for the model, double for the gradient checks; sums in double.
 #pragma once
 
@@ -17,7 +17,7 @@ namespace attn {
 template <class S>
 struct WindowAttention {
   xt::xtensor<S, 4> out;      // (B, H, T, hs)
-  xt::xtensor<S, 4> weights;  // (B, H, T, T)
+  xt::xtensor<S, 4> weights;  // (B, H, T, T) the attention probabilities P (PyTorch's name)
 };
 
 template <class S>
@@ -30,13 +30,13 @@ struct WindowAttentionGrads {
 template <class S>
 WindowAttention<S> sliding_window_attention(const xt::xtensor<S, 4>& q, const xt::xtensor<S, 4>& k,
                                             const xt::xtensor<S, 4>& v, std::size_t window);
-// Backward, per (b, h), with P the weights (0 outside the window) and O = P V, as chapter 08's:
+// Backward, per (b, h), with P the probs (0 outside the window) and O = P V, as chapter 08's:
 //   dV = P^T dO,  dP = dO V^T,  dS = P * (dP - rowsum(dP * P)),  dQ = dS K / sqrt(hs),
 //   dK = dS^T Q / sqrt(hs).  Masked keys have P = 0, hence dS = 0: the window needs no other care.
 template <class S>
 WindowAttentionGrads<S> sliding_window_attention_backward(
     const xt::xtensor<S, 4>& dout, const xt::xtensor<S, 4>& q, const xt::xtensor<S, 4>& k,
-    const xt::xtensor<S, 4>& v, const xt::xtensor<S, 4>& weights, std::size_t window);
+    const xt::xtensor<S, 4>& v, const xt::xtensor<S, 4>& probs, std::size_t window);
 
 // The general mask behind both, also what grouped-query attention uses: causal or not, and a
 // window (0 = none; a window needs causal). Query t may see key s when
@@ -47,6 +47,6 @@ WindowAttention<S> windowed_attention(const xt::xtensor<S, 4>& q, const xt::xten
 template <class S>
 WindowAttentionGrads<S> windowed_attention_backward(
     const xt::xtensor<S, 4>& dout, const xt::xtensor<S, 4>& q, const xt::xtensor<S, 4>& k,
-    const xt::xtensor<S, 4>& v, const xt::xtensor<S, 4>& weights, bool causal, std::size_t window);
+    const xt::xtensor<S, 4>& v, const xt::xtensor<S, 4>& probs, bool causal, std::size_t window);
 
 }  // namespace attn

@@ -1,0 +1,355 @@
+// test_reference: the reference block, language model and KV-cache step (attn/model/
+// reference.hpp). In double, each backward passes the central-difference check and the step equals
+// the full forward; in float, the fast block, model and cache equal it, part by part, within the
+// golden tolerance |fast - ref| <= 1e-5 + 1e-4 |ref|.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "attn/core/random.hpp"
+#include "attn/model/block.hpp"
+#include "attn/model/kvcache.hpp"
+#include "attn/model/model.hpp"
+#include "attn/model/reference.hpp"
+#include "attn/train/gradcheck.hpp"
+#include "gradcheck_helpers.hpp"
+#include "test_fixtures.hpp"
+#include "test_helpers.hpp"
+
+namespace {
+
+using attn::BlockConfig;
+using attn::LmConfig;
+using attn::Tensor;
+using attn::Tensor64;
+using attn::testing::check_caught;
+using attn::testing::check_gradients;
+using attn::testing::cspan_of;
+using attn::testing::random_ids;
+using attn::testing::random_lm;
+using attn::testing::span_of;
+
+constexpr double kAtol = 1e-5, kRtol = 1e-4;  // the golden tolerance
+
+// A span's numbers as a (n,) tensor, for CHECK_TENSOR_NEAR.
+template <class S>
+xt::xtensor<S, 1> flat(std::span<const S> s) {
+  xt::xtensor<S, 1> t = xt::zeros<S>({s.size()});
+  std::copy(s.begin(), s.end(), t.begin());
+  return t;
+}
+
+// ---- The configurations: every part of BlockConfig, alone and together ----------------------
+
+std::string describe(const BlockConfig& c) {
+  std::string s = std::string(attn::norm_name(c.norm)) + " " +
+                  std::string(attn::normalization_name(c.normalization)) + " " +
+                  std::string(attn::ffn_kind_name(c.ffn)) + " " +
+                  std::string(attn::activation_name(c.activation)) +
+                  " KV=" + std::to_string(attn::kv_heads(c));
+  if (!c.causal) s += " non-causal";
+  if (!c.use_layer_norm) s += " noLN";
+  if (!c.residual) s += " noRes";
+  if (!c.use_ffn) s += " noFFN";
+  if (c.rope) s += " rope";
+  if (c.window) s += " window=" + std::to_string(c.window);
+  if (!c.bias) s += " no-bias";
+  return s;
+}
+
+void llama(BlockConfig& c) {
+  c.rope = true;
+  c.normalization = attn::Normalization::rmsnorm;
+  c.ffn = attn::FfnKind::swiglu;
+  c.n_kv_heads = 2;
+  c.bias = false;
+}
+
+std::vector<BlockConfig> block_variants() {
+  BlockConfig base;
+  base.n_heads = 4;  // C = 8: hs = 2, even for RoPE
+  std::vector<BlockConfig> v;
+  const auto with = [&](auto change) {
+    BlockConfig c = base;
+    change(c);
+    v.push_back(c);
+  };
+  with([](BlockConfig&) {});
+  with([](BlockConfig& c) { c.norm = attn::NormPlacement::post; });
+  with([](BlockConfig& c) { c.activation = attn::Activation::relu; });
+  with([](BlockConfig& c) { c.activation = attn::Activation::gelu_tanh; });
+  with([](BlockConfig& c) { c.causal = false; });
+  with([](BlockConfig& c) { c.use_layer_norm = false; });
+  with([](BlockConfig& c) { c.residual = false; });
+  with([](BlockConfig& c) { c.use_ffn = false; });
+  with([](BlockConfig& c) { c.normalization = attn::Normalization::rmsnorm; });
+  with([](BlockConfig& c) { c.ffn = attn::FfnKind::swiglu; });
+  with([](BlockConfig& c) { c.n_kv_heads = 2; });
+  with([](BlockConfig& c) { c.n_kv_heads = 1; });
+  with([](BlockConfig& c) { c.rope = true; });
+  with([](BlockConfig& c) { c.window = 2; });
+  with([](BlockConfig& c) { c.bias = false; });
+  with(llama);
+  with([](BlockConfig& c) {
+    llama(c);
+    c.window = 3;
+  });
+  with([](BlockConfig& c) {
+    llama(c);
+    c.window = 2;
+    c.norm = attn::NormPlacement::post;
+  });
+  return v;
+}
+
+// block_init's weights for the parts, every value redrawn so that each matters (gamma near 1).
+attn::BlockWeights random_block(attn::Rng& rng, std::size_t C, std::size_t F,
+                                const BlockConfig& cfg) {
+  attn::BlockWeights w = attn::block_init(rng, C, F, cfg);
+  for (Tensor<2>* m : {&w.attn.w_q, &w.attn.w_k, &w.attn.w_v, &w.attn.w_o, &w.ffn.w1, &w.ffn.w2,
+                       &w.swiglu.w_gate, &w.swiglu.w_up, &w.swiglu.w_down})
+    for (float& x : *m) x = rng.normal(0.0f, 0.5f);
+  for (Tensor<1>* g : {&w.ln1_gamma, &w.ln2_gamma})
+    for (float& x : *g) x = 1.0f + rng.normal(0.0f, 0.2f);
+  for (Tensor<1>* b : {&w.ln1_beta, &w.ln2_beta, &w.ffn.b1, &w.ffn.b2})
+    for (float& x : *b) x = rng.normal(0.0f, 0.5f);
+  if (!cfg.use_ffn) w.ffn = {};  // a block without an FFN has no FFN weights
+  return w;
+}
+
+// V 11, T_max 6, C 8, H 2 (hs = 4), L 2.
+LmConfig small_lm() { return attn::testing::lm_config(11, 6, 8, 2, 2); }
+
+std::vector<LmConfig> lm_variants() {
+  std::vector<LmConfig> v;
+  const auto with = [&](auto change) {
+    LmConfig c = small_lm();
+    change(c);
+    v.push_back(c);
+  };
+  const auto llama_lm = [](LmConfig& c) {
+    c.positions = attn::Positions::rope;
+    c.normalization = attn::Normalization::rmsnorm;
+    c.ffn = attn::FfnKind::swiglu;
+    c.n_kv_heads = 1;
+    c.bias = false;
+  };
+  with([](LmConfig&) {});
+  with([](LmConfig& c) { c.tied_head = false; });
+  with([](LmConfig& c) { c.use_layer_norm = false; });
+  with([](LmConfig& c) { c.residual = false; });
+  with([](LmConfig& c) { c.use_ffn = false; });
+  with([](LmConfig& c) { c.activation = attn::Activation::relu; });
+  with([](LmConfig& c) { c.positions = attn::Positions::rope; });
+  with([](LmConfig& c) { c.normalization = attn::Normalization::rmsnorm; });
+  with([](LmConfig& c) { c.ffn = attn::FfnKind::swiglu; });
+  with([](LmConfig& c) { c.n_kv_heads = 1; });
+  with([](LmConfig& c) { c.window = 2; });
+  with([](LmConfig& c) {
+    c.bias = false;
+    c.tied_head = false;
+  });
+  with(llama_lm);
+  with([&](LmConfig& c) {
+    llama_lm(c);
+    c.window = 2;
+  });
+  return v;
+}
+
+std::string describe(const LmConfig& c) {
+  return describe(attn::lm_block_config(c)) + (c.tied_head ? "" : " untied") +
+         (c.positions == attn::Positions::rope ? " rope-positions" : "");
+}
+
+// Every named tensor of `got` equals `want`'s within the golden tolerance, same names in order.
+// A gradient sums B*T rows of products: its absolute part is taken relative to the tensor's
+// largest |element| (at least 1), as the gradient checks judge near-zero elements.
+template <class A, class B>
+void check_same_tensors(const std::vector<A>& got, const std::vector<B>& want) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO(want[i].name);
+    CHECK(got[i].name == want[i].name);
+    double scale = 1.0;
+    for (const float v : want[i].values) scale = std::max(scale, std::abs(static_cast<double>(v)));
+    CHECK_TENSOR_NEAR(flat<float>(got[i].values), flat<float>(want[i].values), kAtol * scale,
+                      kRtol);
+  }
+}
+
+}  // namespace
+
+TEST_SUITE("reference") {
+
+TEST_CASE(
+    "double: the reference block's backward passes the check for every part; 0.1% off "
+    "fails") {
+  std::uint64_t seed = 900;
+  for (const BlockConfig& cfg : block_variants()) {
+    INFO(describe(cfg));
+    attn::Rng rng(seed++);
+    attn::ref::BlockWeights<double> w = attn::ref::cast<double>(random_block(rng, 8, 12, cfg));
+    Tensor64<3> x = xt::cast<double>(attn::randn<3>(rng, {1, 4, 8}));
+    const Tensor64<3> R = xt::cast<double>(attn::randn<3>(rng, {1, 4, 8}));
+    attn::ref::BlockWeights<double> g = attn::ref::zeros_like(w);
+    Tensor64<3> dx;
+    attn::ref::block_backward(R, x, w, cfg, dx, g);
+    std::vector<attn::GradTensor64> tensors{{"x", span_of(x), cspan_of(dx)}};
+    const auto ws = attn::ref::parameters(w), gs = attn::ref::parameters(g);
+    for (std::size_t i = 0; i < ws.size(); ++i)
+      tensors.push_back({ws[i].name, ws[i].values, gs[i].values});
+    const auto loss = [&] {
+      return attn::weighted_sum(cspan_of(attn::ref::block_forward(x, w, cfg)), cspan_of(R));
+    };
+    check_gradients("ref block " + describe(cfg), attn::check_gradients(loss, tensors));
+    Tensor64<3> wrong = dx * 1.001;
+    check_caught("ref block " + describe(cfg),
+                 attn::check_gradients(loss, {{"x x 1.001", span_of(x), cspan_of(wrong)}}));
+  }
+}
+
+TEST_CASE("double: the reference model's backward passes the check with every part") {
+  std::uint64_t seed = 940;
+  for (const LmConfig& config : lm_variants()) {
+    INFO(describe(config));
+    attn::Rng rng(seed++);
+    attn::ref::LmWeights<double> w = attn::ref::cast<double>(random_lm(rng, config));
+    const auto tokens = random_ids(rng, 1, 4, config.vocab_size);
+    const auto targets = random_ids(rng, 1, 4, config.vocab_size);
+    attn::ref::LmWeights<double> g = attn::ref::zeros_like(w);
+    const double loss = attn::ref::lm_forward_backward(tokens, targets, w, config, g);
+    CHECK(loss == attn::ref::lm_loss(tokens, targets, w, config));
+    std::vector<attn::GradTensor64> tensors;
+    const auto ws = attn::ref::parameters(w), gs = attn::ref::parameters(g);
+    for (std::size_t i = 0; i < ws.size(); ++i)
+      tensors.push_back({ws[i].name, ws[i].values, gs[i].values});
+    check_gradients("ref lm " + describe(config),
+                    attn::check_gradients(
+                        [&] { return attn::ref::lm_loss(tokens, targets, w, config); }, tensors));
+  }
+}
+
+TEST_CASE("float: the fast block equals the reference for every part, forward and backward") {
+  std::uint64_t seed = 960;
+  for (const BlockConfig& cfg : block_variants()) {
+    INFO(describe(cfg));
+    attn::Rng rng(seed++);
+    const attn::BlockWeights w = random_block(rng, 8, 12, cfg);
+    const Tensor<3> x = attn::randn<3>(rng, {2, 5, 8});
+    const Tensor<3> dout = attn::randn<3>(rng, {2, 5, 8});
+    const attn::ref::BlockWeights<float> rw = attn::ref::cast<float>(w);
+    const Tensor<3> want = attn::ref::block_forward(x, rw, cfg);
+    CHECK_TENSOR_NEAR(attn::block_forward(x, w, cfg).out, want, kAtol, kRtol);
+    // The backward: the fast training forward and backward against the reference's.
+    attn::BlockCache cache;
+    CHECK_TENSOR_NEAR(attn::block_forward(x, w, cfg, cache), want, kAtol, kRtol);
+    attn::BlockWeights g = attn::block_zeros_like(w);
+    Tensor<3> dx;
+    attn::block_backward(dout, cache, w, cfg, dx, g);
+    attn::ref::BlockWeights<float> rg = attn::ref::zeros_like(rw);
+    Tensor<3> rdx;
+    attn::ref::block_backward(dout, x, rw, cfg, rdx, rg);
+    CHECK_TENSOR_NEAR(dx, rdx, kAtol, kRtol);
+    attn::ref::BlockWeights<float> fg = attn::ref::cast<float>(g);
+    check_same_tensors(attn::ref::parameters(fg), attn::ref::parameters(rg));
+  }
+}
+
+TEST_CASE("float: the fast model equals the reference for every part: logits, loss, gradients") {
+  std::uint64_t seed = 980;
+  for (const LmConfig& config : lm_variants()) {
+    INFO(describe(config));
+    attn::Rng rng(seed++);
+    attn::LmWeights w = random_lm(rng, config);
+    const auto tokens = random_ids(rng, 2, 5, config.vocab_size);
+    const auto targets = random_ids(rng, 2, 5, config.vocab_size);
+    attn::ref::LmWeights<float> rw = attn::ref::cast<float>(w);
+    CHECK_TENSOR_NEAR(attn::lm_forward(tokens, w, config),
+                      attn::ref::lm_forward(tokens, rw, config), kAtol, kRtol);
+    attn::LmWeights g = attn::lm_zeros_like(w);
+    attn::LmCache cache;
+    const double loss = attn::lm_forward_backward(tokens, targets, w, config, g, cache);
+    attn::ref::LmWeights<float> rg = attn::ref::zeros_like(rw);
+    const double rloss = attn::ref::lm_forward_backward(tokens, targets, rw, config, rg);
+    CHECK(std::abs(loss - rloss) <= kAtol + kRtol * std::abs(rloss));
+    check_same_tensors(attn::lm_parameters(g), attn::ref::parameters(rg));
+  }
+}
+
+TEST_CASE(
+    "double: the reference step equals the last row of the full forward, position by "
+    "position") {
+  std::uint64_t seed = 1000;
+  for (const LmConfig& config : lm_variants()) {
+    INFO(describe(config));
+    attn::Rng rng(seed++);
+    const attn::ref::LmWeights<double> w = attn::ref::cast<double>(random_lm(rng, config));
+    const auto tokens = random_ids(rng, 1, config.block_size, config.vocab_size);
+    attn::ref::KvCache<double> cache;
+    for (std::size_t n = 0; n < config.block_size; ++n) {
+      INFO("position " << n);
+      const Tensor64<1> step = attn::ref::lm_step(cache, tokens(0, n), w, config);
+      const xt::xtensor<int, 2> prefix = xt::view(tokens, xt::all(), xt::range(0, n + 1));
+      const Tensor64<3> full = attn::ref::lm_forward(prefix, w, config);
+      const Tensor64<1> last = xt::view(full, 0, n, xt::all());
+      CHECK_TENSOR_NEAR(step, last, 1e-12, 1e-10);
+    }
+    CHECK(cache.length == config.block_size);
+  }
+}
+
+TEST_CASE(
+    "float: the fast KV cache (lm_prefill/lm_step, or the rolling cache) equals the "
+    "reference step") {
+  std::uint64_t seed = 1020;
+  for (const LmConfig& config : lm_variants()) {
+    if (!config.use_layer_norm || !config.residual || !config.use_ffn) continue;  // no cache
+    INFO(describe(config));
+    attn::Rng rng(seed++);
+    const attn::LmWeights w = random_lm(rng, config);
+    const attn::ref::LmWeights<float> rw = attn::ref::cast<float>(w);
+    // A rope model with a window goes on past T_max (block_size) without a refill.
+    const bool unbounded = config.positions == attn::Positions::rope && config.window != 0;
+    const std::size_t n_tokens = config.block_size + (unbounded ? 3 : 0);
+    const auto tokens = random_ids(rng, 1, n_tokens, config.vocab_size);
+    attn::ref::KvCache<float> ref_cache;
+    const bool rolling = attn::uses_rolling_cache(config);
+    attn::RollingKvCache rc =
+        rolling ? attn::rolling_cache_init(config, 1) : attn::RollingKvCache{};
+    attn::KvCache kc = rolling ? attn::KvCache{} : attn::kv_cache_init(config, 1);
+    for (std::size_t n = 0; n < n_tokens; ++n) {
+      INFO("position " << n << (rolling ? " (rolling cache)" : ""));
+      const int id = tokens(0, n);
+      const std::span<const int> one(&id, 1);
+      const attn::Matrix& fast = rolling  ? attn::lm_step_rolling(rc, one, w, config)
+                                 : n == 0 ? attn::lm_prefill(kc, one, w, config)
+                                          : attn::lm_step(kc, one, w, config);
+      const Tensor<1> want = attn::ref::lm_step(ref_cache, id, rw, config);
+      CHECK_TENSOR_NEAR(flat<float>({fast.data(), fast.size()}), want, kAtol, kRtol);
+    }
+  }
+}
+
+TEST_CASE("the reference names what it does not cover") {
+  attn::Rng rng(3);
+  BlockConfig cfg;
+  const attn::ref::BlockWeights<float> w =
+      attn::ref::cast<float>(random_block(rng, 8, 12, BlockConfig{}));
+  const Tensor<3> x = attn::randn<3>(rng, {1, 3, 8});
+  cfg.attn_proj = false;
+  CHECK_THROWS_WITH_AS(attn::ref::block_forward(x, w, cfg), doctest::Contains("attn_proj"),
+                       std::invalid_argument);
+  LmConfig lc = small_lm();
+  const attn::ref::LmWeights<float> lw = attn::ref::cast<float>(random_lm(rng, lc));
+  attn::ref::KvCache<float> cache;
+  CHECK_THROWS_WITH_AS(attn::ref::lm_step(cache, 11, lw, lc), doctest::Contains("outside [0, V)"),
+                       std::invalid_argument);
+}
+
+}  // TEST_SUITE
