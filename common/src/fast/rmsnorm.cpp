@@ -21,12 +21,10 @@ constexpr std::size_t kRmsRows = 256;
 template <class Work>
 void for_rows(std::size_t rows, const Work& work) {
   const std::size_t pieces = (rows + kRmsRows - 1) / kRmsRows;
-  detail::run_parts(pieces, detail::worker_count(pieces),
-                    [&](std::size_t first, std::size_t last, std::size_t) {
-                      for (std::size_t r = first * kRmsRows; r < std::min(rows, last * kRmsRows);
-                           ++r)
-                        work(r);
-                    });
+  detail::run_parts(
+      pieces, detail::worker_count(pieces), [&](std::size_t first, std::size_t last, std::size_t) {
+        for (std::size_t r = first * kRmsRows; r < std::min(rows, last * kRmsRows); ++r) work(r);
+      });
 }
 
 void check(const char* fn, const Tensor<3>& x, const Vector& gamma) {
@@ -37,7 +35,24 @@ void check(const char* fn, const Tensor<3>& x, const Vector& gamma) {
   }
 }
 
+// Token r of x (C,) -> y (C,): rstd = 1 / sqrt(mean(x^2) + eps), then y = x * rstd * gamma.
+// Returns rstd. y may be x.
+double normalize_row(const float* xr, std::size_t C, const float* gamma, double eps, float* yr) {
+  double squares = 0.0;
+  for (std::size_t j = 0; j < C; ++j)
+    squares += static_cast<double>(xr[j]) * static_cast<double>(xr[j]);
+  const double rstd = 1.0 / std::sqrt(squares / static_cast<double>(C) + eps);
+  for (std::size_t j = 0; j < C; ++j)
+    yr[j] = static_cast<float>(static_cast<double>(xr[j]) * rstd * static_cast<double>(gamma[j]));
+  return rstd;
+}
+
 }  // namespace
+
+void rms_norm_rows(const float* x, std::size_t rows, std::size_t C, const float* gamma, double eps,
+                   float* y) {
+  for_rows(rows, [&](std::size_t r) { (void)normalize_row(x + r * C, C, gamma, eps, y + r * C); });
+}
 
 void rms_norm(const Tensor<3>& x, const Vector& gamma, double eps, RmsNormCache<float>& cache,
               Tensor<3>& y) {
@@ -50,16 +65,7 @@ void rms_norm(const Tensor<3>& x, const Vector& gamma, double eps, RmsNormCache<
   if (y.shape() != x.shape()) y.resize(x.shape());
   if (cache.rstd.size() != rows) cache.rstd.resize({rows});
   for_rows(rows, [&](std::size_t r) {
-    const float* xr = x.data() + r * C;  // token r, (C,)
-    float* yr = y.data() + r * C;        // (C,)
-    // rstd = 1 / sqrt(mean(x^2) + eps), then y = x * rstd * gamma
-    double squares = 0.0;
-    for (std::size_t j = 0; j < C; ++j)
-      squares += static_cast<double>(xr[j]) * static_cast<double>(xr[j]);
-    const double rstd = 1.0 / std::sqrt(squares / static_cast<double>(C) + eps);
-    for (std::size_t j = 0; j < C; ++j)
-      yr[j] = static_cast<float>(static_cast<double>(xr[j]) * rstd *
-                                 static_cast<double>(gamma(j)));
+    const double rstd = normalize_row(x.data() + r * C, C, gamma.data(), eps, y.data() + r * C);
     cache.rstd(r) = static_cast<float>(rstd);
   });
 }
@@ -70,11 +76,13 @@ void rms_norm_backward(const Tensor<3>& dy, const Tensor<3>& x, const Vector& ga
   check(kFn, x, gamma);
   const std::size_t C = x.shape()[2], rows = x.size() / C;
   if (dy.shape() != x.shape() || cache.rstd.size() != rows || dgamma.size() != C) {
-    shape_error(kFn, "dy like x " + shape_str(x.shape()) + ", a cache from its forward, dgamma (C,)",
+    shape_error(kFn,
+                "dy like x " + shape_str(x.shape()) + ", a cache from its forward, dgamma (C,)",
                 "dy " + shape_str(dy.shape()) + ", rstd " + shape_str(cache.rstd.shape()));
   }
   // 1. dgamma = sum over tokens of dy * xhat, in token order (read before dx may overwrite dy).
-  std::vector<double> dg(C, 0.0);
+  thread_local std::vector<double> dg;  // kept by the thread: no allocation once it is C long
+  dg.assign(C, 0.0);
   for (std::size_t r = 0; r < rows; ++r) {
     const float* xr = x.data() + r * C;
     const float* dyr = dy.data() + r * C;

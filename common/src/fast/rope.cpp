@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "attn/core/check.hpp"
-#include "attn/ops/rope.hpp"
 #include "../core/parallel.hpp"
 #include "../ops/rope_checks.hpp"
 
@@ -45,10 +44,14 @@ void rope_in_place(const RopeRows& rows, std::size_t hs, double theta, std::size
           "width must be a whole number of heads inside each row");
   const std::size_t half = hs / 2, T = rows.T;
   // 1. The table: (cos, sin) of the angle of pair i at position offset + t, (T, hs/2, 2), with
-  //    the reference's expression (sign * p * freq), so the same doubles come out.
-  const std::vector<double> freq = rope_frequencies(hs, theta);
+  //    the reference's expressions (theta^(-2i / hs) as attn::rope_frequencies, then sign * p *
+  //    freq), so the same doubles come out. Kept by the thread: no allocation once it is big
+  //    enough.
+  thread_local std::vector<double> freq, table;
+  freq.resize(half);
+  for (std::size_t i = 0; i < half; ++i)
+    freq[i] = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(hs));
   const double sign = inverse ? -1.0 : 1.0;
-  thread_local std::vector<double> table;
   table.resize(T * hs);
   for (std::size_t t = 0; t < T; ++t) {
     const double p = static_cast<double>(offset + t);
@@ -62,14 +65,12 @@ void rope_in_place(const RopeRows& rows, std::size_t hs, double theta, std::size
   const std::size_t n = rows.B * T;
   const std::size_t pieces = (n + kRopeRows - 1) / kRopeRows;
   const double* tab = table.data();  // inside a worker, `table` would name its own copy
-  detail::run_parts(pieces, detail::worker_count(pieces),
-                    [&](std::size_t first, std::size_t last, std::size_t) {
-                      for (std::size_t r = first * kRopeRows; r < std::min(n, last * kRopeRows);
-                           ++r) {
-                        rotate_row(rows.data + r * rows.row_stride, rows.width, hs,
-                                   tab + (r % T) * hs);
-                      }
-                    });
+  detail::run_parts(
+      pieces, detail::worker_count(pieces), [&](std::size_t first, std::size_t last, std::size_t) {
+        for (std::size_t r = first * kRopeRows; r < std::min(n, last * kRopeRows); ++r) {
+          rotate_row(rows.data + r * rows.row_stride, rows.width, hs, tab + (r % T) * hs);
+        }
+      });
 }
 
 namespace {

@@ -248,14 +248,27 @@ GqaConfig gqa_config(const BlockConfig& c) {
   return g;
 }
 
+// t = src, or t = zeros of `shape`, in t's own buffer when it has the size already (a training
+// loop allocates nothing).
+template <class T>
+void assign_into(T& t, const T& src) {
+  if (t.shape() != src.shape()) t.resize(src.shape());
+  std::copy(src.begin(), src.end(), t.begin());
+}
+template <class T>
+void zeros_into(T& t, const typename T::shape_type& shape) {
+  if (t.shape() != shape) t.resize(shape);
+  std::fill(t.begin(), t.end(), 0.0f);
+}
+
 // The MLP's weights with zero biases in place of the empty ones (no biases), kept by the thread.
 const FfnWeights& mlp_weights(const FfnWeights& w, const BlockConfig& config) {
   if (config.bias) return w;
   thread_local FfnWeights s;
-  s.w1 = w.w1;
-  s.w2 = w.w2;
-  s.b1 = zeros_vector(w.w1.shape()[1]);
-  s.b2 = xt::zeros<float>({w.w2.shape()[1]});
+  assign_into(s.w1, w.w1);
+  assign_into(s.w2, w.w2);
+  zeros_into(s.b1, {w.w1.shape()[1]});
+  zeros_into(s.b2, {w.w2.shape()[1]});
   return s;
 }
 
@@ -486,7 +499,7 @@ void norm_backward(const Tensor<3>& dy, const Tensor<3>& x, const Vector& gamma,
   }
   if (dbeta.size() == 0) {  // no biases: beta's gradient has nowhere to go
     thread_local Vector unused;
-    unused = zeros_vector(gamma.size());
+    zeros_into(unused, {gamma.size()});
     fast::layer_norm_backward<3>(dy, x, gamma, ln, dx, dgamma, unused);
     return;
   }
@@ -543,10 +556,10 @@ void ffn_backward_part(const Tensor<3>& dy, const BlockCache& cache, const Block
   // No biases: the kernel's gradients from zero (its bias gradients dropped), then w1's and
   // w2's added into grads' own buffers.
   thread_local FfnWeights g;
-  g.w1 = xt::zeros<float>(grads.ffn.w1.shape());
-  g.w2 = xt::zeros<float>(grads.ffn.w2.shape());
-  g.b1 = zeros_vector(g.w1.shape()[1]);
-  g.b2 = xt::zeros<float>({g.w2.shape()[1]});
+  zeros_into(g.w1, grads.ffn.w1.shape());
+  zeros_into(g.w2, grads.ffn.w2.shape());
+  zeros_into(g.b1, {g.w1.shape()[1]});
+  zeros_into(g.b2, {g.w2.shape()[1]});
   fast::ffn_backward(dy, cache.ffn, mlp_weights(w.ffn, c), c.activation, dx, g);
   add_into_buffer(grads.ffn.w1, g.w1);
   add_into_buffer(grads.ffn.w2, g.w2);

@@ -14,6 +14,9 @@ namespace attn::fast {
 // shape differs, cache.rstd (B*T,) filled. y may not be x.
 void rms_norm(const Tensor<3>& x, const Vector& gamma, double eps, RmsNormCache<float>& cache,
               Tensor<3>& y);
+// The same on raw rows (chapter 10's generation step): x (rows, C) -> y (rows, C); y may be x.
+void rms_norm_rows(const float* x, std::size_t rows, std::size_t C, const float* gamma, double eps,
+                   float* y);
 // dy -> dx (overwritten; dx may be dy); dgamma accumulates (+=).
 void rms_norm_backward(const Tensor<3>& dy, const Tensor<3>& x, const Vector& gamma,
                        const RmsNormCache<float>& cache, Tensor<3>& dx, Vector& dgamma);
