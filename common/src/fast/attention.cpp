@@ -514,8 +514,9 @@ void attend_backward_range(const Sizes& n, Heads<const float> q, Heads<const flo
       }
     }
     // 1. dV = P^T dO, by blocks of keys [j0, j1): with the causal mask only queries t >= j0
-    //    saw these keys (P = 0 above the diagonal), so the sum over t starts at j0.
-    //    (j1 - j0, T - t0) @ (T - t0, hv) -> (j1 - j0, hv), P read transposed in place.
+    //    saw these keys (P = 0 above the diagonal), so the sum over t starts at j0; with a
+    //    window W it ends before t1 = j1 - 1 + W (later queries see none of them).
+    //    (j1 - j0, t1 - t0) @ (t1 - t0, hv) -> (j1 - j0, hv), P read transposed in place.
     if (small) {
       detail::transposed_weights_times_rows(S, T, hv, 1.0f, p, S, doh, dout.row_stride, causal, dvh,
                                             dv.row_stride);
@@ -529,7 +530,7 @@ void attend_backward_range(const Sizes& n, Heads<const float> q, Heads<const flo
       }
     }
     // 5. dK = dS^T Q / sqrt(hs), by blocks of keys like dV (queries t >= j0 only when causal).
-    //    (j1 - j0, T - t0) @ (T - t0, hs) -> (j1 - j0, hs), dS read transposed in place.
+    //    (j1 - j0, t1 - t0) @ (t1 - t0, hs) -> (j1 - j0, hs), dS read transposed in place.
     if (small) {
       detail::transposed_weights_times_rows(S, T, hs, scale, ds, S, qh, q.row_stride, causal, dkh,
                                             dk.row_stride);
