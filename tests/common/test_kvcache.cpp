@@ -627,6 +627,36 @@ TEST_CASE("parts without the rolling window re-fill past T_max: lm_generate's to
   }
 }
 
+TEST_CASE("rolling cache: kv_work counts each fill as one prefill and each token after as a step") {
+  // No window, learned positions: the context is cropped to T_max = 8, so past it every token
+  // re-fills the cache (one prefill of T_max positions) instead of stepping.
+  attn::LmConfig c = mistral_config(0);
+  c.positions = attn::Positions::learned;
+  attn::Rng rng(940);
+  const attn::LmWeights w = parts_model(rng, c);
+  attn::GenerateOptions g;
+  g.max_new_tokens = 10;
+  attn::Rng r(3);
+  const std::vector<int> prompt{1, 2, 3};
+  const attn::KvWork before = attn::kv_work();
+  (void)attn::lm_generate_cached(w, c, prompt, g, r);
+  const attn::KvWork work = attn::kv_work() - before;
+  // The prompt's fill (3 positions); tokens 2..6 step (context 4..8 <= T_max); tokens 7..10
+  // each re-fill 8 positions.
+  CHECK(work.prefills == 1 + 4);
+  CHECK(work.steps == 5);
+  CHECK(work.positions == 3 + 5 + 4 * 8);
+  // A rope model with a window never re-fills: one prefill, then a step per token.
+  const attn::LmConfig m = mistral_config(4);
+  const attn::LmWeights wm = parts_model(rng, m);
+  const attn::KvWork before_m = attn::kv_work();
+  (void)attn::lm_generate_cached(wm, m, prompt, g, r);
+  const attn::KvWork work_m = attn::kv_work() - before_m;
+  CHECK(work_m.prefills == 1);
+  CHECK(work_m.steps == 9);
+  CHECK(work_m.positions == 3 + 9);
+}
+
 TEST_CASE("rolling cache: a full cache, a wrong cache and bad ids are refused") {
   attn::LmConfig c = mistral_config(0);  // no window: T_max positions
   attn::Rng rng(930);

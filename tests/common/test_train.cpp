@@ -244,6 +244,18 @@ TEST_CASE("every part trains: the loss falls on a repeating text") {
   }
 }
 
+TEST_CASE("with every part, after the first step, a step allocates nothing") {
+  // The parts' fast kernels (attn/fast/: RoPE, RMSNorm, SwiGLU, grouped-query attention with a
+  // window) keep their caches and scratch between steps, like the default parts'.
+  for (const attn::TrainConfig& c : part_configs()) {
+    INFO("positions " << attn::positions_name(c.model.positions) << ", "
+                      << attn::normalization_name(c.model.normalization) << ", "
+                      << attn::ffn_kind_name(c.model.ffn) << ", kv " << c.model.n_kv_heads
+                      << ", window " << c.model.window << ", bias " << c.model.bias);
+    CHECK(allocations_per_step(c) == 0);
+  }
+}
+
 TEST_CASE("a run with parts, stopped, saved, loaded and resumed ends bit-identical") {
   for (const attn::TrainConfig& c : part_configs()) {
     const std::vector<int> data = data_of(300);

@@ -18,6 +18,9 @@
 
 #include "attn/fast/attention.hpp"
 #include "attn/fast/layernorm.hpp"
+#include "attn/fast/rmsnorm.hpp"
+#include "attn/fast/rope.hpp"
+#include "attn/fast/swiglu.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/core/check.hpp"
 #include "attn/fast/ffn.hpp"
@@ -25,9 +28,6 @@
 #include "attn/ops/ffn.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/linear.hpp"
-#include "attn/ops/rmsnorm.hpp"
-#include "attn/ops/rope.hpp"
-#include "attn/ops/swiglu.hpp"
 #include "attn/model/sample.hpp"
 #include "model_internal.hpp"
 
@@ -395,25 +395,17 @@ namespace {
 
 std::size_t rolling_capacity(const LmConfig& c) { return c.window != 0 ? c.window : c.block_size; }
 
-// rows (n, in) @ w (in, out) -> y (n, out), sums in double and rounded once: the reference's
-// projection (ops/linear_any.hpp), so a step computes the full forward's numbers.
+// rows (n, in) @ w (in, out) -> y (n, out): the training forward's GEMM.
 void project_rows(const float* x, std::size_t n, const Matrix& w, float* y) {
-  const std::size_t in = w.shape()[0], out = w.shape()[1];
-  for (std::size_t r = 0; r < n; ++r)
-    for (std::size_t o = 0; o < out; ++o) {
-      double sum = 0.0;
-      for (std::size_t i = 0; i < in; ++i)
-        sum += static_cast<double>(x[r * in + i]) * static_cast<double>(w(i, o));
-      y[r * out + o] = static_cast<float>(sum);
-    }
+  fast::gemm(n, w.shape()[1], w.shape()[0], 1.0f, x, false, w.data(), false, 0.0f, y);
 }
 
-// The norm of `config` over B rows of C, x -> y (layer_norm_rows, or the reference RMSNorm).
+// The norm of `config` over B rows of C, x -> y (layer_norm_rows or rms_norm_rows).
 void norm_rows(const Matrix& x, const Vector& gamma, const Vector& beta, const LmConfig& config,
                Matrix& y) {
   const std::size_t rows = x.shape()[0], C = x.shape()[1];
   if (config.normalization == Normalization::rmsnorm) {
-    y = rms_norm<float, 2>(x, gamma, static_cast<double>(kEps));
+    fast::rms_norm_rows(x.data(), rows, C, gamma.data(), static_cast<double>(kEps), y.data());
     return;
   }
   const Vector zeros = beta.size() == 0 ? Vector(xt::zeros<float>({C})) : Vector();
@@ -421,21 +413,10 @@ void norm_rows(const Matrix& x, const Vector& gamma, const Vector& beta, const L
                         beta.size() == 0 ? zeros.data() : beta.data(), kEps, y.data());
 }
 
-// Rotates the n_heads heads of hs features in each of the B rows of `x` (B, n_heads * hs) by
-// position p: the interleaved pairs of attn::rope, the same angles and rounding.
-void rope_rows(Matrix& x, std::size_t n_heads, std::size_t hs, double theta, std::size_t p) {
-  const std::vector<double> freq = rope_frequencies(hs, theta);
-  for (std::size_t i = 0; i < hs / 2; ++i) {
-    const double angle = static_cast<double>(p) * freq[i];
-    const double c = std::cos(angle), s = std::sin(angle);
-    for (std::size_t b = 0; b < x.shape()[0]; ++b)
-      for (std::size_t h = 0; h < n_heads; ++h) {
-        float* r = x.data() + b * x.shape()[1] + h * hs;
-        const double x0 = static_cast<double>(r[2 * i]), x1 = static_cast<double>(r[2 * i + 1]);
-        r[2 * i] = static_cast<float>(x0 * c - x1 * s);
-        r[2 * i + 1] = static_cast<float>(x0 * s + x1 * c);
-      }
-  }
+// Rotates the heads of hs features in each of the B rows of `x` (B, n * hs) by position p
+// (fast/rope.hpp: attn::rope's angles and rounding).
+void rope_rows(Matrix& x, std::size_t hs, double theta, std::size_t p) {
+  fast::rope_in_place({x.data(), x.shape()[0], 1, x.shape()[1], x.shape()[1]}, hs, theta, p);
 }
 
 void check_rolling(const RollingKvCache& c, const LmConfig& config, const char* fn) {
@@ -479,32 +460,21 @@ std::size_t rolling_cache_floats(const LmConfig& config, std::size_t batch) {
   return 2 * config.n_layers * batch * rolling_capacity(config) * lm_kv_heads(config) * hs;
 }
 
-const Matrix& lm_step_rolling(RollingKvCache& c, std::span<const int> tokens, const LmWeights& w,
-                              const LmConfig& config) {
-  constexpr const char* kFn = "attn::lm_step_rolling";
-  check_rolling(c, config, kFn);
-  detail::check_weights(w, config, kFn);
+namespace {
+
+// One position per sequence through the rolling cache (lm_step_rolling without its checks and
+// its kv_work() count).
+const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const LmWeights& w,
+                           const LmConfig& config) {
   const std::size_t B = c.batch, C = config.n_embd, H = config.n_heads, hs = C / H;
   const std::size_t KV = lm_kv_heads(config), group = H / KV, V = config.vocab_size;
   const std::size_t W = c.capacity, p = c.length;  // the new token's absolute position
   const bool rope = config.positions == Positions::rope;
-  if (tokens.size() != B) {
-    require(false, kFn, [&] {
-      return fmt::format("expected one token per sequence (B = {}), got {}", B, tokens.size());
-    });
-  }
-  if ((!rope || config.window == 0) && p >= config.block_size) {
-    require(false, kFn, [&] {
-      return fmt::format("the cache is full ({} positions, block_size); crop and start again", p);
-    });
-  }
-  check_ids(tokens.data(), tokens.size(), V, kFn);
-  g_steps.fetch_add(1, std::memory_order_relaxed);  // kv_work(): one step, one new position each
-  g_positions.fetch_add(tokens.size(), std::memory_order_relaxed);
   // Positions visible to the new query: the last min(p + 1, W) (a window W, or T_max keys).
-  const std::size_t n = std::min(p + 1, W), first = p + 1 - n;
+  // They sit in slots 0..n-1: before the ring is full, slot j holds position j; once full,
+  // all W slots are visible.
+  const std::size_t n = std::min(p + 1, W);
   const std::size_t slot = p % W;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
 
   // 1. x = wte[token] (+ wpe[p] with learned positions)                        (B, C)
   Matrix x(std::array<std::size_t, 2>{B, C});
@@ -515,7 +485,7 @@ const Matrix& lm_step_rolling(RollingKvCache& c, std::span<const int> tokens, co
   Matrix h(std::array<std::size_t, 2>{B, C}), q(std::array<std::size_t, 2>{B, C});
   Matrix k(std::array<std::size_t, 2>{B, KV * hs}), v(std::array<std::size_t, 2>{B, KV * hs});
   Matrix heads(std::array<std::size_t, 2>{B, C}), proj(std::array<std::size_t, 2>{B, C});
-  std::vector<double> weights(n);
+  std::vector<float> scratch(fast::attention_scratch_floats(group, W, hs));
   for (std::size_t l = 0; l < config.n_layers; ++l) {
     const BlockWeights& bw = w.blocks[l];
     // 2. h = norm1(x); q = h w_q (B, H hs), k = h w_k and v = h w_v (B, KV hs)
@@ -525,8 +495,8 @@ const Matrix& lm_step_rolling(RollingKvCache& c, std::span<const int> tokens, co
     project_rows(h.data(), B, bw.attn.w_v, v.data());
     // 3. RoPE at the absolute position p, on q and k (cached rotated: never rotated again).
     if (rope) {
-      rope_rows(q, H, hs, config.rope_theta, p);
-      rope_rows(k, KV, hs, config.rope_theta, p);
+      rope_rows(q, hs, config.rope_theta, p);
+      rope_rows(k, hs, config.rope_theta, p);
     }
     // 4. k and v into slot p % W, over position p - W (which has left every window).
     float* kc = c.keys[l].data();
@@ -536,46 +506,24 @@ const Matrix& lm_step_rolling(RollingKvCache& c, std::span<const int> tokens, co
         std::copy_n(&k(b, g * hs), hs, kc + ((b * KV + g) * W + slot) * hs);
         std::copy_n(&v(b, g * hs), hs, vc + ((b * KV + g) * W + slot) * hs);
       }
-    // 5. Query head hh reads K/V head hh / (H / KV), over positions first..p in order:
-    //    scores, the stable softmax and the weighted sum of values, in double (windowed_attention).
-    for (std::size_t b = 0; b < B; ++b)
-      for (std::size_t hh = 0; hh < H; ++hh) {
-        const std::size_t g = hh / group;
-        const float* qh = &q(b, hh * hs);
-        const float* kh = kc + (b * KV + g) * W * hs;
-        const float* vh = vc + (b * KV + g) * W * hs;
-        double max_score = -std::numeric_limits<double>::infinity();
-        for (std::size_t j = 0; j < n; ++j) {
-          const float* kj = kh + ((first + j) % W) * hs;
-          double dot = 0.0;
-          for (std::size_t i = 0; i < hs; ++i)
-            dot += static_cast<double>(qh[i]) * static_cast<double>(kj[i]);
-          weights[j] = dot * scale;
-          max_score = std::max(max_score, weights[j]);
-        }
-        double sum = 0.0;
-        for (std::size_t j = 0; j < n; ++j) {
-          weights[j] = std::exp(weights[j] - max_score);
-          sum += weights[j];
-        }
-        for (std::size_t j = 0; j < n; ++j) weights[j] /= sum;
-        for (std::size_t i = 0; i < hs; ++i) {
-          double acc = 0.0;
-          for (std::size_t j = 0; j < n; ++j)
-            acc += weights[j] * static_cast<double>(vh[((first + j) % W) * hs + i]);
-          heads(b, hh * hs + i) = static_cast<float>(acc);
-        }
-      }
+    // 5. Query head hh reads K/V head g = hh / (H / KV) over the n visible slots: the fast
+    //    attention kernel with the group's H / KV query heads as its rows (all see the same
+    //    keys: no mask), per (b, g); their outputs land in their own columns of `heads`.
+    //    (Softmax does not depend on the order of the keys: the ring's slot order will do.)
+    const fast::HeadStrides q_strides{C, group * hs, hs};
+    const fast::HeadStrides kv_strides{KV * W * hs, W * hs, hs};
+    fast::attention_strided(B, KV, group, n, hs, q.data(), q_strides, kc, kv_strides, vc,
+                            kv_strides, heads.data(), q_strides, /*causal=*/false, scratch.data());
     // 6. x = x + heads w_o
     project_rows(heads.data(), B, bw.attn.w_o, proj.data());
     for (std::size_t i = 0; i < B * C; ++i) x.data()[i] = proj.data()[i] + x.data()[i];
-    // 7. x = x + FFN(norm2(x)): SwiGLU (the reference), or the MLP (its biases zero when off)
+    // 7. x = x + FFN(norm2(x)): SwiGLU, or the MLP (its biases zero when off)
     norm_rows(x, bw.ln2_gamma, bw.ln2_beta, config, h);
     const Tensor<3> h3 =
         xt::adapt(h.data(), B * C, xt::no_ownership(), std::array<std::size_t, 3>{B, 1, C});
     Tensor<3> f;
     if (config.ffn == FfnKind::swiglu) {
-      f = swiglu_forward<float>(h3, bw.swiglu);
+      f = fast::swiglu_forward(h3, bw.swiglu);
     } else if (config.bias) {
       f = fast::ffn_forward(h3, bw.ffn, config.activation);
     } else {
@@ -600,6 +548,32 @@ const Matrix& lm_step_rolling(RollingKvCache& c, std::span<const int> tokens, co
   return c.logits;
 }
 
+}  // namespace
+
+const Matrix& lm_step_rolling(RollingKvCache& c, std::span<const int> tokens, const LmWeights& w,
+                              const LmConfig& config) {
+  constexpr const char* kFn = "attn::lm_step_rolling";
+  check_rolling(c, config, kFn);
+  detail::check_weights(w, config, kFn);
+  const bool rope = config.positions == Positions::rope;
+  if (tokens.size() != c.batch) {
+    require(false, kFn, [&] {
+      return fmt::format("expected one token per sequence (B = {}), got {}", c.batch,
+                         tokens.size());
+    });
+  }
+  if ((!rope || config.window == 0) && c.length >= config.block_size) {
+    require(false, kFn, [&] {
+      return fmt::format("the cache is full ({} positions, block_size); crop and start again",
+                         c.length);
+    });
+  }
+  check_ids(tokens.data(), tokens.size(), config.vocab_size, kFn);
+  g_steps.fetch_add(1, std::memory_order_relaxed);  // kv_work(): one step, one new position each
+  g_positions.fetch_add(tokens.size(), std::memory_order_relaxed);
+  return step_rolling(c, tokens, w, config);
+}
+
 namespace {
 
 // lm_generate_cached for a model with parts: the rolling cache, one step per token.
@@ -620,15 +594,15 @@ std::vector<int> generate_rolling(const LmWeights& w, const LmConfig& config,
   TokenSampler sampler(V);
   const SamplingOptions sampling = detail::sampling_options(options);
   const Matrix* logits = nullptr;
+  // Fills the cache from nothing with the context's last T tokens, one position at a time:
+  // kv_work() counts it as one prefill of T positions.
   const auto fill = [&] {
     const std::size_t T = endless ? context.size() : std::min(context.size(), T_max);
     cache.length = 0;
     for (std::size_t i = context.size() - T; i < context.size(); ++i)
-      logits = &lm_step_rolling(cache, std::span<const int>(&context[i], 1), w, config);
-    // kv_work(): those T steps fill the cache from nothing, so they count as one prefill of T
-    // positions (the positions were counted by each step already).
-    g_steps.fetch_sub(T, std::memory_order_relaxed);
+      logits = &step_rolling(cache, std::span<const int>(&context[i], 1), w, config);
     g_prefills.fetch_add(1, std::memory_order_relaxed);
+    g_positions.fetch_add(T, std::memory_order_relaxed);
   };
   fill();
   for (std::size_t i = 0; i < n_new; ++i) {

@@ -18,6 +18,7 @@
 #include "attn/fast/linear.hpp"
 #include "attn/fast/loss.hpp"
 #include "attn/fast/layernorm.hpp"
+#include "attn/fast/rmsnorm.hpp"
 #include "attn/ops/dropout.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "attn/core/limits.hpp"
@@ -102,10 +103,13 @@ const Vector& beta_or_zeros(const Vector& beta, std::size_t C) {
   return z;
 }
 
-// The final norm, ln_f: LayerNorm (the fast kernel) or RMSNorm (the reference).
+// The final norm, ln_f: LayerNorm or RMSNorm (the fast kernels).
 Tensor<3> final_norm(const Tensor<3>& x, const LmWeights& w, const LmConfig& config) {
   if (config.normalization == Normalization::rmsnorm) {
-    return rms_norm<float, 3>(x, w.ln_f_gamma, static_cast<double>(kEps));
+    thread_local RmsNormCache<float> unused;
+    Tensor<3> h;
+    fast::rms_norm(x, w.ln_f_gamma, static_cast<double>(kEps), unused, h);
+    return h;
   }
   return fast::layer_norm<3>(x, w.ln_f_gamma, beta_or_zeros(w.ln_f_beta, config.n_embd), kEps);
 }
@@ -512,8 +516,7 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
   // 3. h = ln_f(x)                                                          (B, T, C)
   ensure_shape(cache.h, std::array<std::size_t, 3>{B, T, C});
   if (config.use_layer_norm && config.normalization == Normalization::rmsnorm) {
-    cache.h =
-        rms_norm<float, 3>(cache.x_final, w.ln_f_gamma, static_cast<double>(kEps), cache.rms_f);
+    fast::rms_norm(cache.x_final, w.ln_f_gamma, static_cast<double>(kEps), cache.rms_f, cache.h);
   } else if (config.use_layer_norm) {
     fast::layer_norm<3>(cache.x_final, w.ln_f_gamma, beta_or_zeros(w.ln_f_beta, C), kEps,
                         cache.ln_f, cache.h);
@@ -566,13 +569,11 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
   }
   // 3. ln_f (in place: dx_a is both dy and dx).
   if (config.use_layer_norm && config.normalization == Normalization::rmsnorm) {
-    RmsNormGrads<float, 3> g =
-        rms_norm_backward<float, 3>(dx_a, cache.x_final, w.ln_f_gamma, cache.rms_f);
-    for (std::size_t c = 0; c < C; ++c) grads.ln_f_gamma(c) += g.dgamma(c);  // in its buffer
-    dx_a = std::move(g.dx);
+    fast::rms_norm_backward(dx_a, cache.x_final, w.ln_f_gamma, cache.rms_f, dx_a, grads.ln_f_gamma);
   } else if (config.use_layer_norm && w.ln_f_beta.size() == 0) {  // no biases: no beta
-    thread_local Vector unused;
-    unused = xt::zeros<float>({C});
+    thread_local Vector unused;  // beta's gradient has nowhere to go: zeros, reused
+    if (unused.size() != C) unused.resize({C});
+    std::fill(unused.begin(), unused.end(), 0.0f);
     fast::layer_norm_backward<3>(dx_a, cache.x_final, w.ln_f_gamma, cache.ln_f, dx_a,
                                  grads.ln_f_gamma, unused);
   } else if (config.use_layer_norm) {

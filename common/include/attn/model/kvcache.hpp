@@ -107,9 +107,10 @@ std::vector<int> lm_generate_cached(const LmWeights& w, const LmConfig& config,
 // capacity is the window W for a sliding-window model, else T_max. A step embeds the new token,
 // and per layer: norm, q (H heads), k and v (KV heads), RoPE on q and k at the token's absolute
 // position, k and v into their slot, each query head h attending over the visible positions of
-// K/V head h / (H / KV) (the last W, or all of the last T_max), w_o, the FFN. The same
-// arithmetic as the reference ops the full forward runs (sums in double, in position order), so
-// the cached logits equal lm_forward's over the whole sequence.
+// K/V head h / (H / KV) (the last W, or all of the last T_max), w_o, the FFN. The same fast
+// kernels as the full forward (GEMMs, fast/rmsnorm, fast/rope, the attention kernel,
+// fast/swiglu), on one row: the cached logits equal lm_forward's over the whole sequence within
+// the golden tolerance (the GEMMs sum in another order on one row than on many).
 // A sliding-window model with rope positions never needs more than the last W keys of a layer
 // (the window) and has no position table: generation goes on past T_max at O(W) per token,
 // the cache never refilled. Learned positions, or no window, still end at T_max (the table, or
