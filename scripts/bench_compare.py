@@ -808,10 +808,41 @@ def main():
               f"{args.repetitions} repetitions of >= {args.min_time} s, median per round, "
               "best round", file=sys.stderr)
         results[versions[py]] = compare(args, ops)
+        if args.threads:
+            print_scaling(results[versions[py]], versions[py])
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1, default=str)
     return 0
+
+
+def print_scaling(result, version):
+    """With --threads: each measured case's time at every thread count n, and its parallel
+    efficiency t1 / (n * tn) (1.0: n threads are n times as fast as one), ours and PyTorch's."""
+    lines = []
+
+    def line(case, ours_t, torch_t):  # {n: seconds (or ms)} for each side
+        cells = []
+        for n in THREADS:
+            cells.append(f"{n}: {ours_t[n]:.3f} / {torch_t[n]:.3f} ms "
+                         f"(eff {ours_t[1] / (n * ours_t[n]):.2f} / "
+                         f"{torch_t[1] / (n * torch_t[n]):.2f})")
+        lines.append(f"  {case:34} " + "; ".join(cells))
+
+    for r in result.get("rows") or []:
+        if r["op"] in ("mha_forward", "block_fwd_bwd"):
+            line(f"{r['op']} {shape_name(r['shape'])}", r["ours_ms_by_threads"],
+                 {n: r["torch_ms_by_threads"][f"{n}/{n}"] for n in THREADS})
+    train = result.get("training")
+    if train:
+        tokens = TRAIN["B"] * TRAIN["T"]
+        line("train_step (CPU model)", {n: tokens / train["ours"][str(n)] * 1e3 for n in THREADS},
+             {n: tokens / train["torch"][f"{n}/{n}"] * 1e3 for n in THREADS})
+    if lines:
+        print()
+        print(f"Thread scaling against PyTorch {version}: threads: ours / PyTorch ms "
+              "(efficiency t1 / (n tn), ours / PyTorch)")
+        print("\n".join(lines))
 
 
 def compare(args, ops):

@@ -600,7 +600,7 @@ void run_sweep(const attn::CommonOptions& common, const Options& o) {
       bytes_text(static_cast<double>(kReferenceCap) * 4.0), reference_max_t());
   if (common.svg_dir) {
     write_sweep_svgs(*common.svg_dir, ref, flash, timing, o.backward);
-    fmt::print("wrote {}{}\n        ", (*common.svg_dir / " long_memory.svg ").string(),
+    fmt::print("wrote {}{}\n", (*common.svg_dir / "long_memory.svg").string(),
                timing ? " and " + (*common.svg_dir / "long_time.svg").string() : "");
   }
 }
