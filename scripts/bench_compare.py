@@ -230,15 +230,20 @@ GEN_SWA_WINDOW = 64  # the sliding-window case (chapter 11): RoPE, window 64, 50
 GEN_SWA_CHECK = 16  # the window of its greedy check (see torch_generate_worker)
 
 
-def rope_rotate(torch, x, theta=10000.0):
-    """RoPE in the paper's form (RoFormer, Meta's Llama; ops/rope.hpp): in every head, x (..., T,
-    hs), the pair (x[2i], x[2i+1]) of the row at position t is rotated by t * theta^(-2i/hs)."""
-    T, hs = x.shape[-2], x.shape[-1]
+def rope_tables(torch, T, hs, theta=10000.0):
+    """cos and sin (T, hs/2) of the angles t * theta^(-2i/hs), computed once (as Llama's code
+    precomputes them) in float64, returned in float32."""
     freq = theta ** (-torch.arange(0, hs, 2, dtype=torch.float64) / hs)  # (hs/2,)
     angle = torch.arange(T, dtype=torch.float64)[:, None] * freq[None, :]  # (T, hs/2)
-    c, s = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    return torch.cos(angle).float(), torch.sin(angle).float()
+
+
+def rope_rotate(torch, x, cos, sin):
+    """RoPE in the paper's form (RoFormer, Meta's Llama; ops/rope.hpp): in every head, x (..., T,
+    hs), the pair (x[2i], x[2i+1]) of the row at position t is rotated by t * theta^(-2i/hs)
+    (cos and sin: rope_tables' first T rows)."""
     x0, x1 = x[..., 0::2], x[..., 1::2]
-    return torch.stack((x0 * c - x1 * s, x0 * s + x1 * c), dim=-1).flatten(-2)
+    return torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1).flatten(-2)
 
 
 def make_lecture_gpt(torch, scale=None, seed=0, window=0):
@@ -263,6 +268,10 @@ def make_lecture_gpt(torch, scale=None, seed=0, window=0):
             self.query = nn.Linear(C, hs, bias=False)
             self.value = nn.Linear(C, hs, bias=False)
             self.register_buffer("tril", allowed.clone())
+            if window > 0:
+                cos, sin = rope_tables(torch, T_MAX, hs)
+                self.register_buffer("cos", cos)
+                self.register_buffer("sin", sin)
             self.dropout = nn.Dropout(0.0)
 
         def forward(self, x):
@@ -270,7 +279,8 @@ def make_lecture_gpt(torch, scale=None, seed=0, window=0):
             k = self.key(x)
             q = self.query(x)
             if window > 0:
-                q, k = rope_rotate(torch, q), rope_rotate(torch, k)
+                cos, sin = self.cos[:T], self.sin[:T]
+                q, k = rope_rotate(torch, q, cos, sin), rope_rotate(torch, k, cos, sin)
             wei = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5
             wei = wei.masked_fill(self.tril[:T, :T] == 0, float("-inf"))
             wei = F.softmax(wei, dim=-1)
