@@ -38,11 +38,13 @@ loop's: checked greedily before timing). Prints tokens/s and the ratios.
 
 Sliding-window generation (chapter 11, in the same run): 500 new tokens with the same shapes,
 RoPE instead of the position table and a window of 64. Ours: attn-bench's
-generate_swa_cached/500, the rolling cache (one O(W) step per token, never re-filled). PyTorch: the lecture's loop for that model (each Head rotates q and k,
-its mask also hides keys 64 or more positions back; a full forward over the context cropped to
-T_max for every token). Its math is checked before timing: with window 16 (the last token then
-depends on at most 61 <= T_max tokens, so cropping changes nothing) its 150 greedy tokens must
-equal those of the whole-sequence sliding-window forward, written another way.
+generate_swa_cached/500, the rolling cache (one O(W) step per token, never re-filled).
+PyTorch: the lecture's loop for that model (each Head rotates q and k by RoPE, with cos and sin
+tables computed once, and its mask also hides keys 64 or more positions back; a full forward
+over the context cropped to T_max for every token). Its math is checked before timing: with
+window 16 (the last token then depends on at most 61 <= T_max tokens, so cropping changes
+nothing) its 150 greedy tokens must equal those of the whole-sequence sliding-window forward,
+written another way.
 """
 
 import argparse
@@ -442,7 +444,8 @@ def swa_full_generate(torch, lecture, idx, max_new_tokens, window):
         T = x.shape[2]
         turn = torch.polar(torch.ones(T, hs // 2, dtype=torch.float64),
                            torch.arange(T, dtype=torch.float64)[:, None] * freq[None, :])
-        z = torch.view_as_complex(x.to(torch.float64).reshape(*x.shape[:-1], hs // 2, 2).contiguous())
+        pairs = x.to(torch.float64).reshape(*x.shape[:-1], hs // 2, 2).contiguous()
+        z = torch.view_as_complex(pairs)  # x[2i] + i x[2i+1]
         return torch.view_as_real(z * turn).flatten(-2).to(x.dtype)
 
     for _ in range(max_new_tokens):
@@ -769,7 +772,8 @@ def main():
     parser.add_argument("--threads", metavar="LIST",
                         help="thread counts to measure, e.g. 1,2,4,8,16 for a scaling table: ours "
                              "at OPENBLAS_NUM_THREADS=n, PyTorch at OPENBLAS_NUM_THREADS=n with "
-                             "torch.set_num_threads(n), the same n on both sides (default: 1,2, "
+                             "torch.set_num_threads(n), the same n on both sides, and a table of "
+                             "each case's parallel efficiency t1 / (n tn) (default: 1,2, "
                              "and PyTorch at every pair of them)")
     parser.add_argument("--torch-worker", type=int, metavar="INTRA", help=argparse.SUPPRESS)
     parser.add_argument("--worker-cases", default="forward", help=argparse.SUPPRESS)
