@@ -9,10 +9,11 @@
 // Threads: attn::num_threads() (attn/threads.hpp), OPENBLAS_NUM_THREADS by default (one per core
 // when unset). gemm_peak alone lets OpenBLAS thread its SGEMM itself, with as many threads.
 // generate_cached/N and generate_uncached/N (N = 500, 63) time chapter 10's generation loop
-// ("tokens/s"). Counters: "GFLOP/s" (rate, from attn::mha_forward_flops / block_forward_flops: the
-// dense count, causal half included; three times that for forward + backward), "peak_fraction"
-// (GFLOP/s over the gemm_peak result of this run, present once gemm_peak has run: it is registered
-// first), "threads".
+// ("tokens/s"); generate_swa_cached/500 the same with RoPE and a sliding window of 64 (chapter
+// 11's rolling cache). Counters: "GFLOP/s" (rate, from attn::mha_forward_flops /
+// block_forward_flops: the dense count, causal half included; three times that for forward +
+// backward), "peak_fraction" (GFLOP/s over the gemm_peak result of this run, present once gemm_peak
+// has run: it is registered first), "threads".
 #include <benchmark/benchmark.h>
 #include <cblas.h>  // OpenBLAS's, for the peak: a plain cblas_sgemm on OpenBLAS's own threads
 
@@ -393,15 +394,25 @@ void bm_matmul(benchmark::State& state, bool blas) {
 // cache from the cropped context for every token (kvcache.hpp), so 437 of the 500 tokens cost a
 // prefill. 63 tokens: the context never exceeds T_max, every token is one step.
 // Counter "tokens/s".
+// generate_swa_cached/500: the same shapes and sampling with chapter 11's RoPE (no position table)
+// and a sliding window of 64. lm_generate_cached runs it through the rolling cache
+// (RollingKvCache, lm_step_rolling): every one of the 500 tokens is one O(W) step, never a
+// re-fill. (No uncached twin: lm_generate runs such a model through the reference ops, float64
+// sums, about 20 s for 500 tokens here: a check, not a speed.)
 constexpr std::array<std::size_t, 2> kGenTokens{500, 63};
+constexpr std::size_t kSwaWindow = 64;
 
-void bm_generate(benchmark::State& state, bool cached, std::size_t n_new) {
+void bm_generate(benchmark::State& state, bool cached, std::size_t n_new, bool swa) {
   attn::LmConfig config;
   config.vocab_size = 65;
   config.block_size = 64;
   config.n_embd = 64;
   config.n_heads = 4;
   config.n_layers = 4;
+  if (swa) {
+    config.positions = attn::Positions::rope;
+    config.window = kSwaWindow;
+  }
   attn::Rng init(1337);
   const attn::LmWeights w = attn::lm_init(init, config);
   const std::vector<int> prompt = {0};
@@ -467,11 +478,14 @@ int main(int argc, char** argv) {
 
   for (const std::size_t n : kGenTokens) {
     const std::string gen = std::to_string(n);
-    configure(
-        benchmark::RegisterBenchmark(("generate_cached/" + gen).c_str(), bm_generate, true, n));
-    configure(
-        benchmark::RegisterBenchmark(("generate_uncached/" + gen).c_str(), bm_generate, false, n));
+    configure(benchmark::RegisterBenchmark(("generate_cached/" + gen).c_str(), bm_generate, true, n,
+                                           false));
+    configure(benchmark::RegisterBenchmark(("generate_uncached/" + gen).c_str(), bm_generate, false,
+                                           n, false));
   }
+  const std::string swa = std::to_string(kGenTokens[0]);
+  configure(benchmark::RegisterBenchmark(("generate_swa_cached/" + swa).c_str(), bm_generate, true,
+                                         kGenTokens[0], true));
 
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -35,6 +35,16 @@ full forward over the context cropped to T_max for every token, no cache) and a 
 cache written the usual way (per layer k and v grown with torch.cat, one step per token; past
 T_max the cropped context is prefilled again, which keeps its tokens equal to the no-cache
 loop's: checked greedily before timing). Prints tokens/s and the ratios.
+
+Sliding-window generation (chapter 11, in the same run): 500 new tokens with the same shapes,
+RoPE instead of the position table and a window of 64. Ours: attn-bench's
+generate_swa_cached/500, the rolling cache (one O(W) step per token, never re-filled).
+PyTorch: the lecture's loop for that model (each Head rotates q and k by RoPE, with cos and sin
+tables computed once, and its mask also hides keys 64 or more positions back; a full forward
+over the context cropped to T_max for every token). Its math is checked before timing: with
+window 16 (the last token then depends on at most 61 <= T_max tokens, so cropping changes
+nothing) its 150 greedy tokens must equal those of the whole-sequence sliding-window forward,
+written another way.
 """
 
 import argparse
@@ -218,16 +228,40 @@ TORCH_PYTHON = [sys.executable]  # the interpreter whose PyTorch the workers run
 
 GEN = dict(V=65, T_MAX=64, C=64, H=4, L=4)
 GEN_LENGTHS = [500, 63]  # past T_max (the issue's case), and within it (every token one step)
+GEN_SWA_WINDOW = 64  # the sliding-window case (chapter 11): RoPE, window 64, 500 tokens
+GEN_SWA_CHECK = 16  # the window of its greedy check (see torch_generate_worker)
 
 
-def make_lecture_gpt(torch, scale=None, seed=0):
+def rope_tables(torch, T, hs, theta=10000.0):
+    """cos and sin (T, hs/2) of the angles t * theta^(-2i/hs), computed once (as Llama's code
+    precomputes them) in float64, returned in float32."""
+    freq = theta ** (-torch.arange(0, hs, 2, dtype=torch.float64) / hs)  # (hs/2,)
+    angle = torch.arange(T, dtype=torch.float64)[:, None] * freq[None, :]  # (T, hs/2)
+    return torch.cos(angle).float(), torch.sin(angle).float()
+
+
+def rope_rotate(torch, x, cos, sin):
+    """RoPE in the paper's form (RoFormer, Meta's Llama; ops/rope.hpp): in every head, x (..., T,
+    hs), the pair (x[2i], x[2i+1]) of the row at position t is rotated by t * theta^(-2i/hs)
+    (cos and sin: rope_tables' first T rows)."""
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    return torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1).flatten(-2)
+
+
+def make_lecture_gpt(torch, scale=None, seed=0, window=0):
     """The lecture's model (ng-video-lecture gpt.py: Head, MultiHeadAttention, FeedFoward, Block),
     with our model's math: no biases in attention, exact GELU, output tied to the embedding.
     Dropout modules are kept as in the lecture (p = 0, eval mode). scale: None for the 0.02
-    initialisation of the benchmark, else a larger one for the greedy equality check."""
+    initialisation of the benchmark, else a larger one for the greedy equality check.
+    window > 0: chapter 11's sliding-window model instead, as the lecture would write it: no
+    position table, q and k of each Head rotated by RoPE, and the mask also hides keys more than
+    window - 1 positions back."""
     nn, F = torch.nn, torch.nn.functional
     V, T_MAX, C, H, L = GEN["V"], GEN["T_MAX"], GEN["C"], GEN["H"], GEN["L"]
     hs = C // H
+    allowed = torch.tril(torch.ones(T_MAX, T_MAX))  # 1 where query t may see key j
+    if window > 0:
+        allowed = allowed * torch.triu(torch.ones(T_MAX, T_MAX), diagonal=-(window - 1))
 
     class Head(nn.Module):
         def __init__(self):
@@ -235,13 +269,20 @@ def make_lecture_gpt(torch, scale=None, seed=0):
             self.key = nn.Linear(C, hs, bias=False)
             self.query = nn.Linear(C, hs, bias=False)
             self.value = nn.Linear(C, hs, bias=False)
-            self.register_buffer("tril", torch.tril(torch.ones(T_MAX, T_MAX)))
+            self.register_buffer("tril", allowed.clone())
+            if window > 0:
+                cos, sin = rope_tables(torch, T_MAX, hs)
+                self.register_buffer("cos", cos)
+                self.register_buffer("sin", sin)
             self.dropout = nn.Dropout(0.0)
 
         def forward(self, x):
             B, T, _ = x.shape
             k = self.key(x)
             q = self.query(x)
+            if window > 0:
+                cos, sin = self.cos[:T], self.sin[:T]
+                q, k = rope_rotate(torch, q, cos, sin), rope_rotate(torch, k, cos, sin)
             wei = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5
             wei = wei.masked_fill(self.tril[:T, :T] == 0, float("-inf"))
             wei = F.softmax(wei, dim=-1)
@@ -284,7 +325,8 @@ def make_lecture_gpt(torch, scale=None, seed=0):
         def __init__(self):
             super().__init__()
             self.token_embedding_table = nn.Embedding(V, C)
-            self.position_embedding_table = nn.Embedding(T_MAX, C)
+            if window == 0:
+                self.position_embedding_table = nn.Embedding(T_MAX, C)
             self.blocks = nn.Sequential(*[Block() for _ in range(L)])
             self.ln_f = nn.LayerNorm(C)
             self.lm_head = nn.Linear(C, V, bias=False)
@@ -292,9 +334,10 @@ def make_lecture_gpt(torch, scale=None, seed=0):
 
         def forward(self, idx):
             B, T = idx.shape
-            tok_emb = self.token_embedding_table(idx)
-            pos_emb = self.position_embedding_table(torch.arange(T))
-            x = self.blocks(tok_emb + pos_emb)
+            x = self.token_embedding_table(idx)
+            if window == 0:
+                x = x + self.position_embedding_table(torch.arange(T))
+            x = self.blocks(x)
             return self.lm_head(self.ln_f(x))
 
         def generate(self, idx, max_new_tokens, greedy=False):
@@ -386,32 +429,83 @@ class CachedGPT:
         return idx
 
 
+def swa_full_generate(torch, lecture, idx, max_new_tokens, window):
+    """Greedy tokens of the sliding-window model with the lecture model's weights, written
+    another way: every step one forward over the WHOLE sequence (never cropped), at absolute
+    positions, heads batched, RoPE as a multiplication by e^(i angle) of the complex numbers
+    x[2i] + i x[2i+1] (Llama's reference code). What the rolling cache computes (kvcache.hpp)."""
+    F = torch.nn.functional
+    C, H = GEN["C"], GEN["H"]
+    hs = C // H
+    wte = lecture.token_embedding_table.weight
+    freq = 10000.0 ** (-torch.arange(0, hs, 2, dtype=torch.float64) / hs)
+
+    def rotate(x):  # (1, H, T, hs)
+        T = x.shape[2]
+        turn = torch.polar(torch.ones(T, hs // 2, dtype=torch.float64),
+                           torch.arange(T, dtype=torch.float64)[:, None] * freq[None, :])
+        pairs = x.to(torch.float64).reshape(*x.shape[:-1], hs // 2, 2).contiguous()
+        z = torch.view_as_complex(pairs)  # x[2i] + i x[2i+1]
+        return torch.view_as_real(z * turn).flatten(-2).to(x.dtype)
+
+    for _ in range(max_new_tokens):
+        T = idx.shape[1]
+        t = torch.arange(T)
+        hidden = (t[None, :] > t[:, None]) | (t[:, None] - t[None, :] >= window)  # (T, T)
+        x = wte[idx]  # (1, T, C)
+        for b in lecture.blocks:
+            h = b.ln1(x)
+            q, k, v = (torch.stack([getattr(head, name)(h) for head in b.sa.heads], dim=1)
+                       for name in ("query", "key", "value"))  # (1, H, T, hs)
+            q, k = rotate(q), rotate(k)
+            att = (q @ k.transpose(-2, -1)) * hs ** -0.5
+            y = F.softmax(att.masked_fill(hidden, float("-inf")), dim=-1) @ v
+            x = x + b.sa.proj(y.transpose(1, 2).reshape(1, T, C))
+            x = x + b.ffwd(b.ln2(x))
+        logits = lecture.lm_head(lecture.ln_f(x[:, -1, :]))
+        idx = torch.cat((idx, logits.argmax(dim=-1, keepdim=True)), dim=1)
+    return idx
+
+
 def torch_generate_worker(torch, repetitions):
-    """Tokens/s of both PyTorch loops (best of `repetitions`), after checking they agree."""
+    """Tokens/s of both PyTorch loops (best of `repetitions`), after checking they agree; and of
+    the lecture loop for the sliding-window model (500 tokens), after checking it greedily
+    against swa_full_generate."""
     with torch.no_grad():
         check = make_lecture_gpt(torch, scale=1.0, seed=1)
         start = torch.zeros((1, 1), dtype=torch.long)
         a = check.generate(start, 150, greedy=True)
         b = CachedGPT(torch, check).generate(start, 150, greedy=True)
         same = bool(torch.equal(a, b))
+        # Window 16 over 4 layers: the last token depends on at most 4 * 15 + 1 = 61 <= T_max
+        # tokens, and RoPE on the offsets only, so cropping to T_max changes nothing: the lecture
+        # loop must give the uncropped forward's tokens, here past T_max too (in float64, where
+        # rounding cannot flip an argmax).
+        check = make_lecture_gpt(torch, scale=1.0, seed=1, window=GEN_SWA_CHECK).double()
+        a = check.generate(start, 150, greedy=True)
+        b = swa_full_generate(torch, check, start, 150, GEN_SWA_CHECK)
+        same_swa = bool(torch.equal(a, b))
         lecture = make_lecture_gpt(torch)
         cached = CachedGPT(torch, lecture)
-        out = {"same_tokens": same}
-        for n in GEN_LENGTHS:
-            for label, model in (("torch_nocache", lecture), ("torch_cached", cached)):
-                model.generate(start, 20)  # warm-up
-                best = math.inf
-                for _ in range(repetitions):
-                    t0 = time.perf_counter()
-                    model.generate(start, n)
-                    best = min(best, time.perf_counter() - t0)
-                out[f"{label}/{n}"] = n / best
+        swa = make_lecture_gpt(torch, window=GEN_SWA_WINDOW)
+        out = {"same_tokens": same, "same_tokens_swa": same_swa}
+        runs = [(label, model, n) for n in GEN_LENGTHS
+                for label, model in (("torch_nocache", lecture), ("torch_cached", cached))]
+        runs.append(("torch_swa_nocache", swa, GEN_LENGTHS[0]))
+        for label, model, n in runs:
+            model.generate(start, 20)  # warm-up
+            best = math.inf
+            for _ in range(repetitions):
+                t0 = time.perf_counter()
+                model.generate(start, n)
+                best = min(best, time.perf_counter() - t0)
+            out[f"{label}/{n}"] = n / best
     return out
 
 
 def run_generate(args, rounds):
     """{label: best tokens/s} for ours (per thread setting) and PyTorch (per setting)."""
-    ours, torch_rate, same = {}, {}, True
+    ours, torch_rate, same, same_swa = {}, {}, True, True
     for round_no in range(1, rounds + 1):
         for t in THREADS:
             print(f"  round {round_no}: attn-bench generate with OPENBLAS_NUM_THREADS={t} ...",
@@ -426,6 +520,7 @@ def run_generate(args, rounds):
                   f"torch.set_num_threads({intra_t}) ...", file=sys.stderr)
             got = run_torch_worker(blas_t, intra_t, args.repetitions, args.min_time, "generate")
             same = same and got.pop("same_tokens")
+            same_swa = same_swa and got.pop("same_tokens_swa")
             for name, rate in got.items():
                 label, n = name.split("/")
                 key = (label, int(n), (blas_t, intra_t))
@@ -462,8 +557,36 @@ def run_generate(args, rounds):
                 print(f"    {names[label]:38} {rate:9.0f} tokens/s ({th:>3})  x{rate / base:6.2f} "
                       f"vs PyTorch no cache, x{rate / cached_pt:5.2f} vs PyTorch cached")
     print("PyTorch's two loops gave the same 150 greedy tokens: " + ("yes" if same else "NO"))
+
+    # The sliding-window model (chapter 11): RoPE, window 64, through our rolling cache.
+    n = GEN_LENGTHS[0]
+    swa_names = {"generate_swa_cached": "ours, rolling cache (lm_generate_cached)",
+                 "torch_swa_nocache": "PyTorch, lecture loop, no cache"}
+    t = max(THREADS, key=lambda k: ours[("generate_swa_cached", n, k)])
+    best[("generate_swa_cached", n)] = (ours[("generate_swa_cached", n, t)], str(t))
+    t = max(TORCH_SETTINGS, key=lambda k: torch_rate[("torch_swa_nocache", n, k)])
+    best[("torch_swa_nocache", n)] = (torch_rate[("torch_swa_nocache", n, t)], f"{t[0]}/{t[1]}")
+    base = best[("torch_swa_nocache", n)][0]
+    print()
+    print(f"Sliding-window model: the same shapes with RoPE (no position table) and window "
+          f"{GEN_SWA_WINDOW}, {n} new tokens")
+    if args.markdown:
+        print()
+        print("| new tokens | loop | tokens/s (threads) | / PyTorch no cache |")
+        print("| ---: | --- | ---: | ---: |")
+    for label, text in swa_names.items():
+        rate, th = best[(label, n)]
+        if args.markdown:
+            print(f"| {n} | {text} | {rate:.0f} ({th}) | {rate / base:.2f} |")
+        else:
+            print(f"    {text:42} {rate:9.0f} tokens/s ({th:>3})  x{rate / base:6.2f} "
+                  "vs PyTorch no cache")
+    print(f"PyTorch's lecture loop (window {GEN_SWA_CHECK}, cropped to T_max) and the uncropped "
+          "sliding-window forward gave the same 150 greedy tokens: "
+          + ("yes" if same_swa else "NO"))
     return dict(best={f"{k[0]}/{k[1]}": v[0] for k, v in best.items()},
-                threads={f"{k[0]}/{k[1]}": v[1] for k, v in best.items()}, same_tokens=same)
+                threads={f"{k[0]}/{k[1]}": v[1] for k, v in best.items()}, same_tokens=same,
+                same_tokens_swa=same_swa)
 
 
 
@@ -650,7 +773,8 @@ def main():
     parser.add_argument("--threads", metavar="LIST",
                         help="thread counts to measure, e.g. 1,2,4,8,16 for a scaling table: ours "
                              "at OPENBLAS_NUM_THREADS=n, PyTorch at OPENBLAS_NUM_THREADS=n with "
-                             "torch.set_num_threads(n), the same n on both sides (default: 1,2, "
+                             "torch.set_num_threads(n), the same n on both sides, and a table of "
+                             "each case's parallel efficiency t1 / (n tn) (default: 1,2, "
                              "and PyTorch at every pair of them)")
     parser.add_argument("--shapes", metavar="LIST",
                         help="only these (B, T, C, H) shapes of the forward cases, e.g. "
@@ -712,10 +836,41 @@ def main():
               f"{args.repetitions} repetitions of >= {args.min_time} s, median per round, "
               "best round", file=sys.stderr)
         results[versions[py]] = compare(args, ops)
+        if args.threads:
+            print_scaling(results[versions[py]], versions[py])
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1, default=str)
     return 0
+
+
+def print_scaling(result, version):
+    """With --threads: each measured case's time at every thread count n, and its parallel
+    efficiency t1 / (n * tn) (1.0: n threads are n times as fast as one), ours and PyTorch's."""
+    lines = []
+
+    def line(case, ours_t, torch_t):  # {n: seconds (or ms)} for each side
+        cells = []
+        for n in THREADS:
+            cells.append(f"{n}: {ours_t[n]:.3f} / {torch_t[n]:.3f} ms "
+                         f"(eff {ours_t[1] / (n * ours_t[n]):.2f} / "
+                         f"{torch_t[1] / (n * torch_t[n]):.2f})")
+        lines.append(f"  {case:34} " + "; ".join(cells))
+
+    for r in result.get("rows") or []:
+        if r["op"] in ("mha_forward", "block_fwd_bwd"):
+            line(f"{r['op']} {shape_name(r['shape'])}", r["ours_ms_by_threads"],
+                 {n: r["torch_ms_by_threads"][f"{n}/{n}"] for n in THREADS})
+    train = result.get("training")
+    if train:
+        tokens = TRAIN["B"] * TRAIN["T"]
+        line("train_step (CPU model)", {n: tokens / train["ours"][str(n)] * 1e3 for n in THREADS},
+             {n: tokens / train["torch"][f"{n}/{n}"] * 1e3 for n in THREADS})
+    if lines:
+        print()
+        print(f"Thread scaling against PyTorch {version}: threads: ours / PyTorch ms "
+              "(efficiency t1 / (n tn), ours / PyTorch)")
+        print("\n".join(lines))
 
 
 def compare(args, ops):

@@ -27,3 +27,42 @@ attn_cli_test(ch12.kernel_without_long EXIT 2 MATCH "--kernel needs --long T"
               COMMAND 12_fast_attention --kernel reference)
 attn_cli_test(ch12.backward_without_long EXIT 2 MATCH "--backward needs --long T"
               COMMAND 12_fast_attention --backward)
+# --sweep: a list of lengths for the chart of time and memory against T.
+attn_cli_test(ch12.sweep_no_value EXIT 2 MATCH "--sweep needs a value"
+              COMMAND 12_fast_attention --sweep=)
+# --sweep "": attn_cli_test cannot pass an empty argument (a CMake list drops it), so this case
+# runs its own short script, where the empty argument is written out.
+set(ch12_empty_script ${CMAKE_CURRENT_BINARY_DIR}/ch12_sweep_empty.cmake)
+file(WRITE ${ch12_empty_script} [=[
+# Written by tests/cli/ch12.cmake: cmake -DEXE=<12_fast_attention> -P ch12_sweep_empty.cmake
+execute_process(COMMAND ${EXE} --sweep "" RESULT_VARIABLE code OUTPUT_VARIABLE out
+                ERROR_VARIABLE err)
+string(REGEX REPLACE "\n$" "" line "${err}")
+if(NOT code EQUAL 2 OR line MATCHES "\n" OR
+   NOT line MATCHES "^12_fast_attention: error: --sweep needs comma-separated lengths")
+  message(FATAL_ERROR "12_fast_attention --sweep \"\": expected exit code 2 and one line "
+                      "'--sweep needs comma-separated lengths', got exit code ${code} and:\n${err}")
+endif()
+message("ok: 12_fast_attention --sweep \"\"\n  exit 2, stderr: ${line}")
+]=])
+add_test(NAME cli.ch12.sweep_empty
+         COMMAND ${CMAKE_COMMAND} -E env --unset=ATTN_DATA
+                 ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:12_fast_attention> -P ${ch12_empty_script})
+set_tests_properties(cli.ch12.sweep_empty PROPERTIES LABELS "cli;ch12")
+attn_cli_test(ch12.sweep_zero EXIT 2 MATCH "--sweep: every T must be from 1 to 32768, got 0"
+              COMMAND 12_fast_attention --sweep 1024,0)
+attn_cli_test(ch12.sweep_above_max EXIT 2 MATCH "--sweep: every T must be from 1 to 32768, got 32769"
+              COMMAND 12_fast_attention --sweep 32769)
+attn_cli_test(ch12.sweep_empty_item EXIT 2 MATCH "--sweep: '' is not a length in '1024,,2048'"
+              COMMAND 12_fast_attention --sweep 1024,,2048)
+attn_cli_test(ch12.sweep_not_a_number EXIT 2 MATCH "--sweep: '1k' is not a length in '1k'"
+              COMMAND 12_fast_attention --sweep 1k)
+attn_cli_test(ch12.sweep_with_long EXIT 2 MATCH "--sweep and --long exclude each other"
+              COMMAND 12_fast_attention --sweep 1024 --long 1024)
+attn_cli_test(ch12.sweep_with_kernel EXIT 2 MATCH "--sweep runs both kernels: leave out --kernel"
+              COMMAND 12_fast_attention --sweep 1024 --kernel reference)
+# A small sweep runs each length in a child process: the reference runs at 64 and stops at
+# 5793, the first length whose weights pass its cap, while the flash kernel goes on.
+attn_cli_test(ch12.sweep_runs EXIT 0 STDOUT
+              MATCH "    64 +[0-9.]+ [KM]iB +[0-9.]+ [KM]iB\n  5793 +refused +[0-9.]+ MiB\nrefused: .* \\(T above 5792\\)"
+              COMMAND 12_fast_attention --sweep 64,5793)
