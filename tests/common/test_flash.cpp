@@ -340,45 +340,54 @@ TEST_CASE("the block's training path runs the flash kernel from kFlashMinT, equa
   attn::BlockConfig cfg;
   cfg.n_heads = H;
   cfg.keep_weights = false;
-  for (const std::size_t T : {kBelow, kAbove}) {
-    CAPTURE(T);
-    const bool flash = T >= attn::fast::kFlashMinT;
-    attn::BlockWeights w = attn::block_init(rng, C, F);
-    sharpen(w.attn);
-    const Tensor<3> x = attn::randn<3>(rng, {B, T, C});
-    const Tensor<3> dout = attn::randn<3>(rng, {B, T, C});
-    attn::BlockCache cache;
-    Tensor<3> dx;
-    attn::BlockWeights g = attn::block_zeros_like(w);
-    g_largest.store(0);
-    const Tensor<3> out = attn::block_forward(x, w, cfg, cache);
-    attn::block_backward(dout, cache, w, cfg, dx, g);
-    const std::size_t largest = g_largest.load();
-    // What the cache keeps: L (B, H, T) in place of the (B, H, T, T) weights, and the formula
-    // counts it.
-    CHECK((cache.attn.weights.size() == 0) == flash);
-    CHECK(cache.attn.lse.size() == (flash ? B * H * T : 0));
-    CHECK(attn::activation_floats(cache) == attn::block_activation_floats(B, T, C, F, H, cfg));
-    // No allocation of a (T, T) matrix on the flash path (the dense one makes several).
-    INFO("largest allocation " << largest << " bytes; one head's (T, T) " << T * T * 4);
-    CHECK((largest < T * T * sizeof(float)) == flash);
-    // The training forward is the evaluation forward (which switches at the same length).
-    CHECK_TENSOR_NEAR(out, attn::block_forward(x, w, cfg).out, 0.0, 0.0);
-    // Against the float64 block, forward and backward.
-    const attn::ref::BlockWeights<double> w64 = attn::ref::cast<double>(w);
-    const attn::Tensor64<3> x64 = xt::cast<double>(x);
-    CHECK_TENSOR_NEAR(out, attn::ref::block_forward(x64, w64, cfg), kAtol, kRtol);
-    attn::Tensor64<3> dx64;
-    attn::ref::BlockWeights<double> g64 = attn::ref::zeros_like(w64);
-    attn::ref::block_backward(attn::Tensor64<3>(xt::cast<double>(dout)), x64, w64, cfg, dx64, g64);
-    CHECK_TENSOR_NEAR(dx, dx64, kAtol, kRtol);
-    CHECK_TENSOR_NEAR(g.attn.w_q, g64.attn.w_q, kAtol, kRtol);
-    CHECK_TENSOR_NEAR(g.attn.w_k, g64.attn.w_k, kAtol, kRtol);
-    CHECK_TENSOR_NEAR(g.attn.w_v, g64.attn.w_v, kAtol, kRtol);
-    CHECK_TENSOR_NEAR(g.attn.w_o, g64.attn.w_o, kAtol, kRtol);
-    CHECK_TENSOR_NEAR(g.ln1_gamma, g64.ln1_gamma, kAtol, kRtol);
-    CHECK_TENSOR_NEAR(g.ffn.w1, g64.ffn.w1, kAtol, kRtol);
-  }
+  // Learned positions (chapter 05's attention), and RoPE (chapter 11's, turned in the projections
+  // before the same kernel).
+  for (const bool rope : {false, true})
+    for (const std::size_t T : {kBelow, kAbove}) {
+      CAPTURE(rope);
+      CAPTURE(T);
+      cfg.rope = rope;
+      const bool flash = T >= attn::fast::kFlashMinT;
+      attn::BlockWeights w = attn::block_init(rng, C, F);
+      sharpen(w.attn);
+      const Tensor<3> x = attn::randn<3>(rng, {B, T, C});
+      const Tensor<3> dout = attn::randn<3>(rng, {B, T, C});
+      attn::BlockCache cache;
+      Tensor<3> dx;
+      attn::BlockWeights g = attn::block_zeros_like(w);
+      g_largest.store(0);
+      const Tensor<3> out = attn::block_forward(x, w, cfg, cache);
+      attn::block_backward(dout, cache, w, cfg, dx, g);
+      const std::size_t largest = g_largest.load();
+      // What the cache keeps: L (B, H, T) in place of the (B, H, T, T) weights, and the formula
+      // counts it.
+      CHECK((cache.attn.weights.size() == 0) == flash);
+      CHECK(cache.attn.lse.size() == (flash ? B * H * T : 0));
+      CHECK(attn::activation_floats(cache) == attn::block_activation_floats(B, T, C, F, H, cfg));
+      // No allocation of a (T, T) matrix on the flash path (the dense one makes several).
+      INFO("largest allocation " << largest << " bytes; one head's (T, T) " << T * T * 4);
+      CHECK((largest < T * T * sizeof(float)) == flash);
+      // The training forward is the evaluation forward (which switches at the same length), bit
+      // for bit; with RoPE the evaluation forward is the grouped-query one, which keeps the
+      // dense kernel at every length: the same within the golden tolerance.
+      const double tol = rope ? kAtol : 0.0, rtol = rope ? kRtol : 0.0;
+      CHECK_TENSOR_NEAR(out, attn::block_forward(x, w, cfg).out, tol, rtol);
+      // Against the float64 block, forward and backward.
+      const attn::ref::BlockWeights<double> w64 = attn::ref::cast<double>(w);
+      const attn::Tensor64<3> x64 = xt::cast<double>(x);
+      CHECK_TENSOR_NEAR(out, attn::ref::block_forward(x64, w64, cfg), kAtol, kRtol);
+      attn::Tensor64<3> dx64;
+      attn::ref::BlockWeights<double> g64 = attn::ref::zeros_like(w64);
+      attn::ref::block_backward(attn::Tensor64<3>(xt::cast<double>(dout)), x64, w64, cfg, dx64,
+                                g64);
+      CHECK_TENSOR_NEAR(dx, dx64, kAtol, kRtol);
+      CHECK_TENSOR_NEAR(g.attn.w_q, g64.attn.w_q, kAtol, kRtol);
+      CHECK_TENSOR_NEAR(g.attn.w_k, g64.attn.w_k, kAtol, kRtol);
+      CHECK_TENSOR_NEAR(g.attn.w_v, g64.attn.w_v, kAtol, kRtol);
+      CHECK_TENSOR_NEAR(g.attn.w_o, g64.attn.w_o, kAtol, kRtol);
+      CHECK_TENSOR_NEAR(g.ln1_gamma, g64.ln1_gamma, kAtol, kRtol);
+      CHECK_TENSOR_NEAR(g.ffn.w1, g64.ffn.w1, kAtol, kRtol);
+    }
 }
 
 TEST_CASE("the model's training step runs the flash kernel from kFlashMinT, equal to float64") {

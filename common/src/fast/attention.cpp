@@ -882,12 +882,12 @@ void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights
 // ---------------------------------------------------------------------------------------------
 
 void gqa_forward(const Tensor<3>& x, const MhaWeights& w, const GqaConfig& config, MhaCache& cache,
-                 Tensor<3>& out) {
+                 Tensor<3>& out, bool need_weights) {
   constexpr const char* kFn = "attn::fast::gqa_forward";
   const Parts a = gqa_parts(config);
   check_gqa(kFn, x, w, a);
   require(&out != &x, kFn, "out must not be x");
-  attention_forward(x, w, a, cache, out, /*need_weights=*/true);
+  attention_forward(x, w, a, cache, out, need_weights);
 }
 
 void gqa_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,

@@ -517,8 +517,8 @@ void attention_forward(const Tensor<3>& x, const MhaWeights& w, const BlockConfi
     fast::mha_forward(x, w, c.n_heads, c.causal, cache.attn, out, c.keep_weights);
     return;
   }
-  clear(cache.attn.lse);  // grouped-query attention keeps its weights (no flash path)
-  fast::gqa_forward(x, w, gqa_config(c), cache.attn, out);
+  // RoPE alone (one K/V head per query head, no window) takes the flash path too.
+  fast::gqa_forward(x, w, gqa_config(c), cache.attn, out, c.keep_weights);
 }
 
 void attention_backward(const Tensor<3>& dout, const BlockCache& cache, const MhaWeights& w,
@@ -827,11 +827,12 @@ std::size_t block_activation_floats(std::size_t B, std::size_t T, std::size_t C,
   const std::size_t btc = B * T * C;
   const bool ln = config.use_layer_norm, ffn = config.use_ffn;
   // Attention: its input, q|k|v, the (B, H, T, T) weights, the merged heads. With KV key/value
-  // heads (GQA) k and v hold B T KV hs floats each. Chapter 05's attention without
-  // keep_weights, from T = fast::kFlashMinT on: the flash kernel's log-sum-exp (B, H, T) in
-  // place of the weights.
+  // heads (GQA) k and v hold B T KV hs floats each. Without keep_weights, from
+  // T = fast::kFlashMinT on, multi-head attention without a window (RoPE or not) runs the flash
+  // kernel: its log-sum-exp (B, H, T) in place of the weights.
   const std::size_t kv = H == 0 ? 0 : B * T * kv_heads(config) * (C / H);
-  const bool flash = !gqa_attention(config) && !config.keep_weights && T >= fast::kFlashMinT;
+  const bool flash =
+      kv_heads(config) == H && config.window == 0 && !config.keep_weights && T >= fast::kFlashMinT;
   std::size_t n = btc + btc + 2 * kv + (flash ? B * H * T : B * H * T * T) + btc;
   // FFN: its input, the pre-activation and the activation (B, T, F) each; SwiGLU keeps three
   // (B, T, F): a, u and h.
