@@ -242,11 +242,11 @@ void show_norm(const NormDemo& d, const attn::LmConfig& cpu) {
   attn::claim(d.centred_diff < 1e-4, "RMSNorm of the centred token is LayerNorm");
   const bool apart = d.shifted_diff > 0.1;
   fmt::print(
-      "On the centred token RMSNorm is LayerNorm (largest difference {}); on x itself\n"
-      "they differ by up to {}{}. The bet (Zhang and Sennrich 2019) is that the scale is what\n"
-      "keeps a deep stack stable and the next layer copes with the mean: one reduction per\n"
-      "token instead of two, and no beta. This model's {} norms (2 per block, ln_f) of C = {}\n"
-      "drop {} parameters.\n",
+      "On the centred token RMSNorm is LayerNorm (largest difference {});\n"
+      "on x itself they differ by up to {}{}.\n"
+      "The bet (Zhang and Sennrich 2019) is that the scale is what keeps a deep stack stable\n"
+      "and the next layer copes with the mean: one reduction per token instead of two, and no\n"
+      "beta. This model's {} norms (2 per block, ln_f) of C = {} drop {} parameters.\n",
       rounding_text(d.centred_diff), num(d.shifted_diff, 3),
       apart ? ": the mean moved every feature" : "", 2 * cpu.n_layers + 1, cpu.n_embd,
       (2 * cpu.n_layers + 1) * cpu.n_embd);
@@ -308,9 +308,9 @@ void show_gqa(const GqaDemo& d, const attn::LmConfig& cpu, std::size_t W) {
       "(MQA). The cache per token is 2 L KV hs numbers:\n",
       grouped_right ? "" : "(NOT the grouping h / (H / KV).) ");
   const std::size_t hs = cpu.n_embd / cpu.n_heads;
-  fmt::print("  {:<34} {:>4} {:>12} {:>18}\n", "", "KV", "bytes/token", "4096 tokens");
+  fmt::print("  {:<38} {:>4} {:>12} {:>12}\n", "", "KV", "bytes/token", "4096 tokens");
   const auto line = [](std::string_view name, std::size_t kv, double per_token, double held) {
-    fmt::print("  {:<34} {:>4} {:>12} {:>18}\n", name, kv, attn::grouped(per_token),
+    fmt::print("  {:<38} {:>4} {:>12} {:>12}\n", name, kv, attn::grouped(per_token),
                attn::bytes_text(static_cast<std::uint64_t>(held)));
   };
   for (const std::size_t kv : {cpu.n_heads, d.KV, std::size_t{1}}) {
@@ -404,7 +404,7 @@ void show_window(const WindowDemo& d) {
       "Nothing is lost at once: layer 1 sees W positions back, layer 2 sees what those saw, and\n"
       "so on: after L layers a token reaches L (W - 1) positions into the past. An untrained\n"
       "model (L {}, W {}, RoPE, no position table) over {} characters; change the first one\n"
-      "and the last position whose logits move is {} (L (W - 1) = {}): {}.\n",
+      "and the last position whose logits move is {} (L (W - 1) = {}):\n{}.\n",
       d.L, d.W, d.n, d.reach, field,
       d.reach == field ? "beyond it, the first character is forgotten entirely"
                        : "NOT the receptive field");
@@ -415,9 +415,9 @@ void show_window(const WindowDemo& d) {
       "So a cache of the last W positions per layer is all generation needs: the rolling cache\n"
       "holds {} per layer, written round-robin, RoPE applied at the absolute position. Its\n"
       "logits, one token at a time for all {} positions, against the full forward over the\n"
-      "whole sequence: largest difference {}{}. This is exact because\n"
-      "the model was built with the window; a model trained without one and cropped at\n"
-      "generation would need its evicted keys from layer 1 up (chapter 10).\n",
+      "whole sequence: largest difference {}{}.\n"
+      "This is exact because the model was built with the window; a model trained without one\n"
+      "and cropped at generation would need its evicted keys from layer 1 up (chapter 10).\n",
       d.capacity, d.n, rounding_text(d.cache_diff),
       exact ? ", the same logits token for token" : " (DIFFERENT)");
 }

@@ -81,7 +81,8 @@ std::vector<Row> table_rows(const TableSize& z, std::size_t V, const Options& o)
                   "the memory of long contexts and large batches at generation"});
   rows.push_back({"no-bias", "+ no biases", with([](attn::LmConfig& m) { m.bias = false; }),
                   "large models, where biases are a rounding error of the parameters"});
-  rows.push_back({"llama", "all five: the Llama recipe", with(llama), ""});
+  rows.push_back({"llama", "all five: the Llama recipe", with(llama),
+                  "the scale these parts were chosen at (billions of parameters, long contexts)"});
   rows.push_back({"window", fmt::format("Llama + a window of {}", W), with([&](attn::LmConfig& m) {
                     llama(m);
                     m.window = W;
@@ -241,9 +242,9 @@ void run_table(const attn::CommonOptions& common, const Options& o) {
 
   section(6, o.table ? "The measured table" : "The measured table (a small one)");
   fmt::print(
-      "Each row trains the model from scratch on {} (V = {}): C {}, H {}, L {}, T {}, B {},\n"
-      "{} steps of AdamW at lr 1e-3, the val loss over {} batches every {} steps; its best\n"
-      "estimate counts. Seeds {}.{}\n\n",
+      "Each row trains the model from scratch on {} (V = {}):\n"
+      "C {}, H {}, L {}, T {}, B {}, {} steps of AdamW at lr 1e-3, the val loss over {} batches\n"
+      "every {} steps; its best estimate counts. Seeds {}.{}\n\n",
       corpus.origin, vocab.size(), z.n_embd, z.n_heads, z.n_layers, z.block_size, z.batch_size,
       steps, z.eval_iters, z.eval_interval,
       [&] {
