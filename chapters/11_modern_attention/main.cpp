@@ -424,6 +424,7 @@ void show_window(const WindowDemo& d) {
 
 void run(const attn::CommonOptions& common, const Options& o) {
   check_options(o);
+  check_table_flags(o, common.seed);
   const Kernels k = common.mine
                         ? Kernels{&ex11::rope, &ex11::rms_norm, &ex11::repeat_kv,
                                   &ex11::sliding_window_attention}

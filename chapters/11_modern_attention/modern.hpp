@@ -38,6 +38,9 @@ std::size_t table_window(const Options& o, const TableSize& z);
 // Throws attn::UsageError (exit 2) for flags that do not fit together, before any work.
 void check_options(const Options& o);
 
+// --table-rows and --table-seeds: attn::UsageError (exit 2) for an unknown row or a bad seed.
+void check_table_flags(const Options& o, std::uint64_t seed);
+
 // Section 6: the table, trained and printed.
 void run_table(const attn::CommonOptions& common, const Options& o);
 

@@ -7,7 +7,9 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <limits>
 #include <stdexcept>
@@ -221,7 +223,23 @@ std::string verdict(const Summary& row, const Summary& base, std::size_t seeds) 
   return fmt::format("{:+.4f} (one seed: no spread to judge by)", d);
 }
 
+// Everything printed must reach its destination: a run with stdout on a full disk stops before
+// it trains for a minute (Cli::run would report it only at the end).
+void flush_or_throw() {
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    throw std::runtime_error(fmt::format("cannot write the output (stdout): {}",
+                                         errno != 0 ? std::strerror(errno) : "write error"));
+  }
+}
+
 }  // namespace
+
+void check_table_flags(const Options& o, std::uint64_t seed) {
+  const TableSize z = table_size(o.table);
+  (void)chosen_rows(o.table_rows, table_rows(z, 2, o));
+  (void)chosen_seeds(o.table_seeds, seed, z.seeds);
+}
 
 void run_table(const attn::CommonOptions& common, const Options& o) {
   const TableSize z = table_size(o.table);
@@ -254,6 +272,7 @@ void run_table(const attn::CommonOptions& common, const Options& o) {
       }(),
       o.table ? ""
               : "\n(The full table, C 64, H 4, L 4, T 64, B 32, 2000 steps, 3 seeds, is --table.)");
+  flush_or_throw();
   std::vector<std::vector<double>> vals(rows.size());
   std::vector<Run> last(rows.size());
   std::vector<double> tokens_per_s(rows.size(), 0.0);
@@ -272,7 +291,7 @@ void run_table(const attn::CommonOptions& common, const Options& o) {
                                                                   z.block_size) /
                                                               run.seconds))
                                : std::string());
-      std::fflush(stdout);
+      flush_or_throw();
     }
     tokens_per_s[r] = tokens / seconds;
   }
