@@ -48,9 +48,9 @@ std::size_t table_window(const Options& o, const TableSize& z) {
 void check_options(const Options& o) {
   const TableSize z = table_size(o.table);
   if (o.head_size % 2 != 0) {
-    throw attn::UsageError(fmt::format(
-        "--head-size must be even (RoPE turns pairs of features), got {} (see --help)",
-        o.head_size));
+    throw attn::UsageError(
+        fmt::format("--head-size must be even (RoPE turns pairs of features), got {} (see --help)",
+                    o.head_size));
   }
   if (z.n_heads % o.n_kv_heads != 0) {
     throw attn::UsageError(fmt::format(
@@ -58,9 +58,9 @@ void check_options(const Options& o) {
         o.n_kv_heads, z.n_heads));
   }
   if (o.window > z.block_size) {
-    throw attn::UsageError(fmt::format(
-        "--window must be at most the table's block size T = {}{}, got {} (see --help)",
-        z.block_size, o.table ? "" : " (--table: 64)", o.window));
+    throw attn::UsageError(
+        fmt::format("--window must be at most the table's block size T = {}{}, got {} (see --help)",
+                    z.block_size, o.table ? "" : " (--table: 64)", o.window));
   }
 }
 
@@ -79,11 +79,11 @@ constexpr std::size_t kMaxHeadSize = 256;
 // ---- The functions the walkthrough calls: from attn:: (the reference) or, with --mine, the
 // learner's ex11:: exercises.
 struct Kernels {
-  Tensor<4> (*rope)(const Tensor<4>&, double, std::size_t);                     // ex11.1
-  Tensor<3> (*rms_norm)(const Tensor<3>&, const attn::Vector&, double);         // ex11.2
-  Tensor<4> (*repeat_kv)(const Tensor<4>&, std::size_t);                        // ex11.3
+  Tensor<4> (*rope)(const Tensor<4>&, double, std::size_t);              // ex11.1
+  Tensor<3> (*rms_norm)(const Tensor<3>&, const attn::Vector&, double);  // ex11.2
+  Tensor<4> (*repeat_kv)(const Tensor<4>&, std::size_t);                 // ex11.3
   attn::WindowAttention<float> (*window)(const Tensor<4>&, const Tensor<4>&, const Tensor<4>&,
-                                         std::size_t);                          // ex11.4
+                                         std::size_t);  // ex11.4
 };
 
 Tensor<4> reference_rope(const Tensor<4>& x, double theta, std::size_t offset) {
@@ -120,14 +120,14 @@ double dot(const Tensor<4>& a, const Tensor<4>& b) {
 struct RopeDemo {
   std::size_t hs = 0, gap = 3;
   double theta = 0.0;
-  std::vector<double> freqs;                        // theta^(-2i/hs), i < hs/2
-  std::vector<std::array<std::size_t, 2>> places;   // (m, n), m - n = gap
-  std::vector<double> scores;                       // rope(q, m) . rope(k, n)
-  double spread = 0.0;                              // max - min of scores
-  double other_gap = 0.0;                           // rope(q, gap + 1) . rope(k, 0)
-  double plain = 0.0;                               // q . k, no rotation
-  double norm_change = 0.0;                         // | |rope(q, m)| - |q| |, largest
-  double half_diff = 0.0;                           // rope(P x, half) against P rope(x)
+  std::vector<double> freqs;                       // theta^(-2i/hs), i < hs/2
+  std::vector<std::array<std::size_t, 2>> places;  // (m, n), m - n = gap
+  std::vector<double> scores;                      // rope(q, m) . rope(k, n)
+  double spread = 0.0;                             // max - min of scores
+  double other_gap = 0.0;                          // rope(q, gap + 1) . rope(k, 0)
+  double plain = 0.0;                              // q . k, no rotation
+  double norm_change = 0.0;                        // | |rope(q, m)| - |q| |, largest
+  double half_diff = 0.0;                          // rope(P x, half) against P rope(x)
   std::vector<std::size_t> perm;
 };
 
@@ -139,12 +139,14 @@ RopeDemo rope_demo(const Kernels& k, std::size_t hs, double theta, std::uint64_t
   attn::Rng rng(seed, 1101);
   const Tensor<4> q = one_row(rng, hs), key = one_row(rng, hs);  // (1, 1, 1, hs)
   r.plain = dot(q, key);
-  for (const std::size_t n : {std::size_t{0}, std::size_t{10}, std::size_t{100}, std::size_t{1000}}) {
+  for (const std::size_t n :
+       {std::size_t{0}, std::size_t{10}, std::size_t{100}, std::size_t{1000}}) {
     const std::size_t m = n + r.gap;
     const Tensor<4> qm = k.rope(q, theta, m), kn = k.rope(key, theta, n);
     r.places.push_back({m, n});
     r.scores.push_back(dot(qm, kn));
-    r.norm_change = std::max(r.norm_change, std::abs(std::sqrt(dot(qm, qm)) - std::sqrt(dot(q, q))));
+    r.norm_change =
+        std::max(r.norm_change, std::abs(std::sqrt(dot(qm, qm)) - std::sqrt(dot(q, q))));
   }
   const auto [lo, hi] = std::minmax_element(r.scores.begin(), r.scores.end());
   r.spread = *hi - *lo;
@@ -232,9 +234,10 @@ void show_norm(const NormDemo& d, const attn::LmConfig& cpu) {
     for (const float x : v) fmt::print(" {:>7}", num(x, 3));
     fmt::print("\n");
   };
-  fmt::print("LayerNorm centres a token's C features, then scales them to rms 1; RMSNorm only\n"
-             "scales: y = x / sqrt(mean(x^2) + eps) * gamma. A token of C = 8, mean {}:\n",
-             num(d.mean, 3));
+  fmt::print(
+      "LayerNorm centres a token's C features, then scales them to rms 1; RMSNorm only\n"
+      "scales: y = x / sqrt(mean(x^2) + eps) * gamma. A token of C = 8, mean {}:\n",
+      num(d.mean, 3));
   row("x", d.x);
   row("layer_norm(x)", d.ln);
   row("rms_norm(x)", d.rms);
@@ -271,8 +274,8 @@ void show_swiglu(const attn::LmConfig& cpu) {
     const double mlp = 2.0 * static_cast<double>(C) * 4.0 * static_cast<double>(C);
     const double glu = 3.0 * static_cast<double>(C) * static_cast<double>(F);
     attn::claim(std::abs(glu / mlp - 1.0) < 0.05, "SwiGLU's width keeps the MLP's parameters");
-    fmt::print("  {:>6} {:>6} {:>13} {:>13} {:>7}\n", C, F, attn::grouped(mlp),
-               attn::grouped(glu), num(glu / mlp, 3));
+    fmt::print("  {:>6} {:>6} {:>13} {:>13} {:>7}\n", C, F, attn::grouped(mlp), attn::grouped(glu),
+               num(glu / mlp, 3));
   }
 }
 
@@ -287,7 +290,8 @@ GqaDemo gqa_demo(const Kernels& k, std::size_t H, std::size_t KV) {
   for (std::size_t g = 0; g < KV; ++g) kv(0, g, 0, 0) = static_cast<float>(g);  // its own number
   const Tensor<4> out = k.repeat_kv(kv, H);
   GqaDemo d{H, KV, {}};
-  for (std::size_t h = 0; h < H; ++h) d.head_of.push_back(static_cast<std::size_t>(out(0, h, 0, 0)));
+  for (std::size_t h = 0; h < H; ++h)
+    d.head_of.push_back(static_cast<std::size_t>(out(0, h, 0, 0)));
   return d;
 }
 
@@ -336,12 +340,12 @@ void show_gqa(const GqaDemo& d, const attn::LmConfig& cpu, std::size_t W) {
 // ---- 5. The sliding window: what it forgets, and the rolling cache that is exact for it.
 struct WindowDemo {
   std::size_t W = 0, L = 0, n = 0;
-  attn::WindowAttention<float> small;   // T 6 attention weights with the demo's window
+  attn::WindowAttention<float> small;  // T 6 attention weights with the demo's window
   std::size_t small_W = 3;
-  double small_diff = 0.0;              // against attn::windowed_attention
-  std::size_t reach = 0;                // the last position whose logits token 0 changes
-  double cache_diff = 0.0;              // rolling cache against the full forward, every position
-  std::size_t capacity = 0;             // positions the rolling cache holds per layer
+  double small_diff = 0.0;   // against attn::windowed_attention
+  std::size_t reach = 0;     // the last position whose logits token 0 changes
+  double cache_diff = 0.0;   // rolling cache against the full forward, every position
+  std::size_t capacity = 0;  // positions the rolling cache holds per layer
 };
 
 WindowDemo window_demo(const Kernels& k, const attn::LmConfig& model, std::span<const int> text,
@@ -355,8 +359,8 @@ WindowDemo window_demo(const Kernels& k, const attn::LmConfig& model, std::span<
   const Tensor<4> q = attn::randn<4>(rng, shape), key = attn::randn<4>(rng, shape),
                   v = attn::randn<4>(rng, shape);
   d.small = k.window(q, key, v, d.small_W);
-  d.small_diff =
-      attn::max_abs_diff(d.small.out, attn::windowed_attention<float>(q, key, v, true, d.small_W).out);
+  d.small_diff = attn::max_abs_diff(
+      d.small.out, attn::windowed_attention<float>(q, key, v, true, d.small_W).out);
   // An untrained model with RoPE and the window: its logits over 10 W characters of the text.
   attn::Rng init(seed, 1106);
   const attn::LmWeights w = attn::lm_init(init, model);
@@ -376,8 +380,8 @@ WindowDemo window_demo(const Kernels& k, const attn::LmConfig& model, std::span<
     const int id = tokens(0, t);
     const Matrix& logits = attn::lm_step_rolling(cache, std::span<const int>(&id, 1), w, model);
     for (std::size_t j = 0; j < V; ++j)
-      d.cache_diff = std::max(
-          d.cache_diff, std::abs(static_cast<double>(logits(0, j)) - static_cast<double>(full(0, t, j))));
+      d.cache_diff = std::max(d.cache_diff, std::abs(static_cast<double>(logits(0, j)) -
+                                                     static_cast<double>(full(0, t, j))));
   }
   return d;
 }
@@ -425,11 +429,10 @@ void show_window(const WindowDemo& d) {
 void run(const attn::CommonOptions& common, const Options& o) {
   check_options(o);
   check_table_flags(o, common.seed);
-  const Kernels k = common.mine
-                        ? Kernels{&ex11::rope, &ex11::rms_norm, &ex11::repeat_kv,
-                                  &ex11::sliding_window_attention}
-                        : Kernels{&reference_rope, &reference_rms_norm, &reference_repeat_kv,
-                                  &reference_window};
+  const Kernels k =
+      common.mine
+          ? Kernels{&ex11::rope, &ex11::rms_norm, &ex11::repeat_kv, &ex11::sliding_window_attention}
+          : Kernels{&reference_rope, &reference_rms_norm, &reference_repeat_kv, &reference_window};
   const attn::Corpus corpus = attn::load_corpus(common.data);
   const attn::Vocab vocab = attn::Vocab::from_text(corpus.text);
   const std::vector<int> ids = vocab.encode(corpus.text);

@@ -15,13 +15,13 @@ namespace ch11 {
 
 // ---- The chapter's flags.
 struct Options {
-  std::size_t head_size = 8;   // hs of section 1's rotation
+  std::size_t head_size = 8;    // hs of section 1's rotation
   float rope_theta = 10000.0f;  // RoPE's base, > 0
-  std::size_t n_kv_heads = 2;  // K/V heads of the gqa rows and sections 4-5; divides H = 4
-  std::size_t window = 0;      // W of the window row and section 5; 0: T / 4 of the table
-  bool table = false;          // the full table (C 64, H 4, L 4, T 64, B 32, 2000 steps, 3 seeds)
-  std::string table_rows;      // "" = all; names, e.g. "base,llama"
-  std::string table_seeds;     // "" = the table's own (from --seed)
+  std::size_t n_kv_heads = 2;   // K/V heads of the gqa rows and sections 4-5; divides H = 4
+  std::size_t window = 0;       // W of the window row and section 5; 0: T / 4 of the table
+  bool table = false;           // the full table (C 64, H 4, L 4, T 64, B 32, 2000 steps, 3 seeds)
+  std::string table_rows;       // "" = all; names, e.g. "base,llama"
+  std::string table_seeds;      // "" = the table's own (from --seed)
   std::size_t table_steps = 0;  // 0 = the table's own
 };
 

@@ -70,13 +70,11 @@ std::vector<Row> table_rows(const TableSize& z, std::size_t V, const Options& o)
                     m.rope_theta = theta;
                   }),
                   "contexts longer than training and long-range retrieval"});
-  rows.push_back({"rmsnorm", "+ RMSNorm instead of LayerNorm", with([](attn::LmConfig& m) {
-                    m.normalization = attn::Normalization::rmsnorm;
-                  }),
+  rows.push_back({"rmsnorm", "+ RMSNorm instead of LayerNorm",
+                  with([](attn::LmConfig& m) { m.normalization = attn::Normalization::rmsnorm; }),
                   "speed of big models (one reduction less per token)"});
-  rows.push_back({"swiglu", "+ SwiGLU instead of the GELU MLP", with([](attn::LmConfig& m) {
-                    m.ffn = attn::FfnKind::swiglu;
-                  }),
+  rows.push_back({"swiglu", "+ SwiGLU instead of the GELU MLP",
+                  with([](attn::LmConfig& m) { m.ffn = attn::FfnKind::swiglu; }),
                   "quality at scale (Shazeer 2020: lower perplexity at equal parameters)"});
   rows.push_back({"gqa", fmt::format("+ {} K/V heads for {}", kv, z.n_heads),
                   with([&](attn::LmConfig& m) { m.n_kv_heads = kv; }),
@@ -106,7 +104,8 @@ std::vector<std::size_t> chosen_rows(const std::string& text, const std::vector<
   while (true) {
     const std::size_t end = std::min(text.find(',', begin), text.size());
     const std::string item = text.substr(begin, end - begin);
-    const auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.name == item; });
+    const auto it =
+        std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.name == item; });
     if (it == rows.end()) {
       throw attn::UsageError(fmt::format(
           "--table-rows expects row names separated by commas ({}), got '{}'", names, text));
@@ -248,9 +247,9 @@ void run_table(const attn::CommonOptions& common, const Options& o) {
   const std::vector<int> ids = vocab.encode(corpus.text);
   const attn::Split split = attn::train_val_split(ids);
   if (split.val.size() < z.block_size + 1) {
-    throw std::runtime_error(fmt::format(
-        "corpus {} is too short: its validation split needs at least {} characters", corpus.origin,
-        z.block_size + 1));
+    throw std::runtime_error(
+        fmt::format("corpus {} is too short: its validation split needs at least {} characters",
+                    corpus.origin, z.block_size + 1));
   }
   const std::vector<Row> rows = table_rows(z, vocab.size(), o);
   const std::vector<std::size_t> chosen = chosen_rows(o.table_rows, rows);
@@ -284,13 +283,14 @@ void run_table(const attn::CommonOptions& common, const Options& o) {
       last[r] = run;
       tokens += static_cast<double>(steps * z.batch_size * z.block_size);
       seconds += run.seconds;
-      fmt::print("  run {:<8} seed {:<6} best val {} (step {}){}\n", rows[r].name, seed,
-                 num(run.best_val), run.best_step,
-                 common.timing ? fmt::format(", {} tokens/s", attn::grouped(static_cast<double>(
-                                                                  steps * z.batch_size *
-                                                                  z.block_size) /
-                                                              run.seconds))
-                               : std::string());
+      fmt::print(
+          "  run {:<8} seed {:<6} best val {} (step {}){}\n", rows[r].name, seed, num(run.best_val),
+          run.best_step,
+          common.timing
+              ? fmt::format(", {} tokens/s",
+                            attn::grouped(static_cast<double>(steps * z.batch_size * z.block_size) /
+                                          run.seconds))
+              : std::string());
       flush_or_throw();
     }
     tokens_per_s[r] = tokens / seconds;
@@ -301,13 +301,12 @@ void run_table(const attn::CommonOptions& common, const Options& o) {
   std::vector<Summary> sums(rows.size());
   for (const std::size_t r : chosen) {
     sums[r] = summarise(vals[r]);
-    fmt::print("  {:<8} {:<38} {:>7} {:>9} {:>17} {:>9}{}\n", rows[r].name, rows[r].what,
-               attn::grouped(static_cast<double>(last[r].params)), num(sums[r].mean),
-               num(sums[r].lo) + "-" + num(sums[r].hi),
-               attn::grouped(static_cast<double>(kv_bytes_per_token(rows[r].model))),
-               common.timing
-                   ? fmt::format(" {:>10}", attn::grouped(tokens_per_s[r]))
-                   : std::string());
+    fmt::print(
+        "  {:<8} {:<38} {:>7} {:>9} {:>17} {:>9}{}\n", rows[r].name, rows[r].what,
+        attn::grouped(static_cast<double>(last[r].params)), num(sums[r].mean),
+        num(sums[r].lo) + "-" + num(sums[r].hi),
+        attn::grouped(static_cast<double>(kv_bytes_per_token(rows[r].model))),
+        common.timing ? fmt::format(" {:>10}", attn::grouped(tokens_per_s[r])) : std::string());
   }
   // The verdicts, against the base row when it ran.
   if (std::find(chosen.begin(), chosen.end(), 0) == chosen.end()) return;
@@ -326,9 +325,8 @@ void run_table(const attn::CommonOptions& common, const Options& o) {
       line += fmt::format(";\n           known to matter for {}", rows[r].matters);
     fmt::print("{}\n", line);
   }
-  fmt::print(
-      "{} of {} changes beat the base row by more than the seeds' spread at this size.\n", helped,
-      measured);
+  fmt::print("{} of {} changes beat the base row by more than the seeds' spread at this size.\n",
+             helped, measured);
 }
 
 }  // namespace ch11

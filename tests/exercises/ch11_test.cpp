@@ -39,9 +39,9 @@ Tensor<4> rope_loop(const Tensor<4>& x, double theta, std::size_t offset) {
     for (std::size_t h = 0; h < H; ++h)
       for (std::size_t t = 0; t < T; ++t)
         for (std::size_t i = 0; i < hs / 2; ++i) {
-          const double angle = static_cast<double>(offset + t) *
-                               std::pow(theta, -2.0 * static_cast<double>(i) /
-                                                   static_cast<double>(hs));
+          const double angle =
+              static_cast<double>(offset + t) *
+              std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(hs));
           const double a = x(b, h, t, 2 * i), c = x(b, h, t, 2 * i + 1);
           y(b, h, t, 2 * i) = static_cast<float>(a * std::cos(angle) - c * std::sin(angle));
           y(b, h, t, 2 * i + 1) = static_cast<float>(a * std::sin(angle) + c * std::cos(angle));
@@ -118,7 +118,8 @@ TEST_CASE("rotated q . k depends only on the offset m - n" * doctest::descriptio
   const auto score = [&](std::size_t m, std::size_t n) {
     const Tensor<4> a = ex11::rope(q, 10000.0, m), b = ex11::rope(k, 10000.0, n);
     double s = 0.0;
-    for (std::size_t i = 0; i < 8; ++i) s += static_cast<double>(a.data()[i]) * static_cast<double>(b.data()[i]);
+    for (std::size_t i = 0; i < 8; ++i)
+      s += static_cast<double>(a.data()[i]) * static_cast<double>(b.data()[i]);
     return s;
   };
   CHECK(std::abs(score(5, 2) - score(45, 42)) < 1e-4);
@@ -209,8 +210,7 @@ TEST_CASE("KV heads that do not divide the query heads are rejected" *
 }  // TEST_SUITE
 
 TEST_SUITE("ex11.4 Sliding-window attention") {
-TEST_CASE("a window of 1: each position attends to itself only" *
-          doctest::description("hint 1")) {
+TEST_CASE("a window of 1: each position attends to itself only" * doctest::description("hint 1")) {
   const Tensor<4> q = wiggly<4>({1, 2, 5, 3}, 0.1), k = wiggly<4>({1, 2, 5, 3}, 1.2),
                   v = wiggly<4>({1, 2, 5, 3}, 2.3);
   CHECK_TENSOR_NEAR(ex11::sliding_window_attention(q, k, v, 1).out, v, 1e-6, 1e-6);

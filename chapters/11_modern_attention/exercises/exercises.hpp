@@ -33,7 +33,6 @@ attn::Tensor<4> repeat_kv(const attn::Tensor<4>& kv, std::size_t n_heads);
 // Throws std::invalid_argument for window 0 or shapes that disagree.
 attn::WindowAttention<float> sliding_window_attention(const attn::Tensor<4>& q,
                                                       const attn::Tensor<4>& k,
-                                                      const attn::Tensor<4>& v,
-                                                      std::size_t window);
+                                                      const attn::Tensor<4>& v, std::size_t window);
 
 }  // namespace ex11
