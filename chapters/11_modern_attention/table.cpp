@@ -72,15 +72,15 @@ std::vector<Row> table_rows(const TableSize& z, std::size_t V, const Options& o)
                   "contexts longer than training and long-range retrieval"});
   rows.push_back({"rmsnorm", "+ RMSNorm instead of LayerNorm",
                   with([](attn::LmConfig& m) { m.normalization = attn::Normalization::rmsnorm; }),
-                  "speed of big models (one reduction less per token)"});
+                  "the speed of large models (one reduction less per token)"});
   rows.push_back({"swiglu", "+ SwiGLU instead of the GELU MLP",
                   with([](attn::LmConfig& m) { m.ffn = attn::FfnKind::swiglu; }),
-                  "quality at scale (Shazeer 2020: lower perplexity at equal parameters)"});
+                  "quality at scale (lower perplexity at equal parameters, Shazeer 2020)"});
   rows.push_back({"gqa", fmt::format("+ {} K/V heads for {}", kv, z.n_heads),
                   with([&](attn::LmConfig& m) { m.n_kv_heads = kv; }),
-                  "the memory of long contexts and large batches at generation"});
+                  "the cache of long contexts and large batches (memory, not loss)"});
   rows.push_back({"no-bias", "+ no biases", with([](attn::LmConfig& m) { m.bias = false; }),
-                  "large models, where biases are a rounding error of the parameters"});
+                  "the training stability of large models (PaLM, Llama)"});
   rows.push_back({"llama", "all five: the Llama recipe", with(llama),
                   "the scale these parts were chosen at (billions of parameters, long contexts)"});
   rows.push_back({"window", fmt::format("Llama + a window of {}", W), with([&](attn::LmConfig& m) {
