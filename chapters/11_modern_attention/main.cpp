@@ -81,7 +81,9 @@ constexpr std::size_t kMaxHeadSize = 256;
 struct Kernels {
   Tensor<4> (*rope)(const Tensor<4>&, double, std::size_t);              // ex11.1
   Tensor<3> (*rms_norm)(const Tensor<3>&, const attn::Vector&, double);  // ex11.2
-  Tensor<4> (*repeat_kv)(const Tensor<4>&, std::size_t);                 // ex11.3
+  attn::RmsNormGrads<float, 3> (*rms_norm_backward)(const Tensor<3>&, const Tensor<3>&,
+                                                    const attn::Vector&, double);  // ex11.5
+  Tensor<4> (*repeat_kv)(const Tensor<4>&, std::size_t);                           // ex11.3
   attn::WindowAttention<float> (*window)(const Tensor<4>&, const Tensor<4>&, const Tensor<4>&,
                                          std::size_t);  // ex11.4
 };
@@ -91,6 +93,12 @@ Tensor<4> reference_rope(const Tensor<4>& x, double theta, std::size_t offset) {
 }
 Tensor<3> reference_rms_norm(const Tensor<3>& x, const attn::Vector& gamma, double eps) {
   return attn::rms_norm<float, 3>(x, gamma, eps);
+}
+attn::RmsNormGrads<float, 3> reference_rms_norm_backward(const Tensor<3>& dy, const Tensor<3>& x,
+                                                         const attn::Vector& gamma, double eps) {
+  attn::RmsNormCache<float> cache;
+  (void)attn::rms_norm<float, 3>(x, gamma, eps, cache);
+  return attn::rms_norm_backward<float, 3>(dy, x, gamma, cache);
 }
 Tensor<4> reference_repeat_kv(const Tensor<4>& kv, std::size_t n_heads) {
   return attn::repeat_kv<float>(kv, n_heads);
@@ -204,6 +212,8 @@ struct NormDemo {
   double mean = 0.0;
   double centred_diff = 0.0;  // rms_norm(x - mean) against layer_norm(x)
   double shifted_diff = 0.0;  // rms_norm(x) against layer_norm(x)
+  double dx_along_x = 0.0;    // the backward's dx . x, for a random dy (eps 0)
+  double dx_norm = 0.0;       // |dx|
 };
 
 NormDemo norm_demo(const Kernels& k, std::uint64_t seed) {
@@ -224,6 +234,16 @@ NormDemo norm_demo(const Kernels& k, std::uint64_t seed) {
   d.rms_centred.assign(rc.begin(), rc.end());
   d.centred_diff = attn::max_abs_diff(rc, ln);
   d.shifted_diff = attn::max_abs_diff(rms, ln);
+  // The backward (ex11.5) with eps 0: y does not change when x is scaled, so dx . x = 0.
+  const Tensor<3> dy = attn::randn<3>(rng, std::array<std::size_t, 3>{1, 1, C});
+  const attn::Vector gamma = attn::randn<1>(rng, std::array<std::size_t, 1>{C});
+  const Tensor<3> dx = k.rms_norm_backward(dy, x, gamma, 0.0).dx;
+  for (std::size_t j = 0; j < C; ++j) {
+    const double a = dx.data()[j], b = x.data()[j];
+    d.dx_along_x += a * b;
+    d.dx_norm += a * a;
+  }
+  d.dx_norm = std::sqrt(d.dx_norm);
   return d;
 }
 
@@ -253,6 +273,14 @@ void show_norm(const NormDemo& d, const attn::LmConfig& cpu) {
       rounding_text(d.centred_diff), num(d.shifted_diff, 3),
       apart ? ": the mean moved every feature" : "", 2 * cpu.n_layers + 1, cpu.n_embd,
       (2 * cpu.n_layers + 1) * cpu.n_embd);
+  const bool orthogonal = std::abs(d.dx_along_x) < 1e-4 * std::max(1.0, d.dx_norm);
+  attn::claim(orthogonal, "RMSNorm's dx has no component along x");
+  fmt::print(
+      "Scaling x by any factor leaves y as it is (eps = 0), so the gradient cannot point along x.\n"
+      "For a random dy and gamma, rms_norm_backward gives |dx| = {},\n"
+      "and dx . x = {}{}.\n",
+      num(d.dx_norm, 3), rounding_text(std::abs(d.dx_along_x)),
+      orthogonal ? ", orthogonal" : " (NOT orthogonal)");
 }
 
 // ---- 3. SwiGLU: a gate, and the width that keeps the parameters.
@@ -430,9 +458,10 @@ void run(const attn::CommonOptions& common, const Options& o) {
   check_options(o);
   check_table_flags(o, common.seed);
   const Kernels k =
-      common.mine
-          ? Kernels{&ex11::rope, &ex11::rms_norm, &ex11::repeat_kv, &ex11::sliding_window_attention}
-          : Kernels{&reference_rope, &reference_rms_norm, &reference_repeat_kv, &reference_window};
+      common.mine ? Kernels{&ex11::rope, &ex11::rms_norm, &ex11::rms_norm_backward,
+                            &ex11::repeat_kv, &ex11::sliding_window_attention}
+                  : Kernels{&reference_rope, &reference_rms_norm, &reference_rms_norm_backward,
+                            &reference_repeat_kv, &reference_window};
   const attn::Corpus corpus = attn::load_corpus(common.data);
   const attn::Vocab vocab = attn::Vocab::from_text(corpus.text);
   const std::vector<int> ids = vocab.encode(corpus.text);

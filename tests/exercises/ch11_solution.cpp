@@ -31,3 +31,16 @@ ATTN_REFERENCE attn::WindowAttention<float> sliding_window_attention(const attn:
 }
 
 }  // namespace ex11
+
+namespace ex11 {
+
+ATTN_REFERENCE attn::RmsNormGrads<float, 3> rms_norm_backward(const attn::Tensor<3>& dy,
+                                                              const attn::Tensor<3>& x,
+                                                              const attn::Vector& gamma,
+                                                              double eps) {
+  attn::RmsNormCache<float> cache;
+  (void)attn::rms_norm<float, 3>(x, gamma, eps, cache);
+  return attn::rms_norm_backward<float, 3>(dy, x, gamma, cache);
+}
+
+}  // namespace ex11

@@ -239,3 +239,97 @@ TEST_CASE("window 0 and mismatched shapes are rejected" * doctest::description("
   CHECK_THROWS_AS(ex11::sliding_window_attention(a, b, b, 2), std::invalid_argument);
 }
 }  // TEST_SUITE
+
+namespace {
+
+// sum(dy * rms_norm(x)) in double, the loss whose gradient ex11.5 returns.
+double rms_loss(const std::vector<double>& x, const std::vector<double>& gamma,
+                const std::vector<double>& dy, std::size_t C, double eps) {
+  double loss = 0.0;
+  for (std::size_t r = 0; r < x.size() / C; ++r) {
+    double sq = 0.0;
+    for (std::size_t j = 0; j < C; ++j) sq += x[r * C + j] * x[r * C + j];
+    const double rstd = 1.0 / std::sqrt(sq / static_cast<double>(C) + eps);
+    for (std::size_t j = 0; j < C; ++j) loss += dy[r * C + j] * x[r * C + j] * rstd * gamma[j];
+  }
+  return loss;
+}
+
+template <std::size_t N>
+std::vector<double> doubles(const Tensor<N>& t) {
+  return std::vector<double>(t.begin(), t.end());
+}
+
+}  // namespace
+
+TEST_SUITE("ex11.5 RMSNorm backward") {
+TEST_CASE("dx matches central differences of sum(dy * y), in double" *
+          doctest::description("hint 2")) {
+  Tensor<3> x = wiggly<3>({2, 2, 5}, 0.3, 1.2);
+  x += 0.5f;
+  const attn::Vector gamma = {1.5f, -0.5f, 2.0f, 0.75f, 1.25f};
+  const Tensor<3> dy = wiggly<3>({2, 2, 5}, 2.2, 0.9);
+  const double eps = 0.05;
+  const attn::RmsNormGrads<float, 3> got = ex11::rms_norm_backward(dy, x, gamma, eps);
+  REQUIRE(got.dx.shape() == x.shape());
+  std::vector<double> xd = doubles(x);
+  const std::vector<double> gd = doubles(gamma), dyd = doubles(dy);
+  Tensor<3> want = x;
+  for (std::size_t i = 0; i < xd.size(); ++i) {
+    const double keep = xd[i], h = 1e-6;
+    xd[i] = keep + h;
+    const double up = rms_loss(xd, gd, dyd, 5, eps);
+    xd[i] = keep - h;
+    const double down = rms_loss(xd, gd, dyd, 5, eps);
+    xd[i] = keep;
+    want.data()[i] = static_cast<float>((up - down) / (2.0 * h));
+  }
+  CHECK_TENSOR_NEAR(got.dx, want, 1e-5, 1e-4);
+}
+TEST_CASE("dgamma is the sum over rows of dy * xhat" * doctest::description("hint 1")) {
+  const Tensor<3> x = wiggly<3>({1, 3, 4}, 1.7, 2.0), dy = wiggly<3>({1, 3, 4}, 0.4);
+  const attn::Vector gamma = {0.5f, 2.0f, -1.0f, 1.0f};
+  attn::Vector want = xt::zeros<float>({4});
+  for (std::size_t r = 0; r < 3; ++r) {
+    double sq = 0.0;
+    for (std::size_t j = 0; j < 4; ++j) {
+      const double v = x(0, r, j);
+      sq += v * v;
+    }
+    const double rstd = 1.0 / std::sqrt(sq / 4.0 + 1e-5);
+    for (std::size_t j = 0; j < 4; ++j) {
+      const double v = x(0, r, j), d = dy(0, r, j);
+      want(j) += static_cast<float>(d * v * rstd);
+    }
+  }
+  CHECK_TENSOR_NEAR(ex11::rms_norm_backward(dy, x, gamma, 1e-5).dgamma, want, 1e-6, 1e-5);
+}
+TEST_CASE("scaling x changes nothing, so dx has no component along x" *
+          doctest::description("hint 3")) {
+  const Tensor<3> x = wiggly<3>({1, 2, 6}, 0.9, 3.0), dy = wiggly<3>({1, 2, 6}, 2.9);
+  const attn::Vector gamma = {1.0f, 2.0f, 3.0f, -1.0f, 0.5f, 1.5f};
+  const Tensor<3> dx = ex11::rms_norm_backward(dy, x, gamma, 0.0).dx;
+  for (std::size_t r = 0; r < 2; ++r) {
+    double along = 0.0, size = 0.0;
+    for (std::size_t j = 0; j < 6; ++j) {
+      const double a = dx(0, r, j), b = x(0, r, j);
+      along += a * b;
+      size += a * a;
+    }
+    INFO("row " << r << ": dx . x = " << along);
+    CHECK(size > 1e-6);
+    CHECK(std::abs(along) < 1e-4);
+  }
+}
+TEST_CASE("dy of another shape, or gamma of the wrong length, is rejected" *
+          doctest::description("hint 1")) {
+  const attn::Vector gamma = {1.0f, 1.0f, 1.0f};
+  CHECK_THROWS_AS(
+      ex11::rms_norm_backward(wiggly<3>({1, 2, 3}, 0.0), wiggly<3>({1, 3, 3}, 0.0), gamma, 1e-5),
+      std::invalid_argument);
+  const attn::Vector short_gamma = {1.0f, 1.0f};
+  CHECK_THROWS_AS(ex11::rms_norm_backward(wiggly<3>({1, 2, 3}, 0.0), wiggly<3>({1, 2, 3}, 0.0),
+                                          short_gamma, 1e-5),
+                  std::invalid_argument);
+}
+}  // TEST_SUITE

@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "attn/core/xt.hpp"
+#include "attn/ops/rmsnorm.hpp"
 #include "attn/ops/swa.hpp"
 
 namespace ex11 {
@@ -21,6 +22,13 @@ attn::Tensor<4> rope(const attn::Tensor<4>& x, double theta, std::size_t offset)
 // y (B, T, C), y = x / sqrt(mean(x^2) + eps) * gamma per token. Throws std::invalid_argument when
 // gamma is not (C,).
 attn::Tensor<3> rms_norm(const attn::Tensor<3>& x, const attn::Vector& gamma, double eps);
+
+// ex11.5, ex11_5_rms_norm_backward.cpp: RMSNorm's backward, like attn::rms_norm_backward: with
+// rstd = 1 / sqrt(mean(x^2) + eps) per row and y = x * rstd * gamma, given dy (B, T, C) return
+// dx (B, T, C) and dgamma (C,). Throws std::invalid_argument when dy and x differ in shape or
+// gamma is not (C,).
+attn::RmsNormGrads<float, 3> rms_norm_backward(const attn::Tensor<3>& dy, const attn::Tensor<3>& x,
+                                               const attn::Vector& gamma, double eps);
 
 // ex11.3, ex11_3_repeat_kv.cpp: the head mapping of grouped-query attention, like
 // attn::repeat_kv: kv (B, KV, T, hs) -> (B, H, T, hs), query head h reading K/V head
