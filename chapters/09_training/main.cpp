@@ -459,9 +459,8 @@ HeadMaps measure_heads(const attn::LmWeights& w, const attn::LmConfig& config, c
   eval.dropout = 0.0f;  // the trained model as it is used: dropout is for training only
   out.loss = attn::lm_forward_backward(x, y, w, eval, grads, cache);
   for (std::size_t l = 0; l < config.n_layers; ++l) {
-    // (1, H, T, T): kept by chapter 05's attention, or by the grouped-query one (other parts)
-    const attn::BlockCache& bc = cache.blocks[l];
-    const attn::Tensor<4>& weights = bc.attn.weights.size() != 0 ? bc.attn.weights : bc.gqa.weights;
+    // (1, H, T, T): kept by the attention of every part (chapter 05's or grouped-query)
+    const attn::Tensor<4>& weights = cache.blocks[l].attn.weights;
     for (std::size_t h = 0; h < config.n_heads; ++h) {
       Matrix m({T, T});
       for (std::size_t t = 0; t < T; ++t)

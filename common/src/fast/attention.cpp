@@ -22,6 +22,8 @@
 #include "attn/core/check.hpp"
 #include "attn/fast/flash.hpp"
 #include "attn/fast/gemm.hpp"
+#include "attn/fast/gqa.hpp"
+#include "attn/fast/rope.hpp"
 #include "../ops/attention_checks.hpp"
 #include "exp_nonpositive.hpp"
 #include "head_products.hpp"
@@ -48,7 +50,12 @@ struct Heads {
   std::size_t batch_stride;  // from batch b to b + 1
   std::size_t head_stride;   // from head h to h + 1
   std::size_t row_stride;    // from position t to t + 1 (the BLAS leading dimension)
-  F* at(std::size_t b, std::size_t h) const { return data + b * batch_stride + h * head_stride; }
+  // Grouped-query attention (chapter 11): query head h reads K/V head h / group, so `group`
+  // query heads share one stored head. 1 for q, the output, and multi-head attention.
+  std::size_t group = 1;
+  F* at(std::size_t b, std::size_t h) const {
+    return data + b * batch_stride + (h / group) * head_stride;
+  }
 };
 
 // A contiguous (B, H, rows, width) tensor.
@@ -66,7 +73,25 @@ Heads<F> column_heads(F* data, std::size_t rows, std::size_t row_width, std::siz
 
 struct Sizes {
   std::size_t B, H, T, S, hs, hv;  // q (B,H,T,hs), k (B,H,S,hs), v (B,H,S,hv)
+  // A sliding window W (chapter 11; needs causal): query t sees keys t-W+1..t. 0 = none.
+  std::size_t window = 0;
 };
+
+// The first key query t may see: t - W + 1 with a window W (never below 0), else 0.
+std::size_t first_key(const Sizes& n, std::size_t t) {
+  return n.window != 0 && t + 1 > n.window ? t + 1 - n.window : 0;
+}
+// One past the last query that sees any of keys 0..j1-1: with a window W, query t sees key j
+// when t < j + W, so queries from j1 - 1 + W on see none of them. Else all T.
+std::size_t last_query(const Sizes& n, std::size_t j1) {
+  return n.window != 0 ? std::min(n.T, j1 - 1 + n.window) : n.T;
+}
+// The first key a block of queries starting at i0 needs: its first row's. The hand-written
+// products work on 16 keys at a time from a multiple of 16, so for them it is rounded down.
+std::size_t first_block_key(const Sizes& n, std::size_t i0, bool small) {
+  const std::size_t lo = first_key(n, i0);
+  return small ? lo / 16 * 16 : lo;
+}
 
 int blas_int(std::size_t n) {
   // The message is built only on failure: this runs for every GEMM, and chapter 10's generation
@@ -185,29 +210,35 @@ void attend_range(const Sizes& n, Heads<const float> q, Heads<const float> k, He
     for (std::size_t i0 = 0; i0 < T; i0 += kRowBlock) {
       const std::size_t i1 = std::min(T, i0 + kRowBlock);
       const std::size_t rows = i1 - i0;
-      // Keys this block can see: all S, or with the causal mask keys 0..i1-1 only.
+      // Keys this block can see: all S, or with the causal mask keys 0..i1-1 only; with a
+      // window, from key lo on (the blocks of keys before it are skipped).
       const std::size_t keys = causal ? i1 : S;
+      const std::size_t lo = first_block_key(n, i0, small);
       float* sc = wh != nullptr ? wh + i0 * S : scratch;  // (rows, S), row stride S
-      // 1. Scores, scaled as they are written: (rows, hs) @ (hs, keys) -> (rows, keys)
+      // 1. Scores, scaled as they are written: (rows, hs) @ (hs, keys - lo) -> (rows, keys - lo)
       if (small) {
-        detail::rows_times_transposed(rows, S, hs, scale, qh + i0 * q.row_stride, q.row_stride, kt,
-                                      ldt, causal, i0, sc, S);
+        detail::rows_times_transposed(rows, S - lo, hs, scale, qh + i0 * q.row_stride, q.row_stride,
+                                      kt + lo, ldt, causal, i0 - lo, sc + lo, S);
       } else {
-        head_gemm(rows, keys, hs, scale, qh + i0 * q.row_stride, q.row_stride, kh, k.row_stride,
-                  /*trans_b=*/true, sc, S);
+        head_gemm(rows, keys - lo, hs, scale, qh + i0 * q.row_stride, q.row_stride,
+                  kh + lo * k.row_stride, k.row_stride, /*trans_b=*/true, sc + lo, S);
       }
       // 2. Mask and softmax each row. Query t may see keys 0..t: softmax over those t+1 scores
       //    only (subtracting the row max keeps exp from overflowing), and the masked entries
       //    are written as exactly 0, never computed: the scores above the diagonal the product
       //    produced in this block are simply overwritten. Same weights as adding a -inf mask
       //    before the softmax, without exp-ing the future.
+      //    With a window, query t sees keys first_key(t)..t only: the keys before are zeros
+      //    too (from column lo on; the kept weights get the whole row).
       if (causal) {
-        // Without kept weights, only columns < keys are read by the product below.
+        // Without kept weights, only columns lo..keys-1 are read by the product below.
         const std::size_t row_end = wh != nullptr ? S : keys;
+        const std::size_t row_begin = wh != nullptr ? 0 : lo;
         for (std::size_t r = 0; r < rows; ++r) {
           float* row = sc + r * S;  // (S,)
-          const std::size_t visible = i0 + r + 1;
-          softmax_row(row, visible);
+          const std::size_t first = first_key(n, i0 + r), visible = i0 + r + 1;
+          softmax_row(row + first, visible - first);
+          std::fill(row + row_begin, row + first, 0.0f);
           std::fill(row + visible, row + row_end, 0.0f);
         }
       } else {
@@ -215,12 +246,14 @@ void attend_range(const Sizes& n, Heads<const float> q, Heads<const float> k, He
       }
       // 3. Weighted sum of the values: (rows, keys) @ (keys, hv) -> (rows, hv), written
       //    straight into the output rows of this head.
+      //    (rows, keys - lo) @ (keys - lo, hv) with a window.
       if (small) {
-        detail::weights_times_rows(rows, S, hv, 1.0f, sc, S, vh, v.row_stride, causal, i0,
-                                   oh + i0 * out.row_stride, out.row_stride);
+        detail::weights_times_rows(rows, S - lo, hv, 1.0f, sc + lo, S, vh + lo * v.row_stride,
+                                   v.row_stride, causal, i0 - lo, oh + i0 * out.row_stride,
+                                   out.row_stride);
       } else {
-        head_gemm(rows, hv, keys, 1.0f, sc, S, vh, v.row_stride, /*trans_b=*/false,
-                  oh + i0 * out.row_stride, out.row_stride);
+        head_gemm(rows, hv, keys - lo, 1.0f, sc + lo, S, vh + lo * v.row_stride, v.row_stride,
+                  /*trans_b=*/false, oh + i0 * out.row_stride, out.row_stride);
       }
     }
   }
@@ -257,8 +290,16 @@ void attend(const Sizes& n, Heads<const float> q, Heads<const float> k, Heads<co
 MhaResult attend_heads_and_project(float* q, std::size_t q_width, const float* k, const float* v,
                                    std::size_t kv_width, std::size_t B, std::size_t T,
                                    std::size_t S, std::size_t C, std::size_t H, const Matrix& w_o,
-                                   bool causal, bool need_weights) {
+                                   bool causal, bool need_weights, std::size_t KV = 0,
+                                   std::size_t window = 0) {
   const std::size_t hs = C / H;
+  // Grouped-query attention (KV < H): K/V head h / (H / KV) serves query head h.
+  const std::size_t group = KV == 0 ? 1 : H / KV;
+  Heads<const float> k_heads = column_heads(k, S, kv_width, hs);
+  Heads<const float> v_heads = column_heads(v, S, kv_width, hs);
+  k_heads.group = v_heads.group = group;
+  Sizes n{B, H, T, S, hs, hs};
+  n.window = window;
   MhaResult result;
   result.weights = need_weights ? Tensor<4>(Tensor<4>::shape_type{B, H, T, S})
                                 : Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0});
@@ -272,8 +313,7 @@ MhaResult attend_heads_and_project(float* q, std::size_t q_width, const float* k
   //    a (B, T, C) buffer, and with it page faults on every call.
   //    (B, H, T, hs) @ (B, H, hs, S) -> (B, H, T, S);  (B, H, T, S) @ (B, H, S, hs) -> (B, H, T,
   //    hs) then (B, H, T, hs) -> (B, T, C), in place of q.
-  attend({B, H, T, S, hs, hs}, column_heads<const float>(q, T, q_width, hs),
-         column_heads(k, S, kv_width, hs), column_heads(v, S, kv_width, hs),
+  attend(n, column_heads<const float>(q, T, q_width, hs), k_heads, v_heads,
          column_heads(q, T, q_width, hs), causal, need_weights ? result.weights.data() : nullptr);
   // 4. Output projection mixes the heads: (B, T, C) @ (C, C) -> (B, T, C). Without w_o (an
   //    empty matrix: the attention-only variant) the output is the merged heads themselves.
@@ -442,32 +482,35 @@ void attend_backward_range(const Sizes& n, Heads<const float> q, Heads<const flo
       const std::size_t i1 = std::min(T, i0 + kRowBlock);
       const std::size_t rows = i1 - i0;
       const std::size_t keys = causal ? i1 : S;
-      float* dsb = ds + i0 * S;  // (rows, keys), row stride S
-      // 2. dP = dO V^T: (rows, hv) @ (hv, keys) -> (rows, keys)
+      const std::size_t lo = first_block_key(n, i0, small);  // a window skips keys 0..lo-1
+      float* dsb = ds + i0 * S;                              // (rows, keys), row stride S
+      // 2. dP = dO V^T: (rows, hv) @ (hv, keys - lo) -> (rows, keys - lo)
       if (small) {
-        detail::rows_times_transposed(rows, S, hv, 1.0f, doh + i0 * dout.row_stride,
-                                      dout.row_stride, vt, ldt, causal, i0, dsb, S);
+        detail::rows_times_transposed(rows, S - lo, hv, 1.0f, doh + i0 * dout.row_stride,
+                                      dout.row_stride, vt + lo, ldt, causal, i0 - lo, dsb + lo, S);
       } else {
-        head_gemm_t(rows, keys, hv, 1.0f, doh + i0 * dout.row_stride, dout.row_stride, false, vh,
-                    v.row_stride, /*trans_b=*/true, 0.0f, dsb, S);
+        head_gemm_t(rows, keys - lo, hv, 1.0f, doh + i0 * dout.row_stride, dout.row_stride, false,
+                    vh + lo * v.row_stride, v.row_stride, /*trans_b=*/true, 0.0f, dsb + lo, S);
       }
       // 3. dS = P * (dP - sum(dP * P)) per row, the softmax backward over the visible keys.
       //    The masked entries of the row are set to exactly 0 (P = 0 there): the products
-      //    below read whole blocks.
+      //    below read whole blocks (with a window, the keys before the row's first too).
       for (std::size_t r = 0; r < rows; ++r) {
         const std::size_t t = i0 + r;
-        const std::size_t visible = causal ? t + 1 : S;
-        softmax_row_backward(p + t * S, dsb + r * S, visible);
+        const std::size_t first = first_key(n, t), visible = causal ? t + 1 : S;
+        softmax_row_backward(p + t * S + first, dsb + r * S + first, visible - first);
+        std::fill(dsb + r * S, dsb + r * S + first, 0.0f);
         std::fill(dsb + r * S + visible, dsb + r * S + (small ? S : keys), 0.0f);
       }
-      // 4. dQ = dS K / sqrt(hs): (rows, keys) @ (keys, hs) -> (rows, hs). The scale of the
-      //    scores, q k^T / sqrt(hs), carries over to both of their inputs.
+      // 4. dQ = dS K / sqrt(hs): (rows, keys - lo) @ (keys - lo, hs) -> (rows, hs). The scale of
+      //    the scores, q k^T / sqrt(hs), carries over to both of their inputs.
       if (small) {
-        detail::weights_times_rows(rows, S, hs, scale, dsb, S, kh, k.row_stride, causal, i0,
-                                   dqh + i0 * dq.row_stride, dq.row_stride);
+        detail::weights_times_rows(rows, S - lo, hs, scale, dsb + lo, S, kh + lo * k.row_stride,
+                                   k.row_stride, causal, i0 - lo, dqh + i0 * dq.row_stride,
+                                   dq.row_stride);
       } else {
-        head_gemm_t(rows, hs, keys, scale, dsb, S, false, kh, k.row_stride, false, 0.0f,
-                    dqh + i0 * dq.row_stride, dq.row_stride);
+        head_gemm_t(rows, hs, keys - lo, scale, dsb + lo, S, false, kh + lo * k.row_stride,
+                    k.row_stride, false, 0.0f, dqh + i0 * dq.row_stride, dq.row_stride);
       }
     }
     // 1. dV = P^T dO, by blocks of keys [j0, j1): with the causal mask only queries t >= j0
@@ -479,8 +522,8 @@ void attend_backward_range(const Sizes& n, Heads<const float> q, Heads<const flo
     } else {
       for (std::size_t j0 = 0; j0 < S; j0 += kRowBlock) {
         const std::size_t j1 = std::min(S, j0 + kRowBlock);
-        const std::size_t t0 = causal ? j0 : 0;
-        head_gemm_t(j1 - j0, hv, T - t0, 1.0f, p + t0 * S + j0, S, /*trans_a=*/true,
+        const std::size_t t0 = causal ? j0 : 0, t1 = last_query(n, j1);
+        head_gemm_t(j1 - j0, hv, t1 - t0, 1.0f, p + t0 * S + j0, S, /*trans_a=*/true,
                     doh + t0 * dout.row_stride, dout.row_stride, false, 0.0f,
                     dvh + j0 * dv.row_stride, dv.row_stride);
       }
@@ -494,8 +537,8 @@ void attend_backward_range(const Sizes& n, Heads<const float> q, Heads<const flo
     }
     for (std::size_t j0 = 0; j0 < S; j0 += kRowBlock) {
       const std::size_t j1 = std::min(S, j0 + kRowBlock);
-      const std::size_t t0 = causal ? j0 : 0;
-      head_gemm_t(j1 - j0, hs, T - t0, scale, ds + t0 * S + j0, S, /*trans_a=*/true,
+      const std::size_t t0 = causal ? j0 : 0, t1 = last_query(n, j1);
+      head_gemm_t(j1 - j0, hs, t1 - t0, scale, ds + t0 * S + j0, S, /*trans_a=*/true,
                   qh + t0 * q.row_stride, q.row_stride, false, 0.0f, dkh + j0 * dk.row_stride,
                   dk.row_stride);
     }
@@ -564,32 +607,113 @@ Tensor<3> mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_hea
   return out;
 }
 
-void mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
-                 MhaCache& cache, Tensor<3>& out) {
-  detail::check_mha("attn::mha_forward", x, w, n_heads, /*allow_no_proj=*/true);
-  require(&out != &x, "attn::mha_forward", "out must not be x");
+namespace {
+
+// The attention of a block, general form: H query heads sharing KV key/value heads (KV = H:
+// multi-head attention), RoPE on q and k when `rope`, a sliding window (0 = none).
+struct Parts {
+  std::size_t H, KV;
+  bool causal;
+  std::size_t window;
+  bool rope;
+  double theta;
+};
+
+Parts mha_parts(std::size_t n_heads, bool causal) {
+  return {n_heads, n_heads, causal, 0, false, 10000.0};
+}
+
+Parts gqa_parts(const GqaConfig& c) {
+  return {c.n_heads, c.n_kv_heads, c.causal, c.window, c.rope, c.theta};
+}
+
+// The grouped-query checks, one line each (like attn::gqa_forward's).
+void check_gqa(const char* fn, const Tensor<3>& x, const MhaWeights& w, const Parts& a) {
+  const std::size_t C = x.shape()[2];
+  require(C >= 1, fn, [&] { return "x is " + shape_str(x.shape()) + ", expected C >= 1"; });
+  require(a.H >= 1 && C % a.H == 0, fn, [&] {
+    return "n_heads = " + std::to_string(a.H) + " does not divide C = " + std::to_string(C);
+  });
+  require(a.KV >= 1 && a.H % a.KV == 0, fn, [&] {
+    return "n_kv_heads = " + std::to_string(a.KV) +
+           " does not divide n_heads = " + std::to_string(a.H);
+  });
+  const std::size_t kv_cols = a.KV * (C / a.H);
+  const auto check = [&](const char* name, const Matrix& m, std::size_t cols) {
+    if (m.shape()[0] == C && m.shape()[1] == cols) return;
+    require(false, fn, [&] {
+      return std::string(name) + " is " + shape_str(m.shape()) + ", expected (" +
+             std::to_string(C) + ", " + std::to_string(cols) + ")";
+    });
+  };
+  check("w_q", w.w_q, C);
+  check("w_k", w.w_k, kv_cols);
+  check("w_v", w.w_v, kv_cols);
+  check("w_o", w.w_o, C);
+  require(a.causal || a.window == 0, fn, "a sliding window needs causal attention");
+  if (a.rope) {
+    const std::size_t hs = C / a.H;
+    require(hs % 2 == 0, fn, [&] {
+      return "head size hs = " + std::to_string(hs) + " is odd, but RoPE rotates pairs";
+    });
+  }
+}
+
+// Step 1 of every form: q | k | v = x @ w_q | x @ w_k | x @ w_v into the rows of qkv, (B*T, C +
+// 2 KV hs), then q and k rotated in place (RoPE). Returns the row width.
+std::size_t project_qkv(const Tensor<3>& x, const MhaWeights& w, const Parts& a, float* qkv) {
   const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
-  const std::size_t H = n_heads, hs = C / H;
+  const std::size_t hs = C / a.H, kvc = a.KV * hs, width = C + 2 * kvc;
+  // (B, T, C) @ (C, C) -> (B, T, C);  (B, T, C) @ (C, KV*hs) -> (B, T, KV*hs), twice
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_q.data(), C, false, 0.0f, qkv, width);
+  gemm_strided(B * T, kvc, C, 1.0f, x.data(), C, false, w.w_k.data(), kvc, false, 0.0f, qkv + C,
+               width);
+  gemm_strided(B * T, kvc, C, 1.0f, x.data(), C, false, w.w_v.data(), kvc, false, 0.0f,
+               qkv + C + kvc, width);
+  // RoPE: q and k turned by their positions 0..T-1 (v carries content, not position).
+  if (a.rope) {
+    rope_in_place({qkv, B, T, C, width}, hs, a.theta, 0);
+    rope_in_place({qkv + C, B, T, kvc, width}, hs, a.theta, 0);
+  }
+  return width;
+}
+
+// The kernel's view of the heads in a projection buffer of row width `width`: q's H heads, k's
+// and v's KV heads, each read by a group of H / KV query heads.
+struct QkvHeads {
+  Heads<const float> q, k, v;
+};
+QkvHeads qkv_heads(const float* qkv, std::size_t T, std::size_t C, std::size_t width,
+                   const Parts& a) {
+  const std::size_t hs = C / a.H, kvc = a.KV * hs;
+  QkvHeads h{column_heads(qkv, T, width, hs), column_heads(qkv + C, T, width, hs),
+             column_heads(qkv + C + kvc, T, width, hs)};
+  h.k.group = h.v.group = a.H / a.KV;
+  return h;
+}
+
+void attention_forward(const Tensor<3>& x, const MhaWeights& w, const Parts& a, MhaCache& cache,
+                       Tensor<3>& out) {
+  const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
+  const std::size_t H = a.H, hs = C / H, width = C + 2 * a.KV * hs;
   // The cache's buffers are reused when the shapes repeat (a training loop).
   ensure_shape<3>(cache.x, {B, T, C});
-  ensure_shape<3>(cache.qkv, {B, T, 3 * C});
+  ensure_shape<3>(cache.qkv, {B, T, width});
   ensure_shape<4>(cache.weights, {B, H, T, T});
   ensure_shape<3>(cache.heads, {B, T, C});
   // The backward needs x. A caller may compute x straight into cache.x (block_forward does):
   // then there is nothing to copy.
   if (&x != &cache.x) std::copy(x.begin(), x.end(), cache.x.begin());
-  // 1. q | k | v into the (B, T, 3C) buffer, as mha_forward: (B, T, C) @ (C, C) -> (B, T, C) x 3
+  // 1. q | k | v into the (B, T, C + 2 KV hs) buffer (RoPE applied).
   float* qkv = cache.qkv.data();
-  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_q.data(), C, false, 0.0f, qkv, 3 * C);
-  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_k.data(), C, false, 0.0f, qkv + C, 3 * C);
-  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_v.data(), C, false, 0.0f, qkv + 2 * C,
-               3 * C);
+  project_qkv(x, w, a, qkv);
   // 2-3. Attention per head, heads read in place; the weights kept (the backward needs P), the
   //      merged heads written to their own buffer (q must survive for dK).
-  attend({B, H, T, T, hs, hs}, column_heads<const float>(qkv, T, 3 * C, hs),
-         column_heads<const float>(qkv + C, T, 3 * C, hs),
-         column_heads<const float>(qkv + 2 * C, T, 3 * C, hs),
-         column_heads(cache.heads.data(), T, C, hs), causal, cache.weights.data());
+  const QkvHeads in = qkv_heads(qkv, T, C, width, a);
+  Sizes n{B, H, T, T, hs, hs};
+  n.window = a.window;
+  attend(n, in.q, in.k, in.v, column_heads(cache.heads.data(), T, C, hs), a.causal,
+         cache.weights.data());
   // 4. Output projection (B, T, C) @ (C, C) -> (B, T, C), or the merged heads without w_o.
   ensure_shape<3>(out, {B, T, C});
   if (w.w_o.size() == 0) {
@@ -600,52 +724,93 @@ void mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, b
                out.data(), C);
 }
 
-void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
-                  std::size_t n_heads, bool causal, Tensor<3>& dx, MhaWeights& grads) {
+// dst (rows, kvc) = for each K/V head g, the sum over its group's query heads h of src's head h
+// (rows of src_width floats, H heads of hs): the backward of sharing a head.
+void sum_groups(const float* src, std::size_t src_width, std::size_t rows, std::size_t H,
+                std::size_t KV, std::size_t hs, float* dst) {
+  const std::size_t group = H / KV, kvc = KV * hs;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* s = src + r * src_width;
+    float* d = dst + r * kvc;
+    for (std::size_t g = 0; g < KV; ++g) {
+      float* dg = d + g * hs;
+      std::copy(s + g * group * hs, s + (g * group + 1) * hs, dg);
+      for (std::size_t h = g * group + 1; h < (g + 1) * group; ++h)
+        for (std::size_t i = 0; i < hs; ++i) dg[i] += s[h * hs + i];
+    }
+  }
+}
+
+void attention_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
+                        const Parts& a, Tensor<3>& dx, MhaWeights& grads) {
   const char* fn = "attn::mha_backward";
-  detail::check_mha_backward(fn, dout, cache.x, w, n_heads, grads);
   const std::size_t B = cache.x.shape()[0], T = cache.x.shape()[1], C = cache.x.shape()[2];
-  const std::size_t H = n_heads, hs = C / H, rows = B * T;
+  const std::size_t H = a.H, KV = a.KV, hs = C / H, rows = B * T;
+  const std::size_t kvc = KV * hs, width = C + 2 * kvc;
   const std::array<std::size_t, 4> w_shape{B, H, T, T};
   if (!std::equal(w_shape.begin(), w_shape.end(), cache.weights.shape().begin()) ||
-      cache.qkv.size() != rows * 3 * C || cache.heads.size() != rows * C) {
+      cache.qkv.size() != rows * width || cache.heads.size() != rows * C) {
     shape_error(fn,
-                "a cache filled by mha_forward(..., cache) for x " + shape_str(cache.x.shape()) +
-                    " and " + std::to_string(H) + " heads",
+                "a cache filled by the forward for x " + shape_str(cache.x.shape()) + " and " +
+                    std::to_string(H) + " heads",
                 "weights " + shape_str(cache.weights.shape()));
   }
   const bool proj = w.w_o.size() != 0;
   ensure_shape<3>(dx, {B, T, C});
-  // Scratch kept by the calling thread between calls: dheads (B*T, C), dqkv (B*T, 3C).
+  // Scratch kept by the calling thread between calls: dq | dk | dv per query head (B*T, 3C),
+  // dheads (B*T, C), and with shared heads (KV < H) dk | dv per K/V head (B*T, 2 KV hs).
+  const bool grouped = KV != H;
   thread_local std::vector<float> scratch;
-  if (scratch.size() < rows * 4 * C) scratch.resize(rows * 4 * C);
-  float* dqkv = scratch.data();  // (B, T, 3C) dq | dk | dv, the layout of qkv
+  const std::size_t need = rows * 4 * C + (grouped ? rows * 2 * kvc : 0);
+  if (scratch.size() < need) scratch.resize(need);
+  float* dqkv = scratch.data();  // (B, T, 3C) dq | dk | dv, H heads each
   const float* dheads = dout.data();
   // 1. Output projection out = heads @ w_o:
   //    dheads = dout @ w_o^T     (B*T, C) @ (C, C) -> (B*T, C)
   //    dw_o  += heads^T @ dout   (C, B*T) @ (B*T, C) -> (C, C)
-  //    (dw_o is computed in step 3, beside the other weight gradients)
+  //    (dw_o is computed in step 4, beside the other weight gradients)
   if (proj) {
     float* dh = scratch.data() + rows * 3 * C;
     gemm(rows, C, C, 1.0f, dout.data(), false, w.w_o.data(), true, 0.0f, dh);
     dheads = dh;
   }
   // 2. Attention per (b, h), heads read in place from qkv and dheads; dq, dk, dv written in
-  //    place into the column blocks of dqkv (no split/merge copies).
-  const float* qkv = cache.qkv.data();
-  attend_backward({B, H, T, T, hs, hs}, column_heads<const float>(qkv, T, 3 * C, hs),
-                  column_heads<const float>(qkv + C, T, 3 * C, hs),
-                  column_heads<const float>(qkv + 2 * C, T, 3 * C, hs),
-                  column_heads<const float>(dheads, T, C, hs), cache.weights.data(),
-                  column_heads(dqkv, T, 3 * C, hs), column_heads(dqkv + C, T, 3 * C, hs),
-                  column_heads(dqkv + 2 * C, T, 3 * C, hs), causal);
-  // 3. The projections q = x @ w_q (and k, v):
+  //    place into the column blocks of dqkv, one block per query head (no split/merge copies).
+  const QkvHeads in = qkv_heads(cache.qkv.data(), T, C, width, a);
+  Sizes n{B, H, T, T, hs, hs};
+  n.window = a.window;
+  attend_backward(n, in.q, in.k, in.v, column_heads<const float>(dheads, T, C, hs),
+                  cache.weights.data(), column_heads(dqkv, T, 3 * C, hs),
+                  column_heads(dqkv + C, T, 3 * C, hs), column_heads(dqkv + 2 * C, T, 3 * C, hs),
+                  a.causal);
+  // 3. A K/V head read by a group of query heads gets the sum of their gradients:
+  //    (B*T, H hs) -> (B*T, KV hs), for dk and dv. Then RoPE's backward turns dq and dk back.
+  const float* dk = dqkv + C;
+  const float* dv = dqkv + 2 * C;
+  std::size_t ld_kv = 3 * C;
+  if (grouped) {
+    float* dkv = scratch.data() + rows * 4 * C;  // (B*T, 2 KV hs) dk | dv
+    sum_groups(dqkv + C, 3 * C, rows, H, KV, hs, dkv);
+    sum_groups(dqkv + 2 * C, 3 * C, rows, H, KV, hs, dkv + rows * kvc);
+    dk = dkv;
+    dv = dkv + rows * kvc;
+    ld_kv = kvc;
+  }
+  if (a.rope) {
+    rope_in_place({dqkv, B, T, C, 3 * C}, hs, a.theta, 0, /*inverse=*/true);
+    rope_in_place({const_cast<float*>(dk), B, T, kvc, ld_kv}, hs, a.theta, 0, /*inverse=*/true);
+  }
+  // 4. The projections q = x @ w_q (and k, v):
   //    dw_q += x^T @ dq          (C, B*T) @ (B*T, C) -> (C, C), dq read in place (ld 3C)
-  //    dx = dq @ w_q^T + dk @ w_k^T + dv @ w_v^T   (B*T, C) @ (C, C) -> (B*T, C), summed by beta
-  //    The weight gradients (with dw_o += heads^T @ dout) are independent GEMMs of equal size:
-  //    they run side by side over the threads, each computed the same way on any thread count.
+  //    dw_k += x^T @ dk          (C, B*T) @ (B*T, KV hs) -> (C, KV hs), likewise dw_v
+  //    dx = dq @ w_q^T + dk @ w_k^T + dv @ w_v^T   (B*T, .) @ (., C) -> (B*T, C), summed by beta
+  //    The weight gradients (with dw_o += heads^T @ dout) are independent GEMMs: they run side
+  //    by side over the threads, each computed the same way on any thread count.
   const Matrix* weights[3] = {&w.w_q, &w.w_k, &w.w_v};
   Matrix* dweights[3] = {&grads.w_q, &grads.w_k, &grads.w_v};
+  const float* grads_in[3] = {dqkv, dk, dv};
+  const std::size_t lds[3] = {3 * C, ld_kv, ld_kv};
+  const std::size_t cols[3] = {C, kvc, kvc};
   const std::size_t jobs = proj ? 4 : 3;
   detail::run_parts(
       jobs, detail::worker_count(jobs), [&](std::size_t begin, std::size_t end, std::size_t) {
@@ -655,15 +820,73 @@ void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights
             gemm(C, C, rows, 1.0f, cache.heads.data(), true, dout.data(), false, 1.0f,
                  grads.w_o.data());
           } else {
-            gemm_strided(C, C, rows, 1.0f, cache.x.data(), C, /*trans_a=*/true, dqkv + job * C,
-                         3 * C, false, 1.0f, dweights[job]->data(), C);
+            gemm_strided(C, cols[job], rows, 1.0f, cache.x.data(), C, /*trans_a=*/true,
+                         grads_in[job], lds[job], false, 1.0f, dweights[job]->data(), cols[job]);
           }
         }
       });
   for (std::size_t i = 0; i < 3; ++i) {
-    gemm_strided(rows, C, C, 1.0f, dqkv + i * C, 3 * C, false, weights[i]->data(), C,
+    gemm_strided(rows, C, cols[i], 1.0f, grads_in[i], lds[i], false, weights[i]->data(), cols[i],
                  /*trans_b=*/true, i == 0 ? 0.0f : 1.0f, dx.data(), C);
   }
+}
+
+}  // namespace
+
+void mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
+                 MhaCache& cache, Tensor<3>& out) {
+  detail::check_mha("attn::mha_forward", x, w, n_heads, /*allow_no_proj=*/true);
+  require(&out != &x, "attn::mha_forward", "out must not be x");
+  attention_forward(x, w, mha_parts(n_heads, causal), cache, out);
+}
+
+void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
+                  std::size_t n_heads, bool causal, Tensor<3>& dx, MhaWeights& grads) {
+  detail::check_mha_backward("attn::mha_backward", dout, cache.x, w, n_heads, grads);
+  attention_backward(dout, cache, w, mha_parts(n_heads, causal), dx, grads);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Grouped-query attention, RoPE, sliding window (chapter 11)
+// ---------------------------------------------------------------------------------------------
+
+void gqa_forward(const Tensor<3>& x, const MhaWeights& w, const GqaConfig& config, MhaCache& cache,
+                 Tensor<3>& out) {
+  constexpr const char* kFn = "attn::fast::gqa_forward";
+  const Parts a = gqa_parts(config);
+  check_gqa(kFn, x, w, a);
+  require(&out != &x, kFn, "out must not be x");
+  attention_forward(x, w, a, cache, out);
+}
+
+void gqa_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
+                  const GqaConfig& config, Tensor<3>& dx, MhaWeights& grads) {
+  constexpr const char* kFn = "attn::fast::gqa_backward";
+  const Parts a = gqa_parts(config);
+  check_gqa(kFn, cache.x, w, a);
+  check_gqa(kFn, cache.x, grads, a);
+  if (dout.shape() != cache.x.shape()) {
+    shape_error(kFn, "dout " + shape_str(cache.x.shape()) + " (like the forward's input)",
+                "dout " + shape_str(dout.shape()));
+  }
+  attention_backward(dout, cache, w, a, dx, grads);
+}
+
+MhaResult gqa_forward(const Tensor<3>& x, const MhaWeights& w, const GqaConfig& config,
+                      bool need_weights) {
+  constexpr const char* kFn = "attn::fast::gqa_forward";
+  const Parts a = gqa_parts(config);
+  check_gqa(kFn, x, w, a);
+  const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
+  const std::size_t hs = C / a.H, kvc = a.KV * hs;
+  // 1. q | k | v (RoPE applied) into a buffer kept by the thread between calls.
+  thread_local std::vector<float> buffer;
+  if (buffer.size() < B * T * (C + 2 * kvc)) buffer.resize(B * T * (C + 2 * kvc));
+  const std::size_t width = project_qkv(x, w, a, buffer.data());
+  // 2-4. Attention per head, written over q, then w_o: as mha_forward, with shared K/V heads.
+  return attend_heads_and_project(buffer.data(), width, buffer.data() + C, buffer.data() + C + kvc,
+                                  width, B, T, T, C, a.H, w.w_o, a.causal, need_weights, a.KV,
+                                  a.window);
 }
 
 // ---------------------------------------------------------------------------------------------

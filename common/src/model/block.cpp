@@ -9,13 +9,14 @@
 #include <string>
 
 #include "attn/core/check.hpp"
-#include "attn/fast/ffn.hpp"
 #include "attn/fast/attention.hpp"
+#include "attn/fast/ffn.hpp"
+#include "attn/fast/gqa.hpp"
 #include "attn/fast/layernorm.hpp"
+#include "attn/fast/rmsnorm.hpp"
+#include "attn/fast/swiglu.hpp"
 #include "attn/ops/dropout.hpp"
 #include "attn/ops/layernorm.hpp"
-#include "attn/ops/rmsnorm.hpp"
-#include "attn/ops/swiglu.hpp"
 #include "../core/parallel.hpp"
 
 namespace attn {
@@ -219,7 +220,8 @@ const Tensor<3>& norm(const Tensor<3>& x, const Vector& gamma, const Vector& bet
                       const BlockConfig& config, Tensor<3>& storage) {
   if (!config.use_layer_norm) return x;
   if (config.normalization == Normalization::rmsnorm) {
-    storage = rms_norm<float, 3>(x, gamma, static_cast<double>(config.eps));
+    thread_local RmsNormCache<float> unused;
+    fast::rms_norm(x, gamma, static_cast<double>(config.eps), unused, storage);
     return storage;
   }
   // Without biases LayerNorm has no beta: it adds zeros.
@@ -246,9 +248,6 @@ GqaConfig gqa_config(const BlockConfig& c) {
   return g;
 }
 
-// The attention weights as the reference GQA takes them (a copy: four matrices per call).
-GqaWeights<float> gqa_weights(const MhaWeights& w) { return {w.w_q, w.w_k, w.w_v, w.w_o}; }
-
 // The MLP's weights with zero biases in place of the empty ones (no biases), kept by the thread.
 const FfnWeights& mlp_weights(const FfnWeights& w, const BlockConfig& config) {
   if (config.bias) return w;
@@ -260,22 +259,18 @@ const FfnWeights& mlp_weights(const FfnWeights& w, const BlockConfig& config) {
   return s;
 }
 
-// The attention step of the evaluation forward: chapter 05's MHA on the fast kernels, or the
-// reference grouped-query attention (RoPE, window) for the other parts.
+// The attention step of the evaluation forward: chapter 05's MHA, or grouped-query attention
+// (RoPE, window) for the other parts, both on the fast kernels.
 MhaResult attention_eval(const Tensor<3>& x, const MhaWeights& w, const BlockConfig& config) {
   if (!gqa_attention(config)) {
     return fast::mha_forward(x, w, config.n_heads, config.causal, config.keep_weights);
   }
-  GqaResult<float> r = gqa_forward<float>(x, gqa_weights(w), gqa_config(config));
-  MhaResult out;
-  out.out = std::move(r.out);
-  if (config.keep_weights) out.weights = std::move(r.weights);
-  return out;
+  return fast::gqa_forward(x, w, gqa_config(config), config.keep_weights);
 }
 
-// The FFN step of the evaluation forward: the MLP (fast kernels) or SwiGLU (the reference).
+// The FFN step of the evaluation forward: the MLP or SwiGLU (fast kernels).
 Tensor<3> ffn_eval(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config) {
-  if (config.ffn == FfnKind::swiglu) return swiglu_forward<float>(x, w.swiglu);
+  if (config.ffn == FfnKind::swiglu) return fast::swiglu_forward(x, w.swiglu);
   return fast::ffn_forward(x, mlp_weights(w.ffn, config), config.activation);
 }
 
@@ -462,16 +457,17 @@ void clear_any(T& t) {
   if (t.size() != 0) t = T(typename T::shape_type{});
 }
 
-// ---- The parts in the training forward and the backward: each step dispatches to chapter
-// 06's fast kernels for the default part, or to the reference op of the other part, and keeps
-// what that part's backward reads (the other part's cache fields are emptied).
+// ---- The parts in the training forward and the backward: each step dispatches to the fast
+// kernel of its part (chapter 06's for the default parts, fast/rmsnorm, fast/gqa, fast/swiglu
+// for the others) and keeps what that part's backward reads (the other part's cache fields are
+// emptied).
 
 // out = norm(x) (LayerNorm or RMSNorm), keeping mean and rstd (ln) or rstd (rms).
 void norm_forward(const Tensor<3>& x, const Vector& gamma, const Vector& beta, const BlockConfig& c,
                   LayerNormCache& ln, RmsNormCache<float>& rms, Tensor<3>& out) {
   if (c.normalization == Normalization::rmsnorm) {
     clear(ln);
-    out = rms_norm<float, 3>(x, gamma, static_cast<double>(c.eps), rms);
+    fast::rms_norm(x, gamma, static_cast<double>(c.eps), rms, out);
     return;
   }
   clear_any(rms.rstd);
@@ -485,9 +481,7 @@ void norm_backward(const Tensor<3>& dy, const Tensor<3>& x, const Vector& gamma,
                    const BlockConfig& c, const LayerNormCache& ln, const RmsNormCache<float>& rms,
                    Tensor<3>& dx, Vector& dgamma, Vector& dbeta) {
   if (c.normalization == Normalization::rmsnorm) {
-    RmsNormGrads<float, 3> g = rms_norm_backward<float, 3>(dy, x, gamma, rms);
-    add_into_buffer(dgamma, g.dgamma);
-    dx = std::move(g.dx);
+    fast::rms_norm_backward(dy, x, gamma, rms, dx, dgamma);
     return;
   }
   if (dbeta.size() == 0) {  // no biases: beta's gradient has nowhere to go
@@ -499,24 +493,15 @@ void norm_backward(const Tensor<3>& dy, const Tensor<3>& x, const Vector& gamma,
   fast::layer_norm_backward<3>(dy, x, gamma, ln, dx, dgamma, dbeta);
 }
 
-// out = attention(x): chapter 05's MHA (cache.attn) or the reference GQA (cache.gqa).
+// out = attention(x): chapter 05's MHA or grouped-query attention (RoPE, window), both keeping
+// their input, q | k | v, the weights and the merged heads in cache.attn.
 void attention_forward(const Tensor<3>& x, const MhaWeights& w, const BlockConfig& c,
                        BlockCache& cache, Tensor<3>& out) {
   if (!gqa_attention(c)) {
-    clear_any(cache.gqa.x);
-    clear_any(cache.gqa.q);
-    clear_any(cache.gqa.k);
-    clear_any(cache.gqa.v);
-    clear_any(cache.gqa.weights);
-    clear_any(cache.gqa.heads);
     fast::mha_forward(x, w, c.n_heads, c.causal, cache.attn, out);
     return;
   }
-  clear(cache.attn.x);
-  clear(cache.attn.qkv);
-  clear_any(cache.attn.weights);
-  clear(cache.attn.heads);
-  out = gqa_forward<float>(x, gqa_weights(w), gqa_config(c), cache.gqa);
+  fast::gqa_forward(x, w, gqa_config(c), cache.attn, out);
 }
 
 void attention_backward(const Tensor<3>& dout, const BlockCache& cache, const MhaWeights& w,
@@ -525,24 +510,17 @@ void attention_backward(const Tensor<3>& dout, const BlockCache& cache, const Mh
     fast::mha_backward(dout, cache.attn, w, c.n_heads, c.causal, dx, grads);
     return;
   }
-  // The reference's gradients, from zero, then added into grads' own buffers.
-  GqaWeights<float> g{xt::zeros<float>(grads.w_q.shape()), xt::zeros<float>(grads.w_k.shape()),
-                      xt::zeros<float>(grads.w_v.shape()), xt::zeros<float>(grads.w_o.shape())};
-  gqa_backward<float>(dout, cache.gqa, gqa_weights(w), gqa_config(c), dx, g);
-  add_into_buffer(grads.w_q, g.w_q);
-  add_into_buffer(grads.w_k, g.w_k);
-  add_into_buffer(grads.w_v, g.w_v);
-  add_into_buffer(grads.w_o, g.w_o);
+  fast::gqa_backward(dout, cache.attn, w, gqa_config(c), dx, grads);
 }
 
-// out = FFN(x): the MLP (cache.ffn, fast kernels) or SwiGLU (cache.swiglu, the reference).
+// out = FFN(x): the MLP (cache.ffn) or SwiGLU (cache.swiglu).
 void ffn_forward_part(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& c,
                       BlockCache& cache, Tensor<3>& out) {
   if (c.ffn == FfnKind::swiglu) {
     clear(cache.ffn.x);
     clear(cache.ffn.pre);
     clear(cache.ffn.act);
-    out = swiglu_forward<float>(x, w.swiglu, cache.swiglu);
+    fast::swiglu_forward(x, w.swiglu, cache.swiglu, out);
     return;
   }
   clear_any(cache.swiglu.x);
@@ -555,13 +533,7 @@ void ffn_forward_part(const Tensor<3>& x, const BlockWeights& w, const BlockConf
 void ffn_backward_part(const Tensor<3>& dy, const BlockCache& cache, const BlockWeights& w,
                        const BlockConfig& c, Tensor<3>& dx, BlockWeights& grads) {
   if (c.ffn == FfnKind::swiglu) {
-    SwigluWeights<float> g{xt::zeros<float>(w.swiglu.w_gate.shape()),
-                           xt::zeros<float>(w.swiglu.w_up.shape()),
-                           xt::zeros<float>(w.swiglu.w_down.shape())};
-    swiglu_backward<float>(dy, cache.swiglu, w.swiglu, dx, g);
-    add_into_buffer(grads.swiglu.w_gate, g.w_gate);
-    add_into_buffer(grads.swiglu.w_up, g.w_up);
-    add_into_buffer(grads.swiglu.w_down, g.w_down);
+    fast::swiglu_backward(dy, cache.swiglu, w.swiglu, dx, grads.swiglu);
     return;
   }
   if (c.bias) {
@@ -616,9 +588,8 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
   if (config.norm == NormPlacement::pre) {
     clear(cache.ln2_in);
     // 1. h = ln1(x): the backward of ln1 needs x (and mean, rstd). h is written straight into
-    //    cache.attn.x, where MHA keeps its input (so it copies nothing).
-    //    (The reference GQA copies its input into cache.gqa.x: h goes to scratch then.)
-    Tensor<3>& h1 = gqa_attention(config) ? h : cache.attn.x;
+    //    cache.attn.x, where the attention keeps its input (so it copies nothing).
+    Tensor<3>& h1 = cache.attn.x;
     if (ln) {
       copy_into(cache.x, x);
       norm_forward(x, w.ln1_gamma, w.ln1_beta, config, cache.ln1, cache.rms1, h1);
@@ -650,9 +621,9 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
       copy_into(cache.residual1, out);
     }
     if (!ln) clear(cache.residual1);
-    // 4. h = ln2(x), straight into cache.ffn.x where the FFN keeps its input (SwiGLU copies
-    //    its input into cache.swiglu.x: scratch then).
-    Tensor<3>& h2 = config.ffn == FfnKind::swiglu ? h : cache.ffn.x;
+    // 4. h = ln2(x), straight into where the FFN keeps its input: cache.ffn.x (the MLP) or
+    //    cache.swiglu.x.
+    Tensor<3>& h2 = config.ffn == FfnKind::swiglu ? cache.swiglu.x : cache.ffn.x;
     if (ln) {
       norm_forward(stream, w.ln2_gamma, w.ln2_beta, config, cache.ln2, cache.rms2, h2);
     } else {
@@ -718,7 +689,7 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
                     const BlockConfig& config, Tensor<3>& dx, BlockWeights& grads) {
   constexpr const char* kFn = "attn::block_backward";
   // (B, T, C): the attention's input has the block's shape
-  const Tensor<3>& x_in = gqa_attention(config) ? cache.gqa.x : cache.attn.x;
+  const Tensor<3>& x_in = cache.attn.x;
   if (dout.shape() != x_in.shape()) {
     shape_error(kFn, "dout of shape " + shape_str(x_in.shape()) + " (like the block's output)",
                 "dout " + shape_str(dout.shape()));
@@ -829,10 +800,9 @@ std::size_t activation_floats(const BlockCache& c) {
          c.ln2.rstd.size() + c.ln1_in.size() + c.ln1_out.size() + c.ln2_in.size() +
          c.ln2_out.size() + c.attn.x.size() + c.attn.qkv.size() + c.attn.weights.size() +
          c.attn.heads.size() + c.residual1.size() + c.ffn.x.size() + c.ffn.pre.size() +
-         c.ffn.act.size() + c.drop_attn.size() + c.drop_ffn.size() + c.gqa.x.size() +
-         c.gqa.q.size() + c.gqa.k.size() + c.gqa.v.size() + c.gqa.weights.size() +
-         c.gqa.heads.size() + c.rms1.rstd.size() + c.rms2.rstd.size() + c.swiglu.x.size() +
-         c.swiglu.a.size() + c.swiglu.u.size() + c.swiglu.h.size();
+         c.ffn.act.size() + c.drop_attn.size() + c.drop_ffn.size() + c.rms1.rstd.size() +
+         c.rms2.rstd.size() + c.swiglu.x.size() + c.swiglu.a.size() + c.swiglu.u.size() +
+         c.swiglu.h.size();
 }
 
 std::size_t block_activation_floats(std::size_t B, std::size_t T, std::size_t C, std::size_t F,

@@ -72,9 +72,9 @@ struct BlockConfig {
   // (the training forward); block_forward without a cache is the evaluation forward and ignores
   // it. 0: off.
   float dropout = 0.0f;
-  // The parts (above). The defaults are chapter 06's block. Any other part runs attention
-  // through attn::gqa_forward (ops/gqa.hpp), RMSNorm through attn::rms_norm and SwiGLU through
-  // attn::swiglu_forward, the references, each with its backward.
+  // The parts (above). The defaults are chapter 06's block. Any other part runs on its own fast
+  // kernel (attn/fast/gqa.hpp, rmsnorm.hpp, swiglu.hpp), each tested equal to its reference
+  // (attn::gqa_forward, attn::rms_norm, attn::swiglu_forward).
   Normalization normalization = Normalization::layernorm;  // when use_layer_norm
   FfnKind ffn = FfnKind::mlp;                              // when use_ffn
   std::size_t n_kv_heads = 0;   // KV, key/value heads (grouped-query attention); 0 = n_heads
@@ -137,10 +137,10 @@ struct BlockCache {
   // config.dropout > 0: the scaled keep-masks (B, T, C), 0 or 1 / (1 - p) (ops/dropout.hpp), of
   // the attention's output and the FFN's output; empty when dropout is off.
   Tensor<3> drop_attn, drop_ffn;
-  // Other parts (block_default_parts false): what their reference ops keep. The attention then
-  // keeps its input in gqa.x (attn stays empty); RMSNorm keeps rstd per token in rms1 / rms2
-  // (ln1 / ln2 empty); SwiGLU keeps its input, a, u and h in swiglu (ffn empty).
-  GqaCache<float> gqa;
+  // Other parts (block_default_parts false), on their fast kernels (fast/gqa.hpp, rmsnorm.hpp,
+  // swiglu.hpp): grouped-query attention keeps what MHA keeps, in attn (qkv is (B, T, C +
+  // 2 KV hs), q and k after RoPE); RMSNorm keeps rstd per token in rms1 / rms2 (ln1 / ln2
+  // empty); SwiGLU keeps its input, a, u and h in swiglu (ffn empty).
   RmsNormCache<float> rms1, rms2;
   SwigluCache<float> swiglu;
 };
