@@ -38,7 +38,7 @@ namespace ch11 {
 TableSize table_size(bool full) {
   // The CPU model of the full table; the default is a smaller one that trains in about a minute.
   if (full) return {64, 4, 4, 64, 32, 2000, 3, 200, 100};
-  return {32, 4, 2, 32, 16, 300, 2, 100, 20};
+  return {32, 4, 2, 32, 16, 500, 3, 100, 20};
 }
 
 std::size_t table_window(const Options& o, const TableSize& z) {
@@ -201,8 +201,9 @@ void show_rope(const RopeDemo& r) {
   fmt::print(
       "GPT-NeoX and Hugging Face pair feature i with i + hs/2 instead (\"rotate-half\"). Reorder\n"
       "the interleaved features by ({}) and the rotate-half RoPE gives the\n"
-      "reordered interleaved result: largest difference {}. The same model, its\n"
-      "w_q and w_k columns permuted: how Llama checkpoints are converted between the two.\n",
+      "reordered interleaved result: largest difference {}.\n"
+      "The same model, its w_q and w_k columns permuted: how Llama checkpoints are converted\n"
+      "between the two.\n",
       perm, rounding_text(r.half_diff));
 }
 
@@ -517,8 +518,8 @@ int main(int argc, char** argv) {
                "W, the window of section 5 and the window row (default: T / 4 of the table)", 1,
                64);
   cli.add_flag("--table", o.table,
-               "the full table: C 64, H 4, L 4, T 64, B 32, 2000 steps, 3 seeds (hours on the "
-               "reference ops; split it with --table-rows and --table-seeds)");
+               "the full table: C 64, H 4, L 4, T 64, B 32, 2000 steps, 3 seeds (24 runs; split "
+               "it with --table-rows and --table-seeds)");
   cli.add_string("--table-rows", o.table_rows,
                  "LIST: only these rows, by name, e.g. base,llama (default: all)");
   cli.add_string("--table-seeds", o.table_seeds,

@@ -102,15 +102,14 @@ TEST_CASE("fast RoPE refuses an odd head size and a bad theta, in one line") {
   CHECK_THROWS_WITH_AS(attn::fast::rope(x), doctest::Contains("hs = 5 is odd"),
                        std::invalid_argument);
   const Tensor<4> y = attn::randn<4>(rng, {1, 1, 2, 4});
-  CHECK_THROWS_WITH_AS(attn::fast::rope(y, 0.0), doctest::Contains("theta"),
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(attn::fast::rope(y, 0.0), doctest::Contains("theta"), std::invalid_argument);
 }
 
 // ---- RMSNorm ----
 
 TEST_CASE("fast RMSNorm equals attn::rms_norm bit for bit, forward and backward") {
-  const std::array<std::array<std::size_t, 3>, 4> shapes{{{1, 1, 1}, {2, 3, 5}, {3, 100, 7},
-                                                          {1, 1, 64}}};
+  const std::array<std::array<std::size_t, 3>, 4> shapes{
+      {{1, 1, 1}, {2, 3, 5}, {3, 100, 7}, {1, 1, 64}}};
   attn::Rng rng(4);
   for (const auto& shape : shapes) {
     INFO("x " << attn::shape_str(shape));
@@ -121,7 +120,8 @@ TEST_CASE("fast RMSNorm equals attn::rms_norm bit for bit, forward and backward"
     const attn::Vector dgamma0 = attn::randn<1>(rng, {C});  // gradients accumulate onto it
     attn::RmsNormCache<float> ref_cache;
     const Tensor<3> ref = attn::rms_norm<float, 3>(x, gamma, 1e-5, ref_cache);
-    const attn::RmsNormGrads<float, 3> g = attn::rms_norm_backward<float, 3>(dy, x, gamma, ref_cache);
+    const attn::RmsNormGrads<float, 3> g =
+        attn::rms_norm_backward<float, 3>(dy, x, gamma, ref_cache);
     const attn::Vector want_dgamma = dgamma0 + g.dgamma;
     for (std::size_t threads : {1, 3}) {
       on_threads(threads, [&] {
@@ -206,8 +206,8 @@ TEST_CASE("fast SwiGLU: a gate off by one part in a thousand fails the tolerance
   attn::fast::swiglu_forward(x, w, cache, y);
   attn::SwigluWeights<float> off = w;
   off.w_up *= 1.001f;  // h = silu(a) * u scaled by 1.001
-  CHECK_FALSE(attn::testing::tensor_mismatch(y, attn::swiglu_forward<float>(x, off), kAtol, kRtol)
-                  .empty());
+  CHECK_FALSE(
+      attn::testing::tensor_mismatch(y, attn::swiglu_forward<float>(x, off), kAtol, kRtol).empty());
 }
 
 TEST_CASE("fast SwiGLU refuses mis-shaped weights, in one line") {
@@ -217,8 +217,7 @@ TEST_CASE("fast SwiGLU refuses mis-shaped weights, in one line") {
   attn::SwigluCache<float> cache;
   Tensor<3> y;
   CHECK_THROWS_WITH_AS(attn::fast::swiglu_forward(attn::randn<3>(rng, {1, 2, 4}), w, cache, y),
-                       doctest::Contains("w_up is (4, 5), expected (4, 6)"),
-                       std::invalid_argument);
+                       doctest::Contains("w_up is (4, 5), expected (4, 6)"), std::invalid_argument);
 }
 
 // ---- Grouped-query attention, RoPE, sliding window ----
@@ -440,8 +439,9 @@ Block64Result block64(const Tensor64<3>& x, const Tensor64<3>& dout, const attn:
     attn::swiglu_backward<double>(dout, sc, sw, dh, r.dsw);
   } else {
     const std::size_t F = wf.ffn.w1.shape()[1];
-    attn::FfnWeights64 m{to64(wf.ffn.w1), wf.ffn.b1.size() ? to64(wf.ffn.b1) : xt::zeros<double>({F}),
-                         to64(wf.ffn.w2), wf.ffn.b2.size() ? to64(wf.ffn.b2) : xt::zeros<double>({C})};
+    attn::FfnWeights64 m{
+        to64(wf.ffn.w1), wf.ffn.b1.size() ? to64(wf.ffn.b1) : xt::zeros<double>({F}),
+        to64(wf.ffn.w2), wf.ffn.b2.size() ? to64(wf.ffn.b2) : xt::zeros<double>({C})};
     attn::FfnCache64 fc;
     r.out = x1 + attn::ffn_forward<double>(h, m, cfg.activation, fc);
     r.dmlp = {xt::zeros<double>(m.w1.shape()), xt::zeros<double>(m.b1.shape()),
@@ -488,8 +488,8 @@ TEST_CASE("the block's training forward and backward with every part equal the f
   const std::size_t B = 2, T = 9, C = 32;
   for (const attn::BlockConfig& cfg : block_parts()) {
     INFO("KV " << attn::kv_heads(cfg) << " rope " << cfg.rope << " window " << cfg.window << " "
-               << attn::ffn_kind_name(cfg.ffn) << " "
-               << attn::normalization_name(cfg.normalization) << " bias " << cfg.bias);
+               << attn::ffn_kind_name(cfg.ffn) << " " << attn::normalization_name(cfg.normalization)
+               << " bias " << cfg.bias);
     const std::size_t F = cfg.ffn == attn::FfnKind::swiglu ? attn::swiglu_width(C) : 4 * C;
     attn::BlockWeights w = attn::block_init(rng, C, F, cfg);
     // Weights that matter: N(0, 0.2) matrices, gammas near 1, betas and biases non-zero.

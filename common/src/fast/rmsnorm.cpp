@@ -21,12 +21,10 @@ constexpr std::size_t kRmsRows = 256;
 template <class Work>
 void for_rows(std::size_t rows, const Work& work) {
   const std::size_t pieces = (rows + kRmsRows - 1) / kRmsRows;
-  detail::run_parts(pieces, detail::worker_count(pieces),
-                    [&](std::size_t first, std::size_t last, std::size_t) {
-                      for (std::size_t r = first * kRmsRows; r < std::min(rows, last * kRmsRows);
-                           ++r)
-                        work(r);
-                    });
+  detail::run_parts(
+      pieces, detail::worker_count(pieces), [&](std::size_t first, std::size_t last, std::size_t) {
+        for (std::size_t r = first * kRmsRows; r < std::min(rows, last * kRmsRows); ++r) work(r);
+      });
 }
 
 void check(const char* fn, const Tensor<3>& x, const Vector& gamma) {
@@ -58,8 +56,7 @@ void rms_norm(const Tensor<3>& x, const Vector& gamma, double eps, RmsNormCache<
       squares += static_cast<double>(xr[j]) * static_cast<double>(xr[j]);
     const double rstd = 1.0 / std::sqrt(squares / static_cast<double>(C) + eps);
     for (std::size_t j = 0; j < C; ++j)
-      yr[j] = static_cast<float>(static_cast<double>(xr[j]) * rstd *
-                                 static_cast<double>(gamma(j)));
+      yr[j] = static_cast<float>(static_cast<double>(xr[j]) * rstd * static_cast<double>(gamma(j)));
     cache.rstd(r) = static_cast<float>(rstd);
   });
 }
@@ -70,7 +67,8 @@ void rms_norm_backward(const Tensor<3>& dy, const Tensor<3>& x, const Vector& ga
   check(kFn, x, gamma);
   const std::size_t C = x.shape()[2], rows = x.size() / C;
   if (dy.shape() != x.shape() || cache.rstd.size() != rows || dgamma.size() != C) {
-    shape_error(kFn, "dy like x " + shape_str(x.shape()) + ", a cache from its forward, dgamma (C,)",
+    shape_error(kFn,
+                "dy like x " + shape_str(x.shape()) + ", a cache from its forward, dgamma (C,)",
                 "dy " + shape_str(dy.shape()) + ", rstd " + shape_str(cache.rstd.shape()));
   }
   // 1. dgamma = sum over tokens of dy * xhat, in token order (read before dx may overwrite dy).

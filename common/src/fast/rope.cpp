@@ -62,14 +62,12 @@ void rope_in_place(const RopeRows& rows, std::size_t hs, double theta, std::size
   const std::size_t n = rows.B * T;
   const std::size_t pieces = (n + kRopeRows - 1) / kRopeRows;
   const double* tab = table.data();  // inside a worker, `table` would name its own copy
-  detail::run_parts(pieces, detail::worker_count(pieces),
-                    [&](std::size_t first, std::size_t last, std::size_t) {
-                      for (std::size_t r = first * kRopeRows; r < std::min(n, last * kRopeRows);
-                           ++r) {
-                        rotate_row(rows.data + r * rows.row_stride, rows.width, hs,
-                                   tab + (r % T) * hs);
-                      }
-                    });
+  detail::run_parts(
+      pieces, detail::worker_count(pieces), [&](std::size_t first, std::size_t last, std::size_t) {
+        for (std::size_t r = first * kRopeRows; r < std::min(n, last * kRopeRows); ++r) {
+          rotate_row(rows.data + r * rows.row_stride, rows.width, hs, tab + (r % T) * hs);
+        }
+      });
 }
 
 namespace {

@@ -95,10 +95,10 @@ void swiglu_forward(const Tensor<3>& x, const SwigluWeights<float>& w, SwigluCac
   if (&x != &cache.x) std::copy(x.begin(), x.end(), cache.x.begin());
   ensure_shape(y, {B, T, C});
   for_chunks(rows, [&](std::size_t r0, std::size_t n) {
-    const float* xc = x.data() + r0 * C;    // (n, C)
-    float* a = cache.a.data() + r0 * F;     // (n, F)
-    float* u = cache.u.data() + r0 * F;     // (n, F)
-    float* h = cache.h.data() + r0 * F;     // (n, F)
+    const float* xc = x.data() + r0 * C;  // (n, C)
+    float* a = cache.a.data() + r0 * F;   // (n, F)
+    float* u = cache.u.data() + r0 * F;   // (n, F)
+    float* h = cache.h.data() + r0 * F;   // (n, F)
     // 1. a = x @ w_gate, u = x @ w_up: (n, C) @ (C, F) -> (n, F), twice
     gemm(n, F, C, 1.0f, xc, false, w.w_gate.data(), false, 0.0f, a);
     gemm(n, F, C, 1.0f, xc, false, w.w_up.data(), false, 0.0f, u);
@@ -122,8 +122,8 @@ void swiglu_backward(const Tensor<3>& dy, const SwigluCache<float>& cache,
   check_swiglu(kFn, cache.x, w);
   const std::size_t B = cache.x.shape()[0], T = cache.x.shape()[1], C = cache.x.shape()[2];
   const std::size_t F = w.w_gate.shape()[1], rows = B * T;
-  if (dy.shape() != cache.x.shape() || cache.h.size() != rows * F ||
-      cache.a.size() != rows * F || cache.u.size() != rows * F) {
+  if (dy.shape() != cache.x.shape() || cache.h.size() != rows * F || cache.a.size() != rows * F ||
+      cache.u.size() != rows * F) {
     shape_error(kFn, "dy " + shape_str(cache.x.shape()) + " and a cache from swiglu_forward",
                 "dy " + shape_str(dy.shape()) + ", cache.h " + shape_str(cache.h.shape()));
   }
@@ -148,18 +148,19 @@ void swiglu_backward(const Tensor<3>& dy, const SwigluCache<float>& cache,
   });
   // 4. The weights, summed over all B*T tokens: three independent GEMMs side by side.
   //    dw_down += h^T dy (F, C);  dw_gate += x^T da (C, F);  dw_up += x^T du (C, F)
-  detail::run_parts(3, detail::worker_count(3), [&](std::size_t begin, std::size_t end,
-                                                    std::size_t) {
-    detail::WorkerScope scope;
-    for (std::size_t job = begin; job < end; ++job) {
-      if (job == 0) {
-        gemm(F, C, rows, 1.0f, cache.h.data(), true, dy.data(), false, 1.0f, grads.w_down.data());
-      } else {
-        gemm(C, F, rows, 1.0f, cache.x.data(), true, job == 1 ? da : du, false, 1.0f,
-             job == 1 ? grads.w_gate.data() : grads.w_up.data());
-      }
-    }
-  });
+  detail::run_parts(3, detail::worker_count(3),
+                    [&](std::size_t begin, std::size_t end, std::size_t) {
+                      detail::WorkerScope scope;
+                      for (std::size_t job = begin; job < end; ++job) {
+                        if (job == 0) {
+                          gemm(F, C, rows, 1.0f, cache.h.data(), true, dy.data(), false, 1.0f,
+                               grads.w_down.data());
+                        } else {
+                          gemm(C, F, rows, 1.0f, cache.x.data(), true, job == 1 ? da : du, false,
+                               1.0f, job == 1 ? grads.w_gate.data() : grads.w_up.data());
+                        }
+                      }
+                    });
 }
 
 }  // namespace attn::fast

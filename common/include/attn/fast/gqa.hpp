@@ -20,8 +20,8 @@ MhaResult gqa_forward(const Tensor<3>& x, const MhaWeights& w, const GqaConfig& 
                       bool need_weights = true);
 // The training forward: fills `cache` (qkv is (B, T, C + 2 KV hs), q and k after RoPE), writes
 // `out` (resized only when its shape differs). out must not be x; x may be cache.x.
-void gqa_forward(const Tensor<3>& x, const MhaWeights& w, const GqaConfig& config,
-                 MhaCache& cache, Tensor<3>& out);
+void gqa_forward(const Tensor<3>& x, const MhaWeights& w, const GqaConfig& config, MhaCache& cache,
+                 Tensor<3>& out);
 // dout (B, T, C) -> dx (B, T, C) (overwritten); grads.w_q, w_k, w_v, w_o accumulate (+=).
 void gqa_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
                   const GqaConfig& config, Tensor<3>& dx, MhaWeights& grads);
