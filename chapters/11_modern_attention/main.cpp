@@ -179,9 +179,9 @@ void show_rope(const RopeDemo& r) {
   for (std::size_t i = 0; i < r.freqs.size(); ++i)
     fmt::print("{}{}", i % 8 == 0 ? "\n  " : " ", attn::format_significant(r.freqs[i], 3));
   fmt::print(
-      "\nA rotation keeps lengths (|rope(q)| - |q| at most {}), and two rotations\n"
-      "by a and b leave a dot product that sees only a - b: rope(q, m) . rope(k, n) depends on\n"
-      "m - n alone. One q and one k, drawn once, at four pairs of positions {} apart:\n",
+      "\nA rotation keeps lengths (|rope(q)| - |q|: {}), and two\n"
+      "rotations by a and b leave a dot product that sees only a - b: rope(q, m) . rope(k, n)\n"
+      "depends on m - n alone. One q and one k, drawn once, at four pairs of positions {} apart:\n",
       rounding_text(r.norm_change), r.gap);
   for (std::size_t i = 0; i < r.places.size(); ++i)
     fmt::print("  m = {:>4}, n = {:>4}:  q . k = {}\n", r.places[i][0], r.places[i][1],
@@ -190,8 +190,9 @@ void show_rope(const RopeDemo& r) {
   attn::claim(same, "the four scores are equal to float rounding");
   const bool moves = std::abs(r.other_gap - r.scores[0]) > 1e-3;
   fmt::print(
-      "Largest difference: {}: {}. At offset {} instead the score is {}{};\n"
-      "unrotated, q . k = {}. The model learns what each offset means, wherever it happens.\n",
+      "Largest difference {}: {}.\n"
+      "At offset {} instead the score is {}{}; unrotated, q . k = {}.\n"
+      "The model learns what each offset means, wherever it happens.\n",
       rounding_text(r.spread), same ? "the same score" : "DIFFERENT scores", r.gap + 1,
       num(r.other_gap, 4), moves ? " (the offset matters)" : " (nearly the same here)",
       num(r.plain, 4));
@@ -278,17 +279,17 @@ void show_norm(const NormDemo& d, const attn::LmConfig& cpu) {
   attn::claim(orthogonal, "RMSNorm's dx has no component along x");
   fmt::print(
       "Scaling x by any factor leaves y as it is (eps = 0), so the gradient cannot point along x.\n"
-      "For a random dy and gamma, rms_norm_backward gives |dx| = {},\n"
-      "and dx . x = {}{}.\n",
+      "For a random dy and gamma, rms_norm_backward gives |dx| = {}, and |dx . x| is\n"
+      "{}{}.\n",
       num(d.dx_norm, 3), rounding_text(std::abs(d.dx_along_x)),
-      orthogonal ? ", orthogonal" : " (NOT orthogonal)");
+      orthogonal ? ": orthogonal" : " (NOT orthogonal)");
 }
 
 // ---- 3. SwiGLU: a gate, and the width that keeps the parameters.
 void show_swiglu(const attn::LmConfig& cpu) {
   section(3, "SwiGLU: a gated FFN");
   fmt::print(
-      "The MLP is relu(x W1 + b1) W2 + b2, F = 4C. SwiGLU multiplies two projections:\n"
+      "The MLP is gelu(x W1 + b1) W2 + b2, F = 4C. SwiGLU multiplies two projections:\n"
       "silu(x W_gate) * (x W_up), then W_down. silu(a) = a sigmoid(a) lets one branch decide,\n"
       "per feature and per token, how much of the other passes:\n ");
   for (const double a : {-4.0, -1.0, 0.0, 1.0, 4.0})
@@ -452,7 +453,7 @@ void show_window(const WindowDemo& d) {
       "This is exact because the model was built with the window; a model trained without one\n"
       "and cropped at generation would need its evicted keys from layer 1 up (chapter 10).\n",
       d.capacity, d.n, rounding_text(d.cache_diff),
-      exact ? ", the same logits token for token" : " (DIFFERENT)");
+      exact ? ":\nthe same logits, token for token" : " (DIFFERENT)");
 }
 
 void run(const attn::CommonOptions& common, const Options& o) {
