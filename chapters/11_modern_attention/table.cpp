@@ -260,10 +260,10 @@ void run_table(const attn::CommonOptions& common, const Options& o) {
   section(6, o.table ? "The measured table" : "The measured table (a small one)");
   fmt::print(
       "Each row trains the model from scratch on {} (V = {}):\n"
-      "C {}, H {}, L {}, T {}, B {}, {} steps of AdamW at lr 1e-3, the val loss over {} batches\n"
+      "C {}, H {}, L {}, T {}, B {}, {} step{} of AdamW at lr 1e-3, the val loss over {} batches\n"
       "every {} steps; its best estimate counts. Seeds {}.{}\n\n",
       corpus.origin, vocab.size(), z.n_embd, z.n_heads, z.n_layers, z.block_size, z.batch_size,
-      steps, z.eval_iters, z.eval_interval,
+      steps, steps == 1 ? "" : "s", z.eval_iters, z.eval_interval,
       [&] {
         std::string s;
         for (const std::uint64_t x : seeds) s += (s.empty() ? "" : ", ") + std::to_string(x);
