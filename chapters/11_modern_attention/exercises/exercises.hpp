@@ -1,0 +1,46 @@
+// chapters/11_modern_attention/exercises/exercises.hpp: the exercises of chapter 11, modern
+// attention. Each function mirrors a piece of attn/ops/ (rope.hpp, rmsnorm.hpp, gqa.hpp,
+// swa.hpp) and is written in its own file beside this one. Check them with
+// `build/default/bin/attn-check 11`.
+#pragma once
+
+#include <cstddef>
+
+#include "attn/core/xt.hpp"
+#include "attn/ops/rmsnorm.hpp"
+#include "attn/ops/swa.hpp"
+
+namespace ex11 {
+
+// ex11.1, ex11_1_rope.cpp: rotary position embeddings in the paper's interleaved layout, like
+// attn::rope: x (B, H, T, hs) -> y (B, H, T, hs), pair (2i, 2i+1) of row t rotated by the angle
+// (offset + t) * theta^(-2i / hs). Throws std::invalid_argument for an odd or zero hs, or theta
+// not > 0.
+attn::Tensor<4> rope(const attn::Tensor<4>& x, double theta, std::size_t offset);
+
+// ex11.2, ex11_2_rms_norm.cpp: RMSNorm, like attn::rms_norm: x (B, T, C), gamma (C,) ->
+// y (B, T, C), y = x / sqrt(mean(x^2) + eps) * gamma per token. Throws std::invalid_argument when
+// gamma is not (C,).
+attn::Tensor<3> rms_norm(const attn::Tensor<3>& x, const attn::Vector& gamma, double eps);
+
+// ex11.5, ex11_5_rms_norm_backward.cpp: RMSNorm's backward, like attn::rms_norm_backward: with
+// rstd = 1 / sqrt(mean(x^2) + eps) per row and y = x * rstd * gamma, given dy (B, T, C) return
+// dx (B, T, C) and dgamma (C,). Throws std::invalid_argument when dy and x differ in shape or
+// gamma is not (C,).
+attn::RmsNormGrads<float, 3> rms_norm_backward(const attn::Tensor<3>& dy, const attn::Tensor<3>& x,
+                                               const attn::Vector& gamma, double eps);
+
+// ex11.3, ex11_3_repeat_kv.cpp: the head mapping of grouped-query attention, like
+// attn::repeat_kv: kv (B, KV, T, hs) -> (B, H, T, hs), query head h reading K/V head
+// h / (H / KV). Throws std::invalid_argument when KV does not divide n_heads.
+attn::Tensor<4> repeat_kv(const attn::Tensor<4>& kv, std::size_t n_heads);
+
+// ex11.4, ex11_4_sliding_window.cpp: sliding-window attention, like
+// attn::sliding_window_attention: q, k, v (B, H, T, hs) -> out (B, H, T, hs) and weights
+// (B, H, T, T); query t attends to keys max(0, t - W + 1) .. t, weight exactly 0 elsewhere.
+// Throws std::invalid_argument for window 0 or shapes that disagree.
+attn::WindowAttention<float> sliding_window_attention(const attn::Tensor<4>& q,
+                                                      const attn::Tensor<4>& k,
+                                                      const attn::Tensor<4>& v, std::size_t window);
+
+}  // namespace ex11

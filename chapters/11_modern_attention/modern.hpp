@@ -1,0 +1,47 @@
+// chapters/11_modern_attention/modern.hpp: what the chapter's two files share. main.cpp is the
+// lesson (sections 1-5: each part computed, then shown); table.cpp the measured table (section
+// 6: the model trained with each part alone and all together, over seeds).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attn/io/cli.hpp"
+#include "attn/model/model.hpp"
+
+namespace ch11 {
+
+// ---- The chapter's flags.
+struct Options {
+  std::size_t head_size = 8;    // hs of section 1's rotation
+  float rope_theta = 10000.0f;  // RoPE's base, > 0
+  std::size_t n_kv_heads = 2;   // K/V heads of the gqa rows and sections 4-5; divides H = 4
+  std::size_t window = 0;       // W of the window row and section 5; 0: T / 4 of the table
+  bool table = false;           // the full table (C 64, H 4, L 4, T 64, B 32, 2000 steps, 3 seeds)
+  std::string table_rows;       // "" = all; names, e.g. "base,llama"
+  std::string table_seeds;      // "" = the table's own (from --seed)
+  std::size_t table_steps = 0;  // 0 = the table's own
+};
+
+// The model every row of the table starts from, and its training budget.
+struct TableSize {
+  std::size_t n_embd, n_heads, n_layers, block_size, batch_size, steps, seeds, eval_interval,
+      eval_iters;
+};
+TableSize table_size(bool full);
+
+// The model of the table's size with the window of Options (section 5 and the window row).
+std::size_t table_window(const Options& o, const TableSize& z);
+
+// Throws attn::UsageError (exit 2) for flags that do not fit together, before any work.
+void check_options(const Options& o);
+
+// --table-rows and --table-seeds: attn::UsageError (exit 2) for an unknown row or a bad seed.
+void check_table_flags(const Options& o, std::uint64_t seed);
+
+// Section 6: the table, trained and printed.
+void run_table(const attn::CommonOptions& common, const Options& o);
+
+}  // namespace ch11

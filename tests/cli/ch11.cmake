@@ -1,0 +1,39 @@
+# Chapter 11 (11_modern_attention): bad command lines exit with 2, each with a one-line message
+# naming the flag, before any work.
+attn_cli_test(ch11.n_kv_heads_not_dividing EXIT 2
+              MATCH "--n-kv-heads 3 does not divide the 4 query heads: use 1, 2 or 4"
+              COMMAND 11_modern_attention --n-kv-heads 3)
+attn_cli_test(ch11.n_kv_heads_zero EXIT 2 MATCH "--n-kv-heads must be at least 1, got 0"
+              COMMAND 11_modern_attention --n-kv-heads 0)
+attn_cli_test(ch11.n_kv_heads_above_heads EXIT 2 MATCH "--n-kv-heads must be at most 4, got 8"
+              COMMAND 11_modern_attention --n-kv-heads 8)
+attn_cli_test(ch11.window_zero EXIT 2 MATCH "--window must be at least 1, got 0"
+              COMMAND 11_modern_attention --window 0)
+attn_cli_test(ch11.window_above_block_size EXIT 2
+              MATCH "--window must be at most the table's block size T = 32 \\(--table: 64\\), got 33"
+              COMMAND 11_modern_attention --window 33)
+attn_cli_test(ch11.window_above_full_table EXIT 2 MATCH "--window must be at most 64, got 65"
+              COMMAND 11_modern_attention --table --window 65)
+attn_cli_test(ch11.theta_zero EXIT 2 MATCH "--rope-theta must be > 0, got 0"
+              COMMAND 11_modern_attention --rope-theta 0)
+attn_cli_test(ch11.theta_negative EXIT 2 MATCH "--rope-theta must be > 0, got -10"
+              COMMAND 11_modern_attention --rope-theta -10)
+attn_cli_test(ch11.theta_not_a_number EXIT 2 MATCH "--rope-theta"
+              COMMAND 11_modern_attention --rope-theta nan)
+attn_cli_test(ch11.head_size_odd EXIT 2
+              MATCH "--head-size must be even \\(RoPE turns pairs of features\\), got 5"
+              COMMAND 11_modern_attention --head-size 5)
+attn_cli_test(ch11.unknown_row EXIT 2
+              MATCH "--table-rows expects row names separated by commas \\(base, rope, rmsnorm, swiglu, gqa, no-bias, llama, window\\), got 'base,gpt5'"
+              COMMAND 11_modern_attention --table-rows base,gpt5)
+attn_cli_test(ch11.empty_row EXIT 2 MATCH "--table-rows expects row names"
+              COMMAND 11_modern_attention --table-rows base,)
+attn_cli_test(ch11.bad_seed EXIT 2 MATCH "--table-seeds expects up to 16 seeds .*, got '1,x'"
+              COMMAND 11_modern_attention --table-seeds 1,x)
+attn_cli_test(ch11.negative_seed EXIT 2 MATCH "--table-seeds expects up to 16 seeds .*, got '-1'"
+              COMMAND 11_modern_attention --table-seeds -1)
+attn_cli_test(ch11.table_steps_zero EXIT 2 MATCH "--table-steps must be at least 1, got 0"
+              COMMAND 11_modern_attention --table-steps 0)
+# --mine on the shipped stubs: the first unfinished exercise is named, exit code 1.
+attn_cli_test(ch11.mine_unfinished EXIT 1 MATCH "ex11.1"
+              COMMAND 11_modern_attention --mine --table-steps 1)

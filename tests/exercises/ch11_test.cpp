@@ -1,0 +1,335 @@
+// Don't edit: these tests check your exercises.
+// tests/exercises/ch11_test.cpp: chapter 11 (modern attention, docs/11-modern-attention.md).
+// Expected values come from hand-computed numbers and plain double-precision loops written here,
+// never from the attn:: function the reference solution forwards to. Run them with
+// build/default/bin/attn-check 11.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "attn/core/random.hpp"
+#include "attn/core/xt.hpp"
+#include "exercises.hpp"
+#include "test_helpers.hpp"
+
+namespace {
+
+using attn::Tensor;
+
+// A tensor with no visible pattern: amp * sin(0.37 i + phase) over its flat index i.
+template <std::size_t N>
+Tensor<N> wiggly(const std::array<std::size_t, N>& shape, double phase, double amp = 1.0) {
+  Tensor<N> t(shape);
+  for (std::size_t i = 0; i < t.size(); ++i)
+    t.data()[i] = static_cast<float>(amp * std::sin(0.37 * static_cast<double>(i) + phase) +
+                                     0.1 * std::cos(1.9 * static_cast<double>(i)));
+  return t;
+}
+
+// RoPE, interleaved, in double: pair (2i, 2i+1) of row t turned by (offset + t) theta^(-2i/hs).
+Tensor<4> rope_loop(const Tensor<4>& x, double theta, std::size_t offset) {
+  Tensor<4> y = x;
+  const std::size_t B = x.shape()[0], H = x.shape()[1], T = x.shape()[2], hs = x.shape()[3];
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t i = 0; i < hs / 2; ++i) {
+          const double angle =
+              static_cast<double>(offset + t) *
+              std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(hs));
+          const double a = x(b, h, t, 2 * i), c = x(b, h, t, 2 * i + 1);
+          y(b, h, t, 2 * i) = static_cast<float>(a * std::cos(angle) - c * std::sin(angle));
+          y(b, h, t, 2 * i + 1) = static_cast<float>(a * std::sin(angle) + c * std::cos(angle));
+        }
+  return y;
+}
+
+// Windowed causal attention in double: query t sees keys s with t - W < s <= t.
+struct LoopAttention {
+  Tensor<4> out, weights;
+};
+LoopAttention window_loop(const Tensor<4>& q, const Tensor<4>& k, const Tensor<4>& v,
+                          std::size_t W) {
+  const std::size_t B = q.shape()[0], H = q.shape()[1], T = q.shape()[2], hs = q.shape()[3];
+  LoopAttention r{xt::zeros<float>({B, H, T, hs}), xt::zeros<float>({B, H, T, T})};
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t t = 0; t < T; ++t) {
+        const std::size_t first = t + 1 >= W ? t + 1 - W : 0;
+        std::vector<double> s(T, 0.0);
+        double mx = -std::numeric_limits<double>::infinity(), sum = 0.0;
+        for (std::size_t u = first; u <= t; ++u) {
+          for (std::size_t j = 0; j < hs; ++j)
+            s[u] += static_cast<double>(q(b, h, t, j)) * static_cast<double>(k(b, h, u, j));
+          s[u] /= std::sqrt(static_cast<double>(hs));
+          mx = std::max(mx, s[u]);
+        }
+        for (std::size_t u = first; u <= t; ++u) sum += std::exp(s[u] - mx);
+        for (std::size_t u = first; u <= t; ++u) {
+          const double p = std::exp(s[u] - mx) / sum;
+          r.weights(b, h, t, u) = static_cast<float>(p);
+          for (std::size_t j = 0; j < hs; ++j)
+            r.out(b, h, t, j) += static_cast<float>(p * static_cast<double>(v(b, h, u, j)));
+        }
+      }
+  return r;
+}
+
+}  // namespace
+
+TEST_SUITE("ex11.1 RoPE") {
+TEST_CASE("position 0 leaves every feature as it is" * doctest::description("hint 1")) {
+  const Tensor<4> x = wiggly<4>({1, 2, 1, 6}, 0.3);
+  CHECK_TENSOR_NEAR(ex11::rope(x, 10000.0, 0), x, 1e-6, 0.0);
+}
+TEST_CASE("one pair at position 1 turns by +1 radian, counter-clockwise" *
+          doctest::description("hint 2")) {
+  Tensor<4> x = xt::zeros<float>({1, 1, 1, 2});
+  x(0, 0, 0, 0) = 1.0f;  // (1, 0) at position 1, pair 0: angle 1 radian whatever theta
+  Tensor<4> want(std::array<std::size_t, 4>{1, 1, 1, 2});
+  want(0, 0, 0, 0) = static_cast<float>(std::cos(1.0));
+  want(0, 0, 0, 1) = static_cast<float>(std::sin(1.0));
+  CHECK_TENSOR_NEAR(ex11::rope(x, 10000.0, 1), want, 1e-6, 1e-6);
+}
+TEST_CASE("pair i turns at theta^(-2i/hs): (0, 1) at position 5 with hs 4, theta 100" *
+          doctest::description("hint 2")) {
+  Tensor<4> x = xt::zeros<float>({1, 1, 1, 4});
+  x(0, 0, 0, 3) = 1.0f;  // pair 1 = (0, 1); angle 5 * 100^(-1/2) = 0.5
+  Tensor<4> want = xt::zeros<float>({1, 1, 1, 4});
+  want(0, 0, 0, 2) = static_cast<float>(-std::sin(0.5));
+  want(0, 0, 0, 3) = static_cast<float>(std::cos(0.5));
+  CHECK_TENSOR_NEAR(ex11::rope(x, 100.0, 5), want, 1e-6, 1e-6);
+}
+TEST_CASE("every row matches a double-precision loop, positions offset + t" *
+          doctest::description("hint 3")) {
+  const Tensor<4> x = wiggly<4>({2, 3, 5, 8}, 1.1, 1.5);
+  for (const std::size_t offset : {std::size_t{0}, std::size_t{7}}) {
+    INFO("offset " << offset);
+    CHECK_TENSOR_NEAR(ex11::rope(x, 50.0, offset), rope_loop(x, 50.0, offset), 1e-5, 1e-4);
+  }
+}
+TEST_CASE("rotated q . k depends only on the offset m - n" * doctest::description("hint 3")) {
+  const Tensor<4> q = wiggly<4>({1, 1, 1, 8}, 0.2), k = wiggly<4>({1, 1, 1, 8}, 2.4);
+  const auto score = [&](std::size_t m, std::size_t n) {
+    const Tensor<4> a = ex11::rope(q, 10000.0, m), b = ex11::rope(k, 10000.0, n);
+    double s = 0.0;
+    for (std::size_t i = 0; i < 8; ++i)
+      s += static_cast<double>(a.data()[i]) * static_cast<double>(b.data()[i]);
+    return s;
+  };
+  CHECK(std::abs(score(5, 2) - score(45, 42)) < 1e-4);
+  CHECK(std::abs(score(5, 2) - score(6, 2)) > 1e-3);
+}
+TEST_CASE("an odd head size or a theta that is not > 0 is rejected" *
+          doctest::description("hint 1")) {
+  CHECK_THROWS_AS(ex11::rope(wiggly<4>({1, 1, 2, 5}, 0.0), 10000.0, 0), std::invalid_argument);
+  CHECK_THROWS_AS(ex11::rope(wiggly<4>({1, 1, 2, 4}, 0.0), 0.0, 0), std::invalid_argument);
+  CHECK_THROWS_AS(ex11::rope(wiggly<4>({1, 1, 2, 4}, 0.0), -5.0, 0), std::invalid_argument);
+}
+}  // TEST_SUITE
+
+TEST_SUITE("ex11.2 RMSNorm") {
+TEST_CASE("a row of equal values becomes gamma (no mean is subtracted)" *
+          doctest::description("hint 1")) {
+  Tensor<3> x(std::array<std::size_t, 3>{1, 1, 4});
+  x.fill(3.0f);
+  const attn::Vector gamma = {0.5f, 1.0f, -2.0f, 4.0f};
+  Tensor<3> want(std::array<std::size_t, 3>{1, 1, 4});
+  for (std::size_t j = 0; j < 4; ++j) want(0, 0, j) = gamma(j);
+  CHECK_TENSOR_NEAR(ex11::rms_norm(x, gamma, 0.0), want, 1e-6, 1e-6);
+}
+TEST_CASE("every row matches a double-precision loop, gamma and eps included" *
+          doctest::description("hint 2")) {
+  Tensor<3> x = wiggly<3>({2, 3, 5}, 0.7, 0.8);
+  x += 0.4f;  // rows with a mean away from 0
+  const attn::Vector gamma = {1.5f, -0.5f, 2.0f, 0.25f, 1.0f};
+  const double eps = 0.3;  // large, so that forgetting it shows
+  Tensor<3> want = x;
+  for (std::size_t r = 0; r < 6; ++r) {
+    double sq = 0.0;
+    for (std::size_t j = 0; j < 5; ++j) {
+      const double xj = x.data()[r * 5 + j];
+      sq += xj * xj;
+    }
+    const double rstd = 1.0 / std::sqrt(sq / 5.0 + eps);
+    for (std::size_t j = 0; j < 5; ++j) {
+      const double xj = x.data()[r * 5 + j], g = gamma(j);
+      want.data()[r * 5 + j] = static_cast<float>(xj * rstd * g);
+    }
+  }
+  CHECK_TENSOR_NEAR(ex11::rms_norm(x, gamma, eps), want, 1e-6, 1e-5);
+}
+TEST_CASE("a row of zeros stays zeros thanks to eps (no NaN)" * doctest::description("hint 2")) {
+  const Tensor<3> x = xt::zeros<float>({1, 2, 3});
+  const attn::Vector gamma = {1.0f, 2.0f, 3.0f};
+  CHECK_TENSOR_NEAR(ex11::rms_norm(x, gamma, 1e-5), x, 0.0, 0.0);
+}
+TEST_CASE("a gamma of the wrong length is rejected" * doctest::description("hint 1")) {
+  const attn::Vector gamma = {1.0f, 2.0f};
+  CHECK_THROWS_AS(ex11::rms_norm(wiggly<3>({1, 2, 3}, 0.0), gamma, 1e-5), std::invalid_argument);
+}
+}  // TEST_SUITE
+
+TEST_SUITE("ex11.3 The K/V head of each query head") {
+TEST_CASE("H 4, KV 2: query heads 0 and 1 read K/V head 0, heads 2 and 3 K/V head 1" *
+          doctest::description("hint 2")) {
+  Tensor<4> kv(std::array<std::size_t, 4>{1, 2, 1, 1});
+  kv(0, 0, 0, 0) = 10.0f;
+  kv(0, 1, 0, 0) = 20.0f;
+  const Tensor<4> out = ex11::repeat_kv(kv, 4);
+  REQUIRE(out.shape()[1] == 4);
+  const std::array<float, 4> want{10.0f, 10.0f, 20.0f, 20.0f};
+  for (std::size_t h = 0; h < 4; ++h) {
+    INFO("query head " << h);
+    CHECK(out(0, h, 0, 0) == want[h]);
+  }
+}
+TEST_CASE("every value is copied, for MQA (KV 1), GQA and MHA (KV = H)" *
+          doctest::description("hint 3")) {
+  for (const std::size_t KV : {std::size_t{1}, std::size_t{3}, std::size_t{6}}) {
+    INFO("H 6, KV " << KV);
+    const Tensor<4> kv = wiggly<4>({2, KV, 3, 4}, 0.5 + static_cast<double>(KV));
+    const Tensor<4> out = ex11::repeat_kv(kv, 6);
+    Tensor<4> want(std::array<std::size_t, 4>{2, 6, 3, 4});
+    for (std::size_t b = 0; b < 2; ++b)
+      for (std::size_t h = 0; h < 6; ++h)
+        for (std::size_t t = 0; t < 3; ++t)
+          for (std::size_t j = 0; j < 4; ++j) want(b, h, t, j) = kv(b, h / (6 / KV), t, j);
+    CHECK_TENSOR_NEAR(out, want, 0.0, 0.0);
+  }
+}
+TEST_CASE("KV heads that do not divide the query heads are rejected" *
+          doctest::description("hint 1")) {
+  CHECK_THROWS_AS(ex11::repeat_kv(wiggly<4>({1, 3, 2, 2}, 0.0), 4), std::invalid_argument);
+}
+}  // TEST_SUITE
+
+TEST_SUITE("ex11.4 Sliding-window attention") {
+TEST_CASE("a window of 1: each position attends to itself only" * doctest::description("hint 1")) {
+  const Tensor<4> q = wiggly<4>({1, 2, 5, 3}, 0.1), k = wiggly<4>({1, 2, 5, 3}, 1.2),
+                  v = wiggly<4>({1, 2, 5, 3}, 2.3);
+  CHECK_TENSOR_NEAR(ex11::sliding_window_attention(q, k, v, 1).out, v, 1e-6, 1e-6);
+}
+TEST_CASE("window 3 over 7 positions: weights and output match a double-precision loop" *
+          doctest::description("hint 2")) {
+  const Tensor<4> q = wiggly<4>({2, 2, 7, 4}, 0.4, 2.0), k = wiggly<4>({2, 2, 7, 4}, 1.5, 2.0),
+                  v = wiggly<4>({2, 2, 7, 4}, 2.6);
+  const attn::WindowAttention<float> got = ex11::sliding_window_attention(q, k, v, 3);
+  const LoopAttention want = window_loop(q, k, v, 3);
+  CHECK_TENSOR_NEAR(got.weights, want.weights, 1e-6, 1e-5);
+  CHECK_TENSOR_NEAR(got.out, want.out, 1e-6, 1e-5);
+}
+TEST_CASE("a window as long as the text is causal attention" * doctest::description("hint 3")) {
+  const Tensor<4> q = wiggly<4>({1, 1, 6, 4}, 0.9, 1.5), k = wiggly<4>({1, 1, 6, 4}, 0.2, 1.5),
+                  v = wiggly<4>({1, 1, 6, 4}, 3.1);
+  for (const std::size_t W : {std::size_t{6}, std::size_t{50}}) {
+    INFO("window " << W);
+    CHECK_TENSOR_NEAR(ex11::sliding_window_attention(q, k, v, W).out, window_loop(q, k, v, 6).out,
+                      1e-6, 1e-5);
+  }
+}
+TEST_CASE("window 0 and mismatched shapes are rejected" * doctest::description("hint 1")) {
+  const Tensor<4> a = wiggly<4>({1, 1, 4, 2}, 0.0), b = wiggly<4>({1, 1, 3, 2}, 0.0);
+  CHECK_THROWS_AS(ex11::sliding_window_attention(a, a, a, 0), std::invalid_argument);
+  CHECK_THROWS_AS(ex11::sliding_window_attention(a, b, b, 2), std::invalid_argument);
+}
+}  // TEST_SUITE
+
+namespace {
+
+// sum(dy * rms_norm(x)) in double, the loss whose gradient ex11.5 returns.
+double rms_loss(const std::vector<double>& x, const std::vector<double>& gamma,
+                const std::vector<double>& dy, std::size_t C, double eps) {
+  double loss = 0.0;
+  for (std::size_t r = 0; r < x.size() / C; ++r) {
+    double sq = 0.0;
+    for (std::size_t j = 0; j < C; ++j) sq += x[r * C + j] * x[r * C + j];
+    const double rstd = 1.0 / std::sqrt(sq / static_cast<double>(C) + eps);
+    for (std::size_t j = 0; j < C; ++j) loss += dy[r * C + j] * x[r * C + j] * rstd * gamma[j];
+  }
+  return loss;
+}
+
+template <std::size_t N>
+std::vector<double> doubles(const Tensor<N>& t) {
+  return std::vector<double>(t.begin(), t.end());
+}
+
+}  // namespace
+
+TEST_SUITE("ex11.5 RMSNorm backward") {
+TEST_CASE("dx matches central differences of sum(dy * y), in double" *
+          doctest::description("hint 2")) {
+  Tensor<3> x = wiggly<3>({2, 2, 5}, 0.3, 1.2);
+  x += 0.5f;
+  const attn::Vector gamma = {1.5f, -0.5f, 2.0f, 0.75f, 1.25f};
+  const Tensor<3> dy = wiggly<3>({2, 2, 5}, 2.2, 0.9);
+  const double eps = 0.05;
+  const attn::RmsNormGrads<float, 3> got = ex11::rms_norm_backward(dy, x, gamma, eps);
+  REQUIRE(got.dx.shape() == x.shape());
+  std::vector<double> xd = doubles(x);
+  const std::vector<double> gd = doubles(gamma), dyd = doubles(dy);
+  Tensor<3> want = x;
+  for (std::size_t i = 0; i < xd.size(); ++i) {
+    const double keep = xd[i], h = 1e-6;
+    xd[i] = keep + h;
+    const double up = rms_loss(xd, gd, dyd, 5, eps);
+    xd[i] = keep - h;
+    const double down = rms_loss(xd, gd, dyd, 5, eps);
+    xd[i] = keep;
+    want.data()[i] = static_cast<float>((up - down) / (2.0 * h));
+  }
+  CHECK_TENSOR_NEAR(got.dx, want, 1e-5, 1e-4);
+}
+TEST_CASE("dgamma is the sum over rows of dy * xhat" * doctest::description("hint 1")) {
+  const Tensor<3> x = wiggly<3>({1, 3, 4}, 1.7, 2.0), dy = wiggly<3>({1, 3, 4}, 0.4);
+  const attn::Vector gamma = {0.5f, 2.0f, -1.0f, 1.0f};
+  attn::Vector want = xt::zeros<float>({4});
+  for (std::size_t r = 0; r < 3; ++r) {
+    double sq = 0.0;
+    for (std::size_t j = 0; j < 4; ++j) {
+      const double v = x(0, r, j);
+      sq += v * v;
+    }
+    const double rstd = 1.0 / std::sqrt(sq / 4.0 + 1e-5);
+    for (std::size_t j = 0; j < 4; ++j) {
+      const double v = x(0, r, j), d = dy(0, r, j);
+      want(j) += static_cast<float>(d * v * rstd);
+    }
+  }
+  CHECK_TENSOR_NEAR(ex11::rms_norm_backward(dy, x, gamma, 1e-5).dgamma, want, 1e-6, 1e-5);
+}
+TEST_CASE("scaling x changes nothing, so dx has no component along x" *
+          doctest::description("hint 3")) {
+  const Tensor<3> x = wiggly<3>({1, 2, 6}, 0.9, 3.0), dy = wiggly<3>({1, 2, 6}, 2.9);
+  const attn::Vector gamma = {1.0f, 2.0f, 3.0f, -1.0f, 0.5f, 1.5f};
+  const Tensor<3> dx = ex11::rms_norm_backward(dy, x, gamma, 0.0).dx;
+  for (std::size_t r = 0; r < 2; ++r) {
+    double along = 0.0, size = 0.0;
+    for (std::size_t j = 0; j < 6; ++j) {
+      const double a = dx(0, r, j), b = x(0, r, j);
+      along += a * b;
+      size += a * a;
+    }
+    INFO("row " << r << ": dx . x = " << along);
+    CHECK(size > 1e-6);
+    CHECK(std::abs(along) < 1e-4);
+  }
+}
+TEST_CASE("dy of another shape, or gamma of the wrong length, is rejected" *
+          doctest::description("hint 1")) {
+  const attn::Vector gamma = {1.0f, 1.0f, 1.0f};
+  CHECK_THROWS_AS(
+      ex11::rms_norm_backward(wiggly<3>({1, 2, 3}, 0.0), wiggly<3>({1, 3, 3}, 0.0), gamma, 1e-5),
+      std::invalid_argument);
+  const attn::Vector short_gamma = {1.0f, 1.0f};
+  CHECK_THROWS_AS(ex11::rms_norm_backward(wiggly<3>({1, 2, 3}, 0.0), wiggly<3>({1, 2, 3}, 0.0),
+                                          short_gamma, 1e-5),
+                  std::invalid_argument);
+}
+}  // TEST_SUITE
