@@ -92,6 +92,17 @@ double best_time(int repeats, F&& f) {
   return best;
 }
 
+// With --timing, beside the GEMM peak: which kernels OpenBLAS runs, and a warning on stderr when
+// they are older than the processor (attn::blas_core_warning: a release that does not know a new
+// processor falls back to its SSE3 kernels, and every GEMM here runs several times slower).
+void print_blas_core() {
+  fmt::print("OpenBLAS kernels: {}\n", attn::blas_core());
+  if (const std::string warning = attn::blas_core_warning(); !warning.empty()) {
+    std::fflush(stdout);
+    fmt::print(stderr, "12_fast_attention: warning: {}\n", warning);
+  }
+}
+
 // GEMM peak: GFLOP/s of a (n, n) @ (n, n) product through attn::gemm on `threads` threads.
 double gemm_peak(std::size_t threads) {
   const std::size_t saved = attn::num_threads();
@@ -326,6 +337,7 @@ void show_ladder(const std::vector<RungResult>& rows, const Options& o, bool tim
         "thread, {} GFLOP/s on {} (rows 7 and the library kernel are measured against the\n"
         "second).\n",
         num(peak1, 1), num(peak_n, 1), threads);
+    print_blas_core();
   }
   // Where the gains come from, in the numbers of this run.
   const double full = rows[2].flops, blocks = rows[3].flops;
@@ -438,6 +450,7 @@ void run_long(const attn::CommonOptions& common, const Options& o) {
              num(cpu / seconds, 2), threads);
   fmt::print("GEMM peak {} GFLOP/s: these FLOPs at peak take {} s, this run {}x that\n",
              num(peak, 1), num(at_peak, 2), num(seconds / at_peak, 2));
+  print_blas_core();
   fmt::print("peak resident memory of the process (getrusage): {}\n", bytes_text(rss));
 }
 
