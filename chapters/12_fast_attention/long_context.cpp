@@ -1,0 +1,345 @@
+// chapters/12_fast_attention/long_context.cpp: --long T and --sweep, the long-context runs of
+// chapter 12 (time, GFLOP/s and peak memory of one multi-head forward, and backward, at length
+// T; the sweep's table and charts), and the timing helpers the ladder shares.
+#include <fmt/core.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attn/core/limits.hpp"
+#include "attn/core/random.hpp"
+#include "attn/core/threads.hpp"
+#include "attn/fast/flash.hpp"
+#include "attn/fast/gemm.hpp"
+#include "attn/fast/ladder.hpp"
+#include "attn/io/cli.hpp"
+#include "attn/io/corpus.hpp"
+#include "attn/io/narrate.hpp"
+#include "attn/io/plot.hpp"
+#include "attn/ops/attention.hpp"
+#include "exercises.hpp"
+
+#include "long_context.hpp"
+
+namespace ch12 {
+
+using attn::Matrix;
+using attn::num;
+using attn::Tensor;
+
+std::string bytes_text(double bytes) {
+  if (bytes < 1024.0 * 1024.0) return num(bytes / 1024.0, 1) + " KiB";
+  if (bytes < 1024.0 * 1024.0 * 1024.0) return num(bytes / (1024.0 * 1024.0), 1) + " MiB";
+  return num(bytes / (1024.0 * 1024.0 * 1024.0), 2) + " GiB";
+}
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// With --timing, beside the GEMM peak: which kernels OpenBLAS runs, and a warning on stderr when
+// they are older than the processor (attn::blas_core_warning: a release that does not know a new
+// processor falls back to its SSE3 kernels, and every GEMM here runs several times slower).
+void print_blas_core() {
+  fmt::print("OpenBLAS kernels: {}\n", attn::blas_core());
+  if (const std::string warning = attn::blas_core_warning(); !warning.empty()) {
+    std::fflush(stdout);
+    fmt::print(stderr, "12_fast_attention: warning: {}\n", warning);
+  }
+}
+
+// GEMM peak: GFLOP/s of a (n, n) @ (n, n) product through attn::gemm on `threads` threads.
+double gemm_peak(std::size_t threads) {
+  const std::size_t saved = attn::num_threads();
+  attn::set_num_threads(threads);
+  const std::size_t n = 1024;
+  attn::Rng rng(1);
+  const Matrix a = attn::randn(rng, n, n), b = attn::randn(rng, n, n);
+  Matrix c(Matrix::shape_type{n, n});
+  const double t = best_time(3, [&] {
+    attn::fast::gemm(n, n, n, 1.0f, a.data(), false, b.data(), false, 0.0f, c.data());
+  });
+  attn::set_num_threads(saved);
+  return 2.0 * static_cast<double>(n * n * n) / t / 1e9;
+}
+
+double peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) * 1024.0;  // Linux: KiB
+}
+
+// CPU seconds the process has used so far, all threads (user + system): on a busy machine the
+// wall-clock time also counts the waits for a core.
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  const auto sec = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+  };
+  return sec(u.ru_utime) + sec(u.ru_stime);
+}
+
+// ---- --long T: one multi-head forward (and backward) through the flash kernel.
+// The reference's (B, H, T, T) weights at length T (B 1), in floats, and whether they fit its cap.
+double reference_floats(std::size_t T) {
+  return static_cast<double>(kLongH) * static_cast<double>(T) * static_cast<double>(T);
+}
+bool reference_fits(std::size_t T) {
+  return reference_floats(T) <= static_cast<double>(kReferenceCap);
+}
+std::size_t reference_max_t() {
+  return static_cast<std::size_t>(std::sqrt(static_cast<double>(kReferenceCap / kLongH)));
+}
+
+void run_long(const attn::CommonOptions& common, const Options& o) {
+  const std::size_t T = o.long_t, C = kLongC, H = kLongH, hs = C / H;
+  const bool flash = o.kernel == "flash";
+  if (!flash && o.kernel != "reference") {
+    throw attn::UsageError(fmt::format("--kernel must be flash or reference, got '{}'", o.kernel));
+  }
+  if (!flash && !reference_fits(T)) {
+    throw attn::UsageError(fmt::format(
+        "--long {} with --kernel reference needs the (B, H, T, T) weights, {} x {} x {} floats "
+        "= {}, above the cap of {}: use --kernel flash, or T at most {}",
+        T, H, T, T, bytes_text(reference_floats(T) * 4.0),
+        bytes_text(static_cast<double>(kReferenceCap) * 4.0), reference_max_t()));
+  }
+  fmt::print("Chapter 12: long context\n");
+  fmt::print("causal multi-head attention, B 1, T {}, C {}, H {} (hs {}), kernel {}{}\n", T, C, H,
+             hs, o.kernel, o.backward ? ", forward + backward" : ", forward");
+  attn::Rng rng(common.seed);
+  const Tensor<3> x = attn::randn<3>(rng, {1, T, C});
+  const attn::MhaWeights w = attn::mha_init(rng, C, 1.0f / std::sqrt(static_cast<float>(C)));
+  const double proj =
+      8.0 * static_cast<double>(T) * static_cast<double>(C) * static_cast<double>(C);
+  double flops = proj + attn::fast::attention_forward_flops(1, H, T, T, hs, true);
+  if (o.backward) flops += 2.0 * proj + attn::fast::attention_backward_flops(1, H, T, T, hs, true);
+  const auto t0 = Clock::now();
+  const double cpu0 = cpu_seconds();
+  bool finite = true;
+  const auto check_finite = [&](const Tensor<3>& t) {
+    finite = finite && std::all_of(t.begin(), t.end(), [](float f) { return std::isfinite(f); });
+  };
+  if (!o.backward) {
+    const Tensor<3> out = flash ? attn::fast::mha_flash_forward(x, w, H, true, o.tile)
+                                : attn::mha_forward(x, w, H, true, /*need_weights=*/false).out;
+    check_finite(out);
+  } else {
+    const Tensor<3> dout = attn::randn<3>(rng, {1, T, C});
+    attn::MhaWeights g = w;
+    for (attn::Matrix* m : {&g.w_q, &g.w_k, &g.w_v, &g.w_o}) m->fill(0.0f);
+    Tensor<3> dx;
+    if (flash) {
+      attn::fast::FlashMhaCache cache;
+      check_finite(attn::fast::mha_flash_forward(x, w, H, true, cache, o.tile));
+      attn::fast::mha_flash_backward(dout, cache, w, H, true, dx, g, o.tile);
+    } else {
+      attn::MhaCache cache;
+      check_finite(attn::mha_forward(x, w, H, true, cache));
+      attn::mha_backward(dout, cache, w, H, true, dx, g);
+    }
+    check_finite(dx);
+  }
+  const double seconds = seconds_since(t0);
+  const double cpu = cpu_seconds() - cpu0;
+  const double rss = peak_rss_bytes();  // before the GEMM peak below allocates its matrices
+  fmt::print("{} GFLOP ({} in the attention products); outputs {}\n",
+             attn::format_significant(flops / 1e9),
+             attn::format_significant((flops - proj * (o.backward ? 3.0 : 1.0)) / 1e9),
+             finite ? "all finite" : "NOT all finite");
+  attn::claim(finite, "the long-context outputs are all finite");
+  if (!common.timing) {
+    fmt::print("(add --timing for the time, GFLOP/s, the GEMM peak and the peak memory)\n");
+    return;
+  }
+  const std::size_t threads = attn::num_threads();
+  const double peak = gemm_peak(threads);
+  const double at_peak = flops / (peak * 1e9);
+  fmt::print("time {} s, {} GFLOP/s on {} thread{}\n", num(seconds, 3),
+             num(flops / seconds / 1e9, 1), threads, threads == 1 ? "" : "s");
+  fmt::print("CPU time {} s over all threads ({} of {} cores busy on average)\n", num(cpu, 2),
+             num(cpu / seconds, 2), threads);
+  fmt::print("GEMM peak {} GFLOP/s: these FLOPs at peak take {} s, this run {}x that\n",
+             num(peak, 1), num(at_peak, 2), num(seconds / at_peak, 2));
+  print_blas_core();
+  fmt::print("peak resident memory of the process (getrusage): {}\n", bytes_text(rss));
+}
+
+// ---- --sweep T1,T2,...: --long at each T, for the reference and the flash kernel, each run in
+// its own process (this binary again, /proc/self/exe) so that each peak memory is its own.
+struct SweepPoint {
+  std::size_t T = 0;
+  bool ran = false;        // false: the reference refused (its weights above the cap)
+  double seconds = 0.0;    // the child's "time" line (with --timing)
+  double rss_bytes = 0.0;  // the child's peak resident memory
+};
+
+// "1024,2048,4096" -> {1024, 2048, 4096}; a UsageError for an empty list, a length that is not
+// a whole number, 0 or one above kMaxLong.
+std::vector<std::size_t> parse_sweep(const std::string& text) {
+  if (text.empty()) {
+    throw attn::UsageError("--sweep needs comma-separated lengths, e.g. 1024,2048,4096, got ''");
+  }
+  std::vector<std::size_t> ts;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    const bool digits = !item.empty() && item.size() <= 9 &&
+                        item.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits) {
+      throw attn::UsageError(fmt::format("--sweep: '{}' is not a length in '{}'", item, text));
+    }
+    const std::size_t T = std::stoul(item);
+    if (T < 1 || T > kMaxLong) {
+      throw attn::UsageError(
+          fmt::format("--sweep: every T must be from 1 to {}, got {}", kMaxLong, T));
+    }
+    ts.push_back(T);
+    start = end + 1;
+  }
+  return ts;
+}
+
+// The number after `prefix` on the line of `out` that starts with it (NaN when absent), scaled
+// by its unit when `units` (bytes_text's KiB, MiB, GiB).
+double read_number(const std::string& out, const std::string& prefix, bool units) {
+  const std::size_t at = out.find(prefix);
+  if (at == std::string::npos) return std::nan("");
+  const char* p = out.c_str() + at + prefix.size();
+  char* end = nullptr;
+  const double v = std::strtod(p, &end);
+  if (!units) return v;
+  const std::string unit(end, std::min<std::size_t>(4, std::strlen(end)));
+  const double scale = unit == " KiB"   ? 1024.0
+                       : unit == " MiB" ? 1024.0 * 1024.0
+                                        : 1024.0 * 1024.0 * 1024.0;
+  return v * scale;
+}
+
+// One child: this binary with --long T --kernel K --timing; its time and peak memory.
+SweepPoint run_child(const attn::CommonOptions& common, const Options& o, std::size_t T,
+                     const std::string& kernel) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::string quoted = "'";
+  for (const char ch : self) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  quoted += "'";
+  const std::string cmd =
+      fmt::format("{} --long {} --kernel {} --tile {} --seed {} --timing{}", quoted, T, kernel,
+                  o.tile, common.seed, o.backward ? " --backward" : "");
+  std::FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) throw std::runtime_error("--sweep: could not start " + self);
+  std::string out;
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  if (status != 0) {
+    throw std::runtime_error(
+        fmt::format("--sweep: the run at T = {} with the {} kernel failed "
+                    "(exit status {})",
+                    T, kernel, WIFEXITED(status) ? WEXITSTATUS(status) : -1));
+  }
+  SweepPoint p;
+  p.T = T;
+  p.ran = true;
+  p.seconds = read_number(out, "\ntime ", false);
+  p.rss_bytes = read_number(out, "peak resident memory of the process (getrusage): ", true);
+  return p;
+}
+
+std::vector<attn::Series> sweep_series(const std::vector<SweepPoint>& ref,
+                                       const std::vector<SweepPoint>& flash, bool memory) {
+  std::vector<attn::Series> series(2);
+  series[0].name = "reference (keeps the weights)";
+  series[1].name = "flash kernel";
+  series[1].dashed = true;
+  for (std::size_t k = 0; k < 2; ++k) {
+    for (const SweepPoint& p : k == 0 ? ref : flash) {
+      if (!p.ran) continue;
+      series[k].x.push_back(static_cast<double>(p.T));
+      series[k].y.push_back(memory ? p.rss_bytes / (1024.0 * 1024.0) : p.seconds);
+    }
+  }
+  return series;
+}
+
+void write_sweep_svgs(const std::filesystem::path& dir, const std::vector<SweepPoint>& ref,
+                      const std::vector<SweepPoint>& flash, bool timing, bool backward) {
+  attn::LineChartOptions c;
+  c.log_x = true;
+  c.log_y = true;
+  c.dots = true;
+  c.legend = attn::LineChartOptions::Legend::top_left;
+  for (const SweepPoint& p : flash) c.x_ticks.push_back(static_cast<double>(p.T));
+  c.x_label = "T (log scale)";
+  const std::string what = backward ? "forward + backward" : "forward";
+  const std::string stop =
+      fmt::format("the reference stops above T = {} (1 GiB of weights)", reference_max_t());
+  c.title = fmt::format("Causal MHA {} (B 1, C 512, H 8): peak memory; {}", what, stop);
+  c.y_label = "peak resident memory, MiB";
+  attn::write_svg(dir / "long_memory.svg", attn::line_chart_svg(sweep_series(ref, flash, true), c));
+  if (!timing) return;
+  c.title = fmt::format("Causal MHA {} (B 1, C 512, H 8): time; {}", what, stop);
+  c.y_label = "seconds";
+  attn::write_svg(dir / "long_time.svg", attn::line_chart_svg(sweep_series(ref, flash, false), c));
+}
+
+void run_sweep(const attn::CommonOptions& common, const Options& o) {
+  const std::vector<std::size_t> ts = parse_sweep(o.sweep);
+  fmt::print("Chapter 12: time and peak memory against T\n");
+  fmt::print(
+      "causal multi-head attention {}, B 1, C {}, H {}, tile {}; each T and kernel runs in its\n"
+      "own process (--long T), whose peak resident memory is its own\n",
+      o.backward ? "forward + backward" : "forward", kLongC, kLongH, o.tile);
+  const bool timing = common.timing;
+  fmt::print("{}", attn::align_right("T", 6));
+  for (const char* k : {"reference", "flash"}) {
+    if (timing) fmt::print("  {}", attn::align_right(std::string(k) + " time", 15));
+    fmt::print("  {}", attn::align_right(std::string(k) + " memory", 17));
+  }
+  fmt::print("\n");
+  std::vector<SweepPoint> ref, flash;
+  for (const std::size_t T : ts) {
+    SweepPoint r;
+    r.T = T;
+    if (reference_fits(T)) r = run_child(common, o, T, "reference");
+    const SweepPoint f = run_child(common, o, T, "flash");
+    ref.push_back(r);
+    flash.push_back(f);
+    fmt::print("{}", attn::align_right(std::to_string(T), 6));
+    for (const SweepPoint* p : std::array<const SweepPoint*, 2>{&r, &f}) {
+      if (!p->ran) {
+        fmt::print("  {}", attn::align_right("refused", timing ? 15 : 17));
+        if (timing) fmt::print("  {}", attn::align_right("", 17));
+        continue;
+      }
+      if (timing) fmt::print("  {}", attn::align_right(num(p->seconds, 3) + " s", 15));
+      fmt::print("  {}", attn::align_right(bytes_text(p->rss_bytes), 17));
+    }
+    fmt::print("\n");
+  }
+  fmt::print(
+      "refused: the reference's (B, H, T, T) weights would pass its cap of {} (T above {})\n",
+      bytes_text(static_cast<double>(kReferenceCap) * 4.0), reference_max_t());
+  if (common.svg_dir) {
+    write_sweep_svgs(*common.svg_dir, ref, flash, timing, o.backward);
+    fmt::print("wrote {}{}\n", (*common.svg_dir / "long_memory.svg").string(),
+               timing ? " and " + (*common.svg_dir / "long_time.svg").string() : "");
+  }
+}
+
+}  // namespace ch12
