@@ -694,12 +694,10 @@ QkvHeads qkv_heads(const float* qkv, std::size_t T, std::size_t C, std::size_t w
   return h;
 }
 
-// The flash kernel (fast/flash.cpp) takes over from T = kFlashMinT when the caller does not ask
-// for the weights, for multi-head attention (one K/V head per query head, no window; RoPE is
-// applied before it, in the projections): the cache then keeps each query's log-sum-exp
-// (B, H, T) in place of the (B, H, T, T) weights.
+// The flash kernel (fast/flash.cpp) takes over as fast::takes_flash says (flash.hpp): the cache
+// then keeps each query's log-sum-exp (B, H, T) in place of the (B, H, T, T) weights.
 bool flash_path(const Parts& a, std::size_t T, bool need_weights) {
-  return !need_weights && T >= kFlashMinT && a.KV == a.H && a.window == 0;
+  return takes_flash(T, need_weights, a.H, a.KV, a.window);
 }
 
 void attention_forward(const Tensor<3>& x, const MhaWeights& w, const Parts& a, MhaCache& cache,

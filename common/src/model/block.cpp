@@ -71,6 +71,17 @@ std::size_t swiglu_width(std::size_t C) {
 
 std::size_t kv_heads(const BlockConfig& c) { return c.n_kv_heads == 0 ? c.n_heads : c.n_kv_heads; }
 
+GqaConfig gqa_config(const BlockConfig& c) {
+  GqaConfig g;
+  g.n_heads = c.n_heads;
+  g.n_kv_heads = kv_heads(c);
+  g.causal = c.causal;
+  g.rope = c.rope;
+  g.theta = c.rope_theta;
+  g.window = c.window;
+  return g;
+}
+
 namespace {
 // Attention other than chapter 05's multi-head attention: grouped K/V heads, RoPE or a window.
 bool gqa_attention(const BlockConfig& c) {
@@ -236,17 +247,6 @@ const Vector& zeros_vector(std::size_t n) {
   thread_local Vector z;
   if (z.size() != n) z = xt::zeros<float>({n});
   return z;
-}
-
-GqaConfig gqa_config(const BlockConfig& c) {
-  GqaConfig g;
-  g.n_heads = c.n_heads;
-  g.n_kv_heads = kv_heads(c);
-  g.causal = c.causal;
-  g.rope = c.rope;
-  g.theta = c.rope_theta;
-  g.window = c.window;
-  return g;
 }
 
 // t = src, or t = zeros of `shape`, in t's own buffer when it has the size already (a training
@@ -831,8 +831,7 @@ std::size_t block_activation_floats(std::size_t B, std::size_t T, std::size_t C,
   // T = fast::kFlashMinT on, multi-head attention without a window (RoPE or not) runs the flash
   // kernel: its log-sum-exp (B, H, T) in place of the weights.
   const std::size_t kv = H == 0 ? 0 : B * T * kv_heads(config) * (C / H);
-  const bool flash =
-      kv_heads(config) == H && config.window == 0 && !config.keep_weights && T >= fast::kFlashMinT;
+  const bool flash = fast::takes_flash(T, config.keep_weights, H, kv_heads(config), config.window);
   std::size_t n = btc + btc + 2 * kv + (flash ? B * H * T : B * H * T * T) + btc;
   // FFN: its input, the pre-activation and the activation (B, T, F) each; SwiGLU keeps three
   // (B, T, F): a, u and h.

@@ -65,17 +65,6 @@ T3<S> normalize_backward(const T3<S>& dy, const T3<S>& x, const T1<S>& gamma, co
   return dx;
 }
 
-GqaConfig gqa_config(const BlockConfig& c) {
-  GqaConfig g;
-  g.n_heads = c.n_heads;
-  g.n_kv_heads = kv_heads(c);
-  g.causal = c.causal;
-  g.rope = c.rope;
-  g.theta = c.rope_theta;
-  g.window = c.window;
-  return g;
-}
-
 // The MLP's weights with zero biases where the parts have none (bias = false).
 template <class S>
 FfnWeightsOf<S> with_biases(FfnWeightsOf<S> m) {

@@ -29,6 +29,14 @@ inline constexpr std::size_t kMaxFlashTile = 1024;
 // every length the chapters, the golden cases and attn-bench's shapes (T <= 1024) use, so their
 // outputs and timings keep the blocked kernel of fast/attention.cpp, as fast as this one there.
 inline constexpr std::size_t kFlashMinT = 2048;
+// Whether a block's attention training forward takes the flash kernel: from kFlashMinT positions
+// on, weights not asked for, one K/V head per query head (kv_heads == n_heads) and no window
+// (RoPE, applied in the projections before the kernel, does not matter). The one rule that
+// fast::mha_forward / gqa_forward and attn::block_activation_floats share.
+inline bool takes_flash(std::size_t T, bool need_weights, std::size_t n_heads, std::size_t kv_heads,
+                        std::size_t window) {
+  return !need_weights && T >= kFlashMinT && kv_heads == n_heads && window == 0;
+}
 
 struct FlashResult {
   Tensor<4> out;  // (B, H, T, hv)

@@ -90,6 +90,8 @@ struct BlockConfig {
 bool block_default_parts(const BlockConfig& config);
 // The K/V heads the config's attention has (n_kv_heads, or n_heads when it is 0).
 std::size_t kv_heads(const BlockConfig& config);
+// The attention part of the config as grouped-query attention takes it (attn/ops/gqa.hpp).
+GqaConfig gqa_config(const BlockConfig& config);
 
 struct BlockWeights {
   MhaWeights attn;              // w_q, w_o (C, C); w_k, w_v (C, KV * hs): (C, C) unless GQA
