@@ -119,11 +119,20 @@ bool parse_model_txt(const fs::path& dir, LmConfig& out, bool& seen_layers, bool
   const fs::path path = dir / kModelTxt;
   std::error_code ec;
   seen_layers = seen_heads = false;
-  if (!fs::exists(path, ec)) return false;
-  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > 4096) {
-    r.fail(std::string(kModelTxt) + " is not a small regular file");
-  }
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) return false;
+  // Each step below can find the file gone: there a moment ago, a newer checkpoint removed this
+  // one in between. That is said as such, not as a malformed file.
+  const auto vanished = [&] {
+    r.fail(std::string(kModelTxt) +
+           " vanished while the folder was read (a newer checkpoint replaced it?)");
+  };
+  if (!fs::is_regular_file(st)) r.fail(std::string(kModelTxt) + " is not a small regular file");
+  const std::uintmax_t bytes = fs::file_size(path, ec);
+  if (ec) vanished();
+  if (bytes > 4096) r.fail(std::string(kModelTxt) + " is not a small regular file");
   std::ifstream in(path);
+  if (!in) vanished();
   std::string line;
   std::size_t number = 0;
   while (std::getline(in, line)) {
@@ -357,12 +366,20 @@ struct ManifestProblem : std::runtime_error {
 bool check_manifest(const fs::path& dir) {
   const fs::path path = dir / kManifestName;
   std::error_code ec;
-  if (!fs::exists(fs::symlink_status(path, ec))) return false;
+  const fs::file_status st = fs::symlink_status(path, ec);
+  if (!fs::exists(st)) return false;
   const auto fail = [&](const std::string& what) { throw ManifestProblem(what); };
-  if (!fs::is_regular_file(fs::symlink_status(path, ec)) || fs::file_size(path, ec) > (1u << 20)) {
-    fail(std::string(kManifestName) + " is not a small regular file");
-  }
+  // Each step below can find the file gone: there a moment ago, a newer checkpoint removed this
+  // one in between. That is said as such, not as a malformed file.
+  const std::string vanished = std::string(kManifestName) +
+                               " vanished while the folder was read (a newer checkpoint "
+                               "replaced it?)";
+  if (!fs::is_regular_file(st)) fail(std::string(kManifestName) + " is not a small regular file");
+  const std::uintmax_t bytes = fs::file_size(path, ec);
+  if (ec) fail(vanished);
+  if (bytes > (1u << 20)) fail(std::string(kManifestName) + " is not a small regular file");
   std::ifstream in(path, std::ios::binary);
+  if (!in) fail(vanished);
   std::string line;
   std::vector<std::string> listed;
   std::size_t number = 0;
@@ -376,9 +393,9 @@ bool check_manifest(const fs::path& dir) {
         name.find('/') != std::string::npos || name == "..") {
       fail(fmt::format("{} line {} is not `name size fnv1a64`", kManifestName, number));
     }
-    const fs::file_status st = fs::symlink_status(dir / name, ec);
-    if (!fs::exists(st)) fail(fmt::format("{} is missing (listed in {})", name, kManifestName));
-    if (!fs::is_regular_file(st)) fail(name + " is not a regular file");
+    const fs::file_status entry = fs::symlink_status(dir / name, ec);
+    if (!fs::exists(entry)) fail(fmt::format("{} is missing (listed in {})", name, kManifestName));
+    if (!fs::is_regular_file(entry)) fail(name + " is not a regular file");
     std::uintmax_t got_size = 0;
     const std::uint64_t got = fnv1a64_file(dir / name, got_size);
     if (got_size != size || fmt::format("{:016x}", got) != hex) {

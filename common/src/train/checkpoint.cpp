@@ -62,8 +62,13 @@ void write_text(const fs::path& path, const std::string& text) {
 std::string read_text(const fs::path& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) checkpoint_error(path, "missing (not a regular file)");
-  if (fs::file_size(path, ec) > (std::uintmax_t{16} << 20)) checkpoint_error(path, "too large");
+  // There a moment ago and gone now: a newer checkpoint removed this one in between.
+  const char* vanished = "vanished while it was read (a newer checkpoint replaced it?)";
+  const std::uintmax_t bytes = fs::file_size(path, ec);
+  if (ec) checkpoint_error(path, vanished);
+  if (bytes > (std::uintmax_t{16} << 20)) checkpoint_error(path, "too large");
   std::ifstream in(path, std::ios::binary);
+  if (!in) checkpoint_error(path, vanished);
   std::ostringstream ss;
   ss << in.rdbuf();
   if (!in && !in.eof()) checkpoint_error(path, "cannot read");
