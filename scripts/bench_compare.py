@@ -780,6 +780,10 @@ def main():
                         help="only these (B, T, C, H) shapes of the forward cases, e.g. "
                              "32x128x512x8 (default: all of " +
                              ", ".join("x".join(map(str, s)) for s in SHAPES) + ")")
+    parser.add_argument("--baseline", metavar="BENCH",
+                        help="another attn-bench, built from an earlier commit: instead of "
+                             "PyTorch, time it and --bench in turns (same settings, same "
+                             "rounds) and print this / baseline for every benchmark both have")
     parser.add_argument("--torch-worker", type=int, metavar="INTRA", help=argparse.SUPPRESS)
     parser.add_argument("--worker-cases", default="forward", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -816,6 +820,10 @@ def main():
             "cmake --build --preset default --target attn-bench")
     if args.rounds < 1 or args.repetitions < 1 or args.min_time <= 0:
         parser.error("--rounds and --repetitions must be at least 1, --min-time above 0")
+    if args.baseline:
+        if not (os.path.isfile(args.baseline) and os.access(args.baseline, os.X_OK)):
+            die(f"--baseline {args.baseline}: no such executable")
+        return before_after(args, ops)
     pythons = args.torch_python or [sys.executable]
     versions = {}
     for py in pythons:
@@ -841,6 +849,58 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1, default=str)
+    return 0
+
+
+def bench_names(bench):
+    proc = subprocess.run([bench, "--benchmark_list_tests=true"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        die(f"{bench} --benchmark_list_tests=true exited with {proc.returncode}")
+    return [line.removesuffix("/real_time") for line in proc.stdout.split()]
+
+
+def before_after(args, ops):
+    """--baseline: the benchmarks of --cases that both binaries have, each binary at every thread
+    setting, taking turns round by round (baseline, then this), best round kept. Prints
+    this / baseline in time: below 1 is faster than before."""
+    wanted = {"forward": ops, "train": ["train_step"],
+              "generate": ["generate_cached", "generate_uncached", "generate_swa_cached"]}
+    kinds = (["gemm_peak"] + wanted["forward"] + wanted["train"] + wanted["generate"]
+             if args.cases == "all" else wanted[args.cases])
+    shapes = {shape_name(s) for s in SHAPES}
+    common = [n for n in bench_names(args.bench) if n in set(bench_names(args.baseline))
+              and n.split("/")[0] in kinds
+              and (n.split("/")[0] not in OPS or n.split("/")[1] in shapes)]
+    if not common:
+        die("the two attn-bench binaries have no benchmark of --cases in common")
+    pattern = "^(" + "|".join(common) + ")(/real_time)?$"
+    best = {}  # (label, threads, name) -> best ms
+    for round_no in range(1, args.rounds + 1):
+        for t in THREADS:
+            for label, bench in (("baseline", args.baseline), ("this", args.bench)):
+                print(f"  round {round_no}: {label} ({bench}) with OPENBLAS_NUM_THREADS={t} ...",
+                      file=sys.stderr)
+                for name, got in run_ours(bench, t, args.repetitions, args.min_time,
+                                          pattern).items():
+                    key = (label, t, name)
+                    best[key] = min(best.get(key, math.inf), got["ms"])
+    print(f"\nthis: {args.bench}\nbaseline: {args.baseline}\n{args.rounds} round(s) taking "
+          f"turns, median of {args.repetitions} repetitions per round, best round kept")
+    print(f"\n| benchmark | threads | baseline ms | this ms | this / baseline |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    ratios = []
+    for name in common:
+        for t in THREADS:
+            before, after = best[("baseline", t, name)], best[("this", t, name)]
+            ratios.append(after / before)
+            print(f"| {name} | {t} | {before:.3f} | {after:.3f} | {after / before:.3f} |")
+    geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    print(f"\ngeometric mean of this / baseline over {len(ratios)} rows: {geo:.3f}; "
+          f"worst {max(ratios):.3f}, best {min(ratios):.3f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({f"{label} {t} {name}": ms for (label, t, name), ms in best.items()},
+                      f, indent=1)
     return 0
 
 
