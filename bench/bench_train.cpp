@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "attn/core/threads.hpp"
+#include "attn/model/model.hpp"
+#include "attn/train/data.hpp"
 #include "attn/train/train.hpp"
 
 namespace {
@@ -44,7 +46,41 @@ void bm_train_step(benchmark::State& state) {
   state.counters["threads"] = static_cast<double>(attn::num_threads());
 }
 
+// The forward and backward of the same step alone, with the batch in `shards` shards (1: one
+// batch; 16: what lm_batch_shards picks for it): what the shards cost or save on one thread, and
+// how each scales.
+void bm_forward_backward_shards(benchmark::State& state) {
+  const auto shards = static_cast<std::size_t>(state.range(0));
+  attn::TrainConfig c;
+  c.model.vocab_size = 65;
+  c.model.block_size = 64;
+  c.model.n_embd = 64;
+  c.model.n_heads = 4;
+  c.model.n_layers = 4;
+  c.model.tied_head = false;
+  c.model.activation = attn::Activation::relu;
+  c.batch_size = 32;
+  attn::TrainState s = attn::train_init(c);
+  std::vector<int> data(100000);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<int>((i * 7 + i / 13) % 65);
+  attn::get_batch(data, c.batch_size, c.model.block_size, s.data_rng, s.batch);
+  for (auto _ : state) {
+    attn::lm_zero(s.grads);
+    const double loss = attn::lm_forward_backward(s.batch.x, s.batch.y, s.weights, c.model, s.grads,
+                                                  s.cache, shards);
+    benchmark::DoNotOptimize(loss);
+  }
+  state.counters["threads"] = static_cast<double>(attn::num_threads());
+}
+
 }  // namespace
+
+BENCHMARK(bm_forward_backward_shards)
+    ->Name("lm_fwd_bwd_shards/32_64_64_4_L4")
+    ->Arg(1)
+    ->Arg(16)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 BENCHMARK(bm_train_step)
     ->Name("train_step/32_64_64_4_L4")

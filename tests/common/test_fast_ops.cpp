@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <limits>
 #include <numbers>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -179,6 +180,45 @@ TEST_CASE(
     attn::fast::bias_backward(dy.data(), 37, cols, db.data());
     CHECK_TENSOR_NEAR(db, ref.db, 0.0, 0.0);
   }
+}
+
+TEST_CASE("fast::bias_backward_strided: a few columns of a wider dy, the same bits as the whole") {
+  attn::Rng rng(105);
+  const std::size_t rows = 37, cols = 300;
+  const attn::Tensor<3> dy = attn::randn<3>(rng, {1, rows, cols});
+  attn::Vector whole = xt::zeros<float>({cols}), pieces = xt::zeros<float>({cols});
+  attn::fast::bias_backward(dy.data(), rows, cols, whole.data());
+  for (std::size_t j0 = 0; j0 < cols; j0 += 128) {
+    const std::size_t n = std::min<std::size_t>(128, cols - j0);
+    attn::fast::bias_backward_strided(dy.data() + j0, rows, n, cols, pieces.data() + j0);
+  }
+  CHECK_TENSOR_NEAR(pieces, whole, 0.0, 0.0);
+}
+
+TEST_CASE(
+    "fast::cross_entropy_backward_inplace with a denominator: two halves of a batch, each "
+    "divided by the whole's rows, add up to the whole batch's loss and gradient") {
+  attn::Rng rng(106);
+  const std::size_t N = 300, V = 11;
+  const attn::Matrix logits = attn::randn(rng, N, V);
+  std::vector<int> targets(N);
+  for (int& t : targets) t = static_cast<int>(rng.below(V));
+  attn::Matrix whole = logits;
+  const double loss = attn::fast::cross_entropy_backward_inplace(whole, targets);
+  attn::Matrix top = xt::view(logits, xt::range(0, 100), xt::all());
+  attn::Matrix bottom = xt::view(logits, xt::range(100, N), xt::all());
+  const std::span<const int> t(targets);
+  const double a = attn::fast::cross_entropy_backward_inplace(top, t.subspan(0, 100), N);
+  const double b = attn::fast::cross_entropy_backward_inplace(bottom, t.subspan(100), N);
+  CHECK(a + b == doctest::Approx(loss).epsilon(1e-12));
+  CHECK_TENSOR_NEAR(attn::Matrix(xt::view(whole, xt::range(0, 100), xt::all())), top, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(attn::Matrix(xt::view(whole, xt::range(100, N), xt::all())), bottom, 0.0, 0.0);
+  attn::Matrix small = logits;
+  CHECK_THROWS_WITH_AS(
+      attn::fast::cross_entropy_backward_inplace(small, targets, N - 1),
+      "attn::fast::cross_entropy_backward_inplace: the denominator must be at least the number "
+      "of rows",
+      std::invalid_argument);
 }
 
 TEST_CASE("the linear tolerance catches a kernel that forgets the bias or transposes dW") {

@@ -17,6 +17,7 @@
 #include "attn/core/threads.hpp"
 #include "attn/train/gradcheck.hpp"
 #include "gradcheck_helpers.hpp"
+#include "attn/fast/gemm.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -105,6 +106,65 @@ TEST_CASE("a big gemm split into row blocks over 1 to 3 threads: same bits, tran
     }
   }
   attn::set_num_threads(saved);
+}
+
+TEST_CASE("a big gemm with few rows is cut into column tiles too: same bits on 1 to 3 threads") {
+  // 200 rows (2 row blocks) and 1100 columns (3 tiles of at most 512): a weight gradient's shape.
+  attn::Rng rng(8);
+  const std::size_t M = 200, K = 64, N = 1100;
+  const attn::Matrix a_t = attn::randn(rng, K, M);  // stored (K, M), read transposed: x^T
+  const attn::Matrix b = attn::randn(rng, K, N);
+  const attn::Matrix c0 = attn::randn(rng, M, N);
+  const attn::Matrix want = attn::matmul(transposed(a_t), b);
+  const std::size_t saved = attn::num_threads();
+  auto run = [&](std::size_t threads) {
+    attn::set_num_threads(threads);
+    attn::Matrix got = c0;
+    attn::gemm(M, N, K, 1.0f, a_t.data(), true, b.data(), false, 1.0f, got.data());
+    return got;
+  };
+  const attn::Matrix one = run(1);
+  CHECK_TENSOR_NEAR(one, attn::Matrix(want + c0), 1e-4, 1e-5);
+  CHECK_TENSOR_NEAR(run(2), one, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(run(3), one, 0.0, 0.0);
+  attn::set_num_threads(saved);
+}
+
+TEST_CASE("gemm_many: each job's result is gemm_strided's alone, bit for bit, on 1 to 3 threads") {
+  attn::Rng rng(9);
+  // A small job (one call), a big one in row blocks, one in column tiles, and an empty sum.
+  const attn::Matrix a1 = attn::randn(rng, 5, 7), b1 = attn::randn(rng, 7, 3);
+  const attn::Matrix a2 = attn::randn(rng, 301, 200), b2 = attn::randn(rng, 90, 200);
+  const attn::Matrix a3 = attn::randn(rng, 64, 200), b3 = attn::randn(rng, 64, 1100);
+  const attn::Matrix c1 = attn::randn(rng, 5, 3), c2 = attn::randn(rng, 301, 90),
+                     c3 = attn::randn(rng, 200, 1100), c4 = attn::randn(rng, 4, 6);
+  // Alone, one after another.
+  attn::Matrix w1 = c1, w2 = c2, w3 = c3, w4 = c4;
+  attn::gemm(5, 3, 7, 1.0f, a1.data(), false, b1.data(), false, 0.0f, w1.data());
+  attn::gemm(301, 90, 200, 0.5f, a2.data(), false, b2.data(), true, 1.0f, w2.data());
+  attn::gemm(200, 1100, 64, 1.0f, a3.data(), true, b3.data(), false, 1.0f, w3.data());
+  attn::gemm_strided(4, 6, 0, 1.0f, a1.data(), 1, false, b1.data(), 6, false, 3.0f, w4.data(), 6);
+  const std::size_t saved = attn::num_threads();
+  for (std::size_t threads : {1, 2, 3}) {
+    CAPTURE(threads);
+    attn::set_num_threads(threads);
+    attn::Matrix g1 = c1, g2 = c2, g3 = c3, g4 = c4;
+    const attn::fast::GemmJob jobs[] = {
+        {5, 3, 7, 1.0f, a1.data(), 7, false, b1.data(), 3, false, 0.0f, g1.data(), 3},
+        {301, 90, 200, 0.5f, a2.data(), 200, false, b2.data(), 200, true, 1.0f, g2.data(), 90},
+        {200, 1100, 64, 1.0f, a3.data(), 200, true, b3.data(), 1100, false, 1.0f, g3.data(), 1100},
+        {4, 6, 0, 1.0f, a1.data(), 1, false, b1.data(), 6, false, 3.0f, g4.data(), 6}};
+    attn::fast::gemm_many(jobs);
+    CHECK_TENSOR_NEAR(g1, w1, 0.0, 0.0);
+    CHECK_TENSOR_NEAR(g2, w2, 0.0, 0.0);
+    CHECK_TENSOR_NEAR(g3, w3, 0.0, 0.0);
+    CHECK_TENSOR_NEAR(g4, attn::Matrix(3.0f * c4), 0.0, 0.0);
+  }
+  attn::set_num_threads(saved);
+  CHECK_TENSOR_NEAR(w3, attn::Matrix(attn::matmul(transposed(a3), b3) + c3), 1e-4, 1e-5);
+  std::vector<attn::fast::GemmJob> too_many(9, attn::fast::GemmJob{});
+  CHECK_THROWS_WITH_AS(attn::fast::gemm_many(too_many),
+                       "attn::fast::gemm_many: at most 8 jobs at a time", std::invalid_argument);
 }
 
 TEST_CASE("gemm_strided works on blocks inside wider buffers and leaves the rest alone") {

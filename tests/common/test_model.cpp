@@ -653,6 +653,154 @@ TEST_CASE("lm_forward_backward accumulates, reuses its buffers, and is thread-co
   }
 }
 
+TEST_CASE("lm_batch_shards: whole sequences, at least 128 tokens a shard, at most 16 shards") {
+  CHECK(attn::lm_batch_shards(32, 64, 207'296) == 16);  // chapter 09's model: 2 sequences each
+  CHECK(attn::lm_batch_shards(16, 32, 5'000) == 4);
+  CHECK(attn::lm_batch_shards(12, 64, 5'000) == 6);            // a divisor of B: 2 sequences each
+  CHECK(attn::lm_batch_shards(7, 128, 5'000) == 7);            // B prime: one sequence each
+  CHECK(attn::lm_batch_shards(4, 40, 5'000) == 1);             // 160 tokens: no room for two shards
+  CHECK(attn::lm_batch_shards(1, 4096, 5'000) == 1);           // one sequence cannot be split
+  CHECK(attn::lm_batch_shards(64, 256, 2'000'000) == 9 - 1);   // 64 MiB of extra gradients
+  CHECK(attn::lm_batch_shards(64, 256, 10'788'929) == 1 + 1);  // the lecture's model
+  CHECK(attn::lm_batch_shards(64, 256, 20'000'000) == 1);
+}
+
+TEST_CASE(
+    "lm_forward_backward in shards: the double reference's gradients, the same bits on any "
+    "thread count, and one line for a shard count that does not divide B") {
+  attn::Rng rng(717);
+  attn::LmConfig config = small_config();
+  config.n_embd = 16;
+  config.block_size = 32;
+  config.n_heads = 4;
+  config.n_layers = 2;
+  const std::size_t B = 16, T = 32;
+  const attn::LmWeights w = random_lm(rng, config);
+  const auto tokens = random_ids(rng, B, T, config.vocab_size);
+  const auto targets = random_ids(rng, B, T, config.vocab_size);
+  REQUIRE(attn::lm_batch_shards(B, T, attn::lm_parameter_count(w)) == 4);
+  const attn::ref::LmWeights<double> w64 = attn::ref::cast<double>(w);
+  attn::ref::LmWeights<double> g64 = attn::ref::zeros_like(w64);
+  const double loss64 = attn::ref::lm_forward_backward(tokens, targets, w64, config, g64);
+  attn::LmWeights g64f = attn::lm_zeros_like(w);  // the reference's gradients of the sum, float
+  {
+    attn::ref::LmWeights<double> g64_copy = g64;
+    std::vector<attn::NamedTensor> to = attn::lm_parameters(g64f);
+    std::size_t i = 0;
+    const auto put = [&](const auto& t) {  // lm_parameters' order, empty tensors skipped
+      if (t.size() == 0) return;
+      REQUIRE(to.at(i).values.size() == t.size());
+      for (std::size_t j = 0; j < t.size(); ++j)
+        to[i].values[j] = static_cast<float>(t.data()[j] * static_cast<double>(B * T));
+      ++i;
+    };
+    put(g64_copy.wte);
+    put(g64_copy.wpe);
+    for (const auto& b : g64_copy.blocks) {
+      for (const auto* t : {&b.attn.w_q, &b.attn.w_k, &b.attn.w_v, &b.attn.w_o}) put(*t);
+      for (const auto* t : {&b.ln1_gamma, &b.ln1_beta, &b.ln2_gamma, &b.ln2_beta}) put(*t);
+      put(b.ffn.w1);
+      put(b.ffn.b1);
+      put(b.ffn.w2);
+      put(b.ffn.b2);
+      put(b.swiglu.w_gate);
+      put(b.swiglu.w_up);
+      put(b.swiglu.w_down);
+    }
+    put(g64_copy.ln_f_gamma);
+    put(g64_copy.ln_f_beta);
+    put(g64_copy.lm_head);
+    put(g64_copy.lm_head_bias);
+    REQUIRE(i == to.size());
+  }
+  const std::size_t saved = attn::num_threads();
+  for (std::size_t shards : {std::size_t{1}, std::size_t{2}, std::size_t{4}, std::size_t{16}}) {
+    CAPTURE(shards);
+    std::vector<attn::LmWeights> by_threads;
+    for (std::size_t threads : {1, 2, 3}) {
+      attn::set_num_threads(threads);
+      attn::LmWeights g = attn::lm_zeros_like(w);
+      attn::LmCache cache;
+      const double loss = attn::lm_forward_backward(tokens, targets, w, config, g, cache, shards);
+      CHECK(std::abs(loss - loss64) <= 1e-5 + 1e-4 * std::abs(loss64));
+      by_threads.push_back(g);
+    }
+    attn::set_num_threads(saved);
+    auto pg = attn::lm_parameters(by_threads[0]);
+    auto pr = attn::lm_parameters(g64f);
+    for (std::size_t i = 0; i < pg.size(); ++i) {
+      CAPTURE(pg[i].name);
+      // The loss is a mean over B*T tokens: the gradients of the sum are compared, each element
+      // within 1e-4 of its tensor's largest (float sums of 512 rows, some of which cancel).
+      float largest = 0.0f;
+      for (const float v : pr[i].values) largest = std::max(largest, std::abs(v));
+      for (std::size_t j = 0; j < pg[i].values.size(); ++j) {
+        const double got = static_cast<double>(pg[i].values[j]) * static_cast<double>(B * T);
+        const double want = pr[i].values[j];
+        if (std::abs(got - want) > 1e-4 * static_cast<double>(largest) + 1e-4 * std::abs(want)) {
+          CHECK(got == doctest::Approx(want));
+          break;
+        }
+      }
+      for (std::size_t k = 1; k < by_threads.size(); ++k) {
+        auto pk = attn::lm_parameters(by_threads[k]);
+        CHECK(std::equal(pg[i].values.begin(), pg[i].values.end(), pk[i].values.begin()));
+      }
+    }
+  }
+  // The rule's shards and the explicit count are the same computation.
+  attn::LmWeights ga = attn::lm_zeros_like(w), gb = attn::lm_zeros_like(w);
+  attn::LmCache ca, cb;
+  CHECK(attn::lm_forward_backward(tokens, targets, w, config, ga, ca) ==
+        attn::lm_forward_backward(tokens, targets, w, config, gb, cb, 4));
+  CHECK(ca.shards.size() == 4);
+  CHECK_TENSOR_NEAR(ga.blocks[1].ffn.w2, gb.blocks[1].ffn.w2, 0.0, 0.0);
+  // Gradients add up across calls in shards too.
+  const attn::LmWeights once = ga;
+  (void)attn::lm_forward_backward(tokens, targets, w, config, ga, ca);
+  CHECK_TENSOR_NEAR(ga.blocks[0].attn.w_v, attn::Matrix(2.0f * once.blocks[0].attn.w_v), 1e-6,
+                    1e-6);
+  CHECK_THROWS_WITH_AS(attn::lm_forward_backward(tokens, targets, w, config, ga, ca, 3),
+                       "attn::lm_forward_backward: 3 shards do not divide a batch of 16 sequences",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(attn::lm_forward_backward(tokens, targets, w, config, ga, ca, 0),
+                       "attn::lm_forward_backward: 0 shards do not divide a batch of 16 sequences",
+                       std::invalid_argument);
+}
+
+TEST_CASE(
+    "lm_forward_backward in shards with dropout: the masks depend on the generator's seed "
+    "alone, not on the thread count") {
+  attn::Rng rng(718);
+  attn::LmConfig config = small_config();
+  config.n_embd = 16;
+  config.block_size = 32;
+  config.n_heads = 4;
+  config.dropout = 0.2f;
+  const attn::LmWeights w = random_lm(rng, config);
+  const auto tokens = random_ids(rng, 8, 32, config.vocab_size);
+  const auto targets = random_ids(rng, 8, 32, config.vocab_size);
+  const std::size_t saved = attn::num_threads();
+  std::vector<double> losses;
+  std::vector<attn::LmWeights> grads;
+  for (std::size_t threads : {1, 2, 3}) {
+    attn::set_num_threads(threads);
+    attn::LmWeights g = attn::lm_zeros_like(w);
+    attn::LmCache cache;
+    cache.dropout_rng = attn::Rng(99, 303);
+    losses.push_back(attn::lm_forward_backward(tokens, targets, w, config, g, cache, 2));
+    grads.push_back(g);
+  }
+  attn::set_num_threads(saved);
+  CHECK(losses[0] == losses[1]);
+  CHECK(losses[0] == losses[2]);
+  CHECK_TENSOR_NEAR(grads[0].blocks[0].attn.w_q, grads[2].blocks[0].attn.w_q, 0.0, 0.0);
+  attn::LmWeights g = attn::lm_zeros_like(w);
+  attn::LmCache cache;
+  cache.dropout_rng = attn::Rng(100, 303);  // another seed: other masks
+  CHECK(attn::lm_forward_backward(tokens, targets, w, config, g, cache, 2) != losses[0]);
+}
+
 TEST_CASE("lm_parameters: the .npy names in order, variants skip their empty tensors") {
   attn::Rng rng(702);
   attn::LmConfig config = small_config();

@@ -833,27 +833,23 @@ void attention_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaW
   //    dw_q += x^T @ dq          (C, B*T) @ (B*T, C) -> (C, C), dq read in place (ld 3C)
   //    dw_k += x^T @ dk          (C, B*T) @ (B*T, KV hs) -> (C, KV hs), likewise dw_v
   //    dx = dq @ w_q^T + dk @ w_k^T + dv @ w_v^T   (B*T, .) @ (., C) -> (B*T, C), summed by beta
-  //    The weight gradients (with dw_o += heads^T @ dout) are independent GEMMs: they run side
-  //    by side over the threads, each computed the same way on any thread count.
+  //    The weight gradients (with dw_o += heads^T @ dout) are independent GEMMs: their tiles
+  //    share the threads in one region, each computed the same way on any thread count.
   const Matrix* weights[3] = {&w.w_q, &w.w_k, &w.w_v};
   Matrix* dweights[3] = {&grads.w_q, &grads.w_k, &grads.w_v};
   const float* grads_in[3] = {dqkv, dk, dv};
   const std::size_t lds[3] = {3 * C, ld_kv, ld_kv};
   const std::size_t cols[3] = {C, kvc, kvc};
-  const std::size_t jobs = proj ? 4 : 3;
-  detail::run_parts(
-      jobs, detail::worker_count(jobs), [&](std::size_t begin, std::size_t end, std::size_t) {
-        detail::WorkerScope scope;
-        for (std::size_t job = begin; job < end; ++job) {
-          if (job == 3) {
-            gemm(C, C, rows, 1.0f, cache.heads.data(), true, dout.data(), false, 1.0f,
-                 grads.w_o.data());
-          } else {
-            gemm_strided(C, cols[job], rows, 1.0f, cache.x.data(), C, /*trans_a=*/true,
-                         grads_in[job], lds[job], false, 1.0f, dweights[job]->data(), cols[job]);
-          }
-        }
-      });
+  std::array<GemmJob, 4> jobs{};
+  for (std::size_t i = 0; i < 3; ++i) {
+    jobs[i] = {C,           cols[i], rows,  1.0f, cache.x.data(),      C,      /*trans_a=*/true,
+               grads_in[i], lds[i],  false, 1.0f, dweights[i]->data(), cols[i]};
+  }
+  if (proj) {
+    jobs[3] = {C,           C, rows,  1.0f, cache.heads.data(), C, /*trans_a=*/true,
+               dout.data(), C, false, 1.0f, grads.w_o.data(),   C};
+  }
+  gemm_many(std::span<const GemmJob>(jobs.data(), proj ? 4 : 3));
   for (std::size_t i = 0; i < 3; ++i) {
     gemm_strided(rows, C, cols[i], 1.0f, grads_in[i], lds[i], false, weights[i]->data(), cols[i],
                  /*trans_b=*/true, i == 0 ? 0.0f : 1.0f, dx.data(), C);

@@ -405,23 +405,33 @@ void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& 
         }
       });
   // 4. The parameters, summed over all B*T tokens. The two weight gradients are independent
-  //    GEMMs of equal size, run side by side (each one BLAS call on any thread count):
+  //    GEMMs: their tiles share the threads in one region (each computed the same way on any
+  //    thread count); then the two bias sums:
   //    dw2 += act^T @ dy     (F, B*T) @ (B*T, C) -> (F, C)
   //    dw1 += x^T @ dpre     (C, B*T) @ (B*T, F) -> (C, F)
   //    db2 += sum_rows dy (C,),  db1 += sum_rows dpre (F,)
-  auto weight_grads = [&](std::size_t begin, std::size_t end, std::size_t) {
-    detail::WorkerScope scope;
-    for (std::size_t job = begin; job < end; ++job) {
-      if (job == 0) {
-        gemm(F, C, rows, 1.0f, cache.act.data(), true, dy.data(), false, 1.0f, grads.w2.data());
-        bias_backward(dy.data(), rows, C, grads.b2.data());
-      } else {
-        gemm(C, F, rows, 1.0f, cache.x.data(), true, dh, false, 1.0f, grads.w1.data());
-        bias_backward(dh, rows, F, grads.b1.data());
-      }
-    }
-  };
-  detail::run_parts(2, detail::worker_count(2), weight_grads);
+  const std::array<GemmJob, 2> jobs{
+      GemmJob{F, C, rows, 1.0f, cache.act.data(), F, true, dy.data(), C, false, 1.0f,
+              grads.w2.data(), C},
+      GemmJob{C, F, rows, 1.0f, cache.x.data(), C, true, dh, F, false, 1.0f, grads.w1.data(), F}};
+  gemm_many(jobs);
+  // The bias sums in blocks of kBiasCols columns of either bias, shared out over the threads
+  // (every column is summed over the rows in row order, whichever thread takes it).
+  constexpr std::size_t kBiasCols = 128;
+  const std::size_t blocks2 = (C + kBiasCols - 1) / kBiasCols;
+  const std::size_t blocks = blocks2 + (F + kBiasCols - 1) / kBiasCols;
+  detail::run_parts(blocks, detail::worker_count(blocks),
+                    [&](std::size_t begin, std::size_t end, std::size_t) {
+                      for (std::size_t k = begin; k < end; ++k) {
+                        const bool second = k < blocks2;  // db2 first, then db1
+                        const std::size_t j0 = (second ? k : k - blocks2) * kBiasCols;
+                        const std::size_t width = second ? C : F;
+                        const std::size_t n = std::min(kBiasCols, width - j0);
+                        const float* from = second ? dy.data() : dh;
+                        float* to = second ? grads.b2.data() : grads.b1.data();
+                        bias_backward_strided(from + j0, rows, n, width, to + j0);
+                      }
+                    });
 }
 
 }  // namespace attn::fast

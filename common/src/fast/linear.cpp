@@ -79,6 +79,11 @@ ATTN_SIMD_CLONES void sum_rows_double(const float* dy, std::size_t rows, std::si
 }  // namespace
 
 void bias_backward(const float* dy, std::size_t rows, std::size_t cols, float* db) {
+  bias_backward_strided(dy, rows, cols, cols, db);
+}
+
+void bias_backward_strided(const float* dy, std::size_t rows, std::size_t cols, std::size_t stride,
+                           float* db) {
   // Columns in blocks of kBlock, each summed over all rows into a double accumulator on the
   // stack: no allocation, whichever thread runs this (a weight gradient's bias runs beside its
   // product on the library's threads). Every column is still summed in row order.
@@ -87,7 +92,7 @@ void bias_backward(const float* dy, std::size_t rows, std::size_t cols, float* d
   for (std::size_t j0 = 0; j0 < cols; j0 += kBlock) {
     const std::size_t n = std::min(kBlock, cols - j0);
     std::fill(acc, acc + n, 0.0);
-    sum_rows_double(dy + j0, rows, n, cols, acc);
+    sum_rows_double(dy + j0, rows, n, stride, acc);
     for (std::size_t j = 0; j < n; ++j)
       db[j0 + j] = static_cast<float>(static_cast<double>(db[j0 + j]) + acc[j]);
   }

@@ -26,9 +26,11 @@ constexpr std::size_t kLossRows = 256;
 //   1. m = max_v l[n, v]                       (so every exponent is <= 0, as in softmax)
 //   2. e[v] = exp(l[n, v] - m) in float, s = sum_v e[v] in double (s >= 1: the max term is 1)
 //   3. -log softmax(l_n)[y] = log(s) - (l[n, y] - m), accumulated in double
-//   4. if a gradient is wanted: grad[n, v] = (e[v] / s - [v == y]) / N
-// Returns the mean loss. `grad` is null or points at an (N, V) row-major buffer.
-double cross_entropy_pass(const Matrix& logits, std::span<const int> targets, float* grad) {
+//   4. if a gradient is wanted: grad[n, v] = (e[v] / s - [v == y]) / D
+// Returns the summed loss / D. D is N for the mean; the training step's batch shards pass the
+// whole batch's row count (model.cpp). `grad` is null or points at an (N, V) row-major buffer.
+double cross_entropy_pass(const Matrix& logits, std::span<const int> targets, float* grad,
+                          std::size_t D) {
   const std::size_t N = logits.shape()[0];
   const std::size_t V = logits.shape()[1];
   // Rows are independent: fixed chunks of kLossRows rows are shared out over the library's
@@ -44,7 +46,7 @@ double cross_entropy_pass(const Matrix& logits, std::span<const int> targets, fl
   sums.assign(chunks, 0.0);
   float* e_all = exps.data();
   double* chunk_sum = sums.data();
-  const double inv_n = 1.0 / static_cast<double>(N);
+  const double inv_n = 1.0 / static_cast<double>(D);
   detail::run_parts(chunks, parts, [&](std::size_t first, std::size_t last, std::size_t part) {
     float* e = e_all + part * V;  // (V,)
     for (std::size_t k = first; k < last; ++k) {
@@ -77,20 +79,20 @@ double cross_entropy_pass(const Matrix& logits, std::span<const int> targets, fl
   });
   double total = 0.0;
   for (std::size_t k = 0; k < chunks; ++k) total += chunk_sum[k];
-  return total / static_cast<double>(N);
+  return total / static_cast<double>(D);
 }
 
 }  // namespace
 
 double cross_entropy(const Matrix& logits, std::span<const int> targets) {
   attn::detail::check_loss_inputs(logits, targets, "attn::fast::cross_entropy");
-  return cross_entropy_pass(logits, targets, nullptr);
+  return cross_entropy_pass(logits, targets, nullptr, logits.shape()[0]);
 }
 
 LossGrad cross_entropy_with_grad(const Matrix& logits, std::span<const int> targets) {
   attn::detail::check_loss_inputs(logits, targets, "attn::fast::cross_entropy_with_grad");
   LossGrad out{0.0, Matrix(logits.shape())};
-  out.loss = cross_entropy_pass(logits, targets, out.grad.data());
+  out.loss = cross_entropy_pass(logits, targets, out.grad.data(), logits.shape()[0]);
   return out;
 }
 
@@ -98,7 +100,15 @@ double cross_entropy_backward_inplace(Matrix& logits, std::span<const int> targe
   attn::detail::check_loss_inputs(logits, targets, "attn::fast::cross_entropy_backward_inplace");
   // Safe in place: each row is read completely (steps 1-3) before step 4 writes its gradient,
   // which only reads the row's exponentials kept aside.
-  return cross_entropy_pass(logits, targets, logits.data());
+  return cross_entropy_pass(logits, targets, logits.data(), logits.shape()[0]);
+}
+
+double cross_entropy_backward_inplace(Matrix& logits, std::span<const int> targets,
+                                      std::size_t denominator) {
+  attn::detail::check_loss_inputs(logits, targets, "attn::fast::cross_entropy_backward_inplace");
+  require(denominator >= logits.shape()[0], "attn::fast::cross_entropy_backward_inplace",
+          "the denominator must be at least the number of rows");
+  return cross_entropy_pass(logits, targets, logits.data(), denominator);
 }
 
 }  // namespace attn::fast

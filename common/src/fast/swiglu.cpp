@@ -180,21 +180,16 @@ void swiglu_backward(const Tensor<3>& dy, const SwigluCache<float>& cache,
     gemm(n, C, F, 1.0f, dac, false, w.w_gate.data(), true, 0.0f, dxc);
     gemm(n, C, F, 1.0f, duc, false, w.w_up.data(), true, 1.0f, dxc);
   });
-  // 4. The weights, summed over all B*T tokens: three independent GEMMs side by side.
+  // 4. The weights, summed over all B*T tokens: three independent GEMMs, their tiles sharing
+  //    the threads in one region.
   //    dw_down += h^T dy (F, C);  dw_gate += x^T da (C, F);  dw_up += x^T du (C, F)
-  detail::run_parts(3, detail::worker_count(3),
-                    [&](std::size_t begin, std::size_t end, std::size_t) {
-                      detail::WorkerScope scope;
-                      for (std::size_t job = begin; job < end; ++job) {
-                        if (job == 0) {
-                          gemm(F, C, rows, 1.0f, cache.h.data(), true, dy.data(), false, 1.0f,
-                               grads.w_down.data());
-                        } else {
-                          gemm(C, F, rows, 1.0f, cache.x.data(), true, job == 1 ? da : du, false,
-                               1.0f, job == 1 ? grads.w_gate.data() : grads.w_up.data());
-                        }
-                      }
-                    });
+  const std::array<GemmJob, 3> jobs{
+      GemmJob{F, C, rows, 1.0f, cache.h.data(), F, true, dy.data(), C, false, 1.0f,
+              grads.w_down.data(), C},
+      GemmJob{C, F, rows, 1.0f, cache.x.data(), C, true, da, F, false, 1.0f, grads.w_gate.data(),
+              F},
+      GemmJob{C, F, rows, 1.0f, cache.x.data(), C, true, du, F, false, 1.0f, grads.w_up.data(), F}};
+  gemm_many(jobs);
 }
 
 }  // namespace attn::fast

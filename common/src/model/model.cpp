@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -22,6 +24,7 @@
 #include "attn/ops/dropout.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "attn/core/limits.hpp"
+#include "attn/core/threads.hpp"
 #include "attn/ops/linear.hpp"
 #include "attn/ops/loss.hpp"
 #include "attn/model/sample.hpp"
@@ -361,34 +364,43 @@ std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
 
 namespace {
 
-// Calls f(name, tensor) for every parameter of w in the fixed order of lm_parameters.
+// Calls f(block, field, tensor) for every parameter of w in the fixed order of lm_parameters;
+// block is -1 for the tensors outside the blocks. Builds no names (the training step calls it).
 template <class Weights, class F>
-void for_each_tensor(Weights& w, F&& f) {
-  f(std::string("wte"), w.wte);
-  f(std::string("wpe"), w.wpe);
+void visit_tensors(Weights& w, F&& f) {
+  f(-1, "wte", w.wte);
+  f(-1, "wpe", w.wpe);
   for (std::size_t i = 0; i < w.blocks.size(); ++i) {
     auto& b = w.blocks[i];
-    const std::string h = fmt::format("h{}.", i);
-    f(h + "w_q", b.attn.w_q);
-    f(h + "w_k", b.attn.w_k);
-    f(h + "w_v", b.attn.w_v);
-    f(h + "w_o", b.attn.w_o);
-    f(h + "ln1_gamma", b.ln1_gamma);
-    f(h + "ln1_beta", b.ln1_beta);
-    f(h + "ln2_gamma", b.ln2_gamma);
-    f(h + "ln2_beta", b.ln2_beta);
-    f(h + "w1", b.ffn.w1);
-    f(h + "b1", b.ffn.b1);
-    f(h + "w2", b.ffn.w2);
-    f(h + "b2", b.ffn.b2);
-    f(h + "w_gate", b.swiglu.w_gate);
-    f(h + "w_up", b.swiglu.w_up);
-    f(h + "w_down", b.swiglu.w_down);
+    const int n = static_cast<int>(i);
+    f(n, "w_q", b.attn.w_q);
+    f(n, "w_k", b.attn.w_k);
+    f(n, "w_v", b.attn.w_v);
+    f(n, "w_o", b.attn.w_o);
+    f(n, "ln1_gamma", b.ln1_gamma);
+    f(n, "ln1_beta", b.ln1_beta);
+    f(n, "ln2_gamma", b.ln2_gamma);
+    f(n, "ln2_beta", b.ln2_beta);
+    f(n, "w1", b.ffn.w1);
+    f(n, "b1", b.ffn.b1);
+    f(n, "w2", b.ffn.w2);
+    f(n, "b2", b.ffn.b2);
+    f(n, "w_gate", b.swiglu.w_gate);
+    f(n, "w_up", b.swiglu.w_up);
+    f(n, "w_down", b.swiglu.w_down);
   }
-  f(std::string("ln_f_gamma"), w.ln_f_gamma);
-  f(std::string("ln_f_beta"), w.ln_f_beta);
-  f(std::string("lm_head"), w.lm_head);
-  f(std::string("lm_head_bias"), w.lm_head_bias);
+  f(-1, "ln_f_gamma", w.ln_f_gamma);
+  f(-1, "ln_f_beta", w.ln_f_beta);
+  f(-1, "lm_head", w.lm_head);
+  f(-1, "lm_head_bias", w.lm_head_bias);
+}
+
+// Calls f(name, tensor) for every parameter of w in the same order: "wte", "h0.w_q", ...
+template <class Weights, class F>
+void for_each_tensor(Weights& w, F&& f) {
+  visit_tensors(w, [&](int block, const char* field, auto& t) {
+    f(block < 0 ? std::string(field) : fmt::format("h{}.{}", block, field), t);
+  });
 }
 
 template <class Array, std::size_t N>
@@ -440,7 +452,7 @@ std::vector<NamedTensor> lm_parameters(LmWeights& w) {
 
 std::size_t lm_parameter_count(const LmWeights& w) {
   std::size_t n = 0;
-  for_each_tensor(w, [&](const std::string&, const auto& t) { n += t.size(); });
+  visit_tensors(w, [&](int, const char*, const auto& t) { n += t.size(); });
   return n;
 }
 
@@ -458,7 +470,7 @@ LmWeights lm_zeros_like(const LmWeights& w) {
 }
 
 void lm_zero(LmWeights& g) {
-  for_each_tensor(g, [](const std::string&, auto& t) { std::fill(t.begin(), t.end(), 0.0f); });
+  visit_tensors(g, [](int, const char*, auto& t) { std::fill(t.begin(), t.end(), 0.0f); });
 }
 
 double lm_loss(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
@@ -472,31 +484,28 @@ double lm_loss(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& tar
   return fast::cross_entropy(rows, std::span<const int>(targets.data(), N));
 }
 
-double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
-                           const LmWeights& w, const LmConfig& config, LmWeights& grads,
-                           LmCache& cache) {
-  constexpr const char* kFn = "attn::lm_forward_backward";
-  check_batch(tokens, &targets, config, kFn);
-  check_weights(w, config, kFn);
-  const std::size_t B = tokens.shape()[0], T = tokens.shape()[1];
+namespace {
+
+// One forward and backward over B sequences of T tokens (tokens, targets: B*T ids each, row by
+// row); the loss and the gradients are divided by `rows`, B*T for a whole batch or the whole
+// batch's row count for one shard of it. Inputs already checked.
+double forward_backward_rows(const int* tokens, const int* targets, std::size_t B, std::size_t T,
+                             std::size_t rows, const LmWeights& w, const LmConfig& config,
+                             LmWeights& grads, LmCache& cache) {
   const std::size_t V = config.vocab_size, C = config.n_embd, L = config.n_layers;
   const std::size_t N = B * T;
-  require(grads.blocks.size() == L && grads.wte.shape() == w.wte.shape() &&
-              grads.wpe.shape() == w.wpe.shape() && grads.lm_head.shape() == w.lm_head.shape() &&
-              grads.ln_f_gamma.shape() == w.ln_f_gamma.shape(),
-          kFn, "grads must be shaped like the weights (make them with lm_zeros_like)");
   const BlockConfig bc = lm_block_config(config);
 
   // ---- Forward, keeping what the backward needs (buffers reused when the shapes repeat) ----
   ensure_shape(cache.tokens, std::array<std::size_t, 2>{B, T});
-  std::copy(tokens.begin(), tokens.end(), cache.tokens.begin());
+  std::copy_n(tokens, N, cache.tokens.begin());
   if (cache.blocks.size() != L) cache.blocks.resize(L);
   // 1. x = wte[tokens] + wpe[0..T)                                         (B, T, C)
   thread_local Tensor<3> x, x_next, dx_a, dx_b;
   ensure_shape(x, std::array<std::size_t, 3>{B, T, C});
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t t = 0; t < T; ++t) {
-      const float* tok = w.wte.data() + static_cast<std::size_t>(tokens(b, t)) * C;
+      const float* tok = w.wte.data() + static_cast<std::size_t>(tokens[b * T + t]) * C;
       float* out = x.data() + (b * T + t) * C;
       if (config.positions == Positions::rope) {  // no table: RoPE acts inside attention
         std::copy_n(tok, C, out);
@@ -534,9 +543,10 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
     fast::gemm(N, V, C, 1.0f, cache.h.data(), false, w.lm_head.data(), false, bias ? 1.0f : 0.0f,
                cache.logits.data());
   }
-  // 5. loss = mean cross-entropy; the logits become dloss/dlogits = (softmax - onehot) / N.
+  // 5. loss = mean cross-entropy; the logits become dloss/dlogits = (softmax - onehot) / N (N:
+  //    the whole batch's rows, `rows`, when this is one shard of it).
   const double loss =
-      fast::cross_entropy_backward_inplace(cache.logits, std::span<const int>(targets.data(), N));
+      fast::cross_entropy_backward_inplace(cache.logits, std::span<const int>(targets, N), rows);
 
   // ---- Backward: every step of the forward in reverse, gradients added into grads ----
   const float* dlogits = cache.logits.data();  // (B*T, V)
@@ -593,12 +603,130 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t t = 0; t < T; ++t) {
       const float* d = dx + (b * T + t) * C;
-      float* gt = grads.wte.data() + static_cast<std::size_t>(tokens(b, t)) * C;
+      float* gt = grads.wte.data() + static_cast<std::size_t>(tokens[b * T + t]) * C;
       for (std::size_t c = 0; c < C; ++c) gt[c] += d[c];
       if (config.positions == Positions::rope) continue;  // no table
       float* gp = grads.wpe.data() + t * C;
       for (std::size_t c = 0; c < C; ++c) gp[c] += d[c];
     }
+  return loss;
+}
+
+// to[j] += from[j] for j < n (two different buffers: the loop is vectorised).
+void add_into(float* __restrict to, const float* __restrict from, std::size_t n) {
+  for (std::size_t j = 0; j < n; ++j) to[j] += from[j];
+}
+
+// Flat views of every tensor of w, in visit_tensors' order, appended to `out`.
+void append_views(LmWeights& w, std::vector<std::span<float>>& out) {
+  visit_tensors(w, [&](int, const char*, auto& t) {
+    if (t.size() != 0) out.emplace_back(t.data(), t.size());
+  });
+}
+
+}  // namespace
+
+std::size_t lm_batch_shards(std::size_t B, std::size_t T, std::size_t parameters) {
+  std::size_t best = 1;
+  for (std::size_t s = 2; s <= std::min(B, kMaxShards); ++s) {
+    if (B / s * T < kShardRows || (s - 1) * parameters > kShardGradFloats) break;
+    if (B % s == 0) best = s;
+  }
+  return best;
+}
+
+double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
+                           const LmWeights& w, const LmConfig& config, LmWeights& grads,
+                           LmCache& cache) {
+  return lm_forward_backward(
+      tokens, targets, w, config, grads, cache,
+      lm_batch_shards(tokens.shape()[0], tokens.shape()[1], lm_parameter_count(w)));
+}
+
+double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
+                           const LmWeights& w, const LmConfig& config, LmWeights& grads,
+                           LmCache& cache, std::size_t shards) {
+  constexpr const char* kFn = "attn::lm_forward_backward";
+  check_batch(tokens, &targets, config, kFn);
+  check_weights(w, config, kFn);
+  const std::size_t B = tokens.shape()[0], T = tokens.shape()[1], N = B * T;
+  require(grads.blocks.size() == config.n_layers && grads.wte.shape() == w.wte.shape() &&
+              grads.wpe.shape() == w.wpe.shape() && grads.lm_head.shape() == w.lm_head.shape() &&
+              grads.ln_f_gamma.shape() == w.ln_f_gamma.shape(),
+          kFn, "grads must be shaped like the weights (make them with lm_zeros_like)");
+  require(shards >= 1 && B % shards == 0, kFn, [&] {
+    return fmt::format("{} shards do not divide a batch of {} sequences", shards, B);
+  });
+  if (shards == 1) {
+    return forward_backward_rows(tokens.data(), targets.data(), B, T, N, w, config, grads, cache);
+  }
+
+  // ---- The batch in shards of B / S whole sequences ----
+  const std::size_t S = shards, rows = (B / S) * T;
+  if (cache.shards.size() != S) cache.shards.resize(S);
+  if (cache.shard_grads.size() != S - 1 || cache.shard_grads.front().wte.shape() != w.wte.shape() ||
+      cache.shard_grads.front().blocks.size() != w.blocks.size() ||
+      lm_parameter_count(cache.shard_grads.front()) != lm_parameter_count(w)) {
+    cache.shard_grads.assign(S - 1, lm_zeros_like(w));
+  }
+  // Dropout: each shard draws its masks from a generator of its own, seeded in shard order from
+  // the cache's generator (so the masks depend on the seed and the shard, never on a thread).
+  for (std::size_t s = 0; s < S; ++s) {
+    LmCache& c = cache.shards[s];
+    c.fixed_dropout_masks = cache.fixed_dropout_masks;
+    if (config.dropout > 0.0f && !cache.fixed_dropout_masks) {
+      const std::uint64_t hi = cache.dropout_rng.next_u32(), lo = cache.dropout_rng.next_u32();
+      c.dropout_rng = Rng((hi << 32) | lo, s);
+    }
+  }
+  // (Buffers kept by the calling thread between calls, handed to the workers as pointers: inside
+  // them a thread_local name would be their own copy.)
+  thread_local std::vector<double> losses;
+  losses.assign(S, 0.0);
+  double* shard_loss = losses.data();
+  const auto run_shard = [&](std::size_t s) {
+    LmWeights& g = s == 0 ? grads : cache.shard_grads[s - 1];  // shard 0 adds into grads
+    if (s > 0) lm_zero(g);
+    shard_loss[s] = forward_backward_rows(tokens.data() + s * rows, targets.data() + s * rows,
+                                          B / S, T, N, w, config, g, cache.shards[s]);
+  };
+  // Side by side, one shard to a thread at a time, when the shards fill at least half the
+  // threads; else one after another, each splitting its own products over the threads (the
+  // same bits either way: every kernel gives the same result on any thread count).
+  if (2 * S > num_threads()) {
+    detail::run_parts(S, detail::worker_count(S),
+                      [&](std::size_t first, std::size_t last, std::size_t) {
+                        for (std::size_t s = first; s < last; ++s) run_shard(s);
+                      });
+  } else {
+    for (std::size_t s = 0; s < S; ++s) run_shard(s);
+  }
+  // grads += the other shards' gradients, every element summed in shard order, in chunks of
+  // elements over the threads.
+  cache.reduce_to.clear();
+  cache.reduce_from.clear();
+  append_views(grads, cache.reduce_to);
+  for (LmWeights& g : cache.shard_grads) append_views(g, cache.reduce_from);
+  const std::size_t tensors = cache.reduce_to.size();
+  constexpr std::size_t kChunk = 4096;                                   // floats
+  thread_local std::vector<std::pair<std::size_t, std::size_t>> chunks;  // (tensor, first)
+  chunks.clear();
+  for (std::size_t i = 0; i < tensors; ++i)
+    for (std::size_t j = 0; j < cache.reduce_to[i].size(); j += kChunk) chunks.emplace_back(i, j);
+  const auto* chunk = chunks.data();
+  detail::run_parts(chunks.size(), detail::worker_count(chunks.size()),
+                    [&](std::size_t first, std::size_t last, std::size_t) {
+                      for (std::size_t k = first; k < last; ++k) {
+                        const auto [i, j0] = chunk[k];
+                        const std::span<float> to = cache.reduce_to[i];
+                        const std::size_t j1 = std::min(to.size(), j0 + kChunk);
+                        for (std::size_t s = 0; s + 1 < S; ++s)
+                          add_into(to.data() + j0, cache.reduce_from[s * tensors + i].data() + j0,
+                                   j1 - j0);
+                      }
+                    });
+  double loss = 0.0;
+  for (std::size_t s = 0; s < S; ++s) loss += shard_loss[s];
   return loss;
 }
 

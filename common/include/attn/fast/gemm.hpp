@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 #include "attn/core/xt.hpp"
 
@@ -20,12 +21,31 @@ void gemm(std::size_t M, std::size_t N, std::size_t K, float alpha, const float*
 
 // The same on matrices inside wider buffers: rows of the stored a, b and out are lda, ldb and ldc
 // floats apart (BLAS's "leading dimensions"). E.g. q, k and v as column blocks of one (B*T, 3C)
-// buffer: ldc = 3C. Big products are split into fixed blocks of rows over the library's threads
-// (attn::num_threads), each a single-threaded BLAS call; the result does not depend on the
-// thread count.
+// buffer: ldc = 3C. Big products are split into fixed tiles (blocks of rows, and of columns
+// when the rows are few) over the library's threads (attn::num_threads), each a single-threaded
+// BLAS call; the result does not depend on the thread count.
 void gemm_strided(std::size_t M, std::size_t N, std::size_t K, float alpha, const float* a,
                   std::size_t lda, bool trans_a, const float* b, std::size_t ldb, bool trans_b,
                   float beta, float* out, std::size_t ldc);
+
+// One product of gemm_strided, for gemm_many.
+struct GemmJob {
+  std::size_t M, N, K;
+  float alpha;
+  const float* a;
+  std::size_t lda;
+  bool trans_a;
+  const float* b;
+  std::size_t ldb;
+  bool trans_b;
+  float beta;
+  float* out;
+  std::size_t ldc;
+};
+// Independent products (no job writes what another reads) in one parallel region: the tiles of
+// all of them shared out over the threads together, e.g. a layer's weight gradients. Each
+// result equals gemm_strided's for that job alone, bit for bit.
+void gemm_many(std::span<const GemmJob> jobs);
 
 // (M, K) @ (K, N) -> (M, N) with BLAS. Throws std::invalid_argument naming both shapes.
 Matrix matmul_blas(const Matrix& a, const Matrix& b);

@@ -23,5 +23,10 @@ void linear_backward(const Tensor<3>& dy, const Tensor<3>& x, const Matrix& w, T
 // db (cols,) += sum over the rows of dy (rows, cols), on raw buffers, accumulated in double per
 // column (4096 rows summed in float would lose ~3 digits), four columns at a time.
 void bias_backward(const float* dy, std::size_t rows, std::size_t cols, float* db);
+// The same for the columns [0, cols) of a wider dy whose rows are `stride` floats apart: a few
+// columns of a bias, so that one bias's columns can be shared out over threads (each column is
+// summed the same way, so the result is bias_backward's, bit for bit).
+void bias_backward_strided(const float* dy, std::size_t rows, std::size_t cols, std::size_t stride,
+                           float* db);
 
 }  // namespace attn::fast

@@ -4,6 +4,7 @@
 // tests/common/test_fast_ops.cpp.
 #pragma once
 
+#include <cstddef>
 #include <span>
 
 #include "attn/core/xt.hpp"
@@ -21,5 +22,11 @@ LossGrad cross_entropy_with_grad(const Matrix& logits, std::span<const int> targ
 // In place, for the training loop's reused buffers: returns the mean loss and overwrites logits
 // (N, V) with dloss/dlogits.
 double cross_entropy_backward_inplace(Matrix& logits, std::span<const int> targets);
+
+// The same with the sums divided by `denominator` (>= N) instead of N: for one shard of a batch
+// of `denominator` rows (lm_forward_backward), whose shards' losses and gradients then add up
+// to the whole batch's mean and its gradient.
+double cross_entropy_backward_inplace(Matrix& logits, std::span<const int> targets,
+                                      std::size_t denominator);
 
 }  // namespace attn::fast

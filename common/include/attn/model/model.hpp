@@ -122,6 +122,11 @@ struct LmCache {
   // call (a gradient check needs the same mask in every evaluation).
   Rng dropout_rng;
   bool fixed_dropout_masks = false;
+  // A batch split into shards (lm_batch_shards > 1): each shard's own cache and, for shards 1..,
+  // its own gradients (shard 0 adds into the caller's). The fields above then stay unused.
+  std::vector<LmCache> shards;
+  std::vector<LmWeights> shard_grads;
+  std::vector<std::span<float>> reduce_to, reduce_from;  // flat views for adding them up
 };
 // Mean cross-entropy of the model's next-token predictions: tokens, targets (B, T) ids in [0, V).
 double lm_loss(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
@@ -129,9 +134,29 @@ double lm_loss(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& tar
 // One forward (keeping activations in `cache`) and backward: returns the loss and ADDS
 // dloss/dparameter into `grads` (shaped like w: lm_zeros_like; zero it first for a fresh step).
 // The tied wte collects both of its uses (embedding rows and output projection).
+//
+// The fast path splits a batch of small-model rows into lm_batch_shards shards of whole
+// sequences: each shard runs its forward and backward on one thread into gradients of its own,
+// the shards side by side, and the shards' gradients are added in shard order. A small model's
+// step then spreads over many cores (its products, 128 rows of 64 columns, are too small to
+// split further), and the result is the same bits on any thread count, because the split
+// depends on the sizes alone. (Against one unsplit batch the sums are taken in another order:
+// the golden tolerance, not the same bits.)
 double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
                            const LmWeights& w, const LmConfig& config, LmWeights& grads,
                            LmCache& cache);
+// The same with the shard count given (1: one batch, the whole step's products at once). It
+// must divide B.
+double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
+                           const LmWeights& w, const LmConfig& config, LmWeights& grads,
+                           LmCache& cache, std::size_t shards);
+// The shards lm_forward_backward splits a (B, T) batch into, for a model of `parameters`
+// floats: the largest divisor of B that leaves at least kShardRows tokens a shard, is at most
+// kMaxShards, and keeps the extra gradients (shards - 1 copies) within kShardGradFloats. A big
+// model gets 1: its products are big enough to split over the threads themselves.
+inline constexpr std::size_t kShardRows = 128, kMaxShards = 16;
+inline constexpr std::size_t kShardGradFloats = std::size_t{16} << 20;  // 64 MiB
+std::size_t lm_batch_shards(std::size_t B, std::size_t T, std::size_t parameters);
 
 struct GenerateOptions {
   std::size_t max_new_tokens = 100;
