@@ -261,9 +261,10 @@ void run_table(const attn::CommonOptions& common, const Options& o) {
   fmt::print(
       "Each row trains the model from scratch on {} (V = {}):\n"
       "C {}, H {}, L {}, T {}, B {}, {} step{} of AdamW at lr 1e-3, the val loss over {} batches\n"
-      "every {} steps; its best estimate counts. Seeds {}.{}\n\n",
+      "every {} steps; its best estimate counts. {} {}.{}\n\n",
       corpus.origin, vocab.size(), z.n_embd, z.n_heads, z.n_layers, z.block_size, z.batch_size,
       steps, steps == 1 ? "" : "s", z.eval_iters, z.eval_interval,
+      seeds.size() == 1 ? "Seed" : "Seeds",
       [&] {
         std::string s;
         for (const std::uint64_t x : seeds) s += (s.empty() ? "" : ", ") + std::to_string(x);
@@ -325,8 +326,12 @@ void run_table(const attn::CommonOptions& common, const Options& o) {
       line += fmt::format(";\n           known to matter for {}", rows[r].matters);
     fmt::print("{}\n", line);
   }
-  fmt::print("{} of {} changes beat the base row by more than the seeds' spread at this size.\n",
-             helped, measured);
+  if (seeds.size() == 1) {
+    fmt::print("One seed has no spread to judge a change by: give --table-seeds 1,2,3.\n");
+  } else {
+    fmt::print("{} of {} changes beat the base row by more than the seeds' spread at this size.\n",
+               helped, measured);
+  }
 }
 
 }  // namespace ch11

@@ -37,3 +37,7 @@ attn_cli_test(ch11.table_steps_zero EXIT 2 MATCH "--table-steps must be at least
 # --mine on the shipped stubs: the first unfinished exercise is named, exit code 1.
 attn_cli_test(ch11.mine_unfinished EXIT 1 MATCH "ex11.1"
               COMMAND 11_modern_attention --mine --table-steps 1)
+# One seed: the table says "Seed 1." and that it cannot judge a change without a spread.
+attn_cli_test(ch11.one_seed EXIT 0 STDOUT
+              MATCH "its best estimate counts\\. Seed 7\\..*One seed has no spread to judge a change by: give --table-seeds 1,2,3\\."
+              COMMAND 11_modern_attention --table-rows base,rope --table-seeds 7 --table-steps 2)
