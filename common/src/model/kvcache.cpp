@@ -50,11 +50,6 @@ bool has_shape(const Tensor<N>& t, const std::array<std::size_t, N>& want) {
   return std::equal(want.begin(), want.end(), t.shape().begin());
 }
 
-// The weights of every block, which lm_forward leaves to block_forward. Nothing is formatted
-// unless a check fails: this runs for every step.
-// The FFN width of the config: ffn_hidden, or 4 C when it is 0.
-std::size_t ffn_width(const LmConfig& config) { return lm_ffn_width(config); }
-
 // The cache runs the pre-norm block of chapter 07 with any activation, FFN width and output head;
 // the ladder's variants without LayerNorm, residuals, FFN or projection are not supported.
 void check_variant(const LmConfig& config, const char* function) {
@@ -65,9 +60,11 @@ void check_variant(const LmConfig& config, const char* function) {
   }
 }
 
+// The weights of every block, which lm_forward leaves to block_forward. Nothing is formatted
+// unless a check fails: this runs for every step.
 void check_blocks(const LmWeights& w, const LmConfig& config, const char* function) {
   check_variant(config, function);
-  const std::size_t C = config.n_embd, F = ffn_width(config);
+  const std::size_t C = config.n_embd, F = lm_ffn_width(config);
   for (std::size_t l = 0; l < w.blocks.size(); ++l) {
     const BlockWeights& b = w.blocks[l];
     const bool ok = has_shape<2>(b.attn.w_q, {C, C}) && has_shape<2>(b.attn.w_k, {C, C}) &&
@@ -148,7 +145,7 @@ void kv_append_rows(float* cache, std::size_t H, std::size_t T_max, std::size_t 
 void run_positions(KvCache& c, const int* tokens, std::size_t tok_stride, std::size_t T,
                    std::size_t pos0, const LmWeights& w, const LmConfig& config, bool finish) {
   const std::size_t B = c.batch, C = config.n_embd, H = config.n_heads, hs = C / H;
-  const std::size_t F = ffn_width(config), V = config.vocab_size, T_max = config.block_size;
+  const std::size_t F = lm_ffn_width(config), V = config.vocab_size, T_max = config.block_size;
   const std::size_t L = config.n_layers;
   const std::size_t rows = B * T;  // every new position of every sequence
   const std::size_t S = pos0 + T;  // keys visible after this call
@@ -293,7 +290,7 @@ KvCache kv_cache_init(const LmConfig& config, std::size_t batch) {
   c.qkv = Matrix(std::array<std::size_t, 2>{rows, 3 * C});
   c.att = Matrix(std::array<std::size_t, 2>{rows, C});
   c.proj = Matrix(std::array<std::size_t, 2>{rows, C});
-  c.hidden = Matrix(std::array<std::size_t, 2>{rows, ffn_width(config)});
+  c.hidden = Matrix(std::array<std::size_t, 2>{rows, lm_ffn_width(config)});
   c.scratch =
       Vector(std::array<std::size_t, 1>{fast::attention_scratch_floats(T_max, T_max, C / H)});
   c.logits = Matrix(std::array<std::size_t, 2>{batch, V});
@@ -671,7 +668,7 @@ std::vector<int> lm_generate_cached(const LmWeights& w, const LmConfig& config,
 
 double lm_token_flops_uncached(const LmConfig& config, std::size_t T) {
   const double L = static_cast<double>(config.n_layers), C = static_cast<double>(config.n_embd);
-  const double F = static_cast<double>(ffn_width(config)),
+  const double F = static_cast<double>(lm_ffn_width(config)),
                V = static_cast<double>(config.vocab_size);
   const double t = static_cast<double>(T);
   // Per layer: q, k, v, o projections and the FFN on T rows; scores and weights @ v (T x T).
@@ -680,7 +677,7 @@ double lm_token_flops_uncached(const LmConfig& config, std::size_t T) {
 
 double lm_token_flops_cached(const LmConfig& config, std::size_t n) {
   const double L = static_cast<double>(config.n_layers), C = static_cast<double>(config.n_embd);
-  const double F = static_cast<double>(ffn_width(config)),
+  const double F = static_cast<double>(lm_ffn_width(config)),
                V = static_cast<double>(config.vocab_size);
   const double keys = static_cast<double>(n) + 1.0;
   // Per layer: the same projections and FFN on one row; one query against n + 1 keys.
@@ -689,7 +686,7 @@ double lm_token_flops_cached(const LmConfig& config, std::size_t n) {
 
 double lm_token_flops_refill(const LmConfig& config) {
   const double L = static_cast<double>(config.n_layers), C = static_cast<double>(config.n_embd);
-  const double F = static_cast<double>(ffn_width(config));
+  const double F = static_cast<double>(lm_ffn_width(config));
   const double rows = static_cast<double>(config.block_size) - 1.0;  // positions 0..T_max-2
   // L - 1 whole layers on T_max - 1 rows (their scores counted dense), the last layer's k and v
   // projections, then the step of the last position over T_max keys.

@@ -96,8 +96,6 @@ void check_parts(const LmConfig& c, const char* fn) {
 
 namespace {
 
-std::size_t ffn_width(const LmConfig& config) { return lm_ffn_width(config); }
-
 // Without biases LayerNorm has no beta: zeros in its place (kept by the thread).
 const Vector& beta_or_zeros(const Vector& beta, std::size_t C) {
   if (beta.size() != 0) return beta;
@@ -179,7 +177,7 @@ LmWeights lm_init(Rng& rng, const LmConfig& config) {
   require(config.n_heads > 0 && C % config.n_heads == 0, "attn::lm_init", [&] {
     return fmt::format("n_heads = {} does not divide n_embd = {}", config.n_heads, C);
   });
-  const std::size_t F = ffn_width(config);
+  const std::size_t F = lm_ffn_width(config);
   require(F > 0, "attn::lm_init", "ffn_hidden must be >= 1 (or 0 for 4 C)");
   check_dropout_p(config.dropout, "attn::lm_init: dropout");
   check_parts(config, "attn::lm_init");

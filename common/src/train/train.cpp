@@ -31,8 +31,6 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-std::size_t ffn_width(const LmConfig& c) { return lm_ffn_width(c); }
-
 }  // namespace
 
 LmWeights lm_init_with(Rng& rng, const LmConfig& config, InitScheme scheme) {
@@ -41,7 +39,7 @@ LmWeights lm_init_with(Rng& rng, const LmConfig& config, InitScheme scheme) {
   // PyTorch's defaults, refilled tensor by tensor in lm_parameters' fixed order. nn.Embedding:
   // N(0, 1). nn.Linear(in, out): weight and bias U(-1/sqrt(in), 1/sqrt(in)). LayerNorm: (1, 0).
   const double C = static_cast<double>(config.n_embd);
-  const double F = static_cast<double>(ffn_width(config));
+  const double F = static_cast<double>(lm_ffn_width(config));
   for (NamedTensor& t : lm_parameters(w)) {
     const std::string_view name = t.name;
     if (name == "wte" || name == "wpe") {
