@@ -18,7 +18,8 @@
 
 namespace {
 
-void bm_train_step(benchmark::State& state) {
+// The chapter-09 CPU model and its training settings.
+attn::TrainConfig cpu_model() {
   attn::TrainConfig c;
   c.model.vocab_size = 65;
   c.model.block_size = 64;                      // T
@@ -30,11 +31,21 @@ void bm_train_step(benchmark::State& state) {
   c.batch_size = 32;                            // B
   c.schedule.lr = 1e-3f;
   c.adam.weight_decay = 0.01f;
-  attn::TrainState s = attn::train_init(c);
-  // A stand-in corpus: 100k token ids with some structure (the step's cost does not depend on
-  // the values).
+  return c;
+}
+
+// A stand-in corpus: 100k token ids with some structure (the step's cost does not depend on the
+// values).
+std::vector<int> stand_in_corpus() {
   std::vector<int> data(100000);
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<int>((i * 7 + i / 13) % 65);
+  return data;
+}
+
+void bm_train_step(benchmark::State& state) {
+  const attn::TrainConfig c = cpu_model();
+  attn::TrainState s = attn::train_init(c);
+  const std::vector<int> data = stand_in_corpus();
   attn::train_step(s, c, data);  // the first step sizes every buffer
   for (auto _ : state) {
     const attn::StepResult r = attn::train_step(s, c, data);
@@ -51,19 +62,9 @@ void bm_train_step(benchmark::State& state) {
 // how each scales.
 void bm_forward_backward_shards(benchmark::State& state) {
   const auto shards = static_cast<std::size_t>(state.range(0));
-  attn::TrainConfig c;
-  c.model.vocab_size = 65;
-  c.model.block_size = 64;
-  c.model.n_embd = 64;
-  c.model.n_heads = 4;
-  c.model.n_layers = 4;
-  c.model.tied_head = false;
-  c.model.activation = attn::Activation::relu;
-  c.batch_size = 32;
+  const attn::TrainConfig c = cpu_model();
   attn::TrainState s = attn::train_init(c);
-  std::vector<int> data(100000);
-  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<int>((i * 7 + i / 13) % 65);
-  attn::get_batch(data, c.batch_size, c.model.block_size, s.data_rng, s.batch);
+  attn::get_batch(stand_in_corpus(), c.batch_size, c.model.block_size, s.data_rng, s.batch);
   for (auto _ : state) {
     attn::lm_zero(s.grads);
     const double loss = attn::lm_forward_backward(s.batch.x, s.batch.y, s.weights, c.model, s.grads,

@@ -665,15 +665,22 @@ TEST_CASE("lm_batch_shards: whole sequences, at least 128 tokens a shard, at mos
   CHECK(attn::lm_batch_shards(64, 256, 20'000'000) == 1);
 }
 
-TEST_CASE(
-    "lm_forward_backward in shards: the double reference's gradients, the same bits on any "
-    "thread count, and one line for a shard count that does not divide B") {
-  attn::Rng rng(717);
+// The shard tests' model: C 16, 4 heads, 2 layers, T 32 (a batch of 8 or 16 sequences shards).
+attn::LmConfig shard_config(float dropout) {
   attn::LmConfig config = small_config();
   config.n_embd = 16;
   config.block_size = 32;
   config.n_heads = 4;
   config.n_layers = 2;
+  config.dropout = dropout;
+  return config;
+}
+
+TEST_CASE(
+    "lm_forward_backward in shards: the double reference's gradients, the same bits on any "
+    "thread count, and one line for a shard count that does not divide B") {
+  attn::Rng rng(717);
+  const attn::LmConfig config = shard_config(0.0f);
   const std::size_t B = 16, T = 32;
   const attn::LmWeights w = random_lm(rng, config);
   const auto tokens = random_ids(rng, B, T, config.vocab_size);
@@ -772,11 +779,7 @@ TEST_CASE(
     "lm_forward_backward in shards with dropout: the masks depend on the generator's seed "
     "alone, not on the thread count") {
   attn::Rng rng(718);
-  attn::LmConfig config = small_config();
-  config.n_embd = 16;
-  config.block_size = 32;
-  config.n_heads = 4;
-  config.dropout = 0.2f;
+  const attn::LmConfig config = shard_config(0.2f);
   const attn::LmWeights w = random_lm(rng, config);
   const auto tokens = random_ids(rng, 8, 32, config.vocab_size);
   const auto targets = random_ids(rng, 8, 32, config.vocab_size);
