@@ -154,14 +154,18 @@ TEST_CASE("fast AdamW equals the reference bit for bit at every length around th
   }
 }
 
-TEST_CASE("fast AdamW over every tensor equals the reference on 1 and 3 threads") {
+// A model's worth of tensor lengths: empty, tiny, odd and large ones, so that on 2 and 3 threads
+// the equal runs of elements start and end inside tensors (and not on a lane boundary).
+const std::size_t kModelLengths[] = {1, 6, 0, 5003, 64, 12289, 11, 8191, 3, 700};
+
+TEST_CASE("fast AdamW over every tensor equals the reference on 1, 2 and 3 threads") {
   const attn::AdamWConfig config{};
   const std::size_t threads_before = attn::num_threads();
-  for (const std::size_t threads : {1u, 3u}) {
+  for (const std::size_t threads : {1u, 2u, 3u}) {
     CAPTURE(threads);
     attn::set_num_threads(threads);
     std::vector<AdamTensors> ref, fast;
-    for (std::size_t i = 0; i < 7; ++i) ref.push_back(random_tensors(1 + 5 * i, 90 + i));
+    for (const std::size_t n : kModelLengths) ref.push_back(random_tensors(n, 90 + n));
     fast = ref;
     std::vector<std::span<float>> p, g, m, v;
     std::vector<bool> decay;
@@ -189,6 +193,74 @@ TEST_CASE("fast AdamW over every tensor equals the reference on 1 and 3 threads"
       CHECK(same_bits(ref[i].v, fast[i].v));
     }
   }
+  attn::set_num_threads(threads_before);
+}
+
+TEST_CASE("fast AdamW over every tensor checks every length before it updates any") {
+  AdamTensors a = random_tensors(5000, 1), b = random_tensors(9000, 2);
+  const AdamTensors a0 = a, b0 = b;
+  b.v.pop_back();  // the second tensor's v is one short
+  std::vector<std::span<float>> p = {a.p, b.p}, g = {a.g, b.g}, m = {a.m, b.m}, v = {a.v, b.v};
+  CHECK_THROWS_WITH_AS(attn::fast::adamw_update_all(p, g, m, v, {true, true}, 1e-2f, 1, {}),
+                       doctest::Contains("same length"), std::invalid_argument);
+  CHECK(same_bits(a.p, a0.p));  // nothing was updated: not even the first tensor
+  CHECK(same_bits(a.m, a0.m));
+  CHECK(same_bits(b.p, b0.p));
+  CHECK_THROWS_AS(attn::fast::adamw_update_all(p, g, m, v, {true}, 1e-2f, 1, {}),
+                  std::invalid_argument);
+}
+
+// ---- The global norm: each tensor's sum of squares, then the tensors' sums in order.
+
+std::vector<std::span<float>> spans_of(std::vector<std::vector<float>>& tensors) {
+  std::vector<std::span<float>> s;
+  for (std::vector<float>& t : tensors) s.emplace_back(t);
+  return s;
+}
+
+TEST_CASE("the global norm sums each tensor on its own, then the tensors in order") {
+  // 2^27 in one tensor and eight 1s in another: squares 2^54 and eight 1s. Tensor by tensor, the
+  // eight add up to 8 exactly and 2^54 + 8 is a double, so the norm is 2^27 + 2^-25 (one step
+  // above 2^27). One running sum over every element would add each 1 to 2^54, where a double's
+  // spacing is 4, and lose it each time: 2^27 exactly.
+  std::vector<std::vector<float>> g = {{134217728.0f}, std::vector<float>(8, 1.0f)};
+  const double want = std::ldexp(1.0, 27) + std::ldexp(1.0, -25);
+  CHECK(attn::global_norm(spans_of(g)) == want);
+  CHECK(attn::fast::global_norm(spans_of(g)) == want);
+  double running = 0.0;
+  for (const auto& t : g)
+    for (float x : t) running += static_cast<double>(x) * static_cast<double>(x);
+  CHECK(std::sqrt(running) != want);  // the example tells the two orders apart
+}
+
+TEST_CASE("fast global norm and clipping equal the reference bit for bit on 1, 2 and 3 threads") {
+  const std::size_t threads_before = attn::num_threads();
+  std::vector<std::vector<float>> base;
+  for (const std::size_t n : kModelLengths) base.push_back(random_tensors(n, 300 + n).g);
+  for (const std::size_t threads : {1u, 2u, 3u}) {
+    CAPTURE(threads);
+    attn::set_num_threads(threads);
+    std::vector<std::vector<float>> ref = base, fast = base;
+    const double norm = attn::global_norm(spans_of(ref));
+    CHECK(attn::fast::global_norm(spans_of(fast)) == norm);
+    // Clipped to a tenth of the norm: every element scaled, the same bits.
+    const auto max_norm = static_cast<float>(norm / 10.0);
+    CHECK(attn::fast::clip_grad_norm(spans_of(fast), max_norm) ==
+          attn::clip_grad_norm(spans_of(ref), max_norm));
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      CAPTURE(i);
+      CHECK(same_bits(ref[i], fast[i]));
+    }
+    CHECK_FALSE(same_bits(fast[3], base[3]));  // it did scale
+    // Above the norm, or 0 (off): nothing changes, and the norm comes back.
+    for (const float off : {static_cast<float>(norm * 2.0), 0.0f}) {
+      std::vector<std::vector<float>> kept = base;
+      CHECK(attn::fast::clip_grad_norm(spans_of(kept), off) == norm);
+      for (std::size_t i = 0; i < kept.size(); ++i) CHECK(same_bits(kept[i], base[i]));
+    }
+  }
+  std::vector<std::vector<float>> none;
+  CHECK(attn::fast::global_norm(spans_of(none)) == 0.0);
   attn::set_num_threads(threads_before);
 }
 

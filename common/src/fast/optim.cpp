@@ -59,48 +59,121 @@ ATTN_SIMD_CLONES void adamw_lanes(float* p, const float* g, float* m, float* v, 
   for (; i < n; ++i) adamw_one(p[i], g[i], m[i], v[i], k);
 }
 
+// The per-tensor scalars, in double and rounded once, exactly as the reference computes them.
+AdamStep adam_step(float lr, float weight_decay, std::size_t step, const AdamWConfig& config) {
+  const double t = static_cast<double>(step), lr_t = static_cast<double>(lr);
+  const auto decay = static_cast<float>(1.0 - lr_t * static_cast<double>(weight_decay));
+  const auto step_size =
+      static_cast<float>(lr_t / (1.0 - std::pow(static_cast<double>(config.beta1), t)));
+  const auto bias2_sqrt =
+      static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(config.beta2), t)));
+  return AdamStep{decay, config.beta1, config.beta2, bias2_sqrt, config.eps, step_size};
+}
+
+// Below this many elements in all, a model's tensors are worked on by one thread.
+constexpr std::size_t kMinRun = 4096;
+
+std::size_t total_size(std::span<const std::span<float>> tensors) {
+  std::size_t total = 0;
+  for (std::span<float> t : tensors) total += t.size();
+  return total;
+}
+
+// Elementwise work on every tensor: the tensors' elements, laid end to end, cut into equal runs,
+// a run to a thread; fn(i, begin, end) is called for each stretch [begin, end) of tensor i that a
+// run covers. An element's result does not depend on the run it falls in, so the cut changes no
+// bit; equal runs keep every thread equally busy (a model's tensors range from 64 to 100,000s
+// of elements, so whole tensors to a thread would leave most threads waiting for one).
+template <class Fn>
+void for_each_run(std::span<const std::span<float>> tensors, const Fn& fn) {
+  const std::size_t total = total_size(tensors);
+  detail::run_parts(total, detail::worker_count(total / kMinRun),
+                    [&](std::size_t first, std::size_t last, std::size_t) {
+                      std::size_t offset = 0;  // where tensor i starts in the whole
+                      for (std::size_t i = 0; i < tensors.size() && offset < last; ++i) {
+                        const std::size_t n = tensors[i].size();
+                        const std::size_t lo = std::max(first, offset);
+                        const std::size_t hi = std::min(last, offset + n);
+                        if (lo < hi) fn(i, lo - offset, hi - offset);
+                        offset += n;
+                      }
+                    });
+}
+
 }  // namespace
 
 void adamw_update(std::span<float> p, std::span<const float> g, std::span<float> m,
                   std::span<float> v, float lr, float weight_decay, std::size_t step,
                   const AdamWConfig& config) {
-  constexpr const char* kFn = "attn::fast::adamw_update";
-  attn::detail::check_adamw_inputs(kFn, p.size(), g.size(), m.size(), v.size(), step);
-  const float b1 = config.beta1, b2 = config.beta2;
-  // The scalars once per tensor, in double and rounded once, exactly as the reference does.
-  const double t = static_cast<double>(step), lr_t = static_cast<double>(lr);
-  const auto decay = static_cast<float>(1.0 - lr_t * static_cast<double>(weight_decay));
-  const auto step_size = static_cast<float>(lr_t / (1.0 - std::pow(static_cast<double>(b1), t)));
-  const auto bias2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(b2), t)));
+  attn::detail::check_adamw_inputs("attn::fast::adamw_update", p.size(), g.size(), m.size(),
+                                   v.size(), step);
   adamw_lanes(p.data(), g.data(), m.data(), v.data(), p.size(),
-              AdamStep{decay, b1, b2, bias2_sqrt, config.eps, step_size});
+              adam_step(lr, weight_decay, step, config));
 }
 
 void adamw_update_all(std::span<const std::span<float>> p, std::span<const std::span<float>> g,
                       std::span<const std::span<float>> m, std::span<const std::span<float>> v,
                       const std::vector<bool>& decay, float lr, std::size_t step,
                       const AdamWConfig& config) {
+  constexpr const char* kFn = "attn::fast::adamw_update_all";
   const std::size_t n = p.size();
   if (g.size() != n || m.size() != n || v.size() != n || decay.size() != n) {
-    require(false, "attn::fast::adamw_update_all",
-            "p, g, m, v and decay must list the same number of tensors");
+    require(false, kFn, "p, g, m, v and decay must list the same number of tensors");
   }
-  detail::run_parts(n, detail::worker_count(n),
-                    [&](std::size_t first, std::size_t last, std::size_t) {
-                      for (std::size_t i = first; i < last; ++i) {
-                        fast::adamw_update(p[i], g[i], m[i], v[i], lr,
-                                           decay[i] ? config.weight_decay : 0.0f, step, config);
-                      }
-                    });
+  // Every check before the threads start (a worker must not throw).
+  for (std::size_t i = 0; i < n; ++i)
+    attn::detail::check_adamw_inputs(kFn, p[i].size(), g[i].size(), m[i].size(), v[i].size(), step);
+  for_each_run(p, [&](std::size_t i, std::size_t begin, std::size_t end) {
+    const AdamStep k = adam_step(lr, decay[i] ? config.weight_decay : 0.0f, step, config);
+    adamw_lanes(p[i].data() + begin, g[i].data() + begin, m[i].data() + begin, v[i].data() + begin,
+                end - begin, k);
+  });
 }
 
 void zero_all(std::span<const std::span<float>> tensors) {
-  const std::size_t n = tensors.size();
-  detail::run_parts(n, detail::worker_count(n),
+  for_each_run(tensors, [&](std::size_t i, std::size_t begin, std::size_t end) {
+    std::fill(tensors[i].begin() + static_cast<std::ptrdiff_t>(begin),
+              tensors[i].begin() + static_cast<std::ptrdiff_t>(end), 0.0f);
+  });
+}
+
+double global_norm(std::span<const std::span<float>> grads) {
+  // Each tensor's sum of squares by one thread, element by element as the reference sums it:
+  // whole tensors to a thread, tensor i to the thread whose run of the elements laid end to end
+  // holds its first element. Then the sums added in tensor order, as the reference does.
+  const std::size_t n = grads.size(), total = total_size(grads);
+  thread_local std::vector<double> sums;  // the calling thread's, handed to the workers below
+  sums.assign(n, 0.0);
+  double* sum = sums.data();
+  detail::run_parts(total, detail::worker_count(total / kMinRun),
                     [&](std::size_t first, std::size_t last, std::size_t) {
-                      for (std::size_t i = first; i < last; ++i)
-                        std::fill(tensors[i].begin(), tensors[i].end(), 0.0f);
+                      std::size_t offset = 0;
+                      for (std::size_t i = 0; i < n && offset < last; ++i) {
+                        if (offset >= first && grads[i].size() != 0) {
+                          double s = 0.0;
+                          for (float x : grads[i])
+                            s += static_cast<double>(x) * static_cast<double>(x);
+                          sum[i] = s;
+                        }
+                        offset += grads[i].size();
+                      }
                     });
+  double all = 0.0;
+  for (std::size_t i = 0; i < n; ++i) all += sum[i];
+  return std::sqrt(all);
+}
+
+double clip_grad_norm(std::span<const std::span<float>> grads, float max_norm) {
+  const double norm = fast::global_norm(grads);
+  if (max_norm <= 0.0f) return norm;
+  const double coef = static_cast<double>(max_norm) / (norm + 1e-6);
+  if (coef < 1.0) {
+    const auto c = static_cast<float>(coef);
+    for_each_run(grads, [&](std::size_t i, std::size_t begin, std::size_t end) {
+      for (std::size_t j = begin; j < end; ++j) grads[i][j] *= c;
+    });
+  }
+  return norm;
 }
 
 }  // namespace attn::fast

@@ -37,11 +37,16 @@ void adamw_update(std::span<float> p, std::span<const float> g, std::span<float>
 bool decays(std::size_t rank) { return rank >= 2; }
 
 double global_norm(std::span<const std::span<float>> grads) {
-  double sum = 0.0;
+  // The page's sum over tensors of each tensor's sum of squares, in that order: each tensor's
+  // own sum first, then the sums added tensor by tensor (what lets attn::fast::global_norm sum
+  // the tensors side by side on several threads and still give these bits).
+  double total = 0.0;
   for (std::span<float> g : grads) {
+    double sum = 0.0;
     for (float x : g) sum += static_cast<double>(x) * static_cast<double>(x);
+    total += sum;
   }
-  return std::sqrt(sum);
+  return std::sqrt(total);
 }
 
 double clip_grad_norm(std::span<const std::span<float>> grads, float max_norm) {

@@ -35,7 +35,9 @@ void adamw_update(std::span<float> p, std::span<const float> g, std::span<float>
 // (LayerNorm gains and biases, FFN biases) are not, like nanoGPT's two parameter groups.
 bool decays(std::size_t rank);
 
-// sqrt(sum of g^2 over every tensor), accumulated in double.
+// sqrt(sum over the tensors of each tensor's sum of g^2), accumulated in double: each tensor's
+// sum element by element, then the tensors' sums in their order (attn::fast::global_norm gives
+// the same bits with the tensors summed side by side).
 double global_norm(std::span<const std::span<float>> grads);
 // Gradient clipping by the global norm, like torch.nn.utils.clip_grad_norm_: when the norm is
 // above max_norm every gradient is scaled by max_norm / (norm + 1e-6). max_norm = 0 turns it off.
