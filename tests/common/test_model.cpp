@@ -775,6 +775,35 @@ TEST_CASE(
                        std::invalid_argument);
 }
 
+TEST_CASE("one cache for two models in shards: each call's gradients are a fresh cache's") {
+  // The cache keeps the shards' own gradients between calls; a model whose tensors are shaped
+  // otherwise (here a narrower FFN) must get new ones, and the first model again its own.
+  attn::Rng rng(719);
+  const attn::LmConfig wide = shard_config(0.0f);
+  attn::LmConfig narrow = wide;
+  narrow.ffn_hidden = 2 * wide.n_embd;
+  const attn::LmWeights w_wide = random_lm(rng, wide), w_narrow = random_lm(rng, narrow);
+  const auto tokens = random_ids(rng, 8, 32, wide.vocab_size);
+  const auto targets = random_ids(rng, 8, 32, wide.vocab_size);
+  attn::LmCache shared;
+  for (const bool use_wide : {true, false, true}) {
+    CAPTURE(use_wide);
+    const attn::LmWeights& w = use_wide ? w_wide : w_narrow;
+    const attn::LmConfig& config = use_wide ? wide : narrow;
+    attn::LmWeights g = attn::lm_zeros_like(w), g_fresh = attn::lm_zeros_like(w);
+    attn::LmCache fresh;
+    CHECK(attn::lm_forward_backward(tokens, targets, w, config, g, shared, 4) ==
+          attn::lm_forward_backward(tokens, targets, w, config, g_fresh, fresh, 4));
+    const std::vector<attn::NamedTensor> a = attn::lm_parameters(g),
+                                         b = attn::lm_parameters(g_fresh);
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      CAPTURE(a[i].name);
+      CHECK(std::equal(a[i].values.begin(), a[i].values.end(), b[i].values.begin()));
+    }
+  }
+}
+
 TEST_CASE(
     "lm_forward_backward in shards with dropout: the masks depend on the generator's seed "
     "alone, not on the thread count") {
@@ -937,13 +966,24 @@ TEST_CASE("lm_forward_backward and lm_loss name bad targets") {
                        "attn::lm_forward_backward: expected targets of the same shape as tokens "
                        "(2, 3), got targets (2, 2)",
                        E);
+  const std::string shaped =
+      "attn::lm_forward_backward: grads must be shaped like the weights, tensor for tensor (make "
+      "them with lm_zeros_like)";
   attn::LmWeights wrong_grads = attn::lm_zeros_like(w);
   wrong_grads.blocks.pop_back();
   CHECK_THROWS_WITH_AS(
       attn::lm_forward_backward(tokens, random_ids(rng, 2, 3, 7), w, config, wrong_grads, cache),
-      "attn::lm_forward_backward: grads must be shaped like the weights (make them with "
-      "lm_zeros_like)",
-      E);
+      shaped.c_str(), E);
+  // The gradients of another model with as many blocks and the same embeddings, head and final
+  // LayerNorm, but a narrower FFN: the backward would write past their w1.
+  attn::LmConfig narrow = config;
+  narrow.ffn_hidden = 2 * config.n_embd;
+  attn::LmWeights narrow_grads = attn::lm_zeros_like(attn::lm_init(rng, narrow));
+  REQUIRE(narrow_grads.wte.shape() == w.wte.shape());
+  REQUIRE(narrow_grads.blocks.size() == w.blocks.size());
+  CHECK_THROWS_WITH_AS(
+      attn::lm_forward_backward(tokens, random_ids(rng, 2, 3, 7), w, config, narrow_grads, cache),
+      shaped.c_str(), E);
 }
 
 TEST_CASE("float64 check: lm_forward_backward with parts against the reference model in double") {

@@ -628,6 +628,28 @@ void add_sources_into(float* __restrict to, const std::span<float>* from, std::s
   }
 }
 
+// Whether a and b hold the same tensors, shape for shape: what lm_forward_backward needs of the
+// gradients it writes (the caller's, and the shards' own, which the shards' sum walks in step).
+bool same_shapes(const LmWeights& a, const LmWeights& b) {
+  if (a.blocks.size() != b.blocks.size()) return false;
+  thread_local std::vector<std::size_t> dims;  // each tensor of a: its rank, then its extents
+  dims.clear();
+  visit_tensors(a, [&](int, const char*, const auto& t) {
+    dims.push_back(t.dimension());
+    dims.insert(dims.end(), t.shape().begin(), t.shape().end());
+  });
+  std::size_t k = 0;  // where b's next tensor is in dims
+  bool same = true;
+  visit_tensors(b, [&](int, const char*, const auto& t) {
+    const std::size_t rank = t.dimension();
+    same = same && k + rank < dims.size() && dims[k] == rank &&
+           std::equal(t.shape().begin(), t.shape().end(),
+                      dims.begin() + 1 + static_cast<std::ptrdiff_t>(k));
+    k += 1 + rank;
+  });
+  return same && k == dims.size();
+}
+
 // Flat views of every tensor of w, in visit_tensors' order, appended to `out`.
 void append_views(LmWeights& w, std::vector<std::span<float>>& out) {
   visit_tensors(w, [&](int, const char*, auto& t) {
@@ -661,10 +683,9 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
   check_batch(tokens, &targets, config, kFn);
   check_weights(w, config, kFn);
   const std::size_t B = tokens.shape()[0], T = tokens.shape()[1], N = B * T;
-  require(grads.blocks.size() == config.n_layers && grads.wte.shape() == w.wte.shape() &&
-              grads.wpe.shape() == w.wpe.shape() && grads.lm_head.shape() == w.lm_head.shape() &&
-              grads.ln_f_gamma.shape() == w.ln_f_gamma.shape(),
-          kFn, "grads must be shaped like the weights (make them with lm_zeros_like)");
+  require(same_shapes(w, grads), kFn,
+          "grads must be shaped like the weights, tensor for tensor (make them with "
+          "lm_zeros_like)");
   require(shards >= 1 && B % shards == 0, kFn, [&] {
     return fmt::format("{} shards do not divide a batch of {} sequences", shards, B);
   });
@@ -675,10 +696,8 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
   // ---- The batch in shards of B / S whole sequences ----
   const std::size_t S = shards, rows = (B / S) * T;
   if (cache.shards.size() != S) cache.shards.resize(S);
-  if (cache.shard_grads.size() != S - 1 || cache.shard_grads.front().wte.shape() != w.wte.shape() ||
-      cache.shard_grads.front().blocks.size() != w.blocks.size() ||
-      lm_parameter_count(cache.shard_grads.front()) != lm_parameter_count(w)) {
-    cache.shard_grads.assign(S - 1, lm_zeros_like(w));
+  if (cache.shard_grads.size() != S - 1 || !same_shapes(w, cache.shard_grads.front())) {
+    cache.shard_grads.assign(S - 1, lm_zeros_like(w));  // a new model, or the first call
   }
   // Dropout: each shard draws its masks from a generator of its own, seeded in shard order from
   // the cache's generator (so the masks depend on the seed and the shard, never on a thread).
