@@ -605,6 +605,15 @@ TEST_CASE(
             "attn::block_backward: expected dout of shape (3, 70, 32) (like the block's output), "
             "got dout (3, 70, 31)",
             std::invalid_argument);
+        // Gradients of another block (a narrower FFN: w1 (32, 48)) would be written past.
+        attn::BlockWeights narrow = attn::block_zeros_like(random_weights(rng, 32, 48));
+        const attn::BlockWeights narrow_before = narrow;
+        CHECK_THROWS_WITH_AS(
+            attn::block_backward(dout, cache, w, cfg, dx, narrow),
+            "attn::block_backward: grads must be shaped like the weights, tensor for tensor "
+            "(zeros shaped like them)",
+            std::invalid_argument);
+        CHECK_TENSOR_NEAR(narrow.attn.w_q, narrow_before.attn.w_q, 0.0, 0.0);  // nothing added
       }
     }
     CHECK_TENSOR_NEAR(dxs[0], dxs[1], 0.0, 0.0);

@@ -712,6 +712,23 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
                 "dout " + shape_str(dout.shape()));
   }
   check_block(x_in, w, config);
+  // The gradients are added into, so they must be shaped like the weights, tensor for tensor.
+  const bool shaped =
+      grads.attn.w_q.shape() == w.attn.w_q.shape() &&
+      grads.attn.w_k.shape() == w.attn.w_k.shape() &&
+      grads.attn.w_v.shape() == w.attn.w_v.shape() &&
+      grads.attn.w_o.shape() == w.attn.w_o.shape() &&
+      grads.ln1_gamma.shape() == w.ln1_gamma.shape() &&
+      grads.ln1_beta.shape() == w.ln1_beta.shape() &&
+      grads.ln2_gamma.shape() == w.ln2_gamma.shape() &&
+      grads.ln2_beta.shape() == w.ln2_beta.shape() && grads.ffn.w1.shape() == w.ffn.w1.shape() &&
+      grads.ffn.b1.shape() == w.ffn.b1.shape() && grads.ffn.w2.shape() == w.ffn.w2.shape() &&
+      grads.ffn.b2.shape() == w.ffn.b2.shape() &&
+      grads.swiglu.w_gate.shape() == w.swiglu.w_gate.shape() &&
+      grads.swiglu.w_up.shape() == w.swiglu.w_up.shape() &&
+      grads.swiglu.w_down.shape() == w.swiglu.w_down.shape();
+  require(shaped, kFn,
+          "grads must be shaped like the weights, tensor for tensor (zeros shaped like them)");
   const bool ln = config.use_layer_norm;
   // Scratch (B, T, C) gradients, kept by the calling thread between calls.
   thread_local Tensor<3> d_stream, d_sub, d_drop;
