@@ -802,6 +802,12 @@ TEST_CASE("one cache for two models in shards: each call's gradients are a fresh
       CHECK(std::equal(a[i].values.begin(), a[i].values.end(), b[i].values.begin()));
     }
   }
+  // The narrow model's gradients for the wide model, in shards: one line (this crashed before
+  // the gradients were checked tensor for tensor).
+  attn::LmWeights wrong = attn::lm_zeros_like(w_narrow);
+  CHECK_THROWS_WITH_AS(attn::lm_forward_backward(tokens, targets, w_wide, wide, wrong, shared, 4),
+                       doctest::Contains("grads must be shaped like the weights"),
+                       std::invalid_argument);
 }
 
 TEST_CASE(
