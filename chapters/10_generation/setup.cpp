@@ -39,17 +39,35 @@ namespace {
 
 // vocab.txt of a model folder: the characters of the vocabulary in id order, UTF-8 (what
 // chapter 09 writes beside its checkpoint).
+// The caller saw the file a moment ago: when it is gone now, a running trainer removed its
+// checkpoint in between (the weights came from the same folder), and the message says so.
 attn::Vocab read_vocab_file(const fs::path& path) {
   std::error_code ec;
+  const auto gone = [&] { return !fs::exists(fs::symlink_status(path, ec)); };
+  const auto vanished = [&] {
+    return std::runtime_error(
+        fmt::format("'{}' vanished while the folder was read (a newer checkpoint replaced it?)",
+                    path.string()));
+  };
   if (!fs::is_regular_file(path, ec)) {
+    if (gone()) throw vanished();
     throw std::runtime_error(fmt::format("'{}' is not a regular file", path.string()));
   }
   const std::uintmax_t size = fs::file_size(path, ec);
-  if (ec || size > kMaxVocabBytes) {
+  if (ec) {
+    if (gone()) throw vanished();
+    throw std::runtime_error(fmt::format("cannot read the size of '{}'", path.string()));
+  }
+  if (size > kMaxVocabBytes) {
     throw std::runtime_error(fmt::format("'{}' is larger than {} bytes: not a vocabulary",
                                          path.string(), kMaxVocabBytes));
   }
   std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (gone()) throw vanished();
+    throw std::runtime_error(fmt::format("cannot open '{}'", path.string()));
+  }
+  // (Once open, the bytes stay readable even if the file is removed.)
   std::string bytes(static_cast<std::size_t>(size), '\0');
   if (!in.read(bytes.data(), static_cast<std::streamsize>(size))) {
     throw std::runtime_error(fmt::format("cannot read '{}'", path.string()));
@@ -85,13 +103,21 @@ Model load_model(const Options& o, const attn::Vocab& corpus_vocab) {
   // switches): the weights and vocab.txt below come from this one folder, never from two
   // checkpoints, and its MANIFEST.txt (if any) proves them complete.
   const fs::path dir = attn::resolve_model_folder(folder);
+  std::error_code ec;
+  const bool had_manifest = fs::exists(dir / "MANIFEST.txt", ec);
   Model m{attn::LmConfig{}, attn::LmWeights{}, corpus_vocab, ""};
   // Messages name the folder as typed (the shipped one as the pages do).
   m.weights = attn::load_lm_as_described(dir, o.typed, o.n_heads, m.config, m.described,
                                          shipped ? "data/sonnets-model" : folder);
-  std::error_code ec;
   const fs::path vocab_file = dir / "vocab.txt";
   const bool has_vocab = fs::exists(vocab_file, ec);
+  if (!has_vocab && had_manifest && !fs::exists(dir / "MANIFEST.txt", ec)) {
+    // The manifest the weights were verified by is gone too: the folder is being removed, and
+    // its vocab.txt with it (a chapter-09 checkpoint always has one). Not the corpus's case.
+    throw std::runtime_error(
+        fmt::format("'{}' vanished while the folder was read (a newer checkpoint replaced it?)",
+                    vocab_file.string()));
+  }
   if (has_vocab) m.vocab = read_vocab_file(vocab_file);
   if (m.config.vocab_size != m.vocab.size()) {
     throw std::runtime_error(fmt::format(
