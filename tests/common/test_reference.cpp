@@ -402,4 +402,32 @@ TEST_CASE("the reference backwards refuse another model's gradients, before addi
   }
 }
 
+TEST_CASE("the reference step refuses another model's cache, before growing it") {
+  attn::Rng rng(6);
+  // A cache of one step of a 1-layer model, for a 2-layer one: its layer 1 would be indexed past
+  // the cache's keys.
+  const LmConfig lc = small_lm();
+  LmConfig one_layer = lc;
+  one_layer.n_layers = 1;
+  const attn::ref::LmWeights<double> w = attn::ref::cast<double>(random_lm(rng, lc));
+  const attn::ref::LmWeights<double> w1 = attn::ref::cast<double>(random_lm(rng, one_layer));
+  attn::ref::KvCache<double> cache;
+  (void)attn::ref::lm_step(cache, 3, w1, one_layer);
+  const attn::ref::KvCache<double> before = cache;
+  CHECK_THROWS_WITH_AS(
+      attn::ref::lm_step(cache, 4, w, lc),
+      "attn::ref::lm_step: the cache must be empty (a new sequence) or hold L = 2 layers of keys "
+      "and values of shape (KV, length, hs) = (2, 1, 4) from this model's earlier steps",
+      std::invalid_argument);
+  CHECK(cache.length == 1);
+  REQUIRE(cache.keys.size() == 1);
+  CHECK_TENSOR_NEAR(cache.keys[0], before.keys[0], 0.0, 0.0);
+  CHECK_TENSOR_NEAR(cache.values[0], before.values[0], 0.0, 0.0);
+  // A length that its keys do not have (a cache reset by hand, keys kept).
+  attn::ref::KvCache<double> stale = before;
+  stale.length = 0;
+  CHECK_THROWS_AS(attn::ref::lm_step(stale, 4, w1, one_layer), std::invalid_argument);
+  CHECK(stale.keys[0].shape()[1] == 1);
+}
+
 }  // TEST_SUITE

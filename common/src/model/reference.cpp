@@ -3,6 +3,7 @@
 #include "attn/model/reference.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -434,6 +435,18 @@ T1<S> lm_step(KvCache<S>& cache, int token, const LmWeights<S>& w, const LmConfi
   check_covered(bc, "attn::ref::lm_step");
   const std::size_t C = config.n_embd, L = w.blocks.size(), n = cache.length;
   const std::size_t KV = lm_kv_heads(config), hs = C / config.n_heads;
+  // Every layer's keys and values are read up to position n and grown by one, layer by layer:
+  // the cache must be empty (a new sequence) or hold this model's L layers of (KV, n, hs).
+  const std::array<std::size_t, 3> kv_shape{KV, n, hs};
+  bool fits = cache.keys.size() == L && cache.values.size() == L;
+  for (std::size_t l = 0; fits && l < L; ++l)
+    fits = cache.keys[l].shape() == kv_shape && cache.values[l].shape() == kv_shape;
+  const bool fresh = cache.keys.empty() && cache.values.empty() && n == 0;
+  require(fits || fresh, "attn::ref::lm_step", [&] {
+    return "the cache must be empty (a new sequence) or hold L = " + std::to_string(L) +
+           " layers of keys and values of shape (KV, length, hs) = " + shape_str(kv_shape) +
+           " from this model's earlier steps";
+  });
   if (cache.keys.empty()) {
     cache.keys.assign(L, T3<S>({KV, 0, hs}));
     cache.values.assign(L, T3<S>({KV, 0, hs}));
