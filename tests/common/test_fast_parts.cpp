@@ -233,6 +233,40 @@ TEST_CASE("fast SwiGLU refuses mis-shaped weights, in one line") {
                        doctest::Contains("w_up is (4, 5), expected (4, 6)"), std::invalid_argument);
 }
 
+TEST_CASE("fast SwiGLU's backward refuses gradients of another width, before adding anything") {
+  // The gradients of a narrower SwiGLU (F = 12, w of F = 16): shaped alike among themselves, so
+  // only a check against w stops the GEMMs, sized by w's F, from writing past them.
+  attn::Rng rng(8);
+  const std::size_t C = 8, F = 16, narrow = 12;
+  const attn::SwigluWeights<float> w{attn::randn(rng, C, F), attn::randn(rng, C, F),
+                                     attn::randn(rng, F, C)};
+  const Tensor<3> x = attn::randn<3>(rng, {2, 3, C});
+  attn::SwigluCache<float> cache;
+  Tensor<3> y;
+  attn::fast::swiglu_forward(x, w, cache, y);
+  attn::SwigluWeights<float> g{attn::randn(rng, C, narrow), attn::randn(rng, C, narrow),
+                               attn::randn(rng, narrow, C)};
+  const attn::SwigluWeights<float> before = g;
+  Tensor<3> dx = attn::randn<3>(rng, {2, 3, C});
+  const Tensor<3> dx_before = dx;
+  CHECK_THROWS_WITH_AS(attn::fast::swiglu_backward(attn::randn<3>(rng, {2, 3, C}), cache, w, dx, g),
+                       "attn::fast::swiglu_backward: grads.w_gate is (8, 12), expected (8, 16)",
+                       std::invalid_argument);
+  // Nothing added, nothing written.
+  CHECK_TENSOR_NEAR(g.w_gate, before.w_gate, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(g.w_up, before.w_up, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(g.w_down, before.w_down, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(dx, dx_before, 0.0, 0.0);
+  // One tensor off is enough: w_down of the right width for w_gate and w_up, but not for w.
+  attn::SwigluWeights<float> one_off{xt::zeros<float>({C, F}), xt::zeros<float>({C, F}),
+                                     xt::zeros<float>({narrow, C})};
+  CHECK_THROWS_WITH_AS(
+      attn::fast::swiglu_backward(attn::randn<3>(rng, {2, 3, C}), cache, w, dx, one_off),
+      "attn::fast::swiglu_backward: grads.w_down is (12, 8), expected (16, 8)",
+      std::invalid_argument);
+  CHECK_TENSOR_NEAR(one_off.w_gate, attn::Matrix(xt::zeros<float>({C, F})), 0.0, 0.0);
+}
+
 // ---- Grouped-query attention, RoPE, sliding window ----
 
 struct GqaCase {

@@ -467,6 +467,26 @@ TEST_CASE("bad input: sizes, ids, a full cache, mismatched weights and options")
   CHECK_THROWS_WITH_AS(attn::lm_prefill(other, std::vector<int>{1}, w, config),
                        "attn::lm_prefill: the cache was not made by kv_cache_init for this config",
                        std::invalid_argument);
+  // A cache made for a model of the same sizes but a narrower FFN (F = 16, this one's 32): its
+  // keys, values and logits fit, its FFN workspace `hidden` does not and would be written past.
+  attn::LmConfig narrow = config;
+  narrow.ffn_hidden = 2 * config.n_embd;
+  attn::KvCache narrow_cache = attn::kv_cache_init(narrow, 1);
+  for (attn::Tensor<4>& k : narrow_cache.keys) k.fill(7.0f);
+  narrow_cache.hidden.fill(7.0f);
+  narrow_cache.logits.fill(7.0f);
+  const attn::KvCache narrow_before = narrow_cache;
+  CHECK_THROWS_WITH_AS(attn::lm_prefill(narrow_cache, std::vector<int>{1, 2, 3}, w, config),
+                       "attn::lm_prefill: the cache was not made by kv_cache_init for this config",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(attn::lm_step(narrow_cache, std::vector<int>{1}, w, config),
+                       "attn::lm_step: the cache was not made by kv_cache_init for this config",
+                       std::invalid_argument);
+  // Nothing written.
+  CHECK(narrow_cache.length == 0);
+  CHECK_TENSOR_NEAR(narrow_cache.keys[0], narrow_before.keys[0], 0.0, 0.0);
+  CHECK_TENSOR_NEAR(narrow_cache.hidden, narrow_before.hidden, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(narrow_cache.logits, narrow_before.logits, 0.0, 0.0);
   // Weights that do not match the config.
   attn::LmWeights broken = w;
   broken.blocks[1].ffn.w1 = attn::Matrix(std::array<std::size_t, 2>{8, 16});

@@ -352,4 +352,82 @@ TEST_CASE("the reference names what it does not cover") {
                        std::invalid_argument);
 }
 
+// Every gradient of g still 0: nothing was added.
+template <class Weights>
+void check_all_zero(Weights& g) {
+  for (const auto& t : attn::ref::parameters(g)) {
+    INFO(t.name);
+    CHECK(std::all_of(t.values.begin(), t.values.end(), [](double v) { return v == 0.0; }));
+  }
+}
+
+TEST_CASE("the reference backwards refuse another model's gradients, before adding anything") {
+  attn::Rng rng(5);
+  const std::string shaped =
+      "grads must be shaped like the weights, tensor for tensor (make them with zeros_like)";
+  const std::string block_msg = "attn::ref::block_backward: " + shaped;
+  const std::string lm_msg = "attn::ref::lm_forward_backward: " + shaped;
+  // The block: gradients of a block with 2 K/V heads for one with 4 (w_k (8, 4), not (8, 8)).
+  // The backward reaches the attention last: the FFN's and ln2's gradients were added into
+  // before attn::gqa_backward refused them.
+  BlockConfig cfg;
+  cfg.n_heads = 4;
+  BlockConfig fewer_kv = cfg;
+  fewer_kv.n_kv_heads = 2;
+  const attn::ref::BlockWeights<double> w = attn::ref::cast<double>(random_block(rng, 8, 12, cfg));
+  attn::ref::BlockWeights<double> g =
+      attn::ref::zeros_like(attn::ref::cast<double>(random_block(rng, 8, 12, fewer_kv)));
+  const Tensor64<3> x = xt::cast<double>(attn::randn<3>(rng, {1, 4, 8}));
+  Tensor64<3> dx;
+  CHECK_THROWS_WITH_AS(attn::ref::block_backward(x, x, w, cfg, dx, g), block_msg.c_str(),
+                       std::invalid_argument);
+  check_all_zero(g);
+  CHECK(dx.size() == 0);
+  // The model: the gradients of one with a smaller vocabulary (wte (7, 8), rows up to 10 would be
+  // written past) and of one with a narrower FFN (ffn_hidden 16, not 32).
+  const LmConfig lc = small_lm();
+  const attn::ref::LmWeights<double> lw = attn::ref::cast<double>(random_lm(rng, lc));
+  LmConfig fewer_ids = lc;
+  fewer_ids.vocab_size = 7;
+  LmConfig narrow = lc;
+  narrow.ffn_hidden = 2 * lc.n_embd;
+  const auto tokens = random_ids(rng, 1, 4, lc.vocab_size);
+  for (const LmConfig& other : {fewer_ids, narrow}) {
+    INFO("grads of a model with V = " << other.vocab_size << ", ffn_hidden " << other.ffn_hidden);
+    attn::ref::LmWeights<double> lg =
+        attn::ref::zeros_like(attn::ref::cast<double>(random_lm(rng, other)));
+    CHECK_THROWS_WITH_AS(attn::ref::lm_forward_backward(tokens, tokens, lw, lc, lg), lm_msg.c_str(),
+                         std::invalid_argument);
+    check_all_zero(lg);
+  }
+}
+
+TEST_CASE("the reference step refuses another model's cache, before growing it") {
+  attn::Rng rng(6);
+  // A cache of one step of a 1-layer model, for a 2-layer one: its layer 1 would be indexed past
+  // the cache's keys.
+  const LmConfig lc = small_lm();
+  LmConfig one_layer = lc;
+  one_layer.n_layers = 1;
+  const attn::ref::LmWeights<double> w = attn::ref::cast<double>(random_lm(rng, lc));
+  const attn::ref::LmWeights<double> w1 = attn::ref::cast<double>(random_lm(rng, one_layer));
+  attn::ref::KvCache<double> cache;
+  (void)attn::ref::lm_step(cache, 3, w1, one_layer);
+  const attn::ref::KvCache<double> before = cache;
+  CHECK_THROWS_WITH_AS(
+      attn::ref::lm_step(cache, 4, w, lc),
+      "attn::ref::lm_step: the cache must be empty (a new sequence) or hold L = 2 layers of keys "
+      "and values of shape (KV, length, hs) = (2, 1, 4) from this model's earlier steps",
+      std::invalid_argument);
+  CHECK(cache.length == 1);
+  REQUIRE(cache.keys.size() == 1);
+  CHECK_TENSOR_NEAR(cache.keys[0], before.keys[0], 0.0, 0.0);
+  CHECK_TENSOR_NEAR(cache.values[0], before.values[0], 0.0, 0.0);
+  // A length that its keys do not have (a cache reset by hand, keys kept).
+  attn::ref::KvCache<double> stale = before;
+  stale.length = 0;
+  CHECK_THROWS_AS(attn::ref::lm_step(stale, 4, w1, one_layer), std::invalid_argument);
+  CHECK(stale.keys[0].shape()[1] == 1);
+}
+
 }  // TEST_SUITE

@@ -114,6 +114,31 @@ TEST_CASE("after the first step, a step allocates no new buffers") {
   CHECK(s.grads.wte.data() == grad);
 }
 
+TEST_CASE(
+    "a step after fresh gradients and moments were assigned to the state walks the new ones") {
+  // The step keeps spans into the state's tensors between steps. Assigning fresh gradients and
+  // moments (an optimizer reset) moves their buffers and leaves the weights where they were: the
+  // step must not write through its old spans into the freed buffers, but step like a state
+  // built afresh (a copy, whose spans are its own).
+  const attn::TrainConfig c = small_config();
+  const std::vector<int> data = data_of(200);
+  attn::TrainState s = attn::train_init(c);
+  attn::train_step(s, c, data);
+  attn::train_step(s, c, data);
+  s.grads = attn::lm_zeros_like(s.weights);
+  s.adam_m = attn::lm_zeros_like(s.weights);
+  s.adam_v = attn::lm_zeros_like(s.weights);
+  attn::TrainState fresh = s;
+  const attn::StepResult got = attn::train_step(s, c, data);
+  const attn::StepResult want = attn::train_step(fresh, c, data);
+  CHECK(got.loss == want.loss);
+  CHECK(got.grad_norm == want.grad_norm);
+  CHECK(bitwise_equal(s.weights, fresh.weights));
+  CHECK(bitwise_equal(s.adam_m, fresh.adam_m));  // the new moments were the ones updated
+  CHECK(bitwise_equal(s.adam_v, fresh.adam_v));
+  CHECK(bitwise_equal(s.grads, fresh.grads));
+}
+
 // Allocations of one step, after two warm-up steps (the most of three).
 long allocations_per_step(const attn::TrainConfig& c) {
   const std::vector<int> data = data_of(500);

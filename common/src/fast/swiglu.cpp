@@ -11,6 +11,7 @@
 
 #include "attn/core/check.hpp"
 #include "attn/fast/gemm.hpp"
+#include "../ops/linear_any.hpp"
 #include "../core/parallel.hpp"
 #include "../core/simd.hpp"
 #include "vec8.hpp"
@@ -161,7 +162,11 @@ void swiglu_backward(const Tensor<3>& dy, const SwigluCache<float>& cache,
     shape_error(kFn, "dy " + shape_str(cache.x.shape()) + " and a cache from swiglu_forward",
                 "dy " + shape_str(dy.shape()) + ", cache.h " + shape_str(cache.h.shape()));
   }
-  check_swiglu(kFn, cache.x, grads);
+  // The gradients are added into by GEMMs sized by w's C and F, so each is checked against w (the
+  // reference's messages), not against its own F: a narrower F would be written past.
+  detail::check_weight_shape(kFn, "grads.w_gate", grads.w_gate, C, F);
+  detail::check_weight_shape(kFn, "grads.w_up", grads.w_up, C, F);
+  detail::check_weight_shape(kFn, "grads.w_down", grads.w_down, F, C);
   ensure_shape(dx, {B, T, C});
   // Scratch kept by the calling thread: da (B*T, F) and du (B*T, F).
   thread_local std::vector<float> scratch;

@@ -84,15 +84,20 @@ void check_blocks(const LmWeights& w, const LmConfig& config, const char* functi
   }
 }
 
-// The cache must have been made for this config.
+// The cache must have been made for this config: run_positions writes every buffer of it by the
+// config's sizes, so each is checked, the workspace too (a cache made for a model with a
+// narrower FFN has a narrower `hidden`, which would be written past).
 void check_cache(const KvCache& c, const LmConfig& config, const char* function) {
-  const std::size_t H = config.n_heads, T_max = config.block_size;
-  const std::size_t hs = H == 0 ? 0 : config.n_embd / H;
+  const std::size_t H = config.n_heads, T_max = config.block_size, C = config.n_embd;
+  const std::size_t hs = H == 0 ? 0 : C / H, rows = c.batch * T_max;
   const std::array<std::size_t, 4> want{c.batch, H, T_max, hs};
   bool ok = c.batch > 0 && c.keys.size() == config.n_layers && c.values.size() == config.n_layers &&
-            c.length <= T_max && c.logits.shape()[0] == c.batch &&
-            c.logits.shape()[1] == config.vocab_size && c.x.shape()[0] == c.batch * T_max &&
-            c.x.shape()[1] == config.n_embd;
+            c.length <= T_max && has_shape<2>(c.logits, {c.batch, config.vocab_size}) &&
+            has_shape<2>(c.x, {rows, C}) && has_shape<2>(c.h, {rows, C}) &&
+            has_shape<2>(c.qkv, {rows, 3 * C}) && has_shape<2>(c.att, {rows, C}) &&
+            has_shape<2>(c.proj, {rows, C}) &&
+            has_shape<2>(c.hidden, {rows, lm_ffn_width(config)}) &&
+            c.scratch.size() >= fast::attention_scratch_floats(T_max, T_max, hs);
   for (std::size_t l = 0; ok && l < c.keys.size(); ++l)
     ok = has_shape<4>(c.keys[l], want) && has_shape<4>(c.values[l], want);
   if (!ok) require(false, function, "the cache was not made by kv_cache_init for this config");

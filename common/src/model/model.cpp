@@ -439,6 +439,21 @@ void check_batch(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>* t
 
 }  // namespace
 
+namespace detail {
+
+bool are_views_of(const LmWeights& w, std::span<const std::span<float>> views) {
+  std::size_t i = 0;  // the next view
+  bool same = true;
+  visit_tensors(w, [&](int, const char*, const auto& t) {
+    if (t.size() == 0) return;  // lm_parameters leaves empty tensors out
+    same = same && i < views.size() && views[i].data() == t.data() && views[i].size() == t.size();
+    ++i;
+  });
+  return same && i == views.size();
+}
+
+}  // namespace detail
+
 std::vector<NamedTensor> lm_parameters(LmWeights& w) {
   std::vector<NamedTensor> out;
   for_each_tensor(w, [&](const std::string& name, auto& t) {

@@ -3,10 +3,12 @@
 #include "attn/model/reference.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "attn/core/check.hpp"
 #include "attn/ops/layernorm.hpp"
@@ -118,6 +120,14 @@ void check_covered(const BlockConfig& c, const char* fn) {
   require(c.attn_proj, fn, "a block without w_o (attn_proj = false) has no reference");
 }
 
+// Whether b holds tensors shaped like a's, tensor for tensor (empty where a's are): what the
+// backwards need of the gradients they add into, which they index by the weights' shapes.
+// (Defined below, beside the walks over the tensors.)
+template <class S>
+bool same_shapes(const BlockWeights<S>& a, const BlockWeights<S>& b);
+template <class S>
+bool same_shapes(const LmWeights<S>& a, const LmWeights<S>& b);
+
 // skip + y with residuals, else y. In the forward, the stream after a sub-layer; in the
 // backward, the gradient through the skip plus the branch's.
 template <class S>
@@ -161,6 +171,8 @@ void block_backward(const T3<S>& dout, const T3<S>& x, const BlockWeights<S>& w,
   check_covered(c, "attn::ref::block_backward");
   require(c.dropout == 0.0f, "attn::ref::block_backward",
           "dropout has no reference backward (the reference is the evaluation forward)");
+  require(same_shapes(w, g), "attn::ref::block_backward",
+          "grads must be shaped like the weights, tensor for tensor (make them with zeros_like)");
   BlockTape<S> k;
   (void)block_run(x, w, c, k);
   const GqaConfig gc = gqa_config(c);
@@ -273,6 +285,10 @@ double lm_loss(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& tar
 template <class S>
 double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
                            const LmWeights<S>& w, const LmConfig& config, LmWeights<S>& g) {
+  // The gradients are added into at the weights' indices (rows of wte by token, every block's):
+  // another model's would be written past.
+  require(same_shapes(w, g), "attn::ref::lm_forward_backward",
+          "grads must be shaped like the weights, tensor for tensor (make them with zeros_like)");
   const LmTape<S> f = lm_run(tokens, w, config);
   const std::span<const int> ys(targets.data(), targets.size());
   const std::size_t B = tokens.shape()[0], T = tokens.shape()[1], C = config.n_embd;
@@ -419,6 +435,18 @@ T1<S> lm_step(KvCache<S>& cache, int token, const LmWeights<S>& w, const LmConfi
   check_covered(bc, "attn::ref::lm_step");
   const std::size_t C = config.n_embd, L = w.blocks.size(), n = cache.length;
   const std::size_t KV = lm_kv_heads(config), hs = C / config.n_heads;
+  // Every layer's keys and values are read up to position n and grown by one, layer by layer:
+  // the cache must be empty (a new sequence) or hold this model's L layers of (KV, n, hs).
+  const std::array<std::size_t, 3> kv_shape{KV, n, hs};
+  bool fits = cache.keys.size() == L && cache.values.size() == L;
+  for (std::size_t l = 0; fits && l < L; ++l)
+    fits = cache.keys[l].shape() == kv_shape && cache.values[l].shape() == kv_shape;
+  const bool fresh = cache.keys.empty() && cache.values.empty() && n == 0;
+  require(fits || fresh, "attn::ref::lm_step", [&] {
+    return "the cache must be empty (a new sequence) or hold L = " + std::to_string(L) +
+           " layers of keys and values of shape (KV, length, hs) = " + shape_str(kv_shape) +
+           " from this model's earlier steps";
+  });
   if (cache.keys.empty()) {
     cache.keys.assign(L, T3<S>({KV, 0, hs}));
     cache.values.assign(L, T3<S>({KV, 0, hs}));
@@ -484,6 +512,30 @@ void for_each_lm_tensor(Lm& w, F&& f) {
   f(std::string("ln_f_beta"), w.ln_f_beta);
   f(std::string("lm_head"), w.lm_head);
   f(std::string("lm_head_bias"), w.lm_head_bias);
+}
+
+// Every tensor's shape, in the walk's order (the blocks' tensors in block order).
+template <class Weights, class Walk>
+std::vector<std::vector<std::size_t>> shapes_of(const Weights& w, Walk walk) {
+  std::vector<std::vector<std::size_t>> out;
+  walk(w, [&](const std::string&, const auto& t) {
+    out.emplace_back(t.shape().begin(), t.shape().end());
+  });
+  return out;
+}
+
+template <class S>
+bool same_shapes(const BlockWeights<S>& a, const BlockWeights<S>& b) {
+  const auto walk = [](const BlockWeights<S>& w, const auto& f) {
+    for_each_block_tensor(w, "", f);
+  };
+  return shapes_of(a, walk) == shapes_of(b, walk);
+}
+
+template <class S>
+bool same_shapes(const LmWeights<S>& a, const LmWeights<S>& b) {
+  const auto walk = [](const LmWeights<S>& w, const auto& f) { for_each_lm_tensor(w, f); };
+  return shapes_of(a, walk) == shapes_of(b, walk);
 }
 
 template <class S>

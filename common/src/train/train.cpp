@@ -11,6 +11,7 @@
 
 #include "attn/core/check.hpp"
 #include "attn/fast/optim.hpp"
+#include "../model/model_internal.hpp"
 
 namespace attn {
 
@@ -88,11 +89,18 @@ TrainState train_init(const TrainConfig& config) {
 
 namespace {
 
-// The spans the step walks, rebuilt only when the tensors are not the ones they were built for
-// (a copied state): lm_parameters allocates names, the step itself must not.
+// The spans the step walks, rebuilt only when they are not the views of the state's tensors any
+// more: lm_parameters allocates names, the step itself must not. Any tensor that has moved to
+// another buffer makes them stale: a copied state, but also fresh gradients or moments assigned
+// to this one (an optimizer reset, moments loaded), which keep the weights where they were. The
+// step would then write through the old spans into freed buffers, so every span is checked
+// against its tensor (pointers and sizes, nothing allocated).
 void refresh_views(TrainState& s) {
   TrainState::Views& v = s.views;
-  if (v.built_for == s.weights.wte.data() && !v.p.empty()) return;
+  if (!v.p.empty() && detail::are_views_of(s.weights, v.p) && detail::are_views_of(s.grads, v.g) &&
+      detail::are_views_of(s.adam_m, v.m) && detail::are_views_of(s.adam_v, v.v)) {
+    return;
+  }
   v = {};
   for (NamedTensor& t : lm_parameters(s.weights)) {
     v.p.push_back(t.values);
@@ -101,7 +109,6 @@ void refresh_views(TrainState& s) {
   for (NamedTensor& t : lm_parameters(s.grads)) v.g.push_back(t.values);
   for (NamedTensor& t : lm_parameters(s.adam_m)) v.m.push_back(t.values);
   for (NamedTensor& t : lm_parameters(s.adam_v)) v.v.push_back(t.values);
-  v.built_for = s.weights.wte.data();
 }
 
 }  // namespace

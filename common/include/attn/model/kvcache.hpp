@@ -30,7 +30,7 @@ struct KvCache {
   Matrix qkv;      // (rows, 3C) [q | k | v] of each row
   Matrix att;      // (rows, C) attention output, heads merged
   Matrix proj;     // (rows, C) output of a projection, before the residual add
-  Matrix hidden;   // (rows, 4C) FFN hidden layer
+  Matrix hidden;   // (rows, F) FFN hidden layer, F = lm_ffn_width(config) (4C by default)
   Vector scratch;  // attention scores, attention_scratch_floats(T_max, T_max, hs)
   Matrix logits;   // (B, V) the logits of the last position
 };

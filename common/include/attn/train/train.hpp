@@ -75,9 +75,8 @@ struct TrainState {
   Batch batch;
   struct Views {  // spans into weights, grads, adam_m, adam_v (same order)
     std::vector<std::span<float>> p, g, m, v;
-    std::vector<bool> decay;           // decays(rank) of each tensor
-    const float* built_for = nullptr;  // weights.wte.data() when built: stale after a copy
-  } views;
+    std::vector<bool> decay;  // decays(rank) of each tensor
+  } views;  // rebuilt by the step whenever a tensor has moved (a copy, fresh grads or moments)
 };
 
 // Fresh weights from config.seed, zero moments, step 0. Throws std::invalid_argument for a config
