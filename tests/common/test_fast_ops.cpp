@@ -454,6 +454,17 @@ TEST_CASE("the FFN tolerance catches a swapped activation; fast::ffn_* name bad 
                        "attn::fast::ffn_backward: expected dy of shape (2, 5, 8) (like the "
                        "forward's input), got dy (2, 5, 7)",
                        std::invalid_argument);
+  // A cache filled by a narrower FFN's forward (F 16) for these weights (F 32): refused before
+  // its (2, 5, 16) activations are read at width 32, and nothing is added.
+  const attn::FfnWeights narrow = weights_with_biases(rng, 8, 16);
+  attn::FfnCache narrow_cache;
+  (void)attn::fast::ffn_forward(x, narrow, Activation::gelu, narrow_cache);
+  const attn::Tensor<3> dy = attn::randn<3>(rng, {2, 5, 8});
+  CHECK_THROWS_WITH_AS(attn::fast::ffn_backward(dy, narrow_cache, w, Activation::gelu, dx, g),
+                       "attn::fast::ffn_backward: cache.pre is (2, 5, 16), expected (2, 5, 32)",
+                       std::invalid_argument);
+  CHECK(xt::all(xt::equal(g.w1, 0.0f)));
+  CHECK(xt::all(xt::equal(g.b2, 0.0f)));
 }
 
 // ---- cross-entropy ---------------------------------------------------------------------------

@@ -426,6 +426,16 @@ TEST_CASE("ffn_backward names a mis-shaped dy") {
                        "attn::ffn_backward: expected dy of shape (2, 150, 16) (like the forward's "
                        "input), got dy (2, 150, 15)",
                        std::invalid_argument);
+  // A cache whose activations are this FFN's but whose pre-activations are not (a cache put
+  // together by hand): refused before the second layer's gradients are added into.
+  attn::FfnCache mixed = cache;
+  mixed.pre = xt::zeros<float>({2, 150, 40});
+  const attn::Tensor<3> dy = attn::randn<3>(rng, {2, 150, 16});
+  CHECK_THROWS_WITH_AS(attn::ffn_backward(dy, mixed, w, attn::Activation::gelu, dx, g),
+                       "attn::ffn_backward: cache.pre is (2, 150, 40), expected (2, 150, 48)",
+                       std::invalid_argument);
+  CHECK(xt::all(xt::equal(g.w2, 0.0f)));
+  CHECK(xt::all(xt::equal(g.b2, 0.0f)));
 }
 
 }  // TEST_SUITE

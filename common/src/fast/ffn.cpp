@@ -374,6 +374,9 @@ void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& 
   check_shape<1>(kFn, "grads.b1", grads.b1, {F});
   check_shape<2>(kFn, "grads.w2", grads.w2, {F, C});
   check_shape<1>(kFn, "grads.b2", grads.b2, {C});
+  // The cache is read at w's width F: one filled by another FFN's forward would be read past.
+  check_shape<3>(kFn, "cache.pre", cache.pre, {B, T, F});
+  check_shape<3>(kFn, "cache.act", cache.act, {B, T, F});
   const std::size_t rows = B * T;
   ensure_shape(dx, {B, T, C});
   if (rows == 0) return;

@@ -258,6 +258,10 @@ void ffn_backward_of(const xt::xtensor<Real, 3>& dy, const FfnCacheOf<Real>& cac
   check_shape<1>(kFn, "grads.b1", grads.b1, {w.b1.shape()[0]});
   check_shape<2>(kFn, "grads.w2", grads.w2, {w.w2.shape()[0], w.w2.shape()[1]});
   check_shape<1>(kFn, "grads.b2", grads.b2, {w.b2.shape()[0]});
+  // The cache must be this FFN's (read at w's width F), checked before anything is added.
+  const std::size_t B = cache.x.shape()[0], T = cache.x.shape()[1], F = w.w1.shape()[1];
+  check_shape<3>(kFn, "cache.pre", cache.pre, {B, T, F});
+  check_shape<3>(kFn, "cache.act", cache.act, {B, T, F});
   // The forward in reverse, one linear layer at a time (attn::linear_backward).
   // 1. Through y = act @ w2 + b2: dact = dy @ w2^T (B, T, F); dw2 += act^T @ dy; db2 += sum dy.
   xt::xtensor<Real, 3> dact;
