@@ -249,6 +249,15 @@ TEST_CASE("bad inputs are errors that say what is wrong") {
                        std::invalid_argument);
   CHECK_THROWS_AS(attn::bigram_generate(table, 3, 5, 1.0f, rng), std::invalid_argument);
   CHECK_THROWS_AS(attn::bigram_generate(table, -1, 5, 1.0f, rng), std::invalid_argument);
+  // A sampler that returns V (one past the last token, a learner's off-by-one) is named, not
+  // followed into a row past the table.
+  const attn::SampleFn one_past = [](std::span<const float> row, float, attn::Rng&) {
+    return static_cast<int>(row.size());
+  };
+  CHECK_THROWS_WITH_AS(attn::bigram_generate(table, 0, 5, 1.0f, rng, one_past),
+                       "attn::bigram_generate: the sampler returned token 3, outside [0, 3) (the "
+                       "table's rows)",
+                       std::invalid_argument);
 }
 
 }  // TEST_SUITE

@@ -224,6 +224,12 @@ std::vector<int> bigram_generate(const Matrix& logits, int start, std::size_t n,
     // The next token depends on the current one only: sample from its row of the table.
     const std::span<const float> row(logits.data() + static_cast<std::size_t>(current) * V, V);
     current = sample(row, temperature, rng);
+    // A sampler of one's own (chapter 01's exercise) that returns a token outside the table
+    // would have the next step read a row past its end: named here instead.
+    require(current >= 0 && static_cast<std::size_t>(current) < V, fn, [&] {
+      return fmt::format("the sampler returned token {}, outside [0, {}) (the table's rows)",
+                         current, V);
+    });
     out.push_back(current);
   }
   return out;
