@@ -417,6 +417,16 @@ TEST_CASE("fast GQA refuses bad configs and weights, in one line") {
   CHECK_THROWS_WITH_AS(attn::fast::gqa_forward(x, w, cfg),
                        doctest::Contains("w_k is (12, 6), expected (12, 12)"),
                        std::invalid_argument);
+  // Gradients shaped for another K/V head count are named as the gradients, not the weights.
+  cfg = gqa_config(c);
+  attn::fast::MhaCache cache;
+  Tensor<3> out, dx;
+  attn::fast::gqa_forward(x, w, cfg, cache, out);
+  attn::MhaWeights g = zeros_like(w);
+  g.w_k = xt::zeros<float>({12, 12});
+  CHECK_THROWS_WITH_AS(attn::fast::gqa_backward(out, cache, w, cfg, dx, g),
+                       "attn::fast::gqa_backward: grads.w_k is (12, 12), expected (12, 6)",
+                       std::invalid_argument);
 }
 
 // ---- The block with every part, against its float64 composition from the ops ----

@@ -629,8 +629,10 @@ Parts gqa_parts(const GqaConfig& c) {
   return {c.n_heads, c.n_kv_heads, c.causal, c.window, c.rope, c.theta};
 }
 
-// The grouped-query checks, one line each (like attn::gqa_forward's).
-void check_gqa(const char* fn, const Tensor<3>& x, const MhaWeights& w, const Parts& a) {
+// The grouped-query checks, one line each (like attn::gqa_forward's). `what` prefixes the
+// matrices' names: "" for the weights, "grads." for the gradients checked against them.
+void check_gqa(const char* fn, const Tensor<3>& x, const MhaWeights& w, const Parts& a,
+               const std::string& what = "") {
   const std::size_t C = x.shape()[2];
   require(C >= 1, fn, [&] { return "x is " + shape_str(x.shape()) + ", expected C >= 1"; });
   require(a.H >= 1 && C % a.H == 0, fn, [&] {
@@ -644,8 +646,8 @@ void check_gqa(const char* fn, const Tensor<3>& x, const MhaWeights& w, const Pa
   const auto check = [&](const char* name, const Matrix& m, std::size_t cols) {
     if (m.shape()[0] == C && m.shape()[1] == cols) return;
     require(false, fn, [&] {
-      return std::string(name) + " is " + shape_str(m.shape()) + ", expected (" +
-             std::to_string(C) + ", " + std::to_string(cols) + ")";
+      return what + name + " is " + shape_str(m.shape()) + ", expected (" + std::to_string(C) +
+             ", " + std::to_string(cols) + ")";
     });
   };
   check("w_q", w.w_q, C);
@@ -889,7 +891,7 @@ void gqa_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights
   constexpr const char* kFn = "attn::fast::gqa_backward";
   const Parts a = gqa_parts(config);
   check_gqa(kFn, cache.x, w, a);
-  check_gqa(kFn, cache.x, grads, a);
+  check_gqa(kFn, cache.x, grads, a, "grads.");
   if (dout.shape() != cache.x.shape()) {
     shape_error(kFn, "dout " + shape_str(cache.x.shape()) + " (like the forward's input)",
                 "dout " + shape_str(dout.shape()));
