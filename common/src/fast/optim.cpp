@@ -1,6 +1,7 @@
-// optim.cpp (fast): the AdamW step as training runs it (see attn/fast/optim.hpp). The reference,
-// one element after another in the page's order, is common/src/train/optim.cpp; this is the same
-// arithmetic per element, eight lanes at a time and tensors over the threads, equal bit for bit.
+// optim.cpp (fast): the AdamW step, the zeroing and the global norm as training runs them (see
+// attn/fast/optim.hpp). The reference, one element after another in the page's order, is
+// common/src/train/optim.cpp; this is the same arithmetic per element, eight lanes at a time and
+// the elements over the threads (the norm: the tensors side by side), equal bit for bit.
 #include "attn/fast/optim.hpp"
 
 #include <algorithm>
