@@ -146,6 +146,34 @@ TEST_CASE("fast RMSNorm equals attn::rms_norm bit for bit, forward and backward"
   }
 }
 
+TEST_CASE("fast rms_norm_backward names a mis-shaped dy, cache or dgamma, and adds nothing") {
+  attn::Rng rng(14);
+  const Tensor<3> x = attn::randn<3>(rng, {2, 3, 4});
+  const attn::Vector gamma = xt::ones<float>({4});
+  attn::RmsNormCache<float> cache;
+  Tensor<3> y, dx;
+  attn::fast::rms_norm(x, gamma, 1e-5, cache, y);
+  const std::string want =
+      "attn::fast::rms_norm_backward: expected dy like x (2, 3, 4), a cache from its forward "
+      "(rstd (6,)), dgamma (4,), got ";
+  attn::Vector dgamma = xt::zeros<float>({5});  // another width's gain
+  CHECK_THROWS_WITH_AS(attn::fast::rms_norm_backward(x, x, gamma, cache, dx, dgamma),
+                       (want + "dy (2, 3, 4), rstd (6,), dgamma (5,)").c_str(),
+                       std::invalid_argument);
+  CHECK(xt::all(xt::equal(dgamma, 0.0f)));
+  dgamma = xt::zeros<float>({4});
+  const Tensor<3> dy_bad = xt::zeros<float>({2, 3, 5});
+  CHECK_THROWS_WITH_AS(attn::fast::rms_norm_backward(dy_bad, x, gamma, cache, dx, dgamma),
+                       (want + "dy (2, 3, 5), rstd (6,), dgamma (4,)").c_str(),
+                       std::invalid_argument);
+  attn::RmsNormCache<float> other;  // filled by a shorter sequence's forward
+  attn::fast::rms_norm(Tensor<3>(attn::randn<3>(rng, {1, 3, 4})), gamma, 1e-5, other, y);
+  CHECK_THROWS_WITH_AS(attn::fast::rms_norm_backward(x, x, gamma, other, dx, dgamma),
+                       (want + "dy (2, 3, 4), rstd (3,), dgamma (4,)").c_str(),
+                       std::invalid_argument);
+  CHECK(xt::all(xt::equal(dgamma, 0.0f)));
+}
+
 TEST_CASE("fast rms_norm_rows gives rms_norm's rows, in place too") {
   attn::Rng rng(13);
   const Tensor<3> x = attn::randn<3>(rng, {3, 100, 7});  // 300 rows: two pieces of 256

@@ -77,8 +77,10 @@ void rms_norm_backward(const Tensor<3>& dy, const Tensor<3>& x, const Vector& ga
   const std::size_t C = x.shape()[2], rows = x.size() / C;
   if (dy.shape() != x.shape() || cache.rstd.size() != rows || dgamma.size() != C) {
     shape_error(kFn,
-                "dy like x " + shape_str(x.shape()) + ", a cache from its forward, dgamma (C,)",
-                "dy " + shape_str(dy.shape()) + ", rstd " + shape_str(cache.rstd.shape()));
+                "dy like x " + shape_str(x.shape()) + ", a cache from its forward (rstd (" +
+                    std::to_string(rows) + ",)), dgamma (" + std::to_string(C) + ",)",
+                "dy " + shape_str(dy.shape()) + ", rstd " + shape_str(cache.rstd.shape()) +
+                    ", dgamma " + shape_str(dgamma.shape()));
   }
   // 1. dgamma = sum over tokens of dy * xhat, in token order (read before dx may overwrite dy).
   thread_local std::vector<double> dg;  // kept by the thread: no allocation once it is C long
