@@ -140,27 +140,19 @@ void zero_all(std::span<const std::span<float>> tensors) {
 
 double global_norm(std::span<const std::span<float>> grads) {
   // Each tensor's sum of squares by one thread, element by element as the reference sums it:
-  // whole tensors to a thread, tensor i to the thread whose run of the elements laid end to end
-  // holds its first element. Then the sums added in tensor order, as the reference does.
-  const std::size_t n = grads.size(), total = total_size(grads);
+  // the thread whose run holds the tensor's first element sums the whole tensor (the runs'
+  // other stretches of it are skipped). Then the sums added in tensor order, as the reference.
   thread_local std::vector<double> sums;  // the calling thread's, handed to the workers below
-  sums.assign(n, 0.0);
+  sums.assign(grads.size(), 0.0);
   double* sum = sums.data();
-  detail::run_parts(total, detail::worker_count(total / kMinRun),
-                    [&](std::size_t first, std::size_t last, std::size_t) {
-                      std::size_t offset = 0;
-                      for (std::size_t i = 0; i < n && offset < last; ++i) {
-                        if (offset >= first && grads[i].size() != 0) {
-                          double s = 0.0;
-                          for (float x : grads[i])
-                            s += static_cast<double>(x) * static_cast<double>(x);
-                          sum[i] = s;
-                        }
-                        offset += grads[i].size();
-                      }
-                    });
+  for_each_run(grads, [&](std::size_t i, std::size_t begin, std::size_t) {
+    if (begin != 0) return;
+    double s = 0.0;
+    for (float x : grads[i]) s += static_cast<double>(x) * static_cast<double>(x);
+    sum[i] = s;
+  });
   double all = 0.0;
-  for (std::size_t i = 0; i < n; ++i) all += sum[i];
+  for (const double s : sums) all += s;
   return std::sqrt(all);
 }
 
