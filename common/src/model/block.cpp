@@ -19,6 +19,7 @@
 #include "attn/ops/dropout.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "../core/parallel.hpp"
+#include "block_tensors.hpp"
 
 namespace attn {
 
@@ -713,20 +714,7 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
   }
   check_block(x_in, w, config);
   // The gradients are added into, so they must be shaped like the weights, tensor for tensor.
-  const bool shaped =
-      grads.attn.w_q.shape() == w.attn.w_q.shape() &&
-      grads.attn.w_k.shape() == w.attn.w_k.shape() &&
-      grads.attn.w_v.shape() == w.attn.w_v.shape() &&
-      grads.attn.w_o.shape() == w.attn.w_o.shape() &&
-      grads.ln1_gamma.shape() == w.ln1_gamma.shape() &&
-      grads.ln1_beta.shape() == w.ln1_beta.shape() &&
-      grads.ln2_gamma.shape() == w.ln2_gamma.shape() &&
-      grads.ln2_beta.shape() == w.ln2_beta.shape() && grads.ffn.w1.shape() == w.ffn.w1.shape() &&
-      grads.ffn.b1.shape() == w.ffn.b1.shape() && grads.ffn.w2.shape() == w.ffn.w2.shape() &&
-      grads.ffn.b2.shape() == w.ffn.b2.shape() &&
-      grads.swiglu.w_gate.shape() == w.swiglu.w_gate.shape() &&
-      grads.swiglu.w_up.shape() == w.swiglu.w_up.shape() &&
-      grads.swiglu.w_down.shape() == w.swiglu.w_down.shape();
+  const bool shaped = detail::same_block_shapes(grads, w);
   require(shaped, kFn,
           "grads must be shaped like the weights, tensor for tensor (zeros shaped like them)");
   const bool ln = config.use_layer_norm;
@@ -811,21 +799,9 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
 
 BlockWeights block_zeros_like(const BlockWeights& w) {
   BlockWeights g;
-  g.attn.w_q = xt::zeros<float>(w.attn.w_q.shape());
-  g.attn.w_k = xt::zeros<float>(w.attn.w_k.shape());
-  g.attn.w_v = xt::zeros<float>(w.attn.w_v.shape());
-  g.attn.w_o = xt::zeros<float>(w.attn.w_o.shape());
-  g.ln1_gamma = xt::zeros<float>(w.ln1_gamma.shape());
-  g.ln1_beta = xt::zeros<float>(w.ln1_beta.shape());
-  g.ln2_gamma = xt::zeros<float>(w.ln2_gamma.shape());
-  g.ln2_beta = xt::zeros<float>(w.ln2_beta.shape());
-  g.ffn.w1 = xt::zeros<float>(w.ffn.w1.shape());
-  g.ffn.b1 = xt::zeros<float>(w.ffn.b1.shape());
-  g.ffn.w2 = xt::zeros<float>(w.ffn.w2.shape());
-  g.ffn.b2 = xt::zeros<float>(w.ffn.b2.shape());
-  g.swiglu.w_gate = xt::zeros<float>(w.swiglu.w_gate.shape());
-  g.swiglu.w_up = xt::zeros<float>(w.swiglu.w_up.shape());
-  g.swiglu.w_down = xt::zeros<float>(w.swiglu.w_down.shape());
+  detail::visit_block_pairs(g, w, [](const char*, auto& zeros, const auto& like) {
+    zeros = xt::zeros<float>(like.shape());
+  });
   return g;
 }
 

@@ -28,6 +28,7 @@
 #include "attn/ops/linear.hpp"
 #include "attn/ops/loss.hpp"
 #include "attn/model/sample.hpp"
+#include "block_tensors.hpp"
 #include "model_internal.hpp"
 #include "../core/parallel.hpp"
 
@@ -362,35 +363,29 @@ std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
 
 namespace {
 
+// Calls f(block, field, a's tensor, b's tensor) for every parameter of two models with as many
+// blocks, tensor by tensor in lm_parameters' order; block is -1 outside the blocks.
+template <class A, class B, class F>
+void visit_tensor_pairs(A& a, B& b, F&& f) {
+  f(-1, "wte", a.wte, b.wte);
+  f(-1, "wpe", a.wpe, b.wpe);
+  for (std::size_t i = 0; i < a.blocks.size(); ++i) {
+    const int n = static_cast<int>(i);
+    detail::visit_block_pairs(a.blocks[i], b.blocks[i],
+                              [&](const char* field, auto& x, auto& y) { f(n, field, x, y); });
+  }
+  f(-1, "ln_f_gamma", a.ln_f_gamma, b.ln_f_gamma);
+  f(-1, "ln_f_beta", a.ln_f_beta, b.ln_f_beta);
+  f(-1, "lm_head", a.lm_head, b.lm_head);
+  f(-1, "lm_head_bias", a.lm_head_bias, b.lm_head_bias);
+}
+
 // Calls f(block, field, tensor) for every parameter of w in the fixed order of lm_parameters;
 // block is -1 for the tensors outside the blocks. Builds no names (the training step calls it).
 template <class Weights, class F>
 void visit_tensors(Weights& w, F&& f) {
-  f(-1, "wte", w.wte);
-  f(-1, "wpe", w.wpe);
-  for (std::size_t i = 0; i < w.blocks.size(); ++i) {
-    auto& b = w.blocks[i];
-    const int n = static_cast<int>(i);
-    f(n, "w_q", b.attn.w_q);
-    f(n, "w_k", b.attn.w_k);
-    f(n, "w_v", b.attn.w_v);
-    f(n, "w_o", b.attn.w_o);
-    f(n, "ln1_gamma", b.ln1_gamma);
-    f(n, "ln1_beta", b.ln1_beta);
-    f(n, "ln2_gamma", b.ln2_gamma);
-    f(n, "ln2_beta", b.ln2_beta);
-    f(n, "w1", b.ffn.w1);
-    f(n, "b1", b.ffn.b1);
-    f(n, "w2", b.ffn.w2);
-    f(n, "b2", b.ffn.b2);
-    f(n, "w_gate", b.swiglu.w_gate);
-    f(n, "w_up", b.swiglu.w_up);
-    f(n, "w_down", b.swiglu.w_down);
-  }
-  f(-1, "ln_f_gamma", w.ln_f_gamma);
-  f(-1, "ln_f_beta", w.ln_f_beta);
-  f(-1, "lm_head", w.lm_head);
-  f(-1, "lm_head_bias", w.lm_head_bias);
+  visit_tensor_pairs(w, w,
+                     [&](int block, const char* field, auto& t, auto&) { f(block, field, t); });
 }
 
 // Calls f(name, tensor) for every parameter of w in the same order: "wte", "h0.w_q", ...
@@ -647,22 +642,11 @@ void add_sources_into(float* __restrict to, const std::span<float>* from, std::s
 // gradients it writes (the caller's, and the shards' own, which the shards' sum walks in step).
 bool same_shapes(const LmWeights& a, const LmWeights& b) {
   if (a.blocks.size() != b.blocks.size()) return false;
-  thread_local std::vector<std::size_t> dims;  // each tensor of a: its rank, then its extents
-  dims.clear();
-  visit_tensors(a, [&](int, const char*, const auto& t) {
-    dims.push_back(t.dimension());
-    dims.insert(dims.end(), t.shape().begin(), t.shape().end());
-  });
-  std::size_t k = 0;  // where b's next tensor is in dims
   bool same = true;
-  visit_tensors(b, [&](int, const char*, const auto& t) {
-    const std::size_t rank = t.dimension();
-    same = same && k + rank < dims.size() && dims[k] == rank &&
-           std::equal(t.shape().begin(), t.shape().end(),
-                      dims.begin() + 1 + static_cast<std::ptrdiff_t>(k));
-    k += 1 + rank;
+  visit_tensor_pairs(a, b, [&](int, const char*, const auto& x, const auto& y) {
+    same = same && x.shape() == y.shape();
   });
-  return same && k == dims.size();
+  return same;
 }
 
 // Flat views of every tensor of w, in visit_tensors' order, appended to `out`.
