@@ -6,8 +6,8 @@
 //   build/default/bin/attn-bench                          # console table
 //   build/default/bin/attn-bench --benchmark_format=json  # what scripts/bench_compare.py reads
 //
-// Threads: attn::num_threads() (attn/threads.hpp), OPENBLAS_NUM_THREADS by default (one per core
-// when unset). gemm_peak alone lets OpenBLAS thread its SGEMM itself, with as many threads.
+// Threads: attn::num_threads() (attn/core/threads.hpp), OPENBLAS_NUM_THREADS by default (one per
+// core when unset). gemm_peak alone lets OpenBLAS thread its SGEMM itself, with as many threads.
 // generate_cached/N and generate_uncached/N (N = 500, 63) time chapter 10's generation loop
 // ("tokens/s"); generate_swa_cached/500 the same with RoPE and a sliding window of 64 (chapter
 // 11's rolling cache). Counters: "GFLOP/s" (rate, from attn::mha_forward_flops /

@@ -13,7 +13,7 @@
 
 #include "attn/core/threads.hpp"
 #include "attn/model/model.hpp"
-#include "attn/train/data.hpp"
+#include "attn/io/data.hpp"
 #include "attn/train/train.hpp"
 
 namespace {

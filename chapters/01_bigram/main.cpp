@@ -17,9 +17,9 @@
 #include "attn/model/bigram.hpp"
 #include "attn/core/check.hpp"
 #include "attn/ops/loss.hpp"
-#include "attn/io/narrate.hpp"
+#include "attn/term/narrate.hpp"
 #include "attn/model/sample.hpp"
-#include "attn/io/cli.hpp"
+#include "attn/term/cli.hpp"
 #include "attn/io/corpus.hpp"
 #include "attn/core/limits.hpp"
 #include "attn/core/random.hpp"
@@ -89,7 +89,8 @@ struct Options {
 // value fails fast with one line instead of after the training.
 void check_options(const Options& o, const attn::Vocab& vocab, const attn::Split& split) {
   const std::size_t T = o.train.block_size;
-  // Each step looks up a (B*T, V) block of logits: bounded like every buffer (attn/limits.hpp).
+  // Each step looks up a (B*T, V) block of logits: bounded like every buffer
+  // (attn/core/limits.hpp).
   const std::size_t B = o.train.batch_size, V = vocab.size();
   if (B * T > kMaxBatchNumbers / V) {  // B, T <= 1024 and V <= 2048: no overflow
     throw attn::UsageError(fmt::format(

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/io/cli.hpp"
+#include "attn/term/cli.hpp"
 #include "attn/io/corpus.hpp"
 #include "attn/io/text.hpp"
 #include "attn/model/bigram.hpp"

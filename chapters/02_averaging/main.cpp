@@ -15,13 +15,13 @@
 #include <fmt/core.h>
 
 #include "attn/ops/averaging.hpp"
-#include "attn/io/cli.hpp"
+#include "attn/term/cli.hpp"
 #include "attn/io/corpus.hpp"
 #include "attn/ops/mask.hpp"
 #include "attn/ops/matmul.hpp"
-#include "attn/io/narrate.hpp"
-#include "attn/io/plot.hpp"
-#include "attn/io/print.hpp"
+#include "attn/term/narrate.hpp"
+#include "attn/term/plot.hpp"
+#include "attn/term/print.hpp"
 #include "attn/core/random.hpp"
 #include "attn/core/xt.hpp"
 #include "exercises.hpp"

@@ -14,13 +14,14 @@
 
 #include <fmt/core.h>
 
+#include "attn/fast/gemm.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/core/check.hpp"
-#include "attn/io/cli.hpp"
+#include "attn/term/cli.hpp"
 #include "attn/io/corpus.hpp"
 #include "attn/ops/linear.hpp"
 #include "attn/ops/matmul.hpp"
-#include "attn/io/narrate.hpp"
+#include "attn/term/narrate.hpp"
 #include "attn/core/random.hpp"
 #include "attn/ops/softmax.hpp"
 #include "attn/io/text.hpp"
@@ -70,8 +71,8 @@ Matrix reference_scores(const Matrix& q, const Matrix& k) {
                       attn::shape_str(q.shape()) + " and " + attn::shape_str(k.shape()));
   }
   Matrix scores({T, S});
-  attn::gemm(T, S, hs, 1.0f / std::sqrt(static_cast<float>(hs)), q.data(), false, k.data(), true,
-             0.0f, scores.data());
+  attn::fast::gemm(T, S, hs, 1.0f / std::sqrt(static_cast<float>(hs)), q.data(), false, k.data(),
+                   true, 0.0f, scores.data());
   return scores;
 }
 
@@ -91,7 +92,7 @@ struct Kernels {
 };
 
 Kernels reference_kernels() {
-  return {&attn::matmul_blas, &reference_scores, &reference_attention};
+  return {&attn::fast::matmul_blas, &reference_scores, &reference_attention};
 }
 
 Kernels learner_kernels() {
@@ -139,7 +140,7 @@ Qkv project_tokens(const Kernels& kern, const Tokens& tokens, const Head& head) 
 // 3. Scores, scale, mask, softmax, weighted sum: one causal head.
 SelfAttention attend_causal(const Kernels& kern, const Qkv& p) {
   SelfAttention a;
-  a.raw = attn::matmul_blas(p.q, xt::transpose(p.k));         // (T, hs) @ (hs, T) -> (T, T)
+  a.raw = attn::fast::matmul_blas(p.q, xt::transpose(p.k));   // (T, hs) @ (hs, T) -> (T, T)
   a.scores = kern.attention_scores(p.q, p.k);                 // (T, T): raw / sqrt(hs)
   a.causal = kern.attention(p.q, p.k, p.v, /*causal=*/true);  // out (T, hs), weights (T, T)
   a.check = attn::matmul(a.causal.weights, p.v);              // (T, T) @ (T, hs), plain loops

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "attn/core/check.hpp"
-#include "attn/io/narrate.hpp"
-#include "attn/io/plot.hpp"
-#include "attn/io/print.hpp"
+#include "attn/term/narrate.hpp"
+#include "attn/term/plot.hpp"
+#include "attn/term/print.hpp"
 #include "attn/io/text.hpp"
 #include "attn/ops/averaging.hpp"
 #include "attn/ops/softmax.hpp"

@@ -17,16 +17,17 @@
 
 #include <fmt/core.h>
 
+#include "attn/fast/gemm.hpp"
 #include "attn/fast/attention.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/model/block.hpp"
 #include "attn/core/check.hpp"
-#include "attn/io/cli.hpp"
+#include "attn/term/cli.hpp"
 #include "attn/io/corpus.hpp"
 #include "attn/ops/linear.hpp"
 #include "attn/ops/mask.hpp"
-#include "attn/io/narrate.hpp"
-#include "attn/io/print.hpp"
+#include "attn/term/narrate.hpp"
+#include "attn/term/print.hpp"
 #include "attn/core/random.hpp"
 #include "attn/ops/softmax.hpp"
 #include "attn/core/xt.hpp"
@@ -239,8 +240,8 @@ Traced trace_shapes(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, c
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   for (std::size_t bh = 0; bh < B * H; ++bh) {
     // (T, hs) @ (T, hs)^T -> (T, T)
-    attn::gemm(T, T, hs, scale, qh.data() + bh * T * hs, false, kh.data() + bh * T * hs, true, 0.0f,
-               scores.data() + bh * T * T);
+    attn::fast::gemm(T, T, hs, scale, qh.data() + bh * T * hs, false, kh.data() + bh * T * hs, true,
+                     0.0f, scores.data() + bh * T * T);
   }
   check_step("scores = q k^T / sqrt(hs)", "(B, H, T, T)", scores, {B, H, T, T});
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "attn/core/check.hpp"
-#include "attn/io/narrate.hpp"
-#include "attn/io/plot.hpp"
+#include "attn/term/narrate.hpp"
+#include "attn/term/plot.hpp"
 #include "walkthrough.hpp"
 
 // Scientific notation, so float rounding (1e-7) and a real bug (1e-1) look different at a glance.

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "attn/core/random.hpp"
-#include "attn/io/cli.hpp"
+#include "attn/term/cli.hpp"
 #include "attn/io/corpus.hpp"
-#include "attn/io/narrate.hpp"
+#include "attn/term/narrate.hpp"
 #include "attn/model/block.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/ops/ffn.hpp"

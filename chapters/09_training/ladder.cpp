@@ -12,9 +12,9 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/io/narrate.hpp"
+#include "attn/term/narrate.hpp"
 #include "attn/ops/loss.hpp"
-#include "attn/train/optim.hpp"
+#include "attn/ops/optim.hpp"
 #include "training.hpp"
 
 namespace ch09 {

@@ -15,9 +15,9 @@
 #include <string_view>
 
 #include "attn/core/limits.hpp"
-#include "attn/io/narrate.hpp"
-#include "attn/io/plot.hpp"
-#include "attn/io/print.hpp"
+#include "attn/term/narrate.hpp"
+#include "attn/term/plot.hpp"
+#include "attn/term/print.hpp"
 #include "attn/model/block.hpp"
 #include "training.hpp"
 

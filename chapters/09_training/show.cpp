@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "attn/io/narrate.hpp"
-#include "attn/io/plot.hpp"
+#include "attn/term/narrate.hpp"
+#include "attn/term/plot.hpp"
 #include "attn/model/model.hpp"
 
 namespace ch09 {

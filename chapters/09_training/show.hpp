@@ -12,7 +12,7 @@
 
 #include "attn/io/corpus.hpp"
 #include "attn/io/text.hpp"
-#include "attn/train/data.hpp"
+#include "attn/io/data.hpp"
 #include "attn/train/train.hpp"
 #include "training.hpp"
 

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "attn/io/cli.hpp"
+#include "attn/term/cli.hpp"
 #include "attn/io/corpus.hpp"
 #include "attn/io/text.hpp"
 #include "attn/train/checkpoint.hpp"
-#include "attn/train/data.hpp"
+#include "attn/io/data.hpp"
 #include "attn/train/train.hpp"
 
 namespace ch09 {

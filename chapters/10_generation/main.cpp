@@ -23,17 +23,18 @@
 #include <string_view>
 #include <vector>
 
+#include "attn/fast/gemm.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/model/block.hpp"
-#include "attn/io/cli.hpp"
+#include "attn/term/cli.hpp"
 #include "attn/io/corpus.hpp"
 #include "attn/model/kvcache.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/linear.hpp"
 #include "attn/model/model.hpp"
-#include "attn/io/narrate.hpp"
+#include "attn/term/narrate.hpp"
 #include "attn/io/npy.hpp"
-#include "attn/io/print.hpp"
+#include "attn/term/print.hpp"
 #include "attn/core/random.hpp"
 #include "attn/model/sample.hpp"
 #include "attn/io/text.hpp"
@@ -97,16 +98,16 @@ StepByHand step_by_hand(const Kernels& k, const Model& m, std::span<const int> p
   for (std::size_t j = 0; j < C; ++j)
     x(0, j) = m.weights.wte(static_cast<std::size_t>(next), j) + m.weights.wpe(n, j);
   const Matrix h = attn::layer_norm<2>(x, b0.ln1_gamma, b0.ln1_beta, 1e-5f);  // (1, C)
-  const Matrix q = attn::matmul_blas(h, b0.attn.w_q);                         // (1, C)
-  const Matrix key = attn::matmul_blas(h, b0.attn.w_k);                       // (1, C)
-  const Matrix value = attn::matmul_blas(h, b0.attn.w_v);                     // (1, C)
+  const Matrix q = attn::fast::matmul_blas(h, b0.attn.w_q);                   // (1, C)
+  const Matrix key = attn::fast::matmul_blas(h, b0.attn.w_k);                 // (1, C)
+  const Matrix value = attn::fast::matmul_blas(h, b0.attn.w_v);               // (1, C)
   // b. Append to copies of the layer-0 cache (ex10.1), attend over n + 1 positions (ex10.2).
   Tensor<4> keys = cache.keys[0];
   Tensor<4> values = cache.values[0];
   k.append(keys, key, n);
   k.append(values, value, n);
-  const Matrix out = k.attend(q, keys, values, n + 1);           // (1, C)
-  const Matrix projected = attn::matmul_blas(out, b0.attn.w_o);  // (1, C)
+  const Matrix out = k.attend(q, keys, values, n + 1);                 // (1, C)
+  const Matrix projected = attn::fast::matmul_blas(out, b0.attn.w_o);  // (1, C)
   // c. The same row from the full causal attention over all n + 1 positions.
   std::vector<int> all(context.begin(), context.end());
   all.push_back(next);

@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "attn/io/cli.hpp"
+#include "attn/term/cli.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/model/lm_files.hpp"
 

@@ -10,6 +10,7 @@
 #include "attn/io/corpus.hpp"
 #include "attn/io/text.hpp"
 #include "attn/model/lm_files.hpp"
+#include "attn/term/model_flags.hpp"
 #include "attn/model/model.hpp"
 
 namespace ch10 {

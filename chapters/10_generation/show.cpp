@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/io/narrate.hpp"
+#include "attn/term/narrate.hpp"
 #include "attn/model/sample.hpp"
 
 namespace ch10 {

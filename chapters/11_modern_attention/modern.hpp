@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/io/cli.hpp"
+#include "attn/term/cli.hpp"
 #include "attn/model/model.hpp"
 
 namespace ch11 {

@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "attn/io/corpus.hpp"
-#include "attn/io/narrate.hpp"
+#include "attn/term/narrate.hpp"
 #include "attn/io/text.hpp"
 #include "attn/model/kvcache.hpp"
-#include "attn/train/data.hpp"
+#include "attn/io/data.hpp"
 #include "attn/train/train.hpp"
 #include "modern.hpp"
 

@@ -24,10 +24,10 @@
 #include "attn/fast/flash.hpp"
 #include "attn/fast/gemm.hpp"
 #include "attn/fast/ladder.hpp"
-#include "attn/io/cli.hpp"
+#include "attn/term/cli.hpp"
 #include "attn/io/corpus.hpp"
-#include "attn/io/narrate.hpp"
-#include "attn/io/plot.hpp"
+#include "attn/term/narrate.hpp"
+#include "attn/term/plot.hpp"
 #include "attn/ops/attention.hpp"
 #include "exercises.hpp"
 
@@ -60,7 +60,7 @@ void print_blas_core() {
   }
 }
 
-// GEMM peak: GFLOP/s of a (n, n) @ (n, n) product through attn::gemm on `threads` threads.
+// GEMM peak: GFLOP/s of a (n, n) @ (n, n) product through attn::fast::gemm on `threads` threads.
 double gemm_peak(std::size_t threads) {
   const std::size_t saved = attn::num_threads();
   attn::set_num_threads(threads);

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "attn/core/limits.hpp"
-#include "attn/io/cli.hpp"
+#include "attn/term/cli.hpp"
 
 namespace ch12 {
 

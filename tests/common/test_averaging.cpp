@@ -1,4 +1,4 @@
-// Tests for attn/averaging.hpp: the mathematical trick behind attention (chapter 02).
+// Tests for attn/ops/averaging.hpp: the mathematical trick behind attention (chapter 02).
 // The three ways to average the past must agree; the weight matrices must be lower triangular
 // with rows summing to 1; a hand-worked example pins down what "average of the past" means.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// Tests for attn/bigram.hpp: the bigram model, counted and learned (chapter 01).
+// Tests for attn/model/bigram.hpp: the bigram model, counted and learned (chapter 01).
 // Counting is checked on a sequence small enough to count by hand; learning on a synthetic
 // first-order Markov chain, where the counting table is the best any bigram table can do, so
 // gradient descent must come close to it.

@@ -1,4 +1,4 @@
-// Tests for attn/block.hpp: the transformer block (chapter 06).
+// Tests for attn/model/block.hpp: the transformer block (chapter 06).
 // The block is compared with a naive composition written here from attn::matmul and plain
 // double-precision loops (LayerNorm, per-head attention with softmax, GELU); then causality,
 // the trace, the parameter and FLOP formulas, and the error messages.

@@ -19,10 +19,11 @@
 
 #include <fmt/format.h>
 
-#include "attn/io/cli.hpp"
-#include "attn/io/narrate.hpp"
+#include "attn/term/cli.hpp"
+#include "attn/term/narrate.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/model/lm_files.hpp"
+#include "attn/term/model_flags.hpp"
 #include "attn/train/checkpoint.hpp"
 #include "test_fixtures.hpp"
 

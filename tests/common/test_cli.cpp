@@ -1,4 +1,4 @@
-// Tests for attn/cli.hpp: the flags, exit codes and one-line errors every chapter shares.
+// Tests for attn/term/cli.hpp: the flags, exit codes and one-line errors every chapter shares.
 // Each test builds an argv, runs Cli::run with stdout and stderr redirected to temporary files,
 // and checks the exit code, what the body saw, and the exact error line.
 #include <doctest/doctest.h>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/io/cli.hpp"
+#include "attn/term/cli.hpp"
 #include "attn/core/limits.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-// Tests for attn/corpus.hpp: reading the text every chapter starts from.
+// Tests for attn/io/corpus.hpp: reading the text every chapter starts from.
 // Bad files get one-line messages a learner can act on; --data beats $ATTN_DATA beats the
 // shipped data/sonnets.txt; and the shipped corpus itself is checked to be usable.
 #include <doctest/doctest.h>
@@ -15,7 +15,7 @@
 #include "attn/io/corpus.hpp"
 #include "attn/core/limits.hpp"
 #include "attn/io/text.hpp"
-#include "attn/train/data.hpp"
+#include "attn/io/data.hpp"
 
 namespace fs = std::filesystem;
 

@@ -1,5 +1,5 @@
-// Tests for attn/dropout.hpp: inverted dropout (chapter 09), and where the model applies it: the
-// block's attention and FFN outputs in the training forward only. The mask is checked against
+// Tests for attn/ops/dropout.hpp: inverted dropout (chapter 09), and where the model applies it:
+// the block's attention and FFN outputs in the training forward only. The mask is checked against
 // its definition (values, keep rate, determinism), the forward and backward against naive loops
 // and central differences, the block and the language model against central differences with a
 // fixed mask; a backward that forgets the mask must fail the same check.

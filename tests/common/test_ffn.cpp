@@ -1,4 +1,4 @@
-// Tests for attn/ffn.hpp: activations and the position-wise feed-forward network (chapter 06).
+// Tests for attn/fast/ffn.hpp: activations and the position-wise feed-forward network (chapter 06).
 // The activations are compared with their formulas in double (std::erf, std::tanh) on dense
 // grids; the FFN with a naive composition of attn::matmul and those formulas. These are the
 // reference versions; test_fast_ops.cpp checks attn::fast:: against them.

@@ -1,4 +1,4 @@
-// Tests for attn/kvcache.hpp: generation with a KV cache (chapter 10).
+// Tests for attn/model/kvcache.hpp: generation with a KV cache (chapter 10).
 // The cached logits are checked against lm_forward's last row (prefill and every step, B = 1 and
 // 2); lm_generate_cached against lm_generate token for token (greedy, temperature, top-k, top-p,
 // prompts shorter and longer than T_max, generation running past T_max, several seeds and

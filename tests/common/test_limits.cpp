@@ -1,5 +1,5 @@
-// Tests for attn/limits.hpp: checked size arithmetic, the one helper every allocation sized from
-// user numbers goes through (issue 7, label robust).
+// Tests for attn/core/limits.hpp: checked size arithmetic, the one helper every allocation sized
+// from user numbers goes through (issue 7, label robust).
 #include <doctest/doctest.h>
 
 #include <cstddef>
@@ -13,7 +13,7 @@
 #include "attn/ops/posenc.hpp"
 #include "attn/core/random.hpp"
 #include "attn/io/text.hpp"
-#include "attn/train/data.hpp"
+#include "attn/io/data.hpp"
 
 namespace {
 

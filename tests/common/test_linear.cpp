@@ -1,9 +1,9 @@
-// Tests for attn/linear.hpp: the BLAS products (attn/fast/gemm.hpp, which linear.hpp names
-// attn::gemm, attn::gemm_strided and attn::matmul_blas) and the reference linear layer
-// (chapters 04-08); test_fast_ops.cpp checks attn::fast::linear against it.
-// Every BLAS result is compared with the plain-loop attn::matmul or a double-precision loop,
-// never with itself: odd shapes (1x1, vectors, K = 1), both transposes, alpha and beta, empty
-// sizes, bias broadcasting, and the shape errors.
+// Tests for attn/fast/linear.hpp: the BLAS products (attn/fast/gemm.hpp, which linear.hpp names
+// attn::fast::gemm, attn::fast::gemm_strided and attn::fast::matmul_blas) and the reference linear
+// layer (chapters 04-08); test_fast_ops.cpp checks attn::fast::linear against it. Every BLAS result
+// is compared with the plain-loop attn::matmul or a double-precision loop, never with itself: odd
+// shapes (1x1, vectors, K = 1), both transposes, alpha and beta, empty sizes, bias broadcasting,
+// and the shape errors.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -69,8 +69,8 @@ TEST_CASE("gemm matches the plain matmul on odd shapes, with and without transpo
         CAPTURE(ta);
         CAPTURE(tb);
         attn::Matrix got(attn::Matrix::shape_type{M, N});
-        attn::gemm(M, N, K, 1.0f, (ta ? a_t : a).data(), ta, (tb ? b_t : b).data(), tb, 0.0f,
-                   got.data());
+        attn::fast::gemm(M, N, K, 1.0f, (ta ? a_t : a).data(), ta, (tb ? b_t : b).data(), tb, 0.0f,
+                         got.data());
         CHECK_TENSOR_NEAR(got, want, 1e-5, 1e-5);
       }
     }
@@ -95,8 +95,8 @@ TEST_CASE("a big gemm split into row blocks over 1 to 3 threads: same bits, tran
       auto run = [&](std::size_t threads) {
         attn::set_num_threads(threads);
         attn::Matrix got = c0;
-        attn::gemm(M, N, K, 0.5f, (ta ? a_t : a).data(), ta, (tb ? b_t : b).data(), tb, 2.0f,
-                   got.data());
+        attn::fast::gemm(M, N, K, 0.5f, (ta ? a_t : a).data(), ta, (tb ? b_t : b).data(), tb, 2.0f,
+                         got.data());
         return got;
       };
       const attn::Matrix one = run(1);
@@ -120,7 +120,7 @@ TEST_CASE("a big gemm with few rows is cut into column tiles too: same bits on 1
   auto run = [&](std::size_t threads) {
     attn::set_num_threads(threads);
     attn::Matrix got = c0;
-    attn::gemm(M, N, K, 1.0f, a_t.data(), true, b.data(), false, 1.0f, got.data());
+    attn::fast::gemm(M, N, K, 1.0f, a_t.data(), true, b.data(), false, 1.0f, got.data());
     return got;
   };
   const attn::Matrix one = run(1);
@@ -140,10 +140,11 @@ TEST_CASE("gemm_many: each job's result is gemm_strided's alone, bit for bit, on
                      c3 = attn::randn(rng, 200, 1100), c4 = attn::randn(rng, 4, 6);
   // Alone, one after another.
   attn::Matrix w1 = c1, w2 = c2, w3 = c3, w4 = c4;
-  attn::gemm(5, 3, 7, 1.0f, a1.data(), false, b1.data(), false, 0.0f, w1.data());
-  attn::gemm(301, 90, 200, 0.5f, a2.data(), false, b2.data(), true, 1.0f, w2.data());
-  attn::gemm(200, 1100, 64, 1.0f, a3.data(), true, b3.data(), false, 1.0f, w3.data());
-  attn::gemm_strided(4, 6, 0, 1.0f, a1.data(), 1, false, b1.data(), 6, false, 3.0f, w4.data(), 6);
+  attn::fast::gemm(5, 3, 7, 1.0f, a1.data(), false, b1.data(), false, 0.0f, w1.data());
+  attn::fast::gemm(301, 90, 200, 0.5f, a2.data(), false, b2.data(), true, 1.0f, w2.data());
+  attn::fast::gemm(200, 1100, 64, 1.0f, a3.data(), true, b3.data(), false, 1.0f, w3.data());
+  attn::fast::gemm_strided(4, 6, 0, 1.0f, a1.data(), 1, false, b1.data(), 6, false, 3.0f, w4.data(),
+                           6);
   const std::size_t saved = attn::num_threads();
   for (std::size_t threads : {1, 2, 3}) {
     CAPTURE(threads);
@@ -187,8 +188,8 @@ TEST_CASE("gemm_strided works on blocks inside wider buffers and leaves the rest
       const attn::Matrix before = out_buf;
       // b^T stored: rows 1..3 of the (5, K) buffer, K floats apart.
       const float* b_ptr = tb ? b_t_buf.data() + 1 * K : b_buf.data() + 1;
-      attn::gemm_strided(M, N, K, 1.0f, a_buf.data() + 2, lda, false, b_ptr, tb ? K : 5, tb, 0.0f,
-                         out_buf.data() + 3, ldc);
+      attn::fast::gemm_strided(M, N, K, 1.0f, a_buf.data() + 2, lda, false, b_ptr, tb ? K : 5, tb,
+                               0.0f, out_buf.data() + 3, ldc);
       const attn::Matrix got = xt::view(out_buf, xt::all(), xt::range(3, 3 + N));
       CHECK_TENSOR_NEAR(got, want, 1e-5, 1e-5);
       // Columns outside the block are untouched.
@@ -218,7 +219,7 @@ TEST_CASE("gemm computes alpha * a @ b + beta * out") {
   const attn::Matrix b = attn::randn(rng, 6, 3);
   const attn::Matrix c0 = attn::randn(rng, 4, 3);
   attn::Matrix got = c0;
-  attn::gemm(4, 3, 6, 0.5f, a.data(), false, b.data(), false, -2.0f, got.data());
+  attn::fast::gemm(4, 3, 6, 0.5f, a.data(), false, b.data(), false, -2.0f, got.data());
   const attn::Matrix ab = attn::matmul(a, b);
   attn::Matrix want(attn::Matrix::shape_type{4, 3});
   for (std::size_t i = 0; i < 4; ++i)
@@ -230,17 +231,17 @@ TEST_CASE("gemm with beta = 0 ignores whatever the output held, even NaN") {
   const attn::Matrix a = {{1.0f, 2.0f}};
   const attn::Matrix b = {{3.0f}, {4.0f}};
   attn::Matrix out = {{std::numeric_limits<float>::quiet_NaN()}};
-  attn::gemm(1, 1, 2, 1.0f, a.data(), false, b.data(), false, 0.0f, out.data());
+  attn::fast::gemm(1, 1, 2, 1.0f, a.data(), false, b.data(), false, 0.0f, out.data());
   CHECK(out(0, 0) == 11.0f);
 }
 
 TEST_CASE("gemm with an empty inner dimension scales the output by beta") {
   attn::Matrix out = {{1.0f, 2.0f}, {3.0f, 4.0f}};
-  attn::gemm(2, 2, 0, 1.0f, nullptr, false, nullptr, false, 3.0f, out.data());
+  attn::fast::gemm(2, 2, 0, 1.0f, nullptr, false, nullptr, false, 3.0f, out.data());
   const attn::Matrix tripled = {{3.0f, 6.0f}, {9.0f, 12.0f}};
   CHECK_TENSOR_NEAR(out, tripled, 0.0, 0.0);
   out(0, 0) = std::numeric_limits<float>::quiet_NaN();
-  attn::gemm(2, 2, 0, 1.0f, nullptr, false, nullptr, false, 0.0f, out.data());
+  attn::fast::gemm(2, 2, 0, 1.0f, nullptr, false, nullptr, false, 0.0f, out.data());
   const attn::Matrix zeros = xt::zeros<float>({2, 2});
   CHECK_TENSOR_NEAR(out, zeros, 0.0, 0.0);
 }
@@ -254,7 +255,7 @@ TEST_CASE("matmul_blas matches the plain matmul and a double loop") {
     attn::Tensor<3> a3(attn::Tensor<3>::shape_type{1, M, K});
     std::copy(a.begin(), a.end(), a3.begin());
     const attn::Tensor<3> want_d = reference_linear(a3, b, {});
-    const attn::Matrix got = attn::matmul_blas(a, b);
+    const attn::Matrix got = attn::fast::matmul_blas(a, b);
     CAPTURE(M);
     CAPTURE(K);
     CAPTURE(N);
@@ -268,19 +269,19 @@ TEST_CASE("matmul_blas: a hand-worked product, and an empty inner dimension give
   const attn::Matrix a = {{1.0f, 2.0f, 3.0f}, {4.0f, 5.0f, 6.0f}};
   const attn::Matrix b = {{7.0f, 8.0f}, {9.0f, 10.0f}, {11.0f, 12.0f}};
   const attn::Matrix want = {{58.0f, 64.0f}, {139.0f, 154.0f}};
-  CHECK_TENSOR_NEAR(attn::matmul_blas(a, b), want, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(attn::fast::matmul_blas(a, b), want, 0.0, 0.0);
   const attn::Matrix e1(attn::Matrix::shape_type{2, 0});
   const attn::Matrix e2(attn::Matrix::shape_type{0, 3});
   const attn::Matrix zeros = xt::zeros<float>({2, 3});
-  CHECK_TENSOR_NEAR(attn::matmul_blas(e1, e2), zeros, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(attn::fast::matmul_blas(e1, e2), zeros, 0.0, 0.0);
 }
 
 TEST_CASE("matmul_blas with mismatched inner dimensions names both shapes") {
   const attn::Matrix a = xt::zeros<float>({2, 3});
   const attn::Matrix b = xt::zeros<float>({4, 5});
   CHECK_THROWS_WITH_AS(
-      attn::matmul_blas(a, b),
-      "attn::matmul_blas: expected (M, K) @ (K, N) with the same K, got (2, 3) @ (4, 5)",
+      attn::fast::matmul_blas(a, b),
+      "attn::fast::matmul_blas: expected (M, K) @ (K, N) with the same K, got (2, 3) @ (4, 5)",
       std::invalid_argument);
 }
 

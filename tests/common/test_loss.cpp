@@ -1,4 +1,4 @@
-// Tests for attn/loss.hpp: cross-entropy and its hand-derived gradient (chapter 01).
+// Tests for attn/fast/loss.hpp: cross-entropy and its hand-derived gradient (chapter 01).
 // The loss is checked against hand-computed numbers and a double-precision reference; the
 // gradient against central finite differences of that reference, entry by entry.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// Tests for attn/mask.hpp: causal masks and masked softmax (chapters 02-03).
+// Tests for attn/ops/mask.hpp: causal masks and masked softmax (chapters 02-03).
 // The patterns are spelled out by hand; masked softmax is compared with a per-row reference in
 // double, across ranks, and on the inputs that break it: inf/NaN scores under the mask, rows
 // with no allowed key, and the naive triu * -inf mask whose zeros turn into NaN.

@@ -1,4 +1,4 @@
-// Tests for attn/matmul.hpp: the plain matrix product every faster one is checked against.
+// Tests for attn/ops/matmul.hpp: the plain matrix product every faster one is checked against.
 // A hand-worked example, a comparison with an independent double loop over std::vector, and
 // the shape error.
 #include <doctest/doctest.h>

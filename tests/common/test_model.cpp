@@ -1,4 +1,4 @@
-// Tests for attn/model.hpp: the causal language model of chapter 07.
+// Tests for attn/model/model.hpp: the causal language model of chapter 07.
 // lm_forward is checked against a composition of the library's pieces written out by hand, for
 // causality and for its errors; load_lm/save_lm round-trip and report broken folders;
 // lm_generate is reproducible and crops its context. PyTorch itself checks the model in
@@ -20,6 +20,7 @@
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/matmul.hpp"
 #include "attn/model/model.hpp"
+#include "attn/term/model_flags.hpp"
 #include "attn/model/reference.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/core/random.hpp"

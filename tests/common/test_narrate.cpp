@@ -1,4 +1,4 @@
-// Tests for attn/narrate.hpp: claims that stop the program in self-check mode, and numbers for
+// Tests for attn/term/narrate.hpp: claims that stop the program in self-check mode, and numbers for
 // sentences that keep their significant digits.
 #include <doctest/doctest.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "attn/core/xt.hpp"
-#include "attn/io/narrate.hpp"
+#include "attn/term/narrate.hpp"
 
 TEST_SUITE("common.narrate") {
 TEST_CASE("a false claim is silent normally and stops a self-check run") {

@@ -1,4 +1,4 @@
-// Tests for attn/npy.hpp: the .npy reader and writer (chapter 07, golden tests).
+// Tests for attn/io/npy.hpp: the .npy reader and writer (chapter 07, golden tests).
 // Files written by numpy itself are read by the golden tests (tests/golden); here we round-trip
 // our own files and craft byte-exact files for every layout and every error path.
 #include <doctest/doctest.h>

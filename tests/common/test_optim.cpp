@@ -1,4 +1,4 @@
-// Tests for attn/train/optim.hpp: AdamW against torch.optim.AdamW's numbers, gradient clipping
+// Tests for attn/ops/optim.hpp: AdamW against torch.optim.AdamW's numbers, gradient clipping
 // against torch.nn.utils.clip_grad_norm_, and the learning-rate schedule; and attn/fast/optim.hpp,
 // the AdamW training runs, equal to the reference bit for bit.
 #include <doctest/doctest.h>
@@ -14,7 +14,7 @@
 #include "attn/core/random.hpp"
 #include "attn/core/threads.hpp"
 #include "attn/fast/optim.hpp"
-#include "attn/train/optim.hpp"
+#include "attn/ops/optim.hpp"
 
 TEST_SUITE("optim") {
 

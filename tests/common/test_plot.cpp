@@ -1,4 +1,4 @@
-// Tests for attn/plot.hpp: terminal heatmaps (plain and colour) and SVG figures.
+// Tests for attn/term/plot.hpp: terminal heatmaps (plain and colour) and SVG figures.
 // Plain heatmaps appear in the docs, so their exact text is pinned here; SVGs are checked for
 // well-formedness basics, escaping and byte-for-byte determinism.
 #include <doctest/doctest.h>
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/io/plot.hpp"
+#include "attn/term/plot.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Tests for attn/posenc.hpp: sinusoidal positional encodings (chapter 06).
+// Tests for attn/ops/posenc.hpp: sinusoidal positional encodings (chapter 06).
 // Hand values, odd widths, the range a heatmap relies on, and the property that makes these
 // encodings useful: the dot product of two positions depends only on their distance.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// Tests for attn/print.hpp: the fixed-precision printing every chapter's output goes through.
+// Tests for attn/term/print.hpp: the fixed-precision printing every chapter's output goes through.
 // The docs check compares program output byte for byte, so these tests pin exact strings.
 #include <doctest/doctest.h>
 
@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attn/io/print.hpp"
+#include "attn/term/print.hpp"
 
 namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();

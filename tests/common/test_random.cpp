@@ -1,4 +1,4 @@
-// Tests for attn/random.hpp: the PCG32 generator behind every "random" number of the course.
+// Tests for attn/core/random.hpp: the PCG32 generator behind every "random" number of the course.
 // Reference values come from the published pcg32 demo; the statistical checks use fixed seeds
 // and bounds of several standard errors, so they are deterministic and far from flaky.
 #include <doctest/doctest.h>

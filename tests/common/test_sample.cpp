@@ -1,4 +1,4 @@
-// Tests for attn/sample.hpp: temperature and sampling (chapters 01 and 07).
+// Tests for attn/model/sample.hpp: temperature and sampling (chapters 01 and 07).
 // Sampling is checked statistically with a fixed seed and bounds of several standard errors,
 // so the tests are deterministic and far from flaky.
 #include <doctest/doctest.h>

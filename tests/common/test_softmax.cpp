@@ -1,4 +1,4 @@
-// Tests for attn/softmax.hpp: the stable softmax every chapter relies on (chapter 03).
+// Tests for attn/ops/softmax.hpp: the stable softmax every chapter relies on (chapter 03).
 // Each result is compared with an independent reference computed in double precision, plus the
 // cases that break a careless softmax: huge logits, -inf entries, rows that are all -inf, NaN.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// Tests for attn/text.hpp (chapter 01): UTF-8, the character vocabulary, the train/val split
+// Tests for attn/io/text.hpp (chapter 01): UTF-8, the character vocabulary, the train/val split
 // and the (B, T) batches every training loop of the course draws from.
 // Expected values are written out by hand or computed with plain loops, never with the code under
 // test.
@@ -11,7 +11,7 @@
 
 #include "attn/core/random.hpp"
 #include "attn/io/text.hpp"
-#include "attn/train/data.hpp"
+#include "attn/io/data.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Tests for attn::sample_top_k (attn/sample.hpp): top-k sampling for generation (chapter 07).
+// Tests for attn::sample_top_k (attn/model/sample.hpp): top-k sampling for generation (chapter 07).
 // Statistical checks use a fixed seed and bounds of several standard errors, so they are
 // deterministic and far from flaky.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// Tests for attn/train.hpp: the training step, loss estimates and checkpoints (chapter 09).
+// Tests for attn/train/train.hpp: the training step, loss estimates and checkpoints (chapter 09).
 // The step is checked against PyTorch in the golden `train` cases; here: that it learns, that it
 // is deterministic, that a stopped and resumed run is bit-identical to one without the stop, and
 // that checkpoints are atomic and reject corruption with a message naming the file, and that a

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 
+#include "attn/fast/gemm.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/core/check.hpp"
 #include "attn/ops/linear.hpp"
@@ -31,7 +32,7 @@ attn::Matrix as_2d(const attn::Tensor<4>& t) {  // (1, 1, R, K) -> (R, K)
 namespace ex04 {
 
 ATTN_REFERENCE attn::Matrix project(const attn::Matrix& x, const attn::Matrix& w) {
-  return attn::matmul_blas(x, w);
+  return attn::fast::matmul_blas(x, w);
 }
 
 ATTN_REFERENCE attn::Matrix attention_scores(const attn::Matrix& q, const attn::Matrix& k) {
@@ -44,8 +45,8 @@ ATTN_REFERENCE attn::Matrix attention_scores(const attn::Matrix& q, const attn::
   }
   attn::Matrix scores({T, S});
   // (T, hs) @ (S, hs)^T -> (T, S), with the scale folded into the GEMM's alpha.
-  attn::gemm(T, S, hs, 1.0f / std::sqrt(static_cast<float>(hs)), q.data(), false, k.data(), true,
-             0.0f, scores.data());
+  attn::fast::gemm(T, S, hs, 1.0f / std::sqrt(static_cast<float>(hs)), q.data(), false, k.data(),
+                   true, 0.0f, scores.data());
   return scores;
 }
 

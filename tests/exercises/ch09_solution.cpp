@@ -1,6 +1,6 @@
 // tests/exercises/ch09_solution.cpp: the reference solution of chapter 09's exercises. Every
 // ex09:: function forwards to the attn:: function it mirrors (the library is the solution).
-#include "attn/train/optim.hpp"
+#include "attn/ops/optim.hpp"
 #include "attn/io/text.hpp"
 #include "attn/train/train.hpp"
 #include "exercises.hpp"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "attn/model/model.hpp"
-#include "attn/train/optim.hpp"
+#include "attn/ops/optim.hpp"
 #include "attn/core/random.hpp"
 #include "attn/io/text.hpp"
 #include "attn/train/train.hpp"

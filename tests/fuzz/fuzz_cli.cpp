@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/io/cli.hpp"
+#include "attn/term/cli.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);

@@ -9,7 +9,7 @@
 //          decode(ids)     = the characters vocab.char_of(ids[0]) .. vocab.char_of(ids[n-1]).
 // A character is a Unicode code point, not a byte: "é" is 2 bytes but 1 token. To get the
 // code points of a UTF-8 string call attn::decode_utf8 (bytes -> code points);
-// attn::encode_utf8 goes back (code points -> bytes). Both live in attn/text.hpp.
+// attn::encode_utf8 goes back (code points -> bytes). Both live in attn/io/text.hpp.
 // Check: build/default/bin/attn-check 01
 #include <stdexcept>
 

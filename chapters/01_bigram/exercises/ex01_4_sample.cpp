@@ -7,7 +7,7 @@
 // Formula: p = softmax(logits / temperature); return id j with probability p[j].
 // A temperature below 1 sharpens p (0.001 nearly always picks the largest logit), above 1 it
 // flattens p toward uniform. attn::Rng has uniform() in [0, 1) and categorical(probs), which
-// draws an index with probability probs[j] (see attn/random.hpp).
+// draws an index with probability probs[j] (see attn/core/random.hpp).
 // Check: build/default/bin/attn-check 01
 #include <stdexcept>
 

@@ -7,7 +7,7 @@
 //          exp(0) = 1 for the t + 1 allowed entries and exp(-inf) = 0 for the rest, so
 //          W[t, i] = 1 / (t + 1) on and below the diagonal and exactly 0 above it.
 //          -infinity in C++: -std::numeric_limits<float>::infinity() (from <limits>).
-//          You may call attn::softmax (attn/softmax.hpp) on the scores you build.
+//          You may call attn::softmax (attn/ops/softmax.hpp) on the scores you build.
 // Check:   build/default/bin/attn-check 02
 //          build/default/bin/02_averaging --mine
 #include <limits>

@@ -1,6 +1,6 @@
 // Chapter 02 exercises: the running mean of the past, three ways (see docs/02-averaging.md).
-// Each function mirrors one in attn/averaging.hpp; `02_averaging --mine` runs the walkthrough on
-// yours, and `build/default/bin/attn-check 02` tells you which ones are done.
+// Each function mirrors one in attn/ops/averaging.hpp; `02_averaging --mine` runs the walkthrough
+// on yours, and `build/default/bin/attn-check 02` tells you which ones are done.
 #pragma once
 
 #include <cstddef>

@@ -8,7 +8,7 @@
 
 namespace ex04 {
 
-// ex04.1, ex04_1_project.cpp: a linear map without bias, y = x @ w (like attn::matmul_blas).
+// ex04.1, ex04_1_project.cpp: a linear map without bias, y = x @ w (like attn::fast::matmul_blas).
 // Throws std::invalid_argument if the columns of x are not the rows of w.
 attn::Matrix project(const attn::Matrix& x, const attn::Matrix& w);  // (T, C) @ (C, hs) -> (T, hs)
 

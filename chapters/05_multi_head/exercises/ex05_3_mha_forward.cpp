@@ -8,9 +8,10 @@
 //   out = merged @ w_o                                   (B, T, C)
 // i.e. MultiHead(x) = Concat(head_1, ..., head_H) W_o, where head h only sees column block h of
 // the projections. With causal, query t attends to keys 0..t only.
-// Use attn::linear (attn/linear.hpp) for the projections and attn::scaled_dot_product_attention
-// (attn/attention.hpp) for the attention of all heads at once; the splitting, merging and the
-// order of the steps are yours (your ex05::split_heads and ex05::merge_heads are in scope).
+// Use attn::linear (attn/fast/linear.hpp) for the projections and
+// attn::scaled_dot_product_attention (attn/fast/attention.hpp) for the attention of all heads at
+// once; the splitting, merging and the order of the steps are yours (your ex05::split_heads and
+// ex05::merge_heads are in scope).
 //
 // Check: build/default/bin/attn-check 05
 #include <cstddef>

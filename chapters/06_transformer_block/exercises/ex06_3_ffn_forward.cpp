@@ -7,8 +7,8 @@
 //   h = x @ w1 + b1       (B, T, F)
 //   a = act(h)            (B, T, F)    relu, gelu (exact) or gelu_tanh
 //   y = a @ w2 + b2       (B, T, C)
-// You may use attn::linear (attn/linear.hpp) for the two products and attn::activate
-// (attn/ffn.hpp) or your own ex06::gelu for the activation.
+// You may use attn::linear (attn/fast/linear.hpp) for the two products and attn::activate
+// (attn/fast/ffn.hpp) or your own ex06::gelu for the activation.
 // Throw std::invalid_argument if the weights do not fit x (attn::linear already does).
 //
 // Check: build/default/bin/attn-check 06

@@ -6,8 +6,8 @@
 //   y = r + ffn(ln2(r))          the FFN likewise, on the result of the first step
 //   ln1 uses w.ln1_gamma, w.ln1_beta; ln2 uses w.ln2_gamma, w.ln2_beta; eps = 1e-5.
 //   mha: w.attn with n_heads heads, causal or not; ffn: w.ffn with the given activation.
-// The sublayers come from the library: attn::layer_norm<3> (attn/layernorm.hpp),
-// attn::mha_forward (attn/attention.hpp, take .out) and attn::ffn_forward (attn/ffn.hpp).
+// The sublayers come from the library: attn::layer_norm<3> (attn/fast/layernorm.hpp),
+// attn::mha_forward (attn/fast/attention.hpp, take .out) and attn::ffn_forward (attn/fast/ffn.hpp).
 // Your job is the wiring: what each sublayer reads, and what it is added to.
 //
 // Check: build/default/bin/attn-check 06

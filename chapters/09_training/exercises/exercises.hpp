@@ -9,9 +9,9 @@
 #include <span>
 
 #include "attn/model/model.hpp"
-#include "attn/train/optim.hpp"
+#include "attn/ops/optim.hpp"
 #include "attn/core/random.hpp"
-#include "attn/train/data.hpp"
+#include "attn/io/data.hpp"
 #include "attn/train/train.hpp"
 #include "attn/core/xt.hpp"
 

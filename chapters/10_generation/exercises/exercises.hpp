@@ -1,6 +1,6 @@
 // chapters/10_generation/exercises/exercises.hpp: the exercises of chapter 10, generating fast
-// with a KV cache. Each function mirrors a piece of attn/kvcache.hpp and is written in its own
-// file beside this one. Check them with `build/default/bin/attn-check 10`.
+// with a KV cache. Each function mirrors a piece of attn/model/kvcache.hpp and is written in its
+// own file beside this one. Check them with `build/default/bin/attn-check 10`.
 #pragma once
 
 #include <cstddef>

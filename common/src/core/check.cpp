@@ -1,4 +1,4 @@
-// Shape checks shared by the whole library (see attn/check.hpp).
+// Shape checks shared by the whole library (see attn/core/check.hpp).
 #include "attn/core/check.hpp"
 
 #include <stdexcept>

@@ -1,5 +1,5 @@
-// limits.cpp: checked size arithmetic (attn/limits.hpp), the one place where a product of sizes
-// that a learner typed (or a file declared) is computed.
+// limits.cpp: checked size arithmetic (attn/core/limits.hpp), the one place where a product of
+// sizes that a learner typed (or a file declared) is computed.
 #include "attn/core/limits.hpp"
 
 #include <limits>

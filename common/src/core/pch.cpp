@@ -1,2 +1,2 @@
 // An empty translation unit: it only exists so CMake can build the shared precompiled header
-// (attn/xt.hpp) once, for every target to reuse (see cmake/PrecompiledHeader.cmake).
+// (attn/core/xt.hpp) once, for every target to reuse (see cmake/PrecompiledHeader.cmake).

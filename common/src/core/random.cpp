@@ -1,4 +1,4 @@
-// PCG32 and the distributions built on it (see attn/random.hpp).
+// PCG32 and the distributions built on it (see attn/core/random.hpp).
 #include "attn/core/random.hpp"
 #include "attn/core/limits.hpp"
 

@@ -1,4 +1,4 @@
-// threads.cpp: the library's thread budget (attn/threads.hpp).
+// threads.cpp: the library's thread budget (attn/core/threads.hpp).
 #include "attn/core/threads.hpp"
 
 #include <cblas.h>  // OpenBLAS's: openblas_get_num_threads / openblas_set_num_threads

@@ -162,7 +162,7 @@ Matrix matmul_blas(const Matrix& a, const Matrix& b) {
   const std::size_t K = a.shape()[1];
   const std::size_t N = b.shape()[1];
   if (b.shape()[0] != K) {
-    shape_error("attn::matmul_blas", "(M, K) @ (K, N) with the same K",
+    shape_error("attn::fast::matmul_blas", "(M, K) @ (K, N) with the same K",
                 shape_str(a.shape()) + " @ " + shape_str(b.shape()));
   }
   Matrix out(Matrix::shape_type{M, N});  // (M, K) @ (K, N) -> (M, N), filled by gemm

@@ -1,6 +1,6 @@
 // optim.cpp (fast): the AdamW step, the zeroing and the global norm as training runs them (see
 // attn/fast/optim.hpp). The reference, one element after another in the page's order, is
-// common/src/train/optim.cpp; this is the same arithmetic per element, eight lanes at a time and
+// common/src/ops/optim.cpp; this is the same arithmetic per element, eight lanes at a time and
 // the elements over the threads (the norm: the tensors side by side), equal bit for bit.
 #include "attn/fast/optim.hpp"
 
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "attn/core/check.hpp"
-#include "../train/optim_checks.hpp"
+#include "../ops/optim_checks.hpp"
 #include "../core/parallel.hpp"
 #include "../core/simd.hpp"
 

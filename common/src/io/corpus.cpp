@@ -1,4 +1,4 @@
-// Where the text comes from (see attn/corpus.hpp): the first thing every chapter does.
+// Where the text comes from (see attn/io/corpus.hpp): the first thing every chapter does.
 // The shipped data/sonnets.txt makes a fresh clone work offline; --data or $ATTN_DATA points at
 // the full Tiny Shakespeare once scripts/get-data.sh has fetched it.
 #include "attn/io/corpus.hpp"

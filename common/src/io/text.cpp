@@ -1,4 +1,4 @@
-// Text to tokens and back (see attn/text.hpp), chapter 01.
+// Text to tokens and back (see attn/io/text.hpp), chapter 01.
 // The first step of every language model: decode the corpus into characters, number them,
 // split the numbers into train and validation, and cut random (B, T) windows for training.
 #include "attn/io/text.hpp"

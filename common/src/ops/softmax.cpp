@@ -1,6 +1,7 @@
 // softmax.cpp: softmax over the last axis, stable and naive (chapter 03; used from chapter 01 on).
 // Every softmax of the course runs through softmax_rows, one contiguous row at a time: a raw
-// loop is both the clearest code and the fastest here (see XTENSOR_NOTES.md, section 2).
+// loop is both the clearest code and the fastest here (docs/xtensor-for-numpy-users.md, "Why the
+// library loops over rows").
 #include "attn/ops/softmax.hpp"
 
 #include <cmath>

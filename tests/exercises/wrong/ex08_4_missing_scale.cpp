@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "attn/fast/gemm.hpp"
 #include "attn/ops/linear.hpp"
 #include "exercises.hpp"
 
@@ -35,12 +36,12 @@ AttentionGrads attention_backward(const attn::Matrix& dout, const attn::Matrix& 
   AttentionGrads g;
   const attn::Matrix pt = xt::transpose(p);
   const attn::Matrix vt = xt::transpose(v);
-  g.dv = attn::matmul_blas(pt, dout);                  // (S, T) @ (T, hs)
-  const attn::Matrix dp = attn::matmul_blas(dout, vt);  // (T, hs) @ (hs, S)
+  g.dv = attn::fast::matmul_blas(pt, dout);                  // (S, T) @ (T, hs)
+  const attn::Matrix dp = attn::fast::matmul_blas(dout, vt);  // (T, hs) @ (hs, S)
   const attn::Matrix ds = softmax_backward(p, dp);      // (T, S)
   const attn::Matrix dst = xt::transpose(ds);
-  g.dq = attn::matmul_blas(ds, k);   // (T, S) @ (S, hs)
-  g.dk = attn::matmul_blas(dst, q);  // (S, T) @ (T, hs)
+  g.dq = attn::fast::matmul_blas(ds, k);   // (T, S) @ (S, hs)
+  g.dk = attn::fast::matmul_blas(dst, q);  // (S, T) @ (T, hs)
   return g;
 }
 

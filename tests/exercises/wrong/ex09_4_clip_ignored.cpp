@@ -1,5 +1,5 @@
 // Wrong: the gradient norm is measured but the gradients are never clipped.
-#include "attn/train/optim.hpp"
+#include "attn/ops/optim.hpp"
 #include "exercises.hpp"
 
 namespace ex09 {

@@ -1,5 +1,5 @@
 // Wrong: weight decay on every tensor, LayerNorm gains and biases included.
-#include "attn/train/optim.hpp"
+#include "attn/ops/optim.hpp"
 #include "exercises.hpp"
 
 namespace ex09 {

@@ -1,5 +1,5 @@
 // Wrong: the gradients are never zeroed, so each step adds to the last step's gradient.
-#include "attn/train/optim.hpp"
+#include "attn/ops/optim.hpp"
 #include "exercises.hpp"
 
 namespace ex09 {

@@ -1,5 +1,5 @@
 // Wrong: the lr is read one step early, at step (0-based) instead of step + 1.
-#include "attn/train/optim.hpp"
+#include "attn/ops/optim.hpp"
 #include "exercises.hpp"
 
 namespace ex09 {

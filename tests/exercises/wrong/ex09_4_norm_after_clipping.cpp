@@ -1,5 +1,5 @@
 // Wrong: the norm returned is measured after clipping, not before.
-#include "attn/train/optim.hpp"
+#include "attn/ops/optim.hpp"
 #include "exercises.hpp"
 
 namespace ex09 {

@@ -1,5 +1,5 @@
 // Wrong: the step uses the right lr but returns the next step's.
-#include "attn/train/optim.hpp"
+#include "attn/ops/optim.hpp"
 #include "exercises.hpp"
 
 namespace ex09 {

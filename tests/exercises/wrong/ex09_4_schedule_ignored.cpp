@@ -1,5 +1,5 @@
 // Wrong: the schedule is ignored: every step uses the peak lr, config.schedule.lr.
-#include "attn/train/optim.hpp"
+#include "attn/ops/optim.hpp"
 #include "exercises.hpp"
 
 namespace ex09 {

@@ -1,5 +1,5 @@
 // Wrong: the gradients are zeroed after the update instead of before the backward, so stale ones are added in.
-#include "attn/train/optim.hpp"
+#include "attn/ops/optim.hpp"
 #include "exercises.hpp"
 
 namespace ex09 {

@@ -1,4 +1,4 @@
-// attn/check.hpp: the shape checks every function of the library starts with.
+// attn/core/check.hpp: the shape checks every function of the library starts with.
 // A mistake in a shape is the most common bug in attention code; we turn it into an exception
 // that names the function, the expected and the actual shape, e.g.
 //   attn::masked_softmax: expected scores of shape (..., T, S) with mask (T, S), got (2, 4, 4) and

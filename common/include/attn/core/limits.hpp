@@ -1,4 +1,4 @@
-// attn/limits.hpp: the input contract in numbers, and checked size arithmetic.
+// attn/core/limits.hpp: the input contract in numbers, and checked size arithmetic.
 // Every size a learner can type, every file the course reads and every buffer whose size is a
 // product of such numbers has an upper bound stated here once (CONTRIBUTING.md, "The input
 // contract", has the table). A product of sizes is never computed with a bare `*`: a size_t

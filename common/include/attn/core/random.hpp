@@ -1,4 +1,4 @@
-// attn/random.hpp: the course's own random number generator.
+// attn/core/random.hpp: the course's own random number generator.
 // Every chapter must print the same numbers on every machine, so we never use rand() or
 // std::normal_distribution (whose output differs between standard libraries). Instead:
 //   - PCG32 (O'Neill 2014): 64-bit state, 32-bit output, a few lines of integer arithmetic;

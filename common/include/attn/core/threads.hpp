@@ -1,4 +1,4 @@
-// attn/threads.hpp: how many threads the library uses (chapters 05-07 and the benchmark).
+// attn/core/threads.hpp: how many threads the library uses (chapters 05-07 and the benchmark).
 //
 // Big matrix products, the heads of attention and the chunks of the FFN are split over this many
 // threads of the library's own. The default is what OpenBLAS would use: OPENBLAS_NUM_THREADS if

@@ -1,4 +1,5 @@
-// attn/xt.hpp: the one place the course includes xtensor, so a version change touches one file.
+// attn/core/xt.hpp: the one place the course includes xtensor, so a version change touches one
+// file.
 // Shape legend used everywhere in the course:
 //   B batch, T time (sequence length), C channels (model width), H heads, hs head size,
 //   V vocabulary size.

@@ -3,8 +3,8 @@
 // them near the machine's peak (single-threaded, on fixed blocks of rows shared by the library's
 // threads: threads.hpp). attn::matmul (attn/ops/matmul.hpp) stays the plain-loop reference every
 // product here is tested against (tests/common/test_linear.cpp).
-// attn/ops/linear.hpp makes these three names visible as attn::gemm, attn::gemm_strided and
-// attn::matmul_blas too: the chapters use a product as a tool before they teach a layer.
+// The chapters use these products as a tool (one head's scores, a quick product) before and
+// beside the layers they teach: attn::fast::gemm, attn::fast::matmul_blas.
 #pragma once
 
 #include <cstddef>

@@ -15,7 +15,8 @@ namespace attn::fast::ladder {
 
 // 1. Three nested loops: the (T, T) scores one dot product at a time, mask, softmax, P v.
 Matrix naive(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t tile);
-// 2. The two products by BLAS (attn::gemm); scale, mask and softmax as three passes over (T, T).
+// 2. The two products by BLAS (attn::fast::gemm); scale, mask and softmax as three passes over (T,
+// T).
 Matrix gemm_scores(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t tile);
 // 3. The same products; scale, mask and softmax fused into one pass per row.
 Matrix fused_softmax(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t tile);

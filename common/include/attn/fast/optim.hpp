@@ -1,5 +1,5 @@
 // attn/fast/optim.hpp: the AdamW step as training runs it (chapter 09), the fast side of
-// attn/train/optim.hpp. Same contract and the same bits as the reference attn::adamw_update
+// attn/ops/optim.hpp. Same contract and the same bits as the reference attn::adamw_update
 // (tests/common/test_optim.cpp proves it); only the schedule of the work differs: eight elements
 // at a time in SIMD lanes, and the elements shared out over the library's threads. The same for
 // the global norm and clipping (attn::global_norm, attn::clip_grad_norm).
@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "attn/train/optim.hpp"
+#include "attn/ops/optim.hpp"
 
 namespace attn::fast {
 

@@ -1,4 +1,4 @@
-// attn/corpus.hpp: where the text comes from.
+// attn/io/corpus.hpp: where the text comes from.
 // Every chapter runs on a fresh clone: the repository ships a small corpus (data/sonnets.txt).
 // The full Tiny Shakespeare (1,115,394 bytes) is used when the learner points at it, with
 // --data PATH or the ATTN_DATA environment variable (the flag wins). scripts/get-data.sh

@@ -1,4 +1,4 @@
-// attn/npy.hpp: reading and writing NumPy .npy files (chapter 07, golden tests).
+// attn/io/npy.hpp: reading and writing NumPy .npy files (chapter 07, golden tests).
 // A model exported from PyTorch (`np.save(name, tensor.numpy())`) is a folder of .npy files.
 // Format: magic "\x93NUMPY", version, a header dict {'descr': '<f4', 'fortran_order': False,
 // 'shape': (3, 4)}, then the raw little-endian data. We read float32 ('<f4'), float64 ('<f8',

@@ -1,7 +1,7 @@
-// attn/text.hpp: from a string of text to integer tokens and back (chapter 01).
+// attn/io/text.hpp: from a string of text to integer tokens and back (chapter 01).
 // The vocabulary is the sorted set of unique characters of the corpus. Characters are Unicode
 // code points decoded from UTF-8, not bytes, so "é" is one token, not two. The split into train
-// and validation text and the batches drawn from it are training's: attn/train/data.hpp.
+// and validation text and the batches drawn from it are training's: attn/io/data.hpp.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// attn/bigram.hpp: the bigram language model, two ways (chapter 01).
+// attn/model/bigram.hpp: the bigram language model, two ways (chapter 01).
 // A bigram model predicts the next character from the current one only: a (V, V) table whose
 // row a holds the scores (logits) for every next character b.
 //   1. Counting: N[a, b] = how often b follows a. The maximum-likelihood table is
@@ -15,7 +15,7 @@
 
 #include "attn/core/random.hpp"
 #include "attn/io/text.hpp"
-#include "attn/train/data.hpp"  // Split, get_batch
+#include "attn/io/data.hpp"  // Split, get_batch
 #include "attn/core/xt.hpp"
 
 namespace attn {

@@ -1,4 +1,4 @@
-// attn/block.hpp: the transformer block (chapter 06).
+// attn/model/block.hpp: the transformer block (chapter 06).
 //   pre-norm (default, GPT-2 style):  x = x + attn(ln1(x));  x = x + ffn(ln2(x))
 //   post-norm (original Transformer): x = ln1(x + attn(x));  x = ln2(x + ffn(x))
 // The residual additions keep a direct path from input to output; LayerNorm keeps the scale of

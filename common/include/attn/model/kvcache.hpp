@@ -1,4 +1,4 @@
-// attn/kvcache.hpp: generating fast with a KV cache (chapter 10).
+// attn/model/kvcache.hpp: generating fast with a KV cache (chapter 10).
 // lm_generate (chapter 07) runs the whole model over the whole context for every new token, and
 // most of that work recomputes keys and values that have not changed: at layer l, the key and
 // value of position t depend only on tokens 0..t. The cache keeps them, per layer:

@@ -42,27 +42,10 @@ void save_lm(const std::filesystem::path& dir, const LmWeights& w, const LmConfi
 // is refused by name. Throws std::runtime_error naming the file and the line.
 std::optional<LmConfig> read_model_file(const std::filesystem::path& dir);
 
-// The architecture flags of chapters 07 and 10 (--n-layers, --n-heads, --n-embd, --block-size),
-// each std::nullopt when it was not typed.
-struct ArchitectureFlags {
-  std::optional<std::size_t> n_layers, n_heads, n_embd, block_size;
-};
 // What `--weights DIR` loads: DIR itself, or DIR/model when DIR is a chapter-09 run or
 // checkpoint folder; resolved once through links (a running trainer switches DIR/current), so
 // every file comes from one folder.
 std::filesystem::path resolve_model_folder(const std::filesystem::path& dir);
-// Loads the model folder `dir` (resolved) as the folder describes it: n_layers, n_heads and the
-// variant from its model.txt; V, C and T_max from wte.npy and wpe.npy. A folder without model.txt
-// has as many layers as h{i} blocks on disk and n_heads from the flag or `default_heads`. Flags
-// only override what the files leave open: one that contradicts the files throws
-// attn::UsageError naming both values ("--n-layers 1 contradicts model 'DIR', whose model.txt
-// says n_layers 2: drop the flag"); anything broken in the folder, std::runtime_error naming the
-// file. `described` is set to whether the folder had a model.txt. `shown` names the folder in
-// those messages as the user typed it (default: `dir`).
-LmWeights load_lm_as_described(const std::filesystem::path& dir, const ArchitectureFlags& flags,
-                               std::size_t default_heads, LmConfig& config, bool& described,
-                               std::string_view shown = {});
-
 // The number of blocks h0, h1, ... a model folder holds (by their h{i}.w_q.npy files): for a
 // message that says which --n-layers the folder needs.
 std::size_t count_blocks(const std::filesystem::path& dir);

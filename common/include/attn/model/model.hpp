@@ -1,4 +1,4 @@
-// attn/model.hpp: the causal language model, a GPT in miniature (chapter 07).
+// attn/model/model.hpp: the causal language model, a GPT in miniature (chapter 07).
 //   x = wte[tokens] + wpe[0..T)           (B, T, C)   token + learned position embeddings
 //   x = block_l(x) for l = 0..L-1         (B, T, C)   pre-norm, causal, exact GELU, F = 4C
 //   logits = ln_f(x) @ wte^T              (B, T, V)   output projection tied to the embedding

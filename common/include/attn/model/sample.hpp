@@ -1,4 +1,4 @@
-// attn/sample.hpp: turning logits into a token (chapters 01 and 07).
+// attn/model/sample.hpp: turning logits into a token (chapters 01 and 07).
 // Temperature divides the logits before the softmax: below 1 sharpens the distribution (1e-3 is
 // nearly argmax), above 1 flattens it toward uniform. A temperature so small that logits /
 // temperature overflows float (1e-38) gives the exact limit: argmax, ties shared equally.

@@ -1,4 +1,4 @@
-// attn/averaging.hpp: the mathematical trick behind attention (chapter 02).
+// attn/ops/averaging.hpp: the mathematical trick behind attention (chapter 02).
 // Row t of the output is the mean of rows 0..t of the input x (T, C):
 //   xbar[t] = (1 / (t+1)) * sum_{i<=t} x[i]
 // computed three ways that must agree to float precision:

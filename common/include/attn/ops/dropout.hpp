@@ -1,4 +1,5 @@
-// attn/dropout.hpp: dropout (chapter 09), the regulariser the lecture adds to its scaled-up model.
+// attn/ops/dropout.hpp: dropout (chapter 09), the regulariser the lecture adds to its scaled-up
+// model.
 // In training each value is kept with probability 1 - p and then scaled by 1 / (1 - p)
 // ("inverted" dropout), or set to 0; the expected value of every output equals its input, so the
 // model needs no change at evaluation time, where dropout is simply off:

@@ -1,4 +1,4 @@
-// attn/ffn.hpp: the position-wise feed-forward network and its activations (chapter 06).
+// attn/ops/ffn.hpp: the position-wise feed-forward network and its activations (chapter 06).
 //   FFN(x) = act(x @ w1 + b1) @ w2 + b2,   w1 (C, F), b1 (F,), w2 (F, C), b2 (C,), F = 4C usually
 // These are the reference versions (plain loops, the activations as double-precision formulas);
 // the model's fast path uses attn::fast:: (attn/fast/ffn.hpp), tested equal to these.

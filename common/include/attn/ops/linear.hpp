@@ -1,4 +1,4 @@
-// attn/linear.hpp: the linear layer y = x @ W (+ b) and its backward (chapters 04-08).
+// attn/ops/linear.hpp: the linear layer y = x @ W (+ b) and its backward (chapters 04-08).
 // Convention (PyTorch-compatible): W has shape (in, out), so y = x @ W; every position (b, t) of
 // x is mapped on its own. These are the reference versions, plain loops in the page's order;
 // the model's fast path uses attn::fast::linear (attn/fast/linear.hpp: one BLAS GEMM over all
@@ -9,15 +9,8 @@
 #include <cstddef>
 
 #include "attn/core/xt.hpp"
-#include "attn/fast/gemm.hpp"
 
 namespace attn {
-
-// The BLAS products (attn/fast/gemm.hpp) by their short names: chapters 04-10 use a GEMM as a
-// tool (one head's scores, a quick product) before and beside the layers they teach.
-using fast::gemm;
-using fast::gemm_strided;
-using fast::matmul_blas;
 
 // x (B, T, in) @ w (in, out) [+ b (out,)] -> (B, T, out).
 // Throws std::invalid_argument naming both shapes when `in` (or the bias length) disagrees.

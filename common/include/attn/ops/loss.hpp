@@ -1,4 +1,4 @@
-// attn/loss.hpp: cross-entropy, the loss every chapter trains with (chapter 01).
+// attn/ops/loss.hpp: cross-entropy, the loss every chapter trains with (chapter 01).
 // For N predictions with logits l_n (V scores) and targets y_n:
 //   loss = -(1/N) sum_n log softmax(l_n)[y_n]
 //   dloss/dl_n = (softmax(l_n) - onehot(y_n)) / N

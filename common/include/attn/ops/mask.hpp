@@ -1,4 +1,4 @@
-// attn/mask.hpp: causal masks and masked softmax (chapters 02-03).
+// attn/ops/mask.hpp: causal masks and masked softmax (chapters 02-03).
 // A decoder must not look at the future: query t may attend to keys 0..t only. The seeds write
 // that rule two ways, and we provide both:
 //   - boolean: tril(ones(T, T)), true where attention is allowed (used with masked_fill);

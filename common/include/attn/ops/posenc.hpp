@@ -1,4 +1,4 @@
-// attn/posenc.hpp: positional encodings (chapter 06).
+// attn/ops/posenc.hpp: positional encodings (chapter 06).
 // Attention treats its input as a set: shuffle the tokens and each output is shuffled the same
 // way. Positions must be added to the token vectors. Two ways:
 //   - sinusoidal (fixed): PE[p, 2i] = sin(p / 10000^(2i/C)), PE[p, 2i+1] = cos(p / 10000^(2i/C));

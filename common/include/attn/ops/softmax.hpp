@@ -1,4 +1,4 @@
-// attn/softmax.hpp: softmax over the last axis, the numerically stable way (chapter 03).
+// attn/ops/softmax.hpp: softmax over the last axis, the numerically stable way (chapter 03).
 //   softmax(z)_i = exp(z_i - m) / sum_j exp(z_j - m),  m = max_j z_j
 // Subtracting the row maximum changes nothing mathematically (it cancels) but keeps every
 // exponent <= 0, so exp never overflows: softmax([1000, 1001]) is [0.2689, 0.7311], where the

@@ -1,6 +1,6 @@
-// attn/gradcheck.hpp: the gradient checker (chapter 08). Every backward of the library is proven
-// against central differences computed here. Two checkers: check_gradients (float64, below), the
-// one the course's checks use, and grad_check (float32), kept to show on the page why a float
+// attn/train/gradcheck.hpp: the gradient checker (chapter 08). Every backward of the library is
+// proven against central differences computed here. Two checkers: check_gradients (float64, below),
+// the one the course's checks use, and grad_check (float32), kept to show on the page why a float
 // forward cannot check a backward to 0.1%.
 //
 // ---- grad_check: a float32 forward -----------------------------------------------------------

@@ -1,4 +1,4 @@
-// attn/train.hpp: training the causal language model (chapter 09).
+// attn/train/train.hpp: training the causal language model (chapter 09).
 // One step: a batch of B random windows -> forward keeping activations -> mean cross-entropy ->
 // backward -> gradient clipping -> AdamW. Every few hundred steps the loss is estimated on both
 // splits; a checkpoint keeps everything needed to continue the run bit for bit.
@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "attn/model/model.hpp"
-#include "attn/train/optim.hpp"
+#include "attn/ops/optim.hpp"
 #include "attn/core/random.hpp"
 #include "attn/io/text.hpp"
-#include "attn/train/data.hpp"
+#include "attn/io/data.hpp"
 #include "attn/core/xt.hpp"
 
 namespace attn {

@@ -1,6 +1,6 @@
 // data.cpp: the train/validation split and get_batch, the data side of training (chapters 01
-// and 09; see attn/train/data.hpp).
-#include "attn/train/data.hpp"
+// and 09; see attn/io/data.hpp).
+#include "attn/io/data.hpp"
 
 #include <algorithm>
 #include <array>

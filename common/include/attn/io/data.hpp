@@ -1,4 +1,4 @@
-// attn/train/data.hpp: the data a model trains on (chapter 01's bigram, chapter 09's GPT): the
+// attn/io/data.hpp: the data a model trains on (chapter 01's bigram, chapter 09's GPT): the
 // tokens split into train and validation text, and batches of random windows drawn from a split.
 // The tokens come from a vocabulary (attn/io/text.hpp).
 #pragma once

@@ -1,4 +1,4 @@
-// attn/train/optim.hpp: how a gradient becomes a better model (chapter 09): AdamW, gradient
+// attn/ops/optim.hpp: how a gradient becomes a better model (chapter 09): AdamW, gradient
 // clipping by the global norm, and the learning-rate schedule.
 //   AdamW, per element, at step t = 1, 2, ... (torch.optim.AdamW's order of operations):
 //     p -= lr * wd * p                                  decoupled weight decay, before Adam
@@ -7,7 +7,7 @@
 //     p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 // Dividing by sqrt(v) gives every parameter its own step size: about lr, whatever the scale of
 // its gradient. The bias corrections 1 - beta^t undo the moments' start at zero.
-// This is the reference (common/src/train/optim.cpp, a plain loop); training runs
+// This is the reference (common/src/ops/optim.cpp, a plain loop); training runs
 // attn::fast::adamw_update (attn/fast/optim.hpp), the same bits eight elements at a time.
 #pragma once
 

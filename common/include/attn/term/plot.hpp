@@ -1,4 +1,4 @@
-// attn/plot.hpp: heatmaps, in the terminal and as SVG for the docs; line charts and block
+// attn/term/plot.hpp: heatmaps, in the terminal and as SVG for the docs; line charts and block
 // diagrams as SVG.
 // Attention weights are easiest to read as a picture: one cell per (query, key) pair, darker
 // where the query attends more. In a colour terminal the cells are shaded with 256-colour

@@ -1,4 +1,4 @@
-// attn/print.hpp: printing numbers the same way on every machine.
+// attn/term/print.hpp: printing numbers the same way on every machine.
 // xtensor's own printer drops trailing zeros and switches the whole tensor to scientific
 // notation when one element is tiny, so the course prints with fixed precision through fmt.
 #pragma once

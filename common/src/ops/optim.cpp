@@ -1,7 +1,7 @@
 // optim.cpp: AdamW, gradient clipping and the learning-rate schedule (chapter 09), the reference:
 // plain loops in the page's order. Training runs attn::fast::adamw_update (fast/optim.cpp), the
 // same arithmetic eight lanes at a time, tested equal bit for bit (tests/common/test_optim.cpp).
-#include "attn/train/optim.hpp"
+#include "attn/ops/optim.hpp"
 
 #include <cmath>
 #include <numbers>

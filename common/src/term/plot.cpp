@@ -1,7 +1,8 @@
-// Heatmaps of attention weights: in the terminal, and as SVG figures for the docs (attn/plot.hpp).
-// Chapters 02 onward draw their (T, T) weight matrices here. Both outputs are deterministic:
-// numbers go through fmt with fixed precision, there are no timestamps and no random ids.
-#include "attn/io/plot.hpp"
+// Heatmaps of attention weights: in the terminal, and as SVG figures for the docs
+// (attn/term/plot.hpp). Chapters 02 onward draw their (T, T) weight matrices here. Both outputs are
+// deterministic: numbers go through fmt with fixed precision, there are no timestamps and no random
+// ids.
+#include "attn/term/plot.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -17,7 +18,7 @@
 #include <system_error>
 
 #include "attn/core/check.hpp"
-#include "attn/io/print.hpp"
+#include "attn/term/print.hpp"
 
 namespace attn {
 namespace {

@@ -1,7 +1,8 @@
-// The command line every chapter shares (attn/cli.hpp): common flags, exit codes, one-line errors.
-// CLI11 splits argv into options; we convert and check every value ourselves, so that a learner
-// gets a message such as "--steps must be at least 1, got -5" instead of a wrapped-around number.
-#include "attn/io/cli.hpp"
+// The command line every chapter shares (attn/term/cli.hpp): common flags, exit codes, one-line
+// errors. CLI11 splits argv into options; we convert and check every value ourselves, so that a
+// learner gets a message such as "--steps must be at least 1, got -5" instead of a wrapped-around
+// number.
+#include "attn/term/cli.hpp"
 
 #include <fmt/format.h>
 
@@ -353,7 +354,7 @@ int Cli::run(int argc, char** argv, const std::function<void(const CommonOptions
     d.print_error(out_of_memory_message(e.what()), false);
     return 1;
   } catch (const std::length_error& e) {
-    // SizeError (attn/limits.hpp) names the size; a container's own length_error
+    // SizeError (attn/core/limits.hpp) names the size; a container's own length_error
     // ("vector::reserve") is the same story as bad_alloc.
     d.print_error(dynamic_cast<const SizeError*>(&e) != nullptr ? std::string(e.what())
                                                                 : out_of_memory_message(e.what()),

@@ -1,4 +1,4 @@
-// attn/cli.hpp: the command line every chapter shares.
+// attn/term/cli.hpp: the command line every chapter shares.
 // Every chapter binary takes the same flags and ends with the same exit codes:
 //   --seed N     random seed (default 1337); same seed, same output on any machine
 //   --data PATH  corpus to read instead of the shipped one (else $ATTN_DATA, else shipped)

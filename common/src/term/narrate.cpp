@@ -1,7 +1,7 @@
-// Narration that stays true: claim() and its self-check mode (see attn/narrate.hpp).
-#include "attn/io/narrate.hpp"
+// Narration that stays true: claim() and its self-check mode (see attn/term/narrate.hpp).
+#include "attn/term/narrate.hpp"
 
-#include "attn/io/print.hpp"
+#include "attn/term/print.hpp"
 
 #include <fmt/core.h>
 

@@ -1,5 +1,5 @@
 // optim_checks.hpp (private to common/src): the input checks of the AdamW update, shared by the
-// reference (train/optim.cpp) and the fast kernel (fast/optim.cpp), so both reject the same
+// reference (ops/optim.cpp) and the fast kernel (fast/optim.cpp), so both reject the same
 // inputs with the same one-line messages.
 #pragma once
 

@@ -1,7 +1,7 @@
-// Printing numbers the same way on every machine (see attn/print.hpp).
+// Printing numbers the same way on every machine (see attn/term/print.hpp).
 // Every number a chapter shows goes through format_number, so the docs check can compare program
 // output byte for byte. fmt rounds the exact binary value of the float, on every platform alike.
-#include "attn/io/print.hpp"
+#include "attn/term/print.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-// attn/narrate.hpp: narration that stays true for every seed and flag.
+// attn/term/narrate.hpp: narration that stays true for every seed and flag.
 // A chapter's sentence that depends on a number is chosen by that number
 // (`if (loss > log_v) ... else ...`), never fixed text that happens to match the default seed.
 // Where a sentence states something its numbers could contradict, the chapter also calls

@@ -1,4 +1,0 @@
-// attn/attention.hpp moved to attn/ops/attention.hpp (common/README.md has the map). This
-// forwarding header keeps code written against the old layout compiling for one release.
-#pragma once
-#include "attn/ops/attention.hpp"

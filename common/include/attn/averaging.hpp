@@ -1,4 +1,0 @@
-// attn/averaging.hpp moved to attn/ops/averaging.hpp (common/README.md has the map). This
-// forwarding header keeps code written against the old layout compiling for one release.
-#pragma once
-#include "attn/ops/averaging.hpp"

@@ -1,4 +1,0 @@
-// attn/matmul.hpp moved to attn/ops/matmul.hpp (common/README.md has the map). This
-// forwarding header keeps code written against the old layout compiling for one release.
-#pragma once
-#include "attn/ops/matmul.hpp"

@@ -1,4 +1,0 @@
-// attn/posenc.hpp moved to attn/ops/posenc.hpp (common/README.md has the map). This
-// forwarding header keeps code written against the old layout compiling for one release.
-#pragma once
-#include "attn/ops/posenc.hpp"

@@ -1,4 +1,0 @@
-// attn/sample.hpp moved to attn/model/sample.hpp (common/README.md has the map). This
-// forwarding header keeps code written against the old layout compiling for one release.
-#pragma once
-#include "attn/model/sample.hpp"

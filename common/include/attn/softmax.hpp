@@ -1,4 +1,0 @@
-// attn/softmax.hpp moved to attn/ops/softmax.hpp (common/README.md has the map). This
-// forwarding header keeps code written against the old layout compiling for one release.
-#pragma once
-#include "attn/ops/softmax.hpp"

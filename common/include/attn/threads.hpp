@@ -1,4 +1,0 @@
-// attn/threads.hpp moved to attn/core/threads.hpp (common/README.md has the map). This
-// forwarding header keeps code written against the old layout compiling for one release.
-#pragma once
-#include "attn/core/threads.hpp"
