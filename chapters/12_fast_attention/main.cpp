@@ -214,9 +214,9 @@ std::vector<RungResult> run_ladder(const Kernels& k, const Options& o, bool mine
 void show_ladder(const std::vector<RungResult>& rows, const Options& o, bool timing) {
   section(2, "The ladder");
   fmt::print(
-      "One causal head, q, k, v of shape (T, hs) = ({}, {}), tile {}. Each kernel is checked\n"
-      "against the reference attn::scaled_dot_product_attention: \"same bits\" where it keeps\n"
-      "the reference's order of sums, else within the golden tolerance 1e-5 + 1e-4 |ref|.\n"
+      "One causal head, q, k, v of shape (T, hs) = ({}, {}), tile {}. Each kernel sums in\n"
+      "float and is checked against the reference attn::scaled_dot_product_attention, which\n"
+      "sums in double: within the golden tolerance 1e-5 + 1e-4 |ref| (\"same bits\" if equal).\n"
       "FLOPs: the multiply-adds of the two products it performs (x2). Memory: what it holds\n"
       "beyond q, k, v and out (* per thread).\n\n",
       o.block_size, o.head_size, o.tile);

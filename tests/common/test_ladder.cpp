@@ -1,7 +1,7 @@
 // Tests for attn/fast/ladder.hpp: every rung of chapter 12's ladder against the reference
-// attn::scaled_dot_product_attention (causal, one head): bit for bit where the rung keeps the
-// reference's order of sums (rung 1), the golden tolerance elsewhere; and between rungs, bit for
-// bit where only the speed changes (2 -> 3 fuse the same operations; 5 -> 6 -> 7 add SIMD lanes
+// attn::scaled_dot_product_attention (causal, one head, every sum in double): within float
+// rounding for rung 1 (its steps in float), the golden tolerance elsewhere; and between rungs, bit
+// for bit where only the speed changes (2 -> 3 fuse the same operations; 5 -> 6 -> 7 add SIMD lanes
 // and threads). Shapes: T = 1, T not a multiple of the tile, odd hs, tiles of 1, 3, 64, and 1,
 // 2, 3 threads.
 #include <doctest/doctest.h>
@@ -75,13 +75,15 @@ TEST_CASE("every rung equals the reference within the golden tolerance") {
   }
 }
 
-TEST_CASE("the naive loops give the reference's bits: the same sums in the same order") {
+TEST_CASE("the naive loops, in float, are within float rounding of the reference (in double)") {
+  // The same steps in the same order as attn::attention_ref, each sum in float instead of
+  // double: ten times tighter than the golden tolerance the other rungs are held to.
   attn::Rng rng(1211);
   for (const Case& c : kCases) {
     CAPTURE(c.T);
     CAPTURE(c.hs);
     const Head h = head(rng, c.T, c.hs);
-    CHECK(same_bits(ladder::naive(h.q, h.k, h.v, 64), reference(h)));
+    CHECK_TENSOR_NEAR(ladder::naive(h.q, h.k, h.v, 64), reference(h), 1e-6, 1e-5);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attn/core/check.hpp"
+#include "attn/ops/attention_ref.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/loss.hpp"
 #include "attn/ops/rmsnorm.hpp"
@@ -375,13 +376,15 @@ void append(T3<S>& cache, const xt::xtensor<S, 4>& row) {
 }
 
 // The new position's attention over the cache. q, k, v = a @ w_q, w_k, w_v (rotated by RoPE at
-// position pos); k, v appended; then per head h, reading K/V head g = h / (H / KV):
+// position pos); k, v appended; then the reference attention of the one query at position pos
+// over the pos + 1 cached keys, causal and windowed like the block (query head h reads K/V head
+// h / (H / KV)):
 //   s_j = q_h . k_{g,j} / sqrt(hs)  for j in [pos - W + 1, pos] (all of [0, pos] without W)
 //   p = softmax(s),  o_h = sum_j p_j v_{g,j};      out = o @ w_o
 template <class S>
 T3<S> attend_step(const T3<S>& a, const GqaWeights<S>& w, const BlockConfig& c, T3<S>& keys,
                   T3<S>& values, std::size_t pos) {
-  const std::size_t C = a.shape()[2], H = c.n_heads, KV = kv_heads(c), hs = C / H;
+  const std::size_t C = a.shape()[2], H = c.n_heads, KV = kv_heads(c);
   xt::xtensor<S, 4> q = heads_of(project(a, w.w_q), H);
   xt::xtensor<S, 4> k = heads_of(project(a, w.w_k), KV);
   if (c.rope) {
@@ -390,28 +393,21 @@ T3<S> attend_step(const T3<S>& a, const GqaWeights<S>& w, const BlockConfig& c, 
   }
   append(keys, k);
   append(values, heads_of(project(a, w.w_v), KV));
-  const std::size_t lo = c.window != 0 && pos + 1 > c.window ? pos + 1 - c.window : 0;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
+  // The cache's (KV, pos + 1, hs) as a batch of one: (1, KV, pos + 1, hs).
+  const auto batch_of_one = [](const T3<S>& t) {
+    xt::xtensor<S, 4> out({1, t.shape()[0], t.shape()[1], t.shape()[2]});
+    std::copy(t.begin(), t.end(), out.begin());
+    return out;
+  };
+  AttentionOptions options;
+  options.causal = true;
+  if (c.window != 0) options.window = c.window;
+  options.offset = pos;
+  options.need_probs = false;
+  const AttentionRefResult<S> r =
+      attention_ref<S>(q, batch_of_one(keys), batch_of_one(values), options);  // (1, H, 1, hs)
   T3<S> o({1, 1, C});
-  std::vector<double> p(pos + 1 - lo);
-  for (std::size_t h = 0; h < H; ++h) {
-    const std::size_t g = h / (H / KV);
-    double mx = -std::numeric_limits<double>::infinity(), sum = 0.0;
-    for (std::size_t j = lo; j <= pos; ++j) {
-      double s = 0.0;
-      for (std::size_t d = 0; d < hs; ++d)
-        s += static_cast<double>(q(0, h, 0, d)) * static_cast<double>(keys(g, j, d));
-      p[j - lo] = s * scale;
-      mx = std::max(mx, p[j - lo]);
-    }
-    for (double& e : p) sum += (e = std::exp(e - mx));
-    for (std::size_t d = 0; d < hs; ++d) {
-      double od = 0.0;
-      for (std::size_t j = lo; j <= pos; ++j)
-        od += p[j - lo] / sum * static_cast<double>(values(g, j, d));
-      o(0, 0, h * hs + d) = static_cast<S>(od);
-    }
-  }
+  std::copy(r.out.begin(), r.out.end(), o.begin());  // the heads side by side: (1, 1, H * hs)
   return project(o, w.w_o);
 }
 

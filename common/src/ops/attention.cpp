@@ -1,6 +1,7 @@
 // attention.cpp: scaled dot-product attention and multi-head attention (chapters 04-05) and
-// their backward (chapter 08): the reference, the pages' equations in the pages' order, one
-// (batch, head) at a time with plain matrix products. The model's fast path runs the same math in
+// their backward (chapter 08): the reference, the pages' equations in the pages' order. The
+// attention itself is the reference attention's (ops/attention_ref.cpp), every sum in double;
+// this file adds the heads around it. The model's fast path runs the same math in
 // fast/attention.cpp (one kernel, heads read in place, BLAS or hand-written head products,
 // threads), tested equal to this file.
 #include "attn/ops/attention.hpp"
@@ -8,13 +9,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <limits>
 #include <string>
 #include <utility>
 
+#include "attn/ops/attention_ref.hpp"
 #include "attn/ops/linear.hpp"
-#include "attn/ops/matmul.hpp"
-#include "attn/ops/softmax.hpp"
 #include "attention_checks.hpp"
 
 namespace attn {
@@ -34,89 +33,36 @@ using Ten3 = xt::xtensor<Real, 3>;
 template <class Real>
 using Ten4 = xt::xtensor<Real, 4>;
 
-// a^T, copied: (M, N) -> (N, M).
-template <class Real>
-Mat<Real> transposed(const Mat<Real>& a) {
-  return xt::transpose(a);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Scaled dot-product attention (chapter 04)
 // ---------------------------------------------------------------------------------------------
 
 // q (B, H, T, hs), k (B, H, S, hs), v (B, H, S, hv) -> out (B, H, T, hv), probs (B, H, T, S).
+// Chapter 04's four steps (scores, mask, softmax, weighted sum of the values) are the reference
+// attention's (ops/attention_ref.cpp) with one K/V head per query head and no window.
 template <class Real>
 AttentionResultOf<Real> sdpa_of(const Ten4<Real>& q, const Ten4<Real>& k, const Ten4<Real>& v,
                                 bool causal, bool need_probs) {
   detail::check_sdpa("attn::scaled_dot_product_attention", q, k, v, causal);
-  const std::size_t B = q.shape()[0], H = q.shape()[1], T = q.shape()[2], hs = q.shape()[3];
-  const std::size_t S = k.shape()[2], hv = v.shape()[3];
-  // Why 1/sqrt(hs): with q and k of unit-variance entries, q . k is a sum of hs products and has
-  // variance hs. Dividing by sqrt(hs) brings the scores back to variance 1 whatever the head
-  // size, so softmax stays soft instead of saturating into a one-hot (and vanishing gradients).
-  const Real scale = Real(1) / std::sqrt(static_cast<Real>(hs));
-  AttentionResultOf<Real> result{Ten4<Real>::from_shape({B, H, T, hv}),
-                                 Ten4<Real>::from_shape({need_probs ? B : 0, need_probs ? H : 0,
-                                                         need_probs ? T : 0, need_probs ? S : 0})};
-  for (std::size_t b = 0; b < B; ++b)
-    for (std::size_t h = 0; h < H; ++h) {
-      const Mat<Real> qh = xt::view(q, b, h);  // (T, hs)
-      const Mat<Real> kh = xt::view(k, b, h);  // (S, hs)
-      const Mat<Real> vh = xt::view(v, b, h);  // (S, hv)
-      // 1. Scores: S = q k^T / sqrt(hs)      (T, hs) @ (hs, S) -> (T, S)
-      Mat<Real> scores = matmul(qh, transposed(kh));
-      scores *= scale;
-      // 2. Mask: query t may see keys 0..t only; a score of -inf gets weight exactly 0.
-      if (causal)
-        for (std::size_t t = 0; t < T; ++t)
-          for (std::size_t j = t + 1; j < S; ++j)
-            scores(t, j) = -std::numeric_limits<Real>::infinity();
-      // 3. P = softmax(S), row by row (the stable softmax of chapter 03): each row sums to 1.
-      const Mat<Real> p = softmax(scores);  // (T, S)
-      // 4. O = P v: each query's output is the weighted average of the values.
-      //    (T, S) @ (S, hv) -> (T, hv)
-      xt::view(result.out, b, h) = matmul(p, vh);
-      if (need_probs) xt::view(result.weights, b, h) = p;
-    }
-  return result;
+  AttentionOptions options;
+  options.causal = causal;
+  options.need_probs = need_probs;
+  AttentionRefResult<Real> r = attention_ref<Real>(q, k, v, options);
+  return {std::move(r.out), std::move(r.probs)};
 }
 
 // dout (B, H, T, hv), q, k, v as the forward, probs P (B, H, T, S) from the forward
-// -> dq (B, H, T, hs), dk (B, H, S, hs), dv (B, H, S, hv).
+// -> dq (B, H, T, hs), dk (B, H, S, hs), dv (B, H, S, hv): the reference attention's backward.
 template <class Real>
 AttentionGradsOf<Real> sdpa_backward_of(const Ten4<Real>& dout, const Ten4<Real>& q,
                                         const Ten4<Real>& k, const Ten4<Real>& v,
                                         const Ten4<Real>& probs, bool causal) {
   detail::check_sdpa_backward("attn::scaled_dot_product_attention_backward", dout, q, k, v, probs,
                               causal);
-  const std::size_t B = q.shape()[0], H = q.shape()[1], hs = q.shape()[3];
-  const Real scale = Real(1) / std::sqrt(static_cast<Real>(hs));
-  AttentionGradsOf<Real> g{Ten4<Real>::from_shape(q.shape()), Ten4<Real>::from_shape(k.shape()),
-                           Ten4<Real>::from_shape(v.shape())};
-  for (std::size_t b = 0; b < B; ++b)
-    for (std::size_t h = 0; h < H; ++h) {
-      const Mat<Real> qh = xt::view(q, b, h);        // (T, hs)
-      const Mat<Real> kh = xt::view(k, b, h);        // (S, hs)
-      const Mat<Real> vh = xt::view(v, b, h);        // (S, hv)
-      const Mat<Real> p = xt::view(probs, b, h);     // (T, S), 0 on the masked triangle
-      const Mat<Real> d_out = xt::view(dout, b, h);  // (T, hv)
-      // 1. O = P v, so dV = P^T dO               (S, T) @ (T, hv) -> (S, hv)
-      xt::view(g.dv, b, h) = matmul(transposed(p), d_out);
-      // 2. ... and dP = dO v^T                    (T, hv) @ (hv, S) -> (T, S)
-      const Mat<Real> dp = matmul(d_out, transposed(vh));
-      // 3. P = softmax(S) row by row: dS = P * (dP - rowsum(dP * P)) (chapter 08's softmax
-      //    backward). Masked entries have P = 0, so dS = 0 there: the mask needs no other care.
-      const Mat<Real> ds = softmax_backward(p, dp);  // (T, S)
-      // 4. S = q k^T / sqrt(hs): dQ = dS k / sqrt(hs)      (T, S) @ (S, hs) -> (T, hs)
-      Mat<Real> dq = matmul(ds, kh);
-      dq *= scale;
-      xt::view(g.dq, b, h) = dq;
-      // 5. ... and dK = dS^T q / sqrt(hs)                  (S, T) @ (T, hs) -> (S, hs)
-      Mat<Real> dk = matmul(transposed(ds), qh);
-      dk *= scale;
-      xt::view(g.dk, b, h) = dk;
-    }
-  return g;
+  AttentionOptions options;
+  options.causal = causal;
+  AttentionRefGrads<Real> g = attention_ref_backward<Real>(dout, q, k, v, probs, options);
+  return {std::move(g.dq), std::move(g.dk), std::move(g.dv)};
 }
 
 // ---------------------------------------------------------------------------------------------

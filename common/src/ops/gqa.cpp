@@ -11,7 +11,7 @@
 
 #include "attn/core/check.hpp"
 #include "attn/ops/rope.hpp"
-#include "attn/ops/swa.hpp"
+#include "attn/ops/attention_ref.hpp"
 #include "linear_any.hpp"
 #include "rope_checks.hpp"
 
@@ -76,6 +76,14 @@ void check_gqa(const char* fn, const xt::xtensor<S, 3>& x, const GqaWeights<S>& 
   });
 }
 
+// The attention part of the config as the reference attention takes it.
+AttentionOptions attention_options(const GqaConfig& config) {
+  AttentionOptions o;
+  o.causal = config.causal;
+  if (config.window != 0) o.window = config.window;
+  return o;
+}
+
 }  // namespace
 
 template <class S>
@@ -125,13 +133,12 @@ xt::xtensor<S, 3> gqa_forward(const xt::xtensor<S, 3>& x, const GqaWeights<S>& w
     cache.q = rope<S>(cache.q, config.theta);
     cache.k = rope<S>(cache.k, config.theta);
   }
-  // 3. Each query head h reads K/V head h / (H / KV): (B, KV, T, hs) -> (B, H, T, hs). (A fast
-  //    kernel reads the shared head in place; the copy makes the sharing visible.)
+  // 3. Each query head h reads K/V head h / (H / KV) (repeat_kv makes the sharing visible as a
+  //    copy; the reference attention reads the shared head in place).
   // 4. Attention per head, causal and windowed as configured: out (B, H, T, hs), probs
   //    (B, H, T, T).
-  WindowAttention<S> a = windowed_attention<S>(
-      cache.q, repeat_kv<S>(cache.k, H), repeat_kv<S>(cache.v, H), config.causal, config.window);
-  cache.weights = std::move(a.weights);
+  AttentionRefResult<S> a = attention_ref<S>(cache.q, cache.k, cache.v, attention_options(config));
+  cache.weights = std::move(a.probs);
   // 5. Merge the heads and mix them: (B, H, T, hs) -> (B, T, C) @ (C, C) -> (B, T, C).
   cache.heads = merge_heads_any(a.out);
   return detail::project(cache.heads, w.w_o);
@@ -167,15 +174,15 @@ void gqa_backward(const xt::xtensor<S, 3>& dout, const GqaCache<S>& cache, const
   // 5. out = heads @ w_o: dheads = dout @ w_o^T, dw_o += heads^T dout; then split into heads.
   xt::xtensor<S, 3> dheads = xt::zeros<S>(cache.heads.shape());
   detail::project_backward(dout, cache.heads, w.w_o, dheads, grads.w_o);
-  // 4. Attention per head, on the repeated K/V: dq (B, H, T, hs), and dk, dv per query head.
-  const WindowAttentionGrads<S> a = windowed_attention_backward<S>(
-      split_into_heads(dheads, H, hs), cache.q, repeat_kv<S>(cache.k, H), repeat_kv<S>(cache.v, H),
-      cache.weights, config.causal, config.window);
-  // 3. The repeat's backward: each K/V head sums the gradients of its group's query heads.
-  //    (B, H, T, hs) -> (B, KV, T, hs)
-  xt::xtensor<S, 4> dq = a.dq;
-  xt::xtensor<S, 4> dk = sum_kv_groups<S>(a.dk, KV);
-  const xt::xtensor<S, 4> dv = sum_kv_groups<S>(a.dv, KV);
+  // 4. and 3. Attention per head, and the sharing's backward: each K/V head collects the
+  //    gradients of its group's query heads (what sum_kv_groups does to repeat_kv's copies).
+  //    dq (B, H, T, hs); dk, dv (B, KV, T, hs).
+  AttentionRefGrads<S> a =
+      attention_ref_backward<S>(split_into_heads(dheads, H, hs), cache.q, cache.k, cache.v,
+                                cache.weights, attention_options(config));
+  xt::xtensor<S, 4> dq = std::move(a.dq);
+  xt::xtensor<S, 4> dk = std::move(a.dk);
+  const xt::xtensor<S, 4> dv = std::move(a.dv);
   // 2. RoPE's backward: rotate the gradients back by the same angles.
   if (config.rope) {
     dq = rope_backward<S>(dq, config.theta);

@@ -1,8 +1,9 @@
 // attn/fast/ladder.hpp: chapter 12's ladder of kernels for ONE causal attention head,
 // out = softmax(mask(q k^T / sqrt(hs))) v, from the naive triple loop to the flash kernel, one
 // change per rung. Each rung is a short function in common/src/fast/ladder.cpp, tested equal to
-// the reference attn::scaled_dot_product_attention (tests/common/test_ladder.cpp: bit for bit
-// where the order of the sums is kept, else the golden tolerance).
+// the reference attn::scaled_dot_product_attention, which sums in double
+// (tests/common/test_ladder.cpp: the golden tolerance; rung 1, the reference's steps in float,
+// within float rounding).
 //   q, k, v: (T, hs) -> out (T, hs)
 #pragma once
 
