@@ -19,7 +19,7 @@
 #include "attn/ops/dropout.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "../core/parallel.hpp"
-#include "block_tensors.hpp"
+#include "attn/model/params.hpp"
 
 namespace attn {
 
@@ -714,7 +714,10 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
   }
   check_block(x_in, w, config);
   // The gradients are added into, so they must be shaped like the weights, tensor for tensor.
-  const bool shaped = detail::same_block_shapes(grads, w);
+  bool shaped = true;
+  visit_block_params(grads, w, nullptr, -1, [&](const ParamRow&, const auto& g, const auto& t) {
+    shaped = shaped && g.shape() == t.shape();
+  });
   require(shaped, kFn,
           "grads must be shaped like the weights, tensor for tensor (zeros shaped like them)");
   const bool ln = config.use_layer_norm;
@@ -799,7 +802,7 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
 
 BlockWeights block_zeros_like(const BlockWeights& w) {
   BlockWeights g;
-  detail::visit_block_pairs(g, w, [](const char*, auto& zeros, const auto& like) {
+  visit_block_params(g, w, nullptr, -1, [](const ParamRow&, auto& zeros, const auto& like) {
     zeros = xt::zeros<float>(like.shape());
   });
   return g;

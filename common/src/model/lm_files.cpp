@@ -15,12 +15,15 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "attn/core/check.hpp"
 #include "attn/io/npy.hpp"
+#include "attn/model/params.hpp"
 
 namespace attn {
 
@@ -29,7 +32,6 @@ namespace fs = std::filesystem;
 namespace {
 
 // The block tensors, in the order they are read and named in errors: h{i}.<name>.npy.
-constexpr const char* kBlockMatrices[] = {"w_q", "w_k", "w_v", "w_o"};
 
 // Reads `dir/name` as float32 and checks its shape; every problem names the file.
 class ModelReader {
@@ -466,51 +468,26 @@ LmWeights load_lm(const std::filesystem::path& dir, LmConfig& config) {
   } catch (const std::invalid_argument& e) {
     r.fail(fmt::format("{} describes parts that do not fit: {}", kModelTxt, e.what()));
   }
-  const std::size_t F = lm_ffn_width(config);                       // (model.hpp)
-  const std::size_t kv_cols = lm_kv_heads(config) * (C / n_heads);  // KV heads of hs columns
-  const bool betas = config.normalization == Normalization::layernorm && config.bias;
+  config.vocab_size = V;
+  // The tensors this config has, their shapes (the parameter table, params.hpp).
+  const ParamDims dims = param_dims(config);
 
   LmWeights w;
   w.wte = r.to_tensor<2>("wte.npy", wte, {V, C});
   if (learned) w.wpe = r.to_tensor<2>("wpe.npy", wpe, {T_max, C});
 
-  // 2. Every block, every tensor, in the documented order; the first problem is reported.
-  for (std::size_t i = 0; i < n_layers; ++i) {
-    const std::string h = fmt::format("h{}.", i);
-    BlockWeights b;
-    Matrix* matrices[] = {&b.attn.w_q, &b.attn.w_k, &b.attn.w_v, &b.attn.w_o};
-    // A variant's unused tensors are not read (and not saved by save_lm). With GQA, w_k and w_v
-    // hold KV heads: (C, KV * hs).
-    for (std::size_t m = 0; m < (config.attn_proj ? 4u : 3u); ++m) {
-      const bool kv = m == 1 || m == 2;
-      *matrices[m] = r.load<2>(h + kBlockMatrices[m] + ".npy", {C, kv ? kv_cols : C});
+  // 2. Every other tensor the table lists, in its order; the first problem is reported. A
+  //    variant's unused tensors are not read (and not saved by save_lm).
+  w.blocks.resize(n_layers);
+  visit_params(w, w, &dims, [&](const ParamRow& row, auto& t, auto&) {
+    if (!row.present || t.size() != 0) return;  // absent, or wte and wpe (read above)
+    const std::string file = param_name(row) + ".npy";
+    if constexpr (std::tuple_size_v<typename std::decay_t<decltype(t)>::shape_type> == 2) {
+      t = r.load<2>(file, {row.shape[0], row.shape[1]});
+    } else {
+      t = r.load<1>(file, {row.shape[0]});
     }
-    if (config.use_layer_norm) {
-      b.ln1_gamma = r.load<1>(h + "ln1_gamma.npy", {C});
-      if (betas) b.ln1_beta = r.load<1>(h + "ln1_beta.npy", {C});
-      b.ln2_gamma = r.load<1>(h + "ln2_gamma.npy", {C});
-      if (betas) b.ln2_beta = r.load<1>(h + "ln2_beta.npy", {C});
-    }
-    if (config.use_ffn && config.ffn == FfnKind::swiglu) {
-      b.swiglu.w_gate = r.load<2>(h + "w_gate.npy", {C, F});
-      b.swiglu.w_up = r.load<2>(h + "w_up.npy", {C, F});
-      b.swiglu.w_down = r.load<2>(h + "w_down.npy", {F, C});
-    } else if (config.use_ffn) {
-      b.ffn.w1 = r.load<2>(h + "w1.npy", {C, F});
-      if (config.bias) b.ffn.b1 = r.load<1>(h + "b1.npy", {F});
-      b.ffn.w2 = r.load<2>(h + "w2.npy", {F, C});
-      if (config.bias) b.ffn.b2 = r.load<1>(h + "b2.npy", {C});
-    }
-    w.blocks.push_back(std::move(b));
-  }
-  if (config.use_layer_norm) {
-    w.ln_f_gamma = r.load<1>("ln_f_gamma.npy", {C});
-    if (betas) w.ln_f_beta = r.load<1>("ln_f_beta.npy", {C});
-  }
-  if (!config.tied_head) {
-    w.lm_head = r.load<2>("lm_head.npy", {C, V});
-    if (config.bias) w.lm_head_bias = r.load<1>("lm_head_bias.npy", {V});
-  }
+  });
 
   config.vocab_size = V;
   config.block_size = T_max;
@@ -525,36 +502,11 @@ void save_lm(const std::filesystem::path& dir, const LmWeights& w) {
     throw std::runtime_error(
         fmt::format("model '{}': cannot create the folder: {}", dir.string(), ec.message()));
   }
-  // The default model's files; a variant's empty tensors are skipped (load_lm with its
-  // LmConfig does not read them).
-  auto save = [&](const std::string& name, const auto& t) {
-    if (t.size() != 0) save_npy(dir / (name + ".npy"), t);
-  };
-  save("wte", w.wte);
-  save("wpe", w.wpe);
-  for (std::size_t i = 0; i < w.blocks.size(); ++i) {
-    const std::string h = fmt::format("h{}.", i);
-    const BlockWeights& b = w.blocks[i];
-    save(h + "w_q", b.attn.w_q);
-    save(h + "w_k", b.attn.w_k);
-    save(h + "w_v", b.attn.w_v);
-    save(h + "w_o", b.attn.w_o);
-    save(h + "ln1_gamma", b.ln1_gamma);
-    save(h + "ln1_beta", b.ln1_beta);
-    save(h + "ln2_gamma", b.ln2_gamma);
-    save(h + "ln2_beta", b.ln2_beta);
-    save(h + "w1", b.ffn.w1);
-    save(h + "b1", b.ffn.b1);
-    save(h + "w2", b.ffn.w2);
-    save(h + "b2", b.ffn.b2);
-    save(h + "w_gate", b.swiglu.w_gate);
-    save(h + "w_up", b.swiglu.w_up);
-    save(h + "w_down", b.swiglu.w_down);
-  }
-  save("ln_f_gamma", w.ln_f_gamma);
-  save("ln_f_beta", w.ln_f_beta);
-  save("lm_head", w.lm_head);
-  save("lm_head_bias", w.lm_head_bias);
+  // Every tensor of the parameter table, in its order; a variant's empty tensors are skipped
+  // (load_lm with its LmConfig does not read them).
+  visit_params(w, w, nullptr, [&](const ParamRow& row, const auto& t, const auto&) {
+    if (t.size() != 0) save_npy(dir / (param_name(row) + ".npy"), t);
+  });
 }
 
 void save_lm(const std::filesystem::path& dir, const LmWeights& w, const LmConfig& config) {

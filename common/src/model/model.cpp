@@ -28,7 +28,7 @@
 #include "attn/ops/linear.hpp"
 #include "attn/ops/loss.hpp"
 #include "attn/model/sample.hpp"
-#include "block_tensors.hpp"
+#include "attn/model/params.hpp"
 #include "model_internal.hpp"
 #include "../core/parallel.hpp"
 
@@ -363,37 +363,11 @@ std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
 
 namespace {
 
-// Calls f(block, field, a's tensor, b's tensor) for every parameter of two models with as many
-// blocks, tensor by tensor in lm_parameters' order; block is -1 outside the blocks.
-template <class A, class B, class F>
-void visit_tensor_pairs(A& a, B& b, F&& f) {
-  f(-1, "wte", a.wte, b.wte);
-  f(-1, "wpe", a.wpe, b.wpe);
-  for (std::size_t i = 0; i < a.blocks.size(); ++i) {
-    const int n = static_cast<int>(i);
-    detail::visit_block_pairs(a.blocks[i], b.blocks[i],
-                              [&](const char* field, auto& x, auto& y) { f(n, field, x, y); });
-  }
-  f(-1, "ln_f_gamma", a.ln_f_gamma, b.ln_f_gamma);
-  f(-1, "ln_f_beta", a.ln_f_beta, b.ln_f_beta);
-  f(-1, "lm_head", a.lm_head, b.lm_head);
-  f(-1, "lm_head_bias", a.lm_head_bias, b.lm_head_bias);
-}
-
-// Calls f(block, field, tensor) for every parameter of w in the fixed order of lm_parameters;
-// block is -1 for the tensors outside the blocks. Builds no names (the training step calls it).
+// Calls f(tensor) for every parameter of w, in the parameter table's order (params.hpp). Builds
+// no names (the training step calls it).
 template <class Weights, class F>
 void visit_tensors(Weights& w, F&& f) {
-  visit_tensor_pairs(w, w,
-                     [&](int block, const char* field, auto& t, auto&) { f(block, field, t); });
-}
-
-// Calls f(name, tensor) for every parameter of w in the same order: "wte", "h0.w_q", ...
-template <class Weights, class F>
-void for_each_tensor(Weights& w, F&& f) {
-  visit_tensors(w, [&](int block, const char* field, auto& t) {
-    f(block < 0 ? std::string(field) : fmt::format("h{}.{}", block, field), t);
-  });
+  visit_params(w, w, nullptr, [&](const ParamRow&, auto& t, auto&) { f(t); });
 }
 
 template <class Array, std::size_t N>
@@ -439,7 +413,7 @@ namespace detail {
 bool are_views_of(const LmWeights& w, std::span<const std::span<float>> views) {
   std::size_t i = 0;  // the next view
   bool same = true;
-  visit_tensors(w, [&](int, const char*, const auto& t) {
+  visit_tensors(w, [&](const auto& t) {
     if (t.size() == 0) return;  // lm_parameters leaves empty tensors out
     same = same && i < views.size() && views[i].data() == t.data() && views[i].size() == t.size();
     ++i;
@@ -451,34 +425,30 @@ bool are_views_of(const LmWeights& w, std::span<const std::span<float>> views) {
 
 std::vector<NamedTensor> lm_parameters(LmWeights& w) {
   std::vector<NamedTensor> out;
-  for_each_tensor(w, [&](const std::string& name, auto& t) {
+  visit_params(w, w, nullptr, [&](const ParamRow& row, auto& t, auto&) {
     if (t.size() == 0) return;
-    out.push_back({name, std::span<float>(t.data(), t.size()), t.dimension()});
+    out.push_back({param_name(row), std::span<float>(t.data(), t.size()), t.dimension()});
   });
   return out;
 }
 
 std::size_t lm_parameter_count(const LmWeights& w) {
   std::size_t n = 0;
-  visit_tensors(w, [&](int, const char*, const auto& t) { n += t.size(); });
+  visit_tensors(w, [&](const auto& t) { n += t.size(); });
   return n;
 }
 
 LmWeights lm_zeros_like(const LmWeights& w) {
   LmWeights g;
   g.blocks.resize(w.blocks.size());
-  g.wte = xt::zeros<float>(w.wte.shape());
-  g.wpe = xt::zeros<float>(w.wpe.shape());
-  for (std::size_t i = 0; i < w.blocks.size(); ++i) g.blocks[i] = block_zeros_like(w.blocks[i]);
-  g.ln_f_gamma = xt::zeros<float>(w.ln_f_gamma.shape());
-  g.ln_f_beta = xt::zeros<float>(w.ln_f_beta.shape());
-  g.lm_head = xt::zeros<float>(w.lm_head.shape());
-  g.lm_head_bias = xt::zeros<float>(w.lm_head_bias.shape());
+  visit_params(g, w, nullptr, [](const ParamRow&, auto& zeros, const auto& like) {
+    zeros = xt::zeros<float>(like.shape());
+  });
   return g;
 }
 
 void lm_zero(LmWeights& g) {
-  visit_tensors(g, [](int, const char*, auto& t) { std::fill(t.begin(), t.end(), 0.0f); });
+  visit_tensors(g, [](auto& t) { std::fill(t.begin(), t.end(), 0.0f); });
 }
 
 double lm_loss(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
@@ -643,7 +613,7 @@ void add_sources_into(float* __restrict to, const std::span<float>* from, std::s
 bool same_shapes(const LmWeights& a, const LmWeights& b) {
   if (a.blocks.size() != b.blocks.size()) return false;
   bool same = true;
-  visit_tensor_pairs(a, b, [&](int, const char*, const auto& x, const auto& y) {
+  visit_params(a, b, nullptr, [&](const ParamRow&, const auto& x, const auto& y) {
     same = same && x.shape() == y.shape();
   });
   return same;
@@ -651,7 +621,7 @@ bool same_shapes(const LmWeights& a, const LmWeights& b) {
 
 // Flat views of every tensor of w, in visit_tensors' order, appended to `out`.
 void append_views(LmWeights& w, std::vector<std::span<float>>& out) {
-  visit_tensors(w, [&](int, const char*, auto& t) {
+  visit_tensors(w, [&](auto& t) {
     if (t.size() != 0) out.emplace_back(t.data(), t.size());
   });
 }

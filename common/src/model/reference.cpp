@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attn/core/check.hpp"
+#include "attn/model/params.hpp"
 #include "attn/ops/attention_ref.hpp"
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/loss.hpp"
@@ -477,61 +478,23 @@ xt::xtensor<S, N> zeros_of(const xt::xtensor<S, N>& t) {
   return z;
 }
 
-// Calls f(name, tensor) for every tensor of a block, in attn::lm_parameters' order.
-template <class Block, class F>
-void for_each_block_tensor(Block& b, const std::string& prefix, F&& f) {
-  f(prefix + "w_q", b.attn.w_q);
-  f(prefix + "w_k", b.attn.w_k);
-  f(prefix + "w_v", b.attn.w_v);
-  f(prefix + "w_o", b.attn.w_o);
-  f(prefix + "ln1_gamma", b.ln1_gamma);
-  f(prefix + "ln1_beta", b.ln1_beta);
-  f(prefix + "ln2_gamma", b.ln2_gamma);
-  f(prefix + "ln2_beta", b.ln2_beta);
-  f(prefix + "w1", b.ffn.w1);
-  f(prefix + "b1", b.ffn.b1);
-  f(prefix + "w2", b.ffn.w2);
-  f(prefix + "b2", b.ffn.b2);
-  f(prefix + "w_gate", b.swiglu.w_gate);
-  f(prefix + "w_up", b.swiglu.w_up);
-  f(prefix + "w_down", b.swiglu.w_down);
-}
-
-// The same for the model: wte, wpe, the blocks ("h0.w_q", ...), ln_f, the untied head.
-template <class Lm, class F>
-void for_each_lm_tensor(Lm& w, F&& f) {
-  f(std::string("wte"), w.wte);
-  f(std::string("wpe"), w.wpe);
-  for (std::size_t l = 0; l < w.blocks.size(); ++l)
-    for_each_block_tensor(w.blocks[l], "h" + std::to_string(l) + ".", f);
-  f(std::string("ln_f_gamma"), w.ln_f_gamma);
-  f(std::string("ln_f_beta"), w.ln_f_beta);
-  f(std::string("lm_head"), w.lm_head);
-  f(std::string("lm_head_bias"), w.lm_head_bias);
-}
-
-// Every tensor's shape, in the walk's order (the blocks' tensors in block order).
-template <class Weights, class Walk>
-std::vector<std::vector<std::size_t>> shapes_of(const Weights& w, Walk walk) {
-  std::vector<std::vector<std::size_t>> out;
-  walk(w, [&](const std::string&, const auto& t) {
-    out.emplace_back(t.shape().begin(), t.shape().end());
-  });
-  return out;
-}
-
 template <class S>
 bool same_shapes(const BlockWeights<S>& a, const BlockWeights<S>& b) {
-  const auto walk = [](const BlockWeights<S>& w, const auto& f) {
-    for_each_block_tensor(w, "", f);
-  };
-  return shapes_of(a, walk) == shapes_of(b, walk);
+  bool same = true;
+  visit_block_params(a, b, nullptr, -1, [&](const ParamRow&, const auto& x, const auto& y) {
+    same = same && x.shape() == y.shape();
+  });
+  return same;
 }
 
 template <class S>
 bool same_shapes(const LmWeights<S>& a, const LmWeights<S>& b) {
-  const auto walk = [](const LmWeights<S>& w, const auto& f) { for_each_lm_tensor(w, f); };
-  return shapes_of(a, walk) == shapes_of(b, walk);
+  if (a.blocks.size() != b.blocks.size()) return false;
+  bool same = true;
+  visit_params(a, b, nullptr, [&](const ParamRow&, const auto& x, const auto& y) {
+    same = same && x.shape() == y.shape();
+  });
+  return same;
 }
 
 template <class S>
@@ -541,57 +504,56 @@ void add_named(std::vector<Named<S>>& out, const std::string& name, auto& t) {
 
 }  // namespace
 
+// Every tensor of the float model, rounded to S, through the parameter table.
 template <class S>
 BlockWeights<S> cast(const attn::BlockWeights& w) {
   BlockWeights<S> d;
-  d.attn = {as<S>(w.attn.w_q), as<S>(w.attn.w_k), as<S>(w.attn.w_v), as<S>(w.attn.w_o)};
-  d.ln1_gamma = as<S>(w.ln1_gamma);
-  d.ln1_beta = as<S>(w.ln1_beta);
-  d.ln2_gamma = as<S>(w.ln2_gamma);
-  d.ln2_beta = as<S>(w.ln2_beta);
-  d.ffn = {as<S>(w.ffn.w1), as<S>(w.ffn.b1), as<S>(w.ffn.w2), as<S>(w.ffn.b2)};
-  d.swiglu = {as<S>(w.swiglu.w_gate), as<S>(w.swiglu.w_up), as<S>(w.swiglu.w_down)};
+  visit_block_params(d, w, nullptr, -1,
+                     [](const ParamRow&, auto& to, const auto& from) { to = as<S>(from); });
   return d;
 }
 
 template <class S>
 LmWeights<S> cast(const attn::LmWeights& w) {
   LmWeights<S> d;
-  d.wte = as<S>(w.wte);
-  d.wpe = as<S>(w.wpe);
-  for (const attn::BlockWeights& b : w.blocks) d.blocks.push_back(cast<S>(b));
-  d.ln_f_gamma = as<S>(w.ln_f_gamma);
-  d.ln_f_beta = as<S>(w.ln_f_beta);
-  d.lm_head = as<S>(w.lm_head);
-  d.lm_head_bias = as<S>(w.lm_head_bias);
+  d.blocks.resize(w.blocks.size());
+  visit_params(d, w, nullptr,
+               [](const ParamRow&, auto& to, const auto& from) { to = as<S>(from); });
   return d;
 }
 
 template <class S>
 BlockWeights<S> zeros_like(const BlockWeights<S>& w) {
-  BlockWeights<S> z = w;
-  for_each_block_tensor(z, "", [](const std::string&, auto& t) { t = zeros_of(t); });
+  BlockWeights<S> z;
+  visit_block_params(z, w, nullptr, -1, [](const ParamRow&, auto& zeros, const auto& like) {
+    zeros = zeros_of(like);
+  });
   return z;
 }
 
 template <class S>
 LmWeights<S> zeros_like(const LmWeights<S>& w) {
-  LmWeights<S> z = w;
-  for_each_lm_tensor(z, [](const std::string&, auto& t) { t = zeros_of(t); });
+  LmWeights<S> z;
+  z.blocks.resize(w.blocks.size());
+  visit_params(z, w, nullptr,
+               [](const ParamRow&, auto& zeros, const auto& like) { zeros = zeros_of(like); });
   return z;
 }
 
 template <class S>
 std::vector<Named<S>> parameters(BlockWeights<S>& w) {
   std::vector<Named<S>> out;
-  for_each_block_tensor(w, "", [&](const std::string& name, auto& t) { add_named(out, name, t); });
+  visit_block_params(w, w, nullptr, -1, [&](const ParamRow& row, auto& t, auto&) {
+    add_named(out, param_name(row), t);
+  });
   return out;
 }
 
 template <class S>
 std::vector<Named<S>> parameters(LmWeights<S>& w) {
   std::vector<Named<S>> out;
-  for_each_lm_tensor(w, [&](const std::string& name, auto& t) { add_named(out, name, t); });
+  visit_params(w, w, nullptr,
+               [&](const ParamRow& row, auto& t, auto&) { add_named(out, param_name(row), t); });
   return out;
 }
 
