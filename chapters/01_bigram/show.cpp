@@ -24,11 +24,6 @@ namespace ch01 {
 using attn::chars_of;
 using attn::num;
 
-// One character for the narration: 'a', '\n', ' '.
-std::string char_name(char32_t c) {
-  return c == U' ' ? attn::printable(c) : "'" + attn::printable(c) + "'";
-}
-
 namespace {
 
 // Ids of the `k` most frequent characters of `tokens`, most frequent first (ties: lower id).

@@ -10,6 +10,7 @@
 #include "attn/term/cli.hpp"
 #include "attn/io/corpus.hpp"
 #include "attn/io/text.hpp"
+#include "attn/term/narrate.hpp"
 #include "attn/model/bigram.hpp"
 
 namespace ch01 {
@@ -67,8 +68,7 @@ void show_constant_steps(const std::vector<ConstantStep>& rows,
                          const attn::BigramReport& decayed);
 void show_sample(const std::string& start, std::size_t length, float temperature,  // 5
                  const std::string& sampled);
-// One character for the narration and the error messages: 'a', '\n', ' '.
-std::string char_name(char32_t c);
+using attn::char_name;  // 'a', '\n', ' ' (attn/term/narrate.hpp)
 
 // ---- main.cpp
 // The reports at the steps the user asked for (--eval-interval, and the last step).

@@ -33,10 +33,6 @@ using attn::print;
 
 constexpr std::size_t kShowCols = 6;  // q, k, v and out print their first columns
 
-std::string size_text(std::size_t n) { return std::to_string(n); }
-
-std::string shape_text(const Matrix& m) { return attn::shape_str(m.shape()); }  // "(T, hs)"
-
 // One glyph per character, for labels that must stay one column wide.
 std::string glyph(char32_t c) {
   if (c == U' ') return "\u2423";   // ␣
@@ -61,7 +57,7 @@ std::vector<std::string> glyphs(const std::u32string& chars) {
 std::vector<std::string> position_glyphs(const std::u32string& chars) {
   std::vector<std::string> out;
   for (std::size_t t = 0; t < chars.size(); ++t)
-    out.push_back(size_text(t) + " " + glyph(chars[t]));
+    out.push_back(std::to_string(t) + " " + glyph(chars[t]));
   return out;
 }
 
@@ -81,7 +77,7 @@ Matrix first_columns(const Matrix& m, std::size_t cols) {
 }
 
 std::string first_columns_note(const Matrix& m) {
-  return m.shape()[1] > kShowCols ? ", first " + size_text(kShowCols) + " columns" : "";
+  return m.shape()[1] > kShowCols ? ", first " + std::to_string(kShowCols) + " columns" : "";
 }
 
 std::string row_text(const Matrix& m, std::size_t row, int precision = 4) {
@@ -151,10 +147,10 @@ void show_averaging(const Tokens& tokens, const std::string& corpus_origin) {
   print(
       "A token should be able to attend more to the tokens that matter to it: the weights must\n"
       "depend on the data. From here on the scores are computed from the tokens themselves.\n");
-  print("\nThe tokens: the first T = " + size_text(T) + " characters of " + corpus_origin + ", " +
-        quoted(tokens.x_chars) + ",\neach embedded as a row of a random (V, C) = (" +
-        size_text(tokens.vocab_size) + ", " + size_text(C) + ") table, N(0, 1).\n");
-  print("x (T, C) = " + shape_text(tokens.x) + first_columns_note(tokens.x) + ":\n");
+  print("\nThe tokens: the first T = " + std::to_string(T) + " characters of " + corpus_origin +
+        ", " + quoted(tokens.x_chars) + ",\neach embedded as a row of a random (V, C) = (" +
+        std::to_string(tokens.vocab_size) + ", " + std::to_string(C) + ") table, N(0, 1).\n");
+  print("x (T, C) = " + attn::shape_str(tokens.x.shape()) + first_columns_note(tokens.x) + ":\n");
   print(table_text(first_columns(tokens.x, kShowCols), position_glyphs(tokens.x_chars), {}));
 }
 
@@ -169,14 +165,15 @@ void show_projections(const Tokens& tokens, const Head& head, const Qkv& p) {
       "  query  q = x W_q   \"what am I looking for?\"\n"
       "  key    k = x W_k   \"what do I contain?\"\n"
       "  value  v = x W_v   \"what I hand over to a query that attends to me\"\n");
-  print("W_q, W_k and W_v are (C, hs) = (" + size_text(C) + ", " + size_text(hs) +
+  print("W_q, W_k and W_v are (C, hs) = (" + std::to_string(C) + ", " + std::to_string(hs) +
         "), drawn from N(0, 1/C): std 1/sqrt(C) = " + num(1.0 / std::sqrt(static_cast<double>(C))) +
         ",\nso each entry of q, k and v sums C terms of variance 1/C: variance about 1, as at\n"
         "the start of training. In training they are learned.\n");
-  const std::string product = shape_text(x) + " @ " + shape_text(head.w_q) + " -> ";
-  print("q = x @ W_q: " + product + shape_text(p.q) + "\n");
-  print("k = x @ W_k: " + product + shape_text(p.k) + "\n");
-  print("v = x @ W_v: " + product + shape_text(p.v) + "\n");
+  const std::string product =
+      attn::shape_str(x.shape()) + " @ " + attn::shape_str(head.w_q.shape()) + " -> ";
+  print("q = x @ W_q: " + product + attn::shape_str(p.q.shape()) + "\n");
+  print("k = x @ W_k: " + product + attn::shape_str(p.k.shape()) + "\n");
+  print("v = x @ W_v: " + product + attn::shape_str(p.v.shape()) + "\n");
   const auto rows = position_glyphs(tokens.x_chars);
   print("q" + first_columns_note(p.q) + ":\n");
   print(table_text(first_columns(p.q, kShowCols), rows, {}));
@@ -184,7 +181,8 @@ void show_projections(const Tokens& tokens, const Head& head, const Qkv& p) {
   print(table_text(first_columns(p.k, kShowCols), rows, {}));
   print("variance of the entries: q " + num(entry_variance(p.q)) + ", k " +
         num(entry_variance(p.k)) + ", v " + num(entry_variance(p.v)) +
-        " (about 1 expected; from only T x hs = " + size_text(p.q.size()) + " numbers each)\n");
+        " (about 1 expected; from only T x hs = " + std::to_string(p.q.size()) +
+        " numbers each)\n");
   print("No token has looked at another yet: row t of q, k and v depends on x[t] alone.\n");
   // A repeated character has the same x row, so the same query, key and value.
   if (const auto repeat = first_repeat(tokens.x_chars)) {
@@ -192,7 +190,7 @@ void show_projections(const Tokens& tokens, const Head& head, const Qkv& p) {
     const bool same = xt::view(p.q, i, xt::all()) == xt::view(p.q, j, xt::all()) &&
                       xt::view(p.k, i, xt::all()) == xt::view(p.k, j, xt::all());
     attn::claim(same, "a repeated character has equal rows of q and k");
-    print("Tokens " + size_text(i) + " and " + size_text(j) + " are both '" +
+    print("Tokens " + std::to_string(i) + " and " + std::to_string(j) + " are both '" +
           glyph(tokens.x_chars[j]) + "': equal rows of q and of k: " + yes_no(same) +
           ". Nothing here\nknows where a token sits; chapter 06 adds positions.\n");
   }
@@ -209,10 +207,10 @@ void show_attention(const Tokens& tokens, const Qkv& p, const SelfAttention& a) 
   print(
       "Query t meets key s in a dot product: large when the two point the same way. All the\n"
       "pairs at once are one matrix product, and this is where tokens first communicate:\n");
-  print("q @ k^T: " + shape_text(p.q) + " @ " + attn::shape_str(std::array{hs, T}) + " -> " +
-        shape_text(a.raw) + ", rows = queries, columns = keys:\n");
+  print("q @ k^T: " + attn::shape_str(p.q.shape()) + " @ " + attn::shape_str(std::array{hs, T}) +
+        " -> " + attn::shape_str(a.raw.shape()) + ", rows = queries, columns = keys:\n");
   print(table_text(a.raw, rows, cols, 2));
-  print("scores = q @ k^T / sqrt(hs), sqrt(" + size_text(hs) +
+  print("scores = q @ k^T / sqrt(hs), sqrt(" + std::to_string(hs) +
         ") = " + num(std::sqrt(static_cast<double>(hs))) + " (section 4 says why):\n");
   print(table_text(a.scores, rows, cols));
 
@@ -221,8 +219,8 @@ void show_attention(const Tokens& tokens, const Qkv& p, const SelfAttention& a) 
   print(table_text(r.weights, rows, cols));
   const CausalRows rows_check = causal_rows(r.weights);
   print("row sums: " + attn::format_vector(rows_check.sums) + "\n");
-  print("future weights that are exactly 0: " + size_text(rows_check.future_zero) + " of " +
-        size_text(rows_check.future) + "\n");
+  print("future weights that are exactly 0: " + std::to_string(rows_check.future_zero) + " of " +
+        std::to_string(rows_check.future) + "\n");
   bool unequal = false;  // some row whose visible weights are not all equal
   for (std::size_t t = 1; t < T; ++t)
     for (std::size_t s = 1; s <= t; ++s)
@@ -242,8 +240,8 @@ void show_attention(const Tokens& tokens, const Qkv& p, const SelfAttention& a) 
   print(
       "\nFinally each query gathers the values with its weights, one more product:\n"
       "out = weights @ v: " +
-      shape_text(r.weights) + " @ " + shape_text(p.v) + " -> " + shape_text(r.out) +
-      first_columns_note(r.out) + ":\n");
+      attn::shape_str(r.weights.shape()) + " @ " + attn::shape_str(p.v.shape()) + " -> " +
+      attn::shape_str(r.out.shape()) + first_columns_note(r.out) + ":\n");
   print(table_text(first_columns(r.out, kShowCols), rows, {}));
   print("out equals weights @ v computed by plain loops (attn::matmul), to 1e-6: " +
         yes_no(max_abs_diff(r.out, a.check) <= 1e-6) + "\n");
@@ -260,10 +258,11 @@ void show_scale(const ScaleExperiment& e) {
       "If the hs components of q and of k are independent with mean 0 and variance 1, each\n"
       "product q_j k_j has mean 0 and variance 1, and the variances of the hs terms add up:\n"
       "Var(q . k) = hs. Dividing by sqrt(hs) divides the variance by hs, back to 1.\n");
-  print("Measured: " + size_text(kRows) + " random queries, each scored against " +
-        size_text(kKeys) + " random keys (N(0, 1)\ncomponents), then a softmax over each row of " +
-        size_text(kKeys) + " scores. For comparison, uniform weights have max\nweight " +
-        num(1.0 / static_cast<double>(kKeys)) + " and entropy ln " + size_text(kKeys) + " = " +
+  print("Measured: " + std::to_string(kRows) + " random queries, each scored against " +
+        std::to_string(kKeys) +
+        " random keys (N(0, 1)\ncomponents), then a softmax over each row of " +
+        std::to_string(kKeys) + " scores. For comparison, uniform weights have max\nweight " +
+        num(1.0 / static_cast<double>(kKeys)) + " and entropy ln " + std::to_string(kKeys) + " = " +
         num(std::log(static_cast<double>(kKeys))) +
         "; one-hot weights have max weight 1 and entropy 0.\n");
   print("     hs  scores            variance  mean max weight  mean entropy\n");
@@ -283,8 +282,8 @@ void show_scale(const ScaleExperiment& e) {
   // What the table shows, measured: the unscaled variance at the largest hs, the mean max weight
   // there, and the spread of the scaled variances.
   print("Unscaled, the variance grows with hs and the softmax saturates: at hs = " +
-        size_text(kHeadSizes[std::size(kHeadSizes) - 1]) + " the largest\nweight of a row is " +
-        num(last_unscaled_max) + " on average" +
+        std::to_string(kHeadSizes[std::size(kHeadSizes) - 1]) +
+        " the largest\nweight of a row is " + num(last_unscaled_max) + " on average" +
         (last_unscaled_max > 0.8 ? ", nearly one-hot" : "") + ".\nScaled, every head size " +
         (scaled_lo > 0.8 && scaled_hi < 1.25 ? "behaves like hs = 1" : "stays near variance 1") +
         " (variances " + num(scaled_lo) + " to " + num(scaled_hi) + ").\n");
@@ -315,8 +314,8 @@ void show_heatmap(const Tokens& tokens, const ex04::AttentionResult& causal) {
   if (const auto repeat = first_repeat(chars)) {
     const auto [i, j] = *repeat;
     attn::claim(causal.weights(j, i) == causal.weights(j, j), "equal keys get equal weights");
-    print("Query " + size_text(j) + " ('" + glyph(chars[j]) + "') gives keys " + size_text(i) +
-          " and " + size_text(j) +
+    print("Query " + std::to_string(j) + " ('" + glyph(chars[j]) + "') gives keys " +
+          std::to_string(i) + " and " + std::to_string(j) +
           ", the same character, the same weight: " + attn::format_number(causal.weights(j, i)) +
           " and " + attn::format_number(causal.weights(j, j)) + ".\n");
   }
@@ -344,7 +343,7 @@ void show_encoder(const Tokens& tokens, const ex04::AttentionResult& enc,
   const Matrix enc_last = xt::view(enc.weights, xt::range(last, T), xt::all());
   const Matrix dec_last = xt::view(causal.weights, xt::range(last, T), xt::all());
   attn::claim(max_abs_diff(enc_last, dec_last) <= 1e-6, "the last row is the same");
-  print("The last query sees every key either way: row " + size_text(last) +
+  print("The last query sees every key either way: row " + std::to_string(last) +
         " is the same in both, to 1e-6: " + yes_no(max_abs_diff(enc_last, dec_last) <= 1e-6) +
         ".\n");
   print_heatmap(enc.weights, weights_heatmap("encoder self-attention weights (no mask)",
@@ -363,23 +362,25 @@ void show_cross(const Tokens& tokens, const Qkv& p, const CrossAttention& c) {
       "Self-attention: q, k and v all come from x. Cross-attention keeps the queries from x and\n"
       "takes the keys and values from another sequence y, e.g. the encoded source sentence a\n"
       "translator is reading. Here y is the next S = " +
-      size_text(S) + " characters of the corpus, " + quoted(tokens.y_chars) +
+      std::to_string(S) + " characters of the corpus, " + quoted(tokens.y_chars) +
       ",\nembedded by the same table and projected by the same W_k and W_v.\n");
-  print("y " + shape_text(tokens.y) + " -> k " + shape_text(ky) + ", v " + shape_text(vy) + "; q " +
-        shape_text(p.q) + " from x as before.\n");
-  print("weights = softmax(q k^T / sqrt(hs)): " + shape_text(p.q) + " x " + shape_text(ky) +
-        " -> " + shape_text(cross.weights) +
+  print("y " + attn::shape_str(tokens.y.shape()) + " -> k " + attn::shape_str(ky.shape()) + ", v " +
+        attn::shape_str(vy.shape()) + "; q " + attn::shape_str(p.q.shape()) +
+        " from x as before.\n");
+  print("weights = softmax(q k^T / sqrt(hs)): " + attn::shape_str(p.q.shape()) + " x " +
+        attn::shape_str(ky.shape()) + " -> " + attn::shape_str(cross.weights.shape()) +
         ", one row per query of x,\none column per key of y:\n");
   print(table_text(cross.weights, position_glyphs(tokens.x_chars), glyphs(tokens.y_chars)));
-  print("out = weights @ v: " + shape_text(cross.weights) + " @ " + shape_text(vy) + " -> " +
-        shape_text(cross.out) + ": still one row per token of x.\n");
+  print("out = weights @ v: " + attn::shape_str(cross.weights.shape()) + " @ " +
+        attn::shape_str(vy.shape()) + " -> " + attn::shape_str(cross.out.shape()) +
+        ": still one row per token of x.\n");
   print_heatmap(cross.weights, weights_heatmap("cross-attention weights (x queries, y keys)",
                                                tokens.x_chars, tokens.y_chars));
   print("No mask here: key s of y is not \"the future\" of query t of x, they are two sequences");
   if (S != T) {
     const bool rejected = c.causal_rejected;
-    print(",\nand the causal rule s <= t needs S = T: asking for it with T = " + size_text(T) +
-          ", S = " + size_text(S) + " is\n" +
+    print(",\nand the causal rule s <= t needs S = T: asking for it with T = " + std::to_string(T) +
+          ", S = " + std::to_string(S) + " is\n" +
           (rejected ? "rejected (std::invalid_argument)" : "NOT rejected (it should throw)") +
           ".\n");
   } else {

@@ -31,16 +31,12 @@ namespace {
 constexpr std::size_t kSvgPositions = 100;  // positions in the SVG of the sinusoids
 constexpr std::size_t kShownFeatures = 6;   // features of a token printed in section 1
 
-std::string size_text(std::size_t n) { return std::to_string(n); }
-
 // A table cell that never grows wider than 11 characters: fixed notation up to 99999.9999, then
 // scientific ("1.536e+07"), so the columns of a long run stay apart.
 std::string cell(double v) {
   if (std::isfinite(v) && std::abs(v) >= 1e5) return fmt::format("{:.3e}", v);
   return num(v);
 }
-
-std::string shape_text(std::span<const std::size_t> shape) { return attn::shape_str(shape); }
 
 std::string stats_text(const Stats& s) { return "mean " + num(s.mean) + ", std " + num(s.std); }
 
@@ -76,8 +72,8 @@ void show_layer_norm(const Setup& s, const LayerNormDemo& r) {
       "(gamma) and an offset (beta) back, feature by feature:\n"
       "  y = (x - mean) / sqrt(var + eps) * gamma + beta    mean, var over the C features\n"
       "var is the biased variance (divide by C) and eps = 1e-5 keeps a constant token finite.\n");
-  print("one token, C = " + size_text(s.C) + " features (the first " +
-        size_text(std::min(kShownFeatures, s.C)) + " shown):\n");
+  print("one token, C = " + std::to_string(s.C) + " features (the first " +
+        std::to_string(std::min(kShownFeatures, s.C)) + " shown):\n");
   print("  x                      " + token_text(r.token, 0, 0, kShownFeatures) + "\n");
   print("                         " + stats_text(stats_of(token(r.token, 0, 0))) + "\n");
   print("  gamma = 1, beta = 0    " + token_text(r.normed, 0, 0, kShownFeatures) + "\n");
@@ -109,7 +105,7 @@ void show_ffn(const Setup& s, const FfnDemo& r, const SvgDir& svg_dir) {
       "After attention has mixed information between positions, every token goes through the\n"
       "same small network on its own, the position-wise feed-forward network (FFN):\n"
       "  FFN(x) = act(x @ w1 + b1) @ w2 + b2    w1 (C, F), w2 (F, C), F = " +
-      size_text(s.F / s.C) + "C = " + size_text(s.F) +
+      std::to_string(s.F / s.C) + "C = " + std::to_string(s.F) +
       "\n"
       "It widens each token to F features, bends them with a nonlinearity, and projects back.\n"
       "Three activations are common:\n"
@@ -149,7 +145,7 @@ void show_ffn(const Setup& s, const FfnDemo& r, const SvgDir& svg_dir) {
     attn::write_svg(path, attn::line_chart_svg({relu_s, gelu_s, tanh_s}, chart));
     print("(written to " + path.string() + ")\n");
   }
-  print("max |gelu - gelu_tanh| over " + size_text(r.grid.size()) +
+  print("max |gelu - gelu_tanh| over " + std::to_string(r.grid.size()) +
         " points of [-6, 6]: " + num(r.worst, 7) + ", at x = " + num(r.worst_at, 3) + "\n");
   print(
       "ReLU cuts every negative input to 0; GELU lets small negative values through (its minimum\n"
@@ -160,9 +156,9 @@ void show_ffn(const Setup& s, const FfnDemo& r, const SvgDir& svg_dir) {
 
   print("The FFN of this chapter's block, activation " +
         std::string(attn::activation_name(s.activation)) + ":\n");
-  print("  x " + shape_text(r.x.shape()) + " @ w1 " + shape_text(r.w1_shape) + " + b1 -> " +
-        shape_text(r.hidden.shape()) + ", act, @ w2 " + shape_text(r.w2_shape) + " + b2 -> " +
-        shape_text(r.out.shape()) + "\n");
+  print("  x " + attn::shape_str(r.x.shape()) + " @ w1 " + attn::shape_str(r.w1_shape) +
+        " + b1 -> " + attn::shape_str(r.hidden.shape()) + ", act, @ w2 " +
+        attn::shape_str(r.w2_shape) + " + b2 -> " + attn::shape_str(r.out.shape()) + "\n");
   print("  input  " + stats_text(stats_of(r.x)) + "\n");
   print("  output " + stats_text(stats_of(r.out)) + "\n");
   const double ratio = stats_of(r.out).std / stats_of(r.x).std;
@@ -237,11 +233,11 @@ void show_positions(const Setup& s, const Positions& r) {
         "holds the other token), and a second block reads them, so after two blocks the order\n"
         "shows. Tokens 0 and 1 swapped, causal blocks, no positions, the same block twice (drawn\n"
         "with std 1 / sqrt(C), as in section 6, so that a block visibly changes its input):\n");
-    print("  one block,  positions 2.." + size_text(s.T - 1) +
+    print("  one block,  positions 2.." + std::to_string(s.T - 1) +
           ", max |difference|: " + attn::difference_text(r.one) + "\n");
-    print("  one block,  last position " + size_text(s.T - 1) +
+    print("  one block,  last position " + std::to_string(s.T - 1) +
           ", max |difference|:    " + attn::difference_text(r.last_one) + "\n");
-    print("  two blocks, last position " + size_text(s.T - 1) +
+    print("  two blocks, last position " + std::to_string(s.T - 1) +
           ", max |difference|:    " + attn::difference_text(r.last_two) + "\n");
     attn::claim(r.one < 1e-4, "after one causal block, positions 2.. stay the same");
     if (r.last_two > 100.0 * std::max(r.last_one, 1e-7)) {
@@ -254,7 +250,7 @@ void show_positions(const Setup& s, const Positions& r) {
           "change at positions 0 and 1 is faint by the time it reaches the end.\n");
     }
   } else {
-    print("\n(With T = " + size_text(s.T) +
+    print("\n(With T = " + std::to_string(s.T) +
           " there is no position 2 to show it: run with --block-size 3 or more.)\n");
   }
 
@@ -269,26 +265,27 @@ void show_positions(const Setup& s, const Positions& r) {
       "Each pair of columns is a clock turning at its own speed, from one radian per position\n"
       "(columns 0, 1: a full turn every 2 pi = 6.3 positions) to a full turn every\n"
       "2 pi 10000^((C - 2) / C) = " +
-      num(slowest, 0) + " positions (the last pair, for C = " + size_text(s.C) +
+      num(slowest, 0) + " positions (the last pair, for C = " + std::to_string(s.C) +
       "). Nearby\n"
       "positions get similar rows, and PE[p + k] is a rotation of PE[p] by an angle that\n"
       "depends only on k, so relative offsets are easy for attention to read.\n");
   const Matrix& pe = r.pe;
-  print("PE = sinusoidal_positions(" + size_text(pe.shape()[0]) + ", " + size_text(s.C) +
+  print("PE = sinusoidal_positions(" + std::to_string(pe.shape()[0]) + ", " + std::to_string(s.C) +
         "), its first rows and columns:\n");
   const std::size_t show_rows = std::min<std::size_t>(4, pe.shape()[0]);
   const std::size_t show_cols = std::min<std::size_t>(6, s.C);
   attn::MatrixFormat format;
-  for (std::size_t p = 0; p < show_rows; ++p) format.row_labels.push_back("p" + size_text(p));
-  for (std::size_t c = 0; c < show_cols; ++c) format.col_labels.push_back("c" + size_text(c));
+  for (std::size_t p = 0; p < show_rows; ++p) format.row_labels.push_back("p" + std::to_string(p));
+  for (std::size_t c = 0; c < show_cols; ++c) format.col_labels.push_back("c" + std::to_string(c));
   print(
       attn::format_matrix(xt::view(pe, xt::range(0, show_rows), xt::range(0, show_cols)), format));
 
   const std::size_t map_cols = std::min<std::size_t>(32, s.C);
   attn::HeatmapOptions options;
-  options.title = "PE rows 0.." + size_text(kPositionRows - 1) + " (positions), columns 0.." +
-                  size_text(map_cols - 1) + " (features)";
-  for (std::size_t p = 0; p < kPositionRows; ++p) options.row_labels.push_back("p" + size_text(p));
+  options.title = "PE rows 0.." + std::to_string(kPositionRows - 1) + " (positions), columns 0.." +
+                  std::to_string(map_cols - 1) + " (features)";
+  for (std::size_t p = 0; p < kPositionRows; ++p)
+    options.row_labels.push_back("p" + std::to_string(p));
   options.vmin = -1.0f;
   options.vmax = 1.0f;
   const Matrix map = xt::view(pe, xt::range(0, kPositionRows), xt::range(0, map_cols));
@@ -318,16 +315,16 @@ void show_trace(const Setup& s, const Trace& r) {
   print(
       "block_forward with a trace: every step's name, the shape it produced and its statistics\n"
       "(" +
-      std::string(attn::norm_name(s.norm)) + "-norm, causal, H = " + size_text(s.H) +
-      " heads of hs = " + size_text(s.C / s.H) + ").\n");
+      std::string(attn::norm_name(s.norm)) + "-norm, causal, H = " + std::to_string(s.H) +
+      " heads of hs = " + std::to_string(s.C / s.H) + ").\n");
   const auto row = [](std::string_view step, const std::string& shape, const std::string& what) {
     print(fmt::format("  {:<11}{:>13}   {}\n", step, shape, what));
   };
   row("step", "shape", "statistics");
-  for (const TraceRow& t : r.rows) row(t.step, shape_text(t.shape), stats_text(t.stats));
-  print("  attention weights " + shape_text(r.weights_shape) + " = (B, H, T, T)\n");
+  for (const TraceRow& t : r.rows) row(t.step, attn::shape_str(t.shape), stats_text(t.stats));
+  print("  attention weights " + attn::shape_str(r.weights_shape) + " = (B, H, T, T)\n");
   print("Inside \"attn\": q, k and v are " +
-        shape_text(std::array<std::size_t, 4>{s.B, s.H, s.T, s.C / s.H}) +
+        attn::shape_str(std::array<std::size_t, 4>{s.B, s.H, s.T, s.C / s.H}) +
         " = (B, H, T, hs); the scores and weights are\n"
         "(B, H, T, T); the merged heads are (B, T, C) again before w_o. Every step but attention\n"
         "works token by token, and every step returns to (B, T, C): that is what lets blocks be\n"
@@ -337,7 +334,7 @@ void show_trace(const Setup& s, const Trace& r) {
 // 6. Remove LayerNorm: feed the output back in, pass after pass.
 void show_no_layer_norm(const Setup& s, const NoLayerNorm& r, const SvgDir& svg_dir) {
   attn::section(6, "Experiment: remove LayerNorm");
-  print("Feed the block's output back in as its input, " + size_text(s.passes) +
+  print("Feed the block's output back in as its input, " + std::to_string(s.passes) +
         " times (like a stack of identical blocks),\n"
         "once as it is and once with both LayerNorms replaced by the identity. After each pass:\n"
         "the mean and std of all activations, and how peaked attention is: the peak is the mean,\n"
@@ -345,7 +342,7 @@ void show_no_layer_norm(const Setup& s, const NoLayerNorm& r, const SvgDir& svg_
         num(uniform_peak(s.T), 2) +
         " for uniform\n"
         "causal attention over T = " +
-        size_text(s.T) + ").\n");
+        std::to_string(s.T) + ").\n");
   print("Here the block's weights are drawn with std 1 / sqrt(C) = " + num(r.weight_std) +
         ", the scale at which\n"
         "x @ W keeps the size of x (at the initial std 0.02 a block barely changes its input, and\n"
@@ -356,7 +353,7 @@ void show_no_layer_norm(const Setup& s, const NoLayerNorm& r, const SvgDir& svg_
   for (std::size_t p = 0; p <= P; ++p) {
     const Stats& a = r.with[p];
     const Stats& b = r.without[p];
-    print(align_right(size_text(p), 6) + align_right(cell(a.mean), 10) +
+    print(align_right(std::to_string(p), 6) + align_right(cell(a.mean), 10) +
           align_right(cell(a.std), 10) + align_right(p == 0 ? "" : num(r.peak_with[p - 1], 2), 8) +
           align_right(cell(b.mean), 14) + align_right(cell(b.std), 14) +
           (p == 0 ? "" : align_right(num(r.peak_without[p - 1], 2), 8)) + "\n");
@@ -365,7 +362,7 @@ void show_no_layer_norm(const Setup& s, const NoLayerNorm& r, const SvgDir& svg_
   const double last_without = r.without[P].std, previous_without = r.without[P - 1].std;
   if (r.overflow_pass != 0) {
     print("Without LayerNorm the activations overflowed float32 at pass " +
-          size_text(r.overflow_pass) + " (inf - inf = NaN).\n");
+          std::to_string(r.overflow_pass) + " (inf - inf = NaN).\n");
   } else if (P >= 2) {
     print("In the last pass the std grew by " + num(last_with - previous_with, 2) + " (x" +
           num(last_with / previous_with, 2) + ") with LayerNorm and x" +
@@ -407,7 +404,7 @@ void show_no_layer_norm(const Setup& s, const NoLayerNorm& r, const SvgDir& svg_
         "With LayerNorm every sublayer reads a normalised input, so each pass adds corrections\n"
         "of about the same size");
     if (P >= 4 && step_lo > 0.0 && step_hi < 1.5 * step_lo) {
-      print(": over the last " + size_text(P - P / 2) + " passes the std climbs by " +
+      print(": over the last " + std::to_string(P - P / 2) + " passes the std climbs by " +
             num(step_lo, 2) + " to " + num(step_hi, 2) + " a pass,\nlinearly, not exponentially.");
     } else if (P < 4) {
       print(" (too few passes here to see the steady step;\ntry --passes 10).");
@@ -436,7 +433,7 @@ void show_no_layer_norm(const Setup& s, const NoLayerNorm& r, const SvgDir& svg_
           "square of that scale, the softmax saturates towards one-hot (the peak column), and its\n"
           "gradient vanishes: a deep stack without normalisation is very hard to train.\n");
   } else {
-    print(".\nHere, after " + size_text(P) + (P == 1 ? " pass" : " passes") +
+    print(".\nHere, after " + std::to_string(P) + (P == 1 ? " pass" : " passes") +
           ", the two columns have not parted yet: run more --passes to see the\n"
           "exponential growth, and attention's peak head for one-hot.\n");
   }
@@ -449,10 +446,10 @@ void show_causality(const Setup& s, const Causality& r) {
       "In a decoder block the only step that mixes positions is masked attention, and LayerNorm\n"
       "and the FFN work token by token, so output t may depend on inputs 0..t only. Replace the\n"
       "tokens at positions >= " +
-      size_text(r.t0) + " by new random ones and compare the outputs:\n");
+      std::to_string(r.t0) + " by new random ones and compare the outputs:\n");
   print("  position   max |change| of the output\n");
   for (std::size_t t = 0; t < s.T; ++t) {
-    print(align_right(size_text(t), 10) + "   " +
+    print(align_right(std::to_string(t), 10) + "   " +
           (r.change[t] == 0.0 ? std::string("0") : num(r.change[t])) +
           (t == r.t0 ? "   <- first changed input" : "") + "\n");
   }
@@ -460,7 +457,7 @@ void show_causality(const Setup& s, const Causality& r) {
                           ? 0.0
                           : *std::max_element(r.change.begin(),
                                               r.change.begin() + static_cast<std::ptrdiff_t>(r.t0));
-  print("Positions before " + size_text(r.t0) + ": " +
+  print("Positions before " + std::to_string(r.t0) + ": " +
         (past == 0.0 ? std::string("bitwise identical, the future never leaks into the past.")
                      : "changed by up to " + num(past, 8) + ": the future leaks!") +
         "\n");
@@ -470,30 +467,32 @@ void show_causality(const Setup& s, const Causality& r) {
 void show_cost(const Setup& s, const Cost& r) {
   attn::section(8, "Parameters and FLOPs");
   const std::size_t C = s.C, F = s.F;
-  print("Parameters of one block, from the formulas (C = " + size_text(C) +
-        ", F = " + size_text(F) + "):\n");
+  print("Parameters of one block, from the formulas (C = " + std::to_string(C) +
+        ", F = " + std::to_string(F) + "):\n");
   print("  attention   4 C^2 (w_q, w_k, w_v, w_o)      " +
-        align_right(size_text(r.attn_params), 10) + "\n");
+        align_right(std::to_string(r.attn_params), 10) + "\n");
   print("  FFN         2 C F + F + C (w1, b1, w2, b2)  " +
-        align_right(size_text(r.ffn_params), 10) + "\n");
-  print("  LayerNorm   4 C (two gammas, two betas)     " + align_right(size_text(r.ln_params), 10) +
-        "\n");
-  print("  block_param_count(C, F)                     " + align_right(size_text(r.formula), 10) +
-        "\n");
-  print("  floats held by block_init's tensors         " + align_right(size_text(r.counted), 10) +
-        "   " + (r.formula == r.counted ? "match" : "MISMATCH") + "\n");
+        align_right(std::to_string(r.ffn_params), 10) + "\n");
+  print("  LayerNorm   4 C (two gammas, two betas)     " +
+        align_right(std::to_string(r.ln_params), 10) + "\n");
+  print("  block_param_count(C, F)                     " +
+        align_right(std::to_string(r.formula), 10) + "\n");
+  print("  floats held by block_init's tensors         " +
+        align_right(std::to_string(r.counted), 10) + "   " +
+        (r.formula == r.counted ? "match" : "MISMATCH") + "\n");
   const auto share = [&](std::size_t part) {
     return num(100.0 * static_cast<double>(part) / static_cast<double>(r.formula), 1) + "%";
   };
   print("The FFN holds " + share(r.ffn_params) + " of the block, attention " +
         share(r.attn_params) + ", the LayerNorms " + share(r.ln_params) + "\n(" +
-        (F == 4 * C ? std::string("with F = 4C, about 12 C^2 in all")
-                    : "with F = " + size_text(F / C) + "C, about " + size_text(4 + 2 * F / C) +
-                          " C^2 in all; GPT-2's F = 4C gives 12 C^2") +
+        (F == 4 * C
+             ? std::string("with F = 4C, about 12 C^2 in all")
+             : "with F = " + std::to_string(F / C) + "C, about " + std::to_string(4 + 2 * F / C) +
+                   " C^2 in all; GPT-2's F = 4C gives 12 C^2") +
         ").\n");
 
-  print("FLOPs of one forward pass (a multiply-add counts 2), B = " + size_text(s.B) +
-        ", T = " + size_text(s.T) + ":\n");
+  print("FLOPs of one forward pass (a multiply-add counts 2), B = " + std::to_string(s.B) +
+        ", T = " + std::to_string(s.T) + ":\n");
   print("  projections and FFN   2 B T (4 C^2 + 2 C F)   " +
         align_right(num(r.total - r.mixing, 0), 12) + "\n");
   print("  attention itself      4 B H T^2 hs            " + align_right(num(r.mixing, 0), 12) +
@@ -505,14 +504,14 @@ void show_cost(const Setup& s, const Cost& r) {
   print("How the cost grows with T (same B, C, H, F):\n");
   print("       T    block FLOPs   per token   share of the T^2 term\n");
   for (const CostRow& row : r.by_length) {
-    print(align_right(size_text(row.T), 8) + align_right(num(row.flops, 0), 15) +
+    print(align_right(std::to_string(row.T), 8) + align_right(num(row.flops, 0), 15) +
           align_right(num(row.flops / static_cast<double>(s.B * row.T), 0), 12) +
           align_right(num(100.0 * row.quadratic / row.flops, 1) + "%", 24) + "\n");
   }
   print(
       "Per token, the projections and the FFN cost the same at any length; attention's T^2 term\n"
       "grows with T and overtakes them at T = 2C + F = " +
-      size_text(2 * C + F) +
+      std::to_string(2 * C + F) +
       " for this width. Long contexts are\n"
       "expensive because of that term.\n");
 }
@@ -523,15 +522,15 @@ namespace {
 
 attn::HeatmapOptions positions_svg_options(const Matrix& pe) {
   attn::HeatmapOptions options;
-  options.title = "sinusoidal positions (" + size_text(pe.shape()[0]) + ", " +
-                  size_text(pe.shape()[1]) + "): rows = positions, columns = features";
+  options.title = "sinusoidal positions (" + std::to_string(pe.shape()[0]) + ", " +
+                  std::to_string(pe.shape()[1]) + "): rows = positions, columns = features";
   options.diverging = true;  // sin and cos: -1 blue, 0 white, +1 red
   // A label on every 10th position and every 8th feature; the others stay blank.
   for (std::size_t p = 0; p < pe.shape()[0]; ++p) {
-    options.row_labels.push_back(p % 10 == 0 ? size_text(p) : "");
+    options.row_labels.push_back(p % 10 == 0 ? std::to_string(p) : "");
   }
   for (std::size_t c = 0; c < pe.shape()[1]; ++c) {
-    options.col_labels.push_back(c % 8 == 0 ? size_text(c) : "");
+    options.col_labels.push_back(c % 8 == 0 ? std::to_string(c) : "");
   }
   options.vmin = -1.0f;
   options.vmax = 1.0f;
@@ -543,11 +542,12 @@ attn::HeatmapOptions positions_svg_options(const Matrix& pe) {
 // chose. Attention, the only step that mixes positions, is highlighted.
 std::vector<attn::DiagramNode> block_diagram(const Setup& s) {
   using Kind = attn::DiagramNode::Kind;
-  const std::string btc = "(B, T, C) = " + shape_text(std::array<std::size_t, 3>{s.B, s.T, s.C});
-  const std::string attn_note =
-      "H = " + size_text(s.H) + " heads of hs = " + size_text(s.C / s.H) + ", causal mask";
-  const std::string ffn_note =
-      "C -> F = " + size_text(s.F) + " -> C, " + std::string(attn::activation_name(s.activation));
+  const std::string btc =
+      "(B, T, C) = " + attn::shape_str(std::array<std::size_t, 3>{s.B, s.T, s.C});
+  const std::string attn_note = "H = " + std::to_string(s.H) +
+                                " heads of hs = " + std::to_string(s.C / s.H) + ", causal mask";
+  const std::string ffn_note = "C -> F = " + std::to_string(s.F) + " -> C, " +
+                               std::string(attn::activation_name(s.activation));
   const std::string ln_note = "over the C features of each token";
   std::vector<attn::DiagramNode> n;
   n.push_back({Kind::text, "x", btc, 0, false});

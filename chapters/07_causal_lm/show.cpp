@@ -28,10 +28,6 @@ using attn::chars_of;
 using attn::num;
 using attn::section;
 
-std::string char_name(char32_t c) {
-  return c == U' ' ? attn::printable(c) : "'" + attn::printable(c) + "'";
-}
-
 namespace {
 
 // "1 character", "42 characters".

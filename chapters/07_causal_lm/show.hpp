@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attn/io/text.hpp"
+#include "attn/term/narrate.hpp"
 #include "attn/model/model.hpp"
 
 namespace ch07 {
@@ -91,7 +92,6 @@ void show_weights(const Model& m, const Tensor<3>& logits, const RoundTrip& r,
 void write_svgs(const std::filesystem::path& dir, const Model& m, const attn::Vocab& vocab,
                 const Prompt& p, const Tensor<3>& logits);
 
-// One character for a table and a message: 'a', '\n', ' '.
-std::string char_name(char32_t c);
+using attn::char_name;  // 'a', '\n', ' ' (attn/term/narrate.hpp)
 
 }  // namespace ch07

@@ -27,10 +27,6 @@ constexpr std::size_t kPromptMinLength = 30;        // the default prompt: the f
 
 }  // namespace
 
-std::string char_name(char32_t c) {
-  return c == U' ' ? attn::printable(c) : "'" + attn::printable(c) + "'";
-}
-
 std::size_t parse_top_k(const Options& o, std::size_t V) {
   return o.top_k_given ? attn::parse_top_k(o.top_k_text, V) : 0;
 }

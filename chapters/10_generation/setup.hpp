@@ -9,6 +9,7 @@
 
 #include "attn/io/corpus.hpp"
 #include "attn/io/text.hpp"
+#include "attn/term/narrate.hpp"
 #include "attn/model/lm_files.hpp"
 #include "attn/term/model_flags.hpp"
 #include "attn/model/model.hpp"
@@ -40,8 +41,7 @@ struct Model {
   bool described = false;  // the folder has a model.txt
 };
 
-// A character for a sentence: 'a', or ' ' as printable() names it.
-std::string char_name(char32_t c);
+using attn::char_name;  // 'a', '\n', ' ' (attn/term/narrate.hpp)
 // --top-k as a number in [1, V]; 0 when not given (every token).
 std::size_t parse_top_k(const Options& o, std::size_t V);
 // Where the model comes from: --weights DIR (an lm folder, or a chapter-09 run or checkpoint

@@ -19,14 +19,6 @@ using attn::num;
 using attn::section;
 using Clock = std::chrono::steady_clock;
 
-// A difference of float rounding is printed as "this small", not its digits: whether it is 0 or
-// 1e-7 depends on the machine's BLAS kernels (a GEMM of 1 row may round differently from the
-// same row inside a GEMM of 43), so attn::difference_text's "0 (bitwise identical)" would make
-// the page differ from machine to machine.
-std::string rounding_text(double d) {
-  return d < 1e-5 ? "below 1e-5 (float rounding)" : fmt::format("{:.6f}", d);
-}
-
 void show_cache(const Model& m) {
   const attn::LmConfig& c = m.config;
   const std::size_t L = c.n_layers, H = c.n_heads, C = c.n_embd, T_max = c.block_size;

@@ -7,14 +7,13 @@
 #include <string>
 
 #include "attn/model/kvcache.hpp"
+#include "attn/term/narrate.hpp"
 #include "attn/model/model.hpp"
 #include "setup.hpp"
 
 namespace ch10 {
 
-// A difference of float rounding, printed as "this small" rather than its machine-dependent
-// digits.
-std::string rounding_text(double d);
+using attn::rounding_text;  // "below 1e-5 (float rounding)" (attn/term/narrate.hpp)
 
 // 1. What a new token needs; 2. the cache and its memory.
 void show_cache(const Model& m);

@@ -86,4 +86,15 @@ TEST_CASE("align_right and align_left pad a table cell to its width and never cu
   CHECK(attn::align_right("", 2) == "  ");
 }
 
+TEST_CASE("rounding_text hides float rounding; char_name quotes a character for a sentence") {
+  CHECK(attn::rounding_text(0.0) == "below 1e-5 (float rounding)");
+  CHECK(attn::rounding_text(9.9e-6) == "below 1e-5 (float rounding)");
+  CHECK(attn::rounding_text(1e-5) == "0.000010");
+  CHECK(attn::rounding_text(0.25) == "0.250000");
+  CHECK(attn::char_name(U'a') == "'a'");
+  CHECK(attn::char_name(U'\n') == "'\\n'");
+  CHECK(attn::char_name(U' ') == "' '");
+  CHECK(attn::char_name(U'\u00e9') == "'\u00e9'");
+}
+
 }  // TEST_SUITE

@@ -1,6 +1,7 @@
 // Narration that stays true: claim() and its self-check mode (see attn/term/narrate.hpp).
 #include "attn/term/narrate.hpp"
 
+#include "attn/io/text.hpp"
 #include "attn/term/print.hpp"
 
 #include <fmt/core.h>
@@ -96,6 +97,12 @@ double max_abs_diff(std::span<const float> a, std::span<const float> b) {
 }
 
 std::string difference_text(double d) { return d == 0.0 ? "0 (bitwise identical)" : num(d, 8); }
+
+std::string rounding_text(double d) {
+  return d < 1e-5 ? "below 1e-5 (float rounding)" : fmt::format("{:.6f}", d);
+}
+
+std::string char_name(char32_t c) { return c == U' ' ? printable(c) : "'" + printable(c) + "'"; }
 
 std::string align_right(std::string_view text, std::size_t width) {
   return fmt::format("{:>{}}", text, width);

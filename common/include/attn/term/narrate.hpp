@@ -79,6 +79,13 @@ double max_abs_diff(const A& a, const B& b) {
 // A max |difference| for a sentence: "0 (bitwise identical)" when it is exactly 0, else the value
 // with 8 decimals (below 1e-5 the page check reads it as float rounding, ~0).
 std::string difference_text(double d);
+// A difference that may be float rounding, for a page that must print the same on every machine:
+// "below 1e-5 (float rounding)" under 1e-5 (whether it is 0 or 1e-7 depends on the machine's
+// BLAS kernels), else the value with 6 decimals.
+std::string rounding_text(double d);
+// One character for a sentence: quoted as attn::printable shows it ('a', '\n'), the space as
+// printable's "' '" alone.
+std::string char_name(char32_t c);
 // A table cell: `text` padded with spaces to `width` columns, right- or left-aligned (never cut:
 // a longer text comes back whole).
 std::string align_right(std::string_view text, std::size_t width);
