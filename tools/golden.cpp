@@ -19,7 +19,6 @@
 #include <limits>
 #include <map>
 #include <span>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -33,6 +32,7 @@
 #include "attn/ops/swiglu.hpp"
 #include "attn/model/block.hpp"
 #include "attn/core/check.hpp"
+#include "attn/io/keyvalue.hpp"
 #include "attn/fast/ffn.hpp"
 #include "attn/fast/loss.hpp"
 #include "attn/fast/attention.hpp"
@@ -90,13 +90,6 @@ struct CaseError : std::runtime_error {
 // ---------------------------------------------------------------------------------------------
 // case.txt
 
-std::string_view trim(std::string_view s) {
-  const auto first = s.find_first_not_of(" \t\r");
-  if (first == std::string_view::npos) return {};
-  const auto last = s.find_last_not_of(" \t\r");
-  return s.substr(first, last - first + 1);
-}
-
 class Case {
  public:
   explicit Case(fs::path dir) : dir_(std::move(dir)), file_(dir_ / "case.txt") {}
@@ -127,20 +120,12 @@ class Case {
 
   // The same on the text of a case.txt (attn-golden's fuzz target calls it directly).
   void parse_text(std::string_view contents) {
-    std::istringstream in{std::string(contents)};
-    std::string raw;
-    for (int line_no = 1; std::getline(in, raw); ++line_no) {
-      const std::string_view line = trim(raw);
-      if (line.empty() || line.front() == '#') continue;
-      const auto space = line.find_first_of(" \t");
-      if (space == std::string_view::npos) {
-        fail(fmt::format("line {}: expected 'key value', got '{}'", line_no, line));
+    try {
+      for (attn::KeyValue& kv : attn::parse_key_values(contents)) {
+        keys_.emplace(std::move(kv.key), std::move(kv.value));
       }
-      const std::string key(line.substr(0, space));
-      const std::string value(trim(line.substr(space)));
-      if (!keys_.emplace(key, value).second) {
-        fail(fmt::format("line {}: key {} appears twice", line_no, key));
-      }
+    } catch (const attn::KeyValueError& e) {
+      fail(e.what());
     }
     op_ = text("op");
   }

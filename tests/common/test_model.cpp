@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -945,11 +946,17 @@ TEST_CASE("a folder saved with its config carries the variant: model.txt, read b
   attn::LmConfig other;
   CHECK_THROWS_WITH_AS(attn::load_lm(dir, 2, 1, other),
                        doctest::Contains("model.txt says n_heads 2"), std::runtime_error);
-  // A damaged model.txt is named.
-  {
-    std::ofstream out(dir / "model.txt", std::ios::app);
-    out << "activation swish\n";
-  }
+  // A damaged model.txt is named: a key given twice (which one would count?), a bad value.
+  std::ostringstream read;
+  read << std::ifstream(dir / "model.txt").rdbuf();
+  std::string text = read.str();
+  std::ofstream(dir / "model.txt", std::ios::app) << "activation swish\n";
+  CHECK_THROWS_WITH_AS(attn::load_lm(dir, 2, 2, other),
+                       doctest::Contains("key 'activation' appears twice"), std::runtime_error);
+  const std::size_t at = text.find("activation ");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, text.find('\n', at) - at, "activation swish");
+  std::ofstream(dir / "model.txt", std::ios::trunc) << text;
   CHECK_THROWS_WITH_AS(attn::load_lm(dir, 2, 2, other), doctest::Contains("activation is 'swish'"),
                        std::runtime_error);
 }

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "attn/core/check.hpp"
+#include "attn/io/keyvalue.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/model/params.hpp"
 
@@ -132,16 +133,19 @@ bool parse_model_txt(const fs::path& dir, LmConfig& out, bool& seen_layers, bool
   const std::uintmax_t bytes = fs::file_size(path, ec);
   if (ec) vanished();
   if (bytes > 4096) r.fail(std::string(kModelTxt) + " is not a small regular file");
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) vanished();
-  std::string line;
-  std::size_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.empty() || line[0] == '#') continue;
-    const std::size_t space = line.find(' ');
-    const std::string key = line.substr(0, space);
-    const std::string value = space == std::string::npos ? "" : line.substr(space + 1);
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::vector<KeyValue> lines;
+  try {
+    lines = parse_key_values(text.str());
+  } catch (const KeyValueError& e) {
+    r.fail(fmt::format("{} {}", kModelTxt, e.what()));
+  }
+  for (const KeyValue& line : lines) {
+    const std::size_t number = line.line;
+    const std::string &key = line.key, &value = line.value;
     const auto bad = [&](std::string_view want) {
       r.fail(
           fmt::format("{} line {}: {} is '{}', expected {}", kModelTxt, number, key, value, want));

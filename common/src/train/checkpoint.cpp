@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "attn/io/keyvalue.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/model/lm_files.hpp"
 
@@ -170,23 +171,14 @@ std::string train_txt(const TrainState& s, const TrainConfig& c,
   return out;
 }
 
-// `key value` lines; '#' comments and blank lines skipped. Every key at most once.
+// `key value` lines (attn/io/keyvalue.hpp), by key.
 std::map<std::string, std::string> parse_keys(const fs::path& path) {
   std::map<std::string, std::string> keys;
-  std::istringstream in(read_text(path));
-  std::string line;
-  std::size_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.empty() || line[0] == '#') continue;
-    const std::size_t space = line.find(' ');
-    if (space == std::string::npos || space == 0 || space + 1 >= line.size()) {
-      checkpoint_error(path, fmt::format("line {} is not `key value`", number));
-    }
-    if (!keys.emplace(line.substr(0, space), line.substr(space + 1)).second) {
-      checkpoint_error(
-          path, fmt::format("line {}: key '{}' appears twice", number, line.substr(0, space)));
-    }
+  try {
+    for (KeyValue& kv : parse_key_values(read_text(path)))
+      keys.emplace(kv.key, std::move(kv.value));
+  } catch (const KeyValueError& e) {
+    checkpoint_error(path, e.what());
   }
   return keys;
 }
