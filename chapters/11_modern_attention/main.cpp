@@ -6,6 +6,7 @@
 // sliding window (what it forgets, and the rolling cache that is exact for it), then the table
 // (table.cpp). The math lives in common/src/ops/ (rope, rmsnorm, swiglu, gqa, swa) and
 // common/src/model/kvcache.cpp.
+// Each section computes here and is printed by its show_ function in show.cpp.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -32,6 +33,7 @@
 #include "attn/ops/swiglu.hpp"
 #include "exercises.hpp"
 #include "modern.hpp"
+#include "show.hpp"
 
 namespace ch11 {
 
@@ -70,8 +72,6 @@ namespace {
 
 using namespace ch11;
 using attn::Matrix;
-using attn::num;
-using attn::section;
 using attn::Tensor;
 
 constexpr std::size_t kMaxHeadSize = 256;
@@ -108,10 +108,6 @@ attn::WindowAttention<float> reference_window(const Tensor<4>& q, const Tensor<4
   return attn::sliding_window_attention<float>(q, k, v, window);
 }
 
-std::string rounding_text(double d) {
-  return d < 1e-5 ? "below 1e-5 (float rounding)" : fmt::format("{:.6f}", d);
-}
-
 // A (1, 1, 1, n) tensor from n numbers drawn N(0, 1).
 Tensor<4> one_row(attn::Rng& rng, std::size_t n) {
   return attn::randn<4>(rng, std::array<std::size_t, 4>{1, 1, 1, n});
@@ -123,22 +119,9 @@ double dot(const Tensor<4>& a, const Tensor<4>& b) {
     s += static_cast<double>(a.data()[i]) * static_cast<double>(b.data()[i]);
   return s;
 }
+// ---- The walkthrough: what sections 1-5 compute (show.cpp prints them).
 
-// ---- 1. RoPE: the score of a rotated query and key depends only on their offset.
-struct RopeDemo {
-  std::size_t hs = 0, gap = 3;
-  double theta = 0.0;
-  std::vector<double> freqs;                       // theta^(-2i/hs), i < hs/2
-  std::vector<std::array<std::size_t, 2>> places;  // (m, n), m - n = gap
-  std::vector<double> scores;                      // rope(q, m) . rope(k, n)
-  double spread = 0.0;                             // max - min of scores
-  double other_gap = 0.0;                          // rope(q, gap + 1) . rope(k, 0)
-  double plain = 0.0;                              // q . k, no rotation
-  double norm_change = 0.0;                        // | |rope(q, m)| - |q| |, largest
-  double half_diff = 0.0;                          // rope(P x, half) against P rope(x)
-  std::vector<std::size_t> perm;
-};
-
+// 1. RoPE: the score of a rotated query and key depends only on their offset.
 RopeDemo rope_demo(const Kernels& k, std::size_t hs, double theta, std::uint64_t seed) {
   RopeDemo r;
   r.hs = hs;
@@ -167,57 +150,7 @@ RopeDemo rope_demo(const Kernels& k, std::size_t hs, double theta, std::uint64_t
   r.perm = attn::rope_half_permutation(hs);
   return r;
 }
-
-void show_rope(const RopeDemo& r) {
-  section(1, "RoPE: positions as rotations");
-  fmt::print(
-      "GPT-2 adds a learned position vector to each token. RoPE adds nothing: inside every head\n"
-      "it turns each pair of features (2i, 2i+1) of q and k by the angle p * theta^(-2i/hs), p\n"
-      "the position. Pair 0 turns 1 radian per position, the last pair slowest. For hs = {},\n"
-      "theta = {}, the angle per position of each pair:",
-      r.hs, num(r.theta, 0));
-  for (std::size_t i = 0; i < r.freqs.size(); ++i)
-    fmt::print("{}{}", i % 8 == 0 ? "\n  " : " ", attn::format_significant(r.freqs[i], 3));
-  fmt::print(
-      "\nA rotation keeps lengths (|rope(q)| - |q|: {}), and two\n"
-      "rotations by a and b leave a dot product that sees only a - b: rope(q, m) . rope(k, n)\n"
-      "depends on m - n alone. One q and one k, drawn once, at four pairs of positions {} apart:\n",
-      rounding_text(r.norm_change), r.gap);
-  for (std::size_t i = 0; i < r.places.size(); ++i)
-    fmt::print("  m = {:>4}, n = {:>4}:  q . k = {}\n", r.places[i][0], r.places[i][1],
-               num(r.scores[i], 4));
-  const bool same = r.spread < 1e-4;
-  attn::claim(same, "the four scores are equal to float rounding");
-  const bool moves = std::abs(r.other_gap - r.scores[0]) > 1e-3;
-  fmt::print(
-      "Largest difference {}: {}.\n"
-      "At offset {} instead the score is {}{}; unrotated, q . k = {}.\n"
-      "The model learns what each offset means, wherever it happens.\n",
-      rounding_text(r.spread), same ? "the same score" : "DIFFERENT scores", r.gap + 1,
-      num(r.other_gap, 4), moves ? " (the offset matters)" : " (nearly the same here)",
-      num(r.plain, 4));
-  std::string perm;
-  for (const std::size_t p : r.perm) perm += (perm.empty() ? "" : " ") + std::to_string(p);
-  attn::claim(r.half_diff < 1e-5, "the two layouts are the same rotation");
-  fmt::print(
-      "GPT-NeoX and Hugging Face pair feature i with i + hs/2 instead (\"rotate-half\"). Reorder\n"
-      "the interleaved features by ({}) and the rotate-half RoPE gives the\n"
-      "reordered interleaved result: largest difference {}.\n"
-      "The same model, its w_q and w_k columns permuted: how Llama checkpoints are converted\n"
-      "between the two.\n",
-      perm, rounding_text(r.half_diff));
-}
-
-// ---- 2. RMSNorm: LayerNorm without the mean.
-struct NormDemo {
-  std::vector<float> x, ln, rms, rms_centred;
-  double mean = 0.0;
-  double centred_diff = 0.0;  // rms_norm(x - mean) against layer_norm(x)
-  double shifted_diff = 0.0;  // rms_norm(x) against layer_norm(x)
-  double dx_along_x = 0.0;    // the backward's dx . x, for a random dy (eps 0)
-  double dx_norm = 0.0;       // |dx|
-};
-
+// 2. RMSNorm: LayerNorm without the mean.
 NormDemo norm_demo(const Kernels& k, std::uint64_t seed) {
   const std::size_t C = 8;
   attn::Rng rng(seed, 1102);
@@ -248,73 +181,9 @@ NormDemo norm_demo(const Kernels& k, std::uint64_t seed) {
   d.dx_norm = std::sqrt(d.dx_norm);
   return d;
 }
+// 3. SwiGLU needs no computing here: show_swiglu prints its widths from the formulas.
 
-void show_norm(const NormDemo& d, const attn::LmConfig& cpu) {
-  section(2, "RMSNorm: LayerNorm without the mean");
-  const auto row = [](std::string_view name, const std::vector<float>& v) {
-    fmt::print("  {:<22}", name);
-    for (const float x : v) fmt::print(" {:>7}", num(x, 3));
-    fmt::print("\n");
-  };
-  fmt::print(
-      "LayerNorm centres a token's C features, then scales them to rms 1; RMSNorm only\n"
-      "scales: y = x / sqrt(mean(x^2) + eps) * gamma. A token of C = 8, mean {}:\n",
-      num(d.mean, 3));
-  row("x", d.x);
-  row("layer_norm(x)", d.ln);
-  row("rms_norm(x)", d.rms);
-  row("rms_norm(x - mean)", d.rms_centred);
-  attn::claim(d.centred_diff < 1e-4, "RMSNorm of the centred token is LayerNorm");
-  const bool apart = d.shifted_diff > 0.1;
-  fmt::print(
-      "On the centred token RMSNorm is LayerNorm (largest difference {});\n"
-      "on x itself they differ by up to {}{}.\n"
-      "The bet (Zhang and Sennrich 2019) is that the scale is what keeps a deep stack stable\n"
-      "and the next layer copes with the mean: one reduction per token instead of two, and no\n"
-      "beta. This model's {} norms (2 per block, ln_f) of C = {} drop {} parameters.\n",
-      rounding_text(d.centred_diff), num(d.shifted_diff, 3),
-      apart ? ": the mean moved every feature" : "", 2 * cpu.n_layers + 1, cpu.n_embd,
-      (2 * cpu.n_layers + 1) * cpu.n_embd);
-  const bool orthogonal = std::abs(d.dx_along_x) < 1e-4 * std::max(1.0, d.dx_norm);
-  attn::claim(orthogonal, "RMSNorm's dx has no component along x");
-  fmt::print(
-      "Scaling x by any factor leaves y as it is (eps = 0), so the gradient cannot point along x.\n"
-      "For a random dy and gamma, rms_norm_backward gives |dx| = {}, and |dx . x| is\n"
-      "{}{}.\n",
-      num(d.dx_norm, 3), rounding_text(std::abs(d.dx_along_x)),
-      orthogonal ? ": orthogonal" : " (NOT orthogonal)");
-}
-
-// ---- 3. SwiGLU: a gate, and the width that keeps the parameters.
-void show_swiglu(const attn::LmConfig& cpu) {
-  section(3, "SwiGLU: a gated FFN");
-  fmt::print(
-      "The MLP is gelu(x W1 + b1) W2 + b2, F = 4C. SwiGLU multiplies two projections:\n"
-      "silu(x W_gate) * (x W_up), then W_down. silu(a) = a sigmoid(a) lets one branch decide,\n"
-      "per feature and per token, how much of the other passes:\n ");
-  for (const double a : {-4.0, -1.0, 0.0, 1.0, 4.0})
-    fmt::print(" silu({}) = {}", num(a, 0), num(attn::silu(a), 3));
-  fmt::print(
-      "\nThree matrices instead of two: F = 2/3 * 4C keeps the parameter count, rounded up to a\n"
-      "multiple of 8 (Llama rounds to 256):\n");
-  fmt::print("  {:>6} {:>6} {:>13} {:>13} {:>7}\n", "C", "F", "MLP 2*C*4C", "SwiGLU 3*C*F",
-             "ratio");
-  for (const std::size_t C : {cpu.n_embd, std::size_t{384}, std::size_t{4096}}) {
-    const std::size_t F = attn::swiglu_width(C);
-    const double mlp = 2.0 * static_cast<double>(C) * 4.0 * static_cast<double>(C);
-    const double glu = 3.0 * static_cast<double>(C) * static_cast<double>(F);
-    attn::claim(std::abs(glu / mlp - 1.0) < 0.05, "SwiGLU's width keeps the MLP's parameters");
-    fmt::print("  {:>6} {:>6} {:>13} {:>13} {:>7}\n", C, F, attn::grouped(mlp), attn::grouped(glu),
-               num(glu / mlp, 3));
-  }
-}
-
-// ---- 4. Grouped-query attention: K/V heads shared by groups of query heads.
-struct GqaDemo {
-  std::size_t H = 0, KV = 0;
-  std::vector<std::size_t> head_of;  // the K/V head each query head read, from repeat_kv
-};
-
+// 4. Grouped-query attention: K/V heads shared by groups of query heads.
 GqaDemo gqa_demo(const Kernels& k, std::size_t H, std::size_t KV) {
   Tensor<4> kv(std::array<std::size_t, 4>{1, KV, 1, 1});
   for (std::size_t g = 0; g < KV; ++g) kv(0, g, 0, 0) = static_cast<float>(g);  // its own number
@@ -324,60 +193,7 @@ GqaDemo gqa_demo(const Kernels& k, std::size_t H, std::size_t KV) {
     d.head_of.push_back(static_cast<std::size_t>(out(0, h, 0, 0)));
   return d;
 }
-
-void show_gqa(const GqaDemo& d, const attn::LmConfig& cpu, std::size_t W) {
-  section(4, "Grouped-query attention: fewer keys and values");
-  fmt::print(
-      "At generation every layer caches K and V for every position (chapter 10). With H = {}\n"
-      "query heads sharing KV = {} K/V heads, each query head reads the K/V head of its group:\n ",
-      d.H, d.KV);
-  bool grouped_right = true;
-  for (std::size_t h = 0; h < d.H; ++h) {
-    grouped_right = grouped_right && d.head_of[h] == h / (d.H / d.KV);
-    fmt::print(" q{} -> kv{}", h, d.head_of[h]);
-  }
-  attn::claim(grouped_right, "query head h reads K/V head h / (H / KV)");
-  fmt::print(
-      "\n{}KV = H is chapter 05's multi-head attention (MHA), KV = 1 multi-query attention\n"
-      "(MQA). The cache per token is 2 L KV hs numbers:\n",
-      grouped_right ? "" : "(NOT the grouping h / (H / KV).) ");
-  const std::size_t hs = cpu.n_embd / cpu.n_heads;
-  fmt::print("  {:<38} {:>4} {:>12} {:>12}\n", "", "KV", "bytes/token", "4096 tokens");
-  const auto line = [](std::string_view name, std::size_t kv, double per_token, double held) {
-    fmt::print("  {:<38} {:>4} {:>12} {:>12}\n", name, kv, attn::grouped(per_token),
-               attn::bytes_text(static_cast<std::uint64_t>(held)));
-  };
-  for (const std::size_t kv : {cpu.n_heads, d.KV, std::size_t{1}}) {
-    if (kv == d.KV && (kv == cpu.n_heads || kv == 1)) continue;
-    const double b = 2.0 * static_cast<double>(cpu.n_layers * kv * hs) * 4.0;
-    line(fmt::format("this model (L {}, hs {}), float32{}", cpu.n_layers, hs,
-                     kv == cpu.n_heads ? ", MHA" : (kv == 1 ? ", MQA" : ", GQA")),
-         kv, b, b * 4096.0);
-  }
-  const double b_window = 2.0 * static_cast<double>(cpu.n_layers * d.KV * hs) * 4.0;
-  line(fmt::format("the same GQA, window W = {}", W), d.KV, b_window,
-       b_window * static_cast<double>(std::min<std::size_t>(W, 4096)));
-  for (const std::size_t kv : {std::size_t{64}, std::size_t{8}}) {
-    const double b = 2.0 * 80.0 * static_cast<double>(kv) * 128.0 * 2.0;
-    line(fmt::format("Llama 2 70B (L 80, hs 128), fp16{}", kv == 64 ? ", MHA" : ", GQA"), kv, b,
-         b * 4096.0);
-  }
-  fmt::print(
-      "Fewer K/V heads shrink the cache by H / KV; a window caps it at W positions whatever the\n"
-      "length of the text. The query heads, and their compute, stay.\n");
-}
-
-// ---- 5. The sliding window: what it forgets, and the rolling cache that is exact for it.
-struct WindowDemo {
-  std::size_t W = 0, L = 0, n = 0;
-  attn::WindowAttention<float> small;  // T 6 attention weights with the demo's window
-  std::size_t small_W = 3;
-  double small_diff = 0.0;   // against attn::windowed_attention
-  std::size_t reach = 0;     // the last position whose logits token 0 changes
-  double cache_diff = 0.0;   // rolling cache against the full forward, every position
-  std::size_t capacity = 0;  // positions the rolling cache holds per layer
-};
-
+// 5. The sliding window: what it forgets, and the rolling cache that is exact for it.
 WindowDemo window_demo(const Kernels& k, const attn::LmConfig& model, std::span<const int> text,
                        std::uint64_t seed) {
   WindowDemo d;
@@ -415,47 +231,6 @@ WindowDemo window_demo(const Kernels& k, const attn::LmConfig& model, std::span<
   }
   return d;
 }
-
-void show_window(const WindowDemo& d) {
-  section(5, "The sliding window: what it forgets");
-  fmt::print(
-      "With a window W, query t attends to keys t - W + 1 .. t only: a layer costs O(T W)\n"
-      "instead of O(T^2). The weights of T = 6 positions, W = {} (. is exactly 0):\n",
-      d.small_W);
-  for (std::size_t t = 0; t < 6; ++t) {
-    fmt::print("  t = {}:", t);
-    for (std::size_t s = 0; s < 6; ++s) {
-      const float p = d.small.weights(0, 0, t, s);
-      fmt::print(" {:>5}", p == 0.0f ? "." : num(p, 2));
-    }
-    fmt::print("\n");
-  }
-  attn::claim(d.small_diff < 1e-5, "the window's attention equals the library's masked one");
-  fmt::print("(the same output as attn::windowed_attention: largest difference {}.)\n",
-             rounding_text(d.small_diff));
-  const std::size_t field = d.L * (d.W - 1);
-  fmt::print(
-      "Nothing is lost at once: layer 1 sees W positions back, layer 2 sees what those saw, and\n"
-      "so on: after L layers a token reaches L (W - 1) positions into the past. An untrained\n"
-      "model (L {}, W {}, RoPE, no position table) over {} characters; change the first one\n"
-      "and the last position whose logits move is {} (L (W - 1) = {}):\n{}.\n",
-      d.L, d.W, d.n, d.reach, field,
-      d.reach == field ? "beyond it, the first character is forgotten entirely"
-                       : "NOT the receptive field");
-  attn::claim(d.reach == field, "token 0 reaches exactly L (W - 1) positions");
-  const bool exact = d.cache_diff < 1e-4;
-  attn::claim(exact, "the rolling cache equals the full sliding-window forward");
-  fmt::print(
-      "So a cache of the last W positions per layer is all generation needs: the rolling cache\n"
-      "holds {} per layer, written round-robin, RoPE applied at the absolute position. Its\n"
-      "logits, one token at a time for all {} positions, against the full forward over the\n"
-      "whole sequence: largest difference {}{}.\n"
-      "This is exact because the model was built with the window; a model trained without one\n"
-      "and cropped at generation would need its evicted keys from layer 1 up (chapter 10).\n",
-      d.capacity, d.n, rounding_text(d.cache_diff),
-      exact ? ":\nthe same logits, token for token" : " (DIFFERENT)");
-}
-
 void run(const attn::CommonOptions& common, const Options& o) {
   check_options(o);
   check_table_flags(o, common.seed);
@@ -487,18 +262,14 @@ void run(const attn::CommonOptions& common, const Options& o) {
                                          corpus.origin, 10 * windowed.window));
   }
 
-  fmt::print("Chapter 11: modern attention\n");
-  fmt::print("seed {}, corpus {}, functions: {}\n", common.seed, corpus.origin,
-             common.mine ? "yours (ex11::, --mine)" : "the reference (attn::)");
-  show_rope(rope_demo(k, o.head_size, o.rope_theta, common.seed));
-  show_norm(norm_demo(k, common.seed), cpu);
-  show_swiglu(cpu);
-  show_gqa(gqa_demo(k, cpu.n_heads, o.n_kv_heads), cpu, windowed.window);
-  show_window(window_demo(k, windowed, ids, common.seed));
-  run_table(common, o);
-  fmt::print(
-      "\nNext: chapter 12 makes attention itself fast: the online softmax, tiles, and a kernel\n"
-      "that never holds the (T, T) weights.\n");
+  show_header(common.seed, corpus.origin, common.mine);
+  show_rope(rope_demo(k, o.head_size, o.rope_theta, common.seed));         // 1
+  show_norm(norm_demo(k, common.seed), cpu);                               // 2
+  show_swiglu(cpu);                                                        // 3
+  show_gqa(gqa_demo(k, cpu.n_heads, o.n_kv_heads), cpu, windowed.window);  // 4
+  show_window(window_demo(k, windowed, ids, common.seed));                 // 5
+  run_table(common, o);  // table.cpp: every change trained alone and all together
+  show_next();
 }
 
 }  // namespace
