@@ -8,6 +8,8 @@
 //   random_ids           (B, T) token ids drawn uniformly from [0, V)
 //   small_train_config   a training run of a few steps on a tiny model (test_train,
 //                        test_checkpoint)
+//   causal_head          one attention head's q, k, v (T, hs), and causal_reference, the
+//                        reference attention on it (test_ladder, test_online_softmax)
 #pragma once
 
 #include <cmath>
@@ -18,6 +20,7 @@
 #include "attn/core/random.hpp"
 #include "attn/core/xt.hpp"
 #include "attn/model/model.hpp"
+#include "attn/ops/attention.hpp"
 #include "attn/train/train.hpp"
 
 namespace attn::testing {
@@ -111,6 +114,28 @@ inline TrainConfig small_train_config(std::size_t n_layers) {
   c.eval_iters = 2;
   c.seed = 42;
   return c;
+}
+
+// One causal attention head of chapter 12: q and k drawn N(0, 1.5^2) (scores big enough for the
+// online softmax to rescale), v N(0, 1), each (T, hs).
+struct Head {
+  Matrix q, k, v;
+};
+inline Head causal_head(Rng& rng, std::size_t T, std::size_t hs) {
+  return {randn(rng, T, hs, 1.5f), randn(rng, T, hs, 1.5f), randn(rng, T, hs)};
+}
+
+// The reference on it: attn::scaled_dot_product_attention of a (1, 1, T, hs) batch, causal,
+// -> (T, hs).
+inline Matrix causal_reference(const Head& h) {
+  const std::size_t T = h.q.shape()[0], hs = h.q.shape()[1];
+  const std::array<std::size_t, 4> shape{1, 1, T, hs};
+  const Tensor<4> q = xt::reshape_view(h.q, shape), k = xt::reshape_view(h.k, shape),
+                  v = xt::reshape_view(h.v, shape);
+  const Tensor<4> out = scaled_dot_product_attention(q, k, v, true).out;
+  Matrix m(Matrix::shape_type{T, hs});
+  std::copy(out.begin(), out.end(), m.begin());
+  return m;
 }
 
 }  // namespace attn::testing

@@ -23,7 +23,7 @@
 #include "attn/core/threads.hpp"
 #include "attn/fast/flash.hpp"
 #include "attn/fast/gemm.hpp"
-#include "attn/fast/ladder.hpp"
+#include "ladder.hpp"
 #include "attn/term/cli.hpp"
 #include "attn/io/corpus.hpp"
 #include "attn/term/narrate.hpp"

@@ -1,6 +1,6 @@
 // chapters/12_fast_attention/main.cpp: chapter 12, making attention fast and long.
 // The narrated walkthrough: one causal attention head computed by a ladder of kernels, each one
-// change away from the one before (common/src/fast/ladder.cpp), each checked against the
+// change away from the one before (ladder.cpp beside this file), each checked against the
 // reference; the online softmax by hand on one row; and with --long T, one multi-head forward
 // (and backward) at a length whose (T, T) matrices would not fit, through the flash kernel
 // (common/src/fast/flash.cpp). Wall-clock times only with --timing.
@@ -27,7 +27,8 @@
 #include "attn/core/threads.hpp"
 #include "attn/fast/flash.hpp"
 #include "attn/fast/gemm.hpp"
-#include "attn/fast/ladder.hpp"
+#include "attn/ops/online_softmax.hpp"
+#include "ladder.hpp"
 #include "attn/term/cli.hpp"
 #include "attn/io/corpus.hpp"
 #include "attn/term/narrate.hpp"
@@ -44,7 +45,7 @@ using attn::Matrix;
 using attn::num;
 using attn::section;
 using attn::Tensor;
-namespace ladder = attn::fast::ladder;
+namespace ladder = ch12::ladder;
 
 // Bounds of the size flags (stated in --help).
 constexpr std::size_t kMaxBlockSize = 4096;  // the naive rung holds and loops over (T, T)
@@ -52,7 +53,7 @@ constexpr std::size_t kMaxHeadSize = 256;
 
 // ---- The functions the walkthrough calls: the library's, or with --mine the learner's ex12::.
 struct Kernels {
-  void (*update)(ladder::OnlineRow&, const attn::Vector&, const Matrix&);                 // ex12.1
+  void (*update)(attn::OnlineRow&, const attn::Vector&, const Matrix&);                   // ex12.1
   Matrix (*tile)(const Matrix&, const Matrix&, const Matrix&, std::size_t, std::size_t);  // ex12.2
 };
 
@@ -66,7 +67,7 @@ void show_online_by_hand(const Kernels& k, attn::Rng& rng) {
   fmt::print("  s = [");
   for (std::size_t j = 0; j < n; ++j) fmt::print("{}{}", j ? ", " : "", num(s_all(0, j), 3));
   fmt::print("]\n");
-  ladder::OnlineRow row = ladder::online_row_start(hs);
+  attn::OnlineRow row = attn::online_row_start(hs);
   for (std::size_t t = 0; t < 2; ++t) {
     attn::Vector s(attn::Vector::shape_type{4});
     Matrix vals(Matrix::shape_type{4, hs});
@@ -289,7 +290,7 @@ void show_long_preview() {
       kLongC, kLongH, bytes_text(ref_bytes), bytes_text(flash_bytes), kMaxLong);
 }
 
-Kernels reference_kernels() { return {&ladder::online_softmax_update, &ladder::attention_tile}; }
+Kernels reference_kernels() { return {&attn::online_softmax_update, &attn::attention_tile}; }
 Kernels learner_kernels() { return {&ex12::online_softmax_update, &ex12::attention_tile}; }
 
 void run(const attn::CommonOptions& common, const Options& o) {
@@ -310,7 +311,8 @@ void run(const attn::CommonOptions& common, const Options& o) {
   attn::Rng rng(common.seed);
   fmt::print("Chapter 12: making attention fast and long\n");
   fmt::print("seed {}, functions: {}\n", common.seed,
-             common.mine ? "yours (ex12::, --mine)" : "the library's (attn::fast::ladder)");
+             common.mine ? "yours (ex12::, --mine)"
+                         : "the library's (attn::online_softmax_update, attn::attention_tile)");
   show_online_by_hand(k, rng);
   const std::vector<RungResult> rows = run_ladder(k, o, common.mine, common.timing, rng);
   show_ladder(rows, o, common.timing);

@@ -1,9 +1,9 @@
-// Tests for attn/fast/ladder.hpp: every rung of chapter 12's ladder against the reference
-// attn::scaled_dot_product_attention (causal, one head, every sum in double): within float
-// rounding for rung 1 (its steps in float), the golden tolerance elsewhere; and between rungs, bit
-// for bit where only the speed changes (2 -> 3 fuse the same operations; 5 -> 6 -> 7 add SIMD lanes
-// and threads). Shapes: T = 1, T not a multiple of the tile, odd hs, tiles of 1, 3, 64, and 1,
-// 2, 3 threads.
+// Tests for chapters/12_fast_attention/ladder.hpp: every rung of chapter 12's ladder against the
+// reference attn::scaled_dot_product_attention (causal, one head, every sum in double): within
+// float rounding for rung 1 (its steps in float), the golden tolerance elsewhere; and between
+// rungs, bit for bit where only the speed changes (2 -> 3 fuse the same operations; 5 -> 6 -> 7 add
+// SIMD lanes and threads). Shapes: T = 1, T not a multiple of the tile, odd hs, tiles of 1, 3, 64,
+// and 1, 2, 3 threads.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -15,36 +15,24 @@
 
 #include "attn/core/random.hpp"
 #include "attn/core/threads.hpp"
-#include "attn/fast/ladder.hpp"
 #include "attn/ops/attention.hpp"
+#include "ladder.hpp"  // chapters/12_fast_attention/, compiled into this test
+#include "test_fixtures.hpp"
 #include "test_helpers.hpp"
 
 namespace {
 
 using attn::Matrix;
 using attn::Tensor;
-namespace ladder = attn::fast::ladder;
+namespace ladder = ch12::ladder;
 
 constexpr double kAtol = 1e-5, kRtol = 1e-4;  // the golden tolerance
 
-struct Head {
-  Matrix q, k, v;
-};
+using attn::testing::Head;
 Head head(attn::Rng& rng, std::size_t T, std::size_t hs) {
-  return {attn::randn(rng, T, hs, 1.5f), attn::randn(rng, T, hs, 1.5f), attn::randn(rng, T, hs)};
+  return attn::testing::causal_head(rng, T, hs);
 }
-
-// The reference: attn::scaled_dot_product_attention on a (1, 1, T, hs) batch, causal.
-Matrix reference(const Head& h) {
-  const std::size_t T = h.q.shape()[0], hs = h.q.shape()[1];
-  const std::array<std::size_t, 4> shape{1, 1, T, hs};
-  const Tensor<4> q = xt::reshape_view(h.q, shape), k = xt::reshape_view(h.k, shape),
-                  v = xt::reshape_view(h.v, shape);
-  const Tensor<4> out = attn::scaled_dot_product_attention(q, k, v, true).out;
-  Matrix m(Matrix::shape_type{T, hs});
-  std::copy(out.begin(), out.end(), m.begin());
-  return m;
-}
+Matrix reference(const Head& h) { return attn::testing::causal_reference(h); }
 
 bool same_bits(const Matrix& a, const Matrix& b) {
   return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
@@ -145,61 +133,6 @@ TEST_CASE("the counts of FLOPs and memory follow the rungs") {
   CHECK(ladder::rung_floats(3, T, hs, tile, 1) == doctest::Approx(double(T) * T));
   CHECK(ladder::rung_floats(4, T, hs, tile, 1) < 3.0 * tile * hs);
   CHECK(ladder::rung_floats(6, T, hs, tile, 2) == 2 * ladder::rung_floats(5, T, hs, tile, 1));
-}
-
-TEST_CASE("the online softmax over tiles equals the two-pass softmax of the whole row") {
-  // Scores in tiles whose maxima rise, fall and tie; a tile of only masked keys in the middle.
-  const float inf = std::numeric_limits<float>::infinity();
-  const std::vector<std::vector<float>> tiles = {
-      {0.5f, -1.0f, 2.0f}, {-inf, -inf}, {7.5f, 7.5f, -3.0f, 1.0f}, {-20.0f}, {30.0f, 29.0f}};
-  const std::size_t hs = 3;
-  attn::Rng rng(1216);
-  attn::fast::ladder::OnlineRow row = ladder::online_row_start(hs);
-  std::vector<double> all_s;
-  std::vector<std::vector<float>> all_v;
-  for (const auto& tile : tiles) {
-    const Matrix vals = attn::randn(rng, tile.size(), hs);
-    attn::Vector s(attn::Vector::shape_type{tile.size()});
-    for (std::size_t j = 0; j < tile.size(); ++j) {
-      s(j) = tile[j];
-      all_s.push_back(tile[j]);
-      all_v.push_back({vals(j, 0), vals(j, 1), vals(j, 2)});
-    }
-    ladder::online_softmax_update(row, s, vals);
-  }
-  // The two-pass softmax in double.
-  double m = -INFINITY, l = 0.0;
-  for (double x : all_s) m = std::max(m, x);
-  for (double x : all_s) l += std::exp(x - m);
-  CHECK(row.m == 30.0f);
-  CHECK(double(row.l) == doctest::Approx(l).epsilon(1e-6));
-  for (std::size_t d = 0; d < hs; ++d) {
-    double o = 0.0;
-    for (std::size_t j = 0; j < all_s.size(); ++j)
-      o += std::exp(all_s[j] - m) / l * double(all_v[j][d]);
-    CAPTURE(d);
-    CHECK(double(row.acc(d) / row.l) == doctest::Approx(o).epsilon(1e-5));
-  }
-}
-
-TEST_CASE("one tile of the forward equals the reference's rows") {
-  attn::Rng rng(1217);
-  for (const Case& c : kCases) {
-    const Head h = head(rng, c.T, c.hs);
-    const Matrix ref = reference(h);
-    for (const std::size_t tile : kTiles) {
-      for (std::size_t i0 = 0; i0 < c.T; i0 += tile) {
-        const Matrix got = ladder::attention_tile(h.q, h.k, h.v, i0, tile);
-        const std::size_t rows = std::min(tile, c.T - i0);
-        const Matrix want = xt::view(ref, xt::range(i0, i0 + rows), xt::all());
-        INFO("T " << c.T << ", hs " << c.hs << ", tile " << tile << ", i0 " << i0);
-        CHECK_TENSOR_NEAR(got, want, kAtol, kRtol);
-      }
-    }
-  }
-  const Head h = head(rng, 4, 2);
-  CHECK_THROWS_WITH_AS(ladder::attention_tile(h.q, h.k, h.v, 4, 2),
-                       doctest::Contains("i0 must be below T = 4, got 4"), std::invalid_argument);
 }
 
 TEST_CASE("bad shapes and a tile of 0 get a one-line error") {

@@ -12,15 +12,15 @@
 #include <vector>
 
 #include "attn/core/xt.hpp"
-#include "attn/fast/ladder.hpp"
+#include "attn/ops/online_softmax.hpp"
 #include "exercises.hpp"
 #include "test_helpers.hpp"
 
 namespace {
 
 using attn::Matrix;
+using attn::OnlineRow;
 using attn::Vector;
-using attn::fast::ladder::OnlineRow;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 

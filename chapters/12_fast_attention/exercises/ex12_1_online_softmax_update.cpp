@@ -1,6 +1,6 @@
 // Exercise ex12.1: the online softmax update (chapter 12, docs/12-fast-attention.md).
 //
-// Goal: like attn::fast::ladder::online_softmax_update. A query's keys arrive one tile at a
+// Goal: like attn::online_softmax_update. A query's keys arrive one tile at a
 // time; you never see the whole row of scores, yet the result must be softmax(s) v over all of
 // them. The state of the row:
 //   row.m    the largest score seen so far (-inf before any key)
@@ -20,7 +20,7 @@
 
 namespace ex12 {
 
-void online_softmax_update(attn::fast::ladder::OnlineRow& row, const attn::Vector& scores,
+void online_softmax_update(attn::OnlineRow& row, const attn::Vector& scores,
                            const attn::Matrix& values) {
   // TODO(ex12.1): check values is (n, hs); the new max m' = max(m, max_j s_j); rescale l and acc
   // by exp(m - m'); add exp(s_j - m') to l and exp(s_j - m') v_j to acc; store m'.

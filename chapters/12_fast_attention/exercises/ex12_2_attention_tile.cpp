@@ -1,13 +1,13 @@
 // Exercise ex12.2: one tile of the flash-style forward (chapter 12, docs/12-fast-attention.md).
 //
-// Goal: like attn::fast::ladder::attention_tile. Compute rows i0 .. i0 + rows - 1 of causal
+// Goal: like attn::attention_tile. Compute rows i0 .. i0 + rows - 1 of causal
 // attention for one head, rows = min(tile, T - i0), without ever holding a (T, T) matrix:
 //   q, k, v (T, hs);  for each query t of the tile:
-//     start a row state (attn::fast::ladder::online_row_start(hs));
+//     start a row state (attn::online_row_start(hs));
 //     for each tile of keys j0, j0 + tile, ... that t can see (j0 <= t):
 //       s_j = q_t . k_j / sqrt(hs) for the tile's keys, -inf for a key j > t (the mask);
 //       fold the tile in with your ex12::online_softmax_update (ex12.1; write the namespace:
-//       unqualified, the call is ambiguous with the library's attn::fast::ladder one);
+//       unqualified, the call is ambiguous with the library's attn::online_softmax_update);
 //     out[t - i0] = acc / l
 // Returns (rows, hs). Throw std::invalid_argument for i0 >= T, tile 0, or q, k, v of different
 // shapes.

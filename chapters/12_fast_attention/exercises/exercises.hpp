@@ -1,24 +1,24 @@
 // chapters/12_fast_attention/exercises/exercises.hpp: the exercises of chapter 12, making
-// attention fast and long. Each function mirrors one of attn/fast/ladder.hpp and is written in
-// its own file beside this one. Check them with `build/default/bin/attn-check 12`.
+// attention fast and long. Each function mirrors one of attn/ops/online_softmax.hpp and is written
+// in its own file beside this one. Check them with `build/default/bin/attn-check 12`.
 #pragma once
 
 #include <cstddef>
 
 #include "attn/core/xt.hpp"
-#include "attn/fast/ladder.hpp"
+#include "attn/ops/online_softmax.hpp"
 
 namespace ex12 {
 
 // ex12.1, ex12_1_online_softmax_update.cpp: fold one tile of keys into a query's running state,
-// like attn::fast::ladder::online_softmax_update. scores (n,) scaled and masked (-inf for a
+// like attn::online_softmax_update. scores (n,) scaled and masked (-inf for a
 // masked key), values (n, hs); row.m, row.l, row.acc (hs,) updated. Throws
 // std::invalid_argument when values is not (n, hs).
-void online_softmax_update(attn::fast::ladder::OnlineRow& row, const attn::Vector& scores,
+void online_softmax_update(attn::OnlineRow& row, const attn::Vector& scores,
                            const attn::Matrix& values);
 
 // ex12.2, ex12_2_attention_tile.cpp: the output rows [i0, i0 + rows) of causal attention for
-// one head, like attn::fast::ladder::attention_tile: rows = min(tile, T - i0), each row's keys
+// one head, like attn::attention_tile: rows = min(tile, T - i0), each row's keys
 // folded in tiles of `tile` with online_softmax_update. q, k, v (T, hs) -> (rows, hs). Throws
 // std::invalid_argument for i0 >= T, tile 0 or q, k, v of different shapes.
 attn::Matrix attention_tile(const attn::Matrix& q, const attn::Matrix& k, const attn::Matrix& v,

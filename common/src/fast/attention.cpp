@@ -25,11 +25,11 @@
 #include "attn/fast/gqa.hpp"
 #include "attn/fast/rope.hpp"
 #include "../ops/attention_checks.hpp"
-#include "exp_nonpositive.hpp"
+#include "attn/fast/exp_nonpositive.hpp"
 #include "flash_mha.hpp"
 #include "head_products.hpp"
-#include "../core/parallel.hpp"
-#include "../core/simd.hpp"
+#include "attn/core/parallel.hpp"
+#include "attn/core/simd.hpp"
 
 namespace attn::fast {
 

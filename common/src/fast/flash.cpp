@@ -26,10 +26,10 @@
 
 #include "attn/core/check.hpp"
 #include "attn/fast/gemm.hpp"
-#include "../core/parallel.hpp"
-#include "../core/simd.hpp"
+#include "attn/core/parallel.hpp"
+#include "attn/core/simd.hpp"
 #include "../ops/attention_checks.hpp"
-#include "exp_nonpositive.hpp"
+#include "attn/fast/exp_nonpositive.hpp"
 #include "flash_mha.hpp"
 
 namespace attn::fast {

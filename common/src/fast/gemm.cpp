@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "attn/core/check.hpp"
-#include "../core/parallel.hpp"
+#include "attn/core/parallel.hpp"
 
 namespace attn::fast {
 

@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "../core/simd.hpp"
+#include "attn/core/simd.hpp"
 
 // The vectors never cross a call (everything below is inlined into one cloned function); GCC
 // still notes that SSE and AVX code would pass them differently (-Wpsabi).

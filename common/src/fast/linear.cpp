@@ -8,7 +8,7 @@
 #include <string>
 
 #include "attn/core/check.hpp"
-#include "../core/simd.hpp"
+#include "attn/core/simd.hpp"
 
 namespace attn::fast {
 

@@ -12,7 +12,7 @@
 
 #include "attn/core/check.hpp"
 #include "../ops/loss_checks.hpp"
-#include "../core/parallel.hpp"
+#include "attn/core/parallel.hpp"
 
 namespace attn::fast {
 

@@ -11,8 +11,8 @@
 
 #include "attn/core/check.hpp"
 #include "../ops/optim_checks.hpp"
-#include "../core/parallel.hpp"
-#include "../core/simd.hpp"
+#include "attn/core/parallel.hpp"
+#include "attn/core/simd.hpp"
 
 namespace attn::fast {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "attn/core/check.hpp"
-#include "../core/parallel.hpp"
+#include "attn/core/parallel.hpp"
 
 namespace attn::fast {
 

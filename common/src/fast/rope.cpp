@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "attn/core/check.hpp"
-#include "../core/parallel.hpp"
+#include "attn/core/parallel.hpp"
 #include "../ops/rope_checks.hpp"
 
 namespace attn::fast {

@@ -12,8 +12,8 @@
 #include "attn/core/check.hpp"
 #include "attn/fast/gemm.hpp"
 #include "../ops/linear_any.hpp"
-#include "../core/parallel.hpp"
-#include "../core/simd.hpp"
+#include "attn/core/parallel.hpp"
+#include "attn/core/simd.hpp"
 #include "vec8.hpp"
 
 namespace attn::fast {

@@ -18,7 +18,7 @@
 #include "attn/fast/swiglu.hpp"
 #include "attn/ops/dropout.hpp"
 #include "attn/ops/layernorm.hpp"
-#include "../core/parallel.hpp"
+#include "attn/core/parallel.hpp"
 #include "attn/model/params.hpp"
 
 namespace attn {

@@ -30,7 +30,7 @@
 #include "attn/model/sample.hpp"
 #include "attn/model/params.hpp"
 #include "model_internal.hpp"
-#include "../core/parallel.hpp"
+#include "attn/core/parallel.hpp"
 
 namespace attn {
 

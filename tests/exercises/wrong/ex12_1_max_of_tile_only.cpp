@@ -8,7 +8,7 @@
 
 namespace ex12 {
 
-void online_softmax_update(attn::fast::ladder::OnlineRow& row, const attn::Vector& scores,
+void online_softmax_update(attn::OnlineRow& row, const attn::Vector& scores,
                            const attn::Matrix& values) {
   const std::size_t n = scores.size(), hs = row.acc.size();
   if (values.shape()[0] != n || values.shape()[1] != hs)

@@ -16,7 +16,7 @@ attn::Matrix attention_tile(const attn::Matrix& q, const attn::Matrix& k, const 
   attn::Matrix out(std::array<std::size_t, 2>{rows, hs});
   for (std::size_t r = 0; r < rows; ++r) {
     const std::size_t t = i0 + r;
-    attn::fast::ladder::OnlineRow row = attn::fast::ladder::online_row_start(hs);
+    attn::OnlineRow row = attn::online_row_start(hs);
     for (std::size_t j0 = 0; j0 <= t; j0 += tile) {
       const std::size_t n = std::min(tile, T - j0);
       attn::Vector s(std::array<std::size_t, 1>{n});

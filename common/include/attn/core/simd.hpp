@@ -1,4 +1,4 @@
-// simd.hpp (private to common/src): how the library's few hand-vectorised loops get AVX2.
+// attn/core/simd.hpp: how the library's few hand-vectorised loops (and chapter 12's) get AVX2.
 //
 // On x86-64 with GCC or Clang, a function marked ATTN_SIMD_CLONES is compiled twice, for plain
 // x86-64 (SSE2, which every x86-64 CPU has) and for AVX2 (8 floats per instruction), and the

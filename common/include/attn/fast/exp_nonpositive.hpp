@@ -1,5 +1,5 @@
-// exp_nonpositive.hpp (private to common/src): the exp of the attention kernels' softmax
-// (fast/attention.cpp, fast/flash.cpp, fast/ladder.cpp): libm's expf is a function call the
+// attn/fast/exp_nonpositive.hpp: the exp of the attention kernels' softmax
+// (fast/attention.cpp, fast/flash.cpp, chapter 12's ladder.cpp): libm's expf is a function call the
 // compiler cannot vectorise; this one is branch-free, so loops over it become SIMD instructions.
 #pragma once
 

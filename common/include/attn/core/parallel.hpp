@@ -1,4 +1,5 @@
-// parallel.hpp (private to common/src): independent pieces of work split over our own threads.
+// attn/core/parallel.hpp: independent pieces of work split over the library's own threads (the
+// fast kernels, and chapter 12's ladder, which teaches them).
 //
 // The thread budget is attn::num_threads() (threads.hpp: OPENBLAS_NUM_THREADS by default, one knob
 // for the learner, and never more threads than cores). Every piece runs its GEMMs through

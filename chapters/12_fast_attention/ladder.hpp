@@ -1,7 +1,7 @@
-// attn/fast/ladder.hpp: chapter 12's ladder of kernels for ONE causal attention head,
-// out = softmax(mask(q k^T / sqrt(hs))) v, from the naive triple loop to the flash kernel, one
-// change per rung. Each rung is a short function in common/src/fast/ladder.cpp, tested equal to
-// the reference attn::scaled_dot_product_attention, which sums in double
+// chapters/12_fast_attention/ladder.hpp: chapter 12's ladder of kernels for ONE causal attention
+// head, out = softmax(mask(q k^T / sqrt(hs))) v, from the naive triple loop to the flash kernel,
+// one change per rung. Each rung is a short function in ladder.cpp beside this file, tested equal
+// to the reference attn::scaled_dot_product_attention, which sums in double
 // (tests/common/test_ladder.cpp: the golden tolerance; rung 1, the reference's steps in float,
 // within float rounding).
 //   q, k, v: (T, hs) -> out (T, hs)
@@ -12,7 +12,9 @@
 
 #include "attn/core/xt.hpp"
 
-namespace attn::fast::ladder {
+namespace ch12::ladder {
+
+using attn::Matrix;
 
 // 1. Three nested loops: the (T, T) scores one dot product at a time, mask, softmax, P v.
 Matrix naive(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t tile);
@@ -32,26 +34,8 @@ Matrix simd_online(const Matrix& q, const Matrix& k, const Matrix& v, std::size_
 // 7. Rung 6 with the query tiles over the library's threads (the same bits as rung 6).
 Matrix threaded_online(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t tile);
 
-// The online softmax, one query row at a time (the exercises of chapter 12 mirror these two).
-// The running state of one query: the largest score seen m, the sum l of exp(s_j - m) over the
-// keys seen, and the unnormalised output acc = sum_j exp(s_j - m) v_j (hs floats).
-struct OnlineRow {
-  float m;     // -inf before any key
-  float l;     // 0 before any key
-  Vector acc;  // (hs,), zeros before any key
-};
-OnlineRow online_row_start(std::size_t hs);
-// Folds one tile of keys into the row: scores (n,) already scaled and masked (-inf for a masked
-// key), values (n, hs). m' = max(m, max_j s_j), a = exp(m - m'), l = a l + sum_j exp(s_j - m'),
-// acc = a acc + sum_j exp(s_j - m') v_j. A tile of only -inf scores changes nothing.
-// Throws std::invalid_argument when values is not (n, acc.size()).
-void online_softmax_update(OnlineRow& row, const Vector& scores, const Matrix& values);
-// One tile of the causal forward: the output rows [i0, i0 + rows) (rows = min(tile, T - i0)) of
-// softmax(mask(q k^T / sqrt(hs))) v, each row's keys folded in tiles of `tile` keys with
-// online_softmax_update, then out = acc / l. q, k, v: (T, hs) -> (rows, hs). Throws
-// std::invalid_argument for i0 >= T, tile 0 or shapes that differ.
-Matrix attention_tile(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t i0,
-                      std::size_t tile);
+// The online softmax that rungs 5-7 run on raw pointers is, written plainly, the library's
+// reference attn::online_softmax_update and attn::attention_tile (attn/ops/online_softmax.hpp).
 
 using Rung = Matrix (*)(const Matrix&, const Matrix&, const Matrix&, std::size_t);
 
@@ -71,4 +55,4 @@ double rung_flops(std::size_t index, std::size_t T, std::size_t hs, std::size_t 
 double rung_floats(std::size_t index, std::size_t T, std::size_t hs, std::size_t tile,
                    std::size_t threads);
 
-}  // namespace attn::fast::ladder
+}  // namespace ch12::ladder

@@ -1,11 +1,11 @@
-// fast/ladder.cpp: chapter 12's ladder, one causal attention head made fast one change at a
+// ladder.cpp: chapter 12's ladder, one causal attention head made fast one change at a
 // time (docs/12-fast-attention.md). Every rung computes out = softmax(mask(q k^T / sqrt(hs))) v
 // for q, k, v of shape (T, hs); each differs from the one before by a single idea:
 //   1 naive loops     2 BLAS products     3 fused softmax     4 causal blocks skipped
 //   5 tiles + online softmax (no (T, T) matrix)     6 SIMD lanes     7 threads
 // Rungs 1-6 run on one thread; only rung 7 adds threads. Tested equal to the reference
 // (tests/common/test_ladder.cpp).
-#include "attn/fast/ladder.hpp"
+#include "ladder.hpp"
 
 #include <algorithm>
 #include <array>
@@ -18,13 +18,21 @@
 #include "attn/core/check.hpp"
 #include "attn/fast/gemm.hpp"
 #include "attn/ops/softmax.hpp"
-#include "../core/parallel.hpp"
-#include "../core/simd.hpp"
-#include "exp_nonpositive.hpp"
+#include "attn/core/parallel.hpp"
+#include "attn/core/simd.hpp"
+#include "attn/fast/exp_nonpositive.hpp"
 
 #pragma GCC diagnostic ignored "-Wpsabi"  // 32-byte vectors passed by value, inlined
 
-namespace attn::fast::ladder {
+namespace ch12::ladder {
+
+using attn::require;
+using attn::shape_str;
+using attn::Vector;
+namespace detail = attn::detail;
+using attn::softmax_rows;
+using attn::fast::gemm;
+using attn::fast::gemm_strided;
 
 namespace {
 
@@ -271,10 +279,10 @@ Matrix online(const char* fn, const Matrix& q, const Matrix& k, const Matrix& v,
 }  // namespace
 
 // 1. s_tj = (q_t . k_j) / sqrt(hs) by a loop over d; -inf above the diagonal; each row's stable
-//    softmax; o_t = sum_j p_tj v_j. The same operations in the same order as the reference
-//    (attn::matmul and attn::softmax): the same bits.   (T, T) scores in memory.
+//    softmax; o_t = sum_j p_tj v_j. The reference's steps in the reference's order, each sum in
+//    float where attn::attention_ref sums in double.   (T, T) scores in memory.
 Matrix naive(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t tile) {
-  check("attn::fast::ladder::naive", q, k, v, tile);
+  check("ch12::ladder::naive", q, k, v, tile);
   const std::size_t T = q.shape()[0], hs = q.shape()[1];
   const float scale = scale_of(hs);
   Matrix p(Matrix::shape_type{T, T});
@@ -308,7 +316,7 @@ Matrix naive(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t tile
 // 2. The same three steps, the products by BLAS: S = q k^T (T, hs) @ (hs, T), O = P v
 //    (T, T) @ (T, hs). Scale, mask and softmax are three passes over the (T, T) matrix.
 Matrix gemm_scores(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t tile) {
-  check("attn::fast::ladder::gemm_scores", q, k, v, tile);
+  check("ch12::ladder::gemm_scores", q, k, v, tile);
   const detail::WorkerScope one_thread;  // the products on this thread only (rung 7 adds threads)
   const std::size_t T = q.shape()[0], hs = q.shape()[1];
   Matrix s(Matrix::shape_type{T, T});
@@ -327,7 +335,7 @@ Matrix gemm_scores(const Matrix& q, const Matrix& k, const Matrix& v, std::size_
 // 3. One pass per row instead of three: scale, max, exp, sum, normalise, all while the row is
 //    in cache; the masked entries are written 0, never exp-ed.
 Matrix fused_softmax(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t tile) {
-  check("attn::fast::ladder::fused_softmax", q, k, v, tile);
+  check("ch12::ladder::fused_softmax", q, k, v, tile);
   const detail::WorkerScope one_thread;
   const std::size_t T = q.shape()[0], hs = q.shape()[1];
   Matrix s(Matrix::shape_type{T, T});
@@ -341,7 +349,7 @@ Matrix fused_softmax(const Matrix& q, const Matrix& k, const Matrix& v, std::siz
 // 4. Blocks of `tile` queries [i0, i1): their keys stop at i1 - 1, so each block's products are
 //    (rows, hs) @ (hs, i1) and (rows, i1) @ (i1, hs): about half the FLOPs of rung 3.
 Matrix causal_blocks(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t tile) {
-  check("attn::fast::ladder::causal_blocks", q, k, v, tile);
+  check("ch12::ladder::causal_blocks", q, k, v, tile);
   const detail::WorkerScope one_thread;
   const std::size_t T = q.shape()[0], hs = q.shape()[1];
   Matrix s(Matrix::shape_type{T, T});
@@ -360,79 +368,17 @@ Matrix causal_blocks(const Matrix& q, const Matrix& k, const Matrix& v, std::siz
 
 // 5. Tiles with the online softmax: no (T, T) matrix, a tile of scores at a time.
 Matrix tiled_online(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t tile) {
-  return online("attn::fast::ladder::tiled_online", q, k, v, tile, false, scalar_tile);
+  return online("ch12::ladder::tiled_online", q, k, v, tile, false, scalar_tile);
 }
 
 // 6. The same with 8 inner products per instruction.
 Matrix simd_online(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t tile) {
-  return online("attn::fast::ladder::simd_online", q, k, v, tile, false, simd_tile);
+  return online("ch12::ladder::simd_online", q, k, v, tile, false, simd_tile);
 }
 
 // 7. The same over the library's threads, query tiles shared out.
 Matrix threaded_online(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t tile) {
-  return online("attn::fast::ladder::threaded_online", q, k, v, tile, true, simd_tile);
-}
-
-OnlineRow online_row_start(std::size_t hs) {
-  return {kNegInf, 0.0f, Vector(Vector::shape_type{hs}, 0.0f)};
-}
-
-// The page's update, written as plainly as the math (rungs 5-7 run the same steps on raw
-// pointers): exponents are all <= 0, so nothing overflows, and the final acc / l equals the
-// two-pass softmax's sum_j p_j v_j up to rounding.
-void online_softmax_update(OnlineRow& row, const Vector& scores, const Matrix& values) {
-  const std::size_t n = scores.size(), hs = row.acc.size();
-  require(values.shape()[0] == n && values.shape()[1] == hs,
-          "attn::fast::ladder::online_softmax_update", [&] {
-            return "values must be (n, hs) = " + shape_str(std::array<std::size_t, 2>{n, hs}) +
-                   ", got " + shape_str(values.shape());
-          });
-  // 1. The new running max.
-  float m_new = row.m;
-  for (std::size_t j = 0; j < n; ++j) m_new = std::max(m_new, scores(j));
-  if (m_new == kNegInf) return;  // nothing visible yet
-  // 2. What was summed so far was relative to the old max: rescale it by exp(m - m').
-  const float a = std::exp(row.m - m_new);
-  row.l *= a;
-  row.acc *= a;
-  // 3. Add this tile's keys, relative to the new max.
-  for (std::size_t j = 0; j < n; ++j) {
-    const float p = std::exp(scores(j) - m_new);
-    row.l += p;
-    for (std::size_t d = 0; d < hs; ++d) row.acc(d) += p * values(j, d);
-  }
-  row.m = m_new;
-}
-
-Matrix attention_tile(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t i0,
-                      std::size_t tile) {
-  const char* fn = "attn::fast::ladder::attention_tile";
-  check(fn, q, k, v, tile);
-  const std::size_t T = q.shape()[0], hs = q.shape()[1];
-  require(i0 < T, fn, [&] {
-    return "i0 must be below T = " + std::to_string(T) + ", got " + std::to_string(i0);
-  });
-  const std::size_t rows = std::min(tile, T - i0);
-  const float scale = scale_of(hs);
-  Matrix out(Matrix::shape_type{rows, hs});
-  for (std::size_t r = 0; r < rows; ++r) {
-    const std::size_t t = i0 + r;
-    OnlineRow row = online_row_start(hs);
-    for (std::size_t j0 = 0; j0 <= t; j0 += tile) {  // key tiles after t are all masked
-      const std::size_t n = std::min(tile, T - j0);
-      Vector s(Vector::shape_type{n});
-      Matrix vals(Matrix::shape_type{n, hs});
-      for (std::size_t j = 0; j < n; ++j) {
-        float dot = 0.0f;
-        for (std::size_t d = 0; d < hs; ++d) dot += q(t, d) * k(j0 + j, d);
-        s(j) = j0 + j <= t ? dot * scale : kNegInf;
-        for (std::size_t d = 0; d < hs; ++d) vals(j, d) = v(j0 + j, d);
-      }
-      online_softmax_update(row, s, vals);
-    }
-    for (std::size_t d = 0; d < hs; ++d) out(r, d) = row.acc(d) / row.l;
-  }
-  return out;
+  return online("ch12::ladder::threaded_online", q, k, v, tile, true, simd_tile);
 }
 
 const RungInfo& rung(std::size_t index) {
@@ -445,7 +391,7 @@ const RungInfo& rung(std::size_t index) {
       {"SIMD inner products", &simd_online},
       {"threads over tiles", &threaded_online},
   }};
-  require(index < kRungs, "attn::fast::ladder::rung", "index must be below 7");
+  require(index < kRungs, "ch12::ladder::rung", "index must be below 7");
   return rungs[index];
 }
 
@@ -471,4 +417,4 @@ double rung_floats(std::size_t index, std::size_t T, std::size_t hs, std::size_t
   return per * static_cast<double>(index == 6 ? threads : 1);
 }
 
-}  // namespace attn::fast::ladder
+}  // namespace ch12::ladder
