@@ -65,17 +65,16 @@ Kernels reference_kernels() {
 Kernels learner_kernels() { return {&ex05::split_heads, &ex05::merge_heads, &ex05::mha_forward}; }
 
 using attn::max_abs_diff;
-using attn::num;
 using attn::print;
 
-// Prints one step of the shape trace and asserts the shape: the walkthrough stops with
+// Prints one step of the shape trace (show.cpp) and asserts the shape: the walkthrough stops with
 // std::logic_error if a step ever produced anything else (with the reference it never does).
 template <std::size_t N>
 void check_step(const std::string& step, const std::string& letters, const Tensor<N>& t,
                 const std::array<std::size_t, N>& expected) {
   const std::string got = attn::shape_str(t.shape());
   const std::string want = attn::shape_str(expected);
-  print(fmt::format("  {:<34} {:<14} {:<16} checked\n", step, letters, got));
+  show_trace_step(step, letters, got);
   if (got != want) {
     throw std::logic_error("shape check: " + step + " should be " + letters + " = " + want +
                            ", got " + got);
@@ -85,14 +84,8 @@ void check_step(const std::string& step, const std::string& letters, const Tenso
 // True when key s is visible to query t.
 bool visible(const Sizes& n, std::size_t t, std::size_t s) { return !n.causal || s <= t; }
 
-// (B, H, T, T) weights -> the largest |row sum - 1| and whether every weight is in [0, 1].
-struct WeightFacts {
-  double max_row_error = 0.0;
-  bool in_unit_interval = true;
-  std::size_t future = 0;       // masked (query, key) pairs
-  std::size_t future_zero = 0;  // of which exactly 0
-};
-
+// (B, H, T, T) weights -> the largest |row sum - 1|, whether every weight is in [0, 1], and the
+// masked entries (WeightFacts, walkthrough.hpp).
 WeightFacts weight_facts(const Tensor<4>& w, const Sizes& n) {
   WeightFacts f;
   const std::size_t rows = w.size() / n.T;
@@ -202,7 +195,8 @@ double uniform_row_entropy(const Sizes& n) {
 }
 
 // 2. The shape of every step, asserted as it prints: the forward pass written out step by
-// step (this trace is the procedure the section teaches, so it prints as it computes).
+// step (this trace is the procedure the section teaches, so each step is shown as it is
+// computed, show_trace_step); then what the shapes do not show (TraceFacts, show_trace_facts).
 struct Traced {
   Tensor<4> weights;  // (B, H, T, T)
   Tensor<3> out;      // (B, T, C)
@@ -210,12 +204,7 @@ struct Traced {
 
 Traced trace_shapes(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, const Sizes& n) {
   const std::size_t B = n.B, T = n.T, C = n.C, H = n.H, hs = C / H;
-  attn::section(2, "The shape at every step");
-  print(fmt::format(
-      "x is (B, T, C) = ({}, {}, {}): {} sequence{} of {} positions, {} channels each. Every\n"
-      "step below prints its shape, and the program stops if it is not the expected one.\n",
-      B, T, C, B, B == 1 ? "" : "s", T, C));
-  print(fmt::format("  {:<34} {:<14} {}\n", "step", "letters", "shape"));
+  show_trace_start(n);
 
   check_step("x (input)", "(B, T, C)", x, {B, T, C});
   // 1. Three projections, one GEMM each over all B * T rows.
@@ -259,62 +248,33 @@ Traced trace_shapes(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, c
   check_step("y = linear(merged, w_o)", "(B, T, C)", y, {B, T, C});
 
   // What the shapes do not show.
-  const std::size_t shown = std::min<std::size_t>(4, hs);
-  const std::size_t h1 = H > 1 ? 1 : 0;
-  std::vector<float> from_q(shown), from_head(shown);
-  for (std::size_t i = 0; i < shown; ++i) {
-    from_q[i] = q(0, 0, h1 * hs + i);
-    from_head[i] = qh(0, h1, 0, i);
+  TraceFacts f;
+  // The split only moves numbers: the first (up to) 4 numbers of head 1 (head 0 if H = 1) at
+  // batch 0, position 0, read from q (columns head * hs ..) and from the split q_heads.
+  f.head = H > 1 ? 1 : 0;
+  for (std::size_t i = 0; i < std::min<std::size_t>(4, hs); ++i) {
+    f.from_q.push_back(q(0, 0, f.head * hs + i));
+    f.from_head.push_back(qh(0, f.head, 0, i));
   }
-  print(fmt::format(
-      "\nThe split only moves numbers. Columns {}..{} of q at batch 0, position 0 are head {}'s\n"
-      "first {} numbers at that position:\n",
-      h1 * hs, h1 * hs + shown - 1, h1, shown));
-  const std::string q_label = fmt::format("q[0, 0, {}:{}]", h1 * hs, h1 * hs + shown);
-  const std::string head_label = fmt::format("q_heads[0, {}, 0, 0:{}]", h1, shown);
-  const std::size_t width = std::max(q_label.size(), head_label.size());
-  print(fmt::format("  {:<{}} = {}\n", q_label, width, attn::format_vector(from_q)));
-  print(fmt::format("  {:<{}} = {}\n", head_label, width, attn::format_vector(from_head)));
-
-  const double score_std = visible_score_std(scores, n);
-  std::size_t visible_count = 0;
-  for (std::size_t t = 0; t < T; ++t) visible_count += n.causal ? t + 1 : T;
-  visible_count *= B * H;
-  print(fmt::format(
-      "scores: standard deviation {} over the {} visible entries. q and k have entries of\n"
-      "size about 1, so a dot product of hs = {} of them has standard deviation about\n"
-      "sqrt(hs); dividing by sqrt(hs) brings it back to about 1, whatever the head size{}.\n",
-      num(score_std, 2), visible_count, hs,
-      score_std > 0.7 && score_std < 1.4 ? ""
-      : visible_count < 100
-          ? fmt::format(" (here {} from only {} scores: a small sample)", num(score_std, 2),
-                        visible_count)
-          : fmt::format(" (here {}: this draw of the weights is off)", num(score_std, 2))));
-
-  const WeightFacts f = weight_facts(att.weights, n);
-  print(fmt::format("weights: every entry in [0, 1]: {}; largest |row sum - 1|: {}\n",
-                    f.in_unit_interval ? "yes" : "NO", scientific_difference(f.max_row_error)));
+  // The scale of the scores, over the entries a query may use.
+  f.score_std = visible_score_std(scores, n);
+  for (std::size_t t = 0; t < T; ++t) f.visible_scores += n.causal ? t + 1 : T;
+  f.visible_scores *= B * H;
+  // The weights, and the same softmax of the scores by hand.
+  f.weights = weight_facts(att.weights, n);
   if (n.causal) {
-    print(fmt::format("weights: future entries that are exactly 0: {} of {}\n", f.future_zero,
-                      f.future));
-    const Tensor<4> by_hand = attn::masked_softmax<4>(scores, attn::causal_mask(T));
-    print("masked_softmax(scores, causal_mask(T)) vs those weights: max |difference| " +
-          scientific_difference(max_abs_diff(by_hand, att.weights)) + "\n");
+    const Tensor<4> by_hand = attn::masked_softmax<4>(scores, attn::causal_mask(T));  // (B,H,T,T)
+    f.by_hand_diff = max_abs_diff(by_hand, att.weights);
   } else {
-    const Tensor<4> by_hand = attn::softmax<4>(scores);
-    print("softmax(scores) vs those weights: max |difference| " +
-          scientific_difference(max_abs_diff(by_hand, att.weights)) + "\n");
+    const Tensor<4> by_hand = attn::softmax<4>(scores);  // (B, H, T, T)
+    f.by_hand_diff = max_abs_diff(by_hand, att.weights);
   }
-  print(fmt::format("y: no NaN, no inf: {}\n", all_finite(y) ? "yes" : "NO"));
-  attn::claim(
-      f.in_unit_interval && f.max_row_error < 1e-5 && f.future_zero == f.future && all_finite(y),
-      "weights in [0, 1], rows sum to 1, the future is 0, y is finite");
+  f.y_finite = all_finite(y);
+  show_trace_facts(n, f);
+
+  // These steps are what mha_forward does in one call.
   const Tensor<3> one_call = k.mha_forward(x, w, H, n.causal);  // (B, T, C)
-  print(
-      "These steps are what mha_forward(x, w, H) does in one call:\n"
-      "  max |y - mha_forward(x, w, H)| = " +
-      scientific_difference(max_abs_diff(y, one_call)) + "\n");
-  attn::claim(max_abs_diff(y, one_call) < 1e-4, "the steps are what mha_forward does");
+  show_one_call(max_abs_diff(y, one_call));
   return {att.weights, one_call};
 }
 
@@ -396,19 +356,17 @@ double microseconds_per_call(F&& f) {
   return elapsed / calls;
 }
 
-void show_timing(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, const Sizes& n) {
-  const Matrix w_qkv = attn::fuse_qkv(w);
-  const double looped =
+// --timing: one forward three ways, the loop over heads, the batched forward (the chapter's, or
+// yours with --mine) and the fused QKV.
+Timing time_forwards(const Kernels& k, const Tensor<3>& x, const MhaWeights& w, const Sizes& n) {
+  const Matrix w_qkv = attn::fuse_qkv(w);  // (C, 3C)
+  Timing t;
+  t.looped =
       microseconds_per_call([&] { return attn::mha_forward_per_head(x, w, n.H, n.causal).out; });
-  const double batched = microseconds_per_call([&] { return k.mha_forward(x, w, n.H, n.causal); });
-  const double fused = microseconds_per_call(
+  t.batched = microseconds_per_call([&] { return k.mha_forward(x, w, n.H, n.causal); });
+  t.fused = microseconds_per_call(
       [&] { return attn::mha_forward_fused(x, w_qkv, w.w_o, n.H, n.causal, false).out; });
-  print(fmt::format("\ntiming: one forward of (B, T, C) = ({}, {}, {}) with {} heads:\n", n.B, n.T,
-                    n.C, n.H));
-  print(
-      fmt::format("  loop over heads  {:.1f} us\n  batched          {:.1f} us\n"
-                  "  fused QKV        {:.1f} us\n",
-                  looped, batched, fused));
+  return t;
 }
 
 }  // namespace
@@ -444,25 +402,12 @@ int main(int argc, char** argv) {
     // The input here is random vectors, so no text is needed; a bad --data is still an error.
     const std::string corpus_origin = options.data ? attn::load_corpus(options.data).origin : "";
 
-    print("Chapter 05: multi-head attention\n");
-    if (!corpus_origin.empty()) {
-      print("corpus: " + corpus_origin + ", read but not used (the input is random vectors)\n");
-    }
-    const std::size_t hs = n.C / n.H;
-    print(fmt::format("B = {}, T = {}, C = {}, H = {} heads of hs = {}, {}, seed = {}\n", n.B, n.T,
-                      n.C, n.H, hs, n.causal ? "causal" : "not causal (--no-causal)",
-                      options.seed));
-    print(fmt::format("functions: {}\n",
-                      options.mine ? "yours (ex05::, --mine)" : "the reference (attn::)"));
-
     // Weights first, like a model that is built before it sees data; then the input.
     attn::Rng rng(options.seed);
     const float init_std = 1.0f / std::sqrt(static_cast<float>(n.C));
     const MhaWeights w = attn::mha_init(rng, n.C, init_std);   // 4 x (C, C)
     const Tensor<3> x = attn::randn<3>(rng, {n.B, n.T, n.C});  // (B, T, C), N(0, 1)
-    print(fmt::format(
-        "w_q, w_k, w_v, w_o: ({0}, {0}) each, N(0, 1/C) (std {1}), no biases; x: N(0, 1)\n", n.C,
-        num(init_std)));
+    show_header(n, options.seed, options.mine, corpus_origin, init_std);
 
     show_why(n);                                                    // 1
     const Traced traced = trace_shapes(k, x, w, n);                 // 2
@@ -474,6 +419,6 @@ int main(int argc, char** argv) {
     show_head_counts(n, compare_head_counts(k, x, w, n));  // 7
     if (options.svg_dir) save_figures(*options.svg_dir, traced.weights, n);
 
-    if (options.timing) show_timing(k, x, w, n);
+    if (options.timing) show_timing(n, time_forwards(k, x, w, n));
   });
 }

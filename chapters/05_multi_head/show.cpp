@@ -13,6 +13,7 @@
 #include "attn/core/check.hpp"
 #include "attn/term/narrate.hpp"
 #include "attn/term/plot.hpp"
+#include "attn/term/print.hpp"
 #include "walkthrough.hpp"
 
 // Scientific notation, so float rounding (1e-7) and a real bug (1e-1) look different at a glance.
@@ -47,6 +48,21 @@ attn::HeatmapOptions head_heatmap(const std::string& title, std::size_t T) {
 
 }  // namespace
 
+void show_header(const Sizes& n, std::uint64_t seed, bool mine, const std::string& corpus_origin,
+                 float init_std) {
+  print("Chapter 05: multi-head attention\n");
+  if (!corpus_origin.empty()) {
+    print("corpus: " + corpus_origin + ", read but not used (the input is random vectors)\n");
+  }
+  const std::size_t hs = n.C / n.H;
+  print(fmt::format("B = {}, T = {}, C = {}, H = {} heads of hs = {}, {}, seed = {}\n", n.B, n.T,
+                    n.C, n.H, hs, n.causal ? "causal" : "not causal (--no-causal)", seed));
+  print(fmt::format("functions: {}\n", mine ? "yours (ex05::, --mine)" : "the reference (attn::)"));
+  print(fmt::format(
+      "w_q, w_k, w_v, w_o: ({0}, {0}) each, N(0, 1/C) (std {1}), no biases; x: N(0, 1)\n", n.C,
+      num(init_std)));
+}
+
 // 1. Why several heads.
 void show_why(const Sizes& n) {
   const std::size_t hs = n.C / n.H;
@@ -69,6 +85,77 @@ void show_why(const Sizes& n) {
       "(head h simply uses column block h of w_q, w_k, w_v, and row block h of w_o), and the\n"
       "score products cost H * T * T * hs = T * T * C multiply-adds per sequence for any H.\n"
       "What H changes is how the C channels are grouped: many small heads or one big one.\n");
+}
+
+// 2. The shape at every step: the heading and the table's header.
+void show_trace_start(const Sizes& n) {
+  const std::size_t B = n.B, T = n.T, C = n.C;
+  attn::section(2, "The shape at every step");
+  print(fmt::format(
+      "x is (B, T, C) = ({}, {}, {}): {} sequence{} of {} positions, {} channels each. Every\n"
+      "step below prints its shape, and the program stops if it is not the expected one.\n",
+      B, T, C, B, B == 1 ? "" : "s", T, C));
+  print(fmt::format("  {:<34} {:<14} {}\n", "step", "letters", "shape"));
+}
+
+// One row of the trace: the step, its shape in letters and the shape it produced.
+void show_trace_step(const std::string& step, const std::string& letters,
+                     const std::string& shape) {
+  print(fmt::format("  {:<34} {:<14} {:<16} checked\n", step, letters, shape));
+}
+
+// What the shapes do not show: the split moves numbers, the scores' scale, the weights.
+void show_trace_facts(const Sizes& n, const TraceFacts& f) {
+  const std::size_t hs = n.C / n.H;
+  const std::size_t shown = f.from_q.size(), h1 = f.head;
+  print(fmt::format(
+      "\nThe split only moves numbers. Columns {}..{} of q at batch 0, position 0 are head {}'s\n"
+      "first {} numbers at that position:\n",
+      h1 * hs, h1 * hs + shown - 1, h1, shown));
+  const std::string q_label = fmt::format("q[0, 0, {}:{}]", h1 * hs, h1 * hs + shown);
+  const std::string head_label = fmt::format("q_heads[0, {}, 0, 0:{}]", h1, shown);
+  const std::size_t width = std::max(q_label.size(), head_label.size());
+  print(fmt::format("  {:<{}} = {}\n", q_label, width, attn::format_vector(f.from_q)));
+  print(fmt::format("  {:<{}} = {}\n", head_label, width, attn::format_vector(f.from_head)));
+
+  const double score_std = f.score_std;
+  const std::size_t visible_count = f.visible_scores;
+  print(fmt::format(
+      "scores: standard deviation {} over the {} visible entries. q and k have entries of\n"
+      "size about 1, so a dot product of hs = {} of them has standard deviation about\n"
+      "sqrt(hs); dividing by sqrt(hs) brings it back to about 1, whatever the head size{}.\n",
+      num(score_std, 2), visible_count, hs,
+      score_std > 0.7 && score_std < 1.4 ? ""
+      : visible_count < 100
+          ? fmt::format(" (here {} from only {} scores: a small sample)", num(score_std, 2),
+                        visible_count)
+          : fmt::format(" (here {}: this draw of the weights is off)", num(score_std, 2))));
+
+  const WeightFacts& w = f.weights;
+  print(fmt::format("weights: every entry in [0, 1]: {}; largest |row sum - 1|: {}\n",
+                    w.in_unit_interval ? "yes" : "NO", scientific_difference(w.max_row_error)));
+  if (n.causal) {
+    print(fmt::format("weights: future entries that are exactly 0: {} of {}\n", w.future_zero,
+                      w.future));
+    print("masked_softmax(scores, causal_mask(T)) vs those weights: max |difference| " +
+          scientific_difference(f.by_hand_diff) + "\n");
+  } else {
+    print("softmax(scores) vs those weights: max |difference| " +
+          scientific_difference(f.by_hand_diff) + "\n");
+  }
+  print(fmt::format("y: no NaN, no inf: {}\n", f.y_finite ? "yes" : "NO"));
+  attn::claim(
+      w.in_unit_interval && w.max_row_error < 1e-5 && w.future_zero == w.future && f.y_finite,
+      "weights in [0, 1], rows sum to 1, the future is 0, y is finite");
+}
+
+// The steps written out against one call of mha_forward.
+void show_one_call(double diff) {
+  print(
+      "These steps are what mha_forward(x, w, H) does in one call:\n"
+      "  max |y - mha_forward(x, w, H)| = " +
+      scientific_difference(diff) + "\n");
+  attn::claim(diff < 1e-4, "the steps are what mha_forward does");
 }
 
 // 3. The loop over heads against the batched forward.
@@ -226,6 +313,15 @@ void save_figures(const std::filesystem::path& dir, const Tensor<4>& weights, co
     paths.push_back(path.string());
   }
   print(fmt::format("\nwrote {} .. {}\n", paths.front(), paths.back()));
+}
+
+void show_timing(const Sizes& n, const Timing& t) {
+  print(fmt::format("\ntiming: one forward of (B, T, C) = ({}, {}, {}) with {} heads:\n", n.B, n.T,
+                    n.C, n.H));
+  print(
+      fmt::format("  loop over heads  {:.1f} us\n  batched          {:.1f} us\n"
+                  "  fused QKV        {:.1f} us\n",
+                  t.looped, t.batched, t.fused));
 }
 
 }  // namespace ch05

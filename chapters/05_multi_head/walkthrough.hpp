@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -24,6 +25,26 @@ struct Sizes {
   std::size_t C;  // channels, the model width (--n-embd)
   std::size_t H;  // heads (--n-heads)
   bool causal;
+};
+
+// 2. What the shapes of the trace do not show (the trace itself prints as it goes).
+// (B, H, T, T) weights: the largest |row sum - 1|, whether every weight is in [0, 1], and the
+// masked (query, key) pairs.
+struct WeightFacts {
+  double max_row_error = 0.0;
+  bool in_unit_interval = true;
+  std::size_t future = 0;       // masked (query, key) pairs
+  std::size_t future_zero = 0;  // of which exactly 0
+};
+struct TraceFacts {
+  std::size_t head = 0;            // the head shown: 1 (0 when H = 1)
+  std::vector<float> from_q;       // q[0, 0, head * hs : head * hs + 4] (fewer when hs < 4)
+  std::vector<float> from_head;    // q_heads[0, head, 0, 0:4]: the same numbers
+  double score_std = 0.0;          // standard deviation of the visible scores
+  std::size_t visible_scores = 0;  // how many scores a query may use, over all (b, h, t)
+  WeightFacts weights;             // of the (B, H, T, T) weights
+  double by_hand_diff = 0.0;       // max |(masked_)softmax(scores) - weights|
+  bool y_finite = true;            // y has no NaN, no inf
 };
 
 // 3. The loop over heads vs the batched forward, and the batched forward vs the fast kernel.
@@ -59,12 +80,28 @@ struct HeadCounts {
   std::vector<HeadCountRow> rows;
 };
 
+// --timing: one forward, in microseconds per call.
+struct Timing {
+  double looped = 0.0;   // attn::mha_forward_per_head
+  double batched = 0.0;  // the chapter's mha_forward (yours with --mine)
+  double fused = 0.0;    // attn::mha_forward_fused
+};
+
 // 1.19e-07, or "0 (bitwise identical)" (show.cpp).
 std::string scientific_difference(double d);
 
-// ---- show.cpp: one function per section, in teaching order (section 2, the shape trace, is
-// the procedure itself and prints as it goes: main.cpp).
-void show_why(const Sizes& n);                                                     // 1
+// ---- show.cpp: one function per section, in teaching order.
+// The title lines: the sizes, the seed, whose functions run, the initialisation.
+void show_header(const Sizes& n, std::uint64_t seed, bool mine, const std::string& corpus_origin,
+                 float init_std);
+void show_why(const Sizes& n);  // 1
+// 2. The shape trace is the procedure itself and prints as it goes: its heading and the table's
+// header, one row per step (main.cpp checks the shape after printing it), what the shapes do not
+// show, and the steps against one mha_forward call (max |difference|).
+void show_trace_start(const Sizes& n);
+void show_trace_step(const std::string& step, const std::string& letters, const std::string& shape);
+void show_trace_facts(const Sizes& n, const TraceFacts& f);
+void show_one_call(double diff);
 void show_loop_vs_batched(const Sizes& n, const LoopVsBatched& d);                 // 3
 void show_fused(const Sizes& n, const FusedQkv& f);                                // 4
 void show_heads(const Sizes& n, const Tensor<4>& weights, const InitContrast& c);  // 5
@@ -72,5 +109,6 @@ void show_parameters(const MhaWeights& w, const Sizes& n);                      
 void show_head_counts(const Sizes& n, const HeadCounts& hc);                       // 7
 // --svg: one heatmap per head, batch 0.
 void save_figures(const std::filesystem::path& dir, const Tensor<4>& weights, const Sizes& n);
+void show_timing(const Sizes& n, const Timing& t);
 
 }  // namespace ch05

@@ -45,11 +45,7 @@
 namespace {
 
 using namespace ch10;
-using attn::chars_of;
 using attn::flag_given;
-using attn::grouped;
-using attn::num;
-using attn::section;
 
 namespace fs = std::filesystem;
 using attn::Matrix;
@@ -163,31 +159,12 @@ std::vector<int> generate_with_cache(const attn::LmWeights& w, const attn::LmCon
   return generated;
 }
 
-// Streams one character to stdout as soon as it is chosen.
-void put_char(const attn::Vocab& vocab, int id) {
-  const std::string s = attn::encode_utf8(vocab.char_of(id));
-  std::fwrite(s.data(), 1, s.size(), stdout);
-  std::fflush(stdout);
-}
-
 // 4. Text streamed from the model, with the cache (or without, --no-cache), and the other way
 // for comparison; show_generation (show.cpp) says what the two loops did.
 GenerationRun generate_text(const Kernels& k, const Model& m, std::span<const int> prompt,
                             const attn::GenerateOptions& g, std::uint64_t seed, bool no_cache) {
   const attn::LmConfig& c = m.config;
-  section(4, "Generating, character by character");
-  const std::string how =
-      g.greedy
-          ? "greedy (the most likely character every time)"
-          : fmt::format(
-                "temperature {}{}{}", attn::format_significant(g.temperature),
-                g.top_k > 0 ? fmt::format(", top-k {}", g.top_k) : "",
-                g.top_p < 1.0f ? fmt::format(", top-p {}", attn::format_significant(g.top_p)) : "");
-  fmt::print("{} new characters, {}, seed {}, {}; prompt {}:\n\n", g.max_new_tokens, how, seed,
-             no_cache ? "without the cache (--no-cache)" : "with the KV cache",
-             attn::quote(chars_of(m.vocab, prompt)));
-  std::fflush(stdout);
-  std::fputs(attn::encode_utf8(chars_of(m.vocab, prompt)).c_str(), stdout);
+  show_generation_start(m.vocab, prompt, g, seed, no_cache);  // the heading, then the prompt
   const attn::TokenCallback stream = [&m](int id) { put_char(m.vocab, id); };
   // The cached loop (the learner's with --mine), with the work it did counted by the library:
   // the prefills, steps and positions it pushed through the model.
@@ -201,7 +178,7 @@ GenerationRun generate_text(const Kernels& k, const Model& m, std::span<const in
   attn::Rng rng(seed);
   const std::vector<int> shown =
       no_cache ? attn::lm_generate(m.weights, c, prompt, g, rng, stream) : cached(rng, stream);
-  fmt::print("\n\n");
+  fmt::print("\n\n");  // the end of the streamed text
   // The other loop, silently, from the same seed.
   attn::Rng other_rng(seed);
   const std::vector<int> other =
@@ -244,52 +221,26 @@ Kernels learner_kernels() {
 // A model with chapter 11's parts (RoPE, grouped-query attention, a window, RMSNorm, SwiGLU, no
 // biases): sections 1-6 take chapter 07's cache apart, which this model does not use; it
 // generates through attn::lm_generate_cached's rolling cache instead (attn/model/kvcache.hpp).
-void show_rolling(const Model& m, std::span<const int> prompt, const attn::GenerateOptions& g,
-                  std::uint64_t seed, bool timing) {
+void generate_rolling(const Model& m, std::span<const int> prompt, const attn::GenerateOptions& g,
+                      std::uint64_t seed, bool timing) {
   const attn::LmConfig& c = m.config;
-  section(1, "The rolling cache of a model with parts");
-  const std::size_t kv = attn::lm_kv_heads(c), hs = c.n_embd / c.n_heads;
-  const std::size_t capacity = c.window != 0 ? c.window : c.block_size;
-  const bool endless = c.positions == attn::Positions::rope && c.window != 0;
-  fmt::print(
-      "This model has {} positions, {} K/V head{} for {} query heads{}.\n"
-      "Per layer its cache keeps (B, KV, {}, hs) = (1, {}, {}, {}) keys and as many values,\n"
-      "written round-robin: {} floats in all ({}).\n",
-      attn::positions_name(c.positions), kv, kv == 1 ? "" : "s", c.n_heads,
-      c.window != 0 ? fmt::format(" and a window of {}", c.window) : std::string(),
-      c.window != 0 ? "W" : "T_max", kv, capacity, hs,
-      attn::grouped(attn::rolling_cache_floats(c, 1)),
-      attn::bytes_text(attn::rolling_cache_floats(c, 1) * sizeof(float)));
-  fmt::print("{}\n",
-             endless ? "RoPE and a window: a token sees only the last W keys of each layer and "
-                       "no position table\nlimits it, so generation goes on past T_max at O(W) "
-                       "per token, never re-filled."
-                     : "Past T_max the context is cropped, which moves every token: the cache is "
-                       "re-filled, like\nchapter 07's.");
-  section(2, "Generating, character by character");
-  fmt::print("{} new characters, seed {}; prompt {}:\n\n", g.max_new_tokens, seed,
-             attn::quote(chars_of(m.vocab, prompt)));
-  std::fflush(stdout);
-  std::fputs(attn::encode_utf8(chars_of(m.vocab, prompt)).c_str(), stdout);
+  show_rolling_cache(c);                         // 1
+  show_rolling_start(m.vocab, prompt, g, seed);  // 2: the heading, then the prompt
   const attn::TokenCallback stream = [&m](int id) { put_char(m.vocab, id); };
   attn::Rng rng(seed), other_rng(seed);
   const auto t0 = Clock::now();
   const std::vector<int> shown = attn::lm_generate_cached(m.weights, c, prompt, g, rng, stream);
   const std::chrono::duration<double> cached_time = Clock::now() - t0;
-  fmt::print("\n\n");
+  fmt::print("\n\n");  // the end of the streamed text
   const auto t1 = Clock::now();
   const std::vector<int> other = attn::lm_generate(m.weights, c, prompt, g, other_rng);
   const std::chrono::duration<double> full_time = Clock::now() - t1;
-  const bool identical = shown == other;
-  fmt::print("The same seed without the cache: {}.\n",
-             identical ? fmt::format("the same {} characters", shown.size())
-                       : std::string("DIFFERENT characters"));
-  attn::claim(identical, "the rolling cache and lm_generate give the same characters");
-  if (timing) {
-    fmt::print(
-        "(the rolling cache: {} ms; lm_generate, a forward over the context per token: {} ms)\n",
-        num(cached_time.count() * 1000.0, 1), num(full_time.count() * 1000.0, 1));
-  }
+  RollingRun r;
+  r.shown = shown.size();
+  r.identical = shown == other;
+  r.cached_ms = cached_time.count() * 1000.0;
+  r.full_ms = full_time.count() * 1000.0;
+  show_rolling_result(r, timing);
 }
 
 void run(const attn::CommonOptions& common, const Options& o) {
@@ -306,17 +257,10 @@ void run(const attn::CommonOptions& common, const Options& o) {
   const std::size_t top_k = parse_top_k(o, m.config.vocab_size);
   const std::vector<int> prompt = prompt_ids(o, corpus, m.vocab, m.config.block_size);
 
-  fmt::print("Chapter 10: generating fast with a KV cache\n");
   // --mine: the learner's nucleus cut (ex10.4) in every sampler, the library's loops included.
   const bool nucleus = o.top_p < 1.0f && !o.greedy;
   if (common.mine) attn::set_top_p_filter(&ex10::top_p_filter);
-  fmt::print("seed {}, corpus {}, functions: {}\n", common.seed, corpus.origin,
-             !common.mine ? "the reference (attn::)"
-             : nucleus    ? "yours (ex10.1 to ex10.4, --mine)"
-                          : "yours (ex10.1 to ex10.3, --mine; ex10.4 runs with --top-p below 1)");
-  fmt::print("model: {}\n", m.origin);
-  fmt::print("V {}, T_max {}, C {}, H {}, L {}\n", m.config.vocab_size, m.config.block_size,
-             m.config.n_embd, m.config.n_heads, m.config.n_layers);
+  show_header(common.seed, corpus.origin, m, common.mine, nucleus);
 
   attn::GenerateOptions g;
   g.max_new_tokens = o.tokens;
@@ -325,7 +269,7 @@ void run(const attn::CommonOptions& common, const Options& o) {
   g.top_p = o.top_p;
   g.greedy = o.greedy;
   if (attn::uses_rolling_cache(m.config))
-    return show_rolling(m, prompt, g, common.seed, common.timing);
+    return generate_rolling(m, prompt, g, common.seed, common.timing);
   show_cache(m);
   show_step(step_by_hand(k, m, prompt), m, prompt.size());
   const auto t_gen = Clock::now();
@@ -334,13 +278,8 @@ void run(const attn::CommonOptions& common, const Options& o) {
   const std::chrono::duration<double> gen_time = Clock::now() - t_gen;
   show_cost(m, common.seed, common.timing);
   show_past_t_max(m);
-  fmt::print(
-      "\nNext: docs/performance.md times this loop against PyTorch's, with and without a cache.\n");
-  if (common.timing) {
-    const std::chrono::duration<double> total = Clock::now() - t_start;
-    fmt::print("(section 4, both loops: {} ms; whole run: {} ms)\n",
-               num(gen_time.count() * 1000.0, 1), num(total.count() * 1000.0, 1));
-  }
+  const std::chrono::duration<double> total = Clock::now() - t_start;
+  show_next(common.timing, gen_time.count() * 1000.0, total.count() * 1000.0);
 }
 
 }  // namespace

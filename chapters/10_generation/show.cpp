@@ -6,9 +6,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <vector>
 
+#include "attn/core/limits.hpp"
+#include "attn/io/text.hpp"
 #include "attn/term/narrate.hpp"
 #include "attn/model/sample.hpp"
 
@@ -18,6 +21,24 @@ using attn::grouped;
 using attn::num;
 using attn::section;
 using Clock = std::chrono::steady_clock;
+
+void show_header(std::uint64_t seed, const std::string& corpus_origin, const Model& m, bool mine,
+                 bool nucleus) {
+  fmt::print("Chapter 10: generating fast with a KV cache\n");
+  fmt::print("seed {}, corpus {}, functions: {}\n", seed, corpus_origin,
+             !mine     ? "the reference (attn::)"
+             : nucleus ? "yours (ex10.1 to ex10.4, --mine)"
+                       : "yours (ex10.1 to ex10.3, --mine; ex10.4 runs with --top-p below 1)");
+  fmt::print("model: {}\n", m.origin);
+  fmt::print("V {}, T_max {}, C {}, H {}, L {}\n", m.config.vocab_size, m.config.block_size,
+             m.config.n_embd, m.config.n_heads, m.config.n_layers);
+}
+
+void put_char(const attn::Vocab& vocab, int id) {
+  const std::string s = attn::encode_utf8(vocab.char_of(id));
+  std::fwrite(s.data(), 1, s.size(), stdout);
+  std::fflush(stdout);
+}
 
 void show_cache(const Model& m) {
   const attn::LmConfig& c = m.config;
@@ -92,6 +113,23 @@ void show_step(const StepByHand& r, const Model& m, std::size_t prompt_size) {
       m.config.vocab_size, n + 1, rounding_text(r.d_logits));
   attn::claim(r.d_key < 1e-4, "lm_step caches the key computed by hand");
   attn::claim(r.d_logits < 1e-4, "lm_step's logits are the last row of lm_forward, up to rounding");
+}
+
+void show_generation_start(const attn::Vocab& vocab, std::span<const int> prompt,
+                           const attn::GenerateOptions& g, std::uint64_t seed, bool no_cache) {
+  section(4, "Generating, character by character");
+  const std::string how =
+      g.greedy
+          ? "greedy (the most likely character every time)"
+          : fmt::format(
+                "temperature {}{}{}", attn::format_significant(g.temperature),
+                g.top_k > 0 ? fmt::format(", top-k {}", g.top_k) : "",
+                g.top_p < 1.0f ? fmt::format(", top-p {}", attn::format_significant(g.top_p)) : "");
+  fmt::print("{} new characters, {}, seed {}, {}; prompt {}:\n\n", g.max_new_tokens, how, seed,
+             no_cache ? "without the cache (--no-cache)" : "with the KV cache",
+             attn::quote(attn::chars_of(vocab, prompt)));
+  std::fflush(stdout);
+  std::fputs(attn::encode_utf8(attn::chars_of(vocab, prompt)).c_str(), stdout);
 }
 
 void show_generation(const GenerationRun& r, const attn::LmConfig& c,
@@ -278,6 +316,58 @@ void show_past_t_max(const Model& m) {
       T_max, T_max, T_max,
       about ? "about the cost of the forward it replaces" : "less than the forward it replaces",
       num(refill, 2), T_max - 1);
+}
+
+void show_next(bool timing, double generation_ms, double total_ms) {
+  fmt::print(
+      "\nNext: docs/performance.md times this loop against PyTorch's, with and without a cache.\n");
+  if (timing) {
+    fmt::print("(section 4, both loops: {} ms; whole run: {} ms)\n", num(generation_ms, 1),
+               num(total_ms, 1));
+  }
+}
+
+void show_rolling_cache(const attn::LmConfig& c) {
+  section(1, "The rolling cache of a model with parts");
+  const std::size_t kv = attn::lm_kv_heads(c), hs = c.n_embd / c.n_heads;
+  const std::size_t capacity = c.window != 0 ? c.window : c.block_size;
+  const bool endless = c.positions == attn::Positions::rope && c.window != 0;
+  fmt::print(
+      "This model has {} positions, {} K/V head{} for {} query heads{}.\n"
+      "Per layer its cache keeps (B, KV, {}, hs) = (1, {}, {}, {}) keys and as many values,\n"
+      "written round-robin: {} floats in all ({}).\n",
+      attn::positions_name(c.positions), kv, kv == 1 ? "" : "s", c.n_heads,
+      c.window != 0 ? fmt::format(" and a window of {}", c.window) : std::string(),
+      c.window != 0 ? "W" : "T_max", kv, capacity, hs,
+      attn::grouped(attn::rolling_cache_floats(c, 1)),
+      attn::bytes_text(attn::rolling_cache_floats(c, 1) * sizeof(float)));
+  fmt::print("{}\n",
+             endless ? "RoPE and a window: a token sees only the last W keys of each layer and "
+                       "no position table\nlimits it, so generation goes on past T_max at O(W) "
+                       "per token, never re-filled."
+                     : "Past T_max the context is cropped, which moves every token: the cache is "
+                       "re-filled, like\nchapter 07's.");
+}
+
+void show_rolling_start(const attn::Vocab& vocab, std::span<const int> prompt,
+                        const attn::GenerateOptions& g, std::uint64_t seed) {
+  section(2, "Generating, character by character");
+  fmt::print("{} new characters, seed {}; prompt {}:\n\n", g.max_new_tokens, seed,
+             attn::quote(attn::chars_of(vocab, prompt)));
+  std::fflush(stdout);
+  std::fputs(attn::encode_utf8(attn::chars_of(vocab, prompt)).c_str(), stdout);
+}
+
+void show_rolling_result(const RollingRun& r, bool timing) {
+  fmt::print("The same seed without the cache: {}.\n",
+             r.identical ? fmt::format("the same {} characters", r.shown)
+                         : std::string("DIFFERENT characters"));
+  attn::claim(r.identical, "the rolling cache and lm_generate give the same characters");
+  if (timing) {
+    fmt::print(
+        "(the rolling cache: {} ms; lm_generate, a forward over the context per token: {} ms)\n",
+        num(r.cached_ms, 1), num(r.full_ms, 1));
+  }
 }
 
 }  // namespace ch10
