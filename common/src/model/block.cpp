@@ -227,25 +227,23 @@ void check_block(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& c
 // LayerNorm(x) into `storage`, or x itself when the config switches LayerNorm off (chapter 06's
 // experiment: without it, the scale of the activations drifts as blocks are stacked). The trace
 // still reports the step, so both variants list the same steps.
-const Vector& zeros_vector(std::size_t n);
+const Vector& zeros_vector(std::size_t n, Vector& z);
 
 const Tensor<3>& norm(const Tensor<3>& x, const Vector& gamma, const Vector& beta,
-                      const BlockConfig& config, Tensor<3>& storage) {
+                      const BlockConfig& config, BlockWork& work, Tensor<3>& storage) {
   if (!config.use_layer_norm) return x;
   if (config.normalization == Normalization::rmsnorm) {
-    thread_local RmsNormCache<float> unused;
-    fast::rms_norm(x, gamma, static_cast<double>(config.eps), unused, storage);
+    fast::rms_norm(x, gamma, static_cast<double>(config.eps), work.rms, storage);
     return storage;
   }
   // Without biases LayerNorm has no beta: it adds zeros.
-  storage = fast::layer_norm<3>(x, gamma, beta.size() == 0 ? zeros_vector(gamma.size()) : beta,
-                                config.eps);
+  storage = fast::layer_norm<3>(
+      x, gamma, beta.size() == 0 ? zeros_vector(gamma.size(), work.zeros) : beta, config.eps);
   return storage;
 }
 
-// A vector of n zeros, kept by the thread (a LayerNorm or FFN without biases adds these).
-const Vector& zeros_vector(std::size_t n) {
-  thread_local Vector z;
+// A vector of n zeros, kept in z (a LayerNorm without biases adds these).
+const Vector& zeros_vector(std::size_t n, Vector& z) {
   if (z.size() != n) z = xt::zeros<float>({n});
   return z;
 }
@@ -263,10 +261,9 @@ void zeros_into(T& t, const typename T::shape_type& shape) {
   std::fill(t.begin(), t.end(), 0.0f);
 }
 
-// The MLP's weights with zero biases in place of the empty ones (no biases), kept by the thread.
-const FfnWeights& mlp_weights(const FfnWeights& w, const BlockConfig& config) {
+// The MLP's weights with zero biases in place of the empty ones (no biases), kept in s.
+const FfnWeights& mlp_weights(const FfnWeights& w, const BlockConfig& config, FfnWeights& s) {
   if (config.bias) return w;
-  thread_local FfnWeights s;
   assign_into(s.w1, w.w1);
   assign_into(s.w2, w.w2);
   zeros_into(s.b1, {w.w1.shape()[1]});
@@ -284,9 +281,10 @@ MhaResult attention_eval(const Tensor<3>& x, const MhaWeights& w, const BlockCon
 }
 
 // The FFN step of the evaluation forward: the MLP or SwiGLU (fast kernels).
-Tensor<3> ffn_eval(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config) {
+Tensor<3> ffn_eval(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
+                   BlockWork& work) {
   if (config.ffn == FfnKind::swiglu) return fast::swiglu_forward(x, w.swiglu);
-  return fast::ffn_forward(x, mlp_weights(w.ffn, config), config.activation);
+  return fast::ffn_forward(x, mlp_weights(w.ffn, config, work.mlp), config.activation);
 }
 
 // out[i] = a[i] + b[i] for i < n; out may be a. Eight at a time, each group read before it is
@@ -341,13 +339,14 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
                           const BlockTrace& trace) {
   check_block(x, w, config);
   Tensor<3> ln_storage;  // holds the current LayerNorm output, when LayerNorm is on
+  BlockWork work;        // zeros for missing biases, what an RMSNorm keeps
 
   if (config.norm == NormPlacement::pre) {
     // Pre-norm (GPT-2 and most LLMs since): the sub-layers see normalised inputs, while the
     // residual stream x passes from input to output untouched by any LayerNorm. That clean path
     // is why deep pre-norm stacks train without the warm-up tricks post-norm needs.
     // 1. h = ln1(x)                                            (B, T, C)
-    const Tensor<3>& h1 = norm(x, w.ln1_gamma, w.ln1_beta, config, ln_storage);
+    const Tensor<3>& h1 = norm(x, w.ln1_gamma, w.ln1_beta, config, work, ln_storage);
     report(trace, "ln1", h1);
     // 2. a = MultiHeadAttention(h): tokens exchange information  (B, T, C), weights (B, H, T, T)
     MhaResult a = attention_eval(h1, w.attn, config);
@@ -359,10 +358,10 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
     report(trace, "residual1", stream);
     if (!config.use_ffn) return {std::move(stream), std::move(a.weights)};
     // 4. h = ln2(x)                                            (B, T, C)
-    const Tensor<3>& h2 = norm(stream, w.ln2_gamma, w.ln2_beta, config, ln_storage);
+    const Tensor<3>& h2 = norm(stream, w.ln2_gamma, w.ln2_beta, config, work, ln_storage);
     report(trace, "ln2", h2);
     // 5. f = FFN(h): each token on its own                     (B, T, C) -> (B, T, F) -> (B, T, C)
-    Tensor<3> f = ffn_eval(h2, w, config);
+    Tensor<3> f = ffn_eval(h2, w, config, work);
     report(trace, "ffn", f);
     // 6. x = x + f                                             (B, T, C)
     if (config.residual) {
@@ -384,11 +383,11 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
   if (config.residual) add_in_place(r1, x);
   report(trace, "residual1", r1);
   // 3. x = ln1(r)                                              (B, T, C)
-  const Tensor<3>& x1 = norm(r1, w.ln1_gamma, w.ln1_beta, config, ln_storage);
+  const Tensor<3>& x1 = norm(r1, w.ln1_gamma, w.ln1_beta, config, work, ln_storage);
   report(trace, "ln1", x1);
   if (!config.use_ffn) return {Tensor<3>(x1), std::move(a.weights)};
   // 4. f = FFN(x)                                              (B, T, C)
-  Tensor<3> r2 = ffn_eval(x1, w, config);
+  Tensor<3> r2 = ffn_eval(x1, w, config, work);
   report(trace, "ffn", r2);
   // 5. r = x + f                                               (B, T, C)
   if (config.residual) add_in_place(r2, x1);
@@ -396,7 +395,7 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
   // 6. out = ln2(r)                                            (B, T, C)
   if (config.use_layer_norm) {
     Tensor<3> normed;
-    (void)norm(r2, w.ln2_gamma, w.ln2_beta, config, normed);
+    (void)norm(r2, w.ln2_gamma, w.ln2_beta, config, work, normed);
     r2 = std::move(normed);
   }
   report(trace, "ln2", r2);
@@ -479,30 +478,29 @@ void clear_any(T& t) {
 
 // out = norm(x) (LayerNorm or RMSNorm), keeping mean and rstd (ln) or rstd (rms).
 void norm_forward(const Tensor<3>& x, const Vector& gamma, const Vector& beta, const BlockConfig& c,
-                  LayerNormCache& ln, RmsNormCache<float>& rms, Tensor<3>& out) {
+                  LayerNormCache& ln, RmsNormCache<float>& rms, BlockWork& work, Tensor<3>& out) {
   if (c.normalization == Normalization::rmsnorm) {
     clear(ln);
     fast::rms_norm(x, gamma, static_cast<double>(c.eps), rms, out);
     return;
   }
   clear_any(rms.rstd);
-  fast::layer_norm<3>(x, gamma, beta.size() == 0 ? zeros_vector(gamma.size()) : beta, c.eps, ln,
-                      out);
+  fast::layer_norm<3>(x, gamma, beta.size() == 0 ? zeros_vector(gamma.size(), work.zeros) : beta,
+                      c.eps, ln, out);
 }
 
 // dx from dy through the norm whose input was x; dgamma (and dbeta, when there is one) +=.
 // dx may be dy.
 void norm_backward(const Tensor<3>& dy, const Tensor<3>& x, const Vector& gamma,
                    const BlockConfig& c, const LayerNormCache& ln, const RmsNormCache<float>& rms,
-                   Tensor<3>& dx, Vector& dgamma, Vector& dbeta) {
+                   BlockWork& work, Tensor<3>& dx, Vector& dgamma, Vector& dbeta) {
   if (c.normalization == Normalization::rmsnorm) {
     fast::rms_norm_backward(dy, x, gamma, rms, dx, dgamma);
     return;
   }
   if (dbeta.size() == 0) {  // no biases: beta's gradient has nowhere to go
-    thread_local Vector unused;
-    zeros_into(unused, {gamma.size()});
-    fast::layer_norm_backward<3>(dy, x, gamma, ln, dx, dgamma, unused);
+    zeros_into(work.zeros_grad, {gamma.size()});
+    fast::layer_norm_backward<3>(dy, x, gamma, ln, dx, dgamma, work.zeros_grad);
     return;
   }
   fast::layer_norm_backward<3>(dy, x, gamma, ln, dx, dgamma, dbeta);
@@ -545,10 +543,10 @@ void ffn_forward_part(const Tensor<3>& x, const BlockWeights& w, const BlockConf
   clear_any(cache.swiglu.a);
   clear_any(cache.swiglu.u);
   clear_any(cache.swiglu.h);
-  fast::ffn_forward(x, mlp_weights(w.ffn, c), c.activation, cache.ffn, out);
+  fast::ffn_forward(x, mlp_weights(w.ffn, c, cache.work.mlp), c.activation, cache.ffn, out);
 }
 
-void ffn_backward_part(const Tensor<3>& dy, const BlockCache& cache, const BlockWeights& w,
+void ffn_backward_part(const Tensor<3>& dy, BlockCache& cache, const BlockWeights& w,
                        const BlockConfig& c, Tensor<3>& dx, BlockWeights& grads) {
   if (c.ffn == FfnKind::swiglu) {
     fast::swiglu_backward(dy, cache.swiglu, w.swiglu, dx, grads.swiglu);
@@ -560,12 +558,12 @@ void ffn_backward_part(const Tensor<3>& dy, const BlockCache& cache, const Block
   }
   // No biases: the kernel's gradients from zero (its bias gradients dropped), then w1's and
   // w2's added into grads' own buffers.
-  thread_local FfnWeights g;
+  FfnWeights& g = cache.work.mlp_grads;
   zeros_into(g.w1, grads.ffn.w1.shape());
   zeros_into(g.w2, grads.ffn.w2.shape());
   zeros_into(g.b1, {g.w1.shape()[1]});
   zeros_into(g.b2, {g.w2.shape()[1]});
-  fast::ffn_backward(dy, cache.ffn, mlp_weights(w.ffn, c), c.activation, dx, g);
+  fast::ffn_backward(dy, cache.ffn, mlp_weights(w.ffn, c, cache.work.mlp), c.activation, dx, g);
   add_into_buffer(grads.ffn.w1, g.w1);
   add_into_buffer(grads.ffn.w2, g.w2);
 }
@@ -598,8 +596,8 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
   // fields a configuration does not need are emptied, so activation_floats counts exactly what
   // training keeps. (cache.ln1_out / ln2_out are never needed: they live in attn.x / ffn.x.)
   // The stream is built in `out`; a LayerNorm's output and the FFN's go to two scratch tensors
-  // kept by the thread between calls, so a training step allocates none of them.
-  thread_local Tensor<3> h, f;
+  // of the cache's work, so a training step allocates none of them.
+  Tensor<3>&h = cache.work.h, &f = cache.work.f;
   clear(cache.ln1_out);
   clear(cache.ln2_out);
   clear(cache.ln1_in);
@@ -610,7 +608,7 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
     Tensor<3>& h1 = cache.attn.x;
     if (ln) {
       copy_into(cache.x, x);
-      norm_forward(x, w.ln1_gamma, w.ln1_beta, config, cache.ln1, cache.rms1, h1);
+      norm_forward(x, w.ln1_gamma, w.ln1_beta, config, cache.ln1, cache.rms1, cache.work, h1);
     } else {
       clear(cache.x);
       clear(cache.ln1);
@@ -643,7 +641,7 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
     //    cache.swiglu.x.
     Tensor<3>& h2 = config.ffn == FfnKind::swiglu ? cache.swiglu.x : cache.ffn.x;
     if (ln) {
-      norm_forward(stream, w.ln2_gamma, w.ln2_beta, config, cache.ln2, cache.rms2, h2);
+      norm_forward(stream, w.ln2_gamma, w.ln2_beta, config, cache.ln2, cache.rms2, cache.work, h2);
     } else {
       clear(cache.ln2);
       clear_any(cache.rms2.rstd);
@@ -669,7 +667,7 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
   // 3. x = ln1(r): its backward needs r (residual1).
   if (ln) {
     copy_into(cache.residual1, out);
-    norm_forward(out, w.ln1_gamma, w.ln1_beta, config, cache.ln1, cache.rms1, h);
+    norm_forward(out, w.ln1_gamma, w.ln1_beta, config, cache.ln1, cache.rms1, cache.work, h);
   } else {
     clear(cache.residual1);
     clear(cache.ln1);
@@ -700,10 +698,10 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
     return;
   }
   copy_into(cache.ln2_in, f);
-  norm_forward(f, w.ln2_gamma, w.ln2_beta, config, cache.ln2, cache.rms2, out);
+  norm_forward(f, w.ln2_gamma, w.ln2_beta, config, cache.ln2, cache.rms2, cache.work, out);
 }
 
-void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockWeights& w,
+void block_backward(const Tensor<3>& dout, BlockCache& cache, const BlockWeights& w,
                     const BlockConfig& config, Tensor<3>& dx, BlockWeights& grads) {
   constexpr const char* kFn = "attn::block_backward";
   // (B, T, C): the attention's input has the block's shape
@@ -721,8 +719,8 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
   require(shaped, kFn,
           "grads must be shaped like the weights, tensor for tensor (zeros shaped like them)");
   const bool ln = config.use_layer_norm;
-  // Scratch (B, T, C) gradients, kept by the calling thread between calls.
-  thread_local Tensor<3> d_stream, d_sub, d_drop;
+  // Scratch (B, T, C) gradients, the cache's work buffers.
+  Tensor<3>&d_stream = cache.work.d_stream, &d_sub = cache.work.d_sub, &d_drop = cache.work.d_drop;
   // Dropout y = a * mask passes dy * mask back to its sub-layer (ops/dropout.hpp); the residual
   // path gets dy unchanged. `through(dy, mask)` is the gradient the sub-layer's backward sees.
   const bool drop = config.dropout > 0.0f;
@@ -747,8 +745,8 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
       ffn_backward_part(through(dout, cache.drop_ffn), cache, w, config, d_sub, grads);
       // 4. h2 = ln2(x1)
       if (ln) {
-        norm_backward(d_sub, cache.residual1, w.ln2_gamma, config, cache.ln2, cache.rms2, d_sub,
-                      grads.ln2_gamma, grads.ln2_beta);
+        norm_backward(d_sub, cache.residual1, w.ln2_gamma, config, cache.ln2, cache.rms2,
+                      cache.work, d_sub, grads.ln2_gamma, grads.ln2_beta);
       }
       // 6. x2 = x1 + f: dx1 = dout + (the FFN branch), or the branch alone without residual.
       if (config.residual) {
@@ -762,7 +760,7 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
     attention_backward(through(*g, cache.drop_attn), cache, w.attn, config, d_sub, grads.attn);
     // 1. h1 = ln1(x)
     if (ln) {
-      norm_backward(d_sub, cache.x, w.ln1_gamma, config, cache.ln1, cache.rms1, d_sub,
+      norm_backward(d_sub, cache.x, w.ln1_gamma, config, cache.ln1, cache.rms1, cache.work, d_sub,
                     grads.ln1_gamma, grads.ln1_beta);
     }
     // 3. x1 = x + a
@@ -779,8 +777,8 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
     // 6. out = ln2(r2)
     const Tensor<3>* d_r2 = &dout;
     if (ln) {
-      norm_backward(dout, cache.ln2_in, w.ln2_gamma, config, cache.ln2, cache.rms2, d_stream,
-                    grads.ln2_gamma, grads.ln2_beta);
+      norm_backward(dout, cache.ln2_in, w.ln2_gamma, config, cache.ln2, cache.rms2, cache.work,
+                    d_stream, grads.ln2_gamma, grads.ln2_beta);
       d_r2 = &d_stream;
     }
     // 4. f = FFN(x1)
@@ -791,8 +789,8 @@ void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockW
   }
   // 3. x1 = ln1(r1)
   if (ln) {
-    norm_backward(*g, cache.residual1, w.ln1_gamma, config, cache.ln1, cache.rms1, d_stream,
-                  grads.ln1_gamma, grads.ln1_beta);
+    norm_backward(*g, cache.residual1, w.ln1_gamma, config, cache.ln1, cache.rms1, cache.work,
+                  d_stream, grads.ln1_gamma, grads.ln1_beta);
     g = &d_stream;
   }
   // 1. a = MHA(x), 2. r1 = x + a

@@ -97,23 +97,25 @@ void check_parts(const LmConfig& c, const char* fn) {
 
 namespace {
 
-// Without biases LayerNorm has no beta: zeros in its place (kept by the thread).
-const Vector& beta_or_zeros(const Vector& beta, std::size_t C) {
+// Without biases LayerNorm has no beta: C zeros in its place, kept in `zeros`.
+const Vector& beta_or_zeros(const Vector& beta, std::size_t C, Vector& zeros) {
   if (beta.size() != 0) return beta;
-  thread_local Vector z;
-  if (z.size() != C) z = xt::zeros<float>({C});
-  return z;
+  if (zeros.size() != C) zeros = xt::zeros<float>({C});
+  return zeros;
 }
 
-// The final norm, ln_f: LayerNorm or RMSNorm (the fast kernels).
+// The final norm, ln_f: LayerNorm or RMSNorm (the fast kernels). The evaluation forward: what
+// the norm keeps for a backward is thrown away.
 Tensor<3> final_norm(const Tensor<3>& x, const LmWeights& w, const LmConfig& config) {
   if (config.normalization == Normalization::rmsnorm) {
-    thread_local RmsNormCache<float> unused;
+    RmsNormCache<float> unused;
     Tensor<3> h;
     fast::rms_norm(x, w.ln_f_gamma, static_cast<double>(kEps), unused, h);
     return h;
   }
-  return fast::layer_norm<3>(x, w.ln_f_gamma, beta_or_zeros(w.ln_f_beta, config.n_embd), kEps);
+  Vector zeros;
+  return fast::layer_norm<3>(x, w.ln_f_gamma, beta_or_zeros(w.ln_f_beta, config.n_embd, zeros),
+                             kEps);
 }
 
 template <class Shape>
@@ -479,7 +481,8 @@ double forward_backward_rows(const int* tokens, const int* targets, std::size_t 
   std::copy_n(tokens, N, cache.tokens.begin());
   if (cache.blocks.size() != L) cache.blocks.resize(L);
   // 1. x = wte[tokens] + wpe[0..T)                                         (B, T, C)
-  thread_local Tensor<3> x, x_next, dx_a, dx_b;
+  Tensor<3>&x = cache.work.x, &x_next = cache.work.x_next;
+  Tensor<3>&dx_a = cache.work.dx_a, &dx_b = cache.work.dx_b;
   ensure_shape(x, std::array<std::size_t, 3>{B, T, C});
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t t = 0; t < T; ++t) {
@@ -505,8 +508,9 @@ double forward_backward_rows(const int* tokens, const int* targets, std::size_t 
   if (config.use_layer_norm && config.normalization == Normalization::rmsnorm) {
     fast::rms_norm(cache.x_final, w.ln_f_gamma, static_cast<double>(kEps), cache.rms_f, cache.h);
   } else if (config.use_layer_norm) {
-    fast::layer_norm<3>(cache.x_final, w.ln_f_gamma, beta_or_zeros(w.ln_f_beta, C), kEps,
-                        cache.ln_f, cache.h);
+    fast::layer_norm<3>(cache.x_final, w.ln_f_gamma,
+                        beta_or_zeros(w.ln_f_beta, C, cache.work.zero_beta), kEps, cache.ln_f,
+                        cache.h);
   } else {
     std::copy(x.begin(), x.end(), cache.h.begin());
   }
@@ -559,7 +563,7 @@ double forward_backward_rows(const int* tokens, const int* targets, std::size_t 
   if (config.use_layer_norm && config.normalization == Normalization::rmsnorm) {
     fast::rms_norm_backward(dx_a, cache.x_final, w.ln_f_gamma, cache.rms_f, dx_a, grads.ln_f_gamma);
   } else if (config.use_layer_norm && w.ln_f_beta.size() == 0) {  // no biases: no beta
-    thread_local Vector unused;  // beta's gradient has nowhere to go: zeros, reused
+    Vector& unused = cache.work.zero_beta_grad;  // beta's gradient has nowhere to go
     if (unused.size() != C) unused.resize({C});
     std::fill(unused.begin(), unused.end(), 0.0f);
     fast::layer_norm_backward<3>(dx_a, cache.x_final, w.ln_f_gamma, cache.ln_f, dx_a,
@@ -678,9 +682,7 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
       c.dropout_rng = Rng((hi << 32) | lo, s);
     }
   }
-  // (Buffers kept by the calling thread between calls, handed to the workers as pointers: inside
-  // them a thread_local name would be their own copy.)
-  thread_local std::vector<double> losses;
+  std::vector<double>& losses = cache.work.shard_losses;
   losses.assign(S, 0.0);
   double* shard_loss = losses.data();
   const auto run_shard = [&](std::size_t s) {
@@ -707,8 +709,8 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
   append_views(grads, cache.reduce_to);
   for (LmWeights& g : cache.shard_grads) append_views(g, cache.reduce_from);
   const std::size_t tensors = cache.reduce_to.size();
-  constexpr std::size_t kChunk = 4096;                                   // floats
-  thread_local std::vector<std::pair<std::size_t, std::size_t>> chunks;  // (tensor, first)
+  constexpr std::size_t kChunk = 4096;  // floats
+  std::vector<std::pair<std::size_t, std::size_t>>& chunks = cache.work.reduce_chunks;
   chunks.clear();
   for (std::size_t i = 0; i < tensors; ++i)
     for (std::size_t j = 0; j < cache.reduce_to[i].size(); j += kChunk) chunks.emplace_back(i, j);

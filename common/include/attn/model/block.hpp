@@ -122,6 +122,16 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
                           const BlockTrace& trace = {});
 
 // ---- Backward (chapter 08) ----
+// The block's working buffers, reused between calls (no allocation once sized): state a reader
+// can see, kept in the cache (or made for one evaluation forward), never hidden per thread.
+struct BlockWork {
+  Tensor<3> h, f;                     // the training forward: a norm's output, the FFN's output
+  Tensor<3> d_stream, d_sub, d_drop;  // the backward's (B, T, C) gradients
+  Vector zeros, zeros_grad;           // C zeros for a missing LayerNorm beta, and its gradient
+  FfnWeights mlp, mlp_grads;          // the MLP with zero biases (no biases), its gradients
+  RmsNormCache<float> rms;            // what an evaluation RMSNorm keeps (read by nobody)
+};
+
 // Everything block_backward needs from the forward. Held explicitly (no hidden tape); only what
 // the configuration's backward reads is kept, the other fields are empty, and activation_floats
 // counts it (block_activation_floats gives the same number by formula):
@@ -147,6 +157,8 @@ struct BlockCache {
   // empty); SwiGLU keeps its input, a, u and h in swiglu (ffn empty).
   RmsNormCache<float> rms1, rms2;
   SwigluCache<float> swiglu;
+  // Not read by the backward: the buffers the training forward and the backward work in.
+  BlockWork work;
 };
 // The forward that fills `cache` (same out as block_forward; weights stay in the cache), the
 // training forward. With config.dropout > 0 it draws new masks from `dropout_rng` (the attention
@@ -159,8 +171,8 @@ Tensor<3> block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockCo
 void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
                    BlockCache& cache, Tensor<3>& out, Rng* dropout_rng = nullptr);
 // dout (B, T, C) -> dx (B, T, C) (overwritten); every tensor of grads accumulates (+=). grads
-// has the shapes of w (block_zeros_like).
-void block_backward(const Tensor<3>& dout, const BlockCache& cache, const BlockWeights& w,
+// has the shapes of w (block_zeros_like). The cache is read, and its `work` buffers written.
+void block_backward(const Tensor<3>& dout, BlockCache& cache, const BlockWeights& w,
                     const BlockConfig& config, Tensor<3>& dx, BlockWeights& grads);
 // Zero tensors shaped like w (the gradient struct an optimizer walks beside the weights).
 BlockWeights block_zeros_like(const BlockWeights& w);

@@ -9,6 +9,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attn/model/block.hpp"
@@ -127,6 +128,17 @@ struct LmCache {
   std::vector<LmCache> shards;
   std::vector<LmWeights> shard_grads;
   std::vector<std::span<float>> reduce_to, reduce_from;  // flat views for adding them up
+  // The step's working buffers, in the cache so that a reader sees all the state a step keeps
+  // (reused between calls: no allocation once sized): the stream through the blocks and its
+  // gradient, each ping-ponging between two (B, T, C) buffers; zeros standing in for ln_f's beta
+  // and its gradient in a model without biases; the shards' losses; the chunks of elements the
+  // shards' gradients are summed by, (tensor, first element).
+  struct Work {
+    Tensor<3> x, x_next, dx_a, dx_b;
+    Vector zero_beta, zero_beta_grad;
+    std::vector<double> shard_losses;
+    std::vector<std::pair<std::size_t, std::size_t>> reduce_chunks;
+  } work;
 };
 // Mean cross-entropy of the model's next-token predictions: tokens, targets (B, T) ids in [0, V).
 double lm_loss(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
