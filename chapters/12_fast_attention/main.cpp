@@ -4,25 +4,18 @@
 // reference; the online softmax by hand on one row; and with --long T, one multi-head forward
 // (and backward) at a length whose (T, T) matrices would not fit, through the flash kernel
 // (common/src/fast/flash.cpp). Wall-clock times only with --timing.
-
+// Each section computes here and is printed by its show_ function in show.cpp; --long and
+// --sweep run in long_context.cpp.
 #include <fmt/core.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <cstddef>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <limits>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "attn/core/limits.hpp"
 #include "attn/core/random.hpp"
 #include "attn/core/threads.hpp"
 #include "attn/fast/flash.hpp"
@@ -31,19 +24,16 @@
 #include "ladder.hpp"
 #include "attn/term/cli.hpp"
 #include "attn/io/corpus.hpp"
-#include "attn/term/narrate.hpp"
-#include "attn/term/plot.hpp"
 #include "attn/ops/attention.hpp"
 #include "exercises.hpp"
 #include "long_context.hpp"
+#include "show.hpp"
 
 namespace {
 
-using namespace ch12;  // the options, limits and helpers shared with long_context.cpp
+using namespace ch12;  // the options and helpers of long_context.cpp, the results of show.hpp
 
 using attn::Matrix;
-using attn::num;
-using attn::section;
 using attn::Tensor;
 namespace ladder = ch12::ladder;
 
@@ -57,85 +47,71 @@ struct Kernels {
   Matrix (*tile)(const Matrix&, const Matrix&, const Matrix&, std::size_t, std::size_t);  // ex12.2
 };
 
-// ---- 1. The online softmax by hand, on one row of 8 scores in two tiles of 4.
-void show_online_by_hand(const Kernels& k, attn::Rng& rng) {
-  section(1, "The online softmax, by hand");
+Kernels reference_kernels() { return {&attn::online_softmax_update, &attn::attention_tile}; }
+Kernels learner_kernels() { return {&ex12::online_softmax_update, &ex12::attention_tile}; }
+
+// ---- The walkthrough: what each section computes (show.cpp prints it).
+
+// 1. The online softmax by hand, on one row of 8 scores in two tiles of 4.
+OnlineByHand draw_online_row(attn::Rng& rng) {
   const std::size_t n = 8, hs = 2;
-  const Matrix s_all = attn::randn(rng, 1, n, 2.0f);
-  const Matrix v = attn::randn(rng, n, hs);
-  fmt::print("One query's 8 scores, arriving in two tiles of 4, and their values v (8, 2):\n");
-  fmt::print("  s = [");
-  for (std::size_t j = 0; j < n; ++j) fmt::print("{}{}", j ? ", " : "", num(s_all(0, j), 3));
-  fmt::print("]\n");
-  attn::OnlineRow row = attn::online_row_start(hs);
-  for (std::size_t t = 0; t < 2; ++t) {
-    attn::Vector s(attn::Vector::shape_type{4});
-    Matrix vals(Matrix::shape_type{4, hs});
-    for (std::size_t j = 0; j < 4; ++j) {
-      s(j) = s_all(0, 4 * t + j);
-      for (std::size_t d = 0; d < hs; ++d) vals(j, d) = v(4 * t + j, d);
-    }
-    const float m_before = row.m;
-    k.update(row, s, vals);
-    fmt::print("after tile {}: m = {}, l = {}, acc = ({}, {})", t + 1, num(row.m, 4), num(row.l, 4),
-               num(row.acc(0), 4), num(row.acc(1), 4));
-    if (t == 1) {
-      const std::string a =
-          num(std::exp(static_cast<double>(m_before) - static_cast<double>(row.m)), 4);
-      if (row.m > m_before) {
-        fmt::print("  (the max grew: the old l and acc were rescaled by a = {})\n", a);
-      } else {
-        fmt::print("  (the max stayed: a = exp(0) = {}, nothing rescaled)\n", a);
-      }
-    } else {
-      fmt::print("\n");
-    }
+  OnlineByHand h;
+  h.s = attn::randn(rng, 1, n, 2.0f);  // (1, 8)
+  h.v = attn::randn(rng, n, hs);       // (8, 2)
+  return h;
+}
+
+// Folds tile t (scores 4t..4t+3 and their values) into the running row.
+TileStep fold_tile(const Kernels& k, attn::OnlineRow& row, const OnlineByHand& h, std::size_t t) {
+  const std::size_t hs = h.v.shape()[1];
+  attn::Vector s(attn::Vector::shape_type{4});  // (4)
+  Matrix vals(Matrix::shape_type{4, hs});       // (4, hs)
+  for (std::size_t j = 0; j < 4; ++j) {
+    s(j) = h.s(0, 4 * t + j);
+    for (std::size_t d = 0; d < hs; ++d) vals(j, d) = h.v(4 * t + j, d);
   }
-  // The two-pass softmax of the whole row, in double.
+  TileStep step;
+  step.number = t + 1;
+  step.m_before = row.m;
+  k.update(row, s, vals);
+  step.row = row;
+  step.rescale = std::exp(static_cast<double>(step.m_before) - static_cast<double>(row.m));
+  return step;
+}
+
+// acc / l against the two-pass softmax of the whole row, in double.
+OnlineResult two_pass_check(const OnlineByHand& h, const attn::OnlineRow& row) {
+  const std::size_t n = h.s.shape()[1], hs = h.v.shape()[1];
   double m = -INFINITY, l = 0.0;
-  for (std::size_t j = 0; j < n; ++j) m = std::max(m, static_cast<double>(s_all(0, j)));
-  for (std::size_t j = 0; j < n; ++j) l += std::exp(static_cast<double>(s_all(0, j)) - m);
-  double diff = 0.0;
-  fmt::print("out = acc / l = (");
+  for (std::size_t j = 0; j < n; ++j) m = std::max(m, static_cast<double>(h.s(0, j)));
+  for (std::size_t j = 0; j < n; ++j) l += std::exp(static_cast<double>(h.s(0, j)) - m);
+  OnlineResult r;
   for (std::size_t d = 0; d < hs; ++d) {
     double o = 0.0;
     for (std::size_t j = 0; j < n; ++j)
-      o += std::exp(static_cast<double>(s_all(0, j)) - m) / l * static_cast<double>(v(j, d));
+      o += std::exp(static_cast<double>(h.s(0, j)) - m) / l * static_cast<double>(h.v(j, d));
     const double got = static_cast<double>(row.acc(d)) / static_cast<double>(row.l);
-    diff = std::max(diff, std::abs(got - o));
-    fmt::print("{}{}", d ? ", " : "", num(got, 4));
+    r.diff = std::max(r.diff, std::abs(got - o));
+    r.out.push_back(got);
   }
-  const bool same = diff < 1e-5;
-  fmt::print("); the two-pass softmax of all 8 scores gives the same to {}.\n",
-             same ? "float rounding" : "NOT the rounding: " + num(diff, 6));
-  attn::claim(same, "the online softmax equals the two-pass softmax to float rounding");
+  r.same = r.diff < 1e-5;
+  return r;
 }
 
-// ---- 2. The ladder.
-struct RungResult {
-  std::string name;
-  std::string check;  // "same bits" or "max |diff| 3.1e-07"
-  bool ok = false;
-  double flops = 0.0, floats = 0.0, seconds = 0.0;
-  bool threaded = false;
-};
-
+// 2. The ladder.
 RungResult check_rung(const std::string& name, const Matrix& got, const Matrix& ref) {
   RungResult r;
   r.name = name;
-  const bool same = got.size() == ref.size() &&
-                    std::memcmp(got.data(), ref.data(), got.size() * sizeof(float)) == 0;
+  r.same_bits = got.size() == ref.size() &&
+                std::memcmp(got.data(), ref.data(), got.size() * sizeof(float)) == 0;
   bool within = got.size() == ref.size();
-  double d = 0.0;
   for (std::size_t i = 0; within && i < got.size(); ++i) {
     const double diff =
         std::abs(static_cast<double>(got.data()[i]) - static_cast<double>(ref.data()[i]));
-    d = std::max(d, diff);
+    r.max_diff = std::max(r.max_diff, diff);
     within = diff <= 1e-5 + 1e-4 * std::abs(static_cast<double>(ref.data()[i]));
   }
-  r.ok = same || within;
-  r.check = same ? "same bits" : fmt::format("max |diff| {:.1e}", d);
-  if (!r.ok) r.check += " TOO FAR";
+  r.ok = r.same_bits || within;
   return r;
 }
 
@@ -161,14 +137,15 @@ Matrix flash_head(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t
   return m;
 }
 
-// Every rung (and the library's flash kernel, and with --mine the learner's tile) on one head.
-std::vector<RungResult> run_ladder(const Kernels& k, const Options& o, bool mine, bool timing,
-                                   attn::Rng& rng) {
+// Every rung (and the library's flash kernel, and with --mine the learner's tile) on one head;
+// with --timing each row's best time, and the GEMM peaks they are measured against.
+Ladder run_ladder(const Kernels& k, const Options& o, bool mine, bool timing, attn::Rng& rng) {
   const std::size_t T = o.block_size, hs = o.head_size, tile = o.tile;
   const Matrix q = attn::randn(rng, T, hs), kk = attn::randn(rng, T, hs),
-               v = attn::randn(rng, T, hs);
-  const Matrix ref = reference_head(q, kk, v);
-  std::vector<RungResult> rows;
+               v = attn::randn(rng, T, hs);     // (T, hs) each
+  const Matrix ref = reference_head(q, kk, v);  // (T, hs)
+  Ladder ladder_result;
+  std::vector<RungResult>& rows = ladder_result.rows;
   const int repeats = 3;
   for (std::size_t i = 0; i < ladder::kRungs; ++i) {
     const ladder::RungInfo& rung = ladder::rung(i);
@@ -209,89 +186,23 @@ std::vector<RungResult> run_ladder(const Kernels& k, const Options& o, bool mine
     r.floats = ladder::rung_floats(4, T, hs, tile, 1);
     rows.push_back(r);
   }
-  return rows;
+  ladder_result.timing = timing;
+  ladder_result.threads = attn::num_threads();
+  if (timing) {
+    ladder_result.peak1 = gemm_peak(1);
+    ladder_result.peak_n = gemm_peak(ladder_result.threads);
+  }
+  return ladder_result;
 }
 
-void show_ladder(const std::vector<RungResult>& rows, const Options& o, bool timing) {
-  section(2, "The ladder");
-  fmt::print(
-      "One causal head, q, k, v of shape (T, hs) = ({}, {}), tile {}. Each kernel sums in\n"
-      "float and is checked against the reference attn::scaled_dot_product_attention, which\n"
-      "sums in double: within the golden tolerance 1e-5 + 1e-4 |ref| (\"same bits\" if equal).\n"
-      "FLOPs: the multiply-adds of the two products it performs (x2). Memory: what it holds\n"
-      "beyond q, k, v and out (* per thread).\n\n",
-      o.block_size, o.head_size, o.tile);
-  double peak1 = 0.0, peak_n = 0.0;
-  const std::size_t threads = attn::num_threads();
-  if (timing) {
-    peak1 = gemm_peak(1);
-    peak_n = gemm_peak(threads);
-  }
-  fmt::print("{} {} {} {}", attn::align_left("kernel", 26), attn::align_left("check", 20),
-             attn::align_right("MFLOP", 9), attn::align_right("memory", 11));
-  if (timing) {
-    fmt::print("  {} {} {}", attn::align_right("time", 11), attn::align_right("GFLOP/s", 8),
-               attn::align_right("of peak", 8));
-  }
-  fmt::print("\n");
-  bool all_ok = true;
-  for (const RungResult& r : rows) {
-    all_ok = all_ok && r.ok;
-    fmt::print("{} {} {} {}", attn::align_left(r.name, 26), attn::align_left(r.check, 20),
-               attn::align_right(num(r.flops / 1e6, 1), 9),
-               attn::align_right(bytes_text(r.floats * 4.0), 11) +
-                   (r.threaded ? "*" : (timing ? " " : "")));
-    if (timing && r.seconds > 0.0) {
-      const double gflops = r.flops / r.seconds / 1e9;
-      fmt::print(
-          " {} {} {}", attn::align_right(num(r.seconds * 1e3, 3) + " ms", 11),
-          attn::align_right(num(gflops, 1), 8),
-          attn::align_right(num(100.0 * gflops / (r.threaded ? peak_n : peak1), 1) + "%", 8));
-    }
-    fmt::print("\n");
-  }
-  fmt::print("{}\n", all_ok ? "Every kernel computes the reference's attention."
-                            : "A kernel does NOT compute the reference's attention (TOO FAR).");
-  attn::claim(all_ok, "every kernel of the ladder equals the reference within the tolerance");
-  if (timing) {
-    fmt::print(
-        "GEMM peak measured in this run ((1024, 1024) @ (1024, 1024)): {} GFLOP/s on 1\n"
-        "thread, {} GFLOP/s on {} (rows 7 and the library kernel are measured against the\n"
-        "second).\n",
-        num(peak1, 1), num(peak_n, 1), threads);
-    print_blas_core();
-  }
-  // Where the gains come from, in the numbers of this run.
-  const double full = rows[2].flops, blocks = rows[3].flops;
-  fmt::print("\nRung 4 performs {}% of rung 3's FLOPs: {}\n", num(100.0 * blocks / full, 1),
-             blocks < full ? "its blocks skip the masked upper triangle."
-                           : "with one block (T <= tile) there is nothing to skip.");
-  attn::claim(blocks < full || o.block_size <= o.tile,
-              "skipping causal blocks performs fewer FLOPs than the full product");
-  const bool smaller = rows[4].floats < rows[3].floats;
-  fmt::print("Rung 5 holds {} instead of {}: {}\n", bytes_text(rows[4].floats * 4.0),
-             bytes_text(rows[3].floats * 4.0),
-             smaller ? "no (T, T) matrix, and its tiles do not grow with T."
-                     : "at a T this small the tiles outweigh the (T, T) matrix, but they do not "
-                       "grow with T.");
-}
-
-// ---- 3. Long contexts: the memory the reference would need.
-void show_long_preview() {
-  section(3, "Long contexts");
+// 3. Long contexts: the memory of one multi-head forward at T = 16,384.
+LongPreview long_preview() {
   const double T = 16384.0;
-  const double ref_bytes = static_cast<double>(kLongH) * T * T * 4.0;
-  const double flash_bytes = (3.0 + 1.0 + 1.0) * T * static_cast<double>(kLongC) * 4.0;
-  fmt::print(
-      "Multi-head attention with C = {}, H = {} at T = 16,384: the reference keeps the (B, H, T, "
-      "T)\n"
-      "weights, {}; the flash kernel keeps x, q|k|v and the output, {} in all.\n"
-      "Run it: 12_fast_attention --long 16384 --timing (T up to {}).\n",
-      kLongC, kLongH, bytes_text(ref_bytes), bytes_text(flash_bytes), kMaxLong);
+  LongPreview p;
+  p.reference_bytes = static_cast<double>(kLongH) * T * T * 4.0;              // (B, H, T, T)
+  p.flash_bytes = (3.0 + 1.0 + 1.0) * T * static_cast<double>(kLongC) * 4.0;  // x, q|k|v, out
+  return p;
 }
-
-Kernels reference_kernels() { return {&attn::online_softmax_update, &attn::attention_tile}; }
-Kernels learner_kernels() { return {&ex12::online_softmax_update, &ex12::attention_tile}; }
 
 void run(const attn::CommonOptions& common, const Options& o) {
   if (o.sweep_given && o.long_t != 0)
@@ -309,14 +220,18 @@ void run(const attn::CommonOptions& common, const Options& o) {
   if (o.kernel != "flash") throw attn::UsageError("--kernel needs --long T");
   const Kernels k = common.mine ? learner_kernels() : reference_kernels();
   attn::Rng rng(common.seed);
-  fmt::print("Chapter 12: making attention fast and long\n");
-  fmt::print("seed {}, functions: {}\n", common.seed,
-             common.mine ? "yours (ex12::, --mine)"
-                         : "the library's (attn::online_softmax_update, attn::attention_tile)");
-  show_online_by_hand(k, rng);
-  const std::vector<RungResult> rows = run_ladder(k, o, common.mine, common.timing, rng);
-  show_ladder(rows, o, common.timing);
-  show_long_preview();
+  show_header(common.seed, common.mine);
+
+  // 1. The online softmax by hand. Each tile is shown as soon as it is folded in, so a learner's
+  // update that throws on the second tile stops after the first one's line.
+  const OnlineByHand hand = draw_online_row(rng);
+  show_online_scores(hand);
+  attn::OnlineRow row = attn::online_row_start(hand.v.shape()[1]);
+  for (std::size_t t = 0; t < 2; ++t) show_online_tile(fold_tile(k, row, hand, t));
+  show_online_result(two_pass_check(hand, row));
+
+  show_ladder(run_ladder(k, o, common.mine, common.timing, rng), o);  // 2
+  show_long_preview(long_preview());                                  // 3
 }
 
 }  // namespace

@@ -1,0 +1,146 @@
+// chapters/12_fast_attention/show.cpp: the narration of chapter 12. Each function prints what
+// one section of main.cpp computed, and checks the sentences its numbers could contradict
+// (attn::claim).
+#include "show.hpp"
+
+#include <fmt/core.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "attn/term/narrate.hpp"
+#include "long_context.hpp"
+
+namespace ch12 {
+
+using attn::num;
+
+void show_header(std::uint64_t seed, bool mine) {
+  fmt::print("Chapter 12: making attention fast and long\n");
+  fmt::print("seed {}, functions: {}\n", seed,
+             mine ? "yours (ex12::, --mine)"
+                  : "the library's (attn::online_softmax_update, attn::attention_tile)");
+}
+
+// ---- 1. The online softmax, by hand.
+void show_online_scores(const OnlineByHand& h) {
+  attn::section(1, "The online softmax, by hand");
+  fmt::print("One query's 8 scores, arriving in two tiles of 4, and their values v (8, 2):\n");
+  fmt::print("  s = [");
+  for (std::size_t j = 0; j < h.s.shape()[1]; ++j) {
+    fmt::print("{}{}", j ? ", " : "", num(h.s(0, j), 3));
+  }
+  fmt::print("]\n");
+}
+
+void show_online_tile(const TileStep& step) {
+  const attn::OnlineRow& row = step.row;
+  fmt::print("after tile {}: m = {}, l = {}, acc = ({}, {})", step.number, num(row.m, 4),
+             num(row.l, 4), num(row.acc(0), 4), num(row.acc(1), 4));
+  if (step.number > 1) {
+    const std::string a = num(step.rescale, 4);
+    if (row.m > step.m_before) {
+      fmt::print("  (the max grew: the old l and acc were rescaled by a = {})\n", a);
+    } else {
+      fmt::print("  (the max stayed: a = exp(0) = {}, nothing rescaled)\n", a);
+    }
+  } else {
+    fmt::print("\n");
+  }
+}
+
+void show_online_result(const OnlineResult& r) {
+  fmt::print("out = acc / l = (");
+  for (std::size_t d = 0; d < r.out.size(); ++d)
+    fmt::print("{}{}", d ? ", " : "", num(r.out[d], 4));
+  fmt::print("); the two-pass softmax of all 8 scores gives the same to {}.\n",
+             r.same ? "float rounding" : "NOT the rounding: " + num(r.diff, 6));
+  attn::claim(r.same, "the online softmax equals the two-pass softmax to float rounding");
+}
+
+// ---- 2. The ladder.
+
+namespace {
+
+// "same bits", "max |diff| 3.1e-07", or with " TOO FAR" beyond the tolerance.
+std::string check_text(const RungResult& r) {
+  std::string text = r.same_bits ? "same bits" : fmt::format("max |diff| {:.1e}", r.max_diff);
+  if (!r.ok) text += " TOO FAR";
+  return text;
+}
+
+}  // namespace
+
+void show_ladder(const Ladder& ladder, const Options& o) {
+  const std::vector<RungResult>& rows = ladder.rows;
+  const bool timing = ladder.timing;
+  attn::section(2, "The ladder");
+  fmt::print(
+      "One causal head, q, k, v of shape (T, hs) = ({}, {}), tile {}. Each kernel sums in\n"
+      "float and is checked against the reference attn::scaled_dot_product_attention, which\n"
+      "sums in double: within the golden tolerance 1e-5 + 1e-4 |ref| (\"same bits\" if equal).\n"
+      "FLOPs: the multiply-adds of the two products it performs (x2). Memory: what it holds\n"
+      "beyond q, k, v and out (* per thread).\n\n",
+      o.block_size, o.head_size, o.tile);
+  fmt::print("{} {} {} {}", attn::align_left("kernel", 26), attn::align_left("check", 20),
+             attn::align_right("MFLOP", 9), attn::align_right("memory", 11));
+  if (timing) {
+    fmt::print("  {} {} {}", attn::align_right("time", 11), attn::align_right("GFLOP/s", 8),
+               attn::align_right("of peak", 8));
+  }
+  fmt::print("\n");
+  bool all_ok = true;
+  for (const RungResult& r : rows) {
+    all_ok = all_ok && r.ok;
+    fmt::print("{} {} {} {}", attn::align_left(r.name, 26), attn::align_left(check_text(r), 20),
+               attn::align_right(num(r.flops / 1e6, 1), 9),
+               attn::align_right(bytes_text(r.floats * 4.0), 11) +
+                   (r.threaded ? "*" : (timing ? " " : "")));
+    if (timing && r.seconds > 0.0) {
+      const double gflops = r.flops / r.seconds / 1e9;
+      const double peak = r.threaded ? ladder.peak_n : ladder.peak1;
+      fmt::print(" {} {} {}", attn::align_right(num(r.seconds * 1e3, 3) + " ms", 11),
+                 attn::align_right(num(gflops, 1), 8),
+                 attn::align_right(num(100.0 * gflops / peak, 1) + "%", 8));
+    }
+    fmt::print("\n");
+  }
+  fmt::print("{}\n", all_ok ? "Every kernel computes the reference's attention."
+                            : "A kernel does NOT compute the reference's attention (TOO FAR).");
+  attn::claim(all_ok, "every kernel of the ladder equals the reference within the tolerance");
+  if (timing) {
+    fmt::print(
+        "GEMM peak measured in this run ((1024, 1024) @ (1024, 1024)): {} GFLOP/s on 1\n"
+        "thread, {} GFLOP/s on {} (rows 7 and the library kernel are measured against the\n"
+        "second).\n",
+        num(ladder.peak1, 1), num(ladder.peak_n, 1), ladder.threads);
+    print_blas_core();
+  }
+  // Where the gains come from, in the numbers of this run.
+  const double full = rows[2].flops, blocks = rows[3].flops;
+  fmt::print("\nRung 4 performs {}% of rung 3's FLOPs: {}\n", num(100.0 * blocks / full, 1),
+             blocks < full ? "its blocks skip the masked upper triangle."
+                           : "with one block (T <= tile) there is nothing to skip.");
+  attn::claim(blocks < full || o.block_size <= o.tile,
+              "skipping causal blocks performs fewer FLOPs than the full product");
+  const bool smaller = rows[4].floats < rows[3].floats;
+  fmt::print("Rung 5 holds {} instead of {}: {}\n", bytes_text(rows[4].floats * 4.0),
+             bytes_text(rows[3].floats * 4.0),
+             smaller ? "no (T, T) matrix, and its tiles do not grow with T."
+                     : "at a T this small the tiles outweigh the (T, T) matrix, but they do not "
+                       "grow with T.");
+}
+
+// ---- 3. Long contexts: the memory the reference would need.
+void show_long_preview(const LongPreview& p) {
+  attn::section(3, "Long contexts");
+  fmt::print(
+      "Multi-head attention with C = {}, H = {} at T = 16,384: the reference keeps the (B, H, T, "
+      "T)\n"
+      "weights, {}; the flash kernel keeps x, q|k|v and the output, {} in all.\n"
+      "Run it: 12_fast_attention --long 16384 --timing (T up to {}).\n",
+      kLongC, kLongH, bytes_text(p.reference_bytes), bytes_text(p.flash_bytes), kMaxLong);
+}
+
+}  // namespace ch12
