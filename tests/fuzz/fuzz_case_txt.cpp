@@ -21,15 +21,13 @@
 
 namespace {
 
-// The value of the first "op NAME" line of a case.txt ("" if none).
+// The value of the "op NAME" line of a case.txt ("" if none, or if the text is not `key value`
+// lines: the case's own parse then refuses it, whichever folder it is read in).
 std::string op_of(std::string_view text) {
-  std::size_t begin = 0;
-  while (begin < text.size()) {
-    std::size_t end = text.find('\n', begin);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = trim(text.substr(begin, end - begin));
-    if (line.size() > 3 && line.substr(0, 3) == "op ") return std::string(trim(line.substr(3)));
-    begin = end + 1;
+  try {
+    for (const attn::KeyValue& kv : attn::parse_key_values(text))
+      if (kv.key == "op") return kv.value;
+  } catch (const attn::KeyValueError&) {
   }
   return "";
 }
