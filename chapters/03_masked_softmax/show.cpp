@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "attn/term/narrate.hpp"
 #include "attn/term/plot.hpp"
 #include "attn/term/print.hpp"
@@ -20,7 +22,6 @@ namespace {
 
 using attn::difference_text;
 using attn::max_abs_diff;
-using attn::print;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
@@ -54,50 +55,51 @@ attn::HeatmapOptions weights_heatmap(const std::string& title, std::size_t T) {
 }
 
 void print_heatmap(const Matrix& m, const attn::HeatmapOptions& options) {
-  print(attn::heatmap_text(m, options, attn::use_color(stdout)));
+  fmt::print("{}", attn::heatmap_text(m, options, attn::use_color(stdout)));
 }
 
 }  // namespace
 
 void show_header(std::size_t T, float scale, std::uint64_t seed, bool mine,
                  const std::string& corpus_origin) {
-  print("Chapter 03: masked softmax\n");
+  fmt::print("Chapter 03: masked softmax\n");
   if (!corpus_origin.empty()) {
-    print("corpus: " + corpus_origin + ", read but not used (the scores are random)\n");
+    fmt::print("{}", "corpus: " + corpus_origin + ", read but not used (the scores are random)\n");
   }
-  print("T = " + std::to_string(T) + ", scale = " + attn::format_number(scale, 1) +
-        ", seed = " + std::to_string(seed) +
-        ", functions: " + (mine ? "yours (ex03::, --mine)" : "the reference (attn::)") + "\n");
+  fmt::print("{}", "T = " + std::to_string(T) + ", scale = " + attn::format_number(scale, 1) +
+                       ", seed = " + std::to_string(seed) + ", functions: " +
+                       (mine ? "yours (ex03::, --mine)" : "the reference (attn::)") + "\n");
 }
 
 // 1. The scores: one number per (query, key) pair.
 void show_scores(const Matrix& scores, float scale) {
   const std::size_t T = scores.shape()[0];
   attn::section(1, "Scores");
-  print(
+  fmt::print(
+      "{}",
       "Attention starts from a score for every pair (query t, key s): row t says how much\n"
       "position t is interested in each position. Chapter 04 computes the scores from the data\n"
       "(q . k); here they are random numbers with standard deviation " +
-      attn::format_number(scale, 1) +
-      ", so we can watch the mask\n"
-      "and the softmax on their own.\n");
-  print("scores (T, T) = (" + std::to_string(T) + ", " + std::to_string(T) +
-        "), rows = queries, columns = keys:\n");
-  print(matrix_text(scores));
+          attn::format_number(scale, 1) +
+          ", so we can watch the mask\n"
+          "and the softmax on their own.\n");
+  fmt::print("{}", "scores (T, T) = (" + std::to_string(T) + ", " + std::to_string(T) +
+                       "), rows = queries, columns = keys:\n");
+  fmt::print("{}", matrix_text(scores));
 }
 
 // 2. The causal mask in its two forms, and the masked scores.
 void show_mask(const CausalMask& m) {
   attn::section(2, "The causal mask");
-  print(
+  fmt::print(
       "A decoder predicts position t+1 from positions 0..t, so query t may look at the past and\n"
       "at itself, never at the future. The rule is a lower-triangular (T, T) mask.\n");
-  print("Boolean form, tril(ones(T, T)): 1 = allowed, 0 = masked (the future):\n");
-  print(matrix_text(xt::cast<float>(m.mask), 0));
-  print("Additive form, where(tril, 0, -inf): added to the scores before the softmax:\n");
-  print(matrix_text(m.additive));
-  print("masked scores = scores + additive mask (every future score is now -inf):\n");
-  print(matrix_text(m.masked));
+  fmt::print("Boolean form, tril(ones(T, T)): 1 = allowed, 0 = masked (the future):\n");
+  fmt::print("{}", matrix_text(xt::cast<float>(m.mask), 0));
+  fmt::print("Additive form, where(tril, 0, -inf): added to the scores before the softmax:\n");
+  fmt::print("{}", matrix_text(m.additive));
+  fmt::print("masked scores = scores + additive mask (every future score is now -inf):\n");
+  fmt::print("{}", matrix_text(m.masked));
 }
 
 // 3. The masked softmax: the attention weights.
@@ -105,18 +107,18 @@ void show_weights(const Weights& w) {
   const Matrix& weights = w.weights;
   const std::size_t T = weights.shape()[0];
   attn::section(3, "Softmax over each row");
-  print(
+  fmt::print(
       "Each query turns its row of scores into weights that are >= 0 and sum to 1:\n"
       "  softmax(z)_i = exp(z_i - max(z)) / sum_j exp(z_j - max(z))\n"
       "A masked score is -inf and exp(-inf) = 0, so the future gets weight 0.\n");
-  print("weights = masked_softmax(scores, mask) (T, T):\n");
-  print(matrix_text(weights));
+  fmt::print("weights = masked_softmax(scores, mask) (T, T):\n");
+  fmt::print("{}", matrix_text(weights));
 
-  print("row sums: " + attn::format_vector(w.sums) + "\n");
-  print("future weights that are exactly 0: " + std::to_string(w.future_zero) + " of " +
-        std::to_string(w.future) + "\n");
-  print("Query 0 sees only key 0, so its weight there is " + attn::format_number(weights(0, 0)) +
-        ".\n");
+  fmt::print("{}", "row sums: " + attn::format_vector(w.sums) + "\n");
+  fmt::print("{}", "future weights that are exactly 0: " + std::to_string(w.future_zero) + " of " +
+                       std::to_string(w.future) + "\n");
+  fmt::print("{}", "Query 0 sees only key 0, so its weight there is " +
+                       attn::format_number(weights(0, 0)) + ".\n");
   bool sums_one = true;
   for (const float sum : w.sums) sums_one = sums_one && std::abs(sum - 1.0f) < 1e-5f;
   attn::claim(sums_one && w.future_zero == w.future && weights(0, 0) == 1.0f,
@@ -131,45 +133,48 @@ void show_minus_1e9(const Matrix& scores, const MinusBillion& m) {
   const std::size_t key = T > 1 ? 1 : 0;  // a masked key of query 0, if there is one
   const float score = scores(0, key);
   attn::section(4, "Why -inf, and not -1e9");
-  print(std::string("exp(-inf) == 0 exactly: ") + (std::exp(-kInf) == 0.0f ? "true" : "false") +
-        ". A masked key adds nothing to the row sum. Much code masks with\n"
-        "-1e9 instead. In float32 the numbers near 1e9 are " +
-        attn::format_number(std::nextafter(1e9f, kInf) - 1e9f, 0) +
-        " apart, so a score below 32 in size,\n"
-        "added to -1e9, simply disappears (here the score of query 0 for key " +
-        std::to_string(key) + "):\n");
+  fmt::print("{}", std::string("exp(-inf) == 0 exactly: ") +
+                       (std::exp(-kInf) == 0.0f ? "true" : "false") +
+                       ". A masked key adds nothing to the row sum. Much code masks with\n"
+                       "-1e9 instead. In float32 the numbers near 1e9 are " +
+                       attn::format_number(std::nextafter(1e9f, kInf) - 1e9f, 0) +
+                       " apart, so a score below 32 in size,\n"
+                       "added to -1e9, simply disappears (here the score of query 0 for key " +
+                       std::to_string(key) + "):\n");
   const float sum = score + -1e9f;
-  print("  " + attn::format_number(score) + " + (-1e9) = " + attn::format_number(sum) +
-        ", equal to -1e9: " + (sum == -1e9f ? "yes" : "no") + "\n");
+  fmt::print("{}", "  " + attn::format_number(score) + " + (-1e9) = " + attn::format_number(sum) +
+                       ", equal to -1e9: " + (sum == -1e9f ? "yes" : "no") + "\n");
 
-  print(
-      "exp(-1e9 - max) underflows to 0, so on ordinary rows nothing changes:\n"
-      "  softmax(scores + (-1e9 mask)) vs softmax(scores + (-inf mask))\n"
-      "  max |difference|: " +
-      difference_text(m.ordinary) + "\n");
+  fmt::print("{}",
+             "exp(-1e9 - max) underflows to 0, so on ordinary rows nothing changes:\n"
+             "  softmax(scores + (-1e9 mask)) vs softmax(scores + (-inf mask))\n"
+             "  max |difference|: " +
+                 difference_text(m.ordinary) + "\n");
   attn::claim(m.ordinary < 1e-6, "on ordinary rows -1e9 changes nothing");
 
-  print(
+  fmt::print(
       "The difference shows on a row where every key is masked (a padding query, say).\n"
       "Mask all of row 0 and look at its weights:\n");
-  print("  -1e9 mask, softmax:            " + row_text(m.pad_1e9, 0) + "\n");
-  print("  -inf mask, stable softmax:     " + row_text(m.pad_inf, 0) + "\n");
-  print("  boolean mask, masked_softmax:  " + row_text(m.pad_bool, 0) + "\n");
-  print("  -inf mask, naive softmax:      " + row_text(m.pad_naive, 0) + "\n");
+  fmt::print("{}", "  -1e9 mask, softmax:            " + row_text(m.pad_1e9, 0) + "\n");
+  fmt::print("{}", "  -inf mask, stable softmax:     " + row_text(m.pad_inf, 0) + "\n");
+  fmt::print("{}", "  boolean mask, masked_softmax:  " + row_text(m.pad_bool, 0) + "\n");
+  fmt::print("{}", "  -inf mask, naive softmax:      " + row_text(m.pad_naive, 0) + "\n");
   const std::vector<std::size_t>& leak = m.leak;
   if (leak.size() == T) {
     attn::claim(m.uniform, "the -1e9 row is uniform");
     if (T == 1) {
-      print(
+      fmt::print(
           "With -1e9 the single key of row 0 gets weight 1: a padding query reads a value\n"
           "it was meant to ignore, a silent leak.");
     } else {
-      print(std::string("With -1e9 every entry of the row rounds to the same float ") +
-            (m.all_small
-                 ? "(every score of row 0 is\nbelow 32 in size, so each sum is exactly -1e9)"
-                 : "(the sums of row 0 all round\nto the same multiple of 64)") +
-            ": the softmax is uniform over all " + std::to_string(T) +
-            "\nkeys, the future ones included, a silent leak.");
+      fmt::print(
+          "{}",
+          std::string("With -1e9 every entry of the row rounds to the same float ") +
+              (m.all_small
+                   ? "(every score of row 0 is\nbelow 32 in size, so each sum is exactly -1e9)"
+                   : "(the sums of row 0 all round\nto the same multiple of 64)") +
+              ": the softmax is uniform over all " + std::to_string(T) +
+              "\nkeys, the future ones included, a silent leak.");
     }
   } else {
     std::string keys;
@@ -179,18 +184,19 @@ void show_minus_1e9(const Matrix& scores, const MinusBillion& m) {
       future_keys += leak[i] > 0 ? 1 : 0;
     }
     const bool one = leak.size() == 1;
-    print(
+    fmt::print(
+        "{}",
         "With -1e9 each sum score + (-1e9) rounds to a multiple of 64, and the largest take\n"
         "everything: key" +
-        std::string(one ? " " : "s ") + keys + (one ? " gets" : " share") +
-        " the whole weight of row 0.\n"
-        "A silent leak, and not even a uniform one: it goes to the keys with the largest\n" +
-        (future_keys > 0
-             ? "scores, here " + std::to_string(future_keys) + " future key" +
-                   (future_keys == 1 ? "" : "s") + " of query 0."
-             : std::string("scores, here key 0 only; other scores send it to future keys.")));
+            std::string(one ? " " : "s ") + keys + (one ? " gets" : " share") +
+            " the whole weight of row 0.\n"
+            "A silent leak, and not even a uniform one: it goes to the keys with the largest\n" +
+            (future_keys > 0
+                 ? "scores, here " + std::to_string(future_keys) + " future key" +
+                       (future_keys == 1 ? "" : "s") + " of query 0."
+                 : std::string("scores, here key 0 only; other scores send it to future keys.")));
   }
-  print(
+  fmt::print(
       "\nWith -inf (or a boolean mask) the stable softmax returns a row of zeros, the\n"
       "convention of this course: documented, never NaN. The naive formula computes\n"
       "exp(-inf) = 0 for every key, then 0 / 0 = NaN.\n");
@@ -200,15 +206,17 @@ void show_minus_1e9(const Matrix& scores, const MinusBillion& m) {
 void show_overflow(const Overflow& o) {
   attn::section(5, "Why subtract the maximum");
   const float overflow_at = std::log(std::numeric_limits<float>::max());  // 88.72
-  print("float32 exp overflows to inf above z = " + attn::format_number(overflow_at, 2) +
-        " and underflows to 0 below about -104.\n");
-  print("logits " + row_text(o.big, 0) + "\n");
-  print("  naive  exp(z) / sum exp(z):   " + row_text(o.naive_big, 0) + "   (inf / inf)\n");
-  print("  stable, subtract max = 1002:  " + row_text(o.stable_big, 0) + "\n");
-  print("logits " + row_text(o.small, 0) + "\n");
-  print("  naive  exp(z) / sum exp(z):   " + row_text(o.naive_small, 0) + "   (0 / 0)\n");
-  print("  stable, subtract max = -1000: " + row_text(o.stable_small, 0) + "\n");
-  print(
+  fmt::print("{}", "float32 exp overflows to inf above z = " + attn::format_number(overflow_at, 2) +
+                       " and underflows to 0 below about -104.\n");
+  fmt::print("{}", "logits " + row_text(o.big, 0) + "\n");
+  fmt::print("{}",
+             "  naive  exp(z) / sum exp(z):   " + row_text(o.naive_big, 0) + "   (inf / inf)\n");
+  fmt::print("{}", "  stable, subtract max = 1002:  " + row_text(o.stable_big, 0) + "\n");
+  fmt::print("{}", "logits " + row_text(o.small, 0) + "\n");
+  fmt::print("{}",
+             "  naive  exp(z) / sum exp(z):   " + row_text(o.naive_small, 0) + "   (0 / 0)\n");
+  fmt::print("{}", "  stable, subtract max = -1000: " + row_text(o.stable_small, 0) + "\n");
+  fmt::print(
       "Subtracting m from every logit multiplies the numerator and the denominator by the same\n"
       "exp(-m), so the answer is unchanged; but now the largest exponent is exp(0) = 1, the sum\n"
       "is at least 1, and nothing overflows or divides by zero.\n");
@@ -217,11 +225,11 @@ void show_overflow(const Overflow& o) {
 // 6. The boolean and the additive mask are the same rule.
 void show_forms_agree(const Matrix& weights, const Matrix& from_additive) {
   attn::section(6, "Two masks, one answer");
-  print(
-      "boolean:  masked_softmax(scores, tril)\n"
-      "additive: softmax(scores + where(tril, 0, -inf))\n"
-      "max |difference|: " +
-      difference_text(max_abs_diff(weights, from_additive)) + "\n");
+  fmt::print("{}",
+             "boolean:  masked_softmax(scores, tril)\n"
+             "additive: softmax(scores + where(tril, 0, -inf))\n"
+             "max |difference|: " +
+                 difference_text(max_abs_diff(weights, from_additive)) + "\n");
   attn::claim(max_abs_diff(weights, from_additive) < 1e-6, "two masks, one answer");
 }
 
@@ -230,32 +238,32 @@ void show_nan_trap(const Matrix& weights, const NanTrap& trap) {
   const std::size_t T = weights.shape()[0];
   const Matrix& broken = trap.broken;
   attn::section(7, "The trap: triu(ones, 1) * -inf");
-  print(
+  fmt::print(
       "A popular one-liner for the additive mask is mask = triu(ones(T, T), k=1) * -inf: 1 above\n"
       "the diagonal, 0 elsewhere, times -inf. Above the diagonal 1 * -inf = -inf, as intended.\n"
       "Elsewhere it computes 0 * -inf, and IEEE 754 defines 0 * inf as NaN (no answer is right,\n"
       "so the result is Not a Number):\n");
   const float zero = 0.0f;
-  print("  0 * -inf = " + attn::format_number(zero * -kInf) + "\n");
-  print("naive mask (T, T): NaN exactly where attention should be allowed:\n");
-  print(matrix_text(trap.naive_mask));
-  print(
+  fmt::print("{}", "  0 * -inf = " + attn::format_number(zero * -kInf) + "\n");
+  fmt::print("naive mask (T, T): NaN exactly where attention should be allowed:\n");
+  fmt::print("{}", matrix_text(trap.naive_mask));
+  fmt::print(
       "NaN spreads: a NaN score makes its row maximum and its row sum NaN, so every weight of\n"
       "the \"causal attention\" is NaN:\n");
-  print(matrix_text(broken));
-  print("NaN weights: " + std::to_string(count_nan(broken)) + " of " +
-        std::to_string(broken.size()) + "\n");
+  fmt::print("{}", matrix_text(broken));
+  fmt::print("{}", "NaN weights: " + std::to_string(count_nan(broken)) + " of " +
+                       std::to_string(broken.size()) + "\n");
   attn::claim(count_nan(broken) == broken.size(), "every weight of the trap is NaN");
   print_heatmap(broken, weights_heatmap("weights with the triu(ones, 1) * -inf mask", T));
 
-  print(
+  fmt::print(
       "The fix chooses instead of multiplying: where(tril, 0, -inf) puts 0 or -inf in each cell\n"
       "and never multiplies by infinity:\n");
-  print(matrix_text(trap.fixed_mask));
-  print("weights with it, NaN count " + std::to_string(count_nan(trap.fixed)) + ":\n");
-  print(matrix_text(trap.fixed));
-  print("max |difference| from the weights of section 3: " +
-        difference_text(max_abs_diff(trap.fixed, weights)) + "\n");
+  fmt::print("{}", matrix_text(trap.fixed_mask));
+  fmt::print("{}", "weights with it, NaN count " + std::to_string(count_nan(trap.fixed)) + ":\n");
+  fmt::print("{}", matrix_text(trap.fixed));
+  fmt::print("{}", "max |difference| from the weights of section 3: " +
+                       difference_text(max_abs_diff(trap.fixed, weights)) + "\n");
 }
 
 void save_figures(const std::filesystem::path& dir, const Matrix& weights, const Matrix& broken) {
@@ -267,7 +275,7 @@ void save_figures(const std::filesystem::path& dir, const Matrix& weights, const
   attn::write_svg(
       trap_path,
       attn::heatmap_svg(broken, weights_heatmap("weights with triu(ones, 1) * -inf: NaN", T)));
-  print("\nwrote " + causal_path.string() + " and " + trap_path.string() + "\n");
+  fmt::print("{}", "\nwrote " + causal_path.string() + " and " + trap_path.string() + "\n");
 }
 
 void show_timing(const Timing& t) {

@@ -255,10 +255,9 @@ int main(int argc, char** argv) {
     head.w_k = attn::randn(rng, C, hs, w_std);  // (C, hs)
     head.w_v = attn::randn(rng, C, hs, w_std);  // (C, hs)
 
-    attn::print("Chapter 04: single-head attention\n");
-    attn::print(fmt::format("T = {}, C = {}, hs = {}, S = {}, seed = {}, functions: {}\n", T, C, hs,
-                            S, options.seed,
-                            options.mine ? "yours (ex04::, --mine)" : "the reference (attn::)"));
+    fmt::print("Chapter 04: single-head attention\n");
+    fmt::print("T = {}, C = {}, hs = {}, S = {}, seed = {}, functions: {}\n", T, C, hs, S,
+               options.seed, options.mine ? "yours (ex04::, --mine)" : "the reference (attn::)");
 
     show_averaging(tokens, corpus.origin);             // 1
     const Qkv p = project_tokens(kern, tokens, head);  // 2

@@ -65,7 +65,6 @@ Kernels reference_kernels() {
 Kernels learner_kernels() { return {&ex05::split_heads, &ex05::merge_heads, &ex05::mha_forward}; }
 
 using attn::max_abs_diff;
-using attn::print;
 
 // Prints one step of the shape trace (show.cpp) and asserts the shape: the walkthrough stops with
 // std::logic_error if a step ever produced anything else (with the reference it never does).
@@ -352,7 +351,7 @@ double microseconds_per_call(F&& f) {
     ++calls;
     elapsed = std::chrono::duration<double, std::micro>(clock::now() - start).count();
   }
-  if (std::isnan(checksum)) print("(NaN in the timing runs)\n");  // keeps the work observable
+  if (std::isnan(checksum)) fmt::print("(NaN in the timing runs)\n");  // keeps the work observable
   return elapsed / calls;
 }
 

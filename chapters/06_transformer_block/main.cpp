@@ -363,18 +363,19 @@ int main(int argc, char** argv) {
     const Kernels k = options.mine ? learner_kernels() : reference_kernels();
     // The tokens here are random vectors, so no text is needed; a bad --data is still an error.
     const std::string corpus_origin = options.data ? attn::load_corpus(options.data).origin : "";
-    attn::print("Chapter 06: the transformer block\n");
+    fmt::print("Chapter 06: the transformer block\n");
     if (!corpus_origin.empty()) {
-      attn::print("corpus: " + corpus_origin +
-                  ", read but not used (the tokens are random vectors)\n");
+      fmt::print("{}", "corpus: " + corpus_origin +
+                           ", read but not used (the tokens are random vectors)\n");
     }
-    attn::print(
-        fmt::format("B = {}, T = {}, C = {}, H = {} (hs = {}), F = {}, activation {}, "
-                    "{}-norm, seed {}\n",
-                    s.B, s.T, s.C, s.H, s.C / s.H, s.F, attn::activation_name(s.activation),
-                    attn::norm_name(s.norm), options.seed));
-    attn::print(std::string("functions: ") +
-                (options.mine ? "yours (ex06::, --mine)" : "the reference (attn::)") + "\n");
+    fmt::print(
+        "B = {}, T = {}, C = {}, H = {} (hs = {}), F = {}, activation {}, "
+        "{}-norm, seed {}\n",
+        s.B, s.T, s.C, s.H, s.C / s.H, s.F, attn::activation_name(s.activation),
+        attn::norm_name(s.norm), options.seed);
+    fmt::print("{}", std::string("functions: ") +
+                         (options.mine ? "yours (ex06::, --mine)" : "the reference (attn::)") +
+                         "\n");
 
     attn::Rng rng(options.seed);
     const Tensor<3> x = attn::randn<3>(rng, {s.B, s.T, s.C});  // (B, T, C) token vectors

@@ -445,17 +445,17 @@ void run(const attn::CommonOptions& common, const Options& o) {
   p.context.assign(p.ids.end() - static_cast<std::ptrdiff_t>(T), p.ids.end());
   check_generation_work(m.config, p.ids.size(), o.tokens);
 
-  attn::print("Chapter 07: the causal language model\n");
-  attn::print(fmt::format("seed {}, corpus {}, functions: {}\n", common.seed, corpus.origin,
-                          common.mine ? "yours (ex07::, --mine)" : "the reference (attn::)"));
-  attn::print(fmt::format("model: {}\n", m.origin));
+  fmt::print("Chapter 07: the causal language model\n");
+  fmt::print("seed {}, corpus {}, functions: {}\n", common.seed, corpus.origin,
+             common.mine ? "yours (ex07::, --mine)" : "the reference (attn::)");
+  fmt::print("model: {}\n", m.origin);
   if (!o.weights_dir.empty()) {
-    attn::print(fmt::format(
+    fmt::print(
         "(the folder describes the model: {};\n V, C and T_max from wte and wpe; the vocabulary "
         "from {})\n",
         m.described ? "L, H and the variant from its model.txt"
                     : "no model.txt, so L from its blocks and H from --n-heads",
-        m.own_vocab ? "its vocab.txt" : "the corpus"));
+        m.own_vocab ? "its vocab.txt" : "the corpus");
   }
 
   show_architecture(m, parameters(m));
@@ -470,17 +470,17 @@ void run(const attn::CommonOptions& common, const Options& o) {
   show_generation(m, vocab, p, l.logits, generation(k, m, p, g, common.seed), common.timing);
   show_weights(m, l.logits, round_trip(k, m, p), o.export_dir);
   if (common.svg_dir) write_svgs(*common.svg_dir, m, vocab, p, l.logits);
-  attn::print(m.untrained
-                  ? "\nWhat this model lacks is training: the loss of section 2 needs a gradient "
-                    "for every\nweight (backpropagation). docs/performance.md looks at where the "
-                    "time goes.\n"
-                  : "\nThese weights were loaded, not drawn: training (chapters 08 and 09) is what "
-                    "made them.\ndocs/performance.md looks at where the time goes.\n");
+  fmt::print("{}",
+             m.untrained
+                 ? "\nWhat this model lacks is training: the loss of section 2 needs a gradient "
+                   "for every\nweight (backpropagation). docs/performance.md looks at where the "
+                   "time goes.\n"
+                 : "\nThese weights were loaded, not drawn: training (chapters 08 and 09) is what "
+                   "made them.\ndocs/performance.md looks at where the time goes.\n");
   if (common.timing) {
     const std::chrono::duration<double> total = Clock::now() - t_start;
-    attn::print(fmt::format("(section 2: {} ms; whole run: {} ms)\n",
-                            attn::num(forward_time.count() * 1000.0, 2),
-                            attn::num(total.count() * 1000.0, 1)));
+    fmt::print("(section 2: {} ms; whole run: {} ms)\n",
+               attn::num(forward_time.count() * 1000.0, 2), attn::num(total.count() * 1000.0, 1));
   }
 }
 

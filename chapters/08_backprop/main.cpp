@@ -460,12 +460,13 @@ int main(int argc, char** argv) {
     const Kernels k = options.mine ? learner_kernels() : reference_kernels();
     // Random tensors only: no text is needed, but a bad --data is still an error.
     const std::string corpus_origin = options.data ? attn::load_corpus(options.data).origin : "";
-    attn::print("Chapter 08: backpropagation by hand\n");
+    fmt::print("Chapter 08: backpropagation by hand\n");
     if (!corpus_origin.empty()) {
-      attn::print("corpus: " + corpus_origin + ", read but not used (the tensors are random)\n");
+      fmt::print("{}",
+                 "corpus: " + corpus_origin + ", read but not used (the tensors are random)\n");
     }
-    attn::print(fmt::format("seed {}, functions: {}\n", options.seed,
-                            options.mine ? mine_text(only) : "the reference (attn::)"));
+    fmt::print("seed {}, functions: {}\n", options.seed,
+               options.mine ? mine_text(only) : "the reference (attn::)");
     // Each section draws from its own stream of the seed, so --section N prints the same
     // numbers as the full run.
     const auto stream = [&](std::uint64_t n) { return attn::Rng(options.seed, 100 + n); };

@@ -24,7 +24,6 @@ namespace ch08 {
 using attn::align_left;
 using attn::align_right;
 using attn::num;
-using attn::print;
 
 namespace {
 
@@ -69,27 +68,29 @@ std::string wrap(const std::string& text, std::size_t width = 92) {
 // 1. The chain rule.
 void show_chain_rule(const ChainRule& r) {
   attn::section(1, "The chain rule, by hand");
-  print("L = (a * b + c) * a  with a = " + num(r.a, 0) + ", b = " + num(r.b, 0) +
-        ", c = " + num(r.c, 0) + "\n");
-  print("forward, one operation per line:\n");
-  print("  u = a * b = " + num(r.u, 0) + "    v = u + c = " + num(r.v, 0) +
-        "    L = v * a = " + num(r.L, 0) + "\n");
-  print(
+  fmt::print("{}", "L = (a * b + c) * a  with a = " + num(r.a, 0) + ", b = " + num(r.b, 0) +
+                       ", c = " + num(r.c, 0) + "\n");
+  fmt::print("forward, one operation per line:\n");
+  fmt::print("{}", "  u = a * b = " + num(r.u, 0) + "    v = u + c = " + num(r.v, 0) +
+                       "    L = v * a = " + num(r.L, 0) + "\n");
+  fmt::print(
       "backward, from the end: each gradient is the upstream gradient times a local "
       "derivative\n");
-  print("  dL/dL = 1\n");
-  print("  dL/dv = dL/dL * a = " + num(r.dv, 0) + "              (L = v * a)\n");
-  print("  dL/da = dL/dL * v = " + num(r.da_from_L, 0) + "              a's first use\n");
-  print("  dL/du = dL/dv * 1 = " + num(r.du, 0) +
-        "              (v = u + c: a sum passes the gradient on)\n");
-  print("  dL/dc = dL/dv * 1 = " + num(r.dc, 0) + "\n");
-  print("  dL/da += dL/du * b = " + num(r.da_from_u, 0) +
-        "            a's second use (u = a * b)\n");
-  print("  dL/db = dL/du * a = " + num(r.db, 0) + "\n");
-  print("  dL/da = " + num(r.da_from_L, 0) + " + (" + num(r.da_from_u, 0) + ") = " + num(r.da, 0) +
-        ": a variable used twice collects the gradients of both uses\n");
-  print("checked by central differences (L(p + h) - L(p - h)) / 2h, h = 1e-4, in double:\n");
-  print("  input   by hand    numeric    |difference|\n");
+  fmt::print("  dL/dL = 1\n");
+  fmt::print("{}", "  dL/dv = dL/dL * a = " + num(r.dv, 0) + "              (L = v * a)\n");
+  fmt::print("{}",
+             "  dL/da = dL/dL * v = " + num(r.da_from_L, 0) + "              a's first use\n");
+  fmt::print("{}", "  dL/du = dL/dv * 1 = " + num(r.du, 0) +
+                       "              (v = u + c: a sum passes the gradient on)\n");
+  fmt::print("{}", "  dL/dc = dL/dv * 1 = " + num(r.dc, 0) + "\n");
+  fmt::print("{}", "  dL/da += dL/du * b = " + num(r.da_from_u, 0) +
+                       "            a's second use (u = a * b)\n");
+  fmt::print("{}", "  dL/db = dL/du * a = " + num(r.db, 0) + "\n");
+  fmt::print("{}", "  dL/da = " + num(r.da_from_L, 0) + " + (" + num(r.da_from_u, 0) +
+                       ") = " + num(r.da, 0) +
+                       ": a variable used twice collects the gradients of both uses\n");
+  fmt::print("checked by central differences (L(p + h) - L(p - h)) / 2h, h = 1e-4, in double:\n");
+  fmt::print("  input   by hand    numeric    |difference|\n");
   const struct {
     const char* name;
     double by_hand;
@@ -97,12 +98,12 @@ void show_chain_rule(const ChainRule& r) {
   } rows[] = {{"a", r.da, r.numeric_da}, {"b", r.db, r.numeric_db}, {"c", r.dc, r.numeric_dc}};
   double worst = 0.0;
   for (const auto& row : rows) {
-    print(fmt::format("  {:5} {:>9} {:>10}    {}\n", row.name, num(row.by_hand, 6),
-                      num(row.numeric, 6), sci(std::abs(row.by_hand - row.numeric))));
+    fmt::print("  {:5} {:>9} {:>10}    {}\n", row.name, num(row.by_hand, 6), num(row.numeric, 6),
+               sci(std::abs(row.by_hand - row.numeric)));
     worst = std::max(worst, std::abs(row.by_hand - row.numeric));
   }
   attn::claim(worst < 1e-8, "the central difference is exact up to rounding");
-  print(
+  fmt::print(
       "L is a polynomial of degree 2 in each input, so the central difference is exact up to\n"
       "rounding. Backpropagation is this bookkeeping done for tensors: every op gets a backward\n"
       "that turns the gradient of its output into the gradients of its inputs.\n");
@@ -112,59 +113,62 @@ void show_chain_rule(const ChainRule& r) {
 // 2. The backward of every op.
 void show_op_sizes() {
   attn::section(2, "The backward of every op, with its shapes");
-  print(fmt::format("Sizes: B = {}, T = {}, C = {}, H = {} (hs = {}), F = {}.\n", kB, kT, kC, kH,
-                    kC / kH, kF));
+  fmt::print("Sizes: B = {}, T = {}, C = {}, H = {} (hs = {}), F = {}.\n", kB, kT, kC, kH, kC / kH,
+             kF);
 }
 
 void show_softmax(const SoftmaxBackward& r) {
-  print("\n-- softmax over a row: y = softmax(x), dx = y * (dy - sum(dy * y)) --\n");
+  fmt::print("\n-- softmax over a row: y = softmax(x), dx = y * (dy - sum(dy * y)) --\n");
   const std::size_t S = r.y.shape()[1];
-  print("  y  " + attn::format_vector(values_of(r.y)) + "\n");
-  print("  dy " + attn::format_vector(values_of(r.dy)) + "\n");
-  print("  J^T dy with the (" + std::to_string(S) + ", " + std::to_string(S) +
-        ") Jacobian J = diag(y) - y y^T: " + attn::format_vector(values_of(r.jt_dy)) + "\n");
-  print("  y * (dy - dy . y), O(S) per row:             " + attn::format_vector(values_of(r.dx)) +
-        "\n");
+  fmt::print("{}", "  y  " + attn::format_vector(values_of(r.y)) + "\n");
+  fmt::print("{}", "  dy " + attn::format_vector(values_of(r.dy)) + "\n");
+  fmt::print("{}", "  J^T dy with the (" + std::to_string(S) + ", " + std::to_string(S) +
+                       ") Jacobian J = diag(y) - y y^T: " +
+                       attn::format_vector(values_of(r.jt_dy)) + "\n");
+  fmt::print("{}", "  y * (dy - dy . y), O(S) per row:             " +
+                       attn::format_vector(values_of(r.dx)) + "\n");
   const double jacobian_diff = attn::max_abs_diff(r.dx, r.jt_dy);
   const double row_sum = std::abs(std::accumulate(r.dx.begin(), r.dx.end(), 0.0));
-  print("  largest difference " + sci(jacobian_diff) + "; sum of dx " + sci(row_sum) +
-        " (adding a constant to a row of x changes nothing)\n");
+  fmt::print("{}", "  largest difference " + sci(jacobian_diff) + "; sum of dx " + sci(row_sum) +
+                       " (adding a constant to a row of x changes nothing)\n");
   attn::claim(jacobian_diff < 1e-6, "the O(S) form gives J^T dy");
   attn::claim(row_sum < 1e-6, "a row of the softmax's dx sums to 0");
-  print(
+  fmt::print(
       "  shapes: y (N, S), dy (N, S) -> dx (N, S); for attention's (B, H, T, T) weights at\n"
       "  T = 1024 a Jacobian per row would be 1024 x 1024 floats: the backward never forms it.\n");
   const std::size_t T = r.causal_dx.shape()[0];
   std::size_t nonzero_above = 0;
   for (std::size_t t = 0; t < T; ++t)
     for (std::size_t s = t + 1; s < T; ++s) nonzero_above += r.causal_dx(t, s) != 0.0f ? 1 : 0;
-  print("  causal (" + std::to_string(T) + ", " + std::to_string(T) +
-        ") softmax: " + std::to_string(nonzero_above) +
-        " nonzero gradients above the diagonal\n  (y = 0 there, so dx = 0: the future gets "
-        "none)\n");
+  fmt::print(
+      "{}", "  causal (" + std::to_string(T) + ", " + std::to_string(T) +
+                ") softmax: " + std::to_string(nonzero_above) +
+                " nonzero gradients above the diagonal\n  (y = 0 there, so dx = 0: the future gets "
+                "none)\n");
   attn::claim(nonzero_above == 0, "the masked entries of a causal softmax get no gradient");
 }
 
 void show_cross_entropy(const CrossEntropyBackward& r) {
-  print("\n-- cross-entropy: dlogits = (softmax(logits) - onehot(target)) / N --\n");
-  print("  logits " + shape(r.logits) + ", targets (" + std::to_string(r.logits.shape()[0]) +
-        ",) -> loss " + num(r.lg.loss) + ", dlogits " + shape(r.lg.grad) + "; every row sums to " +
-        sci(r.worst_row_sum) +
-        "\n  (the target's entry is pushed down by (1 - p) / N, the others up by p / N)\n");
+  fmt::print("\n-- cross-entropy: dlogits = (softmax(logits) - onehot(target)) / N --\n");
+  fmt::print(
+      "{}", "  logits " + shape(r.logits) + ", targets (" + std::to_string(r.logits.shape()[0]) +
+                ",) -> loss " + num(r.lg.loss) + ", dlogits " + shape(r.lg.grad) +
+                "; every row sums to " + sci(r.worst_row_sum) +
+                "\n  (the target's entry is pushed down by (1 - p) / N, the others up by p / N)\n");
   attn::claim(r.worst_row_sum < 1e-6, "every row of dlogits sums to 0");
   attn::claim(r.worst_entry < 1e-6,
               "the target's entry is pushed down by (1 - p) / N, the others up by p / N");
 }
 
 void show_linear(const LinearBackward& r) {
-  print("\n-- linear: y = x @ W + b --\n");
+  fmt::print("\n-- linear: y = x @ W + b --\n");
   const std::size_t C = r.w.shape()[0], F = r.w.shape()[1];
-  print("  dx = dy @ W^T    " + shape(r.dy) + " @ (" + std::to_string(F) + ", " +
-        std::to_string(C) + ") -> " + shape(r.g.dx) + "\n");
-  print("  dW = x^T @ dy    summed over the B*T = " + std::to_string(r.x.size() / C) + " rows -> " +
-        shape(r.g.dw) + "\n");
-  print("  db = sum of dy   over the same rows -> " + shape(r.g.db) + "\n");
-  print(
+  fmt::print("{}", "  dx = dy @ W^T    " + shape(r.dy) + " @ (" + std::to_string(F) + ", " +
+                       std::to_string(C) + ") -> " + shape(r.g.dx) + "\n");
+  fmt::print("{}", "  dW = x^T @ dy    summed over the B*T = " + std::to_string(r.x.size() / C) +
+                       " rows -> " + shape(r.g.dw) + "\n");
+  fmt::print("{}", "  db = sum of dy   over the same rows -> " + shape(r.g.db) + "\n");
+  fmt::print(
       "  W is shared by every position of every sequence, so its gradient is a sum: a\n"
       "  parameter's gradient always has the parameter's shape.\n");
   attn::claim(r.g.dx.shape() == r.x.shape() && r.g.dw.shape() == r.w.shape() && r.g.db.size() == F,
@@ -172,14 +176,14 @@ void show_linear(const LinearBackward& r) {
 }
 
 void show_activations(const ActivationBackward& r) {
-  print("\n-- activations: dx = dy * act'(x) --\n");
+  fmt::print("\n-- activations: dx = dy * act'(x) --\n");
   std::string xs;
   for (const float v : r.x) xs += align_right(num(v, 1), 9);
-  print("  x          " + xs + "\n");
+  fmt::print("{}", "  x          " + xs + "\n");
   for (std::size_t i = 0; i < r.activations.size(); ++i) {
     std::string row = align_left(std::string(attn::activation_name(r.activations[i])) + "'", 11);
     for (const float v : r.derivative[i]) row += align_right(num(v), 9);
-    print("  " + row + "\n");
+    fmt::print("{}", "  " + row + "\n");
   }
   // The sentence below, at the six points: GELU' < 0 at x = -1 and -2, > 1 at x = 1 and 2.
   for (std::size_t i = 0; i < r.activations.size(); ++i) {
@@ -189,18 +193,18 @@ void show_activations(const ActivationBackward& r) {
                     d(0) > -0.2f && d(5) < 1.2f,
                 "GELU' goes slightly below 0 left of -0.75 and slightly above 1 on the right");
   }
-  print(
+  fmt::print(
       "  GELU' = Phi(x) + x phi(x) goes slightly below 0 left of x = -0.75 (where GELU has its\n"
       "  minimum) and slightly above 1 on the right; ReLU' is a step. Shapes: that of x.\n");
 }
 
 void show_layer_norm(const LayerNormTerms& r) {
-  print("\n-- LayerNorm: the three terms --\n");
+  fmt::print("\n-- LayerNorm: the three terms --\n");
   const std::size_t C = r.xhat.size();
-  print("  one token, C = " + std::to_string(C) +
-        "; g = gamma * dy, xhat = (x - mean) * rstd, rstd = " + num(r.rstd) + "\n");
+  fmt::print("{}", "  one token, C = " + std::to_string(C) +
+                       "; g = gamma * dy, xhat = (x - mean) * rstd, rstd = " + num(r.rstd) + "\n");
   const auto term = [](const char* label, std::span<const float> v) {
-    print("  " + align_left(label, 45) + attn::format_vector(v) + "\n");
+    fmt::print("{}", "  " + align_left(label, 45) + attn::format_vector(v) + "\n");
   };
   term("direct:        rstd * g", r.direct);
   term("via the mean:  - rstd * mean(g)", r.through_mean);
@@ -216,53 +220,60 @@ void show_layer_norm(const LayerNormTerms& r) {
   attn::claim(attn::max_abs_diff(std::span<const float>(r.sum), values_of(r.lg.dx)) < 1e-5,
               "the three terms add up to layer_norm_backward's dx");
   attn::claim(flat, "LayerNorm's dx has no part along the constant direction or along xhat");
-  print(std::string("  sum(dx) ~ 0 and dx . xhat ~ 0 (below 1e-5 and 1e-4): ") +
-        (flat ? "yes" : "NO") +
-        ". Shifting every feature of the\n  token by the same amount, or scaling it, does not "
-        "change y, so dx has no part along those\n  two directions.\n");
-  print(
+  fmt::print(
+      "{}",
+      std::string("  sum(dx) ~ 0 and dx . xhat ~ 0 (below 1e-5 and 1e-4): ") +
+          (flat ? "yes" : "NO") +
+          ". Shifting every feature of the\n  token by the same amount, or scaling it, does not "
+          "change y, so dx has no part along those\n  two directions.\n");
+  fmt::print(
+      "{}",
       "  shapes: dy, x (B, T, C) -> dx (B, T, C); dgamma = sum(dy * xhat), dbeta = sum(dy), both " +
-      shape(r.lg.dgamma) + "\n");
+          shape(r.lg.dgamma) + "\n");
 }
 
 void show_attention(const AttentionBackward& r) {
-  print("\n-- attention: the five lines, per (batch, head) --\n");
+  fmt::print("\n-- attention: the five lines, per (batch, head) --\n");
   const std::string bht = shape(r.f.weights);
-  print("  forward: S = q k^T / sqrt(hs) " + bht + ", P = softmax(S + mask), O = P v " +
-        shape(r.f.out) + "\n");
-  print("  dV = P^T dO                    " + shape(r.g.dv) + "\n");
-  print("  dP = dO V^T                    " + bht + "\n");
-  print("  dS = P * (dP - rowsum(dP * P)) " + bht + "   the softmax backward\n");
-  print("  dQ = dS K / sqrt(hs)           " + shape(r.g.dq) + "\n");
-  print("  dK = dS^T Q / sqrt(hs)         " + shape(r.g.dk) + "\n");
-  print("  one head (T, hs) = " + shape(r.one.dq) +
-        " alone vs head (0, 0) of the batch: largest difference " + sci(r.one_vs_batch) + "\n");
+  fmt::print("{}", "  forward: S = q k^T / sqrt(hs) " + bht + ", P = softmax(S + mask), O = P v " +
+                       shape(r.f.out) + "\n");
+  fmt::print("{}", "  dV = P^T dO                    " + shape(r.g.dv) + "\n");
+  fmt::print("{}", "  dP = dO V^T                    " + bht + "\n");
+  fmt::print("{}", "  dS = P * (dP - rowsum(dP * P)) " + bht + "   the softmax backward\n");
+  fmt::print("{}", "  dQ = dS K / sqrt(hs)           " + shape(r.g.dq) + "\n");
+  fmt::print("{}", "  dK = dS^T Q / sqrt(hs)         " + shape(r.g.dk) + "\n");
+  fmt::print("{}", "  one head (T, hs) = " + shape(r.one.dq) +
+                       " alone vs head (0, 0) of the batch: largest difference " +
+                       sci(r.one_vs_batch) + "\n");
   attn::claim(r.one_vs_batch < 1e-5, "one head alone gives head (0, 0) of the batched backward");
-  print("  Causal: P = 0 above the diagonal, so dS = 0 there; the kernel skips that triangle.\n");
+  fmt::print(
+      "  Causal: P = 0 above the diagonal, so dS = 0 there; the kernel skips that triangle.\n");
 }
 
 void show_model_gradients(const ModelGradients& r) {
-  print("\n-- MHA, the block, and the language model: gradients in the weights' own structs --\n");
+  fmt::print(
+      "\n-- MHA, the block, and the language model: gradients in the weights' own structs --\n");
   const attn::BlockWeights& g = r.grads;
-  print("  block_backward: dout " + shape(r.dout) + " -> dx " + shape(r.dx) +
-        ", and a BlockWeights of gradients:\n");
-  print("    w_q, w_k, w_v, w_o " + shape(g.attn.w_q) + ", w1 " + shape(g.ffn.w1) + ", b1 " +
-        shape(g.ffn.b1) + ", w2 " + shape(g.ffn.w2) + ", b2 " + shape(g.ffn.b2) +
-        ", gammas and betas " + shape(g.ln1_gamma) + "\n");
-  print(
+  fmt::print("{}", "  block_backward: dout " + shape(r.dout) + " -> dx " + shape(r.dx) +
+                       ", and a BlockWeights of gradients:\n");
+  fmt::print("{}", "    w_q, w_k, w_v, w_o " + shape(g.attn.w_q) + ", w1 " + shape(g.ffn.w1) +
+                       ", b1 " + shape(g.ffn.b1) + ", w2 " + shape(g.ffn.w2) + ", b2 " +
+                       shape(g.ffn.b2) + ", gammas and betas " + shape(g.ln1_gamma) + "\n");
+  fmt::print(
       "  Inside: the residual x + f(x) sends dout both ways (dx = dout + f's backward of dout);\n"
       "  mha_backward reads q|k|v in the forward's (B, T, 3C) layout, heads in place.\n");
-  print("  lm_forward_backward on " + std::to_string(r.N) + " tokens (V = " + std::to_string(r.V) +
-        ", C = " + std::to_string(r.C) + ", 2 blocks): loss " + num(r.loss) + "\n");
-  print(
+  fmt::print("{}", "  lm_forward_backward on " + std::to_string(r.N) +
+                       " tokens (V = " + std::to_string(r.V) + ", C = " + std::to_string(r.C) +
+                       ", 2 blocks): loss " + num(r.loss) + "\n");
+  fmt::print(
       "  wte (V, C) is used twice: as the embedding table (row id is read for each input token)\n"
       "  and as the output projection (logits = h @ wte^T). Its gradient is the sum:\n");
-  print("    from the output projection, dlogits^T @ h: norm " + num(r.out_part_norm) +
-        ", every one of the " + std::to_string(r.V) + " rows\n");
-  print("    from the embedding lookup, dx scattered to the rows read: norm " +
-        num(r.embed_part_norm) + ",\n      " + std::to_string(r.rows_with_embed) +
-        " rows (the distinct input tokens)\n");
-  print("    together, lm_forward_backward's dwte: norm " + num(r.dwte_norm) + "\n");
+  fmt::print("{}", "    from the output projection, dlogits^T @ h: norm " + num(r.out_part_norm) +
+                       ", every one of the " + std::to_string(r.V) + " rows\n");
+  fmt::print("{}", "    from the embedding lookup, dx scattered to the rows read: norm " +
+                       num(r.embed_part_norm) + ",\n      " + std::to_string(r.rows_with_embed) +
+                       " rows (the distinct input tokens)\n");
+  fmt::print("{}", "    together, lm_forward_backward's dwte: norm " + num(r.dwte_norm) + "\n");
   attn::claim(r.rows_with_out == r.V, "the output projection's part reaches every row of wte");
   attn::claim(r.rows_with_embed == r.distinct_inputs,
               "the embedding's part reaches exactly the rows of the distinct input tokens");
@@ -283,7 +294,7 @@ attn::GradCheckOptions64 float_options() {
 void show_gradient_checks(const GradientChecks& r, const CentralDifferenceDemo& cd, bool mine) {
   attn::section(3, "The gradient check of every op");
   const bool central_wins = cd.central_err * 100.0 < cd.forward_err;
-  print(fmt::format(
+  fmt::print(
       "The checker's core is central differences, (f(x + h e_i) - f(x - h e_i)) / 2h, here\n"
       "{}. On f(x) = sum_i exp(x_i / 2) x_(i+1)^2 ({} coordinates,\n"
       "h = {}) their largest error against the exact gradient is {}; forward differences\n"
@@ -291,31 +302,36 @@ void show_gradient_checks(const GradientChecks& r, const CentralDifferenceDemo& 
       mine ? "yours (ex08.5)" : "attn::central_differences", cd.n, sci(cd.h), sci(cd.central_err),
       sci(cd.forward_err),
       central_wins ? ": the h^2 error of central differences against the h\nerror of forward ones."
-                   : ", no better: central differences\nshould be more than 100 times closer."));
+                   : ", no better: central differences\nshould be more than 100 times closer.");
   attn::claim(central_wins || mine,
               "central differences are more than 100 times closer than forward differences");
   const attn::GradCheckOptions64 o;
-  print("attn::check_gradients nudges every element of a small tensor by h = " + sci(o.h) +
-        " (times max(1, |value|)),\n"
-        "runs the forward twice in double (float64), and compares (L(p + h) - L(p - h)) / 2h with\n"
-        "the backward's gradient. L = sum(out * R) for a fixed random R, so R is the upstream\n"
-        "gradient. A tensor passes when its largest relative error is at most " +
-        sci(o.tolerance) +
-        ": a gradient\n"
-        "off by 0.1% fails by a factor of 10. The table shows each error's size, the power of ten\n"
-        "above it (the float rows' digits depend on the machine's BLAS kernels).\n");
+  fmt::print(
+      "{}",
+      "attn::check_gradients nudges every element of a small tensor by h = " + sci(o.h) +
+          " (times max(1, |value|)),\n"
+          "runs the forward twice in double (float64), and compares (L(p + h) - L(p - h)) / 2h "
+          "with\n"
+          "the backward's gradient. L = sum(out * R) for a fixed random R, so R is the upstream\n"
+          "gradient. A tensor passes when its largest relative error is at most " +
+          sci(o.tolerance) +
+          ": a gradient\n"
+          "off by 0.1% fails by a factor of 10. The table shows each error's size, the power of "
+          "ten\n"
+          "above it (the float rows' digits depend on the machine's BLAS kernels).\n");
   if (mine) {
-    print(
+    fmt::print(
         "(--mine: softmax, masked softmax, linear, layer_norm, the attention and the tied "
         "embedding rows\ncheck your ex08:: gradients, computed in float on the same numbers)\n");
   }
-  print(
+  fmt::print(
       "  op                       tensor                   size   max abs err  max rel err  "
       "pass\n");
   const auto row = [](const CheckRow& c) {
-    print("  " + align_left(c.op, 25) + align_left(c.r.name, 21) +
-          align_right(std::to_string(c.r.count), 8) + align_right(bound(c.r.max_abs), 14) +
-          align_right(bound(c.r.max_rel), 13) + (c.r.pass ? "   yes" : "   NO") + "\n");
+    fmt::print("{}", "  " + align_left(c.op, 25) + align_left(c.r.name, 21) +
+                         align_right(std::to_string(c.r.count), 8) +
+                         align_right(bound(c.r.max_abs), 14) + align_right(bound(c.r.max_rel), 13) +
+                         (c.r.pass ? "   yes" : "   NO") + "\n");
   };
   std::size_t passed = 0;
   double worst_rel = 0.0;
@@ -324,7 +340,7 @@ void show_gradient_checks(const GradientChecks& r, const CentralDifferenceDemo& 
     passed += c.r.pass ? 1 : 0;
     worst_rel = std::max(worst_rel, c.r.max_rel);
   }
-  print("  wrong gradients, on purpose:\n");
+  fmt::print("  wrong gradients, on purpose:\n");
   std::size_t caught = 0;
   double least_wrong = std::numeric_limits<double>::infinity();
   for (const CheckRow& c : r.wrong) {
@@ -334,32 +350,34 @@ void show_gradient_checks(const GradientChecks& r, const CentralDifferenceDemo& 
   }
   const std::size_t correct = r.correct.size();
   if (passed == correct) {
-    print(fmt::format(
-        "All {} checks pass; the largest relative error is {}, {} below the tolerance.\n", correct,
-        bound(worst_rel),
-        worst_rel > 0.0
-            ? fmt::format("more than {:.0f} times",
-                          std::pow(10.0, std::floor(std::log10(o.tolerance / worst_rel))))
-            : "far"));
+    fmt::print("All {} checks pass; the largest relative error is {}, {} below the tolerance.\n",
+               correct, bound(worst_rel),
+               worst_rel > 0.0
+                   ? fmt::format("more than {:.0f} times",
+                                 std::pow(10.0, std::floor(std::log10(o.tolerance / worst_rel))))
+                   : "far");
   } else {
-    print(fmt::format(
+    fmt::print(
         "{} of {} checks pass. A failing row is a wrong backward: the rounding of a double\n"
         "forward is far below the tolerance.\n",
-        passed, correct));
+        passed, correct);
   }
   attn::claim(passed == correct || mine, "every backward of the reference passes");
-  print(fmt::format("The wrong gradients: {} of {} caught{}\n", caught, r.wrong.size(),
-                    caught == r.wrong.size() ? ", the 0.1% one included."
-                                             : ": the check missed a wrong gradient!"));
+  fmt::print("The wrong gradients: {} of {} caught{}\n", caught, r.wrong.size(),
+             caught == r.wrong.size() ? ", the 0.1% one included."
+                                      : ": the check missed a wrong gradient!");
   attn::claim(caught == r.wrong.size(), "the check catches every wrong gradient, 0.1% included");
   attn::claim(least_wrong > 5.0 * o.tolerance,
               "the smallest wrong gradient fails by a clear margin");
-  print(wrap(fmt::format(
-      "The block and the model above are the reference in float64 (attn/model/reference.hpp); the "
-      "float "
-      "backward that training runs gives the model's gradients to {} of each tensor's largest "
-      "(its rounding), {} a 0.1% error.",
-      bound(r.float_model), r.float_model < 1e-4 ? "10 times below" : "not far below")));
+  fmt::print(
+      "{}",
+      wrap(fmt::format(
+          "The block and the model above are the reference in float64 (attn/model/reference.hpp); "
+          "the "
+          "float "
+          "backward that training runs gives the model's gradients to {} of each tensor's largest "
+          "(its rounding), {} a 0.1% error.",
+          bound(r.float_model), r.float_model < 1e-4 ? "10 times below" : "not far below")));
   attn::claim(r.float_model < 1e-3, "the float backward agrees with float64 to within 0.1%");
 
   // Why float64: the model's check through a float forward.
@@ -369,18 +387,20 @@ void show_gradient_checks(const GradientChecks& r, const CentralDifferenceDemo& 
   const std::string versus = right >= 1e-3   ? "as large as"
                              : right >= 1e-4 ? "within a factor of 10 of"
                                              : "below";
-  print(wrap(fmt::format(
-      "Why float64. A float forward rounds L itself: for the language model above, L in float "
-      "differs from L in double by {}. Central differences divide that by 2h: with h = {}, an "
-      "error of {} in every numeric gradient, more than 0.1% of any gradient element below {} "
-      "({} of the model's {}). A smaller h would amplify the rounding, a larger one lets in "
-      "the truncation error (h^2). The float check (attn::grad_check) of the model's correct "
-      "float gradients shows a relative error of {}, {} the 0.1% it should detect; with "
-      "tolerance {} it {} the gradients scaled by 1.001 (relative error {}). In double L "
-      "rounds by ~1e-16 of itself instead of ~1e-7, and a 0.1% error fails by 10x.",
-      sci(r.float_rounding), sci(r.float_h), sci(noise), sci(1e3 * noise), r.grad_drowned,
-      r.grad_count, bound(right), versus, sci(f.tolerance), r.float_wrong.pass ? "passes" : "fails",
-      bound(r.float_wrong.max_rel))));
+  fmt::print(
+      "{}",
+      wrap(fmt::format(
+          "Why float64. A float forward rounds L itself: for the language model above, L in float "
+          "differs from L in double by {}. Central differences divide that by 2h: with h = {}, an "
+          "error of {} in every numeric gradient, more than 0.1% of any gradient element below {} "
+          "({} of the model's {}). A smaller h would amplify the rounding, a larger one lets in "
+          "the truncation error (h^2). The float check (attn::grad_check) of the model's correct "
+          "float gradients shows a relative error of {}, {} the 0.1% it should detect; with "
+          "tolerance {} it {} the gradients scaled by 1.001 (relative error {}). In double L "
+          "rounds by ~1e-16 of itself instead of ~1e-7, and a 0.1% error fails by 10x.",
+          sci(r.float_rounding), sci(r.float_h), sci(noise), sci(1e3 * noise), r.grad_drowned,
+          r.grad_count, bound(right), versus, sci(f.tolerance),
+          r.float_wrong.pass ? "passes" : "fails", bound(r.float_wrong.max_rel))));
   attn::claim(versus != std::string("below") || right < 1e-4,
               "the float error on the correct gradients is compared with 0.1%");
   attn::claim(!r.float_wrong.pass || right >= 1e-4 || r.grad_drowned > 0,
@@ -418,30 +438,33 @@ void show_depth(const DepthSetup& s, const DepthResult& r) {
       s.std > 0.0f ? "std " + num(std) + " for every matrix"
                    : "std 1/sqrt(fan-in), the scale at which x W keeps the size of x: " + num(std) +
                          ", and " + num(s.w2_std()) + " for w2 (F = 4C inputs)";
-  print(wrap(fmt::format(
-      "The question this answers: why are residuals and LayerNorm needed when blocks are "
-      "stacked? Stacks of 1 to {} pre-norm causal blocks (T = {}, C = {}, H = {}, weights "
-      "drawn with {}), the same blocks for every variant. The loss is L = sum(out * R) with "
-      "|R| = 1, so the gradient enters the top with norm 1; the table shows |dL/dx| at the "
-      "input of the bottom block, and the last row the rms of the top block's output in the "
-      "deepest stack.",
-      s.max_depth, s.T, s.C, s.H, stds)));
+  fmt::print(
+      "{}",
+      wrap(fmt::format(
+          "The question this answers: why are residuals and LayerNorm needed when blocks are "
+          "stacked? Stacks of 1 to {} pre-norm causal blocks (T = {}, C = {}, H = {}, weights "
+          "drawn with {}), the same blocks for every variant. The loss is L = sum(out * R) with "
+          "|R| = 1, so the gradient enters the top with norm 1; the table shows |dL/dx| at the "
+          "input of the bottom block, and the last row the rms of the top block's output in the "
+          "deepest stack.",
+          s.max_depth, s.T, s.C, s.H, stds)));
   constexpr std::size_t kWidth = 22;
   std::string head = "  blocks";
   for (const Variant& v : kVariants) head += align_right(v.name, kWidth);
-  print(head + "\n");
+  fmt::print("{}", head + "\n");
   for (std::size_t i = 0; i < r.depths.size(); ++i) {
     std::string row = align_right(std::to_string(r.depths[i]), 8);
     for (std::size_t k = 0; k < std::size(kVariants); ++k)
       row += align_right(sci(r.norm[k][i]), kWidth);
-    print(row + "\n");
+    fmt::print("{}", row + "\n");
   }
   std::string tops = "  rms out";
   for (std::size_t k = 0; k < std::size(kVariants); ++k)
     tops += align_right(sci(r.top[k].back()), kWidth);
-  print(tops + "\n");
+  fmt::print("{}", tops + "\n");
   for (std::size_t k = 0; k < std::size(kVariants); ++k)
-    print("  " + align_left(std::string(kVariants[k].name) + ":", 22) + verdict(r.norm[k]) + "\n");
+    fmt::print("{}", "  " + align_left(std::string(kVariants[k].name) + ":", 22) +
+                         verdict(r.norm[k]) + "\n");
   // What the table shows is a gradient: checked by finite differences on its first entry.
   attn::claim(std::abs(r.one_block_numeric - r.norm[0][0]) <= 1e-2 * r.norm[0][0],
               "the table shows |dL/dx| at the input of the bottom block");
@@ -521,16 +544,19 @@ void show_depth(const DepthSetup& s, const DepthResult& r) {
                            "them with std 0.02)."
                          : ".");
   }
-  print(wrap(story));
-  print(wrap(
-      "Without residuals the gradient has to pass through every sublayer's Jacobian in turn: "
-      "with LayerNorm it " +
-      verdict(r.norm[2]) + ", with neither it " + verdict(r.norm[3]) +
-      ". A residual block's backward is dx = dout + f's backward(dout): the gradient always has "
-      "the identity path" +
-      (both               ? ", and LayerNorm keeps the other path's size in check."
-       : !(bottom <= 1e3) ? ", but here the other path, amplified by these weights, outgrows it."
-                          : ", but here the other path cancels it.")));
+  fmt::print("{}", wrap(story));
+  fmt::print(
+      "{}",
+      wrap("Without residuals the gradient has to pass through every sublayer's Jacobian in turn: "
+           "with LayerNorm it " +
+           verdict(r.norm[2]) + ", with neither it " + verdict(r.norm[3]) +
+           ". A residual block's backward is dx = dout + f's backward(dout): the gradient always "
+           "has "
+           "the identity path" +
+           (both ? ", and LayerNorm keeps the other path's size in check."
+            : !(bottom <= 1e3)
+                ? ", but here the other path, amplified by these weights, outgrows it."
+                : ", but here the other path cancels it.")));
 }
 
 void write_depth_svg(const std::filesystem::path& path, const DepthSetup& s, const DepthResult& r) {
@@ -556,7 +582,7 @@ void write_depth_svg(const std::filesystem::path& path, const DepthSetup& s, con
     series.push_back(std::move(line));
   }
   attn::write_svg(path, attn::line_chart_svg(series, o));
-  print("\nwrote " + path.string() + "\n");
+  fmt::print("{}", "\nwrote " + path.string() + "\n");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -564,45 +590,47 @@ void write_depth_svg(const std::filesystem::path& path, const DepthSetup& s, con
 void show_memory(const BackwardMemory& r) {
   attn::section(5, "What the backward must keep");
   const Shapes& m = r.model;
-  print(fmt::format(
+  fmt::print(
       "A backward needs the forward's intermediate tensors: they are held in a BlockCache per\n"
       "block, explicitly, until the backward has used them. One pre-norm block of {}\n"
       "(B {}, T {}, C {}, H {}, F {}):\n",
-      m.name, m.B, m.T, m.C, m.H, r.F));
+      m.name, m.B, m.T, m.C, m.H, r.F);
   const auto mb = [](std::size_t floats) {
     return num(static_cast<double>(floats) * 4.0 / 1e6, 1) + " MB";
   };
-  print("  tensor kept        shape                 floats\n");
+  fmt::print("  tensor kept        shape                 floats\n");
   for (const KeptTensor& t : r.kept)
-    print("  " + align_left(t.name, 19) + align_left(attn::shape_str(t.shape), 18) +
-          align_right(std::to_string(t.floats), 10) + "\n");
-  print("  activation_floats(cache)                " + align_right(std::to_string(r.held), 10) +
-        "  (" + mb(r.held) + ")\n");
-  print("  block_activation_floats(B, T, C, F, H)  " + align_right(std::to_string(r.formula), 10) +
-        "  " + (r.held == r.formula ? "match" : "MISMATCH") + "\n");
+    fmt::print("{}", "  " + align_left(t.name, 19) + align_left(attn::shape_str(t.shape), 18) +
+                         align_right(std::to_string(t.floats), 10) + "\n");
+  fmt::print("{}", "  activation_floats(cache)                " +
+                       align_right(std::to_string(r.held), 10) + "  (" + mb(r.held) + ")\n");
+  fmt::print("{}", "  block_activation_floats(B, T, C, F, H)  " +
+                       align_right(std::to_string(r.formula), 10) + "  " +
+                       (r.held == r.formula ? "match" : "MISMATCH") + "\n");
   attn::claim(r.held == r.formula, "the cache holds the floats block_activation_floats counts");
   attn::claim(r.weights_share_2T > r.weights_share, "the attention weights' share grows with T");
   const std::size_t btc = m.B * m.T * m.C, btf = m.B * m.T * r.F, bhtt = m.B * m.H * m.T * m.T;
-  print(fmt::format(
+  fmt::print(
       "  B T C = {}, B T F = {}, B H T^2 = {}: the attention weights alone are {}%\n"
       "  of the block's activations, and their share grows with T.\n",
-      btc, btf, bhtt, num(100.0 * static_cast<double>(bhtt) / static_cast<double>(r.formula), 1)));
-  print("  The output " + attn::shape_str(r.out_shape) +
-        " is the next block's input (its x), so it is not counted twice.\n");
-  print("By formula, for a whole stack of L blocks (weights excluded):\n");
-  print("  model                       B    T    C  H  L   per block        L blocks\n");
+      btc, btf, bhtt, num(100.0 * static_cast<double>(bhtt) / static_cast<double>(r.formula), 1));
+  fmt::print("{}", "  The output " + attn::shape_str(r.out_shape) +
+                       " is the next block's input (its x), so it is not counted twice.\n");
+  fmt::print("By formula, for a whole stack of L blocks (weights excluded):\n");
+  fmt::print("  model                       B    T    C  H  L   per block        L blocks\n");
   bool activations_dominate = true;
   for (const StackMemory& s : r.stacks) {
     const Shapes& z = s.z;
     activations_dominate = activations_dominate && s.per_block > 10 * s.weights;
-    print("  " + align_left(z.name, 26) + align_right(std::to_string(z.B), 4) +
-          align_right(std::to_string(z.T), 5) + align_right(std::to_string(z.C), 5) +
-          align_right(std::to_string(z.H), 3) + align_right(std::to_string(z.L), 3) +
-          align_right(mb(s.per_block), 12) + align_right(mb(s.per_block * z.L), 16) + "\n");
+    fmt::print("{}", "  " + align_left(z.name, 26) + align_right(std::to_string(z.B), 4) +
+                         align_right(std::to_string(z.T), 5) + align_right(std::to_string(z.C), 5) +
+                         align_right(std::to_string(z.H), 3) + align_right(std::to_string(z.L), 3) +
+                         align_right(mb(s.per_block), 12) + align_right(mb(s.per_block * z.L), 16) +
+                         "\n");
   }
   attn::claim(activations_dominate,
               "training memory is dominated by the activations, not by the weights");
-  print(
+  fmt::print(
       "Training memory is dominated by these activations, not by the weights: they grow with\n"
       "B T (and B H T^2 for attention), while the weights only depend on C.\n");
 }

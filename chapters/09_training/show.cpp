@@ -54,7 +54,7 @@ void show_data(const DataDemo& r, const attn::Corpus& corpus, const Data& d) {
                attn::quote(chars_of(d.vocab, std::span<const int>(b.y.data() + row * T, T))));
   }
   attn::claim(r.shifted, "y is x shifted by one");
-  attn::print(
+  fmt::print(
       "Every position is an example: after x[0][0..t] the answer is y[0][t]. One window of T\n"
       "tokens teaches T predictions at once, with 1 to T characters of context.\n");
 }
