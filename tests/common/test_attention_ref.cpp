@@ -218,6 +218,11 @@ TEST_CASE("bad input is refused in one line naming attention_ref") {
   CHECK(error_of([&] { (void)attn::attention_ref<double>(q, k, k, options(true, {}, 1)); }) ==
         "attn::attention_ref: causal queries at positions 1..3 need the keys up to their own "
         "(S >= 4), got S = 3");
+  attn::AttentionOptions far = options(false, {});
+  far.offset = std::numeric_limits<std::size_t>::max() - 1;
+  CHECK(error_of([&] { (void)attn::attention_ref<double>(q, k, k, far); })
+            .starts_with("attn::attention_ref: offset = 18446744073709551614 puts the queries' "
+                         "positions past 2^64"));
   const T4 short_v = xt::zeros<double>({1, 2, 2, 2});
   CHECK(error_of([&] { (void)attn::attention_ref<double>(q, k, short_v, options(false, {})); })
             .starts_with("attn::attention_ref: expected q (B, H, T, hs), k (B, KV, S, hs), v (B, "

@@ -51,6 +51,9 @@ Dims check_inputs(const char* fn, const xt::xtensor<S, 4>& q, const xt::xtensor<
     return "a sliding window is causal: window = " + std::to_string(*o.window) +
            " needs causal attention (or no window)";
   });
+  require(o.offset <= std::numeric_limits<std::size_t>::max() - n.T, fn, [&] {
+    return "offset = " + std::to_string(o.offset) + " puts the queries' positions past 2^64";
+  });
   require(!o.causal || o.offset + n.T <= n.S, fn, [&] {
     return "causal queries at positions " + std::to_string(o.offset) + ".." +
            std::to_string(o.offset + n.T - 1) +
