@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attn/model/block.hpp"
+#include "attn/model/params.hpp"
 #include "attn/model/reference.hpp"
 #include "attn/ops/ffn.hpp"
 #include "attn/ops/layernorm.hpp"
@@ -438,27 +439,15 @@ std::string describe(const attn::BlockConfig& c) {
          (c.causal ? " causal" : " full");
 }
 
-// Every tensor of w and g, by name (empty ones skipped).
+// Every tensor of w and g, by name (empty ones skipped), in the parameter table's order.
 std::vector<attn::GradTensor> block_tensors(attn::BlockWeights& w, const attn::BlockWeights& g) {
   std::vector<attn::GradTensor> t;
-  auto add = [&](const char* name, auto& value, const auto& grad) {
-    if (value.size() != 0) t.push_back({name, span_of(value), cspan_of(grad)});
-  };
-  add("w_q", w.attn.w_q, g.attn.w_q);
-  add("w_k", w.attn.w_k, g.attn.w_k);
-  add("w_v", w.attn.w_v, g.attn.w_v);
-  add("w_o", w.attn.w_o, g.attn.w_o);
-  add("ln1_gamma", w.ln1_gamma, g.ln1_gamma);
-  add("ln1_beta", w.ln1_beta, g.ln1_beta);
-  add("ln2_gamma", w.ln2_gamma, g.ln2_gamma);
-  add("ln2_beta", w.ln2_beta, g.ln2_beta);
-  add("w1", w.ffn.w1, g.ffn.w1);
-  add("b1", w.ffn.b1, g.ffn.b1);
-  add("w2", w.ffn.w2, g.ffn.w2);
-  add("b2", w.ffn.b2, g.ffn.b2);
-  add("w_gate", w.swiglu.w_gate, g.swiglu.w_gate);
-  add("w_up", w.swiglu.w_up, g.swiglu.w_up);
-  add("w_down", w.swiglu.w_down, g.swiglu.w_down);
+  attn::visit_block_params(w, g, nullptr, -1,
+                           [&](const attn::ParamRow& row, auto& value, const auto& grad) {
+                             if (value.size() != 0) {
+                               t.push_back({row.field, span_of(value), cspan_of(grad)});
+                             }
+                           });
   return t;
 }
 
