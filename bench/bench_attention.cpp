@@ -436,6 +436,7 @@ void configure(benchmark::internal::Benchmark* b) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  attn::setup_threads();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   benchmark::AddCustomContext("openblas_core", attn::blas_core());

@@ -32,6 +32,7 @@
 #include "attn/ops/swiglu.hpp"
 #include "attn/model/block.hpp"
 #include "attn/core/check.hpp"
+#include "attn/core/threads.hpp"
 #include "attn/io/keyvalue.hpp"
 #include "attn/fast/ffn.hpp"
 #include "attn/fast/loss.hpp"
@@ -1377,6 +1378,7 @@ int run(int argc, char** argv) {
 // A write to a full stdout (> /dev/full) throws from fmt::print as soon as the buffer is flushed,
 // that is after enough cases: one line and exit 1, like the final check above, never an abort.
 int main(int argc, char** argv) {
+  attn::setup_threads();
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {

@@ -16,6 +16,16 @@ TEST_CASE("the thread budget can be set and read back, and 0 threads is refused"
   attn::set_num_threads(saved);
 }
 
+TEST_CASE("the setup pins BLAS to one thread, once; calling it again changes nothing") {
+  attn::setup_threads();
+  CHECK(attn::blas_threads() == 1);
+  const std::size_t budget = attn::num_threads();
+  CHECK(budget >= 1);
+  attn::setup_threads();
+  CHECK(attn::num_threads() == budget);
+  CHECK(attn::blas_threads() == 1);
+}
+
 TEST_CASE("OpenBLAS names the kernel family it runs") {
   CHECK_FALSE(attn::blas_core().empty());
   CHECK(attn::blas_core() != "unknown");

@@ -13,12 +13,12 @@ namespace attn {
 
 namespace {
 
-// The first call takes over OpenBLAS's thread count as the library's budget and pins BLAS to
-// one thread: every BLAS call of the library then runs inside a thread of its own (parallel.hpp).
-// Why not let OpenBLAS thread the big products itself? After each threaded call its idle threads
-// keep spinning on the cores for a while (~0.1 s), and the next piece of work split over the
-// library's threads (attention heads, FFN chunks) would compete with them for the two cores:
-// measured 265 ms instead of 203 ms for the benchmark block.
+// setup_threads() (or the first num_threads()) takes over OpenBLAS's thread count as the library's
+// budget and pins BLAS to one thread: every BLAS call of the library then runs inside a thread of
+// its own (parallel.hpp). Why not let OpenBLAS thread the big products itself? After each threaded
+// call its idle threads keep spinning on the cores for a while (~0.1 s), and the next piece of work
+// split over the library's threads (attention heads, FFN chunks) would compete with them for the
+// two cores: measured 265 ms instead of 203 ms for the benchmark block.
 std::size_t initial_budget() {
   static const std::size_t budget = [] {
     const int n = openblas_get_num_threads();
@@ -31,6 +31,12 @@ std::size_t initial_budget() {
 std::atomic<std::size_t> g_threads{0};  // 0: not set yet
 
 }  // namespace
+
+void setup_threads() { initial_budget(); }
+
+std::size_t blas_threads() {
+  return static_cast<std::size_t>(std::max(1, openblas_get_num_threads()));
+}
 
 std::size_t num_threads() {
   const std::size_t initial = initial_budget();  // also pins BLAS, once

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "attn/core/limits.hpp"
+#include "attn/core/threads.hpp"
 
 // GCC 12 reports a false "potential null pointer dereference" inside CLI11's inline string
 // helpers (CLI::detail::split) at -O2; the code is fine, so that one warning is off for CLI11.
@@ -291,6 +292,7 @@ void Cli::add_alias(const std::string& old_name, const std::string& name) {
 }
 
 int Cli::run(int argc, char** argv, const std::function<void(const CommonOptions&)>& body) {
+  setup_threads();  // the thread budget from OPENBLAS_NUM_THREADS, BLAS pinned to one thread
   Impl& d = *impl_;
   d.add_common();
 

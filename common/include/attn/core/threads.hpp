@@ -2,7 +2,7 @@
 //
 // Big matrix products, the heads of attention and the chunks of the FFN are split over this many
 // threads of the library's own. The default is what OpenBLAS would use: OPENBLAS_NUM_THREADS if
-// set, else one per core, read when the library first needs it. BLAS itself then always runs
+// set, else one per core, read by setup_threads() (below). BLAS itself then always runs
 // single-threaded inside those threads (docs/performance.md says why).
 //
 // Results never depend on the thread count: the work is cut into the same pieces whatever the
@@ -14,6 +14,15 @@
 
 namespace attn {
 
+// The library's thread setup, once per process: OpenBLAS's thread count (OPENBLAS_NUM_THREADS,
+// else one per core) becomes the budget, and BLAS is pinned to one thread, so that every BLAS
+// call runs inside one of the library's threads. Programs call it first thing (attn::Cli::run
+// does for every chapter, attn-golden and attn-bench in their main); a library call that comes
+// first (num_threads, set_num_threads, a kernel that splits its work) does it then, so nothing
+// ever runs with BLAS's own threads on top of ours. Calling it again changes nothing.
+void setup_threads();
+// The threads OpenBLAS itself would use for one call: 1 once the setup is done.
+std::size_t blas_threads();
 std::size_t num_threads();
 // n >= 1, else std::invalid_argument.
 void set_num_threads(std::size_t n);
