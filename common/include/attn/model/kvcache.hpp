@@ -77,7 +77,9 @@ const Matrix& lm_step(KvCache& cache, std::span<const int> tokens, const LmWeigh
 // tokens, B for a step). The difference of two readings around a generation loop says how it
 // used the cache: n new tokens from a prompt of p <= T_max tokens cost p + n - 1 positions while
 // the cache has room, where a loop that prefills its whole context for every token computes
-// about p n + n^2 / 2 (chapter 10's exercise ex10.3 is checked this way).
+// about p n + n^2 / 2 (chapter 10's exercise ex10.3 is checked this way). The counters are the
+// process's, not a cache's, on purpose: a learner's loop makes its own caches (a wrong one makes
+// a fresh cache per token), and the check must count the work of every one of them.
 struct KvWork {
   std::uint64_t prefills = 0;   // lm_prefill calls
   std::uint64_t steps = 0;      // lm_step calls
