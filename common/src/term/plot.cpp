@@ -221,6 +221,27 @@ int text_width(std::string_view text, int font_size) {
   return static_cast<int>(std::ceil(chars * 0.62 * static_cast<double>(font_size)));
 }
 
+// The start of every figure: the <svg> element of width x height, its <title> (screen readers
+// and tooltips show it), `defs` (arrow markers, or nothing), a white background, and the title
+// in bold at (x, x + title_font) when there is one.
+std::string svg_start(int width, int height, std::string_view title, int x, int title_font,
+                      std::string_view defs = {}) {
+  std::string out = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+      "viewBox=\"0 0 {0} {1}\" font-family=\"{2}\">\n",
+      width, height, kSans);
+  if (!title.empty()) out += fmt::format("<title>{}</title>\n", xml_escape(title));
+  out += defs;
+  out += fmt::format("<rect width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", width, height);
+  if (!title.empty()) {
+    out += fmt::format(
+        "<text x=\"{}\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\" "
+        "fill=\"#222222\">{}</text>\n",
+        x, x + title_font, title_font, xml_escape(title));
+  }
+  return out;
+}
+
 }  // namespace
 
 bool use_color(std::FILE* stream) {
@@ -387,18 +408,7 @@ std::string heatmap_svg(const Matrix& m, const HeatmapOptions& options) {
   const int height = std::max(grid_y + grid_h, legend_bottom) + pad;
 
   // 2. The document.
-  std::string out = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
-      "viewBox=\"0 0 {0} {1}\" font-family=\"{2}\">\n",
-      width, height, kSans);
-  if (!options.title.empty()) out += fmt::format("<title>{}</title>\n", xml_escape(options.title));
-  out += fmt::format("<rect width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", width, height);
-  if (!options.title.empty()) {
-    out += fmt::format(
-        "<text x=\"{}\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\" "
-        "fill=\"#222222\">{}</text>\n",
-        pad, pad + title_font, title_font, xml_escape(options.title));
-  }
+  std::string out = svg_start(width, height, options.title, pad, title_font);
 
   // Column labels, centred over their column (or written upwards when they are long).
   if (!options.col_labels.empty()) {
@@ -740,18 +750,7 @@ std::string line_chart_svg(const std::vector<Series>& series, const LineChartOpt
   };
 
   // 4. The frame: grid lines, tick labels, axis labels.
-  std::string out = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
-      "viewBox=\"0 0 {0} {1}\" font-family=\"{2}\">\n",
-      width, height, kSans);
-  if (!options.title.empty()) out += fmt::format("<title>{}</title>\n", xml_escape(options.title));
-  out += fmt::format("<rect width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", width, height);
-  if (!options.title.empty()) {
-    out += fmt::format(
-        "<text x=\"{}\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\" "
-        "fill=\"#222222\">{}</text>\n",
-        pad, pad + title_font, title_font, xml_escape(options.title));
-  }
+  std::string out = svg_start(width, height, options.title, pad, title_font);
   out += fmt::format("<g font-size=\"{}\" fill=\"#333333\">\n", font);
   for (std::size_t i = 0; i < ya.ticks.size(); ++i) {
     const double y = py(ya.ticks[i]);
@@ -887,22 +886,12 @@ std::string diagram_svg(const std::string& title, const std::vector<DiagramNode>
   int width = x_mid + box_w / 2 + 70;  // room for the residual lines on the right
   width = std::max(width, 24 + text_width(title, title_font));
 
-  std::string out = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
-      "viewBox=\"0 0 {0} {1}\" font-family=\"{2}\">\n",
-      width, height, kSans);
-  if (!title.empty()) out += fmt::format("<title>{}</title>\n", xml_escape(title));
-  out +=
+  // An arrowhead the edges end in.
+  constexpr std::string_view kArrow =
       "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" "
       "markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\">"
       "<path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#555555\"/></marker></defs>\n";
-  out += fmt::format("<rect width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", width, height);
-  if (!title.empty()) {
-    out += fmt::format(
-        "<text x=\"12\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\" "
-        "fill=\"#222222\">{}</text>\n",
-        12 + title_font, title_font, xml_escape(title));
-  }
+  std::string out = svg_start(width, height, title, 12, title_font, kArrow);
   // 2. Arrows between consecutive nodes, then the residual lines around the right side: from
   //    the arrow that enters node `skip_from` to the "+" node.
   out += "<g stroke=\"#555555\" stroke-width=\"1.5\" fill=\"none\">\n";
