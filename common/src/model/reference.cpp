@@ -258,7 +258,7 @@ LmTape<S> lm_run(const xt::xtensor<int, 2>& tokens, const LmWeights<S>& w, const
   const BlockConfig bc = lm_block_config(config);
   f.inputs.push_back(std::move(x));
   for (const BlockWeights<S>& block : w.blocks)
-    f.inputs.push_back(block_forward(f.inputs.back(), block, bc));
+    f.inputs.push_back(ref::block_forward<S>(f.inputs.back(), block, bc));
   // 3. logits = norm_f(x) @ wte^T (or @ lm_head + b)                  (B*T, C) -> (B*T, V)
   f.h = normalize(f.inputs.back(), w.ln_f_gamma, w.ln_f_beta, bc, f.norm_f);
   f.logits = T2<S>({B * T, V});
@@ -320,7 +320,7 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
                                 g.ln_f_beta);
   for (std::size_t l = w.blocks.size(); l-- > 0;) {
     T3<S> below;
-    block_backward(dx, f.inputs[l], w.blocks[l], bc, below, g.blocks[l]);
+    ref::block_backward<S>(dx, f.inputs[l], w.blocks[l], bc, below, g.blocks[l]);
     dx = std::move(below);
   }
   // 1. x = wte[tokens] + wpe[t]: each row of dx goes to its token's row (and its position's).

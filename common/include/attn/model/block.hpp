@@ -93,13 +93,17 @@ std::size_t kv_heads(const BlockConfig& config);
 // The attention part of the config as grouped-query attention takes it (attn/ops/gqa.hpp).
 GqaConfig gqa_config(const BlockConfig& config);
 
-struct BlockWeights {
-  MhaWeights attn;              // w_q, w_o (C, C); w_k, w_v (C, KV * hs): (C, C) unless GQA
-  Vector ln1_gamma, ln1_beta;   // (C,) (RMSNorm, or no bias: beta empty)
-  Vector ln2_gamma, ln2_beta;   // (C,)
-  FfnWeights ffn;               // MLP: w1 (C, F), b1 (F,), w2 (F, C), b2 (C,) (no bias: b empty)
-  SwigluWeights<float> swiglu;  // SwiGLU: w_gate (C, F), w_up (C, F), w_down (F, C); else empty
+// One block's parameters, the model's in float and the float64 reference's (model/reference.hpp)
+// in double: one family. Their names and shapes are the parameter table's (model/params.hpp).
+template <class S>
+struct BlockWeightsOf {
+  MhaWeightsOf<S> attn;  // w_q, w_o (C, C); w_k, w_v (C, KV * hs): (C, C) unless GQA
+  xt::xtensor<S, 1> ln1_gamma, ln1_beta;  // (C,) (RMSNorm, or no bias: beta empty)
+  xt::xtensor<S, 1> ln2_gamma, ln2_beta;  // (C,)
+  FfnWeightsOf<S> ffn;      // MLP: w1 (C, F), b1 (F,), w2 (F, C), b2 (C,) (no bias: b empty)
+  SwigluWeights<S> swiglu;  // SwiGLU: w_gate (C, F), w_up (C, F), w_down (F, C); else empty
 };
+using BlockWeights = BlockWeightsOf<float>;
 // Normal(0, 0.02) matrices, LayerNorm gamma = 1 and beta = 0, zero biases.
 BlockWeights block_init(Rng& rng, std::size_t C, std::size_t F);
 // The same for any parts: block_init's draws, then the weights the parts change (GQA: the first

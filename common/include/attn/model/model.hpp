@@ -61,14 +61,18 @@ std::size_t lm_kv_heads(const LmConfig& config);
 // a window above T_max (block_size), attn_proj = false with GQA, RoPE or a window.
 void check_parts(const LmConfig& config, const char* function);
 
-struct LmWeights {
-  Matrix wte;                        // (V, C) token embedding, also the output projection
-  Matrix wpe;                        // (T_max, C) learned positions; empty with rope
-  std::vector<BlockWeights> blocks;  // L blocks
-  Vector ln_f_gamma, ln_f_beta;      // (C,)
-  Matrix lm_head;                    // (C, V) when !tied_head, else empty
-  Vector lm_head_bias;               // (V,) when !tied_head, else empty
+// The model's parameters, in float (the model) or double (the float64 reference,
+// model/reference.hpp): one family, named and shaped by the parameter table (model/params.hpp).
+template <class S>
+struct LmWeightsOf {
+  xt::xtensor<S, 2> wte;                    // (V, C) token embedding, also the output projection
+  xt::xtensor<S, 2> wpe;                    // (T_max, C) learned positions; empty with rope
+  std::vector<BlockWeightsOf<S>> blocks;    // L blocks
+  xt::xtensor<S, 1> ln_f_gamma, ln_f_beta;  // (C,)
+  xt::xtensor<S, 2> lm_head;                // (C, V) when !tied_head, else empty
+  xt::xtensor<S, 1> lm_head_bias;           // (V,) when !tied_head, else empty
 };
+using LmWeights = LmWeightsOf<float>;
 
 LmWeights lm_init(Rng& rng, const LmConfig& config);
 

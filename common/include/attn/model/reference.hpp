@@ -27,26 +27,12 @@
 
 namespace attn::ref {
 
-// The parameters of one block, the fields and names of attn::BlockWeights; a tensor the parts do
-// not use is empty (size 0).
+// The parameters: attn::BlockWeightsOf<S> and attn::LmWeightsOf<S> (one family with the
+// model's), in double for the gradient checks; a tensor the parts do not use is empty (size 0).
 template <class S>
-struct BlockWeights {
-  GqaWeights<S> attn;  // w_q, w_o (C, C); w_k, w_v (C, KV hs)
-  xt::xtensor<S, 1> ln1_gamma, ln1_beta, ln2_gamma, ln2_beta;  // (C,)
-  FfnWeightsOf<S> ffn;      // the MLP: w1 (C, F), b1, w2 (F, C), b2
-  SwigluWeights<S> swiglu;  // w_gate, w_up (C, F), w_down (F, C)
-};
-
-// The parameters of the language model, the fields of attn::LmWeights.
+using BlockWeights = attn::BlockWeightsOf<S>;
 template <class S>
-struct LmWeights {
-  xt::xtensor<S, 2> wte;                    // (V, C) token embedding (also the head when tied)
-  xt::xtensor<S, 2> wpe;                    // (T_max, C) learned positions; empty with rope
-  std::vector<BlockWeights<S>> blocks;      // L
-  xt::xtensor<S, 1> ln_f_gamma, ln_f_beta;  // (C,)
-  xt::xtensor<S, 2> lm_head;                // (C, V) untied head, else empty
-  xt::xtensor<S, 1> lm_head_bias;           // (V,)
-};
+using LmWeights = attn::LmWeightsOf<S>;
 
 // The model's float weights in S (exact: float -> double widens), and zeros shaped like them.
 template <class S>

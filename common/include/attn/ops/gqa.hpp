@@ -13,16 +13,14 @@
 #include <cstddef>
 
 #include "attn/core/xt.hpp"
+#include "attn/ops/attention.hpp"
 
 namespace attn {
 
+// Multi-head attention's four matrices (attn/ops/attention.hpp), with w_k and w_v narrowed to
+// the KV heads: w_q, w_o (C, C); w_k, w_v (C, KV * hs).
 template <class S>
-struct GqaWeights {
-  xt::xtensor<S, 2> w_q;  // (C, C)
-  xt::xtensor<S, 2> w_k;  // (C, KV * hs)
-  xt::xtensor<S, 2> w_v;  // (C, KV * hs)
-  xt::xtensor<S, 2> w_o;  // (C, C)
-};
+using GqaWeights = MhaWeightsOf<S>;
 
 struct GqaConfig {
   std::size_t n_heads = 4;     // query heads H, e.g. 4; divides C
