@@ -597,7 +597,8 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
   // training keeps. (cache.ln1_out / ln2_out are never needed: they live in attn.x / ffn.x.)
   // The stream is built in `out`; a LayerNorm's output and the FFN's go to two scratch tensors
   // of the cache's work, so a training step allocates none of them.
-  Tensor<3>&h = cache.work.h, &f = cache.work.f;
+  Tensor<3>& h = cache.work.h;
+  Tensor<3>& f = cache.work.f;
   clear(cache.ln1_out);
   clear(cache.ln2_out);
   clear(cache.ln1_in);
@@ -712,15 +713,13 @@ void block_backward(const Tensor<3>& dout, BlockCache& cache, const BlockWeights
   }
   check_block(x_in, w, config);
   // The gradients are added into, so they must be shaped like the weights, tensor for tensor.
-  bool shaped = true;
-  visit_block_params(grads, w, nullptr, -1, [&](const ParamRow&, const auto& g, const auto& t) {
-    shaped = shaped && g.shape() == t.shape();
-  });
-  require(shaped, kFn,
+  require(same_block_shapes(grads, w), kFn,
           "grads must be shaped like the weights, tensor for tensor (zeros shaped like them)");
   const bool ln = config.use_layer_norm;
   // Scratch (B, T, C) gradients, the cache's work buffers.
-  Tensor<3>&d_stream = cache.work.d_stream, &d_sub = cache.work.d_sub, &d_drop = cache.work.d_drop;
+  Tensor<3>& d_stream = cache.work.d_stream;
+  Tensor<3>& d_sub = cache.work.d_sub;
+  Tensor<3>& d_drop = cache.work.d_drop;
   // Dropout y = a * mask passes dy * mask back to its sub-layer (ops/dropout.hpp); the residual
   // path gets dy unchanged. `through(dy, mask)` is the gradient the sub-layer's backward sees.
   const bool drop = config.dropout > 0.0f;

@@ -481,8 +481,10 @@ double forward_backward_rows(const int* tokens, const int* targets, std::size_t 
   std::copy_n(tokens, N, cache.tokens.begin());
   if (cache.blocks.size() != L) cache.blocks.resize(L);
   // 1. x = wte[tokens] + wpe[0..T)                                         (B, T, C)
-  Tensor<3>&x = cache.work.x, &x_next = cache.work.x_next;
-  Tensor<3>&dx_a = cache.work.dx_a, &dx_b = cache.work.dx_b;
+  Tensor<3>& x = cache.work.x;
+  Tensor<3>& x_next = cache.work.x_next;
+  Tensor<3>& dx_a = cache.work.dx_a;
+  Tensor<3>& dx_b = cache.work.dx_b;
   ensure_shape(x, std::array<std::size_t, 3>{B, T, C});
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t t = 0; t < T; ++t) {
@@ -612,17 +614,6 @@ void add_sources_into(float* __restrict to, const std::span<float>* from, std::s
   }
 }
 
-// Whether a and b hold the same tensors, shape for shape: what lm_forward_backward needs of the
-// gradients it writes (the caller's, and the shards' own, which the shards' sum walks in step).
-bool same_shapes(const LmWeights& a, const LmWeights& b) {
-  if (a.blocks.size() != b.blocks.size()) return false;
-  bool same = true;
-  visit_params(a, b, nullptr, [&](const ParamRow&, const auto& x, const auto& y) {
-    same = same && x.shape() == y.shape();
-  });
-  return same;
-}
-
 // Flat views of every tensor of w, in visit_tensors' order, appended to `out`.
 void append_views(LmWeights& w, std::vector<std::span<float>>& out) {
   visit_tensors(w, [&](auto& t) {
@@ -656,7 +647,7 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
   check_batch(tokens, &targets, config, kFn);
   check_weights(w, config, kFn);
   const std::size_t B = tokens.shape()[0], T = tokens.shape()[1], N = B * T;
-  require(same_shapes(w, grads), kFn,
+  require(same_param_shapes(w, grads), kFn,
           "grads must be shaped like the weights, tensor for tensor (make them with "
           "lm_zeros_like)");
   require(shards >= 1 && B % shards == 0, kFn, [&] {
@@ -669,7 +660,7 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
   // ---- The batch in shards of B / S whole sequences ----
   const std::size_t S = shards, rows = (B / S) * T;
   if (cache.shards.size() != S) cache.shards.resize(S);
-  if (cache.shard_grads.size() != S - 1 || !same_shapes(w, cache.shard_grads.front())) {
+  if (cache.shard_grads.size() != S - 1 || !same_param_shapes(w, cache.shard_grads.front())) {
     cache.shard_grads.assign(S - 1, lm_zeros_like(w));  // a new model, or the first call
   }
   // Dropout: each shard draws its masks from a generator of its own, seeded in shard order from

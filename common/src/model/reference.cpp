@@ -122,14 +122,6 @@ void check_covered(const BlockConfig& c, const char* fn) {
   require(c.attn_proj, fn, "a block without w_o (attn_proj = false) has no reference");
 }
 
-// Whether b holds tensors shaped like a's, tensor for tensor (empty where a's are): what the
-// backwards need of the gradients they add into, which they index by the weights' shapes.
-// (Defined below, beside the walks over the tensors.)
-template <class S>
-bool same_shapes(const BlockWeights<S>& a, const BlockWeights<S>& b);
-template <class S>
-bool same_shapes(const LmWeights<S>& a, const LmWeights<S>& b);
-
 // skip + y with residuals, else y. In the forward, the stream after a sub-layer; in the
 // backward, the gradient through the skip plus the branch's.
 template <class S>
@@ -173,7 +165,7 @@ void block_backward(const T3<S>& dout, const T3<S>& x, const BlockWeights<S>& w,
   check_covered(c, "attn::ref::block_backward");
   require(c.dropout == 0.0f, "attn::ref::block_backward",
           "dropout has no reference backward (the reference is the evaluation forward)");
-  require(same_shapes(w, g), "attn::ref::block_backward",
+  require(same_block_shapes(w, g), "attn::ref::block_backward",
           "grads must be shaped like the weights, tensor for tensor (make them with zeros_like)");
   BlockTape<S> k;
   (void)block_run(x, w, c, k);
@@ -289,7 +281,7 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
                            const LmWeights<S>& w, const LmConfig& config, LmWeights<S>& g) {
   // The gradients are added into at the weights' indices (rows of wte by token, every block's):
   // another model's would be written past.
-  require(same_shapes(w, g), "attn::ref::lm_forward_backward",
+  require(same_param_shapes(w, g), "attn::ref::lm_forward_backward",
           "grads must be shaped like the weights, tensor for tensor (make them with zeros_like)");
   const LmTape<S> f = lm_run(tokens, w, config);
   const std::span<const int> ys(targets.data(), targets.size());
@@ -476,25 +468,6 @@ template <class S, std::size_t N>
 xt::xtensor<S, N> zeros_of(const xt::xtensor<S, N>& t) {
   xt::xtensor<S, N> z = xt::zeros<S>(t.shape());
   return z;
-}
-
-template <class S>
-bool same_shapes(const BlockWeights<S>& a, const BlockWeights<S>& b) {
-  bool same = true;
-  visit_block_params(a, b, nullptr, -1, [&](const ParamRow&, const auto& x, const auto& y) {
-    same = same && x.shape() == y.shape();
-  });
-  return same;
-}
-
-template <class S>
-bool same_shapes(const LmWeights<S>& a, const LmWeights<S>& b) {
-  if (a.blocks.size() != b.blocks.size()) return false;
-  bool same = true;
-  visit_params(a, b, nullptr, [&](const ParamRow&, const auto& x, const auto& y) {
-    same = same && x.shape() == y.shape();
-  });
-  return same;
 }
 
 template <class S>

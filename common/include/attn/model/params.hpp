@@ -120,6 +120,27 @@ void visit_params(A& a, B& b, const ParamDims* dims, Visit&& f) {
     b.lm_head_bias);
 }
 
+// Whether two blocks hold tensors of the same shapes, tensor for tensor (gradients added into
+// must be shaped like the weights).
+template <class A, class B>
+bool same_block_shapes(const A& a, const B& b) {
+  bool same = true;
+  visit_block_params(a, b, nullptr, -1, [&](const ParamRow&, const auto& x, const auto& y) {
+    same = same && x.shape() == y.shape();
+  });
+  return same;
+}
+// The same for two models: as many blocks, every tensor of the same shape.
+template <class A, class B>
+bool same_param_shapes(const A& a, const B& b) {
+  if (a.blocks.size() != b.blocks.size()) return false;
+  bool same = true;
+  visit_params(a, b, nullptr, [&](const ParamRow&, const auto& x, const auto& y) {
+    same = same && x.shape() == y.shape();
+  });
+  return same;
+}
+
 // Whether a tensor has the shape its row gives (present), or is empty (absent).
 template <class Tensor>
 bool fits_row(const ParamRow& row, const Tensor& t) {
