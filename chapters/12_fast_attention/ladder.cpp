@@ -17,6 +17,7 @@
 
 #include "attn/core/check.hpp"
 #include "attn/fast/gemm.hpp"
+#include "attn/ops/online_softmax.hpp"
 #include "attn/ops/softmax.hpp"
 #include "attn/core/parallel.hpp"
 #include "attn/core/simd.hpp"
@@ -27,7 +28,6 @@
 namespace ch12::ladder {
 
 using attn::require;
-using attn::shape_str;
 using attn::Vector;
 namespace detail = attn::detail;
 using attn::softmax_rows;
@@ -52,15 +52,9 @@ using f32x8 = float __attribute__((vector_size(32)));
 
 float scale_of(std::size_t hs) { return 1.0f / std::sqrt(static_cast<float>(hs)); }
 
+// q, k, v of one shape (T, hs) and a tile of at least 1: the library's check for one head.
 void check(const char* fn, const Matrix& q, const Matrix& k, const Matrix& v, std::size_t tile) {
-  const auto& qs = q.shape();
-  require(qs[0] >= 1 && qs[1] >= 1 && std::equal(qs.begin(), qs.end(), k.shape().begin()) &&
-              std::equal(qs.begin(), qs.end(), v.shape().begin()),
-          fn, [&] {
-            return "q, k, v must have the same shape (T, hs) with T, hs >= 1, got q " +
-                   shape_str(qs) + ", k " + shape_str(k.shape()) + ", v " + shape_str(v.shape());
-          });
-  require(tile >= 1, fn, "tile must be at least 1, got 0");
+  attn::check_head_and_tile(fn, q, k, v, tile);
 }
 
 // Query t sees keys 0..t; of the `cols` keys starting at j0, how many.

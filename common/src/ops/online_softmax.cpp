@@ -47,9 +47,8 @@ void online_softmax_update(OnlineRow& row, const Vector& scores, const Matrix& v
   row.m = m_new;
 }
 
-Matrix attention_tile(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t i0,
-                      std::size_t tile) {
-  const char* fn = "attn::attention_tile";
+void check_head_and_tile(const char* fn, const Matrix& q, const Matrix& k, const Matrix& v,
+                         std::size_t tile) {
   const auto& qs = q.shape();
   require(qs[0] >= 1 && qs[1] >= 1 && std::equal(qs.begin(), qs.end(), k.shape().begin()) &&
               std::equal(qs.begin(), qs.end(), v.shape().begin()),
@@ -58,6 +57,12 @@ Matrix attention_tile(const Matrix& q, const Matrix& k, const Matrix& v, std::si
                    shape_str(qs) + ", k " + shape_str(k.shape()) + ", v " + shape_str(v.shape());
           });
   require(tile >= 1, fn, "tile must be at least 1, got 0");
+}
+
+Matrix attention_tile(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t i0,
+                      std::size_t tile) {
+  const char* fn = "attn::attention_tile";
+  check_head_and_tile(fn, q, k, v, tile);
   const std::size_t T = q.shape()[0], hs = q.shape()[1];
   require(i0 < T, fn, [&] {
     return "i0 must be below T = " + std::to_string(T) + ", got " + std::to_string(i0);

@@ -27,6 +27,12 @@ OnlineRow online_row_start(std::size_t hs);
 // Throws std::invalid_argument when values is not (n, acc.size()).
 void online_softmax_update(OnlineRow& row, const Vector& scores, const Matrix& values);
 
+// The inputs one causal head's kernels take (attention_tile, chapter 12's ladder): q, k, v of one
+// shape (T, hs) with T, hs >= 1, and a tile of at least 1. Throws std::invalid_argument naming
+// `fn` otherwise.
+void check_head_and_tile(const char* fn, const Matrix& q, const Matrix& k, const Matrix& v,
+                         std::size_t tile);
+
 // One tile of the causal forward: the output rows [i0, i0 + rows) (rows = min(tile, T - i0)) of
 // softmax(mask(q k^T / sqrt(hs))) v, each row's keys folded in tiles of `tile` keys with
 // online_softmax_update, then out = acc / l. q, k, v: (T, hs) -> (rows, hs). Throws
