@@ -150,11 +150,9 @@ void bm_block(benchmark::State& state, Shape s) {
   const std::size_t F = 4 * s.C;
   attn::Rng rng(4);
   const attn::BlockWeights w = attn::block_init(rng, s.C, F);
-  attn::BlockConfig config;
-  config.n_heads = s.H;
+  attn::BlockConfig config{.spec = attn::block_spec(s.C, s.H)};
   config.causal = true;
   config.norm = attn::NormPlacement::pre;
-  config.activation = attn::Activation::gelu;
   config.keep_weights = false;  // like bm_mha, and like need_weights=False in PyTorch
   const attn::Tensor<3> x = input(s);
   const LoopClock clock;
@@ -192,11 +190,10 @@ void bm_block_fwd_bwd(benchmark::State& state, Shape s) {
   const std::size_t F = 4 * s.C;
   attn::Rng rng(4);
   const attn::BlockWeights w = attn::block_init(rng, s.C, F);
-  attn::BlockConfig config;  // pre-norm, exact GELU, causal, as bm_block
-  config.n_heads = s.H;
+  attn::BlockConfig config{
+      .spec = attn::block_spec(s.C, s.H)};  // pre-norm, exact GELU, causal, as bm_block
   config.causal = true;
   config.norm = attn::NormPlacement::pre;
-  config.activation = attn::Activation::gelu;
   const attn::Tensor<3> x = input(s);
   const attn::Tensor<3> dout = attn::randn<3>(rng, {s.B, s.T, s.C});  // (B, T, C)
   attn::BlockWeights grads = attn::block_zeros_like(w);
@@ -403,16 +400,17 @@ constexpr std::array<std::size_t, 2> kGenTokens{500, 63};
 constexpr std::size_t kSwaWindow = 64;
 
 void bm_generate(benchmark::State& state, bool cached, std::size_t n_new, bool swa) {
-  attn::LmConfig config;
-  config.vocab_size = 65;
-  config.block_size = 64;
-  config.n_embd = 64;
-  config.n_heads = 4;
-  config.n_layers = 4;
+  attn::ModelChoices config_choices;
+  config_choices.vocab_size = 65;
+  config_choices.block_size = 64;
+  config_choices.n_embd = 64;
+  config_choices.n_heads = 4;
+  config_choices.n_layers = 4;
   if (swa) {
-    config.positions = attn::Positions::rope;
-    config.window = kSwaWindow;
+    config_choices.positions = attn::Positions::rope;
+    config_choices.window = kSwaWindow;
   }
+  const attn::ModelSpec config = attn::resolve_spec(config_choices);
   attn::Rng init(1337);
   const attn::LmWeights w = attn::lm_init(init, config);
   const std::vector<int> prompt = {0};

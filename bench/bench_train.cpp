@@ -20,15 +20,17 @@ namespace {
 
 // The chapter-09 CPU model and its training settings.
 attn::TrainConfig cpu_model() {
+  attn::ModelChoices m;
+  m.vocab_size = 65;
+  m.block_size = 64;                      // T
+  m.n_embd = 64;                          // C
+  m.n_heads = 4;                          // H
+  m.n_layers = 4;                         // L
+  m.ablations.tied_head = false;          // the lecture's Linear(C, V) head
+  m.activation = attn::Activation::relu;  // and its ReLU
   attn::TrainConfig c;
-  c.model.vocab_size = 65;
-  c.model.block_size = 64;                      // T
-  c.model.n_embd = 64;                          // C
-  c.model.n_heads = 4;                          // H
-  c.model.n_layers = 4;                         // L
-  c.model.tied_head = false;                    // the lecture's Linear(C, V) head
-  c.model.activation = attn::Activation::relu;  // and its ReLU
-  c.batch_size = 32;                            // B
+  c.model = attn::resolve_spec(m);
+  c.batch_size = 32;  // B
   c.schedule.lr = 1e-3f;
   c.adam.weight_decay = 0.01f;
   return c;

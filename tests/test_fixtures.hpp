@@ -4,7 +4,10 @@
 //   random_model         a language model whose every part matters (test_model, test_kvcache)
 //   random_lm            lm_init's model for any parts, every parameter redrawn (gamma near 1),
 //                        for gradient checks (test_model, test_dropout, test_reference)
-//   lm_config            a model configuration from its five sizes
+//   lm_choices, lm_config  the default model's choices from its five sizes, and its spec
+//   (attn::with_choices  a spec with some of its choices changed, resolved again)
+//   block_config         a block's config: width C, H heads, the parts chosen
+//   rechoose             a block's config with some of its spec's choices changed
 //   random_ids           (B, T) token ids drawn uniformly from [0, V)
 //   small_train_config   a training run of a few steps on a tiny model (test_train,
 //                        test_checkpoint)
@@ -19,7 +22,9 @@
 
 #include "attn/core/random.hpp"
 #include "attn/core/xt.hpp"
+#include "attn/model/block.hpp"
 #include "attn/model/model.hpp"
+#include "attn/model/spec.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/train/train.hpp"
 
@@ -51,7 +56,7 @@ inline Vector wiggly1(std::size_t n, double phase, double scale, double offset =
 
 // lm_init's 0.02 weights make nearly uniform logits; these scales make every part matter and
 // give peaked, varied distributions.
-inline LmWeights random_model(Rng& rng, const LmConfig& config) {
+inline LmWeights random_model(Rng& rng, const ModelSpec& config) {
   LmWeights w = lm_init(rng, config);
   const std::size_t C = config.n_embd;
   const float s = 1.0f / std::sqrt(static_cast<float>(C));
@@ -72,11 +77,11 @@ inline LmWeights random_model(Rng& rng, const LmConfig& config) {
   return w;
 }
 
-// The default model (chapter 07's parts) with V tokens, T_max positions, width C, H heads and L
-// blocks.
-inline LmConfig lm_config(std::size_t V, std::size_t T_max, std::size_t C, std::size_t H,
-                          std::size_t L) {
-  LmConfig c;
+// The choices of the default model (chapter 07's parts) with V tokens, T_max positions, width C,
+// H heads and L blocks ...
+inline ModelChoices lm_choices(std::size_t V, std::size_t T_max, std::size_t C, std::size_t H,
+                               std::size_t L) {
+  ModelChoices c;
   c.vocab_size = V;
   c.block_size = T_max;
   c.n_embd = C;
@@ -85,9 +90,40 @@ inline LmConfig lm_config(std::size_t V, std::size_t T_max, std::size_t C, std::
   return c;
 }
 
+// ... and that model, resolved.
+inline ModelSpec lm_config(std::size_t V, std::size_t T_max, std::size_t C, std::size_t H,
+                           std::size_t L) {
+  return resolve_spec(lm_choices(V, T_max, C, H, L));
+}
+
+// How a block of width C with H heads runs: the default model's parts (block_size 64, room for
+// any window a test asks for), then `change` applied to the choices (the parts, ablations,
+// activation, dropout); causal, pre-norm, eps 1e-5, weights kept (the BlockConfig's own fields,
+// which a test sets directly).
+template <class Change>
+BlockConfig block_config(std::size_t C, std::size_t H, Change&& change) {
+  ModelChoices c;
+  c.n_embd = C;
+  c.n_heads = H;
+  change(c);
+  BlockConfig config;
+  config.spec = resolve_spec(c);
+  return config;
+}
+inline BlockConfig block_config(std::size_t C, std::size_t H) {
+  return block_config(C, H, [](ModelChoices&) {});
+}
+
+// The same block with its spec's choices changed by `change`: the BlockConfig's own fields kept.
+template <class Change>
+BlockConfig rechoose(BlockConfig config, Change&& change) {
+  config.spec = with_choices(config.spec, change);
+  return config;
+}
+
 // lm_init, then every parameter redrawn so that every part of the model matters: gammas
 // 1 + N(0, 0.2), everything else N(0, 0.5).
-inline LmWeights random_lm(Rng& rng, const LmConfig& config) {
+inline LmWeights random_lm(Rng& rng, const ModelSpec& config) {
   LmWeights w = lm_init(rng, config);
   for (const NamedTensor& t : lm_parameters(w)) {
     const bool gamma = t.name.find("gamma") != std::string::npos;

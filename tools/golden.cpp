@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "attn/ops/attention.hpp"
+#include "attn/ops/attention_ref.hpp"
 #include "attn/ops/gqa.hpp"
 #include "attn/ops/rmsnorm.hpp"
 #include "attn/ops/rope.hpp"
@@ -726,18 +727,25 @@ void run_ffn(const Case& c, Comparison& cmp) {
 }
 
 void run_block(const Case& c, Comparison& cmp) {
+  const attn::Tensor<3> x = attn::load_npy<3>(c.file("x"));  // (B, T, C)
+  const std::size_t C = x.shape()[2];
+  attn::ModelChoices m;  // a lone block of width C
+  m.n_embd = C;
+  m.n_heads = c.positive("n_heads", kMaxHeads);
+  m.activation = c.parsed("activation", attn::parse_activation);
+  m.ablations.layer_norm = c.flag_or("layer_norm", true);
   attn::BlockConfig config;
-  config.n_heads = c.positive("n_heads", kMaxHeads);
+  try {
+    config.spec = attn::resolve_spec(m);
+  } catch (const attn::SpecError& e) {
+    c.fail(fmt::format("key {}", e.what()));
+  }
   config.causal = c.flag("causal");
   config.norm = c.parsed("norm", attn::parse_norm);
-  config.activation = c.parsed("activation", attn::parse_activation);
   config.eps = c.eps("eps");
-  config.use_layer_norm = c.flag_or("layer_norm", true);
-  const attn::Tensor<3> x = attn::load_npy<3>(c.file("x"));  // (B, T, C)
   attn::BlockWeights w;
   w.attn = load_mha(c);
-  const std::size_t C = x.shape()[2];
-  if (config.use_layer_norm) {
+  if (config.spec.ablations.layer_norm) {
     w.ln1_gamma = attn::load_npy<1>(c.file("ln1_gamma"));
     w.ln1_beta = attn::load_npy<1>(c.file("ln1_beta"));
     w.ln2_gamma = attn::load_npy<1>(c.file("ln2_gamma"));
@@ -762,7 +770,7 @@ void run_block(const Case& c, Comparison& cmp) {
   compare_grad<3>(c, "x", dx, cmp);
   compare_mha_grads(c, g.attn, cmp);
   compare_ffn_grads(c, g.ffn, cmp);
-  if (config.use_layer_norm) {
+  if (config.spec.ablations.layer_norm) {
     compare_grad<1>(c, "ln1_gamma", g.ln1_gamma, cmp);
     compare_grad<1>(c, "ln1_beta", g.ln1_beta, cmp);
     compare_grad<1>(c, "ln2_gamma", g.ln2_gamma, cmp);
@@ -799,7 +807,7 @@ void run_lm(const Case& c, Comparison& cmp) {
   const std::size_t n_heads = c.positive("n_heads", kMaxHeads);
   // The case folder is a saved model (load_lm's layout) plus tokens.npy and logits.npy, and for
   // the backward targets.npy, loss.npy and grad.<weight>.npy.
-  attn::LmConfig config;
+  attn::ModelSpec config;
   const attn::LmWeights w = attn::load_lm(c.dir(), n_layers, n_heads, config);
   const xt::xtensor<int, 2> tokens = attn::load_npy_tokens(c.file("tokens"));  // (B, T)
   compare<3>(c, "logits", attn::lm_forward(tokens, w, config), cmp);           // (B, T, V)
@@ -978,10 +986,11 @@ void run_gqa(const Case& c, Comparison& cmp) {
   config.causal = c.flag("causal");
   config.rope = c.flag_or("rope", false);
   config.theta = theta_or_default(c);
-  config.window = count_or(c, "window", 0, kMaxWindow);
-  if (config.window > 0 && !config.causal) {
+  // window 0 (or no window key): none.
+  if (const std::size_t W = count_or(c, "window", 0, kMaxWindow); W != 0) config.window = W;
+  if (config.window && !config.causal) {
     c.fail(fmt::format("key window {} needs causal 1 (a sliding window looks back only)",
-                       config.window));
+                       *config.window));
   }
   const attn::Tensor<3> x = attn::load_npy<3>(c.file("x"));  // (B, T, C)
   const attn::Matrix w_q = attn::load_npy<2>(c.file("w_q"));
@@ -1023,6 +1032,30 @@ void run_swa(const Case& c, Comparison& cmp) {
   compare_grad<4>(c, "v", g.dv, cmp);
 }
 
+// ALiBi (chapter 11): causal attention with the bias -m_h (t - s), optionally windowed; the
+// reference attention with alibi_bias (attn/ops/attention_ref.hpp).
+void run_alibi(const Case& c, Comparison& cmp) {
+  if (!c.flag("causal")) c.fail("key causal must be 1: ALiBi's bias is a causal model's");
+  attn::AttentionOptions options;
+  options.causal = true;
+  if (const std::size_t W = count_or(c, "window", 0, kMaxWindow); W != 0) options.window = W;
+  const attn::Tensor<4> q = attn::load_npy<4>(c.file("q"));  // (B, H, T, hs)
+  const attn::Tensor<4> k = attn::load_npy<4>(c.file("k"));
+  const attn::Tensor<4> v = attn::load_npy<4>(c.file("v"));
+  const std::size_t H = q.shape()[1], T = q.shape()[2];
+  const xt::xtensor<float, 3> bias = attn::alibi_bias<float>(H, T, k.shape()[2]);
+  const attn::AttentionRefResult<float> r = attn::attention_ref<float>(q, k, v, options, bias);
+  compare<4>(c, "out", r.out, cmp);
+  compare<4>(c, "weights", r.probs, cmp);
+  if (!c.backward()) return;
+  const attn::Tensor<4> dout = load_upstream<4>(c, "out", r.out.shape());
+  const attn::AttentionRefGrads<float> g =
+      attn::attention_ref_backward<float>(dout, q, k, v, r.probs, options);
+  compare_grad<4>(c, "q", g.dq, cmp);
+  compare_grad<4>(c, "k", g.dk, cmp);
+  compare_grad<4>(c, "v", g.dv, cmp);
+}
+
 // The grad. files of chapter 11's ops; false when `op` is not one of them.
 bool modern_grad_names(const std::string& op, GradNames& names) {
   const std::pair<std::string, std::string> no_weights{"weights", kMhaNames.no_grad[0].second};
@@ -1034,7 +1067,7 @@ bool modern_grad_names(const std::string& op, GradNames& names) {
     names = {{"x", "w_gate", "w_up", "w_down"}, "y", {}};
   } else if (op == "gqa") {
     names = {{"x", "w_q", "w_k", "w_v", "w_o"}, "out", {no_weights}};
-  } else if (op == "swa") {
+  } else if (op == "swa" || op == "alibi") {
     names = {{"q", "k", "v"}, "out", {no_weights}};
   } else {
     return false;
@@ -1052,6 +1085,7 @@ bool run_modern_op(const Case& c, Comparison& cmp) {
   if (op == "swiglu") c.allow_keys({});
   if (op == "gqa") c.allow_keys({"n_heads", "n_kv_heads", "causal", "rope", "theta", "window"});
   if (op == "swa") c.allow_keys({"window"});
+  if (op == "alibi") c.allow_keys({"causal", "window"});
   check_grad_names(c, names);
   if (op == "rope") {
     run_rope(c, cmp);
@@ -1074,6 +1108,8 @@ bool run_modern_op(const Case& c, Comparison& cmp) {
     run_swiglu(c, cmp);
   } else if (op == "gqa") {
     run_gqa(c, cmp);
+  } else if (op == "alibi") {
+    run_alibi(c, cmp);
   } else {
     run_swa(c, cmp);
   }

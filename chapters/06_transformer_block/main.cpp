@@ -59,11 +59,9 @@ Tensor<3> reference_gelu(const Tensor<3>& x) { return attn::activate<3>(x, Activ
 
 Tensor<3> reference_block_pre_norm(const Tensor<3>& x, const BlockWeights& w, std::size_t n_heads,
                                    bool causal, Activation activation) {
-  BlockConfig config;
-  config.n_heads = n_heads;
+  BlockConfig config{.spec = attn::block_spec(x.shape()[2], n_heads, activation)};
   config.causal = causal;
   config.norm = NormPlacement::pre;
-  config.activation = activation;
   return attn::block_forward(x, w, config).out;
 }
 
@@ -79,8 +77,8 @@ Kernels learner_kernels() {
 // no-LayerNorm experiment always run the library's block_forward.
 Tensor<3> run_block(const Kernels& k, const Tensor<3>& x, const BlockWeights& w,
                     const BlockConfig& config) {
-  if (config.norm == NormPlacement::pre && config.use_layer_norm) {
-    return k.block_pre_norm(x, w, config.n_heads, config.causal, config.activation);
+  if (config.norm == NormPlacement::pre && config.spec.ablations.layer_norm) {
+    return k.block_pre_norm(x, w, config.spec.n_heads, config.causal, config.spec.activation);
   }
   return attn::block_forward(x, w, config).out;
 }
@@ -240,7 +238,8 @@ NoLayerNorm no_layer_norm(const Setup& s, const Tensor<3>& x, attn::Rng& rng) {
   w.ln2_beta = w.ln1_beta;
   const BlockConfig with = s.block();
   BlockConfig without = with;
-  without.use_layer_norm = false;
+  without.spec =
+      attn::with_choices(with.spec, [](attn::ModelChoices& m) { m.ablations.layer_norm = false; });
 
   const auto peak = [](const Tensor<4>& weights) {  // (B, H, T, T) -> mean of the row maxima
     const std::size_t S = weights.shape()[3];
@@ -314,9 +313,7 @@ Cost cost(const Setup& s, const BlockWeights& w) {
 }  // namespace
 
 attn::BlockConfig ch06::Setup::block() const {
-  BlockConfig config;
-  config.n_heads = H;
-  config.activation = activation;
+  BlockConfig config{.spec = attn::block_spec(C, H, activation)};
   config.norm = norm;
   return config;
 }

@@ -71,7 +71,7 @@ struct Kernels {
   Tensor<3> (*embed)(const Tokens&, const Matrix& wte, const Matrix& wpe);  // ex07.1
   Tensor<3> (*tied_logits)(const Tensor<3>& x, const Matrix& wte);          // ex07.2
   Tensor<3> (*lm_forward)(const Tokens&, const attn::LmWeights&,
-                          const attn::LmConfig&);                               // ex07.3
+                          const attn::ModelSpec&);                              // ex07.3
   int (*sample_top_k)(std::span<const float>, float, std::size_t, attn::Rng&);  // ex07.4
 };
 
@@ -157,7 +157,7 @@ Parameters parameters(const Model& m) {
 // 2. The forward pass step by step, then in one call; the loss on the prompt.
 Logits logits(const Kernels& k, const Model& m, const Prompt& p) {
   Logits r;
-  const attn::LmConfig& c = m.config;
+  const attn::ModelSpec& c = m.config;
   const Tokens tokens = as_batch(p.context);  // (1, T)
   const auto step = [&](std::string what, const Tensor<3>& x) {
     r.steps.push_back({std::move(what), attn::shape_str(x.shape()), std_of(x)});
@@ -171,11 +171,11 @@ Logits logits(const Kernels& k, const Model& m, const Prompt& p) {
     x = attn::block_forward(x, m.weights.blocks[l], block_config).out;  // (1, T, C)
     step(fmt::format("x = block_{}(x)", l), x);
   }
-  if (c.use_layer_norm) {
+  if (c.ablations.layer_norm) {
     x = attn::layer_norm(x, m.weights.ln_f_gamma, m.weights.ln_f_beta);  // (1, T, C)
     step("x = ln_f(x)", x);
   }
-  if (c.tied_head) {
+  if (c.ablations.tied_head) {
     r.stepwise = k.tied_logits(x, m.weights.wte);  // (1, T, C) @ (C, V) -> (1, T, V)
     step("logits = x @ wte^T", r.stepwise);
   } else {  // a separate output head, as the lecture's models have
@@ -195,7 +195,7 @@ Logits logits(const Kernels& k, const Model& m, const Prompt& p) {
 
 // 3. The generation loop of attn::lm_generate, written with the chapter's kernels so that --mine
 // runs the learner's forward pass and sampler. Returns only the new tokens.
-std::vector<int> generate(const Kernels& k, const attn::LmWeights& w, const attn::LmConfig& config,
+std::vector<int> generate(const Kernels& k, const attn::LmWeights& w, const attn::ModelSpec& config,
                           std::span<const int> prompt, const attn::GenerateOptions& g,
                           attn::Rng& rng) {
   const std::size_t V = config.vocab_size;
@@ -264,7 +264,7 @@ RoundTrip round_trip(const Kernels& k, const Model& m, const Prompt& p) {
   }
   std::sort(r.files.begin(), r.files.end(),
             [](const NpyFile& a, const NpyFile& b) { return a.name < b.name; });
-  attn::LmConfig loaded_config;
+  attn::ModelSpec loaded_config;
   bool described = false;
   const attn::LmWeights loaded = attn::load_lm_as_described(dir, {}, 1, loaded_config, described);
   r.again = k.lm_forward(as_batch(p.context), loaded, loaded_config);  // (1, T, V)
@@ -297,7 +297,7 @@ void check_model_size(const Options& o) {
 // runs for minutes: 2 T (12 C^2 L + V C) for the weights, 4 L T^2 C for attention.
 constexpr double kMaxGenerationWork = 2.5e11;  // some seconds on one core of a laptop
 
-void check_generation_work(const attn::LmConfig& c, std::size_t prompt, std::size_t new_tokens) {
+void check_generation_work(const attn::ModelSpec& c, std::size_t prompt, std::size_t new_tokens) {
   const double C = static_cast<double>(c.n_embd), L = static_cast<double>(c.n_layers);
   const double V = static_cast<double>(c.vocab_size);
   double work = 0.0;
@@ -320,11 +320,17 @@ void check_generation_work(const attn::LmConfig& c, std::size_t prompt, std::siz
 Model make_model(const Options& o, attn::Vocab& vocab, std::uint64_t seed) {
   Model m;
   if (o.weights_dir.empty()) {
-    m.config.vocab_size = vocab.size();
-    m.config.block_size = o.block_size;
-    m.config.n_embd = o.n_embd;
-    m.config.n_heads = o.n_heads;
-    m.config.n_layers = o.n_layers;
+    attn::ModelChoices asked;
+    asked.vocab_size = vocab.size();
+    asked.block_size = o.block_size;
+    asked.n_embd = o.n_embd;
+    asked.n_heads = o.n_heads;
+    asked.n_layers = o.n_layers;
+    try {
+      m.config = attn::resolve_spec(asked, attn::SpecNames::flags);
+    } catch (const attn::SpecError& e) {
+      throw attn::UsageError(e.what());
+    }
     attn::Rng rng(seed, 3);  // its own stream: the initial weights do not move with sampling
     m.weights = attn::lm_init(rng, m.config);
     m.origin = fmt::format("random initialisation (seed {}), untrained", seed);
@@ -339,17 +345,16 @@ Model make_model(const Options& o, attn::Vocab& vocab, std::uint64_t seed) {
   if (attn::uses_rolling_cache(m.config)) {
     // Chapter 11's parts (RoPE, RMSNorm, SwiGLU, GQA, a window, no biases): this chapter takes
     // GPT-2's model apart, step by step, and would describe it wrongly.
-    const attn::LmConfig& c = m.config;
+    const attn::ModelSpec& c = m.config;
     std::string parts;
     const auto add = [&](bool on, const std::string& what) {
       if (on) parts += (parts.empty() ? "" : ", ") + what;
     };
-    add(c.positions == attn::Positions::rope, "rope positions");
+    add(!c.learned_positions(), fmt::format("{} positions", attn::positions_name(c.positions)));
     add(c.normalization == attn::Normalization::rmsnorm, "RMSNorm");
     add(c.ffn == attn::FfnKind::swiglu, "SwiGLU");
-    add(attn::lm_kv_heads(c) != c.n_heads,
-        fmt::format("{} K/V heads for {}", attn::lm_kv_heads(c), c.n_heads));
-    add(c.window != 0, fmt::format("window {}", c.window));
+    add(c.n_kv_heads != c.n_heads, fmt::format("{} K/V heads for {}", c.n_kv_heads, c.n_heads));
+    add(c.window.has_value(), fmt::format("window {}", c.window.value_or(0)));
     add(!c.bias, "no biases");
     throw std::runtime_error(fmt::format(
         "model '{}' is built from parts this chapter does not take apart ({}): 10_generation "

@@ -74,7 +74,7 @@ std::size_t distinct(std::span<const int> ids) {
 
 // 1. The architecture and where its parameters are.
 void show_architecture(const Model& m, const Parameters& r) {
-  const attn::LmConfig& c = m.config;
+  const attn::ModelSpec& c = m.config;
   const std::size_t V = c.vocab_size, C = c.n_embd, T_max = c.block_size, L = c.n_layers;
   const std::size_t F = c.ffn_hidden == 0 ? 4 * C : c.ffn_hidden;
   const std::string act = c.activation == attn::Activation::relu   ? "ReLU"
@@ -88,9 +88,10 @@ void show_architecture(const Model& m, const Parameters& r) {
       "  x = wte[tokens] + wpe[0..T)      (B, T, C)   token embedding + learned position\n"
       "  x = block_l(x), l = 0..L-1       (B, T, C)   pre-norm, causal attention, {} FFN\n"
       "{}{}",
-      c.use_ffn ? act : std::string("no"),
-      c.use_layer_norm ? "  x = ln_f(x)                      (B, T, C)   final LayerNorm\n" : "",
-      c.tied_head
+      c.ablations.ffn ? act : std::string("no"),
+      c.ablations.layer_norm ? "  x = ln_f(x)                      (B, T, C)   final LayerNorm\n"
+                             : "",
+      c.ablations.tied_head
           ? "  logits = x @ wte^T               (B, T, V)   output projection tied to the "
             "embedding\n"
           : "  logits = x @ lm_head + b         (B, T, V)   a separate output head (C, V)\n");
@@ -122,7 +123,7 @@ void show_architecture(const Model& m, const Parameters& r) {
         "they hold, not from the formula 4C^2 + 2CF + F + C + 4C = {} of the full block.\n",
         attn::block_param_count(C, F));
   }
-  if (c.tied_head) {
+  if (c.ablations.tied_head) {
     fmt::print(
         "\nTying: there is no separate (C, V) output matrix. The logit of token v is the dot\n"
         "product of the final vector with wte[v], the very row that embeds v: one table both "
@@ -141,7 +142,7 @@ void show_architecture(const Model& m, const Parameters& r) {
 
 // 2. Logits for the prompt, step by step and in one call; the untrained loss.
 void show_logits(const Model& m, const attn::Vocab& vocab, const Prompt& p, const Logits& r) {
-  const attn::LmConfig& c = m.config;
+  const attn::ModelSpec& c = m.config;
   const std::size_t V = c.vocab_size, T_max = c.block_size;
   section(2, "Logits for a prompt");
   fmt::print("prompt {} ({})\n", attn::quote(chars_of(vocab, p.ids)),
@@ -236,7 +237,7 @@ void show_logits(const Model& m, const attn::Vocab& vocab, const Prompt& p, cons
 // 3. Generation with temperature and top-k.
 void show_generation(const Model& m, const attn::Vocab& vocab, const Prompt& p,
                      const Tensor<3>& logits, const Generation& r, bool timing) {
-  const attn::LmConfig& c = m.config;
+  const attn::ModelSpec& c = m.config;
   const attn::GenerateOptions& g = r.options;
   const std::size_t V = c.vocab_size;
   section(3, "Generation");
@@ -416,7 +417,7 @@ void show_weights(const Model& m, const Tensor<3>& logits, const RoundTrip& r,
 namespace {
 
 // The whole model as a picture.
-std::vector<attn::DiagramNode> model_diagram(const attn::LmConfig& c) {
+std::vector<attn::DiagramNode> model_diagram(const attn::ModelSpec& c) {
   using Kind = attn::DiagramNode::Kind;
   const std::string btc = "(B, T, C), C = " + std::to_string(c.n_embd);
   std::vector<attn::DiagramNode> n;

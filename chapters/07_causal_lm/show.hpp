@@ -25,7 +25,7 @@ inline std::span<const float> last_row(const Tensor<3>& logits) {
 }
 
 struct Model {
-  attn::LmConfig config;
+  attn::ModelSpec config;
   attn::LmWeights weights;
   std::string origin;      // for the narration
   bool untrained = true;   // false with --weights: the files may hold a trained model

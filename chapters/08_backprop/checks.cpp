@@ -412,8 +412,7 @@ GradientChecks gradient_checks(const Kernels& k, bool mine, attn::Rng& rng) {
   // The block, pre- and post-norm: its input and its 12 parameter tensors, in float64
   // (attn/model/reference.hpp: the reference block, built from the reference ops, in double).
   for (const attn::NormPlacement norm : {attn::NormPlacement::pre, attn::NormPlacement::post}) {
-    BlockConfig config;
-    config.n_heads = kH;
+    BlockConfig config{.spec = attn::block_spec(kC, kH)};
     config.norm = norm;
     attn::ref::BlockWeights<double> w = attn::ref::cast<double>(check_block_weights(rng));
     Tensor64<3> x = to64<3>(attn::randn<3>(rng, {1, 4, kC})), dx;
@@ -433,12 +432,13 @@ GradientChecks gradient_checks(const Kernels& k, bool mine, attn::Rng& rng) {
     checks.correct.push_back(worst_of(op, check_op(rng, forward, backward)));
   }
   {  // The language model: every parameter, through the loss itself.
-    attn::LmConfig lc;
-    lc.vocab_size = 11;
-    lc.block_size = 6;
-    lc.n_embd = kC;
-    lc.n_heads = kH;
-    lc.n_layers = 2;
+    attn::ModelChoices choices;
+    choices.vocab_size = 11;
+    choices.block_size = 6;
+    choices.n_embd = kC;
+    choices.n_heads = kH;
+    choices.n_layers = 2;
+    const attn::ModelSpec lc = attn::resolve_spec(choices);
     attn::LmWeights wf = attn::lm_init(rng, lc);
     // lm_init's 0.02 weights give nearly uniform logits and tiny gradients: redraw every tensor
     // (gammas near 1) so that every part of the model matters to the loss.

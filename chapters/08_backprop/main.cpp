@@ -230,8 +230,7 @@ AttentionBackward attention_grads(const Kernels& k, attn::Rng& rng) {
 // The block's backward into a BlockWeights of gradients, and the tied embedding's two parts.
 ModelGradients model_gradients(attn::Rng& rng) {
   ModelGradients r;
-  BlockConfig config;
-  config.n_heads = kH;
+  const BlockConfig config{.spec = attn::block_spec(kC, kH)};
   const BlockWeights w = attn::block_init(rng, kC, kF);
   const Tensor<3> x = attn::randn<3>(rng, {kB, kT, kC});
   attn::BlockCache cache;
@@ -241,12 +240,13 @@ ModelGradients model_gradients(attn::Rng& rng) {
   attn::block_backward(r.dout, cache, w, config, r.dx, r.grads);
 
   // The tied embedding: wte is read twice, so its gradient has two parts.
-  attn::LmConfig lc;
-  lc.vocab_size = 11;
-  lc.block_size = 8;
-  lc.n_embd = kC;
-  lc.n_heads = kH;
-  lc.n_layers = 2;
+  attn::ModelChoices lc_choices;
+  lc_choices.vocab_size = 11;
+  lc_choices.block_size = 8;
+  lc_choices.n_embd = kC;
+  lc_choices.n_heads = kH;
+  lc_choices.n_layers = 2;
+  const attn::ModelSpec lc = attn::resolve_spec(lc_choices);
   const attn::LmWeights lw = attn::lm_init(rng, lc);
   xt::xtensor<int, 2> tokens({1, 6}), targets({1, 6});
   const int ids[] = {3, 1, 4, 1, 5, 9, 2};  // 7 ids of 11: 0, 6, 7, 8 and 10 never appear
@@ -314,10 +314,11 @@ DepthResult depth_experiment(const DepthSetup& s, attn::Rng& rng) {
   Tensor<3> dtop = attn::randn<3>(rng, {1, s.T, s.C});     // the upstream gradient, norm 1
   dtop /= static_cast<float>(norm_of(values_of(dtop)));
   for (const Variant& v : kVariants) {
-    BlockConfig config;
-    config.n_heads = s.H;
-    config.residual = v.residual;
-    config.use_layer_norm = v.layer_norm;
+    BlockConfig config{
+        .spec = attn::with_choices(attn::block_spec(s.C, s.H), [&](attn::ModelChoices& m) {
+          m.ablations.residual = v.residual;
+          m.ablations.layer_norm = v.layer_norm;
+        })};
     config.keep_weights = false;
     std::vector<double> norms, tops;
     for (const std::size_t depth : result.depths) {
@@ -366,8 +367,7 @@ BackwardMemory backward_memory(attn::Rng& rng) {
   r.model = {32, 64, 64, 4, 4, "chapter 09's CPU model"};
   const Shapes& m = r.model;
   r.F = 4 * m.C;
-  BlockConfig config;
-  config.n_heads = m.H;
+  const BlockConfig config{.spec = attn::block_spec(m.C, m.H)};
   const BlockWeights w = attn::block_init(rng, m.C, r.F);
   const Tensor<3> x = attn::randn<3>(rng, {m.B, m.T, m.C});
   attn::BlockCache cache;
@@ -405,8 +405,7 @@ BackwardMemory backward_memory(attn::Rng& rng) {
   r.weights_share = share(m.T);
   r.weights_share_2T = share(2 * m.T);
   for (const Shapes& z : {m, Shapes{64, 256, 384, 6, 6, "the lecture's full model"}}) {
-    BlockConfig c;
-    c.n_heads = z.H;
+    const BlockConfig c{.spec = attn::block_spec(z.C, z.H)};
     const std::size_t per = attn::block_activation_floats(z.B, z.T, z.C, 4 * z.C, z.H, c);
     // A block's weights: 4 C^2 (attention) + 2 C F + F + C (FFN) + 4 C (the two LayerNorms).
     const std::size_t weights = 4 * z.C * z.C + 8 * z.C * z.C + 4 * z.C + z.C + 4 * z.C;

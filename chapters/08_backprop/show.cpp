@@ -637,8 +637,7 @@ void show_memory(const BackwardMemory& r) {
 
 void show_timing(attn::Rng& rng) {
   const std::size_t B = 32, T = 64, C = 64, H = 4, F = 4 * C;
-  attn::BlockConfig config;
-  config.n_heads = H;
+  const attn::BlockConfig config{.spec = attn::block_spec(C, H)};
   const attn::BlockWeights w = attn::block_init(rng, C, F);
   const Tensor<3> x = attn::randn<3>(rng, {B, T, C});
   attn::BlockCache cache;

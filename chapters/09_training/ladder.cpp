@@ -34,40 +34,40 @@ struct LadderRow {
   std::string_view what;
   double lecture_val;   // the val loss the lecture reports for this row
   bool bigram = false;  // row 0: chapter 01's V x V table, no attention at all
-  attn::LmConfig model;
+  attn::ModelSpec model;
 };
 
 std::vector<LadderRow> ladder_rows(std::size_t V) {
   // Every attention row: n_embd 32, block 8, the lecture's nn defaults for the initial weights
   // and a separate output head with bias (lm_head = nn.Linear(n_embd, vocab_size)).
-  attn::LmConfig base;
+  attn::ModelChoices base;
   base.vocab_size = V;
   base.block_size = 8;
   base.n_embd = 32;
   base.n_heads = 1;
   base.n_layers = 1;
-  base.tied_head = false;
-  base.use_layer_norm = false;
-  base.residual = false;
-  base.use_ffn = false;
-  base.attn_proj = false;
+  base.ablations.tied_head = false;
+  base.ablations.layer_norm = false;
+  base.ablations.residual = false;
+  base.ablations.ffn = false;
+  base.ablations.attn_proj = false;
   base.activation = attn::Activation::relu;
   std::vector<LadderRow> rows;
-  rows.push_back({"bigram table (chapter 01), AdamW", 2.49, true, base});
-  attn::LmConfig m = base;
-  rows.push_back({"+ positions, one head (hs 32)", 2.40, false, m});
+  rows.push_back({"bigram table (chapter 01), AdamW", 2.49, true, attn::resolve_spec(base)});
+  attn::ModelChoices m = base;
+  rows.push_back({"+ positions, one head (hs 32)", 2.40, false, attn::resolve_spec(m)});
   m.n_heads = 4;
-  rows.push_back({"four heads of 8", 2.28, false, m});
-  m.use_ffn = true;
+  rows.push_back({"four heads of 8", 2.28, false, attn::resolve_spec(m)});
+  m.ablations.ffn = true;
   m.ffn_hidden = 32;
-  rows.push_back({"+ FFN (C -> C, ReLU)", 2.24, false, m});
-  m.residual = true;
-  m.attn_proj = true;
-  m.ffn_hidden = 0;
+  rows.push_back({"+ FFN (C -> C, ReLU)", 2.24, false, attn::resolve_spec(m)});
+  m.ablations.residual = true;
+  m.ablations.attn_proj = true;
+  m.ffn_hidden.reset();  // 4 C
   m.n_layers = 3;
-  rows.push_back({"+ residuals, projection, 4C FFN, 3 blocks", 2.08, false, m});
-  m.use_layer_norm = true;
-  rows.push_back({"+ LayerNorm", 2.06, false, m});
+  rows.push_back({"+ residuals, projection, 4C FFN, 3 blocks", 2.08, false, attn::resolve_spec(m)});
+  m.ablations.layer_norm = true;
+  rows.push_back({"+ LayerNorm", 2.06, false, attn::resolve_spec(m)});
   return rows;
 }
 
@@ -134,7 +134,7 @@ struct RowWhy {
 
 // The mean distance t - s a head's attention looks back, over a batch of val windows: for each
 // head of layer 0, sum_s p(t, s) (t - s) averaged over every query.
-std::vector<double> head_distances(const attn::LmWeights& w, const attn::LmConfig& m,
+std::vector<double> head_distances(const attn::LmWeights& w, const attn::ModelSpec& m,
                                    const attn::Batch& b) {
   const attn::LmForward f = attn::lm_forward_with_weights(b.x, w, m);
   const attn::Tensor<4>& p = f.weights[0];  // (B, H, T, T)
@@ -151,7 +151,8 @@ std::vector<double> head_distances(const attn::LmWeights& w, const attn::LmConfi
 }
 
 // At initialisation, on one batch: the gradient norm of the first block over the last's.
-double first_over_last_gradient(const attn::LmConfig& m, std::uint64_t seed, const attn::Batch& b) {
+double first_over_last_gradient(const attn::ModelSpec& m, std::uint64_t seed,
+                                const attn::Batch& b) {
   attn::TrainConfig c;
   c.model = m;
   c.init = attn::InitScheme::pytorch;
@@ -169,7 +170,7 @@ double first_over_last_gradient(const attn::LmConfig& m, std::uint64_t seed, con
 }
 
 // The rms of the residual stream: after the embeddings, then after each block (evaluation).
-std::vector<double> stream_rms(const attn::LmWeights& w, const attn::LmConfig& m,
+std::vector<double> stream_rms(const attn::LmWeights& w, const attn::ModelSpec& m,
                                const attn::Batch& b) {
   const std::size_t B = b.x.shape()[0], T = b.x.shape()[1], C = m.n_embd;
   attn::Tensor<3> x(std::array<std::size_t, 3>{B, T, C});
@@ -343,8 +344,8 @@ void run_ladder(const attn::CommonOptions& common, std::size_t steps, const std:
       why[r].head_distance = head_distances(s.weights, c.model, probe);
       if (c.model.n_layers > 1) {
         why[r].grad_ratio = first_over_last_gradient(c.model, c.seed, probe);
-        attn::LmConfig no_res = c.model;
-        no_res.residual = false;
+        const attn::ModelSpec no_res = attn::with_choices(
+            c.model, [](attn::ModelChoices& m) { m.ablations.residual = false; });
         why[r].grad_ratio_no_residual = first_over_last_gradient(no_res, c.seed, probe);
         why[r].stream_rms = stream_rms(s.weights, c.model, probe);
       }

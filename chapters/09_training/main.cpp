@@ -45,7 +45,7 @@ using attn::train_limits::kMaxLayers;
 using attn::train_limits::kMaxSteps;
 constexpr std::size_t kMaxTokens = 10000;
 
-std::string sample_text(const attn::LmWeights& w, const attn::LmConfig& config,
+std::string sample_text(const attn::LmWeights& w, const attn::ModelSpec& config,
                         const attn::Vocab& vocab, std::size_t n, std::uint64_t seed) {
   attn::Rng rng(seed, 909);
   attn::GenerateOptions g;
@@ -188,7 +188,7 @@ HeadStats head_stats(const Weight& p, std::span<const int> ids, const attn::Voca
   return st;
 }
 
-HeadMaps measure_heads(const attn::LmWeights& w, const attn::LmConfig& config, const Data& d) {
+HeadMaps measure_heads(const attn::LmWeights& w, const attn::ModelSpec& config, const Data& d) {
   // A window of the validation text that starts at a real line start (right after the first
   // newline: the split itself begins mid-line) and holds T = min(T_max, 40) characters, so it
   // crosses line starts of its own.
@@ -208,8 +208,9 @@ HeadMaps measure_heads(const attn::LmWeights& w, const attn::LmConfig& config, c
   std::copy_n(val.begin() + static_cast<std::ptrdiff_t>(begin + 1), T, y.begin());
   attn::LmWeights grads = attn::lm_zeros_like(w);
   attn::LmCache cache;  // keeps every layer's attention weights (chapter 08)
-  attn::LmConfig eval = config;
-  eval.dropout = 0.0f;  // the trained model as it is used: dropout is for training only
+  // The trained model as it is used: dropout is for training only.
+  const attn::ModelSpec eval =
+      attn::with_choices(config, [](attn::ModelChoices& m) { m.dropout = 0; });
   out.loss = attn::lm_forward_backward(x, y, w, eval, grads, cache);
   for (std::size_t l = 0; l < config.n_layers; ++l) {
     // (1, H, T, T): kept by the attention of every part (chapter 05's or grouped-query)
@@ -403,8 +404,8 @@ int main(int argc, char** argv) {
   cli.add_string("--optimizer", o.optimizer,
                  "adamw (the lecture's) or sgd (plain p -= lr * g, for the comparison)");
   cli.add_string("--positions", o.positions,
-                 "learned (a table of T positions, the lecture's) or rope (q and k rotated by "
-                 "their position)");
+                 "learned (a table of T positions, the lecture's), rope (q and k rotated by "
+                 "their position) or alibi (a penalty on each score, growing with distance)");
   cli.add_float("--rope-theta", o.rope_theta, "RoPE's base (> 0), with --positions rope", -1e30f,
                 1e9f);
   cli.add_string("--normalization", o.normalization, "layernorm (the lecture's) or rmsnorm");

@@ -184,31 +184,8 @@ void check_part_flags(const Options& o) {
   const attn::Positions positions = parsed("--positions", attn::parse_positions, o.positions);
   const attn::FfnKind ffn = parsed("--ffn", attn::parse_ffn_kind, o.ffn);
   (void)parsed("--normalization", attn::parse_normalization, o.normalization);
-  if (o.n_kv_heads != 0 && o.n_heads % o.n_kv_heads != 0) {
-    throw attn::UsageError(fmt::format(
-        "--n-kv-heads {} does not divide --n-heads {} (each K/V head serves an equal group of "
-        "query heads)",
-        o.n_kv_heads, o.n_heads));
-  }
-  if (!(o.rope_theta > 0.0f) || !std::isfinite(o.rope_theta)) {
-    throw attn::UsageError(fmt::format(
-        "--rope-theta must be a number > 0 (RoPE's base, 10000 by default), got {}", o.rope_theta));
-  }
   if (o.rope_theta_given && positions != attn::Positions::rope) {
     throw attn::UsageError("--rope-theta sets RoPE's base: it needs --positions rope");
-  }
-  if (positions == attn::Positions::rope && o.n_embd % o.n_heads == 0 &&
-      (o.n_embd / o.n_heads) % 2 != 0) {
-    throw attn::UsageError(fmt::format(
-        "--positions rope rotates pairs of features, but the head size --n-embd {} / --n-heads "
-        "{} = {} is odd",
-        o.n_embd, o.n_heads, o.n_embd / o.n_heads));
-  }
-  if (o.window > o.block_size) {
-    throw attn::UsageError(fmt::format(
-        "--window {} is above --block-size {}: a query sees at most the T keys of its window "
-        "(0: no window)",
-        o.window, o.block_size));
   }
   if (o.activation_given && ffn == attn::FfnKind::swiglu) {
     throw attn::UsageError(
@@ -217,55 +194,57 @@ void check_part_flags(const Options& o) {
   }
 }
 
+attn::ModelChoices model_choices(const Options& o, std::size_t V) {
+  attn::ModelChoices m;
+  m.vocab_size = V;
+  m.block_size = o.block_size;
+  m.n_embd = o.n_embd;
+  m.n_heads = o.n_heads;
+  m.n_layers = o.n_layers;
+  m.ablations.tied_head = o.tied;
+  m.dropout = o.dropout;
+  // --n-kv-heads 0 and --window 0 are the flags' way of saying "not asked for".
+  if (o.n_kv_heads != 0) m.n_kv_heads = o.n_kv_heads;
+  if (o.window != 0) m.window = o.window;
+  m.bias = !o.no_bias;
+  m.rope_theta = static_cast<double>(o.rope_theta);
+  try {
+    m.activation = attn::parse_activation(o.activation);
+    m.positions = attn::parse_positions(o.positions);
+    m.normalization = attn::parse_normalization(o.normalization);
+    m.ffn = attn::parse_ffn_kind(o.ffn);
+  } catch (const std::invalid_argument& e) {
+    throw attn::UsageError(e.what());
+  }
+  return m;
+}
+
 attn::TrainConfig config_from(const Options& o, std::size_t V, std::uint64_t seed) {
   check_flag_values(o);
-  if (o.n_embd % o.n_heads != 0) {
-    throw attn::UsageError(fmt::format(
-        "--n-heads {} does not divide --n-embd {} (every head gets n_embd / n_heads channels)",
-        o.n_heads, o.n_embd));
+  check_part_flags(o);
+  attn::TrainConfig c;
+  try {  // every rule of the model, named by its flag
+    c.model = attn::resolve_spec(model_choices(o, V), attn::SpecNames::flags);
+  } catch (const attn::SpecError& e) {
+    throw attn::UsageError(e.what());
   }
   if (o.batch_size * o.block_size > kMaxTokensPerStep) {
     throw attn::UsageError(fmt::format(
         "--batch-size {} x --block-size {} = {} tokens per step, at most {} are allowed",
         o.batch_size, o.block_size, o.batch_size * o.block_size, kMaxTokensPerStep));
   }
-  attn::TrainConfig c;
-  c.model.vocab_size = V;
-  c.model.block_size = o.block_size;
-  c.model.n_embd = o.n_embd;
-  c.model.n_heads = o.n_heads;
-  c.model.n_layers = o.n_layers;
-  c.model.tied_head = o.tied;
-  c.model.dropout = o.dropout;
-  check_part_flags(o);
-  c.model.n_kv_heads = o.n_kv_heads;
-  c.model.window = o.window;
-  c.model.bias = !o.no_bias;
-  c.model.rope_theta = static_cast<double>(o.rope_theta);
   try {
     c.optimizer = attn::parse_optimizer(o.optimizer);
-    c.model.activation = attn::parse_activation(o.activation);
-    c.model.positions = attn::parse_positions(o.positions);
-    c.model.normalization = attn::parse_normalization(o.normalization);
-    c.model.ffn = attn::parse_ffn_kind(o.ffn);
     c.init = attn::parse_init(o.init);
     c.schedule.shape = attn::parse_lr_shape(o.schedule);
   } catch (const std::invalid_argument& e) {
     throw attn::UsageError(e.what());
   }
   const std::size_t C = o.n_embd, L = o.n_layers;
-  const std::size_t params = V * C * (o.tied ? 1 : 2) + o.block_size * C + L * 12 * C * C;
-  if (params > attn::limits::kMaxModelParameters) {
-    throw attn::UsageError(fmt::format(
-        "a model of about {} parameters is too big for this chapter (at most {}): lower "
-        "--n-embd or --n-layers",
-        params, attn::limits::kMaxModelParameters));
-  }
   // The backward keeps every layer's activations, the (B, H, T, T) attention weights the largest
   // (and with dropout its masks).
-  const attn::BlockConfig block = attn::lm_block_config(c.model);
   const std::size_t kept = attn::block_activation_floats(
-      o.batch_size, o.block_size, C, attn::lm_ffn_width(c.model), o.n_heads, block);
+      o.batch_size, o.block_size, C, c.model.ffn_hidden, o.n_heads, attn::lm_block_config(c.model));
   if (kept > kMaxKeptFloats / L) {
     throw attn::UsageError(fmt::format(
         "--batch-size {}, --block-size {}, --n-embd {}, --n-heads {} and --n-layers {} would keep "
@@ -316,7 +295,7 @@ void check_resume_flags(const Options& o, const attn::TrainConfig& c, int argc, 
   same("--eval-iters", n(o.eval_iters), n(c.eval_iters));
   same("--activation", o.activation, std::string(attn::activation_name(c.model.activation)));
   same("--init", o.init, std::string(attn::init_name(c.init)));
-  same("--tied", o.tied ? "on" : "off", c.model.tied_head ? "on" : "off");
+  same("--tied", o.tied ? "on" : "off", c.model.ablations.tied_head ? "on" : "off");
   same("--dropout", n(o.dropout), n(c.model.dropout));
   same("--optimizer", o.optimizer, std::string(attn::optimizer_name(c.optimizer)));
   same("--schedule", o.schedule,
@@ -328,8 +307,8 @@ void check_resume_flags(const Options& o, const attn::TrainConfig& c, int argc, 
        std::string(attn::normalization_name(c.model.normalization)));
   same("--ffn", o.ffn, std::string(attn::ffn_kind_name(c.model.ffn)));
   same("--n-kv-heads", n(o.n_kv_heads == 0 ? c.model.n_heads : o.n_kv_heads),
-       n(attn::lm_kv_heads(c.model)));
-  same("--window", n(o.window), n(c.model.window));
+       n(c.model.n_kv_heads));
+  same("--window", n(o.window), n(c.model.window.value_or(0)));
   same("--no-bias", o.no_bias ? "on" : "off", c.model.bias ? "off" : "on");
   if (flag_given(argc, argv, "--seed")) {
     throw attn::UsageError(

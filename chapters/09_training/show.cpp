@@ -63,29 +63,29 @@ void show_data(const DataDemo& r, const attn::Corpus& corpus, const Data& d) {
 
 void show_before(const Before& b, const attn::TrainConfig& c, std::size_t V, bool fresh) {
   section(2, "The model, before training");
-  const attn::LmConfig& m = c.model;
+  const attn::ModelSpec& m = c.model;
   fmt::print(
       "C = {}, H = {} (head size {}), L = {}, T = {}, {} activation, {} output head,\n"
       "{} initialisation: {} parameters. B = {} windows a step: {} tokens.\n",
       m.n_embd, m.n_heads, m.n_embd / m.n_heads, m.n_layers, m.block_size,
       m.ffn == attn::FfnKind::swiglu ? "SwiGLU" : attn::activation_name(m.activation),
-      m.tied_head ? "tied (wte^T)" : "separate", attn::init_name(c.init), b.params, c.batch_size,
-      c.batch_size * m.block_size);
-  if (!attn::block_default_parts(attn::lm_block_config(m))) {
+      m.ablations.tied_head ? "tied (wte^T)" : "separate", attn::init_name(c.init), b.params,
+      c.batch_size, c.batch_size * m.block_size);
+  if (!m.default_parts()) {
     // The parts other than the lecture's (a lecture model prints no such line), two lines.
-    const std::size_t kv = attn::lm_kv_heads(m);
+    const std::size_t kv = m.n_kv_heads;
     const std::string first =
         fmt::format("{}, {}, {} FFN (F = {}),",
-                    m.positions == attn::Positions::rope
-                        ? fmt::format("RoPE positions (theta {})", m.rope_theta)
-                        : std::string("learned positions"),
+                    m.rope()    ? fmt::format("RoPE positions (theta {})", m.rope_theta)
+                    : m.alibi() ? std::string("ALiBi positions (no table: a bias on the scores)")
+                                : std::string("learned positions"),
                     m.normalization == attn::Normalization::rmsnorm ? "RMSNorm" : "LayerNorm",
-                    m.ffn == attn::FfnKind::swiglu ? "SwiGLU" : "MLP", attn::lm_ffn_width(m));
+                    m.ffn == attn::FfnKind::swiglu ? "SwiGLU" : "MLP", m.ffn_hidden);
     const std::string second = fmt::format(
         "{}, {}, {}.",
         kv == m.n_heads ? std::string("one K/V head per head")
                         : fmt::format("{} K/V head{} (grouped-query)", kv, kv == 1 ? "" : "s"),
-        m.window ? fmt::format("window {}", m.window) : std::string("no window"),
+        m.window ? fmt::format("window {}", *m.window) : std::string("no window"),
         m.bias ? "biases" : "no biases");
     fmt::print("Parts: {}\n{}\n", first, second);
   }

@@ -29,7 +29,7 @@ struct Kernels {
                        float, float, std::size_t,
                        const attn::AdamWConfig&);                                        // ex09.1
   attn::Batch (*get_batch)(std::span<const int>, std::size_t, std::size_t, attn::Rng&);  // ex09.2
-  attn::EvalRecord (*estimate_loss)(const attn::LmWeights&, const attn::LmConfig&,
+  attn::EvalRecord (*estimate_loss)(const attn::LmWeights&, const attn::ModelSpec&,
                                     const attn::Split&, std::size_t, std::size_t, std::uint64_t,
                                     std::size_t);  // ex09.3
   attn::StepResult (*train_step_on)(attn::TrainState&, const attn::TrainConfig&, const Tokens&,

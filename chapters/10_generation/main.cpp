@@ -63,7 +63,7 @@ constexpr std::size_t kMaxHeads = 64;
 struct Kernels {
   void (*append)(Tensor<4>&, const Matrix&, std::size_t);                            // ex10.1
   Matrix (*attend)(const Matrix&, const Tensor<4>&, const Tensor<4>&, std::size_t);  // ex10.2
-  std::vector<int> (*generate)(const attn::LmWeights&, const attn::LmConfig&, std::span<const int>,
+  std::vector<int> (*generate)(const attn::LmWeights&, const attn::ModelSpec&, std::span<const int>,
                                const attn::GenerateOptions&, attn::Rng&,
                                const attn::TokenCallback&);  // ex10.3
 };
@@ -73,7 +73,7 @@ struct Kernels {
 // 3. One step by hand on layer 0: append (ex10.1), attend (ex10.2), compared with the full
 // causal attention over the whole sequence; then the library's step against lm_forward.
 StepByHand step_by_hand(const Kernels& k, const Model& m, std::span<const int> prompt) {
-  const attn::LmConfig& c = m.config;
+  const attn::ModelSpec& c = m.config;
   const std::size_t C = c.n_embd, H = c.n_heads, V = c.vocab_size;
   StepByHand r;
   // The prompt's last (up to) T_max - 1 tokens, leaving room for one more position.
@@ -129,7 +129,7 @@ StepByHand step_by_hand(const Kernels& k, const Model& m, std::span<const int> p
 
 // 4. The generation loop with the cache, written out: what attn::lm_generate_cached does (and
 // ex10.3 asks for). Same signature as the library's, so --mine can put the learner's in its place.
-std::vector<int> generate_with_cache(const attn::LmWeights& w, const attn::LmConfig& c,
+std::vector<int> generate_with_cache(const attn::LmWeights& w, const attn::ModelSpec& c,
                                      std::span<const int> prompt, const attn::GenerateOptions& g,
                                      attn::Rng& rng, const attn::TokenCallback& on_token) {
   const std::size_t V = c.vocab_size, T_max = c.block_size;
@@ -163,7 +163,7 @@ std::vector<int> generate_with_cache(const attn::LmWeights& w, const attn::LmCon
 // for comparison; show_generation (show.cpp) says what the two loops did.
 GenerationRun generate_text(const Kernels& k, const Model& m, std::span<const int> prompt,
                             const attn::GenerateOptions& g, std::uint64_t seed, bool no_cache) {
-  const attn::LmConfig& c = m.config;
+  const attn::ModelSpec& c = m.config;
   show_generation_start(m.vocab, prompt, g, seed, no_cache);  // the heading, then the prompt
   const attn::TokenCallback stream = [&m](int id) { put_char(m.vocab, id); };
   // The cached loop (the learner's with --mine), with the work it did counted by the library:
@@ -223,7 +223,7 @@ Kernels learner_kernels() {
 // generates through attn::lm_generate_cached's rolling cache instead (attn/model/kvcache.hpp).
 void generate_rolling(const Model& m, std::span<const int> prompt, const attn::GenerateOptions& g,
                       std::uint64_t seed, bool timing) {
-  const attn::LmConfig& c = m.config;
+  const attn::ModelSpec& c = m.config;
   show_rolling_cache(c);                         // 1
   show_rolling_start(m.vocab, prompt, g, seed);  // 2: the heading, then the prompt
   const attn::TokenCallback stream = [&m](int id) { put_char(m.vocab, id); };

@@ -101,7 +101,7 @@ Model load_model(const Options& o, const attn::Vocab& corpus_vocab) {
   const fs::path dir = attn::resolve_model_folder(folder);
   std::error_code ec;
   const bool had_manifest = fs::exists(dir / "MANIFEST.txt", ec);
-  Model m{attn::LmConfig{}, attn::LmWeights{}, corpus_vocab, ""};
+  Model m{attn::ModelSpec{}, attn::LmWeights{}, corpus_vocab, ""};
   // Messages name the folder as typed (the shipped one as the pages do).
   m.weights = attn::load_lm_as_described(dir, o.typed, o.n_heads, m.config, m.described,
                                          shipped ? "data/sonnets-model" : folder);

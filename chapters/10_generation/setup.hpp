@@ -34,7 +34,7 @@ struct Options {
 };
 
 struct Model {
-  attn::LmConfig config;
+  attn::ModelSpec config;
   attn::LmWeights weights;
   attn::Vocab vocab;
   std::string origin;      // for the narration

@@ -41,7 +41,7 @@ void put_char(const attn::Vocab& vocab, int id) {
 }
 
 void show_cache(const Model& m) {
-  const attn::LmConfig& c = m.config;
+  const attn::ModelSpec& c = m.config;
   const std::size_t L = c.n_layers, H = c.n_heads, C = c.n_embd, T_max = c.block_size;
   section(1, "What a new token needs");
   fmt::print(
@@ -109,7 +109,7 @@ void show_step(const StepByHand& r, const Model& m, std::size_t prompt_size) {
       "  its head-0 key at position {} against the one above: max |difference| {}\n"
       "  its logits (1, {}) against the last row of lm_forward over {} tokens: max |difference| "
       "{}\n",
-      m.config.tied_head ? "tied projection" : "output head", n, rounding_text(r.d_key),
+      m.config.ablations.tied_head ? "tied projection" : "output head", n, rounding_text(r.d_key),
       m.config.vocab_size, n + 1, rounding_text(r.d_logits));
   attn::claim(r.d_key < 1e-4, "lm_step caches the key computed by hand");
   attn::claim(r.d_logits < 1e-4, "lm_step's logits are the last row of lm_forward, up to rounding");
@@ -132,7 +132,7 @@ void show_generation_start(const attn::Vocab& vocab, std::span<const int> prompt
   std::fputs(attn::encode_utf8(attn::chars_of(vocab, prompt)).c_str(), stdout);
 }
 
-void show_generation(const GenerationRun& r, const attn::LmConfig& c,
+void show_generation(const GenerationRun& r, const attn::ModelSpec& c,
                      const attn::GenerateOptions& g, bool no_cache, bool mine) {
   fmt::print("The same seed {} the cache: {}.\n", no_cache ? "with" : "without",
              r.identical ? fmt::format("the same {} characters", r.shown)
@@ -203,7 +203,7 @@ void show_generation(const GenerationRun& r, const attn::LmConfig& c,
 
 // 5. FLOPs per token as the context grows (and µs per token with --timing).
 void show_cost(const Model& m, std::uint64_t seed, bool timing) {
-  const attn::LmConfig& c = m.config;
+  const attn::ModelSpec& c = m.config;
   const std::size_t T_max = c.block_size;
   section(5, "Cost per token as the text grows");
   fmt::print(
@@ -327,19 +327,18 @@ void show_next(bool timing, double generation_ms, double total_ms) {
   }
 }
 
-void show_rolling_cache(const attn::LmConfig& c) {
+void show_rolling_cache(const attn::ModelSpec& c) {
   section(1, "The rolling cache of a model with parts");
-  const std::size_t kv = attn::lm_kv_heads(c), hs = c.n_embd / c.n_heads;
-  const std::size_t capacity = c.window != 0 ? c.window : c.block_size;
-  const bool endless = c.positions == attn::Positions::rope && c.window != 0;
+  const std::size_t kv = c.n_kv_heads, hs = c.n_embd / c.n_heads;
+  const std::size_t capacity = c.window.value_or(c.block_size);
+  const bool endless = !c.learned_positions() && c.window.has_value();
   fmt::print(
       "This model has {} positions, {} K/V head{} for {} query heads{}.\n"
       "Per layer its cache keeps (B, KV, {}, hs) = (1, {}, {}, {}) keys and as many values,\n"
       "written round-robin: {} floats in all ({}).\n",
       attn::positions_name(c.positions), kv, kv == 1 ? "" : "s", c.n_heads,
-      c.window != 0 ? fmt::format(" and a window of {}", c.window) : std::string(),
-      c.window != 0 ? "W" : "T_max", kv, capacity, hs,
-      attn::grouped(attn::rolling_cache_floats(c, 1)),
+      c.window ? fmt::format(" and a window of {}", *c.window) : std::string(),
+      c.window ? "W" : "T_max", kv, capacity, hs, attn::grouped(attn::rolling_cache_floats(c, 1)),
       attn::bytes_text(attn::rolling_cache_floats(c, 1) * sizeof(float)));
   fmt::print("{}\n",
              endless ? "RoPE and a window: a token sees only the last W keys of each layer and "

@@ -58,7 +58,7 @@ struct GenerationRun {
   std::uint64_t positions = 0;  // the positions those push through the model
   attn::KvWork work;            // what the cached loop did, counted as it ran
 };
-void show_generation(const GenerationRun& r, const attn::LmConfig& c,
+void show_generation(const GenerationRun& r, const attn::ModelSpec& c,
                      const attn::GenerateOptions& g, bool no_cache, bool mine);
 
 // 5. FLOPs per token as the context grows (and microseconds per token with --timing).
@@ -73,7 +73,7 @@ void show_next(bool timing, double generation_ms, double total_ms);
 // ---- A model with chapter 11's parts (RoPE, grouped-query attention, a window, ...): its own
 // two sections, about attn::lm_generate_cached's rolling cache.
 // 1. The rolling cache of this model: its shape and memory, and what happens past T_max.
-void show_rolling_cache(const attn::LmConfig& c);
+void show_rolling_cache(const attn::ModelSpec& c);
 // 2. The heading, the settings and the prompt, which the streamed text continues.
 void show_rolling_start(const attn::Vocab& vocab, std::span<const int> prompt,
                         const attn::GenerateOptions& g, std::uint64_t seed);

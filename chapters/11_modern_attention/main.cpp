@@ -194,10 +194,10 @@ GqaDemo gqa_demo(const Kernels& k, std::size_t H, std::size_t KV) {
   return d;
 }
 // 5. The sliding window: what it forgets, and the rolling cache that is exact for it.
-WindowDemo window_demo(const Kernels& k, const attn::LmConfig& model, std::span<const int> text,
+WindowDemo window_demo(const Kernels& k, const attn::ModelSpec& model, std::span<const int> text,
                        std::uint64_t seed) {
   WindowDemo d;
-  d.W = model.window;
+  d.W = *model.window;
   d.L = model.n_layers;
   d.n = 10 * d.W;
   attn::Rng rng(seed, 1105);
@@ -243,31 +243,33 @@ void run(const attn::CommonOptions& common, const Options& o) {
   const attn::Vocab vocab = attn::Vocab::from_text(corpus.text);
   const std::vector<int> ids = vocab.encode(corpus.text);
   const TableSize z = table_size(o.table);
-  attn::LmConfig cpu;  // the table's model, its parts as sections 4-5 use them
-  cpu.vocab_size = vocab.size();
-  cpu.block_size = z.block_size;
-  cpu.n_embd = z.n_embd;
-  cpu.n_heads = z.n_heads;
-  cpu.n_layers = z.n_layers;
-  attn::LmConfig windowed = cpu;
-  windowed.positions = attn::Positions::rope;
-  windowed.rope_theta = o.rope_theta;
-  windowed.normalization = attn::Normalization::rmsnorm;
-  windowed.ffn = attn::FfnKind::swiglu;
-  windowed.n_kv_heads = o.n_kv_heads;
-  windowed.window = table_window(o, z);
-  windowed.bias = false;
-  if (ids.size() < 10 * windowed.window) {
+  attn::ModelChoices table;  // the table's model, its parts as sections 4-5 use them
+  table.vocab_size = vocab.size();
+  table.block_size = z.block_size;
+  table.n_embd = z.n_embd;
+  table.n_heads = z.n_heads;
+  table.n_layers = z.n_layers;
+  const attn::ModelSpec cpu = attn::resolve_spec(table);
+  table.positions = attn::Positions::rope;
+  table.rope_theta = o.rope_theta;
+  table.normalization = attn::Normalization::rmsnorm;
+  table.ffn = attn::FfnKind::swiglu;
+  table.n_kv_heads = o.n_kv_heads;
+  table.window = table_window(o, z);
+  table.bias = false;
+  const attn::ModelSpec windowed = attn::resolve_spec(table);
+  const std::size_t W = *windowed.window;
+  if (ids.size() < 10 * W) {
     throw std::runtime_error(fmt::format("corpus {} is too short: section 5 needs {} characters",
-                                         corpus.origin, 10 * windowed.window));
+                                         corpus.origin, 10 * W));
   }
 
   show_header(common.seed, corpus.origin, common.mine);
-  show_rope(rope_demo(k, o.head_size, o.rope_theta, common.seed));         // 1
-  show_norm(norm_demo(k, common.seed), cpu);                               // 2
-  show_swiglu(cpu);                                                        // 3
-  show_gqa(gqa_demo(k, cpu.n_heads, o.n_kv_heads), cpu, windowed.window);  // 4
-  show_window(window_demo(k, windowed, ids, common.seed));                 // 5
+  show_rope(rope_demo(k, o.head_size, o.rope_theta, common.seed));  // 1
+  show_norm(norm_demo(k, common.seed), cpu);                        // 2
+  show_swiglu(cpu);                                                 // 3
+  show_gqa(gqa_demo(k, cpu.n_heads, o.n_kv_heads), cpu, W);         // 4
+  show_window(window_demo(k, windowed, ids, common.seed));          // 5
   run_table(common, o);  // table.cpp: every change trained alone and all together
   show_next();
 }

@@ -69,7 +69,7 @@ void show_rope(const RopeDemo& r) {
       perm, rounding_text(r.half_diff));
 }
 
-void show_norm(const NormDemo& d, const attn::LmConfig& cpu) {
+void show_norm(const NormDemo& d, const attn::ModelSpec& cpu) {
   section(2, "RMSNorm: LayerNorm without the mean");
   const auto row = [](std::string_view name, const std::vector<float>& v) {
     fmt::print("  {:<22}", name);
@@ -106,7 +106,7 @@ void show_norm(const NormDemo& d, const attn::LmConfig& cpu) {
 }
 
 // 3. SwiGLU: a gate, and the width that keeps the parameters.
-void show_swiglu(const attn::LmConfig& cpu) {
+void show_swiglu(const attn::ModelSpec& cpu) {
   section(3, "SwiGLU: a gated FFN");
   fmt::print(
       "The MLP is gelu(x W1 + b1) W2 + b2, F = 4C. SwiGLU multiplies two projections:\n"
@@ -129,7 +129,7 @@ void show_swiglu(const attn::LmConfig& cpu) {
   }
 }
 
-void show_gqa(const GqaDemo& d, const attn::LmConfig& cpu, std::size_t W) {
+void show_gqa(const GqaDemo& d, const attn::ModelSpec& cpu, std::size_t W) {
   section(4, "Grouped-query attention: fewer keys and values");
   fmt::print(
       "At generation every layer caches K and V for every position (chapter 10). With H = {}\n"

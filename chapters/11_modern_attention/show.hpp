@@ -58,11 +58,11 @@ struct WindowDemo {
 
 // ---- show.cpp: one function per section, in teaching order.
 void show_header(std::uint64_t seed, const std::string& corpus_origin, bool mine);
-void show_rope(const RopeDemo& r);                                          // 1
-void show_norm(const NormDemo& d, const attn::LmConfig& cpu);               // 2
-void show_swiglu(const attn::LmConfig& cpu);                                // 3
-void show_gqa(const GqaDemo& d, const attn::LmConfig& cpu, std::size_t W);  // 4
-void show_window(const WindowDemo& d);                                      // 5
+void show_rope(const RopeDemo& r);                                           // 1
+void show_norm(const NormDemo& d, const attn::ModelSpec& cpu);               // 2
+void show_swiglu(const attn::ModelSpec& cpu);                                // 3
+void show_gqa(const GqaDemo& d, const attn::ModelSpec& cpu, std::size_t W);  // 4
+void show_window(const WindowDemo& d);                                       // 5
 void show_next();  // after the table: what chapter 12 does
 
 }  // namespace ch11

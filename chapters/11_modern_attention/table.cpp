@@ -37,12 +37,12 @@ using Clock = std::chrono::steady_clock;
 struct Row {
   std::string name;
   std::string what;
-  attn::LmConfig model;
+  attn::ModelSpec model;
   std::string matters;  // where the change is known to matter (said when it does not help here)
 };
 
 std::vector<Row> table_rows(const TableSize& z, std::size_t V, const Options& o) {
-  attn::LmConfig base;  // chapter 07's model: learned positions, LayerNorm, GELU MLP, biases
+  attn::ModelChoices base;  // chapter 07's model: learned positions, LayerNorm, GELU MLP, biases
   base.vocab_size = V;
   base.block_size = z.block_size;
   base.n_embd = z.n_embd;
@@ -51,11 +51,11 @@ std::vector<Row> table_rows(const TableSize& z, std::size_t V, const Options& o)
   const double theta = o.rope_theta;
   const std::size_t kv = o.n_kv_heads, W = table_window(o, z);
   const auto with = [&](auto change) {
-    attn::LmConfig m = base;
+    attn::ModelChoices m = base;
     change(m);
-    return m;
+    return attn::resolve_spec(m);
   };
-  const auto llama = [&](attn::LmConfig& m) {
+  const auto llama = [&](attn::ModelChoices& m) {
     m.positions = attn::Positions::rope;
     m.rope_theta = theta;
     m.normalization = attn::Normalization::rmsnorm;
@@ -64,26 +64,28 @@ std::vector<Row> table_rows(const TableSize& z, std::size_t V, const Options& o)
     m.bias = false;
   };
   std::vector<Row> rows;
-  rows.push_back({"base", "GPT-2's parts (chapter 07)", base, ""});
-  rows.push_back({"rope", "+ RoPE instead of the position table", with([&](attn::LmConfig& m) {
+  rows.push_back({"base", "GPT-2's parts (chapter 07)", attn::resolve_spec(base), ""});
+  rows.push_back({"rope", "+ RoPE instead of the position table", with([&](attn::ModelChoices& m) {
                     m.positions = attn::Positions::rope;
                     m.rope_theta = theta;
                   }),
                   "contexts longer than training and long-range retrieval"});
-  rows.push_back({"rmsnorm", "+ RMSNorm instead of LayerNorm",
-                  with([](attn::LmConfig& m) { m.normalization = attn::Normalization::rmsnorm; }),
+  rows.push_back({"rmsnorm", "+ RMSNorm instead of LayerNorm", with([](attn::ModelChoices& m) {
+                    m.normalization = attn::Normalization::rmsnorm;
+                  }),
                   "the speed of large models (one reduction less per token)"});
   rows.push_back({"swiglu", "+ SwiGLU instead of the GELU MLP",
-                  with([](attn::LmConfig& m) { m.ffn = attn::FfnKind::swiglu; }),
+                  with([](attn::ModelChoices& m) { m.ffn = attn::FfnKind::swiglu; }),
                   "quality at scale (lower perplexity at equal parameters, Shazeer 2020)"});
   rows.push_back({"gqa", fmt::format("+ {} K/V heads for {}", kv, z.n_heads),
-                  with([&](attn::LmConfig& m) { m.n_kv_heads = kv; }),
+                  with([&](attn::ModelChoices& m) { m.n_kv_heads = kv; }),
                   "the cache of long contexts and large batches (memory, not loss)"});
-  rows.push_back({"no-bias", "+ no biases", with([](attn::LmConfig& m) { m.bias = false; }),
+  rows.push_back({"no-bias", "+ no biases", with([](attn::ModelChoices& m) { m.bias = false; }),
                   "the training stability of large models (PaLM, Llama)"});
   rows.push_back({"llama", "all five: the Llama recipe", with(llama),
                   "the scale these parts were chosen at (billions of parameters, long contexts)"});
-  rows.push_back({"window", fmt::format("Llama + a window of {}", W), with([&](attn::LmConfig& m) {
+  rows.push_back({"window", fmt::format("Llama + a window of {}", W),
+                  with([&](attn::ModelChoices& m) {
                     llama(m);
                     m.window = W;
                   }),
@@ -156,7 +158,7 @@ struct Run {
   double seconds = 0.0;  // the training steps only
 };
 
-Run train_row(const attn::LmConfig& model, const TableSize& z, std::size_t steps,
+Run train_row(const attn::ModelSpec& model, const TableSize& z, std::size_t steps,
               std::uint64_t seed, const attn::Split& split) {
   attn::TrainConfig c;
   c.model = model;
@@ -188,11 +190,11 @@ Run train_row(const attn::LmConfig& model, const TableSize& z, std::size_t steps
 }
 
 // K and V of one token, every layer, float32: 2 L KV hs 4 bytes.
-std::size_t kv_bytes_per_token(const attn::LmConfig& m) {
+std::size_t kv_bytes_per_token(const attn::ModelSpec& m) {
   const std::size_t hs = m.n_embd / m.n_heads;
-  const std::size_t formula = 2 * m.n_layers * attn::lm_kv_heads(m) * hs * sizeof(float);
+  const std::size_t formula = 2 * m.n_layers * m.n_kv_heads * hs * sizeof(float);
   if (attn::uses_rolling_cache(m)) {
-    const std::size_t capacity = m.window != 0 ? m.window : m.block_size;
+    const std::size_t capacity = m.window.value_or(m.block_size);
     const std::size_t held = attn::rolling_cache_floats(m, 1) * sizeof(float) / capacity;
     attn::claim(held == formula, "the rolling cache holds 2 L KV hs floats per position");
   }
@@ -255,7 +257,6 @@ void run_table(const attn::CommonOptions& common, const Options& o) {
   const std::vector<std::size_t> chosen = chosen_rows(o.table_rows, rows);
   const std::vector<std::uint64_t> seeds = chosen_seeds(o.table_seeds, common.seed, z.seeds);
   const std::size_t steps = o.table_steps != 0 ? o.table_steps : z.steps;
-  for (const std::size_t r : chosen) attn::check_parts(rows[r].model, "11_modern_attention");
 
   section(6, o.table ? "The measured table" : "The measured table (a small one)");
   fmt::print(

@@ -46,7 +46,7 @@ attn_cli_test(ch09.resume_keeps_dropout EXIT 2
 # The parts (issue 19 item 2): names, bad combinations and sizes, each one line and exit 2; a
 # resumed run keeps the parts its checkpoint recorded.
 attn_cli_test(ch09.positions_unknown EXIT 2
-              MATCH "--positions: unknown positions 'sinusoidal': expected learned or rope"
+              MATCH "--positions: unknown positions 'sinusoidal': expected learned, rope or alibi"
               COMMAND 09_training --positions sinusoidal)
 attn_cli_test(ch09.normalization_unknown EXIT 2
               MATCH "--normalization: unknown normalization 'batchnorm': expected layernorm or rmsnorm"
@@ -159,3 +159,10 @@ set_tests_properties(cli.ch09.corpus_record PROPERTIES LABELS "cli;ch09;robust" 
 attn_cli_test(ch09.mine_unfinished EXIT 1
               MATCH "exercise ex09\\.2 \\(get_batch\\) is not done yet"
               COMMAND 09_training --mine --steps 2)
+
+# Runs saved before ModelSpec (train.txt format 1) load, generate the same text and resume to the
+# same numbers (tests/cli/old_runs.sh, old_runs/).
+add_test(NAME cli.ch09.old_runs
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/old_runs.sh $<TARGET_FILE_DIR:09_training>
+                 ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.ch09.old_runs PROPERTIES LABELS "cli;ch09;ch10;robust" ENVIRONMENT "ATTN_DATA=")

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -21,11 +22,14 @@
 #include "attn/core/random.hpp"
 #include "attn/core/threads.hpp"
 #include "gradcheck_helpers.hpp"
+#include "test_fixtures.hpp"
 #include "test_helpers.hpp"
 
 namespace {
 
 using attn::Tensor;
+using attn::testing::block_config;
+using attn::testing::rechoose;
 
 // ---- A naive block, from attn::matmul and loops ------------------------------------------------
 
@@ -121,16 +125,17 @@ Tensor<3> naive_ffn(const Tensor<3>& x, const attn::FfnWeights& w) {
 std::pair<Tensor<3>, Tensor<4>> naive_block(const Tensor<3>& x, const attn::BlockWeights& w,
                                             const attn::BlockConfig& cfg) {
   auto ln = [&](const Tensor<3>& t, const attn::Vector& g, const attn::Vector& b) {
-    return cfg.use_layer_norm ? naive_layer_norm(t, g, b, static_cast<double>(cfg.eps)) : t;
+    return cfg.spec.ablations.layer_norm ? naive_layer_norm(t, g, b, static_cast<double>(cfg.eps))
+                                         : t;
   };
   if (cfg.norm == attn::NormPlacement::pre) {
     auto [a, weights] =
-        naive_attention(ln(x, w.ln1_gamma, w.ln1_beta), w.attn, cfg.n_heads, cfg.causal);
+        naive_attention(ln(x, w.ln1_gamma, w.ln1_beta), w.attn, cfg.spec.n_heads, cfg.causal);
     const Tensor<3> x1 = naive_add(x, a);  // x + attn(ln1(x))
     return {naive_add(x1, naive_ffn(ln(x1, w.ln2_gamma, w.ln2_beta), w.ffn)),
             weights};  // + ffn(ln2)
   }
-  auto [a, weights] = naive_attention(x, w.attn, cfg.n_heads, cfg.causal);
+  auto [a, weights] = naive_attention(x, w.attn, cfg.spec.n_heads, cfg.causal);
   const Tensor<3> x1 = ln(naive_add(x, a), w.ln1_gamma, w.ln1_beta);  // ln1(x + attn(x))
   return {ln(naive_add(x1, naive_ffn(x1, w.ffn)), w.ln2_gamma, w.ln2_beta),
           weights};  // ln2(x + ffn(x))
@@ -198,8 +203,7 @@ TEST_CASE("norm placement names parse and print") {
 }
 
 TEST_CASE("the block equals the naive composition of its parts") {
-  attn::BlockConfig cfg;
-  cfg.n_heads = 3;
+  attn::BlockConfig cfg = block_config(12, 3);  // C = 12 (check_against_naive's x)
   SUBCASE("pre-norm, causal, exact GELU (the defaults)") { check_against_naive(cfg); }
   SUBCASE("post-norm") {
     cfg.norm = attn::NormPlacement::post;
@@ -214,11 +218,11 @@ TEST_CASE("the block equals the naive composition of its parts") {
     check_against_naive(cfg);
   }
   SUBCASE("use_layer_norm = false: both LayerNorms become the identity, pre-norm") {
-    cfg.use_layer_norm = false;
+    cfg = rechoose(cfg, [](attn::ModelChoices& m) { m.ablations.layer_norm = false; });
     check_against_naive(cfg);
   }
   SUBCASE("use_layer_norm = false, post-norm") {
-    cfg.use_layer_norm = false;
+    cfg = rechoose(cfg, [](attn::ModelChoices& m) { m.ablations.layer_norm = false; });
     cfg.norm = attn::NormPlacement::post;
     check_against_naive(cfg);
   }
@@ -230,8 +234,7 @@ TEST_CASE("keep_weights = false: the same output, bit for bit, and no weights") 
   const Tensor<3> x = attn::randn<3>(rng, {2, 9, 12});
   for (const attn::NormPlacement norm : {attn::NormPlacement::pre, attn::NormPlacement::post}) {
     CAPTURE(attn::norm_name(norm));
-    attn::BlockConfig cfg;
-    cfg.n_heads = 3;
+    attn::BlockConfig cfg = block_config(12, 3);
     cfg.norm = norm;
     const attn::BlockResult kept = attn::block_forward(x, w, cfg);
     cfg.keep_weights = false;
@@ -246,10 +249,9 @@ TEST_CASE("the activation option reaches the FFN") {
   attn::Rng rng(5);
   const attn::BlockWeights w = random_weights(rng, 8, 16);
   const Tensor<3> x = attn::randn<3>(rng, {1, 5, 8});
-  attn::BlockConfig cfg;
-  cfg.n_heads = 2;
+  attn::BlockConfig cfg = block_config(8, 2);
   const Tensor<3> gelu_out = attn::block_forward(x, w, cfg).out;
-  cfg.activation = attn::Activation::relu;
+  cfg = rechoose(cfg, [](attn::ModelChoices& m) { m.activation = attn::Activation::relu; });
   const Tensor<3> relu_out = attn::block_forward(x, w, cfg).out;
   // With ReLU, step 5 is relu(ln2(x1) @ w1 + b1) @ w2 + b2: rebuild it from the traced ln2.
   Tensor<3> ln2;
@@ -273,7 +275,7 @@ TEST_CASE("with zero output projections the pre-norm block is the identity") {
   w.ffn.w2 = xt::zeros<float>({32, 16});
   w.ffn.b2 = xt::zeros<float>({16});
   const Tensor<3> x = attn::randn<3>(rng, {2, 4, 16});
-  CHECK_TENSOR_NEAR(attn::block_forward(x, w, attn::BlockConfig{}).out, x, 0.0, 0.0);
+  CHECK_TENSOR_NEAR(attn::block_forward(x, w, block_config(16, 4)).out, x, 0.0, 0.0);
 }
 
 TEST_CASE("causal: changing future tokens does not change earlier outputs") {
@@ -287,13 +289,13 @@ TEST_CASE("causal: changing future tokens does not change earlier outputs") {
       for (std::size_t c = 0; c < C; ++c) changed(b, t, c) = 3.0f * rng.normal();
   for (const attn::NormPlacement norm : {attn::NormPlacement::pre, attn::NormPlacement::post}) {
     CAPTURE(attn::norm_name(norm));
-    attn::BlockConfig cfg;
+    attn::BlockConfig cfg = block_config(C, 4);
     cfg.norm = norm;
     const attn::BlockResult a = attn::block_forward(x, w, cfg);
     const attn::BlockResult b = attn::block_forward(changed, w, cfg);
     CHECK_TENSOR_NEAR(first_tokens(a.out, cut), first_tokens(b.out, cut), 1e-6, 1e-6);
     // Token t gives zero weight to every key u > t.
-    for (std::size_t h = 0; h < cfg.n_heads; ++h)
+    for (std::size_t h = 0; h < cfg.spec.n_heads; ++h)
       for (std::size_t t = 0; t < T; ++t)
         for (std::size_t u = t + 1; u < T; ++u) CHECK(a.weights(1, h, t, u) == 0.0f);
     // Not causal: the same change reaches the earlier tokens (so the test above can fail).
@@ -314,7 +316,7 @@ TEST_CASE("the trace reports every step with its (B, T, C) shape: the (1, 10, 64
     steps.emplace_back(step);
     values.push_back(v);
   };
-  attn::BlockConfig cfg;  // n_heads = 4, pre-norm, causal
+  attn::BlockConfig cfg;  // the default model's spec (C 64, n_heads 4), pre-norm, causal
   SUBCASE("pre-norm") {
     const attn::BlockResult r = attn::block_forward(x, w, cfg, trace);
     CHECK(steps == std::vector<std::string>{"ln1", "attn", "residual1", "ln2", "ffn", "residual2"});
@@ -335,7 +337,7 @@ TEST_CASE("the trace reports every step with its (B, T, C) shape: the (1, 10, 64
     CHECK_TENSOR_NEAR(values[5], r.out, 0.0, 0.0);
   }
   SUBCASE("without LayerNorm the ln steps are still reported, as the identity") {
-    cfg.use_layer_norm = false;
+    cfg = rechoose(cfg, [](attn::ModelChoices& m) { m.ablations.layer_norm = false; });
     (void)attn::block_forward(x, w, cfg, trace);
     CHECK(steps.size() == 6);
     CHECK_TENSOR_NEAR(values[0], x, 0.0, 0.0);
@@ -403,13 +405,15 @@ TEST_CASE("block_forward names the mis-shaped weight") {
   w = good;
   w.ffn.b1 = xt::zeros<float>({255});
   CHECK(error_of(x, w, cfg) == "attn::block_forward: ffn.b1 is (255,), expected (256,)");
-  // x itself of the wrong width: every weight disagrees, the first one checked is named.
+  // x itself of the wrong width: it disagrees with the spec, which is named before any weight.
   const Tensor<3> narrow = attn::randn<3>(rng, {1, 4, 32});
   CHECK(error_of(narrow, good, cfg) ==
-        "attn::block_forward: attn.w_q is (64, 64), expected (32, 32)");
-  attn::BlockConfig five_heads;
-  five_heads.n_heads = 5;
-  CHECK(error_of(x, good, five_heads) == "attn::block_forward: n_heads = 5 does not divide C = 64");
+        "attn::block_forward: x is (1, 4, 32), but the spec's n_embd is 64");
+  // Five heads do not divide C = 64: no spec, so no block, has them (resolve_spec refuses).
+  CHECK_THROWS_WITH_AS(
+      block_config(64, 5),
+      "n_heads 5 does not divide n_embd 64 (every head gets n_embd / n_heads channels)",
+      attn::SpecError);
 }
 
 }  // TEST_SUITE
@@ -424,18 +428,19 @@ using attn::testing::span_of;
 attn::BlockWeights variant_weights(attn::Rng& rng, std::size_t C, std::size_t F,
                                    const attn::BlockConfig& cfg) {
   attn::BlockWeights w = random_weights(rng, C, F);
-  if (!cfg.attn_proj) w.attn.w_o = attn::Matrix(attn::Matrix::shape_type{0, 0});
-  if (!cfg.use_ffn) w.ffn = attn::FfnWeights{};
-  if (!cfg.use_layer_norm) {
+  if (!cfg.spec.ablations.attn_proj) w.attn.w_o = attn::Matrix(attn::Matrix::shape_type{0, 0});
+  if (!cfg.spec.ablations.ffn) w.ffn = attn::FfnWeights{};
+  if (!cfg.spec.ablations.layer_norm) {
     w.ln1_gamma = w.ln1_beta = w.ln2_gamma = w.ln2_beta = attn::Vector(attn::Vector::shape_type{0});
   }
   return w;
 }
 
 std::string describe(const attn::BlockConfig& c) {
-  return std::string(attn::norm_name(c.norm)) + (c.use_layer_norm ? "" : " noLN") +
-         (c.residual ? "" : " noRes") + (c.use_ffn ? "" : " noFFN") +
-         (c.attn_proj ? "" : " noProj") + " " + std::string(attn::activation_name(c.activation)) +
+  const attn::Ablations& a = c.spec.ablations;
+  return std::string(attn::norm_name(c.norm)) + (a.layer_norm ? "" : " noLN") +
+         (a.residual ? "" : " noRes") + (a.ffn ? "" : " noFFN") + (a.attn_proj ? "" : " noProj") +
+         " " + std::string(attn::activation_name(c.spec.activation)) +
          (c.causal ? " causal" : " full");
 }
 
@@ -453,8 +458,8 @@ std::vector<attn::GradTensor> block_tensors(attn::BlockWeights& w, const attn::B
 
 // Every combination of norm placement, LayerNorm, residual, FFN and output projection, with the
 // activation and the mask cycling through their values; plus all three activations on the
-// default block.
-std::vector<attn::BlockConfig> all_variants() {
+// default block. Width C = 4 with 2 heads (the gradient checks'), or C and H given.
+std::vector<attn::BlockConfig> all_variants(std::size_t C = 4, std::size_t H = 2) {
   std::vector<attn::BlockConfig> v;
   std::size_t i = 0;
   for (attn::NormPlacement norm : {attn::NormPlacement::pre, attn::NormPlacement::post})
@@ -462,15 +467,15 @@ std::vector<attn::BlockConfig> all_variants() {
       for (bool res : {true, false})
         for (bool ffn : {true, false})
           for (bool proj : {true, false}) {
-            attn::BlockConfig c;
-            c.n_heads = 2;
+            attn::BlockConfig c = block_config(C, H, [&](attn::ModelChoices& m) {
+              m.ablations.layer_norm = ln;
+              m.ablations.residual = res;
+              m.ablations.ffn = ffn;
+              m.ablations.attn_proj = proj;
+              m.activation = std::array{attn::Activation::gelu, attn::Activation::relu,
+                                        attn::Activation::gelu_tanh}[i % 3];
+            });
             c.norm = norm;
-            c.use_layer_norm = ln;
-            c.residual = res;
-            c.use_ffn = ffn;
-            c.attn_proj = proj;
-            c.activation = std::array{attn::Activation::gelu, attn::Activation::relu,
-                                      attn::Activation::gelu_tanh}[i % 3];
             c.causal = i % 2 == 0;
             v.push_back(c);
             ++i;
@@ -478,10 +483,8 @@ std::vector<attn::BlockConfig> all_variants() {
   for (attn::NormPlacement norm : {attn::NormPlacement::pre, attn::NormPlacement::post})
     for (attn::Activation a :
          {attn::Activation::relu, attn::Activation::gelu, attn::Activation::gelu_tanh}) {
-      attn::BlockConfig c;
-      c.n_heads = 2;
+      attn::BlockConfig c = block_config(C, H, [&](attn::ModelChoices& m) { m.activation = a; });
       c.norm = norm;
-      c.activation = a;
       v.push_back(c);
     }
   return v;
@@ -499,7 +502,8 @@ TEST_CASE("block_backward matches central differences for every variant") {
     Tensor<3> out = attn::block_forward(x, w, cfg, cache);
     // ReLU: a central difference that straddles the kink measures neither side's slope. Draw
     // again until every pre-activation is at least 0.02 away from it (h = 1e-3 below).
-    for (int tries = 0; cfg.use_ffn && cfg.activation == attn::Activation::relu && tries < 50;
+    for (int tries = 0;
+         cfg.spec.ablations.ffn && cfg.spec.activation == attn::Activation::relu && tries < 50;
          ++tries) {
       if (xt::amin(xt::abs(cache.ffn.pre))() > 0.02f) break;
       w = variant_weights(rng, C, F, cfg);
@@ -514,7 +518,9 @@ TEST_CASE("block_backward matches central differences for every variant") {
     std::vector<attn::GradTensor> tensors = block_tensors(w, g);
     tensors.insert(tensors.begin(), {"x", span_of(x), cspan_of(dx)});
     attn::GradCheckOptions options;
-    if (cfg.use_ffn && cfg.activation == attn::Activation::relu) options.h = 1e-3;  // the kink
+    if (cfg.spec.ablations.ffn && cfg.spec.activation == attn::Activation::relu) {
+      options.h = 1e-3;  // the kink
+    }
     check_gradients("block " + describe(cfg),
                     attn::grad_check(
                         [&] {
@@ -529,22 +535,24 @@ TEST_CASE("block variants compute what they say") {
   attn::Rng rng(500);
   const std::size_t C = 8;
   const Tensor<3> x = attn::randn<3>(rng, {2, 5, C});
-  attn::BlockConfig cfg;
-  cfg.n_heads = 2;
-  cfg.use_ffn = false;
-  cfg.residual = false;
-  cfg.use_layer_norm = false;
+  attn::BlockConfig cfg = block_config(C, 2, [](attn::ModelChoices& m) {
+    m.ablations.ffn = false;
+    m.ablations.residual = false;
+    m.ablations.layer_norm = false;
+  });
   attn::BlockWeights w = variant_weights(rng, C, 16, cfg);
   // Attention alone: the block is mha_forward (the fast kernel the block calls: the same bits).
   CHECK_TENSOR_NEAR(attn::block_forward(x, w, cfg).out,
                     attn::fast::mha_forward(x, w.attn, 2, true).out, 0.0, 0.0);
   // With the residual: x + attn(x).
-  cfg.residual = true;
+  cfg = rechoose(cfg, [](attn::ModelChoices& m) { m.ablations.residual = true; });
   const Tensor<3> with_res = attn::block_forward(x, w, cfg).out;
   CHECK_TENSOR_NEAR(with_res, Tensor<3>(x + attn::mha_forward(x, w.attn, 2, true).out), 1e-6, 1e-6);
   // Without w_o: the merged heads, i.e. mha with an identity w_o.
-  cfg.residual = false;
-  cfg.attn_proj = false;
+  cfg = rechoose(cfg, [](attn::ModelChoices& m) {
+    m.ablations.residual = false;
+    m.ablations.attn_proj = false;
+  });
   attn::BlockWeights wn = w;
   wn.attn.w_o = attn::Matrix(attn::Matrix::shape_type{0, 0});
   attn::MhaWeights eye = w.attn;
@@ -554,9 +562,8 @@ TEST_CASE("block variants compute what they say") {
   // A variant's unused weights must be empty, and the used ones present: named errors.
   CHECK(error_of(x, w, cfg) ==
         "attn::block_forward: attn.w_o is (8, 8), expected an empty matrix (attn_proj = false)");
-  attn::BlockConfig with_ffn;
-  with_ffn.n_heads = 2;
-  with_ffn.use_ffn = false;
+  const attn::BlockConfig with_ffn =
+      block_config(C, 2, [](attn::ModelChoices& m) { m.ablations.ffn = false; });
   attn::BlockWeights full = random_weights(rng, C, 16);
   CHECK(error_of(x, full, with_ffn) ==
         "attn::block_forward: ffn.w1 is (8, 16), expected empty FFN weights (use_ffn = false)");
@@ -570,7 +577,7 @@ TEST_CASE(
   const Tensor<3> dout = attn::randn<3>(rng, {3, 70, 32});
   const std::size_t saved = attn::num_threads();
   for (attn::NormPlacement norm : {attn::NormPlacement::pre, attn::NormPlacement::post}) {
-    attn::BlockConfig cfg;
+    attn::BlockConfig cfg = block_config(32, 4);
     cfg.norm = norm;
     std::vector<Tensor<3>> dxs;
     std::vector<attn::BlockWeights> gs;
@@ -616,9 +623,7 @@ TEST_CASE(
 TEST_CASE("block_activation_floats: the formula at chapter 09's shapes, against the floats held") {
   attn::Rng rng(502);
   const std::size_t B = 4, T = 64, C = 64, H = 4, F = 256;
-  for (const attn::BlockConfig& base : all_variants()) {
-    attn::BlockConfig cfg = base;
-    cfg.n_heads = H;
+  for (const attn::BlockConfig& cfg : all_variants(C, H)) {
     const attn::BlockWeights w = variant_weights(rng, C, F, cfg);
     const Tensor<3> x = attn::randn<3>(rng, {B, T, C});
     attn::BlockCache cache;
@@ -637,35 +642,35 @@ TEST_CASE("block_activation_floats: the formula at chapter 09's shapes, against 
 // biases; each alone and all together, in both norm placements.
 
 std::string describe_parts(const attn::BlockConfig& c) {
+  const attn::ModelSpec& p = c.spec;
   std::string s = std::string(attn::norm_name(c.norm)) + " " +
-                  std::string(attn::normalization_name(c.normalization)) + " " +
-                  std::string(attn::ffn_kind_name(c.ffn)) + " H=" + std::to_string(c.n_heads) +
-                  " KV=" + std::to_string(attn::kv_heads(c));
-  if (c.rope) s += " rope";
-  if (c.window) s += " window=" + std::to_string(c.window);
-  if (!c.bias) s += " no-bias";
-  if (c.dropout > 0.0f) s += " dropout";
+                  std::string(attn::normalization_name(p.normalization)) + " " +
+                  std::string(attn::ffn_kind_name(p.ffn)) + " H=" + std::to_string(p.n_heads) +
+                  " KV=" + std::to_string(p.n_kv_heads);
+  if (p.rope()) s += " rope";
+  if (p.window) s += " window=" + std::to_string(*p.window);
+  if (!p.bias) s += " no-bias";
+  if (p.dropout > 0.0f) s += " dropout";
   return s;
 }
 
 std::vector<attn::BlockConfig> part_variants() {
-  attn::BlockConfig base;
-  base.n_heads = 4;  // C = 8: hs = 2, even for RoPE
   std::vector<attn::BlockConfig> v;
-  const auto with = [&](auto change) {
-    attn::BlockConfig c = base;
-    change(c);
+  // C = 8, 4 heads: hs = 2, even for RoPE.
+  const auto with = [&](auto change, attn::NormPlacement norm = attn::NormPlacement::pre) {
+    attn::BlockConfig c = block_config(8, 4, change);
+    c.norm = norm;
     v.push_back(c);
   };
-  with([](attn::BlockConfig& c) { c.normalization = attn::Normalization::rmsnorm; });
-  with([](attn::BlockConfig& c) { c.ffn = attn::FfnKind::swiglu; });
-  with([](attn::BlockConfig& c) { c.n_kv_heads = 2; });
-  with([](attn::BlockConfig& c) { c.n_kv_heads = 1; });
-  with([](attn::BlockConfig& c) { c.rope = true; });
-  with([](attn::BlockConfig& c) { c.window = 2; });
-  with([](attn::BlockConfig& c) { c.bias = false; });
-  const auto llama = [](attn::BlockConfig& c) {
-    c.rope = true;
+  with([](attn::ModelChoices& c) { c.normalization = attn::Normalization::rmsnorm; });
+  with([](attn::ModelChoices& c) { c.ffn = attn::FfnKind::swiglu; });
+  with([](attn::ModelChoices& c) { c.n_kv_heads = 2; });
+  with([](attn::ModelChoices& c) { c.n_kv_heads = 1; });
+  with([](attn::ModelChoices& c) { c.positions = attn::Positions::rope; });
+  with([](attn::ModelChoices& c) { c.window = 2; });
+  with([](attn::ModelChoices& c) { c.bias = false; });
+  const auto llama = [](attn::ModelChoices& c) {
+    c.positions = attn::Positions::rope;
     c.rope_theta = 500.0;
     c.normalization = attn::Normalization::rmsnorm;
     c.ffn = attn::FfnKind::swiglu;
@@ -673,16 +678,17 @@ std::vector<attn::BlockConfig> part_variants() {
     c.bias = false;
   };
   with(llama);
-  with([&](attn::BlockConfig& c) {  // the Llama recipe with a window (Mistral's)
+  with([&](attn::ModelChoices& c) {  // the Llama recipe with a window (Mistral's)
     llama(c);
     c.window = 3;
   });
-  with([&](attn::BlockConfig& c) {  // post-norm with every part
-    llama(c);
-    c.window = 2;
-    c.norm = attn::NormPlacement::post;
-  });
-  with([&](attn::BlockConfig& c) {  // with a fixed dropout mask
+  with(
+      [&](attn::ModelChoices& c) {  // post-norm with every part
+        llama(c);
+        c.window = 2;
+      },
+      attn::NormPlacement::post);
+  with([&](attn::ModelChoices& c) {  // with a fixed dropout mask
     llama(c);
     c.dropout = 0.3f;
   });
@@ -692,7 +698,9 @@ std::vector<attn::BlockConfig> part_variants() {
 // Weights for the parts, every value redrawn so that each matters (gamma near 1).
 attn::BlockWeights part_weights(attn::Rng& rng, std::size_t C, std::size_t F,
                                 const attn::BlockConfig& cfg) {
-  attn::BlockWeights w = attn::block_init(rng, C, F, cfg);
+  REQUIRE(cfg.spec.n_embd == C);
+  attn::BlockWeights w = attn::block_init(
+      rng, attn::with_choices(cfg.spec, [&](attn::ModelChoices& m) { m.ffn_hidden = F; }));
   attn::BlockWeights g = attn::block_zeros_like(w);
   for (attn::GradTensor& t : block_tensors(w, g)) {
     const bool gamma = t.name.find("gamma") != std::string::npos;
@@ -704,8 +712,11 @@ attn::BlockWeights part_weights(attn::Rng& rng, std::size_t C, std::size_t F,
 TEST_CASE("block_init with the default parts draws block_init's weights") {
   attn::Rng a(7), b(7);
   const attn::BlockWeights w0 = attn::block_init(a, 8, 32);
-  const attn::BlockWeights w1 = attn::block_init(b, 8, 32, attn::BlockConfig{});
-  CHECK(attn::block_default_parts(attn::BlockConfig{}));
+  const attn::ModelSpec parts = block_config(8, 4).spec;  // F = 4 C = 32
+  REQUIRE(parts.ffn_hidden == 32);
+  const attn::BlockWeights w1 = attn::block_init(b, parts);
+  CHECK(parts.default_parts());
+  CHECK(attn::ModelSpec{}.default_parts());
   CHECK_TENSOR_NEAR(w0.attn.w_k, w1.attn.w_k, 0.0, 0.0);
   CHECK_TENSOR_NEAR(w0.ffn.w2, w1.ffn.w2, 0.0, 0.0);
   CHECK_TENSOR_NEAR(w0.ln2_beta, w1.ln2_beta, 0.0, 0.0);
@@ -714,12 +725,14 @@ TEST_CASE("block_init with the default parts draws block_init's weights") {
 
 TEST_CASE("block_init gives each part its weights: GQA's narrow w_k, SwiGLU's three, no betas") {
   attn::Rng rng(8);
-  attn::BlockConfig cfg;
-  cfg.n_heads = 4;
-  cfg.n_kv_heads = 1;
-  cfg.ffn = attn::FfnKind::swiglu;
-  cfg.normalization = attn::Normalization::rmsnorm;
-  const attn::BlockWeights w = attn::block_init(rng, 8, 16, cfg);
+  const attn::BlockConfig cfg = block_config(8, 4, [](attn::ModelChoices& m) {
+    m.n_kv_heads = 1;
+    m.ffn = attn::FfnKind::swiglu;
+    m.normalization = attn::Normalization::rmsnorm;
+    m.ffn_hidden = 16;
+  });
+  CHECK_FALSE(cfg.spec.default_parts());
+  const attn::BlockWeights w = attn::block_init(rng, cfg.spec);
   CHECK(w.attn.w_k.shape() == std::array<std::size_t, 2>{8, 2});  // KV * hs = 1 * 2
   CHECK(w.attn.w_v.shape() == std::array<std::size_t, 2>{8, 2});
   CHECK(w.attn.w_o.shape() == std::array<std::size_t, 2>{8, 8});
@@ -736,14 +749,14 @@ TEST_CASE("block_init gives each part its weights: GQA's narrow w_k, SwiGLU's th
 
 TEST_CASE("a Llama block is the composition of its reference ops") {
   attn::Rng rng(9);
-  attn::BlockConfig cfg;
-  cfg.n_heads = 4;
-  cfg.n_kv_heads = 2;
-  cfg.rope = true;
-  cfg.window = 3;
-  cfg.normalization = attn::Normalization::rmsnorm;
-  cfg.ffn = attn::FfnKind::swiglu;
-  cfg.bias = false;
+  const attn::BlockConfig cfg = block_config(8, 4, [](attn::ModelChoices& m) {
+    m.n_kv_heads = 2;
+    m.positions = attn::Positions::rope;
+    m.window = 3;
+    m.normalization = attn::Normalization::rmsnorm;
+    m.ffn = attn::FfnKind::swiglu;
+    m.bias = false;
+  });
   const std::size_t C = 8, F = 16;
   const attn::BlockWeights w = part_weights(rng, C, F, cfg);
   const Tensor<3> x = attn::randn<3>(rng, {2, 6, C});
@@ -767,12 +780,12 @@ TEST_CASE("a Llama block is the composition of its reference ops") {
   CHECK_TENSOR_NEAR(attn::block_forward(x, w, cfg, cache), out, 0.0, 0.0);
   CHECK(attn::activation_floats(cache) == attn::block_activation_floats(2, 6, C, F, 4, cfg));
   // The window changes the output (query 5 no longer sees keys 0 to 2) ...
-  attn::BlockConfig wide = cfg;
-  wide.window = 0;
+  const attn::BlockConfig wide =
+      rechoose(cfg, [](attn::ModelChoices& m) { m.window = std::nullopt; });
   CHECK(xt::amax(xt::abs(attn::block_forward(x, w, wide).out - want))() > 1e-3f);
   // ... and RoPE is not the identity.
-  attn::BlockConfig plain = cfg;
-  plain.rope = false;
+  const attn::BlockConfig plain =
+      rechoose(cfg, [](attn::ModelChoices& m) { m.positions = attn::Positions::learned; });
   CHECK(xt::amax(xt::abs(attn::block_forward(x, w, plain).out - want))() > 1e-3f);
 }
 
@@ -787,8 +800,10 @@ TEST_CASE("block_backward matches central differences for each part alone and al
     const Tensor<3> r = attn::randn<3>(rng, {B, T, C});
     attn::BlockCache cache;
     attn::Rng drop(3);
-    Tensor<3> out = attn::block_forward(x, w, cfg, cache, cfg.dropout > 0.0f ? &drop : nullptr);
-    if (cfg.dropout == 0.0f) CHECK_TENSOR_NEAR(out, attn::block_forward(x, w, cfg).out, 0.0, 0.0);
+    Tensor<3> out =
+        attn::block_forward(x, w, cfg, cache, cfg.spec.dropout > 0.0f ? &drop : nullptr);
+    if (cfg.spec.dropout == 0.0f)
+      CHECK_TENSOR_NEAR(out, attn::block_forward(x, w, cfg).out, 0.0, 0.0);
     CHECK(attn::activation_floats(cache) == attn::block_activation_floats(B, T, C, F, 4, cfg));
     attn::BlockWeights g = attn::block_zeros_like(w);
     Tensor<3> dx;
@@ -814,7 +829,7 @@ TEST_CASE("float64 check: every part's float backward, alone and together; 0.1% 
   // the Llama recipe.
   std::size_t k = 0;
   for (const attn::BlockConfig& cfg : part_variants()) {
-    if (cfg.norm != attn::NormPlacement::pre || cfg.dropout > 0.0f) continue;
+    if (cfg.norm != attn::NormPlacement::pre || cfg.spec.dropout > 0.0f) continue;
     attn::Rng rng(800 + k++);
     const std::size_t B = 2, T = 4, C = 8, F = 6;
     const attn::BlockWeights w = part_weights(rng, C, F, cfg);
@@ -856,16 +871,21 @@ TEST_CASE("float64 check: every part's float backward, alone and together; 0.1% 
 
 TEST_CASE("the parts' bad combinations get one-line errors") {
   attn::Rng rng(10);
-  attn::BlockConfig cfg;
-  cfg.n_heads = 4;
+  attn::BlockConfig cfg = block_config(8, 4);
   const Tensor<3> x = attn::randn<3>(rng, {1, 3, 8});
-  attn::BlockWeights w = attn::block_init(rng, 8, 16, cfg);
-  cfg.n_kv_heads = 3;
-  CHECK(error_of(x, w, cfg) == "attn::block_forward: n_kv_heads = 3 does not divide n_heads = 4");
-  cfg.n_kv_heads = 2;  // the weights are still MHA's: w_k (8, 8)
+  attn::BlockWeights w = attn::block_init(rng, 8, 16);
+  // 3 K/V heads for 4 query heads: no spec has them (resolve_spec names it).
+  CHECK_THROWS_WITH_AS(
+      rechoose(cfg, [](attn::ModelChoices& m) { m.n_kv_heads = 3; }),
+      "n_kv_heads 3 does not divide n_heads 4 (each K/V head serves an equal group of query heads)",
+      attn::SpecError);
+  cfg = rechoose(cfg, [](attn::ModelChoices& m) { m.n_kv_heads = 2; });
+  // the weights are still MHA's: w_k (8, 8)
   CHECK(error_of(x, w, cfg) == "attn::block_forward: attn.w_k is (8, 8), expected (8, 4)");
-  cfg.n_kv_heads = 0;
-  cfg.ffn = attn::FfnKind::swiglu;
+  cfg = rechoose(cfg, [](attn::ModelChoices& m) {
+    m.n_kv_heads = std::nullopt;
+    m.ffn = attn::FfnKind::swiglu;
+  });
   CHECK(error_of(x, w, cfg) ==
         "attn::block_forward: swiglu.w_gate is empty, expected (C, F) = (8, F) (ffn = swiglu)");
 }

@@ -66,10 +66,11 @@ std::string load_error(const fs::path& dir) {
 
 std::string load_lm_error(const fs::path& dir) {
   try {
-    attn::LmConfig config;
-    config.n_layers = 1;
-    config.n_heads = 2;
-    attn::load_lm(dir, config);
+    attn::ModelChoices asked;
+    asked.n_layers = 1;
+    asked.n_heads = 2;
+    attn::ModelSpec config;
+    attn::load_lm(dir, asked, config);
   } catch (const std::runtime_error& e) {
     return e.what();
   }
@@ -139,7 +140,7 @@ TEST_CASE("a file from another checkpoint (a torn or mixed set) is refused by na
 TEST_CASE("a model folder without a manifest (save_lm alone) still loads") {
   const fs::path dir = saved_run("plain");
   const fs::path plain = temp_dir("plain_model");
-  attn::LmConfig config = small_config().model;
+  attn::ModelSpec config = small_config().model;
   attn::LmWeights w = attn::load_lm(dir / "model", config);
   attn::save_lm(plain, w, config);
   CHECK_FALSE(fs::exists(plain / attn::kManifestName));
@@ -151,7 +152,7 @@ TEST_CASE("a model folder without a manifest (save_lm alone) still loads") {
 TEST_CASE("a model folder's tensors are regular files, not links") {
   const fs::path dir = saved_run("links");
   const fs::path plain = temp_dir("links_model");
-  attn::LmConfig config = small_config().model;
+  attn::ModelSpec config = small_config().model;
   attn::LmWeights w = attn::load_lm(dir / "model", config);
   attn::save_lm(plain, w, config);
   fs::remove(plain / "h0.w_k.npy");
@@ -360,30 +361,62 @@ TEST_CASE("a half or malformed corpus record is refused by name") {
 
 TEST_CASE("read_model_file gives model.txt's architecture, tolerates dropout, refuses the rest") {
   attn::TrainConfig c = small_config();
-  c.model.n_layers = 2;
-  c.model.tied_head = false;
-  c.model.activation = attn::Activation::relu;
+  c.model = attn::with_choices(c.model, [](attn::ModelChoices& m) {
+    m.n_layers = 2;
+    m.ablations.tied_head = false;
+    m.activation = attn::Activation::relu;
+  });
   const attn::TrainState s = attn::train_init(c);
   const fs::path dir = temp_dir("model_file");
   attn::save_lm(dir / "described", s.weights, c.model);
   attn::save_lm(dir / "bare", s.weights);  // no model.txt
-  const std::optional<attn::LmConfig> m = attn::read_model_file(dir / "described");
+  const std::optional<attn::ModelChoices> m = attn::read_model_file(dir / "described");
   REQUIRE(m.has_value());
   CHECK(m->n_layers == 2);
   CHECK(m->n_heads == 2);
-  CHECK_FALSE(m->tied_head);
+  CHECK_FALSE(m->ablations.tied_head);
   CHECK(m->activation == attn::Activation::relu);
+  CHECK(attn::resolve_spec(*m) == c.model);  // model.txt holds the whole spec
   CHECK_FALSE(attn::read_model_file(dir / "bare").has_value());
-  // A key a later version adds for training only: accepted, and it changes nothing here.
+  // dropout, a key for training only: any p in [0, 1) is accepted, and it changes nothing here.
   std::ostringstream read;
   read << std::ifstream(dir / "described" / "model.txt").rdbuf();
-  std::string text = read.str();
-  std::ofstream(dir / "described" / "model.txt", std::ios::trunc) << text << "dropout 0.2\n";
+  const std::string text = read.str();
+  const auto with_line = [&](const std::string& key, const std::string& line) {
+    std::string t = text;
+    const std::size_t at = t.find("\n" + key + " ");
+    REQUIRE(at != std::string::npos);
+    t.replace(at + 1, t.find('\n', at + 1) - at - 1, line);
+    std::ofstream(dir / "described" / "model.txt", std::ios::trunc) << t;
+  };
+  with_line("dropout", "dropout 0.2");
   CHECK(attn::read_model_file(dir / "described")->n_layers == 2);
-  std::ofstream(dir / "described" / "model.txt", std::ios::trunc) << text << "dropout 1.5\n";
+  CHECK(attn::read_model_file(dir / "described")->dropout == 0.2f);
+  with_line("dropout", "dropout 1.5");
   CHECK_THROWS_WITH_AS(attn::read_model_file(dir / "described"),
                        doctest::Contains("dropout is '1.5', expected a probability in [0, 1)"),
                        std::runtime_error);
+  // The sizes model.txt names must be the tensors': wte.npy (V, C) and wpe.npy (T_max, C) have
+  // the final say, and a file that disagrees with them is refused by name.
+  const std::string described = "model '" + (dir / "described").string() + "': ";
+  attn::ModelSpec loaded;
+  with_line("n_embd", "n_embd 16");
+  CHECK_THROWS_WITH_AS(attn::load_lm(dir / "described", 2, 2, loaded),
+                       (described + "model.txt says n_embd 16, but wte.npy (V, C) has 8").c_str(),
+                       std::runtime_error);
+  with_line("vocab_size", "vocab_size 9");
+  CHECK_THROWS_WITH_AS(
+      attn::load_lm(dir / "described", 2, 2, loaded),
+      (described + "model.txt says vocab_size 9, but wte.npy (V, C) has 7").c_str(),
+      std::runtime_error);
+  with_line("block_size", "block_size 12");
+  CHECK_THROWS_WITH_AS(
+      attn::load_lm(dir / "described", 2, 2, loaded),
+      (described + "model.txt says block_size 12, but wpe.npy (T_max, C) has 6").c_str(),
+      std::runtime_error);
+  std::ofstream(dir / "described" / "model.txt", std::ios::trunc) << text;
+  CHECK_NOTHROW(attn::load_lm(dir / "described", 2, 2, loaded));
+  CHECK(loaded == c.model);
   std::ofstream(dir / "bare" / "model.txt") << "n_layers 2\nn_hedas 2\n";
   CHECK_THROWS_WITH_AS(attn::read_model_file(dir / "bare"),
                        doctest::Contains("model.txt line 2: unknown key 'n_hedas'"),
@@ -396,16 +429,18 @@ TEST_CASE("read_model_file gives model.txt's architecture, tolerates dropout, re
 
 TEST_CASE("--weights DIR alone: the architecture from the folder, flags only agree with it") {
   attn::TrainConfig c = small_config();
-  c.model.n_layers = 2;
-  c.model.tied_head = false;
-  c.model.activation = attn::Activation::relu;
+  c.model = attn::with_choices(c.model, [](attn::ModelChoices& m) {
+    m.n_layers = 2;
+    m.ablations.tied_head = false;
+    m.activation = attn::Activation::relu;
+  });
   const attn::TrainState s = attn::train_init(c);
   const fs::path dir = temp_dir("described");
   attn::save_checkpoint(dir, s, c, vocab7());
   // A run folder resolves to its current model; nothing typed: everything from the files.
   const fs::path model = attn::resolve_model_folder(dir);
   CHECK(model == fs::canonical(dir / "current" / "model"));
-  attn::LmConfig got;
+  attn::ModelSpec got;
   bool described = false;
   const attn::LmWeights w = attn::load_lm_as_described(model, {}, 4, got, described);
   CHECK(described);
@@ -414,7 +449,7 @@ TEST_CASE("--weights DIR alone: the architecture from the folder, flags only agr
   CHECK(got.n_embd == 8);
   CHECK(got.block_size == 6);
   CHECK(got.vocab_size == 7);
-  CHECK_FALSE(got.tied_head);
+  CHECK_FALSE(got.ablations.tied_head);
   CHECK(got.activation == attn::Activation::relu);
   // The same logits as the weights that were saved (independent: lm_forward on the originals).
   xt::xtensor<int, 2> tokens = {{1, 2, 3, 4, 5, 6}};

@@ -24,11 +24,14 @@
 namespace {
 
 using attn::Tensor;
+using attn::with_choices;
+using attn::testing::block_config;
 using attn::testing::check_caught;
 using attn::testing::check_gradients;
 using attn::testing::cspan_of;
 using attn::testing::random_ids;
 using attn::testing::random_lm;
+using attn::testing::rechoose;
 using attn::testing::span_of;
 using E = std::invalid_argument;
 
@@ -84,10 +87,14 @@ TEST_CASE("p outside [0, 1) is refused by name") {
   CHECK_THROWS_WITH_AS(attn::dropout_mask(rng, -0.1f, mask),
                        "attn::dropout_mask: p = -0.1 is outside [0, 1)", E);
   CHECK_THROWS_AS(attn::dropout_mask(rng, std::numeric_limits<float>::quiet_NaN(), mask), E);
-  attn::LmConfig config;
+  // A model's p is checked once, when its spec is resolved (lm_init takes a resolved spec).
+  attn::ModelChoices config;
   config.dropout = 1.5f;
-  CHECK_THROWS_WITH_AS(attn::lm_init(rng, config),
-                       "attn::lm_init: dropout: p = 1.5 is outside [0, 1)", E);
+  CHECK_THROWS_WITH_AS(attn::resolve_spec(config),
+                       "dropout must be in [0, 1), the probability of zeroing a value, got 1.5",
+                       attn::SpecError);
+  config.dropout = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THROWS_AS(attn::resolve_spec(config), attn::SpecError);
 }
 
 TEST_CASE("forward multiplies by the mask, backward passes dy through the same mask") {
@@ -145,10 +152,8 @@ TEST_CASE("the block with dropout matches central differences under a fixed mask
   for (const attn::NormPlacement norm : {attn::NormPlacement::pre, attn::NormPlacement::post}) {
     attn::Rng rng(norm == attn::NormPlacement::pre ? 20 : 21);
     const std::size_t C = 8, F = 16;
-    attn::BlockConfig cfg;
-    cfg.n_heads = 2;
+    attn::BlockConfig cfg = block_config(C, 2, [](attn::ModelChoices& m) { m.dropout = 0.3f; });
     cfg.norm = norm;
-    cfg.dropout = 0.3f;
     attn::BlockWeights w = random_block(rng, C, F);
     Tensor<3> x = attn::randn<3>(rng, {2, 4, C});
     attn::BlockCache cache;
@@ -176,8 +181,8 @@ TEST_CASE("the block with dropout matches central differences under a fixed mask
     const std::string name = std::string("block dropout ") + std::string(attn::norm_name(norm));
     check_gradients(name, attn::grad_check(loss, tensors));
     // The backward of a block without dropout (mask forgotten) must fail the same check.
-    attn::BlockConfig no_drop = cfg;
-    no_drop.dropout = 0.0f;
+    const attn::BlockConfig no_drop =
+        rechoose(cfg, [](attn::ModelChoices& m) { m.dropout = 0.0f; });
     attn::BlockCache plain;
     (void)attn::block_forward(x, w, no_drop, plain);
     Tensor<3> dx_wrong;
@@ -193,8 +198,7 @@ TEST_CASE("dropout 0 is the block without dropout, bit for bit, and keeps no mas
   attn::Rng rng(30);
   const attn::BlockWeights w = random_block(rng, 8, 32);
   const Tensor<3> x = attn::randn<3>(rng, {2, 5, 8});
-  attn::BlockConfig cfg;
-  cfg.n_heads = 2;
+  attn::BlockConfig cfg = block_config(8, 2);
   attn::BlockCache cache;
   attn::Rng masks(1), untouched(1);
   const Tensor<3> out = attn::block_forward(x, w, cfg, cache, &masks);
@@ -203,7 +207,7 @@ TEST_CASE("dropout 0 is the block without dropout, bit for bit, and keeps no mas
   CHECK(masks.next_u32() == untouched.next_u32());  // nothing drawn
   CHECK(attn::activation_floats(cache) == attn::block_activation_floats(2, 5, 8, 32, 2, cfg));
   // With dropout the two masks are counted, by both.
-  cfg.dropout = 0.2f;
+  cfg = rechoose(cfg, [](attn::ModelChoices& m) { m.dropout = 0.2f; });
   (void)attn::block_forward(x, w, cfg, cache, &masks);
   CHECK(attn::activation_floats(cache) == attn::block_activation_floats(2, 5, 8, 32, 2, cfg));
 }
@@ -212,9 +216,7 @@ TEST_CASE("a block asked to reuse masks it does not hold says so") {
   attn::Rng rng(31);
   const attn::BlockWeights w = random_block(rng, 8, 32);
   const Tensor<3> x = attn::randn<3>(rng, {1, 3, 8});
-  attn::BlockConfig cfg;
-  cfg.n_heads = 2;
-  cfg.dropout = 0.1f;
+  const attn::BlockConfig cfg = block_config(8, 2, [](attn::ModelChoices& m) { m.dropout = 0.1f; });
   attn::BlockCache cache;
   CHECK_THROWS_WITH_AS(attn::block_forward(x, w, cfg, cache),
                        "attn::block_forward: expected a generator for dropout, or a fixed "
@@ -225,15 +227,11 @@ TEST_CASE("a block asked to reuse masks it does not hold says so") {
 
 TEST_SUITE("common.dropout") {
 TEST_CASE("the language model with dropout matches central differences under fixed masks") {
-  attn::LmConfig config;
-  config.vocab_size = 7;
-  config.block_size = 5;
-  config.n_embd = 4;
-  config.n_heads = 2;
-  config.n_layers = 2;
-  config.tied_head = false;
-  config.activation = attn::Activation::gelu;
-  config.dropout = 0.25f;
+  attn::ModelChoices choices = attn::testing::lm_choices(7, 5, 4, 2, 2);
+  choices.ablations.tied_head = false;
+  choices.activation = attn::Activation::gelu;
+  choices.dropout = 0.25f;
+  const attn::ModelSpec config = attn::resolve_spec(choices);
   attn::Rng rng(40);
   attn::LmWeights w = random_lm(rng, config);
   const auto tokens = random_ids(rng, 2, 4, 7);
@@ -245,8 +243,8 @@ TEST_CASE("the language model with dropout matches central differences under fix
   // The training loss is not the evaluation loss (lm_loss never drops)...
   CHECK(std::abs(loss - attn::lm_loss(tokens, targets, w, config)) > 1e-4);
   // ...and the evaluation loss does not depend on p at all.
-  attn::LmConfig no_drop = config;
-  no_drop.dropout = 0.0f;
+  const attn::ModelSpec no_drop =
+      attn::with_choices(config, [](attn::ModelChoices& m) { m.dropout = 0.0f; });
   CHECK(attn::lm_loss(tokens, targets, w, config) == attn::lm_loss(tokens, targets, w, no_drop));
   cache.fixed_dropout_masks = true;  // every evaluation below reuses the masks just drawn
   attn::LmCache eval_cache = cache;
@@ -268,12 +266,9 @@ TEST_CASE("the language model with dropout matches central differences under fix
 
 TEST_CASE("a training step's masks depend on the seed and the step only") {
   attn::TrainConfig c;
-  c.model.vocab_size = 7;
-  c.model.block_size = 4;
-  c.model.n_embd = 8;
-  c.model.n_heads = 2;
-  c.model.n_layers = 1;
-  c.model.dropout = 0.2f;
+  attn::ModelChoices m = attn::testing::lm_choices(7, 4, 8, 2, 1);
+  m.dropout = 0.2f;
+  c.model = attn::resolve_spec(m);
   c.batch_size = 2;
   c.steps = 3;
   attn::Rng rng(50);
@@ -297,11 +292,7 @@ TEST_CASE("a training step's masks depend on the seed and the step only") {
 
 TEST_CASE("SGD moves every weight by lr times its gradient") {
   attn::TrainConfig c;
-  c.model.vocab_size = 5;
-  c.model.block_size = 3;
-  c.model.n_embd = 4;
-  c.model.n_heads = 1;
-  c.model.n_layers = 1;
+  c.model = attn::testing::lm_config(5, 3, 4, 1, 1);
   c.batch_size = 2;
   c.schedule.lr = 0.1f;
   c.optimizer = attn::Optimizer::sgd;
@@ -325,12 +316,9 @@ TEST_CASE("SGD moves every weight by lr times its gradient") {
 TEST_CASE("a checkpoint records dropout and the optimizer, and resume keeps them") {
   namespace fs = std::filesystem;
   attn::TrainConfig c;
-  c.model.vocab_size = 4;
-  c.model.block_size = 3;
-  c.model.n_embd = 4;
-  c.model.n_heads = 1;
-  c.model.n_layers = 1;
-  c.model.dropout = 0.2f;
+  attn::ModelChoices m = attn::testing::lm_choices(4, 3, 4, 1, 1);
+  m.dropout = 0.2f;
+  c.model = attn::resolve_spec(m);
   c.optimizer = attn::Optimizer::sgd;
   c.batch_size = 2;
   c.steps = 2;

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "attn/ops/rmsnorm.hpp"
 #include "attn/ops/rope.hpp"
 #include "attn/ops/swiglu.hpp"
+#include "test_fixtures.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -298,14 +300,15 @@ TEST_CASE("fast SwiGLU's backward refuses gradients of another width, before add
 // ---- Grouped-query attention, RoPE, sliding window ----
 
 struct GqaCase {
-  std::size_t B, T, C, H, KV, window;
+  std::size_t B, T, C, H, KV;
+  std::optional<std::size_t> window;  // none: every earlier key
   bool rope;
 };
 
 std::string describe(const GqaCase& c) {
   return "B " + std::to_string(c.B) + " T " + std::to_string(c.T) + " C " + std::to_string(c.C) +
          " H " + std::to_string(c.H) + " KV " + std::to_string(c.KV) + " window " +
-         std::to_string(c.window) + (c.rope ? " rope" : "");
+         (c.window ? std::to_string(*c.window) : std::string("none")) + (c.rope ? " rope" : "");
 }
 
 // Every case of the grid: hs 4 (BLAS products), 8 (hand-written ones), 3 (odd, without RoPE);
@@ -316,7 +319,9 @@ std::vector<GqaCase> gqa_cases() {
   for (const auto& [C, H] : widths)
     for (std::size_t T : {1, 5, 70})
       for (std::size_t KV : {1, 2, 4})
-        for (std::size_t window : {std::size_t{0}, std::size_t{1}, std::size_t{3}, T})
+        for (const std::optional<std::size_t> window :
+             {std::optional<std::size_t>{}, std::optional<std::size_t>{1},
+              std::optional<std::size_t>{3}, std::optional<std::size_t>{T}})
           for (bool rope : {false, true}) {
             if (rope && (C / H) % 2 != 0) continue;
             out.push_back({T == 70 ? std::size_t{1} : std::size_t{2}, T, C, H, KV, window, rope});
@@ -385,8 +390,9 @@ TEST_CASE("fast grouped-query attention equals attn::gqa_forward / gqa_backward 
 
 TEST_CASE("fast GQA with KV = H, no RoPE, no window is chapter 05's fast MHA, bit for bit") {
   attn::Rng rng(9);
-  for (const GqaCase& c : {GqaCase{2, 5, 16, 4, 4, 0, false}, GqaCase{1, 70, 32, 4, 4, 0, false},
-                           GqaCase{3, 9, 12, 4, 4, 0, false}}) {
+  for (const GqaCase& c :
+       {GqaCase{2, 5, 16, 4, 4, std::nullopt, false}, GqaCase{1, 70, 32, 4, 4, std::nullopt, false},
+        GqaCase{3, 9, 12, 4, 4, std::nullopt, false}}) {
     INFO(describe(c));
     const attn::MhaWeights w = gqa_weights(rng, c);
     const Tensor<3> x = attn::randn<3>(rng, {c.B, c.T, c.C});
@@ -424,7 +430,7 @@ TEST_CASE("fast GQA: a window of 1 attends to each query's own key only") {
 
 TEST_CASE("fast GQA refuses bad configs and weights, in one line") {
   attn::Rng rng(11);
-  const GqaCase c{1, 4, 12, 4, 2, 0, false};
+  const GqaCase c{1, 4, 12, 4, 2, std::nullopt, false};
   const attn::MhaWeights w = gqa_weights(rng, c);
   const Tensor<3> x = attn::randn<3>(rng, {1, 4, 12});
   attn::GqaConfig cfg = gqa_config(c);
@@ -473,7 +479,8 @@ Block64Result block64(const Tensor64<3>& x, const Tensor64<3>& dout, const attn:
                       const attn::BlockConfig& cfg) {
   const std::size_t C = x.shape()[2];
   const double eps = static_cast<double>(cfg.eps);
-  const bool rms = cfg.normalization == attn::Normalization::rmsnorm;
+  const attn::ModelSpec& spec = cfg.spec;
+  const bool rms = spec.normalization == attn::Normalization::rmsnorm;
   const auto beta = [&](const attn::Vector& b) {
     return b.size() != 0 ? to64(b) : Tensor64<1>(xt::zeros<double>({C}));
   };
@@ -503,18 +510,18 @@ Block64Result block64(const Tensor64<3>& x, const Tensor64<3>& dout, const attn:
     return dx;
   };
   attn::GqaConfig gc;
-  gc.n_heads = cfg.n_heads;
-  gc.n_kv_heads = attn::kv_heads(cfg);
-  gc.rope = cfg.rope;
-  gc.theta = cfg.rope_theta;
-  gc.window = cfg.window;
+  gc.n_heads = spec.n_heads;
+  gc.n_kv_heads = spec.n_kv_heads;
+  gc.rope = spec.rope();
+  gc.theta = spec.rope_theta;
+  gc.window = spec.window;
   const attn::GqaWeights<double> a{to64(wf.attn.w_q), to64(wf.attn.w_k), to64(wf.attn.w_v),
                                    to64(wf.attn.w_o)};
   attn::GqaCache<double> ac;
   const Tensor64<3> x1 = x + attn::gqa_forward<double>(norm(x, g1, b1, n1), a, gc, ac);
   const Tensor64<3> h = norm(x1, g2, b2, n2);
   Tensor64<3> dh;
-  if (cfg.ffn == attn::FfnKind::swiglu) {
+  if (spec.ffn == attn::FfnKind::swiglu) {
     const attn::SwigluWeights<double> sw{to64(wf.swiglu.w_gate), to64(wf.swiglu.w_up),
                                          to64(wf.swiglu.w_down)};
     attn::SwigluCache<double> sc;
@@ -528,10 +535,10 @@ Block64Result block64(const Tensor64<3>& x, const Tensor64<3>& dout, const attn:
         to64(wf.ffn.w1), wf.ffn.b1.size() ? to64(wf.ffn.b1) : xt::zeros<double>({F}),
         to64(wf.ffn.w2), wf.ffn.b2.size() ? to64(wf.ffn.b2) : xt::zeros<double>({C})};
     attn::FfnCache64 fc;
-    r.out = x1 + attn::ffn_forward<double>(h, m, cfg.activation, fc);
+    r.out = x1 + attn::ffn_forward<double>(h, m, spec.activation, fc);
     r.dmlp = {xt::zeros<double>(m.w1.shape()), xt::zeros<double>(m.b1.shape()),
               xt::zeros<double>(m.w2.shape()), xt::zeros<double>(m.b2.shape())};
-    attn::ffn_backward<double>(dout, fc, m, cfg.activation, dh, r.dmlp);
+    attn::ffn_backward<double>(dout, fc, m, spec.activation, dh, r.dmlp);
   }
   const Tensor64<3> dx1 = dout + norm_back(dh, x1, g2, n2, r.dg2, r.db2);
   r.da = {xt::zeros<double>(a.w_q.shape()), xt::zeros<double>(a.w_k.shape()),
@@ -545,20 +552,17 @@ Block64Result block64(const Tensor64<3>& x, const Tensor64<3>& dout, const attn:
 std::vector<attn::BlockConfig> block_parts() {
   std::vector<attn::BlockConfig> v;
   const auto with = [&](auto change) {
-    attn::BlockConfig c;
-    c.n_heads = 4;  // C = 32: hs = 8
-    change(c);
-    v.push_back(c);
+    v.push_back(attn::testing::block_config(32, 4, change));  // C = 32: hs = 8
   };
-  with([](attn::BlockConfig& c) { c.rope = true; });
-  with([](attn::BlockConfig& c) { c.ffn = attn::FfnKind::swiglu; });
-  with([](attn::BlockConfig& c) { c.n_kv_heads = 2; });
-  with([](attn::BlockConfig& c) { c.n_kv_heads = 1; });
-  with([](attn::BlockConfig& c) { c.window = 3; });
-  with([](attn::BlockConfig& c) { c.normalization = attn::Normalization::rmsnorm; });
-  with([](attn::BlockConfig& c) { c.bias = false; });
-  with([](attn::BlockConfig& c) {  // every part together
-    c.rope = true;
+  with([](attn::ModelChoices& c) { c.positions = attn::Positions::rope; });
+  with([](attn::ModelChoices& c) { c.ffn = attn::FfnKind::swiglu; });
+  with([](attn::ModelChoices& c) { c.n_kv_heads = 2; });
+  with([](attn::ModelChoices& c) { c.n_kv_heads = 1; });
+  with([](attn::ModelChoices& c) { c.window = 3; });
+  with([](attn::ModelChoices& c) { c.normalization = attn::Normalization::rmsnorm; });
+  with([](attn::ModelChoices& c) { c.bias = false; });
+  with([](attn::ModelChoices& c) {  // every part together
+    c.positions = attn::Positions::rope;
     c.ffn = attn::FfnKind::swiglu;
     c.n_kv_heads = 2;
     c.window = 5;
@@ -572,11 +576,14 @@ TEST_CASE("the block's training forward and backward with every part equal the f
   attn::Rng rng(12);
   const std::size_t B = 2, T = 9, C = 32;
   for (const attn::BlockConfig& cfg : block_parts()) {
-    INFO("KV " << attn::kv_heads(cfg) << " rope " << cfg.rope << " window " << cfg.window << " "
-               << attn::ffn_kind_name(cfg.ffn) << " " << attn::normalization_name(cfg.normalization)
-               << " bias " << cfg.bias);
-    const std::size_t F = cfg.ffn == attn::FfnKind::swiglu ? attn::swiglu_width(C) : 4 * C;
-    attn::BlockWeights w = attn::block_init(rng, C, F, cfg);
+    const attn::ModelSpec& p = cfg.spec;
+    INFO("KV " << p.n_kv_heads << " rope " << p.rope() << " window " << p.window.value_or(0) << " "
+               << attn::ffn_kind_name(p.ffn) << " " << attn::normalization_name(p.normalization)
+               << " bias " << p.bias);
+    const std::size_t F = p.ffn == attn::FfnKind::swiglu ? attn::swiglu_width(C) : 4 * C;
+    REQUIRE(p.n_embd == C);
+    REQUIRE(p.ffn_hidden == F);  // the spec's default width
+    attn::BlockWeights w = attn::block_init(rng, p);
     // Weights that matter: N(0, 0.2) matrices, gammas near 1, betas and biases non-zero.
     for (attn::Matrix* m : {&w.attn.w_q, &w.attn.w_k, &w.attn.w_v, &w.attn.w_o, &w.ffn.w1,
                             &w.ffn.w2, &w.swiglu.w_gate, &w.swiglu.w_up, &w.swiglu.w_down})
@@ -603,7 +610,7 @@ TEST_CASE("the block's training forward and backward with every part equal the f
     CHECK_TENSOR_NEAR(g.ln1_gamma, want.dg1, kAtol, kRtol);
     CHECK_TENSOR_NEAR(g.ln2_gamma, want.dg2, kAtol, kRtol);
     if (g.ln1_beta.size() != 0) CHECK_TENSOR_NEAR(g.ln1_beta, want.db1, kAtol, kRtol);
-    if (cfg.ffn == attn::FfnKind::swiglu) {
+    if (p.ffn == attn::FfnKind::swiglu) {
       CHECK_TENSOR_NEAR(g.swiglu.w_gate, want.dsw.w_gate, kAtol, kRtol);
       CHECK_TENSOR_NEAR(g.swiglu.w_up, want.dsw.w_up, kAtol, kRtol);
       CHECK_TENSOR_NEAR(g.swiglu.w_down, want.dsw.w_down, kAtol, kRtol);

@@ -24,6 +24,7 @@
 #include "attn/model/model.hpp"
 #include "attn/model/reference.hpp"
 #include "attn/ops/attention.hpp"
+#include "test_fixtures.hpp"
 #include "test_helpers.hpp"
 
 // This binary records its largest single allocation (operator new), so a test can check that
@@ -337,16 +338,22 @@ const std::size_t kBelow = attn::fast::kFlashMinT - 1, kAbove = attn::fast::kFla
 TEST_CASE("the block's training path runs the flash kernel from kFlashMinT, equal to float64") {
   attn::Rng rng(1210);
   const std::size_t B = 1, C = 16, H = 2, F = 64;
-  attn::BlockConfig cfg;
-  cfg.n_heads = H;
-  cfg.keep_weights = false;
+  // block_size kAbove: room for the longest T (nothing a block checks, but the spec says it).
+  const auto block = [&](attn::Positions positions) {
+    attn::BlockConfig c = attn::testing::block_config(C, H, [&](attn::ModelChoices& m) {
+      m.block_size = kAbove;
+      m.positions = positions;
+    });
+    c.keep_weights = false;
+    return c;
+  };
   // Learned positions (chapter 05's attention), and RoPE (chapter 11's, turned in the projections
   // before the same kernel).
   for (const bool rope : {false, true})
     for (const std::size_t T : {kBelow, kAbove}) {
       CAPTURE(rope);
       CAPTURE(T);
-      cfg.rope = rope;
+      const attn::BlockConfig cfg = block(rope ? attn::Positions::rope : attn::Positions::learned);
       const bool flash = T >= attn::fast::kFlashMinT;
       attn::BlockWeights w = attn::block_init(rng, C, F);
       sharpen(w.attn);
@@ -392,12 +399,7 @@ TEST_CASE("the block's training path runs the flash kernel from kFlashMinT, equa
 
 TEST_CASE("the model's training step runs the flash kernel from kFlashMinT, equal to float64") {
   attn::Rng rng(1211);
-  attn::LmConfig config;
-  config.vocab_size = 11;
-  config.n_embd = 16;
-  config.n_heads = 2;
-  config.n_layers = 1;
-  config.block_size = kAbove;
+  const attn::ModelSpec config = attn::testing::lm_config(11, kAbove, 16, 2, 1);
   for (const std::size_t T : {kBelow, kAbove}) {
     CAPTURE(T);
     attn::LmWeights w = attn::lm_init(rng, config);

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -66,6 +67,9 @@ M64 untile_grad(const M64& d, std::size_t H, std::size_t KV, std::size_t hs, boo
 TEST_SUITE("gqa") {
 
 TEST_CASE("n_kv_heads = n_heads is chapter 05's multi-head attention (float, causal or not)") {
+  // The default config is that attention too: as many K/V heads as query heads, no window.
+  CHECK(attn::GqaConfig{}.n_kv_heads == attn::GqaConfig{}.n_heads);
+  CHECK_FALSE(attn::GqaConfig{}.window);
   attn::Rng rng(51);
   const attn::Tensor<3> x = attn::randn<3>(rng, {2, 5, 8});
   const attn::GqaWeights<float> w = random_gqa<float>(rng, 8, 8);
@@ -152,7 +156,7 @@ TEST_CASE("RoPE and the window compose as their own ops (rope, sliding_window_at
   CHECK(xt::amax(xt::abs(attn::gqa_forward<double>(x, w, plain).out - g.out))() > 1e-3);
   plain.window = T;
   attn::GqaConfig no_window = plain;
-  no_window.window = 0;
+  no_window.window = std::nullopt;
   CHECK_TENSOR_NEAR(attn::gqa_forward<double>(x, w, plain).out,
                     attn::gqa_forward<double>(x, w, no_window).out, 1e-14, 1e-12);
 }
@@ -163,12 +167,13 @@ TEST_CASE("backward: float64 central differences agree; a K/V gradient not summe
   struct Variant {
     std::size_t KV;
     bool rope;
-    std::size_t window;
+    std::optional<std::size_t> window;  // none: every earlier key
   };
-  for (const Variant variant : {Variant{2, true, 3}, Variant{1, false, 0}, Variant{4, true, 0}}) {
+  for (const Variant variant :
+       {Variant{2, true, 3}, Variant{1, false, std::nullopt}, Variant{4, true, std::nullopt}}) {
     const std::size_t KV = variant.KV;
     const std::string op = "gqa KV " + std::to_string(KV) + (variant.rope ? " rope" : "") +
-                           (variant.window ? " window " + std::to_string(variant.window) : "");
+                           (variant.window ? " window " + std::to_string(*variant.window) : "");
     attn::GqaConfig config;
     config.n_heads = H;
     config.n_kv_heads = KV;
@@ -254,8 +259,8 @@ TEST_CASE("bad input: every inconsistent setting is a one-line error naming it")
   config.causal = false;
   config.window = 2;
   CHECK(error_of([&] { (void)attn::gqa_forward<float>(x, w2, config); }) ==
-        "attn::gqa: a sliding window is causal: window = 2 needs causal attention (or window 0 "
-        "for none)");
+        "attn::gqa: a sliding window is causal: window = 2 needs causal attention (or no "
+        "window)");
 }
 
 }  // TEST_SUITE

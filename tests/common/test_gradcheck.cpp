@@ -28,6 +28,7 @@
 #include "attn/ops/mask.hpp"
 #include "attn/ops/softmax.hpp"
 #include "attn/train/gradcheck.hpp"
+#include "test_fixtures.hpp"
 
 namespace {
 
@@ -454,8 +455,7 @@ TEST_CASE(
     for (const attn::NormPlacement norm : {attn::NormPlacement::pre, attn::NormPlacement::post}) {
       INFO(attn::norm_name(norm));
       attn::Rng rng(seed);
-      attn::BlockConfig config;
-      config.n_heads = 2;
+      attn::BlockConfig config = attn::testing::block_config(8, 2);
       config.norm = norm;
       const attn::BlockWeights wf = random_block(rng, 8, 32);
       const attn::Tensor<3> xf = attn::randn<3>(rng, {1, 4, 8});
@@ -494,12 +494,7 @@ TEST_CASE("float64: the language model's backward passes; 0.1% off fails; the fl
                                    std::uint64_t{2}, std::uint64_t{3}}) {
     INFO("seed " << seed);
     attn::Rng rng(seed);
-    attn::LmConfig lc;
-    lc.vocab_size = 11;
-    lc.block_size = 6;
-    lc.n_embd = 8;
-    lc.n_heads = 2;
-    lc.n_layers = 2;
+    const attn::ModelSpec lc = attn::testing::lm_config(11, 6, 8, 2, 2);
     attn::LmWeights wf = attn::lm_init(rng, lc);
     for (const attn::NamedTensor& t : attn::lm_parameters(wf)) {
       const bool gamma = t.name.find("gamma") != std::string::npos;
@@ -577,9 +572,8 @@ TEST_CASE("a correct float backward (a learner's, chapter 08 --mine) passes the 
 TEST_CASE("the reference refuses what it does not cover, by name") {
   attn::Rng rng(3);
   attn::ref::BlockWeights<double> w = attn::ref::cast<double>(random_block(rng, 8, 32));
-  attn::BlockConfig config;
-  config.n_heads = 2;
-  config.attn_proj = false;
+  attn::BlockConfig config = attn::testing::block_config(
+      8, 2, [](attn::ModelChoices& m) { m.ablations.attn_proj = false; });
   const attn::Tensor64<3> x = xt::zeros<double>({1, 4, 8});
   try {
     (void)attn::ref::block_forward(x, w, config);
@@ -587,8 +581,10 @@ TEST_CASE("the reference refuses what it does not cover, by name") {
   } catch (const std::invalid_argument& e) {
     CHECK(std::string(e.what()).find("attn_proj = false") != std::string::npos);
   }
-  config.attn_proj = true;
-  config.dropout = 0.1f;
+  config = attn::testing::rechoose(config, [](attn::ModelChoices& m) {
+    m.ablations.attn_proj = true;
+    m.dropout = 0.1f;
+  });
   attn::Tensor64<3> dx;
   attn::ref::BlockWeights<double> g = attn::ref::zeros_like(w);
   CHECK_THROWS_WITH_AS(attn::ref::block_backward(x, x, w, config, dx, g),

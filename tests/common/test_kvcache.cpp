@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -40,7 +41,7 @@ std::vector<int> random_ids(attn::Rng& rng, std::size_t n, std::size_t V) {
 
 // lm_forward's logits at the last position of each of the B sequences (B, T) -> (B, V).
 attn::Matrix forward_last(const std::vector<int>& tokens, std::size_t B, const attn::LmWeights& w,
-                          const attn::LmConfig& config) {
+                          const attn::ModelSpec& config) {
   const std::size_t T = tokens.size() / B, V = config.vocab_size;
   xt::xtensor<int, 2> t(std::array<std::size_t, 2>{B, T});
   std::copy(tokens.begin(), tokens.end(), t.data());
@@ -77,7 +78,7 @@ TEST_CASE("the cache holds 2 L B T_max C floats, by the formula and in its tenso
 
 TEST_CASE("prefill logits equal lm_forward's last row, for B = 1 and 2 and every prompt length") {
   attn::Rng init(3);
-  const attn::LmConfig config = attn::testing::lm_config(11, 6, 8, 2, 2);
+  const attn::ModelSpec config = attn::testing::lm_config(11, 6, 8, 2, 2);
   const attn::LmWeights w = random_model(init, config);
   for (const std::size_t B : {std::size_t{1}, std::size_t{2}}) {
     attn::KvCache cache = attn::kv_cache_init(config, B);
@@ -95,8 +96,8 @@ TEST_CASE("prefill logits equal lm_forward's last row, for B = 1 and 2 and every
 TEST_CASE("every step's logits equal lm_forward over the whole sequence so far") {
   for (const std::uint64_t seed : {5u, 6u, 7u}) {
     attn::Rng init(seed);
-    const attn::LmConfig config = seed == 7 ? attn::testing::lm_config(65, 64, 64, 4, 4)
-                                            : attn::testing::lm_config(13, 9, 12, 3, 3);
+    const attn::ModelSpec config = seed == 7 ? attn::testing::lm_config(65, 64, 64, 4, 4)
+                                             : attn::testing::lm_config(13, 9, 12, 3, 3);
     const attn::LmWeights w = random_model(init, config);
     const std::size_t B = seed == 6 ? 2 : 1;
     attn::KvCache cache = attn::kv_cache_init(config, B);
@@ -124,7 +125,7 @@ TEST_CASE("every step's logits equal lm_forward over the whole sequence so far")
 TEST_CASE("keys and values in the cache are the projections of each layer's normalised input") {
   // Layer 0 by hand: k = ln1(wte[id] + wpe[t]) @ w_k, head hh in columns [hh*hs, (hh+1)*hs).
   attn::Rng init(8);
-  const attn::LmConfig config = attn::testing::lm_config(11, 6, 8, 2, 1);
+  const attn::ModelSpec config = attn::testing::lm_config(11, 6, 8, 2, 1);
   const attn::LmWeights w = random_model(init, config);
   attn::KvCache cache = attn::kv_cache_init(config, 1);
   const std::vector<int> tokens = {3, 1, 4, 1};
@@ -152,7 +153,7 @@ TEST_CASE(
   // One KV append serves the exercise's attn::kv_append and the model's prefill and steps. Read
   // each cached position back as rows (B, H*hs), append them to an empty cache: the same bits.
   attn::Rng init(12);
-  const attn::LmConfig config = attn::testing::lm_config(13, 7, 12, 3, 2);
+  const attn::ModelSpec config = attn::testing::lm_config(13, 7, 12, 3, 2);
   const attn::LmWeights w = random_model(init, config);
   attn::KvCache cache = attn::kv_cache_init(config, 2);
   attn::lm_prefill(cache, std::vector<int>{3, 1, 4, 1, 5, 9, 2, 6}, w, config);  // B 2, T 4
@@ -184,7 +185,7 @@ TEST_CASE(
 TEST_CASE("lm_generate_cached gives lm_generate's tokens, token for token") {
   struct Case {
     const char* name;
-    attn::LmConfig config;
+    attn::ModelSpec config;
     std::size_t prompt_length;
     attn::GenerateOptions options;
   };
@@ -198,9 +199,9 @@ TEST_CASE("lm_generate_cached gives lm_generate's tokens, token for token") {
     o.greedy = greedy;
     return o;
   };
-  const attn::LmConfig tiny = attn::testing::lm_config(11, 6, 8, 2, 2);
-  const attn::LmConfig mid = attn::testing::lm_config(13, 9, 12, 3, 3);
-  const attn::LmConfig ch09 = attn::testing::lm_config(65, 64, 64, 4, 4);
+  const attn::ModelSpec tiny = attn::testing::lm_config(11, 6, 8, 2, 2);
+  const attn::ModelSpec mid = attn::testing::lm_config(13, 9, 12, 3, 3);
+  const attn::ModelSpec ch09 = attn::testing::lm_config(65, 64, 64, 4, 4);
   const std::vector<Case> cases = {
       {"greedy, short prompt, runs past T_max", tiny, 2, opts(30, 1.0f, 0, 1.0f, true)},
       {"greedy, prompt longer than T_max", mid, 15, opts(25, 1.0f, 0, 1.0f, true)},
@@ -235,13 +236,14 @@ TEST_CASE("lm_generate_cached gives lm_generate's tokens, token for token") {
 TEST_CASE("chapter 09's models: a separate output head, ReLU or tanh GELU, another FFN width") {
   // The variants a training run of chapter 09 saves by default (the lecture's head and ReLU),
   // checked like the default model: cached tokens equal lm_generate's, past T_max too.
-  attn::LmConfig relu_untied = attn::testing::lm_config(11, 6, 8, 2, 2);
-  relu_untied.tied_head = false;
+  attn::ModelChoices relu_untied = attn::testing::lm_choices(11, 6, 8, 2, 2);
+  relu_untied.ablations.tied_head = false;
   relu_untied.activation = attn::Activation::relu;
-  attn::LmConfig tanh_wide = attn::testing::lm_config(13, 5, 12, 3, 1);
+  attn::ModelChoices tanh_wide = attn::testing::lm_choices(13, 5, 12, 3, 1);
   tanh_wide.activation = attn::Activation::gelu_tanh;
   tanh_wide.ffn_hidden = 20;
-  for (const attn::LmConfig& config : {relu_untied, tanh_wide}) {
+  for (const attn::ModelSpec& config :
+       {attn::resolve_spec(relu_untied), attn::resolve_spec(tanh_wide)}) {
     for (const std::uint64_t seed : {4u, 5u}) {
       CAPTURE(seed);
       attn::Rng init(seed);
@@ -262,8 +264,9 @@ TEST_CASE("chapter 09's models: a separate output head, ReLU or tanh GELU, anoth
 }
 
 TEST_CASE("the ladder's reduced models (no LayerNorm, residual, FFN or projection) are refused") {
-  attn::LmConfig reduced = attn::testing::lm_config(11, 6, 8, 2, 1);
-  reduced.use_ffn = false;
+  const attn::ModelSpec reduced =
+      attn::with_choices(attn::testing::lm_config(11, 6, 8, 2, 1),
+                         [](attn::ModelChoices& m) { m.ablations.ffn = false; });
   attn::Rng init(1);
   const attn::LmWeights w = attn::lm_init(init, reduced);
   const std::vector<int> prompt = {1, 2};
@@ -276,7 +279,7 @@ TEST_CASE("the ladder's reduced models (no LayerNorm, residual, FFN or projectio
 
 TEST_CASE("the tokens do not depend on the library's thread count") {
   attn::Rng init(31);
-  const attn::LmConfig config = attn::testing::lm_config(65, 64, 64, 4, 2);
+  const attn::ModelSpec config = attn::testing::lm_config(65, 64, 64, 4, 2);
   const attn::LmWeights w = random_model(init, config);
   attn::GenerateOptions o;
   o.max_new_tokens = 100;
@@ -296,7 +299,7 @@ TEST_CASE("the tokens do not depend on the library's thread count") {
 
 TEST_CASE("no allocation per generated token: 10 or 300 new tokens allocate the same") {
   attn::Rng init(11);
-  const attn::LmConfig config = attn::testing::lm_config(65, 64, 64, 4, 4);
+  const attn::ModelSpec config = attn::testing::lm_config(65, 64, 64, 4, 4);
   const attn::LmWeights w = random_model(init, config);
   const std::vector<int> prompt = {7, 3};
   const auto allocations = [&](std::size_t n, bool top_p) {
@@ -329,7 +332,7 @@ TEST_CASE("no allocation per generated token: 10 or 300 new tokens allocate the 
 
 TEST_CASE("steps write into the buffers allocated up front: data pointers never move") {
   attn::Rng init(12);
-  const attn::LmConfig config = attn::testing::lm_config(11, 6, 8, 2, 2);
+  const attn::ModelSpec config = attn::testing::lm_config(11, 6, 8, 2, 2);
   const attn::LmWeights w = random_model(init, config);
   attn::KvCache cache = attn::kv_cache_init(config, 1);
   const float* keys0 = cache.keys[0].data();
@@ -348,7 +351,7 @@ TEST_CASE("steps write into the buffers allocated up front: data pointers never 
 
 TEST_CASE(
     "per-token FLOPs: the uncached formula is the blocks' plus the head, the cached is flat") {
-  const attn::LmConfig config = attn::testing::lm_config(65, 64, 64, 4, 4);
+  const attn::ModelSpec config = attn::testing::lm_config(65, 64, 64, 4, 4);
   for (const std::size_t T : {std::size_t{1}, std::size_t{10}, std::size_t{64}}) {
     const double blocks = 4.0 * attn::block_forward_flops(1, T, 64, 256, 4);
     CHECK(attn::lm_token_flops_uncached(config, T) ==
@@ -414,7 +417,7 @@ TEST_CASE("kv_append writes one position per head, attend_cache equals attention
 }
 
 TEST_CASE("a re-fill costs L-1 whole layers on T_max-1 rows, the last layer's k and v, one step") {
-  const attn::LmConfig config = attn::testing::lm_config(65, 64, 64, 4, 4);
+  const attn::ModelSpec config = attn::testing::lm_config(65, 64, 64, 4, 4);
   const double C = 64, F = 256, rows = 63;
   const double want = 3.0 * (2.0 * rows * (4 * C * C + 2 * C * F) + 4.0 * rows * rows * C) +
                       2.0 * rows * 2 * C * C + attn::lm_token_flops_cached(config, 63);
@@ -427,16 +430,18 @@ TEST_CASE("a re-fill costs L-1 whole layers on T_max-1 rows, the last layer's k 
 
 TEST_CASE("bad input: sizes, ids, a full cache, mismatched weights and options") {
   attn::Rng init(13);
-  const attn::LmConfig config = attn::testing::lm_config(11, 6, 8, 2, 2);
+  const attn::ModelSpec config = attn::testing::lm_config(11, 6, 8, 2, 2);
   const attn::LmWeights w = random_model(init, config);
   CHECK_THROWS_WITH_AS(attn::kv_cache_init(config, 0),
                        "attn::kv_cache_init: batch must be at least 1, got 0",
                        std::invalid_argument);
-  attn::LmConfig bad_heads = config;
+  // A model whose heads do not divide C has no spec to make a cache for: resolve_spec refuses it.
+  attn::ModelChoices bad_heads = config.choices();
   bad_heads.n_heads = 3;
-  CHECK_THROWS_WITH_AS(attn::kv_cache_init(bad_heads, 1),
-                       "attn::kv_cache_init: n_heads = 3 does not divide n_embd = 8",
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(attn::resolve_spec(bad_heads),
+                       "n_heads 3 does not divide n_embd 8 (every head gets n_embd / n_heads "
+                       "channels)",
+                       attn::SpecError);
 
   attn::KvCache cache = attn::kv_cache_init(config, 2);
   CHECK_THROWS_WITH_AS(
@@ -469,8 +474,8 @@ TEST_CASE("bad input: sizes, ids, a full cache, mismatched weights and options")
                        std::invalid_argument);
   // A cache made for a model of the same sizes but a narrower FFN (F = 16, this one's 32): its
   // keys, values and logits fit, its FFN workspace `hidden` does not and would be written past.
-  attn::LmConfig narrow = config;
-  narrow.ffn_hidden = 2 * config.n_embd;
+  const attn::ModelSpec narrow =
+      attn::with_choices(config, [&](attn::ModelChoices& m) { m.ffn_hidden = 2 * config.n_embd; });
   attn::KvCache narrow_cache = attn::kv_cache_init(narrow, 1);
   for (attn::Tensor<4>& k : narrow_cache.keys) k.fill(7.0f);
   narrow_cache.hidden.fill(7.0f);
@@ -540,7 +545,7 @@ TEST_CASE("bad input: sizes, ids, a full cache, mismatched weights and options")
 // ---- The rolling cache (chapter 11's parts).
 
 // A model with parts whose every weight matters: lm_init's shapes, values redrawn.
-attn::LmWeights parts_model(attn::Rng& rng, const attn::LmConfig& config) {
+attn::LmWeights parts_model(attn::Rng& rng, const attn::ModelSpec& config) {
   attn::LmWeights w = attn::lm_init(rng, config);
   const float s = 1.0f / std::sqrt(static_cast<float>(config.n_embd));
   for (const attn::NamedTensor& t : attn::lm_parameters(w)) {
@@ -552,19 +557,21 @@ attn::LmWeights parts_model(attn::Rng& rng, const attn::LmConfig& config) {
 }
 
 // The Llama recipe with a window (Mistral's): rope, RMSNorm, SwiGLU, 2 K/V heads for 4, no bias.
-attn::LmConfig mistral_config(std::size_t window) {
-  attn::LmConfig c = attn::testing::lm_config(11, 8, 16, 4, 2);
-  c.positions = attn::Positions::rope;
+// `positions` learned instead: a table, so T_max binds again.
+attn::ModelSpec mistral_config(std::optional<std::size_t> window,
+                               attn::Positions positions = attn::Positions::rope) {
+  attn::ModelChoices c = attn::testing::lm_choices(11, 8, 16, 4, 2);
+  c.positions = positions;
   c.normalization = attn::Normalization::rmsnorm;
   c.ffn = attn::FfnKind::swiglu;
   c.n_kv_heads = 2;
   c.bias = false;
   c.window = window;
-  return c;
+  return attn::resolve_spec(c);
 }
 
 TEST_CASE("rolling cache: W positions of n_kv_heads per layer, the same after 10 W tokens") {
-  const attn::LmConfig c = mistral_config(4);
+  const attn::ModelSpec c = mistral_config(4);
   attn::Rng rng(900);
   const attn::LmWeights w = parts_model(rng, c);
   attn::RollingKvCache cache = attn::rolling_cache_init(c, 2);
@@ -579,18 +586,19 @@ TEST_CASE("rolling cache: W positions of n_kv_heads per layer, the same after 10
   CHECK(cache.keys[0].shape() == std::array<std::size_t, 4>{2, 2, 4, 4});
   CHECK(cache.keys[0].data() == k0);  // written round-robin in place
   // Multi-head attention (KV = H) holds twice as much, and no window holds T_max positions.
-  attn::LmConfig mha = c;
-  mha.n_kv_heads = 0;
+  const attn::ModelSpec mha =
+      attn::with_choices(c, [](attn::ModelChoices& m) { m.n_kv_heads = std::nullopt; });
+  CHECK(mha.n_kv_heads == 4);
   CHECK(attn::rolling_cache_floats(mha, 2) == 2 * attn::rolling_cache_floats(c, 2));
-  attn::LmConfig whole = c;
-  whole.window = 0;
+  const attn::ModelSpec whole =
+      attn::with_choices(c, [](attn::ModelChoices& m) { m.window = std::nullopt; });
   CHECK(attn::rolling_cache_floats(whole, 2) == 2 * attn::rolling_cache_floats(c, 2));
 }
 
 TEST_CASE(
     "rolling cache: every step equals the full sliding-window forward, 10 W tokens past T_max") {
   for (std::size_t window : {1, 3, 4}) {
-    const attn::LmConfig c = mistral_config(window);
+    const attn::ModelSpec c = mistral_config(window);
     attn::Rng rng(901 + window);
     const attn::LmWeights w = parts_model(rng, c);
     const std::vector<int> seq = random_ids(rng, 10 * 4, c.vocab_size);  // 40 > T_max = 8
@@ -613,7 +621,7 @@ TEST_CASE(
 }
 
 TEST_CASE("rolling cache: lm_generate_cached gives lm_generate's tokens, greedy and sampled") {
-  const attn::LmConfig c = mistral_config(4);
+  const attn::ModelSpec c = mistral_config(4);
   attn::Rng rng(910);
   const attn::LmWeights w = parts_model(rng, c);
   const std::vector<int> prompt{1, 5, 2};
@@ -633,9 +641,10 @@ TEST_CASE("rolling cache: lm_generate_cached gives lm_generate's tokens, greedy 
 
 TEST_CASE("parts without the rolling window re-fill past T_max: lm_generate's tokens") {
   for (int variant = 0; variant < 3; ++variant) {
-    attn::LmConfig c = mistral_config(variant == 2 ? 3 : 0);
-    if (variant == 1) c.positions = attn::Positions::learned;  // a table: T_max still binds
-    if (variant == 2) c.positions = attn::Positions::learned;
+    // variant 0: rope, no window; 1 and 2: a table, so T_max still binds (2 with a window).
+    const attn::ModelSpec c =
+        mistral_config(variant == 2 ? std::optional<std::size_t>(3) : std::nullopt,
+                       variant == 0 ? attn::Positions::rope : attn::Positions::learned);
     attn::Rng rng(920 + static_cast<std::uint64_t>(variant));
     const attn::LmWeights w = parts_model(rng, c);
     attn::GenerateOptions g;
@@ -650,8 +659,7 @@ TEST_CASE("parts without the rolling window re-fill past T_max: lm_generate's to
 TEST_CASE("rolling cache: kv_work counts each fill as one prefill and each token after as a step") {
   // No window, learned positions: the context is cropped to T_max = 8, so past it every token
   // re-fills the cache (one prefill of T_max positions) instead of stepping.
-  attn::LmConfig c = mistral_config(0);
-  c.positions = attn::Positions::learned;
+  const attn::ModelSpec c = mistral_config(std::nullopt, attn::Positions::learned);
   attn::Rng rng(940);
   const attn::LmWeights w = parts_model(rng, c);
   attn::GenerateOptions g;
@@ -667,7 +675,7 @@ TEST_CASE("rolling cache: kv_work counts each fill as one prefill and each token
   CHECK(work.steps == 5);
   CHECK(work.positions == 3 + 5 + 4 * 8);
   // A rope model with a window never re-fills: one prefill, then a step per token.
-  const attn::LmConfig m = mistral_config(4);
+  const attn::ModelSpec m = mistral_config(4);
   const attn::LmWeights wm = parts_model(rng, m);
   const attn::KvWork before_m = attn::kv_work();
   (void)attn::lm_generate_cached(wm, m, prompt, g, r);
@@ -678,7 +686,7 @@ TEST_CASE("rolling cache: kv_work counts each fill as one prefill and each token
 }
 
 TEST_CASE("rolling cache: a full cache, a wrong cache and bad ids are refused") {
-  attn::LmConfig c = mistral_config(0);  // no window: T_max positions
+  const attn::ModelSpec c = mistral_config(std::nullopt);  // no window: T_max positions
   attn::Rng rng(930);
   const attn::LmWeights w = parts_model(rng, c);
   attn::RollingKvCache cache = attn::rolling_cache_init(c, 1);
@@ -694,8 +702,7 @@ TEST_CASE("rolling cache: a full cache, a wrong cache and bad ids are refused") 
   CHECK_THROWS_WITH_AS(attn::lm_step_rolling(fresh, std::span<const int>(&bad, 1), w, c),
                        "attn::lm_step_rolling: token id 11 at index 0 is outside [0, 11)",
                        std::invalid_argument);
-  attn::LmConfig other = c;
-  other.window = 4;
+  const attn::ModelSpec other = attn::with_choices(c, [](attn::ModelChoices& m) { m.window = 4; });
   CHECK_THROWS_WITH_AS(attn::lm_step_rolling(fresh, std::span<const int>(&id, 1), w, other),
                        "attn::lm_step_rolling: the cache was not made by rolling_cache_init for "
                        "this config",

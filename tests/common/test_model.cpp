@@ -56,7 +56,7 @@ const fs::path& temp() {
 }
 
 // V 11, T_max 6, C 8, H 2 (hs = 4), L 2.
-attn::LmConfig tiny_config() { return attn::testing::lm_config(11, 6, 8, 2, 2); }
+attn::ModelSpec tiny_config() { return attn::testing::lm_config(11, 6, 8, 2, 2); }
 
 using attn::testing::random_ids;
 using attn::testing::random_lm;
@@ -65,14 +65,13 @@ using attn::testing::random_model;
 // The model written out step by step from the pieces, one sequence at a time, with the plain
 // three-loop matmul for the output projection.
 attn::Tensor<3> naive_lm(const xt::xtensor<int, 2>& tokens, const attn::LmWeights& w,
-                         const attn::LmConfig& config) {
+                         const attn::ModelSpec& config) {
   const std::size_t B = tokens.shape()[0], T = tokens.shape()[1];
   const std::size_t C = config.n_embd, V = config.vocab_size;
-  attn::BlockConfig bc;
-  bc.n_heads = config.n_heads;
+  attn::BlockConfig bc = attn::testing::block_config(
+      C, config.n_heads, [](attn::ModelChoices& m) { m.activation = attn::Activation::gelu; });
   bc.causal = true;
   bc.norm = attn::NormPlacement::pre;
-  bc.activation = attn::Activation::gelu;
   bc.eps = 1e-5f;
   const attn::Matrix wte_t = xt::transpose(w.wte);  // (C, V)
   attn::Tensor<3> logits(std::array<std::size_t, 3>{B, T, V});
@@ -109,7 +108,7 @@ TEST_SUITE("model") {
 
 TEST_CASE("lm_init gives every tensor its shape, 0.02-scale tables and identity ln_f") {
   attn::Rng rng(1);
-  attn::LmConfig config;  // the defaults: V 65, T_max 64, C 64, H 4, L 2
+  attn::ModelSpec config;  // the defaults: V 65, T_max 64, C 64, H 4, L 2
   const attn::LmWeights w = attn::lm_init(rng, config);
   CHECK(w.wte.shape() == std::array<std::size_t, 2>{65, 64});
   CHECK(w.wpe.shape() == std::array<std::size_t, 2>{64, 64});
@@ -127,15 +126,18 @@ TEST_CASE("lm_init gives every tensor its shape, 0.02-scale tables and identity 
   attn::Rng again(1);
   CHECK(attn::lm_init(again, config).wpe == w.wpe);
 
-  config.n_heads = 5;
-  CHECK_THROWS_WITH_AS(attn::lm_init(rng, config),
-                       "attn::lm_init: n_heads = 5 does not divide n_embd = 64",
-                       std::invalid_argument);
+  // A spec that does not fit is refused once, by resolve_spec (lm_init takes a resolved spec).
+  attn::ModelChoices five_heads = config.choices();
+  five_heads.n_heads = 5;
+  CHECK_THROWS_WITH_AS(
+      attn::resolve_spec(five_heads),
+      "n_heads 5 does not divide n_embd 64 (every head gets n_embd / n_heads channels)",
+      attn::SpecError);
 }
 
 TEST_CASE("lm_forward equals the pieces composed by hand") {
   attn::Rng rng(7);
-  const attn::LmConfig config = tiny_config();
+  const attn::ModelSpec config = tiny_config();
   const attn::LmWeights w = random_model(rng, config);
   SUBCASE("B 2, T 5") {
     const auto tokens = random_ids(rng, 2, 5, config.vocab_size);
@@ -156,7 +158,7 @@ TEST_CASE("lm_forward equals the pieces composed by hand") {
 
 TEST_CASE("lm_forward_with_weights gives lm_forward's logits and each layer's causal weights") {
   attn::Rng rng(11);
-  const attn::LmConfig config = tiny_config();
+  const attn::ModelSpec config = tiny_config();
   const attn::LmWeights w = random_model(rng, config);
   const auto tokens = random_ids(rng, 2, 5, config.vocab_size);
   const attn::LmForward f = attn::lm_forward_with_weights(tokens, w, config);
@@ -182,7 +184,7 @@ TEST_CASE("lm_forward_with_weights gives lm_forward's logits and each layer's ca
 
 TEST_CASE("future tokens do not change the logits of earlier positions") {
   attn::Rng rng(3);
-  const attn::LmConfig config = tiny_config();
+  const attn::ModelSpec config = tiny_config();
   const attn::LmWeights w = random_model(rng, config);
   const xt::xtensor<int, 2> a = {{1, 4, 9, 2, 7, 0}};
   const xt::xtensor<int, 2> b = {{1, 4, 9, 5, 5, 10}};  // same first 3 tokens
@@ -202,7 +204,7 @@ TEST_CASE("future tokens do not change the logits of earlier positions") {
 
 TEST_CASE("lm_forward rejects empty, too long and out-of-vocabulary input") {
   attn::Rng rng(5);
-  const attn::LmConfig config = tiny_config();
+  const attn::ModelSpec config = tiny_config();
   const attn::LmWeights w = random_model(rng, config);
   const xt::xtensor<int, 2> empty(std::array<std::size_t, 2>{1, 0});
   CHECK_THROWS_WITH_AS(attn::lm_forward(empty, w, config),
@@ -221,13 +223,12 @@ TEST_CASE("lm_forward rejects empty, too long and out-of-vocabulary input") {
   CHECK_THROWS_WITH_AS(attn::lm_forward(negative, w, config),
                        "attn::lm_forward: token id -1 at (0, 0) is outside [0, 11)",
                        std::invalid_argument);
-  attn::LmConfig wrong = config;
-  wrong.vocab_size = 12;
+  attn::ModelSpec wrong =
+      attn::with_choices(config, [](attn::ModelChoices& m) { m.vocab_size = 12; });
   CHECK_THROWS_WITH_AS(attn::lm_forward(xt::xtensor<int, 2>{{1}}, w, wrong),
                        "attn::lm_forward: expected wte of shape (V, C) = (12, 8), got (11, 8)",
                        std::invalid_argument);
-  wrong = config;
-  wrong.n_layers = 3;
+  wrong = attn::with_choices(config, [](attn::ModelChoices& m) { m.n_layers = 3; });
   CHECK_THROWS_WITH_AS(attn::lm_forward(xt::xtensor<int, 2>{{1}}, w, wrong),
                        "attn::lm_forward: config has n_layers = 3 but the weights hold 2 blocks",
                        std::invalid_argument);
@@ -235,14 +236,15 @@ TEST_CASE("lm_forward rejects empty, too long and out-of-vocabulary input") {
 
 TEST_CASE("save_lm then load_lm gives the same model and the same logits") {
   attn::Rng rng(11);
-  const attn::LmConfig config = tiny_config();
+  const attn::ModelSpec config = tiny_config();
   const attn::LmWeights w = random_model(rng, config);
   const fs::path dir = saved_model("round_trip", w);
   CHECK(fs::exists(dir / "h1.ln2_beta.npy"));
   CHECK(fs::exists(dir / "ln_f_gamma.npy"));
 
-  attn::LmConfig loaded_config;
-  loaded_config.vocab_size = 999;  // overwritten
+  attn::ModelChoices other;
+  other.vocab_size = 999;
+  attn::ModelSpec loaded_config = attn::resolve_spec(other);  // overwritten
   const attn::LmWeights loaded = attn::load_lm(dir, 2, 2, loaded_config);
   CHECK(loaded_config.vocab_size == 11);
   CHECK(loaded_config.block_size == 6);
@@ -258,9 +260,9 @@ TEST_CASE("save_lm then load_lm gives the same model and the same logits") {
 
 TEST_CASE("load_lm names the first missing, mis-shaped or corrupt tensor") {
   attn::Rng rng(13);
-  const attn::LmConfig config = tiny_config();
+  const attn::ModelSpec config = tiny_config();
   const attn::LmWeights w = random_model(rng, config);
-  attn::LmConfig out;
+  attn::ModelSpec out;
 
   SUBCASE("a missing tensor") {
     const fs::path dir = saved_model("missing", w);
@@ -363,7 +365,7 @@ TEST_CASE("load_lm names the first missing, mis-shaped or corrupt tensor") {
 
 TEST_CASE("lm_generate is reproducible with a seed and returns only the new tokens") {
   attn::Rng init(17);
-  const attn::LmConfig config = tiny_config();
+  const attn::ModelSpec config = tiny_config();
   const attn::LmWeights w = random_model(init, config);
   const std::vector<int> prompt = {1, 2, 3};
   attn::GenerateOptions options;
@@ -382,7 +384,7 @@ TEST_CASE("lm_generate is reproducible with a seed and returns only the new toke
 
 TEST_CASE("top_k = 1 is greedy decoding: each token is the argmax of the cropped context") {
   attn::Rng init(19);
-  const attn::LmConfig config = tiny_config();
+  const attn::ModelSpec config = tiny_config();
   const attn::LmWeights w = random_model(init, config);
   const std::vector<int> prompt = {4, 4, 0, 9, 1, 3, 7, 2};  // longer than T_max = 6
   attn::GenerateOptions options;
@@ -407,7 +409,7 @@ TEST_CASE("top_k = 1 is greedy decoding: each token is the argmax of the cropped
 
 TEST_CASE("a prompt longer than T_max is cropped to its last T_max tokens") {
   attn::Rng init(23);
-  const attn::LmConfig config = tiny_config();
+  const attn::ModelSpec config = tiny_config();
   const attn::LmWeights w = random_model(init, config);
   const std::vector<int> long_prompt = {10, 9, 8, 1, 2, 3, 4, 5, 6};
   const std::vector<int> last6 = {1, 2, 3, 4, 5, 6};
@@ -422,7 +424,7 @@ TEST_CASE("a prompt longer than T_max is cropped to its last T_max tokens") {
 
 TEST_CASE("lm_generate rejects an empty prompt, bad options and unknown prompt tokens") {
   attn::Rng init(29);
-  const attn::LmConfig config = tiny_config();
+  const attn::ModelSpec config = tiny_config();
   const attn::LmWeights w = random_model(init, config);
   attn::Rng rng(1);
   attn::GenerateOptions options;
@@ -456,65 +458,58 @@ using attn::testing::cspan_of;
 using attn::testing::span_of;
 
 // V 7, T_max 5, C 4, H 2 (hs = 2), L 2.
-attn::LmConfig small_config() { return attn::testing::lm_config(7, 5, 4, 2, 2); }
+attn::ModelSpec small_config() { return attn::testing::lm_config(7, 5, 4, 2, 2); }
 
-std::string describe(const attn::LmConfig& c) {
-  return "lm L=" + std::to_string(c.n_layers) + (c.tied_head ? "" : " untied") +
-         (c.use_layer_norm ? "" : " noLN") + (c.residual ? "" : " noRes") +
-         (c.use_ffn ? "" : " noFFN") + (c.attn_proj ? "" : " noProj") +
-         (c.ffn_hidden ? " F=" + std::to_string(c.ffn_hidden) : "") + " " +
+std::string describe(const attn::ModelSpec& c) {
+  return "lm L=" + std::to_string(c.n_layers) + (c.ablations.tied_head ? "" : " untied") +
+         (c.ablations.layer_norm ? "" : " noLN") + (c.ablations.residual ? "" : " noRes") +
+         (c.ablations.ffn ? "" : " noFFN") + (c.ablations.attn_proj ? "" : " noProj") +
+         (c.choices().ffn_hidden ? " F=" + std::to_string(c.ffn_hidden) : "") + " " +
          std::string(attn::activation_name(c.activation)) +
          (c.positions == attn::Positions::rope ? " rope" : "") +
          (c.normalization == attn::Normalization::rmsnorm ? " rmsnorm" : "") +
          (c.ffn == attn::FfnKind::swiglu ? " swiglu" : "") +
-         (c.n_kv_heads ? " KV=" + std::to_string(c.n_kv_heads) : "") +
-         (c.window ? " W=" + std::to_string(c.window) : "") + (c.bias ? "" : " no-bias");
+         (c.n_kv_heads != c.n_heads ? " KV=" + std::to_string(c.n_kv_heads) : "") +
+         (c.window ? " W=" + std::to_string(*c.window) : "") + (c.bias ? "" : " no-bias");
 }
 
-std::vector<attn::LmConfig> lm_variants() {
-  std::vector<attn::LmConfig> v;
-  attn::LmConfig c = small_config();
+std::vector<attn::ModelSpec> lm_variants() {
+  std::vector<attn::ModelSpec> v;
+  const attn::ModelSpec c = small_config();
   v.push_back(c);  // the default model
-  for (std::size_t L : {1, 3}) {
-    attn::LmConfig d = c;
-    d.n_layers = L;
-    v.push_back(d);
-  }
-  auto with = [&](auto change) {
-    attn::LmConfig d = c;
-    change(d);
-    v.push_back(d);
-  };
-  with([](attn::LmConfig& d) { d.tied_head = false; });
-  with([](attn::LmConfig& d) { d.use_layer_norm = false; });
-  with([](attn::LmConfig& d) { d.residual = false; });
-  with([](attn::LmConfig& d) { d.use_ffn = false; });
-  with([](attn::LmConfig& d) { d.attn_proj = false; });
-  with([](attn::LmConfig& d) {
+  for (std::size_t L : {1, 3})
+    v.push_back(attn::with_choices(c, [&](attn::ModelChoices& d) { d.n_layers = L; }));
+  auto with = [&](auto change) { v.push_back(attn::with_choices(c, change)); };
+  with([](attn::ModelChoices& d) { d.ablations.tied_head = false; });
+  with([](attn::ModelChoices& d) { d.ablations.layer_norm = false; });
+  with([](attn::ModelChoices& d) { d.ablations.residual = false; });
+  with([](attn::ModelChoices& d) { d.ablations.ffn = false; });
+  with([](attn::ModelChoices& d) { d.ablations.attn_proj = false; });
+  with([](attn::ModelChoices& d) {
     d.ffn_hidden = 5;
     d.activation = attn::Activation::gelu_tanh;
   });
-  with([](attn::LmConfig& d) { d.activation = attn::Activation::relu; });
-  with([](attn::LmConfig& d) {  // the bottom of chapter 09's ladder: attention only, untied
-    d.tied_head = false;
-    d.use_layer_norm = false;
-    d.residual = false;
-    d.use_ffn = false;
-    d.attn_proj = false;
+  with([](attn::ModelChoices& d) { d.activation = attn::Activation::relu; });
+  with([](attn::ModelChoices& d) {  // the bottom of chapter 09's ladder: attention only, untied
+    d.ablations.tied_head = false;
+    d.ablations.layer_norm = false;
+    d.ablations.residual = false;
+    d.ablations.ffn = false;
+    d.ablations.attn_proj = false;
     d.n_layers = 1;
   });
   // Chapter 11's parts, each alone and all together (the Llama recipe, with and without a
   // window).
-  with([](attn::LmConfig& d) { d.positions = attn::Positions::rope; });
-  with([](attn::LmConfig& d) { d.normalization = attn::Normalization::rmsnorm; });
-  with([](attn::LmConfig& d) { d.ffn = attn::FfnKind::swiglu; });
-  with([](attn::LmConfig& d) { d.n_kv_heads = 1; });
-  with([](attn::LmConfig& d) { d.window = 2; });
-  with([](attn::LmConfig& d) {
+  with([](attn::ModelChoices& d) { d.positions = attn::Positions::rope; });
+  with([](attn::ModelChoices& d) { d.normalization = attn::Normalization::rmsnorm; });
+  with([](attn::ModelChoices& d) { d.ffn = attn::FfnKind::swiglu; });
+  with([](attn::ModelChoices& d) { d.n_kv_heads = 1; });
+  with([](attn::ModelChoices& d) { d.window = 2; });
+  with([](attn::ModelChoices& d) {
     d.bias = false;
-    d.tied_head = false;
+    d.ablations.tied_head = false;
   });
-  const auto llama = [](attn::LmConfig& d) {
+  const auto llama = [](attn::ModelChoices& d) {
     d.positions = attn::Positions::rope;
     d.normalization = attn::Normalization::rmsnorm;
     d.ffn = attn::FfnKind::swiglu;
@@ -522,7 +517,7 @@ std::vector<attn::LmConfig> lm_variants() {
     d.bias = false;
   };
   with(llama);
-  with([&](attn::LmConfig& d) {
+  with([&](attn::ModelChoices& d) {
     llama(d);
     d.window = 3;
     d.n_layers = 3;
@@ -532,7 +527,7 @@ std::vector<attn::LmConfig> lm_variants() {
 
 TEST_CASE("lm_forward_backward matches central differences for every parameter of every variant") {
   std::uint64_t seed = 600;
-  for (const attn::LmConfig& config : lm_variants()) {
+  for (const attn::ModelSpec& config : lm_variants()) {
     attn::Rng rng(seed++);
     attn::LmWeights w = random_lm(rng, config);
     const auto tokens = random_ids(rng, 2, 4, config.vocab_size);  // T = 4 < T_max = 5
@@ -586,10 +581,10 @@ TEST_CASE("the tied wte collects both uses: embedding rows plus the output proje
   // An untied model whose lm_head is wte^T computes the same loss; there wte only gets the
   // embedding's gradient and lm_head the projection's. Tied, wte must get their sum.
   attn::Rng rng(700);
-  attn::LmConfig tied = small_config();
+  attn::ModelSpec tied = small_config();
   attn::LmWeights w = random_lm(rng, tied);
-  attn::LmConfig untied = tied;
-  untied.tied_head = false;
+  const attn::ModelSpec untied =
+      attn::with_choices(tied, [](attn::ModelChoices& m) { m.ablations.tied_head = false; });
   attn::LmWeights wu = w;
   wu.lm_head = xt::transpose(w.wte);
   wu.lm_head_bias = xt::zeros<float>({tied.vocab_size});
@@ -608,10 +603,11 @@ TEST_CASE("the tied wte collects both uses: embedding rows plus the output proje
 
 TEST_CASE("lm_forward_backward accumulates, reuses its buffers, and is thread-count independent") {
   attn::Rng rng(701);
-  attn::LmConfig config = small_config();
-  config.n_embd = 16;
-  config.block_size = 40;
-  config.n_heads = 4;
+  const attn::ModelSpec config = attn::with_choices(small_config(), [](attn::ModelChoices& m) {
+    m.n_embd = 16;
+    m.block_size = 40;
+    m.n_heads = 4;
+  });
   const attn::LmWeights w = random_lm(rng, config);
   const auto tokens = random_ids(rng, 4, 40, config.vocab_size);
   const auto targets = random_ids(rng, 4, 40, config.vocab_size);
@@ -668,21 +664,21 @@ TEST_CASE("lm_batch_shards: whole sequences, at least 128 tokens a shard, at mos
 }
 
 // The shard tests' model: C 16, 4 heads, 2 layers, T 32 (a batch of 8 or 16 sequences shards).
-attn::LmConfig shard_config(float dropout) {
-  attn::LmConfig config = small_config();
-  config.n_embd = 16;
-  config.block_size = 32;
-  config.n_heads = 4;
-  config.n_layers = 2;
-  config.dropout = dropout;
-  return config;
+attn::ModelSpec shard_config(float dropout) {
+  return attn::with_choices(small_config(), [&](attn::ModelChoices& m) {
+    m.n_embd = 16;
+    m.block_size = 32;
+    m.n_heads = 4;
+    m.n_layers = 2;
+    m.dropout = dropout;
+  });
 }
 
 TEST_CASE(
     "lm_forward_backward in shards: the double reference's gradients, the same bits on any "
     "thread count, and one line for a shard count that does not divide B") {
   attn::Rng rng(717);
-  const attn::LmConfig config = shard_config(0.0f);
+  const attn::ModelSpec config = shard_config(0.0f);
   const std::size_t B = 16, T = 32;
   const attn::LmWeights w = random_lm(rng, config);
   const auto tokens = random_ids(rng, B, T, config.vocab_size);
@@ -781,9 +777,9 @@ TEST_CASE("one cache for two models in shards: each call's gradients are a fresh
   // The cache keeps the shards' own gradients between calls; a model whose tensors are shaped
   // otherwise (here a narrower FFN) must get new ones, and the first model again its own.
   attn::Rng rng(719);
-  const attn::LmConfig wide = shard_config(0.0f);
-  attn::LmConfig narrow = wide;
-  narrow.ffn_hidden = 2 * wide.n_embd;
+  const attn::ModelSpec wide = shard_config(0.0f);
+  const attn::ModelSpec narrow =
+      attn::with_choices(wide, [&](attn::ModelChoices& m) { m.ffn_hidden = 2 * wide.n_embd; });
   const attn::LmWeights w_wide = random_lm(rng, wide), w_narrow = random_lm(rng, narrow);
   const auto tokens = random_ids(rng, 8, 32, wide.vocab_size);
   const auto targets = random_ids(rng, 8, 32, wide.vocab_size);
@@ -791,7 +787,7 @@ TEST_CASE("one cache for two models in shards: each call's gradients are a fresh
   for (const bool use_wide : {true, false, true}) {
     CAPTURE(use_wide);
     const attn::LmWeights& w = use_wide ? w_wide : w_narrow;
-    const attn::LmConfig& config = use_wide ? wide : narrow;
+    const attn::ModelSpec& config = use_wide ? wide : narrow;
     attn::LmWeights g = attn::lm_zeros_like(w), g_fresh = attn::lm_zeros_like(w);
     attn::LmCache fresh;
     CHECK(attn::lm_forward_backward(tokens, targets, w, config, g, shared, 4) ==
@@ -816,7 +812,7 @@ TEST_CASE(
     "lm_forward_backward in shards with dropout: the masks depend on the generator's seed "
     "alone, not on the thread count") {
   attn::Rng rng(718);
-  const attn::LmConfig config = shard_config(0.2f);
+  const attn::ModelSpec config = shard_config(0.2f);
   const attn::LmWeights w = random_lm(rng, config);
   const auto tokens = random_ids(rng, 8, 32, config.vocab_size);
   const auto targets = random_ids(rng, 8, 32, config.vocab_size);
@@ -843,8 +839,8 @@ TEST_CASE(
 
 TEST_CASE("lm_parameters: the .npy names in order, variants skip their empty tensors") {
   attn::Rng rng(702);
-  attn::LmConfig config = small_config();
-  config.n_layers = 1;
+  const attn::ModelSpec config =
+      attn::with_choices(small_config(), [](attn::ModelChoices& m) { m.n_layers = 1; });
   attn::LmWeights w = attn::lm_init(rng, config);
   std::vector<std::string> names;
   std::size_t total = 0;
@@ -862,11 +858,12 @@ TEST_CASE("lm_parameters: the .npy names in order, variants skip their empty ten
   CHECK(total == attn::lm_parameter_count(w));
   const std::size_t V = 7, T = 5, C = 4, F = 16;
   CHECK(total == V * C + T * C + attn::block_param_count(C, F) + 2 * C);
-  attn::LmConfig ladder = config;
-  ladder.tied_head = false;
-  ladder.use_layer_norm = false;
-  ladder.use_ffn = false;
-  ladder.attn_proj = false;
+  const attn::ModelSpec ladder = attn::with_choices(config, [](attn::ModelChoices& m) {
+    m.ablations.tied_head = false;
+    m.ablations.layer_norm = false;
+    m.ablations.ffn = false;
+    m.ablations.attn_proj = false;
+  });
   attn::LmWeights wl = attn::lm_init(rng, ladder);
   names.clear();
   for (const attn::NamedTensor& t : attn::lm_parameters(wl)) names.push_back(t.name);
@@ -876,12 +873,13 @@ TEST_CASE("lm_parameters: the .npy names in order, variants skip their empty ten
 }
 
 TEST_CASE("lm_init: a variant shares the default model's draws; default logits unchanged") {
-  attn::LmConfig config = small_config();
+  const attn::ModelSpec config = small_config();
   attn::Rng r1(703), r2(703);
   const attn::LmWeights def = attn::lm_init(r1, config);
-  attn::LmConfig variant = config;
-  variant.attn_proj = false;
-  variant.tied_head = false;
+  const attn::ModelSpec variant = attn::with_choices(config, [](attn::ModelChoices& m) {
+    m.ablations.attn_proj = false;
+    m.ablations.tied_head = false;
+  });
   const attn::LmWeights var = attn::lm_init(r2, variant);
   CHECK_TENSOR_NEAR(var.wte, def.wte, 0.0, 0.0);
   CHECK_TENSOR_NEAR(var.blocks[1].ffn.w2, def.blocks[1].ffn.w2, 0.0, 0.0);
@@ -896,21 +894,25 @@ TEST_CASE("lm_init: a variant shares the default model's draws; default logits u
 
 TEST_CASE("save_lm / load_lm(dir, config) round-trip a variant") {
   attn::Rng rng(705);
-  attn::LmConfig config = small_config();
-  config.tied_head = false;
-  config.use_layer_norm = false;
-  config.ffn_hidden = 6;
+  const attn::ModelSpec config = attn::with_choices(small_config(), [](attn::ModelChoices& m) {
+    m.ablations.tied_head = false;
+    m.ablations.layer_norm = false;
+    m.ffn_hidden = 6;
+  });
   const attn::LmWeights w = random_lm(rng, config);
   const fs::path dir = temp() / "variant";
   attn::save_lm(dir, w);
   CHECK(fs::exists(dir / "lm_head.npy"));
   CHECK(!fs::exists(dir / "ln_f_gamma.npy"));
-  attn::LmConfig loaded;
-  loaded.n_layers = 2;
-  loaded.n_heads = 2;
-  loaded.tied_head = false;
-  loaded.use_layer_norm = false;
-  loaded.ffn_hidden = 6;
+  // What is asked for: the variant's choices, with the default sizes (V, C and T_max come from
+  // the files).
+  attn::ModelChoices asked;
+  asked.n_layers = 2;
+  asked.n_heads = 2;
+  asked.ablations.tied_head = false;
+  asked.ablations.layer_norm = false;
+  asked.ffn_hidden = 6;
+  attn::ModelSpec loaded = attn::resolve_spec(asked);
   const attn::LmWeights back = attn::load_lm(dir, loaded);
   CHECK(loaded.vocab_size == 7);
   CHECK(loaded.n_embd == 4);
@@ -919,31 +921,32 @@ TEST_CASE("save_lm / load_lm(dir, config) round-trip a variant") {
   CHECK_TENSOR_NEAR(attn::lm_forward(tokens, back, loaded), attn::lm_forward(tokens, w, config),
                     0.0, 0.0);
   // Asking for the tied default finds no ln_f.
-  attn::LmConfig wrong;
+  attn::ModelSpec wrong;
   CHECK_THROWS_AS(attn::load_lm(dir, 2, 2, wrong), std::runtime_error);
 }
 
 TEST_CASE("a folder saved with its config carries the variant: model.txt, read by both loaders") {
   attn::Rng rng(716);
-  attn::LmConfig config = small_config();
-  config.tied_head = false;
-  config.activation = attn::Activation::relu;
-  config.ffn_hidden = 6;
+  const attn::ModelSpec config = attn::with_choices(small_config(), [](attn::ModelChoices& m) {
+    m.ablations.tied_head = false;
+    m.activation = attn::Activation::relu;
+    m.ffn_hidden = 6;
+  });
   const attn::LmWeights w = random_lm(rng, config);
   const fs::path dir = temp() / "with_model_txt";
   attn::save_lm(dir, w, config);
   REQUIRE(fs::exists(dir / "model.txt"));
   // The chapter 07 / 10 loader passes only n_layers and n_heads: the rest comes from model.txt.
-  attn::LmConfig loaded;
+  attn::ModelSpec loaded;
   const attn::LmWeights back = attn::load_lm(dir, 2, 2, loaded);
-  CHECK_FALSE(loaded.tied_head);
+  CHECK_FALSE(loaded.ablations.tied_head);
   CHECK(loaded.activation == attn::Activation::relu);
   CHECK(loaded.ffn_hidden == 6);
   const auto tokens = random_ids(rng, 2, 5, 7);
   CHECK_TENSOR_NEAR(attn::lm_forward(tokens, back, loaded), attn::lm_forward(tokens, w, config),
                     0.0, 0.0);
   // A layer or head count that contradicts model.txt is refused, naming the flag to pass.
-  attn::LmConfig other;
+  attn::ModelSpec other;
   CHECK_THROWS_WITH_AS(attn::load_lm(dir, 2, 1, other),
                        doctest::Contains("model.txt says n_heads 2"), std::runtime_error);
   // A damaged model.txt is named: a key given twice (which one would count?), a bad value.
@@ -963,7 +966,7 @@ TEST_CASE("a folder saved with its config carries the variant: model.txt, read b
 
 TEST_CASE("lm_forward_backward and lm_loss name bad targets") {
   attn::Rng rng(706);
-  const attn::LmConfig config = small_config();
+  const attn::ModelSpec config = small_config();
   const attn::LmWeights w = attn::lm_init(rng, config);
   attn::LmWeights g = attn::lm_zeros_like(w);
   attn::LmCache cache;
@@ -990,8 +993,8 @@ TEST_CASE("lm_forward_backward and lm_loss name bad targets") {
       shaped.c_str(), E);
   // The gradients of another model with as many blocks and the same embeddings, head and final
   // LayerNorm, but a narrower FFN: the backward would write past their w1.
-  attn::LmConfig narrow = config;
-  narrow.ffn_hidden = 2 * config.n_embd;
+  const attn::ModelSpec narrow =
+      attn::with_choices(config, [&](attn::ModelChoices& m) { m.ffn_hidden = 2 * config.n_embd; });
   attn::LmWeights narrow_grads = attn::lm_zeros_like(attn::lm_init(rng, narrow));
   REQUIRE(narrow_grads.wte.shape() == w.wte.shape());
   REQUIRE(narrow_grads.blocks.size() == w.blocks.size());
@@ -1001,25 +1004,25 @@ TEST_CASE("lm_forward_backward and lm_loss name bad targets") {
 }
 
 TEST_CASE("float64 check: lm_forward_backward with parts against the reference model in double") {
-  std::vector<attn::LmConfig> configs;
-  attn::LmConfig c = small_config();  // C 4, H 2: hs 2
+  std::vector<attn::ModelSpec> configs;
+  attn::ModelChoices c = small_config().choices();  // C 4, H 2: hs 2
   c.positions = attn::Positions::rope;
-  configs.push_back(c);
-  c = small_config();
+  configs.push_back(attn::resolve_spec(c));
+  c = small_config().choices();
   c.bias = false;
-  c.tied_head = false;
-  configs.push_back(c);
-  c = small_config();
+  c.ablations.tied_head = false;
+  configs.push_back(attn::resolve_spec(c));
+  c = small_config().choices();
   c.positions = attn::Positions::rope;
   c.normalization = attn::Normalization::rmsnorm;
   c.ffn = attn::FfnKind::swiglu;
   c.n_kv_heads = 1;
   c.bias = false;
-  configs.push_back(c);
+  configs.push_back(attn::resolve_spec(c));
   c.window = 2;
-  configs.push_back(c);
+  configs.push_back(attn::resolve_spec(c));
   std::uint64_t seed = 660;
-  for (const attn::LmConfig& config : configs) {
+  for (const attn::ModelSpec& config : configs) {
     attn::Rng rng(seed++);
     const attn::LmWeights w = random_lm(rng, config);
     const auto tokens = random_ids(rng, 2, 4, config.vocab_size);
@@ -1048,12 +1051,13 @@ TEST_CASE("float64 check: lm_forward_backward with parts against the reference m
 }
 
 TEST_CASE("a window bounds what a logit sees: L (W - 1) tokens back, and rope has no T_max") {
-  attn::LmConfig c = small_config();
-  c.positions = attn::Positions::rope;
-  c.window = 3;
-  c.n_layers = 2;
-  c.normalization = attn::Normalization::rmsnorm;
-  c.ffn = attn::FfnKind::swiglu;
+  const attn::ModelSpec c = attn::with_choices(small_config(), [](attn::ModelChoices& m) {
+    m.positions = attn::Positions::rope;
+    m.window = 3;
+    m.n_layers = 2;
+    m.normalization = attn::Normalization::rmsnorm;
+    m.ffn = attn::FfnKind::swiglu;
+  });
   attn::Rng rng(650);
   const attn::LmWeights w = random_lm(rng, c);
   // T = 12 > T_max = 5: no position table limits a rope model.
@@ -1073,38 +1077,68 @@ TEST_CASE("a window bounds what a logit sees: L (W - 1) tokens back, and rope ha
   CHECK(last_row_changes(6) == 0.0);
   CHECK(last_row_changes(7) > 1e-4);
   // Learned positions keep their table's limit.
-  attn::LmConfig learned = small_config();
+  const attn::ModelSpec learned = small_config();
   const attn::LmWeights wl = attn::lm_init(rng, learned);
   CHECK_THROWS_AS(attn::lm_forward(ids, wl, learned), std::invalid_argument);
 }
 
-TEST_CASE("check_parts names each bad combination in one line") {
-  const auto error = [](const attn::LmConfig& c) {
+TEST_CASE("resolve_spec names each bad combination in one line") {
+  // check_parts' rules, now checked once by resolve_spec: a SpecError (an
+  // std::invalid_argument) naming the field, its value and what is expected.
+  const auto error = [](const attn::ModelChoices& c) {
     try {
-      attn::check_parts(c, "attn::lm_init");
-    } catch (const std::invalid_argument& e) {
+      (void)attn::resolve_spec(c);
+    } catch (const attn::SpecError& e) {
       return std::string(e.what());
     }
     return std::string("no error");
   };
-  attn::LmConfig c = small_config();  // C 4, H 2
+  const attn::ModelChoices c = small_config().choices();  // C 4, H 2
   CHECK(error(c) == "no error");
-  attn::LmConfig d = c;
+  attn::ModelChoices d = c;
   d.n_kv_heads = 3;
-  CHECK(error(d) == "attn::lm_init: n_kv_heads = 3 does not divide n_heads = 2");
+  CHECK(error(d) ==
+        "n_kv_heads 3 does not divide n_heads 2 (each K/V head serves an equal group of query "
+        "heads)");
   d = c;
   d.n_heads = 4;  // hs = 1
   d.positions = attn::Positions::rope;
   CHECK(error(d) ==
-        "attn::lm_init: rope positions rotate pairs of features, but the head size n_embd / "
-        "n_heads = 1 is odd");
+        "positions rope rotates pairs of features, but the head size n_embd 4 / n_heads 4 = 1 is "
+        "odd");
   d = c;
   d.rope_theta = 0.0;
-  CHECK(error(d) == "attn::lm_init: rope_theta = 0 must be a number > 0");
+  CHECK(error(d) == "rope_theta must be a number > 0 (RoPE's base, 10000 by default), got 0");
   d = c;
   d.window = 6;
   CHECK(error(d) ==
-        "attn::lm_init: window = 6 is above block_size = 5 (a window sees at most T_max keys)");
+        "window 6 is above block_size 5: a query sees at most the T keys of its window (0: no "
+        "window)");
+  d = c;
+  d.n_heads = 3;
+  CHECK(error(d) ==
+        "n_heads 3 does not divide n_embd 4 (every head gets n_embd / n_heads channels)");
+  d = c;
+  d.dropout = 1.0f;
+  CHECK(error(d) == "dropout must be in [0, 1), the probability of zeroing a value, got 1");
+  d = c;
+  d.ablations.attn_proj = false;
+  CHECK(error(d) == "no error");  // chapter 09's ladder, on chapter 05's attention
+  d.n_kv_heads = 1;
+  // (The rest of the line lists the other attentions: grouped K/V heads, RoPE, ...)
+  CHECK(error(d).starts_with(
+      "attn_proj 0 (chapter 09's ladder) runs chapter 05's attention only: no grouped K/V heads"));
+  // Named by the flag a learner typed, for a command line.
+  d = c;
+  d.n_kv_heads = 3;
+  try {
+    (void)attn::resolve_spec(d, attn::SpecNames::flags);
+    FAIL("no error");
+  } catch (const attn::SpecError& e) {
+    CHECK(std::string(e.what()).rfind("--n-kv-heads 3 does not divide --n-heads 2", 0) == 0);
+  }
+  // A SpecError is an std::invalid_argument.
+  CHECK_THROWS_AS(attn::resolve_spec(d), std::invalid_argument);
 }
 
 // A small text file's lines, each ending in a newline.
@@ -1117,14 +1151,15 @@ std::string text_of(const fs::path& path) {
 
 TEST_CASE("a model folder records its parts: model.txt keys, --weights DIR alone loads it") {
   attn::Rng rng(717);
-  attn::LmConfig config = small_config();
-  config.positions = attn::Positions::rope;
-  config.rope_theta = 500.0;
-  config.normalization = attn::Normalization::rmsnorm;
-  config.ffn = attn::FfnKind::swiglu;
-  config.n_kv_heads = 1;
-  config.window = 3;
-  config.bias = false;
+  const attn::ModelSpec config = attn::with_choices(small_config(), [](attn::ModelChoices& m) {
+    m.positions = attn::Positions::rope;
+    m.rope_theta = 500.0;
+    m.normalization = attn::Normalization::rmsnorm;
+    m.ffn = attn::FfnKind::swiglu;
+    m.n_kv_heads = 1;
+    m.window = 3;
+    m.bias = false;
+  });
   const attn::LmWeights w = random_lm(rng, config);
   const fs::path dir = temp() / "llama";
   attn::save_lm(dir, w, config);
@@ -1132,31 +1167,61 @@ TEST_CASE("a model folder records its parts: model.txt keys, --weights DIR alone
   CHECK(fs::exists(dir / "h1.w_gate.npy"));
   CHECK(!fs::exists(dir / "h0.w1.npy"));
   CHECK(!fs::exists(dir / "ln_f_beta.npy"));
+  // Every choice resolved, one `key value` line each (F = swiglu_width(4) = 16).
   const std::string text = text_of(dir / "model.txt");
-  CHECK(text.find("positions rope\nrope_theta 500\nnormalization rmsnorm\nffn swiglu\n"
-                  "n_kv_heads 1\nwindow 3\nbias 0\nblock_size 5\n") != std::string::npos);
-  const std::optional<attn::LmConfig> described = attn::read_model_file(dir);
+  CHECK(text == attn::model_txt(config));
+  CHECK(text ==
+        "# the model this folder holds (attn::save_lm), every choice resolved\n"
+        "vocab_size 7\nblock_size 5\nn_embd 4\nn_heads 2\nn_layers 2\n"
+        "tied_head 1\nuse_layer_norm 1\nresidual 1\nuse_ffn 1\nattn_proj 1\n"
+        "ffn_hidden 16\nactivation gelu\ndropout 0\n"
+        "positions rope\nrope_theta 500\nnormalization rmsnorm\nffn swiglu\n"
+        "n_kv_heads 1\nwindow 3\nbias 0\n");
+  const std::optional<attn::ModelChoices> described = attn::read_model_file(dir);
   REQUIRE(described);
   CHECK(described->positions == attn::Positions::rope);
   CHECK(described->rope_theta == 500.0);
   CHECK(described->block_size == 5);
-  attn::LmConfig loaded;
+  CHECK(described->window == std::optional<std::size_t>(3));
+  CHECK(attn::resolve_spec(*described) == config);  // the file is the whole spec
+  attn::ModelSpec loaded;
   bool had_txt = false;
   const attn::LmWeights back = attn::load_lm_as_described(dir, {}, 4, loaded, had_txt);
   CHECK(had_txt);
   CHECK(loaded.n_kv_heads == 1);
-  CHECK(loaded.window == 3);
+  CHECK(loaded.window == std::optional<std::size_t>(3));
+  CHECK(loaded == config);
   CHECK(!loaded.bias);
   CHECK(loaded.ffn == attn::FfnKind::swiglu);
   CHECK(loaded.normalization == attn::Normalization::rmsnorm);
   const auto tokens = random_ids(rng, 2, 9, 7);  // longer than T_max: rope
   CHECK_TENSOR_NEAR(attn::lm_forward(tokens, back, loaded), attn::lm_forward(tokens, w, config),
                     0.0, 0.0);
-  // A default model's model.txt lists no part (it is what it always was).
+  // A default model's model.txt names the default parts too, and no window (it has none).
   const fs::path plain = temp() / "plain";
-  attn::save_lm(plain, random_lm(rng, small_config()), small_config());
+  const attn::LmWeights plain_w = random_lm(rng, small_config());
+  attn::save_lm(plain, plain_w, small_config());
   const std::string text2 = text_of(plain / "model.txt");
-  CHECK(text2.find("positions") == std::string::npos);
+  CHECK(text2.find("\npositions learned\nrope_theta 10000\nnormalization layernorm\nffn mlp\n"
+                   "n_kv_heads 2\nbias 1\n") != std::string::npos);
+  CHECK(text2.find("window") == std::string::npos);
+  // A model.txt written before ModelSpec (no sizes, `ffn_hidden 0` and `window 0` for the
+  // defaults, no part keys) still loads, as the default model it always described.
+  std::ofstream(plain / "model.txt", std::ios::trunc)
+      << "n_layers 2\nn_heads 2\ntied_head 1\nuse_layer_norm 1\nresidual 1\nuse_ffn 1\n"
+      << "attn_proj 1\nffn_hidden 0\nactivation gelu\nwindow 0\n";
+  const std::optional<attn::ModelChoices> old = attn::read_model_file(plain);
+  REQUIRE(old);
+  CHECK_FALSE(old->ffn_hidden);
+  CHECK_FALSE(old->window);
+  attn::ModelSpec old_loaded;
+  const attn::LmWeights old_back = attn::load_lm(plain, 2, 2, old_loaded);
+  CHECK(old_loaded == small_config());
+  CHECK(old_loaded.ffn_hidden == 16);
+  CHECK_FALSE(old_loaded.window);
+  const auto short_tokens = random_ids(rng, 2, 5, 7);  // learned positions: T <= T_max
+  CHECK_TENSOR_NEAR(attn::lm_forward(short_tokens, old_back, old_loaded),
+                    attn::lm_forward(short_tokens, plain_w, small_config()), 0.0, 0.0);
   // Bad part values are refused by line.
   const auto refused = [&](const std::string& line) {
     std::ofstream(dir / "model.txt") << "n_layers 2\nn_heads 2\n" << line << "\n";
@@ -1180,7 +1245,10 @@ TEST_CASE("a model folder records its parts: model.txt keys, --weights DIR alone
                                    << "normalization rmsnorm\nffn swiglu\nwindow 3\nbias 0\n"
                                    << "n_kv_heads 3\n";
   CHECK_THROWS_WITH_AS(attn::load_lm_as_described(dir, {}, 4, loaded, had_txt),
-                       doctest::Contains("n_kv_heads = 3 does not divide n_heads = 2"),
+                       ("model '" + dir.string() +
+                        "': model.txt describes a model that does not fit: n_kv_heads 3 does not "
+                        "divide n_heads 2 (each K/V head serves an equal group of query heads)")
+                           .c_str(),
                        std::runtime_error);
 }
 

@@ -25,35 +25,33 @@ namespace fs = std::filesystem;
 
 struct Variant {
   const char* name;
-  attn::LmConfig config;
+  attn::ModelSpec config;
 };
 
 // The default model, each of chapter 09's ablations, each of chapter 11's parts, and a mix.
 std::vector<Variant> variants() {
-  const attn::LmConfig base = attn::testing::lm_config(11, 6, 8, 2, 2);
+  const attn::ModelSpec base = attn::testing::lm_config(11, 6, 8, 2, 2);
   std::vector<Variant> out{{"default", base}};
   auto add = [&](const char* name, auto change) {
-    attn::LmConfig c = base;
-    change(c);
-    out.push_back({name, c});
+    out.push_back({name, attn::with_choices(base, change)});
   };
-  add("untied head", [](attn::LmConfig& c) { c.tied_head = false; });
-  add("no layer norm", [](attn::LmConfig& c) { c.use_layer_norm = false; });
-  add("no residual", [](attn::LmConfig& c) { c.residual = false; });
-  add("no ffn", [](attn::LmConfig& c) { c.use_ffn = false; });
-  add("no w_o", [](attn::LmConfig& c) { c.attn_proj = false; });
-  add("ffn 6", [](attn::LmConfig& c) { c.ffn_hidden = 6; });
-  add("rope", [](attn::LmConfig& c) { c.positions = attn::Positions::rope; });
-  add("rmsnorm", [](attn::LmConfig& c) { c.normalization = attn::Normalization::rmsnorm; });
-  add("swiglu", [](attn::LmConfig& c) { c.ffn = attn::FfnKind::swiglu; });
-  add("gqa", [](attn::LmConfig& c) { c.n_kv_heads = 1; });
-  add("window", [](attn::LmConfig& c) { c.window = 3; });
-  add("no bias", [](attn::LmConfig& c) { c.bias = false; });
-  add("no bias, untied", [](attn::LmConfig& c) {
+  add("untied head", [](attn::ModelChoices& c) { c.ablations.tied_head = false; });
+  add("no layer norm", [](attn::ModelChoices& c) { c.ablations.layer_norm = false; });
+  add("no residual", [](attn::ModelChoices& c) { c.ablations.residual = false; });
+  add("no ffn", [](attn::ModelChoices& c) { c.ablations.ffn = false; });
+  add("no w_o", [](attn::ModelChoices& c) { c.ablations.attn_proj = false; });
+  add("ffn 6", [](attn::ModelChoices& c) { c.ffn_hidden = 6; });
+  add("rope", [](attn::ModelChoices& c) { c.positions = attn::Positions::rope; });
+  add("rmsnorm", [](attn::ModelChoices& c) { c.normalization = attn::Normalization::rmsnorm; });
+  add("swiglu", [](attn::ModelChoices& c) { c.ffn = attn::FfnKind::swiglu; });
+  add("gqa", [](attn::ModelChoices& c) { c.n_kv_heads = 1; });
+  add("window", [](attn::ModelChoices& c) { c.window = 3; });
+  add("no bias", [](attn::ModelChoices& c) { c.bias = false; });
+  add("no bias, untied", [](attn::ModelChoices& c) {
     c.bias = false;
-    c.tied_head = false;
+    c.ablations.tied_head = false;
   });
-  add("llama", [](attn::LmConfig& c) {
+  add("llama", [](attn::ModelChoices& c) {
     c.positions = attn::Positions::rope;
     c.normalization = attn::Normalization::rmsnorm;
     c.ffn = attn::FfnKind::swiglu;
@@ -107,7 +105,7 @@ TEST_CASE("the table says exactly what lm_init makes, in lm_parameters' order, n
 }
 
 TEST_CASE("a tensor of another shape, or one the variant does not have, does not fit its row") {
-  const attn::LmConfig config = attn::testing::lm_config(11, 6, 8, 2, 2);
+  const attn::ModelSpec config = attn::testing::lm_config(11, 6, 8, 2, 2);
   attn::Rng rng(2);
   attn::LmWeights w = attn::lm_init(rng, config);
   w.blocks[1].ffn.w2 = xt::zeros<float>({32, 9});       // (F, C) = (32, 8) expected
@@ -128,10 +126,12 @@ TEST_CASE("save_lm then load_lm walk the table into the same tensors, for every 
     const attn::LmWeights w = attn::lm_init(rng, v.config);
     const fs::path dir = tmp.path / v.name;
     attn::save_lm(dir, w, v.config);
-    attn::LmConfig loaded;
-    loaded.n_layers = v.config.n_layers;
-    loaded.n_heads = v.config.n_heads;
-    attn::LmWeights back = attn::load_lm(dir, loaded);
+    attn::ModelChoices asked;  // the default model's, with the variant's layers and heads
+    asked.n_layers = v.config.n_layers;
+    asked.n_heads = v.config.n_heads;
+    attn::ModelSpec loaded;
+    attn::LmWeights back = attn::load_lm(dir, asked, loaded);
+    CHECK(loaded == v.config);  // model.txt carried the rest of the variant
     const attn::ParamDims dims = attn::param_dims(v.config);
     std::size_t files = 0;
     attn::visit_params(w, back, &dims,

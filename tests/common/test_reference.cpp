@@ -24,7 +24,8 @@
 namespace {
 
 using attn::BlockConfig;
-using attn::LmConfig;
+using attn::ModelChoices;
+using attn::ModelSpec;
 using attn::Tensor;
 using attn::Tensor64;
 using attn::testing::check_caught;
@@ -32,6 +33,7 @@ using attn::testing::check_gradients;
 using attn::testing::cspan_of;
 using attn::testing::random_ids;
 using attn::testing::random_lm;
+using attn::testing::rechoose;
 using attn::testing::span_of;
 
 constexpr double kAtol = 1e-5, kRtol = 1e-4;  // the golden tolerance
@@ -47,70 +49,80 @@ xt::xtensor<S, 1> flat(std::span<const S> s) {
 // ---- The configurations: every part of BlockConfig, alone and together ----------------------
 
 std::string describe(const BlockConfig& c) {
+  const ModelSpec& p = c.spec;
   std::string s = std::string(attn::norm_name(c.norm)) + " " +
-                  std::string(attn::normalization_name(c.normalization)) + " " +
-                  std::string(attn::ffn_kind_name(c.ffn)) + " " +
-                  std::string(attn::activation_name(c.activation)) +
-                  " KV=" + std::to_string(attn::kv_heads(c));
+                  std::string(attn::normalization_name(p.normalization)) + " " +
+                  std::string(attn::ffn_kind_name(p.ffn)) + " " +
+                  std::string(attn::activation_name(p.activation)) +
+                  " KV=" + std::to_string(p.n_kv_heads);
   if (!c.causal) s += " non-causal";
-  if (!c.use_layer_norm) s += " noLN";
-  if (!c.residual) s += " noRes";
-  if (!c.use_ffn) s += " noFFN";
-  if (c.rope) s += " rope";
-  if (c.window) s += " window=" + std::to_string(c.window);
-  if (!c.bias) s += " no-bias";
+  if (!p.ablations.layer_norm) s += " noLN";
+  if (!p.ablations.residual) s += " noRes";
+  if (!p.ablations.ffn) s += " noFFN";
+  if (p.rope()) s += " rope";
+  if (p.window) s += " window=" + std::to_string(*p.window);
+  if (!p.bias) s += " no-bias";
   return s;
 }
 
-void llama(BlockConfig& c) {
-  c.rope = true;
+void llama(ModelChoices& c) {
+  c.positions = attn::Positions::rope;
   c.normalization = attn::Normalization::rmsnorm;
   c.ffn = attn::FfnKind::swiglu;
   c.n_kv_heads = 2;
   c.bias = false;
 }
 
+// A block of width 8 with 4 heads (hs = 2, even for RoPE), its choices changed by `change`.
+template <class Change>
+BlockConfig block8(Change&& change) {
+  return attn::testing::block_config(8, 4, change);
+}
+BlockConfig block8() { return attn::testing::block_config(8, 4); }
+
 std::vector<BlockConfig> block_variants() {
-  BlockConfig base;
-  base.n_heads = 4;  // C = 8: hs = 2, even for RoPE
   std::vector<BlockConfig> v;
-  const auto with = [&](auto change) {
-    BlockConfig c = base;
+  const auto with = [&](auto change) { v.push_back(block8(change)); };
+  const auto with_block = [&](auto change) {
+    BlockConfig c = block8();
     change(c);
     v.push_back(c);
   };
-  with([](BlockConfig&) {});
-  with([](BlockConfig& c) { c.norm = attn::NormPlacement::post; });
-  with([](BlockConfig& c) { c.activation = attn::Activation::relu; });
-  with([](BlockConfig& c) { c.activation = attn::Activation::gelu_tanh; });
-  with([](BlockConfig& c) { c.causal = false; });
-  with([](BlockConfig& c) { c.use_layer_norm = false; });
-  with([](BlockConfig& c) { c.residual = false; });
-  with([](BlockConfig& c) { c.use_ffn = false; });
-  with([](BlockConfig& c) { c.normalization = attn::Normalization::rmsnorm; });
-  with([](BlockConfig& c) { c.ffn = attn::FfnKind::swiglu; });
-  with([](BlockConfig& c) { c.n_kv_heads = 2; });
-  with([](BlockConfig& c) { c.n_kv_heads = 1; });
-  with([](BlockConfig& c) { c.rope = true; });
-  with([](BlockConfig& c) { c.window = 2; });
-  with([](BlockConfig& c) { c.bias = false; });
+  with([](ModelChoices&) {});
+  with_block([](BlockConfig& c) { c.norm = attn::NormPlacement::post; });
+  with([](ModelChoices& c) { c.activation = attn::Activation::relu; });
+  with([](ModelChoices& c) { c.activation = attn::Activation::gelu_tanh; });
+  with_block([](BlockConfig& c) { c.causal = false; });
+  with([](ModelChoices& c) { c.ablations.layer_norm = false; });
+  with([](ModelChoices& c) { c.ablations.residual = false; });
+  with([](ModelChoices& c) { c.ablations.ffn = false; });
+  with([](ModelChoices& c) { c.normalization = attn::Normalization::rmsnorm; });
+  with([](ModelChoices& c) { c.ffn = attn::FfnKind::swiglu; });
+  with([](ModelChoices& c) { c.n_kv_heads = 2; });
+  with([](ModelChoices& c) { c.n_kv_heads = 1; });
+  with([](ModelChoices& c) { c.positions = attn::Positions::rope; });
+  with([](ModelChoices& c) { c.window = 2; });
+  with([](ModelChoices& c) { c.bias = false; });
   with(llama);
-  with([](BlockConfig& c) {
+  with([](ModelChoices& c) {
     llama(c);
     c.window = 3;
   });
-  with([](BlockConfig& c) {
+  BlockConfig post = block8([](ModelChoices& c) {
     llama(c);
     c.window = 2;
-    c.norm = attn::NormPlacement::post;
   });
+  post.norm = attn::NormPlacement::post;
+  v.push_back(post);
   return v;
 }
 
 // block_init's weights for the parts, every value redrawn so that each matters (gamma near 1).
 attn::BlockWeights random_block(attn::Rng& rng, std::size_t C, std::size_t F,
                                 const BlockConfig& cfg) {
-  attn::BlockWeights w = attn::block_init(rng, C, F, cfg);
+  REQUIRE(cfg.spec.n_embd == C);
+  attn::BlockWeights w = attn::block_init(
+      rng, attn::with_choices(cfg.spec, [&](ModelChoices& m) { m.ffn_hidden = F; }));
   for (Tensor<2>* m : {&w.attn.w_q, &w.attn.w_k, &w.attn.w_v, &w.attn.w_o, &w.ffn.w1, &w.ffn.w2,
                        &w.swiglu.w_gate, &w.swiglu.w_up, &w.swiglu.w_down})
     for (float& x : *m) x = rng.normal(0.0f, 0.5f);
@@ -118,52 +130,48 @@ attn::BlockWeights random_block(attn::Rng& rng, std::size_t C, std::size_t F,
     for (float& x : *g) x = 1.0f + rng.normal(0.0f, 0.2f);
   for (Tensor<1>* b : {&w.ln1_beta, &w.ln2_beta, &w.ffn.b1, &w.ffn.b2})
     for (float& x : *b) x = rng.normal(0.0f, 0.5f);
-  if (!cfg.use_ffn) w.ffn = {};  // a block without an FFN has no FFN weights
+  if (!cfg.spec.ablations.ffn) w.ffn = {};  // a block without an FFN has no FFN weights
   return w;
 }
 
 // V 11, T_max 6, C 8, H 2 (hs = 4), L 2.
-LmConfig small_lm() { return attn::testing::lm_config(11, 6, 8, 2, 2); }
+ModelSpec small_lm() { return attn::testing::lm_config(11, 6, 8, 2, 2); }
 
-std::vector<LmConfig> lm_variants() {
-  std::vector<LmConfig> v;
-  const auto with = [&](auto change) {
-    LmConfig c = small_lm();
-    change(c);
-    v.push_back(c);
-  };
-  const auto llama_lm = [](LmConfig& c) {
+std::vector<ModelSpec> lm_variants() {
+  std::vector<ModelSpec> v;
+  const auto with = [&](auto change) { v.push_back(attn::with_choices(small_lm(), change)); };
+  const auto llama_lm = [](ModelChoices& c) {
     c.positions = attn::Positions::rope;
     c.normalization = attn::Normalization::rmsnorm;
     c.ffn = attn::FfnKind::swiglu;
     c.n_kv_heads = 1;
     c.bias = false;
   };
-  with([](LmConfig&) {});
-  with([](LmConfig& c) { c.tied_head = false; });
-  with([](LmConfig& c) { c.use_layer_norm = false; });
-  with([](LmConfig& c) { c.residual = false; });
-  with([](LmConfig& c) { c.use_ffn = false; });
-  with([](LmConfig& c) { c.activation = attn::Activation::relu; });
-  with([](LmConfig& c) { c.positions = attn::Positions::rope; });
-  with([](LmConfig& c) { c.normalization = attn::Normalization::rmsnorm; });
-  with([](LmConfig& c) { c.ffn = attn::FfnKind::swiglu; });
-  with([](LmConfig& c) { c.n_kv_heads = 1; });
-  with([](LmConfig& c) { c.window = 2; });
-  with([](LmConfig& c) {
+  with([](ModelChoices&) {});
+  with([](ModelChoices& c) { c.ablations.tied_head = false; });
+  with([](ModelChoices& c) { c.ablations.layer_norm = false; });
+  with([](ModelChoices& c) { c.ablations.residual = false; });
+  with([](ModelChoices& c) { c.ablations.ffn = false; });
+  with([](ModelChoices& c) { c.activation = attn::Activation::relu; });
+  with([](ModelChoices& c) { c.positions = attn::Positions::rope; });
+  with([](ModelChoices& c) { c.normalization = attn::Normalization::rmsnorm; });
+  with([](ModelChoices& c) { c.ffn = attn::FfnKind::swiglu; });
+  with([](ModelChoices& c) { c.n_kv_heads = 1; });
+  with([](ModelChoices& c) { c.window = 2; });
+  with([](ModelChoices& c) {
     c.bias = false;
-    c.tied_head = false;
+    c.ablations.tied_head = false;
   });
   with(llama_lm);
-  with([&](LmConfig& c) {
+  with([&](ModelChoices& c) {
     llama_lm(c);
     c.window = 2;
   });
   return v;
 }
 
-std::string describe(const LmConfig& c) {
-  return describe(attn::lm_block_config(c)) + (c.tied_head ? "" : " untied") +
+std::string describe(const ModelSpec& c) {
+  return describe(attn::lm_block_config(c)) + (c.ablations.tied_head ? "" : " untied") +
          (c.positions == attn::Positions::rope ? " rope-positions" : "");
 }
 
@@ -216,7 +224,7 @@ TEST_CASE(
 
 TEST_CASE("double: the reference model's backward passes the check with every part") {
   std::uint64_t seed = 940;
-  for (const LmConfig& config : lm_variants()) {
+  for (const ModelSpec& config : lm_variants()) {
     INFO(describe(config));
     attn::Rng rng(seed++);
     attn::ref::LmWeights<double> w = attn::ref::cast<double>(random_lm(rng, config));
@@ -263,7 +271,7 @@ TEST_CASE("float: the fast block equals the reference for every part, forward an
 
 TEST_CASE("float: the fast model equals the reference for every part: logits, loss, gradients") {
   std::uint64_t seed = 980;
-  for (const LmConfig& config : lm_variants()) {
+  for (const ModelSpec& config : lm_variants()) {
     INFO(describe(config));
     attn::Rng rng(seed++);
     attn::LmWeights w = random_lm(rng, config);
@@ -286,7 +294,7 @@ TEST_CASE(
     "double: the reference step equals the last row of the full forward, position by "
     "position") {
   std::uint64_t seed = 1000;
-  for (const LmConfig& config : lm_variants()) {
+  for (const ModelSpec& config : lm_variants()) {
     INFO(describe(config));
     attn::Rng rng(seed++);
     const attn::ref::LmWeights<double> w = attn::ref::cast<double>(random_lm(rng, config));
@@ -308,14 +316,15 @@ TEST_CASE(
     "float: the fast KV cache (lm_prefill/lm_step, or the rolling cache) equals the "
     "reference step") {
   std::uint64_t seed = 1020;
-  for (const LmConfig& config : lm_variants()) {
-    if (!config.use_layer_norm || !config.residual || !config.use_ffn) continue;  // no cache
+  for (const ModelSpec& config : lm_variants()) {
+    const attn::Ablations& a = config.ablations;
+    if (!a.layer_norm || !a.residual || !a.ffn) continue;  // no cache
     INFO(describe(config));
     attn::Rng rng(seed++);
     const attn::LmWeights w = random_lm(rng, config);
     const attn::ref::LmWeights<float> rw = attn::ref::cast<float>(w);
     // A rope model with a window goes on past T_max (block_size) without a refill.
-    const bool unbounded = config.positions == attn::Positions::rope && config.window != 0;
+    const bool unbounded = config.positions == attn::Positions::rope && config.window.has_value();
     const std::size_t n_tokens = config.block_size + (unbounded ? 3 : 0);
     const auto tokens = random_ids(rng, 1, n_tokens, config.vocab_size);
     attn::ref::KvCache<float> ref_cache;
@@ -338,14 +347,13 @@ TEST_CASE(
 
 TEST_CASE("the reference names what it does not cover") {
   attn::Rng rng(3);
-  BlockConfig cfg;
-  const attn::ref::BlockWeights<float> w =
-      attn::ref::cast<float>(random_block(rng, 8, 12, BlockConfig{}));
+  BlockConfig cfg = block8();
+  const attn::ref::BlockWeights<float> w = attn::ref::cast<float>(random_block(rng, 8, 12, cfg));
   const Tensor<3> x = attn::randn<3>(rng, {1, 3, 8});
-  cfg.attn_proj = false;
+  cfg = rechoose(cfg, [](ModelChoices& m) { m.ablations.attn_proj = false; });
   CHECK_THROWS_WITH_AS(attn::ref::block_forward(x, w, cfg), doctest::Contains("attn_proj"),
                        std::invalid_argument);
-  LmConfig lc = small_lm();
+  ModelSpec lc = small_lm();
   const attn::ref::LmWeights<float> lw = attn::ref::cast<float>(random_lm(rng, lc));
   attn::ref::KvCache<float> cache;
   CHECK_THROWS_WITH_AS(attn::ref::lm_step(cache, 11, lw, lc), doctest::Contains("outside [0, V)"),
@@ -370,10 +378,8 @@ TEST_CASE("the reference backwards refuse another model's gradients, before addi
   // The block: gradients of a block with 2 K/V heads for one with 4 (w_k (8, 4), not (8, 8)).
   // The backward reaches the attention last: the FFN's and ln2's gradients were added into
   // before attn::gqa_backward refused them.
-  BlockConfig cfg;
-  cfg.n_heads = 4;
-  BlockConfig fewer_kv = cfg;
-  fewer_kv.n_kv_heads = 2;
+  const BlockConfig cfg = block8();
+  const BlockConfig fewer_kv = block8([](ModelChoices& m) { m.n_kv_heads = 2; });
   const attn::ref::BlockWeights<double> w = attn::ref::cast<double>(random_block(rng, 8, 12, cfg));
   attn::ref::BlockWeights<double> g =
       attn::ref::zeros_like(attn::ref::cast<double>(random_block(rng, 8, 12, fewer_kv)));
@@ -385,14 +391,13 @@ TEST_CASE("the reference backwards refuse another model's gradients, before addi
   CHECK(dx.size() == 0);
   // The model: the gradients of one with a smaller vocabulary (wte (7, 8), rows up to 10 would be
   // written past) and of one with a narrower FFN (ffn_hidden 16, not 32).
-  const LmConfig lc = small_lm();
+  const ModelSpec lc = small_lm();
   const attn::ref::LmWeights<double> lw = attn::ref::cast<double>(random_lm(rng, lc));
-  LmConfig fewer_ids = lc;
-  fewer_ids.vocab_size = 7;
-  LmConfig narrow = lc;
-  narrow.ffn_hidden = 2 * lc.n_embd;
+  const ModelSpec fewer_ids = attn::with_choices(lc, [](ModelChoices& m) { m.vocab_size = 7; });
+  const ModelSpec narrow =
+      attn::with_choices(lc, [&](ModelChoices& m) { m.ffn_hidden = 2 * lc.n_embd; });
   const auto tokens = random_ids(rng, 1, 4, lc.vocab_size);
-  for (const LmConfig& other : {fewer_ids, narrow}) {
+  for (const ModelSpec& other : {fewer_ids, narrow}) {
     INFO("grads of a model with V = " << other.vocab_size << ", ffn_hidden " << other.ffn_hidden);
     attn::ref::LmWeights<double> lg =
         attn::ref::zeros_like(attn::ref::cast<double>(random_lm(rng, other)));
@@ -406,9 +411,8 @@ TEST_CASE("the reference step refuses another model's cache, before growing it")
   attn::Rng rng(6);
   // A cache of one step of a 1-layer model, for a 2-layer one: its layer 1 would be indexed past
   // the cache's keys.
-  const LmConfig lc = small_lm();
-  LmConfig one_layer = lc;
-  one_layer.n_layers = 1;
+  const ModelSpec lc = small_lm();
+  const ModelSpec one_layer = attn::with_choices(lc, [](ModelChoices& m) { m.n_layers = 1; });
   const attn::ref::LmWeights<double> w = attn::ref::cast<double>(random_lm(rng, lc));
   const attn::ref::LmWeights<double> w1 = attn::ref::cast<double>(random_lm(rng, one_layer));
   attn::ref::KvCache<double> cache;

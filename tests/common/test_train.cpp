@@ -160,20 +160,26 @@ TEST_CASE("after the first step, a step allocates nothing") {
   // not: 4,420 allocations a step at chapter 09's size, one per token for the token-id checks.)
   attn::TrainConfig small = small_config();
   attn::TrainConfig big = small_config();
-  big.model.vocab_size = 40;
-  big.model.block_size = 32;
-  big.model.n_embd = 32;
-  big.model.n_heads = 4;
+  big.model = attn::with_choices(big.model, [](attn::ModelChoices& m) {
+    m.vocab_size = 40;
+    m.block_size = 32;
+    m.n_embd = 32;
+    m.n_heads = 4;
+  });
   big.batch_size = 16;
   CHECK(allocations_per_step(small) == 0);
   CHECK(allocations_per_step(big) == 0);
-  big.model.tied_head = false;  // chapter 09's defaults: a separate head, ReLU
-  big.model.activation = attn::Activation::relu;
+  big.model = attn::with_choices(big.model, [](attn::ModelChoices& m) {
+    m.ablations.tied_head = false;  // chapter 09's defaults: a separate head, ReLU
+    m.activation = attn::Activation::relu;
+  });
   CHECK(allocations_per_step(big) == 0);
   attn::TrainConfig bare = small_config();  // the ladder's early rows: no LayerNorm, residual, w_o
-  bare.model.use_layer_norm = false;
-  bare.model.residual = false;
-  bare.model.attn_proj = false;
+  bare.model = attn::with_choices(bare.model, [](attn::ModelChoices& m) {
+    m.ablations.layer_norm = false;
+    m.ablations.residual = false;
+    m.ablations.attn_proj = false;
+  });
   CHECK(allocations_per_step(bare) == 0);
 }
 
@@ -224,19 +230,19 @@ std::vector<attn::TrainConfig> part_configs() {
   std::vector<attn::TrainConfig> v;
   const auto with = [&](auto change) {
     attn::TrainConfig c = small_config();
-    change(c.model);
+    c.model = attn::with_choices(c.model, change);
     v.push_back(c);
   };
-  with([](attn::LmConfig& m) { m.positions = attn::Positions::rope; });
-  with([](attn::LmConfig& m) { m.normalization = attn::Normalization::rmsnorm; });
-  with([](attn::LmConfig& m) { m.ffn = attn::FfnKind::swiglu; });
-  with([](attn::LmConfig& m) { m.n_kv_heads = 1; });
-  with([](attn::LmConfig& m) { m.window = 2; });
-  with([](attn::LmConfig& m) {
+  with([](attn::ModelChoices& m) { m.positions = attn::Positions::rope; });
+  with([](attn::ModelChoices& m) { m.normalization = attn::Normalization::rmsnorm; });
+  with([](attn::ModelChoices& m) { m.ffn = attn::FfnKind::swiglu; });
+  with([](attn::ModelChoices& m) { m.n_kv_heads = 1; });
+  with([](attn::ModelChoices& m) { m.window = 2; });
+  with([](attn::ModelChoices& m) {
     m.bias = false;
-    m.tied_head = false;
+    m.ablations.tied_head = false;
   });
-  with([](attn::LmConfig& m) {
+  with([](attn::ModelChoices& m) {
     m.positions = attn::Positions::rope;
     m.normalization = attn::Normalization::rmsnorm;
     m.ffn = attn::FfnKind::swiglu;
@@ -263,7 +269,7 @@ TEST_CASE("every part trains: the loss falls on a repeating text") {
     INFO("positions " << attn::positions_name(c.model.positions) << ", "
                       << attn::normalization_name(c.model.normalization) << ", "
                       << attn::ffn_kind_name(c.model.ffn) << ", kv " << c.model.n_kv_heads
-                      << ", window " << c.model.window << ", bias " << c.model.bias);
+                      << ", window " << c.model.window.value_or(0) << ", bias " << c.model.bias);
     CHECK(first == doctest::Approx(std::log(7.0)).epsilon(0.1));
     CHECK(last < 0.5 * first);
   }
@@ -276,7 +282,7 @@ TEST_CASE("with every part, after the first step, a step allocates nothing") {
     INFO("positions " << attn::positions_name(c.model.positions) << ", "
                       << attn::normalization_name(c.model.normalization) << ", "
                       << attn::ffn_kind_name(c.model.ffn) << ", kv " << c.model.n_kv_heads
-                      << ", window " << c.model.window << ", bias " << c.model.bias);
+                      << ", window " << c.model.window.value_or(0) << ", bias " << c.model.bias);
     CHECK(allocations_per_step(c) == 0);
   }
 }
@@ -291,14 +297,15 @@ TEST_CASE("a run with parts, stopped, saved, loaded and resumed ends bit-identic
     while (first.step < 5) attn::train_step(first, c, data);
     attn::save_checkpoint(dir, first, c, vocab7());
     attn::Checkpoint loaded = attn::load_checkpoint(dir);
-    const attn::LmConfig& m = loaded.config.model;
+    const attn::ModelSpec& m = loaded.config.model;
     CHECK(m.positions == c.model.positions);
     CHECK(m.normalization == c.model.normalization);
     CHECK(m.ffn == c.model.ffn);
-    CHECK(attn::lm_kv_heads(m) == attn::lm_kv_heads(c.model));
+    CHECK(m.n_kv_heads == c.model.n_kv_heads);
     CHECK(m.window == c.model.window);
     CHECK(m.bias == c.model.bias);
     CHECK(m.block_size == c.model.block_size);
+    CHECK(m == c.model);  // every resolved field
     attn::TrainState resumed = std::move(loaded.state);
     while (resumed.step < c.steps) attn::train_step(resumed, loaded.config, data);
     CHECK(bitwise_equal(resumed.weights, straight.weights));
@@ -332,7 +339,7 @@ TEST_CASE("a new checkpoint replaces the previous one only once it is complete")
   attn::Vocab found(U"?");
   CHECK(attn::find_vocab(dir / "model", found));
   CHECK(found.chars() == vocab7().chars());
-  attn::LmConfig mc = c.model;
+  attn::ModelSpec mc = c.model;
   const attn::LmWeights w = attn::load_lm(dir / "model", mc);
   CHECK(mc.vocab_size == 7);
   fs::remove_all(dir);

@@ -27,11 +27,16 @@ ATTN_REFERENCE attn::Tensor<3> block_forward_pre_norm(const attn::Tensor<3>& x,
                                                       const attn::BlockWeights& w,
                                                       std::size_t n_heads, bool causal,
                                                       attn::Activation activation) {
+  // The spec of a model as wide as x, with these heads and activation (resolve_spec refuses
+  // sizes that do not fit, an std::invalid_argument).
+  attn::ModelChoices choices;
+  choices.n_embd = x.shape()[2];
+  choices.n_heads = n_heads;
+  choices.activation = activation;
   attn::BlockConfig config;
-  config.n_heads = n_heads;
+  config.spec = attn::resolve_spec(choices);
   config.causal = causal;
   config.norm = attn::NormPlacement::pre;
-  config.activation = activation;
   return attn::block_forward(x, w, config).out;
 }
 

@@ -47,7 +47,7 @@ ATTN_REFERENCE attn::Tensor<3> tied_logits(const attn::Tensor<3>& x, const attn:
 }
 
 ATTN_REFERENCE attn::Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens,
-                                          const attn::LmWeights& w, const attn::LmConfig& config) {
+                                          const attn::LmWeights& w, const attn::ModelSpec& config) {
   return attn::lm_forward(tokens, w, config);
 }
 

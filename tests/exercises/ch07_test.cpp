@@ -53,14 +53,14 @@ Tensor<3> wiggly3(std::size_t B, std::size_t T, std::size_t C) {
 
 // ---- A tiny model: V = 7, C = 8, H = 2, T_max = 6, with weights large enough (std 0.3) that
 // the logits are of order one, and LayerNorm parameters that are not the identity.
-attn::LmConfig tiny_config(std::size_t n_layers) {
-  attn::LmConfig config;
-  config.vocab_size = 7;
-  config.block_size = 6;
-  config.n_embd = 8;
-  config.n_heads = 2;
-  config.n_layers = n_layers;
-  return config;
+attn::ModelSpec tiny_config(std::size_t n_layers) {
+  attn::ModelChoices choices;
+  choices.vocab_size = 7;
+  choices.block_size = 6;
+  choices.n_embd = 8;
+  choices.n_heads = 2;
+  choices.n_layers = n_layers;
+  return attn::resolve_spec(choices);
 }
 
 attn::Vector wiggly_vector(std::size_t C, double phase, double offset) {
@@ -70,7 +70,7 @@ attn::Vector wiggly_vector(std::size_t C, double phase, double offset) {
   return v;
 }
 
-attn::LmWeights tiny_weights(const attn::LmConfig& config) {
+attn::LmWeights tiny_weights(const attn::ModelSpec& config) {
   const std::size_t V = config.vocab_size, C = config.n_embd, T_max = config.block_size;
   attn::LmWeights w;
   w.wte = wiggly(V, C, 0.9, 2.3, 0.1, 0.3);
@@ -235,20 +235,27 @@ TEST_CASE("mismatched widths are rejected") {
 }
 
 TEST_SUITE("ex07.3 The decoder forward pass") {
-TEST_CASE("without blocks the logits are the final LayerNorm of the embeddings times wte^T") {
-  const attn::LmConfig config = tiny_config(0);
-  const attn::LmWeights w = tiny_weights(config);
+TEST_CASE("with blocks adding nothing the logits are the final LayerNorm of embed times wte^T") {
+  // A model has at least one block; with zero output projections (w_o, w2, b2) a pre-norm block
+  // adds exactly 0 to the stream: the logits are those of the embeddings alone.
+  const attn::ModelSpec config = tiny_config(1);
+  attn::LmWeights w = tiny_weights(config);
+  for (attn::BlockWeights& block : w.blocks) {
+    block.attn.w_o.fill(0.0f);
+    block.ffn.w2.fill(0.0f);
+    block.ffn.b2.fill(0.0f);
+  }
   const Tokens tokens = {{3, 0, 6, 6, 1}, {5, 2, 4, 0, 0}};  // (2, 5)
   const Tensor<3> want = head_by_hand(embed_by_hand(tokens, w), w);
   CHECK_TENSOR_NEAR(ex07::lm_forward(tokens, w, config), want, kAtol, kRtol);
 }
 
 TEST_CASE("with blocks the logits match the steps done one by one") {
-  const attn::LmConfig config = tiny_config(2);
+  const attn::ModelSpec config = tiny_config(2);
   const attn::LmWeights w = tiny_weights(config);
   const Tokens tokens = {{1, 4, 4, 2, 0, 6}};  // T = T_max = 6
   attn::BlockConfig block_config;
-  block_config.n_heads = config.n_heads;  // causal, pre-norm, GELU, eps 1e-5 by default
+  block_config.spec = config;  // its heads and GELU; causal, pre-norm, eps 1e-5 by default
   Tensor<3> x = embed_by_hand(tokens, w);
   for (const attn::BlockWeights& block : w.blocks)
     x = attn::block_forward(x, block, block_config).out;
@@ -257,7 +264,7 @@ TEST_CASE("with blocks the logits match the steps done one by one") {
 }
 
 TEST_CASE("the logits at position t do not depend on the tokens after t") {
-  const attn::LmConfig config = tiny_config(2);
+  const attn::ModelSpec config = tiny_config(2);
   const attn::LmWeights w = tiny_weights(config);
   const Tensor<3> a = ex07::lm_forward(Tokens{{2, 3, 5, 1, 0}}, w, config);
   const Tensor<3> b = ex07::lm_forward(Tokens{{2, 3, 5, 6, 4}}, w, config);  // last two differ
@@ -273,7 +280,7 @@ TEST_CASE("the logits at position t do not depend on the tokens after t") {
 }
 
 TEST_CASE("each sequence of a batch gets the logits it gets alone") {
-  const attn::LmConfig config = tiny_config(1);
+  const attn::ModelSpec config = tiny_config(1);
   const attn::LmWeights w = tiny_weights(config);
   const Tensor<3> both = ex07::lm_forward(Tokens{{0, 1, 2}, {6, 5, 4}}, w, config);
   const Tensor<3> first = ex07::lm_forward(Tokens{{0, 1, 2}}, w, config);
@@ -286,7 +293,7 @@ TEST_CASE("each sequence of a batch gets the logits it gets alone") {
 }
 
 TEST_CASE("a sequence longer than the block size is rejected") {
-  const attn::LmConfig config = tiny_config(1);
+  const attn::ModelSpec config = tiny_config(1);
   const attn::LmWeights w = tiny_weights(config);
   CHECK_THROWS_AS(ex07::lm_forward(Tokens{{0, 1, 2, 3, 4, 5, 6}}, w, config),  // T = 7 > 6
                   std::invalid_argument);

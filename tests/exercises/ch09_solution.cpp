@@ -20,7 +20,7 @@ ATTN_REFERENCE attn::Batch get_batch(std::span<const int> data, std::size_t batc
 }
 
 ATTN_REFERENCE attn::EvalRecord estimate_loss(const attn::LmWeights& w,
-                                              const attn::LmConfig& config,
+                                              const attn::ModelSpec& config,
                                               const attn::Split& split, std::size_t batch_size,
                                               std::size_t iters, std::uint64_t seed,
                                               std::size_t step) {

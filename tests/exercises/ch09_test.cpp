@@ -26,12 +26,14 @@ using Tokens = xt::xtensor<int, 2>;
 
 // A tiny model: V = 6, C = 8, H = 2, T = 5, two layers.
 attn::TrainConfig tiny_config() {
+  attn::ModelChoices model;
+  model.vocab_size = 6;
+  model.block_size = 5;
+  model.n_embd = 8;
+  model.n_heads = 2;
+  model.n_layers = 2;
   attn::TrainConfig c;
-  c.model.vocab_size = 6;
-  c.model.block_size = 5;
-  c.model.n_embd = 8;
-  c.model.n_heads = 2;
-  c.model.n_layers = 2;
+  c.model = attn::resolve_spec(model);
   c.batch_size = 3;
   c.steps = 10;
   c.schedule.lr = 0.01f;

@@ -18,7 +18,7 @@ ATTN_REFERENCE attn::Matrix attend_cache(const attn::Matrix& q, const attn::Tens
 }
 
 ATTN_REFERENCE std::vector<int> generate_cached(
-    const attn::LmWeights& w, const attn::LmConfig& config, std::span<const int> prompt,
+    const attn::LmWeights& w, const attn::ModelSpec& config, std::span<const int> prompt,
     const attn::GenerateOptions& options, attn::Rng& rng, const attn::TokenCallback& on_token) {
   return attn::lm_generate_cached(w, config, prompt, options, rng, on_token);
 }

@@ -94,17 +94,18 @@ Matrix attend_by_hand(const Matrix& q, const Tensor<4>& keys, const Tensor<4>& v
 
 // ---- A tiny model for the generation loop: V = 7, T_max = 6, C = 8, H = 2, 2 layers, with
 // weights large enough (std 0.3, 0.5 tables) that the distributions are far from uniform.
-attn::LmConfig tiny_config() {
-  attn::LmConfig config;
-  config.vocab_size = 7;
-  config.block_size = 6;
-  config.n_embd = 8;
-  config.n_heads = 2;
-  config.n_layers = 2;
-  return config;
+attn::ModelChoices tiny_choices() {
+  attn::ModelChoices choices;
+  choices.vocab_size = 7;
+  choices.block_size = 6;
+  choices.n_embd = 8;
+  choices.n_heads = 2;
+  choices.n_layers = 2;
+  return choices;
 }
+attn::ModelSpec tiny_config() { return attn::resolve_spec(tiny_choices()); }
 
-attn::LmWeights tiny_weights(const attn::LmConfig& config, std::uint64_t seed) {
+attn::LmWeights tiny_weights(const attn::ModelSpec& config, std::uint64_t seed) {
   attn::Rng rng(seed);
   attn::LmWeights w = attn::lm_init(rng, config);
   w.wte = attn::randn(rng, config.vocab_size, config.n_embd, 0.5f);
@@ -115,7 +116,7 @@ attn::LmWeights tiny_weights(const attn::LmConfig& config, std::uint64_t seed) {
   return w;
 }
 
-std::vector<int> generate(const attn::LmWeights& w, const attn::LmConfig& config,
+std::vector<int> generate(const attn::LmWeights& w, const attn::ModelSpec& config,
                           const std::vector<int>& prompt, const attn::GenerateOptions& o,
                           std::uint64_t seed, bool cached) {
   attn::Rng rng(seed);
@@ -341,7 +342,7 @@ TEST_CASE("a query batch that differs from the cache's is rejected" *
 TEST_SUITE("ex10.3 The generation loop with prefill") {
 TEST_CASE("sampled tokens equal lm_generate's, from a short prompt to well past T_max" *
           doctest::description("hint 1")) {
-  const attn::LmConfig config = tiny_config();
+  const attn::ModelSpec config = tiny_config();
   for (const std::uint64_t seed : {1u, 2u, 3u}) {
     const attn::LmWeights w = tiny_weights(config, seed);
     attn::GenerateOptions o;
@@ -355,7 +356,7 @@ TEST_CASE("sampled tokens equal lm_generate's, from a short prompt to well past 
 
 TEST_CASE("greedy decoding from a prompt longer than T_max gives lm_generate's tokens" *
           doctest::description("hint 1")) {
-  const attn::LmConfig config = tiny_config();
+  const attn::ModelSpec config = tiny_config();
   const attn::LmWeights w = tiny_weights(config, 9);
   attn::GenerateOptions o;
   o.max_new_tokens = 12;
@@ -368,7 +369,7 @@ TEST_CASE("greedy decoding from a prompt longer than T_max gives lm_generate's t
 
 TEST_CASE("temperature, top-k and top-p are honoured as lm_generate honours them" *
           doctest::description("hint 2")) {
-  const attn::LmConfig config = tiny_config();
+  const attn::ModelSpec config = tiny_config();
   const attn::LmWeights w = tiny_weights(config, 11);
   attn::GenerateOptions o;
   o.max_new_tokens = 20;
@@ -384,7 +385,7 @@ TEST_CASE("temperature, top-k and top-p are honoured as lm_generate honours them
 
 TEST_CASE("on_token sees every new token, in order, as it is drawn" *
           doctest::description("hint 2")) {
-  const attn::LmConfig config = tiny_config();
+  const attn::ModelSpec config = tiny_config();
   const attn::LmWeights w = tiny_weights(config, 12);
   attn::GenerateOptions o;
   o.max_new_tokens = 10;
@@ -401,10 +402,10 @@ TEST_CASE("the cache is used: one position per new token while it has room" *
   // The positions the model computes, counted by the library (attn::kv_work) around the loop: a
   // prefill of the prompt, one step per token; a loop that runs the whole context again for
   // every token gives the same tokens at many times the work.
-  const attn::LmConfig config = [] {
-    attn::LmConfig c = tiny_config();
+  const attn::ModelSpec config = [] {
+    attn::ModelChoices c = tiny_choices();
     c.block_size = 40;
-    return c;
+    return attn::resolve_spec(c);
   }();
   const attn::LmWeights w = tiny_weights(config, 21);
   struct Run {
@@ -432,7 +433,7 @@ TEST_CASE("the cache is used: one position per new token while it has room" *
 
 TEST_CASE("past T_max the cache is re-filled once per token, from the cropped context" *
           doctest::description("hint 1")) {
-  const attn::LmConfig config = tiny_config();  // T_max 6
+  const attn::ModelSpec config = tiny_config();  // T_max 6
   const attn::LmWeights w = tiny_weights(config, 22);
   attn::GenerateOptions o;
   o.max_new_tokens = 9;
@@ -452,7 +453,7 @@ TEST_CASE("past T_max the cache is re-filled once per token, from the cropped co
 
 TEST_CASE("no new tokens gives nothing; an empty prompt is rejected" *
           doctest::description("hint 2")) {
-  const attn::LmConfig config = tiny_config();
+  const attn::ModelSpec config = tiny_config();
   const attn::LmWeights w = tiny_weights(config, 13);
   attn::GenerateOptions o;
   o.max_new_tokens = 0;

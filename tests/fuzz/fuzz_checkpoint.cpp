@@ -55,12 +55,14 @@ const Folder& folder() {
     Folder out;
     out.run = fs::path(tmpl) / "run";
     const attn::Vocab vocab = attn::Vocab::from_text("to be or not to be\nthat is the question\n");
+    attn::ModelChoices model;
+    model.vocab_size = vocab.size();
+    model.block_size = 4;
+    model.n_embd = 8;
+    model.n_heads = 2;
+    model.n_layers = 1;
     attn::TrainConfig c;
-    c.model.vocab_size = vocab.size();
-    c.model.block_size = 4;
-    c.model.n_embd = 8;
-    c.model.n_heads = 2;
-    c.model.n_layers = 1;
+    c.model = attn::resolve_spec(model);
     c.batch_size = 2;
     c.steps = 3;
     c.schedule.total = 3;
@@ -73,7 +75,10 @@ const Folder& folder() {
     attn::save_checkpoint(out.run, s, c, vocab);
     out.ckpt = fs::canonical(out.run / "current");
     for (const char* name : kFiles) out.saved.push_back(read_file(out.ckpt / name));
-    // The seed of tests/fuzz/corpus/checkpoint/: the saved files as one input.
+    // The seed of tests/fuzz/corpus/checkpoint/: the saved files as one input
+    // (valid_tiny_run_spec.txt; valid_tiny_run.txt is the same run saved before ModelSpec,
+    // train.txt format 1 and a model.txt without sizes and with `ffn_hidden 0`, which must still
+    // load).
     if (const char* seed = std::getenv("ATTN_FUZZ_WRITE_SEED")) {
       std::string joined = out.saved[0];
       for (std::size_t i = 1; i < out.saved.size(); ++i)
@@ -125,7 +130,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const std::exception&) {
   }
   try {
-    attn::LmConfig config;  // the saved model's n_layers and n_heads, as chapter 07 would pass
+    attn::ModelSpec config;  // the saved model's n_layers and n_heads, as chapter 07 would pass
     (void)attn::load_lm(f.ckpt / "model", 1, 2, config);
     ++g_models;
   } catch (const std::exception&) {

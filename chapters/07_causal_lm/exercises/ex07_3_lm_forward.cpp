@@ -23,7 +23,7 @@
 namespace ex07 {
 
 attn::Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const attn::LmWeights& w,
-                           const attn::LmConfig& config) {
+                           const attn::ModelSpec& config) {
   // TODO(ex07.3): return logits (B, T, V) = tied(ln_f(blocks(embed(tokens)))), every block causal,
   // pre-norm, GELU with config.n_heads; std::invalid_argument unless 0 < T <= config.block_size.
   throw std::logic_error("TODO ex07.3: the decoder forward pass");

@@ -27,7 +27,7 @@ attn::Tensor<3> tied_logits(const attn::Tensor<3>& x,
 // ex07.3, ex07_3_lm_forward.cpp: the whole decoder, like attn::lm_forward: embed, the blocks,
 // the final LayerNorm, the tied projection.
 attn::Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const attn::LmWeights& w,
-                           const attn::LmConfig& config);  // (B, T) -> (B, T, V)
+                           const attn::ModelSpec& config);  // (B, T) -> (B, T, V)
 
 // ex07.4, ex07_4_sample_top_k.cpp: keep the k largest logits (ties: lower id first), softmax of
 // logits / temperature over them, draw one id. Like attn::sample_top_k: throws

@@ -15,7 +15,7 @@
 
 namespace ex09 {
 
-attn::EvalRecord estimate_loss(const attn::LmWeights& w, const attn::LmConfig& config,
+attn::EvalRecord estimate_loss(const attn::LmWeights& w, const attn::ModelSpec& config,
                                const attn::Split& split, std::size_t batch_size, std::size_t iters,
                                std::uint64_t seed, std::size_t step) {
   // TODO(ex09.3): the mean lm_loss over `iters` batches of the train split, then of the val split.

@@ -32,7 +32,7 @@ attn::Batch get_batch(std::span<const int> data, std::size_t batch_size, std::si
 
 // ex09.3, ex09_3_estimate_loss.cpp: the mean loss over `iters` batches of each split, drawn by
 // attn::Rng(seed + step, 202) (train split first), like attn::estimate_loss.
-attn::EvalRecord estimate_loss(const attn::LmWeights& w, const attn::LmConfig& config,
+attn::EvalRecord estimate_loss(const attn::LmWeights& w, const attn::ModelSpec& config,
                                const attn::Split& split, std::size_t batch_size, std::size_t iters,
                                std::uint64_t seed, std::size_t step);
 

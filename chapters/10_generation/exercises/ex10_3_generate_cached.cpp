@@ -24,7 +24,7 @@
 
 namespace ex10 {
 
-std::vector<int> generate_cached(const attn::LmWeights& w, const attn::LmConfig& config,
+std::vector<int> generate_cached(const attn::LmWeights& w, const attn::ModelSpec& config,
                                  std::span<const int> prompt, const attn::GenerateOptions& options,
                                  attn::Rng& rng, const attn::TokenCallback& on_token) {
   // TODO(ex10.3): return max_new_tokens tokens, lm_generate's, computing one position per token

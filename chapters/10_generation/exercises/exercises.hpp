@@ -30,7 +30,7 @@ attn::Matrix attend_cache(const attn::Matrix& q, const attn::Tensor<4>& keys,
 // ex10.3, ex10_3_generate_cached.cpp: the generation loop with the cache, like
 // attn::lm_generate_cached: prefill the (cropped) prompt, then draw a token and step, re-filling
 // from the cropped context once the cache is full. The same tokens as attn::lm_generate.
-std::vector<int> generate_cached(const attn::LmWeights& w, const attn::LmConfig& config,
+std::vector<int> generate_cached(const attn::LmWeights& w, const attn::ModelSpec& config,
                                  std::span<const int> prompt, const attn::GenerateOptions& options,
                                  attn::Rng& rng, const attn::TokenCallback& on_token);
 

@@ -24,6 +24,7 @@
 #include "attn/fast/gemm.hpp"
 #include "attn/fast/gqa.hpp"
 #include "attn/fast/rope.hpp"
+#include "attn/ops/attention_ref.hpp"  // alibi_bias
 #include "../ops/attention_checks.hpp"
 #include "attn/fast/exp_nonpositive.hpp"
 #include "flash_mha.hpp"
@@ -76,7 +77,17 @@ struct Sizes {
   std::size_t B, H, T, S, hs, hv;  // q (B,H,T,hs), k (B,H,S,hs), v (B,H,S,hv)
   // A sliding window W (chapter 11; needs causal): query t sees keys t-W+1..t. 0 = none.
   std::size_t window = 0;
+  // An additive score bias (ALiBi, chapter 11), or none: added to the visible scores before the
+  // softmax (the weights keep it; the backward, which reads the weights, needs nothing else).
+  ScoreBias bias = {};
 };
+
+// Adds the bias of head h's query row t to the scores row[first, end).
+inline void add_bias(const Sizes& n, std::size_t h, std::size_t t, float* row, std::size_t first,
+                     std::size_t end) {
+  const float* b = n.bias.data + h * n.bias.head + t * n.bias.row;
+  for (std::size_t j = first; j < end; ++j) row[j] += b[j];
+}
 
 // The first key query t may see: t - W + 1 with a window W (never below 0), else 0.
 std::size_t first_key(const Sizes& n, std::size_t t) {
@@ -238,12 +249,16 @@ void attend_range(const Sizes& n, Heads<const float> q, Heads<const float> k, He
         for (std::size_t r = 0; r < rows; ++r) {
           float* row = sc + r * S;  // (S,)
           const std::size_t first = first_key(n, i0 + r), visible = i0 + r + 1;
+          if (n.bias.data != nullptr) add_bias(n, h, i0 + r, row, first, visible);
           softmax_row(row + first, visible - first);
           std::fill(row + row_begin, row + first, 0.0f);
           std::fill(row + visible, row + row_end, 0.0f);
         }
       } else {
-        for (std::size_t r = 0; r < rows; ++r) softmax_row(sc + r * S, S);  // each sums to 1
+        for (std::size_t r = 0; r < rows; ++r) {
+          if (n.bias.data != nullptr) add_bias(n, h, i0 + r, sc + r * S, 0, S);
+          softmax_row(sc + r * S, S);  // each sums to 1
+        }
       }
       // 3. Weighted sum of the values: (rows, keys) @ (keys, hv) -> (rows, hv), written
       //    straight into the output rows of this head.
@@ -292,7 +307,7 @@ MhaResult attend_heads_and_project(float* q, std::size_t q_width, const float* k
                                    std::size_t kv_width, std::size_t B, std::size_t T,
                                    std::size_t S, std::size_t C, std::size_t H, const Matrix& w_o,
                                    bool causal, bool need_weights, std::size_t KV = 0,
-                                   std::size_t window = 0) {
+                                   std::size_t window = 0, ScoreBias bias = {}) {
   const std::size_t hs = C / H;
   // Grouped-query attention (KV < H): K/V head h / (H / KV) serves query head h.
   const std::size_t group = KV == 0 ? 1 : H / KV;
@@ -301,6 +316,7 @@ MhaResult attend_heads_and_project(float* q, std::size_t q_width, const float* k
   k_heads.group = v_heads.group = group;
   Sizes n{B, H, T, S, hs, hs};
   n.window = window;
+  n.bias = bias;
   MhaResult result;
   result.weights = need_weights ? Tensor<4>(Tensor<4>::shape_type{B, H, T, S})
                                 : Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0});
@@ -612,21 +628,33 @@ Tensor<3> mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_hea
 namespace {
 
 // The attention of a block, general form: H query heads sharing KV key/value heads (KV = H:
-// multi-head attention), RoPE on q and k when `rope`, a sliding window (0 = none).
+// multi-head attention), RoPE on q and k when `rope`, a sliding window or none: a view of
+// GqaConfig (mha_parts: chapter 05's attention).
 struct Parts {
   std::size_t H, KV;
   bool causal;
-  std::size_t window;
+  std::optional<std::size_t> window;
   bool rope;
   double theta;
+  bool alibi;
 };
 
 Parts mha_parts(std::size_t n_heads, bool causal) {
-  return {n_heads, n_heads, causal, 0, false, 10000.0};
+  return {n_heads, n_heads, causal, std::nullopt, false, 10000.0, false};
+}
+
+// ALiBi's (H, T, S) bias (attn::alibi_bias, the reference's), or an empty tensor without it.
+xt::xtensor<float, 3> alibi_of(const Parts& a, std::size_t T, std::size_t S) {
+  if (!a.alibi) return xt::xtensor<float, 3>(xt::xtensor<float, 3>::shape_type{0, 0, 0});
+  return alibi_bias<float>(a.H, T, S);
+}
+ScoreBias bias_view(const xt::xtensor<float, 3>& bias) {
+  if (bias.size() == 0) return {};
+  return {bias.data(), bias.shape()[1] * bias.shape()[2], bias.shape()[2]};
 }
 
 Parts gqa_parts(const GqaConfig& c) {
-  return {c.n_heads, c.n_kv_heads, c.causal, c.window, c.rope, c.theta};
+  return {c.n_heads, c.n_kv_heads, c.causal, c.window, c.rope, c.theta, c.alibi};
 }
 
 // The grouped-query checks, one line each (like attn::gqa_forward's). `what` prefixes the
@@ -654,7 +682,9 @@ void check_gqa(const char* fn, const Tensor<3>& x, const MhaWeights& w, const Pa
   check("w_k", w.w_k, kv_cols);
   check("w_v", w.w_v, kv_cols);
   check("w_o", w.w_o, C);
-  require(a.causal || a.window == 0, fn, "a sliding window needs causal attention");
+  require(!a.window || *a.window >= 1, fn,
+          "a window holds at least the query's own key: window 0 (leave it unset for none)");
+  require(a.causal || !a.window, fn, "a sliding window needs causal attention");
   if (a.rope) {
     const std::size_t hs = C / a.H;
     require(hs % 2 == 0, fn, [&] {
@@ -699,7 +729,7 @@ QkvHeads qkv_heads(const float* qkv, std::size_t T, std::size_t C, std::size_t w
 // The flash kernel (fast/flash.cpp) takes over as fast::takes_flash says (flash.hpp): the cache
 // then keeps each query's log-sum-exp (B, H, T) in place of the (B, H, T, T) weights.
 bool flash_path(const Parts& a, std::size_t T, bool need_weights) {
-  return takes_flash(T, need_weights, a.H, a.KV, a.window);
+  return takes_flash(T, need_weights, a.H, a.KV, a.window) && !a.alibi;
 }
 
 void attention_forward(const Tensor<3>& x, const MhaWeights& w, const Parts& a, MhaCache& cache,
@@ -728,7 +758,9 @@ void attention_forward(const Tensor<3>& x, const MhaWeights& w, const Parts& a, 
   } else {
     const QkvHeads in = qkv_heads(qkv, T, C, width, a);
     Sizes n{B, H, T, T, hs, hs};
-    n.window = a.window;
+    n.window = a.window.value_or(0);  // the kernel's 0: no window
+    const xt::xtensor<float, 3> bias = alibi_of(a, T, T);
+    n.bias = bias_view(bias);
     attend(n, in.q, in.k, in.v, column_heads(cache.heads.data(), T, C, hs), a.causal,
            cache.weights.data());
   }
@@ -808,7 +840,7 @@ void attention_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaW
   } else {
     const QkvHeads in = qkv_heads(qkv, T, C, width, a);
     Sizes n{B, H, T, T, hs, hs};
-    n.window = a.window;
+    n.window = a.window.value_or(0);  // the kernel's 0: no window
     attend_backward(n, in.q, in.k, in.v, column_heads<const float>(dheads, T, C, hs),
                     cache.weights.data(), column_heads(dqkv, T, 3 * C, hs),
                     column_heads(dqkv + C, T, 3 * C, hs), column_heads(dqkv + 2 * C, T, 3 * C, hs),
@@ -911,9 +943,10 @@ MhaResult gqa_forward(const Tensor<3>& x, const MhaWeights& w, const GqaConfig& 
   if (buffer.size() < B * T * (C + 2 * kvc)) buffer.resize(B * T * (C + 2 * kvc));
   const std::size_t width = project_qkv(x, w, a, buffer.data());
   // 2-4. Attention per head, written over q, then w_o: as mha_forward, with shared K/V heads.
+  const xt::xtensor<float, 3> bias = alibi_of(a, T, T);
   return attend_heads_and_project(buffer.data(), width, buffer.data() + C, buffer.data() + C + kvc,
                                   width, B, T, T, C, a.H, w.w_o, a.causal, need_weights, a.KV,
-                                  a.window);
+                                  a.window.value_or(0), bias_view(bias));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -927,7 +960,7 @@ std::size_t attention_scratch_floats(std::size_t T, std::size_t S, std::size_t h
 void attention_strided(std::size_t B, std::size_t H, std::size_t T, std::size_t S, std::size_t hs,
                        const float* q, HeadStrides q_strides, const float* k, HeadStrides k_strides,
                        const float* v, HeadStrides v_strides, float* out, HeadStrides out_strides,
-                       bool causal, float* scratch) {
+                       bool causal, float* scratch, ScoreBias bias) {
   const char* fn = "attn::attention_strided";
   if (hs == 0 || S == 0) require(false, fn, "hs and S must be at least 1");
   if (causal && S != T) require(false, fn, "causal attention needs S == T");
@@ -935,7 +968,8 @@ void attention_strided(std::size_t B, std::size_t H, std::size_t T, std::size_t 
     blas_int(size);
   if (B == 0 || H == 0 || T == 0) return;
   // Same kernel as every other entry point, all (b, h) pairs on this thread, no weights kept.
-  const Sizes n{B, H, T, S, hs, hs};
+  Sizes n{B, H, T, S, hs, hs};
+  n.bias = bias;
   attend_range(n, {q, q_strides.batch, q_strides.head, q_strides.row},
                {k, k_strides.batch, k_strides.head, k_strides.row},
                {v, v_strides.batch, v_strides.head, v_strides.row},

@@ -40,59 +40,24 @@ std::string_view norm_name(NormPlacement n) {
   return "unknown";
 }
 
-Positions parse_positions(std::string_view name) {
-  if (name == "learned") return Positions::learned;
-  if (name == "rope") return Positions::rope;
-  throw std::invalid_argument("unknown positions '" + std::string(name) +
-                              "': expected learned or rope");
+ModelSpec block_spec(std::size_t C, std::size_t n_heads, Activation activation) {
+  ModelChoices m;
+  m.n_embd = C;
+  m.n_heads = n_heads;
+  m.activation = activation;
+  return resolve_spec(m);
 }
-std::string_view positions_name(Positions p) { return p == Positions::rope ? "rope" : "learned"; }
-
-Normalization parse_normalization(std::string_view name) {
-  if (name == "layernorm") return Normalization::layernorm;
-  if (name == "rmsnorm") return Normalization::rmsnorm;
-  throw std::invalid_argument("unknown normalization '" + std::string(name) +
-                              "': expected layernorm or rmsnorm");
-}
-std::string_view normalization_name(Normalization n) {
-  return n == Normalization::rmsnorm ? "rmsnorm" : "layernorm";
-}
-
-FfnKind parse_ffn_kind(std::string_view name) {
-  if (name == "mlp") return FfnKind::mlp;
-  if (name == "swiglu") return FfnKind::swiglu;
-  throw std::invalid_argument("unknown ffn '" + std::string(name) + "': expected mlp or swiglu");
-}
-std::string_view ffn_kind_name(FfnKind f) { return f == FfnKind::swiglu ? "swiglu" : "mlp"; }
-
-std::size_t swiglu_width(std::size_t C) {
-  const std::size_t f = 8 * C / 3;  // floor(2/3 * 4C)
-  return (f + 7) / 8 * 8;           // up to a multiple of 8
-}
-
-std::size_t kv_heads(const BlockConfig& c) { return c.n_kv_heads == 0 ? c.n_heads : c.n_kv_heads; }
 
 GqaConfig gqa_config(const BlockConfig& c) {
   GqaConfig g;
-  g.n_heads = c.n_heads;
-  g.n_kv_heads = kv_heads(c);
+  g.n_heads = c.spec.n_heads;
+  g.n_kv_heads = c.spec.n_kv_heads;
   g.causal = c.causal;
-  g.rope = c.rope;
-  g.theta = c.rope_theta;
-  g.window = c.window;
+  g.rope = c.spec.rope();
+  g.alibi = c.spec.alibi();
+  g.theta = c.spec.rope_theta;
+  g.window = c.spec.window;
   return g;
-}
-
-namespace {
-// Attention other than chapter 05's multi-head attention: grouped K/V heads, RoPE or a window.
-bool gqa_attention(const BlockConfig& c) {
-  return kv_heads(c) != c.n_heads || c.rope || c.window != 0;
-}
-}  // namespace
-
-bool block_default_parts(const BlockConfig& c) {
-  return !gqa_attention(c) && c.normalization == Normalization::layernorm &&
-         c.ffn == FfnKind::mlp && c.bias;
 }
 
 BlockWeights block_init(Rng& rng, std::size_t C, std::size_t F) {
@@ -108,12 +73,9 @@ BlockWeights block_init(Rng& rng, std::size_t C, std::size_t F) {
   return w;
 }
 
-BlockWeights block_init(Rng& rng, std::size_t C, std::size_t F, const BlockConfig& parts) {
-  const std::size_t H = parts.n_heads, KV = kv_heads(parts);
-  require(H >= 1 && C % H == 0 && KV >= 1 && H % KV == 0, "attn::block_init", [&] {
-    return "n_heads = " + std::to_string(H) + " and n_kv_heads = " + std::to_string(KV) +
-           " do not divide C = " + std::to_string(C) + " and n_heads";
-  });
+BlockWeights block_init(Rng& rng, const ModelSpec& parts) {
+  const std::size_t C = parts.n_embd, F = parts.ffn_hidden;
+  const std::size_t H = parts.n_heads, KV = parts.n_kv_heads;
   BlockWeights w = block_init(rng, C, parts.ffn == FfnKind::swiglu ? 4 * C : F);
   if (KV != H) {
     // GQA: KV heads of hs = C / H columns each, the first KV * hs columns of the full draws.
@@ -160,23 +122,15 @@ void check_block(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& c
   const std::size_t C = x.shape()[2];
   require(C >= 1, kFunction,
           [&] { return "x is " + shape_str(x.shape()) + ", C must be at least 1"; });
-  require(config.n_heads >= 1 && C % config.n_heads == 0, kFunction, [&] {
-    return "n_heads = " + std::to_string(config.n_heads) +
-           " does not divide C = " + std::to_string(C);
+  require(C == config.spec.n_embd, kFunction, [&] {
+    return "x is " + shape_str(x.shape()) + ", but the spec's n_embd is " +
+           std::to_string(config.spec.n_embd);
   });
-  const std::size_t KV = kv_heads(config);
-  require(KV >= 1 && config.n_heads % KV == 0, kFunction, [&] {
-    return "n_kv_heads = " + std::to_string(KV) +
-           " does not divide n_heads = " + std::to_string(config.n_heads);
-  });
-  const std::size_t kv_cols = KV * (C / config.n_heads);  // KV heads of hs columns
+  const std::size_t kv_cols = config.spec.n_kv_heads * config.spec.head_size;  // KV heads of hs
   check_shape<2>("attn.w_q", w.attn.w_q, {C, C});
   check_shape<2>("attn.w_k", w.attn.w_k, {C, kv_cols});
   check_shape<2>("attn.w_v", w.attn.w_v, {C, kv_cols});
-  require(config.attn_proj || !gqa_attention(config), kFunction,
-          "attn_proj = false (chapter 09's ladder) runs chapter 05's attention only: no GQA, "
-          "RoPE or window");
-  if (config.attn_proj) {
+  if (config.spec.ablations.attn_proj) {
     check_shape<2>("attn.w_o", w.attn.w_o, {C, C});
   } else {
     require(w.attn.w_o.size() == 0, kFunction, [&] {
@@ -187,9 +141,9 @@ void check_block(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& c
   const bool ln_given =
       w.ln1_gamma.size() + w.ln1_beta.size() + w.ln2_gamma.size() + w.ln2_beta.size() != 0;
   // LayerNorm with biases has a beta; RMSNorm, or no biases, has none (empty).
-  const bool betas = config.normalization == Normalization::layernorm && config.bias;
-  if (config.use_layer_norm || ln_given) {
-    const std::size_t beta_size = !config.use_layer_norm || betas ? C : 0;
+  const bool betas = config.spec.normalization == Normalization::layernorm && config.spec.bias;
+  if (config.spec.ablations.layer_norm || ln_given) {
+    const std::size_t beta_size = !config.spec.ablations.layer_norm || betas ? C : 0;
     check_shape<1>("ln1_gamma", w.ln1_gamma, {C});
     check_shape<1>("ln1_beta", w.ln1_beta, {beta_size});
     check_shape<1>("ln2_gamma", w.ln2_gamma, {C});
@@ -197,7 +151,7 @@ void check_block(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& c
   }
   const std::size_t swiglu_floats =
       w.swiglu.w_gate.size() + w.swiglu.w_up.size() + w.swiglu.w_down.size();
-  if (config.use_ffn && config.ffn == FfnKind::swiglu) {
+  if (config.spec.ablations.ffn && config.spec.ffn == FfnKind::swiglu) {
     require(w.swiglu.w_gate.size() != 0, kFunction, [&] {
       return "swiglu.w_gate is empty, expected (C, F) = (" + std::to_string(C) +
              ", F) (ffn = swiglu)";
@@ -208,12 +162,12 @@ void check_block(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& c
     check_shape<2>("swiglu.w_down", w.swiglu.w_down, {F, C});
     require(w.ffn.w1.size() + w.ffn.b1.size() + w.ffn.w2.size() + w.ffn.b2.size() == 0, kFunction,
             "ffn.w1 ... b2 must be empty in a SwiGLU block (its weights are swiglu.*)");
-  } else if (config.use_ffn) {
+  } else if (config.spec.ablations.ffn) {
     const std::size_t F = w.ffn.w1.shape()[1];
     check_shape<2>("ffn.w1", w.ffn.w1, {C, F});
-    check_shape<1>("ffn.b1", w.ffn.b1, {config.bias ? F : 0});
+    check_shape<1>("ffn.b1", w.ffn.b1, {config.spec.bias ? F : 0});
     check_shape<2>("ffn.w2", w.ffn.w2, {F, C});
-    check_shape<1>("ffn.b2", w.ffn.b2, {config.bias ? C : 0});
+    check_shape<1>("ffn.b2", w.ffn.b2, {config.spec.bias ? C : 0});
     require(swiglu_floats == 0, kFunction, "swiglu.* must be empty in an MLP block");
   } else {
     require(w.ffn.w1.size() + w.ffn.b1.size() + w.ffn.w2.size() + w.ffn.b2.size() == 0, kFunction,
@@ -231,8 +185,8 @@ const Vector& zeros_vector(std::size_t n, Vector& z);
 
 const Tensor<3>& norm(const Tensor<3>& x, const Vector& gamma, const Vector& beta,
                       const BlockConfig& config, BlockWork& work, Tensor<3>& storage) {
-  if (!config.use_layer_norm) return x;
-  if (config.normalization == Normalization::rmsnorm) {
+  if (!config.spec.ablations.layer_norm) return x;
+  if (config.spec.normalization == Normalization::rmsnorm) {
     fast::rms_norm(x, gamma, static_cast<double>(config.eps), work.rms, storage);
     return storage;
   }
@@ -263,7 +217,7 @@ void zeros_into(T& t, const typename T::shape_type& shape) {
 
 // The MLP's weights with zero biases in place of the empty ones (no biases), kept in s.
 const FfnWeights& mlp_weights(const FfnWeights& w, const BlockConfig& config, FfnWeights& s) {
-  if (config.bias) return w;
+  if (config.spec.bias) return w;
   assign_into(s.w1, w.w1);
   assign_into(s.w2, w.w2);
   zeros_into(s.b1, {w.w1.shape()[1]});
@@ -274,8 +228,8 @@ const FfnWeights& mlp_weights(const FfnWeights& w, const BlockConfig& config, Ff
 // The attention step of the evaluation forward: chapter 05's MHA, or grouped-query attention
 // (RoPE, window) for the other parts, both on the fast kernels.
 MhaResult attention_eval(const Tensor<3>& x, const MhaWeights& w, const BlockConfig& config) {
-  if (!gqa_attention(config)) {
-    return fast::mha_forward(x, w, config.n_heads, config.causal, config.keep_weights);
+  if (!config.spec.grouped_attention()) {
+    return fast::mha_forward(x, w, config.spec.n_heads, config.causal, config.keep_weights);
   }
   return fast::gqa_forward(x, w, gqa_config(config), config.keep_weights);
 }
@@ -283,8 +237,8 @@ MhaResult attention_eval(const Tensor<3>& x, const MhaWeights& w, const BlockCon
 // The FFN step of the evaluation forward: the MLP or SwiGLU (fast kernels).
 Tensor<3> ffn_eval(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
                    BlockWork& work) {
-  if (config.ffn == FfnKind::swiglu) return fast::swiglu_forward(x, w.swiglu);
-  return fast::ffn_forward(x, mlp_weights(w.ffn, config, work.mlp), config.activation);
+  if (config.spec.ffn == FfnKind::swiglu) return fast::swiglu_forward(x, w.swiglu);
+  return fast::ffn_forward(x, mlp_weights(w.ffn, config, work.mlp), config.spec.activation);
 }
 
 // out[i] = a[i] + b[i] for i < n; out may be a. Eight at a time, each group read before it is
@@ -354,9 +308,9 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
     // 3. x = x + a: the residual connection                   (B, T, C)
     //    (residual = false, chapter 09's ladder: x = a)
     Tensor<3> stream = std::move(a.out);
-    if (config.residual) add_in_place(stream, x);
+    if (config.spec.ablations.residual) add_in_place(stream, x);
     report(trace, "residual1", stream);
-    if (!config.use_ffn) return {std::move(stream), std::move(a.weights)};
+    if (!config.spec.ablations.ffn) return {std::move(stream), std::move(a.weights)};
     // 4. h = ln2(x)                                            (B, T, C)
     const Tensor<3>& h2 = norm(stream, w.ln2_gamma, w.ln2_beta, config, work, ln_storage);
     report(trace, "ln2", h2);
@@ -364,7 +318,7 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
     Tensor<3> f = ffn_eval(h2, w, config, work);
     report(trace, "ffn", f);
     // 6. x = x + f                                             (B, T, C)
-    if (config.residual) {
+    if (config.spec.ablations.residual) {
       add_in_place(stream, f);
     } else {
       stream = std::move(f);
@@ -380,20 +334,20 @@ BlockResult block_forward(const Tensor<3>& x, const BlockWeights& w, const Block
   report(trace, "attn", a.out);
   // 2. r = x + a                                               (B, T, C)
   Tensor<3> r1 = std::move(a.out);
-  if (config.residual) add_in_place(r1, x);
+  if (config.spec.ablations.residual) add_in_place(r1, x);
   report(trace, "residual1", r1);
   // 3. x = ln1(r)                                              (B, T, C)
   const Tensor<3>& x1 = norm(r1, w.ln1_gamma, w.ln1_beta, config, work, ln_storage);
   report(trace, "ln1", x1);
-  if (!config.use_ffn) return {Tensor<3>(x1), std::move(a.weights)};
+  if (!config.spec.ablations.ffn) return {Tensor<3>(x1), std::move(a.weights)};
   // 4. f = FFN(x)                                              (B, T, C)
   Tensor<3> r2 = ffn_eval(x1, w, config, work);
   report(trace, "ffn", r2);
   // 5. r = x + f                                               (B, T, C)
-  if (config.residual) add_in_place(r2, x1);
+  if (config.spec.ablations.residual) add_in_place(r2, x1);
   report(trace, "residual2", r2);
   // 6. out = ln2(r)                                            (B, T, C)
-  if (config.use_layer_norm) {
+  if (config.spec.ablations.layer_norm) {
     Tensor<3> normed;
     (void)norm(r2, w.ln2_gamma, w.ln2_beta, config, work, normed);
     r2 = std::move(normed);
@@ -479,7 +433,7 @@ void clear_any(T& t) {
 // out = norm(x) (LayerNorm or RMSNorm), keeping mean and rstd (ln) or rstd (rms).
 void norm_forward(const Tensor<3>& x, const Vector& gamma, const Vector& beta, const BlockConfig& c,
                   LayerNormCache& ln, RmsNormCache<float>& rms, BlockWork& work, Tensor<3>& out) {
-  if (c.normalization == Normalization::rmsnorm) {
+  if (c.spec.normalization == Normalization::rmsnorm) {
     clear(ln);
     fast::rms_norm(x, gamma, static_cast<double>(c.eps), rms, out);
     return;
@@ -494,7 +448,7 @@ void norm_forward(const Tensor<3>& x, const Vector& gamma, const Vector& beta, c
 void norm_backward(const Tensor<3>& dy, const Tensor<3>& x, const Vector& gamma,
                    const BlockConfig& c, const LayerNormCache& ln, const RmsNormCache<float>& rms,
                    BlockWork& work, Tensor<3>& dx, Vector& dgamma, Vector& dbeta) {
-  if (c.normalization == Normalization::rmsnorm) {
+  if (c.spec.normalization == Normalization::rmsnorm) {
     fast::rms_norm_backward(dy, x, gamma, rms, dx, dgamma);
     return;
   }
@@ -510,10 +464,10 @@ void norm_backward(const Tensor<3>& dy, const Tensor<3>& x, const Vector& gamma,
 // their input, q | k | v, the weights and the merged heads in cache.attn.
 void attention_forward(const Tensor<3>& x, const MhaWeights& w, const BlockConfig& c,
                        BlockCache& cache, Tensor<3>& out) {
-  if (!gqa_attention(c)) {
+  if (!c.spec.grouped_attention()) {
     // Without keep_weights, from T = fast::kFlashMinT on, the flash kernel: the cache keeps each
     // query's log-sum-exp (B, H, T) in place of the (B, H, T, T) weights.
-    fast::mha_forward(x, w, c.n_heads, c.causal, cache.attn, out, c.keep_weights);
+    fast::mha_forward(x, w, c.spec.n_heads, c.causal, cache.attn, out, c.keep_weights);
     return;
   }
   // RoPE alone (one K/V head per query head, no window) takes the flash path too.
@@ -522,8 +476,8 @@ void attention_forward(const Tensor<3>& x, const MhaWeights& w, const BlockConfi
 
 void attention_backward(const Tensor<3>& dout, const BlockCache& cache, const MhaWeights& w,
                         const BlockConfig& c, Tensor<3>& dx, MhaWeights& grads) {
-  if (!gqa_attention(c)) {
-    fast::mha_backward(dout, cache.attn, w, c.n_heads, c.causal, dx, grads);
+  if (!c.spec.grouped_attention()) {
+    fast::mha_backward(dout, cache.attn, w, c.spec.n_heads, c.causal, dx, grads);
     return;
   }
   fast::gqa_backward(dout, cache.attn, w, gqa_config(c), dx, grads);
@@ -532,7 +486,7 @@ void attention_backward(const Tensor<3>& dout, const BlockCache& cache, const Mh
 // out = FFN(x): the MLP (cache.ffn) or SwiGLU (cache.swiglu).
 void ffn_forward_part(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& c,
                       BlockCache& cache, Tensor<3>& out) {
-  if (c.ffn == FfnKind::swiglu) {
+  if (c.spec.ffn == FfnKind::swiglu) {
     clear(cache.ffn.x);
     clear(cache.ffn.pre);
     clear(cache.ffn.act);
@@ -543,17 +497,17 @@ void ffn_forward_part(const Tensor<3>& x, const BlockWeights& w, const BlockConf
   clear_any(cache.swiglu.a);
   clear_any(cache.swiglu.u);
   clear_any(cache.swiglu.h);
-  fast::ffn_forward(x, mlp_weights(w.ffn, c, cache.work.mlp), c.activation, cache.ffn, out);
+  fast::ffn_forward(x, mlp_weights(w.ffn, c, cache.work.mlp), c.spec.activation, cache.ffn, out);
 }
 
 void ffn_backward_part(const Tensor<3>& dy, BlockCache& cache, const BlockWeights& w,
                        const BlockConfig& c, Tensor<3>& dx, BlockWeights& grads) {
-  if (c.ffn == FfnKind::swiglu) {
+  if (c.spec.ffn == FfnKind::swiglu) {
     fast::swiglu_backward(dy, cache.swiglu, w.swiglu, dx, grads.swiglu);
     return;
   }
-  if (c.bias) {
-    fast::ffn_backward(dy, cache.ffn, w.ffn, c.activation, dx, grads.ffn);
+  if (c.spec.bias) {
+    fast::ffn_backward(dy, cache.ffn, w.ffn, c.spec.activation, dx, grads.ffn);
     return;
   }
   // No biases: the kernel's gradients from zero (its bias gradients dropped), then w1's and
@@ -563,7 +517,8 @@ void ffn_backward_part(const Tensor<3>& dy, BlockCache& cache, const BlockWeight
   zeros_into(g.w2, grads.ffn.w2.shape());
   zeros_into(g.b1, {g.w1.shape()[1]});
   zeros_into(g.b2, {g.w2.shape()[1]});
-  fast::ffn_backward(dy, cache.ffn, mlp_weights(w.ffn, c, cache.work.mlp), c.activation, dx, g);
+  fast::ffn_backward(dy, cache.ffn, mlp_weights(w.ffn, c, cache.work.mlp), c.spec.activation, dx,
+                     g);
   add_into_buffer(grads.ffn.w1, g.w1);
   add_into_buffer(grads.ffn.w2, g.w2);
 }
@@ -581,16 +536,15 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
                    BlockCache& cache, Tensor<3>& out, Rng* dropout_rng) {
   check_block(x, w, config);
   require(&out != &x, "attn::block_forward", "out must not be x");
-  check_dropout_p(config.dropout, "attn::block_forward: dropout");
-  const bool ln = config.use_layer_norm;
+  const bool ln = config.spec.ablations.layer_norm;
   // Dropout (training only): the masks of the attention's output, then of the FFN's, drawn in
   // that order before anything is computed. Each sub-layer's output is multiplied by its mask
   // before the residual addition, so the stream itself is never dropped.
-  const float p = config.dropout;
+  const float p = config.spec.dropout;
   const bool drop = p > 0.0f;
   const std::array<std::size_t, 3> btc{x.shape()[0], x.shape()[1], x.shape()[2]};
   prepare_mask(cache.drop_attn, btc, p, dropout_rng, "drop_attn");
-  prepare_mask(cache.drop_ffn, btc, config.use_ffn ? p : 0.0f, dropout_rng, "drop_ffn");
+  prepare_mask(cache.drop_ffn, btc, config.spec.ablations.ffn ? p : 0.0f, dropout_rng, "drop_ffn");
   // The same operations as block_forward above, in the same order (the same output, bit for
   // bit), each keeping what its backward needs. Only what the backward reads is held: the
   // fields a configuration does not need are emptied, so activation_floats counts exactly what
@@ -618,9 +572,9 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
     // 2. a = MHA(h): cache.attn keeps h, q|k|v, the weights and the merged heads.
     attention_forward(ln ? h1 : x, w.attn, config, cache, out);
     if (drop) multiply_in_place(out, cache.drop_attn);  // a = dropout(a)
-    if (!config.use_ffn) {
+    if (!config.spec.ablations.ffn) {
       // 3. x = x + a
-      if (config.residual) add_in_place(out, x);
+      if (config.spec.ablations.residual) add_in_place(out, x);
       clear(cache.residual1);
       clear(cache.ln2);
       clear_any(cache.rms2.rstd);
@@ -632,7 +586,7 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
     // 3. x = x + a, written where ln2's backward will need it (residual1) when there is a
     //    LayerNorm. (a + x, the same sum as out += x.)
     Tensor<3>& stream = ln ? cache.residual1 : out;
-    if (config.residual) {
+    if (config.spec.ablations.residual) {
       add_into(stream, out, x);
     } else if (ln) {
       copy_into(cache.residual1, out);
@@ -640,7 +594,7 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
     if (!ln) clear(cache.residual1);
     // 4. h = ln2(x), straight into where the FFN keeps its input: cache.ffn.x (the MLP) or
     //    cache.swiglu.x.
-    Tensor<3>& h2 = config.ffn == FfnKind::swiglu ? cache.swiglu.x : cache.ffn.x;
+    Tensor<3>& h2 = config.spec.ffn == FfnKind::swiglu ? cache.swiglu.x : cache.ffn.x;
     if (ln) {
       norm_forward(stream, w.ln2_gamma, w.ln2_beta, config, cache.ln2, cache.rms2, cache.work, h2);
     } else {
@@ -651,7 +605,7 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
     ffn_forward_part(ln ? h2 : out, w, config, cache, f);
     if (drop) multiply_in_place(f, cache.drop_ffn);  // f = dropout(f)
     // 6. x = x + f
-    if (!config.residual) {
+    if (!config.spec.ablations.residual) {
       copy_into(out, f);
       return;
     }
@@ -664,7 +618,7 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
   attention_forward(x, w.attn, config, cache, out);
   if (drop) multiply_in_place(out, cache.drop_attn);  // a = dropout(a)
   // 2. r = x + a
-  if (config.residual) add_in_place(out, x);
+  if (config.spec.ablations.residual) add_in_place(out, x);
   // 3. x = ln1(r): its backward needs r (residual1).
   if (ln) {
     copy_into(cache.residual1, out);
@@ -675,7 +629,7 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
     clear_any(cache.rms1.rstd);
   }
   const Tensor<3>& x1 = ln ? h : out;
-  if (!config.use_ffn) {
+  if (!config.spec.ablations.ffn) {
     clear(cache.ln2_in);
     clear(cache.ln2);
     clear_any(cache.rms2.rstd);
@@ -689,7 +643,7 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
   ffn_forward_part(x1, w, config, cache, f);
   if (drop) multiply_in_place(f, cache.drop_ffn);  // f = dropout(f)
   // 5. r = x + f
-  if (config.residual) add_in_place(f, x1);
+  if (config.spec.ablations.residual) add_in_place(f, x1);
   // 6. out = ln2(r): its backward needs r (ln2_in).
   if (!ln) {
     clear(cache.ln2_in);
@@ -715,19 +669,19 @@ void block_backward(const Tensor<3>& dout, BlockCache& cache, const BlockWeights
   // The gradients are added into, so they must be shaped like the weights, tensor for tensor.
   require(same_block_shapes(grads, w), kFn,
           "grads must be shaped like the weights, tensor for tensor (zeros shaped like them)");
-  const bool ln = config.use_layer_norm;
+  const bool ln = config.spec.ablations.layer_norm;
   // Scratch (B, T, C) gradients, the cache's work buffers.
   Tensor<3>& d_stream = cache.work.d_stream;
   Tensor<3>& d_sub = cache.work.d_sub;
   Tensor<3>& d_drop = cache.work.d_drop;
   // Dropout y = a * mask passes dy * mask back to its sub-layer (ops/dropout.hpp); the residual
   // path gets dy unchanged. `through(dy, mask)` is the gradient the sub-layer's backward sees.
-  const bool drop = config.dropout > 0.0f;
+  const bool drop = config.spec.dropout > 0.0f;
   if (drop) {
     const bool ok = cache.drop_attn.shape() == x_in.shape() &&
-                    (!config.use_ffn || cache.drop_ffn.shape() == x_in.shape());
+                    (!config.spec.ablations.ffn || cache.drop_ffn.shape() == x_in.shape());
     require(ok, kFn,
-            "config.dropout > 0 but the cache holds no dropout masks of the block's shape "
+            "config.spec.dropout > 0 but the cache holds no dropout masks of the block's shape "
             "(fill it with the training forward under the same config)");
   }
   const auto through = [&](const Tensor<3>& dy, const Tensor<3>& mask) -> const Tensor<3>& {
@@ -739,7 +693,7 @@ void block_backward(const Tensor<3>& dout, BlockCache& cache, const BlockWeights
     // Backward through x2 = x1 + f(ln2(x1)), then x1 = x + a(ln1(x)): each residual addition
     // passes its gradient to both branches unchanged, and the branch's gradient is added back.
     const Tensor<3>* g = &dout;  // dL/d(stream after attention), once the FFN step is undone
-    if (config.use_ffn) {
+    if (config.spec.ablations.ffn) {
       // 6-5. f = FFN(h2): dh2 = ffn_backward(df), df = dout.
       ffn_backward_part(through(dout, cache.drop_ffn), cache, w, config, d_sub, grads);
       // 4. h2 = ln2(x1)
@@ -748,7 +702,7 @@ void block_backward(const Tensor<3>& dout, BlockCache& cache, const BlockWeights
                       cache.work, d_sub, grads.ln2_gamma, grads.ln2_beta);
       }
       // 6. x2 = x1 + f: dx1 = dout + (the FFN branch), or the branch alone without residual.
-      if (config.residual) {
+      if (config.spec.ablations.residual) {
         add_into(d_stream, dout, d_sub);
       } else {
         copy_into(d_stream, d_sub);
@@ -763,7 +717,7 @@ void block_backward(const Tensor<3>& dout, BlockCache& cache, const BlockWeights
                     grads.ln1_gamma, grads.ln1_beta);
     }
     // 3. x1 = x + a
-    if (config.residual) {
+    if (config.spec.ablations.residual) {
       add_into(dx, *g, d_sub);
     } else {
       copy_into(dx, d_sub);
@@ -772,7 +726,7 @@ void block_backward(const Tensor<3>& dout, BlockCache& cache, const BlockWeights
   }
   // Post-norm: out = ln2(r2), r2 = x1 + f(x1), x1 = ln1(r1), r1 = x + a(x).
   const Tensor<3>* g = &dout;  // dL/dx1
-  if (config.use_ffn) {
+  if (config.spec.ablations.ffn) {
     // 6. out = ln2(r2)
     const Tensor<3>* d_r2 = &dout;
     if (ln) {
@@ -783,7 +737,7 @@ void block_backward(const Tensor<3>& dout, BlockCache& cache, const BlockWeights
     // 4. f = FFN(x1)
     ffn_backward_part(through(*d_r2, cache.drop_ffn), cache, w, config, d_sub, grads);
     // 5. r2 = x1 + f
-    if (config.residual) add_into(d_sub, d_sub, *d_r2);
+    if (config.spec.ablations.residual) add_into(d_sub, d_sub, *d_r2);
     g = &d_sub;
   }
   // 3. x1 = ln1(r1)
@@ -794,7 +748,7 @@ void block_backward(const Tensor<3>& dout, BlockCache& cache, const BlockWeights
   }
   // 1. a = MHA(x), 2. r1 = x + a
   attention_backward(through(*g, cache.drop_attn), cache, w.attn, config, dx, grads.attn);
-  if (config.residual) add_into(dx, dx, *g);
+  if (config.spec.ablations.residual) add_into(dx, dx, *g);
 }
 
 BlockWeights block_zeros_like(const BlockWeights& w) {
@@ -818,27 +772,28 @@ std::size_t activation_floats(const BlockCache& c) {
 std::size_t block_activation_floats(std::size_t B, std::size_t T, std::size_t C, std::size_t F,
                                     std::size_t H, const BlockConfig& config) {
   const std::size_t btc = B * T * C;
-  const bool ln = config.use_layer_norm, ffn = config.use_ffn;
+  const bool ln = config.spec.ablations.layer_norm, ffn = config.spec.ablations.ffn;
   // Attention: its input, q|k|v, the (B, H, T, T) weights, the merged heads. With KV key/value
   // heads (GQA) k and v hold B T KV hs floats each. Without keep_weights, from
   // T = fast::kFlashMinT on, multi-head attention without a window (RoPE or not) runs the flash
   // kernel: its log-sum-exp (B, H, T) in place of the weights.
-  const std::size_t kv = H == 0 ? 0 : B * T * kv_heads(config) * (C / H);
-  const bool flash = fast::takes_flash(T, config.keep_weights, H, kv_heads(config), config.window);
+  const std::size_t kv = H == 0 ? 0 : B * T * config.spec.n_kv_heads * (C / H);
+  const bool flash =
+      fast::takes_flash(T, config.keep_weights, H, config.spec.n_kv_heads, config.spec.window);
   std::size_t n = btc + btc + 2 * kv + (flash ? B * H * T : B * H * T * T) + btc;
   // FFN: its input, the pre-activation and the activation (B, T, F) each; SwiGLU keeps three
   // (B, T, F): a, u and h.
-  if (ffn) n += btc + (config.ffn == FfnKind::swiglu ? 3 : 2) * B * T * F;
+  if (ffn) n += btc + (config.spec.ffn == FfnKind::swiglu ? 3 : 2) * B * T * F;
   // Each LayerNorm used: its input (B, T, C) and the per-token mean and rstd (2 B T). Pre-norm:
   // ln1's input is the block input, ln2's the stream after attention; post-norm: ln1's is the
   // stream after attention, ln2's the stream after the FFN. The LayerNorm outputs are not
   // stored again: they are the sub-layers' inputs above (or the block's output).
   // (RMSNorm keeps rstd alone: B T.)
-  const std::size_t stats = config.normalization == Normalization::rmsnorm ? B * T : 2 * B * T;
+  const std::size_t stats = config.spec.normalization == Normalization::rmsnorm ? B * T : 2 * B * T;
   if (ln) n += btc + stats;         // ln1
   if (ln && ffn) n += btc + stats;  // ln2
   // Dropout: one (B, T, C) mask per sub-layer.
-  if (config.dropout > 0.0f) n += ffn ? 2 * btc : btc;
+  if (config.spec.dropout > 0.0f) n += ffn ? 2 * btc : btc;
   return n;
 }
 

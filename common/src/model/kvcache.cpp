@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "attn/ops/attention_ref.hpp"  // alibi_slopes
 #include "attn/fast/attention.hpp"
 #include "attn/fast/layernorm.hpp"
 #include "attn/fast/rmsnorm.hpp"
@@ -52,8 +53,9 @@ bool has_shape(const Tensor<N>& t, const std::array<std::size_t, N>& want) {
 
 // The cache runs the pre-norm block of chapter 07 with any activation, FFN width and output head;
 // the ladder's variants without LayerNorm, residuals, FFN or projection are not supported.
-void check_variant(const LmConfig& config, const char* function) {
-  if (!config.use_layer_norm || !config.residual || !config.use_ffn || !config.attn_proj) {
+void check_variant(const ModelSpec& config, const char* function) {
+  const Ablations& a = config.ablations;  // the head may be tied or not
+  if (!(a.layer_norm && a.residual && a.ffn && a.attn_proj)) {
     require(false, function,
             "the KV cache runs pre-norm blocks with LayerNorm, residuals, an FFN and an output "
             "projection; this model is one of chapter 09's reduced variants");
@@ -62,9 +64,9 @@ void check_variant(const LmConfig& config, const char* function) {
 
 // The weights of every block, which lm_forward leaves to block_forward. Nothing is formatted
 // unless a check fails: this runs for every step.
-void check_blocks(const LmWeights& w, const LmConfig& config, const char* function) {
+void check_blocks(const LmWeights& w, const ModelSpec& config, const char* function) {
   check_variant(config, function);
-  const std::size_t C = config.n_embd, F = lm_ffn_width(config);
+  const std::size_t C = config.n_embd, F = config.ffn_hidden;
   for (std::size_t l = 0; l < w.blocks.size(); ++l) {
     const BlockWeights& b = w.blocks[l];
     const bool ok = has_shape<2>(b.attn.w_q, {C, C}) && has_shape<2>(b.attn.w_k, {C, C}) &&
@@ -87,7 +89,7 @@ void check_blocks(const LmWeights& w, const LmConfig& config, const char* functi
 // The cache must have been made for this config: run_positions writes every buffer of it by the
 // config's sizes, so each is checked, the workspace too (a cache made for a model with a
 // narrower FFN has a narrower `hidden`, which would be written past).
-void check_cache(const KvCache& c, const LmConfig& config, const char* function) {
+void check_cache(const KvCache& c, const ModelSpec& config, const char* function) {
   const std::size_t H = config.n_heads, T_max = config.block_size, C = config.n_embd;
   const std::size_t hs = H == 0 ? 0 : C / H, rows = c.batch * T_max;
   const std::array<std::size_t, 4> want{c.batch, H, T_max, hs};
@@ -95,8 +97,7 @@ void check_cache(const KvCache& c, const LmConfig& config, const char* function)
             c.length <= T_max && has_shape<2>(c.logits, {c.batch, config.vocab_size}) &&
             has_shape<2>(c.x, {rows, C}) && has_shape<2>(c.h, {rows, C}) &&
             has_shape<2>(c.qkv, {rows, 3 * C}) && has_shape<2>(c.att, {rows, C}) &&
-            has_shape<2>(c.proj, {rows, C}) &&
-            has_shape<2>(c.hidden, {rows, lm_ffn_width(config)}) &&
+            has_shape<2>(c.proj, {rows, C}) && has_shape<2>(c.hidden, {rows, config.ffn_hidden}) &&
             c.scratch.size() >= fast::attention_scratch_floats(T_max, T_max, hs);
   for (std::size_t l = 0; ok && l < c.keys.size(); ++l)
     ok = has_shape<4>(c.keys[l], want) && has_shape<4>(c.values[l], want);
@@ -148,9 +149,9 @@ void kv_append_rows(float* cache, std::size_t H, std::size_t T_max, std::size_t 
 // first T-1 positions of a prefill), the last layer stops after its keys and values: nothing
 // downstream of them is needed until the next token.
 void run_positions(KvCache& c, const int* tokens, std::size_t tok_stride, std::size_t T,
-                   std::size_t pos0, const LmWeights& w, const LmConfig& config, bool finish) {
+                   std::size_t pos0, const LmWeights& w, const ModelSpec& config, bool finish) {
   const std::size_t B = c.batch, C = config.n_embd, H = config.n_heads, hs = C / H;
-  const std::size_t F = lm_ffn_width(config), V = config.vocab_size, T_max = config.block_size;
+  const std::size_t F = config.ffn_hidden, V = config.vocab_size, T_max = config.block_size;
   const std::size_t L = config.n_layers;
   const std::size_t rows = B * T;  // every new position of every sequence
   const std::size_t S = pos0 + T;  // keys visible after this call
@@ -219,7 +220,7 @@ void run_positions(KvCache& c, const int* tokens, std::size_t tok_stride, std::s
     fast::layer_norm_rows(x + r * C, 1, C, w.ln_f_gamma.data(), w.ln_f_beta.data(), kEps,
                           h + b * C);
   }
-  if (config.tied_head) {
+  if (config.ablations.tied_head) {
     fast::gemm(B, V, C, 1.0f, h, false, w.wte.data(), /*trans_b=*/true, 0.0f, c.logits.data());
   } else {
     fill_bias(c.logits.data(), B, w.lm_head_bias);
@@ -272,15 +273,11 @@ Matrix attend_cache(const Matrix& q, const Tensor<4>& keys, const Tensor<4>& val
   return out;
 }
 
-KvCache kv_cache_init(const LmConfig& config, std::size_t batch) {
+KvCache kv_cache_init(const ModelSpec& config, std::size_t batch) {
   constexpr const char* kFn = "attn::kv_cache_init";
   const std::size_t V = config.vocab_size, T_max = config.block_size, C = config.n_embd;
   const std::size_t H = config.n_heads, L = config.n_layers;
   require(batch >= 1, kFn, "batch must be at least 1, got 0");
-  require(V > 0 && T_max > 0 && C > 0 && L > 0, kFn,
-          "vocab_size, block_size, n_embd and n_layers must be >= 1");
-  require(H > 0 && C % H == 0, kFn,
-          [&] { return fmt::format("n_heads = {} does not divide n_embd = {}", H, C); });
   const std::size_t rows = checked_mul(batch, T_max, kFn);
   (void)checked_mul(checked_mul(rows, 3 * C, kFn), L + 1, kFn);  // the largest buffers fit
   KvCache c;
@@ -295,14 +292,14 @@ KvCache kv_cache_init(const LmConfig& config, std::size_t batch) {
   c.qkv = Matrix(std::array<std::size_t, 2>{rows, 3 * C});
   c.att = Matrix(std::array<std::size_t, 2>{rows, C});
   c.proj = Matrix(std::array<std::size_t, 2>{rows, C});
-  c.hidden = Matrix(std::array<std::size_t, 2>{rows, lm_ffn_width(config)});
+  c.hidden = Matrix(std::array<std::size_t, 2>{rows, config.ffn_hidden});
   c.scratch =
       Vector(std::array<std::size_t, 1>{fast::attention_scratch_floats(T_max, T_max, C / H)});
   c.logits = Matrix(std::array<std::size_t, 2>{batch, V});
   return c;
 }
 
-std::size_t kv_cache_floats(const LmConfig& config, std::size_t batch) {
+std::size_t kv_cache_floats(const ModelSpec& config, std::size_t batch) {
   // Keys and values (2), per layer (L), per sequence (B), per position (T_max), C = H * hs each.
   return 2 * config.n_layers * batch * config.block_size * config.n_embd;
 }
@@ -334,7 +331,7 @@ KvWork operator-(const KvWork& b, const KvWork& a) {
 }
 
 const Matrix& lm_prefill(KvCache& cache, std::span<const int> tokens, const LmWeights& w,
-                         const LmConfig& config) {
+                         const ModelSpec& config) {
   constexpr const char* kFn = "attn::lm_prefill";
   check_cache(cache, config, kFn);
   detail::check_weights(w, config, kFn);
@@ -361,7 +358,7 @@ const Matrix& lm_prefill(KvCache& cache, std::span<const int> tokens, const LmWe
 }
 
 const Matrix& lm_step(KvCache& cache, std::span<const int> tokens, const LmWeights& w,
-                      const LmConfig& config) {
+                      const ModelSpec& config) {
   constexpr const char* kFn = "attn::lm_step";
   check_cache(cache, config, kFn);
   detail::check_weights(w, config, kFn);
@@ -389,13 +386,13 @@ const Matrix& lm_step(KvCache& cache, std::span<const int> tokens, const LmWeigh
 // ---------------------------------------------------------------------------------------------
 // The rolling cache (chapter 11's parts).
 
-bool uses_rolling_cache(const LmConfig& config) {
-  return config.positions == Positions::rope || !block_default_parts(lm_block_config(config));
+bool uses_rolling_cache(const ModelSpec& config) {
+  return !config.learned_positions() || !config.default_parts();
 }
 
 namespace {
 
-std::size_t rolling_capacity(const LmConfig& c) { return c.window != 0 ? c.window : c.block_size; }
+std::size_t rolling_capacity(const ModelSpec& c) { return c.window.value_or(c.block_size); }
 
 // rows (n, in) @ w (in, out) -> y (n, out): the training forward's GEMM.
 void project_rows(const float* x, std::size_t n, const Matrix& w, float* y) {
@@ -403,7 +400,7 @@ void project_rows(const float* x, std::size_t n, const Matrix& w, float* y) {
 }
 
 // The norm of `config` over B rows of C, x -> y (layer_norm_rows or rms_norm_rows).
-void norm_rows(const Matrix& x, const Vector& gamma, const Vector& beta, const LmConfig& config,
+void norm_rows(const Matrix& x, const Vector& gamma, const Vector& beta, const ModelSpec& config,
                Matrix& y) {
   const std::size_t rows = x.shape()[0], C = x.shape()[1];
   if (config.normalization == Normalization::rmsnorm) {
@@ -421,8 +418,8 @@ void rope_rows(Matrix& x, std::size_t hs, double theta, std::size_t p) {
   fast::rope_in_place({x.data(), x.shape()[0], 1, x.shape()[1], x.shape()[1]}, hs, theta, p);
 }
 
-void check_rolling(const RollingKvCache& c, const LmConfig& config, const char* fn) {
-  const std::size_t H = config.n_heads, KV = lm_kv_heads(config);
+void check_rolling(const RollingKvCache& c, const ModelSpec& config, const char* fn) {
+  const std::size_t H = config.n_heads, KV = config.n_kv_heads;
   const std::size_t hs = H == 0 ? 0 : config.n_embd / H;
   const std::array<std::size_t, 4> want{c.batch, KV, rolling_capacity(config), hs};
   bool ok = c.batch > 0 && c.capacity == rolling_capacity(config) &&
@@ -435,15 +432,11 @@ void check_rolling(const RollingKvCache& c, const LmConfig& config, const char* 
 
 }  // namespace
 
-RollingKvCache rolling_cache_init(const LmConfig& config, std::size_t batch) {
+RollingKvCache rolling_cache_init(const ModelSpec& config, std::size_t batch) {
   constexpr const char* kFn = "attn::rolling_cache_init";
   require(batch >= 1, kFn, "batch must be at least 1, got 0");
-  require(
-      config.vocab_size > 0 && config.block_size > 0 && config.n_embd > 0 && config.n_layers > 0,
-      kFn, "vocab_size, block_size, n_embd and n_layers must be >= 1");
-  check_parts(config, kFn);
   check_variant(config, kFn);
-  const std::size_t KV = lm_kv_heads(config), hs = config.n_embd / config.n_heads;
+  const std::size_t KV = config.n_kv_heads, hs = config.n_embd / config.n_heads;
   RollingKvCache c;
   c.batch = batch;
   c.capacity = rolling_capacity(config);
@@ -457,9 +450,9 @@ RollingKvCache rolling_cache_init(const LmConfig& config, std::size_t batch) {
   return c;
 }
 
-std::size_t rolling_cache_floats(const LmConfig& config, std::size_t batch) {
+std::size_t rolling_cache_floats(const ModelSpec& config, std::size_t batch) {
   const std::size_t hs = config.n_embd / config.n_heads;
-  return 2 * config.n_layers * batch * rolling_capacity(config) * lm_kv_heads(config) * hs;
+  return 2 * config.n_layers * batch * rolling_capacity(config) * config.n_kv_heads * hs;
 }
 
 namespace {
@@ -467,11 +460,11 @@ namespace {
 // One position per sequence through the rolling cache (lm_step_rolling without its checks and
 // its kv_work() count).
 const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const LmWeights& w,
-                           const LmConfig& config) {
+                           const ModelSpec& config) {
   const std::size_t B = c.batch, C = config.n_embd, H = config.n_heads, hs = C / H;
-  const std::size_t KV = lm_kv_heads(config), group = H / KV, V = config.vocab_size;
+  const std::size_t KV = config.n_kv_heads, group = H / KV, V = config.vocab_size;
   const std::size_t W = c.capacity, p = c.length;  // the new token's absolute position
-  const bool rope = config.positions == Positions::rope;
+  const bool rope = config.rope(), table = config.learned_positions();
   // Positions visible to the new query: the last min(p + 1, W) (a window W, or T_max keys).
   // They sit in slots 0..n-1: before the ring is full, slot j holds position j; once full,
   // all W slots are visible.
@@ -482,8 +475,23 @@ const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const
   Matrix x(std::array<std::size_t, 2>{B, C});
   for (std::size_t b = 0; b < B; ++b) {
     const float* tok = w.wte.data() + static_cast<std::size_t>(tokens[b]) * C;
-    for (std::size_t j = 0; j < C; ++j) x(b, j) = rope ? tok[j] : tok[j] + w.wpe(p, j);
+    for (std::size_t j = 0; j < C; ++j) x(b, j) = table ? tok[j] + w.wpe(p, j) : tok[j];
   }
+  // ALiBi: query head hh = g * group + r penalises slot j by m_hh times its distance from p. Slot
+  // `slot` holds position p, and the ring runs backwards from it: slot j holds position
+  // p - ((slot - j) mod W). A (KV, group, n) bias, the same for every layer.
+  std::vector<float> alibi;
+  if (config.alibi()) {
+    const std::vector<double> m = alibi_slopes(H);
+    alibi.resize(KV * group * n);
+    for (std::size_t hh = 0; hh < H; ++hh)
+      for (std::size_t j = 0; j < n; ++j) {
+        const std::size_t distance = (slot + W - j) % W;
+        alibi[hh * n + j] = static_cast<float>(-m[hh] * static_cast<double>(distance));
+      }
+  }
+  const fast::ScoreBias score_bias =
+      alibi.empty() ? fast::ScoreBias{} : fast::ScoreBias{alibi.data(), group * n, n};
   Matrix h(std::array<std::size_t, 2>{B, C}), q(std::array<std::size_t, 2>{B, C});
   Matrix k(std::array<std::size_t, 2>{B, KV * hs}), v(std::array<std::size_t, 2>{B, KV * hs});
   Matrix heads(std::array<std::size_t, 2>{B, C}), proj(std::array<std::size_t, 2>{B, C});
@@ -515,7 +523,8 @@ const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const
     const fast::HeadStrides q_strides{C, group * hs, hs};
     const fast::HeadStrides kv_strides{KV * W * hs, W * hs, hs};
     fast::attention_strided(B, KV, group, n, hs, q.data(), q_strides, kc, kv_strides, vc,
-                            kv_strides, heads.data(), q_strides, /*causal=*/false, scratch.data());
+                            kv_strides, heads.data(), q_strides, /*causal=*/false, scratch.data(),
+                            score_bias);
     // 6. x = x + heads w_o
     project_rows(heads.data(), B, bw.attn.w_o, proj.data());
     for (std::size_t i = 0; i < B * C; ++i) x.data()[i] = proj.data()[i] + x.data()[i];
@@ -537,7 +546,7 @@ const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const
   }
   // 8. logits = norm_f(x) @ wte^T (tied) or @ lm_head (+ lm_head_bias)          (B, V)
   norm_rows(x, w.ln_f_gamma, w.ln_f_beta, config, h);
-  if (config.tied_head) {
+  if (config.ablations.tied_head) {
     fast::gemm(B, V, C, 1.0f, h.data(), false, w.wte.data(), /*trans_b=*/true, 0.0f,
                c.logits.data());
   } else {
@@ -553,18 +562,18 @@ const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const
 }  // namespace
 
 const Matrix& lm_step_rolling(RollingKvCache& c, std::span<const int> tokens, const LmWeights& w,
-                              const LmConfig& config) {
+                              const ModelSpec& config) {
   constexpr const char* kFn = "attn::lm_step_rolling";
   check_rolling(c, config, kFn);
   detail::check_weights(w, config, kFn);
-  const bool rope = config.positions == Positions::rope;
+  const bool table = config.learned_positions();
   if (tokens.size() != c.batch) {
     require(false, kFn, [&] {
       return fmt::format("expected one token per sequence (B = {}), got {}", c.batch,
                          tokens.size());
     });
   }
-  if ((!rope || config.window == 0) && c.length >= config.block_size) {
+  if ((table || !config.window) && c.length >= config.block_size) {
     require(false, kFn, [&] {
       return fmt::format("the cache is full ({} positions, block_size); crop and start again",
                          c.length);
@@ -579,7 +588,7 @@ const Matrix& lm_step_rolling(RollingKvCache& c, std::span<const int> tokens, co
 namespace {
 
 // lm_generate_cached for a model with parts: the rolling cache, one step per token.
-std::vector<int> generate_rolling(const LmWeights& w, const LmConfig& config,
+std::vector<int> generate_rolling(const LmWeights& w, const ModelSpec& config,
                                   std::span<const int> prompt, const GenerateOptions& options,
                                   Rng& rng, const TokenCallback& on_token) {
   const std::size_t V = config.vocab_size, T_max = config.block_size;
@@ -589,9 +598,10 @@ std::vector<int> generate_rolling(const LmWeights& w, const LmConfig& config,
   generated.reserve(n_new);
   std::vector<int> context(prompt.begin(), prompt.end());
   context.reserve(prompt.size() + n_new);
-  // A rope model with a window sees its whole context, like lm_generate (never cropped); any
-  // other model the last T_max tokens, re-filled whenever the context moves.
-  const bool endless = config.positions == Positions::rope && config.window != 0;
+  // A model with a window and no position table (RoPE or ALiBi) sees its whole context, like
+  // lm_generate (never cropped); any other model the last T_max tokens, re-filled whenever the
+  // context moves.
+  const bool endless = !config.learned_positions() && config.window.has_value();
   RollingKvCache cache = rolling_cache_init(config, 1);
   TokenSampler sampler(V);
   const SamplingOptions sampling = detail::sampling_options(options);
@@ -624,7 +634,7 @@ std::vector<int> generate_rolling(const LmWeights& w, const LmConfig& config,
 
 }  // namespace
 
-std::vector<int> lm_generate_cached(const LmWeights& w, const LmConfig& config,
+std::vector<int> lm_generate_cached(const LmWeights& w, const ModelSpec& config,
                                     std::span<const int> prompt, const GenerateOptions& options,
                                     Rng& rng, const TokenCallback& on_token) {
   constexpr const char* kFn = "attn::lm_generate_cached";
@@ -671,27 +681,27 @@ std::vector<int> lm_generate_cached(const LmWeights& w, const LmConfig& config,
   return generated;
 }
 
-double lm_token_flops_uncached(const LmConfig& config, std::size_t T) {
+double lm_token_flops_uncached(const ModelSpec& config, std::size_t T) {
   const double L = static_cast<double>(config.n_layers), C = static_cast<double>(config.n_embd);
-  const double F = static_cast<double>(lm_ffn_width(config)),
+  const double F = static_cast<double>(config.ffn_hidden),
                V = static_cast<double>(config.vocab_size);
   const double t = static_cast<double>(T);
   // Per layer: q, k, v, o projections and the FFN on T rows; scores and weights @ v (T x T).
   return L * (2.0 * t * (4.0 * C * C + 2.0 * C * F) + 4.0 * t * t * C) + 2.0 * t * C * V;
 }
 
-double lm_token_flops_cached(const LmConfig& config, std::size_t n) {
+double lm_token_flops_cached(const ModelSpec& config, std::size_t n) {
   const double L = static_cast<double>(config.n_layers), C = static_cast<double>(config.n_embd);
-  const double F = static_cast<double>(lm_ffn_width(config)),
+  const double F = static_cast<double>(config.ffn_hidden),
                V = static_cast<double>(config.vocab_size);
   const double keys = static_cast<double>(n) + 1.0;
   // Per layer: the same projections and FFN on one row; one query against n + 1 keys.
   return L * (2.0 * (4.0 * C * C + 2.0 * C * F) + 4.0 * keys * C) + 2.0 * C * V;
 }
 
-double lm_token_flops_refill(const LmConfig& config) {
+double lm_token_flops_refill(const ModelSpec& config) {
   const double L = static_cast<double>(config.n_layers), C = static_cast<double>(config.n_embd);
-  const double F = static_cast<double>(lm_ffn_width(config));
+  const double F = static_cast<double>(config.ffn_hidden);
   const double rows = static_cast<double>(config.block_size) - 1.0;  // positions 0..T_max-2
   // L - 1 whole layers on T_max - 1 rows (their scores counted dense), the last layer's k and v
   // projections, then the step of the last position over T_max keys.

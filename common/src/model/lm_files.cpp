@@ -96,15 +96,18 @@ class ModelReader {
 }  // namespace
 
 LmWeights load_lm(const std::filesystem::path& dir, std::size_t n_layers, std::size_t n_heads,
-                  LmConfig& config_out) {
-  // The default model (every block pre-norm, LayerNorm, FFN of 4 C, tied head).
-  // (or the variant its model.txt names).
-  LmConfig config;
-  config.n_layers = n_layers;
-  config.n_heads = n_heads;
-  LmWeights w = load_lm(dir, config);
-  config_out = config;
-  return w;
+                  ModelSpec& spec) {
+  // The default model (every block pre-norm, LayerNorm, FFN of 4 C, tied head), or the variant
+  // its model.txt names.
+  ModelChoices asked;
+  asked.n_layers = n_layers;
+  asked.n_heads = n_heads;
+  return load_lm(dir, asked, spec);
+}
+
+LmWeights load_lm(const std::filesystem::path& dir, ModelSpec& spec) {
+  const ModelChoices asked = spec.choices();
+  return load_lm(dir, asked, spec);
 }
 
 namespace {
@@ -113,14 +116,13 @@ constexpr const char* kModelTxt = "model.txt";
 
 std::string flag_text(bool b) { return b ? "1" : "0"; }
 
-// model.txt, when the folder has one, into `out`: n_layers, n_heads and the variant fields (the
-// lines it has; the others keep out's values). `seen_layers` / `seen_heads` say whether those two
-// lines were there. Returns false when there is no model.txt.
-bool parse_model_txt(const fs::path& dir, LmConfig& out, bool& seen_layers, bool& seen_heads,
+// model.txt, when the folder has one, into `out`: the choices of the lines it has (the others
+// keep out's values). `seen` lists the keys it had. Returns false when there is no model.txt.
+bool parse_model_txt(const fs::path& dir, ModelChoices& out, std::vector<std::string>& seen,
                      const ModelReader& r) {
   const fs::path path = dir / kModelTxt;
   std::error_code ec;
-  seen_layers = seen_heads = false;
+  seen.clear();
   const fs::file_status st = fs::status(path, ec);
   if (!fs::exists(st)) return false;
   // Each step below can find the file gone: there a moment ago, a newer checkpoint removed this
@@ -154,32 +156,44 @@ bool parse_model_txt(const fs::path& dir, LmConfig& out, bool& seen_layers, bool
       if (value != "0" && value != "1") bad("0 or 1");
       o = value == "1";
     };
-    const auto size = [&](std::size_t& o) {
+    seen.push_back(key);
+    const auto number_of = [&] {
       std::size_t n = 0;
       const auto [end, err] = std::from_chars(value.data(), value.data() + value.size(), n);
       if (err != std::errc() || end != value.data() + value.size() || n > (1u << 20)) {
         bad("a whole number");
       }
-      o = n;
+      return n;
+    };
+    const auto size = [&](std::size_t& o) {
+      o = number_of();
+      if (o == 0) bad("a whole number >= 1");
+    };
+    // ffn_hidden and window: 0 (in files written before ModelSpec) means unset.
+    const auto optional_size = [&](std::optional<std::size_t>& o) {
+      const std::size_t n = number_of();
+      o = n == 0 ? std::nullopt : std::optional<std::size_t>(n);
     };
     if (key == "n_layers") {
       size(out.n_layers);
-      seen_layers = true;
     } else if (key == "n_heads") {
       size(out.n_heads);
-      seen_heads = true;
+    } else if (key == "vocab_size") {
+      size(out.vocab_size);
+    } else if (key == "n_embd") {
+      size(out.n_embd);
     } else if (key == "tied_head") {
-      flag(out.tied_head);
+      flag(out.ablations.tied_head);
     } else if (key == "use_layer_norm") {
-      flag(out.use_layer_norm);
+      flag(out.ablations.layer_norm);
     } else if (key == "residual") {
-      flag(out.residual);
+      flag(out.ablations.residual);
     } else if (key == "use_ffn") {
-      flag(out.use_ffn);
+      flag(out.ablations.ffn);
     } else if (key == "attn_proj") {
-      flag(out.attn_proj);
+      flag(out.ablations.attn_proj);
     } else if (key == "ffn_hidden") {
-      size(out.ffn_hidden);
+      optional_size(out.ffn_hidden);
     } else if (key == "activation") {
       try {
         out.activation = parse_activation(value);
@@ -206,22 +220,23 @@ bool parse_model_txt(const fs::path& dir, LmConfig& out, bool& seen_layers, bool
       }
       out.rope_theta = theta;
     } else if (key == "n_kv_heads") {
-      size(out.n_kv_heads);
+      std::size_t kv = 0;
+      size(kv);
+      out.n_kv_heads = kv;
     } else if (key == "window") {
-      size(out.window);
+      optional_size(out.window);
     } else if (key == "bias") {
       flag(out.bias);
-    } else if (key == "block_size") {  // rope: no wpe.npy to take T_max from
+    } else if (key == "block_size") {
       size(out.block_size);
-      if (out.block_size == 0) bad("a whole number >= 1");
     } else if (key == "dropout") {
-      // Training only: a forward for inference drops nothing, so the value changes no logit
-      // here. It must still be a probability.
-      double p = -1.0;
+      // Training only: a forward for inference drops nothing, so the value changes no logit.
+      float p = -1.0f;
       const auto [end, err] = std::from_chars(value.data(), value.data() + value.size(), p);
-      if (err != std::errc() || end != value.data() + value.size() || !(p >= 0.0 && p < 1.0)) {
+      if (err != std::errc() || end != value.data() + value.size() || !(p >= 0.0f && p < 1.0f)) {
         bad("a probability in [0, 1)");
       }
+      out.dropout = p;
     } else {
       r.fail(fmt::format("{} line {}: unknown key '{}'", kModelTxt, number, key));
     }
@@ -229,22 +244,22 @@ bool parse_model_txt(const fs::path& dir, LmConfig& out, bool& seen_layers, bool
   return true;
 }
 
-// model.txt, when the folder has one: the variant fields replace config's; n_layers and n_heads
-// must agree with the caller's.
-void read_model_txt(const fs::path& dir, LmConfig& config, const ModelReader& r) {
-  LmConfig file = config;
-  bool seen_layers = false, seen_heads = false;
-  if (!parse_model_txt(dir, file, seen_layers, seen_heads, r)) return;
+// model.txt, when the folder has one: its lines replace the choices asked for, except n_layers
+// and n_heads, which must agree with them. `seen`: the keys it had.
+void read_model_txt(const fs::path& dir, ModelChoices& asked, std::vector<std::string>& seen,
+                    const ModelReader& r) {
+  ModelChoices file = asked;
+  if (!parse_model_txt(dir, file, seen, r)) return;
   for (const bool layers : {true, false}) {
     const std::size_t n = layers ? file.n_layers : file.n_heads;
-    const std::size_t given = layers ? config.n_layers : config.n_heads;
+    const std::size_t given = layers ? asked.n_layers : asked.n_heads;
     if (n != given) {
       const char* key = layers ? "n_layers" : "n_heads";
       r.fail(fmt::format("{} says {} {}, but {} was asked for (pass {} {})", kModelTxt, key, n,
                          given, layers ? "--n-layers" : "--n-heads", n));
     }
   }
-  config = file;
+  asked = file;
 }
 
 constexpr std::uint64_t kFnvOffset = 14695981039346656037ull;
@@ -334,15 +349,17 @@ std::uint64_t fnv1a64(std::string_view bytes) {
   return h;
 }
 
-std::optional<LmConfig> read_model_file(const std::filesystem::path& dir) {
+std::optional<ModelChoices> read_model_file(const std::filesystem::path& dir) {
   const ModelReader r(dir);
-  LmConfig config;
-  bool seen_layers = false, seen_heads = false;
-  if (!parse_model_txt(dir, config, seen_layers, seen_heads, r)) return std::nullopt;
-  if (!seen_layers || !seen_heads) {
-    r.fail(fmt::format("{} has no {} line", kModelTxt, seen_layers ? "n_heads" : "n_layers"));
+  ModelChoices choices;
+  std::vector<std::string> seen;
+  if (!parse_model_txt(dir, choices, seen, r)) return std::nullopt;
+  for (const char* key : {"n_layers", "n_heads"}) {
+    if (std::find(seen.begin(), seen.end(), key) == seen.end()) {
+      r.fail(fmt::format("{} has no {} line", kModelTxt, key));
+    }
   }
-  return config;
+  return choices;
 }
 
 void write_manifest(const std::filesystem::path& dir) {
@@ -430,8 +447,8 @@ bool verify_manifest(const std::filesystem::path& dir) {
   }
 }
 
-LmWeights load_lm(const std::filesystem::path& dir, LmConfig& config) {
-  const std::size_t n_layers = config.n_layers, n_heads = config.n_heads;
+LmWeights load_lm(const std::filesystem::path& dir, const ModelChoices& asked, ModelSpec& spec) {
+  const std::size_t n_layers = asked.n_layers, n_heads = asked.n_heads;
   const ModelReader r(dir);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) r.fail("no such folder");
@@ -441,10 +458,15 @@ LmWeights load_lm(const std::filesystem::path& dir, LmConfig& config) {
   } catch (const ManifestProblem& e) {
     r.fail(e.what());
   }
-  read_model_txt(dir, config, r);
+  ModelChoices c = asked;
+  std::vector<std::string> seen;
+  read_model_txt(dir, c, seen, r);
+  const auto in_file = [&](const char* key) {
+    return std::find(seen.begin(), seen.end(), key) != seen.end();
+  };
   if (n_layers < 1) r.fail("n_layers must be at least 1, got 0");
 
-  // 1. wte (V, C) and wpe (T_max, C) define the sizes.
+  // 1. wte (V, C) and wpe (T_max, C) define the sizes; a model.txt that names them must agree.
   const NpyArray wte = r.read("wte.npy");
   if (wte.shape.size() != 2 || wte.shape[0] == 0 || wte.shape[1] == 0) {
     r.fail(fmt::format("wte.npy has shape {}, expected a non-empty (V, C) table",
@@ -452,7 +474,7 @@ LmWeights load_lm(const std::filesystem::path& dir, LmConfig& config) {
   }
   const std::size_t V = wte.shape[0], C = wte.shape[1];
   // Learned positions: wpe (T_max, C) gives T_max. Rope: no table; model.txt says block_size.
-  const bool learned = config.positions == Positions::learned;
+  const bool learned = c.positions == Positions::learned;
   NpyArray wpe;
   if (learned) {
     wpe = r.read("wpe.npy");
@@ -461,18 +483,28 @@ LmWeights load_lm(const std::filesystem::path& dir, LmConfig& config) {
                          shape_str(wpe.shape), C, C));
     }
   }
-  const std::size_t T_max = learned ? wpe.shape[0] : config.block_size;
+  const std::size_t T_max = learned ? wpe.shape[0] : c.block_size;
+  const auto agree = [&](const char* key, std::size_t said, std::size_t found, const char* file) {
+    if (in_file(key) && said != found) {
+      r.fail(fmt::format("{} says {} {}, but {} has {}", kModelTxt, key, said, file, found));
+    }
+  };
+  agree("vocab_size", c.vocab_size, V, "wte.npy (V, C)");
+  agree("n_embd", c.n_embd, C, "wte.npy (V, C)");
+  if (learned) agree("block_size", c.block_size, T_max, "wpe.npy (T_max, C)");
   if (n_heads < 1 || C % n_heads != 0) {
     r.fail(fmt::format("n_heads = {} does not divide C = {} (from wte.npy)", n_heads, C));
   }
-  config.n_embd = C;
-  if (learned) config.block_size = T_max;
+  c.vocab_size = V;
+  c.n_embd = C;
+  c.block_size = T_max;
+  // Every default and rule of the spec, once: a model.txt whose parts do not fit is named.
   try {
-    check_parts(config, "attn::load_lm");
-  } catch (const std::invalid_argument& e) {
-    r.fail(fmt::format("{} describes parts that do not fit: {}", kModelTxt, e.what()));
+    spec = resolve_spec(c);
+  } catch (const SpecError& e) {
+    r.fail(fmt::format("{} describes a model that does not fit: {}", kModelTxt, e.what()));
   }
-  config.vocab_size = V;
+  const ModelSpec& config = spec;
   // The tensors this config has, their shapes (the parameter table, params.hpp).
   const ParamDims dims = param_dims(config);
 
@@ -493,9 +525,6 @@ LmWeights load_lm(const std::filesystem::path& dir, LmConfig& config) {
     }
   });
 
-  config.vocab_size = V;
-  config.block_size = T_max;
-  config.n_embd = C;
   return w;
 }
 
@@ -507,41 +536,49 @@ void save_lm(const std::filesystem::path& dir, const LmWeights& w) {
         fmt::format("model '{}': cannot create the folder: {}", dir.string(), ec.message()));
   }
   // Every tensor of the parameter table, in its order; a variant's empty tensors are skipped
-  // (load_lm with its LmConfig does not read them).
+  // (load_lm with its ModelSpec does not read them).
   visit_params(w, w, nullptr, [&](const ParamRow& row, const auto& t, const auto&) {
     if (t.size() != 0) save_npy(dir / (param_name(row) + ".npy"), t);
   });
 }
 
-void save_lm(const std::filesystem::path& dir, const LmWeights& w, const LmConfig& config) {
+void save_lm(const std::filesystem::path& dir, const LmWeights& w, const ModelSpec& spec) {
   save_lm(dir, w);
   std::ofstream out(dir / kModelTxt);
-  out << "# the architecture of this model folder (attn::save_lm)\n"
-      << "n_layers " << config.n_layers << "\nn_heads " << config.n_heads << "\ntied_head "
-      << flag_text(config.tied_head) << "\nuse_layer_norm " << flag_text(config.use_layer_norm)
-      << "\nresidual " << flag_text(config.residual) << "\nuse_ffn " << flag_text(config.use_ffn)
-      << "\nattn_proj " << flag_text(config.attn_proj) << "\nffn_hidden " << config.ffn_hidden
-      << "\nactivation " << activation_name(config.activation) << "\n";
-  // The parts (chapter 11), only for a model that uses one other than the default (a default
-  // model's model.txt is what it always was). Rope has no wpe.npy: block_size says T_max.
-  const LmConfig defaults;
-  const bool parts = config.positions != defaults.positions ||
-                     config.rope_theta != defaults.rope_theta ||
-                     config.normalization != defaults.normalization || config.ffn != defaults.ffn ||
-                     config.n_kv_heads != defaults.n_kv_heads || config.window != defaults.window ||
-                     config.bias != defaults.bias;
-  if (parts) {
-    out << "positions " << positions_name(config.positions)
-        << fmt::format("\nrope_theta {}", config.rope_theta) << "\nnormalization "
-        << normalization_name(config.normalization) << "\nffn " << ffn_kind_name(config.ffn)
-        << "\nn_kv_heads " << lm_kv_heads(config) << "\nwindow " << config.window << "\nbias "
-        << flag_text(config.bias) << "\n";
-    if (config.positions == Positions::rope) out << "block_size " << config.block_size << "\n";
-  }
+  out << model_txt(spec);
   out.close();
   if (!out) {
     throw std::runtime_error(fmt::format("model '{}': cannot write {}", dir.string(), kModelTxt));
   }
+}
+
+std::string model_txt(const ModelSpec& s) {
+  const Ablations& a = s.ablations;
+  std::string text = "# the model this folder holds (attn::save_lm), every choice resolved\n";
+  const auto line = [&](std::string_view key, const auto& value) {
+    text += fmt::format("{} {}\n", key, value);
+  };
+  line("vocab_size", s.vocab_size);
+  line("block_size", s.block_size);
+  line("n_embd", s.n_embd);
+  line("n_heads", s.n_heads);
+  line("n_layers", s.n_layers);
+  line("tied_head", flag_text(a.tied_head));
+  line("use_layer_norm", flag_text(a.layer_norm));
+  line("residual", flag_text(a.residual));
+  line("use_ffn", flag_text(a.ffn));
+  line("attn_proj", flag_text(a.attn_proj));
+  line("ffn_hidden", s.ffn_hidden);
+  line("activation", activation_name(s.activation));
+  line("dropout", fmt::format("{:.9g}", s.dropout));
+  line("positions", positions_name(s.positions));
+  line("rope_theta", fmt::format("{:.17g}", s.rope_theta));
+  line("normalization", normalization_name(s.normalization));
+  line("ffn", ffn_kind_name(s.ffn));
+  line("n_kv_heads", s.n_kv_heads);
+  if (s.window) line("window", *s.window);  // absent: no window
+  line("bias", flag_text(s.bias));
+  return text;
 }
 
 fs::path resolve_model_folder(const fs::path& given) {

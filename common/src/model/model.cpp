@@ -41,58 +41,13 @@ constexpr float kEps = 1e-5f;  // every LayerNorm of the model, like GPT-2
 }  // namespace
 
 // Every block of the model: pre-norm, causal, exact GELU (model.hpp), or the config's variant.
-BlockConfig lm_block_config(const LmConfig& config) {
-  BlockConfig b;
-  b.n_heads = config.n_heads;
+BlockConfig lm_block_config(const ModelSpec& spec) {
+  BlockConfig b{.spec = spec};
   b.causal = true;
   b.norm = NormPlacement::pre;
-  b.activation = config.activation;
   b.eps = kEps;
   b.keep_weights = false;  // only the logits are returned: no (B, H, T, T) per layer
-  b.use_layer_norm = config.use_layer_norm;
-  b.residual = config.residual;
-  b.use_ffn = config.use_ffn;
-  b.attn_proj = config.attn_proj;
-  b.dropout = config.dropout;  // used by the training forward only (block_forward with a cache)
-  b.normalization = config.normalization;
-  b.ffn = config.ffn;
-  b.n_kv_heads = config.n_kv_heads;
-  b.rope = config.positions == Positions::rope;
-  b.rope_theta = config.rope_theta;
-  b.window = config.window;
-  b.bias = config.bias;
   return b;
-}
-
-std::size_t lm_ffn_width(const LmConfig& config) {
-  if (config.ffn_hidden != 0) return config.ffn_hidden;
-  return config.ffn == FfnKind::swiglu ? swiglu_width(config.n_embd) : 4 * config.n_embd;
-}
-
-std::size_t lm_kv_heads(const LmConfig& config) {
-  return config.n_kv_heads == 0 ? config.n_heads : config.n_kv_heads;
-}
-
-void check_parts(const LmConfig& c, const char* fn) {
-  const std::size_t H = c.n_heads, KV = lm_kv_heads(c);
-  require(H >= 1 && c.n_embd % H == 0, fn,
-          [&] { return fmt::format("n_heads = {} does not divide n_embd = {}", H, c.n_embd); });
-  require(KV >= 1 && H % KV == 0, fn,
-          [&] { return fmt::format("n_kv_heads = {} does not divide n_heads = {}", KV, H); });
-  const std::size_t hs = c.n_embd / H;
-  require(c.positions != Positions::rope || hs % 2 == 0, fn, [&] {
-    return fmt::format(
-        "rope positions rotate pairs of features, but the head size n_embd / n_heads = {} is odd",
-        hs);
-  });
-  require(std::isfinite(c.rope_theta) && c.rope_theta > 0.0, fn,
-          [&] { return fmt::format("rope_theta = {} must be a number > 0", c.rope_theta); });
-  require(c.window <= c.block_size, fn, [&] {
-    return fmt::format("window = {} is above block_size = {} (a window sees at most T_max keys)",
-                       c.window, c.block_size);
-  });
-  require(c.attn_proj || (KV == H && c.positions == Positions::learned && c.window == 0), fn,
-          "attn_proj = false (chapter 09's ladder) runs chapter 05's attention only");
 }
 
 namespace {
@@ -106,7 +61,7 @@ const Vector& beta_or_zeros(const Vector& beta, std::size_t C, Vector& zeros) {
 
 // The final norm, ln_f: LayerNorm or RMSNorm (the fast kernels). The evaluation forward: what
 // the norm keeps for a backward is thrown away.
-Tensor<3> final_norm(const Tensor<3>& x, const LmWeights& w, const LmConfig& config) {
+Tensor<3> final_norm(const Tensor<3>& x, const LmWeights& w, const ModelSpec& config) {
   if (config.normalization == Normalization::rmsnorm) {
     RmsNormCache<float> unused;
     Tensor<3> h;
@@ -128,7 +83,7 @@ bool has_shape(const Shape& shape, std::initializer_list<std::size_t> want) {
 namespace detail {
 
 // The weights must be the ones the config describes; a block checks its own weights.
-void check_weights(const LmWeights& w, const LmConfig& config, const char* function) {
+void check_weights(const LmWeights& w, const ModelSpec& config, const char* function) {
   const std::size_t V = config.vocab_size, T_max = config.block_size, C = config.n_embd;
   if (!has_shape(w.wte.shape(), {V, C})) {
     shape_error(function, fmt::format("wte of shape (V, C) = ({}, {})", V, C),
@@ -138,8 +93,9 @@ void check_weights(const LmWeights& w, const LmConfig& config, const char* funct
     shape_error(function, fmt::format("wpe of shape (T_max, C) = ({}, {})", T_max, C),
                 shape_str(w.wpe.shape()));
   }
-  if (config.positions == Positions::rope && w.wpe.size() != 0) {
-    shape_error(function, "an empty wpe (rope positions have no table)", shape_str(w.wpe.shape()));
+  if (!config.learned_positions() && w.wpe.size() != 0) {
+    shape_error(function, "an empty wpe (rope and alibi positions have no table)",
+                shape_str(w.wpe.shape()));
   }
   if (w.blocks.size() != config.n_layers) {  // (formatted only on failure: called per token)
     require(false, function, [&] {
@@ -148,19 +104,19 @@ void check_weights(const LmWeights& w, const LmConfig& config, const char* funct
     });
   }
   const std::size_t beta = config.normalization == Normalization::layernorm && config.bias ? C : 0;
-  if (config.use_layer_norm &&
+  if (config.ablations.layer_norm &&
       (!has_shape(w.ln_f_gamma.shape(), {C}) || !has_shape(w.ln_f_beta.shape(), {beta}))) {
     shape_error(function, fmt::format("ln_f_gamma of shape ({},) and ln_f_beta ({},)", C, beta),
                 shape_str(w.ln_f_gamma.shape()) + " and " + shape_str(w.ln_f_beta.shape()));
   }
   const std::size_t head_bias = config.bias ? V : 0;
-  if (!config.tied_head &&
+  if (!config.ablations.tied_head &&
       (!has_shape(w.lm_head.shape(), {C, V}) || !has_shape(w.lm_head_bias.shape(), {head_bias}))) {
     shape_error(function,
                 fmt::format("lm_head ({}, {}) and lm_head_bias ({},) (tied_head = false)", C, V, V),
                 shape_str(w.lm_head.shape()) + " and " + shape_str(w.lm_head_bias.shape()));
   }
-  if (config.tied_head && w.lm_head.size() + w.lm_head_bias.size() != 0) {
+  if (config.ablations.tied_head && w.lm_head.size() + w.lm_head_bias.size() != 0) {
     shape_error(function, "an empty lm_head and lm_head_bias (tied_head: logits use wte)",
                 shape_str(w.lm_head.shape()) + " and " + shape_str(w.lm_head_bias.shape()));
   }
@@ -170,21 +126,11 @@ void check_weights(const LmWeights& w, const LmConfig& config, const char* funct
 
 using detail::check_weights;
 
-LmWeights lm_init(Rng& rng, const LmConfig& config) {
+LmWeights lm_init(Rng& rng, const ModelSpec& config) {
+  // The spec is resolved (resolve_spec checked every rule): only the products of its sizes are
+  // checked here, before anything is allocated.
   const std::size_t V = config.vocab_size, T_max = config.block_size, C = config.n_embd;
-  require(V > 0 && T_max > 0 && C > 0 && config.n_layers > 0, "attn::lm_init", [&] {
-    return fmt::format(
-        "vocab_size, block_size, n_embd and n_layers must be >= 1, got {}, {}, {}, {}", V, T_max, C,
-        config.n_layers);
-  });
-  require(config.n_heads > 0 && C % config.n_heads == 0, "attn::lm_init", [&] {
-    return fmt::format("n_heads = {} does not divide n_embd = {}", config.n_heads, C);
-  });
-  const std::size_t F = lm_ffn_width(config);
-  require(F > 0, "attn::lm_init", "ffn_hidden must be >= 1 (or 0 for 4 C)");
-  check_dropout_p(config.dropout, "attn::lm_init: dropout");
-  check_parts(config, "attn::lm_init");
-  // Every tensor is sized from the config: check the products before allocating any.
+  const std::size_t F = config.ffn_hidden;
   checked_elements({V, C}, "attn::lm_init: wte (V, C)");
   checked_elements({T_max, C}, "attn::lm_init: wpe (T_max, C)");
   checked_elements({config.n_layers, checked_mul(4, C, "attn::lm_init: 4 C") + 2 * F + 13, C},
@@ -196,22 +142,22 @@ LmWeights lm_init(Rng& rng, const LmConfig& config) {
   LmWeights w;
   w.wte = randn(rng, V, C, 0.02f);      // (V, C)
   w.wpe = randn(rng, T_max, C, 0.02f);  // (T_max, C)
-  if (config.positions == Positions::rope) w.wpe = Matrix(Matrix::shape_type{0, 0});
-  const BlockConfig parts = lm_block_config(config);
+  if (!config.learned_positions()) w.wpe = Matrix(Matrix::shape_type{0, 0});
   for (std::size_t l = 0; l < config.n_layers; ++l) {
-    BlockWeights b = block_init(rng, C, F, parts);
-    if (!config.attn_proj) b.attn.w_o = Matrix(Matrix::shape_type{0, 0});
-    if (!config.use_ffn) b.ffn = FfnWeights{};
-    if (!config.use_layer_norm) b.ln1_gamma = b.ln1_beta = b.ln2_gamma = b.ln2_beta = Vector();
+    BlockWeights b = block_init(rng, config);
+    if (!config.ablations.attn_proj) b.attn.w_o = Matrix(Matrix::shape_type{0, 0});
+    if (!config.ablations.ffn) b.ffn = FfnWeights{};
+    if (!config.ablations.layer_norm)
+      b.ln1_gamma = b.ln1_beta = b.ln2_gamma = b.ln2_beta = Vector();
     w.blocks.push_back(std::move(b));
   }
-  if (config.use_layer_norm) {
+  if (config.ablations.layer_norm) {
     w.ln_f_gamma = xt::ones<float>({C});  // (C,)
     if (config.normalization == Normalization::layernorm && config.bias) {
       w.ln_f_beta = xt::zeros<float>({C});  // (C,)
     }
   }
-  if (!config.tied_head) {
+  if (!config.ablations.tied_head) {
     w.lm_head = randn(rng, C, V, 0.02f);                      // (C, V)
     if (config.bias) w.lm_head_bias = xt::zeros<float>({V});  // (V,)
   }
@@ -223,7 +169,7 @@ namespace {
 // The forward pass of lm_forward; with `kept` non-null it also keeps every layer's attention
 // weights (B, H, T, T), which changes no number of the logits.
 Tensor<3> lm_forward_impl(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
-                          const LmConfig& config, std::vector<Tensor<4>>* kept) {
+                          const ModelSpec& config, std::vector<Tensor<4>>* kept) {
   constexpr const char* kFn = "attn::lm_forward";
   const std::size_t B = tokens.shape()[0], T = tokens.shape()[1];
   const std::size_t V = config.vocab_size, T_max = config.block_size, C = config.n_embd;
@@ -267,14 +213,14 @@ Tensor<3> lm_forward_impl(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
   }
 
   // 3. Final LayerNorm: the last block's residual stream is unnormalised.
-  const Tensor<3> h = config.use_layer_norm ? final_norm(x, w, config) : x;  // (B, T, C)
+  const Tensor<3> h = config.ablations.layer_norm ? final_norm(x, w, config) : x;  // (B, T, C)
 
   // 4. logits = h @ wte^T: (B*T, C) @ (C, V) -> (B*T, V). Tying the output projection to the
   //    embedding scores each token by how much its embedding agrees with h, and saves V*C
   //    parameters. One GEMM with wte read transposed in place.
   checked_elements({B, T, V}, "attn::lm_forward: logits (B, T, V)");
   Tensor<3> logits(std::array<std::size_t, 3>{B, T, V});  // (B, T, V)
-  if (config.tied_head) {
+  if (config.ablations.tied_head) {
     fast::gemm(B * T, V, C, 1.0f, h.data(), false, w.wte.data(), /*trans_b=*/true, 0.0f,
                logits.data());
   } else {
@@ -291,12 +237,12 @@ Tensor<3> lm_forward_impl(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
 }  // namespace
 
 Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
-                     const LmConfig& config) {
+                     const ModelSpec& config) {
   return lm_forward_impl(tokens, w, config, nullptr);
 }
 
 LmForward lm_forward_with_weights(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
-                                  const LmConfig& config) {
+                                  const ModelSpec& config) {
   LmForward out;
   out.logits = lm_forward_impl(tokens, w, config, &out.weights);
   return out;
@@ -311,7 +257,7 @@ SamplingOptions sampling_options(const GenerateOptions& o) {
   return {o.temperature, o.top_k, o.top_p, o.greedy};
 }
 
-void check_generate_inputs(const LmWeights& w, const LmConfig& config, std::span<const int> prompt,
+void check_generate_inputs(const LmWeights& w, const ModelSpec& config, std::span<const int> prompt,
                            const GenerateOptions& options, const char* function) {
   const std::size_t V = config.vocab_size;
   require(!prompt.empty(), function, "empty prompt (give at least one token)");
@@ -329,7 +275,7 @@ void check_generate_inputs(const LmWeights& w, const LmConfig& config, std::span
 using detail::check_generate_inputs;
 using detail::sampling_options;
 
-std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
+std::vector<int> lm_generate(const LmWeights& w, const ModelSpec& config,
                              std::span<const int> prompt, const GenerateOptions& options, Rng& rng,
                              const TokenCallback& on_token) {
   const std::size_t V = config.vocab_size, T_max = config.block_size;
@@ -344,7 +290,7 @@ std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
   for (std::size_t step = 0; step < options.max_new_tokens; ++step) {
     // 1. Crop to the last T_max tokens: the position table has no row beyond T_max - 1. (A
     //    sliding-window model with rope positions has no table: its whole context.)
-    const bool whole = config.positions == Positions::rope && config.window != 0;
+    const bool whole = !config.learned_positions() && config.window.has_value();
     const std::size_t T = whole ? context.size() : std::min(context.size(), T_max);
     xt::xtensor<int, 2> tokens(std::array<std::size_t, 2>{1, T});  // (1, T)
     std::copy(context.end() - static_cast<std::ptrdiff_t>(T), context.end(), tokens.data());
@@ -380,12 +326,12 @@ void ensure_shape(Array& t, const std::array<std::size_t, N>& shape) {
 // tokens and targets (B, T) with ids in [0, V), T <= T_max: the checks of lm_forward_backward
 // and lm_loss, with one-line messages.
 void check_batch(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>* targets,
-                 const LmConfig& config, const char* fn) {
+                 const ModelSpec& config, const char* fn) {
   const std::size_t B = tokens.shape()[0], T = tokens.shape()[1], V = config.vocab_size;
   require(B > 0 && T > 0, fn, [&] {
     return fmt::format("empty sequence: tokens of shape {}", shape_str(tokens.shape()));
   });
-  require(T <= config.block_size || config.positions == Positions::rope, fn, [&] {
+  require(T <= config.block_size || !config.learned_positions(), fn, [&] {
     return fmt::format("sequence of {} tokens is longer than the position table (block_size {})", T,
                        config.block_size);
   });
@@ -454,7 +400,7 @@ void lm_zero(LmWeights& g) {
 }
 
 double lm_loss(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
-               const LmWeights& w, const LmConfig& config) {
+               const LmWeights& w, const ModelSpec& config) {
   check_batch(tokens, &targets, config, "attn::lm_loss");
   const Tensor<3> logits = lm_forward(tokens, w, config);  // (B, T, V)
   const std::size_t N = tokens.size(), V = config.vocab_size;
@@ -470,7 +416,7 @@ namespace {
 // row); the loss and the gradients are divided by `rows`, B*T for a whole batch or the whole
 // batch's row count for one shard of it. Inputs already checked.
 double forward_backward_rows(const int* tokens, const int* targets, std::size_t B, std::size_t T,
-                             std::size_t rows, const LmWeights& w, const LmConfig& config,
+                             std::size_t rows, const LmWeights& w, const ModelSpec& config,
                              LmWeights& grads, LmCache& cache) {
   const std::size_t V = config.vocab_size, C = config.n_embd, L = config.n_layers;
   const std::size_t N = B * T;
@@ -490,7 +436,7 @@ double forward_backward_rows(const int* tokens, const int* targets, std::size_t 
     for (std::size_t t = 0; t < T; ++t) {
       const float* tok = w.wte.data() + static_cast<std::size_t>(tokens[b * T + t]) * C;
       float* out = x.data() + (b * T + t) * C;
-      if (config.positions == Positions::rope) {  // no table: RoPE acts inside attention
+      if (!config.learned_positions()) {  // no table: RoPE or ALiBi acts inside attention
         std::copy_n(tok, C, out);
         continue;
       }
@@ -507,9 +453,9 @@ double forward_backward_rows(const int* tokens, const int* targets, std::size_t 
   std::copy(x.begin(), x.end(), cache.x_final.begin());
   // 3. h = ln_f(x)                                                          (B, T, C)
   ensure_shape(cache.h, std::array<std::size_t, 3>{B, T, C});
-  if (config.use_layer_norm && config.normalization == Normalization::rmsnorm) {
+  if (config.ablations.layer_norm && config.normalization == Normalization::rmsnorm) {
     fast::rms_norm(cache.x_final, w.ln_f_gamma, static_cast<double>(kEps), cache.rms_f, cache.h);
-  } else if (config.use_layer_norm) {
+  } else if (config.ablations.layer_norm) {
     fast::layer_norm<3>(cache.x_final, w.ln_f_gamma,
                         beta_or_zeros(w.ln_f_beta, C, cache.work.zero_beta), kEps, cache.ln_f,
                         cache.h);
@@ -518,7 +464,7 @@ double forward_backward_rows(const int* tokens, const int* targets, std::size_t 
   }
   // 4. logits = h @ wte^T (tied) or h @ lm_head + lm_head_bias              (B*T, V)
   ensure_shape(cache.logits, std::array<std::size_t, 2>{N, V});
-  if (config.tied_head) {
+  if (config.ablations.tied_head) {
     fast::gemm(N, V, C, 1.0f, cache.h.data(), false, w.wte.data(), true, 0.0f, cache.logits.data());
   } else {
     const bool bias = w.lm_head_bias.size() != 0;
@@ -539,7 +485,7 @@ double forward_backward_rows(const int* tokens, const int* targets, std::size_t 
   //    tied:   dh = dlogits @ wte        (B*T, V) @ (V, C) -> (B*T, C)
   //            dwte += dlogits^T @ h     (V, B*T) @ (B*T, C) -> (V, C): wte's first use
   //    untied: dh = dlogits @ lm_head^T, dlm_head += h^T @ dlogits, dbias += sum_rows dlogits
-  if (config.tied_head) {
+  if (config.ablations.tied_head) {
     fast::gemm(N, C, V, 1.0f, dlogits, false, w.wte.data(), false, 0.0f, dx_a.data());
     fast::gemm(V, C, N, 1.0f, dlogits, true, cache.h.data(), false, 1.0f, grads.wte.data());
   } else {
@@ -562,15 +508,15 @@ double forward_backward_rows(const int* tokens, const int* targets, std::size_t 
         });
   }
   // 3. ln_f (in place: dx_a is both dy and dx).
-  if (config.use_layer_norm && config.normalization == Normalization::rmsnorm) {
+  if (config.ablations.layer_norm && config.normalization == Normalization::rmsnorm) {
     fast::rms_norm_backward(dx_a, cache.x_final, w.ln_f_gamma, cache.rms_f, dx_a, grads.ln_f_gamma);
-  } else if (config.use_layer_norm && w.ln_f_beta.size() == 0) {  // no biases: no beta
+  } else if (config.ablations.layer_norm && w.ln_f_beta.size() == 0) {  // no biases: no beta
     Vector& unused = cache.work.zero_beta_grad;  // beta's gradient has nowhere to go
     if (unused.size() != C) unused.resize({C});
     std::fill(unused.begin(), unused.end(), 0.0f);
     fast::layer_norm_backward<3>(dx_a, cache.x_final, w.ln_f_gamma, cache.ln_f, dx_a,
                                  grads.ln_f_gamma, unused);
-  } else if (config.use_layer_norm) {
+  } else if (config.ablations.layer_norm) {
     fast::layer_norm_backward<3>(dx_a, cache.x_final, w.ln_f_gamma, cache.ln_f, dx_a,
                                  grads.ln_f_gamma, grads.ln_f_beta);
   }
@@ -589,7 +535,7 @@ double forward_backward_rows(const int* tokens, const int* targets, std::size_t 
       const float* d = dx + (b * T + t) * C;
       float* gt = grads.wte.data() + static_cast<std::size_t>(tokens[b * T + t]) * C;
       for (std::size_t c = 0; c < C; ++c) gt[c] += d[c];
-      if (config.positions == Positions::rope) continue;  // no table
+      if (!config.learned_positions()) continue;  // no table
       float* gp = grads.wpe.data() + t * C;
       for (std::size_t c = 0; c < C; ++c) gp[c] += d[c];
     }
@@ -633,7 +579,7 @@ std::size_t lm_batch_shards(std::size_t B, std::size_t T, std::size_t parameters
 }
 
 double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
-                           const LmWeights& w, const LmConfig& config, LmWeights& grads,
+                           const LmWeights& w, const ModelSpec& config, LmWeights& grads,
                            LmCache& cache) {
   return lm_forward_backward(
       tokens, targets, w, config, grads, cache,
@@ -641,7 +587,7 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
 }
 
 double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
-                           const LmWeights& w, const LmConfig& config, LmWeights& grads,
+                           const LmWeights& w, const ModelSpec& config, LmWeights& grads,
                            LmCache& cache, std::size_t shards) {
   constexpr const char* kFn = "attn::lm_forward_backward";
   check_batch(tokens, &targets, config, kFn);

@@ -11,9 +11,9 @@
 namespace attn::detail {
 
 // The weights must be the ones the config describes (every tensor's shape).
-void check_weights(const LmWeights& w, const LmConfig& config, const char* function);
+void check_weights(const LmWeights& w, const ModelSpec& config, const char* function);
 // A non-empty prompt of ids in [0, V), valid sampling options, matching weights.
-void check_generate_inputs(const LmWeights& w, const LmConfig& config, std::span<const int> prompt,
+void check_generate_inputs(const LmWeights& w, const ModelSpec& config, std::span<const int> prompt,
                            const GenerateOptions& options, const char* function);
 SamplingOptions sampling_options(const GenerateOptions& options);
 // Whether `views` are still the flat views of w's non-empty tensors, in lm_parameters' order,

@@ -3,26 +3,56 @@
 
 #include <fmt/format.h>
 
+#include <vector>
+
 namespace attn {
 
-ParamDims param_dims(const LmConfig& config) {
-  check_parts(config, "attn::param_dims");
+ParamDims param_dims(const ModelSpec& s) {
   ParamDims d;
-  d.V = config.vocab_size;
-  d.T_max = config.block_size;
-  d.C = config.n_embd;
-  d.F = lm_ffn_width(config);
-  d.kv_cols = config.n_heads == 0 ? 0 : lm_kv_heads(config) * (config.n_embd / config.n_heads);
-  d.learned_positions = config.positions == Positions::learned;
-  d.attn_proj = config.attn_proj;
-  d.norms = config.use_layer_norm;
-  d.norm_betas = d.norms && config.normalization == Normalization::layernorm && config.bias;
-  d.mlp = config.use_ffn && config.ffn == FfnKind::mlp;
-  d.mlp_biases = d.mlp && config.bias;
-  d.swiglu = config.use_ffn && config.ffn == FfnKind::swiglu;
-  d.untied_head = !config.tied_head;
-  d.head_bias = d.untied_head && config.bias;
+  d.V = s.vocab_size;
+  d.T_max = s.block_size;
+  d.C = s.n_embd;
+  d.F = s.ffn_hidden;
+  d.kv_cols = s.n_kv_heads * s.head_size;
+  d.learned_positions = s.positions == Positions::learned;
+  d.attn_proj = s.ablations.attn_proj;
+  d.norms = s.ablations.layer_norm;
+  d.norm_betas = d.norms && s.normalization == Normalization::layernorm && s.bias;
+  d.mlp = s.ablations.ffn && s.ffn == FfnKind::mlp;
+  d.mlp_biases = d.mlp && s.bias;
+  d.swiglu = s.ablations.ffn && s.ffn == FfnKind::swiglu;
+  d.untied_head = !s.ablations.tied_head;
+  d.head_bias = d.untied_head && s.bias;
   return d;
+}
+
+std::size_t param_count(const ParamDims& d, std::size_t n_layers) {
+  // The table's rows, counted without weights to walk: one empty block stands for each of L.
+  struct Block {
+    struct {
+      int w_q, w_k, w_v, w_o;
+    } attn;
+    int ln1_gamma, ln1_beta, ln2_gamma, ln2_beta;
+    struct {
+      int w1, b1, w2, b2;
+    } ffn;
+    struct {
+      int w_gate, w_up, w_down;
+    } swiglu;
+  };
+  struct Model {
+    int wte, wpe;
+    std::vector<Block> blocks;
+    int ln_f_gamma, ln_f_beta, lm_head, lm_head_bias;
+  } m{};
+  m.blocks.resize(1);
+  std::size_t outside = 0, block = 0;
+  visit_params(m, m, &d, [&](const ParamRow& row, const int&, const int&) {
+    if (!row.present) return;
+    const std::size_t n = row.rank == 2 ? row.shape[0] * row.shape[1] : row.shape[0];
+    (row.block < 0 ? outside : block) += n;
+  });
+  return outside + n_layers * block;
 }
 
 std::string param_name(const ParamRow& row) {

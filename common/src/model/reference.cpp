@@ -47,8 +47,8 @@ struct NormCache {
 template <class S>
 T3<S> normalize(const T3<S>& x, const T1<S>& gamma, const T1<S>& beta, const BlockConfig& c,
                 NormCache<S>& k) {
-  if (!c.use_layer_norm) return x;
-  if (c.normalization == Normalization::rmsnorm) return rms_norm<S, 3>(x, gamma, c.eps, k.rms);
+  if (!c.spec.ablations.layer_norm) return x;
+  if (c.spec.normalization == Normalization::rmsnorm) return rms_norm<S, 3>(x, gamma, c.eps, k.rms);
   return layer_norm<3>(x, gamma, or_zeros(beta, x.shape()[2]), static_cast<S>(c.eps), k.ln);
 }
 
@@ -56,8 +56,8 @@ T3<S> normalize(const T3<S>& x, const T1<S>& gamma, const T1<S>& beta, const Blo
 template <class S>
 T3<S> normalize_backward(const T3<S>& dy, const T3<S>& x, const T1<S>& gamma, const BlockConfig& c,
                          const NormCache<S>& k, T1<S>& dgamma, T1<S>& dbeta) {
-  if (!c.use_layer_norm) return dy;
-  if (c.normalization == Normalization::rmsnorm) {
+  if (!c.spec.ablations.layer_norm) return dy;
+  if (c.spec.normalization == Normalization::rmsnorm) {
     RmsNormGrads<S, 3> g = rms_norm_backward<S, 3>(dy, x, gamma, k.rms);
     dgamma += g.dgamma;
     return std::move(g.dx);
@@ -86,20 +86,20 @@ struct FfnTape {
 // ffn(x) = act(x w1 + b1) w2 + b2, or SwiGLU: (silu(x w_gate) * (x w_up)) w_down.
 template <class S>
 T3<S> feed_forward(const T3<S>& x, const BlockWeights<S>& w, const BlockConfig& c, FfnTape<S>& k) {
-  if (c.ffn == FfnKind::swiglu) return swiglu_forward<S>(x, w.swiglu, k.swiglu);
-  return ffn_forward(x, with_biases(w.ffn), c.activation, k.mlp);
+  if (c.spec.ffn == FfnKind::swiglu) return swiglu_forward<S>(x, w.swiglu, k.swiglu);
+  return ffn_forward(x, with_biases(w.ffn), c.spec.activation, k.mlp);
 }
 
 template <class S>
 T3<S> feed_forward_backward(const T3<S>& dy, const BlockWeights<S>& w, const BlockConfig& c,
                             const FfnTape<S>& k, BlockWeights<S>& g) {
   T3<S> dx;
-  if (c.ffn == FfnKind::swiglu) {
+  if (c.spec.ffn == FfnKind::swiglu) {
     swiglu_backward<S>(dy, k.swiglu, w.swiglu, dx, g.swiglu);
     return dx;
   }
   FfnWeightsOf<S> gm = with_biases(g.ffn);
-  ffn_backward(dy, k.mlp, with_biases(w.ffn), c.activation, dx, gm);
+  ffn_backward(dy, k.mlp, with_biases(w.ffn), c.spec.activation, dx, gm);
   g.ffn.w1 = std::move(gm.w1);
   g.ffn.w2 = std::move(gm.w2);
   if (g.ffn.b1.size() != 0) g.ffn.b1 = std::move(gm.b1);
@@ -119,14 +119,15 @@ struct BlockTape {
 };
 
 void check_covered(const BlockConfig& c, const char* fn) {
-  require(c.attn_proj, fn, "a block without w_o (attn_proj = false) has no reference");
+  require(c.spec.ablations.attn_proj, fn,
+          "a block without w_o (attn_proj = false) has no reference");
 }
 
 // skip + y with residuals, else y. In the forward, the stream after a sub-layer; in the
 // backward, the gradient through the skip plus the branch's.
 template <class S>
 T3<S> residual(const BlockConfig& c, const T3<S>& skip, T3<S> y) {
-  if (c.residual) y += skip;
+  if (c.spec.ablations.residual) y += skip;
   return y;
 }
 
@@ -139,13 +140,13 @@ T3<S> block_run(const T3<S>& x, const BlockWeights<S>& w, const BlockConfig& c, 
     k.in1 = x;
     const T3<S> a = normalize(x, w.ln1_gamma, w.ln1_beta, c, k.n1);
     k.in2 = residual(c, x, gqa_forward<S>(a, w.attn, g, k.attn));  // h
-    if (!c.use_ffn) return k.in2;
+    if (!c.spec.ablations.ffn) return k.in2;
     const T3<S> f = normalize(k.in2, w.ln2_gamma, w.ln2_beta, c, k.n2);
     return residual(c, k.in2, feed_forward(f, w, c, k.ffn));
   }
   k.in1 = residual(c, x, gqa_forward<S>(x, w.attn, g, k.attn));
   const T3<S> h = normalize(k.in1, w.ln1_gamma, w.ln1_beta, c, k.n1);
-  if (!c.use_ffn) return h;
+  if (!c.spec.ablations.ffn) return h;
   k.in2 = residual(c, h, feed_forward(h, w, c, k.ffn));
   return normalize(k.in2, w.ln2_gamma, w.ln2_beta, c, k.n2);
 }
@@ -163,7 +164,7 @@ template <class S>
 void block_backward(const T3<S>& dout, const T3<S>& x, const BlockWeights<S>& w,
                     const BlockConfig& c, T3<S>& dx, BlockWeights<S>& g) {
   check_covered(c, "attn::ref::block_backward");
-  require(c.dropout == 0.0f, "attn::ref::block_backward",
+  require(c.spec.dropout == 0.0f, "attn::ref::block_backward",
           "dropout has no reference backward (the reference is the evaluation forward)");
   require(same_block_shapes(w, g), "attn::ref::block_backward",
           "grads must be shaped like the weights, tensor for tensor (make them with zeros_like)");
@@ -174,7 +175,7 @@ void block_backward(const T3<S>& dout, const T3<S>& x, const BlockWeights<S>& w,
   if (c.norm == NormPlacement::pre) {
     // out = h + ffn(norm2(h)):   dh = dout + norm2'(ffn'(dout))
     T3<S> dh = dout;
-    if (c.use_ffn) {
+    if (c.spec.ablations.ffn) {
       const T3<S> df = feed_forward_backward(dout, w, c, k.ffn, g);
       dh = residual(c, dout,
                     normalize_backward(df, k.in2, w.ln2_gamma, c, k.n2, g.ln2_gamma, g.ln2_beta));
@@ -187,7 +188,7 @@ void block_backward(const T3<S>& dout, const T3<S>& x, const BlockWeights<S>& w,
   }
   // out = norm2(r2), r2 = h + ffn(h):   dh = dr2 + ffn'(dr2)
   T3<S> dh = dout;
-  if (c.use_ffn) {
+  if (c.spec.ablations.ffn) {
     const T3<S> dr2 =
         normalize_backward(dout, k.in2, w.ln2_gamma, c, k.n2, g.ln2_gamma, g.ln2_beta);
     dh = residual(c, dr2, feed_forward_backward(dr2, w, c, k.ffn, g));
@@ -213,20 +214,20 @@ struct LmTape {
 
 // logits[v] = h . wte[v]  (tied)  or  h . lm_head[:, v] + b[v], one row h (C,), in double.
 template <class S>
-void head_row(const S* h, const LmWeights<S>& w, const LmConfig& config, S* logits) {
+void head_row(const S* h, const LmWeights<S>& w, const ModelSpec& config, S* logits) {
   const std::size_t C = config.n_embd;
   for (std::size_t v = 0; v < config.vocab_size; ++v) {
     double z = w.lm_head_bias.size() != 0 ? static_cast<double>(w.lm_head_bias(v)) : 0.0;
     for (std::size_t c = 0; c < C; ++c)
       z += static_cast<double>(h[c]) *
-           static_cast<double>(config.tied_head ? w.wte(v, c) : w.lm_head(c, v));
+           static_cast<double>(config.ablations.tied_head ? w.wte(v, c) : w.lm_head(c, v));
     logits[v] = static_cast<S>(z);
   }
 }
 
 // x = wte[token] (+ wpe[t] with learned positions), one row (C,).
 template <class S>
-void embed_row(int token, std::size_t t, const LmWeights<S>& w, const LmConfig& config, S* x) {
+void embed_row(int token, std::size_t t, const LmWeights<S>& w, const ModelSpec& config, S* x) {
   require(token >= 0 && static_cast<std::size_t>(token) < config.vocab_size, "attn::ref::lm",
           [&] { return "token " + std::to_string(token) + " is outside [0, V)"; });
   const bool learned = config.positions == Positions::learned;
@@ -238,7 +239,8 @@ void embed_row(int token, std::size_t t, const LmWeights<S>& w, const LmConfig& 
 }
 
 template <class S>
-LmTape<S> lm_run(const xt::xtensor<int, 2>& tokens, const LmWeights<S>& w, const LmConfig& config) {
+LmTape<S> lm_run(const xt::xtensor<int, 2>& tokens, const LmWeights<S>& w,
+                 const ModelSpec& config) {
   const std::size_t B = tokens.shape()[0], T = tokens.shape()[1], C = config.n_embd;
   const std::size_t V = config.vocab_size;
   LmTape<S> f;
@@ -262,7 +264,8 @@ LmTape<S> lm_run(const xt::xtensor<int, 2>& tokens, const LmWeights<S>& w, const
 }  // namespace
 
 template <class S>
-T3<S> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights<S>& w, const LmConfig& config) {
+T3<S> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights<S>& w,
+                 const ModelSpec& config) {
   const LmTape<S> f = lm_run(tokens, w, config);
   T3<S> logits({tokens.shape()[0], tokens.shape()[1], config.vocab_size});
   std::copy(f.logits.begin(), f.logits.end(), logits.begin());
@@ -271,14 +274,14 @@ T3<S> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights<S>& w, const
 
 template <class S>
 double lm_loss(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
-               const LmWeights<S>& w, const LmConfig& config) {
+               const LmWeights<S>& w, const ModelSpec& config) {
   const LmTape<S> f = lm_run(tokens, w, config);
   return cross_entropy(f.logits, std::span<const int>(targets.data(), targets.size()));
 }
 
 template <class S>
 double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
-                           const LmWeights<S>& w, const LmConfig& config, LmWeights<S>& g) {
+                           const LmWeights<S>& w, const ModelSpec& config, LmWeights<S>& g) {
   // The gradients are added into at the weights' indices (rows of wte by token, every block's):
   // another model's would be written past.
   require(same_param_shapes(w, g), "attn::ref::lm_forward_backward",
@@ -297,7 +300,7 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
       if (g.lm_head_bias.size() != 0) g.lm_head_bias(v) += d;
       for (std::size_t c = 0; c < C; ++c) {
         const S h = f.h.data()[n * C + c];
-        if (config.tied_head) {
+        if (config.ablations.tied_head) {
           dh.data()[n * C + c] += d * w.wte(v, c);
           g.wte(v, c) += d * h;
         } else {
@@ -377,12 +380,12 @@ void append(T3<S>& cache, const xt::xtensor<S, 4>& row) {
 template <class S>
 T3<S> attend_step(const T3<S>& a, const GqaWeights<S>& w, const BlockConfig& c, T3<S>& keys,
                   T3<S>& values, std::size_t pos) {
-  const std::size_t C = a.shape()[2], H = c.n_heads, KV = kv_heads(c);
+  const std::size_t C = a.shape()[2], H = c.spec.n_heads, KV = c.spec.n_kv_heads;
   xt::xtensor<S, 4> q = heads_of(project(a, w.w_q), H);
   xt::xtensor<S, 4> k = heads_of(project(a, w.w_k), KV);
-  if (c.rope) {
-    q = rope<S>(q, c.rope_theta, pos);
-    k = rope<S>(k, c.rope_theta, pos);
+  if (c.spec.rope()) {
+    q = rope<S>(q, c.spec.rope_theta, pos);
+    k = rope<S>(k, c.spec.rope_theta, pos);
   }
   append(keys, k);
   append(values, heads_of(project(a, w.w_v), KV));
@@ -394,11 +397,15 @@ T3<S> attend_step(const T3<S>& a, const GqaWeights<S>& w, const BlockConfig& c, 
   };
   AttentionOptions options;
   options.causal = true;
-  if (c.window != 0) options.window = c.window;
+  options.window = c.spec.window;
   options.offset = pos;
   options.need_probs = false;
+  // ALiBi: the new query at position pos penalises key j by m_h (pos - j).
   const AttentionRefResult<S> r =
-      attention_ref<S>(q, batch_of_one(keys), batch_of_one(values), options);  // (1, H, 1, hs)
+      c.spec.alibi() ? attention_ref<S>(q, batch_of_one(keys), batch_of_one(values), options,
+                                        alibi_bias<S>(H, 1, pos + 1, pos))
+                     : attention_ref<S>(q, batch_of_one(keys), batch_of_one(values), options);
+  // (1, H, 1, hs)
   T3<S> o({1, 1, C});
   std::copy(r.out.begin(), r.out.end(), o.begin());  // the heads side by side: (1, 1, H * hs)
   return project(o, w.w_o);
@@ -411,7 +418,7 @@ T3<S> block_step(const T3<S>& x, const BlockWeights<S>& w, const BlockConfig& c,
   NormCache<S> unused;
   const T3<S> a = normalize(x, w.ln1_gamma, w.ln1_beta, c, unused);
   const T3<S> h = residual(c, x, attend_step(a, w.attn, c, keys, values, pos));
-  if (!c.use_ffn) return h;
+  if (!c.spec.ablations.ffn) return h;
   FfnTape<S> k;
   return residual(c, h, feed_forward(normalize(h, w.ln2_gamma, w.ln2_beta, c, unused), w, c, k));
 }
@@ -419,11 +426,11 @@ T3<S> block_step(const T3<S>& x, const BlockWeights<S>& w, const BlockConfig& c,
 }  // namespace
 
 template <class S>
-T1<S> lm_step(KvCache<S>& cache, int token, const LmWeights<S>& w, const LmConfig& config) {
+T1<S> lm_step(KvCache<S>& cache, int token, const LmWeights<S>& w, const ModelSpec& config) {
   const BlockConfig bc = lm_block_config(config);
   check_covered(bc, "attn::ref::lm_step");
   const std::size_t C = config.n_embd, L = w.blocks.size(), n = cache.length;
-  const std::size_t KV = lm_kv_heads(config), hs = C / config.n_heads;
+  const std::size_t KV = config.n_kv_heads, hs = C / config.n_heads;
   // Every layer's keys and values are read up to position n and grown by one, layer by layer:
   // the cache must be empty (a new sequence) or hold this model's L layers of (KV, n, hs).
   const std::array<std::size_t, 3> kv_shape{KV, n, hs};
@@ -530,22 +537,22 @@ std::vector<Named<S>> parameters(LmWeights<S>& w) {
   return out;
 }
 
-#define ATTN_REF_INSTANTIATE(S)                                                                   \
-  template BlockWeights<S> cast<S>(const attn::BlockWeights&);                                    \
-  template LmWeights<S> cast<S>(const attn::LmWeights&);                                          \
-  template BlockWeights<S> zeros_like<S>(const BlockWeights<S>&);                                 \
-  template LmWeights<S> zeros_like<S>(const LmWeights<S>&);                                       \
-  template std::vector<Named<S>> parameters<S>(BlockWeights<S>&);                                 \
-  template std::vector<Named<S>> parameters<S>(LmWeights<S>&);                                    \
-  template T3<S> block_forward<S>(const T3<S>&, const BlockWeights<S>&, const BlockConfig&);      \
-  template void block_backward<S>(const T3<S>&, const T3<S>&, const BlockWeights<S>&,             \
-                                  const BlockConfig&, T3<S>&, BlockWeights<S>&);                  \
-  template T3<S> lm_forward<S>(const xt::xtensor<int, 2>&, const LmWeights<S>&, const LmConfig&); \
-  template double lm_loss<S>(const xt::xtensor<int, 2>&, const xt::xtensor<int, 2>&,              \
-                             const LmWeights<S>&, const LmConfig&);                               \
-  template double lm_forward_backward<S>(const xt::xtensor<int, 2>&, const xt::xtensor<int, 2>&,  \
-                                         const LmWeights<S>&, const LmConfig&, LmWeights<S>&);    \
-  template T1<S> lm_step<S>(KvCache<S>&, int, const LmWeights<S>&, const LmConfig&);
+#define ATTN_REF_INSTANTIATE(S)                                                                    \
+  template BlockWeights<S> cast<S>(const attn::BlockWeights&);                                     \
+  template LmWeights<S> cast<S>(const attn::LmWeights&);                                           \
+  template BlockWeights<S> zeros_like<S>(const BlockWeights<S>&);                                  \
+  template LmWeights<S> zeros_like<S>(const LmWeights<S>&);                                        \
+  template std::vector<Named<S>> parameters<S>(BlockWeights<S>&);                                  \
+  template std::vector<Named<S>> parameters<S>(LmWeights<S>&);                                     \
+  template T3<S> block_forward<S>(const T3<S>&, const BlockWeights<S>&, const BlockConfig&);       \
+  template void block_backward<S>(const T3<S>&, const T3<S>&, const BlockWeights<S>&,              \
+                                  const BlockConfig&, T3<S>&, BlockWeights<S>&);                   \
+  template T3<S> lm_forward<S>(const xt::xtensor<int, 2>&, const LmWeights<S>&, const ModelSpec&); \
+  template double lm_loss<S>(const xt::xtensor<int, 2>&, const xt::xtensor<int, 2>&,               \
+                             const LmWeights<S>&, const ModelSpec&);                               \
+  template double lm_forward_backward<S>(const xt::xtensor<int, 2>&, const xt::xtensor<int, 2>&,   \
+                                         const LmWeights<S>&, const ModelSpec&, LmWeights<S>&);    \
+  template T1<S> lm_step<S>(KvCache<S>&, int, const LmWeights<S>&, const ModelSpec&);
 ATTN_REF_INSTANTIATE(float)
 ATTN_REF_INSTANTIATE(double)
 #undef ATTN_REF_INSTANTIATE

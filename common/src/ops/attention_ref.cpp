@@ -198,6 +198,36 @@ AttentionRefGrads<S> attention_ref_backward(const xt::xtensor<S, 4>& dout,
   return {xt::cast<S>(dq), xt::cast<S>(dk), xt::cast<S>(dv)};
 }
 
+std::vector<double> alibi_slopes(std::size_t n_heads) {
+  require(n_heads >= 1, "attn::alibi_slopes", "n_heads must be at least 1, got 0");
+  const auto power_of_two = [](std::size_t n) {  // 2^(-8 (h + 1) / n), h = 0..n-1
+    std::vector<double> m(n);
+    for (std::size_t h = 0; h < n; ++h)
+      m[h] = std::exp2(-8.0 * static_cast<double>(h + 1) / static_cast<double>(n));
+    return m;
+  };
+  std::size_t n = 1;  // the largest power of two <= n_heads
+  while (2 * n <= n_heads) n *= 2;
+  std::vector<double> m = power_of_two(n);
+  const std::vector<double> finer = power_of_two(2 * n);
+  for (std::size_t k = 0; m.size() < n_heads; ++k) m.push_back(finer[2 * k]);
+  return m;
+}
+
+template <class S>
+xt::xtensor<S, 3> alibi_bias(std::size_t n_heads, std::size_t T, std::size_t S_keys,
+                             std::size_t offset) {
+  const std::vector<double> m = alibi_slopes(n_heads);
+  xt::xtensor<S, 3> bias({n_heads, T, S_keys});
+  for (std::size_t h = 0; h < n_heads; ++h)
+    for (std::size_t i = 0; i < T; ++i)
+      for (std::size_t j = 0; j < S_keys; ++j) {
+        const double distance = static_cast<double>(offset + i) - static_cast<double>(j);
+        bias(h, i, j) = static_cast<S>(-m[h] * distance);
+      }
+  return bias;
+}
+
 #define ATTN_ATTENTION_REF_INSTANTIATE(S)                                           \
   template AttentionRefResult<S> attention_ref<S>(                                  \
       const xt::xtensor<S, 4>&, const xt::xtensor<S, 4>&, const xt::xtensor<S, 4>&, \
@@ -207,7 +237,8 @@ AttentionRefGrads<S> attention_ref_backward(const xt::xtensor<S, 4>& dout,
       const AttentionOptions&, const xt::xtensor<S, 3>&);                           \
   template AttentionRefGrads<S> attention_ref_backward<S>(                          \
       const xt::xtensor<S, 4>&, const xt::xtensor<S, 4>&, const xt::xtensor<S, 4>&, \
-      const xt::xtensor<S, 4>&, const xt::xtensor<S, 4>&, const AttentionOptions&);
+      const xt::xtensor<S, 4>&, const xt::xtensor<S, 4>&, const AttentionOptions&); \
+  template xt::xtensor<S, 3> alibi_bias<S>(std::size_t, std::size_t, std::size_t, std::size_t);
 ATTN_ATTENTION_REF_INSTANTIATE(float)
 ATTN_ATTENTION_REF_INSTANTIATE(double)
 #undef ATTN_ATTENTION_REF_INSTANTIATE

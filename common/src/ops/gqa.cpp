@@ -70,9 +70,11 @@ void check_gqa(const char* fn, const xt::xtensor<S, 3>& x, const GqaWeights<S>& 
   detail::check_weight_shape(fn, "w_v", w.w_v, C, KV * hs);
   detail::check_weight_shape(fn, "w_o", w.w_o, C, C);
   if (config.rope) detail::check_rope(fn, hs, config.theta);
-  require(config.causal || config.window == 0, fn, [&] {
-    return "a sliding window is causal: window = " + std::to_string(config.window) +
-           " needs causal attention (or window 0 for none)";
+  require(!config.window || *config.window >= 1, fn,
+          "a window holds at least the query's own key: window 0 (leave it unset for none)");
+  require(config.causal || !config.window, fn, [&] {
+    return "a sliding window is causal: window = " + std::to_string(*config.window) +
+           " needs causal attention (or no window)";
   });
 }
 
@@ -80,7 +82,7 @@ void check_gqa(const char* fn, const xt::xtensor<S, 3>& x, const GqaWeights<S>& 
 AttentionOptions attention_options(const GqaConfig& config) {
   AttentionOptions o;
   o.causal = config.causal;
-  if (config.window != 0) o.window = config.window;
+  o.window = config.window;
   return o;
 }
 
@@ -137,7 +139,12 @@ xt::xtensor<S, 3> gqa_forward(const xt::xtensor<S, 3>& x, const GqaWeights<S>& w
   //    copy; the reference attention reads the shared head in place).
   // 4. Attention per head, causal and windowed as configured: out (B, H, T, hs), probs
   //    (B, H, T, T).
-  AttentionRefResult<S> a = attention_ref<S>(cache.q, cache.k, cache.v, attention_options(config));
+  //    With ALiBi, the scores get its distance penalty first.
+  const std::size_t T = cache.q.shape()[2];
+  AttentionRefResult<S> a =
+      config.alibi ? attention_ref<S>(cache.q, cache.k, cache.v, attention_options(config),
+                                      alibi_bias<S>(config.n_heads, T, T))
+                   : attention_ref<S>(cache.q, cache.k, cache.v, attention_options(config));
   cache.weights = std::move(a.probs);
   // 5. Merge the heads and mix them: (B, H, T, hs) -> (B, T, C) @ (C, C) -> (B, T, C).
   cache.heads = merge_heads_any(a.out);

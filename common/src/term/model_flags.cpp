@@ -15,7 +15,7 @@ namespace attn {
 namespace fs = std::filesystem;
 
 LmWeights load_lm_as_described(const fs::path& dir, const ArchitectureFlags& flags,
-                               std::size_t default_heads, LmConfig& config, bool& described,
+                               std::size_t default_heads, ModelSpec& spec, bool& described,
                                std::string_view shown) {
   const std::string name = shown.empty() ? dir.string() : std::string(shown);
   const auto contradicts = [&](std::string_view flag, std::size_t given, std::string_view source,
@@ -23,9 +23,9 @@ LmWeights load_lm_as_described(const fs::path& dir, const ArchitectureFlags& fla
     return UsageError(fmt::format("{} {} contradicts model '{}', whose {} {}: drop the flag", flag,
                                   given, name, source, found));
   };
-  const std::optional<LmConfig> file = read_model_file(dir);
+  const std::optional<ModelChoices> file = read_model_file(dir);
   described = file.has_value();
-  LmConfig c;
+  ModelChoices c;
   if (file) {
     c = *file;
     if (flags.n_layers && *flags.n_layers != c.n_layers) {
@@ -64,7 +64,7 @@ LmWeights load_lm_as_described(const fs::path& dir, const ArchitectureFlags& fla
           c.n_heads, *C, name));
     }
   }
-  if (flags.block_size && file && c.positions == Positions::rope &&
+  if (flags.block_size && file && c.positions != Positions::learned &&
       *flags.block_size != c.block_size) {
     throw contradicts("--block-size", *flags.block_size, "model.txt says block_size", c.block_size);
   }
@@ -74,9 +74,7 @@ LmWeights load_lm_as_described(const fs::path& dir, const ArchitectureFlags& fla
       throw contradicts("--block-size", *flags.block_size, "wpe.npy has T_max =", *T_max);
     }
   }
-  LmWeights w = load_lm(dir, c);
-  config = c;
-  return w;
+  return load_lm(dir, c, spec);
 }
 
 }  // namespace attn

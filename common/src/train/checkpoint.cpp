@@ -25,6 +25,7 @@
 #include "attn/io/keyvalue.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/model/lm_files.hpp"
+#include "attn/model/params.hpp"
 
 namespace attn {
 
@@ -119,7 +120,6 @@ std::optional<std::string> unescape_path(const std::string& text) {
 
 std::string train_txt(const TrainState& s, const TrainConfig& c,
                       const std::optional<CorpusRecord>& corpus) {
-  const LmConfig& m = c.model;
   const Rng::State r = s.data_rng.state();
   std::string out = "# attention-from-scratch: a chapter 09 training checkpoint\n";
   const auto line = [&](std::string_view key, const std::string& value) {
@@ -127,21 +127,11 @@ std::string train_txt(const TrainState& s, const TrainConfig& c,
   };
   // Floats with 9 significant digits and doubles with 17 read back to the same bits.
   const auto f = [](float x) { return fmt::format("{:.9g}", x); };
-  line("format", "1");
+  // Format 2: the model is model/model.txt's alone (attn::model_txt: the one description of a
+  // model). Format 1, written before it, also listed the sizes and ablations here.
+  line("format", "2");
   line("step", std::to_string(s.step));
   line("seed", std::to_string(c.seed));
-  line("vocab_size", std::to_string(m.vocab_size));
-  line("block_size", std::to_string(m.block_size));
-  line("n_embd", std::to_string(m.n_embd));
-  line("n_heads", std::to_string(m.n_heads));
-  line("n_layers", std::to_string(m.n_layers));
-  line("tied_head", bool_str(m.tied_head));
-  line("use_layer_norm", bool_str(m.use_layer_norm));
-  line("residual", bool_str(m.residual));
-  line("use_ffn", bool_str(m.use_ffn));
-  line("attn_proj", bool_str(m.attn_proj));
-  line("ffn_hidden", std::to_string(m.ffn_hidden));
-  line("activation", std::string(activation_name(m.activation)));
   line("init", std::string(init_name(c.init)));
   line("batch_size", std::to_string(c.batch_size));
   line("steps", std::to_string(c.steps));
@@ -155,7 +145,6 @@ std::string train_txt(const TrainState& s, const TrainConfig& c,
   line("adam_eps", f(c.adam.eps));
   line("weight_decay", f(c.adam.weight_decay));
   line("grad_clip", f(c.grad_clip));
-  line("dropout", f(m.dropout));
   line("optimizer", std::string(optimizer_name(c.optimizer)));
   line("eval_interval", std::to_string(c.eval_interval));
   line("eval_iters", std::to_string(c.eval_iters));
@@ -408,21 +397,86 @@ Checkpoint load_checkpoint(const fs::path& dir) {
     checkpoint_error(path / kManifestName, "missing (every checkpoint ends with one)");
   }
   const KeyReader k(path / "train.txt");
-  if (k.text("format") != "1") checkpoint_error(path / "train.txt", "unknown format");
+  const std::string& format = k.text("format");
+  if (format != "1" && format != "2") {
+    checkpoint_error(path / "train.txt",
+                     fmt::format("format is '{}': written by another version of the course (this "
+                                 "one reads formats 1 and 2); train it again with this version",
+                                 format));
+  }
 
-  TrainConfig c;
-  c.seed = k.u64("seed");
-  LmConfig& m = c.model;
-  m.n_heads = k.size("n_heads", kMaxSize);
-  m.n_layers = k.size("n_layers", kMaxSize);
-  m.tied_head = k.flag("tied_head");
-  m.use_layer_norm = k.flag("use_layer_norm");
-  m.residual = k.flag("residual");
-  m.use_ffn = k.flag("use_ffn");
-  m.attn_proj = k.flag("attn_proj");
-  m.ffn_hidden = k.size("ffn_hidden", kMaxSize);
+  // 1. The model: model/model.txt describes it (attn::model_txt). A format-1 train.txt, written
+  //    before that, also lists the sizes and ablations: they must agree with model.txt, and
+  //    give what its model.txt did not say then (V, C, T_max, dropout).
+  std::optional<ModelChoices> described;
   try {
-    m.activation = parse_activation(k.text("activation"));
+    described = read_model_file(path / "model");
+  } catch (const std::exception& e) {
+    checkpoint_error(path, e.what());
+  }
+  ModelChoices m;
+  if (format == "1") {
+    m.n_heads = k.size("n_heads", kMaxSize);
+    m.n_layers = k.size("n_layers", kMaxSize);
+    m.ablations.tied_head = k.flag("tied_head");
+    m.ablations.layer_norm = k.flag("use_layer_norm");
+    m.ablations.residual = k.flag("residual");
+    m.ablations.ffn = k.flag("use_ffn");
+    m.ablations.attn_proj = k.flag("attn_proj");
+    if (const std::size_t F = k.size("ffn_hidden", kMaxSize); F != 0) m.ffn_hidden = F;
+    try {
+      m.activation = parse_activation(k.text("activation"));
+    } catch (const std::invalid_argument& e) {
+      checkpoint_error(path / "train.txt", e.what());
+    }
+    // (Absent from checkpoints written before dropout: 0.)
+    if (k.has("dropout")) m.dropout = k.real32("dropout");
+    m.vocab_size = k.size("vocab_size", kMaxSize);
+    m.block_size = k.size("block_size", kMaxSize);
+    m.n_embd = k.size("n_embd", kMaxSize);
+    if (described) {
+      const ModelChoices& d = *described;
+      const auto agree = [&](std::string_view key, auto listed, auto said) {
+        if (listed != said) {
+          checkpoint_error(path / "train.txt",
+                           fmt::format("{} is {}, but model/model.txt says {}: the two files "
+                                       "describe different models",
+                                       key, listed, said));
+        }
+      };
+      agree("n_heads", m.n_heads, d.n_heads);
+      agree("n_layers", m.n_layers, d.n_layers);
+      agree("tied_head", m.ablations.tied_head, d.ablations.tied_head);
+      agree("use_layer_norm", m.ablations.layer_norm, d.ablations.layer_norm);
+      agree("residual", m.ablations.residual, d.ablations.residual);
+      agree("use_ffn", m.ablations.ffn, d.ablations.ffn);
+      agree("attn_proj", m.ablations.attn_proj, d.ablations.attn_proj);
+      agree("ffn_hidden", m.ffn_hidden.value_or(0), d.ffn_hidden.value_or(0));
+      agree("activation", activation_name(m.activation), activation_name(d.activation));
+      if (d.positions != Positions::learned) agree("block_size", m.block_size, d.block_size);
+      // The parts were model.txt's only.
+      m.positions = d.positions;
+      m.rope_theta = d.rope_theta;
+      m.normalization = d.normalization;
+      m.ffn = d.ffn;
+      m.n_kv_heads = d.n_kv_heads;
+      m.window = d.window;
+      m.bias = d.bias;
+    }
+  } else {
+    if (!described) checkpoint_error(path / "model" / "model.txt", "missing");
+    m = *described;
+  }
+  TrainConfig c;
+  try {
+    c.model = resolve_spec(m);
+  } catch (const SpecError& e) {
+    checkpoint_error(path / "model" / "model.txt", e.what());
+  }
+
+  // 2. The training.
+  c.seed = k.u64("seed");
+  try {
     c.init = parse_init(k.text("init"));
     c.schedule.shape = parse_lr_shape(k.text("lr_schedule"));
   } catch (const std::invalid_argument& e) {
@@ -439,8 +493,7 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   c.adam.eps = k.real32("adam_eps");
   c.adam.weight_decay = k.real32("weight_decay");
   c.grad_clip = k.real32("grad_clip");
-  // (Absent from checkpoints written before dropout and the SGD comparison: 0 and AdamW.)
-  if (k.has("dropout")) c.model.dropout = k.real32("dropout");
+  // (Absent from checkpoints written before the SGD comparison: AdamW.)
   if (k.has("optimizer")) {
     try {
       c.optimizer = parse_optimizer(k.text("optimizer"));
@@ -450,9 +503,6 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   }
   c.eval_interval = k.size("eval_interval", kMaxSize);
   c.eval_iters = k.size("eval_iters", kMaxSize);
-  c.model.vocab_size = k.size("vocab_size", kMaxSize);
-  c.model.block_size = k.size("block_size", kMaxSize);
-  c.model.n_embd = k.size("n_embd", kMaxSize);
   // The same bounds as the flags: a value no command line could give is refused by name.
   try {
     check_train_config(c);
@@ -460,31 +510,27 @@ Checkpoint load_checkpoint(const fs::path& dir) {
     checkpoint_error(path / "train.txt", e.what());
   }
 
-  // The weights fix V, T_max and C; they must agree with what train.txt says.
+  // 3. The weights, exactly the tensors of that spec (the sizes of wte and wpe must agree).
   LmWeights weights;
   LmWeights adam_m;
   LmWeights adam_v;
+  ModelSpec loaded = c.model;
   try {
-    weights = load_lm(path / "model", m);
-    LmConfig mc = m;
-    adam_m = load_lm(path / "adam_m", mc);
-    adam_v = load_lm(path / "adam_v", mc);
+    weights = load_lm(path / "model", loaded);
+    ModelSpec moments = c.model;
+    adam_m = load_lm(path / "adam_m", moments);
+    adam_v = load_lm(path / "adam_v", moments);
   } catch (const std::exception& e) {
     checkpoint_error(path, e.what());
   }
-  if (m.vocab_size != k.size("vocab_size", kMaxSize) ||
-      m.block_size != k.size("block_size", kMaxSize) || m.n_embd != k.size("n_embd", kMaxSize)) {
-    checkpoint_error(path / "train.txt", "vocab_size, block_size or n_embd do not match the model");
+  if (!(loaded == c.model)) {
+    checkpoint_error(path / "train.txt",
+                     fmt::format("vocab_size, block_size or n_embd ({}, {}, {}) do not match the "
+                                 "model's tensors ({}, {}, {})",
+                                 c.model.vocab_size, c.model.block_size, c.model.n_embd,
+                                 loaded.vocab_size, loaded.block_size, loaded.n_embd));
   }
-  const auto same_shapes = [&](LmWeights& a) {
-    std::vector<NamedTensor> x = lm_parameters(weights), y = lm_parameters(a);
-    if (x.size() != y.size()) return false;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      if (x[i].name != y[i].name || x[i].values.size() != y[i].values.size()) return false;
-    }
-    return true;
-  };
-  if (!same_shapes(adam_m) || !same_shapes(adam_v)) {
+  if (!same_param_shapes(weights, adam_m) || !same_param_shapes(weights, adam_v)) {
     checkpoint_error(path, "the AdamW moments do not have the model's shapes");
   }
   for (const NamedTensor& t : lm_parameters(adam_v)) {  // a mean of squares is never negative
@@ -497,12 +543,13 @@ Checkpoint load_checkpoint(const fs::path& dir) {
       }
     }
   }
+  const ModelSpec& ms = c.model;
 
   Vocab vocab(U"?");
   if (!find_vocab(path, vocab)) checkpoint_error(path / "vocab.txt", "missing");
-  if (vocab.size() != m.vocab_size) {
+  if (vocab.size() != ms.vocab_size) {
     checkpoint_error(path / "vocab.txt", fmt::format("{} characters, but the model has V = {}",
-                                                     vocab.size(), m.vocab_size));
+                                                     vocab.size(), ms.vocab_size));
   }
 
   TrainState s;
@@ -581,16 +628,12 @@ void check_train_config(const TrainConfig& c) {
                                               lo_open ? "(" : "[", lo, hi, hi_open ? ")" : "]"));
     }
   };
-  const LmConfig& m = c.model;
+  const ModelSpec& m = c.model;
   size("n_embd", m.n_embd, 1, L::kMaxEmbd);
   size("n_heads", m.n_heads, 1, L::kMaxHeads);
   size("n_layers", m.n_layers, 1, L::kMaxLayers);
   size("block_size", m.block_size, 1, L::kMaxBlock);
-  if (m.n_embd % m.n_heads != 0) {
-    throw std::invalid_argument(
-        fmt::format("n_heads {} does not divide n_embd {}", m.n_heads, m.n_embd));
-  }
-  size("ffn_hidden", m.ffn_hidden, 0, 4 * L::kMaxEmbd);
+  size("ffn_hidden", m.ffn_hidden, 1, 4 * L::kMaxEmbd);
   size("batch_size", c.batch_size, 1, L::kMaxBatch);
   size("steps", c.steps, 1, L::kMaxSteps);
   size("eval_interval", c.eval_interval, 1, L::kMaxSteps);
@@ -609,7 +652,6 @@ void check_train_config(const TrainConfig& c) {
   real("adam_eps", c.adam.eps, 0.0f, true, 1.0f, false);
   real("weight_decay", c.adam.weight_decay, 0.0f, false, 1.0f, false);
   real("grad_clip", c.grad_clip, 0.0f, false, 1e6f, false);
-  real("dropout", m.dropout, 0.0f, false, 1.0f, true);
 }
 
 // ---- Who owns a run folder.

@@ -34,13 +34,13 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 
 }  // namespace
 
-LmWeights lm_init_with(Rng& rng, const LmConfig& config, InitScheme scheme) {
+LmWeights lm_init_with(Rng& rng, const ModelSpec& config, InitScheme scheme) {
   LmWeights w = lm_init(rng, config);
   if (scheme == InitScheme::gpt2) return w;
   // PyTorch's defaults, refilled tensor by tensor in lm_parameters' fixed order. nn.Embedding:
   // N(0, 1). nn.Linear(in, out): weight and bias U(-1/sqrt(in), 1/sqrt(in)). LayerNorm: (1, 0).
   const double C = static_cast<double>(config.n_embd);
-  const double F = static_cast<double>(lm_ffn_width(config));
+  const double F = static_cast<double>(config.ffn_hidden);
   for (NamedTensor& t : lm_parameters(w)) {
     const std::string_view name = t.name;
     if (name == "wte" || name == "wpe") {
@@ -152,7 +152,7 @@ StepResult train_step(TrainState& s, const TrainConfig& config, std::span<const 
   return train_step_on(s, config, s.batch.x, s.batch.y);
 }
 
-std::optional<EvalRecord> estimate_loss_unless(const LmWeights& w, const LmConfig& config,
+std::optional<EvalRecord> estimate_loss_unless(const LmWeights& w, const ModelSpec& config,
                                                const Split& split, std::size_t batch_size,
                                                std::size_t iters, std::uint64_t seed,
                                                std::size_t step,
@@ -178,7 +178,7 @@ std::optional<EvalRecord> estimate_loss_unless(const LmWeights& w, const LmConfi
   return EvalRecord{step, train, val};
 }
 
-EvalRecord estimate_loss(const LmWeights& w, const LmConfig& config, const Split& split,
+EvalRecord estimate_loss(const LmWeights& w, const ModelSpec& config, const Split& split,
                          std::size_t batch_size, std::size_t iters, std::uint64_t seed,
                          std::size_t step) {
   return *estimate_loss_unless(w, config, split, batch_size, iters, seed, step,

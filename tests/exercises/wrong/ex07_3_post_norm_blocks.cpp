@@ -8,12 +8,12 @@
 namespace ex07 {
 
 attn::Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const attn::LmWeights& w,
-                           const attn::LmConfig& config) {
+                           const attn::ModelSpec& config) {
   if (tokens.shape()[1] == 0 || tokens.shape()[1] > config.block_size)
     throw std::invalid_argument("T must be in [1, block_size]");
   attn::Tensor<3> x = embed(tokens, w.wte, w.wpe);  // (B, T, C)
   attn::BlockConfig block;
-  block.n_heads = config.n_heads;
+  block.spec = config;
   block.norm = attn::NormPlacement::post;
   for (std::size_t l = 0; l < w.blocks.size(); ++l)
     x = attn::block_forward(x, w.blocks[l], block).out;

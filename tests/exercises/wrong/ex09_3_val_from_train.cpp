@@ -5,9 +5,9 @@
 
 namespace ex09 {
 
-attn::EvalRecord estimate_loss(const attn::LmWeights& w, const attn::LmConfig& config,
-                               const attn::Split& split, std::size_t batch_size,
-                               std::size_t iters, std::uint64_t seed, std::size_t step) {
+attn::EvalRecord estimate_loss(const attn::LmWeights& w, const attn::ModelSpec& config,
+                               const attn::Split& split, std::size_t batch_size, std::size_t iters,
+                               std::uint64_t seed, std::size_t step) {
   if (iters == 0) throw std::invalid_argument("estimate_loss: iters must be >= 1");
   attn::Rng rng(seed + step, 202);
   double train = 0.0, val = 0.0;

@@ -8,7 +8,7 @@
 
 namespace ex10 {
 
-std::vector<int> generate_cached(const attn::LmWeights& w, const attn::LmConfig& config,
+std::vector<int> generate_cached(const attn::LmWeights& w, const attn::ModelSpec& config,
                                  std::span<const int> prompt, const attn::GenerateOptions& options,
                                  attn::Rng& rng, const attn::TokenCallback& on_token) {
   if (prompt.empty()) throw std::invalid_argument("generate_cached: empty prompt");

@@ -72,10 +72,17 @@ void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights
 struct HeadStrides {
   std::size_t batch, head, row;
 };
+// An additive score bias (ALiBi, chapter 11): head h's query row t adds
+// data[h * head + t * row + s] to its score of key s (h in 0..H-1, the same for every b). None
+// when data is null.
+struct ScoreBias {
+  const float* data = nullptr;
+  std::size_t head = 0, row = 0;
+};
 void attention_strided(std::size_t B, std::size_t H, std::size_t T, std::size_t S, std::size_t hs,
                        const float* q, HeadStrides q_strides, const float* k, HeadStrides k_strides,
                        const float* v, HeadStrides v_strides, float* out, HeadStrides out_strides,
-                       bool causal, float* scratch);
+                       bool causal, float* scratch, ScoreBias bias = {});
 // The scratch size attention_strided needs: a block of scores, min(64, T) * S floats, and for
 // heads of 8, 16, ... 64 floats and S <= 256 (written by hand, not BLAS) room for k^T,
 // hs * (S rounded up to 16) floats.

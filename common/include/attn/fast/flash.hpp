@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 
 #include "attn/core/xt.hpp"
 #include "attn/ops/attention.hpp"  // AttentionGrads, MhaWeights
@@ -34,8 +35,8 @@ inline constexpr std::size_t kFlashMinT = 2048;
 // (RoPE, applied in the projections before the kernel, does not matter). The one rule that
 // fast::mha_forward / gqa_forward and attn::block_activation_floats share.
 inline bool takes_flash(std::size_t T, bool need_weights, std::size_t n_heads, std::size_t kv_heads,
-                        std::size_t window) {
-  return !need_weights && T >= kFlashMinT && kv_heads == n_heads && window == 0;
+                        std::optional<std::size_t> window) {
+  return !need_weights && T >= kFlashMinT && kv_heads == n_heads && !window;
 }
 
 struct FlashResult {

@@ -17,6 +17,7 @@
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/rmsnorm.hpp"
 #include "attn/ops/swiglu.hpp"
+#include "attn/model/spec.hpp"
 #include "attn/core/random.hpp"
 #include "attn/core/xt.hpp"
 
@@ -26,70 +27,25 @@ enum class NormPlacement { pre, post };
 NormPlacement parse_norm(std::string_view name);  // "pre" | "post", else std::invalid_argument
 std::string_view norm_name(NormPlacement n);
 
-// ---- The parts a block (and the language model, model.hpp) is built from (chapter 11). Each
-// has the course's GPT-2 part as its default, so a config that names no part computes exactly
-// what chapters 06-10 compute, bit for bit; another part swaps one piece for its modern
-// replacement.
-// Positions (the model's, model.hpp): a learned table added to the token embeddings (GPT-2), or
-// RoPE, q and k rotated by their absolute position inside attention (Llama; no table, no T_max
-// limit on positions).
-enum class Positions { learned, rope };
-// The norm of each sub-layer and of the final one: LayerNorm (gamma, beta) or RMSNorm (gamma).
-enum class Normalization { layernorm, rmsnorm };
-// The FFN: the two-layer MLP with an activation (relu, gelu, gelu_tanh), or SwiGLU (three
-// matrices, no biases: silu(x w_gate) * (x w_up) @ w_down).
-enum class FfnKind { mlp, swiglu };
-// "learned" | "rope", "layernorm" | "rmsnorm", "mlp" | "swiglu": parse throws
-// std::invalid_argument listing the accepted names.
-Positions parse_positions(std::string_view name);
-std::string_view positions_name(Positions p);
-Normalization parse_normalization(std::string_view name);
-std::string_view normalization_name(Normalization n);
-FfnKind parse_ffn_kind(std::string_view name);
-std::string_view ffn_kind_name(FfnKind f);
-// SwiGLU's default width: 2/3 of the MLP's 4C, so its three matrices hold about as many
-// parameters as the MLP's two, rounded up to a multiple of 8 (Llama's multiple_of rule, with 8
-// in place of Llama's 256, which would swamp a model of C = 64):
-//   F = 8 * ceil(floor(8 C / 3) / 8)         C = 64: 176;  C = 384: 1024
-std::size_t swiglu_width(std::size_t C);
-
+// How one block runs: the model's spec (its heads, parts, ablations, activation and dropout:
+// attn/model/spec.hpp), and the four things a block can do that a language model's blocks
+// always do the same way (chapter 06 tries the others).
 struct BlockConfig {
-  std::size_t n_heads = 4;                   // H, must divide C
-  bool causal = true;                        // decoder (true) or encoder (false)
-  NormPlacement norm = NormPlacement::pre;   // where the LayerNorms go
-  Activation activation = Activation::gelu;  // FFN activation
-  float eps = 1e-5f;                         // LayerNorm epsilon
-  bool use_layer_norm = true;  // false: LayerNorm replaced by identity (ch06 experiment)
-  bool keep_weights = true;    // false: skip the (B, H, T, T) attention weights
-                               // (BlockResult::weights empty; faster, less memory); and from
-                               // T = fast::kFlashMinT on, the flash kernel, in the training
-                               // forward too (the cache keeps L (B, H, T), not the weights)
-  // Variants for chapter 09's ladder, which rebuilds the lecture's models step by step. The
-  // defaults are the block above; the weights a variant does not use are empty (size 0).
-  bool residual = true;   // false: x = attn(...), x = ffn(...) with no skip connections
-  bool use_ffn = true;    // false: attention only (ffn weights empty; steps 4-6 skipped)
-  bool attn_proj = true;  // false: no w_o; the heads' outputs are only concatenated
-  // Dropout p in [0, 1) on the output of each sub-layer (attention after w_o, the FFN after w2),
-  // before its residual addition. Training only: it acts in the forward that fills a BlockCache
-  // (the training forward); block_forward without a cache is the evaluation forward and ignores
-  // it. 0: off.
-  float dropout = 0.0f;
-  // The parts (above). The defaults are chapter 06's block. Any other part runs on its own fast
-  // kernel (attn/fast/gqa.hpp, rmsnorm.hpp, swiglu.hpp), each tested equal to its reference
-  // (attn::gqa_forward, attn::rms_norm, attn::swiglu_forward).
-  Normalization normalization = Normalization::layernorm;  // when use_layer_norm
-  FfnKind ffn = FfnKind::mlp;                              // when use_ffn
-  std::size_t n_kv_heads = 0;   // KV, key/value heads (grouped-query attention); 0 = n_heads
-  bool rope = false;            // rotate q and k by their position (the model's Positions::rope)
-  double rope_theta = 10000.0;  // RoPE's base (> 0), when rope
-  std::size_t window = 0;       // sliding window W: query t sees keys t-W+1..t; 0 = all (causal)
-  bool bias = true;  // false: no FFN biases, no LayerNorm beta (the weights are left empty)
+  ModelSpec spec;                           // the model the block belongs to
+  bool causal = true;                       // decoder (true) or encoder (false)
+  NormPlacement norm = NormPlacement::pre;  // where the norms go
+  float eps = 1e-5f;                        // the norms' epsilon
+  // false: skip the (B, H, T, T) attention weights (BlockResult::weights empty; faster, less
+  // memory); and from T = fast::kFlashMinT on, the flash kernel, in the training forward too
+  // (the cache keeps L (B, H, T), not the weights).
+  bool keep_weights = true;
 };
 
-// True when the config uses only chapter 06's parts (the fast kernels compute it).
-bool block_default_parts(const BlockConfig& config);
-// The K/V heads the config's attention has (n_kv_heads, or n_heads when it is 0).
-std::size_t kv_heads(const BlockConfig& config);
+// The spec of a lone block of width C with H heads (chapters 06 and 08 run blocks outside a
+// model): the default model's parts, that width, those heads and that activation. Throws
+// attn::SpecError when H does not divide C.
+ModelSpec block_spec(std::size_t C, std::size_t n_heads, Activation activation = Activation::gelu);
+
 // The attention part of the config as grouped-query attention takes it (attn/ops/gqa.hpp).
 GqaConfig gqa_config(const BlockConfig& config);
 
@@ -106,11 +62,11 @@ struct BlockWeightsOf {
 using BlockWeights = BlockWeightsOf<float>;
 // Normal(0, 0.02) matrices, LayerNorm gamma = 1 and beta = 0, zero biases.
 BlockWeights block_init(Rng& rng, std::size_t C, std::size_t F);
-// The same for any parts: block_init's draws, then the weights the parts change (GQA: the first
-// KV * hs columns of w_k and w_v; SwiGLU: w_gate, w_up, w_down drawn in that order in place of
-// the MLP; RMSNorm or no bias: the betas and FFN biases emptied). The default parts give
-// block_init's weights. F is the FFN width (swiglu_width(C) for SwiGLU by default).
-BlockWeights block_init(Rng& rng, std::size_t C, std::size_t F, const BlockConfig& parts);
+// The same for any spec (C = n_embd, F = ffn_hidden): block_init's draws, then the weights the
+// parts change (GQA: the first KV * hs columns of w_k and w_v; SwiGLU: w_gate, w_up, w_down
+// drawn in that order in place of the MLP; RMSNorm or no bias: the betas and FFN biases
+// emptied). The default parts give block_init's weights. The ablations are lm_init's to apply.
+BlockWeights block_init(Rng& rng, const ModelSpec& spec);
 
 // Called after each step of the block with its name and the tensor it produced, e.g.
 // ("ln1", (B, T, C)), ("attn", ...), ("residual1", ...), ("ln2", ...), ("ffn", ...),

@@ -30,18 +30,18 @@ struct KvCache {
   Matrix qkv;      // (rows, 3C) [q | k | v] of each row
   Matrix att;      // (rows, C) attention output, heads merged
   Matrix proj;     // (rows, C) output of a projection, before the residual add
-  Matrix hidden;   // (rows, F) FFN hidden layer, F = lm_ffn_width(config) (4C by default)
+  Matrix hidden;   // (rows, F) FFN hidden layer, F = config.ffn_hidden (4C by default)
   Vector scratch;  // attention scores, attention_scratch_floats(T_max, T_max, hs)
   Matrix logits;   // (B, V) the logits of the last position
 };
 
 // An empty cache (length 0) for `batch` sequences of the model `config`, with every buffer
 // allocated. Throws std::invalid_argument for batch 0 or a bad config.
-KvCache kv_cache_init(const LmConfig& config, std::size_t batch);
+KvCache kv_cache_init(const ModelSpec& config, std::size_t batch);
 
 // Memory of the keys and values by the formula 2 * L * B * T_max * C floats (hs * H = C), and the
 // floats the cache actually holds (the sizes of its keys and values).
-std::size_t kv_cache_floats(const LmConfig& config, std::size_t batch);
+std::size_t kv_cache_floats(const ModelSpec& config, std::size_t batch);
 std::size_t kv_cache_held_floats(const KvCache& cache);
 // The workspace's floats (everything else the cache allocates).
 std::size_t kv_cache_workspace_floats(const KvCache& cache);
@@ -65,12 +65,12 @@ Matrix attend_cache(const Matrix& q, const Tensor<4>& keys, const Tensor<4>& val
 // Throws std::invalid_argument for a size that does not fit, ids outside [0, V) or weights that
 // do not match the config.
 const Matrix& lm_prefill(KvCache& cache, std::span<const int> tokens, const LmWeights& w,
-                         const LmConfig& config);
+                         const ModelSpec& config);
 
 // One step: tokens (B,) at position n = cache.length < T_max; appends their keys and values at n
 // and returns the logits (B, V) that predict position n + 1. Allocates nothing.
 const Matrix& lm_step(KvCache& cache, std::span<const int> tokens, const LmWeights& w,
-                      const LmConfig& config);
+                      const ModelSpec& config);
 
 // The work lm_prefill and lm_step have done in this process, counted as they run (thread-safe):
 // calls of each and the positions they pushed through the model (B * T for a prefill of T
@@ -98,7 +98,7 @@ KvWork operator-(const KvWork& b, const KvWork& a);
 // re-filled from the cropped context, a prefill of T_max tokens per new token: from then on a token
 // costs about one forward over T_max tokens, like lm_generate's. No allocation per generated token
 // (everything is allocated before the first).
-std::vector<int> lm_generate_cached(const LmWeights& w, const LmConfig& config,
+std::vector<int> lm_generate_cached(const LmWeights& w, const ModelSpec& config,
                                     std::span<const int> prompt, const GenerateOptions& options,
                                     Rng& rng, const TokenCallback& on_token = {});
 
@@ -127,19 +127,19 @@ struct RollingKvCache {
 };
 // True for a model with any part other than chapter 07's (block_default_parts false, or rope):
 // lm_generate_cached runs it through the rolling cache.
-bool uses_rolling_cache(const LmConfig& config);
+bool uses_rolling_cache(const ModelSpec& config);
 // An empty rolling cache for `batch` sequences. Throws std::invalid_argument for batch 0, a bad
 // config or a model of chapter 09's reduced variants (no LayerNorm, residual, FFN or w_o).
-RollingKvCache rolling_cache_init(const LmConfig& config, std::size_t batch);
+RollingKvCache rolling_cache_init(const ModelSpec& config, std::size_t batch);
 // Floats held by its keys and values: 2 L B capacity KV hs (the KV bytes per token is
 // this / (B capacity) * 4).
-std::size_t rolling_cache_floats(const LmConfig& config, std::size_t batch);
+std::size_t rolling_cache_floats(const ModelSpec& config, std::size_t batch);
 // One token per sequence (tokens (B,)) at position cache.length; returns the logits (B, V) that
 // predict the next position. Throws std::invalid_argument when the cache is full (learned
 // positions or no window: length = T_max; a rope model with a window never is), for ids outside
 // [0, V), or weights or a cache that do not match the config.
 const Matrix& lm_step_rolling(RollingKvCache& cache, std::span<const int> tokens,
-                              const LmWeights& w, const LmConfig& config);
+                              const LmWeights& w, const ModelSpec& config);
 
 // Forward FLOPs to produce one token (B = 1), by formula,// Forward FLOPs to produce one token (B =
 // 1), by formula, counting the GEMMs only (2 M K N for an (M, K) @ (K, N) product):
@@ -151,8 +151,8 @@ const Matrix& lm_step_rolling(RollingKvCache& cache, std::span<const int> tokens
 //   re-fill past T_max (lm_prefill of T_max tokens): positions 0..T_max-2 through L-1 whole
 //   layers plus the last layer's k and v, then a step at position T_max - 1
 //       (L - 1) (2 (T-1) (4 C^2 + 2 C F) + 4 (T-1)^2 C) + 2 (T-1) 2 C^2 + cached(T - 1), T = T_max
-double lm_token_flops_uncached(const LmConfig& config, std::size_t T);
-double lm_token_flops_cached(const LmConfig& config, std::size_t n);
-double lm_token_flops_refill(const LmConfig& config);
+double lm_token_flops_uncached(const ModelSpec& config, std::size_t T);
+double lm_token_flops_cached(const ModelSpec& config, std::size_t n);
+double lm_token_flops_refill(const ModelSpec& config);
 
 }  // namespace attn

@@ -7,40 +7,47 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "attn/model/model.hpp"
 
 namespace attn {
 
-// Loads a model saved as a folder of .npy files named like the golden fixtures: wte, wpe,
-// h{i}.w_q, h{i}.w_k, h{i}.w_v, h{i}.w_o, h{i}.ln1_gamma, h{i}.ln1_beta, h{i}.ln2_gamma,
-// h{i}.ln2_beta, h{i}.w1, h{i}.b1, h{i}.w2, h{i}.b2, ln_f_gamma, ln_f_beta (each + ".npy").
-// V, T_max and C come from wte and wpe; n_layers and n_heads are given. Throws
-// std::runtime_error naming the first missing or mis-shaped tensor:
+// Loads a model saved as a folder of .npy files named like the golden fixtures (the parameter
+// table's names, attn/model/params.hpp: wte, wpe, h{i}.w_q, ..., ln_f_gamma, ln_f_beta, each +
+// ".npy") and its model.txt, when it has one. The choices come from `asked`, replaced by every
+// line of model.txt (whose n_layers and n_heads must agree with asked's); V, C and T_max come
+// from wte.npy and wpe.npy (a model.txt that names them must agree). The choices are resolved
+// once (resolve_spec) into `spec`, and exactly the tensors that spec has are read. Throws
+// std::runtime_error naming the first missing or mis-shaped tensor or the broken rule:
 // "model 'dir': h1.w_q.npy has shape (64, 32), expected (64, 64)".
+LmWeights load_lm(const std::filesystem::path& dir, const ModelChoices& asked, ModelSpec& spec);
+// The same, asking for what `spec` was resolved from (a checkpoint's model).
+LmWeights load_lm(const std::filesystem::path& dir, ModelSpec& spec);
+// The same for the default model with n_layers blocks of n_heads heads (or what model.txt says).
 LmWeights load_lm(const std::filesystem::path& dir, std::size_t n_layers, std::size_t n_heads,
-                  LmConfig& config_out);
-// The same for any variant (chapter 09's checkpoints): the caller fills config's n_layers,
-// n_heads and variant fields (tied_head, use_layer_norm, use_ffn, attn_proj, ffn_hidden, ...);
-// load_lm reads exactly the tensors that variant has (lm_head.npy and lm_head_bias.npy when the
-// head is untied) and sets vocab_size, block_size and n_embd from wte and wpe.
-LmWeights load_lm(const std::filesystem::path& dir, LmConfig& config);
+                  ModelSpec& spec);
 // Writes the same layout (for tests and for exporting a model made here); empty tensors (a
 // variant's unused weights) are not written.
 void save_lm(const std::filesystem::path& dir, const LmWeights& w);
-// The same plus model.txt, the architecture as `key value` lines (n_layers, n_heads and the
-// variant fields), so the folder says what it holds: both load_lm overloads read model.txt when
-// it is there, take the variant from it, and refuse an n_layers or n_heads that contradicts it.
-void save_lm(const std::filesystem::path& dir, const LmWeights& w, const LmConfig& config);
-// What a folder's model.txt says, read alone (no tensor is loaded): n_layers, n_heads and the
-// variant fields, with V, T_max and C left at LmConfig's defaults (they come from wte.npy and
-// wpe.npy). std::nullopt when the folder has no model.txt (a folder saved by save_lm without its
-// config: then n_layers is the number of blocks and n_heads must be given). Chapters 07 and 10
-// take the architecture from here, so `--weights DIR` alone runs any model a chapter saved.
-// Keys that only matter while training (dropout) are accepted and ignored; any other unknown key
-// is refused by name. Throws std::runtime_error naming the file and the line.
-std::optional<LmConfig> read_model_file(const std::filesystem::path& dir);
+// The same plus model.txt (model_txt(spec)), so the folder says what it holds.
+void save_lm(const std::filesystem::path& dir, const LmWeights& w, const ModelSpec& spec);
+// model.txt: the whole spec as `key value` lines (attn/io/keyvalue.hpp), every choice resolved:
+// vocab_size, block_size, n_embd, n_heads, n_layers, the ablations (tied_head, use_layer_norm,
+// residual, use_ffn, attn_proj), ffn_hidden, activation, dropout, the parts (positions,
+// rope_theta, normalization, ffn, n_kv_heads, window when there is one, bias). The one file
+// format of a model's description: a training checkpoint's model/model.txt is it too.
+std::string model_txt(const ModelSpec& spec);
+// What a folder's model.txt says, read alone (no tensor is loaded), as choices (V, C and T_max
+// stay at ModelChoices' defaults unless model.txt names them: the tensors have the final say).
+// std::nullopt when the folder has no model.txt (a folder saved by save_lm without its spec:
+// then n_layers is the number of blocks and n_heads must be given). Chapters 07 and 10 take the
+// architecture from here, so `--weights DIR` alone runs any model a chapter saved. Files
+// written before ModelSpec (no vocab_size or n_embd line, `window 0`, `ffn_hidden 0`) read as
+// they always did. An unknown key is refused by name. Throws std::runtime_error naming the file
+// and the line.
+std::optional<ModelChoices> read_model_file(const std::filesystem::path& dir);
 
 // What `--weights DIR` loads: DIR itself, or DIR/model when DIR is a chapter-09 run or
 // checkpoint folder; resolved once through links (a running trainer switches DIR/current), so

@@ -20,47 +20,6 @@
 
 namespace attn {
 
-struct LmConfig {
-  std::size_t vocab_size = 65;  // V
-  std::size_t block_size = 64;  // T_max, rows of the position table
-  std::size_t n_embd = 64;      // C, model width
-  std::size_t n_heads = 4;      // H
-  std::size_t n_layers = 2;     // L
-  // Every block: pre-norm, causal, exact GELU, eps 1e-5, F = 4C.
-
-  // Variants, for chapter 09's ladder (the lecture's models step by step). The defaults are the
-  // model above; a variant's unused weights are empty (size 0) and are not saved.
-  bool tied_head = true;       // false: logits = h @ lm_head + lm_head_bias, lm_head (C, V)
-  bool use_layer_norm = true;  // false: no ln1, ln2 or ln_f
-  bool residual = true;        // false: no skip connections
-  bool use_ffn = true;         // false: attention-only blocks
-  bool attn_proj = true;       // false: no w_o
-  std::size_t ffn_hidden = 0;  // F; 0 means 4 C
-  Activation activation = Activation::gelu;
-  // Dropout p in [0, 1) on each block's attention output and FFN output (block.hpp), in the
-  // training forward (lm_forward_backward) only: lm_forward, lm_loss and generation never drop.
-  float dropout = 0.0f;
-
-  // The parts (chapter 11; block.hpp): each default is the model above, bit for bit. The Llama
-  // recipe is positions rope, normalization rmsnorm, ffn swiglu, n_kv_heads < n_heads, no bias.
-  Positions positions = Positions::learned;  // learned: wpe (T_max, C); rope: no table at all
-  double rope_theta = 10000.0;               // RoPE's base, > 0 (Llama 2's 10000)
-  Normalization normalization = Normalization::layernorm;  // every norm of the model, ln_f too
-  FfnKind ffn = FfnKind::mlp;  // SwiGLU's F: ffn_hidden, or swiglu_width(C) when it is 0
-  std::size_t n_kv_heads = 0;  // KV heads (grouped-query attention), divides n_heads; 0 = n_heads
-  std::size_t window = 0;      // sliding-window attention W in [1, T_max]; 0 = none
-  bool bias = true;            // false: no FFN biases, no LayerNorm beta, no lm_head_bias
-};
-
-// The FFN width F of the config: ffn_hidden, or by default 4 C (MLP) or swiglu_width(C).
-std::size_t lm_ffn_width(const LmConfig& config);
-// The K/V heads: n_kv_heads, or n_heads when it is 0.
-std::size_t lm_kv_heads(const LmConfig& config);
-// Throws std::invalid_argument, one line naming the part, when the parts do not fit together or
-// with the sizes: n_kv_heads not dividing n_heads, an odd head size with rope, theta not > 0,
-// a window above T_max (block_size), attn_proj = false with GQA, RoPE or a window.
-void check_parts(const LmConfig& config, const char* function);
-
 // The model's parameters, in float (the model) or double (the float64 reference,
 // model/reference.hpp): one family, named and shaped by the parameter table (model/params.hpp).
 template <class S>
@@ -74,18 +33,18 @@ struct LmWeightsOf {
 };
 using LmWeights = LmWeightsOf<float>;
 
-LmWeights lm_init(Rng& rng, const LmConfig& config);
+LmWeights lm_init(Rng& rng, const ModelSpec& spec);
 
-// The configuration every block of the model runs with: pre-norm, causal, eps 1e-5, and the
-// config's variant (activation, LayerNorm, residuals, FFN, output projection); the attention
-// weights are not kept. A step-by-step forward built from block_forward uses it to match
+// How every block of the model runs: the spec, pre-norm, causal, eps 1e-5, the attention
+// weights not kept. A step-by-step forward built from block_forward uses it to match
 // lm_forward.
-BlockConfig lm_block_config(const LmConfig& config);
+BlockConfig lm_block_config(const ModelSpec& spec);
 
 // tokens (B, T) ids in [0, V), T <= T_max -> logits (B, T, V). Throws std::invalid_argument for
 // an empty sequence, T > T_max ("sequence of 80 tokens is longer than the position table
 // (block_size 64)"), or a token outside [0, V). With rope positions there is no table: any T.
-Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights& w, const LmConfig& config);
+Tensor<3> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
+                     const ModelSpec& config);
 
 // The same forward pass, also keeping what each layer's attention looked at (for pictures such
 // as chapter 07's per-head heatmaps): the logits are lm_forward's, bit for bit, and weights[l]
@@ -95,7 +54,7 @@ struct LmForward {
   std::vector<Tensor<4>> weights;  // L tensors of (B, H, T, T)
 };
 LmForward lm_forward_with_weights(const xt::xtensor<int, 2>& tokens, const LmWeights& w,
-                                  const LmConfig& config);
+                                  const ModelSpec& config);
 
 // ---- Training support (chapters 08-09) ----
 // Every parameter tensor by name (the load_lm file names without ".npy": "wte", "h0.w_q", ...,
@@ -146,7 +105,7 @@ struct LmCache {
 };
 // Mean cross-entropy of the model's next-token predictions: tokens, targets (B, T) ids in [0, V).
 double lm_loss(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
-               const LmWeights& w, const LmConfig& config);
+               const LmWeights& w, const ModelSpec& config);
 // One forward (keeping activations in `cache`) and backward: returns the loss and ADDS
 // dloss/dparameter into `grads` (shaped like w: lm_zeros_like; zero it first for a fresh step).
 // The tied wte collects both of its uses (embedding rows and output projection).
@@ -159,12 +118,12 @@ double lm_loss(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& tar
 // depends on the sizes alone. (Against one unsplit batch the sums are taken in another order:
 // the golden tolerance, not the same bits.)
 double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
-                           const LmWeights& w, const LmConfig& config, LmWeights& grads,
+                           const LmWeights& w, const ModelSpec& config, LmWeights& grads,
                            LmCache& cache);
 // The same with the shard count given (1: one batch, the whole step's products at once). It
 // must divide B.
 double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
-                           const LmWeights& w, const LmConfig& config, LmWeights& grads,
+                           const LmWeights& w, const ModelSpec& config, LmWeights& grads,
                            LmCache& cache, std::size_t shards);
 // The shards lm_forward_backward splits a (B, T) batch into, for a model of `parameters`
 // floats: the largest divisor of B that leaves at least kShardRows tokens a shard, is at most
@@ -189,7 +148,7 @@ using TokenCallback = std::function<void(int)>;
 // rope positions and a sliding window is not cropped: its forward runs over the whole context
 // (no position table limits it, and the window bounds what each token sees). Returns only
 // the new tokens. The draw is attn::TokenSampler's (sample.hpp).
-std::vector<int> lm_generate(const LmWeights& w, const LmConfig& config,
+std::vector<int> lm_generate(const LmWeights& w, const ModelSpec& config,
                              std::span<const int> prompt, const GenerateOptions& options, Rng& rng,
                              const TokenCallback& on_token = {});
 

@@ -49,9 +49,10 @@ struct ParamDims {
   bool untied_head = false;        // lm_head
   bool head_bias = false;          // lm_head_bias
 };
-// The config's dims; vocab_size, block_size and n_embd must be set (load_lm sets them from the
-// files first). Throws std::invalid_argument when the parts do not fit (check_parts).
-ParamDims param_dims(const LmConfig& config);
+// The spec's dims (a view of it: nothing is checked again).
+ParamDims param_dims(const ModelSpec& spec);
+// The parameters a model of these dims and L blocks holds: the sum of the present rows' sizes.
+std::size_t param_count(const ParamDims& dims, std::size_t n_layers);
 
 // One row of the table, as one model has it.
 struct ParamRow {

@@ -76,15 +76,15 @@ void block_backward(const xt::xtensor<S, 3>& dout, const xt::xtensor<S, 3>& x,
 //   logits = norm_f(x) @ wte^T  (tied)  or  @ lm_head + b     (B, T, V)
 template <class S>
 xt::xtensor<S, 3> lm_forward(const xt::xtensor<int, 2>& tokens, const LmWeights<S>& w,
-                             const LmConfig& config);
+                             const ModelSpec& config);
 // The mean cross-entropy of the next-token predictions (tokens, targets (B, T)).
 template <class S>
 double lm_loss(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
-               const LmWeights<S>& w, const LmConfig& config);
+               const LmWeights<S>& w, const ModelSpec& config);
 // The loss, and dloss/dparameter ADDED into grads (shaped like w: zeros_like).
 template <class S>
 double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<int, 2>& targets,
-                           const LmWeights<S>& w, const LmConfig& config, LmWeights<S>& grads);
+                           const LmWeights<S>& w, const ModelSpec& config, LmWeights<S>& grads);
 
 // ---- The KV-cache step (chapter 10; the window and RoPE of chapter 11) ------------------------
 // One sequence. Each layer keeps the keys (RoPE applied) and values of every position seen.
@@ -98,6 +98,6 @@ struct KvCache {
 // predict position n + 1: the last row of lm_forward over the n + 1 tokens seen.
 template <class S>
 xt::xtensor<S, 1> lm_step(KvCache<S>& cache, int token, const LmWeights<S>& w,
-                          const LmConfig& config);
+                          const ModelSpec& config);
 
 }  // namespace attn::ref

@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <vector>
 
 #include "attn/core/xt.hpp"
 
@@ -78,5 +79,20 @@ AttentionRefGrads<S> attention_ref_backward(const xt::xtensor<S, 4>& dout,
                                             const xt::xtensor<S, 4>& v,
                                             const xt::xtensor<S, 4>& probs,
                                             const AttentionOptions& options);
+
+// ---- ALiBi (Press, Smith and Lewis 2022, "Train Short, Test Long"): no position table and no
+// rotation; each head h instead penalises a key by its distance from the query,
+//   bias[h, i, j] = -m_h * (p - j)          query row i at position p = offset + i, key j,
+// a line whose slope m_h differs per head, so that some heads look far and others near.
+// The slopes, as the paper's reference code computes them for any H: a power of two gives
+//   m_h = 2^(-8 (h + 1) / H)                H = 8: 1/2, 1/4, ..., 1/256
+// otherwise the closest power of two n < H gives its n slopes, then every other slope of 2n
+// (the first H - n of 2^(-8 (2k + 1) / 2n), k = 0, 1, ...). Throws std::invalid_argument for
+// H = 0.
+std::vector<double> alibi_slopes(std::size_t n_heads);
+// The (H, T, S) bias above (keys after p get -m_h (p - j) > 0, but a causal mask hides them).
+template <class S>
+xt::xtensor<S, 3> alibi_bias(std::size_t n_heads, std::size_t T, std::size_t S_keys,
+                             std::size_t offset = 0);
 
 }  // namespace attn

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 
 #include "attn/core/xt.hpp"
 #include "attn/ops/attention.hpp"
@@ -23,12 +24,13 @@ template <class S>
 using GqaWeights = MhaWeightsOf<S>;
 
 struct GqaConfig {
-  std::size_t n_heads = 4;     // query heads H, e.g. 4; divides C
-  std::size_t n_kv_heads = 1;  // key/value heads KV, e.g. 1 (MQA) .. H (MHA); divides H
+  std::size_t n_heads = 4;     // query heads H; divides C
+  std::size_t n_kv_heads = 4;  // key/value heads KV, divides H: 1 (MQA) .. H (MHA, the default)
   bool causal = true;          // query t sees keys 0..t only
   bool rope = false;           // rotate q and k by their positions (attn/ops/rope.hpp)
   double theta = 10000.0;      // RoPE's base, when rope
-  std::size_t window = 0;      // sliding window W (needs causal); 0 = none
+  std::optional<std::size_t> window;  // sliding window W (needs causal); none: every key
+  bool alibi = false;  // ALiBi's distance penalty on the scores (attn/ops/attention_ref.hpp)
 };
 
 template <class S>

@@ -27,7 +27,7 @@ struct ArchitectureFlags {
 // file. `described` is set to whether the folder had a model.txt. `shown` names the folder in
 // those messages as the user typed it (default: `dir`).
 LmWeights load_lm_as_described(const std::filesystem::path& dir, const ArchitectureFlags& flags,
-                               std::size_t default_heads, LmConfig& config, bool& described,
+                               std::size_t default_heads, ModelSpec& spec, bool& described,
                                std::string_view shown = {});
 
 }  // namespace attn

@@ -28,7 +28,7 @@ namespace attn {
 enum class InitScheme { gpt2, pytorch };
 InitScheme parse_init(std::string_view name);  // "gpt2" | "pytorch"
 std::string_view init_name(InitScheme s);
-LmWeights lm_init_with(Rng& rng, const LmConfig& config, InitScheme scheme);
+LmWeights lm_init_with(Rng& rng, const ModelSpec& config, InitScheme scheme);
 
 // How a step moves the weights. adamw: AdamW (optim.hpp), the lecture's optimizer. sgd: plain
 // stochastic gradient descent, p -= lr * g (no momentum, no weight decay), for chapter 09's
@@ -38,7 +38,7 @@ Optimizer parse_optimizer(std::string_view name);  // "adamw" | "sgd"
 std::string_view optimizer_name(Optimizer o);
 
 struct TrainConfig {
-  LmConfig model;  // the architecture (block_size is T)
+  ModelSpec model;  // the architecture (block_size is T)
   InitScheme init = InitScheme::gpt2;
   std::size_t batch_size = 32;  // B, windows per step
   std::size_t steps = 2000;     // the run's last step (counted from its start)
@@ -105,12 +105,12 @@ StepResult train_step(TrainState& state, const TrainConfig& config,
 // The lecture's estimate_loss: the mean loss over `iters` batches of B windows of T tokens from
 // each split, drawn by a generator seeded from (seed, step), so an estimate never disturbs the
 // training stream and a resumed run estimates the same numbers.
-EvalRecord estimate_loss(const LmWeights& w, const LmConfig& config, const Split& split,
+EvalRecord estimate_loss(const LmWeights& w, const ModelSpec& config, const Split& split,
                          std::size_t batch_size, std::size_t iters, std::uint64_t seed,
                          std::size_t step);
 // The same, asked before each batch whether to stop (a Ctrl-C): then std::nullopt, the estimate
 // cut short. An estimate of many batches takes long; a run that is told to stop need not wait.
-std::optional<EvalRecord> estimate_loss_unless(const LmWeights& w, const LmConfig& config,
+std::optional<EvalRecord> estimate_loss_unless(const LmWeights& w, const ModelSpec& config,
                                                const Split& split, std::size_t batch_size,
                                                std::size_t iters, std::uint64_t seed,
                                                std::size_t step, const std::function<bool()>& stop);
