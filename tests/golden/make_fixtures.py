@@ -397,6 +397,32 @@ def band_attention(q, k, v, causal, window):
     return weights @ v, weights
 
 
+def alibi_slopes(n):
+    """ALiBi's head slopes, as the paper's reference code computes them (Press et al. 2022)."""
+    def power_of_2(n):
+        start = 2 ** (-2 ** -(math.log2(n) - 3))
+        return [start * start ** i for i in range(n)]
+    if math.log2(n).is_integer():
+        return power_of_2(n)
+    closest = 2 ** math.floor(math.log2(n))
+    return power_of_2(closest) + alibi_slopes(2 * closest)[0::2][:n - closest]
+
+
+def alibi_attention(q, k, v, window):
+    """Causal attention with ALiBi's bias -m_h (t - s) added to every score (and a window)."""
+    B, H, T, hs = q.shape
+    t = torch.arange(T)[:, None]
+    s = torch.arange(T)[None, :]
+    allowed = s <= t
+    if window:
+        allowed &= s > t - window
+    m = torch.tensor(alibi_slopes(H), dtype=q.dtype).view(1, H, 1, 1)
+    bias = -m * (t - s).to(q.dtype)
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(hs) + bias).masked_fill(~allowed, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
 def gqa(x, w, n_heads, n_kv_heads, causal, use_rope, theta, window):
     """x (B, T, C) -> out (B, T, C), weights (B, H, T, T); query head h reads K/V head
     h // (H / KV) (Hugging Face's repeat_kv)."""
@@ -468,6 +494,18 @@ def case_swa(name, about, B, H, T, hs, window, scale=1.0, grads=True):
         out, weights = band_attention(q, k, v, True, window)
         return {"out": out, "weights": weights}
     modern_case(name, about, "swa", {"window": window}, leaves, forward, "out", grads)
+
+
+def case_alibi(name, about, B, H, T, hs, window=0, scale=1.0, grads=True, write_window=True):
+    leaves = {n: randn(B, H, T, hs, std=scale) for n in ("q", "k", "v")}
+    keys = {"causal": 1}
+    if write_window:
+        keys["window"] = window
+
+    def forward(q, k, v):
+        out, weights = alibi_attention(q, k, v, window)
+        return {"out": out, "weights": weights}
+    modern_case(name, about, "alibi", keys, leaves, forward, "out", grads)
 
 
 # Every case: (function, name, description, arguments). Each gets its own seed, its index, so
@@ -660,6 +698,16 @@ CASES = [
      dict(B=1, H=2, T=6, hs=8, write_keys=False)),
     (case_gqa, "gqa_default_keys", "only n_heads, n_kv_heads, causal: no RoPE, no window",
      dict(B=2, T=5, C=8, H=4, KV=2, optional_keys=False)),
+    (case_alibi, "alibi_grad_h8", "ALiBi, H 8 (slopes 1/2 .. 1/256), B 2, T 7, hs 4",
+     dict(B=2, H=8, T=7, hs=4)),
+    (case_alibi, "alibi_grad_h6", "ALiBi, H 6: not a power of two (4 slopes, then 2 of 8)",
+     dict(B=1, H=6, T=6, hs=4)),
+    (case_alibi, "alibi_grad_window3", "ALiBi with a window of 3, H 3, T 8",
+     dict(B=1, H=3, T=8, hs=4, window=3)),
+    (case_alibi, "alibi_grad_T1_h1", "T = 1, H 1 (slope 1/256), no window key",
+     dict(B=2, H=1, T=1, hs=4, write_window=False)),
+    (case_alibi, "alibi_sharp_long", "forward only, q and k std 3, T 24, H 12: long distances",
+     dict(B=1, H=12, T=24, hs=4, scale=3.0, grads=False)),
 ]
 
 
