@@ -184,7 +184,7 @@ LayerNormTerms layer_norm_terms(const Kernels& k, attn::Rng& rng) {
   mean /= static_cast<double>(C);
   for (const float v : x) var += (static_cast<double>(v) - mean) * (static_cast<double>(v) - mean);
   var /= static_cast<double>(C);
-  r.rstd = 1.0 / std::sqrt(var + 1e-5);
+  r.rstd = 1.0 / std::sqrt(var + r.eps);
   // 2. xhat, g = gamma * dy, and the two means the terms need.
   std::vector<float> g(C);
   r.xhat.resize(C);
@@ -195,6 +195,7 @@ LayerNormTerms layer_norm_terms(const Kernels& k, attn::Rng& rng) {
     mean_g += static_cast<double>(g[c]) / static_cast<double>(C);
     mean_gx += static_cast<double>(g[c]) * static_cast<double>(r.xhat[c]) / static_cast<double>(C);
   }
+  r.mean_gx = mean_gx;
   // 3. The three terms: through xhat directly, through the mean, through the variance.
   for (std::size_t c = 0; c < C; ++c) {
     r.direct.push_back(static_cast<float>(r.rstd * static_cast<double>(g[c])));
@@ -202,7 +203,7 @@ LayerNormTerms layer_norm_terms(const Kernels& k, attn::Rng& rng) {
     r.through_var.push_back(static_cast<float>(-r.rstd * static_cast<double>(r.xhat[c]) * mean_gx));
     r.sum.push_back(r.direct[c] + r.through_mean[c] + r.through_var[c]);
   }
-  r.lg = k.layer_norm_backward(dy, x, gamma, 1e-5f);
+  r.lg = k.layer_norm_backward(dy, x, gamma, static_cast<float>(r.eps));
   return r;
 }
 

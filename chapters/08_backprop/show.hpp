@@ -81,7 +81,9 @@ struct ActivationBackward {
 void show_activations(const ActivationBackward& r);
 
 struct LayerNormTerms {
+  double eps = 1e-5;  // LayerNorm's epsilon, as the blocks use it
   double rstd = 0.0;
+  double mean_gx = 0.0;  // mean(g xhat): dx . xhat = C rstd mean(g xhat) eps rstd^2
   std::vector<float> xhat, direct, through_mean, through_var, sum;  // (C,) each
   attn::LayerNormGrads<3> lg;  // the kernel's dx (1, 1, C), dgamma, dbeta
 };
