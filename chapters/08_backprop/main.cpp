@@ -405,7 +405,8 @@ BackwardMemory backward_memory(attn::Rng& rng) {
   };
   r.weights_share = share(m.T);
   r.weights_share_2T = share(2 * m.T);
-  for (const Shapes& z : {m, Shapes{64, 256, 384, 6, 6, "the lecture's full model"}}) {
+  for (const Shapes& z : {Shapes{16, 32, 64, 4, 2, "chapter 09's default run"}, m,
+                          Shapes{64, 256, 384, 6, 6, "the lecture's full model"}}) {
     const BlockConfig c{.spec = attn::block_spec(z.C, z.H)};
     const std::size_t per = attn::block_activation_floats(z.B, z.T, z.C, 4 * z.C, z.H, c);
     // A block's weights: 4 C^2 (attention) + 2 C F + F + C (FFN) + 4 C (the two LayerNorms).

@@ -658,7 +658,8 @@ void show_memory(const BackwardMemory& r) {
               "training memory is dominated by the activations, not by the weights");
   fmt::print(
       "Training memory is dominated by these activations, not by the weights: they grow with\n"
-      "B T (and B H T^2 for attention), while the weights only depend on C.\n");
+      "B T (and B H T^2 for attention), while a block's weights, 12 C^2 + 9 C, depend on C\n"
+      "alone (the whole model's also on L, V and the position table's T_max), never on B.\n");
 }
 
 void show_timing(attn::Rng& rng) {
