@@ -329,9 +329,9 @@ void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
   check_data_fits(d, c.model.block_size);
   const bool fresh = s.step == 0;
 
-  // Like the other chapters: say whose functions run (only with --mine, so that the reference
-  // run's output, shown on the page, stays as it is).
-  if (common.mine) fmt::print("functions: yours (ex09.1 to ex09.6, --mine)\n");
+  // Like the other chapters: the chapter, its seed, its corpus and whose functions run, so every
+  // number below says where it comes from.
+  show_header(c.seed, corpus.origin, common.mine);
   show_data(data_demo(k, d, c.seed, c.model.block_size), corpus, d);
   const Before before = measure_before(k, s, c, d, fresh);
   show_before(before, c, V, fresh);

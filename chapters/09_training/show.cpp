@@ -33,6 +33,12 @@ void print_sample(std::string_view text) {
   }
 }
 
+void show_header(std::uint64_t seed, const std::string& corpus_origin, bool mine) {
+  fmt::print("Chapter 09: training the character GPT\n");
+  fmt::print("seed {}, corpus {}, functions: {}\n", seed, corpus_origin,
+             mine ? "yours (ex09.1 to ex09.6, --mine)" : "the reference (attn::)");
+}
+
 // ---- 1. The data.
 
 void show_data(const DataDemo& r, const attn::Corpus& corpus, const Data& d) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <span>
@@ -20,6 +21,9 @@ namespace ch09 {
 
 // The text of a sample behind a margin, line by line, control characters escaped.
 void print_sample(std::string_view text);
+
+// The first lines of a run: the chapter, the seed, the corpus and whose functions run.
+void show_header(std::uint64_t seed, const std::string& corpus_origin, bool mine);
 
 // ---- 1. The data: two windows of a batch, and y is x shifted by one.
 struct DataDemo {
