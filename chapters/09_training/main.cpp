@@ -148,12 +148,32 @@ OneStep take_one_step(const Kernels& k, const attn::TrainState& start, const att
   const std::vector<attn::NamedTensor> lib = attn::lm_parameters(library.weights);
   const std::vector<attn::NamedTensor> before = attn::lm_parameters(w0);
   OneStep out{p.size(), loss, norm, lr, attn::lm_loss(b.x, b.y, s.weights, c.model), 0, 0, 0};
+  const std::vector<attn::NamedTensor> g = attn::lm_parameters(s.grads);  // this step's gradients
+  const std::size_t C = c.model.n_embd;
   for (std::size_t i = 0; i < p.size(); ++i) {
     out.library_diff = std::max(out.library_diff, attn::max_abs_diff(p[i].values, lib[i].values));
-    const double moved = attn::max_abs_diff(p[i].values, before[i].values);
-    out.largest_move = std::max(out.largest_move, moved);
-    for (const float x : before[i].values)
-      out.largest_weight = std::max(out.largest_weight, std::abs(static_cast<double>(x)));
+    for (std::size_t j = 0; j < p[i].values.size(); ++j) {
+      const double moved =
+          std::abs(static_cast<double>(p[i].values[j]) - static_cast<double>(before[i].values[j]));
+      out.largest_move = std::max(out.largest_move, moved);
+      out.largest_weight =
+          std::max(out.largest_weight, std::abs(static_cast<double>(before[i].values[j])));
+      ++out.weights;
+      if (moved >= 0.5 * static_cast<double>(lr)) ++out.near_lr;
+      if (g[i].values[j] == 0.0f) {
+        ++out.zero_grad;
+        out.zero_grad_move = std::max(out.zero_grad_move, moved);
+      } else if (moved < 0.5 * static_cast<double>(lr)) {
+        ++out.slow;
+        out.slow_grad = std::max(out.slow_grad, std::abs(static_cast<double>(g[i].values[j])));
+      }
+    }
+    if (p[i].name == "wte") {  // (V, C): a row per character
+      for (std::size_t row = 0; row * C < g[i].values.size(); ++row) {
+        const std::span<const float> r = g[i].values.subspan(row * C, C);
+        out.absent_rows += std::all_of(r.begin(), r.end(), [](float x) { return x == 0.0f; });
+      }
+    }
   }
   return out;
 }

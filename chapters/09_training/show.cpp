@@ -113,14 +113,17 @@ void show_before(const Before& b, const attn::TrainConfig& c, std::size_t V, boo
 
 void show_one_step(const OneStep& r, const attn::TrainConfig& c, bool mine) {
   section(3, "One step, taken apart");
-  // "Every weight moves by about lr": on the first step m / sqrt(v) is g / (|g| + eps), so no
-  // weight moves by more than lr (plus its decay), and those with a gradient move by nearly lr.
+  // On the first step m / sqrt(v) is g / (|g| + eps): no weight moves by more than lr (plus its
+  // decay), those with a gradient far above eps by nearly lr, those with none only by the decay.
   const double lr = static_cast<double>(r.lr), wd = static_cast<double>(c.adam.weight_decay);
   const bool adam = c.optimizer == attn::Optimizer::adamw;
   if (adam) {
-    attn::claim(r.largest_move <= lr * (1.0 + 1e-3) + lr * wd * r.largest_weight &&
-                    r.largest_move >= 0.5 * lr,
-                "on the first step every weight moves by about lr, never more");
+    attn::claim(r.largest_move <= lr * (1.0 + 1e-3) + lr * wd * r.largest_weight,
+                "on the first step no weight moves by more than lr and its decay");
+    attn::claim(r.zero_grad_move <= lr * wd * r.largest_weight * (1.0 + 1e-3) + 1e-12,
+                "a weight with a zero gradient moves only by its decay");
+    attn::claim(r.zero_grad >= r.absent_rows * c.model.n_embd,
+                "the wte rows of absent characters have a zero gradient");
   }
   fmt::print(
       "  1. zero the gradients                 {} tensors, shaped like the weights\n"
@@ -136,10 +139,47 @@ void show_one_step(const OneStep& r, const attn::TrainConfig& c, bool mine) {
           ? fmt::format("> {}: scaled down to {}", num(c.grad_clip, 2), num(c.grad_clip, 2))
           : fmt::format("<= {}: left alone", num(c.grad_clip, 2)),
       adam ? "AdamW" : "SGD  ", num(r.lr, 5),
-      adam ? "every weight moves by about lr"
+      adam ? "a weight moves by at most lr (and its decay)"
            : fmt::format("the largest move is {}", num(r.largest_move, 6)),
       num(r.loss_after), r.loss_after < r.loss ? "down by" : "up by",
       num(std::abs(r.loss_after - r.loss)));
+  if (adam) {
+    // Who moved by about lr, and who did not: measured on this step's weights.
+    const auto sci = [](double x) {
+      return x == 0.0 ? std::string("0") : fmt::format("{:.1e}", x);
+    };
+    std::string text = fmt::format(
+        "On this first step AdamW moves a weight by lr |g| / (|g| + eps) plus its decay: {} of "
+        "the {} weights moved by lr / 2 or more.",
+        attn::grouped(static_cast<double>(r.near_lr)),
+        attn::grouped(static_cast<double>(r.weights)));
+    const std::size_t absent = r.absent_rows * c.model.n_embd;  // weights of the absent rows
+    if (r.zero_grad == 0) {
+      text += " Every weight had a gradient.";
+    } else {
+      text += " " + attn::grouped(static_cast<double>(r.zero_grad));
+      if (r.absent_rows > 0) {
+        text += fmt::format("{} the wte rows of the {} character{} absent from the batch,",
+                            r.zero_grad == absent ? "," : ", among them", r.absent_rows,
+                            r.absent_rows == 1 ? "" : "s");
+      }
+      text += wd > 0.0 ? " had a zero gradient and moved by the decay alone, at most " +
+                             sci(r.zero_grad_move) + "."
+                       : std::string(" had a zero gradient and, with no decay, did not move.");
+    }
+    if (r.slow > 0) {
+      // lr |g| / (|g| + eps) < lr / 2 means |g| < eps, give or take the decay.
+      const double eps = static_cast<double>(c.adam.eps);
+      attn::claim(r.slow_grad <= 2.0 * eps,
+                  "a weight with a gradient that moved less than lr / 2 has |g| near eps or below");
+      text += fmt::format(" The other {}, {} eps = {}, and moved less.",
+                          r.slow == 1 ? "one had a gradient of " + sci(r.slow_grad)
+                                      : attn::grouped(static_cast<double>(r.slow)) +
+                                            " had gradients of at most " + sci(r.slow_grad),
+                          r.slow_grad < eps ? "below" : "about", sci(eps));
+    }
+    fmt::print("{}\n", wrap_text(text, 92));
+  }
   fmt::print(
       "These four steps, written out in step_by_hand (main.cpp), against {} from the same "
       "state and batch: every weight {}.\n",

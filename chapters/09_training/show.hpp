@@ -50,6 +50,16 @@ struct OneStep {
   double largest_move;    // max |w_after - w_before| over every weight
   double largest_weight;  // max |w_before|
   double library_diff;    // max |difference| to attn::train_step_on's weights
+  // Who moved by about lr: on the first step Adam moves a weight by lr * g / (|g| + eps), so
+  // every weight with a gradient well above eps moves by nearly lr, and one with a zero gradient
+  // (the embedding row of a character absent from the batch) only by its decay.
+  std::size_t weights = 0;      // every weight of the model
+  std::size_t near_lr = 0;      // moved by at least lr / 2
+  std::size_t zero_grad = 0;    // exactly 0 gradient
+  std::size_t absent_rows = 0;  // rows of wte with a zero gradient: characters not in the batch
+  double zero_grad_move = 0;    // the largest move of a weight with a zero gradient
+  std::size_t slow = 0;         // a nonzero gradient, and moved by less than lr / 2
+  double slow_grad = 0;         // the largest |g| of those
 };
 void show_one_step(const OneStep& r, const attn::TrainConfig& c, bool mine);
 
