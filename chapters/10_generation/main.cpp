@@ -128,10 +128,12 @@ StepByHand step_by_hand(const Kernels& k, const Model& m, std::span<const int> p
 }
 
 // 4. The generation loop with the cache, written out: what attn::lm_generate_cached does (and
-// ex10.3 asks for). Same signature as the library's, so --mine can put the learner's in its place.
+// ex10.3 asks for). `kept`, when given, receives the number of ids each draw could pick (what
+// top-k and top-p left).
 std::vector<int> generate_with_cache(const attn::LmWeights& w, const attn::ModelSpec& c,
                                      std::span<const int> prompt, const attn::GenerateOptions& g,
-                                     attn::Rng& rng, const attn::TokenCallback& on_token) {
+                                     attn::Rng& rng, const attn::TokenCallback& on_token,
+                                     std::vector<std::size_t>* kept = nullptr) {
   const std::size_t V = c.vocab_size, T_max = c.block_size;
   std::vector<int> context(prompt.begin(), prompt.end()), generated;
   // The last (at most) T_max tokens of the context: what lm_generate's forward would see.
@@ -146,6 +148,11 @@ std::vector<int> generate_with_cache(const attn::LmWeights& w, const attn::Model
   for (std::size_t i = 0; i < g.max_new_tokens; ++i) {
     // 2. Draw the next token from those logits, exactly as lm_generate does.
     const int next = sampler.next(std::span<const float>(logits->data(), V), sampling, rng);
+    if (kept != nullptr) {
+      const std::span<const float> p = sampler.last_probs();  // 0 outside top-k and the nucleus
+      kept->push_back(static_cast<std::size_t>(
+          std::count_if(p.begin(), p.end(), [](float x) { return x > 0.0f; })));
+    }
     context.push_back(next);
     generated.push_back(next);
     if (on_token) on_token(next);
@@ -190,7 +197,7 @@ GenerationRun generate_text(const Kernels& k, const Model& m, std::span<const in
   r.identical = r.same == shown.size() && other.size() == shown.size();
   // The loop written out above against the library's, from the same seed.
   attn::Rng hand_rng(seed), library_rng(seed);
-  r.same_loop = generate_with_cache(m.weights, c, prompt, g, hand_rng, {}) ==
+  r.same_loop = generate_with_cache(m.weights, c, prompt, g, hand_rng, {}, &r.kept) ==
                 attn::lm_generate_cached(m.weights, c, prompt, g, library_rng, {});
   // How the cached loop should produce them: steps while positions are left, then re-fills.
   r.n0 = std::min(prompt.size(), c.block_size);
@@ -211,7 +218,11 @@ GenerationRun generate_text(const Kernels& k, const Model& m, std::span<const in
 }
 
 Kernels reference_kernels() {
-  return {&attn::kv_append, &attn::attend_cache, &generate_with_cache};
+  return {&attn::kv_append, &attn::attend_cache,
+          [](const attn::LmWeights& w, const attn::ModelSpec& c, std::span<const int> prompt,
+             const attn::GenerateOptions& g, attn::Rng& rng, const attn::TokenCallback& on_token) {
+            return generate_with_cache(w, c, prompt, g, rng, on_token);
+          }};
 }
 
 Kernels learner_kernels() {

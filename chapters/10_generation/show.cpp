@@ -144,6 +144,21 @@ void show_generation(const GenerationRun& r, const attn::ModelSpec& c,
       r.same_loop ? "the same characters" : "DIFFERENT characters");
   attn::claim(r.same_loop,
               "the generation loop written out gives attn::lm_generate_cached's tokens");
+  if (g.top_p < 1.0f && !g.greedy && !r.kept.empty()) {
+    // How many characters the nucleus kept, draw by draw: few where the model is sure.
+    const auto [lo, hi] = std::minmax_element(r.kept.begin(), r.kept.end());
+    double mean = 0.0;
+    for (const std::size_t n : r.kept) mean += static_cast<double>(n);
+    mean /= static_cast<double>(r.kept.size());
+    const auto alone = std::count(r.kept.begin(), r.kept.end(), std::size_t{1});
+    attn::claim(*lo >= 1 && *hi <= c.vocab_size, "the nucleus keeps between 1 and V ids");
+    fmt::print(
+        "The nucleus (top-p {}{}) kept {} to {} of the {} characters per draw, {} on average;\n"
+        "a single character in {} of the {} draws, where the model was that sure.\n",
+        attn::format_significant(g.top_p),
+        g.top_k > 0 ? fmt::format(", after top-k {}", g.top_k) : std::string(), *lo, *hi,
+        c.vocab_size, num(mean, 1), alone, r.kept.size());
+  }
   // How the cached loop should produce them, and how it did, counted while it ran.
   const std::size_t n0 = r.n0, steps = r.steps, refills = r.refills;
   const std::uint64_t positions = r.positions;

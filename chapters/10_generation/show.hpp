@@ -47,16 +47,17 @@ void show_generation_start(const attn::Vocab& vocab, std::span<const int> prompt
 // 4. What the generation loops did: the text shown against the other loop's, the loop written
 // out against the library's, and the prefills, steps and re-fills planned and counted.
 struct GenerationRun {
-  std::size_t prompt = 0;       // the prompt's tokens
-  std::size_t shown = 0;        // characters generated and shown
-  std::size_t same = 0;         // leading characters both loops agree on
-  bool identical = false;       // the cached and uncached loops gave the same characters
-  bool same_loop = false;       // generate_with_cache gave attn::lm_generate_cached's
-  std::size_t n0 = 0;           // the prefill's positions (the prompt, at most T_max)
-  std::size_t steps = 0;        // planned: one step per token while positions are left
-  std::size_t refills = 0;      // then a re-fill per token
-  std::uint64_t positions = 0;  // the positions those push through the model
-  attn::KvWork work;            // what the cached loop did, counted as it ran
+  std::size_t prompt = 0;         // the prompt's tokens
+  std::size_t shown = 0;          // characters generated and shown
+  std::size_t same = 0;           // leading characters both loops agree on
+  bool identical = false;         // the cached and uncached loops gave the same characters
+  bool same_loop = false;         // generate_with_cache gave attn::lm_generate_cached's
+  std::size_t n0 = 0;             // the prefill's positions (the prompt, at most T_max)
+  std::size_t steps = 0;          // planned: one step per token while positions are left
+  std::size_t refills = 0;        // then a re-fill per token
+  std::uint64_t positions = 0;    // the positions those push through the model
+  attn::KvWork work;              // what the cached loop did, counted as it ran
+  std::vector<std::size_t> kept;  // per draw, the ids it could pick (what top-k and top-p kept)
 };
 void show_generation(const GenerationRun& r, const attn::ModelSpec& c,
                      const attn::GenerateOptions& g, bool no_cache, bool mine);
