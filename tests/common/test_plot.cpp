@@ -278,6 +278,25 @@ TEST_CASE("SVG labels and titles are XML-escaped") {
   CHECK(svg.find("<\"") == std::string::npos);
 }
 
+TEST_CASE("SVG axis names: the columns' under the map, the rows' upwards on its left") {
+  attn::HeatmapOptions o;
+  o.row_labels = {"a", "b", "c", "d"};
+  o.col_labels = {"a", "b", "c", "d"};
+  const std::string plain = attn::heatmap_svg(kCausal, o);
+  o.x_label = "key <s>";
+  o.y_label = "query t";
+  const std::string named = attn::heatmap_svg(kCausal, o);
+  CHECK(named.find(">key &lt;s&gt;</text>") != std::string::npos);
+  CHECK(named.find("rotate(-90") != std::string::npos);
+  CHECK(named.find(">query t</text>") != std::string::npos);
+  CHECK(plain.find("rotate(-90") == std::string::npos);  // none asked, none drawn
+  CHECK(count(named, "<text") == count(plain, "<text") + 2);
+  // The map moves right and the document grows to make room for them.
+  CHECK(named.find("<rect x=\"") != std::string::npos);
+  CHECK(named.size() > plain.size());
+  CHECK(named != plain);
+}
+
 TEST_CASE("big SVG maps get smaller cells and drop annotations that do not fit") {
   const attn::Matrix m = xt::ones<float>({65, 65}) / 65.0f;
   const std::string svg = attn::heatmap_svg(m, {});

@@ -383,7 +383,10 @@ std::string heatmap_svg(const Matrix& m, const HeatmapOptions& options) {
                                                   : label_font + 8;
 
   const int title_h = options.title.empty() ? 0 : title_font + 14;
-  const int grid_x = pad + (row_label_w > 0 ? row_label_w + 8 : 0);
+  const int axis_font = 12;  // the axis names, x under the map and y upwards on its left
+  const int y_axis_w = options.y_label.empty() ? 0 : axis_font + 8;
+  const int x_axis_h = options.x_label.empty() ? 0 : axis_font + 12;
+  const int grid_x = pad + y_axis_w + (row_label_w > 0 ? row_label_w + 8 : 0);
   const int grid_y = pad + title_h + col_band;
   const int grid_w = cols * cell;
   const int grid_h = rows * cell;
@@ -404,11 +407,29 @@ std::string heatmap_svg(const Matrix& m, const HeatmapOptions& options) {
   const int specials = (s.has_nan ? 1 : 0) + (s.has_neg_inf ? 1 : 0);
   const int legend_bottom = grid_y + bar_h + specials * (step_h + 8 + 4);
 
-  const int width = std::max(legend_right, pad + text_width(options.title, title_font)) + pad;
-  const int height = std::max(grid_y + grid_h, legend_bottom) + pad;
+  const int x_label_right = grid_x + grid_w / 2 + text_width(options.x_label, axis_font) / 2;
+  const int width =
+      std::max({legend_right, x_label_right, pad + text_width(options.title, title_font)}) + pad;
+  const int height = std::max(grid_y + grid_h + x_axis_h, legend_bottom) + pad;
 
   // 2. The document.
   std::string out = svg_start(width, height, options.title, pad, title_font);
+
+  // The axis names: what a column is, under the map; what a row is, upwards on its left.
+  if (!options.x_label.empty()) {
+    out += fmt::format(
+        "<text x=\"{}\" y=\"{}\" font-size=\"{}\" fill=\"#333333\" "
+        "text-anchor=\"middle\">{}</text>\n",
+        grid_x + grid_w / 2, grid_y + grid_h + x_axis_h, axis_font, xml_escape(options.x_label));
+  }
+  if (!options.y_label.empty()) {
+    const int x = pad + axis_font;
+    const int y = grid_y + grid_h / 2;
+    out += fmt::format(
+        "<text x=\"{0}\" y=\"{1}\" font-size=\"{2}\" fill=\"#333333\" text-anchor=\"middle\" "
+        "transform=\"rotate(-90 {0} {1})\">{3}</text>\n",
+        x, y, axis_font, xml_escape(options.y_label));
+  }
 
   // Column labels, centred over their column (or written upwards when they are long).
   if (!options.col_labels.empty()) {

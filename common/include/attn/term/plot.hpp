@@ -20,6 +20,8 @@ struct HeatmapOptions {
   std::string title;                    // printed above the map / SVG title
   std::vector<std::string> row_labels;  // one per row, e.g. the query characters
   std::vector<std::string> col_labels;  // one per column
+  std::string x_label;                  // SVG: what the columns are, under the map ("key")
+  std::string y_label;                  // SVG: what the rows are, written upwards on the left
   std::optional<float> vmin;            // colour scale; default: the finite min of the matrix
   std::optional<float> vmax;            // default: the finite max
   bool annotate = true;                 // SVG: write the value in each cell (if it fits)
