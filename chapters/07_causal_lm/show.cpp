@@ -427,7 +427,10 @@ std::vector<attn::DiagramNode> model_diagram(const attn::ModelSpec& c) {
                fmt::format("token ({}, {}) + position ({}, {}) tables", c.vocab_size, c.n_embd,
                            c.block_size, c.n_embd),
                0, false});
-  const std::string block_note = fmt::format("pre-norm, causal, {} heads, GELU FFN", c.n_heads);
+  const std::string act = c.activation == attn::Activation::relu   ? "ReLU"
+                          : c.activation == attn::Activation::gelu ? "GELU"
+                                                                   : "tanh-GELU";
+  const std::string block_note = fmt::format("pre-norm, causal, {} heads, {} FFN", c.n_heads, act);
   if (c.n_layers <= 4) {
     for (std::size_t l = 0; l < c.n_layers; ++l)
       n.push_back(
@@ -437,8 +440,14 @@ std::vector<attn::DiagramNode> model_diagram(const attn::ModelSpec& c) {
                  block_note, 0, true});
   }
   n.push_back({Kind::box, "final LayerNorm ln_f", btc, 0, false});
-  n.push_back(
-      {Kind::box, "logits = x @ wte^T", "tied: the embedding table scores the tokens", 0, false});
+  // The head the model has: tied to the embedding (this chapter's default) or its own (C, V).
+  if (c.ablations.tied_head) {
+    n.push_back(
+        {Kind::box, "logits = x @ wte^T", "tied: the embedding table scores the tokens", 0, false});
+  } else {
+    n.push_back({Kind::box, "logits = x @ lm_head + b",
+                 "a separate output head (C, V) and its bias", 0, false});
+  }
   n.push_back({Kind::text, "logits", "(B, T, V): row t scores the token after t", 0, false});
   return n;
 }
@@ -467,6 +476,8 @@ std::vector<std::string> write_head_maps(const std::filesystem::path& dir, const
                           m.untrained ? ", untrained" : "");
     o.row_labels = labels;
     o.col_labels = labels;
+    o.x_label = "key: the character attended to (causal: up to the query's own)";
+    o.y_label = "query: the character attending";
     o.vmin = 0.0f;
     o.vmax = 1.0f;
     o.annotate = T <= 12;

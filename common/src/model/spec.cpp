@@ -59,8 +59,8 @@ bool ModelSpec::grouped_attention() const {
 }
 
 bool ModelSpec::default_parts() const {
-  return !grouped_attention() && normalization == Normalization::layernorm &&
-         ffn == FfnKind::mlp && bias;
+  return !grouped_attention() && normalization == Normalization::layernorm && ffn == FfnKind::mlp &&
+         bias;
 }
 
 bool ModelSpec::operator==(const ModelSpec& o) const {
@@ -128,15 +128,14 @@ ModelSpec resolve_spec(const ModelChoices& c, SpecNames names) {
 
   // 2. The defaults that depend on other choices.
   s.n_kv_heads = c.n_kv_heads.value_or(c.n_heads);
-  s.ffn_hidden = c.ffn_hidden.value_or(c.ffn == FfnKind::swiglu ? swiglu_width(c.n_embd)
-                                                                 : 4 * c.n_embd);
+  s.ffn_hidden =
+      c.ffn_hidden.value_or(c.ffn == FfnKind::swiglu ? swiglu_width(c.n_embd) : 4 * c.n_embd);
   s.window = c.window;
 
   // 3. The parts against each other and the sizes.
   if (s.n_kv_heads == 0 || s.n_heads % s.n_kv_heads != 0) {
-    fail(fmt::format(
-        "{} does not divide {} (each K/V head serves an equal group of query heads)",
-        name("n_kv_heads", s.n_kv_heads), name("n_heads", s.n_heads)));
+    fail(fmt::format("{} does not divide {} (each K/V head serves an equal group of query heads)",
+                     name("n_kv_heads", s.n_kv_heads), name("n_heads", s.n_heads)));
   }
   if (s.ffn_hidden == 0) {
     fail(fmt::format("{}: the FFN needs at least one hidden unit (leave it unset for {})",
@@ -151,28 +150,27 @@ ModelSpec resolve_spec(const ModelChoices& c, SpecNames names) {
                      name("rope_theta", s.rope_theta), kMinRopeTheta, kMaxRopeTheta));
   }
   if (s.rope() && s.head_size % 2 != 0) {
-    fail(fmt::format(
-        "{} rotates pairs of features, but the head size {} / {} = {} is odd",
-        name("positions", "rope"), name("n_embd", s.n_embd), name("n_heads", s.n_heads),
-        s.head_size));
+    fail(fmt::format("{} rotates pairs of features, but the head size {} / {} = {} is odd",
+                     name("positions", "rope"), name("n_embd", s.n_embd),
+                     name("n_heads", s.n_heads), s.head_size));
   }
   if (s.window && *s.window == 0) {
     fail(fmt::format("{}: a window holds at least the query's own key (leave it unset for none)",
                      name("window", 0)));
   }
   if (s.window && *s.window > s.block_size) {
-    fail(fmt::format(
-        "{} is above {}: a query sees at most the T keys of its window (0: no window)",
-        name("window", *s.window), name("block_size", s.block_size)));
+    fail(fmt::format("{} is above {}: a query sees at most the T keys of its window (0: no window)",
+                     name("window", *s.window), name("block_size", s.block_size)));
   }
   if (!(s.dropout >= 0.0f && s.dropout < 1.0f)) {
     fail(fmt::format("{} must be in [0, 1), the probability of zeroing a value, got {}",
                      name("dropout"), s.dropout));
   }
   if (!s.ablations.attn_proj && s.grouped_attention()) {
-    fail(fmt::format("{} (chapter 09's ladder) runs chapter 05's attention only: no grouped K/V "
-                     "heads, RoPE, ALiBi or window",
-                     name("attn_proj", 0)));
+    fail(
+        fmt::format("{} (chapter 09's ladder) runs chapter 05's attention only: no grouped K/V "
+                    "heads, RoPE, ALiBi or window",
+                    name("attn_proj", 0)));
   }
 
   // 4. What it costs: the parameters, and the KV cache a generation holds at T_max.
@@ -187,8 +185,8 @@ ModelSpec resolve_spec(const ModelChoices& c, SpecNames names) {
     fail(fmt::format(
         "{}, {} and {} give a KV cache of {:.0f} floats (2 L T_max KV hs), more than {}: lower "
         "one of them",
-        name("block_size", s.block_size), name("n_layers", s.n_layers),
-        name("n_embd", s.n_embd), cache, limits::kMaxElements));
+        name("block_size", s.block_size), name("n_layers", s.n_layers), name("n_embd", s.n_embd),
+        cache, limits::kMaxElements));
   }
   return s;
 }

@@ -6,7 +6,7 @@
 // rule checked, once. Everything downstream (init, forward, backward, save, load, the cache,
 // the fast kernels) takes the spec and neither re-defaults nor re-checks it.
 //
-//   flags or model.txt  ->  ModelChoices  --resolve_spec-->  ModelSpec  ->  lm_init, lm_forward, ...
+//   flags or model.txt -> ModelChoices --resolve_spec--> ModelSpec -> lm_init, lm_forward, ...
 #pragma once
 
 #include <cstddef>
@@ -103,14 +103,14 @@ class SpecError : public std::invalid_argument {
 struct ModelSpec {
   ModelSpec();  // the default model: resolve_spec(ModelChoices{})
 
-  std::size_t vocab_size;  // V
-  std::size_t block_size;  // T_max
-  std::size_t n_embd;      // C
-  std::size_t n_heads;     // H
-  std::size_t n_layers;    // L
-  std::size_t head_size;   // hs = C / H
-  std::size_t n_kv_heads;  // KV, divides H (H: multi-head attention, 1: multi-query)
-  std::size_t ffn_hidden;  // F
+  std::size_t vocab_size;             // V
+  std::size_t block_size;             // T_max
+  std::size_t n_embd;                 // C
+  std::size_t n_heads;                // H
+  std::size_t n_layers;               // L
+  std::size_t head_size;              // hs = C / H
+  std::size_t n_kv_heads;             // KV, divides H (H: multi-head attention, 1: multi-query)
+  std::size_t ffn_hidden;             // F
   std::optional<std::size_t> window;  // W in [1, T_max], or none: every earlier key
   Ablations ablations;
   Activation activation;
