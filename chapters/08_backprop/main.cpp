@@ -495,7 +495,8 @@ int main(int argc, char** argv) {
       attn::Rng rng = stream(4);
       const DepthResult r = depth_experiment(depth, rng);
       if (wanted(4)) show_depth(depth, r);
-      if (options.svg_dir) write_depth_svg(*options.svg_dir / "gradient_depth.svg", depth, r);
+      if (options.svg_dir)
+        write_depth_svg(*options.svg_dir / "gradient_depth.svg", depth, r, options.seed);
     }
     if (wanted(5)) {
       attn::Rng rng = stream(5);

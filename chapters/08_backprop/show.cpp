@@ -585,10 +585,12 @@ void show_depth(const DepthSetup& s, const DepthResult& r) {
                 : ", but here the other path cancels it.")));
 }
 
-void write_depth_svg(const std::filesystem::path& path, const DepthSetup& s, const DepthResult& r) {
+void write_depth_svg(const std::filesystem::path& path, const DepthSetup& s, const DepthResult& r,
+                     std::uint64_t seed) {
   attn::LineChartOptions o;
-  o.title = fmt::format("gradient norm at the bottom of a stack of blocks (T {}, C {}, H {})", s.T,
-                        s.C, s.H);
+  o.title =
+      fmt::format("|dL/dx| at the bottom of a stack of blocks (T {}, C {}, H {}, std {}, seed {})",
+                  s.T, s.C, s.H, s.std > 0.0f ? num(s.std) : std::string("1/sqrt(fan-in)"), seed);
   o.x_label = "blocks in the stack";
   o.y_label = "|dL/dx| at the input";
   o.log_y = true;
@@ -607,6 +609,16 @@ void write_depth_svg(const std::filesystem::path& path, const DepthSetup& s, con
     }
     series.push_back(std::move(line));
   }
+  // Reference lines: the norm the gradient entered with, and the verdicts' two thresholds.
+  const auto level = [&](std::string name, double y) {
+    attn::Series line{std::move(name), {1.0, static_cast<double>(s.max_depth)}, {y, y}};
+    line.dashed = true;
+    line.dots = false;
+    series.push_back(std::move(line));
+  };
+  level("1: the norm it entered with", 1.0);
+  level("1e3: above, it explodes", 1e3);
+  level("1e-3: below, it vanishes", 1e-3);
   attn::write_svg(path, attn::line_chart_svg(series, o));
   fmt::print("{}", "\nwrote " + path.string() + "\n");
 }

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <span>
 #include <string>
@@ -169,7 +170,8 @@ struct DepthResult {
   double one_block_numeric = 0.0;
 };
 void show_depth(const DepthSetup& s, const DepthResult& r);
-void write_depth_svg(const std::filesystem::path& path, const DepthSetup& s, const DepthResult& r);
+void write_depth_svg(const std::filesystem::path& path, const DepthSetup& s, const DepthResult& r,
+                     std::uint64_t seed);
 
 // ---- 5. What the backward must keep.
 struct Shapes {
