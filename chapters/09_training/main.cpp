@@ -379,7 +379,11 @@ void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
   }
   if (!o.save_dir.empty()) attn::save_checkpoint(o.save_dir, s, c, d.vocab, d.corpus);
   show_training(s, r, c, d, before.bigram_val, common.timing);
-  if (common.svg_dir) attn::write_svg(*common.svg_dir / "loss_curve.svg", loss_curve_svg(s));
+  if (common.svg_dir) {
+    attn::write_svg(*common.svg_dir / "loss_curve.svg",
+                    loss_curve_svg(s, before.log_v, before.bigram_val,
+                                   fmt::format("seed {}, {}", c.seed, corpus.origin)));
+  }
 
   section(fresh ? 5 : 4, "A sample after training");
   print_sample(sample_text(s.weights, c.model, d.vocab, o.tokens, c.seed));

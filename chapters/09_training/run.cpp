@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 #include <unistd.h>  // isatty
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -427,7 +428,8 @@ RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainC
   return report;
 }
 
-std::string loss_curve_svg(const attn::TrainState& s) {
+std::string loss_curve_svg(const attn::TrainState& s, double log_v, double bigram_val,
+                           const std::string& scope) {
   attn::Series steps{"train loss of each step's batch", {}, {}};
   steps.dots = false;  // one point per step: a dot each would hide the estimates
   for (std::size_t i = 0; i < s.losses.size(); ++i) {
@@ -441,12 +443,23 @@ std::string loss_curve_svg(const attn::TrainState& s) {
     val.x.push_back(static_cast<double>(e.step));
     val.y.push_back(e.val_loss);
   }
+  // The two bars the chapter measures the run against, as dashed levels across the run.
+  const double last = static_cast<double>(std::max<std::size_t>(s.step, 1));
+  const auto level = [last](std::string name, double y) {
+    attn::Series line{std::move(name), {0.0, last}, {y, y}};
+    line.dashed = true;
+    line.dots = false;
+    return line;
+  };
   attn::LineChartOptions opt;
-  opt.title = "Chapter 09: the loss while training";
+  opt.title = "Chapter 09: the loss while training (" + scope + ")";
   opt.x_label = "step";
   opt.y_label = "cross-entropy (nats)";
   opt.dots = true;  // the estimates, every eval_interval steps
-  return attn::line_chart_svg({steps, train, val}, opt);
+  return attn::line_chart_svg(
+      {steps, train, val, level(fmt::format("uniform guess, log V = {:.2f}", log_v), log_v),
+       level(fmt::format("bigram table (chapter 01), val {:.2f}", bigram_val), bigram_val)},
+      opt);
 }
 
 }  // namespace ch09

@@ -359,7 +359,11 @@ void show_heads(const HeadMaps& maps, const attn::Vocab& vocab,
     opt.annotate = false;  // the sentence above says which head it is
     fmt::print("{}", attn::heatmap_text(hm.weights, opt, attn::use_color(stdout)));
     if (svg_dir) {
-      opt.title = fmt::format("layer {} head {}", hm.layer, hm.head);
+      opt.title =
+          fmt::format("layer {} head {}: the trained model's attention over {} val characters",
+                      hm.layer, hm.head, maps.ids.size());
+      opt.x_label = "key: the character attended to (causal: up to the query's own)";
+      opt.y_label = "query: the character attending";
       attn::write_svg(*svg_dir / fmt::format("attention_l{}_h{}.svg", hm.layer, hm.head),
                       attn::heatmap_svg(hm.weights, opt));
     }

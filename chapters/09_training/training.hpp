@@ -131,7 +131,10 @@ std::string clock_text(double seconds);  // "1:05"
 // with `indent` spaces (the first line's own prefix is part of text).
 std::string wrap_text(const std::string& text, std::size_t width, std::size_t indent = 0);
 // The loss curve: every step's training loss (noisy) and the estimates of both splits.
-std::string loss_curve_svg(const attn::TrainState& s);
+// The losses of a run against two bars: log V (a uniform guess) and the bigram table's val loss.
+// `scope` says which run it is (seed, corpus), for the title.
+std::string loss_curve_svg(const attn::TrainState& s, double log_v, double bigram_val,
+                           const std::string& scope);
 
 // --ladder: each of the lecture's six models trained from scratch, its val loss beside the
 // lecture's (ladder.cpp).
