@@ -429,7 +429,8 @@ int main(int argc, char** argv) {
                  "adamw (the lecture's) or sgd (plain p -= lr * g, for the comparison)");
   cli.add_string("--positions", o.positions,
                  "learned (a table of T positions, the lecture's), rope (q and k rotated by "
-                 "their position) or alibi (a penalty on each score, growing with distance)");
+                 "their position), alibi (a penalty on each score, growing with distance) or "
+                 "none");
   cli.add_float("--rope-theta", o.rope_theta, "RoPE's base (> 0), with --positions rope", -1e30f,
                 1e9f);
   cli.add_string("--normalization", o.normalization, "layernorm (the lecture's) or rmsnorm");

@@ -77,14 +77,15 @@ void show_before(const Before& b, const attn::TrainConfig& c, std::size_t V, boo
       m.ffn == attn::FfnKind::swiglu ? "SwiGLU" : attn::activation_name(m.activation),
       m.ablations.tied_head ? "tied (wte^T)" : "separate", attn::init_name(c.init), b.params,
       c.batch_size, c.batch_size * m.block_size);
-  if (!m.default_parts()) {
+  if (!m.default_parts() || !m.learned_positions()) {
     // The parts other than the lecture's (a lecture model prints no such line), two lines.
     const std::size_t kv = m.n_kv_heads;
     const std::string first =
         fmt::format("{}, {}, {} FFN (F = {}),",
                     m.rope()    ? fmt::format("RoPE positions (theta {})", m.rope_theta)
                     : m.alibi() ? std::string("ALiBi positions (no table: a bias on the scores)")
-                                : std::string("learned positions"),
+                    : m.positions == attn::Positions::none ? std::string("no positions")
+                                                           : std::string("learned positions"),
                     m.normalization == attn::Normalization::rmsnorm ? "RMSNorm" : "LayerNorm",
                     m.ffn == attn::FfnKind::swiglu ? "SwiGLU" : "MLP", m.ffn_hidden);
     const std::string second = fmt::format(

@@ -265,6 +265,11 @@ void run(const attn::CommonOptions& common, const Options& o) {
   }
 
   show_header(common.seed, corpus.origin, common.mine);
+  if (o.extrapolate) {  // section 7 alone (extrapolation.cpp): train short, test long
+    run_extrapolation(common, o);
+    show_next();
+    return;
+  }
   show_rope(rope_demo(k, o.head_size, o.rope_theta, common.seed));  // 1
   show_norm(norm_demo(k, common.seed), cpu);                        // 2
   show_swiglu(cpu);                                                 // 3
@@ -300,5 +305,12 @@ int main(int argc, char** argv) {
                  "LIST: these seeds, e.g. 1,2 (default: --seed and the next ones)");
   cli.add_size("--table-steps", o.table_steps,
                "N: train each row this many steps instead of the table's own", 1, 100000);
+  cli.add_flag("--extrapolate", o.extrapolate,
+               "run section 7 alone: five ways of knowing positions, trained at T = 32 and read "
+               "at 8T (25 runs, about 40 s)");
+  cli.add_size("--extrapolate-steps", o.extrapolate_steps,
+               "N: section 7's training steps per model (default 600)", 1, 20000);
+  cli.add_size("--extrapolate-seeds", o.extrapolate_seeds,
+               "N: section 7's seeds, --seed and the next ones (default 5)", 1, 16);
   return cli.run(argc, argv, [&](const attn::CommonOptions& common) { run(common, o); });
 }

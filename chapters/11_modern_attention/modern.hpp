@@ -23,6 +23,9 @@ struct Options {
   std::string table_rows;       // "" = all; names, e.g. "base,llama"
   std::string table_seeds;      // "" = the table's own (from --seed)
   std::size_t table_steps = 0;  // 0 = the table's own
+  bool extrapolate = false;     // section 7: train short, test long
+  std::size_t extrapolate_steps = 600;  // its training steps per model
+  std::size_t extrapolate_seeds = 5;    // and its seeds, from --seed
 };
 
 // The model every row of the table starts from, and its training budget.
@@ -43,5 +46,8 @@ void check_table_flags(const Options& o, std::uint64_t seed);
 
 // Section 6: the table, trained and printed.
 void run_table(const attn::CommonOptions& common, const Options& o);
+// Section 7 (--extrapolate, extrapolation.cpp): five ways of knowing positions, trained at T and
+// read at 8T, over --extrapolate-seeds seeds.
+void run_extrapolation(const attn::CommonOptions& common, const Options& o);
 
 }  // namespace ch11

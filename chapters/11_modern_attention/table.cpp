@@ -69,7 +69,8 @@ std::vector<Row> table_rows(const TableSize& z, std::size_t V, const Options& o)
                     m.positions = attn::Positions::rope;
                     m.rope_theta = theta;
                   }),
-                  "contexts longer than training and long-range retrieval"});
+                  "long-range retrieval inside the trained length (past it RoPE breaks: section 7, "
+                  "--extrapolate)"});
   rows.push_back({"rmsnorm", "+ RMSNorm instead of LayerNorm", with([](attn::ModelChoices& m) {
                     m.normalization = attn::Normalization::rmsnorm;
                   }),

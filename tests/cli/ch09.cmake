@@ -46,7 +46,7 @@ attn_cli_test(ch09.resume_keeps_dropout EXIT 2
 # The parts (issue 19 item 2): names, bad combinations and sizes, each one line and exit 2; a
 # resumed run keeps the parts its checkpoint recorded.
 attn_cli_test(ch09.positions_unknown EXIT 2
-              MATCH "--positions: unknown positions 'sinusoidal': expected learned, rope or alibi"
+              MATCH "--positions: unknown positions 'sinusoidal': expected learned, rope, alibi or none"
               COMMAND 09_training --positions sinusoidal)
 attn_cli_test(ch09.normalization_unknown EXIT 2
               MATCH "--normalization: unknown normalization 'batchnorm': expected layernorm or rmsnorm"
@@ -90,6 +90,15 @@ attn_cli_test(ch09.llama_parts_smoke EXIT 0 STDOUT
               COMMAND 09_training --positions rope --normalization rmsnorm --ffn swiglu
                       --n-kv-heads 2 --window 16 --no-bias --n-embd 16 --n-heads 4
                       --steps 4 --eval-interval 2 --eval-iters 1 --tokens 20)
+# ALiBi and no positions at all: no position table (chapter 11's section 7 trains both).
+attn_cli_test(ch09.alibi_smoke EXIT 0 STDOUT
+              MATCH "Parts: ALiBi positions \\(no table: a bias on the scores\\), LayerNorm.*Best val loss"
+              COMMAND 09_training --positions alibi --n-embd 16 --n-heads 4 --steps 4
+                      --eval-interval 2 --eval-iters 1 --tokens 20)
+attn_cli_test(ch09.no_positions_smoke EXIT 0 STDOUT
+              MATCH "Parts: no positions, LayerNorm.*Best val loss"
+              COMMAND 09_training --positions none --n-embd 16 --n-heads 4 --steps 4
+                      --eval-interval 2 --eval-iters 1 --tokens 20)
 # The lecture's final model (n_embd 384, 6 heads, 6 layers, T 256, dropout 0.2, lr 3e-4) for a
 # few steps, with a batch of 4 instead of 64 so it stays well under a minute: it builds, trains
 # with dropout and samples (docs/09 gives the full command and what it would cost here).

@@ -41,3 +41,13 @@ attn_cli_test(ch11.mine_unfinished EXIT 1 MATCH "ex11.1"
 attn_cli_test(ch11.one_seed EXIT 0 STDOUT
               MATCH "its best estimate counts\\. Seed 7\\..*One seed has no spread to judge a change by: give --table-seeds 1,2,3\\."
               COMMAND 11_modern_attention --table-rows base,rope --table-seeds 7 --table-steps 2)
+# Section 7 alone (--extrapolate) on a budget: its flags are bounded, and a short run prints the
+# table, the learned table's refusal past T and a verdict for every other row.
+attn_cli_test(ch11.extrapolate_steps_zero EXIT 2 MATCH "--extrapolate-steps must be at least 1, got 0"
+              COMMAND 11_modern_attention --extrapolate --extrapolate-steps 0)
+attn_cli_test(ch11.extrapolate_seeds_too_many EXIT 2
+              MATCH "--extrapolate-seeds must be at most 16, got 17"
+              COMMAND 11_modern_attention --extrapolate --extrapolate-seeds 17)
+attn_cli_test(ch11.extrapolate_small EXIT 0 STDOUT
+              MATCH "== 7. Train short, test long ==.*longer than the position table \\(block_size 32\\).*RoPE +(holds|breaks|mixed).*ALiBi +(holds|breaks|mixed).*no positions +(holds|breaks|mixed)"
+              COMMAND 11_modern_attention --extrapolate --extrapolate-steps 20 --extrapolate-seeds 2)

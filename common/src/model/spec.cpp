@@ -15,8 +15,9 @@ Positions parse_positions(std::string_view name) {
   if (name == "learned") return Positions::learned;
   if (name == "rope") return Positions::rope;
   if (name == "alibi") return Positions::alibi;
+  if (name == "none") return Positions::none;
   throw std::invalid_argument("unknown positions '" + std::string(name) +
-                              "': expected learned, rope or alibi");
+                              "': expected learned, rope, alibi or none");
 }
 std::string_view positions_name(Positions p) {
   switch (p) {
@@ -24,6 +25,8 @@ std::string_view positions_name(Positions p) {
       return "rope";
     case Positions::alibi:
       return "alibi";
+    case Positions::none:
+      return "none";
     case Positions::learned:
       break;
   }

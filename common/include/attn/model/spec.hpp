@@ -23,17 +23,18 @@ namespace attn {
 // default, so a model that names no part computes exactly what chapters 06-10 compute, bit for
 // bit; another part swaps one piece for its modern replacement.
 // Positions: a learned table added to the token embeddings (GPT-2); RoPE, q and k rotated by
-// their absolute position inside attention (Llama); or ALiBi, a penalty on each score growing
-// with the distance between query and key (Press et al. 2022: "Train Short, Test Long"). RoPE
-// and ALiBi have no table to index, but a model still only knows the distances it was trained
-// on: chapter 11 measures what each does past its training length.
-enum class Positions { learned, rope, alibi };
+// their absolute position inside attention (Llama); ALiBi, a penalty on each score growing
+// with the distance between query and key (Press et al. 2022: "Train Short, Test Long"); or
+// none at all (a causal model can still tell positions apart: a query at t sees t + 1 keys).
+// Only the table limits the context; the others still only know the distances they were
+// trained on: chapter 11 measures what each does past its training length.
+enum class Positions { learned, rope, alibi, none };
 // The norm of each sub-layer and of the final one: LayerNorm (gamma, beta) or RMSNorm (gamma).
 enum class Normalization { layernorm, rmsnorm };
 // The FFN: the two-layer MLP with an activation (relu, gelu, gelu_tanh), or SwiGLU (three
 // matrices, no biases: silu(x w_gate) * (x w_up) @ w_down).
 enum class FfnKind { mlp, swiglu };
-// "learned" | "rope" | "alibi", "layernorm" | "rmsnorm", "mlp" | "swiglu": parse throws
+// "learned" | "rope" | "alibi" | "none", "layernorm" | "rmsnorm", "mlp" | "swiglu": parse throws
 // std::invalid_argument listing the accepted names.
 Positions parse_positions(std::string_view name);
 std::string_view positions_name(Positions p);
