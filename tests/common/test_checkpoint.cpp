@@ -306,6 +306,49 @@ TEST_CASE("a relative corpus path is recorded as an absolute one") {
   CHECK(r.path == (fs::current_path() / "data" / "x.txt").lexically_normal().string());
 }
 
+TEST_CASE("a format-1 train.txt must describe the model its model.txt describes") {
+  // Format 1 (before ModelSpec) listed the sizes and ablations in train.txt too. Written here by
+  // hand over a fresh checkpoint, re-signed: with model.txt's numbers it loads as that model; a
+  // key that disagrees is refused by name.
+  const fs::path dir = saved_run("format1");
+  const fs::path ckpt = fs::canonical(dir / "current");
+  const attn::ModelSpec m = attn::load_checkpoint(dir).config.model;
+  std::ifstream in(ckpt / "train.txt");
+  std::ostringstream format2;
+  format2 << in.rdbuf();
+  in.close();
+  const auto write_format1 = [&](std::size_t n_heads) {
+    std::istringstream lines(format2.str());
+    std::ostringstream out;
+    std::string line;
+    while (std::getline(lines, line)) out << (line == "format 2" ? "format 1" : line) << "\n";
+    out << fmt::format(
+        "vocab_size {}\nblock_size {}\nn_embd {}\nn_heads {}\nn_layers {}\ntied_head {}\n"
+        "use_layer_norm 1\nresidual 1\nuse_ffn 1\nattn_proj 1\nffn_hidden 0\nactivation {}\n"
+        "dropout {}\n",
+        m.vocab_size, m.block_size, m.n_embd, n_heads, m.n_layers, m.ablations.tied_head ? 1 : 0,
+        attn::activation_name(m.activation), m.dropout);
+    std::ofstream(ckpt / "train.txt", std::ios::trunc) << out.str();
+    attn::write_manifest(ckpt);
+  };
+  write_format1(m.n_heads);
+  CHECK(attn::load_checkpoint(dir).config.model == m);
+  write_format1(m.n_heads == 1 ? 2 : 1);
+  const std::string error = load_error(dir);
+  INFO(error);
+  CHECK(contains(error, fmt::format("train.txt': n_heads is {}, but model/model.txt says {}: the "
+                                    "two files describe different models",
+                                    m.n_heads == 1 ? 2 : 1, m.n_heads)));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a train.txt of a format this version does not know is refused, saying what to do") {
+  const fs::path dir = saved_run("format9");
+  set_key(fs::canonical(dir / "current"), "format", "9");
+  CHECK(contains(load_error(dir), "format is '9': written by another version of the course"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("a checkpoint saved before the record existed loads, without a corpus") {
   const fs::path dir = saved_run("no_record");  // save_checkpoint without a record
   std::ifstream in(fs::canonical(dir / "current") / "train.txt");

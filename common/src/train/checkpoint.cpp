@@ -451,17 +451,19 @@ Checkpoint load_checkpoint(const fs::path& dir) {
       agree("residual", m.ablations.residual, d.ablations.residual);
       agree("use_ffn", m.ablations.ffn, d.ablations.ffn);
       agree("attn_proj", m.ablations.attn_proj, d.ablations.attn_proj);
-      agree("ffn_hidden", m.ffn_hidden.value_or(0), d.ffn_hidden.value_or(0));
+      // F: unset (0 in the file) means the default width of C, so compare the widths.
+      const std::size_t default_f =
+          d.ffn == FfnKind::swiglu ? swiglu_width(m.n_embd) : 4 * m.n_embd;
+      agree("ffn_hidden", m.ffn_hidden.value_or(default_f), d.ffn_hidden.value_or(default_f));
       agree("activation", activation_name(m.activation), activation_name(d.activation));
       if (d.positions != Positions::learned) agree("block_size", m.block_size, d.block_size);
-      // The parts were model.txt's only.
-      m.positions = d.positions;
-      m.rope_theta = d.rope_theta;
-      m.normalization = d.normalization;
-      m.ffn = d.ffn;
-      m.n_kv_heads = d.n_kv_heads;
-      m.window = d.window;
-      m.bias = d.bias;
+      // The parts were model.txt's only; the sizes and dropout train.txt's.
+      const ModelChoices listed = m;
+      m = d;
+      m.vocab_size = listed.vocab_size;
+      m.block_size = listed.block_size;
+      m.n_embd = listed.n_embd;
+      m.dropout = listed.dropout;
     }
   } else {
     if (!described) checkpoint_error(path / "model" / "model.txt", "missing");
