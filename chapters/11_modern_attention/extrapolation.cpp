@@ -120,9 +120,9 @@ void run_extrapolation(const attn::CommonOptions& common, const Options& o) {
   const attn::Split split = attn::train_val_split(ids);
   const std::vector<int>& val = split.val;
   if (val.size() < kLong + kWindows + 1) {
-    throw std::runtime_error(fmt::format(
-        "corpus {} is too short: section 7 reads validation windows of {} tokens",
-        corpus.origin, kLong + 1));
+    throw std::runtime_error(
+        fmt::format("corpus {} is too short: section 7 reads validation windows of {} tokens",
+                    corpus.origin, kLong + 1));
   }
   const std::size_t steps = o.extrapolate_steps, n_seeds = o.extrapolate_seeds;
   section(7, "Train short, test long");
@@ -172,9 +172,10 @@ void run_extrapolation(const attn::CommonOptions& common, const Options& o) {
   }
 
   // The table: each bucket's mean over the seeds, and how much worse than T/2..T it is.
-  fmt::print("Validation loss by position (mean of {} seeds; in brackets: minus the loss at\n"
-             "positions {}..{}, the trained positions with the most context):\n",
-             n_seeds, kT / 2, kT - 1);
+  fmt::print(
+      "Validation loss by position (mean of {} seeds; in brackets: minus the loss at\n"
+      "positions {}..{}, the trained positions with the most context):\n",
+      n_seeds, kT / 2, kT - 1);
   fmt::print("  {:<16}", "");
   for (const Bucket& b : kBuckets) fmt::print(" {:>18}", fmt::format("{}..{}", b.begin, b.end - 1));
   fmt::print("\n");
@@ -202,10 +203,11 @@ void run_extrapolation(const attn::CommonOptions& common, const Options& o) {
   }
 
   // The verdicts, by the rule stated.
-  fmt::print("\nThe rule: a model holds at a length when its loss there is within {} nats of its "
-             "loss\nat {}..{} in every seed, breaks when it is worse by more in every seed, and "
-             "is mixed\notherwise. At 4T..8T ({}..{}):\n",
-             kHold, kT / 2, kT - 1, 4 * kT, 8 * kT - 1);
+  fmt::print(
+      "\nThe rule: a model holds at a length when its loss there is within {} nats of its "
+      "loss\nat {}..{} in every seed, breaks when it is worse by more in every seed, and "
+      "is mixed\notherwise. At 4T..8T ({}..{}):\n",
+      kHold, kT / 2, kT - 1, 4 * kT, 8 * kT - 1);
   for (std::size_t r = 0; r < rows.size(); ++r) {
     if (rows[r].model.learned_positions()) {
       fmt::print("  {:<16} cannot go past T = {}: its table has no row {}.\n", rows[r].name, kT,
@@ -233,9 +235,10 @@ void run_extrapolation(const attn::CommonOptions& common, const Options& o) {
       series.push_back(std::move(s));
     }
     attn::LineChartOptions opt;
-    opt.title = fmt::format("Trained at T = {}, read at 8T: validation loss by position ({} seeds "
-                            "from {}, {})",
-                            kT, n_seeds, common.seed, corpus.origin);
+    opt.title = fmt::format(
+        "Trained at T = {}, read at 8T: validation loss by position ({} seeds "
+        "from {}, {})",
+        kT, n_seeds, common.seed, corpus.origin);
     opt.x_label = "position in the window (T = 32 is the training length)";
     opt.y_label = "loss (nats), mean of 8 positions";
     opt.x_ticks = {0, 32, 64, 128, 256};
