@@ -436,6 +436,14 @@ void run(const attn::CommonOptions& common, const Options& o) {
                     o.n_heads, o.n_embd));
   }
 
+  if (!o.export_dir.empty()) {  // never into a run (chapter 09) or a saved checkpoint
+    try {
+      attn::check_save_folder(o.export_dir, "--export");
+    } catch (const std::invalid_argument& e) {
+      throw attn::UsageError(e.what());
+    }
+  }
+
   const attn::Corpus corpus = attn::load_corpus(common.data);
   attn::Vocab vocab = attn::Vocab::from_text(corpus.text);
   const Model m = make_model(o, vocab, common.seed);  // with --weights, the model's vocabulary

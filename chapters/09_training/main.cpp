@@ -288,9 +288,20 @@ void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
   if (!resuming) fresh_corpus = attn::load_corpus(common.data);
 
   // One trainer per run folder: a resumed run saves to its run folder (never inside one of its
-  // checkpoints), and holds the folder's lock before it reads anything from it.
-  if (resuming && o.save_dir.empty()) {
-    o.save_dir = attn::run_folder_of(o.resume_dir).string();
+  // checkpoints), and holds the folder's lock before it reads anything from it. A run folder
+  // holds only what its run wrote: no --save inside a run or into a saved checkpoint.
+  const bool save_given = !o.save_dir.empty();
+  if (resuming && !save_given) o.save_dir = attn::run_folder_of(o.resume_dir).string();
+  if (!o.save_dir.empty()) {
+    try {
+      attn::check_save_folder(o.save_dir, "--save");
+    } catch (const std::invalid_argument& e) {
+      if (save_given) throw attn::UsageError(e.what());
+      throw attn::UsageError(fmt::format(
+          "--resume '{}' is a checkpoint outside any run folder, and a run cannot save inside "
+          "it: give --save DIR, a folder for the run to go on in",
+          o.resume_dir));
+    }
   }
   if (resuming && !fs::is_directory(o.resume_dir)) {
     attn::load_checkpoint(o.resume_dir);  // says what is missing

@@ -133,6 +133,14 @@ add_test(NAME cli.ch09.checkpoints
                  ${CMAKE_CURRENT_BINARY_DIR}/ch09_checkpoints)
 set_tests_properties(cli.ch09.checkpoints PROPERTIES LABELS "cli;ch09;robust" ENVIRONMENT "ATTN_DATA=")
 
+# A run folder owns what it made and nothing else (issue 29): no --save (or 07 --export) inside a
+# run or a saved checkpoint, and saves delete only the checkpoints the run lists as its own
+# (tests/cli/ch09_run_folder.sh).
+add_test(NAME cli.ch09.run_folder
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ch09_run_folder.sh $<TARGET_FILE:09_training>
+                 $<TARGET_FILE:07_causal_lm> ${CMAKE_CURRENT_BINARY_DIR}/ch09_run_folder)
+set_tests_properties(cli.ch09.run_folder PROPERTIES LABELS "cli;ch09;robust" ENVIRONMENT "ATTN_DATA=")
+
 # The signals that stop a run: SIGTERM like Ctrl-C (exit 143), Ctrl-C during an estimate, a
 # second signal, a file size limit (tests/cli/ch09_signals.sh; issue 18).
 add_test(NAME cli.ch09.signals

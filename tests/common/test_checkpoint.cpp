@@ -270,6 +270,90 @@ TEST_CASE("--resume's path names its run folder: DIR, DIR/current or DIR/ckpt-N"
   fs::remove_all(dir);
 }
 
+// ---- A run folder owns what it made and nothing else (issue 29).
+
+TEST_CASE("a save deletes only the names the run lists: a user's ckpt- files stay") {
+  const fs::path dir = saved_run("owned");
+  std::ofstream(dir / "ckpt-000200.keep") << "mine";
+  fs::create_directories(dir / "ckpt-notes");
+  std::ofstream(dir / "ckpt-notes" / "todo.txt") << "read the paper";
+  // A leftover of an interrupted save of this run: listed, so the next save removes it.
+  fs::create_directories(dir / "ckpt-000007.tmp-1");
+  std::ofstream(dir / "checkpoints.txt") << "ckpt-000001\nckpt-000007.tmp-1\n";
+  const attn::TrainConfig c = small_config();
+  attn::TrainState s = attn::load_checkpoint(dir).state;  // at step 1
+  std::vector<int> data(300);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<int>((i * 5) % 7);
+  attn::train_step(s, c, data);
+  attn::save_checkpoint(dir, s, c, vocab7());
+  CHECK(fs::read_symlink(dir / "current") == "ckpt-000002");
+  CHECK_FALSE(fs::exists(dir / "ckpt-000001"));
+  CHECK_FALSE(fs::exists(dir / "ckpt-000007.tmp-1"));
+  CHECK(fs::is_regular_file(dir / "ckpt-000200.keep"));
+  CHECK(fs::is_regular_file(dir / "ckpt-notes" / "todo.txt"));
+  std::ifstream list(dir / "checkpoints.txt");
+  std::string line, names;
+  while (std::getline(list, line))
+    if (!line.empty() && line[0] != '#') names += line + ";";
+  CHECK(names == "ckpt-000002;");
+  // --overwrite (remove_run) takes the run's names too, and nothing else.
+  attn::remove_run(dir);
+  CHECK_FALSE(attn::holds_run(dir));
+  CHECK_FALSE(fs::exists(dir / "ckpt-000002"));
+  CHECK(fs::is_regular_file(dir / "ckpt-000200.keep"));
+  CHECK(fs::is_regular_file(dir / "ckpt-notes" / "todo.txt"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a save never replaces a ckpt- folder the run did not write") {
+  const fs::path dir = saved_run("not_owned");
+  fs::create_directories(dir / "ckpt-000002");
+  std::ofstream(dir / "ckpt-000002" / "keep.txt") << "not yours";
+  const attn::TrainConfig c = small_config();
+  attn::TrainState s = attn::load_checkpoint(dir).state;
+  s.step = 2;
+  s.losses.resize(2);
+  std::string e = "(no error)";
+  try {
+    attn::save_checkpoint(dir, s, c, vocab7());
+  } catch (const std::runtime_error& x) {
+    e = x.what();
+  }
+  CHECK(contains(e, "ckpt-000002': not a checkpoint of this run"));
+  CHECK(fs::is_regular_file(dir / "ckpt-000002" / "keep.txt"));
+  CHECK(fs::read_symlink(dir / "current") == "ckpt-000001");
+  CHECK(attn::load_checkpoint(dir).state.step == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a run is never saved inside a run or into a saved checkpoint") {
+  const fs::path dir = saved_run("inside");
+  const auto refusal = [](const fs::path& p) {
+    try {
+      attn::check_save_folder(p, "--save");
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  for (const char* inside : {"current", "model", "ckpt-000001", "current/model", "notes"}) {
+    INFO("--save DIR/" << inside);
+    CHECK(contains(refusal(dir / inside), fmt::format("--save '{}' is inside the run folder '{}'",
+                                                      (dir / inside).string(), dir.string())));
+  }
+  const fs::path loose = temp_dir("inside_loose");
+  fs::copy(dir / "ckpt-000001", loose / "ckpt", fs::copy_options::recursive);
+  CHECK(contains(refusal(loose / "ckpt"), "is a saved checkpoint or model folder"));
+  CHECK(contains(refusal(loose / "ckpt" / "sub"), "a saved checkpoint or model folder"));
+  CHECK(refusal(dir) == "(accepted)");  // the run folder itself: --resume saves there
+  CHECK(refusal(loose / "new_run") == "(accepted)");
+  // --resume's path names the run it is in, whatever the name inside it.
+  CHECK(attn::run_folder_of(dir / "model") == dir);
+  CHECK(attn::run_folder_of(dir / "current" / "model") == dir);
+  fs::remove_all(loose);
+  fs::remove_all(dir);
+}
+
 // ---- The corpus a checkpoint records (issue 17): resume reads it again, refuses another.
 
 TEST_CASE("fnv1a64 gives the published FNV-1a 64 test vectors") {

@@ -275,6 +275,105 @@ std::vector<EvalRecord> parse_evals(const fs::path& path) {
 
 std::string checkpoint_name(std::size_t step) { return fmt::format("ckpt-{:06}", step); }
 
+// ---- What a run owns in its folder: DIR/checkpoints.txt, one name per line.
+
+constexpr const char* kRunList = "checkpoints.txt";
+
+// A name a save makes: ckpt-N, its temporary ckpt-N.tmp-PID, or current.tmp-PID. Plain names
+// only, so an edited list can never reach outside the folder or delete `lock`.
+bool is_run_name(const std::string& name) {
+  if (name.find('/') != std::string::npos || name == "." || name == "..") return false;
+  return name.rfind("ckpt-", 0) == 0 || name.rfind("current.tmp-", 0) == 0;
+}
+
+// The checkpoint `current` names, when it is a symlink to a plain ckpt- name (as saves make it).
+std::optional<std::string> current_target(const fs::path& dir) {
+  std::error_code ec;
+  const fs::path target = fs::read_symlink(dir / "current", ec);
+  if (ec) return std::nullopt;
+  const std::string name = target.string();
+  if (name.rfind("ckpt-", 0) != 0 || !is_run_name(name)) return std::nullopt;
+  return name;
+}
+
+// The names the run in `dir` made. Without a list (a run saved before the list existed, or no
+// run yet): the checkpoint `current` names, if any.
+std::vector<std::string> read_run_list(const fs::path& dir) {
+  const fs::path path = dir / kRunList;
+  std::error_code ec;
+  std::vector<std::string> names;
+  if (!fs::exists(fs::symlink_status(path, ec))) {
+    if (const auto target = current_target(dir)) names.push_back(*target);
+    return names;
+  }
+  std::istringstream in(read_text(path));
+  std::string line;
+  std::size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty() || line[0] == '#') continue;
+    if (!is_run_name(line)) {
+      checkpoint_error(path, fmt::format("line {} is '{}', expected a name this run made "
+                                         "(ckpt-N, ckpt-N.tmp-PID or current.tmp-PID)",
+                                         number, line));
+    }
+    if (std::find(names.begin(), names.end(), line) == names.end()) names.push_back(line);
+  }
+  return names;
+}
+
+// Replaces the list atomically (a temporary file, fsync'ed, renamed over it).
+void write_run_list(const fs::path& dir, const std::vector<std::string>& names) {
+  std::string text =
+      "# attention-from-scratch: the names this run made in its folder; a save deletes only "
+      "these\n";
+  for (const std::string& n : names) text += n + "\n";
+  const fs::path tmp = dir / (std::string(kRunList) + ".tmp");
+  write_text(tmp, text);
+  sync_path(tmp);
+  std::error_code ec;
+  fs::rename(tmp, dir / kRunList, ec);
+  if (ec) checkpoint_error(dir / kRunList, "cannot write: " + ec.message());
+  sync_path(dir);
+}
+
+bool listed(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// A run folder as saves make it: `current` a symlink to a ckpt- name. (A user's own `current`
+// link, e.g. to a release folder, is not a run.)
+bool is_run_folder(const fs::path& dir) { return current_target(dir).has_value(); }
+
+// A folder a save finished: its MANIFEST.txt lists what it held.
+bool is_saved_folder(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / kManifestName, ec);
+}
+
+// The folders strictly above `path`, nearest first: as typed ("runs/a/current" -> "runs/a",
+// "runs"), then, resolved through links, the absolute ones the spelling does not show.
+std::vector<fs::path> folders_above(const fs::path& path) {
+  std::vector<fs::path> out;
+  fs::path p = path.lexically_normal();
+  if (!p.has_filename() && p.has_parent_path()) p = p.parent_path();  // "RUN/current/"
+  for (fs::path q = p.parent_path();; q = q.parent_path()) {
+    if (q.empty()) break;
+    out.push_back(q);
+    if (q == q.parent_path()) break;
+  }
+  if (p.is_relative()) out.emplace_back(".");
+  std::error_code ec;
+  const fs::path resolved = fs::weakly_canonical(fs::absolute(p, ec), ec);
+  if (!ec) {
+    for (fs::path q = resolved.parent_path();; q = q.parent_path()) {
+      out.push_back(q);
+      if (q == q.parent_path()) break;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 CorpusRecord record_corpus(const fs::path& path, std::string_view text) {
@@ -299,9 +398,25 @@ void save_checkpoint(const fs::path& dir, const TrainState& s, const TrainConfig
   // The same step twice (an eval and the end of the run): already saved, and identical.
   if (fs::read_symlink(current, ec) == fs::path(name) && fs::is_directory(final_path)) return;
 
+  // 0. The names this save makes go on the run's list before they exist, so that whatever
+  // happens next, the run knows them as its own; a name in the way that the run did not make
+  // is someone else's, and stays.
+  const std::string tmp_name = fmt::format("{}.tmp-{}", name, ::getpid());
+  const std::string link_name = fmt::format("current.tmp-{}", ::getpid());
+  std::vector<std::string> owned = read_run_list(dir);
+  for (const std::string& n : {name, tmp_name, link_name}) {
+    if (fs::exists(fs::symlink_status(dir / n, ec)) && !listed(owned, n)) {
+      checkpoint_error(dir / n,
+                       "not a checkpoint of this run (checkpoints.txt does not list it), and the "
+                       "save would replace it: move it out of the run folder");
+    }
+    if (!listed(owned, n)) owned.push_back(n);
+  }
+  write_run_list(dir, owned);
+
   // 1. Everything into a temporary folder; a save that fails removes it (a full disk stays no
   // fuller than it was).
-  const fs::path tmp = dir / fmt::format("{}.tmp-{}", name, ::getpid());
+  const fs::path tmp = dir / tmp_name;
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp, ec);
   if (ec) checkpoint_error(tmp, "cannot create: " + ec.message());
@@ -325,7 +440,7 @@ void save_checkpoint(const fs::path& dir, const TrainState& s, const TrainConfig
     fs::remove_all(tmp, ec);
     throw;
   }
-  fs::remove_all(final_path, ec);  // a stale, unreferenced leftover of the same step
+  fs::remove_all(final_path, ec);  // a stale leftover of this run at the same step (it is listed)
   fs::rename(tmp, final_path, ec);
   if (ec) {
     const std::string why = ec.message();
@@ -334,7 +449,7 @@ void save_checkpoint(const fs::path& dir, const TrainState& s, const TrainConfig
   }
   sync_path(dir);
   // 3. Switch `current` atomically: a new symlink renamed over the old one.
-  const fs::path link_tmp = dir / fmt::format("current.tmp-{}", ::getpid());
+  const fs::path link_tmp = dir / link_name;
   fs::remove(link_tmp, ec);
   fs::create_directory_symlink(name, link_tmp, ec);
   if (ec) checkpoint_error(link_tmp, "cannot create a symlink: " + ec.message());
@@ -344,11 +459,12 @@ void save_checkpoint(const fs::path& dir, const TrainState& s, const TrainConfig
     fs::create_directory_symlink(fs::path("current") / "model", dir / "model", ec);
   }
   sync_path(dir);
-  // 4. Only now the older checkpoints (and leftovers of interrupted saves) go.
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    const std::string other = e.path().filename().string();
-    if (other.rfind("ckpt-", 0) == 0 && other != name) fs::remove_all(e.path(), ec);
+  // 4. Only now the run's older checkpoints (and leftovers of its interrupted saves) go: the
+  // names on its list, nothing else.
+  for (const std::string& other : owned) {
+    if (other != name) fs::remove_all(dir / other, ec);
   }
+  write_run_list(dir, {name});
 }
 
 bool find_vocab(const fs::path& model_dir, Vocab& out) {
@@ -667,21 +783,44 @@ fs::path run_folder_of(const fs::path& path) {
   fs::path p = path.lexically_normal();
   if (p.has_filename() == false && p.has_parent_path()) p = p.parent_path();  // "RUN/current/"
   if (holds_run(p)) return path;
-  std::error_code ec;
-  const fs::path parent = p.parent_path().empty() ? fs::path(".") : p.parent_path();
-  const std::string name = p.filename().string();
-  if ((name == "current" || name.rfind("ckpt-", 0) == 0) && holds_run(parent)) return parent;
+  for (const fs::path& above : folders_above(path)) {
+    if (is_run_folder(above)) return above;
+  }
   return path;
 }
 
 void remove_run(const fs::path& dir) {
+  const std::vector<std::string> owned = read_run_list(dir);  // before `current` goes
   std::error_code ec;
   fs::remove(dir / "current", ec);
   fs::remove(dir / "model", ec);
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("ckpt-", 0) == 0 || name.rfind("current.tmp-", 0) == 0) {
-      fs::remove_all(e.path(), ec);
+  for (const std::string& name : owned) fs::remove_all(dir / name, ec);
+  fs::remove(dir / kRunList, ec);
+}
+
+void check_save_folder(const fs::path& dir, std::string_view flag) {
+  const std::string shown = dir.string();
+  for (const fs::path& above : folders_above(dir)) {
+    if (is_run_folder(above)) {
+      throw std::invalid_argument(fmt::format(
+          "{} '{}' is inside the run folder '{}', which holds only what its run wrote (its "
+          "checkpoints, current and model): give a folder outside it",
+          flag, shown, above.string()));
+    }
+  }
+  if (is_saved_folder(dir)) {
+    throw std::invalid_argument(
+        fmt::format("{} '{}' is a saved checkpoint or model folder (its MANIFEST.txt lists what "
+                    "it holds, and a new file would contradict it): give a folder of its own",
+                    flag, shown));
+  }
+  for (const fs::path& above : folders_above(dir)) {
+    if (is_saved_folder(above)) {
+      throw std::invalid_argument(
+          fmt::format("{} '{}' is inside '{}', a saved checkpoint or model folder (its "
+                      "MANIFEST.txt lists what it holds, and a new file would contradict it): "
+                      "give a folder of its own",
+                      flag, shown, above.string()));
     }
   }
 }

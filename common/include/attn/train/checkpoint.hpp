@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "attn/io/text.hpp"
 #include "attn/train/train.hpp"
@@ -21,6 +22,10 @@ namespace attn {
 //   train.txt also records the corpus (corpus_path, corpus_bytes, corpus_fnv1a64), so a resume
 //   without --data reads the same file and a different corpus is refused by name.
 // DIR/current is a symlink to the newest complete one; DIR/model a symlink to current/model.
+// DIR/checkpoints.txt lists every name the run made in DIR (its checkpoints, and the temporary
+// names of a save in progress), written before the folder it names: a save deletes only what the
+// list names, never another file, so a user's ckpt-000200.keep or ckpt-notes/ stays. A run saved
+// before the list existed owns the checkpoint `current` names.
 // Each folder of a checkpoint (the checkpoint itself, model/, adam_m/, adam_v/) ends with a
 // MANIFEST.txt (attn/model/lm_files.hpp): every file's size and checksum, written last, before
 // the rename. A load verifies them, so a torn, mixed or edited checkpoint is refused by name.
@@ -73,13 +78,21 @@ inline constexpr std::size_t kMaxEvalIters = 10000;
 inline constexpr std::size_t kMaxTokensPerStep = std::size_t{1} << 17;  // B * T
 }  // namespace train_limits
 
-// The run folder a --resume path stands for: DIR itself, or DIR for DIR/current and DIR/ckpt-N
-// (a resumed run always saves to its run folder, never inside a checkpoint).
+// The run folder a --resume path stands for: DIR itself, or DIR for DIR/current, DIR/ckpt-N,
+// DIR/model or any other path inside the run (a resumed run always saves to its run folder, never
+// inside a checkpoint).
 std::filesystem::path run_folder_of(const std::filesystem::path& path);
 // True when DIR holds a run (DIR/current exists).
 bool holds_run(const std::filesystem::path& dir);
-// Removes a run's checkpoints, `current` and `model` (--overwrite); the lock stays.
+// Removes what the run made: the checkpoints DIR/checkpoints.txt lists, `current`, `model` and
+// the list (--overwrite); the lock and every other file stay.
 void remove_run(const std::filesystem::path& dir);
+// Where a run (--save) or a model (07's --export) may be written: never inside a run folder (its
+// checkpoints, `current`, `model` and any other folder in it belong to that run) and never into a
+// saved checkpoint or model folder, one with a MANIFEST.txt (a new file there would contradict
+// it). Throws std::invalid_argument, one line naming `flag`, DIR and the folder that holds it:
+// "--save 'runs/a/current' is inside the run folder 'runs/a', ...".
+void check_save_folder(const std::filesystem::path& dir, std::string_view flag);
 
 // One owner per run folder: DIR/lock, flock'ed for as long as this object lives (the kernel
 // releases it when the process dies, so kill -9 leaves no stale lock). A second trainer on the
