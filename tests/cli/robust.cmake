@@ -4,7 +4,8 @@
 #   sizes     every size flag at its bound + 1, at 2^61 (B*T = 2^64 wrapped around to 0) and
 #             beyond 64 bits: exit 2, "must be at most N"
 #   files     --data /dev/zero, a link to it, ATTN_DATA=/dev/zero, a file above 64 MiB: exit 1
-#   output    stdout on /dev/full (a run and --help): exit 1, "cannot write the output (stdout)"
+#   output    stdout on /dev/full (a run and --help), or past a file size limit (ulimit -f): exit 1,
+#             "cannot write the output (stdout)"
 #   the rest  chapter 01's vocabulary cap, control characters, tiny temperatures, a huge first
 #             line, broken model weights (NaN, an overflowing shape, a link to /dev/zero)
 set(robust_dir ${CMAKE_CURRENT_BINARY_DIR}/robust)
@@ -81,6 +82,11 @@ foreach(chapter IN LISTS robust_chapters)
   attn_cli_test(${t}.help_stdout_full EXIT 1 STDOUT_TO /dev/full
                 MATCH "^${chapter}: error: cannot write the output \\(stdout\\): "
                 COMMAND ${chapter} --help)
+  # ... and so is a file size limit (ulimit -f): SIGXFSZ is ignored, the write fails with EFBIG.
+  attn_cli_test(${t}.stdout_file_size_limit EXIT 1 FILE_SIZE_LIMIT 1
+                STDOUT_TO ${robust_dir}/stdout_limited_${nn}.txt
+                MATCH "^${chapter}: error: cannot write the output \\(stdout\\): File too large$"
+                COMMAND ${chapter})
 endforeach()
 
 # Chapter 01: its (V, V) table bounds the vocabulary; chapter 07 takes the same corpus.
@@ -163,6 +169,17 @@ attn_cli_test(robust.ch07.model_parameters EXIT 2
 attn_cli_test(robust.ch07.generation_work EXIT 2
               MATCH "^07_causal_lm: error: --tokens 2000 with L = 2, C = 64, T_max = 4096 is about [0-9.]+e\\+[0-9]+ floating-point operations of generation, more than the limit of 2.5e\\+11: lower"
               COMMAND 07_causal_lm --block-size 4096 --tokens 2000)
+
+# Files past a file size limit (ulimit -f) are write errors too, one line and exit 1, never a
+# silent SIGXFSZ (exit 153): 07's exported weights, 12's figures.
+attn_cli_test(robust.ch07.export_file_size_limit EXIT 1 FILE_SIZE_LIMIT 1
+              PREPARE "rm -rf ${robust_dir}/export_limited"
+              MATCH "^07_causal_lm: error: .*export_limited/[a-z_0-9.]+npy.*File too large$"
+              COMMAND 07_causal_lm --export ${robust_dir}/export_limited --tokens 1)
+attn_cli_test(robust.ch12.svg_file_size_limit EXIT 1 FILE_SIZE_LIMIT 1
+              PREPARE "rm -rf ${robust_dir}/svg_limited"
+              MATCH "^12_fast_attention: error: cannot write '.*svg_limited/[a-z_0-9]+.svg': File too large$"
+              COMMAND 12_fast_attention --sweep 64 --svg ${robust_dir}/svg_limited)
 
 # The tools check their output too.
 attn_cli_test(robust.tools.golden_stdout_full EXIT 1 STDOUT_TO /dev/full

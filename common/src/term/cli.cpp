@@ -23,6 +23,7 @@
 #include <new>
 #include <charconv>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <list>
@@ -293,6 +294,10 @@ void Cli::add_alias(const std::string& old_name, const std::string& name) {
 
 int Cli::run(int argc, char** argv, const std::function<void(const CommonOptions&)>& body) {
   setup_threads();  // the thread budget from OPENBLAS_NUM_THREADS, BLAS pinned to one thread
+  // A file past `ulimit -f` (stdout redirected to one, --svg, --export, a checkpoint) would
+  // kill the process with SIGXFSZ and no word (exit 153). Ignored, the write fails with EFBIG
+  // and is reported like any other write error: one line, exit code 1.
+  std::signal(SIGXFSZ, SIG_IGN);
   Impl& d = *impl_;
   d.add_common();
 
