@@ -2,13 +2,18 @@
 // chapter 12 (time, GFLOP/s and peak memory of one multi-head forward, and backward, at length
 // T; the sweep's table and charts), and the timing helpers the ladder shares.
 #include <fmt/core.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -230,28 +235,66 @@ double read_number(const std::string& out, const std::string& prefix, bool units
   return v * scale;
 }
 
-// One child: this binary with --long T --kernel K --timing; its time and peak memory.
+// One child: this binary with --long T --kernel K --timing; its time and peak memory. Started
+// without a shell (fork and exec of /proc/self/exe), its stdout a pipe to us; it dies with us:
+// PR_SET_PDEATHSIG sends it SIGKILL when this process ends, however it ends (SIGTERM, kill -9),
+// so a sweep never leaves a --long run computing alone.
 SweepPoint run_child(const attn::CommonOptions& common, const Options& o, std::size_t T,
                      const std::string& kernel) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  std::string quoted = "'";
-  for (const char ch : self) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  quoted += "'";
-  const std::string cmd =
-      fmt::format("{} --long {} --kernel {} --tile {} --seed {} --timing{}", quoted, T, kernel,
-                  o.tile, common.seed, o.backward ? " --backward" : "");
-  std::FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) throw std::runtime_error("--sweep: could not start " + self);
+  std::vector<std::string> args = {self,
+                                   "--long",
+                                   std::to_string(T),
+                                   "--kernel",
+                                   kernel,
+                                   "--tile",
+                                   std::to_string(o.tile),
+                                   "--seed",
+                                   std::to_string(common.seed),
+                                   "--timing"};
+  if (o.backward) args.emplace_back("--backward");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    throw std::runtime_error(fmt::format("--sweep: cannot make a pipe: {}", std::strerror(errno)));
+  }
+  std::fflush(stdout);  // nothing buffered is written twice
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // the child: async-signal-safe calls only, until exec
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(127);
+    if (::dup2(fds[1], STDOUT_FILENO) < 0) ::_exit(127);
+    ::execv(self.c_str(), argv.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  if (pid < 0) {
+    const int err = errno;
+    ::close(fds[0]);
+    throw std::runtime_error(
+        fmt::format("--sweep: could not start {}: {}", self, std::strerror(err)));
+  }
   std::string out;
   std::array<char, 4096> buf{};
-  std::size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  if (status != 0) {
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buf.data(), buf.size());
+    if (n > 0) {
+      out.append(buf.data(), static_cast<std::size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     throw std::runtime_error(
-        fmt::format("--sweep: the run at T = {} with the {} kernel failed "
-                    "(exit status {})",
-                    T, kernel, WIFEXITED(status) ? WEXITSTATUS(status) : -1));
+        fmt::format("--sweep: the run at T = {} with the {} kernel failed ({})", T, kernel,
+                    WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
+                                      : fmt::format("signal {}", WTERMSIG(status))));
   }
   SweepPoint p;
   p.T = T;

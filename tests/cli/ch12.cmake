@@ -66,3 +66,10 @@ attn_cli_test(ch12.sweep_with_kernel EXIT 2 MATCH "--sweep runs both kernels: le
 attn_cli_test(ch12.sweep_runs EXIT 0 STDOUT
               MATCH "    64 +[0-9.]+ [KM]iB +[0-9.]+ [KM]iB\n  5793 +refused +[0-9.]+ MiB\nrefused: .* \\(T above 5792\\)"
               COMMAND 12_fast_attention --sweep 64,5793)
+
+# --sweep's children (--long runs) die with the sweep: SIGTERM to it leaves no run computing
+# alone (tests/cli/ch12_sweep_signal.sh; issue 29).
+add_test(NAME cli.ch12.sweep_sigterm
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ch12_sweep_signal.sh $<TARGET_FILE:12_fast_attention>
+                 ${CMAKE_CURRENT_BINARY_DIR}/ch12_sweep_signal)
+set_tests_properties(cli.ch12.sweep_sigterm PROPERTIES LABELS "cli;ch12;robust")
