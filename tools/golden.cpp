@@ -69,6 +69,8 @@ constexpr std::string_view kUsage =
     "A case passes when |got - ref| <= 1e-5 + 1e-4 * |ref| for every element of every output.\n"
     "A reference must be finite (inf or NaN fails the case), unless case.txt says\n"
     "`expect_nonfinite 1`: then got must be exactly that value (the same infinity, NaN for NaN).\n"
+    "Every .npy file of a case must be read, as an input or as a reference compared: a file the\n"
+    "op (or its `kernel`) never reads fails the case (flash keeps no attention weights).\n"
     "\n"
     "case.txt: one `key value` per line ('#' starts a comment). `op` is one of softmax,\n"
     "masked_softmax, sdpa, mha, layernorm, ffn, block, cross_entropy, lm, train, rope,\n"
@@ -97,7 +99,30 @@ class Case {
   explicit Case(fs::path dir) : dir_(std::move(dir)), file_(dir_ / "case.txt") {}
 
   const fs::path& dir() const { return dir_; }
-  fs::path file(std::string_view name) const { return dir_ / (std::string(name) + ".npy"); }
+  // NAME.npy in the case folder. Every name asked for is recorded: a file of the folder nobody
+  // asked for was never compared (unread_file).
+  fs::path file(std::string_view name) const {
+    read_.emplace_back(name);
+    return dir_ / (std::string(name) + ".npy");
+  }
+  // A file read another way (attn::load_lm reads a model folder's tensors by their names).
+  void mark_read(std::string_view name) const { read_.emplace_back(name); }
+  // The first .npy file of the folder (in name order) that nothing asked for, or empty.
+  fs::path unread_file() const {
+    std::vector<fs::path> unread;
+    std::error_code ec;
+    fs::directory_iterator it(dir_, ec);
+    for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      const fs::path& p = it->path();
+      if (p.extension() != ".npy") continue;
+      if (std::find(read_.begin(), read_.end(), p.stem().string()) == read_.end()) {
+        unread.push_back(p);
+      }
+    }
+    if (ec) fail("cannot list the folder: " + ec.message());
+    std::sort(unread.begin(), unread.end());
+    return unread.empty() ? fs::path() : unread.front();
+  }
 
   // Reads case.txt: a regular file (a link to /dev/zero never ends) of at most kMaxCaseBytes.
   // Fills op(). Throws CaseError.
@@ -233,6 +258,7 @@ class Case {
   std::map<std::string, std::string> keys_;
   std::string op_;
   std::vector<std::string> grads_;
+  mutable std::vector<std::string> read_;  // the names file() gave out, and mark_read's
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -808,7 +834,9 @@ void run_lm(const Case& c, Comparison& cmp) {
   // The case folder is a saved model (load_lm's layout) plus tokens.npy and logits.npy, and for
   // the backward targets.npy, loss.npy and grad.<weight>.npy.
   attn::ModelSpec config;
-  const attn::LmWeights w = attn::load_lm(c.dir(), n_layers, n_heads, config);
+  // Not const: lm_parameters, which names the tensors load_lm read, takes it by reference.
+  attn::LmWeights w = attn::load_lm(c.dir(), n_layers, n_heads, config);
+  for (const attn::NamedTensor& t : attn::lm_parameters(w)) c.mark_read(t.name);
   const xt::xtensor<int, 2> tokens = attn::load_npy_tokens(c.file("tokens"));  // (B, T)
   compare<3>(c, "logits", attn::lm_forward(tokens, w, config), cmp);           // (B, T, V)
   std::error_code ec;
@@ -856,6 +884,7 @@ void run_train(const Case& c, Comparison& cmp) {
   if (config.adam.beta1 >= 1.0f || config.adam.beta2 >= 1.0f) c.fail("beta1 and beta2 must be < 1");
   attn::TrainState s;
   s.weights = attn::load_lm(c.dir(), n_layers, n_heads, config.model);
+  for (const attn::NamedTensor& t : attn::lm_parameters(s.weights)) c.mark_read(t.name);
   s.grads = attn::lm_zeros_like(s.weights);
   s.adam_m = attn::lm_zeros_like(s.weights);
   s.adam_v = attn::lm_zeros_like(s.weights);
@@ -1269,6 +1298,15 @@ void run_case(Case& c, Comparison& cmp) {
       throw CaseError(fmt::format("{}: was not compared (attn-golden does not know how)",
                                   c.grad_file(g).string()));
     }
+  }
+  // Every file of the case was read: an input, or a reference compared. One nothing read (the
+  // attention weights of a `kernel flash` case: flash keeps none) would pass whatever it holds.
+  if (const fs::path unread = c.unread_file(); !unread.empty()) {
+    const std::string kernel = c.has("kernel") ? " with kernel " + c.text("kernel") : "";
+    throw CaseError(fmt::format(
+        "{}: not compared: op {}{} never reads it, and a reference nobody compares passes "
+        "whatever it holds (remove the file{})",
+        unread.string(), c.op(), kernel, kernel.empty() ? "" : ", or the kernel key"));
   }
 }
 

@@ -60,6 +60,11 @@ elseif(KIND STREQUAL "infinite_reference" OR KIND STREQUAL "nonfinite_expected")
   if(KIND STREQUAL "nonfinite_expected")  # declared: now got must be exactly inf, and is not
     file(APPEND ${case}/case.txt "expect_nonfinite 1\n")
   endif()
+elseif(KIND STREQUAL "flash_unread_weights")  # flash keeps no weights: weights.npy is garbage
+  file(APPEND ${case}/case.txt "kernel flash\n")
+  file(COPY_FILE ${case}/out.npy ${case}/weights.npy)
+elseif(KIND STREQUAL "unread_reference")  # a reference no op of the case reads
+  file(COPY_FILE ${case}/y.npy ${case}/z.npy)
 elseif(KIND STREQUAL "wrong_shape")      # a reference of the wrong shape
   file(COPY_FILE ${case}/out.npy ${case}/weights.npy)
 elseif(KIND STREQUAL "train_wrong_lr")   # the steps of a train case with another learning rate
@@ -106,6 +111,7 @@ elseif(KIND STREQUAL "kernel_unknown")      # a kernel that does not exist
   file(APPEND ${case}/case.txt "kernel turbo\n")
 elseif(KIND STREQUAL "kernel_flash_wrong")  # the flash kernel alone, against a wrong gradient
   file(APPEND ${case}/case.txt "kernel flash\n")
+  file(REMOVE ${case}/weights.npy)  # flash keeps no weights: a case for it alone holds none
   file(COPY_FILE ${case}/grad.q.npy ${case}/grad.k.npy)
 else()
   message(FATAL_ERROR "broken_case.cmake: unknown KIND '${KIND}'")
