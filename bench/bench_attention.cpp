@@ -20,7 +20,9 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <csignal>
 #include <cstddef>
+#include <cstdlib>
 #include <cstdio>
 #include <span>
 #include <string>
@@ -431,10 +433,21 @@ void configure(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
+// Output that cannot be written (> /dev/full, past `ulimit -f`) is an error, one line and exit
+// code 1, whichever way the program ends: Google Benchmark's --help exits inside Initialize.
+extern "C" void check_stdout_at_exit() {
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    std::fputs("attn-bench: error: cannot write the output (stdout)\n", stderr);
+    std::_Exit(1);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   attn::setup_threads();
+  std::signal(SIGXFSZ, SIG_IGN);  // a write past `ulimit -f` fails (EFBIG) instead of killing
+  std::atexit(check_stdout_at_exit);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   benchmark::AddCustomContext("openblas_core", attn::blas_core());

@@ -939,9 +939,7 @@ int usage_error(const std::string& message) {
   return 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -999,13 +997,29 @@ int main(int argc, char** argv) {
     }
   }
   if (options.watch) return watch(options);
-  const Check check = check_once(options, 1);
-  // The input contract: output that cannot be written (> /dev/full) is an error, exit code 1.
+  return check_once(options, 1).exit_code;
+}
+
+}  // namespace
+
+// The input contract: output that cannot be written (> /dev/full, past `ulimit -f`) is an error,
+// one line and exit code 1, whichever way the program ends (--help and --hint too).
+int main(int argc, char** argv) {
+  std::signal(SIGXFSZ, SIG_IGN);  // a write past `ulimit -f` fails (EFBIG) instead of killing
+  int code = 1;
+  try {
+    code = run(argc, argv);
+  } catch (const std::exception& e) {
+    if (std::ferror(stdout) == 0) {
+      std::fprintf(stderr, "attn-check: error: %s\n", e.what());
+      return 1;
+    }
+  }
   errno = 0;
   if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
     std::fprintf(stderr, "attn-check: error: cannot write the output (stdout): %s\n",
                  errno != 0 ? std::strerror(errno) : "write error");
     return 1;
   }
-  return check.exit_code;
+  return code;
 }

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -693,6 +694,16 @@ class Page {
 constexpr const char* kUsage =
     "usage: attn-doccheck [--update] --bin-dir DIR --root SRC FILE.md...";
 
+// Exits with 0, or with 1 and one line on stderr when what was printed could not be written
+// (> /dev/full, past `ulimit -f`): --help and --mask end here.
+[[noreturn]] void exit_checked() {
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    std::fprintf(stderr, "attn-doccheck: error: cannot write the output (stdout)\n");
+    std::exit(1);
+  }
+  std::exit(0);
+}
+
 std::optional<Options> parse(int argc, char** argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
@@ -700,7 +711,7 @@ std::optional<Options> parse(int argc, char** argv) {
     if (arg == "--mask" && i + 1 < argc) {
       // For the tests of the masks: print a line as the comparison sees it, and exit.
       fmt::print("{}\n", mask_timings(mask_rounding_noise(argv[++i])));
-      std::exit(0);
+      exit_checked();
     } else if (arg == "--update") {
       options.update = true;
     } else if ((arg == "--bin-dir" || arg == "--root") && i + 1 < argc) {
@@ -711,7 +722,7 @@ std::optional<Options> parse(int argc, char** argv) {
           "{}\nChecks (or with --update rewrites) the program output and figures in the pages;\n"
           "see CONTRIBUTING.md, \"A doc page\".\n",
           kUsage);
-      std::exit(0);
+      exit_checked();
     } else if (starts_with(arg, "-")) {
       fmt::print(stderr, "attn-doccheck: error: unknown option '{}' ({})\n", arg, kUsage);
       return std::nullopt;
@@ -731,6 +742,7 @@ std::optional<Options> parse(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::signal(SIGXFSZ, SIG_IGN);  // a write past `ulimit -f` fails (EFBIG) instead of killing
   const auto options = parse(argc, argv);
   if (!options) return 2;
   bool ok = true;

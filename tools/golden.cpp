@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -1366,6 +1367,16 @@ int usage_error(std::string_view what) {
   return 2;
 }
 
+// `code`, unless what was printed could not be written (> /dev/full, past `ulimit -f`): then one
+// line on stderr and 1.
+int checked_exit(int code) {
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    std::fprintf(stderr, "attn-golden: error: cannot write the output (stdout)\n");
+    return 1;
+  }
+  return code;
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
@@ -1375,7 +1386,7 @@ int run(int argc, char** argv) {
     const std::string_view arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       fmt::print("{}", kUsage);
-      return 0;
+      return checked_exit(0);
     }
     if (arg.size() > 1 && arg.front() == '-')
       return usage_error(fmt::format("unknown option '{}'", arg));
@@ -1442,17 +1453,14 @@ int run(int argc, char** argv) {
                               : fmt::format(", {} unreadable path{}", problems.size(),
                                             problems.size() == 1 ? "" : "s"));
   // Output that cannot be written (> /dev/full) is an error too.
-  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
-    std::fprintf(stderr, "attn-golden: error: cannot write the output (stdout)\n");
-    return 1;
-  }
-  return failed == 0 && problems.empty() ? 0 : 1;
+  return checked_exit(failed == 0 && problems.empty() ? 0 : 1);
 }
 
 // A write to a full stdout (> /dev/full) throws from fmt::print as soon as the buffer is flushed,
 // that is after enough cases: one line and exit 1, like the final check above, never an abort.
 int main(int argc, char** argv) {
   attn::setup_threads();
+  std::signal(SIGXFSZ, SIG_IGN);  // past `ulimit -f`, a write fails (EFBIG) and is reported
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {

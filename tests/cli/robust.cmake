@@ -189,6 +189,17 @@ attn_cli_test(robust.tools.golden_stdout_full EXIT 1 STDOUT_TO /dev/full
 attn_cli_test(robust.tools.golden_all_cases_stdout_full EXIT 1 STDOUT_TO /dev/full
               MATCH "^attn-golden: error: cannot write the output \\(stdout\\)$"
               COMMAND attn-golden ${PROJECT_SOURCE_DIR}/tests/golden/cases)
+# --help too, whichever way a tool ends (attn-bench's --help exits inside Google Benchmark).
+foreach(tool attn-golden attn-check attn-doccheck attn-bench)
+  attn_cli_test(robust.tools.${tool}_help_stdout_full EXIT 1 STDOUT_TO /dev/full
+                MATCH "^${tool}: error: cannot write the output \\(stdout\\)"
+                COMMAND ${tool} --help)
+endforeach()
+# Past a file size limit (ulimit -f) the write fails with EFBIG: reported, never a SIGXFSZ death.
+attn_cli_test(robust.tools.golden_file_size_limit EXIT 1 FILE_SIZE_LIMIT 1
+              STDOUT_TO ${robust_dir}/golden_limited.txt
+              MATCH "^attn-golden: error: cannot write the output \\(stdout\\)$"
+              COMMAND attn-golden ${PROJECT_SOURCE_DIR}/tests/golden/cases)
 attn_cli_test(robust.tools.doccheck_stdout_full EXIT 1 STDOUT_TO /dev/full
               MATCH "^attn-doccheck: error: cannot write the output \\(stdout\\)$"
               COMMAND attn-doccheck --bin-dir $<TARGET_FILE_DIR:attn-doccheck>
