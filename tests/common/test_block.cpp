@@ -695,12 +695,25 @@ std::vector<attn::BlockConfig> part_variants() {
   return v;
 }
 
+// The one block of a one-layer model of this spec, as lm_init draws it from the parameter
+// table (after wte and wpe).
+attn::BlockWeights first_block(attn::Rng& rng, const attn::ModelSpec& spec) {
+  return attn::lm_init(rng, attn::with_choices(spec, [](attn::ModelChoices& m) { m.n_layers = 1; }))
+      .blocks[0];
+}
+
 // Weights for the parts, every value redrawn so that each matters (gamma near 1).
 attn::BlockWeights part_weights(attn::Rng& rng, std::size_t C, std::size_t F,
                                 const attn::BlockConfig& cfg) {
   REQUIRE(cfg.spec.n_embd == C);
-  attn::BlockWeights w = attn::block_init(
-      rng, attn::with_choices(cfg.spec, [&](attn::ModelChoices& m) { m.ffn_hidden = F; }));
+  // The shapes of the spec's tensors, from lm_init (its own generator: every value is redrawn
+  // from `rng` below, after as many draws as block_init used to make first).
+  attn::Rng shapes(0);
+  attn::BlockWeights w = first_block(
+      shapes, attn::with_choices(cfg.spec, [&](attn::ModelChoices& m) { m.ffn_hidden = F; }));
+  const bool gated = cfg.spec.ffn == attn::FfnKind::swiglu;
+  (void)attn::block_init(rng, C, gated ? 4 * C : F);
+  if (gated) (void)attn::randn(rng, 3 * C, F, 0.02f);
   attn::BlockWeights g = attn::block_zeros_like(w);
   for (attn::GradTensor& t : block_tensors(w, g)) {
     const bool gamma = t.name.find("gamma") != std::string::npos;
@@ -709,12 +722,14 @@ attn::BlockWeights part_weights(attn::Rng& rng, std::size_t C, std::size_t F,
   return w;
 }
 
-TEST_CASE("block_init with the default parts draws block_init's weights") {
+TEST_CASE("lm_init's blocks with the default parts are block_init's weights, drawn after wpe") {
   attn::Rng a(7), b(7);
-  const attn::BlockWeights w0 = attn::block_init(a, 8, 32);
   const attn::ModelSpec parts = block_config(8, 4).spec;  // F = 4 C = 32
   REQUIRE(parts.ffn_hidden == 32);
-  const attn::BlockWeights w1 = attn::block_init(b, parts);
+  (void)attn::randn(a, parts.vocab_size, 8, 0.02f);  // wte, then wpe: the table's first rows
+  (void)attn::randn(a, parts.block_size, 8, 0.02f);
+  const attn::BlockWeights w0 = attn::block_init(a, 8, 32);
+  const attn::BlockWeights w1 = first_block(b, parts);
   CHECK(parts.default_parts());
   CHECK(attn::ModelSpec{}.default_parts());
   CHECK_TENSOR_NEAR(w0.attn.w_k, w1.attn.w_k, 0.0, 0.0);
@@ -723,7 +738,7 @@ TEST_CASE("block_init with the default parts draws block_init's weights") {
   CHECK(w1.swiglu.w_gate.size() == 0);
 }
 
-TEST_CASE("block_init gives each part its weights: GQA's narrow w_k, SwiGLU's three, no betas") {
+TEST_CASE("lm_init gives each part its weights: GQA's narrow w_k, SwiGLU's three, no betas") {
   attn::Rng rng(8);
   const attn::BlockConfig cfg = block_config(8, 4, [](attn::ModelChoices& m) {
     m.n_kv_heads = 1;
@@ -732,7 +747,7 @@ TEST_CASE("block_init gives each part its weights: GQA's narrow w_k, SwiGLU's th
     m.ffn_hidden = 16;
   });
   CHECK_FALSE(cfg.spec.default_parts());
-  const attn::BlockWeights w = attn::block_init(rng, cfg.spec);
+  const attn::BlockWeights w = first_block(rng, cfg.spec);
   CHECK(w.attn.w_k.shape() == std::array<std::size_t, 2>{8, 2});  // KV * hs = 1 * 2
   CHECK(w.attn.w_v.shape() == std::array<std::size_t, 2>{8, 2});
   CHECK(w.attn.w_o.shape() == std::array<std::size_t, 2>{8, 8});

@@ -583,7 +583,9 @@ TEST_CASE("the block's training forward and backward with every part equal the f
     const std::size_t F = p.ffn == attn::FfnKind::swiglu ? attn::swiglu_width(C) : 4 * C;
     REQUIRE(p.n_embd == C);
     REQUIRE(p.ffn_hidden == F);  // the spec's default width
-    attn::BlockWeights w = attn::block_init(rng, p);
+    attn::BlockWeights w =       // the one block of a one-layer model of p, drawn by lm_init
+        attn::lm_init(rng, attn::with_choices(p, [](attn::ModelChoices& m) { m.n_layers = 1; }))
+            .blocks[0];
     // Weights that matter: N(0, 0.2) matrices, gammas near 1, betas and biases non-zero.
     for (attn::Matrix* m : {&w.attn.w_q, &w.attn.w_k, &w.attn.w_v, &w.attn.w_o, &w.ffn.w1,
                             &w.ffn.w2, &w.swiglu.w_gate, &w.swiglu.w_up, &w.swiglu.w_down})

@@ -121,8 +121,17 @@ std::vector<BlockConfig> block_variants() {
 attn::BlockWeights random_block(attn::Rng& rng, std::size_t C, std::size_t F,
                                 const BlockConfig& cfg) {
   REQUIRE(cfg.spec.n_embd == C);
-  attn::BlockWeights w = attn::block_init(
-      rng, attn::with_choices(cfg.spec, [&](ModelChoices& m) { m.ffn_hidden = F; }));
+  // The shapes of the spec's tensors, from lm_init (its own generator: every value is redrawn
+  // from `rng` below, after as many draws as block_init used to make first).
+  attn::Rng shapes(0);
+  const attn::ModelSpec spec = attn::with_choices(cfg.spec, [&](ModelChoices& m) {
+    m.ffn_hidden = F;
+    m.n_layers = 1;
+  });
+  attn::BlockWeights w = attn::lm_init(shapes, spec).blocks[0];
+  const bool gated = spec.ffn == attn::FfnKind::swiglu;
+  (void)attn::block_init(rng, C, gated ? 4 * C : F);
+  if (gated) (void)attn::randn(rng, 3 * C, F, 0.02f);
   for (Tensor<2>* m : {&w.attn.w_q, &w.attn.w_k, &w.attn.w_v, &w.attn.w_o, &w.ffn.w1, &w.ffn.w2,
                        &w.swiglu.w_gate, &w.swiglu.w_up, &w.swiglu.w_down})
     for (float& x : *m) x = rng.normal(0.0f, 0.5f);

@@ -73,33 +73,6 @@ BlockWeights block_init(Rng& rng, std::size_t C, std::size_t F) {
   return w;
 }
 
-BlockWeights block_init(Rng& rng, const ModelSpec& parts) {
-  const std::size_t C = parts.n_embd, F = parts.ffn_hidden;
-  const std::size_t H = parts.n_heads, KV = parts.n_kv_heads;
-  BlockWeights w = block_init(rng, C, parts.ffn == FfnKind::swiglu ? 4 * C : F);
-  if (KV != H) {
-    // GQA: KV heads of hs = C / H columns each, the first KV * hs columns of the full draws.
-    const std::size_t cols = KV * (C / H);
-    w.attn.w_k = xt::eval(xt::view(w.attn.w_k, xt::all(), xt::range(0, cols)));
-    w.attn.w_v = xt::eval(xt::view(w.attn.w_v, xt::all(), xt::range(0, cols)));
-  }
-  if (parts.ffn == FfnKind::swiglu) {
-    w.ffn = FfnWeights{};
-    w.swiglu.w_gate = randn(rng, C, F, 0.02f);  // (C, F)
-    w.swiglu.w_up = randn(rng, C, F, 0.02f);    // (C, F)
-    w.swiglu.w_down = randn(rng, F, C, 0.02f);  // (F, C)
-  }
-  if (parts.normalization == Normalization::rmsnorm || !parts.bias) {
-    w.ln1_beta = Vector(Vector::shape_type{0});
-    w.ln2_beta = Vector(Vector::shape_type{0});
-  }
-  if (!parts.bias && parts.ffn == FfnKind::mlp) {
-    w.ffn.b1 = Vector(Vector::shape_type{0});
-    w.ffn.b2 = Vector(Vector::shape_type{0});
-  }
-  return w;
-}
-
 namespace {
 
 constexpr const char* kFunction = "attn::block_forward";

@@ -135,32 +135,29 @@ LmWeights lm_init(Rng& rng, const ModelSpec& config) {
   checked_elements({T_max, C}, "attn::lm_init: wpe (T_max, C)");
   checked_elements({config.n_layers, checked_mul(4, C, "attn::lm_init: 4 C") + 2 * F + 13, C},
                    "attn::lm_init: the blocks (L, 4 C + 2 F + 13, C)");
-  // Drawn in this order: wte, wpe, then each block (block_init's own order), then lm_head when
-  // the head is not tied. A variant draws the same numbers as the default model and then drops
-  // the weights it does not use, so the weights it shares with the default are the same.
-  // Other parts draw the default's numbers too, then change what they change (block_init).
+  // The parameter table (model/params.hpp), walked in its order: each normal row draws the
+  // default model's tensor (`drawn`), present or not, so that every variant draws the same
+  // numbers in the same order as the default model (wte, wpe, then each block's w_q, w_k, w_v,
+  // w_o, w1, w2, then an untied lm_head) and the weights it shares with it are the same. A part
+  // then narrows what it keeps (GQA: the first KV hs columns of w_k and w_v) or draws its own
+  // after (SwiGLU: w_gate, w_up, w_down); gammas start at 1, betas and biases at 0.
+  const ParamDims dims = param_dims(config);
   LmWeights w;
-  w.wte = randn(rng, V, C, 0.02f);      // (V, C)
-  w.wpe = randn(rng, T_max, C, 0.02f);  // (T_max, C)
-  if (!config.learned_positions()) w.wpe = Matrix(Matrix::shape_type{0, 0});
-  for (std::size_t l = 0; l < config.n_layers; ++l) {
-    BlockWeights b = block_init(rng, config);
-    if (!config.ablations.attn_proj) b.attn.w_o = Matrix(Matrix::shape_type{0, 0});
-    if (!config.ablations.ffn) b.ffn = FfnWeights{};
-    if (!config.ablations.layer_norm)
-      b.ln1_gamma = b.ln1_beta = b.ln2_gamma = b.ln2_beta = Vector();
-    w.blocks.push_back(std::move(b));
-  }
-  if (config.ablations.layer_norm) {
-    w.ln_f_gamma = xt::ones<float>({C});  // (C,)
-    if (config.normalization == Normalization::layernorm && config.bias) {
-      w.ln_f_beta = xt::zeros<float>({C});  // (C,)
+  w.blocks.resize(config.n_layers);
+  visit_params(w, w, &dims, [&](const ParamRow& row, auto& t, auto&) {
+    using T = std::decay_t<decltype(t)>;
+    if (row.init == ParamInit::normal && row.drawn[0] * row.drawn[1] != 0) {
+      const Matrix drawn = randn(rng, row.drawn[0], row.drawn[1], 0.02f);
+      if constexpr (std::tuple_size_v<typename T::shape_type> == 2) {
+        if (row.present) t = xt::view(drawn, xt::all(), xt::range(0, row.shape[1]));
+      }
+    } else if (row.present) {
+      const std::array<std::size_t, 1> shape{row.shape[0]};
+      if constexpr (std::tuple_size_v<typename T::shape_type> == 1) {
+        t = row.init == ParamInit::ones ? T(xt::ones<float>(shape)) : T(xt::zeros<float>(shape));
+      }
     }
-  }
-  if (!config.ablations.tied_head) {
-    w.lm_head = randn(rng, C, V, 0.02f);                      // (C, V)
-    if (config.bias) w.lm_head_bias = xt::zeros<float>({V});  // (V,)
-  }
+  });
   return w;
 }
 

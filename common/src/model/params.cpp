@@ -23,6 +23,8 @@ ParamDims param_dims(const ModelSpec& s) {
   d.swiglu = s.ablations.ffn && s.ffn == FfnKind::swiglu;
   d.untied_head = !s.ablations.tied_head;
   d.head_bias = d.untied_head && s.bias;
+  d.F_drawn = s.ffn == FfnKind::swiglu ? 4 * s.n_embd : s.ffn_hidden;
+  d.F_gated_drawn = s.ffn == FfnKind::swiglu ? s.ffn_hidden : 0;
   return d;
 }
 

@@ -62,11 +62,8 @@ struct BlockWeightsOf {
 using BlockWeights = BlockWeightsOf<float>;
 // Normal(0, 0.02) matrices, LayerNorm gamma = 1 and beta = 0, zero biases.
 BlockWeights block_init(Rng& rng, std::size_t C, std::size_t F);
-// The same for any spec (C = n_embd, F = ffn_hidden): block_init's draws, then the weights the
-// parts change (GQA: the first KV * hs columns of w_k and w_v; SwiGLU: w_gate, w_up, w_down
-// drawn in that order in place of the MLP; RMSNorm or no bias: the betas and FFN biases
-// emptied). The default parts give block_init's weights. The ablations are lm_init's to apply.
-BlockWeights block_init(Rng& rng, const ModelSpec& spec);
+// (A model's blocks, with any parts, are drawn by lm_init from the parameter table,
+// model/params.hpp: these draws, then what the parts change.)
 
 // Called after each step of the block with its name and the tensor it produced, e.g.
 // ("ln1", (B, T, C)), ("attn", ...), ("residual1", ...), ("ln2", ...), ("ffn", ...),

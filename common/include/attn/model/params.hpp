@@ -48,6 +48,8 @@ struct ParamDims {
   bool swiglu = false;             // w_gate, w_up, w_down
   bool untied_head = false;        // lm_head
   bool head_bias = false;          // lm_head_bias
+  std::size_t F_drawn = 0;         // the MLP's width as lm_init draws it: F, or 4 C with SwiGLU
+  std::size_t F_gated_drawn = 0;   // SwiGLU's F when the model chose it (even ablated), else 0
 };
 // The spec's dims (a view of it: nothing is checked again).
 ParamDims param_dims(const ModelSpec& spec);
@@ -64,6 +66,10 @@ struct ParamRow {
   std::size_t rank;                  // 1 or 2
   ParamInit init;                    // how lm_init starts it
   bool decay;                        // AdamW decays it (matrices and embeddings)
+  // What lm_init draws for a normal row, present or not: the default model's tensor, so that
+  // every variant draws the same numbers in the same order (a part or an ablation then narrows
+  // or drops it: w_k of KV heads keeps the first KV hs columns of a (C, C) draw). {0, 0}: none.
+  std::array<std::size_t, 2> drawn;
 };
 // "wte", "h0.w_q", ...: the tensor's name, its file's name without ".npy".
 std::string param_name(const ParamRow& row);
@@ -78,25 +84,30 @@ void visit_block_params(A& a, B& b, const ParamDims* dims, int block, Visit&& f)
   const ParamDims& d = dims ? *dims : none;
   const bool k = dims != nullptr;
   using I = ParamInit;
-  const std::size_t C = d.C, F = d.F, KV = d.kv_cols;
-  f(ParamRow{block, "w_q", k, true, {C, C}, 2, I::normal, true}, a.attn.w_q, b.attn.w_q);
-  f(ParamRow{block, "w_k", k, true, {C, KV}, 2, I::normal, true}, a.attn.w_k, b.attn.w_k);
-  f(ParamRow{block, "w_v", k, true, {C, KV}, 2, I::normal, true}, a.attn.w_v, b.attn.w_v);
-  f(ParamRow{block, "w_o", k, d.attn_proj, {C, C}, 2, I::normal, true}, a.attn.w_o, b.attn.w_o);
-  f(ParamRow{block, "ln1_gamma", k, d.norms, {C, 0}, 1, I::ones, false}, a.ln1_gamma, b.ln1_gamma);
-  f(ParamRow{block, "ln1_beta", k, d.norm_betas, {C, 0}, 1, I::zeros, false}, a.ln1_beta,
+  const std::size_t C = d.C, F = d.F, KV = d.kv_cols, Fd = d.F_drawn;
+  const std::size_t Fs = d.F_gated_drawn;  // SwiGLU's matrices: drawn only when chosen
+  f(ParamRow{block, "w_q", k, true, {C, C}, 2, I::normal, true, {C, C}}, a.attn.w_q, b.attn.w_q);
+  f(ParamRow{block, "w_k", k, true, {C, KV}, 2, I::normal, true, {C, C}}, a.attn.w_k, b.attn.w_k);
+  f(ParamRow{block, "w_v", k, true, {C, KV}, 2, I::normal, true, {C, C}}, a.attn.w_v, b.attn.w_v);
+  f(ParamRow{block, "w_o", k, d.attn_proj, {C, C}, 2, I::normal, true, {C, C}}, a.attn.w_o,
+    b.attn.w_o);
+  f(ParamRow{block, "ln1_gamma", k, d.norms, {C, 0}, 1, I::ones, false, {}}, a.ln1_gamma,
+    b.ln1_gamma);
+  f(ParamRow{block, "ln1_beta", k, d.norm_betas, {C, 0}, 1, I::zeros, false, {}}, a.ln1_beta,
     b.ln1_beta);
-  f(ParamRow{block, "ln2_gamma", k, d.norms, {C, 0}, 1, I::ones, false}, a.ln2_gamma, b.ln2_gamma);
-  f(ParamRow{block, "ln2_beta", k, d.norm_betas, {C, 0}, 1, I::zeros, false}, a.ln2_beta,
+  f(ParamRow{block, "ln2_gamma", k, d.norms, {C, 0}, 1, I::ones, false, {}}, a.ln2_gamma,
+    b.ln2_gamma);
+  f(ParamRow{block, "ln2_beta", k, d.norm_betas, {C, 0}, 1, I::zeros, false, {}}, a.ln2_beta,
     b.ln2_beta);
-  f(ParamRow{block, "w1", k, d.mlp, {C, F}, 2, I::normal, true}, a.ffn.w1, b.ffn.w1);
-  f(ParamRow{block, "b1", k, d.mlp_biases, {F, 0}, 1, I::zeros, false}, a.ffn.b1, b.ffn.b1);
-  f(ParamRow{block, "w2", k, d.mlp, {F, C}, 2, I::normal, true}, a.ffn.w2, b.ffn.w2);
-  f(ParamRow{block, "b2", k, d.mlp_biases, {C, 0}, 1, I::zeros, false}, a.ffn.b2, b.ffn.b2);
-  f(ParamRow{block, "w_gate", k, d.swiglu, {C, F}, 2, I::normal, true}, a.swiglu.w_gate,
+  f(ParamRow{block, "w1", k, d.mlp, {C, F}, 2, I::normal, true, {C, Fd}}, a.ffn.w1, b.ffn.w1);
+  f(ParamRow{block, "b1", k, d.mlp_biases, {F, 0}, 1, I::zeros, false, {}}, a.ffn.b1, b.ffn.b1);
+  f(ParamRow{block, "w2", k, d.mlp, {F, C}, 2, I::normal, true, {Fd, C}}, a.ffn.w2, b.ffn.w2);
+  f(ParamRow{block, "b2", k, d.mlp_biases, {C, 0}, 1, I::zeros, false, {}}, a.ffn.b2, b.ffn.b2);
+  f(ParamRow{block, "w_gate", k, d.swiglu, {C, F}, 2, I::normal, true, {C, Fs}}, a.swiglu.w_gate,
     b.swiglu.w_gate);
-  f(ParamRow{block, "w_up", k, d.swiglu, {C, F}, 2, I::normal, true}, a.swiglu.w_up, b.swiglu.w_up);
-  f(ParamRow{block, "w_down", k, d.swiglu, {F, C}, 2, I::normal, true}, a.swiglu.w_down,
+  f(ParamRow{block, "w_up", k, d.swiglu, {C, F}, 2, I::normal, true, {C, Fs}}, a.swiglu.w_up,
+    b.swiglu.w_up);
+  f(ParamRow{block, "w_down", k, d.swiglu, {F, C}, 2, I::normal, true, {Fs, C}}, a.swiglu.w_down,
     b.swiglu.w_down);
 }
 
@@ -109,15 +120,19 @@ void visit_params(A& a, B& b, const ParamDims* dims, Visit&& f) {
   const bool k = dims != nullptr;
   using I = ParamInit;
   const std::size_t V = d.V, C = d.C;
-  f(ParamRow{-1, "wte", k, true, {V, C}, 2, I::normal, true}, a.wte, b.wte);
-  f(ParamRow{-1, "wpe", k, d.learned_positions, {d.T_max, C}, 2, I::normal, true}, a.wpe, b.wpe);
+  const std::size_t head = d.untied_head ? V : 0;  // an untied head is drawn last, when present
+  f(ParamRow{-1, "wte", k, true, {V, C}, 2, I::normal, true, {V, C}}, a.wte, b.wte);
+  f(ParamRow{-1, "wpe", k, d.learned_positions, {d.T_max, C}, 2, I::normal, true, {d.T_max, C}},
+    a.wpe, b.wpe);
   for (std::size_t l = 0; l < a.blocks.size(); ++l)
     visit_block_params(a.blocks[l], b.blocks[l], dims, static_cast<int>(l), f);
-  f(ParamRow{-1, "ln_f_gamma", k, d.norms, {C, 0}, 1, I::ones, false}, a.ln_f_gamma, b.ln_f_gamma);
-  f(ParamRow{-1, "ln_f_beta", k, d.norm_betas, {C, 0}, 1, I::zeros, false}, a.ln_f_beta,
+  f(ParamRow{-1, "ln_f_gamma", k, d.norms, {C, 0}, 1, I::ones, false, {}}, a.ln_f_gamma,
+    b.ln_f_gamma);
+  f(ParamRow{-1, "ln_f_beta", k, d.norm_betas, {C, 0}, 1, I::zeros, false, {}}, a.ln_f_beta,
     b.ln_f_beta);
-  f(ParamRow{-1, "lm_head", k, d.untied_head, {C, V}, 2, I::normal, true}, a.lm_head, b.lm_head);
-  f(ParamRow{-1, "lm_head_bias", k, d.head_bias, {V, 0}, 1, I::zeros, false}, a.lm_head_bias,
+  f(ParamRow{-1, "lm_head", k, d.untied_head, {C, V}, 2, I::normal, true, {C, head}}, a.lm_head,
+    b.lm_head);
+  f(ParamRow{-1, "lm_head_bias", k, d.head_bias, {V, 0}, 1, I::zeros, false, {}}, a.lm_head_bias,
     b.lm_head_bias);
 }
 
