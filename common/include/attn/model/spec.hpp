@@ -147,9 +147,10 @@ struct ModelSpec {
 
 // Every default applied and every rule checked:
 //   sizes >= 1; n_heads divides n_embd; n_kv_heads divides n_heads; ffn_hidden >= 1;
-//   rope: an even head size and 0 < rope_theta <= 1e9; 1 <= window <= block_size;
-//   dropout in [0, 1); attn_proj = false only with chapter 05's attention (no GQA, RoPE or
-//   window); at most limits::kMaxModelParameters parameters.
+//   rope_theta in [kMinRopeTheta, kMaxRopeTheta]; rope: an even head size;
+//   1 <= window <= block_size; dropout in [0, 1); attn_proj = false only with chapter 05's
+//   attention (no GQA, RoPE, ALiBi or window); at most limits::kMaxModelParameters parameters
+//   and a KV cache of at most limits::kMaxElements floats (2 L T_max KV hs).
 // Throws SpecError naming the first broken rule in `names`' vocabulary.
 ModelSpec resolve_spec(const ModelChoices& choices, SpecNames names = SpecNames::keys);
 
