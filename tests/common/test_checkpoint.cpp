@@ -390,6 +390,28 @@ TEST_CASE("a relative corpus path is recorded as an absolute one") {
   CHECK(r.path == (fs::current_path() / "data" / "x.txt").lexically_normal().string());
 }
 
+TEST_CASE("a checkpoint folder without its manifest is refused, by the checkpoint and --weights") {
+  // Without model/MANIFEST.txt, two same-shape tensors swapped on disk would load unnoticed.
+  for (const char* folder : {"model", "adam_m", "adam_v"}) {
+    const fs::path dir = saved_run(std::string("no_manifest_") + folder);
+    const fs::path ckpt = fs::canonical(dir / "current");
+    fs::remove(ckpt / folder / attn::kManifestName);
+    INFO(folder);
+    CHECK(contains(load_error(dir), std::string(folder) + "/MANIFEST.txt': missing: every folder "
+                                                          "of a checkpoint ends with one"));
+    if (std::string(folder) == "model") {
+      std::string error = "(no error)";
+      try {
+        (void)attn::resolve_model_folder(dir);
+      } catch (const std::runtime_error& e) {
+        error = e.what();
+      }
+      CHECK(contains(error, "MANIFEST.txt is missing, and every folder of a checkpoint has one"));
+    }
+    fs::remove_all(dir);
+  }
+}
+
 TEST_CASE("a format-1 train.txt must describe the model its model.txt describes") {
   // Format 1 (before ModelSpec) listed the sizes and ablations in train.txt too. Written here by
   // hand over a fresh checkpoint, re-signed: with model.txt's numbers it loads as that model; a

@@ -592,6 +592,16 @@ fs::path resolve_model_folder(const fs::path& given) {
   }
   fs::path dir = fs::canonical(folder, ec);
   if (ec) throw std::runtime_error(fmt::format("--weights '{}': {}", given.string(), ec.message()));
+  // The model folder of a chapter-09 checkpoint (its parent holds train.txt and a manifest)
+  // always has its own manifest: without it, swapped or replaced tensors would load unnoticed.
+  const fs::path parent = dir.parent_path();
+  if (fs::exists(parent / "train.txt", ec) && fs::exists(parent / kManifestName, ec) &&
+      !fs::exists(fs::symlink_status(dir / kManifestName, ec))) {
+    throw std::runtime_error(
+        fmt::format("model '{}': {} is missing, and every folder of a checkpoint has one (was "
+                    "the folder edited? use a checkpoint that has it)",
+                    dir.string(), kManifestName));
+  }
   return dir;
 }
 

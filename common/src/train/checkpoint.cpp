@@ -512,6 +512,15 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   if (!has_manifest) {
     checkpoint_error(path / kManifestName, "missing (every checkpoint ends with one)");
   }
+  // And so does each of its folders: without its manifest a folder's tensors could be swapped
+  // or replaced unnoticed (load_lm verifies a manifest only when there is one).
+  for (const char* folder : {"model", "adam_m", "adam_v"}) {
+    if (!fs::exists(fs::symlink_status(path / folder / kManifestName, ec))) {
+      checkpoint_error(path / folder / kManifestName,
+                       "missing: every folder of a checkpoint ends with one (was the folder "
+                       "edited? train again or resume from an earlier checkpoint)");
+    }
+  }
   const KeyReader k(path / "train.txt");
   const std::string& format = k.text("format");
   if (format != "1" && format != "2") {
