@@ -55,8 +55,9 @@ std::string vocab_json(const std::vector<std::string>& extra) {
   std::string out = "{";
   int id = 0;
   for (int b = 0; b < 256; ++b, ++id) {
-    out += (id ? "," : "") + json_string(attn::gpt2_token_text(std::string(1, static_cast<char>(b)))) +
-           ":" + std::to_string(id);
+    out += (id ? "," : "") +
+           json_string(attn::gpt2_token_text(std::string(1, static_cast<char>(b)))) + ":" +
+           std::to_string(id);
   }
   for (const std::string& token : extra) {
     out += "," + json_string(attn::gpt2_token_text(token)) + ":" + std::to_string(id++);
@@ -125,18 +126,20 @@ TEST_CASE("invalid UTF-8 becomes U+FFFD as CPython's errors='replace' does") {
   // Expected values from CPython 3.11: bytes.decode("utf-8", errors="replace").
   const std::string r = "\xEF\xBF\xBD";
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"caf\xc3", "caf" + r},                         // truncated at the end: one
-      {"\xf0\x9f\x98", r},                            // 3 of an emoji's 4 bytes: one
-      {"\xf0\x80\x80", r + r + r},                    // overlong: each byte
-      {"\xed\xa0\x80", r + r + r},                    // a surrogate: each byte
-      {"\xc0\xaf", r + r},                            // C0 is never a lead byte
-      {"\xe2\x82\xac\x80", "\xe2\x82\xac" + r},       // euro sign, then a stray continuation
-      {"\xf4\x90\x80\x80", r + r + r + r},            // above U+10FFFF
-      {"\xe0\x80", r + r},                            // overlong 3-byte start
-      {"\xff\xfe", r + r},                            // bytes UTF-8 never uses
-      {"a\xe2\x82" "b", "a" + r + "b"},               // cut short by an ASCII byte
-      {"\xf0\x9f\x98\xc3\xa9", r + "\xc3\xa9"},       // cut short by the start of 'é'
-      {"ok \xf0\x9f\x99\x82", "ok \xf0\x9f\x99\x82"}, // valid stays
+      {"caf\xc3", "caf" + r},                    // truncated at the end: one
+      {"\xf0\x9f\x98", r},                       // 3 of an emoji's 4 bytes: one
+      {"\xf0\x80\x80", r + r + r},               // overlong: each byte
+      {"\xed\xa0\x80", r + r + r},               // a surrogate: each byte
+      {"\xc0\xaf", r + r},                       // C0 is never a lead byte
+      {"\xe2\x82\xac\x80", "\xe2\x82\xac" + r},  // euro sign, then a stray continuation
+      {"\xf4\x90\x80\x80", r + r + r + r},       // above U+10FFFF
+      {"\xe0\x80", r + r},                       // overlong 3-byte start
+      {"\xff\xfe", r + r},                       // bytes UTF-8 never uses
+      {"a\xe2\x82"
+       "b",
+       "a" + r + "b"},                                 // cut short by an ASCII byte
+      {"\xf0\x9f\x98\xc3\xa9", r + "\xc3\xa9"},        // cut short by the start of 'é'
+      {"ok \xf0\x9f\x99\x82", "ok \xf0\x9f\x99\x82"},  // valid stays
   };
   for (const auto& [in, expected] : cases) {
     CAPTURE(in);
@@ -160,8 +163,8 @@ TEST_CASE("pairs are counted overlapping, merged left to right without overlap")
 TEST_CASE("training merges the most frequent pair first, ties to the smallest pair") {
   // The chunks are "ab", " ab", " ab", " cd", " cd": (a, b) occurs 3 times and is merged first.
   std::vector<attn::LearnedMerge> learned;
-  const attn::Bpe bpe = attn::Bpe::train("ab ab ab cd cd", 256 + 4,
-                                         [&](const attn::LearnedMerge& m) { learned.push_back(m); });
+  const attn::Bpe bpe = attn::Bpe::train(
+      "ab ab ab cd cd", 256 + 4, [&](const attn::LearnedMerge& m) { learned.push_back(m); });
   REQUIRE(learned.size() >= 2);
   CHECK(learned[0].merge.left == 'a');
   CHECK(learned[0].merge.right == 'b');
@@ -189,9 +192,12 @@ TEST_CASE("training is deterministic and encoding round-trips any bytes") {
     CHECK(a.merges()[r].right == b.merges()[r].right);
     CHECK(a.merges()[r].id == b.merges()[r].id);
   }
-  const std::vector<std::string> texts = {
-      corpus.text.substr(0, 2000), "Shall I compare thee to a summer's day?",
-      "naïve café 東京 🙂🙂", "  trailing  \n\n", "\xff\xc3(\xf0\x9f", ""};
+  const std::vector<std::string> texts = {corpus.text.substr(0, 2000),
+                                          "Shall I compare thee to a summer's day?",
+                                          "naïve café 東京 🙂🙂",
+                                          "  trailing  \n\n",
+                                          "\xff\xc3(\xf0\x9f",
+                                          ""};
   for (const std::string& text : texts) {
     CAPTURE(text);
     const std::vector<int> ids = a.encode(text);
@@ -232,10 +238,9 @@ TEST_CASE("a split character decodes whole when its tokens are decoded together"
   TempDir dir("split");
   // 🙂 is F0 9F 99 82: tokens "\xf0\x9f" and "\x99\x82".
   write(dir.path / "vocab.json", vocab_json({"\xf0\x9f", "\x99\x82"}));
-  write(dir.path / "merges.txt", attn::gpt2_token_text("\xf0") + " " +
-                                     attn::gpt2_token_text("\x9f") + "\n" +
-                                     attn::gpt2_token_text("\x99") + " " +
-                                     attn::gpt2_token_text("\x82") + "\n");
+  write(dir.path / "merges.txt",
+        attn::gpt2_token_text("\xf0") + " " + attn::gpt2_token_text("\x9f") + "\n" +
+            attn::gpt2_token_text("\x99") + " " + attn::gpt2_token_text("\x82") + "\n");
   const attn::Bpe bpe = attn::Bpe::load(dir.path);
   const std::vector<int> ids = bpe.encode("\xf0\x9f\x99\x82");
   REQUIRE(ids == std::vector<int>{256, 257});
@@ -327,9 +332,9 @@ TEST_CASE("every bad tokenizer file is refused in one line naming the file and t
              "token 'ab' appears twice");
   }
   SUBCASE("a token outside GPT-2's byte alphabet, or empty") {
-    contains(with(vocab_json({}).substr(0, vocab_json({}).size() - 1) + ",\"\xe2\x82\xac\":256}",
-                  ""),
-             "is not spelled in GPT-2's byte alphabet");
+    contains(
+        with(vocab_json({}).substr(0, vocab_json({}).size() - 1) + ",\"\xe2\x82\xac\":256}", ""),
+        "is not spelled in GPT-2's byte alphabet");
     contains(with(vocab_json({}).substr(0, vocab_json({}).size() - 1) + ",\"\":256}", ""),
              "token '' is not spelled");
   }

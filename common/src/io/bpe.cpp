@@ -43,9 +43,9 @@ const pcre2_code* gpt2_pattern() {
     Pattern p;
     int error = 0;
     PCRE2_SIZE offset = 0;
-    p.code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kGpt2Pattern.data()), kGpt2Pattern.size(),
-                           PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error, &offset,
-                           nullptr);
+    p.code =
+        pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kGpt2Pattern.data()), kGpt2Pattern.size(),
+                      PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error, &offset, nullptr);
     if (p.code == nullptr) {
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(error, message, sizeof message);
@@ -284,7 +284,8 @@ void Bpe::index() {
   // Single bytes: after a check that each of the 256 is a token, so encoding never fails.
   std::unordered_map<std::string, int> id_of;
   id_of.reserve(tokens_.size());
-  for (std::size_t id = 0; id < tokens_.size(); ++id) id_of.emplace(tokens_[id], static_cast<int>(id));
+  for (std::size_t id = 0; id < tokens_.size(); ++id)
+    id_of.emplace(tokens_[id], static_cast<int>(id));
   for (int b = 0; b < 256; ++b) {
     const auto it = id_of.find(std::string(1, static_cast<char>(b)));
     byte_ids_[b] = it == id_of.end() ? -1 : it->second;
@@ -421,8 +422,8 @@ Bpe Bpe::train(std::string_view text, std::size_t vocab_size,
     if (current == pair_count.end() || current->second != count || count == 0) continue;
 
     // The new token's bytes; an existing token with the same bytes keeps its id.
-    std::string bytes = bpe.tokens_[static_cast<std::size_t>(left)] +
-                        bpe.tokens_[static_cast<std::size_t>(right)];
+    std::string bytes =
+        bpe.tokens_[static_cast<std::size_t>(left)] + bpe.tokens_[static_cast<std::size_t>(right)];
     int new_id = 0;
     if (const auto it = id_of.find(bytes); it != id_of.end()) {
       new_id = it->second;
@@ -566,8 +567,8 @@ Bpe Bpe::load(const std::filesystem::path& dir) {
       const std::size_t space = line.find(' ');
       if (space == std::string_view::npos || space == 0 || space + 1 == line.size() ||
           line.find(' ', space + 1) != std::string_view::npos) {
-        file_error(merges_path, where + "expected two tokens separated by one space, got " +
-                                    shown(line));
+        file_error(merges_path,
+                   where + "expected two tokens separated by one space, got " + shown(line));
       }
       const std::string_view parts[2] = {line.substr(0, space), line.substr(space + 1)};
       int ids[2] = {0, 0};
