@@ -44,10 +44,10 @@ struct Options {
 
 // ---- The functions the walkthrough calls: the library's, or with --mine the learner's ex13::.
 struct Pieces {
-  std::map<attn::TokenPair, std::size_t> (*count)(std::span<const int>);                 // ex13.1
-  std::vector<int> (*merge)(std::span<const int>, attn::TokenPair, int);                 // ex13.2
-  std::vector<int> (*encode_chunk)(const attn::Bpe&, std::string_view);                  // ex13.3
-  std::string (*decode)(const attn::Bpe&, std::span<const int>);                         // ex13.4
+  std::map<attn::TokenPair, std::size_t> (*count)(std::span<const int>);  // ex13.1
+  std::vector<int> (*merge)(std::span<const int>, attn::TokenPair, int);  // ex13.2
+  std::vector<int> (*encode_chunk)(const attn::Bpe&, std::string_view);   // ex13.3
+  std::string (*decode)(const attn::Bpe&, std::span<const int>);          // ex13.4
 };
 
 Pieces reference_pieces() {
@@ -175,10 +175,9 @@ attn::Bpe train(const attn::Corpus& corpus, std::size_t vocab_size, const FirstS
   for (std::size_t r = 0; r < std::min<std::size_t>(10, learned.size()); ++r)
     view.first.push_back(row(r));
   if (!learned.empty()) view.last = row(learned.size() - 1);
-  view.first_is_top = !learned.empty() && !hand.top.empty() &&
-                      view.first[0].left == hand.top[0].left &&
-                      view.first[0].right == hand.top[0].right &&
-                      view.first[0].count == hand.top[0].count;
+  view.first_is_top =
+      !learned.empty() && !hand.top.empty() && view.first[0].left == hand.top[0].left &&
+      view.first[0].right == hand.top[0].right && view.first[0].count == hand.top[0].count;
   return bpe;
 }
 
@@ -257,8 +256,8 @@ Measure measure(const attn::Corpus& corpus, bool timing) {
     row.vocab = bpe.vocab_size();
     row.merges = bpe.merges().size();
     row.val_tokens = bpe.encode(val_text).size();
-    row.chars_per_token =
-        static_cast<double>(m.val_chars) / static_cast<double>(std::max<std::size_t>(1, row.val_tokens));
+    row.chars_per_token = static_cast<double>(m.val_chars) /
+                          static_cast<double>(std::max<std::size_t>(1, row.val_tokens));
     m.rows.push_back(row);
   }
   return m;
@@ -274,7 +273,8 @@ void run_train(const Options& o, bool timing) {
   const std::size_t tokens = bpe.encode(corpus.text).size();
   fmt::print("trained on {} ({} bytes): {} tokens, {} merges; {:.2f} bytes per token on it\n",
              o.train_file, corpus.text.size(), bpe.vocab_size(), bpe.merges().size(),
-             static_cast<double>(corpus.text.size()) / static_cast<double>(std::max<std::size_t>(1, tokens)));
+             static_cast<double>(corpus.text.size()) /
+                 static_cast<double>(std::max<std::size_t>(1, tokens)));
   if (bpe.vocab_size() < o.vocab_size) {
     fmt::print("(the text ran out of pairs before {} tokens)\n", o.vocab_size);
   }
@@ -356,7 +356,7 @@ void run(const attn::CommonOptions& common, const Options& o) {
   const Pieces k = common.mine ? learner_pieces() : reference_pieces();
   const attn::Corpus corpus = attn::load_corpus(common.data);
   show_header(corpus.origin, common.mine);
-  show_bytes(text_as_bytes("Löwe 🙂 naïve"));                                          // 1
+  show_bytes(text_as_bytes("Löwe 🙂 naïve"));                                    // 1
   show_chunks(chunks_of("I'm sure HE'S seen 1609 sonnets,   my love!\n\n  Thine"));  // 2
   const FirstStep hand = first_step(k, corpus);                                      // 3
   show_first_step(hand);
@@ -365,7 +365,7 @@ void run(const attn::CommonOptions& common, const Options& o) {
   show_training(view);
   const EncodeView e = encode_sentence(k, bpe, "Shall I compare thee to a summer's day?");  // 4
   show_encoding(e);
-  show_decoding(decode_back(k, bpe, e));  // 5
+  show_decoding(decode_back(k, bpe, e));         // 5
   show_measure(measure(corpus, common.timing));  // 6
 }
 

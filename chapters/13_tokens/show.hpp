@@ -32,13 +32,13 @@ struct PairCount {
   std::size_t count = 0;
 };
 struct FirstStep {
-  std::string origin;           // the corpus
-  std::size_t bytes = 0;        // its size
-  std::size_t chunks = 0;       // pretokenize's chunks
-  std::size_t distinct = 0;     // of which distinct
-  std::vector<PairCount> top;   // the most frequent pairs, counted with count_pairs
-  std::string example;          // a chunk holding the top pair, its tokens before the merge
-  std::string example_merged;   // ... and after merge_pair
+  std::string origin;          // the corpus
+  std::size_t bytes = 0;       // its size
+  std::size_t chunks = 0;      // pretokenize's chunks
+  std::size_t distinct = 0;    // of which distinct
+  std::vector<PairCount> top;  // the most frequent pairs, counted with count_pairs
+  std::string example;         // a chunk holding the top pair, its tokens before the merge
+  std::string example_merged;  // ... and after merge_pair
 };
 struct LearnedRow {
   std::size_t rank = 0;
@@ -57,15 +57,15 @@ struct TrainView {
 // 4. Encoding a sentence, one chunk step by step.
 struct EncodeStep {
   std::size_t rank = 0;
-  std::string pair, merged;           // "(Ġcom, pare)", "Ġcompare"
+  std::string pair, merged;         // "(Ġcom, pare)", "Ġcompare"
   std::vector<std::string> tokens;  // the chunk's tokens after the step
 };
 struct EncodeView {
   std::string sentence;
-  std::string chunk;                // the chunk taken apart
-  std::vector<std::string> start;   // its bytes as tokens
+  std::string chunk;               // the chunk taken apart
+  std::vector<std::string> start;  // its bytes as tokens
   std::vector<EncodeStep> steps;
-  bool ranks_grow = true;           // each step's rank is above the one before
+  bool ranks_grow = true;  // each step's rank is above the one before
   bool same_as_encode_chunk = false;
   std::vector<std::string> tokens;  // the whole sentence's tokens
   std::vector<int> ids;
@@ -74,14 +74,14 @@ struct EncodeView {
 
 // 5. Decoding, and a character split over tokens.
 struct DecodeView {
-  bool round_trip = false;        // decode(encode(sentence)) == sentence
-  std::string split_text;         // the character ("🙂")
-  std::vector<int> split_ids;     // its tokens
+  bool round_trip = false;     // decode(encode(sentence)) == sentence
+  std::string split_text;      // the character ("🙂")
+  std::vector<int> split_ids;  // its tokens
   std::vector<std::string> split_tokens;
-  std::string together;           // decode(all ids)
-  std::string one_by_one;         // each token decoded alone, joined
+  std::string together;                 // decode(all ids)
+  std::string one_by_one;               // each token decoded alone, joined
   std::size_t replaced_one_by_one = 0;  // U+FFFD in one_by_one
-  std::string truncated;          // decode of all but the last token
+  std::string truncated;                // decode of all but the last token
 };
 
 // 6. What tokens buy.

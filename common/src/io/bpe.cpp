@@ -480,6 +480,13 @@ Bpe Bpe::train(std::string_view text, std::size_t vocab_size,
 // ---- Files -----------------------------------------------------------------------------------
 
 Bpe Bpe::load(const std::filesystem::path& dir) {
+  const std::string vocab = read_file(dir / "vocab.json");
+  const std::string merges = read_file(dir / "merges.txt");
+  return parse(vocab, merges, dir);
+}
+
+Bpe Bpe::parse(std::string_view vocab_json, std::string_view merges_txt,
+               const std::filesystem::path& dir) {
   Bpe bpe;
   const std::filesystem::path vocab_path = dir / "vocab.json";
   const std::filesystem::path merges_path = dir / "merges.txt";
@@ -487,7 +494,7 @@ Bpe Bpe::load(const std::filesystem::path& dir) {
   // 1. vocab.json: {"token": id, ...}. A key given twice is an error (JSON parsers usually keep
   //    the last one silently), so keys are collected while parsing.
   {
-    const std::string text = read_file(vocab_path);
+    const std::string_view text = vocab_json;
     std::optional<std::string> duplicate;
     std::unordered_set<std::string> keys;
     const nlohmann::json::parser_callback_t on_event =
@@ -551,7 +558,7 @@ Bpe Bpe::load(const std::filesystem::path& dir) {
 
   // 2. merges.txt: "left right" per line, in rank order.
   {
-    const std::string text = read_file(merges_path);
+    const std::string_view text = merges_txt;
     std::unordered_set<std::uint64_t> pairs;
     std::size_t line_no = 0;
     std::size_t start = 0;

@@ -82,6 +82,9 @@ class Bpe {
   // optionally after a first line "#version: ..."; left, right and left+right all in the vocab).
   // Each file is a regular file of at most 64 MiB. Throws BpeError.
   static Bpe load(const std::filesystem::path& dir);
+  // The same from the two files' texts (`dir` only names the files in messages).
+  static Bpe parse(std::string_view vocab_json, std::string_view merges_txt,
+                   const std::filesystem::path& dir);
   // Writes dir/vocab.json (one line, ids in order) and dir/merges.txt ("#version: 0.2" first),
   // creating dir if needed. Throws BpeError when a file cannot be written.
   void save(const std::filesystem::path& dir) const;

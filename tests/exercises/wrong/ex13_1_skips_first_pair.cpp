@@ -1,0 +1,12 @@
+// Wrong: off by one at the start: the loop begins at the second pair.
+#include "exercises.hpp"
+
+namespace ex13 {
+
+std::map<attn::TokenPair, std::size_t> count_pairs(std::span<const int> ids) {
+  std::map<attn::TokenPair, std::size_t> counts;
+  for (std::size_t i = 1; i + 1 < ids.size(); ++i) ++counts[{ids[i], ids[i + 1]}];
+  return counts;
+}
+
+}  // namespace ex13
