@@ -70,8 +70,7 @@ std::string json_string(const std::string& bytes) {
 // order; `merges` are (left bytes, right bytes) in rank order.
 attn::Bpe tokenizer(const std::vector<std::string>& tokens,
                     const std::vector<std::pair<std::string, std::string>>& merges) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("attn_ch13_test_" + std::to_string(::getpid()));
+  const fs::path dir = fs::temp_directory_path() / ("attn_ch13_test_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::string vocab = "{";
   for (int b = 0; b < 256; ++b) {
@@ -210,14 +209,14 @@ TEST_CASE("a cut sequence is one U+FFFD, the byte after it read again" *
           doctest::description("hint 2")) {
   // Expected values: CPython's bytes.decode("utf-8", errors="replace").
   const attn::Bpe bpe = tokenizer({"\xf0\x9f"}, {{"\xf0", "\x9f"}});
-  CHECK(ex13::decode(bpe, Ids{256}) == kReplacement);                              // f0 9f
-  CHECK(ex13::decode(bpe, Ids{256, byte('\x99')}) == kReplacement);                // f0 9f 99
-  CHECK(ex13::decode(bpe, Ids{256, byte('a')}) == kReplacement + "a");             // f0 9f a
+  CHECK(ex13::decode(bpe, Ids{256}) == kReplacement);                   // f0 9f
+  CHECK(ex13::decode(bpe, Ids{256, byte('\x99')}) == kReplacement);     // f0 9f 99
+  CHECK(ex13::decode(bpe, Ids{256, byte('a')}) == kReplacement + "a");  // f0 9f a
   CHECK(ex13::decode(bpe, Ids{byte('\xe2'), byte('\x82'), byte('b')}) == kReplacement + "b");
   // f0 9f 98, then c3 a9 (é): the c3 that broke the emoji starts the next character.
   CHECK(ex13::decode(bpe, Ids{256, byte('\x98'), byte('\xc3'), byte('\xa9')}) ==
         kReplacement + "\xc3\xa9");
-  CHECK(ex13::decode(bpe, Ids{byte('c'), byte('\xc3')}) == "c" + kReplacement);   // cut at end
+  CHECK(ex13::decode(bpe, Ids{byte('c'), byte('\xc3')}) == "c" + kReplacement);  // cut at end
 }
 
 TEST_CASE("bytes that cannot start a character are one U+FFFD each" *
@@ -234,7 +233,7 @@ TEST_CASE("overlong forms, surrogates and values past U+10FFFF are not character
           doctest::description("hint 3")) {
   const attn::Bpe bpe = tokenizer({}, {});
   const std::string r = kReplacement;
-  CHECK(ex13::decode(bpe, Ids{byte('\xc0'), byte('\xaf')}) == r + r);           // overlong '/'
+  CHECK(ex13::decode(bpe, Ids{byte('\xc0'), byte('\xaf')}) == r + r);  // overlong '/'
   CHECK(ex13::decode(bpe, Ids{byte('\xe0'), byte('\x80'), byte('\xaf')}) == r + r + r);
   CHECK(ex13::decode(bpe, Ids{byte('\xed'), byte('\xa0'), byte('\x80')}) == r + r + r);  // D800
   CHECK(ex13::decode(bpe, Ids{byte('\xf4'), byte('\x90'), byte('\x80'), byte('\x80')}) ==
