@@ -25,6 +25,7 @@
 #include "attn/io/corpus.hpp"
 #include "attn/io/text.hpp"
 #include "attn/term/cli.hpp"
+#include "compare.hpp"
 #include "exercises.hpp"
 #include "show.hpp"
 
@@ -38,6 +39,8 @@ constexpr std::size_t kMaxVocab = 65536;  // GPT-2 has 50,257; training stops ea
 
 struct Options {
   std::size_t vocab_size = 512;
+  std::size_t steps = 300;  // --compare
+  bool compare = false, steps_given = false;
   std::string train_file, save_dir, tokenizer_dir, encode_text, decode_ids;
   bool train = false, save = false, tokenizer = false, encode = false, decode = false;
 };
@@ -334,6 +337,10 @@ void run_tokenizer(const Options& o) {
 
 void run(const attn::CommonOptions& common, const Options& o) {
   // Which mode: the tools' flags belong together, and never with the walkthrough's.
+  if (o.compare && (o.train || o.tokenizer || common.mine)) {
+    throw attn::UsageError("--compare runs on its own: leave out --train, --tokenizer and --mine");
+  }
+  if (o.steps_given && !o.compare) throw attn::UsageError("--steps needs --compare");
   if (o.train && o.tokenizer) throw attn::UsageError("--train and --tokenizer exclude each other");
   if (o.save && !o.train) throw attn::UsageError("--save DIR needs --train FILE");
   if ((o.encode || o.decode) && !o.tokenizer) {
@@ -347,6 +354,7 @@ void run(const attn::CommonOptions& common, const Options& o) {
   if ((o.train || o.tokenizer) && common.mine) {
     throw attn::UsageError("--mine runs the walkthrough: leave out --train and --tokenizer");
   }
+  if (o.compare) return run_compare(common, o.vocab_size, o.steps);
   if (o.train) {
     if (common.data) (void)attn::load_corpus(common.data);  // a bad --data is still an error
     return run_train(o, common.timing);
@@ -392,6 +400,12 @@ int main(int argc, char** argv) {
   cli.add_string("--decode", o.decode_ids,
                  "IDS: with --tokenizer, print the text of these ids (separated by spaces or "
                  "commas)");
+  cli.add_flag("--compare", o.compare,
+               "instead of the walkthrough: chapter 09's model trained on characters and on BPE "
+               "tokens (V = --vocab-size) for the same steps, compared in bits per character");
+  cli.add_size("--steps", o.steps, "with --compare, the steps of each run", 1,
+               ch13::kMaxCompareSteps);
+  o.steps_given = attn::flag_given(argc, argv, "--steps");
   o.train = attn::flag_given(argc, argv, "--train");
   o.save = attn::flag_given(argc, argv, "--save");
   o.tokenizer = attn::flag_given(argc, argv, "--tokenizer");

@@ -64,3 +64,17 @@ add_test(NAME cli.ch13.train_save_same_files
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ch13_train.sh $<TARGET_FILE:13_tokens>
                  ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/ch13_train)
 set_tests_properties(cli.ch13.train_save_same_files PROPERTIES LABELS "cli;ch13")
+
+# --compare: chapter 09's model on characters and on BPE tokens.
+attn_cli_test(ch13.compare_with_tool EXIT 2 MATCH "--compare runs on its own"
+              COMMAND 13_tokens --compare --tokenizer ${ch13_tok} --encode a)
+attn_cli_test(ch13.steps_without_compare EXIT 2 MATCH "--steps needs --compare"
+              COMMAND 13_tokens --steps 5)
+attn_cli_test(ch13.steps_zero EXIT 2 MATCH "--steps must be at least 1, got 0"
+              COMMAND 13_tokens --compare --steps 0)
+attn_cli_test(ch13.steps_above_max EXIT 2 MATCH "--steps must be at most 20000, got 20001"
+              COMMAND 13_tokens --compare --steps 20001)
+attn_cli_test(ch13.compare_short_corpus EXIT 1
+              MATCH "--compare: the corpus .*short.txt \\(--data\\) is too short: each split needs more than 32 characters"
+              PREPARE "mkdir -p ${ch13_bad} && printf 'To be or not' > ${ch13_bad}/short.txt"
+              COMMAND 13_tokens --compare --data ${ch13_bad}/short.txt)
