@@ -99,11 +99,12 @@ void run_compare(const attn::CommonOptions& common, std::size_t vocab_size, std:
   fmt::print("Chapter 13: characters against BPE tokens (--compare)\n");
   fmt::print("seed {}, corpus {}\n", common.seed, corpus.origin);
   attn::section(1, "The same model, the same steps, two vocabularies");
-  fmt::print("Chapter 09's model (C 64, 4 heads, 2 layers, T {}, B {}, AdamW lr 2e-3), {} steps\n"
-             "of B x T = {} tokens each, trained on the first 90% of the text and measured on\n"
-             "the last 10% ({} characters, {} batches):\n",
-             kBlock, kBatch, steps, kBlock * kBatch, attn::grouped(static_cast<double>(val_chars)),
-             kEvalIters);
+  fmt::print(
+      "Chapter 09's model (C 64, 4 heads, 2 layers, T {}, B {}, AdamW lr 2e-3), {} steps\n"
+      "of B x T = {} tokens each, trained on the first 90% of the text and measured on\n"
+      "the last 10% ({} characters, {} batches):\n",
+      kBlock, kBatch, steps, kBlock * kBatch, attn::grouped(static_cast<double>(val_chars)),
+      kEvalIters);
   const Run runs[2] = {
       train_one("characters", vocab.size(), char_split, val_chars, steps, common.seed),
       train_one("BPE tokens", bpe.vocab_size(), bpe_split, val_chars, steps, common.seed)};
@@ -119,20 +120,21 @@ void run_compare(const attn::CommonOptions& common, std::size_t vocab_size, std:
                common.timing ? fmt::format("  {:.1f} s", r.seconds) : "");
   }
   const bool bpe_better = runs[1].bits_per_char < runs[0].bits_per_char;
-  fmt::print("A loss per token is not comparable across vocabularies (a token of {} characters\n"
-             "is harder to guess than one character); bits per character are: the loss times\n"
-             "tokens per character, over ln 2. Here the BPE model is {} by {} bits per\n"
-             "character. Each of its windows covers {} times more text, and attention over\n"
-             "the same text costs {} of the character model's scores. The same steps of the\n"
-             "same B x T tokens are not quite the same compute: the BPE model has {} more\n"
-             "parameters (a row of C per extra token) and its output layer is V = {} wide.\n",
-             attn::num(runs[1].chars_per_token, 2), bpe_better ? "better" : "worse",
-             attn::num(std::abs(runs[0].bits_per_char - runs[1].bits_per_char), 3),
-             attn::num(runs[1].chars_per_token, 2),
-             attn::num(1.0 / (runs[1].chars_per_token * runs[1].chars_per_token), 3),
-             attn::grouped(static_cast<double>(runs[1].parameters) -
-                           static_cast<double>(runs[0].parameters)),
-             runs[1].vocab);
+  fmt::print(
+      "A loss per token is not comparable across vocabularies (a token of {} characters\n"
+      "is harder to guess than one character); bits per character are: the loss times\n"
+      "tokens per character, over ln 2. Here the BPE model is {} by {} bits per\n"
+      "character. Each of its windows covers {} times more text, and attention over\n"
+      "the same text costs {} of the character model's scores. The same steps of the\n"
+      "same B x T tokens are not quite the same compute: the BPE model has {} more\n"
+      "parameters (a row of C per extra token) and its output layer is V = {} wide.\n",
+      attn::num(runs[1].chars_per_token, 2), bpe_better ? "better" : "worse",
+      attn::num(std::abs(runs[0].bits_per_char - runs[1].bits_per_char), 3),
+      attn::num(runs[1].chars_per_token, 2),
+      attn::num(1.0 / (runs[1].chars_per_token * runs[1].chars_per_token), 3),
+      attn::grouped(static_cast<double>(runs[1].parameters) -
+                    static_cast<double>(runs[0].parameters)),
+      runs[1].vocab);
   attn::claim(std::isfinite(runs[0].bits_per_char) && std::isfinite(runs[1].bits_per_char),
               "both runs end with a finite loss");
 }
