@@ -196,16 +196,19 @@ EncodeView encode_sentence(const Pieces& k, const attn::Bpe& bpe, std::string_vi
   e.start = token_texts(bpe, ids);
   // The loop of encoding, written out: the adjacent pair whose merge has the lowest rank.
   while (true) {
-    std::optional<std::size_t> best;
+    std::optional<std::size_t> best, leftmost, best_at;
     attn::TokenPair pair{0, 0};
     for (std::size_t i = 0; i + 1 < ids.size(); ++i) {
       const auto rank = bpe.rank_of({ids[i], ids[i + 1]});
+      if (rank && !leftmost) leftmost = i;
       if (rank && (!best || *rank < *best)) {
         best = rank;
+        best_at = i;
         pair = {ids[i], ids[i + 1]};
       }
     }
     if (!best) break;
+    if (e.steps.empty()) e.rank_beats_position = *best_at != *leftmost;
     const int id = bpe.merges()[*best].id;
     if (!e.steps.empty() && *best <= e.steps.back().rank) e.ranks_grow = false;
     ids = k.merge(ids, pair, id);

@@ -144,11 +144,16 @@ void show_encoding(const EncodeView& e) {
     fmt::print("  rank {}  {}  {}\n", attn::align_right(std::to_string(s.rank), 4),
                attn::align_left(s.pair, 14), bar(s.tokens));
   }
+  if (!e.steps.empty()) {
+    fmt::print("{}\n", e.rank_beats_position
+                           ? "The first merge is not the leftmost pair that has one but the pair "
+                             "learned first."
+                           : "The pair learned first is the leftmost one here; in general rank, "
+                             "not position, decides.");
+  }
   if (e.steps.size() > 1) {
-    fmt::print(
-        "The first merge is not the first pair of the chunk but the one learned first. The\n"
-        "ranks {} from step to step: a merge can only use tokens made before it.\n",
-        e.ranks_grow ? "grow" : "do NOT grow");
+    fmt::print("The ranks {} from step to step: a merge can only use tokens made before it.\n",
+               e.ranks_grow ? "grow" : "do NOT grow");
     attn::claim(e.ranks_grow, "the ranks of the merges applied grow from step to step");
   }
   fmt::print("encode_chunk gives {}.\n",

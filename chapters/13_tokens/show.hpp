@@ -65,7 +65,8 @@ struct EncodeView {
   std::string chunk;               // the chunk taken apart
   std::vector<std::string> start;  // its bytes as tokens
   std::vector<EncodeStep> steps;
-  bool ranks_grow = true;  // each step's rank is above the one before
+  bool ranks_grow = true;            // each step's rank is above the one before
+  bool rank_beats_position = false;  // the first merge is not the leftmost pair with a merge
   bool same_as_encode_chunk = false;
   std::vector<std::string> tokens;  // the whole sentence's tokens
   std::vector<int> ids;
