@@ -31,11 +31,11 @@ using attn::num;
 using attn::thousands;
 using Clock = std::chrono::steady_clock;
 
-// B * T tokens of activations per step: bounded so a typo cannot ask for more than a laptop has.
-constexpr std::size_t kMaxTokensPerStep = std::size_t{1} << 17;
-// The activations a step keeps for its backward, over all layers: 4 GiB of floats, room for the
-// lecture's final model (B 64, T 256, C 384, 6 heads, 6 layers, dropout: 2.8 GiB).
-constexpr std::size_t kMaxKeptFloats = std::size_t{1} << 30;
+// B * T tokens of activations per step, and the activations a step keeps for its backward:
+// bounded so a typo cannot ask for more than a laptop has (train.txt is held to the same bounds,
+// attn::check_train_config).
+using attn::train_limits::kMaxKeptFloats;
+using attn::train_limits::kMaxTokensPerStep;
 
 // ---- Ctrl-C (SIGINT) or SIGTERM: finish the step (or cut the estimate short), save, exit
 // 128 + the signal's number (130, 143). A second signal exits at once: the checkpoint of the
@@ -303,7 +303,9 @@ void check_resume_flags(const Options& o, const attn::TrainConfig& c, int argc, 
        c.schedule.shape == attn::LrShape::constant ? "constant" : "cosine");
   same("--warmup", n(o.warmup), n(c.schedule.warmup));
   same("--positions", o.positions, std::string(attn::positions_name(c.model.positions)));
-  same("--rope-theta", n(o.rope_theta), n(c.model.rope_theta));
+  // The flag is a float and the spec keeps a double: compare as the flag reads (500.1 was saved
+  // as 500.100006103515625).
+  same("--rope-theta", n(o.rope_theta), n(static_cast<float>(c.model.rope_theta)));
   same("--normalization", o.normalization,
        std::string(attn::normalization_name(c.model.normalization)));
   same("--ffn", o.ffn, std::string(attn::ffn_kind_name(c.model.ffn)));

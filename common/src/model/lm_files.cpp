@@ -364,7 +364,18 @@ std::optional<ModelChoices> read_model_file(const std::filesystem::path& dir) {
 
 void write_manifest(const std::filesystem::path& dir) {
   std::string text = "# name size fnv1a64: what this folder held when it was saved\n";
-  for (const std::string& name : folder_files(dir)) {
+  std::vector<std::string> names = folder_files(dir);
+  // The manifest of each sub-folder too (written before this one), so a sub-folder swapped whole,
+  // its files and its manifest together, no longer matches its parent's.
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const fs::path sub = e.path().filename() / kManifestName;
+    if (e.is_directory(ec) && !e.is_symlink(ec) && fs::is_regular_file(dir / sub, ec)) {
+      names.push_back(sub.generic_string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
     std::uintmax_t size = 0;
     const std::uint64_t h = fnv1a64_file(dir / name, size);
     text += fmt::format("{} {} {:016x}\n", name, size, h);
@@ -411,8 +422,16 @@ bool check_manifest(const fs::path& dir) {
     std::istringstream fields(line);
     std::string name, hex, rest;
     std::uintmax_t size = 0;
-    if (!(fields >> name >> size >> hex) || (fields >> rest) || hex.size() != 16 ||
-        name.find('/') != std::string::npos || name == "..") {
+    if (!(fields >> name >> size >> hex) || (fields >> rest) || hex.size() != 16) {
+      fail(fmt::format("{} line {} is not `name size fnv1a64`", kManifestName, number));
+    }
+    // A file of the folder ("wte.npy"), or a sub-folder's manifest ("model/MANIFEST.txt").
+    const std::size_t slash = name.find('/');
+    const std::string folder = slash == std::string::npos ? "" : name.substr(0, slash);
+    const bool plain = slash == std::string::npos && name != "." && name != "..";
+    const bool sub_manifest = slash != std::string::npos && !folder.empty() && folder != "." &&
+                              folder != ".." && name.substr(slash + 1) == kManifestName;
+    if (!plain && !sub_manifest) {
       fail(fmt::format("{} line {} is not `name size fnv1a64`", kManifestName, number));
     }
     const fs::file_status entry = fs::symlink_status(dir / name, ec);
