@@ -14,6 +14,7 @@
 
 #include "attn/term/cli.hpp"
 #include "attn/io/npy.hpp"
+#include "attn/model/kvcache.hpp"
 #include "attn/model/lm_files.hpp"
 
 namespace ch10 {
@@ -177,6 +178,50 @@ std::vector<int> prompt_ids(const Options& o, const attn::Corpus& corpus, const 
   std::vector<int> ids;
   for (char32_t c : prompt) ids.push_back(vocab.id_of(c));
   return ids;
+}
+
+GenerationPlan plan_generation(const attn::ModelSpec& c, std::size_t prompt, std::size_t tokens,
+                               bool no_cache) {
+  const std::size_t T_max = c.block_size;
+  const bool rolling = attn::uses_rolling_cache(c);
+  // lm_generate crops its context to T_max, except for a rope model with a window.
+  const bool uncropped = c.rope() && c.window.has_value();
+  const std::size_t n0 = std::max<std::size_t>(1, std::min(prompt, T_max));
+  // 1. The cached loops: a prefill, then a step per character while positions are left (a
+  //    re-fill each past T_max for chapter 07's cache; a rolling cache keeps stepping).
+  double cached = attn::lm_token_flops_uncached(c, n0);
+  for (std::size_t i = 1, length = n0; i < tokens; ++i) {
+    if (rolling) {
+      cached += attn::lm_token_flops_cached(c, std::min(length++, c.window.value_or(T_max)));
+    } else if (length < T_max) {
+      cached += attn::lm_token_flops_cached(c, length++);
+    } else {
+      cached += attn::lm_token_flops_refill(c);
+    }
+  }
+  // 2. The uncached run, character by character, and how many characters fit its budget.
+  GenerationPlan plan;
+  double uncached = 0.0, checked = 0.0;
+  for (std::size_t i = 0; i < tokens; ++i) {
+    const std::size_t context = uncropped ? prompt + i : std::min(prompt + i, T_max);
+    uncached += attn::lm_token_flops_uncached(c, std::max<std::size_t>(1, context));
+    if (uncached <= kMaxCheckFlops) {
+      plan.checked = i + 1;
+      checked = uncached;
+    }
+  }
+  const double loops = rolling ? 1.0 : 3.0;
+  // --no-cache streams the uncached run itself (all of it), then checks it against the cache.
+  plan.flops = loops * cached + (no_cache ? uncached : checked);
+  if (no_cache) plan.checked = tokens;
+  if (plan.flops > kMaxGenerationFlops) {
+    throw attn::UsageError(fmt::format(
+        "--tokens {}{} with L = {}, C = {}, T_max = {} is about {:.2g} floating-point operations, "
+        "more than the limit of {:.2g} (about two minutes on a 2-core machine): lower --tokens{}",
+        tokens, no_cache ? " --no-cache" : "", c.n_layers, c.n_embd, T_max, plan.flops,
+        kMaxGenerationFlops, no_cache ? " or drop --no-cache" : ""));
+  }
+  return plan;
 }
 
 }  // namespace ch10
