@@ -62,7 +62,8 @@ const Folder& folder() {
     if (mkdtemp(tmpl) == nullptr) std::abort();
     Folder out;
     out.run = fs::path(tmpl) / "run";
-    out.corpus = "to be or not to be\nthat is the question\n";
+    // Five times the lines: its validation split (the last 10%) holds a window of T + 1 = 5.
+    for (int i = 0; i < 5; ++i) out.corpus += "to be or not to be\nthat is the question\n";
     const fs::path corpus_path = fs::path(tmpl) / "corpus.txt";
     write_file(corpus_path, out.corpus);
     out.record = attn::record_corpus(corpus_path, out.corpus);
