@@ -208,7 +208,8 @@ attn::ModelChoices model_choices(const Options& o, std::size_t V) {
   if (o.n_kv_heads != 0) m.n_kv_heads = o.n_kv_heads;
   if (o.window != 0) m.window = o.window;
   m.bias = !o.no_bias;
-  m.rope_theta = static_cast<double>(o.rope_theta);
+  // The flag is a float: its shortest decimal (500.1, not 500.100006103515625) is the base.
+  m.rope_theta = std::stod(fmt::format("{}", o.rope_theta));
   try {
     m.activation = attn::parse_activation(o.activation);
     m.positions = attn::parse_positions(o.positions);

@@ -25,6 +25,8 @@ namespace fs = std::filesystem;
 
 constexpr std::uintmax_t kMaxVocabBytes = 1 << 20;  // vocab.txt: 1 MiB is far more than enough
 constexpr std::size_t kPromptMinLength = 30;        // the default prompt: the first line this long
+// The largest model it loads (attn::check_model_bounds).
+constexpr std::size_t kMaxLayers = 64, kMaxHeads = 64, kMaxEmbd = 1024, kMaxBlockSize = 4096;
 
 }  // namespace
 
@@ -106,6 +108,10 @@ Model load_model(const Options& o, const attn::Vocab& corpus_vocab) {
   // Messages name the folder as typed (the shipped one as the pages do).
   m.weights = attn::load_lm_as_described(dir, o.typed, o.n_heads, m.config, m.described,
                                          shipped ? "data/sonnets-model" : folder);
+  // Held to the bounds of the flags that make such models: 10's own --n-layers and --n-heads,
+  // chapter 09's --n-embd and chapter 07's --block-size.
+  attn::check_model_bounds(m.config, {kMaxLayers, kMaxHeads, kMaxEmbd, kMaxBlockSize},
+                           shipped ? "data/sonnets-model" : folder);
   const fs::path vocab_file = dir / "vocab.txt";
   const bool has_vocab = fs::exists(vocab_file, ec);
   if (!has_vocab && had_manifest && !fs::exists(dir / "MANIFEST.txt", ec)) {

@@ -160,9 +160,8 @@ bool parse_model_txt(const fs::path& dir, ModelChoices& out, std::vector<std::st
     const auto number_of = [&] {
       std::size_t n = 0;
       const auto [end, err] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (err != std::errc() || end != value.data() + value.size() || n > (1u << 20)) {
-        bad("a whole number");
-      }
+      if (err != std::errc() || end != value.data() + value.size()) bad("a whole number");
+      if (n > (1u << 20)) bad(fmt::format("at most {}", 1u << 20));
       return n;
     };
     const auto size = [&](std::size_t& o) {
@@ -207,7 +206,7 @@ bool parse_model_txt(const fs::path& dir, ModelChoices& out, std::vector<std::st
         if (key == "normalization") out.normalization = parse_normalization(value);
         if (key == "ffn") out.ffn = parse_ffn_kind(value);
       } catch (const std::invalid_argument&) {
-        bad(key == "positions"       ? "learned or rope"
+        bad(key == "positions"       ? "learned, rope, alibi or none"
             : key == "normalization" ? "layernorm or rmsnorm"
                                      : "mlp or swiglu");
       }
