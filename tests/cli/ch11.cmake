@@ -62,3 +62,7 @@ attn_cli_test(ch11.full_table_in_one_command EXIT 2
 attn_cli_test(ch11.extrapolate_past_the_time_budget EXIT 2
               MATCH "^11_modern_attention: error: --extrapolate with --extrapolate-steps 20000 and --extrapolate-seeds 5 would train 5 models x 5 seeds for about [0-9]+ s here, more than the limit of 150 s: lower --extrapolate-steps or --extrapolate-seeds"
               COMMAND 11_modern_attention --extrapolate --extrapolate-steps 20000)
+# A message that already says "(see --help)" does not get it twice (issue 29).
+attn_cli_test(ch11.see_help_once EXIT 2
+              MATCH "^11_modern_attention: error: --head-size must be even \\(RoPE turns pairs of features\\), got 3 \\(see --help\\)$"
+              COMMAND 11_modern_attention --head-size 3)

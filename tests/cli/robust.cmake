@@ -236,3 +236,14 @@ if(NOT ATTN_SANITIZE)
                 COMMAND 09_training --batch-size 16 --block-size 1024 --n-embd 64 --n-heads 16
                         --n-layers 1 --steps 2 --eval-iters 1 --eval-interval 100 --tokens 0)
 endif()
+
+# A run whose `current` points to a checkpoint that is gone is named as such (issue 29), not as
+# "n_layers must be at least 1, got 0".
+set(dangling ${robust_dir}/dangling_run)
+foreach(chapter 07_causal_lm 10_generation)
+  string(SUBSTRING ${chapter} 0 2 nn)
+  attn_cli_test(robust.ch${nn}.weights_dangling_current EXIT 1
+                PREPARE "rm -rf ${dangling}_${nn} && mkdir -p ${dangling}_${nn} && ln -s ckpt-000002 ${dangling}_${nn}/current && ln -s current/model ${dangling}_${nn}/model"
+                MATCH "^${chapter}: error: --weights '.*dangling_run_${nn}': the link '.*dangling_run_${nn}/current' points to 'ckpt-000002', which is gone"
+                COMMAND ${chapter} --weights ${dangling}_${nn})
+endforeach()

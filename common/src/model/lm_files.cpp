@@ -38,6 +38,7 @@ namespace {
 class ModelReader {
  public:
   explicit ModelReader(fs::path dir) : dir_(std::move(dir)) {}
+  bool had_manifest = false;  // the folder's MANIFEST.txt was there, and verified, first
 
   [[noreturn]] void fail(std::string_view what) const {
     throw std::runtime_error(fmt::format("model '{}': {}", dir_.string(), what));
@@ -48,7 +49,16 @@ class ModelReader {
     const fs::path path = dir_ / name;
     std::error_code ec;
     const fs::file_status st = fs::symlink_status(path, ec);
-    if (!fs::exists(st)) fail("missing " + name);
+    if (!fs::exists(st)) {
+      // There when the manifest was checked, gone now with the folder (or its manifest): a
+      // trainer's newer checkpoint replaced this one while it was read, not a broken folder.
+      if (had_manifest && (!fs::exists(dir_ / kManifestName, ec) || !fs::exists(dir_, ec))) {
+        fail(name +
+             " vanished while the folder was read (a newer checkpoint replaced it?): "
+             "load it again");
+      }
+      fail("missing " + name);
+    }
     // A link could point anywhere (one large tensor under many names): a model folder holds
     // its tensors itself.
     if (!fs::is_regular_file(st)) fail(name + " is not a regular file (links are not followed)");
@@ -467,12 +477,12 @@ bool verify_manifest(const std::filesystem::path& dir) {
 
 LmWeights load_lm(const std::filesystem::path& dir, const ModelChoices& asked, ModelSpec& spec) {
   const std::size_t n_layers = asked.n_layers, n_heads = asked.n_heads;
-  const ModelReader r(dir);
+  ModelReader r(dir);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) r.fail("no such folder");
   check_folder_budget(dir, r);
   try {
-    check_manifest(dir);
+    r.had_manifest = check_manifest(dir);
   } catch (const ManifestProblem& e) {
     r.fail(e.what());
   }
@@ -601,6 +611,16 @@ std::string model_txt(const ModelSpec& s) {
 
 fs::path resolve_model_folder(const fs::path& given) {
   std::error_code ec;
+  // A run whose `current` (or `model`) link points to a checkpoint that is gone: said as such,
+  // not as an empty folder with no blocks ("n_layers must be at least 1").
+  for (const fs::path& link : {given, given / "current", given / "model"}) {
+    if (fs::is_symlink(fs::symlink_status(link, ec)) && !fs::exists(link, ec)) {
+      throw std::runtime_error(fmt::format(
+          "--weights '{}': the link '{}' points to '{}', which is gone (a checkpoint removed by "
+          "hand, or the run's folder copied without it): use a run or checkpoint that is whole",
+          given.string(), link.string(), fs::read_symlink(link, ec).string()));
+    }
+  }
   fs::path folder = given;
   if (fs::is_directory(given / "model", ec) && !fs::exists(given / "wte.npy", ec)) {
     folder = given / "model";  // a chapter-09 run (DIR/model) or checkpoint (DIR/ckpt-N/model)
