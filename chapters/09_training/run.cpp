@@ -384,6 +384,7 @@ RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainC
 
   // The estimate of this step, unless it is there already (a run cut short in that estimate and
   // resumed does it now).
+  const std::size_t first_step = s.step;  // > 0: a resumed run
   const bool estimated = !s.evals.empty() && s.evals.back().step == s.step;
   if (!estimated && s.step % c.eval_interval == 0 && !evaluate(s.step)) {
     stop();
@@ -399,10 +400,13 @@ RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainC
       r = step_by_hand(k, s, c, s.batch.x, s.batch.y);
     }
     if (!std::isfinite(r.loss)) {
+      // A resumed run keeps its --lr (check_resume_flags): advise what it accepts.
       throw std::runtime_error(fmt::format(
-          "the loss became {} at step {}: the learning rate {} is too high for this model "
-          "(try --lr {} or --grad-clip 1)",
-          num(r.loss), s.step, num(c.schedule.lr, 5), num(c.schedule.lr / 10.0f, 5)));
+          "the loss became {} at step {}: the learning rate {} is too high for this model ({} "
+          "--lr {} or --grad-clip 1)",
+          num(r.loss), s.step, num(c.schedule.lr, 5),
+          first_step > 0 ? "a resumed run keeps its --lr: start a new run with" : "try",
+          num(c.schedule.lr / 10.0f, 5)));
     }
     ++report.steps_taken;
     if (live && seconds_since(last_draw) > 0.2) {
