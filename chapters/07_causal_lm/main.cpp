@@ -297,7 +297,8 @@ void check_model_size(const Options& o) {
 // runs for minutes: 2 T (12 C^2 L + V C) for the weights, 4 L T^2 C for attention.
 constexpr double kMaxGenerationWork = 2.5e11;  // some seconds on one core of a laptop
 
-void check_generation_work(const attn::ModelSpec& c, std::size_t prompt, std::size_t new_tokens) {
+void check_generation_work(const attn::ModelSpec& c, std::size_t prompt, std::size_t new_tokens,
+                           bool loaded) {
   const double C = static_cast<double>(c.n_embd), L = static_cast<double>(c.n_layers);
   const double V = static_cast<double>(c.vocab_size);
   double work = 0.0;
@@ -308,9 +309,11 @@ void check_generation_work(const attn::ModelSpec& c, std::size_t prompt, std::si
   if (work > kMaxGenerationWork) {
     throw attn::UsageError(fmt::format(
         "--tokens {} with L = {}, C = {}, T_max = {} is about {:.1e} floating-point operations "
-        "of generation, more than the limit of {:.1e}: lower --tokens, --block-size, --n-embd "
-        "or --n-layers",
-        new_tokens, c.n_layers, c.n_embd, c.block_size, work, kMaxGenerationWork));
+        "of generation, more than the limit of {:.1e}: lower {}",
+        new_tokens, c.n_layers, c.n_embd, c.block_size, work, kMaxGenerationWork,
+        // A loaded model's sizes are its files', not flags: only --tokens is the learner's.
+        loaded ? "--tokens (the sizes are the model folder's)"
+               : "--tokens, --block-size, --n-embd or --n-layers"));
   }
 }
 
@@ -342,6 +345,9 @@ Model make_model(const Options& o, attn::Vocab& vocab, std::uint64_t seed) {
   bool described = false;
   m.weights =
       attn::load_lm_as_described(dir, o.typed, o.n_heads, m.config, described, o.weights_dir);
+  // The folder's model is held to the flags' bounds, as one the flags drew would be.
+  attn::check_model_bounds(m.config, {kMaxLayers, kMaxHeads, kMaxEmbd, kMaxBlockSize},
+                           o.weights_dir);
   if (attn::uses_rolling_cache(m.config)) {
     // Chapter 11's parts (RoPE, RMSNorm, SwiGLU, GQA, a window, no biases): this chapter takes
     // GPT-2's model apart, step by step, and would describe it wrongly.
@@ -456,7 +462,7 @@ void run(const attn::CommonOptions& common, const Options& o) {
   p.ids = vocab.encode(attn::encode_utf8(prompt));
   const std::size_t T = std::min(p.ids.size(), m.config.block_size);
   p.context.assign(p.ids.end() - static_cast<std::ptrdiff_t>(T), p.ids.end());
-  check_generation_work(m.config, p.ids.size(), o.tokens);
+  check_generation_work(m.config, p.ids.size(), o.tokens, !o.weights_dir.empty());
 
   fmt::print("Chapter 07: the causal language model\n");
   fmt::print("seed {}, corpus {}, functions: {}\n", common.seed, corpus.origin,

@@ -31,11 +31,11 @@ using attn::num;
 using attn::thousands;
 using Clock = std::chrono::steady_clock;
 
-// B * T tokens of activations per step: bounded so a typo cannot ask for more than a laptop has.
-constexpr std::size_t kMaxTokensPerStep = std::size_t{1} << 17;
-// The activations a step keeps for its backward, over all layers: 4 GiB of floats, room for the
-// lecture's final model (B 64, T 256, C 384, 6 heads, 6 layers, dropout: 2.8 GiB).
-constexpr std::size_t kMaxKeptFloats = std::size_t{1} << 30;
+// B * T tokens of activations per step, and the activations a step keeps for its backward:
+// bounded so a typo cannot ask for more than a laptop has (train.txt is held to the same bounds,
+// attn::check_train_config).
+using attn::train_limits::kMaxKeptFloats;
+using attn::train_limits::kMaxTokensPerStep;
 
 // ---- Ctrl-C (SIGINT) or SIGTERM: finish the step (or cut the estimate short), save, exit
 // 128 + the signal's number (130, 143). A second signal exits at once: the checkpoint of the
@@ -208,7 +208,8 @@ attn::ModelChoices model_choices(const Options& o, std::size_t V) {
   if (o.n_kv_heads != 0) m.n_kv_heads = o.n_kv_heads;
   if (o.window != 0) m.window = o.window;
   m.bias = !o.no_bias;
-  m.rope_theta = static_cast<double>(o.rope_theta);
+  // The flag is a float: its shortest decimal (500.1, not 500.100006103515625) is the base.
+  m.rope_theta = std::stod(fmt::format("{}", o.rope_theta));
   try {
     m.activation = attn::parse_activation(o.activation);
     m.positions = attn::parse_positions(o.positions);
@@ -303,7 +304,9 @@ void check_resume_flags(const Options& o, const attn::TrainConfig& c, int argc, 
        c.schedule.shape == attn::LrShape::constant ? "constant" : "cosine");
   same("--warmup", n(o.warmup), n(c.schedule.warmup));
   same("--positions", o.positions, std::string(attn::positions_name(c.model.positions)));
-  same("--rope-theta", n(o.rope_theta), n(c.model.rope_theta));
+  // The flag is a float and the spec keeps a double: compare as the flag reads (500.1 was saved
+  // as 500.100006103515625).
+  same("--rope-theta", n(o.rope_theta), n(static_cast<float>(c.model.rope_theta)));
   same("--normalization", o.normalization,
        std::string(attn::normalization_name(c.model.normalization)));
   same("--ffn", o.ffn, std::string(attn::ffn_kind_name(c.model.ffn)));
@@ -381,6 +384,7 @@ RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainC
 
   // The estimate of this step, unless it is there already (a run cut short in that estimate and
   // resumed does it now).
+  const std::size_t first_step = s.step;  // > 0: a resumed run
   const bool estimated = !s.evals.empty() && s.evals.back().step == s.step;
   if (!estimated && s.step % c.eval_interval == 0 && !evaluate(s.step)) {
     stop();
@@ -396,10 +400,13 @@ RunReport run_training(const Kernels& k, attn::TrainState& s, const attn::TrainC
       r = step_by_hand(k, s, c, s.batch.x, s.batch.y);
     }
     if (!std::isfinite(r.loss)) {
+      // A resumed run keeps its --lr (check_resume_flags): advise what it accepts.
       throw std::runtime_error(fmt::format(
-          "the loss became {} at step {}: the learning rate {} is too high for this model "
-          "(try --lr {} or --grad-clip 1)",
-          num(r.loss), s.step, num(c.schedule.lr, 5), num(c.schedule.lr / 10.0f, 5)));
+          "the loss became {} at step {}: the learning rate {} is too high for this model ({} "
+          "--lr {} or --grad-clip 1)",
+          num(r.loss), s.step, num(c.schedule.lr, 5),
+          first_step > 0 ? "a resumed run keeps its --lr: start a new run with" : "try",
+          num(c.schedule.lr / 10.0f, 5)));
     }
     ++report.steps_taken;
     if (live && seconds_since(last_draw) > 0.2) {

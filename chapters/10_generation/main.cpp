@@ -169,7 +169,8 @@ std::vector<int> generate_with_cache(const attn::LmWeights& w, const attn::Model
 // 4. Text streamed from the model, with the cache (or without, --no-cache), and the other way
 // for comparison; show_generation (show.cpp) says what the two loops did.
 GenerationRun generate_text(const Kernels& k, const Model& m, std::span<const int> prompt,
-                            const attn::GenerateOptions& g, std::uint64_t seed, bool no_cache) {
+                            const attn::GenerateOptions& g, std::uint64_t seed, bool no_cache,
+                            std::size_t checked) {
   const attn::ModelSpec& c = m.config;
   show_generation_start(m.vocab, prompt, g, seed, no_cache);  // the heading, then the prompt
   const attn::TokenCallback stream = [&m](int id) { put_char(m.vocab, id); };
@@ -186,15 +187,19 @@ GenerationRun generate_text(const Kernels& k, const Model& m, std::span<const in
   const std::vector<int> shown =
       no_cache ? attn::lm_generate(m.weights, c, prompt, g, rng, stream) : cached(rng, stream);
   fmt::print("\n\n");  // the end of the streamed text
-  // The other loop, silently, from the same seed.
+  // The other loop, silently, from the same seed: the uncached one for the first `checked`
+  // characters (its draws are the same, one by one, so a prefix is a fair check).
   attn::Rng other_rng(seed);
+  attn::GenerateOptions first = g;
+  first.max_new_tokens = std::min(g.max_new_tokens, checked);
   const std::vector<int> other =
-      no_cache ? cached(other_rng, {}) : attn::lm_generate(m.weights, c, prompt, g, other_rng);
+      no_cache ? cached(other_rng, {}) : attn::lm_generate(m.weights, c, prompt, first, other_rng);
   GenerationRun r;
   r.prompt = prompt.size();
   r.shown = shown.size();
-  while (r.same < shown.size() && r.same < other.size() && shown[r.same] == other[r.same]) ++r.same;
-  r.identical = r.same == shown.size() && other.size() == shown.size();
+  r.checked = other.size();
+  while (r.same < r.checked && shown[r.same] == other[r.same]) ++r.same;
+  r.identical = r.same == r.checked && r.checked <= shown.size();
   // The loop written out above against the library's, from the same seed.
   attn::Rng hand_rng(seed), library_rng(seed);
   r.same_loop = generate_with_cache(m.weights, c, prompt, g, hand_rng, {}, &r.kept) ==
@@ -233,7 +238,7 @@ Kernels learner_kernels() {
 // biases): sections 1-6 take chapter 07's cache apart, which this model does not use; it
 // generates through attn::lm_generate_cached's rolling cache instead (attn/model/kvcache.hpp).
 void generate_rolling(const Model& m, std::span<const int> prompt, const attn::GenerateOptions& g,
-                      std::uint64_t seed, bool timing) {
+                      std::uint64_t seed, bool timing, std::size_t checked) {
   const attn::ModelSpec& c = m.config;
   show_rolling_cache(c);                         // 1
   show_rolling_start(m.vocab, prompt, g, seed);  // 2: the heading, then the prompt
@@ -243,12 +248,17 @@ void generate_rolling(const Model& m, std::span<const int> prompt, const attn::G
   const std::vector<int> shown = attn::lm_generate_cached(m.weights, c, prompt, g, rng, stream);
   const std::chrono::duration<double> cached_time = Clock::now() - t0;
   fmt::print("\n\n");  // the end of the streamed text
+  // The uncached run for the first `checked` characters: with a window, its forward runs over
+  // the whole context, so its cost grows with the square of the characters.
+  attn::GenerateOptions first = g;
+  first.max_new_tokens = std::min(g.max_new_tokens, checked);
   const auto t1 = Clock::now();
-  const std::vector<int> other = attn::lm_generate(m.weights, c, prompt, g, other_rng);
+  const std::vector<int> other = attn::lm_generate(m.weights, c, prompt, first, other_rng);
   const std::chrono::duration<double> full_time = Clock::now() - t1;
   RollingRun r;
   r.shown = shown.size();
-  r.identical = shown == other;
+  r.checked = other.size();
+  r.identical = r.checked <= shown.size() && std::equal(other.begin(), other.end(), shown.begin());
   r.cached_ms = cached_time.count() * 1000.0;
   r.full_ms = full_time.count() * 1000.0;
   show_rolling_result(r, timing);
@@ -279,13 +289,15 @@ void run(const attn::CommonOptions& common, const Options& o) {
   g.top_k = top_k;
   g.top_p = o.top_p;
   g.greedy = o.greedy;
+  // Refused up front when it would run for more than about two minutes.
+  const GenerationPlan plan = plan_generation(m.config, prompt.size(), o.tokens, o.no_cache);
   if (attn::uses_rolling_cache(m.config))
-    return generate_rolling(m, prompt, g, common.seed, common.timing);
+    return generate_rolling(m, prompt, g, common.seed, common.timing, plan.checked);
   show_cache(m);
   show_step(step_by_hand(k, m, prompt), m, prompt.size());
   const auto t_gen = Clock::now();
-  show_generation(generate_text(k, m, prompt, g, common.seed, o.no_cache), m.config, g, o.no_cache,
-                  common.mine);
+  show_generation(generate_text(k, m, prompt, g, common.seed, o.no_cache, plan.checked), m.config,
+                  g, o.no_cache, common.mine);
   const std::chrono::duration<double> gen_time = Clock::now() - t_gen;
   show_cost(m, common.seed, common.timing);
   show_past_t_max(m);

@@ -14,6 +14,7 @@
 
 #include "attn/term/cli.hpp"
 #include "attn/io/npy.hpp"
+#include "attn/model/kvcache.hpp"
 #include "attn/model/lm_files.hpp"
 
 namespace ch10 {
@@ -24,6 +25,8 @@ namespace fs = std::filesystem;
 
 constexpr std::uintmax_t kMaxVocabBytes = 1 << 20;  // vocab.txt: 1 MiB is far more than enough
 constexpr std::size_t kPromptMinLength = 30;        // the default prompt: the first line this long
+// The largest model it loads (attn::check_model_bounds).
+constexpr std::size_t kMaxLayers = 64, kMaxHeads = 64, kMaxEmbd = 1024, kMaxBlockSize = 4096;
 
 }  // namespace
 
@@ -105,6 +108,10 @@ Model load_model(const Options& o, const attn::Vocab& corpus_vocab) {
   // Messages name the folder as typed (the shipped one as the pages do).
   m.weights = attn::load_lm_as_described(dir, o.typed, o.n_heads, m.config, m.described,
                                          shipped ? "data/sonnets-model" : folder);
+  // Held to the bounds of the flags that make such models: 10's own --n-layers and --n-heads,
+  // chapter 09's --n-embd and chapter 07's --block-size.
+  attn::check_model_bounds(m.config, {kMaxLayers, kMaxHeads, kMaxEmbd, kMaxBlockSize},
+                           shipped ? "data/sonnets-model" : folder);
   const fs::path vocab_file = dir / "vocab.txt";
   const bool has_vocab = fs::exists(vocab_file, ec);
   if (!has_vocab && had_manifest && !fs::exists(dir / "MANIFEST.txt", ec)) {
@@ -177,6 +184,50 @@ std::vector<int> prompt_ids(const Options& o, const attn::Corpus& corpus, const 
   std::vector<int> ids;
   for (char32_t c : prompt) ids.push_back(vocab.id_of(c));
   return ids;
+}
+
+GenerationPlan plan_generation(const attn::ModelSpec& c, std::size_t prompt, std::size_t tokens,
+                               bool no_cache) {
+  const std::size_t T_max = c.block_size;
+  const bool rolling = attn::uses_rolling_cache(c);
+  // lm_generate crops its context to T_max, except for a rope model with a window.
+  const bool uncropped = c.rope() && c.window.has_value();
+  const std::size_t n0 = std::max<std::size_t>(1, std::min(prompt, T_max));
+  // 1. The cached loops: a prefill, then a step per character while positions are left (a
+  //    re-fill each past T_max for chapter 07's cache; a rolling cache keeps stepping).
+  double cached = attn::lm_token_flops_uncached(c, n0);
+  for (std::size_t i = 1, length = n0; i < tokens; ++i) {
+    if (rolling) {
+      cached += attn::lm_token_flops_cached(c, std::min(length++, c.window.value_or(T_max)));
+    } else if (length < T_max) {
+      cached += attn::lm_token_flops_cached(c, length++);
+    } else {
+      cached += attn::lm_token_flops_refill(c);
+    }
+  }
+  // 2. The uncached run, character by character, and how many characters fit its budget.
+  GenerationPlan plan;
+  double uncached = 0.0, checked = 0.0;
+  for (std::size_t i = 0; i < tokens; ++i) {
+    const std::size_t context = uncropped ? prompt + i : std::min(prompt + i, T_max);
+    uncached += attn::lm_token_flops_uncached(c, std::max<std::size_t>(1, context));
+    if (uncached <= kMaxCheckFlops) {
+      plan.checked = i + 1;
+      checked = uncached;
+    }
+  }
+  const double loops = rolling ? 1.0 : 3.0;
+  // --no-cache streams the uncached run itself (all of it), then checks it against the cache.
+  plan.flops = loops * cached + (no_cache ? uncached : checked);
+  if (no_cache) plan.checked = tokens;
+  if (plan.flops > kMaxGenerationFlops) {
+    throw attn::UsageError(fmt::format(
+        "--tokens {}{} with L = {}, C = {}, T_max = {} is about {:.2g} floating-point operations, "
+        "more than the limit of {:.2g} (about two minutes on a 2-core machine): lower --tokens{}",
+        tokens, no_cache ? " --no-cache" : "", c.n_layers, c.n_embd, T_max, plan.flops,
+        kMaxGenerationFlops, no_cache ? " or drop --no-cache" : ""));
+  }
+  return plan;
 }
 
 }  // namespace ch10

@@ -55,4 +55,22 @@ Model load_model(const Options& o, const attn::Vocab& corpus_vocab);
 std::vector<int> prompt_ids(const Options& o, const attn::Corpus& corpus, const attn::Vocab& vocab,
                             std::size_t block_size);
 
+// ---- The time a run takes, bounded before it starts. Its work is counted in forward FLOPs with
+// kvcache.hpp's formulas: the cached loops (chapter 07's cache: the streamed one, the one written
+// out and the library's; a rolling-cache model: one), and the uncached run they are checked
+// against, a forward over the whole context per character. About 50 GFLOP/s reach a 2-core
+// machine here, so the whole run is held to kMaxGenerationFlops (about two minutes), and the
+// uncached check to kMaxCheckFlops: past that it compares the first `checked` characters only
+// (for a rope model with a window its cost grows with the square of the context).
+inline constexpr double kMaxGenerationFlops = 5e12;
+inline constexpr double kMaxCheckFlops = 2.5e11;
+struct GenerationPlan {
+  std::size_t checked = 0;  // the characters compared with the uncached run: all, or a prefix
+  double flops = 0.0;       // the run's estimated work
+};
+// Throws attn::UsageError naming --tokens (and --no-cache, whose loop is the uncached one) when
+// the work is above the budget.
+GenerationPlan plan_generation(const attn::ModelSpec& c, std::size_t prompt, std::size_t tokens,
+                               bool no_cache);
+
 }  // namespace ch10

@@ -132,11 +132,22 @@ void show_generation_start(const attn::Vocab& vocab, std::span<const int> prompt
   std::fputs(attn::encode_utf8(attn::chars_of(vocab, prompt)).c_str(), stdout);
 }
 
+namespace {
+// The uncached run stopped at its budget (setup.hpp, kMaxCheckFlops).
+void show_check_budget(std::size_t checked, std::size_t shown) {
+  fmt::print(
+      "(The first {} of the {} characters: the run without the cache does a forward over the\n"
+      "whole context per character, so the check stops at its budget of {:.0e} FLOPs.)\n",
+      checked, shown, kMaxCheckFlops);
+}
+}  // namespace
+
 void show_generation(const GenerationRun& r, const attn::ModelSpec& c,
                      const attn::GenerateOptions& g, bool no_cache, bool mine) {
   fmt::print("The same seed {} the cache: {}.\n", no_cache ? "with" : "without",
-             r.identical ? fmt::format("the same {} characters", r.shown)
+             r.identical ? fmt::format("the same {} characters", r.checked)
                          : fmt::format("DIFFERENT from character {} on", r.same + 1));
+  if (r.checked < r.shown) show_check_budget(r.checked, r.shown);
   attn::claim(r.identical, "cached and uncached generation give the same characters");
   fmt::print(
       "The loop written out in generate_with_cache (main.cpp) against the library's\n"
@@ -380,8 +391,9 @@ void show_rolling_start(const attn::Vocab& vocab, std::span<const int> prompt,
 
 void show_rolling_result(const RollingRun& r, bool timing) {
   fmt::print("The same seed without the cache: {}.\n",
-             r.identical ? fmt::format("the same {} characters", r.shown)
+             r.identical ? fmt::format("the same {} characters", r.checked)
                          : std::string("DIFFERENT characters"));
+  if (r.checked < r.shown) show_check_budget(r.checked, r.shown);
   attn::claim(r.identical, "the rolling cache and lm_generate give the same characters");
   if (timing) {
     fmt::print(

@@ -49,6 +49,7 @@ void show_generation_start(const attn::Vocab& vocab, std::span<const int> prompt
 struct GenerationRun {
   std::size_t prompt = 0;         // the prompt's tokens
   std::size_t shown = 0;          // characters generated and shown
+  std::size_t checked = 0;        // characters the other loop made: all, or the first ones
   std::size_t same = 0;           // leading characters both loops agree on
   bool identical = false;         // the cached and uncached loops gave the same characters
   bool same_loop = false;         // generate_with_cache gave attn::lm_generate_cached's
@@ -80,10 +81,11 @@ void show_rolling_start(const attn::Vocab& vocab, std::span<const int> prompt,
                         const attn::GenerateOptions& g, std::uint64_t seed);
 // 2. The streamed text against lm_generate's from the same seed.
 struct RollingRun {
-  std::size_t shown = 0;   // characters generated and shown
-  bool identical = false;  // lm_generate gave the same characters
-  double cached_ms = 0.0;  // the rolling cache's generation (--timing)
-  double full_ms = 0.0;    // lm_generate's, a forward over the context per token (--timing)
+  std::size_t shown = 0;    // characters generated and shown
+  std::size_t checked = 0;  // characters lm_generate made: all, or the first ones
+  bool identical = false;   // lm_generate gave the same characters
+  double cached_ms = 0.0;   // the rolling cache's generation (--timing)
+  double full_ms = 0.0;     // lm_generate's, a forward over the context per token (--timing)
 };
 void show_rolling_result(const RollingRun& r, bool timing);
 

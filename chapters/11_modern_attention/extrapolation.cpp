@@ -113,6 +113,17 @@ constexpr double kHold = 0.05;
 
 }  // namespace
 
+double extrapolation_seconds(const Options& o) {
+  double seconds = 0.0;
+  for (const Variant& v : variants(65)) {  // V: Tiny Shakespeare's, for the estimate
+    // Training (B 16, no estimates), then a forward over the long windows (counted as one step).
+    seconds += static_cast<double>(o.extrapolate_seeds) *
+               (training_seconds(v.model, 16, o.extrapolate_steps, 0, 0) +
+                training_seconds(v.model, kWindows * kLong / kT / 3, 1, 0, 0));
+  }
+  return seconds;
+}
+
 void run_extrapolation(const attn::CommonOptions& common, const Options& o) {
   const attn::Corpus corpus = attn::load_corpus(common.data);
   const attn::Vocab vocab = attn::Vocab::from_text(corpus.text);

@@ -41,8 +41,23 @@ std::size_t table_window(const Options& o, const TableSize& z);
 // Throws attn::UsageError (exit 2) for flags that do not fit together, before any work.
 void check_options(const Options& o);
 
-// --table-rows and --table-seeds: attn::UsageError (exit 2) for an unknown row or a bad seed.
+// --table-rows and --table-seeds: attn::UsageError (exit 2) for an unknown row or a bad seed,
+// or for a table (or section 7, --extrapolate) that would train longer than kMaxTrainingSeconds.
 void check_table_flags(const Options& o, std::uint64_t seed);
+
+// ---- The time a command trains, estimated before it starts: each training step costs three
+// forwards over B windows of T tokens (the forward, and a backward of about twice its work),
+// each estimate 2 x eval_iters forwards, a forward being attn::lm_token_flops_uncached(T) FLOPs
+// and T positions. Measured on this course's 2-vCPU machine, one thread, a run takes about
+//   seconds = FLOPs / 62e9 + 1.05e-6 x the positions pushed through the model
+// (the full table's run, C 64 L 4, about 140 s; the default table's 24 runs, C 32 L 2, about
+// 43 s: small models spend more of their time per position than per FLOP). A command is held to
+// kMaxTrainingSeconds, one run of the full table.
+inline constexpr double kMaxTrainingSeconds = 150.0;
+double training_seconds(const attn::ModelSpec& model, std::size_t batch_size, std::size_t steps,
+                        std::size_t eval_interval, std::size_t eval_iters);
+// Section 7's estimate: every variant, seed and its reading of the long windows.
+double extrapolation_seconds(const Options& o);
 
 // Section 6: the table, trained and printed.
 void run_table(const attn::CommonOptions& common, const Options& o);

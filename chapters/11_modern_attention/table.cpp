@@ -237,10 +237,49 @@ void flush_or_throw() {
 
 }  // namespace
 
+double training_seconds(const attn::ModelSpec& model, std::size_t batch_size, std::size_t steps,
+                        std::size_t eval_interval, std::size_t eval_iters) {
+  const double T = static_cast<double>(model.block_size), B = static_cast<double>(batch_size);
+  const double estimates =
+      eval_interval == 0 ? 0.0 : static_cast<double>(steps / eval_interval + 1);
+  const double forwards =
+      B * (3.0 * static_cast<double>(steps) + 2.0 * static_cast<double>(eval_iters) * estimates);
+  return forwards * (attn::lm_token_flops_uncached(model, model.block_size) / 62e9 + T * 1.05e-6);
+}
+
 void check_table_flags(const Options& o, std::uint64_t seed) {
   const TableSize z = table_size(o.table);
-  (void)chosen_rows(o.table_rows, table_rows(z, 2, o));
-  (void)chosen_seeds(o.table_seeds, seed, z.seeds);
+  const std::vector<Row> rows = table_rows(z, 65, o);  // V: Tiny Shakespeare's, for the estimate
+  const std::vector<std::size_t> chosen = chosen_rows(o.table_rows, rows);
+  const std::vector<std::uint64_t> seeds = chosen_seeds(o.table_seeds, seed, z.seeds);
+  // The time it would train, up front: past the budget, refused with the flags to lower.
+  if (o.extrapolate) {
+    const double seconds = extrapolation_seconds(o);
+    if (seconds > kMaxTrainingSeconds) {
+      throw attn::UsageError(fmt::format(
+          "--extrapolate with --extrapolate-steps {} and --extrapolate-seeds {} would train 5 "
+          "models x {} seeds for about {:.0f} s here, more than the limit of {:.0f} s: lower "
+          "--extrapolate-steps or --extrapolate-seeds",
+          o.extrapolate_steps, o.extrapolate_seeds, o.extrapolate_seeds, seconds,
+          kMaxTrainingSeconds));
+    }
+    return;
+  }
+  const std::size_t steps = o.table_steps != 0 ? o.table_steps : z.steps;
+  double seconds = 0.0;
+  for (const std::size_t r : chosen) {
+    seconds += static_cast<double>(seeds.size()) *
+               training_seconds(rows[r].model, z.batch_size, steps, z.eval_interval, z.eval_iters);
+  }
+  if (seconds > kMaxTrainingSeconds) {
+    throw attn::UsageError(fmt::format(
+        "the table{} would train {} run{} ({} row{} x {} seed{}) of {} steps for about {:.0f} s "
+        "here, more than the limit of {:.0f} s: lower --table-steps, or train fewer rows and "
+        "seeds at a time (--table-rows, --table-seeds)",
+        o.table ? " (--table)" : "", chosen.size() * seeds.size(),
+        chosen.size() * seeds.size() == 1 ? "" : "s", chosen.size(), chosen.size() == 1 ? "" : "s",
+        seeds.size(), seeds.size() == 1 ? "" : "s", steps, seconds, kMaxTrainingSeconds));
+  }
 }
 
 void run_table(const attn::CommonOptions& common, const Options& o) {

@@ -109,6 +109,39 @@ std::size_t reference_max_t() {
   return static_cast<std::size_t>(std::sqrt(static_cast<double>(kReferenceCap / kLongH)));
 }
 
+// The projections' FLOPs (x @ w_q, w_k, w_v and the output's @ w_o) and the attention's.
+double projection_flops(std::size_t T) {
+  return 8.0 * static_cast<double>(T) * static_cast<double>(kLongC) * static_cast<double>(kLongC);
+}
+double long_flops(std::size_t T, bool backward) {
+  const std::size_t hs = kLongC / kLongH;
+  double flops =
+      projection_flops(T) + attn::fast::attention_forward_flops(1, kLongH, T, T, hs, true);
+  if (backward) {
+    flops +=
+        2.0 * projection_flops(T) + attn::fast::attention_backward_flops(1, kLongH, T, T, hs, true);
+  }
+  return flops;
+}
+
+double long_seconds(std::size_t T, std::size_t tile, bool backward, bool flash) {
+  const double flops = long_flops(T, backward);
+  if (!flash) return flops / 1e9;
+  const double tiles = std::ceil(static_cast<double>(T) / static_cast<double>(tile));
+  const double pairs = static_cast<double>(kLongH) * tiles * (tiles + 1.0) / 2.0;
+  return flops / 25e9 + pairs * 1e-6 * (backward ? 3.0 : 1.0);
+}
+
+double sweep_seconds(const std::vector<std::size_t>& ts, std::size_t tile, bool backward) {
+  double seconds = 0.0;
+  for (const std::size_t T : ts) {
+    // Each child starts a process and measures the GEMM peak (--timing): about half a second.
+    seconds += 0.5 + long_seconds(T, tile, backward, true);
+    if (reference_fits(T)) seconds += 0.5 + long_seconds(T, tile, backward, false);
+  }
+  return seconds;
+}
+
 void run_long(const attn::CommonOptions& common, const Options& o) {
   const std::size_t T = o.long_t, C = kLongC, H = kLongH, hs = C / H;
   const bool flash = o.kernel == "flash";
@@ -122,16 +155,34 @@ void run_long(const attn::CommonOptions& common, const Options& o) {
         T, H, T, T, bytes_text(reference_floats(T) * 4.0),
         bytes_text(static_cast<double>(kReferenceCap) * 4.0), reference_max_t()));
   }
+  if (const double seconds = long_seconds(T, o.tile, o.backward, flash);
+      seconds > kMaxLongSeconds) {
+    // What would help: a shorter T always; a larger tile where the tiles' count dominates.
+    std::vector<std::string> ways{"lower --long"};
+    if (o.backward) ways.emplace_back("drop --backward");
+    if (!flash) ways.emplace_back("use --kernel flash");
+    if (flash && o.tile < 64 && long_seconds(T, 64, o.backward, true) < seconds / 2.0) {
+      ways.emplace_back("raise --tile (64 by default)");
+    }
+    std::string lower = ways[0];
+    for (std::size_t i = 1; i < ways.size(); ++i) {
+      lower += (i + 1 == ways.size() ? " or " : ", ") + ways[i];
+    }
+    throw attn::UsageError(fmt::format(
+        "--long {}{} with --kernel {}{} would run for about {:.0f} s here, more than the limit of "
+        "{:.0f} s: {}",
+        T, o.backward ? " --backward" : "", o.kernel,
+        flash ? fmt::format(" and --tile {}", o.tile) : std::string(), seconds, kMaxLongSeconds,
+        lower));
+  }
   fmt::print("Chapter 12: long context\n");
   fmt::print("causal multi-head attention, B 1, T {}, C {}, H {} (hs {}), kernel {}{}\n", T, C, H,
              hs, o.kernel, o.backward ? ", forward + backward" : ", forward");
   attn::Rng rng(common.seed);
   const Tensor<3> x = attn::randn<3>(rng, {1, T, C});
   const attn::MhaWeights w = attn::mha_init(rng, C, 1.0f / std::sqrt(static_cast<float>(C)));
-  const double proj =
-      8.0 * static_cast<double>(T) * static_cast<double>(C) * static_cast<double>(C);
-  double flops = proj + attn::fast::attention_forward_flops(1, H, T, T, hs, true);
-  if (o.backward) flops += 2.0 * proj + attn::fast::attention_backward_flops(1, H, T, T, hs, true);
+  const double proj = projection_flops(T);
+  const double flops = long_flops(T, o.backward);
   const auto t0 = Clock::now();
   const double cpu0 = cpu_seconds();
   bool finite = true;
@@ -343,6 +394,16 @@ void write_sweep_svgs(const std::filesystem::path& dir, const std::vector<SweepP
 
 void run_sweep(const attn::CommonOptions& common, const Options& o) {
   const std::vector<std::size_t> ts = parse_sweep(o.sweep);
+  if (const double seconds = sweep_seconds(ts, o.tile, o.backward); seconds > kMaxLongSeconds) {
+    throw attn::UsageError(fmt::format(
+        "--sweep of {} length{}{} with --tile {} would run for about {:.0f} s here (each length "
+        "once with flash, and with the reference up to T = {}), more than the limit of {:.0f} s: "
+        "give fewer or shorter lengths{}",
+        ts.size(), ts.size() == 1 ? "" : "s", o.backward ? " --backward" : "", o.tile, seconds,
+        reference_max_t(), kMaxLongSeconds,
+        o.tile < 64 && sweep_seconds(ts, 64, o.backward) < seconds / 2.0 ? ", or raise --tile"
+                                                                         : ""));
+  }
   fmt::print("Chapter 12: time and peak memory against T\n");
   fmt::print(
       "causal multi-head attention {}, B 1, C {}, H {}, tile {}; each T and kernel runs in its\n"

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "attn/core/limits.hpp"
 #include "attn/term/cli.hpp"
@@ -20,6 +21,14 @@ constexpr std::size_t kMaxLong = 32768;  // the flash forward at 32k: ~0.3 GB, s
 constexpr std::size_t kLongC = 512, kLongH = 8;
 // The reference keeps the (B, H, T, T) weights: refused beyond this many floats (1 GiB).
 constexpr std::size_t kReferenceCap = attn::limits::kMaxElements;
+
+// The time of a --long run, estimated before it starts: its FLOPs at the rate each kernel
+// reached on this course's 2-core machine (flash ~25 GFLOP/s; the reference ~1 GFLOP/s, its
+// (H, T, T) weights written and read again), plus ~1 us for each pair of tiles the flash kernel
+// visits (H (T/tile)^2 / 2 of them; 3x with the backward): with --tile 1, --long 4096 visits
+// 67 million and takes ~54 s, --long 32768 would take over an hour. A --long run or a whole
+// --sweep is held to kMaxLongSeconds (about two and a half minutes), or refused up front.
+inline constexpr double kMaxLongSeconds = 150.0;
 
 struct Options {
   std::size_t block_size = 256;  // T of the ladder
@@ -60,5 +69,9 @@ double cpu_seconds();
 // reference; --sweep T1,T2,...: --long at each T for both kernels, each in its own process.
 void run_long(const attn::CommonOptions& common, const Options& o);
 void run_sweep(const attn::CommonOptions& common, const Options& o);
+
+// The estimate of one --long T run (kernel "flash" or "reference"), and of a whole --sweep.
+double long_seconds(std::size_t T, std::size_t tile, bool backward, bool flash);
+double sweep_seconds(const std::vector<std::size_t>& ts, std::size_t tile, bool backward);
 
 }  // namespace ch12

@@ -183,3 +183,10 @@ add_test(NAME cli.ch09.old_runs
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/old_runs.sh $<TARGET_FILE_DIR:09_training>
                  ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli.ch09.old_runs PROPERTIES LABELS "cli;ch09;ch10;robust" ENVIRONMENT "ATTN_DATA=")
+# The run's own --rope-theta is accepted on resume (issue 29): a float flag of 500.1 is the base
+# 500.1, not 500.100006103515625, and a checkpoint saved with the latter still compares equal.
+set(ch09_theta_run ${CMAKE_CURRENT_BINARY_DIR}/ch09_theta_run)
+attn_cli_test(ch09.resume_same_rope_theta EXIT 0 STDOUT
+              PREPARE "$<TARGET_FILE:09_training> ${ch09_small_text} --steps 2 --positions rope --rope-theta 500.1 --save ${ch09_theta_run} --overwrite > /dev/null"
+              MATCH "RoPE positions \\(theta 500\\.1\\),.*Resumed from .* at step 2 of 3"
+              COMMAND 09_training --resume ${ch09_theta_run} --positions rope --rope-theta 500.1 --steps 3)

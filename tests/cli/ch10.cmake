@@ -184,3 +184,16 @@ endforeach()
 attn_cli_test(ch10.mine_unfinished EXIT 1
               MATCH "exercise ex10\\.1 \\(append to the cache\\) is not done yet"
               COMMAND 10_generation --mine)
+# Time bounds (issue 29): the work of a run is estimated before it starts (setup.hpp) and held to
+# about two minutes; the uncached run the cache is checked against stops at its own budget, so a
+# rope model with a window (whose uncached forward runs over the whole context) stays bounded.
+attn_cli_test(ch10.tokens_past_the_time_budget EXIT 2
+              MATCH "^10_generation: error: --tokens 100000 with L = 4, C = 64, T_max = 64 is about [0-9.]+e\\+12 floating-point operations, more than the limit of 5e\\+12 \\(about two minutes on a 2-core machine\\): lower --tokens"
+              COMMAND 10_generation --tokens 100000)
+attn_cli_test(ch10.no_cache_past_the_time_budget EXIT 2
+              MATCH "^10_generation: error: --tokens 60000 --no-cache .*: lower --tokens or drop --no-cache"
+              COMMAND 10_generation --tokens 60000 --no-cache)
+attn_cli_test(ch10.weights_parts_check_bounded EXIT 0 STDOUT
+              MATCH "the same [0-9]+ characters\\.\n\\(The first [0-9]+ of the 100000 characters: the run without the cache"
+              COMMAND 10_generation --weights ${ch09_parts_model} --tokens 100000)
+set_tests_properties(cli.ch10.weights_parts_check_bounded PROPERTIES FIXTURES_REQUIRED ch09_parts_run)

@@ -51,3 +51,18 @@ attn_cli_test(ch11.extrapolate_seeds_too_many EXIT 2
 attn_cli_test(ch11.extrapolate_small EXIT 0 STDOUT
               MATCH "== 7. Train short, test long ==.*longer than the position table \\(block_size 32\\).*RoPE +(holds|breaks|mixed).*ALiBi +(holds|breaks|mixed).*no positions +(holds|breaks|mixed)"
               COMMAND 11_modern_attention --extrapolate --extrapolate-steps 20 --extrapolate-seeds 2)
+# Time bounds (issue 29): the training a command asks for is estimated before it starts and held
+# to about two and a half minutes (one run of the full table); past it, refused at once.
+attn_cli_test(ch11.table_steps_past_the_time_budget EXIT 2
+              MATCH "^11_modern_attention: error: the table would train 24 runs \\(8 rows x 3 seeds\\) of 100000 steps for about [0-9]+ s here, more than the limit of 150 s: lower --table-steps, or train fewer rows and seeds at a time \\(--table-rows, --table-seeds\\)"
+              COMMAND 11_modern_attention --table-steps 100000)
+attn_cli_test(ch11.full_table_in_one_command EXIT 2
+              MATCH "^11_modern_attention: error: the table \\(--table\\) would train 24 runs .*--table-rows, --table-seeds"
+              COMMAND 11_modern_attention --table)
+attn_cli_test(ch11.extrapolate_past_the_time_budget EXIT 2
+              MATCH "^11_modern_attention: error: --extrapolate with --extrapolate-steps 20000 and --extrapolate-seeds 5 would train 5 models x 5 seeds for about [0-9]+ s here, more than the limit of 150 s: lower --extrapolate-steps or --extrapolate-seeds"
+              COMMAND 11_modern_attention --extrapolate --extrapolate-steps 20000)
+# A message that already says "(see --help)" does not get it twice (issue 29).
+attn_cli_test(ch11.see_help_once EXIT 2
+              MATCH "^11_modern_attention: error: --head-size must be even \\(RoPE turns pairs of features\\), got 3 \\(see --help\\)$"
+              COMMAND 11_modern_attention --head-size 3)

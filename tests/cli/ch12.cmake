@@ -73,3 +73,16 @@ add_test(NAME cli.ch12.sweep_sigterm
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ch12_sweep_signal.sh $<TARGET_FILE:12_fast_attention>
                  ${CMAKE_CURRENT_BINARY_DIR}/ch12_sweep_signal)
 set_tests_properties(cli.ch12.sweep_sigterm PROPERTIES LABELS "cli;ch12;robust")
+# Time bounds (issue 29): a --long run or a whole --sweep is estimated before it starts (FLOPs
+# and tile pairs, long_context.hpp) and held to about two and a half minutes; past it, refused
+# at once, naming the flags that would help.
+attn_cli_test(ch12.long_tile_1_past_the_time_budget EXIT 2
+              MATCH "^12_fast_attention: error: --long 32768 with --kernel flash and --tile 1 would run for about [0-9]+ s here, more than the limit of 150 s: lower --long or raise --tile \\(64 by default\\)"
+              COMMAND 12_fast_attention --long 32768 --tile 1)
+attn_cli_test(ch12.long_backward_past_the_time_budget EXIT 2
+              MATCH "^12_fast_attention: error: --long 32768 --backward with --kernel flash and --tile 64 would run for about [0-9]+ s here, more than the limit of 150 s: lower --long or drop --backward"
+              COMMAND 12_fast_attention --long 32768 --backward)
+string(REPEAT "64," 499 sweep_500)  # 500 lengths, each short: the children add up
+attn_cli_test(ch12.sweep_past_the_time_budget EXIT 2
+              MATCH "^12_fast_attention: error: --sweep of 500 lengths with --tile 64 would run for about [0-9]+ s here .*: give fewer or shorter lengths"
+              COMMAND 12_fast_attention --sweep ${sweep_500}64)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/cli/ch12_sweep_signal.sh EXE WORKDIR: --sweep runs each length in a child process
 # (--long T); SIGTERM to the sweep must not leave that child computing alone (issue 29, item 5).
-# The child is a --long run with --tile 1, minutes long, so it is surely running when the sweep
+# The child is a --long 32768 run with --tile 8, about two minutes, so it is surely running when the sweep
 # is stopped; it must be gone within 10 s. (/proc is read directly: no procps on a bare Debian.)
 set -u
 exe=$1
@@ -25,7 +25,7 @@ kill_tree() {
   kill -9 "$1" 2> /dev/null
 }
 
-"$exe" --sweep 32768 --tile 1 > sweep.txt 2>&1 &
+"$exe" --sweep 32768 --tile 8 > sweep.txt 2>&1 &
 pid=$!
 child=""
 waited=0

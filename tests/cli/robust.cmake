@@ -204,3 +204,46 @@ attn_cli_test(robust.tools.doccheck_stdout_full EXIT 1 STDOUT_TO /dev/full
               MATCH "^attn-doccheck: error: cannot write the output \\(stdout\\)$"
               COMMAND attn-doccheck --bin-dir $<TARGET_FILE_DIR:attn-doccheck>
                       --root ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/CONTRIBUTING.md)
+
+# A model folder's sizes are held to the bounds of the flags that make such models (issue 29):
+# model.txt's block_size 8192 is above 07's --block-size bound, named with its file, exit 1.
+foreach(chapter 07_causal_lm 10_generation)
+  string(SUBSTRING ${chapter} 0 2 nn)
+  set(big ${robust_dir}/model_block_8192_${chapter})
+  attn_cli_test(robust.ch${nn}.model_txt_block_size_above_bound EXIT 1
+                PREPARE "rm -rf ${big} && cp -RL ${ch09_parts_model}/current/model ${big} && rm ${big}/MANIFEST.txt && sed -i 's/^block_size .*/block_size 8192/' ${big}/model.txt"
+                MATCH "^${chapter}: error: model '.*model_block_8192_${chapter}': block_size 8192 \\(model.txt\\) is above 4096, the most this chapter takes \\(the bound of --block-size\\)$"
+                COMMAND ${chapter} --weights ${big})
+  set_tests_properties(cli.robust.ch${nn}.model_txt_block_size_above_bound
+                       PROPERTIES FIXTURES_REQUIRED ch09_parts_run)
+endforeach()
+# ... and a size past what model.txt can hold at all says its bound, not "a whole number".
+set(huge_t ${robust_dir}/model_block_2_pow_22)
+attn_cli_test(robust.ch10.model_txt_block_size_past_2_pow_20 EXIT 1
+              PREPARE "rm -rf ${huge_t} && cp -RL ${ch09_parts_model}/current/model ${huge_t} && rm ${huge_t}/MANIFEST.txt && sed -i 's/^block_size .*/block_size 4194304/' ${huge_t}/model.txt"
+              MATCH "model.txt line [0-9]+: block_size is '4194304', expected at most 1048576$"
+              COMMAND 10_generation --weights ${huge_t})
+set_tests_properties(cli.robust.ch10.model_txt_block_size_past_2_pow_20
+                     PROPERTIES FIXTURES_REQUIRED ch09_parts_run)
+
+# Out of memory is one line and exit 1 (issue 29), also where the allocation fails in a worker
+# thread of the pool (the backward's scratch): under `ulimit -v` of 600 MB this step does, on two
+# threads. (Not under the sanitizers: AddressSanitizer reserves terabytes of address space.)
+if(NOT ATTN_SANITIZE)
+  attn_cli_test(robust.ch09.out_of_memory_in_a_worker EXIT 1 MEMORY_LIMIT 600000
+                ENV OPENBLAS_NUM_THREADS=2
+                MATCH "^09_training: error: out of memory \\(std::bad_alloc\\): the sizes asked for need more memory than this machine can give"
+                COMMAND 09_training --batch-size 16 --block-size 1024 --n-embd 64 --n-heads 16
+                        --n-layers 1 --steps 2 --eval-iters 1 --eval-interval 100 --tokens 0)
+endif()
+
+# A run whose `current` points to a checkpoint that is gone is named as such (issue 29), not as
+# "n_layers must be at least 1, got 0".
+set(dangling ${robust_dir}/dangling_run)
+foreach(chapter 07_causal_lm 10_generation)
+  string(SUBSTRING ${chapter} 0 2 nn)
+  attn_cli_test(robust.ch${nn}.weights_dangling_current EXIT 1
+                PREPARE "rm -rf ${dangling}_${nn} && mkdir -p ${dangling}_${nn} && ln -s ckpt-000002 ${dangling}_${nn}/current && ln -s current/model ${dangling}_${nn}/model"
+                MATCH "^${chapter}: error: --weights '.*dangling_run_${nn}': the link '.*dangling_run_${nn}/current' points to 'ckpt-000002', which is gone"
+                COMMAND ${chapter} --weights ${dangling}_${nn})
+endforeach()

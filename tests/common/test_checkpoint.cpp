@@ -208,7 +208,112 @@ TEST_CASE("negative second moments are refused by name") {
   b(0) = -1.0f;
   attn::save_npy(moments / "h0.b1.npy", b);
   attn::write_manifest(moments);
+  attn::write_manifest(fs::canonical(dir / "current"));  // which lists adam_v's manifest
   CHECK(contains(load_error(dir), "h0.b1.npy holds -1 at flat index 0"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a folder swapped whole for another checkpoint's, its manifest with it, is refused") {
+  // Each folder matches its own manifest; only the checkpoint's, which lists theirs, tells.
+  for (const char* folder : {"model", "adam_m", "adam_v"}) {
+    CAPTURE(folder);
+    const fs::path dir = saved_run(std::string("swapped_") + folder, 1);
+    const fs::path other = saved_run(std::string("swapped_other_") + folder, 2);
+    const fs::path ckpt = fs::canonical(dir / "current");
+    fs::remove_all(ckpt / folder);
+    fs::copy(fs::canonical(other / "current") / folder, ckpt / folder);
+    const std::string e = load_error(dir);
+    INFO(e);
+    CHECK(contains(e, std::string(folder) + "/MANIFEST.txt does not match MANIFEST.txt"));
+    fs::remove_all(dir);
+    fs::remove_all(other);
+  }
+}
+
+TEST_CASE("a checkpoint whose manifest lists no folder manifests (saved before) still loads") {
+  const fs::path dir = saved_run("old_manifest");
+  const fs::path ckpt = fs::canonical(dir / "current");
+  std::ifstream in(ckpt / attn::kManifestName);
+  std::ostringstream out;
+  std::size_t dropped = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("/MANIFEST.txt ") != std::string::npos) {
+      ++dropped;
+    } else {
+      out << line << "\n";
+    }
+  }
+  in.close();
+  CHECK(dropped == 3);  // model/, adam_m/ and adam_v/
+  std::ofstream(ckpt / attn::kManifestName, std::ios::trunc) << out.str();
+  CHECK(load_error(dir) == "(no error)");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a manifest line may name a sub-folder's manifest, and nothing else with a slash") {
+  const fs::path dir = saved_run("manifest_slash");
+  const fs::path ckpt = fs::canonical(dir / "current");
+  std::ofstream(ckpt / attn::kManifestName, std::ios::app) << "model/wte.npy 10 0123456789abcdef\n";
+  CHECK(contains(load_error(dir), "is not `name size fnv1a64`"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("train.txt's batch_size is held to the activation bound of the flags") {
+  // Each size within its own bound, but the backward would keep (B, H, T, T) attention weights
+  // of 8 GiB: refused by key, as --batch-size is by flag, never a bad_alloc in a worker thread.
+  attn::TrainConfig c = small_config();
+  c.model = attn::with_choices(c.model, [](attn::ModelChoices& m) {
+    m.block_size = 1024;
+    m.n_embd = 64;
+    m.n_heads = 64;
+    m.n_layers = 1;
+  });
+  c.batch_size = 4;
+  CHECK_NOTHROW(attn::check_train_config(c));
+  c.batch_size = 128;
+  std::string error = "(no error)";
+  try {
+    attn::check_train_config(c);
+  } catch (const std::invalid_argument& e) {
+    error = e.what();
+  }
+  CHECK(contains(error,
+                 "batch_size 128, block_size 1024, n_embd 64, n_heads 64 and n_layers 1 "
+                 "would keep"));
+  CHECK(contains(error, "at most 4 GiB are allowed"));
+}
+
+TEST_CASE("evals.tsv: each row a step of the run and two cross-entropies, or refused by line") {
+  struct Case {
+    const char* row;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"-5\t1.5\t1.5",
+       "line 3 is not `step train_loss val_loss`: the step '-5' is not a "
+       "non-negative integer"},
+      {"3\t1.5\t-3e38", "val_loss '-3e38' is not a cross-entropy"},
+      {"3\tnan\t1.5", "train_loss 'nan' is not a cross-entropy"},
+      {"3\t1.5\t1e39", "val_loss '1e39' is not a cross-entropy"},
+      {"0\t1.5\t1.5", "the step 0 does not follow the step 0 before it"},
+      {"9\t1.5\t1.5", "the step 9 is past the checkpoint's step 4"},
+      {"4\t1.5", "expected three fields"},
+  };
+  const fs::path dir = saved_run("evals", 4);
+  const fs::path ckpt = fs::canonical(dir / "current");
+  for (const Case& k : cases) {
+    CAPTURE(k.row);
+    std::ofstream(ckpt / "evals.tsv", std::ios::trunc) << "step\ttrain_loss\tval_loss\n0\t2\t2\n"
+                                                       << k.row << "\n";
+    attn::write_manifest(ckpt);
+    const std::string e = load_error(dir);
+    CHECK_MESSAGE(contains(e, "evals.tsv"), e);
+    CHECK_MESSAGE(contains(e, k.message), e);
+  }
+  std::ofstream(ckpt / "evals.tsv", std::ios::trunc)
+      << "step\ttrain_loss\tval_loss\n0\t2\t2\n4\t1.5\t1.75\n";
+  attn::write_manifest(ckpt);
+  CHECK(attn::load_checkpoint(dir).state.evals.size() == 2);
   fs::remove_all(dir);
 }
 

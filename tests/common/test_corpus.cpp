@@ -104,6 +104,27 @@ TEST_CASE("a missing file is one line naming the path and the reason") {
         "cannot read corpus '" + file.string() + "': No such file or directory");
 }
 
+TEST_CASE("a path with a newline or a byte that is not UTF-8 is named on one line") {
+  TempDir dir;
+  const fs::path file = dir.path / "a\nb\xff\x1b[31m\xc3\xa9.txt";  // ... and an ESC, and an é
+  const std::string error = read_error(file);
+  CHECK(error.find('\n') == std::string::npos);
+  CHECK(error.find('\x1b') == std::string::npos);
+  CHECK(error == "cannot read corpus '" + dir.path.string() +
+                     "/a\\nb\\xff\\x1b[31m\xc3\xa9.txt': No such file or directory");
+  std::ofstream(file) << "some text";
+  CHECK(attn::read_corpus(file).origin == dir.path.string() + "/a\\nb\\xff\\x1b[31m\xc3\xa9.txt");
+}
+
+TEST_CASE("printable_bytes keeps UTF-8 and escapes control bytes and invalid ones") {
+  CHECK(attn::printable_bytes("plain/path.txt") == "plain/path.txt");
+  CHECK(attn::printable_bytes("a\tb\r\x7f") == "a\\tb\\x0d\\x7f");
+  CHECK(attn::printable_bytes("\xe2\x82\xac") == "\xe2\x82\xac");  // the euro sign
+  CHECK(attn::printable_bytes("\xe2\x82") == "\\xe2\\x82");        // cut short
+  CHECK(attn::printable_bytes("\xc0\xaf") == "\\xc0\\xaf");        // overlong '/'
+  CHECK(attn::printable_bytes("\xc2\x9b") == "\\xc2\\x9b");        // C1 CSI acts on terminals
+}
+
 TEST_CASE("a directory is not a corpus") {
   TempDir dir;
   CHECK(read_error(dir.path) == "cannot read corpus '" + dir.path.string() + "': Is a directory");

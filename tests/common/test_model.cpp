@@ -1232,9 +1232,10 @@ TEST_CASE("a model folder records its parts: model.txt keys, --weights DIR alone
     }
     return std::string("accepted");
   };
-  CHECK(refused("positions sinusoidal") ==
-        "model '" + dir.string() +
-            "': model.txt line 3: positions is 'sinusoidal', expected learned or rope");
+  CHECK(
+      refused("positions sinusoidal") ==
+      "model '" + dir.string() +
+          "': model.txt line 3: positions is 'sinusoidal', expected learned, rope, alibi or none");
   CHECK(refused("rope_theta -1") ==
         "model '" + dir.string() +
             "': model.txt line 3: rope_theta is '-1', expected a number > 0");

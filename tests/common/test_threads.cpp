@@ -1,10 +1,15 @@
-// Tests for attn/core/threads.hpp: the thread budget and the BLAS kernel family.
+// Tests for attn/core/threads.hpp and parallel.hpp: the thread budget, the BLAS kernel family,
+// and the pool's parts.
 #include "attn/core/threads.hpp"
 
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <new>
 #include <stdexcept>
 #include <string>
+
+#include "attn/core/parallel.hpp"
 
 TEST_CASE("the thread budget can be set and read back, and 0 threads is refused") {
   const std::size_t saved = attn::num_threads();
@@ -53,4 +58,26 @@ TEST_CASE("old kernels on a processor with AVX2 and FMA get a warning that names
     }
   }
 #endif
+}
+
+TEST_CASE("out of memory in a part of the pool reaches the caller, and the pool still works") {
+  // Thrown on a worker thread it used to end the program (std::terminate: SIGABRT); thrown on the
+  // calling thread, with workers still running on its stack, in a crash (SIGSEGV).
+  constexpr std::size_t kParts = 4;
+  for (std::size_t thrower = 0; thrower < kParts; ++thrower) {
+    CAPTURE(thrower);
+    std::atomic<std::size_t> ran{0};
+    const auto work = [&](std::size_t, std::size_t, std::size_t part) {
+      ++ran;
+      if (part == thrower) throw std::bad_alloc();
+    };
+    CHECK_THROWS_AS(attn::detail::run_parts(64, kParts, work), std::bad_alloc);
+    CHECK(ran.load() >= 1);
+    CHECK(ran.load() <= kParts);
+  }
+  // The next region runs every part, as if nothing had happened.
+  std::atomic<std::size_t> items{0};
+  attn::detail::run_parts(
+      64, kParts, [&](std::size_t begin, std::size_t end, std::size_t) { items += end - begin; });
+  CHECK(items.load() == 64);
 }

@@ -18,7 +18,10 @@ namespace attn {
 
 namespace {
 
-std::string quoted(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
+// A path as bytes (it may hold a newline or a byte that is not UTF-8): shown on one line.
+std::string quoted(const std::filesystem::path& path) {
+  return "'" + printable_bytes(path.string()) + "'";
+}
 
 [[noreturn]] void cannot_read(const std::filesystem::path& path, const std::string& reason) {
   throw std::runtime_error("cannot read corpus " + quoted(path) + ": " + reason);
@@ -80,7 +83,7 @@ Corpus read_corpus(const std::filesystem::path& path) {
   } catch (const std::runtime_error& e) {
     throw std::runtime_error("corpus " + quoted(path) + " is not valid UTF-8: " + e.what());
   }
-  corpus.origin = path.string();
+  corpus.origin = printable_bytes(path.string());
   corpus.path = path;
   return corpus;
 }
@@ -91,7 +94,7 @@ Corpus load_corpus(const std::optional<std::string>& data_flag) {
   // file), so the narration prints the same bytes on every machine.
   if (data_flag) {
     Corpus corpus = read_corpus(*data_flag);
-    corpus.origin = *data_flag + " (--data)";
+    corpus.origin = printable_bytes(*data_flag) + " (--data)";
     return corpus;
   }
   const char* env = std::getenv("ATTN_DATA");
@@ -103,7 +106,7 @@ Corpus load_corpus(const std::optional<std::string>& data_flag) {
       // An old export in a shell profile is easy to forget: say where the path came from.
       throw std::runtime_error(std::string(e.what()) + " (from $ATTN_DATA)");
     }
-    corpus.origin = std::string(env) + " (ATTN_DATA)";
+    corpus.origin = printable_bytes(env) + " (ATTN_DATA)";
     return corpus;
   }
   Corpus corpus = read_corpus(shipped_corpus_path());

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include "attn/core/check.hpp"
 #include "attn/core/limits.hpp"
 
@@ -190,6 +192,46 @@ std::string terminal_safe(std::u32string_view text) {
       out += encode_utf8(c);
     } else {
       out += printable(c);
+    }
+  }
+  return out;
+}
+
+std::string printable_bytes(std::string_view bytes) {
+  std::string out;
+  const auto hex = [&out](unsigned char b) { out += fmt::format("\\x{:02x}", b); };
+  for (std::size_t i = 0; i < bytes.size();) {
+    const auto b = static_cast<unsigned char>(bytes[i]);
+    if (b < 0x80) {
+      if (b == '\n') {
+        out += "\\n";
+      } else if (b == '\t') {
+        out += "\\t";
+      } else if (b < 0x20 || b == 0x7f) {
+        hex(b);
+      } else {
+        out += static_cast<char>(b);
+      }
+      ++i;
+      continue;
+    }
+    // A multi-byte character: kept when the whole sequence is valid UTF-8 and shows as itself.
+    const std::size_t n = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : 2;
+    bool valid = b >= 0xc2 && b <= 0xf4 && i + n <= bytes.size();
+    if (valid) {
+      try {
+        const std::u32string c = decode_utf8(bytes.substr(i, n));
+        valid = c.size() == 1 && !acts_on_terminal(c[0]);
+      } catch (const std::runtime_error&) {
+        valid = false;
+      }
+    }
+    if (valid) {
+      out.append(bytes.substr(i, n));
+      i += n;
+    } else {
+      hex(b);
+      ++i;
     }
   }
   return out;

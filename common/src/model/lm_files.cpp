@@ -38,6 +38,7 @@ namespace {
 class ModelReader {
  public:
   explicit ModelReader(fs::path dir) : dir_(std::move(dir)) {}
+  bool had_manifest = false;  // the folder's MANIFEST.txt was there, and verified, first
 
   [[noreturn]] void fail(std::string_view what) const {
     throw std::runtime_error(fmt::format("model '{}': {}", dir_.string(), what));
@@ -48,7 +49,16 @@ class ModelReader {
     const fs::path path = dir_ / name;
     std::error_code ec;
     const fs::file_status st = fs::symlink_status(path, ec);
-    if (!fs::exists(st)) fail("missing " + name);
+    if (!fs::exists(st)) {
+      // There when the manifest was checked, gone now with the folder (or its manifest): a
+      // trainer's newer checkpoint replaced this one while it was read, not a broken folder.
+      if (had_manifest && (!fs::exists(dir_ / kManifestName, ec) || !fs::exists(dir_, ec))) {
+        fail(name +
+             " vanished while the folder was read (a newer checkpoint replaced it?): "
+             "load it again");
+      }
+      fail("missing " + name);
+    }
     // A link could point anywhere (one large tensor under many names): a model folder holds
     // its tensors itself.
     if (!fs::is_regular_file(st)) fail(name + " is not a regular file (links are not followed)");
@@ -160,9 +170,8 @@ bool parse_model_txt(const fs::path& dir, ModelChoices& out, std::vector<std::st
     const auto number_of = [&] {
       std::size_t n = 0;
       const auto [end, err] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (err != std::errc() || end != value.data() + value.size() || n > (1u << 20)) {
-        bad("a whole number");
-      }
+      if (err != std::errc() || end != value.data() + value.size()) bad("a whole number");
+      if (n > (1u << 20)) bad(fmt::format("at most {}", 1u << 20));
       return n;
     };
     const auto size = [&](std::size_t& o) {
@@ -207,7 +216,7 @@ bool parse_model_txt(const fs::path& dir, ModelChoices& out, std::vector<std::st
         if (key == "normalization") out.normalization = parse_normalization(value);
         if (key == "ffn") out.ffn = parse_ffn_kind(value);
       } catch (const std::invalid_argument&) {
-        bad(key == "positions"       ? "learned or rope"
+        bad(key == "positions"       ? "learned, rope, alibi or none"
             : key == "normalization" ? "layernorm or rmsnorm"
                                      : "mlp or swiglu");
       }
@@ -364,7 +373,18 @@ std::optional<ModelChoices> read_model_file(const std::filesystem::path& dir) {
 
 void write_manifest(const std::filesystem::path& dir) {
   std::string text = "# name size fnv1a64: what this folder held when it was saved\n";
-  for (const std::string& name : folder_files(dir)) {
+  std::vector<std::string> names = folder_files(dir);
+  // The manifest of each sub-folder too (written before this one), so a sub-folder swapped whole,
+  // its files and its manifest together, no longer matches its parent's.
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const fs::path sub = e.path().filename() / kManifestName;
+    if (e.is_directory(ec) && !e.is_symlink(ec) && fs::is_regular_file(dir / sub, ec)) {
+      names.push_back(sub.generic_string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
     std::uintmax_t size = 0;
     const std::uint64_t h = fnv1a64_file(dir / name, size);
     text += fmt::format("{} {} {:016x}\n", name, size, h);
@@ -411,8 +431,16 @@ bool check_manifest(const fs::path& dir) {
     std::istringstream fields(line);
     std::string name, hex, rest;
     std::uintmax_t size = 0;
-    if (!(fields >> name >> size >> hex) || (fields >> rest) || hex.size() != 16 ||
-        name.find('/') != std::string::npos || name == "..") {
+    if (!(fields >> name >> size >> hex) || (fields >> rest) || hex.size() != 16) {
+      fail(fmt::format("{} line {} is not `name size fnv1a64`", kManifestName, number));
+    }
+    // A file of the folder ("wte.npy"), or a sub-folder's manifest ("model/MANIFEST.txt").
+    const std::size_t slash = name.find('/');
+    const std::string folder = slash == std::string::npos ? "" : name.substr(0, slash);
+    const bool plain = slash == std::string::npos && name != "." && name != "..";
+    const bool sub_manifest = slash != std::string::npos && !folder.empty() && folder != "." &&
+                              folder != ".." && name.substr(slash + 1) == kManifestName;
+    if (!plain && !sub_manifest) {
       fail(fmt::format("{} line {} is not `name size fnv1a64`", kManifestName, number));
     }
     const fs::file_status entry = fs::symlink_status(dir / name, ec);
@@ -449,12 +477,12 @@ bool verify_manifest(const std::filesystem::path& dir) {
 
 LmWeights load_lm(const std::filesystem::path& dir, const ModelChoices& asked, ModelSpec& spec) {
   const std::size_t n_layers = asked.n_layers, n_heads = asked.n_heads;
-  const ModelReader r(dir);
+  ModelReader r(dir);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) r.fail("no such folder");
   check_folder_budget(dir, r);
   try {
-    check_manifest(dir);
+    r.had_manifest = check_manifest(dir);
   } catch (const ManifestProblem& e) {
     r.fail(e.what());
   }
@@ -583,6 +611,16 @@ std::string model_txt(const ModelSpec& s) {
 
 fs::path resolve_model_folder(const fs::path& given) {
   std::error_code ec;
+  // A run whose `current` (or `model`) link points to a checkpoint that is gone: said as such,
+  // not as an empty folder with no blocks ("n_layers must be at least 1").
+  for (const fs::path& link : {given, given / "current", given / "model"}) {
+    if (fs::is_symlink(fs::symlink_status(link, ec)) && !fs::exists(link, ec)) {
+      throw std::runtime_error(fmt::format(
+          "--weights '{}': the link '{}' points to '{}', which is gone (a checkpoint removed by "
+          "hand, or the run's folder copied without it): use a run or checkpoint that is whole",
+          given.string(), link.string(), fs::read_symlink(link, ec).string()));
+    }
+  }
   fs::path folder = given;
   if (fs::is_directory(given / "model", ec) && !fs::exists(given / "wte.npy", ec)) {
     folder = given / "model";  // a chapter-09 run (DIR/model) or checkpoint (DIR/ckpt-N/model)

@@ -238,8 +238,11 @@ struct Cli::Impl {
   void print_error(std::string_view message, bool usage) const {
     std::cout.flush();
     std::fflush(stdout);
-    fmt::print(stderr, "{}: error: {}{}\n", program, one_line(message),
-               usage ? " (see --help)" : "");
+    // A message that already points to --help is not told to again.
+    const std::string line = one_line(message);
+    const bool points =
+        line.size() >= 12 && line.compare(line.size() - 12, 12, "(see --help)") == 0;
+    fmt::print(stderr, "{}: error: {}{}\n", program, line, usage && !points ? " (see --help)" : "");
     std::fflush(stderr);
   }
 };

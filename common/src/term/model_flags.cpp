@@ -5,7 +5,9 @@
 
 #include <exception>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "attn/io/npy.hpp"
 #include "attn/term/cli.hpp"
@@ -75,6 +77,24 @@ LmWeights load_lm_as_described(const fs::path& dir, const ArchitectureFlags& fla
     }
   }
   return load_lm(dir, c, spec);
+}
+
+void check_model_bounds(const ModelSpec& spec, const ModelBounds& bounds, std::string_view shown) {
+  const bool learned = spec.learned_positions();
+  for (const auto& [key, value, bound, file] :
+       {std::tuple{"n_layers", spec.n_layers, bounds.n_layers, "model.txt or its h{i} blocks"},
+        std::tuple{"n_heads", spec.n_heads, bounds.n_heads, "model.txt"},
+        std::tuple{"n_embd", spec.n_embd, bounds.n_embd, "wte.npy"},
+        std::tuple{"block_size", spec.block_size, bounds.block_size,
+                   learned ? "wpe.npy" : "model.txt"}}) {
+    if (value > bound) {
+      std::string flag = "--";
+      for (const char* c = key; *c != '\0'; ++c) flag += *c == '_' ? '-' : *c;
+      throw std::runtime_error(fmt::format(
+          "model '{}': {} {} ({}) is above {}, the most this chapter takes (the bound of {})",
+          shown, key, value, file, bound, flag));
+    }
+  }
 }
 
 }  // namespace attn

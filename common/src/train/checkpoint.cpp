@@ -19,12 +19,16 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "attn/io/keyvalue.hpp"
 #include "attn/io/npy.hpp"
+#include "attn/core/limits.hpp"
+#include "attn/model/block.hpp"
 #include "attn/model/lm_files.hpp"
+#include "attn/model/model.hpp"
 #include "attn/model/params.hpp"
 
 namespace attn {
@@ -252,7 +256,10 @@ std::string evals_tsv(const std::vector<EvalRecord>& evals) {
   return out;
 }
 
-std::vector<EvalRecord> parse_evals(const fs::path& path) {
+// The estimates of a run at step `step`: one row per estimate, steps strictly increasing and
+// none past the run's step (so at most step + 1 rows, as many as the run's own losses), losses
+// finite cross-entropies (>= 0, within float32), as the run wrote them.
+std::vector<EvalRecord> parse_evals(const fs::path& path, std::size_t step) {
   std::istringstream in(read_text(path));
   std::string line;
   std::getline(in, line);
@@ -262,11 +269,41 @@ std::vector<EvalRecord> parse_evals(const fs::path& path) {
   while (std::getline(in, line)) {
     ++number;
     std::istringstream fields(line);
+    std::string step_text, train_text, val_text, rest;
+    const auto bad = [&](std::string_view why) {
+      checkpoint_error(path,
+                       fmt::format("line {} is not `step train_loss val_loss`: {}", number, why));
+    };
+    if (!(fields >> step_text >> train_text >> val_text) || (fields >> rest)) {
+      bad("expected three fields");
+    }
     EvalRecord e{};
-    std::string rest;
-    if (!(fields >> e.step >> e.train_loss >> e.val_loss) || (fields >> rest) ||
-        !std::isfinite(e.train_loss) || !std::isfinite(e.val_loss)) {
-      checkpoint_error(path, fmt::format("line {} is not `step train_loss val_loss`", number));
+    const auto [end, err] =
+        std::from_chars(step_text.data(), step_text.data() + step_text.size(), e.step);
+    if (err != std::errc() || end != step_text.data() + step_text.size()) {
+      bad(fmt::format("the step '{}' is not a non-negative integer", step_text));
+    }
+    if (e.step > step) {
+      bad(fmt::format("the step {} is past the checkpoint's step {}", e.step, step));
+    }
+    if (!out.empty() && e.step <= out.back().step) {
+      bad(fmt::format("the step {} does not follow the step {} before it", e.step,
+                      out.back().step));
+    }
+    for (const auto& [key, text, value] : {std::tuple{"train_loss", &train_text, &e.train_loss},
+                                           std::tuple{"val_loss", &val_text, &e.val_loss}}) {
+      std::size_t used = 0;
+      double x = -1.0;
+      try {
+        x = std::stod(*text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != text->size() || !(x >= 0.0) ||
+          x > static_cast<double>(std::numeric_limits<float>::max())) {
+        bad(fmt::format("{} '{}' is not a cross-entropy (a finite number >= 0)", key, *text));
+      }
+      *value = x;
     }
     out.push_back(e);
   }
@@ -501,8 +538,19 @@ Checkpoint load_checkpoint(const fs::path& dir) {
     path = fs::canonical(dir, ec);
     if (ec) checkpoint_error(dir, ec.message());
   }
+  // Each folder of a checkpoint ends with its manifest: without it a folder's tensors could be
+  // swapped or replaced unnoticed (load_lm verifies a manifest only when there is one).
+  for (const char* folder : {"model", "adam_m", "adam_v"}) {
+    if (!fs::exists(fs::symlink_status(path / folder / kManifestName, ec))) {
+      checkpoint_error(path / folder / kManifestName,
+                       "missing: every folder of a checkpoint ends with one (was the folder "
+                       "edited? train again or resume from an earlier checkpoint)");
+    }
+  }
   // From here on every file comes from `path`, the one checkpoint resolved above, and must be
-  // what its manifest says (model/, adam_m/ and adam_v/ are checked by load_lm).
+  // what its manifest says (model/, adam_m/ and adam_v/ are checked by load_lm); the
+  // checkpoint's own manifest lists theirs too (since they are listed), so no folder can be swapped
+  // whole for another checkpoint's.
   bool has_manifest = false;
   try {
     has_manifest = verify_manifest(path);
@@ -511,15 +559,6 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   }
   if (!has_manifest) {
     checkpoint_error(path / kManifestName, "missing (every checkpoint ends with one)");
-  }
-  // And so does each of its folders: without its manifest a folder's tensors could be swapped
-  // or replaced unnoticed (load_lm verifies a manifest only when there is one).
-  for (const char* folder : {"model", "adam_m", "adam_v"}) {
-    if (!fs::exists(fs::symlink_status(path / folder / kManifestName, ec))) {
-      checkpoint_error(path / folder / kManifestName,
-                       "missing: every folder of a checkpoint ends with one (was the folder "
-                       "edited? train again or resume from an earlier checkpoint)");
-    }
   }
   const KeyReader k(path / "train.txt");
   const std::string& format = k.text("format");
@@ -728,7 +767,7 @@ Checkpoint load_checkpoint(const fs::path& dir) {
     checkpoint_error(path / "losses.npy",
                      fmt::format("{} losses for {} steps", s.losses.size(), s.step));
   }
-  s.evals = parse_evals(path / "evals.tsv");
+  s.evals = parse_evals(path / "evals.tsv", s.step);
   s.losses.reserve(std::max(c.steps, s.step));
   return {std::move(s), c, std::move(vocab), std::move(corpus)};
 }
@@ -771,6 +810,18 @@ void check_train_config(const TrainConfig& c) {
     throw std::invalid_argument(
         fmt::format("batch_size {} x block_size {} = {} tokens per step, at most {} are allowed",
                     c.batch_size, m.block_size, c.batch_size * m.block_size, L::kMaxTokensPerStep));
+  }
+  // The memory of a step: what the backward keeps (the flags are refused the same way first, by
+  // flag name, in chapter 09).
+  const std::size_t kept = block_activation_floats(c.batch_size, m.block_size, m.n_embd,
+                                                   m.ffn_hidden, m.n_heads, lm_block_config(m));
+  if (kept > L::kMaxKeptFloats / m.n_layers) {
+    throw std::invalid_argument(fmt::format(
+        "batch_size {}, block_size {}, n_embd {}, n_heads {} and n_layers {} would keep {} of "
+        "activations for the backward, at most {} are allowed",
+        c.batch_size, m.block_size, m.n_embd, m.n_heads, m.n_layers,
+        bytes_text(static_cast<std::uint64_t>(kept) * m.n_layers * sizeof(float)),
+        bytes_text(std::uint64_t{L::kMaxKeptFloats} * sizeof(float))));
   }
   real("lr", c.schedule.lr, 0.0f, true, 1.0f, false);
   real("min_lr", c.schedule.min_lr, 0.0f, false, c.schedule.lr, false);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <condition_variable>
 #include <cstddef>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -61,6 +62,11 @@ class Pool {
   // Runs task(p) for every p in [0, parts), part 0 (and any part nobody has taken yet) on the
   // calling thread, and returns when all are done. Returns false, running nothing, when another
   // thread of the program is using the pool: the caller then runs the parts itself.
+  // A part that throws (std::bad_alloc when memory runs out) does not end the program: the
+  // parts not yet started are skipped, the running ones finish, and the first exception is
+  // rethrown here, on the calling thread, where the program reports it (one line, exit 1).
+  // Thrown on a worker and left there, it would call std::terminate (SIGABRT); thrown on the
+  // caller and let out at once, the workers would go on using its stack (SIGSEGV).
   template <class Task>
   bool run(std::size_t parts, const Task& task) {
     std::unique_lock busy(busy_, std::try_to_lock);
@@ -73,6 +79,8 @@ class Pool {
                 std::memory_order_relaxed);
     task_.store(&task, std::memory_order_relaxed);
     remaining_.store(parts - 1, std::memory_order_relaxed);
+    error_ = nullptr;
+    failed_.store(false, std::memory_order_relaxed);
     // One word holds the region's number, its part count and the next part to hand out, so a
     // worker still finishing the previous region can never take a part of this one.
     const std::uint64_t region = (state_.load(std::memory_order_relaxed) >> kRegionShift) + 1;
@@ -82,7 +90,7 @@ class Pool {
       { std::lock_guard lock(mutex_); }  // a worker between its check and its wait sees it
       wake_.notify_all();
     }
-    task(0);
+    guarded([&] { task(0); });
     for (std::size_t p; (p = take(region)) < parts;) finish(p);  // help with what is left
     // The last parts are running on other threads: they end within microseconds.
     const auto spin_until = Clock::now() + kSpin;
@@ -92,6 +100,14 @@ class Pool {
       } else {
         std::this_thread::yield();
       }
+    }
+    if (failed_.load(std::memory_order_acquire)) {
+      std::exception_ptr error = nullptr;
+      {
+        std::lock_guard lock(error_mutex_);
+        std::swap(error, error_);
+      }
+      std::rethrow_exception(error);
     }
     return true;
   }
@@ -134,8 +150,23 @@ class Pool {
     }
   }
   void finish(std::size_t part) {
-    call_.load(std::memory_order_relaxed)(task_.load(std::memory_order_relaxed), part);
+    if (!failed_.load(std::memory_order_acquire)) {  // after a failure the rest is skipped
+      guarded([&] {
+        call_.load(std::memory_order_relaxed)(task_.load(std::memory_order_relaxed), part);
+      });
+    }
     remaining_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+  // Runs one part; an exception is kept (the first one) for run() to rethrow.
+  template <class Part>
+  void guarded(const Part& part) {
+    try {
+      part();
+    } catch (...) {
+      std::lock_guard lock(error_mutex_);
+      if (!error_) error_ = std::current_exception();
+      failed_.store(true, std::memory_order_release);
+    }
   }
   void serve() {
     t_in_worker = true;  // a part never splits again
@@ -174,13 +205,17 @@ class Pool {
   std::atomic<std::size_t> remaining_{0};
   std::atomic<int> sleepers_{0};
   bool stop_ = false;
+  std::mutex error_mutex_;  // error_: the first exception a part of the region threw
+  std::exception_ptr error_;
+  std::atomic<bool> failed_{false};
 };
 
 // Runs work(begin, end, part) on `parts` contiguous ranges covering [0, items), on the pool's
 // threads and the calling one. The pieces must be fixed by the caller independently of `parts`
 // (only their distribution may depend on it), so that results do not depend on the thread
-// count. `work` must not throw: check every size before calling this. A worker never splits
-// again: inside one, worker_count() is 1.
+// count. Check every size before calling this; an exception `work` still throws (out of memory)
+// reaches the caller once every part has stopped. A worker never splits again: inside one,
+// worker_count() is 1.
 template <class Work>
 void run_parts(std::size_t items, std::size_t parts, const Work& work) {
   if (parts <= 1 || in_worker()) {

@@ -29,6 +29,10 @@ std::string quote(std::u32string_view text);
 // characters that would act on the terminal instead of showing (ESC, NUL, CR, other control
 // characters): those are escaped as printable() does. Newlines and tabs stay.
 std::string terminal_safe(std::u32string_view text);
+// Bytes that are not known to be text (a file's path: any bytes but '/' and NUL), shown on one
+// line: valid UTF-8 as it is, newline and tab as \n and \t, other control characters and every
+// byte that is not part of valid UTF-8 as \xNN. printable_bytes("a\n\xff") == "a\\n\\xff".
+std::string printable_bytes(std::string_view bytes);
 
 class Vocab;
 // The characters of `ids` (chapter 07 on: prompts and samples as text for attn::quote).

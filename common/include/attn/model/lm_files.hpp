@@ -61,7 +61,10 @@ std::size_t count_blocks(const std::filesystem::path& dir);
 // (the FNV-1a 64-bit hash of its bytes, 16 hex digits). Chapter 09 writes one into each folder of
 // a checkpoint, last, just before the checkpoint is renamed into place, so a load can tell a
 // complete, untouched folder from a torn, mixed or edited one. A folder saved by save_lm alone
-// has none and loads as before; when there is one, load_lm verifies it first.
+// has none and loads as before; when there is one, load_lm verifies it first. A folder with
+// sub-folders (a checkpoint: model/, adam_m/, adam_v/) also lists each sub-folder's manifest
+// (`model/MANIFEST.txt size fnv1a64`), so its parts cannot be swapped for another checkpoint's,
+// manifests included. (Checkpoints saved before that list none, and load as before.)
 inline constexpr const char* kManifestName = "MANIFEST.txt";
 // FNV-1a 64 of some bytes: MANIFEST.txt's checksum, and the corpus a checkpoint records.
 std::uint64_t fnv1a64(std::string_view bytes);

@@ -30,4 +30,15 @@ LmWeights load_lm_as_described(const std::filesystem::path& dir, const Architect
                                std::size_t default_heads, ModelSpec& spec, bool& described,
                                std::string_view shown = {});
 
+// The largest model a chapter takes, flag by flag (its --help's bounds): a folder's model is held
+// to the same ones as the flags that would have made it.
+struct ModelBounds {
+  std::size_t n_layers, n_heads, n_embd, block_size;
+};
+// Throws std::runtime_error naming the folder (as `shown`), the file the value comes from
+// (model.txt, or wte.npy and wpe.npy for C and a learned T_max), the value, the bound and its
+// flag, e.g. "model 'DIR': block_size 1048576 (model.txt) is above 4096, the most this chapter
+// takes (the bound of --block-size)".
+void check_model_bounds(const ModelSpec& spec, const ModelBounds& bounds, std::string_view shown);
+
 }  // namespace attn

@@ -76,6 +76,10 @@ inline constexpr std::size_t kMaxBatch = 1024;
 inline constexpr std::size_t kMaxSteps = 1000000;
 inline constexpr std::size_t kMaxEvalIters = 10000;
 inline constexpr std::size_t kMaxTokensPerStep = std::size_t{1} << 17;  // B * T
+// The activations a step keeps for its backward, over all layers (block_activation_floats x L):
+// 4 GiB of floats, room for the lecture's final model (B 64, T 256, C 384, 6 heads, 6 layers,
+// dropout: 2.8 GiB).
+inline constexpr std::size_t kMaxKeptFloats = std::size_t{1} << 30;
 }  // namespace train_limits
 
 // The run folder a --resume path stands for: DIR itself, or DIR for DIR/current, DIR/ckpt-N,
