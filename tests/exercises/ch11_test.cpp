@@ -113,6 +113,13 @@ TEST_CASE("every row matches a double-precision loop, positions offset + t" *
     CHECK_TENSOR_NEAR(ex11::rope(x, 50.0, offset), rope_loop(x, 50.0, offset), 1e-5, 1e-4);
   }
 }
+TEST_CASE("far positions: the angle p * theta^(-2i/hs) is computed in double" *
+          doctest::description("hint 3")) {
+  // At p = 1,000,003 a float angle is off by up to 0.03 radian (a float near 1e6 is a multiple
+  // of 1/16), so every rotation would be visibly wrong; in double the error is below 1e-9.
+  const Tensor<4> x = wiggly<4>({1, 1, 3, 8}, 0.6, 1.5);
+  CHECK_TENSOR_NEAR(ex11::rope(x, 10000.0, 1000003), rope_loop(x, 10000.0, 1000003), 1e-5, 1e-4);
+}
 TEST_CASE("rotated q . k depends only on the offset m - n" * doctest::description("hint 3")) {
   const Tensor<4> q = wiggly<4>({1, 1, 1, 8}, 0.2), k = wiggly<4>({1, 1, 1, 8}, 2.4);
   const auto score = [&](std::size_t m, std::size_t n) {
@@ -163,6 +170,24 @@ TEST_CASE("every row matches a double-precision loop, gamma and eps included" *
     }
   }
   CHECK_TENSOR_NEAR(ex11::rms_norm(x, gamma, eps), want, 1e-6, 1e-5);
+}
+TEST_CASE("a long row with one large value: the sum of squares is kept in double" *
+          doctest::description("hint 2")) {
+  // x_0 = 1e4, then 16383 ones: sum of squares 1e8 + 16383. In float, 1e8 + 1 rounds back to
+  // 1e8 (floats near 1e8 are 8 apart), so a float sum forgets every one: rstd comes out 8e-5
+  // too large, far more than float rounding.
+  const std::size_t C = 16384;
+  Tensor<3> x(std::array<std::size_t, 3>{1, 1, C});
+  x.fill(1.0f);
+  x(0, 0, 0) = 1e4f;
+  attn::Vector gamma(std::array<std::size_t, 1>{C});
+  gamma.fill(1.0f);
+  const double rstd = 1.0 / std::sqrt((1e8 + static_cast<double>(C - 1)) / static_cast<double>(C));
+  Tensor<3> want(std::array<std::size_t, 3>{1, 1, C});
+  want.fill(static_cast<float>(rstd));
+  want(0, 0, 0) = static_cast<float>(1e4 * rstd);
+  INFO("sum x_j^2 in double: in float the ones after 1e4^2 are lost");
+  CHECK_TENSOR_NEAR(ex11::rms_norm(x, gamma, 0.0), want, 1e-9, 1e-5);
 }
 TEST_CASE("a row of zeros stays zeros thanks to eps (no NaN)" * doctest::description("hint 2")) {
   const Tensor<3> x = xt::zeros<float>({1, 2, 3});
@@ -231,6 +256,64 @@ TEST_CASE("a window as long as the text is causal attention" * doctest::descript
     INFO("window " << W);
     CHECK_TENSOR_NEAR(ex11::sliding_window_attention(q, k, v, W).out, window_loop(q, k, v, 6).out,
                       1e-6, 1e-5);
+  }
+}
+TEST_CASE("scores near 1000 do not overflow: subtract the row's largest visible score" *
+          doctest::description("hint 2")) {
+  // Feature 0 of every query and key adds 40 * 50 / sqrt(4) = 1000 to every score: exp(1000)
+  // is inf in float and in double, so exp(s) / sum exp(s) without the max subtracted is NaN.
+  Tensor<4> q = wiggly<4>({1, 2, 6, 4}, 0.4), k = wiggly<4>({1, 2, 6, 4}, 1.5);
+  const Tensor<4> v = wiggly<4>({1, 2, 6, 4}, 2.6);
+  for (std::size_t h = 0; h < 2; ++h)
+    for (std::size_t t = 0; t < 6; ++t) {
+      q(0, h, t, 0) = 40.0f;
+      k(0, h, t, 0) = 50.0f;
+    }
+  const attn::WindowAttention<float> got = ex11::sliding_window_attention(q, k, v, 3);
+  const LoopAttention want = window_loop(q, k, v, 3);
+  // float scores near 1000 carry rounding errors near 1e-4: a looser tolerance than above.
+  CHECK_TENSOR_NEAR(got.weights, want.weights, 1e-3, 1e-3);
+  CHECK_TENSOR_NEAR(got.out, want.out, 1e-3, 1e-3);
+}
+TEST_CASE("a key that has left the window plays no part, not even in the max" *
+          doctest::description("hint 2")) {
+  // Key 0 scores about 1000 against every query; from query 3 on (window 3) it is outside. A
+  // max taken over every key 0 .. t is then about 1000 while the visible scores are near 0:
+  // every exp(s - max) of the window is 0, and 0 / 0 is NaN.
+  Tensor<4> q = wiggly<4>({1, 1, 8, 4}, 0.4), k = wiggly<4>({1, 1, 8, 4}, 1.5);
+  const Tensor<4> v = wiggly<4>({1, 1, 8, 4}, 2.6);
+  for (std::size_t t = 0; t < 8; ++t) {
+    q(0, 0, t, 0) = 40.0f;
+    k(0, 0, t, 0) = t == 0 ? 50.0f : 0.0f;
+  }
+  const attn::WindowAttention<float> got = ex11::sliding_window_attention(q, k, v, 3);
+  const LoopAttention want = window_loop(q, k, v, 3);
+  INFO(
+      "query t sees keys max(0, t - 2) .. t only: the scores, the max and the sum all over "
+      "those");
+  CHECK_TENSOR_NEAR(got.weights, want.weights, 1e-3, 1e-3);
+  CHECK_TENSOR_NEAR(got.out, want.out, 1e-3, 1e-3);
+}
+TEST_CASE("keys before the window are never read (here they are NaN)" *
+          doctest::description("hint 2")) {
+  // The last query (t = 7, window 3) sees keys 5, 6, 7. Keys 0 .. 4 are NaN: the other rows
+  // read some of them, rightly, but the last row must come out exactly as without them.
+  const Tensor<4> q = wiggly<4>({1, 1, 8, 4}, 0.4, 2.0), k = wiggly<4>({1, 1, 8, 4}, 1.5, 2.0),
+                  v = wiggly<4>({1, 1, 8, 4}, 2.6);
+  Tensor<4> k_nan = k, v_nan = v;
+  for (std::size_t u = 0; u < 5; ++u)
+    for (std::size_t j = 0; j < 4; ++j) k_nan(0, 0, u, j) = v_nan(0, 0, u, j) = std::nanf("");
+  const attn::WindowAttention<float> got = ex11::sliding_window_attention(q, k_nan, v_nan, 3);
+  const LoopAttention want = window_loop(q, k, v, 3);
+  REQUIRE(got.out.shape() == want.out.shape());
+  REQUIRE(got.weights.shape() == want.weights.shape());
+  for (std::size_t j = 0; j < 4; ++j) {
+    INFO("the last query's output, feature " << j << ": keys 0 .. 4 are outside its window");
+    CHECK(std::abs(got.out(0, 0, 7, j) - want.out(0, 0, 7, j)) <= 1e-5f);
+  }
+  for (std::size_t u = 0; u < 8; ++u) {
+    INFO("the last query's weight on key " << u);
+    CHECK(std::abs(got.weights(0, 0, 7, u) - want.weights(0, 0, 7, u)) <= 1e-5f);
   }
 }
 TEST_CASE("window 0 and mismatched shapes are rejected" * doctest::description("hint 1")) {

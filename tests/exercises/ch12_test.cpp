@@ -13,6 +13,7 @@
 
 #include "attn/core/xt.hpp"
 #include "attn/ops/online_softmax.hpp"
+#include "count_allocations.hpp"  // this binary measures the memory ex12.2 holds
 #include "exercises.hpp"
 #include "test_helpers.hpp"
 
@@ -205,6 +206,50 @@ TEST_CASE("a tile starting inside the sequence returns its own rows") {
                v = wiggly(10, 4, 1.3, 0.6, 0.4);
   INFO("rows 8 and 9 (the last tile of 4 starting at 8 is cut to 2 rows)");
   CHECK_TENSOR_NEAR(ex12::attention_tile(q, k, v, 8, 4), causal_by_hand(q, k, v, 8, 2), 1e-5, 1e-4);
+}
+
+TEST_CASE("key tiles after the query tile are never read: they are all masked") {
+  // Keys j >= i0 + tile are after every query of the tile: no weight, and no work either. Here
+  // they are NaN; a loop over every key tile (or every key) reads them, and the NaN values come
+  // through the update (0 * NaN).
+  const std::size_t T = 24, hs = 3, tile = 4;
+  const Matrix q = wiggly(T, hs, 0.5, 1.2, 0.1, 2.0), k = wiggly(T, hs, 0.8, 0.3, 0.7, 2.0),
+               v = wiggly(T, hs, 1.3, 0.6, 0.4);
+  for (std::size_t i0 = 0; i0 + tile < T; i0 += tile) {
+    Matrix k_cut = k, v_cut = v;
+    for (std::size_t j = i0 + tile; j < T; ++j)
+      for (std::size_t d = 0; d < hs; ++d) k_cut(j, d) = v_cut(j, d) = std::nanf("");
+    INFO("rows " << i0 << " to " << i0 + tile - 1 << " with keys " << i0 + tile << " to " << T - 1
+                 << " set to NaN: a query of this tile never reads them; visit only the "
+                 << "key tiles j0 <= t, the tiles after the diagonal are entirely masked");
+    CHECK_TENSOR_NEAR(ex12::attention_tile(q, k_cut, v_cut, i0, tile),
+                      causal_by_hand(q, k, v, i0, tile), 1e-5, 1e-4);
+  }
+}
+
+TEST_CASE("the memory held stays a few tiles, never a row of scores or the (T, T) matrix") {
+  // Measured, not computed: every operator new of the call counted (count_allocations.hpp), the
+  // most bytes held at once. A tile needs its scores (tile,), its values (tile, hs), the row
+  // state (hs,) and the output (rows, hs); the allowance below is four times that, in doubles.
+  // The last tile of T = 1024 sees every key: a row of its scores alone is 4 KiB, the (T, T)
+  // matrix 4 MiB.
+  const std::size_t T = 1024, hs = 4, tile = 8, i0 = T - tile;
+  const Matrix q = wiggly(T, hs, 0.5, 1.2, 0.1, 2.0), k = wiggly(T, hs, 0.8, 0.3, 0.7, 2.0),
+               v = wiggly(T, hs, 1.3, 0.6, 0.4);
+  const long tile_bytes = static_cast<long>((tile + tile * hs + hs + tile * hs) * sizeof(double));
+  const long allowed = 4 * tile_bytes;
+  attn_test::reset_peak_bytes();
+  const long before = attn_test::bytes_in_use();
+  const Matrix out = ex12::attention_tile(q, k, v, i0, tile);
+  const long peak = attn_test::peak_bytes() - before;
+  INFO("attention_tile(T " << T << ", hs " << hs << ", tile " << tile << ") held up to " << peak
+                           << " bytes at once; a tile's scores, values, row state and output "
+                           << "take about " << tile_bytes << ", the limit is " << allowed
+                           << ". A row of T scores is " << T * sizeof(float)
+                           << " bytes, the (T, T) matrix " << T * T * sizeof(float)
+                           << ": fold the keys tile by tile, keeping only the row state");
+  CHECK(peak <= allowed);
+  CHECK_TENSOR_NEAR(out, causal_by_hand(q, k, v, i0, tile), 1e-5, 1e-4);
 }
 
 TEST_CASE("a start past the end, a tile of 0 and shapes that differ are rejected") {
