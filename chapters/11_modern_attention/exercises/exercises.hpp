@@ -23,16 +23,16 @@ attn::Tensor<4> rope(const attn::Tensor<4>& x, double theta, std::size_t offset)
 // gamma is not (C,).
 attn::Tensor<3> rms_norm(const attn::Tensor<3>& x, const attn::Vector& gamma, double eps);
 
-// ex11.5, ex11_5_rms_norm_backward.cpp: RMSNorm's backward, like attn::rms_norm_backward: with
-// rstd = 1 / sqrt(mean(x^2) + eps) per row and y = x * rstd * gamma, given dy (B, T, C) return
-// dx (B, T, C) and dgamma (C,). Throws std::invalid_argument when dy and x differ in shape or
-// gamma is not (C,).
+// ex11.5, ex11_5_rms_norm_backward.cpp: RMSNorm's backward, like attn::rms_norm_backward: given
+// dy = dL/dy (B, T, C) for y = rms_norm(x, gamma, eps), return dx (B, T, C) and dgamma (C,).
+// Throws std::invalid_argument when dy and x differ in shape or gamma is not (C,).
 attn::RmsNormGrads<float, 3> rms_norm_backward(const attn::Tensor<3>& dy, const attn::Tensor<3>& x,
                                                const attn::Vector& gamma, double eps);
 
 // ex11.3, ex11_3_repeat_kv.cpp: the head mapping of grouped-query attention, like
-// attn::repeat_kv: kv (B, KV, T, hs) -> (B, H, T, hs), query head h reading K/V head
-// h / (H / KV). Throws std::invalid_argument when KV does not divide n_heads.
+// attn::repeat_kv: kv (B, KV, T, hs) -> (B, H, T, hs), each query head a copy of the K/V head
+// of its group (groups of neighbouring query heads). Throws std::invalid_argument when KV does
+// not divide n_heads.
 attn::Tensor<4> repeat_kv(const attn::Tensor<4>& kv, std::size_t n_heads);
 
 // ex11.4, ex11_4_sliding_window.cpp: sliding-window attention, like
