@@ -26,8 +26,8 @@ void* operator new(std::size_t n) {
   void* base = std::malloc(n + kHeader);
   if (base == nullptr) throw std::bad_alloc();
   *static_cast<std::size_t*>(base) = n;
-  const long now = g_bytes.fetch_add(static_cast<long>(n), std::memory_order_relaxed) +
-                   static_cast<long>(n);
+  const long now =
+      g_bytes.fetch_add(static_cast<long>(n), std::memory_order_relaxed) + static_cast<long>(n);
   long peak = g_peak.load(std::memory_order_relaxed);
   while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
