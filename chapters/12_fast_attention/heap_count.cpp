@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 
@@ -35,8 +36,9 @@ void* operator new(std::size_t n) {
 }
 void* operator new[](std::size_t n) { return operator new(n); }
 void operator delete(void* p) noexcept {
+  // The header before p, found through an integer: GCC would read p - header as out of bounds.
   if (p == nullptr) return;
-  void* base = static_cast<char*>(p) - kHeader;
+  void* base = reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(p) - kHeader);
   g_bytes.fetch_sub(static_cast<long>(*static_cast<std::size_t*>(base)), std::memory_order_relaxed);
   std::free(base);
 }

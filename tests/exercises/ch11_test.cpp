@@ -5,11 +5,13 @@
 // build/default/bin/attn-check 11.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "attn/core/random.hpp"
@@ -414,5 +416,123 @@ TEST_CASE("dy of another shape, or gamma of the wrong length, is rejected" *
   CHECK_THROWS_AS(ex11::rms_norm_backward(wiggly<3>({1, 2, 3}, 0.0), wiggly<3>({1, 2, 3}, 0.0),
                                           short_gamma, 1e-5),
                   std::invalid_argument);
+}
+}  // TEST_SUITE
+
+TEST_SUITE("ex11.6 The K/V heads' gradient") {
+TEST_CASE("H 4, KV 2: K/V head 0 gets query heads 0 + 1, K/V head 1 gets heads 2 + 3" *
+          doctest::description("hint 1")) {
+  Tensor<4> d(std::array<std::size_t, 4>{1, 4, 1, 1});
+  for (std::size_t h = 0; h < 4; ++h) d(0, h, 0, 0) = static_cast<float>(1u << h);  // 1 2 4 8
+  const Tensor<4> got = ex11::sum_kv_groups(d, 2);
+  REQUIRE(got.shape() == (std::array<std::size_t, 4>{1, 2, 1, 1}));
+  INFO("query heads 0..3 carry 1, 2, 4, 8: the sums tell which heads each K/V head got");
+  CHECK(got(0, 0, 0, 0) == 3.0f);
+  CHECK(got(0, 1, 0, 0) == 12.0f);
+}
+TEST_CASE("it is repeat_kv's adjoint: sum(repeat_kv(x) * d) = sum(x * sum_kv_groups(d))" *
+          doctest::description("hint 2")) {
+  for (const std::size_t KV : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{6}}) {
+    INFO("H 6, KV " << KV << ": each K/V head fed H / KV = " << 6 / KV
+                    << " query heads, and gets the sum of their gradients (not the mean)");
+    const Tensor<4> d = wiggly<4>({2, 6, 3, 4}, 0.3 + static_cast<double>(KV), 1.5);
+    const Tensor<4> got = ex11::sum_kv_groups(d, KV);
+    Tensor<4> want(std::array<std::size_t, 4>{2, KV, 3, 4});
+    want.fill(0.0f);
+    for (std::size_t b = 0; b < 2; ++b)
+      for (std::size_t h = 0; h < 6; ++h)
+        for (std::size_t t = 0; t < 3; ++t)
+          for (std::size_t j = 0; j < 4; ++j) {
+            const double sum = static_cast<double>(want(b, h / (6 / KV), t, j)) +
+                               static_cast<double>(d(b, h, t, j));
+            want(b, h / (6 / KV), t, j) = static_cast<float>(sum);
+          }
+    CHECK_TENSOR_NEAR(got, want, 1e-6, 1e-6);
+  }
+}
+TEST_CASE("KV 0 or KV that does not divide H is rejected" * doctest::description("hint 1")) {
+  CHECK_THROWS_AS(ex11::sum_kv_groups(wiggly<4>({1, 4, 2, 2}, 0.0), 3), std::invalid_argument);
+  CHECK_THROWS_AS(ex11::sum_kv_groups(wiggly<4>({1, 4, 2, 2}, 0.0), 0), std::invalid_argument);
+}
+}  // TEST_SUITE
+
+TEST_SUITE("ex11.7 ALiBi's bias") {
+// The paper's slopes, written out: H = 8 halves from 1/2 down; H = 6 is H = 4's slopes then
+// every other slope of H = 8 (1/2, 1/8).
+std::vector<double> slopes_by_hand(std::size_t H) {
+  if (H == 8) return {0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625};
+  if (H == 6) return {0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125};
+  if (H == 1) return {0.00390625};
+  return {};
+}
+void check_bias(std::size_t H, std::size_t T) {
+  const std::vector<double> m = slopes_by_hand(H);
+  const Tensor<3> got = ex11::alibi_bias(H, T);
+  REQUIRE(got.shape() == (std::array<std::size_t, 3>{H, T, T}));
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t s = 0; s < T; ++s) {
+        const double want = -m[h] * (static_cast<double>(t) - static_cast<double>(s));
+        if (std::abs(static_cast<double>(got(h, t, s)) - want) > 1e-6) {
+          FAIL_CHECK("H " << H << ": bias[" << h << ", " << t << ", " << s << "] = " << got(h, t, s)
+                          << ", expected -m_" << h << " (t - s) = " << want << " with m_" << h
+                          << " = " << m[h]);
+          return;
+        }
+      }
+}
+TEST_CASE("H 8: slopes 1/2, 1/4, ..., 1/256, the bias -m_h (t - s)" *
+          doctest::description("hint 1")) {
+  check_bias(8, 5);
+}
+TEST_CASE("H 6, not a power of two: H 4's slopes, then every other slope of H 8" *
+          doctest::description("hint 2")) {
+  check_bias(6, 4);
+}
+TEST_CASE("H 1: one slope, 2^-8; n_heads 0 is rejected" * doctest::description("hint 2")) {
+  check_bias(1, 3);
+  CHECK_THROWS_AS(ex11::alibi_bias(0, 3), std::invalid_argument);
+}
+}  // TEST_SUITE
+
+TEST_SUITE("ex11.8 The rolling cache's slots") {
+void check_slots(std::size_t length, std::size_t capacity, const std::vector<std::size_t>& want) {
+  const std::vector<std::size_t> got = ex11::rolling_slots(length, capacity);
+  std::string got_text, want_text;
+  for (std::size_t s : got) got_text += (got_text.empty() ? "" : " ") + std::to_string(s);
+  for (std::size_t s : want) want_text += (want_text.empty() ? "" : " ") + std::to_string(s);
+  INFO("length " << length << ", capacity " << capacity << ": got slots [" << got_text
+                 << "], expected [" << want_text << "] (slot k holds position length - n + k)");
+  CHECK(got == want);
+}
+TEST_CASE("before the cache is full: slots 0 .. length - 1" * doctest::description("hint 1")) {
+  check_slots(0, 4, {});
+  check_slots(3, 4, {0, 1, 2});
+  check_slots(4, 4, {0, 1, 2, 3});
+}
+TEST_CASE("after it wraps: the oldest kept position first, wherever its slot is" *
+          doctest::description("hint 2")) {
+  check_slots(6, 4, {2, 3, 0, 1});  // positions 2 3 4 5
+  check_slots(9, 4, {1, 2, 3, 0});  // positions 5 6 7 8
+  check_slots(10, 1, {0});          // window 1: only the newest
+  check_slots(1000, 3, {1, 2, 0});  // positions 997 998 999
+}
+TEST_CASE("every slot holds the position that p % capacity puts there" *
+          doctest::description("hint 3")) {
+  for (std::size_t capacity = 1; capacity <= 5; ++capacity)
+    for (std::size_t length = 0; length <= 12; ++length) {
+      const std::vector<std::size_t> got = ex11::rolling_slots(length, capacity);
+      const std::size_t n = std::min(length, capacity);
+      REQUIRE_MESSAGE(got.size() == n, "length " << length << ", capacity " << capacity << ": " << n
+                                                 << " slots expected, got " << got.size());
+      for (std::size_t k = 0; k < n; ++k) {
+        INFO("length " << length << ", capacity " << capacity << ": slots[" << k
+                       << "] must hold position " << length - n + k);
+        CHECK(got[k] == (length - n + k) % capacity);
+      }
+    }
+}
+TEST_CASE("capacity 0 is rejected" * doctest::description("hint 1")) {
+  CHECK_THROWS_AS(ex11::rolling_slots(3, 0), std::invalid_argument);
 }
 }  // TEST_SUITE

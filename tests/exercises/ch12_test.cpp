@@ -259,3 +259,50 @@ TEST_CASE("a start past the end, a tile of 0 and shapes that differ are rejected
   CHECK_THROWS_AS(ex12::attention_tile(a, b, a, 0, 2), std::invalid_argument);
 }
 }  // TEST_SUITE
+
+TEST_SUITE("ex12.3 The row's log-sum-exp") {
+// The state of a row that saw these scores, computed in double and rounded, as ex12.1 leaves it.
+OnlineRow row_of(const std::vector<double>& s) {
+  double m = -INFINITY, l = 0.0;
+  for (double x : s) m = std::max(m, x);
+  for (double x : s) l += std::exp(x - m);
+  OnlineRow row = empty_row(1);
+  row.m = static_cast<float>(m);
+  row.l = static_cast<float>(l);
+  return row;
+}
+double lse_by_hand(const std::vector<double>& s) {
+  double m = -INFINITY, l = 0.0;
+  for (double x : s) m = std::max(m, x);
+  for (double x : s) l += std::exp(x - m);
+  return m + std::log(l);
+}
+
+TEST_CASE("a few scores: lse = log sum exp(s), and the weights exp(s - lse) sum to 1" *
+          doctest::description("hint 1")) {
+  const std::vector<double> s = {0.5, -1.25, 2.0, 0.0, 1.5};
+  const float got = ex12::row_lse(row_of(s));
+  CHECK(static_cast<double>(got) == doctest::Approx(lse_by_hand(s)).epsilon(1e-6));
+  double total = 0.0;
+  for (double x : s) total += std::exp(x - static_cast<double>(got));
+  INFO("the weights exp(s_j - lse) of the row must add up to 1");
+  CHECK(total == doctest::Approx(1.0).epsilon(1e-5));
+}
+
+TEST_CASE("scores near 1000: lse near 1000, not inf" * doctest::description("hint 2")) {
+  const std::vector<double> s = {1000.0, 999.0, 1001.5, 998.25};
+  const float got = ex12::row_lse(row_of(s));
+  INFO("exp(1000) overflows float and double: keep the max out of the exp");
+  CHECK(std::isfinite(got));
+  CHECK(static_cast<double>(got) == doctest::Approx(lse_by_hand(s)).epsilon(1e-6));
+}
+
+TEST_CASE("one key: lse is its score; no key at all: -inf, not NaN" *
+          doctest::description("hint 2")) {
+  CHECK(static_cast<double>(ex12::row_lse(row_of({-3.5}))) == doctest::Approx(-3.5));
+  const float empty = ex12::row_lse(empty_row(2));
+  INFO("a row that saw no key (m = -inf, l = 0) has lse = log 0 = -inf");
+  CHECK(std::isinf(empty));
+  CHECK(empty < 0.0f);
+}
+}  // TEST_SUITE
