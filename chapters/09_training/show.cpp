@@ -186,7 +186,7 @@ void show_one_step(const OneStep& r, const attn::TrainConfig& c, bool mine) {
       "state and batch: every weight {}.\n",
       mine ? "your\ntrain_step_on (ex09.4)" : "the library's\nattn::train_step_on",
       r.library_diff == 0.0 ? "the same, bit for bit"
-                            : "differs, by up to " + attn::difference_text(r.library_diff));
+                            : fmt::format("differs, by up to {:.1e}", r.library_diff));
   attn::claim(r.library_diff == 0.0 || mine,
               "the step written out equals attn::train_step_on bit for bit");
   if (mine && r.library_diff > 0.0) {

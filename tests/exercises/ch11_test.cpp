@@ -406,6 +406,25 @@ TEST_CASE("scaling x changes nothing, so dx has no component along x" *
     CHECK(std::abs(along) < 1e-4);
   }
 }
+TEST_CASE("a long row with one large value: rstd's sum of squares is kept in double" *
+          doctest::description("hint 1")) {
+  // As for ex11.2: x_0 = 1e4, then 16383 ones; in float, 1e8 + 1 is 1e8 and every one is lost.
+  // dy = 1 everywhere, so dgamma_j = xhat_j = x_j * rstd.
+  const std::size_t C = 16384;
+  Tensor<3> x(std::array<std::size_t, 3>{1, 1, C});
+  x.fill(1.0f);
+  x(0, 0, 0) = 1e4f;
+  Tensor<3> dy(std::array<std::size_t, 3>{1, 1, C});
+  dy.fill(1.0f);
+  attn::Vector gamma(std::array<std::size_t, 1>{C});
+  gamma.fill(1.0f);
+  const double rstd = 1.0 / std::sqrt((1e8 + static_cast<double>(C - 1)) / static_cast<double>(C));
+  attn::Vector want(std::array<std::size_t, 1>{C});
+  want.fill(static_cast<float>(rstd));
+  want(0) = static_cast<float>(1e4 * rstd);
+  INFO("recompute rstd with the sum of x_j^2 in double: in float the ones after 1e4^2 are lost");
+  CHECK_TENSOR_NEAR(ex11::rms_norm_backward(dy, x, gamma, 0.0).dgamma, want, 1e-9, 1e-5);
+}
 TEST_CASE("dy of another shape, or gamma of the wrong length, is rejected" *
           doctest::description("hint 1")) {
   const attn::Vector gamma = {1.0f, 1.0f, 1.0f};

@@ -21,7 +21,7 @@ ATTN_REFERENCE attn::Matrix attention_tile(const attn::Matrix& q, const attn::Ma
   return attn::attention_tile(q, k, v, i0, tile);
 }
 
-// As attn::fast::flash_attention_forward computes each row's lse from its state (fast/flash.cpp),
+// As attn::fast::flash_attention computes each row's lse from its state (fast/flash.cpp),
 // which the library exposes for whole tensors only.
 ATTN_REFERENCE float row_lse(const attn::OnlineRow& row) {
   if (row.l == 0.0f) return -std::numeric_limits<float>::infinity();

@@ -1,6 +1,6 @@
 // Exercise ex12.3: the log-sum-exp a flash forward keeps (chapter 12, docs/12-fast-attention.md).
 //
-// Goal: like the lse of attn::fast::flash_attention_forward. The forward keeps one number per
+// Goal: like the lse of attn::fast::flash_attention. The forward keeps one number per
 // query for its backward, instead of the row's weights: lse = log sum_j exp(s_j) over the
 // visible scaled scores, from which the backward recomputes any weight as exp(s_j - lse).
 // From a row state after every key was folded in (ex12.1's row.m, row.l):
