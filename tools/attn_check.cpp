@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -37,6 +38,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "course.hpp"
@@ -347,10 +349,14 @@ struct ChapterBuild {
 
 // The compiler's warnings about the learner's stubs, as "exNN.M line N: message". They never
 // stop the build, but they are worth reading (a compiler only repeats them when it recompiles
-// the file, that is, right after a save).
+// the file, that is, right after a save). -Wdouble-promotion fires on every float that meets a
+// double, which is what adding up in double (as several stubs ask) does on every line: those
+// are folded into one line per exercise and listed last, so that a warning that may name a bug
+// (an unused variable, a comparison of signed and unsigned) is always among the first shown.
 std::vector<std::string> stub_warnings(const std::string& log) {
-  static const std::regex warning(R"(^(.+?):(\d+):\d+: warning: (.*?)(?: \[-W[^\]]*\])?$)");
+  static const std::regex warning(R"(^(.+?):(\d+):\d+: warning: (.*?)(?: \[-W([^\]]*)\])?$)");
   std::vector<std::string> found;
+  std::vector<std::pair<std::string, std::vector<std::string>>> promoted;  // id, its lines
   std::istringstream lines(log);
   std::smatch m;
   for (std::string line; std::getline(lines, line);) {
@@ -362,8 +368,22 @@ std::vector<std::string> stub_warnings(const std::string& log) {
     if (!std::regex_match(line, m, warning)) continue;
     const auto id = course::id_of_stub(fs::path(m[1].str()));
     if (!id) continue;
+    if (m[4].str() == "double-promotion") {
+      auto at = std::find_if(promoted.begin(), promoted.end(),
+                             [&](const auto& p) { return p.first == id->id; });
+      if (at == promoted.end()) at = promoted.insert(promoted.end(), {id->id, {}});
+      if (std::find(at->second.begin(), at->second.end(), m[2].str()) == at->second.end())
+        at->second.push_back(m[2].str());
+      continue;
+    }
     const std::string text = std::regex_replace(m[3].str(), std::regex(R"( \{aka '[^']*'\})"), "");
     found.push_back(fmt::format("{} line {}: {}", id->id, m[2].str(), text));
+  }
+  for (const auto& [id, at] : promoted) {
+    found.push_back(
+        fmt::format("{} line{} {}: float promoted to double (harmless where you add "
+                    "up in double on purpose)",
+                    id, at.size() == 1 ? "" : "s", fmt::join(at, ", ")));
   }
   return found;
 }
@@ -735,6 +755,10 @@ Check check_once(const Options& options, int hint_level) {
   print_table(rows);
   for (const auto& problem : problems) fmt::print("\nattn-check: {}\n", problem);
   if (!warnings.empty()) {
+    // Every chapter's folded promotions after every warning that may name a bug.
+    std::stable_partition(warnings.begin(), warnings.end(), [](const std::string& w) {
+      return w.find(": float promoted to double (") == std::string::npos;
+    });
     fmt::print("\nWarnings in your code (they never stop the build):\n");
     for (std::size_t i = 0; i < warnings.size() && i < 8; ++i) fmt::print("  {}\n", warnings[i]);
     if (warnings.size() > 8) fmt::print("  ... and {} more\n", warnings.size() - 8);

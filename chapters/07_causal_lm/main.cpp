@@ -431,6 +431,30 @@ std::u32string prompt_text(const Options& o, const attn::Corpus& corpus, const a
   return kept.empty() ? std::u32string(1, vocab.chars()[0]) : kept;
 }
 
+// --mine runs the learner's ex07.3, the model its stub describes: chapter 06's full blocks
+// (pre-norm, GELU), a final LayerNorm and the head tied to wte. On another model (a chapter-09
+// run with an untied head or ReLU, say) it would compute a different function and look wrong:
+// one line says so, and what to run instead.
+void check_mine_can_run(const Model& m, const Options& o) {
+  const attn::ModelSpec& c = m.config;
+  std::string differs;
+  const auto add = [&](bool on, const std::string& what) {
+    if (on) differs += (differs.empty() ? "" : ", ") + what;
+  };
+  add(!c.ablations.tied_head, "an untied head (lm_head)");
+  add(c.activation != attn::Activation::gelu,
+      fmt::format("{} activation", attn::activation_name(c.activation)));
+  add(!c.ablations.layer_norm || !c.ablations.residual || !c.ablations.ffn ||
+          !c.ablations.attn_proj,
+      "chapter 09's reduced blocks");
+  if (differs.empty()) return;
+  throw std::runtime_error(fmt::format(
+      "--mine cannot run your ex07.3 on model '{}': it has {}, and your lm_forward builds the "
+      "stub's model (GELU, tied head); run 07_causal_lm --mine without --weights, or on a run of "
+      "09_training --tied --activation gelu",
+      o.weights_dir.empty() ? "from the flags" : o.weights_dir, differs));
+}
+
 void run(const attn::CommonOptions& common, const Options& o) {
   const auto t_start = Clock::now();
   const Kernels k = common.mine ? learner_kernels() : reference_kernels();
@@ -453,6 +477,7 @@ void run(const attn::CommonOptions& common, const Options& o) {
   const attn::Corpus corpus = attn::load_corpus(common.data);
   attn::Vocab vocab = attn::Vocab::from_text(corpus.text);
   const Model m = make_model(o, vocab, common.seed);  // with --weights, the model's vocabulary
+  if (common.mine) check_mine_can_run(m, o);
   const std::size_t top_k = parse_top_k(o, vocab.size());
   const std::u32string prompt = prompt_text(o, corpus, vocab, m.own_vocab);
 

@@ -153,6 +153,12 @@ OneStep take_one_step(const Kernels& k, const attn::TrainState& start, const att
   for (std::size_t i = 0; i < p.size(); ++i) {
     out.library_diff = std::max(out.library_diff, attn::max_abs_diff(p[i].values, lib[i].values));
     for (std::size_t j = 0; j < p[i].values.size(); ++j) {
+      const double mine = p[i].values[j], theirs = lib[i].values[j];
+      out.library_rel_diff =
+          std::max(out.library_rel_diff,
+                   std::abs(mine - theirs) / (1.0 + std::max(std::abs(mine), std::abs(theirs))));
+    }
+    for (std::size_t j = 0; j < p[i].values.size(); ++j) {
       const double moved =
           std::abs(static_cast<double>(p[i].values[j]) - static_cast<double>(before[i].values[j]));
       out.largest_move = std::max(out.largest_move, moved);

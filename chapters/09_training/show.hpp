@@ -50,6 +50,9 @@ struct OneStep {
   double largest_move;    // max |w_after - w_before| over every weight
   double largest_weight;  // max |w_before|
   double library_diff;    // max |difference| to attn::train_step_on's weights
+  // max |difference| / (1 + |weight|): the measure of ex09.1's tests (doctest's Approx), which
+  // accept 1e-6 of it, the float rounding of an update computed in another order.
+  double library_rel_diff = 0;
   // Who moved by about lr: on the first step Adam moves a weight by lr * g / (|g| + eps), so
   // every weight with a gradient well above eps moves by nearly lr, and one with a zero gradient
   // (the embedding row of a character absent from the batch) only by its decay.

@@ -275,6 +275,15 @@ void run(const attn::CommonOptions& common, const Options& o) {
   const attn::Corpus corpus = attn::load_corpus(common.data);
   const attn::Vocab corpus_vocab = attn::Vocab::from_text(corpus.text);
   const Model m = load_model(o, corpus_vocab);
+  if (common.mine && attn::uses_rolling_cache(m.config)) {
+    // Chapter 11's parts generate through the library's rolling cache, not the cache of
+    // ex10.1-ex10.3: --mine would run none of the learner's code and call it theirs.
+    throw std::runtime_error(fmt::format(
+        "--mine cannot run your ex10.1-ex10.3 on model '{}': its chapter-11 parts generate "
+        "through the library's rolling cache, not yours; run 10_generation --mine without "
+        "--weights (the shipped model), or on a run of 09_training without chapter 11's parts",
+        o.weights_dir));
+  }
   const std::size_t top_k = parse_top_k(o, m.config.vocab_size);
   const std::vector<int> prompt = prompt_ids(o, corpus, m.vocab, m.config.block_size);
 

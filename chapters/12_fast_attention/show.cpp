@@ -109,6 +109,14 @@ void show_ladder(const Ladder& ladder, const Options& o) {
   fmt::print("{}\n", all_ok ? "Every kernel computes the reference's attention."
                             : "A kernel does NOT compute the reference's attention (TOO FAR).");
   attn::claim(all_ok, "every kernel of the ladder equals the reference within the tolerance");
+  for (const RungResult& r : rows) {
+    if (r.measured) {
+      fmt::print(
+          "{}: memory measured while it ran, the most it held at once beyond the rows it\n"
+          "returned (every operator new counted); its MFLOP are a tiled kernel's.\n",
+          r.name);
+    }
+  }
   if (timing) {
     fmt::print(
         "GEMM peak measured in this run ((1024, 1024) @ (1024, 1024)): {} GFLOP/s on 1\n"

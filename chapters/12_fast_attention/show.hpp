@@ -45,6 +45,7 @@ struct RungResult {
   bool ok = false;         // same bits, or within the golden tolerance 1e-5 + 1e-4 |ref|
   double flops = 0.0, floats = 0.0, seconds = 0.0;
   bool threaded = false;  // memory per thread, timed against the threaded GEMM peak
+  bool measured = false;  // memory measured while it ran (--mine), not worked out from T and tile
 };
 
 struct Ladder {

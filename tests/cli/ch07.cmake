@@ -154,9 +154,14 @@ attn_cli_test(ch07.weights_run_contradicting_embd EXIT 2
 attn_cli_test(ch07.weights_run_contradicting_block_size EXIT 2
               MATCH "--block-size 32 contradicts model '.*/ch09_nondefault_run', whose wpe.npy has T_max = 16"
               COMMAND 07_causal_lm --weights ${ch09_run} --block-size 32)
+# --mine on it: the learner's ex07.3 builds the stub's model (GELU, tied head), not this one; one
+# line says so and what to run instead, and none of the learner's code is blamed.
+attn_cli_test(ch07.mine_other_model EXIT 1
+              MATCH "--mine cannot run your ex07\\.3 on model '[^']*ch09_nondefault_run': it has an untied head \\(lm_head\\), relu activation, and your lm_forward builds the stub's model \\(GELU, tied head\\); run 07_causal_lm --mine without --weights"
+              COMMAND 07_causal_lm --weights ${ch09_run} --mine)
 foreach(t weights_run_alone weights_run_stepwise_equals_lm_forward
           weights_run_contradicting_layers weights_run_contradicting_embd
-          weights_run_contradicting_block_size)
+          weights_run_contradicting_block_size mine_other_model)
   set_tests_properties(cli.ch07.${t} PROPERTIES FIXTURES_REQUIRED ch09_run)
 endforeach()
 attn_cli_test(ch07.export_not_a_folder EXIT 1

@@ -175,7 +175,12 @@ attn_cli_test(ch10.weights_parts_rolling EXIT 0 STDOUT
 attn_cli_test(ch10.weights_parts_claims_hold EXIT 0 MATCH "^self-check: [0-9]+ claims held$"
               ENV ATTN_SELF_CHECK=1
               COMMAND 10_generation --weights ${ch09_parts_model} --tokens 60 --temperature 0.8)
-foreach(t weights_parts_rolling weights_parts_claims_hold)
+# --mine on it: the learner's cache (ex10.1-ex10.3) cannot run a model with chapter 11's parts;
+# one line says so and what to run instead, before any of the walkthrough runs.
+attn_cli_test(ch10.mine_parts_model EXIT 1
+              MATCH "--mine cannot run your ex10\\.1-ex10\\.3 on model '[^']*ch09_parts_model': its chapter-11 parts generate through the library's rolling cache, not yours; run 10_generation --mine without --weights"
+              COMMAND 10_generation --weights ${ch09_parts_model} --mine)
+foreach(t weights_parts_rolling weights_parts_claims_hold mine_parts_model)
   set_tests_properties(cli.ch10.${t} PROPERTIES FIXTURES_REQUIRED ch09_parts_run)
 endforeach()
 # --mine on the shipped stubs: the first exercise the walkthrough calls is named, exit code 1.

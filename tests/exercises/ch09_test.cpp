@@ -126,6 +126,24 @@ TEST_CASE("each of g, m and v shorter or longer than p is rejected" *
 
 TEST_SUITE("ex09.2 get_batch") {
 
+TEST_CASE("every start 0 .. n - T - 1 is drawn, the window ending on the last token too" *
+          doctest::description("hint 2")) {
+  // n = 9 tokens, T = 6: the windows start at 0, 1 or 2 (start 2 ends on the last token, its
+  // targets on token 8). 300 rows draw each start about 100 times.
+  const std::vector<int> data = {0, 1, 2, 3, 4, 5, 6, 7, 8};  // token i is i: x(r, 0) is the start
+  attn::Rng rng(5);
+  const attn::Batch b = ex09::get_batch(data, 300, 6, rng);
+  std::vector<int> seen(3, 0);
+  for (std::size_t r = 0; r < 300; ++r)
+    if (b.x(r, 0) >= 0 && b.x(r, 0) < 3) ++seen[static_cast<std::size_t>(b.x(r, 0))];
+  for (std::size_t start = 0; start < 3; ++start) {
+    INFO("start " << start << " of the 3 valid ones (n - T = 3) drawn " << seen[start]
+                  << " times in 300 rows: draw the start from rng.below(n - T), every window "
+                  << "whose targets fit, the last one included");
+    CHECK(seen[start] > 0);
+  }
+}
+
 TEST_CASE("each row is a window of the data and its targets are shifted by one") {
   const std::vector<int> data = counting_data(50, 9);
   attn::Rng rng(3);
@@ -228,6 +246,8 @@ attn::TrainState expected_after_step(const attn::TrainState& before, const attn:
   s.adam_v = before.adam_v;
   s.grads = attn::lm_zeros_like(s.weights);
   attn::LmCache cache;
+  // With dropout on, step t draws its masks from dropout_rng_for(seed, t) (train.hpp).
+  cache.dropout_rng = attn::dropout_rng_for(c.seed, before.step + 1);
   loss = attn::lm_forward_backward(x, y, s.weights, c.model, s.grads, cache);
   std::vector<attn::NamedTensor> p = attn::lm_parameters(s.weights),
                                  g = attn::lm_parameters(s.grads),
@@ -288,6 +308,25 @@ TEST_CASE("two steps equal the pieces composed by hand, with clipping and two de
     check_same_weights(s.weights, want.weights);
     check_same_weights(s.adam_m, want.adam_m);
     check_same_weights(s.adam_v, want.adam_v);
+  }
+}
+
+TEST_CASE("with dropout, step t draws its masks from attn::dropout_rng_for(seed, t)" *
+          doctest::description("hint 3")) {
+  attn::TrainConfig c = tiny_config();
+  c.model.dropout = 0.3f;
+  attn::TrainState s = attn::train_init(c);
+  const Tokens x = tokens_of({{0, 1, 2, 3, 4}, {5, 4, 3, 2, 1}, {1, 1, 2, 2, 3}});
+  const Tokens y = tokens_of({{1, 2, 3, 4, 5}, {4, 3, 2, 1, 0}, {1, 2, 2, 3, 3}});
+  for (int step = 0; step < 2; ++step) {
+    double want_loss = 0.0, want_norm = 0.0, want_lr = 0.0;
+    attn::TrainState want = expected_after_step(s, c, x, y, want_loss, want_norm, want_lr);
+    const attn::StepResult r = ex09::train_step_on(s, c, x, y);
+    INFO("step " << step + 1 << " with dropout 0.3: before the forward, set state.cache's "
+                 << "dropout_rng to attn::dropout_rng_for(config.seed, " << step + 1
+                 << ") so that the masks are this step's (the same in a resumed run)");
+    CHECK(r.loss == doctest::Approx(want_loss).epsilon(1e-6));
+    check_same_weights(s.weights, want.weights);
   }
 }
 

@@ -544,6 +544,47 @@ TEST_CASE("the result is a distribution: the kept ids renormalised to sum to 1" 
   }
 }
 
+TEST_CASE("the mass is added up in double: a float running sum stops at the wrong id" *
+          doctest::description("hint 2")) {
+  // id 0 holds 0.5, then 2000 ids hold 0.5 / 2000 each. Added up in float, each of the 2000
+  // additions near 0.5 .. 1 rounds by up to 3e-8 and the errors pile up the same way; top_p is
+  // put between the float running sum and the exact one, so a float sum stops one id off.
+  const std::size_t n = 2000;
+  std::vector<float> probs(n + 1, static_cast<float>(0.5 / static_cast<double>(n)));
+  probs[0] = 0.5f;
+  float top_p = 0.0f;
+  std::size_t keep = 0;  // the fewest ids whose exact mass reaches top_p
+  float mass_f = probs[0];
+  double mass_d = static_cast<double>(probs[0]);
+  for (std::size_t k = 2; k <= n && keep == 0; ++k) {
+    mass_f += probs[k - 1];
+    mass_d += static_cast<double>(probs[k - 1]);
+    const double gap = static_cast<double>(mass_f) - mass_d;
+    if (gap > 0.0) {  // float reaches top_p = mass_f after k ids, the exact sum after k + 1
+      top_p = mass_f;
+      keep = k + 1;
+    } else if (gap < 0.0) {  // exact reaches top_p after k ids, float needs more
+      const float up = std::nextafter(mass_f, 1.0f);
+      if (static_cast<double>(up) <= mass_d) {
+        top_p = up;
+        keep = k;
+      }
+    }
+  }
+  REQUIRE_MESSAGE(keep != 0, "the test found no top_p where float and double disagree");
+  double kept_mass = 0.0;
+  for (std::size_t v = 0; v < keep; ++v) kept_mass += static_cast<double>(probs[v]);
+  std::vector<double> want(n + 1, 0.0);
+  for (std::size_t v = 0; v < keep; ++v) want[v] = static_cast<double>(probs[v]) / kept_mass;
+  const std::vector<float> got = ex10::top_p_filter(probs, top_p);
+  std::size_t kept = 0;
+  for (const float g : got) kept += g > 0.0f ? 1 : 0;
+  INFO("top_p " << top_p << " over 1 id of 0.5 and " << n << " of " << probs[1]
+                << ": the exact mass first reaches it with " << keep << " ids; kept " << kept
+                << ". Add the probabilities up in double");
+  check_probs(got, want, "the nucleus found with the mass added up in double");
+}
+
 TEST_CASE("empty probs and top_p outside (0, 1] are rejected" * doctest::description("hint 2")) {
   const std::vector<float> probs = {0.5f, 0.5f};
   for (const float bad : {0.0f, -0.5f, 1.01f, std::numeric_limits<float>::quiet_NaN()}) {

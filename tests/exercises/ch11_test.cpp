@@ -5,11 +5,13 @@
 // build/default/bin/attn-check 11.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "attn/core/random.hpp"
@@ -113,6 +115,13 @@ TEST_CASE("every row matches a double-precision loop, positions offset + t" *
     CHECK_TENSOR_NEAR(ex11::rope(x, 50.0, offset), rope_loop(x, 50.0, offset), 1e-5, 1e-4);
   }
 }
+TEST_CASE("far positions: the angle p * theta^(-2i/hs) is computed in double" *
+          doctest::description("hint 3")) {
+  // At p = 1,000,003 a float angle is off by up to 0.03 radian (a float near 1e6 is a multiple
+  // of 1/16), so every rotation would be visibly wrong; in double the error is below 1e-9.
+  const Tensor<4> x = wiggly<4>({1, 1, 3, 8}, 0.6, 1.5);
+  CHECK_TENSOR_NEAR(ex11::rope(x, 10000.0, 1000003), rope_loop(x, 10000.0, 1000003), 1e-5, 1e-4);
+}
 TEST_CASE("rotated q . k depends only on the offset m - n" * doctest::description("hint 3")) {
   const Tensor<4> q = wiggly<4>({1, 1, 1, 8}, 0.2), k = wiggly<4>({1, 1, 1, 8}, 2.4);
   const auto score = [&](std::size_t m, std::size_t n) {
@@ -163,6 +172,24 @@ TEST_CASE("every row matches a double-precision loop, gamma and eps included" *
     }
   }
   CHECK_TENSOR_NEAR(ex11::rms_norm(x, gamma, eps), want, 1e-6, 1e-5);
+}
+TEST_CASE("a long row with one large value: the sum of squares is kept in double" *
+          doctest::description("hint 2")) {
+  // x_0 = 1e4, then 16383 ones: sum of squares 1e8 + 16383. In float, 1e8 + 1 rounds back to
+  // 1e8 (floats near 1e8 are 8 apart), so a float sum forgets every one: rstd comes out 8e-5
+  // too large, far more than float rounding.
+  const std::size_t C = 16384;
+  Tensor<3> x(std::array<std::size_t, 3>{1, 1, C});
+  x.fill(1.0f);
+  x(0, 0, 0) = 1e4f;
+  attn::Vector gamma(std::array<std::size_t, 1>{C});
+  gamma.fill(1.0f);
+  const double rstd = 1.0 / std::sqrt((1e8 + static_cast<double>(C - 1)) / static_cast<double>(C));
+  Tensor<3> want(std::array<std::size_t, 3>{1, 1, C});
+  want.fill(static_cast<float>(rstd));
+  want(0, 0, 0) = static_cast<float>(1e4 * rstd);
+  INFO("sum x_j^2 in double: in float the ones after 1e4^2 are lost");
+  CHECK_TENSOR_NEAR(ex11::rms_norm(x, gamma, 0.0), want, 1e-9, 1e-5);
 }
 TEST_CASE("a row of zeros stays zeros thanks to eps (no NaN)" * doctest::description("hint 2")) {
   const Tensor<3> x = xt::zeros<float>({1, 2, 3});
@@ -231,6 +258,64 @@ TEST_CASE("a window as long as the text is causal attention" * doctest::descript
     INFO("window " << W);
     CHECK_TENSOR_NEAR(ex11::sliding_window_attention(q, k, v, W).out, window_loop(q, k, v, 6).out,
                       1e-6, 1e-5);
+  }
+}
+TEST_CASE("scores near 1000 do not overflow: subtract the row's largest visible score" *
+          doctest::description("hint 2")) {
+  // Feature 0 of every query and key adds 40 * 50 / sqrt(4) = 1000 to every score: exp(1000)
+  // is inf in float and in double, so exp(s) / sum exp(s) without the max subtracted is NaN.
+  Tensor<4> q = wiggly<4>({1, 2, 6, 4}, 0.4), k = wiggly<4>({1, 2, 6, 4}, 1.5);
+  const Tensor<4> v = wiggly<4>({1, 2, 6, 4}, 2.6);
+  for (std::size_t h = 0; h < 2; ++h)
+    for (std::size_t t = 0; t < 6; ++t) {
+      q(0, h, t, 0) = 40.0f;
+      k(0, h, t, 0) = 50.0f;
+    }
+  const attn::WindowAttention<float> got = ex11::sliding_window_attention(q, k, v, 3);
+  const LoopAttention want = window_loop(q, k, v, 3);
+  // float scores near 1000 carry rounding errors near 1e-4: a looser tolerance than above.
+  CHECK_TENSOR_NEAR(got.weights, want.weights, 1e-3, 1e-3);
+  CHECK_TENSOR_NEAR(got.out, want.out, 1e-3, 1e-3);
+}
+TEST_CASE("a key that has left the window plays no part, not even in the max" *
+          doctest::description("hint 2")) {
+  // Key 0 scores about 1000 against every query; from query 3 on (window 3) it is outside. A
+  // max taken over every key 0 .. t is then about 1000 while the visible scores are near 0:
+  // every exp(s - max) of the window is 0, and 0 / 0 is NaN.
+  Tensor<4> q = wiggly<4>({1, 1, 8, 4}, 0.4), k = wiggly<4>({1, 1, 8, 4}, 1.5);
+  const Tensor<4> v = wiggly<4>({1, 1, 8, 4}, 2.6);
+  for (std::size_t t = 0; t < 8; ++t) {
+    q(0, 0, t, 0) = 40.0f;
+    k(0, 0, t, 0) = t == 0 ? 50.0f : 0.0f;
+  }
+  const attn::WindowAttention<float> got = ex11::sliding_window_attention(q, k, v, 3);
+  const LoopAttention want = window_loop(q, k, v, 3);
+  INFO(
+      "query t sees keys max(0, t - 2) .. t only: the scores, the max and the sum all over "
+      "those");
+  CHECK_TENSOR_NEAR(got.weights, want.weights, 1e-3, 1e-3);
+  CHECK_TENSOR_NEAR(got.out, want.out, 1e-3, 1e-3);
+}
+TEST_CASE("keys before the window are never read (here they are NaN)" *
+          doctest::description("hint 2")) {
+  // The last query (t = 7, window 3) sees keys 5, 6, 7. Keys 0 .. 4 are NaN: the other rows
+  // read some of them, rightly, but the last row must come out exactly as without them.
+  const Tensor<4> q = wiggly<4>({1, 1, 8, 4}, 0.4, 2.0), k = wiggly<4>({1, 1, 8, 4}, 1.5, 2.0),
+                  v = wiggly<4>({1, 1, 8, 4}, 2.6);
+  Tensor<4> k_nan = k, v_nan = v;
+  for (std::size_t u = 0; u < 5; ++u)
+    for (std::size_t j = 0; j < 4; ++j) k_nan(0, 0, u, j) = v_nan(0, 0, u, j) = std::nanf("");
+  const attn::WindowAttention<float> got = ex11::sliding_window_attention(q, k_nan, v_nan, 3);
+  const LoopAttention want = window_loop(q, k, v, 3);
+  REQUIRE(got.out.shape() == want.out.shape());
+  REQUIRE(got.weights.shape() == want.weights.shape());
+  for (std::size_t j = 0; j < 4; ++j) {
+    INFO("the last query's output, feature " << j << ": keys 0 .. 4 are outside its window");
+    CHECK(std::abs(got.out(0, 0, 7, j) - want.out(0, 0, 7, j)) <= 1e-5f);
+  }
+  for (std::size_t u = 0; u < 8; ++u) {
+    INFO("the last query's weight on key " << u);
+    CHECK(std::abs(got.weights(0, 0, 7, u) - want.weights(0, 0, 7, u)) <= 1e-5f);
   }
 }
 TEST_CASE("window 0 and mismatched shapes are rejected" * doctest::description("hint 1")) {
@@ -321,6 +406,25 @@ TEST_CASE("scaling x changes nothing, so dx has no component along x" *
     CHECK(std::abs(along) < 1e-4);
   }
 }
+TEST_CASE("a long row with one large value: rstd's sum of squares is kept in double" *
+          doctest::description("hint 1")) {
+  // As for ex11.2: x_0 = 1e4, then 16383 ones; in float, 1e8 + 1 is 1e8 and every one is lost.
+  // dy = 1 everywhere, so dgamma_j = xhat_j = x_j * rstd.
+  const std::size_t C = 16384;
+  Tensor<3> x(std::array<std::size_t, 3>{1, 1, C});
+  x.fill(1.0f);
+  x(0, 0, 0) = 1e4f;
+  Tensor<3> dy(std::array<std::size_t, 3>{1, 1, C});
+  dy.fill(1.0f);
+  attn::Vector gamma(std::array<std::size_t, 1>{C});
+  gamma.fill(1.0f);
+  const double rstd = 1.0 / std::sqrt((1e8 + static_cast<double>(C - 1)) / static_cast<double>(C));
+  attn::Vector want(std::array<std::size_t, 1>{C});
+  want.fill(static_cast<float>(rstd));
+  want(0) = static_cast<float>(1e4 * rstd);
+  INFO("recompute rstd with the sum of x_j^2 in double: in float the ones after 1e4^2 are lost");
+  CHECK_TENSOR_NEAR(ex11::rms_norm_backward(dy, x, gamma, 0.0).dgamma, want, 1e-9, 1e-5);
+}
 TEST_CASE("dy of another shape, or gamma of the wrong length, is rejected" *
           doctest::description("hint 1")) {
   const attn::Vector gamma = {1.0f, 1.0f, 1.0f};
@@ -331,5 +435,123 @@ TEST_CASE("dy of another shape, or gamma of the wrong length, is rejected" *
   CHECK_THROWS_AS(ex11::rms_norm_backward(wiggly<3>({1, 2, 3}, 0.0), wiggly<3>({1, 2, 3}, 0.0),
                                           short_gamma, 1e-5),
                   std::invalid_argument);
+}
+}  // TEST_SUITE
+
+TEST_SUITE("ex11.6 The K/V heads' gradient") {
+TEST_CASE("H 4, KV 2: K/V head 0 gets query heads 0 + 1, K/V head 1 gets heads 2 + 3" *
+          doctest::description("hint 1")) {
+  Tensor<4> d(std::array<std::size_t, 4>{1, 4, 1, 1});
+  for (std::size_t h = 0; h < 4; ++h) d(0, h, 0, 0) = static_cast<float>(1u << h);  // 1 2 4 8
+  const Tensor<4> got = ex11::sum_kv_groups(d, 2);
+  REQUIRE(got.shape() == (std::array<std::size_t, 4>{1, 2, 1, 1}));
+  INFO("query heads 0..3 carry 1, 2, 4, 8: the sums tell which heads each K/V head got");
+  CHECK(got(0, 0, 0, 0) == 3.0f);
+  CHECK(got(0, 1, 0, 0) == 12.0f);
+}
+TEST_CASE("it is repeat_kv's adjoint: sum(repeat_kv(x) * d) = sum(x * sum_kv_groups(d))" *
+          doctest::description("hint 2")) {
+  for (const std::size_t KV : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{6}}) {
+    INFO("H 6, KV " << KV << ": each K/V head fed H / KV = " << 6 / KV
+                    << " query heads, and gets the sum of their gradients (not the mean)");
+    const Tensor<4> d = wiggly<4>({2, 6, 3, 4}, 0.3 + static_cast<double>(KV), 1.5);
+    const Tensor<4> got = ex11::sum_kv_groups(d, KV);
+    Tensor<4> want(std::array<std::size_t, 4>{2, KV, 3, 4});
+    want.fill(0.0f);
+    for (std::size_t b = 0; b < 2; ++b)
+      for (std::size_t h = 0; h < 6; ++h)
+        for (std::size_t t = 0; t < 3; ++t)
+          for (std::size_t j = 0; j < 4; ++j) {
+            const double sum = static_cast<double>(want(b, h / (6 / KV), t, j)) +
+                               static_cast<double>(d(b, h, t, j));
+            want(b, h / (6 / KV), t, j) = static_cast<float>(sum);
+          }
+    CHECK_TENSOR_NEAR(got, want, 1e-6, 1e-6);
+  }
+}
+TEST_CASE("KV 0 or KV that does not divide H is rejected" * doctest::description("hint 1")) {
+  CHECK_THROWS_AS(ex11::sum_kv_groups(wiggly<4>({1, 4, 2, 2}, 0.0), 3), std::invalid_argument);
+  CHECK_THROWS_AS(ex11::sum_kv_groups(wiggly<4>({1, 4, 2, 2}, 0.0), 0), std::invalid_argument);
+}
+}  // TEST_SUITE
+
+TEST_SUITE("ex11.7 ALiBi's bias") {
+// The paper's slopes, written out: H = 8 halves from 1/2 down; H = 6 is H = 4's slopes then
+// every other slope of H = 8 (1/2, 1/8).
+std::vector<double> slopes_by_hand(std::size_t H) {
+  if (H == 8) return {0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625};
+  if (H == 6) return {0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125};
+  if (H == 1) return {0.00390625};
+  return {};
+}
+void check_bias(std::size_t H, std::size_t T) {
+  const std::vector<double> m = slopes_by_hand(H);
+  const Tensor<3> got = ex11::alibi_bias(H, T);
+  REQUIRE(got.shape() == (std::array<std::size_t, 3>{H, T, T}));
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t s = 0; s < T; ++s) {
+        const double want = -m[h] * (static_cast<double>(t) - static_cast<double>(s));
+        if (std::abs(static_cast<double>(got(h, t, s)) - want) > 1e-6) {
+          FAIL_CHECK("H " << H << ": bias[" << h << ", " << t << ", " << s << "] = " << got(h, t, s)
+                          << ", expected -m_" << h << " (t - s) = " << want << " with m_" << h
+                          << " = " << m[h]);
+          return;
+        }
+      }
+}
+TEST_CASE("H 8: slopes 1/2, 1/4, ..., 1/256, the bias -m_h (t - s)" *
+          doctest::description("hint 1")) {
+  check_bias(8, 5);
+}
+TEST_CASE("H 6, not a power of two: H 4's slopes, then every other slope of H 8" *
+          doctest::description("hint 2")) {
+  check_bias(6, 4);
+}
+TEST_CASE("H 1: one slope, 2^-8; n_heads 0 is rejected" * doctest::description("hint 2")) {
+  check_bias(1, 3);
+  CHECK_THROWS_AS(ex11::alibi_bias(0, 3), std::invalid_argument);
+}
+}  // TEST_SUITE
+
+TEST_SUITE("ex11.8 The rolling cache's slots") {
+void check_slots(std::size_t length, std::size_t capacity, const std::vector<std::size_t>& want) {
+  const std::vector<std::size_t> got = ex11::rolling_slots(length, capacity);
+  std::string got_text, want_text;
+  for (std::size_t s : got) got_text += (got_text.empty() ? "" : " ") + std::to_string(s);
+  for (std::size_t s : want) want_text += (want_text.empty() ? "" : " ") + std::to_string(s);
+  INFO("length " << length << ", capacity " << capacity << ": got slots [" << got_text
+                 << "], expected [" << want_text << "] (slot k holds position length - n + k)");
+  CHECK(got == want);
+}
+TEST_CASE("before the cache is full: slots 0 .. length - 1" * doctest::description("hint 1")) {
+  check_slots(0, 4, {});
+  check_slots(3, 4, {0, 1, 2});
+  check_slots(4, 4, {0, 1, 2, 3});
+}
+TEST_CASE("after it wraps: the oldest kept position first, wherever its slot is" *
+          doctest::description("hint 2")) {
+  check_slots(6, 4, {2, 3, 0, 1});  // positions 2 3 4 5
+  check_slots(9, 4, {1, 2, 3, 0});  // positions 5 6 7 8
+  check_slots(10, 1, {0});          // window 1: only the newest
+  check_slots(1000, 3, {1, 2, 0});  // positions 997 998 999
+}
+TEST_CASE("every slot holds the position that p % capacity puts there" *
+          doctest::description("hint 3")) {
+  for (std::size_t capacity = 1; capacity <= 5; ++capacity)
+    for (std::size_t length = 0; length <= 12; ++length) {
+      const std::vector<std::size_t> got = ex11::rolling_slots(length, capacity);
+      const std::size_t n = std::min(length, capacity);
+      REQUIRE_MESSAGE(got.size() == n, "length " << length << ", capacity " << capacity << ": " << n
+                                                 << " slots expected, got " << got.size());
+      for (std::size_t k = 0; k < n; ++k) {
+        INFO("length " << length << ", capacity " << capacity << ": slots[" << k
+                       << "] must hold position " << length - n + k);
+        CHECK(got[k] == (length - n + k) % capacity);
+      }
+    }
+}
+TEST_CASE("capacity 0 is rejected" * doctest::description("hint 1")) {
+  CHECK_THROWS_AS(ex11::rolling_slots(3, 0), std::invalid_argument);
 }
 }  // TEST_SUITE

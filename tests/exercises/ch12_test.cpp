@@ -13,6 +13,7 @@
 
 #include "attn/core/xt.hpp"
 #include "attn/ops/online_softmax.hpp"
+#include "count_allocations.hpp"  // this binary measures the memory ex12.2 holds
 #include "exercises.hpp"
 #include "test_helpers.hpp"
 
@@ -207,10 +208,101 @@ TEST_CASE("a tile starting inside the sequence returns its own rows") {
   CHECK_TENSOR_NEAR(ex12::attention_tile(q, k, v, 8, 4), causal_by_hand(q, k, v, 8, 2), 1e-5, 1e-4);
 }
 
+TEST_CASE("key tiles after the query tile are never read: they are all masked") {
+  // Keys j >= i0 + tile are after every query of the tile: no weight, and no work either. Here
+  // they are NaN; a loop over every key tile (or every key) reads them, and the NaN values come
+  // through the update (0 * NaN).
+  const std::size_t T = 24, hs = 3, tile = 4;
+  const Matrix q = wiggly(T, hs, 0.5, 1.2, 0.1, 2.0), k = wiggly(T, hs, 0.8, 0.3, 0.7, 2.0),
+               v = wiggly(T, hs, 1.3, 0.6, 0.4);
+  for (std::size_t i0 = 0; i0 + tile < T; i0 += tile) {
+    Matrix k_cut = k, v_cut = v;
+    for (std::size_t j = i0 + tile; j < T; ++j)
+      for (std::size_t d = 0; d < hs; ++d) k_cut(j, d) = v_cut(j, d) = std::nanf("");
+    INFO("rows " << i0 << " to " << i0 + tile - 1 << " with keys " << i0 + tile << " to " << T - 1
+                 << " set to NaN: a query of this tile never reads them; visit only the "
+                 << "key tiles j0 <= t, the tiles after the diagonal are entirely masked");
+    CHECK_TENSOR_NEAR(ex12::attention_tile(q, k_cut, v_cut, i0, tile),
+                      causal_by_hand(q, k, v, i0, tile), 1e-5, 1e-4);
+  }
+}
+
+TEST_CASE("the memory held stays a few tiles, never a row of scores or the (T, T) matrix") {
+  // Measured, not computed: every operator new of the call counted (count_allocations.hpp), the
+  // most bytes held at once. A tile needs its scores (tile,), its values (tile, hs), the row
+  // state (hs,) and the output (rows, hs); the allowance below is four times that, in doubles.
+  // The last tile of T = 1024 sees every key: a row of its scores alone is 4 KiB, the (T, T)
+  // matrix 4 MiB.
+  const std::size_t T = 1024, hs = 4, tile = 8, i0 = T - tile;
+  const Matrix q = wiggly(T, hs, 0.5, 1.2, 0.1, 2.0), k = wiggly(T, hs, 0.8, 0.3, 0.7, 2.0),
+               v = wiggly(T, hs, 1.3, 0.6, 0.4);
+  const long tile_bytes = static_cast<long>((tile + tile * hs + hs + tile * hs) * sizeof(double));
+  const long allowed = 4 * tile_bytes;
+  attn_test::reset_peak_bytes();
+  const long before = attn_test::bytes_in_use();
+  const Matrix out = ex12::attention_tile(q, k, v, i0, tile);
+  const long peak = attn_test::peak_bytes() - before;
+  INFO("attention_tile(T " << T << ", hs " << hs << ", tile " << tile << ") held up to " << peak
+                           << " bytes at once; a tile's scores, values, row state and output "
+                           << "take about " << tile_bytes << ", the limit is " << allowed
+                           << ". A row of T scores is " << T * sizeof(float)
+                           << " bytes, the (T, T) matrix " << T * T * sizeof(float)
+                           << ": fold the keys tile by tile, keeping only the row state");
+  CHECK(peak <= allowed);
+  CHECK_TENSOR_NEAR(out, causal_by_hand(q, k, v, i0, tile), 1e-5, 1e-4);
+}
+
 TEST_CASE("a start past the end, a tile of 0 and shapes that differ are rejected") {
   const Matrix a = wiggly(4, 2, 1, 1, 0), b = wiggly(4, 3, 1, 1, 0);
   CHECK_THROWS_AS(ex12::attention_tile(a, a, a, 4, 2), std::invalid_argument);
   CHECK_THROWS_AS(ex12::attention_tile(a, a, a, 0, 0), std::invalid_argument);
   CHECK_THROWS_AS(ex12::attention_tile(a, b, a, 0, 2), std::invalid_argument);
+}
+}  // TEST_SUITE
+
+TEST_SUITE("ex12.3 The row's log-sum-exp") {
+// The state of a row that saw these scores, computed in double and rounded, as ex12.1 leaves it.
+OnlineRow row_of(const std::vector<double>& s) {
+  double m = -INFINITY, l = 0.0;
+  for (double x : s) m = std::max(m, x);
+  for (double x : s) l += std::exp(x - m);
+  OnlineRow row = empty_row(1);
+  row.m = static_cast<float>(m);
+  row.l = static_cast<float>(l);
+  return row;
+}
+double lse_by_hand(const std::vector<double>& s) {
+  double m = -INFINITY, l = 0.0;
+  for (double x : s) m = std::max(m, x);
+  for (double x : s) l += std::exp(x - m);
+  return m + std::log(l);
+}
+
+TEST_CASE("a few scores: lse = log sum exp(s), and the weights exp(s - lse) sum to 1" *
+          doctest::description("hint 1")) {
+  const std::vector<double> s = {0.5, -1.25, 2.0, 0.0, 1.5};
+  const float got = ex12::row_lse(row_of(s));
+  CHECK(static_cast<double>(got) == doctest::Approx(lse_by_hand(s)).epsilon(1e-6));
+  double total = 0.0;
+  for (double x : s) total += std::exp(x - static_cast<double>(got));
+  INFO("the weights exp(s_j - lse) of the row must add up to 1");
+  CHECK(total == doctest::Approx(1.0).epsilon(1e-5));
+}
+
+TEST_CASE("scores near 1000: lse near 1000, not inf" * doctest::description("hint 2")) {
+  const std::vector<double> s = {1000.0, 999.0, 1001.5, 998.25};
+  const float got = ex12::row_lse(row_of(s));
+  INFO("exp(1000) overflows float and double: keep the max out of the exp");
+  CHECK(std::isfinite(got));
+  CHECK(static_cast<double>(got) == doctest::Approx(lse_by_hand(s)).epsilon(1e-6));
+}
+
+TEST_CASE("one key: lse is its score; no key at all: -inf, not NaN" *
+          doctest::description("hint 2")) {
+  CHECK(static_cast<double>(ex12::row_lse(row_of({-3.5}))) == doctest::Approx(-3.5));
+  const float empty = ex12::row_lse(empty_row(2));
+  INFO("a row that saw no key (m = -inf, l = 0) has lse = log 0 = -inf");
+  CHECK(std::isinf(empty));
+  CHECK(empty < 0.0f);
 }
 }  // TEST_SUITE

@@ -11,7 +11,10 @@
 //     the update uses this batch's gradients only;
 //   - this is step state.step + 1, for the schedule and for AdamW's bias corrections; afterwards
 //     state.step has gone up by one and state.losses ends with this step's loss;
-//   - weight decay only on the tensors attn::decays(rank) names.
+//   - weight decay only on the tensors attn::decays(rank) names;
+//   - with config.model.dropout > 0 the forward drops values: step t draws its masks from
+//     attn::dropout_rng_for(config.seed, t), put in state.cache.dropout_rng before the forward
+//     (state.cache.fixed_dropout_masks false), so a resumed run drops the same values.
 //
 // Check: build/default/bin/attn-check 09
 #include <stdexcept>

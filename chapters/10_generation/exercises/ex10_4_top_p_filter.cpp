@@ -11,6 +11,8 @@
 //     likely id is always kept, top_p = 1 keeps every id;
 //   - among equal probabilities the lower id ranks first (so the result does not depend on the
 //     sort algorithm);
+//   - the mass is added up in double: over thousands of small probabilities a float running sum
+//     drifts by more than the gap between two of them, and the cut lands on the wrong id;
 //   - throw std::invalid_argument for empty probs or top_p outside (0, 1] (NaN included).
 //
 // Check: build/default/bin/attn-check 10

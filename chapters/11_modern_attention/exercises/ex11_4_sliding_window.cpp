@@ -6,8 +6,10 @@
 //   query t sees keys s with max(0, t - W + 1) <= s <= t
 //   weights[t, s] = softmax over the visible s of q_t . k_s / sqrt(hs); exactly 0 elsewhere
 //   out[t] = sum_s weights[t, s] v_s
-// W >= T is plain causal attention. Throw std::invalid_argument for window 0 or q, k, v of
-// different shapes.
+// W >= T is plain causal attention. Keys outside a query's window play no part in its row: not
+// in the max, not in the sum (the tests give such a key a score of 1000, or NaN). Scores may be
+// large (near 1000): the softmax must not overflow. Throw std::invalid_argument for window 0 or
+// q, k, v of different shapes.
 //
 // Check: build/default/bin/attn-check 11
 #include <stdexcept>

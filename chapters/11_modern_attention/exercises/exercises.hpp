@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "attn/core/xt.hpp"
 #include "attn/ops/rmsnorm.hpp"
@@ -23,16 +24,16 @@ attn::Tensor<4> rope(const attn::Tensor<4>& x, double theta, std::size_t offset)
 // gamma is not (C,).
 attn::Tensor<3> rms_norm(const attn::Tensor<3>& x, const attn::Vector& gamma, double eps);
 
-// ex11.5, ex11_5_rms_norm_backward.cpp: RMSNorm's backward, like attn::rms_norm_backward: with
-// rstd = 1 / sqrt(mean(x^2) + eps) per row and y = x * rstd * gamma, given dy (B, T, C) return
-// dx (B, T, C) and dgamma (C,). Throws std::invalid_argument when dy and x differ in shape or
-// gamma is not (C,).
+// ex11.5, ex11_5_rms_norm_backward.cpp: RMSNorm's backward, like attn::rms_norm_backward: given
+// dy = dL/dy (B, T, C) for y = rms_norm(x, gamma, eps), return dx (B, T, C) and dgamma (C,).
+// Throws std::invalid_argument when dy and x differ in shape or gamma is not (C,).
 attn::RmsNormGrads<float, 3> rms_norm_backward(const attn::Tensor<3>& dy, const attn::Tensor<3>& x,
                                                const attn::Vector& gamma, double eps);
 
 // ex11.3, ex11_3_repeat_kv.cpp: the head mapping of grouped-query attention, like
-// attn::repeat_kv: kv (B, KV, T, hs) -> (B, H, T, hs), query head h reading K/V head
-// h / (H / KV). Throws std::invalid_argument when KV does not divide n_heads.
+// attn::repeat_kv: kv (B, KV, T, hs) -> (B, H, T, hs), each query head a copy of the K/V head
+// of its group (groups of neighbouring query heads). Throws std::invalid_argument when KV does
+// not divide n_heads.
 attn::Tensor<4> repeat_kv(const attn::Tensor<4>& kv, std::size_t n_heads);
 
 // ex11.4, ex11_4_sliding_window.cpp: sliding-window attention, like
@@ -42,5 +43,20 @@ attn::Tensor<4> repeat_kv(const attn::Tensor<4>& kv, std::size_t n_heads);
 attn::WindowAttention<float> sliding_window_attention(const attn::Tensor<4>& q,
                                                       const attn::Tensor<4>& k,
                                                       const attn::Tensor<4>& v, std::size_t window);
+
+// ex11.6, ex11_6_sum_kv_groups.cpp: repeat_kv's backward, like attn::sum_kv_groups:
+// d (B, H, T, hs), the gradient of the query heads' copies -> dkv (B, KV, T, hs), the gradient
+// of the K/V heads. Throws std::invalid_argument when KV is 0 or does not divide H.
+attn::Tensor<4> sum_kv_groups(const attn::Tensor<4>& d, std::size_t n_kv_heads);
+
+// ex11.7, ex11_7_alibi_bias.cpp: ALiBi's bias, like attn::alibi_bias: (H, T, T), the score
+// penalty -m_h (t - s) of head h, query t, key s, with the paper's slopes m_h. Throws
+// std::invalid_argument for n_heads 0.
+attn::Tensor<3> alibi_bias(std::size_t n_heads, std::size_t T);
+
+// ex11.8, ex11_8_rolling_slots.cpp: the slots of a rolling cache of `capacity` positions (position
+// p in slot p % capacity) that hold the visible positions after `length` were written, oldest
+// first. Throws std::invalid_argument for capacity 0.
+std::vector<std::size_t> rolling_slots(std::size_t length, std::size_t capacity);
 
 }  // namespace ex11

@@ -22,8 +22,8 @@ namespace ex12 {
 
 void online_softmax_update(attn::OnlineRow& row, const attn::Vector& scores,
                            const attn::Matrix& values) {
-  // TODO(ex12.1): check values is (n, hs); the new max m' = max(m, max_j s_j); rescale l and acc
-  // by exp(m - m'); add exp(s_j - m') to l and exp(s_j - m') v_j to acc; store m'.
+  // TODO(ex12.1): check values is (n, hs); then leave row.m, row.l and row.acc describing every
+  // key seen so far, this tile's included, as the comment above defines them.
   throw std::logic_error("TODO ex12.1: the online softmax update");
 }
 

@@ -24,4 +24,9 @@ void online_softmax_update(attn::OnlineRow& row, const attn::Vector& scores,
 attn::Matrix attention_tile(const attn::Matrix& q, const attn::Matrix& k, const attn::Matrix& v,
                             std::size_t i0, std::size_t tile);
 
+// ex12.3, ex12_3_row_lse.cpp: the log-sum-exp of a row's scaled visible scores, from its state
+// after every key was folded in (row.m, row.l), as a flash forward keeps it for its backward.
+// A row that saw no key gives -inf.
+float row_lse(const attn::OnlineRow& row);
+
 }  // namespace ex12

@@ -40,4 +40,22 @@ set(MATCH "Warnings in your code \\(they never stop the build\\):\n  ex04\\.1 li
           "ex04\\.2 ")
 set(NOT_MATCH "does not compile|not checked")
 include(${HERE}/expect.cmake)
+
+# Adding up in double, as several stubs ask, warns on every line (-Wdouble-promotion): those are
+# folded into one line, listed after the warning that may name the bug, which always shows.
+set(lines "double sum_squares(const float* x) {\n  double s = 0.0;\n")
+foreach(i RANGE 11)
+  string(APPEND lines "  s += x[${i}] * x[${i}];\n")
+endforeach()
+string(APPEND lines "  int count = 0;\n  return s;\n}\n")
+file(WRITE ${stub} "${lines}")
+execute_process(COMMAND ${CXX} -Wall -Wdouble-promotion -fsyntax-only ${stub} RESULT_VARIABLE rc
+                ERROR_VARIABLE log OUTPUT_VARIABLE log)
+if(NOT rc EQUAL 0 OR NOT log MATCHES "Wdouble-promotion" OR NOT log MATCHES "Wunused-variable")
+  message(FATAL_ERROR "the stub should compile with promotions and an unused variable:\n${log}")
+endif()
+file(WRITE ${WORK_DIR}/compiler.log "${log}")
+set(MATCH "Warnings in your code \\(they never stop the build\\):\n  ex04\\.1 line 15: unused variable 'count'\n  ex04\\.1 lines 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14: float promoted to double")
+set(NOT_MATCH "more\n|does not compile")
+include(${HERE}/expect.cmake)
 file(REMOVE_RECURSE ${WORK_DIR})

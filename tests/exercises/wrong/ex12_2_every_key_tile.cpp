@@ -1,0 +1,42 @@
+// Wrong: folds every key tile of the sequence, the ones after the diagonal too (their scores
+// masked to -inf): the right weights, but it reads keys no query of the tile can see and does
+// the work of the full (T, T) rectangle instead of its causal half.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "exercises.hpp"
+
+namespace ex12 {
+
+attn::Matrix attention_tile(const attn::Matrix& q, const attn::Matrix& k, const attn::Matrix& v,
+                            std::size_t i0, std::size_t tile) {
+  const std::size_t T = q.shape()[0], hs = q.shape()[1];
+  if (tile == 0 || i0 >= T || k.shape() != q.shape() || v.shape() != q.shape())
+    throw std::invalid_argument("bad input");
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::size_t rows = std::min(tile, T - i0);
+  attn::Matrix out(std::array<std::size_t, 2>{rows, hs});
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::size_t t = i0 + r;
+    attn::OnlineRow row = attn::online_row_start(hs);
+    for (std::size_t j0 = 0; j0 < T; j0 += tile) {
+      const std::size_t n = std::min(tile, T - j0);
+      attn::Vector s(std::array<std::size_t, 1>{n});
+      attn::Matrix vals(std::array<std::size_t, 2>{n, hs});
+      for (std::size_t j = 0; j < n; ++j) {
+        float dot = 0.0f;
+        for (std::size_t d = 0; d < hs; ++d) dot += q(t, d) * k(j0 + j, d);
+        s(j) = j0 + j <= t ? dot * scale : -inf;
+        for (std::size_t d = 0; d < hs; ++d) vals(j, d) = v(j0 + j, d);
+      }
+      ex12::online_softmax_update(row, s, vals);
+    }
+    for (std::size_t d = 0; d < hs; ++d) out(r, d) = row.acc(d) / row.l;
+  }
+  return out;
+}
+
+}  // namespace ex12
