@@ -177,12 +177,14 @@ void bm_mha_fwd_bwd(benchmark::State& state, Shape s) {
   attn::MhaWeights grads{xt::zeros_like(w.w_q), xt::zeros_like(w.w_k), xt::zeros_like(w.w_v),
                          xt::zeros_like(w.w_o)};
   attn::fast::MhaCache cache;
+  attn::fast::Workspace ws;  // the scratch a training loop keeps between steps
   attn::Tensor<3> dx;
   const LoopClock clock;
   for (auto _ : state) {
-    attn::Tensor<3> out = attn::fast::mha_forward(x, w, s.H, /*causal=*/true, cache);
+    attn::Tensor<3> out;
+    attn::fast::mha_forward(x, w, s.H, /*causal=*/true, cache, out, /*need_weights=*/true, ws);
     benchmark::DoNotOptimize(out.data());
-    attn::fast::mha_backward(dout, cache, w, s.H, /*causal=*/true, dx, grads);
+    attn::fast::mha_backward(dout, cache, w, s.H, /*causal=*/true, dx, grads, ws);
     benchmark::DoNotOptimize(dx.data());
   }
   set_counters(state, 3.0 * attn::mha_forward_flops(s.B, s.T, s.C, s.H), clock);
@@ -329,8 +331,9 @@ void bm_layer_norm_bwd(benchmark::State& state, Shape s) {
   attn::fast::layer_norm(x, gamma, beta, 1e-5f, cache, y);
   attn::Tensor<3> dx;
   attn::Vector dgamma = xt::zeros<float>({s.C}), dbeta = xt::zeros<float>({s.C});
+  attn::fast::Workspace ws;
   for (auto _ : state) {
-    attn::fast::layer_norm_backward(dy, x, gamma, cache, dx, dgamma, dbeta);
+    attn::fast::layer_norm_backward(dy, x, gamma, cache, dx, dgamma, dbeta, ws);
     benchmark::DoNotOptimize(dx.data());
   }
   state.counters["threads"] = static_cast<double>(attn::num_threads());
@@ -363,9 +366,10 @@ void bm_ffn_bwd(benchmark::State& state, Shape s) {
   attn::FfnWeights grads{xt::zeros_like(w.w1), xt::zeros_like(w.b1), xt::zeros_like(w.w2),
                          xt::zeros_like(w.b2)};
   attn::Tensor<3> dx;
+  attn::fast::Workspace ws;
   const LoopClock clock;
   for (auto _ : state) {
-    attn::fast::ffn_backward(dy, cache, w, attn::Activation::gelu, dx, grads);
+    attn::fast::ffn_backward(dy, cache, w, attn::Activation::gelu, dx, grads, ws);
     benchmark::DoNotOptimize(dx.data());
   }
   set_counters(state, 8.0 * static_cast<double>(s.B * s.T * s.C * F), clock);

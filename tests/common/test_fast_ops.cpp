@@ -208,14 +208,15 @@ TEST_CASE(
   attn::Matrix top = xt::view(logits, xt::range(0, 100), xt::all());
   attn::Matrix bottom = xt::view(logits, xt::range(100, N), xt::all());
   const std::span<const int> t(targets);
-  const double a = attn::fast::cross_entropy_backward_inplace(top, t.subspan(0, 100), N);
-  const double b = attn::fast::cross_entropy_backward_inplace(bottom, t.subspan(100), N);
+  attn::fast::Workspace ws;  // the chunks' sums, shared by the calls
+  const double a = attn::fast::cross_entropy_backward_inplace(top, t.subspan(0, 100), N, ws);
+  const double b = attn::fast::cross_entropy_backward_inplace(bottom, t.subspan(100), N, ws);
   CHECK(a + b == doctest::Approx(loss).epsilon(1e-12));
   CHECK_TENSOR_NEAR(attn::Matrix(xt::view(whole, xt::range(0, 100), xt::all())), top, 0.0, 0.0);
   CHECK_TENSOR_NEAR(attn::Matrix(xt::view(whole, xt::range(100, N), xt::all())), bottom, 0.0, 0.0);
   attn::Matrix small = logits;
   CHECK_THROWS_WITH_AS(
-      attn::fast::cross_entropy_backward_inplace(small, targets, N - 1),
+      attn::fast::cross_entropy_backward_inplace(small, targets, N - 1, ws),
       "attn::fast::cross_entropy_backward_inplace: the denominator must be at least the number "
       "of rows",
       std::invalid_argument);

@@ -84,7 +84,8 @@ TEST_CASE("fast RoPE turns only the first `width` floats of each row, by the row
   const std::size_t B = 2, T = 3, hs = 4, width = 8, stride = 11;  // two heads, 3 floats after
   Tensor<3> buf = attn::randn<3>(rng, {B, T, stride});
   const Tensor<3> before = buf;
-  attn::fast::rope_in_place({buf.data(), B, T, width, stride}, hs, 10000.0, 0);
+  attn::fast::Workspace ws;
+  attn::fast::rope_in_place({buf.data(), B, T, width, stride}, hs, 10000.0, 0, false, ws);
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t t = 0; t < T; ++t) {
       // Head j of row (b, t) as a (1, 1, 1, hs) tensor at position t.

@@ -181,6 +181,18 @@ TEST_CASE("after the first step, a step allocates nothing") {
     m.ablations.attn_proj = false;
   });
   CHECK(allocations_per_step(bare) == 0);
+  // Chapter 11's parts: their kernels' scratch (RoPE's angles, RMSNorm's and SwiGLU's backward,
+  // the windowed attention's blocks) comes from the step's workspace too.
+  attn::TrainConfig parts = small_config();
+  parts.model = attn::with_choices(parts.model, [](attn::ModelChoices& m) {
+    m.positions = attn::Positions::rope;
+    m.normalization = attn::Normalization::rmsnorm;
+    m.ffn = attn::FfnKind::swiglu;
+    m.bias = false;
+    m.n_kv_heads = 1;
+    m.window = 4;
+  });
+  CHECK(allocations_per_step(parts) == 0);
 }
 
 TEST_CASE("an estimate depends only on the weights, the seed and the step") {

@@ -13,6 +13,7 @@
 #include "attn/model/bigram.hpp"
 #include "attn/io/corpus.hpp"
 #include "attn/core/random.hpp"
+#include "attn/core/threads.hpp"
 #include "attn/io/text.hpp"
 
 namespace {
@@ -61,6 +62,7 @@ int check(const std::filesystem::path& path) {
 }  // namespace
 
 int main() {
+  attn::setup_threads();  // as every program does first (attn/core/threads.hpp)
   const char* env = std::getenv("ATTN_DATA");
   if (env == nullptr || *env == '\0') {
     std::printf(

@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "attn/core/threads.hpp"
 #include "course.hpp"
 
 namespace attn::exercises {
@@ -444,6 +445,7 @@ int write_records(const std::string& path, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  setup_threads();  // as every program does first (attn/core/threads.hpp)
   // Mode flags are ours; everything else goes to doctest.
   std::vector<char*> rest;
   bool check_stubs = false;

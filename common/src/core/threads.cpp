@@ -13,18 +13,16 @@ namespace attn {
 
 namespace {
 
-// setup_threads() (or the first num_threads()) takes over OpenBLAS's thread count as the library's
-// budget and pins BLAS to one thread: every BLAS call of the library then runs inside a thread of
+// The default budget: OpenBLAS's own thread count (OPENBLAS_NUM_THREADS, else one per core), read
+// once, before setup_threads() pins BLAS to one thread (only reads it: no side effect).
+// setup_threads() then pins BLAS, so that every BLAS call of the library runs inside a thread of
 // its own (parallel.hpp). Why not let OpenBLAS thread the big products itself? After each threaded
 // call its idle threads keep spinning on the cores for a while (~0.1 s), and the next piece of work
 // split over the library's threads (attention heads, FFN chunks) would compete with them for the
 // two cores: measured 265 ms instead of 203 ms for the benchmark block.
 std::size_t initial_budget() {
-  static const std::size_t budget = [] {
-    const int n = openblas_get_num_threads();
-    openblas_set_num_threads(1);
-    return static_cast<std::size_t>(std::max(1, n));
-  }();
+  static const std::size_t budget =
+      static_cast<std::size_t>(std::max(1, openblas_get_num_threads()));
   return budget;
 }
 
@@ -32,14 +30,17 @@ std::atomic<std::size_t> g_threads{0};  // 0: not set yet
 
 }  // namespace
 
-void setup_threads() { initial_budget(); }
+void setup_threads() {
+  initial_budget();  // read before the pin below, which would make it 1
+  openblas_set_num_threads(1);
+}
 
 std::size_t blas_threads() {
   return static_cast<std::size_t>(std::max(1, openblas_get_num_threads()));
 }
 
 std::size_t num_threads() {
-  const std::size_t initial = initial_budget();  // also pins BLAS, once
+  const std::size_t initial = initial_budget();
   const std::size_t n = g_threads.load(std::memory_order_relaxed);
   return n == 0 ? initial : n;
 }
@@ -47,7 +48,6 @@ std::size_t num_threads() {
 void set_num_threads(std::size_t n) {
   require(n >= 1, "attn::set_num_threads",
           [&] { return "n = " + std::to_string(n) + ", expected at least 1"; });
-  initial_budget();
   g_threads.store(n, std::memory_order_relaxed);
 }
 

@@ -5,6 +5,10 @@
 // on raw pointers, then weights @ v by a second product. The products are BLAS GEMMs, or for
 // small heads the hand-written loops of head_products.hpp (small_heads() below). Tested equal to
 // the reference (tests/common/test_fast_layernorm_attention.cpp).
+// Scratch comes from the caller's fast::Workspace (workspace.hpp), passed down to every helper:
+// ws.per_thread for each thread's block of scores, ws.buffer for the backward's dq | dk | dv,
+// ws.angles for RoPE. The entry points that return new tensors make their own per call; the
+// training forward and backward use the one the block or the model owns.
 #include "attn/fast/attention.hpp"
 
 #include <cblas.h>  // OpenBLAS's; only .cpp files include it (target attn_openblas)
@@ -279,18 +283,16 @@ void attend_range(const Sizes& n, Heads<const float> q, Heads<const float> k, He
 // threads (parallel.hpp), each running whole heads with single-threaded GEMMs. A pair is
 // computed the same way whichever thread runs it.
 void attend(const Sizes& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
-            Heads<float> out, bool causal, float* weights) {
+            Heads<float> out, bool causal, float* weights, Workspace& ws) {
   // Every size handed to BLAS is checked here, so nothing can throw inside a worker thread.
   for (std::size_t size :
        {n.T, n.S, n.hs, n.hv, q.row_stride, k.row_stride, v.row_stride, out.row_stride})
     blas_int(size);
   const std::size_t pairs = n.B * n.H;
   const std::size_t n_threads = detail::worker_count(pairs);
-  // One scratch per thread (attend_scratch_floats), kept by the calling thread between calls.
+  // One scratch per thread (attend_scratch_floats), slices of the caller's ws.per_thread.
   const std::size_t scratch_size = attend_scratch_floats(n, weights != nullptr);
-  thread_local std::vector<float> scratch;
-  if (scratch.size() < n_threads * scratch_size) scratch.resize(n_threads * scratch_size);
-  float* base = scratch.data();  // inside a worker, `scratch` would name its own (empty) copy
+  float* base = at_least(ws.per_thread, n_threads * scratch_size);
   detail::run_parts(pairs, n_threads, [&](std::size_t begin, std::size_t end, std::size_t part) {
     attend_range(n, q, k, v, out, causal, weights, begin, end, base + part * scratch_size);
   });
@@ -306,8 +308,9 @@ void attend(const Sizes& n, Heads<const float> q, Heads<const float> k, Heads<co
 MhaResult attend_heads_and_project(float* q, std::size_t q_width, const float* k, const float* v,
                                    std::size_t kv_width, std::size_t B, std::size_t T,
                                    std::size_t S, std::size_t C, std::size_t H, const Matrix& w_o,
-                                   bool causal, bool need_weights, std::size_t KV = 0,
-                                   std::size_t window = 0, ScoreBias bias = {}) {
+                                   bool causal, bool need_weights, Workspace& ws,
+                                   std::size_t KV = 0, std::size_t window = 0,
+                                   ScoreBias bias = {}) {
   const std::size_t hs = C / H;
   // Grouped-query attention (KV < H): K/V head h / (H / KV) serves query head h.
   const std::size_t group = KV == 0 ? 1 : H / KV;
@@ -331,7 +334,8 @@ MhaResult attend_heads_and_project(float* q, std::size_t q_width, const float* k
   //    (B, H, T, hs) @ (B, H, hs, S) -> (B, H, T, S);  (B, H, T, S) @ (B, H, S, hs) -> (B, H, T,
   //    hs) then (B, H, T, hs) -> (B, T, C), in place of q.
   attend(n, column_heads<const float>(q, T, q_width, hs), k_heads, v_heads,
-         column_heads(q, T, q_width, hs), causal, need_weights ? result.weights.data() : nullptr);
+         column_heads(q, T, q_width, hs), causal, need_weights ? result.weights.data() : nullptr,
+         ws);
   // 4. Output projection mixes the heads: (B, T, C) @ (C, C) -> (B, T, C). Without w_o (an
   //    empty matrix: the attention-only variant) the output is the merged heads themselves.
   result.out = Tensor<3>(Tensor<3>::shape_type{B, T, C});
@@ -370,10 +374,11 @@ AttentionResult scaled_dot_product_attention(const Tensor<4>& q, const Tensor<4>
                                 : Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0});
   // softmax(q k^T / sqrt(hs) + mask) v, one (b, h) at a time:
   //   (B, H, T, hs) @ (B, H, hs, S) -> (B, H, T, S);  (B, H, T, S) @ (B, H, S, hv) -> (B, H, T, hv)
+  Workspace ws;  // this call's scratch, allocated with its results
   attend(n, contiguous_heads(q.data(), n.H, n.T, n.hs), contiguous_heads(k.data(), n.H, n.S, n.hs),
          contiguous_heads(v.data(), n.H, n.S, n.hv),
          contiguous_heads(result.out.data(), n.H, n.T, n.hv), causal,
-         need_weights ? result.weights.data() : nullptr);
+         need_weights ? result.weights.data() : nullptr, ws);
   return result;
 }
 
@@ -400,8 +405,9 @@ MhaResult mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_hea
   gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_v.data(), C, false, 0.0f,
                qkv.data() + 2 * C, 3 * C);
   // 2-4. Split (a view), attend per head, merge (in place), project with w_o.
+  Workspace ws;  // this call's scratch, allocated with its results
   return attend_heads_and_project(qkv.data(), 3 * C, qkv.data() + C, qkv.data() + 2 * C, 3 * C, B,
-                                  T, T, C, n_heads, w.w_o, causal, need_weights);
+                                  T, T, C, n_heads, w.w_o, causal, need_weights, ws);
 }
 
 MhaResult mha_forward_fused(const Tensor<3>& x, const Matrix& w_qkv, const Matrix& w_o,
@@ -414,8 +420,9 @@ MhaResult mha_forward_fused(const Tensor<3>& x, const Matrix& w_qkv, const Matri
   gemm_strided(B * T, 3 * C, C, 1.0f, x.data(), C, false, w_qkv.data(), 3 * C, false, 0.0f,
                qkv.data(), 3 * C);
   // 2-4. q, k, v are the three column blocks of each row (row width 3C), read in place.
+  Workspace ws;  // this call's scratch, allocated with its results
   return attend_heads_and_project(qkv.data(), 3 * C, qkv.data() + C, qkv.data() + 2 * C, 3 * C, B,
-                                  T, T, C, n_heads, w_o, causal, need_weights);
+                                  T, T, C, n_heads, w_o, causal, need_weights, ws);
 }
 
 MhaResult mha_cross_forward(const Tensor<3>& x, const Tensor<3>& y, const MhaWeights& w,
@@ -431,8 +438,9 @@ MhaResult mha_cross_forward(const Tensor<3>& x, const Tensor<3>& y, const MhaWei
   gemm_strided(B * S, C, C, 1.0f, y.data(), C, false, w.w_k.data(), C, false, 0.0f, k.data(), C);
   gemm_strided(B * S, C, C, 1.0f, y.data(), C, false, w.w_v.data(), C, false, 0.0f, v.data(), C);
   // 2-4. Every query sees every key of y: no mask. Weights (B, H, T, S).
+  Workspace ws;  // this call's scratch, allocated with its results
   return attend_heads_and_project(q.data(), C, k.data(), v.data(), C, B, T, S, C, n_heads, w.w_o,
-                                  /*causal=*/false, /*need_weights=*/true);
+                                  /*causal=*/false, /*need_weights=*/true, ws);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -568,21 +576,19 @@ std::size_t backward_scratch_floats(const Sizes& n) {
   return n.T * n.S + (small_heads(n) ? n.hv * detail::padded_columns(n.S) : 0);
 }
 
-// All (b, h) pairs over the library's threads, one (T, S) scratch per thread (kept by the
-// calling thread between calls). A pair is computed the same way whichever thread runs it.
+// All (b, h) pairs over the library's threads, one (T, S) scratch per thread (slices of the
+// caller's ws.per_thread). A pair is computed the same way whichever thread runs it.
 void attend_backward(const Sizes& n, Heads<const float> q, Heads<const float> k,
                      Heads<const float> v, Heads<const float> dout, const float* weights,
-                     Heads<float> dq, Heads<float> dk, Heads<float> dv, bool causal) {
+                     Heads<float> dq, Heads<float> dk, Heads<float> dv, bool causal,
+                     Workspace& ws) {
   for (std::size_t size : {n.T, n.S, n.hs, n.hv, q.row_stride, k.row_stride, v.row_stride,
                            dout.row_stride, dq.row_stride, dk.row_stride, dv.row_stride})
     blas_int(size);
   const std::size_t pairs = n.B * n.H;
   const std::size_t n_threads = detail::worker_count(pairs);
-  thread_local std::vector<float> scratch;
   const std::size_t per_thread = backward_scratch_floats(n);
-  if (scratch.size() < n_threads * per_thread) scratch.resize(n_threads * per_thread);
-  // A pointer, not the name: inside a worker `scratch` would be that thread's own (empty) copy.
-  float* base = scratch.data();
+  float* base = at_least(ws.per_thread, n_threads * per_thread);
   detail::run_parts(pairs, n_threads, [&](std::size_t begin, std::size_t end, std::size_t part) {
     attend_backward_range(n, q, k, v, dout, weights, dq, dk, dv, causal, begin, end,
                           base + part * per_thread);
@@ -606,6 +612,7 @@ AttentionGrads scaled_dot_product_attention_backward(const Tensor<4>& dout, cons
   const auto& vs = v.shape();  // (B, H, S, hv)
   const Sizes n{qs[0], qs[1], qs[2], ks[2], qs[3], vs[3]};
   AttentionGrads g;
+  Workspace ws;  // this call's scratch, allocated with its results
   g.dq = Tensor<4>(qs);
   g.dk = Tensor<4>(ks);
   g.dv = Tensor<4>(vs);
@@ -614,7 +621,7 @@ AttentionGrads scaled_dot_product_attention_backward(const Tensor<4>& dout, cons
       contiguous_heads(v.data(), n.H, n.S, n.hv), contiguous_heads(dout.data(), n.H, n.T, n.hv),
       weights.data(), contiguous_heads(g.dq.data(), n.H, n.T, n.hs),
       contiguous_heads(g.dk.data(), n.H, n.S, n.hs), contiguous_heads(g.dv.data(), n.H, n.S, n.hv),
-      causal);
+      causal, ws);
   return g;
 }
 
@@ -695,7 +702,8 @@ void check_gqa(const char* fn, const Tensor<3>& x, const MhaWeights& w, const Pa
 
 // Step 1 of every form: q | k | v = x @ w_q | x @ w_k | x @ w_v into the rows of qkv, (B*T, C +
 // 2 KV hs), then q and k rotated in place (RoPE). Returns the row width.
-std::size_t project_qkv(const Tensor<3>& x, const MhaWeights& w, const Parts& a, float* qkv) {
+std::size_t project_qkv(const Tensor<3>& x, const MhaWeights& w, const Parts& a, float* qkv,
+                        Workspace& ws) {
   const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
   const std::size_t hs = C / a.H, kvc = a.KV * hs, width = C + 2 * kvc;
   // (B, T, C) @ (C, C) -> (B, T, C);  (B, T, C) @ (C, KV*hs) -> (B, T, KV*hs), twice
@@ -706,8 +714,8 @@ std::size_t project_qkv(const Tensor<3>& x, const MhaWeights& w, const Parts& a,
                qkv + C + kvc, width);
   // RoPE: q and k turned by their positions 0..T-1 (v carries content, not position).
   if (a.rope) {
-    rope_in_place({qkv, B, T, C, width}, hs, a.theta, 0);
-    rope_in_place({qkv + C, B, T, kvc, width}, hs, a.theta, 0);
+    rope_in_place({qkv, B, T, C, width}, hs, a.theta, 0, false, ws);
+    rope_in_place({qkv + C, B, T, kvc, width}, hs, a.theta, 0, false, ws);
   }
   return width;
 }
@@ -733,7 +741,7 @@ bool flash_path(const Parts& a, std::size_t T, bool need_weights) {
 }
 
 void attention_forward(const Tensor<3>& x, const MhaWeights& w, const Parts& a, MhaCache& cache,
-                       Tensor<3>& out, bool need_weights) {
+                       Tensor<3>& out, bool need_weights, Workspace& ws) {
   const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
   const std::size_t H = a.H, hs = C / H, width = C + 2 * a.KV * hs;
   const bool flash = flash_path(a, T, need_weights);
@@ -748,7 +756,7 @@ void attention_forward(const Tensor<3>& x, const MhaWeights& w, const Parts& a, 
   if (&x != &cache.x) std::copy(x.begin(), x.end(), cache.x.begin());
   // 1. q | k | v into the (B, T, C + 2 KV hs) buffer (RoPE applied).
   float* qkv = cache.qkv.data();
-  project_qkv(x, w, a, qkv);
+  project_qkv(x, w, a, qkv, ws);
   // 2-3. Attention per head, heads read in place; the weights kept (the backward needs P), or
   //      on the flash path each query's log-sum-exp; the merged heads written to their own
   //      buffer (q must survive for dK).
@@ -762,7 +770,7 @@ void attention_forward(const Tensor<3>& x, const MhaWeights& w, const Parts& a, 
     const xt::xtensor<float, 3> bias = alibi_of(a, T, T);
     n.bias = bias_view(bias);
     attend(n, in.q, in.k, in.v, column_heads(cache.heads.data(), T, C, hs), a.causal,
-           cache.weights.data());
+           cache.weights.data(), ws);
   }
   // 4. Output projection (B, T, C) @ (C, C) -> (B, T, C), or the merged heads without w_o.
   ensure_shape<3>(out, {B, T, C});
@@ -792,7 +800,7 @@ void sum_groups(const float* src, std::size_t src_width, std::size_t rows, std::
 }
 
 void attention_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
-                        const Parts& a, Tensor<3>& dx, MhaWeights& grads) {
+                        const Parts& a, Tensor<3>& dx, MhaWeights& grads, Workspace& ws) {
   const char* fn = "attn::mha_backward";
   const std::size_t B = cache.x.shape()[0], T = cache.x.shape()[1], C = cache.x.shape()[2];
   const std::size_t H = a.H, KV = a.KV, hs = C / H, rows = B * T;
@@ -813,20 +821,18 @@ void attention_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaW
   }
   const bool proj = w.w_o.size() != 0;
   ensure_shape<3>(dx, {B, T, C});
-  // Scratch kept by the calling thread between calls: dq | dk | dv per query head (B*T, 3C),
-  // dheads (B*T, C), and with shared heads (KV < H) dk | dv per K/V head (B*T, 2 KV hs).
+  // In the caller's ws.buffer: dq | dk | dv per query head (B*T, 3C), dheads (B*T, C), and with
+  // shared heads (KV < H) dk | dv per K/V head (B*T, 2 KV hs).
   const bool grouped = KV != H;
-  thread_local std::vector<float> scratch;
-  const std::size_t need = rows * 4 * C + (grouped ? rows * 2 * kvc : 0);
-  if (scratch.size() < need) scratch.resize(need);
-  float* dqkv = scratch.data();  // (B, T, 3C) dq | dk | dv, H heads each
+  float* scratch = at_least(ws.buffer, rows * 4 * C + (grouped ? rows * 2 * kvc : 0));
+  float* dqkv = scratch;  // (B, T, 3C) dq | dk | dv, H heads each
   const float* dheads = dout.data();
   // 1. Output projection out = heads @ w_o:
   //    dheads = dout @ w_o^T     (B*T, C) @ (C, C) -> (B*T, C)
   //    dw_o  += heads^T @ dout   (C, B*T) @ (B*T, C) -> (C, C)
   //    (dw_o is computed in step 4, beside the other weight gradients)
   if (proj) {
-    float* dh = scratch.data() + rows * 3 * C;
+    float* dh = scratch + rows * 3 * C;
     gemm(rows, C, C, 1.0f, dout.data(), false, w.w_o.data(), true, 0.0f, dh);
     dheads = dh;
   }
@@ -844,7 +850,7 @@ void attention_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaW
     attend_backward(n, in.q, in.k, in.v, column_heads<const float>(dheads, T, C, hs),
                     cache.weights.data(), column_heads(dqkv, T, 3 * C, hs),
                     column_heads(dqkv + C, T, 3 * C, hs), column_heads(dqkv + 2 * C, T, 3 * C, hs),
-                    a.causal);
+                    a.causal, ws);
   }
   // 3. A K/V head read by a group of query heads gets the sum of their gradients:
   //    (B*T, H hs) -> (B*T, KV hs), for dk and dv. Then RoPE's backward turns dq and dk back.
@@ -852,7 +858,7 @@ void attention_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaW
   const float* dv = dqkv + 2 * C;
   std::size_t ld_kv = 3 * C;
   if (grouped) {
-    float* dkv = scratch.data() + rows * 4 * C;  // (B*T, 2 KV hs) dk | dv
+    float* dkv = scratch + rows * 4 * C;  // (B*T, 2 KV hs) dk | dv
     sum_groups(dqkv + C, 3 * C, rows, H, KV, hs, dkv);
     sum_groups(dqkv + 2 * C, 3 * C, rows, H, KV, hs, dkv + rows * kvc);
     dk = dkv;
@@ -860,8 +866,8 @@ void attention_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaW
     ld_kv = kvc;
   }
   if (a.rope) {
-    rope_in_place({dqkv, B, T, C, 3 * C}, hs, a.theta, 0, /*inverse=*/true);
-    rope_in_place({const_cast<float*>(dk), B, T, kvc, ld_kv}, hs, a.theta, 0, /*inverse=*/true);
+    rope_in_place({dqkv, B, T, C, 3 * C}, hs, a.theta, 0, /*inverse=*/true, ws);
+    rope_in_place({const_cast<float*>(dk), B, T, kvc, ld_kv}, hs, a.theta, 0, /*inverse=*/true, ws);
   }
   // 4. The projections q = x @ w_q (and k, v):
   //    dw_q += x^T @ dq          (C, B*T) @ (B*T, C) -> (C, C), dq read in place (ld 3C)
@@ -893,16 +899,29 @@ void attention_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaW
 }  // namespace
 
 void mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
-                 MhaCache& cache, Tensor<3>& out, bool need_weights) {
+                 MhaCache& cache, Tensor<3>& out, bool need_weights, Workspace& ws) {
   detail::check_mha("attn::mha_forward", x, w, n_heads, /*allow_no_proj=*/true);
   require(&out != &x, "attn::mha_forward", "out must not be x");
-  attention_forward(x, w, mha_parts(n_heads, causal), cache, out, need_weights);
+  attention_forward(x, w, mha_parts(n_heads, causal), cache, out, need_weights, ws);
+}
+
+void mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
+                 MhaCache& cache, Tensor<3>& out, bool need_weights) {
+  Workspace ws;
+  mha_forward(x, w, n_heads, causal, cache, out, need_weights, ws);
+}
+
+void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
+                  std::size_t n_heads, bool causal, Tensor<3>& dx, MhaWeights& grads,
+                  Workspace& ws) {
+  detail::check_mha_backward("attn::mha_backward", dout, cache.x, w, n_heads, grads);
+  attention_backward(dout, cache, w, mha_parts(n_heads, causal), dx, grads, ws);
 }
 
 void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
                   std::size_t n_heads, bool causal, Tensor<3>& dx, MhaWeights& grads) {
-  detail::check_mha_backward("attn::mha_backward", dout, cache.x, w, n_heads, grads);
-  attention_backward(dout, cache, w, mha_parts(n_heads, causal), dx, grads);
+  Workspace ws;
+  mha_backward(dout, cache, w, n_heads, causal, dx, grads, ws);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -910,16 +929,28 @@ void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights
 // ---------------------------------------------------------------------------------------------
 
 void gqa_forward(const Tensor<3>& x, const MhaWeights& w, const GqaConfig& config, MhaCache& cache,
-                 Tensor<3>& out, bool need_weights) {
+                 Tensor<3>& out, bool need_weights, Workspace& ws) {
   constexpr const char* kFn = "attn::fast::gqa_forward";
   const Parts a = gqa_parts(config);
   check_gqa(kFn, x, w, a);
   require(&out != &x, kFn, "out must not be x");
-  attention_forward(x, w, a, cache, out, need_weights);
+  attention_forward(x, w, a, cache, out, need_weights, ws);
+}
+
+void gqa_forward(const Tensor<3>& x, const MhaWeights& w, const GqaConfig& config, MhaCache& cache,
+                 Tensor<3>& out, bool need_weights) {
+  Workspace ws;
+  gqa_forward(x, w, config, cache, out, need_weights, ws);
 }
 
 void gqa_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
                   const GqaConfig& config, Tensor<3>& dx, MhaWeights& grads) {
+  Workspace ws;
+  gqa_backward(dout, cache, w, config, dx, grads, ws);
+}
+
+void gqa_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
+                  const GqaConfig& config, Tensor<3>& dx, MhaWeights& grads, Workspace& ws) {
   constexpr const char* kFn = "attn::fast::gqa_backward";
   const Parts a = gqa_parts(config);
   check_gqa(kFn, cache.x, w, a);
@@ -928,7 +959,7 @@ void gqa_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights
     shape_error(kFn, "dout " + shape_str(cache.x.shape()) + " (like the forward's input)",
                 "dout " + shape_str(dout.shape()));
   }
-  attention_backward(dout, cache, w, a, dx, grads);
+  attention_backward(dout, cache, w, a, dx, grads, ws);
 }
 
 MhaResult gqa_forward(const Tensor<3>& x, const MhaWeights& w, const GqaConfig& config,
@@ -938,15 +969,15 @@ MhaResult gqa_forward(const Tensor<3>& x, const MhaWeights& w, const GqaConfig& 
   check_gqa(kFn, x, w, a);
   const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
   const std::size_t hs = C / a.H, kvc = a.KV * hs;
-  // 1. q | k | v (RoPE applied) into a buffer kept by the thread between calls.
-  thread_local std::vector<float> buffer;
-  if (buffer.size() < B * T * (C + 2 * kvc)) buffer.resize(B * T * (C + 2 * kvc));
-  const std::size_t width = project_qkv(x, w, a, buffer.data());
+  // 1. q | k | v (RoPE applied) into this call's workspace (allocated with its results).
+  Workspace ws;
+  float* qkv = at_least(ws.buffer, B * T * (C + 2 * kvc));  // (B, T, C + 2 KV hs)
+  const std::size_t width = project_qkv(x, w, a, qkv, ws);
   // 2-4. Attention per head, written over q, then w_o: as mha_forward, with shared K/V heads.
   const xt::xtensor<float, 3> bias = alibi_of(a, T, T);
-  return attend_heads_and_project(buffer.data(), width, buffer.data() + C, buffer.data() + C + kvc,
-                                  width, B, T, T, C, a.H, w.w_o, a.causal, need_weights, a.KV,
-                                  a.window.value_or(0), bias_view(bias));
+  return attend_heads_and_project(qkv, width, qkv + C, qkv + C + kvc, width, B, T, T, C, a.H, w.w_o,
+                                  a.causal, need_weights, ws, a.KV, a.window.value_or(0),
+                                  bias_view(bias));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -361,7 +361,7 @@ void ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a, FfnCache
 }
 
 void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& w, Activation a,
-                  Tensor<3>& dx, FfnWeights& grads) {
+                  Tensor<3>& dx, FfnWeights& grads, Workspace& ws) {
   constexpr const char* kFn = "attn::fast::ffn_backward";
   check_ffn(kFn, cache.x, w);
   const std::size_t B = cache.x.shape()[0], T = cache.x.shape()[1], C = cache.x.shape()[2];
@@ -380,11 +380,8 @@ void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& 
   const std::size_t rows = B * T;
   ensure_shape(dx, {B, T, C});
   if (rows == 0) return;
-  // One (B*T, F) scratch for dact / dpre, kept by the calling thread between calls (a pointer is
-  // handed to the workers: inside them the thread_local name would be their own copy).
-  thread_local std::vector<float> scratch;
-  if (scratch.size() < rows * F) scratch.resize(rows * F);
-  float* dh = scratch.data();  // (B*T, F)
+  // One (B*T, F) buffer for dact / dpre, in the caller's workspace.
+  float* dh = at_least(ws.buffer, rows * F);  // (B*T, F)
   // Steps 1-3 act on each token on its own, so they run in the forward's chunks of kFfnRows
   // tokens, spread over the threads; every chunk is computed the same way on any thread count.
   const std::size_t chunks = (rows + kFfnRows - 1) / kFfnRows;
@@ -435,6 +432,12 @@ void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& 
                         bias_backward_strided(from + j0, rows, n, width, to + j0);
                       }
                     });
+}
+
+void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& w, Activation a,
+                  Tensor<3>& dx, FfnWeights& grads) {
+  Workspace ws;
+  ffn_backward(dy, cache, w, a, dx, grads, ws);
 }
 
 }  // namespace attn::fast

@@ -209,11 +209,10 @@ ATTN_SIMD_CLONES void layer_norm_backward_range(const float* dy, const float* x,
 // not depend on the thread count.
 void layer_norm_backward_rows(const float* dy, const float* x, const float* gamma,
                               const float* rstd, std::size_t rows, std::size_t C, float* dx,
-                              float* dgamma, float* dbeta) {
+                              float* dgamma, float* dbeta, Workspace& ws) {
   const std::size_t chunks = (rows + kLnRows - 1) / kLnRows;
-  thread_local std::vector<double> acc;  // (chunks, 2C), reused between calls
-  acc.assign(chunks * 2 * C, 0.0);
-  double* sums = acc.data();  // a pointer for the workers (the thread_local is this thread's)
+  double* sums = at_least(ws.sums, chunks * 2 * C);  // (chunks, 2C), the caller's
+  std::fill(sums, sums + chunks * 2 * C, 0.0);
   detail::run_parts(
       chunks, detail::worker_count(chunks), [&](std::size_t first, std::size_t last, std::size_t) {
         for (std::size_t k = first; k < last; ++k) {
@@ -255,14 +254,22 @@ void layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta, flo
 
 template <std::size_t N>
 void layer_norm_backward(const Tensor<N>& dy, const Tensor<N>& x, const Vector& gamma,
-                         const LayerNormCache& cache, Tensor<N>& dx, Vector& dgamma,
-                         Vector& dbeta) {
+                         const LayerNormCache& cache, Tensor<N>& dx, Vector& dgamma, Vector& dbeta,
+                         Workspace& ws) {
   detail::check_layer_norm_backward(dy, x, gamma, cache.rstd, dgamma, dbeta);
   const std::size_t C = x.shape()[N - 1];
   const std::size_t rows = x.size() / C;
   if (dx.shape() != x.shape()) dx.resize(x.shape());
   layer_norm_backward_rows(dy.data(), x.data(), gamma.data(), cache.rstd.data(), rows, C, dx.data(),
-                           dgamma.data(), dbeta.data());
+                           dgamma.data(), dbeta.data(), ws);
+}
+
+template <std::size_t N>
+void layer_norm_backward(const Tensor<N>& dy, const Tensor<N>& x, const Vector& gamma,
+                         const LayerNormCache& cache, Tensor<N>& dx, Vector& dgamma,
+                         Vector& dbeta) {
+  Workspace ws;
+  layer_norm_backward(dy, x, gamma, cache, dx, dgamma, dbeta, ws);
 }
 
 template Tensor<2> layer_norm<2>(const Tensor<2>&, const Vector&, const Vector&, float);
@@ -275,5 +282,11 @@ template void layer_norm_backward<2>(const Tensor<2>&, const Tensor<2>&, const V
                                      const LayerNormCache&, Tensor<2>&, Vector&, Vector&);
 template void layer_norm_backward<3>(const Tensor<3>&, const Tensor<3>&, const Vector&,
                                      const LayerNormCache&, Tensor<3>&, Vector&, Vector&);
+template void layer_norm_backward<2>(const Tensor<2>&, const Tensor<2>&, const Vector&,
+                                     const LayerNormCache&, Tensor<2>&, Vector&, Vector&,
+                                     Workspace&);
+template void layer_norm_backward<3>(const Tensor<3>&, const Tensor<3>&, const Vector&,
+                                     const LayerNormCache&, Tensor<3>&, Vector&, Vector&,
+                                     Workspace&);
 
 }  // namespace attn::fast

@@ -138,13 +138,12 @@ void zero_all(std::span<const std::span<float>> tensors) {
   });
 }
 
-double global_norm(std::span<const std::span<float>> grads) {
+double global_norm(std::span<const std::span<float>> grads, Workspace& ws) {
   // Each tensor's sum of squares by one thread, element by element as the reference sums it:
   // the thread whose run holds the tensor's first element sums the whole tensor (the runs'
   // other stretches of it are skipped). Then the sums added in tensor order, as the reference.
-  thread_local std::vector<double> sums;  // the calling thread's, handed to the workers below
-  sums.assign(grads.size(), 0.0);
-  double* sum = sums.data();
+  double* sum = at_least(ws.sums, grads.size());  // (tensors,), each written by one thread
+  std::fill(sum, sum + grads.size(), 0.0);        // (an empty tensor is never visited)
   for_each_run(grads, [&](std::size_t i, std::size_t begin, std::size_t) {
     if (begin != 0) return;
     double s = 0.0;
@@ -152,12 +151,17 @@ double global_norm(std::span<const std::span<float>> grads) {
     sum[i] = s;
   });
   double all = 0.0;
-  for (const double s : sums) all += s;
+  for (std::size_t i = 0; i < grads.size(); ++i) all += sum[i];
   return std::sqrt(all);
 }
 
-double clip_grad_norm(std::span<const std::span<float>> grads, float max_norm) {
-  const double norm = fast::global_norm(grads);
+double global_norm(std::span<const std::span<float>> grads) {
+  Workspace ws;
+  return global_norm(grads, ws);
+}
+
+double clip_grad_norm(std::span<const std::span<float>> grads, float max_norm, Workspace& ws) {
+  const double norm = fast::global_norm(grads, ws);
   if (max_norm <= 0.0f) return norm;
   const double coef = static_cast<double>(max_norm) / (norm + 1e-6);
   if (coef < 1.0) {
@@ -167,6 +171,11 @@ double clip_grad_norm(std::span<const std::span<float>> grads, float max_norm) {
     });
   }
   return norm;
+}
+
+double clip_grad_norm(std::span<const std::span<float>> grads, float max_norm) {
+  Workspace ws;
+  return clip_grad_norm(grads, max_norm, ws);
 }
 
 }  // namespace attn::fast

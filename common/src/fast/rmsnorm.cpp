@@ -71,7 +71,8 @@ void rms_norm(const Tensor<3>& x, const Vector& gamma, double eps, RmsNormCache<
 }
 
 void rms_norm_backward(const Tensor<3>& dy, const Tensor<3>& x, const Vector& gamma,
-                       const RmsNormCache<float>& cache, Tensor<3>& dx, Vector& dgamma) {
+                       const RmsNormCache<float>& cache, Tensor<3>& dx, Vector& dgamma,
+                       Workspace& ws) {
   constexpr const char* kFn = "attn::fast::rms_norm_backward";
   check(kFn, x, gamma);
   const std::size_t C = x.shape()[2], rows = x.size() / C;
@@ -83,8 +84,8 @@ void rms_norm_backward(const Tensor<3>& dy, const Tensor<3>& x, const Vector& ga
                     ", dgamma " + shape_str(dgamma.shape()));
   }
   // 1. dgamma = sum over tokens of dy * xhat, in token order (read before dx may overwrite dy).
-  thread_local std::vector<double> dg;  // kept by the thread: no allocation once it is C long
-  dg.assign(C, 0.0);
+  double* dg = at_least(ws.sums, C);  // (C,) the caller's, no allocation once it is C long
+  std::fill(dg, dg + C, 0.0);
   for (std::size_t r = 0; r < rows; ++r) {
     const float* xr = x.data() + r * C;
     const float* dyr = dy.data() + r * C;
@@ -110,6 +111,12 @@ void rms_norm_backward(const Tensor<3>& dy, const Tensor<3>& x, const Vector& ga
     }
   });
   for (std::size_t j = 0; j < C; ++j) dgamma(j) += static_cast<float>(dg[j]);
+}
+
+void rms_norm_backward(const Tensor<3>& dy, const Tensor<3>& x, const Vector& gamma,
+                       const RmsNormCache<float>& cache, Tensor<3>& dx, Vector& dgamma) {
+  Workspace ws;
+  rms_norm_backward(dy, x, gamma, cache, dx, dgamma, ws);
 }
 
 }  // namespace attn::fast

@@ -38,21 +38,20 @@ void rotate_row(float* x, std::size_t width, std::size_t hs, const double* cs) {
 }  // namespace
 
 void rope_in_place(const RopeRows& rows, std::size_t hs, double theta, std::size_t offset,
-                   bool inverse) {
+                   bool inverse, Workspace& ws) {
   detail::check_rope("attn::fast::rope", hs, theta);
   require(rows.width % hs == 0 && rows.width <= rows.row_stride, "attn::fast::rope",
           "width must be a whole number of heads inside each row");
   const std::size_t half = hs / 2, T = rows.T;
   // 1. The table: (cos, sin) of the angle of pair i at position offset + t, (T, hs/2, 2), with
   //    the reference's expressions (theta^(-2i / hs) as attn::rope_frequencies, then sign * p *
-  //    freq), so the same doubles come out. Kept by the thread: no allocation once it is big
-  //    enough.
-  thread_local std::vector<double> freq, table;
-  freq.resize(half);
+  //    freq), so the same doubles come out. In ws.angles: the frequencies (hs/2,), then the
+  //    table (T, hs).
+  double* freq = at_least(ws.angles, half + T * hs);
+  double* table = freq + half;
   for (std::size_t i = 0; i < half; ++i)
     freq[i] = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(hs));
   const double sign = inverse ? -1.0 : 1.0;
-  table.resize(T * hs);
   for (std::size_t t = 0; t < T; ++t) {
     const double p = static_cast<double>(offset + t);
     for (std::size_t i = 0; i < half; ++i) {
@@ -64,7 +63,7 @@ void rope_in_place(const RopeRows& rows, std::size_t hs, double theta, std::size
   // 2. Every row (b, t) turned by the angles of its position t.
   const std::size_t n = rows.B * T;
   const std::size_t pieces = (n + kRopeRows - 1) / kRopeRows;
-  const double* tab = table.data();  // inside a worker, `table` would name its own copy
+  const double* tab = table;
   detail::run_parts(
       pieces, detail::worker_count(pieces), [&](std::size_t first, std::size_t last, std::size_t) {
         for (std::size_t r = first * kRopeRows; r < std::min(n, last * kRopeRows); ++r) {
@@ -80,7 +79,8 @@ Tensor<4> rotated(const Tensor<4>& x, double theta, std::size_t offset, bool inv
   const std::size_t B = x.shape()[0], H = x.shape()[1], T = x.shape()[2], hs = x.shape()[3];
   Tensor<4> y = x;
   // Head (b, h) is a block of T rows: B * H blocks of T positions each.
-  rope_in_place({y.data(), B * H, T, hs, hs}, hs, theta, offset, inverse);
+  Workspace ws;
+  rope_in_place({y.data(), B * H, T, hs, hs}, hs, theta, offset, inverse, ws);
   return y;
 }
 

@@ -145,14 +145,15 @@ void swiglu_forward(const Tensor<3>& x, const SwigluWeights<float>& w, SwigluCac
 }
 
 Tensor<3> swiglu_forward(const Tensor<3>& x, const SwigluWeights<float>& w) {
-  thread_local SwigluCache<float> cache;  // scratch, reused between calls
+  SwigluCache<float> cache;  // a, u, h for this call (like y, allocated per call)
   Tensor<3> y;
   swiglu_forward(x, w, cache, y);
   return y;
 }
 
 void swiglu_backward(const Tensor<3>& dy, const SwigluCache<float>& cache,
-                     const SwigluWeights<float>& w, Tensor<3>& dx, SwigluWeights<float>& grads) {
+                     const SwigluWeights<float>& w, Tensor<3>& dx, SwigluWeights<float>& grads,
+                     Workspace& ws) {
   constexpr const char* kFn = "attn::fast::swiglu_backward";
   check_swiglu(kFn, cache.x, w);
   const std::size_t B = cache.x.shape()[0], T = cache.x.shape()[1], C = cache.x.shape()[2];
@@ -168,11 +169,9 @@ void swiglu_backward(const Tensor<3>& dy, const SwigluCache<float>& cache,
   detail::check_weight_shape(kFn, "grads.w_up", grads.w_up, C, F);
   detail::check_weight_shape(kFn, "grads.w_down", grads.w_down, F, C);
   ensure_shape(dx, {B, T, C});
-  // Scratch kept by the calling thread: da (B*T, F) and du (B*T, F).
-  thread_local std::vector<float> scratch;
-  if (scratch.size() < 2 * rows * F) scratch.resize(2 * rows * F);
-  float* da = scratch.data();
-  float* du = scratch.data() + rows * F;
+  // In the caller's workspace: da (B*T, F) and du (B*T, F).
+  float* da = at_least(ws.buffer, 2 * rows * F);
+  float* du = da + rows * F;
   for_chunks(rows, [&](std::size_t r0, std::size_t n) {
     float* dac = da + r0 * F;  // (n, F)
     float* duc = du + r0 * F;  // (n, F)
@@ -195,6 +194,12 @@ void swiglu_backward(const Tensor<3>& dy, const SwigluCache<float>& cache,
               F},
       GemmJob{C, F, rows, 1.0f, cache.x.data(), C, true, du, F, false, 1.0f, grads.w_up.data(), F}};
   gemm_many(jobs);
+}
+
+void swiglu_backward(const Tensor<3>& dy, const SwigluCache<float>& cache,
+                     const SwigluWeights<float>& w, Tensor<3>& dx, SwigluWeights<float>& grads) {
+  Workspace ws;
+  swiglu_backward(dy, cache, w, dx, grads, ws);
 }
 
 }  // namespace attn::fast

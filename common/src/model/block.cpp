@@ -420,40 +420,42 @@ void norm_forward(const Tensor<3>& x, const Vector& gamma, const Vector& beta, c
 // dx may be dy.
 void norm_backward(const Tensor<3>& dy, const Tensor<3>& x, const Vector& gamma,
                    const BlockConfig& c, const LayerNormCache& ln, const RmsNormCache<float>& rms,
-                   BlockWork& work, Tensor<3>& dx, Vector& dgamma, Vector& dbeta) {
+                   BlockWork& work, Tensor<3>& dx, Vector& dgamma, Vector& dbeta,
+                   fast::Workspace& ws) {
   if (c.spec.normalization == Normalization::rmsnorm) {
-    fast::rms_norm_backward(dy, x, gamma, rms, dx, dgamma);
+    fast::rms_norm_backward(dy, x, gamma, rms, dx, dgamma, ws);
     return;
   }
   if (dbeta.size() == 0) {  // no biases: beta's gradient has nowhere to go
     zeros_into(work.zeros_grad, {gamma.size()});
-    fast::layer_norm_backward<3>(dy, x, gamma, ln, dx, dgamma, work.zeros_grad);
+    fast::layer_norm_backward<3>(dy, x, gamma, ln, dx, dgamma, work.zeros_grad, ws);
     return;
   }
-  fast::layer_norm_backward<3>(dy, x, gamma, ln, dx, dgamma, dbeta);
+  fast::layer_norm_backward<3>(dy, x, gamma, ln, dx, dgamma, dbeta, ws);
 }
 
 // out = attention(x): chapter 05's MHA or grouped-query attention (RoPE, window), both keeping
 // their input, q | k | v, the weights and the merged heads in cache.attn.
 void attention_forward(const Tensor<3>& x, const MhaWeights& w, const BlockConfig& c,
-                       BlockCache& cache, Tensor<3>& out) {
+                       BlockCache& cache, Tensor<3>& out, fast::Workspace& ws) {
   if (!c.spec.grouped_attention()) {
     // Without keep_weights, from T = fast::kFlashMinT on, the flash kernel: the cache keeps each
     // query's log-sum-exp (B, H, T) in place of the (B, H, T, T) weights.
-    fast::mha_forward(x, w, c.spec.n_heads, c.causal, cache.attn, out, c.keep_weights);
+    fast::mha_forward(x, w, c.spec.n_heads, c.causal, cache.attn, out, c.keep_weights, ws);
     return;
   }
   // RoPE alone (one K/V head per query head, no window) takes the flash path too.
-  fast::gqa_forward(x, w, gqa_config(c), cache.attn, out, c.keep_weights);
+  fast::gqa_forward(x, w, gqa_config(c), cache.attn, out, c.keep_weights, ws);
 }
 
 void attention_backward(const Tensor<3>& dout, const BlockCache& cache, const MhaWeights& w,
-                        const BlockConfig& c, Tensor<3>& dx, MhaWeights& grads) {
+                        const BlockConfig& c, Tensor<3>& dx, MhaWeights& grads,
+                        fast::Workspace& ws) {
   if (!c.spec.grouped_attention()) {
-    fast::mha_backward(dout, cache.attn, w, c.spec.n_heads, c.causal, dx, grads);
+    fast::mha_backward(dout, cache.attn, w, c.spec.n_heads, c.causal, dx, grads, ws);
     return;
   }
-  fast::gqa_backward(dout, cache.attn, w, gqa_config(c), dx, grads);
+  fast::gqa_backward(dout, cache.attn, w, gqa_config(c), dx, grads, ws);
 }
 
 // out = FFN(x): the MLP (cache.ffn) or SwiGLU (cache.swiglu).
@@ -474,13 +476,14 @@ void ffn_forward_part(const Tensor<3>& x, const BlockWeights& w, const BlockConf
 }
 
 void ffn_backward_part(const Tensor<3>& dy, BlockCache& cache, const BlockWeights& w,
-                       const BlockConfig& c, Tensor<3>& dx, BlockWeights& grads) {
+                       const BlockConfig& c, Tensor<3>& dx, BlockWeights& grads,
+                       fast::Workspace& ws) {
   if (c.spec.ffn == FfnKind::swiglu) {
-    fast::swiglu_backward(dy, cache.swiglu, w.swiglu, dx, grads.swiglu);
+    fast::swiglu_backward(dy, cache.swiglu, w.swiglu, dx, grads.swiglu, ws);
     return;
   }
   if (c.spec.bias) {
-    fast::ffn_backward(dy, cache.ffn, w.ffn, c.spec.activation, dx, grads.ffn);
+    fast::ffn_backward(dy, cache.ffn, w.ffn, c.spec.activation, dx, grads.ffn, ws);
     return;
   }
   // No biases: the kernel's gradients from zero (its bias gradients dropped), then w1's and
@@ -490,8 +493,8 @@ void ffn_backward_part(const Tensor<3>& dy, BlockCache& cache, const BlockWeight
   zeros_into(g.w2, grads.ffn.w2.shape());
   zeros_into(g.b1, {g.w1.shape()[1]});
   zeros_into(g.b2, {g.w2.shape()[1]});
-  fast::ffn_backward(dy, cache.ffn, mlp_weights(w.ffn, c, cache.work.mlp), c.spec.activation, dx,
-                     g);
+  fast::ffn_backward(dy, cache.ffn, mlp_weights(w.ffn, c, cache.work.mlp), c.spec.activation, dx, g,
+                     ws);
   add_into_buffer(grads.ffn.w1, g.w1);
   add_into_buffer(grads.ffn.w2, g.w2);
 }
@@ -507,6 +510,11 @@ Tensor<3> block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockCo
 
 void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
                    BlockCache& cache, Tensor<3>& out, Rng* dropout_rng) {
+  block_forward(x, w, config, cache, out, cache.work.scratch, dropout_rng);
+}
+
+void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
+                   BlockCache& cache, Tensor<3>& out, fast::Workspace& ws, Rng* dropout_rng) {
   check_block(x, w, config);
   require(&out != &x, "attn::block_forward", "out must not be x");
   const bool ln = config.spec.ablations.layer_norm;
@@ -543,7 +551,7 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
       clear_any(cache.rms1.rstd);
     }
     // 2. a = MHA(h): cache.attn keeps h, q|k|v, the weights and the merged heads.
-    attention_forward(ln ? h1 : x, w.attn, config, cache, out);
+    attention_forward(ln ? h1 : x, w.attn, config, cache, out, ws);
     if (drop) multiply_in_place(out, cache.drop_attn);  // a = dropout(a)
     if (!config.spec.ablations.ffn) {
       // 3. x = x + a
@@ -588,7 +596,7 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
   // Post-norm.
   clear(cache.x);  // the input lives in cache.attn.x
   // 1. a = MHA(x)
-  attention_forward(x, w.attn, config, cache, out);
+  attention_forward(x, w.attn, config, cache, out, ws);
   if (drop) multiply_in_place(out, cache.drop_attn);  // a = dropout(a)
   // 2. r = x + a
   if (config.spec.ablations.residual) add_in_place(out, x);
@@ -631,6 +639,12 @@ void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig&
 
 void block_backward(const Tensor<3>& dout, BlockCache& cache, const BlockWeights& w,
                     const BlockConfig& config, Tensor<3>& dx, BlockWeights& grads) {
+  block_backward(dout, cache, w, config, dx, grads, cache.work.scratch);
+}
+
+void block_backward(const Tensor<3>& dout, BlockCache& cache, const BlockWeights& w,
+                    const BlockConfig& config, Tensor<3>& dx, BlockWeights& grads,
+                    fast::Workspace& ws) {
   constexpr const char* kFn = "attn::block_backward";
   // (B, T, C): the attention's input has the block's shape
   const Tensor<3>& x_in = cache.attn.x;
@@ -668,11 +682,11 @@ void block_backward(const Tensor<3>& dout, BlockCache& cache, const BlockWeights
     const Tensor<3>* g = &dout;  // dL/d(stream after attention), once the FFN step is undone
     if (config.spec.ablations.ffn) {
       // 6-5. f = FFN(h2): dh2 = ffn_backward(df), df = dout.
-      ffn_backward_part(through(dout, cache.drop_ffn), cache, w, config, d_sub, grads);
+      ffn_backward_part(through(dout, cache.drop_ffn), cache, w, config, d_sub, grads, ws);
       // 4. h2 = ln2(x1)
       if (ln) {
         norm_backward(d_sub, cache.residual1, w.ln2_gamma, config, cache.ln2, cache.rms2,
-                      cache.work, d_sub, grads.ln2_gamma, grads.ln2_beta);
+                      cache.work, d_sub, grads.ln2_gamma, grads.ln2_beta, ws);
       }
       // 6. x2 = x1 + f: dx1 = dout + (the FFN branch), or the branch alone without residual.
       if (config.spec.ablations.residual) {
@@ -683,11 +697,11 @@ void block_backward(const Tensor<3>& dout, BlockCache& cache, const BlockWeights
       g = &d_stream;
     }
     // 2. a = MHA(h1)
-    attention_backward(through(*g, cache.drop_attn), cache, w.attn, config, d_sub, grads.attn);
+    attention_backward(through(*g, cache.drop_attn), cache, w.attn, config, d_sub, grads.attn, ws);
     // 1. h1 = ln1(x)
     if (ln) {
       norm_backward(d_sub, cache.x, w.ln1_gamma, config, cache.ln1, cache.rms1, cache.work, d_sub,
-                    grads.ln1_gamma, grads.ln1_beta);
+                    grads.ln1_gamma, grads.ln1_beta, ws);
     }
     // 3. x1 = x + a
     if (config.spec.ablations.residual) {
@@ -704,11 +718,11 @@ void block_backward(const Tensor<3>& dout, BlockCache& cache, const BlockWeights
     const Tensor<3>* d_r2 = &dout;
     if (ln) {
       norm_backward(dout, cache.ln2_in, w.ln2_gamma, config, cache.ln2, cache.rms2, cache.work,
-                    d_stream, grads.ln2_gamma, grads.ln2_beta);
+                    d_stream, grads.ln2_gamma, grads.ln2_beta, ws);
       d_r2 = &d_stream;
     }
     // 4. f = FFN(x1)
-    ffn_backward_part(through(*d_r2, cache.drop_ffn), cache, w, config, d_sub, grads);
+    ffn_backward_part(through(*d_r2, cache.drop_ffn), cache, w, config, d_sub, grads, ws);
     // 5. r2 = x1 + f
     if (config.spec.ablations.residual) add_into(d_sub, d_sub, *d_r2);
     g = &d_sub;
@@ -716,11 +730,11 @@ void block_backward(const Tensor<3>& dout, BlockCache& cache, const BlockWeights
   // 3. x1 = ln1(r1)
   if (ln) {
     norm_backward(*g, cache.residual1, w.ln1_gamma, config, cache.ln1, cache.rms1, cache.work,
-                  d_stream, grads.ln1_gamma, grads.ln1_beta);
+                  d_stream, grads.ln1_gamma, grads.ln1_beta, ws);
     g = &d_stream;
   }
   // 1. a = MHA(x), 2. r1 = x + a
-  attention_backward(through(*g, cache.drop_attn), cache, w.attn, config, dx, grads.attn);
+  attention_backward(through(*g, cache.drop_attn), cache, w.attn, config, dx, grads.attn, ws);
   if (config.spec.ablations.residual) add_into(dx, dx, *g);
 }
 

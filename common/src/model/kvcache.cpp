@@ -413,9 +413,10 @@ void norm_rows(const Matrix& x, const Vector& gamma, const Vector& beta, const M
 }
 
 // Rotates the heads of hs features in each of the B rows of `x` (B, n * hs) by position p
-// (fast/rope.hpp: attn::rope's angles and rounding).
-void rope_rows(Matrix& x, std::size_t hs, double theta, std::size_t p) {
-  fast::rope_in_place({x.data(), x.shape()[0], 1, x.shape()[1], x.shape()[1]}, hs, theta, p);
+// (fast/rope.hpp: attn::rope's angles and rounding), its table built in ws.
+void rope_rows(Matrix& x, std::size_t hs, double theta, std::size_t p, fast::Workspace& ws) {
+  fast::rope_in_place({x.data(), x.shape()[0], 1, x.shape()[1], x.shape()[1]}, hs, theta, p,
+                      /*inverse=*/false, ws);
 }
 
 void check_rolling(const RollingKvCache& c, const ModelSpec& config, const char* fn) {
@@ -505,8 +506,8 @@ const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const
     project_rows(h.data(), B, bw.attn.w_v, v.data());
     // 3. RoPE at the absolute position p, on q and k (cached rotated: never rotated again).
     if (rope) {
-      rope_rows(q, hs, config.rope_theta, p);
-      rope_rows(k, hs, config.rope_theta, p);
+      rope_rows(q, hs, config.rope_theta, p, c.scratch);
+      rope_rows(k, hs, config.rope_theta, p, c.scratch);
     }
     // 4. k and v into slot p % W, over position p - W (which has left every window).
     float* kc = c.keys[l].data();

@@ -428,6 +428,7 @@ double forward_backward_rows(const int* tokens, const int* targets, std::size_t 
   Tensor<3>& x_next = cache.work.x_next;
   Tensor<3>& dx_a = cache.work.dx_a;
   Tensor<3>& dx_b = cache.work.dx_b;
+  fast::Workspace& ws = cache.work.scratch;  // every kernel's scratch, shared by the blocks
   ensure_shape(x, std::array<std::size_t, 3>{B, T, C});
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t t = 0; t < T; ++t) {
@@ -443,7 +444,7 @@ double forward_backward_rows(const int* tokens, const int* targets, std::size_t 
   // 2. The blocks, each keeping its cache (and, with dropout, its masks).   (B, T, C)
   Rng* dropout_rng = cache.fixed_dropout_masks ? nullptr : &cache.dropout_rng;
   for (std::size_t l = 0; l < L; ++l) {
-    block_forward(x, w.blocks[l], bc, cache.blocks[l], x_next, dropout_rng);
+    block_forward(x, w.blocks[l], bc, cache.blocks[l], x_next, ws, dropout_rng);
     std::swap(x, x_next);  // swaps the buffers, copies nothing
   }
   ensure_shape(cache.x_final, std::array<std::size_t, 3>{B, T, C});
@@ -472,8 +473,8 @@ double forward_backward_rows(const int* tokens, const int* targets, std::size_t 
   }
   // 5. loss = mean cross-entropy; the logits become dloss/dlogits = (softmax - onehot) / N (N:
   //    the whole batch's rows, `rows`, when this is one shard of it).
-  const double loss =
-      fast::cross_entropy_backward_inplace(cache.logits, std::span<const int>(targets, N), rows);
+  const double loss = fast::cross_entropy_backward_inplace(
+      cache.logits, std::span<const int>(targets, N), rows, ws);
 
   // ---- Backward: every step of the forward in reverse, gradients added into grads ----
   const float* dlogits = cache.logits.data();  // (B*T, V)
@@ -506,22 +507,23 @@ double forward_backward_rows(const int* tokens, const int* targets, std::size_t 
   }
   // 3. ln_f (in place: dx_a is both dy and dx).
   if (config.ablations.layer_norm && config.normalization == Normalization::rmsnorm) {
-    fast::rms_norm_backward(dx_a, cache.x_final, w.ln_f_gamma, cache.rms_f, dx_a, grads.ln_f_gamma);
+    fast::rms_norm_backward(dx_a, cache.x_final, w.ln_f_gamma, cache.rms_f, dx_a, grads.ln_f_gamma,
+                            ws);
   } else if (config.ablations.layer_norm && w.ln_f_beta.size() == 0) {  // no biases: no beta
     Vector& unused = cache.work.zero_beta_grad;  // beta's gradient has nowhere to go
     if (unused.size() != C) unused.resize({C});
     std::fill(unused.begin(), unused.end(), 0.0f);
     fast::layer_norm_backward<3>(dx_a, cache.x_final, w.ln_f_gamma, cache.ln_f, dx_a,
-                                 grads.ln_f_gamma, unused);
+                                 grads.ln_f_gamma, unused, ws);
   } else if (config.ablations.layer_norm) {
     fast::layer_norm_backward<3>(dx_a, cache.x_final, w.ln_f_gamma, cache.ln_f, dx_a,
-                                 grads.ln_f_gamma, grads.ln_f_beta);
+                                 grads.ln_f_gamma, grads.ln_f_beta, ws);
   }
   // 2. The blocks in reverse, ping-ponging between two (B, T, C) buffers.
   Tensor<3>* d_out = &dx_a;
   Tensor<3>* d_in = &dx_b;
   for (std::size_t l = L; l-- > 0;) {
-    block_backward(*d_out, cache.blocks[l], w.blocks[l], bc, *d_in, grads.blocks[l]);
+    block_backward(*d_out, cache.blocks[l], w.blocks[l], bc, *d_in, grads.blocks[l], ws);
     std::swap(d_out, d_in);
   }
   // 1. The embeddings: x[b, t] = wte[tokens[b, t]] + wpe[t], so row tokens[b, t] of dwte (its

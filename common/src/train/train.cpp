@@ -130,7 +130,7 @@ StepResult train_step_on(TrainState& s, const TrainConfig& config,
       lm_forward_backward(inputs, targets, s.weights, config.model, s.grads, s.cache);
   // 3. Clip the gradient's global norm (a rare huge gradient cannot throw the model far).
   //    (attn::fast: the reference clip_grad_norm's bits, the tensors summed side by side.)
-  const double norm = fast::clip_grad_norm(v.g, config.grad_clip);
+  const double norm = fast::clip_grad_norm(v.g, config.grad_clip, s.cache.work.scratch);
   // 4. AdamW on every tensor at the schedule's lr; weight decay only on matrices and embeddings.
   //    (attn::fast: the reference adamw_update's bits, the elements shared out over the threads.)
   //    SGD instead: p -= lr * g, the same step size for every weight whatever its gradient's

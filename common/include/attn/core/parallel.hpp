@@ -24,7 +24,9 @@
 namespace attn::detail {
 
 // True on a thread that is running a piece of split work (including the calling thread while it
-// runs its own part): work split there again would put threads inside threads.
+// runs its own part): work split there again would put threads inside threads. The library's one
+// thread_local, on purpose: it says which thread this is, not what it computes (no kernel keeps
+// scratch per thread; fast/workspace.hpp).
 inline thread_local bool t_in_worker = false;
 inline bool in_worker() { return t_in_worker; }
 struct WorkerScope {

@@ -14,12 +14,13 @@
 
 namespace attn {
 
-// The library's thread setup, once per process: OpenBLAS's thread count (OPENBLAS_NUM_THREADS,
-// else one per core) becomes the budget, and BLAS is pinned to one thread, so that every BLAS
-// call runs inside one of the library's threads. Programs call it first thing (attn::Cli::run
-// does for every chapter, attn-golden and attn-bench in their main); a library call that comes
-// first (num_threads, set_num_threads, a kernel that splits its work) does it then, so nothing
-// ever runs with BLAS's own threads on top of ours. Calling it again changes nothing.
+// The library's thread setup, the one place that changes OpenBLAS's settings: OpenBLAS's thread
+// count (OPENBLAS_NUM_THREADS, else one per core) becomes the budget, and BLAS is pinned to one
+// thread, so that every BLAS call runs inside one of the library's threads. Every program calls it
+// first thing, before any kernel runs: attn::Cli::run does for every chapter, attn-golden and
+// attn-bench in their main, the test mains (tests/doctest_main.cpp, tests/exercises) in theirs.
+// Nothing else pins BLAS (num_threads and set_num_threads only read OpenBLAS's count). Calling it
+// again changes nothing.
 void setup_threads();
 // The threads OpenBLAS itself would use for one call: 1 once the setup is done.
 std::size_t blas_threads();

@@ -5,14 +5,16 @@
 // second product; BLAS GEMMs, or for small heads the hand-written loops of head_products.hpp;
 // heads read in place inside the (B, T, 3C) projection (split and merge cost nothing); causal
 // blocks skip the masked triangle; (b, h) pairs over the library's threads (the result does not
-// depend on the thread count); caller-owned caches and outputs (no allocation in a training loop).
-// Tested equal to the reference (tests/common/test_fast_layernorm_attention.cpp).
+// depend on the thread count); caller-owned caches, outputs and scratch (a Workspace,
+// workspace.hpp: no allocation in a training loop). Tested equal to the reference
+// (tests/common/test_fast_layernorm_attention.cpp).
 #pragma once
 
 #include <cstddef>
 
 #include "attn/core/xt.hpp"
 #include "attn/ops/attention.hpp"  // AttentionResult, AttentionGrads, MhaWeights, MhaResult
+#include "attn/fast/workspace.hpp"
 
 namespace attn::fast {
 
@@ -54,13 +56,21 @@ struct MhaCache {
 // `x` may be cache.x itself (then nothing is copied). need_weights = false lets sequences of
 // T >= kFlashMinT run the flash kernel: no (T, T) buffer, cache.weights left empty (a caller
 // that reads cache.weights, as chapters 08 and 09 do, keeps the default).
+// Its scratch (RoPE's table, blocks of scores) comes from `ws`, the caller's; the overload
+// without one makes its own per call.
+void mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
+                 MhaCache& cache, Tensor<3>& out, bool need_weights, Workspace& ws);
 void mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
                  MhaCache& cache, Tensor<3>& out, bool need_weights = true);
 // The same, returning out.
 Tensor<3> mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
                       MhaCache& cache, bool need_weights = true);
 // dout (B, T, C) -> dx (B, T, C) (overwritten); grads.w_q, w_k, w_v, w_o accumulate (+=).
-// Through the flash backward when the forward took the flash path (cache.lse filled).
+// Through the flash backward when the forward took the flash path (cache.lse filled). dq | dk |
+// dv, (B*T, 3C), and the other scratch come from `ws` (or, without one, a workspace per call).
+void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
+                  std::size_t n_heads, bool causal, Tensor<3>& dx, MhaWeights& grads,
+                  Workspace& ws);
 void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
                   std::size_t n_heads, bool causal, Tensor<3>& dx, MhaWeights& grads);
 

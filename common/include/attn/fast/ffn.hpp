@@ -9,6 +9,7 @@
 
 #include "attn/core/xt.hpp"
 #include "attn/ops/ffn.hpp"
+#include "attn/fast/workspace.hpp"
 
 namespace attn::fast {
 
@@ -27,7 +28,11 @@ Tensor<3> ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a, Ffn
 // same buffer every step allocates nothing). `y` must not be `x`; x may be cache.x.
 void ffn_forward(const Tensor<3>& x, const FfnWeights& w, Activation a, FfnCache& cache,
                  Tensor<3>& y);
-// dy (B, T, C) -> dx (B, T, C) (overwritten); grads.w1, b1, w2, b2 accumulate (+=).
+// dy (B, T, C) -> dx (B, T, C) (overwritten); grads.w1, b1, w2, b2 accumulate (+=). The hidden
+// layer's gradient (B*T, F) is computed in ws.buffer.
+void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& w, Activation a,
+                  Tensor<3>& dx, FfnWeights& grads, Workspace& ws);
+// The same with a workspace of its own (allocated per call).
 void ffn_backward(const Tensor<3>& dy, const FfnCache& cache, const FfnWeights& w, Activation a,
                   Tensor<3>& dx, FfnWeights& grads);
 

@@ -22,9 +22,14 @@ MhaResult gqa_forward(const Tensor<3>& x, const MhaWeights& w, const GqaConfig& 
 // `out` (resized only when its shape differs). out must not be x; x may be cache.x. Without
 // need_weights, from T = kFlashMinT on, one K/V head per query head and no window (RoPE alone):
 // the flash kernel, cache.lse (B, H, T) kept in place of cache.weights (as fast::mha_forward).
+// Scratch from `ws` (the overload without one makes its own per call).
+void gqa_forward(const Tensor<3>& x, const MhaWeights& w, const GqaConfig& config, MhaCache& cache,
+                 Tensor<3>& out, bool need_weights, Workspace& ws);
 void gqa_forward(const Tensor<3>& x, const MhaWeights& w, const GqaConfig& config, MhaCache& cache,
                  Tensor<3>& out, bool need_weights = true);
 // dout (B, T, C) -> dx (B, T, C) (overwritten); grads.w_q, w_k, w_v, w_o accumulate (+=).
+void gqa_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
+                  const GqaConfig& config, Tensor<3>& dx, MhaWeights& grads, Workspace& ws);
 void gqa_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights& w,
                   const GqaConfig& config, Tensor<3>& dx, MhaWeights& grads);
 

@@ -10,6 +10,7 @@
 
 #include "attn/core/xt.hpp"
 #include "attn/ops/layernorm.hpp"  // LayerNormCache: the mean and rstd are part of the math
+#include "attn/fast/workspace.hpp"
 
 namespace attn::fast {
 
@@ -33,6 +34,12 @@ void layer_norm(const Tensor<N>& x, const Vector& gamma, const Vector& beta, flo
 // The backward of attn::layer_norm_backward: dx overwritten (resized if needed; it may be dy
 // itself), dgamma and dbeta accumulated (+=). The mean is recomputed from x in double, rstd
 // taken from the cache.
+// Each chunk of rows sums its dgamma, dbeta terms in ws.sums.
+template <std::size_t N>
+void layer_norm_backward(const Tensor<N>& dy, const Tensor<N>& x, const Vector& gamma,
+                         const LayerNormCache& cache, Tensor<N>& dx, Vector& dgamma, Vector& dbeta,
+                         Workspace& ws);
+// The same with a workspace of its own (allocated per call).
 template <std::size_t N>
 void layer_norm_backward(const Tensor<N>& dy, const Tensor<N>& x, const Vector& gamma,
                          const LayerNormCache& cache, Tensor<N>& dx, Vector& dgamma, Vector& dbeta);

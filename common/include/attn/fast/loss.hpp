@@ -1,7 +1,7 @@
 // attn/fast/loss.hpp: cross-entropy on the fast side (chapters 07-09's training step). The same
 // numbers as the reference (attn/ops/loss.hpp), with the rows split in fixed chunks over the
-// library's threads and the buffers kept between calls; tested equal to the reference in
-// tests/common/test_fast_ops.cpp.
+// library's threads and the training step's buffers passed in (a Workspace); tested equal to the
+// reference in tests/common/test_fast_ops.cpp.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +9,7 @@
 
 #include "attn/core/xt.hpp"
 #include "attn/ops/loss.hpp"
+#include "attn/fast/workspace.hpp"
 
 namespace attn::fast {
 
@@ -25,8 +26,8 @@ double cross_entropy_backward_inplace(Matrix& logits, std::span<const int> targe
 
 // The same with the sums divided by `denominator` (>= N) instead of N: for one shard of a batch
 // of `denominator` rows (lm_forward_backward), whose shards' losses and gradients then add up
-// to the whole batch's mean and its gradient.
+// to the whole batch's mean and its gradient. The chunks' sums are kept in ws.sums.
 double cross_entropy_backward_inplace(Matrix& logits, std::span<const int> targets,
-                                      std::size_t denominator);
+                                      std::size_t denominator, Workspace& ws);
 
 }  // namespace attn::fast

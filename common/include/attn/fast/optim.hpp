@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attn/ops/optim.hpp"
+#include "attn/fast/workspace.hpp"
 
 namespace attn::fast {
 
@@ -31,10 +32,12 @@ void adamw_update_all(std::span<const std::span<float>> p, std::span<const std::
 void zero_all(std::span<const std::span<float>> tensors);
 
 // attn::global_norm's bits: each tensor's sum of squares on one thread (tensors side by side over
-// the threads), then the sums added in tensor order.
-double global_norm(std::span<const std::span<float>> grads);
+// the threads, their sums kept in ws.sums), then the sums added in tensor order.
+double global_norm(std::span<const std::span<float>> grads, Workspace& ws);
+double global_norm(std::span<const std::span<float>> grads);  // a workspace of its own
 // attn::clip_grad_norm's bits and contract, with this global_norm and the scaling over the
 // threads.
+double clip_grad_norm(std::span<const std::span<float>> grads, float max_norm, Workspace& ws);
 double clip_grad_norm(std::span<const std::span<float>> grads, float max_norm);
 
 }  // namespace attn::fast

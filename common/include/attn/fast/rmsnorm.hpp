@@ -7,6 +7,7 @@
 
 #include "attn/core/xt.hpp"
 #include "attn/ops/rmsnorm.hpp"
+#include "attn/fast/workspace.hpp"
 
 namespace attn::fast {
 
@@ -17,7 +18,11 @@ void rms_norm(const Tensor<3>& x, const Vector& gamma, double eps, RmsNormCache<
 // The same on raw rows (chapter 10's generation step): x (rows, C) -> y (rows, C); y may be x.
 void rms_norm_rows(const float* x, std::size_t rows, std::size_t C, const float* gamma, double eps,
                    float* y);
-// dy -> dx (overwritten; dx may be dy); dgamma accumulates (+=).
+// dy -> dx (overwritten; dx may be dy); dgamma accumulates (+=), summed in ws.sums.
+void rms_norm_backward(const Tensor<3>& dy, const Tensor<3>& x, const Vector& gamma,
+                       const RmsNormCache<float>& cache, Tensor<3>& dx, Vector& dgamma,
+                       Workspace& ws);
+// The same with a workspace of its own (allocated per call).
 void rms_norm_backward(const Tensor<3>& dy, const Tensor<3>& x, const Vector& gamma,
                        const RmsNormCache<float>& cache, Tensor<3>& dx, Vector& dgamma);
 

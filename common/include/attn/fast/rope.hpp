@@ -2,13 +2,15 @@
 // rotations as the reference attn::rope (attn/ops/rope.hpp, interleaved layout: pairs of
 // neighbours), computed the same way (angles and products in double, rounded once), so the
 // results are equal bit for bit; here they act in place on the rows of a projection buffer, where
-// the fast attention keeps q and k, with no split into heads and no allocation. Tested equal to
-// the reference in tests/common/test_fast_parts.cpp.
+// the fast attention keeps q and k, with no split into heads and no allocation (the table of
+// angles goes to the caller's workspace). Tested equal to the reference in
+// tests/common/test_fast_parts.cpp.
 #pragma once
 
 #include <cstddef>
 
 #include "attn/core/xt.hpp"
+#include "attn/fast/workspace.hpp"
 
 namespace attn::fast {
 
@@ -23,9 +25,10 @@ struct RopeRows {
 
 // Rotates every pair (x[2i], x[2i+1]) of every head in place by the angle (offset + t) *
 // theta^(-2i / hs); with `inverse` by minus that angle (RoPE's backward: dx = R^T dy). hs even,
-// theta > 0 (throws std::invalid_argument otherwise, like attn::rope).
+// theta > 0 (throws std::invalid_argument otherwise, like attn::rope). The angles' table
+// ((cos, sin) per position and pair) is built in ws.angles.
 void rope_in_place(const RopeRows& rows, std::size_t hs, double theta, std::size_t offset,
-                   bool inverse = false);
+                   bool inverse, Workspace& ws);
 
 // Like attn::rope<float> and attn::rope_backward<float> (interleaved): x (B, H, T, hs).
 Tensor<4> rope(const Tensor<4>& x, double theta = 10000.0, std::size_t offset = 0);

@@ -8,6 +8,7 @@
 
 #include "attn/core/xt.hpp"
 #include "attn/ops/swiglu.hpp"
+#include "attn/fast/workspace.hpp"
 
 namespace attn::fast {
 
@@ -15,9 +16,14 @@ namespace attn::fast {
 // y must not be x; x may be cache.x. Throws std::invalid_argument naming a mis-shaped weight.
 void swiglu_forward(const Tensor<3>& x, const SwigluWeights<float>& w, SwigluCache<float>& cache,
                     Tensor<3>& y);
-// The evaluation forward (no cache kept by the caller).
+// The evaluation forward (no cache kept by the caller: a, u and h allocated per call, like y).
 Tensor<3> swiglu_forward(const Tensor<3>& x, const SwigluWeights<float>& w);
-// dy (B, T, C) -> dx (B, T, C) (overwritten); grads.w_gate, w_up, w_down accumulate (+=).
+// dy (B, T, C) -> dx (B, T, C) (overwritten); grads.w_gate, w_up, w_down accumulate (+=). The
+// gradients of a and u, (B*T, F) each, are computed in ws.buffer.
+void swiglu_backward(const Tensor<3>& dy, const SwigluCache<float>& cache,
+                     const SwigluWeights<float>& w, Tensor<3>& dx, SwigluWeights<float>& grads,
+                     Workspace& ws);
+// The same with a workspace of its own (allocated per call).
 void swiglu_backward(const Tensor<3>& dy, const SwigluCache<float>& cache,
                      const SwigluWeights<float>& w, Tensor<3>& dx, SwigluWeights<float>& grads);
 

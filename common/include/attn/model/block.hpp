@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "attn/fast/attention.hpp"
+#include "attn/fast/workspace.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/ops/ffn.hpp"
 #include "attn/ops/gqa.hpp"
@@ -87,6 +88,9 @@ struct BlockWork {
   Vector zeros, zeros_grad;           // C zeros for a missing LayerNorm beta, and its gradient
   FfnWeights mlp, mlp_grads;          // the MLP with zero biases (no biases), its gradients
   RmsNormCache<float> rms;            // what an evaluation RMSNorm keeps (read by nobody)
+  // The fast kernels' scratch (fast/workspace.hpp) when the block is called on its own; a model
+  // passes one workspace to all its blocks instead (the overloads taking a fast::Workspace).
+  fast::Workspace scratch;
 };
 
 // Everything block_backward needs from the forward. Held explicitly (no hidden tape); only what
@@ -127,10 +131,19 @@ Tensor<3> block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockCo
 // same buffers every step allocates nothing). `out` must not be `x`.
 void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
                    BlockCache& cache, Tensor<3>& out, Rng* dropout_rng = nullptr);
+// The same with the kernels' scratch from `ws` (the model's, shared by its blocks) instead of
+// cache.work.scratch.
+void block_forward(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config,
+                   BlockCache& cache, Tensor<3>& out, fast::Workspace& ws,
+                   Rng* dropout_rng = nullptr);
 // dout (B, T, C) -> dx (B, T, C) (overwritten); every tensor of grads accumulates (+=). grads
 // has the shapes of w (block_zeros_like). The cache is read, and its `work` buffers written.
 void block_backward(const Tensor<3>& dout, BlockCache& cache, const BlockWeights& w,
                     const BlockConfig& config, Tensor<3>& dx, BlockWeights& grads);
+// The same with the kernels' scratch from `ws` instead of cache.work.scratch.
+void block_backward(const Tensor<3>& dout, BlockCache& cache, const BlockWeights& w,
+                    const BlockConfig& config, Tensor<3>& dx, BlockWeights& grads,
+                    fast::Workspace& ws);
 // Zero tensors shaped like w (the gradient struct an optimizer walks beside the weights).
 BlockWeights block_zeros_like(const BlockWeights& w);
 // Floats held by a cache, and the same by formula for (B, T, C, F, H) (chapter 08 prints both).

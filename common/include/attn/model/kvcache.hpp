@@ -14,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "attn/fast/workspace.hpp"
 #include "attn/model/model.hpp"
 #include "attn/core/xt.hpp"
 
@@ -124,6 +125,7 @@ struct RollingKvCache {
   std::vector<Tensor<4>> keys;    // L x (B, KV, capacity, hs), RoPE applied
   std::vector<Tensor<4>> values;  // L x (B, KV, capacity, hs)
   Matrix logits;                  // (B, V) the logits of the last step
+  fast::Workspace scratch;        // the fast kernels' scratch (RoPE's angles), kept between steps
 };
 // True for a model with any part other than chapter 07's (block_default_parts false, or rope):
 // lm_generate_cached runs it through the rolling cache.

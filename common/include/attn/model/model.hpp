@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "attn/fast/workspace.hpp"
 #include "attn/model/block.hpp"
 #include "attn/ops/ffn.hpp"
 #include "attn/ops/layernorm.hpp"
@@ -95,12 +96,15 @@ struct LmCache {
   // (reused between calls: no allocation once sized): the stream through the blocks and its
   // gradient, each ping-ponging between two (B, T, C) buffers; zeros standing in for ln_f's beta
   // and its gradient in a model without biases; the shards' losses; the chunks of elements the
-  // shards' gradients are summed by, (tensor, first element).
+  // shards' gradients are summed by, (tensor, first element); the fast kernels' scratch, one
+  // workspace passed to every block and to the loss (fast/workspace.hpp; a shard has its own in
+  // its own cache, and the training step's optimizer uses this one too).
   struct Work {
     Tensor<3> x, x_next, dx_a, dx_b;
     Vector zero_beta, zero_beta_grad;
     std::vector<double> shard_losses;
     std::vector<std::pair<std::size_t, std::size_t>> reduce_chunks;
+    fast::Workspace scratch;
   } work;
 };
 // Mean cross-entropy of the model's next-token predictions: tokens, targets (B, T) ids in [0, V).
