@@ -7,6 +7,7 @@ packages=(
   cmake ninja-build g++ git                      # toolchain
   libxtensor-dev libxtensor-blas-dev libopenblas-dev  # tensors and BLAS
   libcli11-dev libfmt-dev                        # command line, formatting
+  nlohmann-json3-dev libpcre2-dev pkg-config     # tokenizer files and GPT-2's pattern (ch. 13)
   doctest-dev libbenchmark-dev                   # tests, benchmarks
   clang libclang-rt-14-dev                       # fuzzing only (scripts/fuzz.sh, preset fuzz)
   clang-format                                   # the code's style (scripts/format.sh --check)
