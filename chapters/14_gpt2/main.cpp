@@ -116,14 +116,13 @@ std::vector<int> parse_ids(std::string_view text, std::size_t V) {
     const auto [end, err] = std::from_chars(item.data(), item.data() + item.size(), v);
     if (item.empty() || err != std::errc() || end != item.data() + item.size() || v < 0 ||
         static_cast<unsigned long long>(v) >= V) {
-      throw attn::UsageError(fmt::format(
-          "--prompt-ids must be token ids in [0, {}) separated by commas, got '{}' (see --help)",
-          V, std::string(item.substr(0, 24))));
+      throw attn::UsageError(
+          fmt::format("--prompt-ids must be token ids in [0, {}) separated by commas, got '{}'", V,
+                      std::string(item.substr(0, 24))));
     }
     ids.push_back(static_cast<int>(v));
     if (ids.size() > kMaxPromptIds) {
-      throw attn::UsageError(
-          fmt::format("--prompt-ids holds more than {} ids (see --help)", kMaxPromptIds));
+      throw attn::UsageError(fmt::format("--prompt-ids holds more than {} ids", kMaxPromptIds));
     }
     at = comma + 1;
   }
@@ -194,17 +193,19 @@ void run(const attn::CommonOptions& common, const Options& o) {
   std::optional<attn::Bpe> bpe;
   if (tokenizer) bpe = attn::Bpe::load(folder);
   if (bpe && bpe->vocab_size() > V) {
-    throw attn::Gpt2Error(fmt::format("{}: vocab.json holds {} tokens, more than the model's "
-                                      "vocab_size {} (config.json)",
-                                      (folder / "vocab.json").string(), bpe->vocab_size(), V));
+    throw attn::Gpt2Error(
+        fmt::format("{}: vocab.json holds {} tokens, more than the model's "
+                    "vocab_size {} (config.json)",
+                    (folder / "vocab.json").string(), bpe->vocab_size(), V));
   }
   if (o.prompt_given && !o.prompt_ids.empty()) {
     throw attn::UsageError("--prompt and --prompt-ids both give the prompt: keep one");
   }
   if (o.prompt_given && !bpe) {
-    throw attn::Gpt2Error(fmt::format("--prompt needs a tokenizer: {} has no vocab.json and "
-                                      "merges.txt (give --prompt-ids instead)",
-                                      folder.string()));
+    throw attn::Gpt2Error(
+        fmt::format("--prompt needs a tokenizer: {} has no vocab.json and "
+                    "merges.txt (give --prompt-ids instead)",
+                    folder.string()));
   }
   if (o.prompt_given && (o.prompt.empty() || o.prompt.size() > kMaxPromptBytes)) {
     throw attn::UsageError(
