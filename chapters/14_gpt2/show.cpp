@@ -41,9 +41,10 @@ void show_folder(const attn::Gpt2Model& m, const FolderReport& r) {
 
 void show_names(const attn::Gpt2Model& m) {
   attn::section(2, "The checkpoint's names, the course's names");
-  fmt::print("{} tensors, names {} the 'transformer.' prefix; Conv1D keeps (in, out), the "
-             "course's layout, so no matrix is transposed\n",
-             m.tensors.size(), m.prefixed ? "with" : "without");
+  fmt::print(
+      "{} tensors, names {} the 'transformer.' prefix; Conv1D keeps (in, out), the "
+      "course's layout, so no matrix is transposed\n",
+      m.tensors.size(), m.prefixed ? "with" : "without");
   std::size_t width = 0;
   for (const attn::Gpt2Tensor& t : m.tensors)
     width = std::max(width, t.file_name.size() + t.shape.size() + 1);
@@ -56,8 +57,7 @@ void show_names(const attn::Gpt2Model& m) {
       ++later;  // blocks 1..L-1: the same names, counted
       continue;
     }
-    fmt::print("  {} -> {}\n", attn::align_left(t.file_name + " " + t.shape, width),
-               t.course_name);
+    fmt::print("  {} -> {}\n", attn::align_left(t.file_name + " " + t.shape, width), t.course_name);
   }
   if (later > 0) {
     fmt::print("  ... and {} more of blocks 1 to {}, named like block 0's\n", later,
@@ -68,24 +68,27 @@ void show_names(const attn::Gpt2Model& m) {
 void show_cache(const attn::ModelSpec& s) {
   attn::section(3, "The KV cache");
   const std::size_t per_token = 2 * s.n_layers * s.n_embd * 4;
-  fmt::print("each token keeps a key and a value of C = {} floats in each of L = {} layers:\n"
-             "  2 L C * 4 bytes = {} bytes per token; {} bytes for the T_max = {} positions\n",
-             s.n_embd, s.n_layers, grouped(static_cast<double>(per_token)),
-             grouped(static_cast<double>(per_token * s.block_size)), s.block_size);
+  fmt::print(
+      "each token keeps a key and a value of C = {} floats in each of L = {} layers:\n"
+      "  2 L C * 4 bytes = {} bytes per token; {} bytes for the T_max = {} positions\n",
+      s.n_embd, s.n_layers, grouped(static_cast<double>(per_token)),
+      grouped(static_cast<double>(per_token * s.block_size)), s.block_size);
 }
 
 void show_trace(const std::vector<TraceStep>& steps, std::size_t T, std::size_t L) {
   attn::section(4, "The prompt through the blocks: a shape trace");
-  fmt::print("the prompt's {} tokens as one (B, T, C) batch, block 0 step by step, then each "
-             "block's output (rms: the root mean square of its values)\n",
-             T);
+  fmt::print(
+      "the prompt's {} tokens as one (B, T, C) batch, block 0 step by step, then each "
+      "block's output (rms: the root mean square of its values)\n",
+      T);
   for (const TraceStep& s : steps) {
     fmt::print("  {} {}  rms {}\n", attn::align_left(s.where, 16), attn::align_left(s.shape, 16),
                num(s.rms, 4));
   }
-  fmt::print("every step keeps the shape (1, T, C): {} blocks of the same shape, then one "
-             "(C, V) product gives the logits\n",
-             L);
+  fmt::print(
+      "every step keeps the shape (1, T, C): {} blocks of the same shape, then one "
+      "(C, V) product gives the logits\n",
+      L);
 }
 
 void show_generation(const GenerationReport& r, bool greedy) {
@@ -99,9 +102,10 @@ void show_generation(const GenerationReport& r, bool greedy) {
     fmt::print("{}: the same {} tokens, token for token\n",
                r.cached ? "without the cache" : "with the cache", r.generated);
   } else {
-    fmt::print("{}: the first {} tokens alike, then a different draw (the logits differ in "
-               "their last bits)\n",
-               r.cached ? "without the cache" : "with the cache", r.same);
+    fmt::print(
+        "{}: the first {} tokens alike, then a different draw (the logits differ in "
+        "their last bits)\n",
+        r.cached ? "without the cache" : "with the cache", r.same);
   }
 }
 

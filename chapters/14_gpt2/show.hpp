@@ -37,12 +37,12 @@ void show_trace(const std::vector<TraceStep>& steps, std::size_t T, std::size_t 
 
 // 5. The generated continuation (streamed before this is called) and the checks.
 struct GenerationReport {
-  std::size_t prompt = 0;       // prompt tokens
-  std::size_t generated = 0;    // new tokens
-  bool cached = true;           // generated with the KV cache (else --no-cache)
-  bool compared = false;        // the other loop was run too
-  std::size_t same = 0;         // leading tokens the other loop chose alike
-  double seconds = 0.0;         // the generation's wall time
+  std::size_t prompt = 0;     // prompt tokens
+  std::size_t generated = 0;  // new tokens
+  bool cached = true;         // generated with the KV cache (else --no-cache)
+  bool compared = false;      // the other loop was run too
+  std::size_t same = 0;       // leading tokens the other loop chose alike
+  double seconds = 0.0;       // the generation's wall time
 };
 void show_generation(const GenerationReport& r, bool greedy);
 

@@ -64,14 +64,19 @@ int main(int argc, char** argv) {
       const nlohmann::ordered_json h = nlohmann::ordered_json::parse(file.substr(8, len));
       const auto bias = h["transformer.ln_f.bias"]["data_offsets"].dump();
       const auto weight = h["transformer.ln_f.weight"]["data_offsets"].dump();
-      folder(src, out, "overlap", with_header(file, "\"transformer.ln_f.weight\":{\"dtype\":\"F32\","
-                                                    "\"shape\":[32],\"data_offsets\":" + weight,
-                                              "\"transformer.ln_f.weight\":{\"dtype\":\"F32\","
-                                              "\"shape\":[32],\"data_offsets\":" + bias));
+      folder(src, out, "overlap",
+             with_header(file,
+                         "\"transformer.ln_f.weight\":{\"dtype\":\"F32\","
+                         "\"shape\":[32],\"data_offsets\":" +
+                             weight,
+                         "\"transformer.ln_f.weight\":{\"dtype\":\"F32\","
+                         "\"shape\":[32],\"data_offsets\":" +
+                             bias));
       const auto wte = h["transformer.wte.weight"]["data_offsets"];
       const std::uint64_t b = wte[0], e = wte[1];
       folder(src, out, "past_end",
-             with_header(file, wte.dump(), "[" + std::to_string(b + 8) + "," + std::to_string(e + 8) + "]"));
+             with_header(file, wte.dump(),
+                         "[" + std::to_string(b + 8) + "," + std::to_string(e + 8) + "]"));
       // An unsupported dtype.
       folder(src, out, "dtype_f64",
              with_header(file, "\"transformer.wpe.weight\":{\"dtype\":\"F32\"",

@@ -49,7 +49,8 @@ std::vector<int> read_ids(const fs::path& path) {
 // A scratch copy of the tiny fixture, changed by the test.
 struct Scratch {
   fs::path dir;
-  explicit Scratch(const std::string& name) : dir(fs::temp_directory_path() / ("attn_gpt2_" + name)) {
+  explicit Scratch(const std::string& name)
+      : dir(fs::temp_directory_path() / ("attn_gpt2_" + name)) {
     fs::remove_all(dir);
     attn::testing::copy_folder(fixture("tiny"), dir);
   }
@@ -135,8 +136,10 @@ TEST_CASE("names with and without 'transformer.', with mask buffers, load the sa
   const attn::Gpt2Model b = attn::load_gpt2(fixture("tiny-hub"));
   CHECK(a.prefixed != b.prefixed);
   CHECK(a.spec == b.spec);
-  const std::vector<attn::NamedTensor> pa = attn::lm_parameters(const_cast<attn::LmWeights&>(a.weights));
-  const std::vector<attn::NamedTensor> pb = attn::lm_parameters(const_cast<attn::LmWeights&>(b.weights));
+  const std::vector<attn::NamedTensor> pa =
+      attn::lm_parameters(const_cast<attn::LmWeights&>(a.weights));
+  const std::vector<attn::NamedTensor> pb =
+      attn::lm_parameters(const_cast<attn::LmWeights&>(b.weights));
   REQUIRE(pa.size() == pb.size());
   for (std::size_t i = 0; i < pa.size(); ++i) {
     INFO(pa[i].name);
@@ -185,8 +188,9 @@ TEST_CASE("config.json: what the course cannot run is refused by name") {
 TEST_CASE("a config that disagrees with the tensors names the tensor and both shapes") {
   Scratch s("disagree");
   s.config("\"n_embd\": 32", "\"n_embd\": 64");
-  CHECK(contains(load_error(s.dir), "model.safetensors: tensor 'transformer.h.0.attn.c_attn.bias' "
-                                    "is (96,), but "));
+  CHECK(contains(load_error(s.dir),
+                 "model.safetensors: tensor 'transformer.h.0.attn.c_attn.bias' "
+                 "is (96,), but "));
   Scratch t("layers");
   t.config("\"n_layer\": 2", "\"n_layer\": 3");
   CHECK(contains(load_error(t.dir), "tensor 'transformer.h.2.attn.c_attn.bias' is missing"));

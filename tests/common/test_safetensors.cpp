@@ -60,8 +60,8 @@ std::string error_of(const std::string& bytes) {
 
 std::string one_tensor(const std::string& dtype, const std::string& shape,
                        const std::string& offsets) {
-  return R"({"t":{"dtype":")" + dtype + R"(","shape":)" + shape + R"(,"data_offsets":)" +
-         offsets + "}}";
+  return R"({"t":{"dtype":")" + dtype + R"(","shape":)" + shape + R"(,"data_offsets":)" + offsets +
+         "}}";
 }
 
 }  // namespace
@@ -104,9 +104,8 @@ TEST_CASE("F16 and BF16 are converted exactly, subnormals and signs included") {
   CHECK(attn::bfloat16_to_float(0x3f80) == 1.0f);
   CHECK(attn::bfloat16_to_float(0xc0a0) == -5.0f);
   // Through a file: [1.0, -2.0] in F16, [1.0, -5.0] in BF16.
-  const std::string header =
-      R"({"h":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},)"
-      R"("g":{"dtype":"BF16","shape":[2],"data_offsets":[4,8]}})";
+  const std::string header = R"({"h":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},)"
+                             R"("g":{"dtype":"BF16","shape":[2],"data_offsets":[4,8]}})";
   const std::string bytes = file_of(header, std::string("\x00\x3c\x00\xc0\x80\x3f\xa0\xc0", 8));
   const attn::SafetensorsHeader h = parse(bytes);
   std::vector<float> v(2);
@@ -128,9 +127,9 @@ TEST_CASE("a truncated file names what is missing") {
   const std::string bytes = good_file();
   CHECK(error_of(bytes.substr(0, 5)).find("truncated") != std::string::npos);
   // Cut inside the data: the header's length still fits, the offsets run past the end.
-  CHECK(error_of(bytes.substr(0, bytes.size() - 4)).find("tensor 'b': data_offsets [24, 32] run "
-                                                          "past the data section") !=
-        std::string::npos);
+  CHECK(error_of(bytes.substr(0, bytes.size() - 4))
+            .find("tensor 'b': data_offsets [24, 32] run "
+                  "past the data section") != std::string::npos);
   // Cut inside the header.
   CHECK(error_of(bytes.substr(0, 20)).find("runs past the end of the file") != std::string::npos);
 }
@@ -156,14 +155,15 @@ TEST_CASE("offsets that overlap, leave a hole, run past the end or disagree with
             .find("run past the data section (16 bytes after the header)") != std::string::npos);
   CHECK(error_of(file_of(one_tensor("F32", "[3]", "[0,16]"), data))
             .find("hold 16 bytes, but F32 of shape (3,) needs 12") != std::string::npos);
-  CHECK(error_of(file_of(one_tensor("F32", "[2]", "[0,8]"), data))
-            .find("trailing bytes") != std::string::npos);
+  CHECK(error_of(file_of(one_tensor("F32", "[2]", "[0,8]"), data)).find("trailing bytes") !=
+        std::string::npos);
   CHECK(error_of(file_of(one_tensor("F32", "[2]", "[8,0]"), data))
             .find("data_offsets [8, 0] run past") != std::string::npos);
 }
 
 TEST_CASE("a shape whose byte count overflows is refused") {
-  CHECK(error_of(file_of(one_tensor("F32", "[4294967296,4294967296]", "[0,16]"), floats({1, 2, 3, 4})))
+  CHECK(error_of(
+            file_of(one_tensor("F32", "[4294967296,4294967296]", "[0,16]"), floats({1, 2, 3, 4})))
             .find("overflows a byte count") != std::string::npos);
   CHECK(error_of(file_of(one_tensor("F32", "[-1]", "[0,16]"), floats({1, 2, 3, 4})))
             .find("shape must hold non-negative integers") != std::string::npos);

@@ -60,7 +60,8 @@ StDtype parse_dtype(const fs::path& path, const std::string& tensor, const json&
 std::size_t header_size(const fs::path& path, const std::string& tensor, const char* field,
                         const json& v) {
   if (!v.is_number_unsigned()) {
-    fail(path, fmt::format("tensor '{}': {} must hold non-negative integers", shown(tensor), field));
+    fail(path,
+         fmt::format("tensor '{}': {} must hold non-negative integers", shown(tensor), field));
   }
   const auto n = v.get<std::uint64_t>();
   if (n > std::numeric_limits<std::size_t>::max()) {
@@ -167,7 +168,8 @@ SafetensorsHeader parse_safetensors_header(std::string_view prefix, std::uint64_
     t.dtype = parse_dtype(path, name, entry["dtype"]);
     const json& shape = entry["shape"];
     if (!shape.is_array() || shape.size() > 8) {
-      fail(path, fmt::format("tensor '{}': shape must be an array of at most 8 sizes", shown(name)));
+      fail(path,
+           fmt::format("tensor '{}': shape must be an array of at most 8 sizes", shown(name)));
     }
     // 3. Its byte count: product(shape) * dtype size, every product checked.
     std::size_t bytes = st_dtype_bytes(t.dtype);
@@ -311,8 +313,9 @@ void read_tensor(const SafetensorsHeader& h, const StTensor& t, std::span<float>
     // Straight into the floats: no second copy of a 150 MB embedding table.
     in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(bytes));
     if (static_cast<std::size_t>(in.gcount()) != bytes) {
-      fail(h.path, fmt::format("tensor '{}': file is truncated (changed since its header was read?)",
-                               shown(t.name)));
+      fail(h.path,
+           fmt::format("tensor '{}': file is truncated (changed since its header was read?)",
+                       shown(t.name)));
     }
     return;
   }

@@ -92,8 +92,9 @@ struct Want {
 void check_finite(const fs::path& path, const std::string& name, std::span<const float> v) {
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (!std::isfinite(v[i])) {
-      fail(path, fmt::format("tensor '{}' holds {} at flat index {}: weights must be finite numbers",
-                             name, std::isnan(v[i]) ? "nan" : "inf", i));
+      fail(path,
+           fmt::format("tensor '{}' holds {} at flat index {}: weights must be finite numbers",
+                       name, std::isnan(v[i]) ? "nan" : "inf", i));
     }
   }
 }
@@ -124,9 +125,8 @@ std::array<Matrix, 3> split_qkv(const Matrix& fused) {
 
 std::array<Vector, 3> split_qkv_bias(const Vector& fused) {
   const std::size_t C = fused.size() / 3;
-  require(C >= 1 && fused.size() == 3 * C, "attn::split_qkv_bias", [&] {
-    return "fused is " + shape_str(fused.shape()) + ", expected (3C,) with C >= 1";
-  });
+  require(C >= 1 && fused.size() == 3 * C, "attn::split_qkv_bias",
+          [&] { return "fused is " + shape_str(fused.shape()) + ", expected (3C,) with C >= 1"; });
   std::array<Vector, 3> out;
   for (std::size_t j = 0; j < 3; ++j) {
     out[j] = Vector::from_shape({C});
@@ -174,7 +174,8 @@ ModelSpec read_gpt2_config(const fs::path& path) {
   if (config.contains("layer_norm_epsilon")) {
     const json& eps = config["layer_norm_epsilon"];
     if (!eps.is_number() || std::abs(eps.get<double>() - 1e-5) > 1e-12) {
-      fail(path, fmt::format("layer_norm_epsilon {} is not the course's 1e-5 (GPT-2's)", eps.dump()));
+      fail(path,
+           fmt::format("layer_norm_epsilon {} is not the course's 1e-5 (GPT-2's)", eps.dump()));
     }
   }
   refuse_flag(path, config, "add_cross_attention", true, "GPT-2 is a decoder only");
@@ -208,18 +209,18 @@ Gpt2Model load_gpt2(const fs::path& dir) {
   std::map<std::string, Want> want;
   const auto direct_matrix = [&](const std::string& name, Matrix& dest, std::size_t r,
                                  std::size_t cols, std::string course) {
-    want[name] = {{r, cols}, std::move(course),
+    want[name] = {{r, cols},
+                  std::move(course),
                   [&dest, r, cols](const SafetensorsHeader& h, const StTensor& t) {
                     read_into(h, t, dest, {r, cols});
                   }};
   };
   const auto direct_vector = [&](const std::string& name, Vector& dest, std::size_t n,
                                  std::string course) {
-    want[name] = {{n},
-                  std::move(course),
-                  [&dest, n](const SafetensorsHeader& h, const StTensor& t) {
-                    read_into(h, t, dest, {n});
-                  }};
+    want[name] = {
+        {n}, std::move(course), [&dest, n](const SafetensorsHeader& h, const StTensor& t) {
+          read_into(h, t, dest, {n});
+        }};
   };
   direct_matrix("wte.weight", w.wte, V, C, "wte");
   direct_matrix("wpe.weight", w.wpe, T, C, "wpe");
@@ -237,26 +238,26 @@ Gpt2Model load_gpt2(const fs::path& dir) {
     direct_vector(p + "ln_2.bias", b.ln2_beta, C, q + "ln2_beta");
     // c_attn: x (C) @ (C, 3C) = [q | k | v]: its column blocks are w_q, w_k, w_v, and the heads
     // inside each block are column blocks of hs, as in the course's split_heads.
-    want[p + "attn.c_attn.weight"] = {
-        {C, 3 * C}, fmt::format("{0}w_q | {0}w_k | {0}w_v", q),
-        [&b, C](const SafetensorsHeader& h, const StTensor& t) {
-          Matrix fused;
-          read_into(h, t, fused, {C, 3 * C});
-          std::array<Matrix, 3> qkv = split_qkv(fused);
-          b.attn.w_q = std::move(qkv[0]);
-          b.attn.w_k = std::move(qkv[1]);
-          b.attn.w_v = std::move(qkv[2]);
-        }};
-    want[p + "attn.c_attn.bias"] = {
-        {3 * C}, fmt::format("{0}b_q | {0}b_k | {0}b_v", q),
-        [&b, C](const SafetensorsHeader& h, const StTensor& t) {
-          Vector fused;
-          read_into(h, t, fused, {3 * C});
-          std::array<Vector, 3> qkv = split_qkv_bias(fused);
-          b.attn.b_q = std::move(qkv[0]);
-          b.attn.b_k = std::move(qkv[1]);
-          b.attn.b_v = std::move(qkv[2]);
-        }};
+    want[p + "attn.c_attn.weight"] = {{C, 3 * C},
+                                      fmt::format("{0}w_q | {0}w_k | {0}w_v", q),
+                                      [&b, C](const SafetensorsHeader& h, const StTensor& t) {
+                                        Matrix fused;
+                                        read_into(h, t, fused, {C, 3 * C});
+                                        std::array<Matrix, 3> qkv = split_qkv(fused);
+                                        b.attn.w_q = std::move(qkv[0]);
+                                        b.attn.w_k = std::move(qkv[1]);
+                                        b.attn.w_v = std::move(qkv[2]);
+                                      }};
+    want[p + "attn.c_attn.bias"] = {{3 * C},
+                                    fmt::format("{0}b_q | {0}b_k | {0}b_v", q),
+                                    [&b, C](const SafetensorsHeader& h, const StTensor& t) {
+                                      Vector fused;
+                                      read_into(h, t, fused, {3 * C});
+                                      std::array<Vector, 3> qkv = split_qkv_bias(fused);
+                                      b.attn.b_q = std::move(qkv[0]);
+                                      b.attn.b_k = std::move(qkv[1]);
+                                      b.attn.b_v = std::move(qkv[2]);
+                                    }};
     direct_matrix(p + "attn.c_proj.weight", b.attn.w_o, C, C, q + "w_o");
     direct_vector(p + "attn.c_proj.bias", b.attn.b_o, C, q + "b_o");
     direct_matrix(p + "mlp.c_fc.weight", b.ffn.w1, C, F, q + "w1");
@@ -278,8 +279,8 @@ Gpt2Model load_gpt2(const fs::path& dir) {
     Gpt2Tensor row{t->name, shape_text(t->shape), ""};
     // The causal mask as a buffer (older files): h.{l}.attn.bias (1, 1, T, T) and
     // h.{l}.attn.masked_bias (): the course builds the mask itself.
-    const bool mask_buffer =
-        name.rfind("h.", 0) == 0 && (name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias"));
+    const bool mask_buffer = name.rfind("h.", 0) == 0 &&
+                             (name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias"));
     const auto it = want.find(name);
     if (it == want.end()) {
       if (mask_buffer) {
@@ -293,16 +294,17 @@ Gpt2Model load_gpt2(const fs::path& dir) {
     }
     Want& wt = it->second;
     if (wt.seen) {
-      throw Gpt2Error(fmt::format("{}: tensor '{}' appears twice (with and without the "
-                                  "'transformer.' prefix)",
-                                  file.string(), name));
+      throw Gpt2Error(
+          fmt::format("{}: tensor '{}' appears twice (with and without the "
+                      "'transformer.' prefix)",
+                      file.string(), name));
     }
     if (t->shape != wt.shape) {
       throw Gpt2Error(fmt::format(
           "{}: tensor '{}' is {}, but {} says {} (n_embd {}, n_head {}, n_layer {}, vocab_size {}, "
           "n_positions {})",
-          file.string(), t->name, shape_text(t->shape), config_path.string(),
-          shape_text(wt.shape), C, s.n_heads, L, V, T));
+          file.string(), t->name, shape_text(t->shape), config_path.string(), shape_text(wt.shape),
+          C, s.n_heads, L, V, T));
     }
     wt.seen = true;
     row.course_name = wt.course;
@@ -311,9 +313,10 @@ Gpt2Model load_gpt2(const fs::path& dir) {
     wt.load(header, *t);
   }
   if (any_prefixed && any_plain) {
-    throw Gpt2Error(fmt::format("{}: some tensor names have the 'transformer.' prefix and some do "
-                                "not (expected one spelling)",
-                                file.string()));
+    throw Gpt2Error(
+        fmt::format("{}: some tensor names have the 'transformer.' prefix and some do "
+                    "not (expected one spelling)",
+                    file.string()));
   }
   m.prefixed = any_prefixed;
   for (const auto& [name, wt] : want) {
@@ -329,9 +332,10 @@ Gpt2Model load_gpt2(const fs::path& dir) {
     if (t == nullptr) t = header.find("transformer.lm_head.weight");
     want["lm_head.weight"].load(header, *t);
     if (!std::equal(lm_head.begin(), lm_head.end(), w.wte.begin())) {
-      throw Gpt2Error(fmt::format("{}: tensor 'lm_head.weight' differs from wte.weight: the "
-                                  "course runs GPT-2's tied head",
-                                  file.string()));
+      throw Gpt2Error(
+          fmt::format("{}: tensor 'lm_head.weight' differs from wte.weight: the "
+                      "course runs GPT-2's tied head",
+                      file.string()));
     }
   }
   return m;

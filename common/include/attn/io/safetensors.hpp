@@ -39,7 +39,7 @@ std::size_t st_dtype_bytes(StDtype d);      // 4, 2, 2
 
 // One tensor of the header.
 struct StTensor {
-  std::string name;                // as the file spells it, e.g. "h.0.attn.c_attn.weight"
+  std::string name;  // as the file spells it, e.g. "h.0.attn.c_attn.weight"
   StDtype dtype;
   std::vector<std::size_t> shape;  // () for a scalar
   std::size_t begin, end;          // [begin, end) in the data section, end - begin = its bytes
@@ -48,10 +48,10 @@ struct StTensor {
 
 // A header, checked: its tensors in the order of their offsets, and the metadata.
 struct SafetensorsHeader {
-  std::filesystem::path path;                    // the file (or the name given for bytes)
-  std::vector<StTensor> tensors;                 // by data_offsets
+  std::filesystem::path path;                   // the file (or the name given for bytes)
+  std::vector<StTensor> tensors;                // by data_offsets
   std::map<std::string, std::string> metadata;  // "__metadata__", strings only
-  std::size_t data_start = 0;                    // 8 + N: where the data section starts
+  std::size_t data_start = 0;                   // 8 + N: where the data section starts
   // The tensor of that name, or null.
   const StTensor* find(std::string_view name) const;
 };
