@@ -15,7 +15,6 @@ Never committed: the 124M folder (500 MB) is made locally.
 import argparse
 import os
 import re
-import resource
 import subprocess
 import sys
 import time
@@ -28,13 +27,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run_ours(binary, weights, ids, tokens, threads):
+    """tokens/s, the greedy ids, and the peak memory in bytes (GNU time's maximum RSS: the
+    child's own, not the forked Python it started as)."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
-    cmd = [binary, "--weights", weights, "--raw", "--greedy", "--timing",
-           "--prompt-ids", ",".join(map(str, ids)), "--tokens", str(tokens)]
-    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
-    m = re.search(r"generation: (\d+) tokens in ([0-9.]+) s \(([0-9.]+) tokens/s\)", out)
-    generated = [int(x) for x in out.splitlines()[0].split(",")]
-    return float(m.group(3)), generated
+    cmd = ["/usr/bin/time", "-f", "maxrss %M", binary, "--weights", weights, "--raw", "--greedy",
+           "--timing", "--prompt-ids", ",".join(map(str, ids)), "--tokens", str(tokens)]
+    r = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
+    m = re.search(r"generation: (\d+) tokens in ([0-9.]+) s \(([0-9.]+) tokens/s\)", r.stdout)
+    generated = [int(x) for x in r.stdout.splitlines()[0].split(",")]
+    peak = int(re.search(r"maxrss (\d+)", r.stderr).group(1)) * 1024
+    return float(m.group(3)), generated, peak
 
 
 def run_torch(model, ids, tokens, threads):
@@ -50,14 +52,17 @@ def run_torch(model, ids, tokens, threads):
     return tokens / seconds, out[0, len(ids):].tolist()
 
 
-def bandwidth_gbs(gib=1.0, repeats=5):
-    """Read bandwidth of one thread: the best of a few sums over a buffer far above the caches."""
-    a = np.ones(int(gib * (1 << 30) / 4), dtype=np.float32)
+def bandwidth_gbs(threads, gib=1.0, repeats=5):
+    """Read bandwidth: the best of a few matrix-vector products over a 1 GiB float32 matrix (a
+    step's own access pattern: every weight read once), on `threads` threads."""
+    torch.set_num_threads(threads)
+    a = torch.ones(int(gib * (1 << 30) / 4 / 4096), 4096)
+    x = torch.ones(4096)
     best = 0.0
     for _ in range(repeats):
         t0 = time.perf_counter()
-        a.sum(dtype=np.float32)
-        best = max(best, a.nbytes / (time.perf_counter() - t0))
+        torch.mv(a, x)
+        best = max(best, a.numel() * 4 / (time.perf_counter() - t0))
     return best / 1e9
 
 
@@ -78,11 +83,13 @@ def main():
     print(f"GPT-2 124M (random), {n_params:,} parameters, {weight_bytes / 1e6:.0f} MB of float32; "
           f"prompt {args.prompt_len} tokens, {args.tokens} new, greedy, KV cache")
     print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    peak = 0
     for t in args.threads:
         ours, theirs = [], []
         same = True
         for _ in range(args.rounds):  # interleaved, best of each
-            r, a = run_ours(args.binary, args.weights, ids, args.tokens, t)
+            r, a, p = run_ours(args.binary, args.weights, ids, args.tokens, t)
+            peak = max(peak, p)
             ours.append(r)
             r, b = run_torch(model, ids, args.tokens, t)
             theirs.append(r)
@@ -90,11 +97,11 @@ def main():
         print(f"threads {t}: 14_gpt2 {max(ours):.1f} tokens/s, transformers generate "
               f"{max(theirs):.1f} tokens/s, ratio {max(ours) / max(theirs):.2f}; "
               f"same greedy tokens: {same}")
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+        bw = bandwidth_gbs(t)
+        print(f"  memory bandwidth ({t} thread(s), a 1 GiB matrix-vector product): {bw:.1f} GB/s "
+              f"-> at most {bw * 1e9 / weight_bytes:.1f} tokens/s (every weight read once per "
+              f"token)")
     print(f"14_gpt2 peak memory {peak / 1e6:.0f} MB = {peak / weight_bytes:.2f} x the weights")
-    bw = bandwidth_gbs()
-    print(f"memory bandwidth (one thread, read): {bw:.1f} GB/s -> floor "
-          f"{bw * 1e9 / weight_bytes:.1f} tokens/s (every weight read once per token)")
 
 
 if __name__ == "__main__":

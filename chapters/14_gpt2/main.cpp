@@ -36,6 +36,7 @@
 #include "attn/term/cli.hpp"
 #include "attn/term/narrate.hpp"
 #include "attn/term/print.hpp"
+#include "exercises.hpp"
 #include "show.hpp"
 
 namespace {
@@ -165,7 +166,6 @@ std::vector<ch14::TraceStep> trace_prompt(const attn::Gpt2Model& m, std::span<co
 }
 
 void run(const attn::CommonOptions& common, const Options& o) {
-  if (common.mine) throw attn::UsageError("chapter 14 has no exercise functions for --mine");
   const bool shipped = o.weights_dir.empty();
   const fs::path folder = shipped ? shipped_model() : fs::path(o.weights_dir);
   // --data: its first line of at least 30 bytes is the default prompt (the chapter reads a corpus
@@ -183,7 +183,18 @@ void run(const attn::CommonOptions& common, const Options& o) {
       rest.remove_prefix(std::min(rest.size(), line.size() + 1));
     }
   }
-  const attn::Gpt2Model m = attn::load_gpt2(folder);
+  attn::Gpt2Model m = attn::load_gpt2(folder);
+  // --mine: every block's w_q, w_k, w_v cut from its fused c_attn by the learner's split_qkv
+  // (ex14.1) instead of the library's (the fused matrix put back together first).
+  if (common.mine) {
+    for (attn::BlockWeights& b : m.weights.blocks) {
+      const attn::Matrix fused = xt::concatenate(xt::xtuple(b.attn.w_q, b.attn.w_k, b.attn.w_v), 1);
+      std::array<attn::Matrix, 3> qkv = ex14::split_qkv(fused);
+      b.attn.w_q = std::move(qkv[0]);
+      b.attn.w_k = std::move(qkv[1]);
+      b.attn.w_v = std::move(qkv[2]);
+    }
+  }
   const attn::ModelSpec& s = m.spec;
   const std::size_t V = s.vocab_size;
   // The prompt: token ids, or by default the end-of-text id that GPT-2 starts a document with
