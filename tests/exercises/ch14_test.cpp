@@ -38,7 +38,8 @@ TEST_CASE("each of w_q, w_k, w_v is its own block of C columns, every row kept" 
   const Matrix fused = wiggly(C, 3 * C, 0.3);
   const std::array<Matrix, 3> qkv = ex14::split_qkv(fused);
   for (std::size_t j = 0; j < 3; ++j) {
-    INFO("matrix " << "qkv"[j] << " (block " << j << ")");
+    INFO("matrix "
+         << "qkv"[j] << " (block " << j << ")");
     REQUIRE(qkv[j].shape()[0] == C);
     REQUIRE(qkv[j].shape()[1] == C);
     Matrix want(std::array<std::size_t, 2>{C, C});
@@ -55,7 +56,8 @@ TEST_CASE("x @ w_q, x @ w_k, x @ w_v are the three thirds of x @ c_attn" *
   const Matrix x = wiggly(2, C, 2.0);  // two tokens
   const std::array<Matrix, 3> qkv = ex14::split_qkv(fused);
   for (std::size_t j = 0; j < 3; ++j) {
-    INFO("matrix " << "qkv"[j]);
+    INFO("matrix "
+         << "qkv"[j]);
     REQUIRE(qkv[j].shape()[0] == C);
     REQUIRE(qkv[j].shape()[1] == C);
     for (std::size_t t = 0; t < 2; ++t)
@@ -83,8 +85,7 @@ TEST_CASE("a matrix that is not (C, 3C) is refused") {
   CHECK_THROWS_AS(ex14::split_qkv(wiggly(4, 13, 0.0)), std::invalid_argument);
   CHECK_THROWS_AS(ex14::split_qkv(wiggly(4, 4, 0.0)), std::invalid_argument);
   CHECK_THROWS_AS(ex14::split_qkv(wiggly(12, 4, 0.0)), std::invalid_argument);
-  CHECK_THROWS_AS(ex14::split_qkv(Matrix(std::array<std::size_t, 2>{0, 0})),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(ex14::split_qkv(Matrix(std::array<std::size_t, 2>{0, 0})), std::invalid_argument);
 }
 
 }  // TEST_SUITE
