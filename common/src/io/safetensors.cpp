@@ -134,6 +134,8 @@ SafetensorsHeader parse_safetensors_header(std::string_view prefix, std::uint64_
     header = json::parse(prefix.substr(8, static_cast<std::size_t>(n)));
   } catch (const json::parse_error& e) {
     fail(path, fmt::format("header is not valid JSON (error at byte {} of the header)", e.byte));
+  } catch (const json::exception&) {  // out_of_range: a number too large for any type
+    fail(path, "header is not valid JSON (a number out of range)");
   }
   if (!header.is_object()) fail(path, "header is not a JSON object of tensors");
   SafetensorsHeader out;

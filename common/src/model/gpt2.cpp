@@ -48,6 +48,8 @@ json read_json(const fs::path& path) {
     return json::parse(text);
   } catch (const json::parse_error& e) {
     fail(path, fmt::format("not valid JSON (error at byte {})", e.byte));
+  } catch (const json::exception&) {  // out_of_range: a number too large for any type
+    fail(path, "not valid JSON (a number out of range)");
   }
 }
 
