@@ -174,14 +174,8 @@ void bm_mha_fwd_bwd(benchmark::State& state, Shape s) {
   const attn::MhaWeights w = attn::mha_init(rng, s.C);
   const attn::Tensor<3> x = input(s);
   const attn::Tensor<3> dout = attn::randn<3>(rng, {s.B, s.T, s.C});  // (B, T, C)
-  attn::MhaWeights grads{xt::zeros_like(w.w_q),
-                         xt::zeros_like(w.w_k),
-                         xt::zeros_like(w.w_v),
-                         xt::zeros_like(w.w_o),
-                         {},
-                         {},
-                         {},
-                         {}};
+  attn::MhaWeights grads{xt::zeros_like(w.w_q), xt::zeros_like(w.w_k), xt::zeros_like(w.w_v),
+                         xt::zeros_like(w.w_o)};
   attn::fast::MhaCache cache;
   attn::Tensor<3> dx;
   const LoopClock clock;

@@ -315,8 +315,7 @@ FusedQkv fuse_and_compare(const Tensor<3>& x, const MhaWeights& w, const Sizes& 
 InitContrast contrast_with_gpt2_init(const Kernels& k, const Tensor<3>& x, const MhaWeights& w,
                                      const Sizes& n, const Tensor<4>& weights, float init_std) {
   const float shrink = kGpt2Std / init_std;
-  const MhaWeights small{
-      shrink * w.w_q, shrink * w.w_k, shrink * w.w_v, shrink * w.w_o, {}, {}, {}, {}};
+  const MhaWeights small{shrink * w.w_q, shrink * w.w_k, shrink * w.w_v, shrink * w.w_o};
   const Tensor<4> flat = head_weights(k, x, small, n.H, n.causal);  // (B, H, T, T)
   return {init_std, max_distance_from_uniform(weights, n), max_distance_from_uniform(flat, n)};
 }

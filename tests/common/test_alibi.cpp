@@ -130,14 +130,8 @@ TEST_CASE("the fast kernel with ALiBi equals the reference attention, forward an
 
       const Tensor<3> dout = attn::randn<3>(rng, {B, T, C});
       Tensor<3> dx;
-      attn::MhaWeights g{xt::zeros_like(w.w_q),
-                         xt::zeros_like(w.w_k),
-                         xt::zeros_like(w.w_v),
-                         xt::zeros_like(w.w_o),
-                         {},
-                         {},
-                         {},
-                         {}};
+      attn::MhaWeights g{xt::zeros_like(w.w_q), xt::zeros_like(w.w_k), xt::zeros_like(w.w_v),
+                         xt::zeros_like(w.w_o)};
       attn::fast::gqa_backward(dout, cache, w, config, dx, g);
       xt::xtensor<double, 3> dx64;
       attn::GqaWeights<double> g64{xt::zeros_like(w64.w_q), xt::zeros_like(w64.w_k),

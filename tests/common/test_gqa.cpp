@@ -30,22 +30,10 @@ using M64 = xt::xtensor<double, 2>;
 template <class S>
 attn::GqaWeights<S> random_gqa(attn::Rng& rng, std::size_t C, std::size_t KV_hs) {
   const double std = 1.0 / std::sqrt(static_cast<double>(C));
-  attn::GqaWeights<double> w{attn::testing::randn64<2>(rng, {C, C}, std),
-                             attn::testing::randn64<2>(rng, {C, KV_hs}, std),
-                             attn::testing::randn64<2>(rng, {C, KV_hs}, std),
-                             attn::testing::randn64<2>(rng, {C, C}, std),
-                             {},
-                             {},
-                             {},
-                             {}};
-  return {xt::cast<S>(w.w_q),
-          xt::cast<S>(w.w_k),
-          xt::cast<S>(w.w_v),
-          xt::cast<S>(w.w_o),
-          {},
-          {},
-          {},
-          {}};
+  attn::GqaWeights<double> w{
+      attn::testing::randn64<2>(rng, {C, C}, std), attn::testing::randn64<2>(rng, {C, KV_hs}, std),
+      attn::testing::randn64<2>(rng, {C, KV_hs}, std), attn::testing::randn64<2>(rng, {C, C}, std)};
+  return {xt::cast<S>(w.w_q), xt::cast<S>(w.w_k), xt::cast<S>(w.w_v), xt::cast<S>(w.w_o)};
 }
 
 // (C, KV*hs) -> (C, H*hs): column block h is K/V block h / (H / KV), as MHA's (C, C) weight.
@@ -108,8 +96,8 @@ TEST_CASE("fewer K/V heads: MHA with K/V columns shared by each group (MQA at n_
     config.n_heads = H;
     config.n_kv_heads = KV;
     const attn::GqaResult<float> g = attn::gqa_forward<float>(x, w, config);
-    const attn::MhaWeights tiled{
-        w.w_q, tile_kv(w.w_k, H, KV, hs), tile_kv(w.w_v, H, KV, hs), w.w_o, {}, {}, {}, {}};
+    const attn::MhaWeights tiled{w.w_q, tile_kv(w.w_k, H, KV, hs), tile_kv(w.w_v, H, KV, hs),
+                                 w.w_o};
     const attn::MhaResult m = attn::mha_forward(x, tiled, H, true);
     CHECK_TENSOR_NEAR(g.out, m.out, 1e-6, 1e-5);
     CHECK_TENSOR_NEAR(g.weights, m.weights, 1e-6, 1e-5);

@@ -401,22 +401,10 @@ TEST_CASE("float64: attention (causal and S != T) and MHA backwards pass; 0.1% o
           {{"q", sp(q), csp(g.dq)}, {"k", sp(k), csp(g.dk)}, {"v", sp(v), csp(g.dv)}});
     }
     attn::Tensor64<3> x = draw64<3>(rng, {2, 5, 8}), dx;
-    attn::MhaWeights64 w{draw64<2>(rng, {8, 8}, 0.5f),
-                         draw64<2>(rng, {8, 8}, 0.5f),
-                         draw64<2>(rng, {8, 8}, 0.5f),
-                         draw64<2>(rng, {8, 8}, 0.5f),
-                         {},
-                         {},
-                         {},
-                         {}};
-    attn::MhaWeights64 g{xt::zeros<double>({8, 8}),
-                         xt::zeros<double>({8, 8}),
-                         xt::zeros<double>({8, 8}),
-                         xt::zeros<double>({8, 8}),
-                         {},
-                         {},
-                         {},
-                         {}};
+    attn::MhaWeights64 w{draw64<2>(rng, {8, 8}, 0.5f), draw64<2>(rng, {8, 8}, 0.5f),
+                         draw64<2>(rng, {8, 8}, 0.5f), draw64<2>(rng, {8, 8}, 0.5f)};
+    attn::MhaWeights64 g{xt::zeros<double>({8, 8}), xt::zeros<double>({8, 8}),
+                         xt::zeros<double>({8, 8}), xt::zeros<double>({8, 8})};
     const attn::Tensor64<3> R = upstream_like(x, rng);
     attn::MhaCache64 cache;
     attn::mha_forward(x, w, 2, true, cache);
