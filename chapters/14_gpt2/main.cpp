@@ -197,8 +197,6 @@ void run(const attn::CommonOptions& common, const Options& o) {
   }
   const attn::ModelSpec& s = m.spec;
   const std::size_t V = s.vocab_size;
-  // The prompt: token ids, or by default the end-of-text id that GPT-2 starts a document with
-  // (the last id of its vocabulary).
   // The tokenizer of the folder, when it has one (chapter 13: vocab.json and merges.txt).
   const bool tokenizer = fs::exists(folder / "vocab.json") && fs::exists(folder / "merges.txt");
   std::optional<attn::Bpe> bpe;
@@ -244,10 +242,9 @@ void run(const attn::CommonOptions& common, const Options& o) {
     f.folder = shipped ? "tests/gpt2/tiny" : o.weights_dir;
     f.tokenizer = tokenizer;
     f.params_table = attn::param_count(attn::param_dims(s), s.n_layers);
-    attn::LmWeights& w = const_cast<attn::LmWeights&>(m.weights);
-    attn::visit_params(w, w, nullptr, [&](const attn::ParamRow&, const auto& t, const auto&) {
-      f.params_loaded += t.size();
-    });
+    attn::visit_params(
+        m.weights, m.weights, nullptr,
+        [&](const attn::ParamRow&, const auto& t, const auto&) { f.params_loaded += t.size(); });
     ch14::show_folder(m, f);
     ch14::show_names(m);
     ch14::show_cache(s);
