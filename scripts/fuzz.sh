@@ -12,7 +12,7 @@ seconds="${1:-60}"
 cmake --preset fuzz
 cmake --build --preset fuzz
 
-for name in npy case_txt utf8 cli checkpoint tokenizer; do
+for name in npy case_txt utf8 cli checkpoint tokenizer safetensors; do
   target="build/fuzz/bin/fuzz_${name}"
   work="build/fuzz/corpus/${name}"        # what the run learns (never the committed seeds)
   findings="build/fuzz/findings/${name}"

@@ -462,6 +462,8 @@ int main(int argc, char** argv) {
                "sliding-window attention: each query sees the last W keys, W <= T (0: all)", 0,
                kMaxBlock);
   cli.add_flag("--no-bias", o.no_bias, "no FFN, LayerNorm or output-head biases (Llama's)");
+  cli.add_flag("--attn-bias", o.attn_bias,
+               "attention biases b_q, b_k, b_v, b_o (GPT-2's c_attn and c_proj; chapter 14)");
   cli.add_string("--save", o.save_dir, "DIR: write a checkpoint at every estimate and at the end");
   cli.add_string(
       "--resume", o.resume_dir,

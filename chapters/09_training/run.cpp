@@ -208,6 +208,7 @@ attn::ModelChoices model_choices(const Options& o, std::size_t V) {
   if (o.n_kv_heads != 0) m.n_kv_heads = o.n_kv_heads;
   if (o.window != 0) m.window = o.window;
   m.bias = !o.no_bias;
+  m.attn_bias = o.attn_bias;
   // The flag is a float: its shortest decimal (500.1, not 500.100006103515625) is the base.
   m.rope_theta = std::stod(fmt::format("{}", o.rope_theta));
   try {
@@ -314,6 +315,7 @@ void check_resume_flags(const Options& o, const attn::TrainConfig& c, int argc, 
        n(c.model.n_kv_heads));
   same("--window", n(o.window), n(c.model.window.value_or(0)));
   same("--no-bias", o.no_bias ? "on" : "off", c.model.bias ? "off" : "on");
+  same("--attn-bias", o.attn_bias ? "on" : "off", c.model.attn_bias ? "on" : "off");
   if (flag_given(argc, argv, "--seed")) {
     throw attn::UsageError(
         "--seed cannot change when resuming: the checkpoint holds the run's seed");

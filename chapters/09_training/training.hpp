@@ -76,6 +76,7 @@ struct Options {
   std::size_t n_kv_heads = 0;               // K/V heads, divides n_heads; 0 = n_heads
   std::size_t window = 0;                   // sliding-window attention, 1..block_size; 0 = none
   bool no_bias = false;                     // no FFN, LayerNorm or output-head biases
+  bool attn_bias = false;                   // attention biases (GPT-2's, chapter 14)
   bool activation_given = false;            // --activation typed (it sets the MLP's only)
   bool rope_theta_given = false;            // --rope-theta typed (it needs --positions rope)
   bool ladder = false;

@@ -31,6 +31,7 @@ set(robust_sizes_09_training n-embd=1024 n-heads=64 n-layers=32 block-size=1024 
 set(robust_sizes_10_generation tokens=100000 n-layers=64 n-heads=64)
 set(robust_sizes_11_modern_attention head-size=256 n-kv-heads=4 window=64 table-steps=100000)
 set(robust_sizes_12_fast_attention block-size=4096 head-size=256 tile=1024 long=32768)
+set(robust_sizes_14_gpt2 tokens=4096)
 # Chapters that read $ATTN_DATA even without --data (the others read a corpus only when given one).
 set(robust_env_chapters 01_bigram 04_single_head 07_causal_lm)
 

@@ -502,8 +502,21 @@ TEST_CASE("bad input: sizes, ids, a full cache, mismatched weights and options")
   CHECK_THROWS_WITH_AS(
       attn::lm_prefill(one, std::vector<int>{1}, broken, config),
       "attn::lm_prefill: block 1 does not have the shapes of C = 8, F = 32 (w_q, w_k, w_v, w_o "
-      "(C, C), LayerNorms (C,), w1 (C, F), b1 (F,), w2 (F, C), b2 (C,))",
+      "(C, C), LayerNorms (C,), w1 (C, F), b1 (F,), w2 (F, C), b2 (C,), attention biases (C,) "
+      "with attn_bias, else none)",
       std::invalid_argument);
+  // Attention biases the spec does not have, or a spec with biases the weights lack: refused
+  // before anything is written (the step writes them row by row into the spec's widths).
+  attn::LmWeights biased = w;
+  biased.blocks[0].attn.b_q = attn::Vector(std::array<std::size_t, 1>{8});
+  CHECK_THROWS_AS(attn::lm_prefill(one, std::vector<int>{1}, biased, config),
+                  std::invalid_argument);
+  const attn::ModelSpec with_bias =
+      attn::with_choices(config, [](attn::ModelChoices& c) { c.attn_bias = true; });
+  attn::KvCache biased_cache = attn::kv_cache_init(with_bias, 1);
+  CHECK_THROWS_AS(attn::lm_prefill(biased_cache, std::vector<int>{1}, w, with_bias),
+                  std::invalid_argument);
+  CHECK(biased_cache.length == 0);
 
   // lm_generate_cached rejects what lm_generate rejects, in the same words.
   attn::Rng rng(1);

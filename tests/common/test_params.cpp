@@ -51,6 +51,11 @@ std::vector<Variant> variants() {
     c.bias = false;
     c.ablations.tied_head = false;
   });
+  add("attention biases", [](attn::ModelChoices& c) { c.attn_bias = true; });
+  add("attention biases, no w_o", [](attn::ModelChoices& c) {
+    c.attn_bias = true;
+    c.ablations.attn_proj = false;
+  });
   add("llama", [](attn::ModelChoices& c) {
     c.positions = attn::Positions::rope;
     c.normalization = attn::Normalization::rmsnorm;
@@ -94,7 +99,7 @@ TEST_CASE("the table says exactly what lm_init makes, in lm_parameters' order, n
         decayed.push_back(row.decay);
       }
     });
-    CHECK(rows == 2 + 15 * v.config.n_layers + 4);
+    CHECK(rows == 2 + 19 * v.config.n_layers + 4);  // a block: 15 rows, 4 attention biases
     const std::vector<attn::NamedTensor> params = attn::lm_parameters(w);
     REQUIRE(params.size() == present.size());
     for (std::size_t i = 0; i < params.size(); ++i) {

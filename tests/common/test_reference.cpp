@@ -62,6 +62,7 @@ std::string describe(const BlockConfig& c) {
   if (p.rope()) s += " rope";
   if (p.window) s += " window=" + std::to_string(*p.window);
   if (!p.bias) s += " no-bias";
+  if (p.attn_bias) s += " attn-bias";
   return s;
 }
 
@@ -114,6 +115,20 @@ std::vector<BlockConfig> block_variants() {
   });
   post.norm = attn::NormPlacement::post;
   v.push_back(post);
+  // Attention biases (GPT-2's), last so that the variants above keep their seeds: alone, with
+  // gelu_tanh as GPT-2, post-norm, and with RoPE and shared K/V heads (b_k added before the
+  // rotation, its gradient summed over a group).
+  with([](ModelChoices& c) {
+    c.attn_bias = true;
+    c.activation = attn::Activation::gelu_tanh;
+  });
+  BlockConfig post_bias = block8([](ModelChoices& c) { c.attn_bias = true; });
+  post_bias.norm = attn::NormPlacement::post;
+  v.push_back(post_bias);
+  with([](ModelChoices& c) {
+    llama(c);
+    c.attn_bias = true;
+  });
   return v;
 }
 
@@ -137,7 +152,8 @@ attn::BlockWeights random_block(attn::Rng& rng, std::size_t C, std::size_t F,
     for (float& x : *m) x = rng.normal(0.0f, 0.5f);
   for (Tensor<1>* g : {&w.ln1_gamma, &w.ln2_gamma})
     for (float& x : *g) x = 1.0f + rng.normal(0.0f, 0.2f);
-  for (Tensor<1>* b : {&w.ln1_beta, &w.ln2_beta, &w.ffn.b1, &w.ffn.b2})
+  for (Tensor<1>* b : {&w.ln1_beta, &w.ln2_beta, &w.ffn.b1, &w.ffn.b2, &w.attn.b_q, &w.attn.b_k,
+                       &w.attn.b_v, &w.attn.b_o})
     for (float& x : *b) x = rng.normal(0.0f, 0.5f);
   if (!cfg.spec.ablations.ffn) w.ffn = {};  // a block without an FFN has no FFN weights
   return w;
@@ -175,6 +191,15 @@ std::vector<ModelSpec> lm_variants() {
   with([&](ModelChoices& c) {
     llama_lm(c);
     c.window = 2;
+  });
+  // Attention biases: GPT-2 (chapter 10's cache), and with Llama's parts (the rolling cache).
+  with([](ModelChoices& c) {
+    c.attn_bias = true;
+    c.activation = attn::Activation::gelu_tanh;
+  });
+  with([&](ModelChoices& c) {
+    llama_lm(c);
+    c.attn_bias = true;
   });
   return v;
 }

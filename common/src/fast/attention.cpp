@@ -27,6 +27,7 @@
 #include "attn/fast/flash.hpp"
 #include "attn/fast/gemm.hpp"
 #include "attn/fast/gqa.hpp"
+#include "attn/fast/linear.hpp"  // bias_backward_strided
 #include "attn/fast/rope.hpp"
 #include "attn/ops/attention_ref.hpp"  // alibi_bias
 #include "../ops/attention_checks.hpp"
@@ -389,6 +390,13 @@ AttentionResult scaled_dot_product_attention(const Tensor<4>& q, const Tensor<4>
 MhaResult mha_forward(const Tensor<3>& x, const MhaWeights& w, std::size_t n_heads, bool causal,
                       bool need_weights) {
   detail::check_mha("attn::mha_forward", x, w, n_heads, /*allow_no_proj=*/true);
+  // With attention biases (GPT-2): the training forward's steps, which add them.
+  if (w.b_q.size() + w.b_k.size() + w.b_v.size() + w.b_o.size() != 0) {
+    GqaConfig config;
+    config.n_heads = config.n_kv_heads = n_heads;
+    config.causal = causal;
+    return gqa_forward(x, w, config, need_weights);
+  }
   const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
   // Long sequences without the weights: the flash kernel (fast/flash.cpp), memory O(T * C).
   if (!need_weights && T >= kFlashMinT) {
@@ -700,17 +708,54 @@ void check_gqa(const char* fn, const Tensor<3>& x, const MhaWeights& w, const Pa
   }
 }
 
+// Attention biases (GPT-2's c_attn and c_proj biases): none (all four empty), or b_q, b_o (C,)
+// and b_k, b_v (KV hs,). `what` prefixes the names ("grads." for gradients).
+bool has_biases(const MhaWeights& w) {
+  return w.b_q.size() + w.b_k.size() + w.b_v.size() + w.b_o.size() != 0;
+}
+void check_biases(const char* fn, const MhaWeights& w, std::size_t C, std::size_t kvc,
+                  const std::string& what = "") {
+  if (!has_biases(w)) return;
+  const auto check = [&](const char* name, const Vector& b, std::size_t n) {
+    if (b.size() == n) return;
+    require(false, fn, [&] {
+      return what + name + " is " + shape_str(b.shape()) + ", expected (" + std::to_string(n) +
+             ",) (attention biases: all four or none)";
+    });
+  };
+  check("b_q", w.b_q, C);
+  check("b_k", w.b_k, kvc);
+  check("b_v", w.b_v, kvc);
+  check("b_o", w.b_o, C);
+}
+// Every row of qkv (rows, width) starts as b_q | b_k | b_v; returns the beta the projections'
+// GEMMs then add with: 1 with biases, 0 without (nothing written: the GEMMs overwrite).
+float fill_qkv_biases(const MhaWeights& w, std::size_t rows, std::size_t width, float* qkv) {
+  if (!has_biases(w)) return 0.0f;
+  const std::size_t C = w.b_q.size(), kvc = w.b_k.size();
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* row = qkv + r * width;
+    std::copy(w.b_q.begin(), w.b_q.end(), row);
+    std::copy(w.b_k.begin(), w.b_k.end(), row + C);
+    std::copy(w.b_v.begin(), w.b_v.end(), row + C + kvc);
+  }
+  return 1.0f;
+}
+
 // Step 1 of every form: q | k | v = x @ w_q | x @ w_k | x @ w_v into the rows of qkv, (B*T, C +
 // 2 KV hs), then q and k rotated in place (RoPE). Returns the row width.
 std::size_t project_qkv(const Tensor<3>& x, const MhaWeights& w, const Parts& a, float* qkv,
                         Workspace& ws) {
   const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
   const std::size_t hs = C / a.H, kvc = a.KV * hs, width = C + 2 * kvc;
+  // With attention biases (GPT-2), every row starts as b_q | b_k | b_v and the GEMMs add the
+  // products onto it (beta = 1), as attn::linear does.
+  const float beta = fill_qkv_biases(w, B * T, width, qkv);
   // (B, T, C) @ (C, C) -> (B, T, C);  (B, T, C) @ (C, KV*hs) -> (B, T, KV*hs), twice
-  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_q.data(), C, false, 0.0f, qkv, width);
-  gemm_strided(B * T, kvc, C, 1.0f, x.data(), C, false, w.w_k.data(), kvc, false, 0.0f, qkv + C,
+  gemm_strided(B * T, C, C, 1.0f, x.data(), C, false, w.w_q.data(), C, false, beta, qkv, width);
+  gemm_strided(B * T, kvc, C, 1.0f, x.data(), C, false, w.w_k.data(), kvc, false, beta, qkv + C,
                width);
-  gemm_strided(B * T, kvc, C, 1.0f, x.data(), C, false, w.w_v.data(), kvc, false, 0.0f,
+  gemm_strided(B * T, kvc, C, 1.0f, x.data(), C, false, w.w_v.data(), kvc, false, beta,
                qkv + C + kvc, width);
   // RoPE: q and k turned by their positions 0..T-1 (v carries content, not position).
   if (a.rope) {
@@ -745,6 +790,7 @@ void attention_forward(const Tensor<3>& x, const MhaWeights& w, const Parts& a, 
   const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
   const std::size_t H = a.H, hs = C / H, width = C + 2 * a.KV * hs;
   const bool flash = flash_path(a, T, need_weights);
+  check_biases("attn::mha_forward", w, C, a.KV * hs);
   // The cache's buffers are reused when the shapes repeat (a training loop).
   ensure_shape<3>(cache.x, {B, T, C});
   ensure_shape<3>(cache.qkv, {B, T, width});
@@ -772,14 +818,30 @@ void attention_forward(const Tensor<3>& x, const MhaWeights& w, const Parts& a, 
     attend(n, in.q, in.k, in.v, column_heads(cache.heads.data(), T, C, hs), a.causal,
            cache.weights.data(), ws);
   }
-  // 4. Output projection (B, T, C) @ (C, C) -> (B, T, C), or the merged heads without w_o.
+  // 4. Output projection (B, T, C) @ (C, C) -> (B, T, C) (+ b_o: every row starts as the bias),
+  //    or the merged heads without w_o.
   ensure_shape<3>(out, {B, T, C});
   if (w.w_o.size() == 0) {
     std::copy(cache.heads.begin(), cache.heads.end(), out.begin());
     return;
   }
-  gemm_strided(B * T, C, C, 1.0f, cache.heads.data(), C, false, w.w_o.data(), C, false, 0.0f,
-               out.data(), C);
+  const bool bias_o = w.b_o.size() != 0;
+  for (std::size_t r = 0; bias_o && r < B * T; ++r)
+    std::copy(w.b_o.begin(), w.b_o.end(), out.data() + r * C);
+  gemm_strided(B * T, C, C, 1.0f, cache.heads.data(), C, false, w.w_o.data(), C, false,
+               bias_o ? 1.0f : 0.0f, out.data(), C);
+}
+
+// The evaluation forward through the training forward's steps (a cache made for the call):
+// what the evaluation forms run for weights with attention biases.
+MhaResult forward_via_cache(const Tensor<3>& x, const MhaWeights& w, const Parts& a,
+                            bool need_weights) {
+  MhaCache cache;
+  MhaResult r;
+  attention_forward(x, w, a, cache, r.out, need_weights);
+  r.weights =
+      need_weights ? std::move(cache.weights) : Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0});
+  return r;
 }
 
 // dst (rows, kvc) = for each K/V head g, the sum over its group's query heads h of src's head h
@@ -820,6 +882,10 @@ void attention_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaW
                          : "weights " + shape_str(cache.weights.shape()));
   }
   const bool proj = w.w_o.size() != 0;
+  check_biases(fn, w, C, kvc);
+  check_biases(fn, grads, C, kvc, "grads.");
+  require(has_biases(w) == has_biases(grads), fn,
+          "grads must have attention biases exactly when the weights have them");
   ensure_shape<3>(dx, {B, T, C});
   // In the caller's ws.buffer: dq | dk | dv per query head (B*T, 3C), dheads (B*T, C), and with
   // shared heads (KV < H) dk | dv per K/V head (B*T, 2 KV hs).
@@ -894,6 +960,15 @@ void attention_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaW
     gemm_strided(rows, C, cols[i], 1.0f, grads_in[i], lds[i], false, weights[i]->data(), cols[i],
                  /*trans_b=*/true, i == 0 ? 0.0f : 1.0f, dx.data(), C);
   }
+  // 5. Attention biases, added to every row: db_q += the sum of dq's rows (likewise db_k, db_v
+  //    from dk, dv, after RoPE's backward: the bias is added before the rotation), db_o += the
+  //    sum of dout's rows.
+  if (has_biases(grads)) {
+    bias_backward_strided(dqkv, rows, C, 3 * C, grads.b_q.data());
+    bias_backward_strided(dk, rows, kvc, ld_kv, grads.b_k.data());
+    bias_backward_strided(dv, rows, kvc, ld_kv, grads.b_v.data());
+    if (proj) bias_backward_strided(dout.data(), rows, C, C, grads.b_o.data());
+  }
 }
 
 }  // namespace
@@ -967,6 +1042,7 @@ MhaResult gqa_forward(const Tensor<3>& x, const MhaWeights& w, const GqaConfig& 
   constexpr const char* kFn = "attn::fast::gqa_forward";
   const Parts a = gqa_parts(config);
   check_gqa(kFn, x, w, a);
+  if (has_biases(w)) return forward_via_cache(x, w, a, need_weights);  // GPT-2's biases
   const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
   const std::size_t hs = C / a.H, kvc = a.KV * hs;
   // 1. q | k | v (RoPE applied) into this call's workspace (allocated with its results).

@@ -111,6 +111,12 @@ void check_block(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& c
              ", expected an empty matrix (attn_proj = false)";
     });
   }
+  // Attention biases (GPT-2's, attn_bias): b_q, b_o (C,), b_k, b_v (KV hs,); else all empty.
+  const bool ab = config.spec.attn_bias;
+  check_shape<1>("attn.b_q", w.attn.b_q, {ab ? C : 0});
+  check_shape<1>("attn.b_k", w.attn.b_k, {ab ? kv_cols : 0});
+  check_shape<1>("attn.b_v", w.attn.b_v, {ab ? kv_cols : 0});
+  check_shape<1>("attn.b_o", w.attn.b_o, {ab && config.spec.ablations.attn_proj ? C : 0});
   const bool ln_given =
       w.ln1_gamma.size() + w.ln1_beta.size() + w.ln2_gamma.size() + w.ln2_beta.size() != 0;
   // LayerNorm with biases has a beta; RMSNorm, or no biases, has none (empty).

@@ -62,6 +62,20 @@ void check_variant(const ModelSpec& config, const char* function) {
   }
 }
 
+// The attention biases b_q, b_k, b_v, b_o: each (n,) (n = C with attn_bias), or all empty (n = 0).
+bool attn_biases_fit(const MhaWeights& a, std::size_t n) {
+  return a.b_q.size() == n && a.b_k.size() == n && a.b_v.size() == n && a.b_o.size() == n;
+}
+
+// Every row of the (rows, n) column block at `out` (rows `stride` floats apart) starts as the bias
+// (n,); a GEMM with beta = 1 then adds the product. Returns that beta: 1, or 0 with no bias (the
+// GEMM then overwrites, as in a model without attention biases).
+float fill_bias_strided(float* out, std::size_t rows, std::size_t stride, const Vector& bias) {
+  if (bias.size() == 0) return 0.0f;
+  for (std::size_t r = 0; r < rows; ++r) std::copy(bias.begin(), bias.end(), out + r * stride);
+  return 1.0f;
+}
+
 // The weights of every block, which lm_forward leaves to block_forward. Nothing is formatted
 // unless a check fails: this runs for every step.
 void check_blocks(const LmWeights& w, const ModelSpec& config, const char* function) {
@@ -74,12 +88,14 @@ void check_blocks(const LmWeights& w, const ModelSpec& config, const char* funct
                     has_shape<1>(b.ln1_gamma, {C}) && has_shape<1>(b.ln1_beta, {C}) &&
                     has_shape<1>(b.ln2_gamma, {C}) && has_shape<1>(b.ln2_beta, {C}) &&
                     has_shape<2>(b.ffn.w1, {C, F}) && has_shape<1>(b.ffn.b1, {F}) &&
-                    has_shape<2>(b.ffn.w2, {F, C}) && has_shape<1>(b.ffn.b2, {C});
+                    has_shape<2>(b.ffn.w2, {F, C}) && has_shape<1>(b.ffn.b2, {C}) &&
+                    attn_biases_fit(b.attn, config.attn_bias ? C : 0);
     if (!ok) {
       require(false, function, [&] {
         return fmt::format(
             "block {} does not have the shapes of C = {}, F = {} (w_q, w_k, w_v, "
-            "w_o (C, C), LayerNorms (C,), w1 (C, F), b1 (F,), w2 (F, C), b2 (C,))",
+            "w_o (C, C), LayerNorms (C,), w1 (C, F), b1 (F,), w2 (F, C), b2 (C,), attention "
+            "biases (C,) with attn_bias, else none)",
             l, C, F);
       });
     }
@@ -178,10 +194,13 @@ void run_positions(KvCache& c, const int* tokens, std::size_t tok_stride, std::s
     // 2. h = ln1(x)                                                           (rows, C)
     fast::layer_norm_rows(x, rows, C, bw.ln1_gamma.data(), bw.ln1_beta.data(), kEps, h);
     // 3. k, v (and q) of the new rows, side by side in qkv: (rows, C) @ (C, C) -> (rows, C)
-    //    each, as [q | k | v] of width 3C like mha_forward.
-    fast::gemm_strided(rows, C, C, 1.0f, h, C, false, bw.attn.w_k.data(), C, false, 0.0f, qkv + C,
+    //    each, as [q | k | v] of width 3C like mha_forward. With attention biases (GPT-2), each
+    //    starts as its bias: k = h w_k + b_k, v = h w_v + b_v, q = h w_q + b_q.
+    const float beta_k = fill_bias_strided(qkv + C, rows, 3 * C, bw.attn.b_k);
+    fast::gemm_strided(rows, C, C, 1.0f, h, C, false, bw.attn.w_k.data(), C, false, beta_k, qkv + C,
                        3 * C);
-    fast::gemm_strided(rows, C, C, 1.0f, h, C, false, bw.attn.w_v.data(), C, false, 0.0f,
+    const float beta_v = fill_bias_strided(qkv + 2 * C, rows, 3 * C, bw.attn.b_v);
+    fast::gemm_strided(rows, C, C, 1.0f, h, C, false, bw.attn.w_v.data(), C, false, beta_v,
                        qkv + 2 * C, 3 * C);
     // 4. Append: head hh of k at row (b, t) goes to keys[l][b, hh, pos0 + t, :]; same for v.
     //    (rows, C) -> (B, H, T_max, hs) at positions pos0..pos0+T-1
@@ -190,7 +209,8 @@ void run_positions(KvCache& c, const int* tokens, std::size_t tok_stride, std::s
     kv_append_rows(kc, H, T_max, hs, qkv + C, 3 * C, B, T, pos0);      // k: columns C..2C-1
     kv_append_rows(vc, H, T_max, hs, qkv + 2 * C, 3 * C, B, T, pos0);  // v: columns 2C..3C-1
     if (kv_only) break;  // the last layer of a prefill: its keys and values are all we need
-    fast::gemm_strided(rows, C, C, 1.0f, h, C, false, bw.attn.w_q.data(), C, false, 0.0f, qkv,
+    const float beta_q = fill_bias_strided(qkv, rows, 3 * C, bw.attn.b_q);
+    fast::gemm_strided(rows, C, C, 1.0f, h, C, false, bw.attn.w_q.data(), C, false, beta_q, qkv,
                        3 * C);
     // 5. Attention of the new queries over the S cached keys and values of each head:
     //    (T, hs) @ (hs, S) -> (T, S), softmax, @ (S, hs) -> (T, hs), into att's column block.
@@ -198,8 +218,9 @@ void run_positions(KvCache& c, const int* tokens, std::size_t tok_stride, std::s
     fast::attention_strided(B, H, T, S, hs, qkv, {T * 3 * C, hs, 3 * C}, kc,
                             {H * T_max * hs, T_max * hs, hs}, vc, {H * T_max * hs, T_max * hs, hs},
                             att, {T * C, hs, C}, /*causal=*/T > 1, c.scratch.data());
-    // 6. x = x + att @ w_o                                  (rows, C) @ (C, C) -> (rows, C)
-    fast::gemm_strided(rows, C, C, 1.0f, att, C, false, bw.attn.w_o.data(), C, false, 0.0f, proj,
+    // 6. x = x + att @ w_o (+ b_o)                         (rows, C) @ (C, C) -> (rows, C)
+    const float beta_o = fill_bias_strided(proj, rows, C, bw.attn.b_o);
+    fast::gemm_strided(rows, C, C, 1.0f, att, C, false, bw.attn.w_o.data(), C, false, beta_o, proj,
                        C);
     residual_add(x, proj, rows * C);
     // 7. x = x + FFN(ln2(x)): (rows, C) @ (C, F) + b1, activation, @ (F, C) + b2
@@ -394,9 +415,13 @@ namespace {
 
 std::size_t rolling_capacity(const ModelSpec& c) { return c.window.value_or(c.block_size); }
 
-// rows (n, in) @ w (in, out) -> y (n, out): the training forward's GEMM.
-void project_rows(const float* x, std::size_t n, const Matrix& w, float* y) {
-  fast::gemm(n, w.shape()[1], w.shape()[0], 1.0f, x, false, w.data(), false, 0.0f, y);
+// rows (n, in) @ w (in, out) (+ b (out,), when not empty) -> y (n, out): the training
+// forward's GEMM.
+void project_rows(const float* x, std::size_t n, const Matrix& w, float* y,
+                  const Vector& b = Vector(Vector::shape_type{0})) {
+  const std::size_t out = w.shape()[1];
+  const float beta = fill_bias_strided(y, n, out, b);
+  fast::gemm(n, out, w.shape()[0], 1.0f, x, false, w.data(), false, beta, y);
 }
 
 // The norm of `config` over B rows of C, x -> y (layer_norm_rows or rms_norm_rows).
@@ -471,6 +496,20 @@ const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const
   // all W slots are visible.
   const std::size_t n = std::min(p + 1, W);
   const std::size_t slot = p % W;
+  // The attention biases are written row by row into buffers of the spec's widths: checked first.
+  const std::size_t with_bias = config.attn_bias ? 1 : 0;
+  for (std::size_t l = 0; l < config.n_layers; ++l) {
+    const MhaWeights& a = w.blocks[l].attn;
+    if (a.b_q.size() != with_bias * C || a.b_k.size() != with_bias * KV * hs ||
+        a.b_v.size() != with_bias * KV * hs || a.b_o.size() != with_bias * C) {
+      require(false, "attn::lm_step_rolling", [&] {
+        return fmt::format(
+            "block {}: attention biases b_q, b_o ({},), b_k, b_v ({},) with "
+            "attn_bias, else none",
+            l, C, KV * hs);
+      });
+    }
+  }
 
   // 1. x = wte[token] (+ wpe[p] with learned positions)                        (B, C)
   Matrix x(std::array<std::size_t, 2>{B, C});
@@ -501,9 +540,9 @@ const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const
     const BlockWeights& bw = w.blocks[l];
     // 2. h = norm1(x); q = h w_q (B, H hs), k = h w_k and v = h w_v (B, KV hs)
     norm_rows(x, bw.ln1_gamma, bw.ln1_beta, config, h);
-    project_rows(h.data(), B, bw.attn.w_q, q.data());
-    project_rows(h.data(), B, bw.attn.w_k, k.data());
-    project_rows(h.data(), B, bw.attn.w_v, v.data());
+    project_rows(h.data(), B, bw.attn.w_q, q.data(), bw.attn.b_q);  // (+ b_q, b_k, b_v: GPT-2)
+    project_rows(h.data(), B, bw.attn.w_k, k.data(), bw.attn.b_k);
+    project_rows(h.data(), B, bw.attn.w_v, v.data(), bw.attn.b_v);
     // 3. RoPE at the absolute position p, on q and k (cached rotated: never rotated again).
     if (rope) {
       rope_rows(q, hs, config.rope_theta, p, c.scratch);
@@ -527,7 +566,7 @@ const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const
                             kv_strides, heads.data(), q_strides, /*causal=*/false, scratch.data(),
                             score_bias);
     // 6. x = x + heads w_o
-    project_rows(heads.data(), B, bw.attn.w_o, proj.data());
+    project_rows(heads.data(), B, bw.attn.w_o, proj.data(), bw.attn.b_o);
     for (std::size_t i = 0; i < B * C; ++i) x.data()[i] = proj.data()[i] + x.data()[i];
     // 7. x = x + FFN(norm2(x)): SwiGLU, or the MLP (its biases zero when off)
     norm_rows(x, bw.ln2_gamma, bw.ln2_beta, config, h);

@@ -236,6 +236,8 @@ bool parse_model_txt(const fs::path& dir, ModelChoices& out, std::vector<std::st
       optional_size(out.window);
     } else if (key == "bias") {
       flag(out.bias);
+    } else if (key == "attn_bias") {
+      flag(out.attn_bias);
     } else if (key == "block_size") {
       size(out.block_size);
     } else if (key == "dropout") {
@@ -606,6 +608,9 @@ std::string model_txt(const ModelSpec& s) {
   line("n_kv_heads", s.n_kv_heads);
   if (s.window) line("window", *s.window);  // absent: no window
   line("bias", flag_text(s.bias));
+  // Written only when on: every folder without attention biases keeps its model.txt, byte for
+  // byte, and one written before the key existed reads as off.
+  if (s.attn_bias) line("attn_bias", flag_text(s.attn_bias));
   return text;
 }
 

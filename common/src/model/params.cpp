@@ -16,6 +16,7 @@ ParamDims param_dims(const ModelSpec& s) {
   d.kv_cols = s.n_kv_heads * s.head_size;
   d.learned_positions = s.positions == Positions::learned;
   d.attn_proj = s.ablations.attn_proj;
+  d.attn_biases = s.attn_bias;
   d.norms = s.ablations.layer_norm;
   d.norm_betas = d.norms && s.normalization == Normalization::layernorm && s.bias;
   d.mlp = s.ablations.ffn && s.ffn == FfnKind::mlp;
@@ -32,7 +33,7 @@ std::size_t param_count(const ParamDims& d, std::size_t n_layers) {
   // The table's rows, counted without weights to walk: one empty block stands for each of L.
   struct Block {
     struct {
-      int w_q, w_k, w_v, w_o;
+      int w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o;
     } attn;
     int ln1_gamma, ln1_beta, ln2_gamma, ln2_beta;
     struct {

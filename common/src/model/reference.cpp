@@ -335,13 +335,19 @@ double lm_forward_backward(const xt::xtensor<int, 2>& tokens, const xt::xtensor<
 
 namespace {
 
-// x (1, 1, K) @ w (K, N) -> (1, 1, N), summed in double.
+// x (1, 1, K) @ w (K, N) (+ b (N,), an attention bias, when not empty) -> (1, 1, N), summed in
+// double.
 template <class S>
-T3<S> project(const T3<S>& x, const T2<S>& w) {
+T3<S> project(const T3<S>& x, const T2<S>& w,
+              const T1<S>& b = T1<S>(typename T1<S>::shape_type{0})) {
   const std::size_t K = w.shape()[0], N = w.shape()[1];
+  require(b.size() == 0 || b.size() == N, "attn::ref::lm_step", [&] {
+    return "an attention bias is " + shape_str(b.shape()) + ", expected (" + std::to_string(N) +
+           ",) like its matrix's columns";
+  });
   T3<S> y({1, 1, N});
   for (std::size_t n = 0; n < N; ++n) {
-    double s = 0.0;
+    double s = b.size() != 0 ? static_cast<double>(b(n)) : 0.0;
     for (std::size_t k = 0; k < K; ++k)
       s += static_cast<double>(x(0, 0, k)) * static_cast<double>(w(k, n));
     y(0, 0, n) = static_cast<S>(s);
@@ -376,19 +382,19 @@ void append(T3<S>& cache, const xt::xtensor<S, 4>& row) {
 // over the pos + 1 cached keys, causal and windowed like the block (query head h reads K/V head
 // h / (H / KV)):
 //   s_j = q_h . k_{g,j} / sqrt(hs)  for j in [pos - W + 1, pos] (all of [0, pos] without W)
-//   p = softmax(s),  o_h = sum_j p_j v_{g,j};      out = o @ w_o
+//   p = softmax(s),  o_h = sum_j p_j v_{g,j};      out = o @ w_o  (biases added, GPT-2)
 template <class S>
 T3<S> attend_step(const T3<S>& a, const GqaWeights<S>& w, const BlockConfig& c, T3<S>& keys,
                   T3<S>& values, std::size_t pos) {
   const std::size_t C = a.shape()[2], H = c.spec.n_heads, KV = c.spec.n_kv_heads;
-  xt::xtensor<S, 4> q = heads_of(project(a, w.w_q), H);
-  xt::xtensor<S, 4> k = heads_of(project(a, w.w_k), KV);
+  xt::xtensor<S, 4> q = heads_of(project(a, w.w_q, w.b_q), H);  // (+ b_q, b_k, b_v: GPT-2)
+  xt::xtensor<S, 4> k = heads_of(project(a, w.w_k, w.b_k), KV);
   if (c.spec.rope()) {
     q = rope<S>(q, c.spec.rope_theta, pos);
     k = rope<S>(k, c.spec.rope_theta, pos);
   }
   append(keys, k);
-  append(values, heads_of(project(a, w.w_v), KV));
+  append(values, heads_of(project(a, w.w_v, w.b_v), KV));
   // The cache's (KV, pos + 1, hs) as a batch of one: (1, KV, pos + 1, hs).
   const auto batch_of_one = [](const T3<S>& t) {
     xt::xtensor<S, 4> out({1, t.shape()[0], t.shape()[1], t.shape()[2]});
@@ -408,7 +414,7 @@ T3<S> attend_step(const T3<S>& a, const GqaWeights<S>& w, const BlockConfig& c, 
   // (1, H, 1, hs)
   T3<S> o({1, 1, C});
   std::copy(r.out.begin(), r.out.end(), o.begin());  // the heads side by side: (1, 1, H * hs)
-  return project(o, w.w_o);
+  return project(o, w.w_o, w.b_o);
 }
 
 // One position through a (pre-norm) block: h = x + attn(norm1(x)); out = h + ffn(norm2(h)).

@@ -72,7 +72,7 @@ bool ModelSpec::operator==(const ModelSpec& o) const {
          ffn_hidden == o.ffn_hidden && window == o.window && ablations == o.ablations &&
          activation == o.activation && dropout == o.dropout && positions == o.positions &&
          rope_theta == o.rope_theta && normalization == o.normalization && ffn == o.ffn &&
-         bias == o.bias;
+         bias == o.bias && attn_bias == o.attn_bias;
 }
 
 namespace {
@@ -98,7 +98,7 @@ class Namer {
 
 }  // namespace
 
-ModelSpec resolve_spec(const ModelChoices& c, SpecNames names) {
+ModelSpec resolve_spec(const ModelChoices& c, SpecNames names, std::size_t max_parameters) {
   const Namer name(names);
   const auto fail = [](std::string message) { throw SpecError(std::move(message)); };
   // 1. Sizes.
@@ -128,6 +128,7 @@ ModelSpec resolve_spec(const ModelChoices& c, SpecNames names) {
   s.normalization = c.normalization;
   s.ffn = c.ffn;
   s.bias = c.bias;
+  s.attn_bias = c.attn_bias;
 
   // 2. The defaults that depend on other choices.
   s.n_kv_heads = c.n_kv_heads.value_or(c.n_heads);
@@ -178,9 +179,9 @@ ModelSpec resolve_spec(const ModelChoices& c, SpecNames names) {
 
   // 4. What it costs: the parameters, and the KV cache a generation holds at T_max.
   const std::size_t params = param_count(param_dims(s), s.n_layers);
-  if (params > limits::kMaxModelParameters) {
+  if (params > max_parameters) {
     fail(fmt::format("a model of {} parameters is too big (at most {}): lower {} or {}", params,
-                     limits::kMaxModelParameters, name("n_embd"), name("n_layers")));
+                     max_parameters, name("n_embd"), name("n_layers")));
   }
   const double cache = 2.0 * static_cast<double>(s.n_layers) * static_cast<double>(s.block_size) *
                        static_cast<double>(s.n_kv_heads * s.head_size);

@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "attn/core/check.hpp"
@@ -48,6 +49,41 @@ bool same_shape(const xt::xtensor<S, 4>& t, const std::array<std::size_t, 4>& wa
   return std::equal(want.begin(), want.end(), t.shape().begin());
 }
 
+// The attention biases (GPT-2's): none (all four empty), or b_q, b_o (C,) and b_k, b_v (KV hs,).
+template <class S>
+void check_biases(const char* fn, const char* prefix, const GqaWeights<S>& w, std::size_t C,
+                  std::size_t kv_cols) {
+  if (w.b_q.size() + w.b_k.size() + w.b_v.size() + w.b_o.size() == 0) return;
+  for (const auto& [name, b, n] :
+       {std::tuple{"b_q", &w.b_q, C}, std::tuple{"b_k", &w.b_k, kv_cols},
+        std::tuple{"b_v", &w.b_v, kv_cols}, std::tuple{"b_o", &w.b_o, C}}) {
+    require(b->size() == n, fn, [&, name = name, b = b, n = n] {
+      return std::string(prefix) + name + " is " + shape_str(b->shape()) + ", expected (" +
+             std::to_string(n) + ",) (attention biases: all four or none)";
+    });
+  }
+}
+
+// y + b on every row, (B, T, n) + (n,); y itself without biases (b empty).
+template <class S>
+xt::xtensor<S, 3> plus_bias(xt::xtensor<S, 3> y, const xt::xtensor<S, 1>& b) {
+  const std::size_t n = b.size();
+  if (n == 0) return y;
+  for (std::size_t r = 0; r < y.size() / n; ++r)
+    for (std::size_t i = 0; i < n; ++i) y.data()[r * n + i] += b(i);
+  return y;
+}
+
+// db += the sum of dy over its rows, (B, T, n) -> (n,): a bias is added to every row, so its
+// gradient collects every row's. Nothing without biases (db empty).
+template <class S>
+void bias_backward(const xt::xtensor<S, 3>& dy, xt::xtensor<S, 1>& db) {
+  const std::size_t n = db.size();
+  if (n == 0) return;
+  for (std::size_t r = 0; r < dy.size() / n; ++r)
+    for (std::size_t i = 0; i < n; ++i) db(i) += dy.data()[r * n + i];
+}
+
 // Everything the config and the weights must agree on, one line each.
 template <class S>
 void check_gqa(const char* fn, const xt::xtensor<S, 3>& x, const GqaWeights<S>& w,
@@ -69,6 +105,7 @@ void check_gqa(const char* fn, const xt::xtensor<S, 3>& x, const GqaWeights<S>& 
   detail::check_weight_shape(fn, "w_k", w.w_k, C, KV * hs);
   detail::check_weight_shape(fn, "w_v", w.w_v, C, KV * hs);
   detail::check_weight_shape(fn, "w_o", w.w_o, C, C);
+  check_biases(fn, "", w, C, KV * hs);
   if (config.rope) detail::check_rope(fn, hs, config.theta);
   require(!config.window || *config.window >= 1, fn,
           "a window holds at least the query's own key: window 0 (leave it unset for none)");
@@ -127,9 +164,10 @@ xt::xtensor<S, 3> gqa_forward(const xt::xtensor<S, 3>& x, const GqaWeights<S>& w
   // 1. Projections: H query heads, but only KV key and value heads.
   //    (B, T, C) @ (C, C) -> (B, T, C) -> (B, H, T, hs)
   //    (B, T, C) @ (C, KV*hs) -> (B, T, KV*hs) -> (B, KV, T, hs), twice
-  cache.q = split_into_heads(detail::project(x, w.w_q), H, hs);
-  cache.k = split_into_heads(detail::project(x, w.w_k), KV, hs);
-  cache.v = split_into_heads(detail::project(x, w.w_v), KV, hs);
+  //    (+ b_q, b_k, b_v on every row, with attention biases)
+  cache.q = split_into_heads(plus_bias(detail::project(x, w.w_q), w.b_q), H, hs);
+  cache.k = split_into_heads(plus_bias(detail::project(x, w.w_k), w.b_k), KV, hs);
+  cache.v = split_into_heads(plus_bias(detail::project(x, w.w_v), w.b_v), KV, hs);
   // 2. RoPE: rotate q and k by their positions 0 .. T-1 (v carries content, not position).
   if (config.rope) {
     cache.q = rope<S>(cache.q, config.theta);
@@ -146,9 +184,9 @@ xt::xtensor<S, 3> gqa_forward(const xt::xtensor<S, 3>& x, const GqaWeights<S>& w
                                       alibi_bias<S>(config.n_heads, T, T))
                    : attention_ref<S>(cache.q, cache.k, cache.v, attention_options(config));
   cache.weights = std::move(a.probs);
-  // 5. Merge the heads and mix them: (B, H, T, hs) -> (B, T, C) @ (C, C) -> (B, T, C).
+  // 5. Merge the heads and mix them: (B, H, T, hs) -> (B, T, C) @ (C, C) -> (B, T, C) (+ b_o).
   cache.heads = merge_heads_any(a.out);
-  return detail::project(cache.heads, w.w_o);
+  return plus_bias(detail::project(cache.heads, w.w_o), w.b_o);
 }
 
 template <class S>
@@ -178,9 +216,15 @@ void gqa_backward(const xt::xtensor<S, 3>& dout, const GqaCache<S>& cache, const
   detail::check_weight_shape(fn, "grads.w_k", grads.w_k, C, KV * hs);
   detail::check_weight_shape(fn, "grads.w_v", grads.w_v, C, KV * hs);
   detail::check_weight_shape(fn, "grads.w_o", grads.w_o, C, C);
-  // 5. out = heads @ w_o: dheads = dout @ w_o^T, dw_o += heads^T dout; then split into heads.
+  const bool biased = w.b_q.size() != 0;
+  require(biased == (grads.b_q.size() != 0), fn,
+          "grads must have attention biases exactly when the weights have them");
+  check_biases(fn, "grads.", grads, C, KV * hs);
+  // 5. out = heads @ w_o (+ b_o): dheads = dout @ w_o^T, dw_o += heads^T dout, db_o += the sum
+  //    of dout's rows; then split into heads.
   xt::xtensor<S, 3> dheads = xt::zeros<S>(cache.heads.shape());
   detail::project_backward(dout, cache.heads, w.w_o, dheads, grads.w_o);
+  bias_backward(dout, grads.b_o);
   // 4. and 3. Attention per head, and the sharing's backward: each K/V head collects the
   //    gradients of its group's query heads (what sum_kv_groups does to repeat_kv's copies).
   //    dq (B, H, T, hs); dk, dv (B, KV, T, hs).
@@ -196,10 +240,16 @@ void gqa_backward(const xt::xtensor<S, 3>& dout, const GqaCache<S>& cache, const
     dk = rope_backward<S>(dk, config.theta);
   }
   // 1. q = x @ w_q, k = x @ w_k, v = x @ w_v: x feeds all three, so dx collects three terms.
+  //    With biases, db_q (db_k, db_v) += the sum of dq's (dk's, dv's) rows.
   dx = xt::zeros<S>(cache.x.shape());
-  detail::project_backward(merge_heads_any(dq), cache.x, w.w_q, dx, grads.w_q);
-  detail::project_backward(merge_heads_any(dk), cache.x, w.w_k, dx, grads.w_k);
-  detail::project_backward(merge_heads_any(dv), cache.x, w.w_v, dx, grads.w_v);
+  const xt::xtensor<S, 3> dq_rows = merge_heads_any(dq), dk_rows = merge_heads_any(dk);
+  const xt::xtensor<S, 3> dv_rows = merge_heads_any(dv);
+  detail::project_backward(dq_rows, cache.x, w.w_q, dx, grads.w_q);
+  detail::project_backward(dk_rows, cache.x, w.w_k, dx, grads.w_k);
+  detail::project_backward(dv_rows, cache.x, w.w_v, dx, grads.w_v);
+  bias_backward(dq_rows, grads.b_q);
+  bias_backward(dk_rows, grads.b_k);
+  bias_backward(dv_rows, grads.b_v);
 }
 
 #define ATTN_GQA_INSTANTIATE(S)                                                             \

@@ -33,6 +33,9 @@ inline constexpr std::size_t kMaxElements = std::size_t{1} << 28;
 // A model a chapter draws from its flags: at most 2^25 parameters (128 MiB of float32; the
 // chapter keeps a few copies: the weights, a saved and reloaded copy, the gradients later).
 inline constexpr std::size_t kMaxModelParameters = std::size_t{1} << 25;
+// A model read from a downloaded checkpoint (chapter 14: GPT-2 124M has 124,439,808): at most
+// 2^28 parameters (1 GiB of float32), and never more than its file holds.
+inline constexpr std::size_t kMaxLoadedParameters = std::size_t{1} << 28;
 
 // Chapter 01 stores a (V, V) table, so the vocabulary it accepts is bounded (07 is not: it
 // stores (V, C) numbers).

@@ -7,6 +7,8 @@
 //   h{l}.w_q                    (C, C)        N(0, 0.02)   yes       always
 //   h{l}.w_k, h{l}.w_v          (C, KV hs)    N(0, 0.02)   yes       always (KV = H: (C, C))
 //   h{l}.w_o                    (C, C)        N(0, 0.02)   yes       with the output projection
+//   h{l}.b_q (C,), b_k, b_v (KV hs,)          0            no        attention biases (GPT-2)
+//   h{l}.b_o (C,)                             0            no        attention biases, with w_o
 //   h{l}.ln1_gamma, ln2_gamma   (C,)          1            no        with norms
 //   h{l}.ln1_beta, ln2_beta     (C,)          0            no        LayerNorm with biases
 //   h{l}.w1 (C, F), h{l}.w2 (F, C)            N(0, 0.02)   yes       the MLP FFN
@@ -41,6 +43,7 @@ struct ParamDims {
   std::size_t kv_cols = 0;         // the columns of w_k and w_v: KV heads of hs = C / H
   bool learned_positions = false;  // wpe
   bool attn_proj = false;          // w_o
+  bool attn_biases = false;        // b_q, b_k, b_v (and b_o with w_o)
   bool norms = false;              // ln1, ln2, ln_f gammas
   bool norm_betas = false;         // their betas (LayerNorm with biases)
   bool mlp = false;                // w1, w2
@@ -91,6 +94,12 @@ void visit_block_params(A& a, B& b, const ParamDims* dims, int block, Visit&& f)
   f(ParamRow{block, "w_v", k, true, {C, KV}, 2, I::normal, true, {C, C}}, a.attn.w_v, b.attn.w_v);
   f(ParamRow{block, "w_o", k, d.attn_proj, {C, C}, 2, I::normal, true, {C, C}}, a.attn.w_o,
     b.attn.w_o);
+  const bool ab = d.attn_biases;
+  f(ParamRow{block, "b_q", k, ab, {C, 0}, 1, I::zeros, false, {}}, a.attn.b_q, b.attn.b_q);
+  f(ParamRow{block, "b_k", k, ab, {KV, 0}, 1, I::zeros, false, {}}, a.attn.b_k, b.attn.b_k);
+  f(ParamRow{block, "b_v", k, ab, {KV, 0}, 1, I::zeros, false, {}}, a.attn.b_v, b.attn.b_v);
+  f(ParamRow{block, "b_o", k, ab && d.attn_proj, {C, 0}, 1, I::zeros, false, {}}, a.attn.b_o,
+    b.attn.b_o);
   f(ParamRow{block, "ln1_gamma", k, d.norms, {C, 0}, 1, I::ones, false, {}}, a.ln1_gamma,
     b.ln1_gamma);
   f(ParamRow{block, "ln1_beta", k, d.norm_betas, {C, 0}, 1, I::zeros, false, {}}, a.ln1_beta,

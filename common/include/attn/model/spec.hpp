@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "attn/core/limits.hpp"
 #include "attn/ops/ffn.hpp"
 
 namespace attn {
@@ -79,6 +80,9 @@ struct ModelChoices {
   Normalization normalization = Normalization::layernorm;
   FfnKind ffn = FfnKind::mlp;
   bool bias = true;  // false: no FFN biases, no LayerNorm beta, no lm_head_bias
+  // true: attention biases b_q, b_k, b_v, b_o (GPT-2's c_attn and c_proj have them; the course's
+  // attention, like nanoGPT's bias = False and Llama's, has none). Chapter 14 loads GPT-2.
+  bool attn_bias = false;
   std::optional<std::size_t> n_kv_heads;  // K/V heads (grouped-query attention); unset: n_heads
   std::optional<std::size_t> ffn_hidden;  // F; unset: 4 C (mlp) or swiglu_width(C)
   std::optional<std::size_t> window;      // sliding window W: query t sees keys t-W+1..t
@@ -121,6 +125,7 @@ struct ModelSpec {
   Normalization normalization;
   FfnKind ffn;
   bool bias;
+  bool attn_bias;  // b_q, b_k, b_v, b_o in every block's attention
 
   bool rope() const { return positions == Positions::rope; }
   bool alibi() const { return positions == Positions::alibi; }
@@ -141,7 +146,7 @@ struct ModelSpec {
  private:
   struct Unresolved {};
   explicit ModelSpec(Unresolved) {}
-  friend ModelSpec resolve_spec(const ModelChoices&, SpecNames);
+  friend ModelSpec resolve_spec(const ModelChoices&, SpecNames, std::size_t);
   ModelChoices choices_;
 };
 
@@ -151,8 +156,11 @@ struct ModelSpec {
 //   1 <= window <= block_size; dropout in [0, 1); attn_proj = false only with chapter 05's
 //   attention (no GQA, RoPE, ALiBi or window); at most limits::kMaxModelParameters parameters
 //   and a KV cache of at most limits::kMaxElements floats (2 L T_max KV hs).
-// Throws SpecError naming the first broken rule in `names`' vocabulary.
-ModelSpec resolve_spec(const ModelChoices& choices, SpecNames names = SpecNames::keys);
+// Throws SpecError naming the first broken rule in `names`' vocabulary. `max_parameters`: a
+// model drawn from flags is bounded by limits::kMaxModelParameters; one read from a checkpoint
+// (chapter 14) passes limits::kMaxLoadedParameters.
+ModelSpec resolve_spec(const ModelChoices& choices, SpecNames names = SpecNames::keys,
+                       std::size_t max_parameters = limits::kMaxModelParameters);
 
 // The spec with some of its choices changed, resolved again:
 //   with_choices(spec, [](ModelChoices& c) { c.dropout = 0.0f; })

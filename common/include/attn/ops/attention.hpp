@@ -49,6 +49,11 @@ struct MhaWeightsOf {
   xt::xtensor<Real, 2> w_k;  // (C, C)
   xt::xtensor<Real, 2> w_v;  // (C, C)
   xt::xtensor<Real, 2> w_o;  // (C, C)
+  // Attention biases (GPT-2's c_attn and c_proj biases; the spec's attn_bias): q = x w_q + b_q,
+  // k = x w_k + b_k, v = x w_v + b_v, out = heads w_o + b_o. b_q, b_o (C,), b_k, b_v (KV hs,);
+  // all four empty (size 0) without them, the course's default. (Default member initializers:
+  // a brace list of the four matrices, as written before the biases existed, stays complete.)
+  xt::xtensor<Real, 1> b_q{}, b_k{}, b_v{}, b_o{};
 };
 using MhaWeights = MhaWeightsOf<float>;
 using MhaWeights64 = MhaWeightsOf<double>;
