@@ -838,7 +838,8 @@ MhaResult forward_via_cache(const Tensor<3>& x, const MhaWeights& w, const Parts
                             bool need_weights) {
   MhaCache cache;
   MhaResult r;
-  attention_forward(x, w, a, cache, r.out, need_weights);
+  Workspace ws;
+  attention_forward(x, w, a, cache, r.out, need_weights, ws);
   r.weights =
       need_weights ? std::move(cache.weights) : Tensor<4>(Tensor<4>::shape_type{0, 0, 0, 0});
   return r;
