@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <span>
 #include <string>
@@ -27,6 +28,7 @@
 #include "attn/core/random.hpp"
 #include "attn/io/bpe.hpp"
 #include "attn/io/corpus.hpp"
+#include "attn/io/safetensors.hpp"
 #include "attn/io/text.hpp"
 #include "attn/model/block.hpp"
 #include "attn/model/gpt2.hpp"
@@ -104,6 +106,31 @@ class TextStream {
 // The shipped fixture, from the repository's root: tests/gpt2/tiny.
 fs::path shipped_model() {
   return attn::shipped_corpus_path().parent_path().parent_path() / "tests" / "gpt2" / "tiny";
+}
+
+// --mine, ex14.2: the learner's tensor_offset on every entry of the file's header (already read
+// and checked by the library), given the file's first 8 bytes and its size; each answer must be
+// the library's, 8 + N + begin.
+void check_offsets_mine(const fs::path& file) {
+  const attn::SafetensorsHeader header = attn::read_safetensors_header(file);
+  std::string start(8, '\0');
+  std::ifstream in(file, std::ios::binary);
+  if (!in.read(start.data(), 8))
+    throw attn::Gpt2Error(file.string() + ": cannot read its first 8 bytes");
+  const std::uint64_t size = fs::file_size(file);
+  for (const attn::StTensor& t : header.tensors) {
+    ex14::TensorEntry e;
+    e.dtype = std::string(attn::st_dtype_name(t.dtype));
+    e.shape.assign(t.shape.begin(), t.shape.end());
+    e.begin = t.begin;
+    e.end = t.end;
+    const std::uint64_t yours = ex14::tensor_offset(start, size, e);
+    if (yours != header.data_start + t.begin) {
+      throw attn::Gpt2Error(fmt::format(
+          "{}: your tensor_offset (ex14.2) puts '{}' at byte {}, but it starts at byte {}",
+          file.string(), t.name, yours, header.data_start + t.begin));
+    }
+  }
 }
 
 // "464,2068,7586": token ids, each in [0, V). Throws attn::UsageError naming the flag.
@@ -184,6 +211,9 @@ void run(const attn::CommonOptions& common, const Options& o) {
     }
   }
   attn::Gpt2Model m = attn::load_gpt2(folder);
+  // --mine: every tensor of model.safetensors checked and placed by the learner's tensor_offset
+  // (ex14.2), which must find each where the library's reader did.
+  if (common.mine) check_offsets_mine(folder / "model.safetensors");
   // --mine: every block's w_q, w_k, w_v cut from its fused c_attn by the learner's split_qkv
   // (ex14.1) instead of the library's (the fused matrix put back together first).
   if (common.mine) {
