@@ -34,7 +34,7 @@ Matrix wiggly(std::size_t R, std::size_t K, double phase) {
   return m;
 }
 
-// The 8 bytes of n as a safetensors file starts: little-endian, its low byte first.
+// n as the 8 bytes a safetensors file starts with: little-endian, its low byte first.
 std::string length_bytes(std::uint64_t n) {
   std::string out;
   for (int i = 0; i < 8; ++i) {
@@ -73,6 +73,7 @@ std::vector<std::array<std::vector<double>, 3>> full_forward_qkv(const Matrix& x
   return out;
 }
 
+// A (n,) vector with no visible pattern: v(i) = cos(0.9 i + phase).
 attn::Vector wiggly_vector(std::size_t n, double phase) {
   attn::Vector v = attn::Vector::from_shape({n});
   for (std::size_t i = 0; i < n; ++i)
@@ -80,6 +81,7 @@ attn::Vector wiggly_vector(std::size_t n, double phase) {
   return v;
 }
 
+// Row r of m, as the one token a step sees.
 attn::Vector row(const Matrix& m, std::size_t r) {
   attn::Vector v = attn::Vector::from_shape({m.shape()[1]});
   for (std::size_t c = 0; c < m.shape()[1]; ++c) v(c) = m(r, c);
