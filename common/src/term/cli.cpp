@@ -25,6 +25,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <list>
 #include <string_view>
@@ -351,6 +352,10 @@ int Cli::run(int argc, char** argv, const std::function<void(const CommonOptions
 
   // 2. Run the chapter (exit code 1 for anything that goes wrong, 2 for a late usage error).
   try {
+    // OpenBLAS's buffers for every thread the chapter may use, mapped now, while there is room:
+    // under a memory limit, an error here (or later, in the chapter's own allocations) instead
+    // of a BLAS call that retries its mapping forever (attn/core/threads.hpp).
+    reserve_blas_buffers(num_threads());
     body(d.common);
     if (const auto failure = stdout_failure()) {
       d.print_error(*failure, false);
@@ -362,7 +367,13 @@ int Cli::run(int argc, char** argv, const std::function<void(const CommonOptions
     return 2;
   } catch (const std::bad_alloc& e) {
     d.print_error(out_of_memory_message(e.what()), false);
-    return 1;
+    // Out at once, past the exit handlers: under a limit too low even for OpenBLAS's own start,
+    // its thread retries the mapping of its buffer forever, and the normal exit would wait for
+    // that thread (OpenBLAS joins its threads at exit). Nothing is left to write: the message is
+    // out, and the chapter's files were closed as the error left it.
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(1);
   } catch (const std::length_error& e) {
     // SizeError (attn/core/limits.hpp) names the size; a container's own length_error
     // ("vector::reserve") is the same story as bad_alloc.
