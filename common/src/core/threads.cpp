@@ -67,18 +67,21 @@ void reserve_blas_buffers(std::size_t callers) {
   //    library, one fewer than its thread count, idle here since BLAS is pinned to one thread),
   //    which takes a buffer from the same table when it starts and keeps it: a thread that
   //    starts late would otherwise take one of ours.
-  const std::size_t total = callers + (initial_budget() - 1);
+  const std::size_t blas_own = initial_budget() - 1;
+  const std::size_t total = callers + blas_own;
   std::lock_guard lock(g_reserve_mutex);
   if (total <= g_reserved) return;
   // 2. Each call takes a free buffer from OpenBLAS's table and maps it the first time it is used;
-  //    holding `total` of them at once maps that many, which later calls then reuse. Each buffer
-  //    not yet known to be mapped gets its address space checked first, since OpenBLAS would
-  //    retry the mapping forever.
+  //    holding `total` of them at once maps that many, which later calls then reuse. A buffer
+  //    that may need mapping gets its address space checked first, since OpenBLAS would retry
+  //    the mapping forever: every one past those mapped before, less the ones OpenBLAS's threads
+  //    may hold (they may have taken theirs after the last reservation).
+  const std::size_t surely_mapped = g_reserved > blas_own ? g_reserved - blas_own : 0;
   std::vector<void*> held;
   held.reserve(total);
   bool enough = true;
   for (std::size_t i = 0; i < total && enough; ++i) {
-    enough = i < g_reserved || address_space_for(kBlasBufferBytes);
+    enough = i < surely_mapped || address_space_for(kBlasBufferBytes);
     if (enough) held.push_back(blas_memory_alloc(0));
   }
   for (void* buffer : held) blas_memory_free(buffer);

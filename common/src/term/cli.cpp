@@ -352,10 +352,10 @@ int Cli::run(int argc, char** argv, const std::function<void(const CommonOptions
 
   // 2. Run the chapter (exit code 1 for anything that goes wrong, 2 for a late usage error).
   try {
-    // OpenBLAS's buffers for every thread the chapter may use, mapped now, while there is room:
-    // under a memory limit, an error here (or later, in the chapter's own allocations) instead
-    // of a BLAS call that retries its mapping forever (attn/core/threads.hpp).
-    reserve_blas_buffers(num_threads());
+    // OpenBLAS's buffer for this thread, mapped now: under a memory limit, an error here (or
+    // later, in the chapter's own allocations) instead of a BLAS call that retries its mapping
+    // forever (attn/core/threads.hpp). The pool reserves one per worker when it starts them.
+    reserve_blas_buffers(1);
     body(d.common);
     if (const auto failure = stdout_failure()) {
       d.print_error(*failure, false);

@@ -28,8 +28,10 @@ void setup_threads();
 // that mapping fails (a memory limit, `ulimit -v`) OpenBLAS 0.3.21 retries it forever: the
 // program hangs instead of failing. Reserved here, up front, with the address space checked
 // first, a limit is an out-of-memory error instead (one line, exit 1). attn::Cli::run reserves
-// num_threads() buffers before the chapter runs; the pool (parallel.hpp) reserves one per part
-// before it starts more threads. Reserving fewer than before changes nothing.
+// the main thread's before the chapter runs; the pool (parallel.hpp) reserves one per part before
+// it starts more threads. OpenBLAS's own idle threads (one fewer than its thread count) each keep
+// a buffer from the same table, so they are counted too. Reserving fewer than before changes
+// nothing. The cost: 128 MiB of address space per buffer, as without the reservation.
 void reserve_blas_buffers(std::size_t callers);
 // The threads OpenBLAS itself would use for one call: 1 once the setup is done.
 std::size_t blas_threads();
