@@ -351,11 +351,21 @@ int Cli::run(int argc, char** argv, const std::function<void(const CommonOptions
   }
 
   // 2. Run the chapter (exit code 1 for anything that goes wrong, 2 for a late usage error).
+  // OpenBLAS's buffer for this thread, mapped now: under a memory limit, an error here (or
+  // later, in the chapter's own allocations) instead of a BLAS call that retries its mapping
+  // forever (attn/core/threads.hpp). The pool reserves one per worker when it starts them.
   try {
-    // OpenBLAS's buffer for this thread, mapped now: under a memory limit, an error here (or
-    // later, in the chapter's own allocations) instead of a BLAS call that retries its mapping
-    // forever (attn/core/threads.hpp). The pool reserves one per worker when it starts them.
     reserve_blas_buffers(1);
+  } catch (const std::bad_alloc& e) {
+    d.print_error(out_of_memory_message(e.what()), false);
+    // Out at once, past the exit handlers: under a limit this low, OpenBLAS's own thread may be
+    // retrying the mapping of its buffer forever, and the normal exit would wait for it
+    // (OpenBLAS joins its threads at exit). Nothing of the chapter has run yet.
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+  try {
     body(d.common);
     if (const auto failure = stdout_failure()) {
       d.print_error(*failure, false);
@@ -367,13 +377,7 @@ int Cli::run(int argc, char** argv, const std::function<void(const CommonOptions
     return 2;
   } catch (const std::bad_alloc& e) {
     d.print_error(out_of_memory_message(e.what()), false);
-    // Out at once, past the exit handlers: under a limit too low even for OpenBLAS's own start,
-    // its thread retries the mapping of its buffer forever, and the normal exit would wait for
-    // that thread (OpenBLAS joins its threads at exit). Nothing is left to write: the message is
-    // out, and the chapter's files were closed as the error left it.
-    std::fflush(stdout);
-    std::fflush(stderr);
-    std::_Exit(1);
+    return 1;
   } catch (const std::length_error& e) {
     // SizeError (attn/core/limits.hpp) names the size; a container's own length_error
     // ("vector::reserve") is the same story as bad_alloc.
