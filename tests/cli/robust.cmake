@@ -228,14 +228,35 @@ set_tests_properties(cli.robust.ch10.model_txt_block_size_past_2_pow_20
                      PROPERTIES FIXTURES_REQUIRED ch09_parts_run)
 
 # Out of memory is one line and exit 1 (issue 29), also where the allocation fails in a worker
-# thread of the pool (the backward's scratch): under `ulimit -v` of 600 MB this step does, on two
-# threads. (Not under the sanitizers: AddressSanitizer reserves terabytes of address space.)
+# thread of the pool (the backward's scratch): under `ulimit -v` of 1.3 GB this step does, on two
+# threads (below about 1 GB the evaluation on the main thread fails first, since the program holds
+# OpenBLAS's buffers up front: attn/core/threads.hpp).
+# (Not under the sanitizers: AddressSanitizer reserves terabytes of address space.)
 if(NOT ATTN_SANITIZE)
-  attn_cli_test(robust.ch09.out_of_memory_in_a_worker EXIT 1 MEMORY_LIMIT 600000
+  attn_cli_test(robust.ch09.out_of_memory_in_a_worker EXIT 1 MEMORY_LIMIT 1300000
                 ENV OPENBLAS_NUM_THREADS=2
                 MATCH "^09_training: error: out of memory \\(std::bad_alloc\\): the sizes asked for need more memory than this machine can give"
                 COMMAND 09_training --batch-size 16 --block-size 1024 --n-embd 64 --n-heads 16
                         --n-layers 1 --steps 2 --eval-iters 1 --eval-interval 100 --tokens 0)
+
+  # A memory limit never hangs (issue 29): every BLAS call takes a 128 MiB buffer from OpenBLAS,
+  # mapped the first time, and OpenBLAS 0.3.21 retries a failed mapping forever. Under 250 MB
+  # the smallest long-context run used to hang at its first matrix product (and a program whose
+  # OpenBLAS thread could not map its buffer, at its exit); the buffers are now reserved with
+  # their address space checked first, and the limit is an out-of-memory error. TIMEOUT turns a
+  # hang into a failure within seconds.
+  attn_cli_test(robust.ch12.memory_limit_does_not_hang EXIT 1 MEMORY_LIMIT 250000
+                ENV OPENBLAS_NUM_THREADS=2
+                MATCH "^12_fast_attention: error: out of memory \\(std::bad_alloc\\): .*\\(--help shows each flag's limit\\)$"
+                COMMAND 12_fast_attention --long 64)
+  # ... nor later, when the pool starts a worker, whose first product needs a buffer of its own
+  # (under 500 MB this one hung in some runs: 1 in 4 here, by the order its threads start).
+  attn_cli_test(robust.ch12.memory_limit_long_does_not_hang EXIT 1 MEMORY_LIMIT 500000
+                ENV OPENBLAS_NUM_THREADS=2
+                MATCH "^12_fast_attention: error: out of memory \\(std::bad_alloc\\): .*\\(--help shows each flag's limit\\)$"
+                COMMAND 12_fast_attention --long 16384)
+  set_tests_properties(cli.robust.ch12.memory_limit_does_not_hang
+                       cli.robust.ch12.memory_limit_long_does_not_hang PROPERTIES TIMEOUT 30)
 endif()
 
 # A run whose `current` points to a checkpoint that is gone is named as such (issue 29), not as

@@ -25,6 +25,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <list>
 #include <string_view>
@@ -350,6 +351,20 @@ int Cli::run(int argc, char** argv, const std::function<void(const CommonOptions
   }
 
   // 2. Run the chapter (exit code 1 for anything that goes wrong, 2 for a late usage error).
+  // OpenBLAS's buffer for this thread, mapped now: under a memory limit, an error here (or
+  // later, in the chapter's own allocations) instead of a BLAS call that retries its mapping
+  // forever (attn/core/threads.hpp). The pool reserves one per worker when it starts them.
+  try {
+    reserve_blas_buffers(1);
+  } catch (const std::bad_alloc& e) {
+    d.print_error(out_of_memory_message(e.what()), false);
+    // Out at once, past the exit handlers: under a limit this low, OpenBLAS's own thread may be
+    // retrying the mapping of its buffer forever, and the normal exit would wait for it
+    // (OpenBLAS joins its threads at exit). Nothing of the chapter has run yet.
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
   try {
     body(d.common);
     if (const auto failure = stdout_failure()) {

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -74,8 +75,16 @@ class Pool {
     std::unique_lock busy(busy_, std::try_to_lock);
     if (!busy.owns_lock() || parts > kMaxParts) return false;
     if (threads_.size() + 1 < parts) {
+      // One OpenBLAS buffer for each thread that may run a part (threads.hpp says why): may
+      // throw std::bad_alloc, which reaches the caller like any other out of memory.
+      reserve_blas_buffers(parts);
       std::lock_guard lock(mutex_);
-      while (threads_.size() + 1 < parts) threads_.emplace_back([this] { serve(); });
+      try {
+        while (threads_.size() + 1 < parts) threads_.emplace_back([this] { serve(); });
+      } catch (const std::system_error&) {
+        // No thread to be had (its stack is past a memory limit): the threads there are, the
+        // calling one at least, take all the parts, with the same results.
+      }
     }
     call_.store([](const void* t, std::size_t p) { (*static_cast<const Task*>(t))(p); },
                 std::memory_order_relaxed);

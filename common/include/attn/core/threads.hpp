@@ -22,6 +22,17 @@ namespace attn {
 // Nothing else pins BLAS (num_threads and set_num_threads only read OpenBLAS's count). Calling it
 // again changes nothing.
 void setup_threads();
+// Makes sure OpenBLAS has `callers` buffers mapped, one for each thread that may call BLAS at the
+// same time, else throws std::bad_alloc. Why: every BLAS call takes a 128 MiB buffer (address
+// space, mostly untouched) from OpenBLAS's table, mapped the first time it is needed, and when
+// that mapping fails (a memory limit, `ulimit -v`) OpenBLAS 0.3.21 retries it forever: the
+// program hangs instead of failing. Reserved here, up front, with the address space checked
+// first, a limit is an out-of-memory error instead (one line, exit 1). attn::Cli::run reserves
+// the main thread's before the chapter runs; the pool (parallel.hpp) reserves one per part before
+// it starts more threads. OpenBLAS's own idle threads (one fewer than its thread count) each keep
+// a buffer from the same table, so they are counted too. Reserving fewer than before changes
+// nothing. The cost: 128 MiB of address space per buffer, as without the reservation.
+void reserve_blas_buffers(std::size_t callers);
 // The threads OpenBLAS itself would use for one call: 1 once the setup is done.
 std::size_t blas_threads();
 std::size_t num_threads();
