@@ -36,7 +36,7 @@ void show_header(std::uint64_t seed, const std::string& corpus_origin, const Mod
 
 void put_char(const attn::Vocab& vocab, int id) {
   const std::string s = attn::encode_utf8(vocab.char_of(id));
-  std::fwrite(s.data(), 1, s.size(), stdout);
+  attn::print(s);
   std::fflush(stdout);
 }
 
@@ -129,7 +129,7 @@ void show_generation_start(const attn::Vocab& vocab, std::span<const int> prompt
              no_cache ? "without the cache (--no-cache)" : "with the KV cache",
              attn::quote(attn::chars_of(vocab, prompt)));
   std::fflush(stdout);
-  std::fputs(attn::encode_utf8(attn::chars_of(vocab, prompt)).c_str(), stdout);
+  attn::print(attn::encode_utf8(attn::chars_of(vocab, prompt)));
 }
 
 namespace {
@@ -386,7 +386,7 @@ void show_rolling_start(const attn::Vocab& vocab, std::span<const int> prompt,
   fmt::print("{} new characters, seed {}; prompt {}:\n\n", g.max_new_tokens, seed,
              attn::quote(attn::chars_of(vocab, prompt)));
   std::fflush(stdout);
-  std::fputs(attn::encode_utf8(attn::chars_of(vocab, prompt)).c_str(), stdout);
+  attn::print(attn::encode_utf8(attn::chars_of(vocab, prompt)));
 }
 
 void show_rolling_result(const RollingRun& r, bool timing) {

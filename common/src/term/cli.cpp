@@ -128,6 +128,13 @@ std::optional<std::string> stdout_failure() {
   std::cout.flush();
   const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) != 0 || !std::cout;
   if (!failed) return std::nullopt;
+  if (errno == 0) {
+    // The write that failed was earlier (stdio keeps only the error flag, not its reason), so
+    // ask again: one more byte to the output that is already broken gives the reason back.
+    std::clearerr(stdout);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);  // fails again, and sets errno
+  }
   return fmt::format("cannot write the output (stdout): {}",
                      errno != 0 ? std::strerror(errno) : "write error");
 }
@@ -302,6 +309,10 @@ int Cli::run(int argc, char** argv, const std::function<void(const CommonOptions
   // kill the process with SIGXFSZ and no word (exit 153). Ignored, the write fails with EFBIG
   // and is reported like any other write error: one line, exit code 1.
   std::signal(SIGXFSZ, SIG_IGN);
+  // Written a line at a time, a full disk or a file limit is found at the first line that
+  // fails, not after the whole run (a chapter 09 run to /dev/full would train for minutes
+  // first). Before anything is written: setvbuf must come first on a stream.
+  std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
   Impl& d = *impl_;
   d.add_common();
 
@@ -366,6 +377,7 @@ int Cli::run(int argc, char** argv, const std::function<void(const CommonOptions
     std::_Exit(1);
   }
   try {
+    std::cout.exceptions(std::ios::badbit);  // as fmt::print: a failed write throws, not ignored
     body(d.common);
     if (const auto failure = stdout_failure()) {
       d.print_error(*failure, false);
@@ -386,13 +398,17 @@ int Cli::run(int argc, char** argv, const std::function<void(const CommonOptions
                   false);
     return 1;
   } catch (const std::exception& e) {
-    // fmt::print throws "cannot write to file" when stdout is full or closed: say which file.
+    const int write_errno = errno;  // why the write failed, before anything else can reset it
+    // fmt::print throws "cannot write to file" when stdout is full or closed, and std::cout
+    // throws ios_base::failure (its badbit raises, see above): say which file, and why.
     if (std::ferror(stdout) != 0) {
-      const std::string_view what = e.what();  // "cannot write to file: No space left on device"
-      const auto colon = what.rfind(": ");
-      d.print_error(fmt::format("cannot write the output (stdout): {}",
-                                colon == std::string_view::npos ? what : what.substr(colon + 2)),
-                    false);
+      std::string_view why = e.what();  // "cannot write to file: No space left on device"
+      if (dynamic_cast<const std::ios_base::failure*>(&e) != nullptr) {
+        why = write_errno != 0 ? std::strerror(write_errno) : "write error";
+      } else if (const auto colon = why.rfind(": "); colon != std::string_view::npos) {
+        why = why.substr(colon + 2);
+      }
+      d.print_error(fmt::format("cannot write the output (stdout): {}", why), false);
       return 1;
     }
     const std::string unfinished = unfinished_exercise_message(e);

@@ -7,11 +7,13 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <system_error>
 
 namespace attn {
 
@@ -60,7 +62,13 @@ void underlined_section(int number, std::string_view title) {
   print(underlined_heading(number, title));
 }
 
-void print(std::string_view text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+void print(std::string_view text) {
+  // A short write (a full disk, a file limit) throws as fmt::print does, so the run stops at
+  // the line that failed and Cli::run names the output and the reason.
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) {
+    throw std::system_error(errno, std::generic_category(), "cannot write to file");
+  }
+}
 
 std::string num(double value, int precision) {
   return format_number(static_cast<float>(value), precision);
