@@ -169,6 +169,16 @@ void show_generation(const GenerationRun& r, const attn::ModelSpec& c,
         attn::format_significant(g.top_p),
         g.top_k > 0 ? fmt::format(", after top-k {}", g.top_k) : std::string(), *lo, *hi,
         c.vocab_size, num(mean, 1), alone, r.kept.size());
+    // Draw by draw, in the order of the characters written (the first kShown of them).
+    constexpr std::size_t kShown = 40;
+    const std::size_t n = std::min(kShown, r.kept.size());
+    fmt::print("Kept, draw by draw ({}, one draw per character written):\n",
+               n < r.kept.size() ? fmt::format("the first {} of {}", n, r.kept.size())
+                                 : fmt::format("all {}", n));
+    for (std::size_t i = 0; i < n; ++i) {  // 20 to a line
+      fmt::print("{}{}{}", i % 20 == 0 ? "  " : " ", r.kept[i],
+                 (i + 1) % 20 == 0 || i + 1 == n ? "\n" : "");
+    }
   }
   // How the cached loop should produce them, and how it did, counted while it ran.
   const std::size_t n0 = r.n0, steps = r.steps, refills = r.refills;
