@@ -138,6 +138,47 @@ Matrix flash_head(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t
   return m;
 }
 
+// The learner's FLOPs, measured rather than assumed: a key tile counts as read by a query tile
+// when setting that tile's rows of k and v to NaN changes (by a single bit) the rows the
+// learner's attention_tile returns; each pair read counts the two products over the whole pair,
+// 4 rows cols hs. Probing calls the tile once per pair of tiles, T / tile times the work of the
+// run itself, so only up to kMaxProbedTiles tiles a side; beyond, the column stays unmeasured.
+constexpr std::size_t kMaxProbedTiles = 16;
+void probe_key_tiles(const Kernels& k, const Matrix& q, const Matrix& kk, const Matrix& v,
+                     const Matrix& out, std::size_t tile, RungResult& r) {
+  const std::size_t T = q.shape()[0], hs = q.shape()[1], n = (T + tile - 1) / tile;
+  r.tile_pairs = n * (n + 1) / 2;   // the pairs a causal kernel must read
+  if (n > kMaxProbedTiles) return;  // r.flops_measured stays false
+  Matrix k_nan = kk, v_nan = v;
+  const float nan = std::nanf("");
+  for (std::size_t i0 = 0; i0 < T; i0 += tile) {
+    const std::size_t rows = std::min(tile, T - i0);
+    const float* clean = out.data() + i0 * hs;
+    for (std::size_t j0 = 0; j0 < T; j0 += tile) {
+      const std::size_t cols = std::min(tile, T - j0);
+      std::fill(k_nan.begin() + static_cast<std::ptrdiff_t>(j0 * hs),
+                k_nan.begin() + static_cast<std::ptrdiff_t>((j0 + cols) * hs), nan);
+      std::fill(v_nan.begin() + static_cast<std::ptrdiff_t>(j0 * hs),
+                v_nan.begin() + static_cast<std::ptrdiff_t>((j0 + cols) * hs), nan);
+      const Matrix part = k.tile(q, k_nan, v_nan, i0, tile);
+      const bool read = part.size() != rows * hs ||
+                        std::memcmp(part.data(), clean, rows * hs * sizeof(float)) != 0;
+      if (read) {
+        ++r.tiles_read;
+        r.flops +=
+            4.0 * static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(hs);
+      }
+      std::copy(kk.begin() + static_cast<std::ptrdiff_t>(j0 * hs),
+                kk.begin() + static_cast<std::ptrdiff_t>((j0 + cols) * hs),
+                k_nan.begin() + static_cast<std::ptrdiff_t>(j0 * hs));
+      std::copy(v.begin() + static_cast<std::ptrdiff_t>(j0 * hs),
+                v.begin() + static_cast<std::ptrdiff_t>((j0 + cols) * hs),
+                v_nan.begin() + static_cast<std::ptrdiff_t>(j0 * hs));
+    }
+  }
+  r.flops_measured = true;
+}
+
 // Every rung (and the library's flash kernel, and with --mine the learner's tile) on one head;
 // with --timing each row's best time, and the GEMM peaks they are measured against.
 Ladder run_ladder(const Kernels& k, const Options& o, bool mine, bool timing, attn::Rng& rng) {
@@ -190,7 +231,7 @@ Ladder run_ladder(const Kernels& k, const Options& o, bool mine, bool timing, at
       std::copy(part.begin(), part.end(), out.begin() + static_cast<std::ptrdiff_t>(i0 * hs));
     }
     RungResult r = check_rung("yours (ex12.2)", out, ref);
-    r.flops = ladder::rung_flops(4, T, hs, tile);
+    probe_key_tiles(k, q, kk, v, out, tile, r);
     r.floats = static_cast<double>(held) / 4.0;
     r.measured = true;
     rows.push_back(r);

@@ -46,6 +46,11 @@ struct RungResult {
   double flops = 0.0, floats = 0.0, seconds = 0.0;
   bool threaded = false;  // memory per thread, timed against the threaded GEMM peak
   bool measured = false;  // memory measured while it ran (--mine), not worked out from T and tile
+  // --mine: FLOPs from the key tiles it was seen to read (main.cpp, probe_key_tiles), when
+  // flops_measured; tile_pairs is the number of (query tile, key tile) pairs on or below the
+  // diagonal, the ones a causal kernel must read.
+  bool flops_measured = false;
+  std::size_t tiles_read = 0, tile_pairs = 0;
 };
 
 struct Ladder {
