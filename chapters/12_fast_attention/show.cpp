@@ -152,6 +152,15 @@ void show_ladder(const Ladder& ladder, const Options& o) {
                        "grow with T.");
 }
 
+void show_backward_mine(const BackwardCheck& b) {
+  fmt::print(
+      "\nyours (ex12.4): a head of the same shape, its backward from your tiles ({} pairs\n"
+      "summed) against attn::fast::flash_attention_backward from the same out and lse:\n"
+      "max |diff| {:.1e} over dq, dk, dv, {}.\n",
+      b.pairs, b.max_diff,
+      b.ok ? "within the golden tolerance" : "TOO FAR (beyond 1e-5 + 1e-4 |ref|)");
+}
+
 // ---- 3. Long contexts: the memory the reference would need.
 void show_long_preview(const LongPreview& p) {
   attn::section(3, "Long contexts");

@@ -53,6 +53,14 @@ struct RungResult {
   std::size_t tiles_read = 0, tile_pairs = 0;
 };
 
+// --mine: the learner's ex12.4 over every pair of tiles of a head of the ladder's shape, summed,
+// against attn::fast::flash_attention_backward.
+struct BackwardCheck {
+  std::size_t pairs = 0;  // tile pairs the learner's function was called on
+  double max_diff = 0.0;  // max |yours - library| over dq, dk, dv
+  bool ok = false;        // within the golden tolerance 1e-5 + 1e-4 |ref|
+};
+
 struct Ladder {
   std::vector<RungResult> rows;      // rungs 1-7, the library's flash kernel, with --mine yours
   bool timing = false;               // --timing: the rows' seconds and the GEMM peaks were measured
@@ -72,6 +80,7 @@ void show_online_scores(const OnlineByHand& h);            // 1: the scores
 void show_online_tile(const TileStep& step);               // 1: after each tile
 void show_online_result(const OnlineResult& r);            // 1: against two passes
 void show_ladder(const Ladder& ladder, const Options& o);  // 2
+void show_backward_mine(const BackwardCheck& b);           // 2, --mine: ex12.4
 void show_long_preview(const LongPreview& p);              // 3
 
 }  // namespace ch12
