@@ -13,9 +13,11 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "attn/core/check.hpp"
 #include "attn/core/random.hpp"
 #include "attn/core/threads.hpp"
 #include "attn/fast/flash.hpp"
@@ -138,6 +140,110 @@ Matrix flash_head(const Matrix& q, const Matrix& k, const Matrix& v, std::size_t
   return m;
 }
 
+// The learner's FLOPs, measured rather than assumed: a key tile counts as read by a query tile
+// when setting that tile's rows of k and v to NaN changes (by a single bit) the rows the
+// learner's attention_tile returns; each pair read counts the two products over the whole pair,
+// 4 rows cols hs. Probing calls the tile once per pair of tiles, T / tile times the work of the
+// run itself, so only up to kMaxProbedTiles tiles a side; beyond, the column stays unmeasured.
+constexpr std::size_t kMaxProbedTiles = 16;
+void probe_key_tiles(const Kernels& k, const Matrix& q, const Matrix& kk, const Matrix& v,
+                     const Matrix& out, std::size_t tile, RungResult& r) {
+  const std::size_t T = q.shape()[0], hs = q.shape()[1], n = (T + tile - 1) / tile;
+  r.tile_pairs = n * (n + 1) / 2;   // the pairs a causal kernel must read
+  if (n > kMaxProbedTiles) return;  // r.flops_measured stays false
+  Matrix k_nan = kk, v_nan = v;
+  const float nan = std::nanf("");
+  for (std::size_t i0 = 0; i0 < T; i0 += tile) {
+    const std::size_t rows = std::min(tile, T - i0);
+    const float* clean = out.data() + i0 * hs;
+    for (std::size_t j0 = 0; j0 < T; j0 += tile) {
+      const std::size_t cols = std::min(tile, T - j0);
+      std::fill(k_nan.begin() + static_cast<std::ptrdiff_t>(j0 * hs),
+                k_nan.begin() + static_cast<std::ptrdiff_t>((j0 + cols) * hs), nan);
+      std::fill(v_nan.begin() + static_cast<std::ptrdiff_t>(j0 * hs),
+                v_nan.begin() + static_cast<std::ptrdiff_t>((j0 + cols) * hs), nan);
+      const Matrix part = k.tile(q, k_nan, v_nan, i0, tile);
+      const bool read = part.size() != rows * hs ||
+                        std::memcmp(part.data(), clean, rows * hs * sizeof(float)) != 0;
+      if (read) {
+        ++r.tiles_read;
+        r.flops +=
+            4.0 * static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(hs);
+      }
+      std::copy(kk.begin() + static_cast<std::ptrdiff_t>(j0 * hs),
+                kk.begin() + static_cast<std::ptrdiff_t>((j0 + cols) * hs),
+                k_nan.begin() + static_cast<std::ptrdiff_t>(j0 * hs));
+      std::copy(v.begin() + static_cast<std::ptrdiff_t>(j0 * hs),
+                v.begin() + static_cast<std::ptrdiff_t>((j0 + cols) * hs),
+                v_nan.begin() + static_cast<std::ptrdiff_t>(j0 * hs));
+    }
+  }
+  r.flops_measured = true;
+}
+
+// --mine, ex12.4: the learner's backward tile over every pair of tiles of a head of the ladder's
+// shape, summed, against the library's flash backward from the same forward's out and lse. Run
+// after the ladder is shown (an unfinished ex12.4 stops the run there), on q, k, v, dout drawn
+// then, so the reference run's draws stay as they were.
+BackwardCheck check_backward_tiles(const Options& o, attn::Rng& rng) {
+  const std::size_t T = o.block_size, hs = o.head_size, tile = o.tile;
+  const std::array<std::size_t, 4> shape{1, 1, T, hs};
+  const Matrix q = attn::randn(rng, T, hs), kk = attn::randn(rng, T, hs),
+               v = attn::randn(rng, T, hs), dout = attn::randn(rng, T, hs);  // (T, hs) each
+  const Tensor<4> q4 = xt::reshape_view(q, shape), k4 = xt::reshape_view(kk, shape),
+                  v4 = xt::reshape_view(v, shape), dout4 = xt::reshape_view(dout, shape);
+  const attn::fast::FlashResult fwd = attn::fast::flash_attention(q4, k4, v4, true, tile);
+  const attn::AttentionGrads want =
+      attn::fast::flash_attention_backward(dout4, q4, k4, v4, fwd.out, fwd.lse, true, tile);
+  attn::Vector lse(attn::Vector::shape_type{T}), d(attn::Vector::shape_type{T});
+  for (std::size_t t = 0; t < T; ++t) {
+    lse(t) = fwd.lse(0, 0, t);
+    double sum = 0.0;
+    for (std::size_t e = 0; e < hs; ++e)
+      sum += static_cast<double>(dout(t, e)) * static_cast<double>(fwd.out(0, 0, t, e));
+    d(t) = static_cast<float>(sum);
+  }
+  Matrix dq = xt::zeros<float>({T, hs}), dk = xt::zeros<float>({T, hs}),
+         dv = xt::zeros<float>({T, hs});
+  BackwardCheck c;
+  for (std::size_t i0 = 0; i0 < T; i0 += tile) {
+    for (std::size_t j0 = 0; j0 < T; j0 += tile) {
+      const ex12::TileGrads g = ex12::flash_backward_tile(q, kk, v, dout, lse, d, i0, j0, tile);
+      const std::size_t rows = std::min(tile, T - i0), cols = std::min(tile, T - j0);
+      if (g.dq.shape() != Matrix::shape_type{rows, hs} ||
+          g.dk.shape() != Matrix::shape_type{cols, hs} ||
+          g.dv.shape() != Matrix::shape_type{cols, hs}) {
+        throw std::runtime_error(fmt::format(
+            "your flash_backward_tile (ex12.4) at i0 {}, j0 {} returns dq {}, dk {}, dv {}; "
+            "expected ({}, {}), ({}, {}), ({}, {})",
+            i0, j0, attn::shape_str(g.dq.shape()), attn::shape_str(g.dk.shape()),
+            attn::shape_str(g.dv.shape()), rows, hs, cols, hs, cols, hs));
+      }
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t e = 0; e < hs; ++e) dq(i0 + r, e) += g.dq(r, e);
+      for (std::size_t r = 0; r < cols; ++r)
+        for (std::size_t e = 0; e < hs; ++e) {
+          dk(j0 + r, e) += g.dk(r, e);
+          dv(j0 + r, e) += g.dv(r, e);
+        }
+      ++c.pairs;
+    }
+  }
+  c.ok = true;
+  const auto compare = [&](const Matrix& got, const Tensor<4>& ref) {
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const double diff =
+          std::abs(static_cast<double>(got.data()[i]) - static_cast<double>(ref.data()[i]));
+      c.max_diff = std::max(c.max_diff, diff);
+      c.ok = c.ok && diff <= 1e-5 + 1e-4 * std::abs(static_cast<double>(ref.data()[i]));
+    }
+  };
+  compare(dq, want.dq);
+  compare(dk, want.dk);
+  compare(dv, want.dv);
+  return c;
+}
+
 // Every rung (and the library's flash kernel, and with --mine the learner's tile) on one head;
 // with --timing each row's best time, and the GEMM peaks they are measured against.
 Ladder run_ladder(const Kernels& k, const Options& o, bool mine, bool timing, attn::Rng& rng) {
@@ -190,7 +296,7 @@ Ladder run_ladder(const Kernels& k, const Options& o, bool mine, bool timing, at
       std::copy(part.begin(), part.end(), out.begin() + static_cast<std::ptrdiff_t>(i0 * hs));
     }
     RungResult r = check_rung("yours (ex12.2)", out, ref);
-    r.flops = ladder::rung_flops(4, T, hs, tile);
+    probe_key_tiles(k, q, kk, v, out, tile, r);
     r.floats = static_cast<double>(held) / 4.0;
     r.measured = true;
     rows.push_back(r);
@@ -240,7 +346,8 @@ void run(const attn::CommonOptions& common, const Options& o) {
   show_online_result(two_pass_check(hand, row));
 
   show_ladder(run_ladder(k, o, common.mine, common.timing, rng), o);  // 2
-  show_long_preview(long_preview());                                  // 3
+  if (common.mine) show_backward_mine(check_backward_tiles(o, rng));
+  show_long_preview(long_preview());  // 3
 }
 
 }  // namespace

@@ -94,7 +94,7 @@ void show_ladder(const Ladder& ladder, const Options& o) {
   for (const RungResult& r : rows) {
     all_ok = all_ok && r.ok;
     fmt::print("{} {} {} {}", attn::align_left(r.name, 26), attn::align_left(check_text(r), 20),
-               attn::align_right(num(r.flops / 1e6, 1), 9),
+               attn::align_right(r.measured && !r.flops_measured ? "-" : num(r.flops / 1e6, 1), 9),
                attn::align_right(bytes_text(r.floats * 4.0), 11) +
                    (r.threaded ? "*" : (timing ? " " : "")));
     if (timing && r.seconds > 0.0) {
@@ -113,8 +113,20 @@ void show_ladder(const Ladder& ladder, const Options& o) {
     if (r.measured) {
       fmt::print(
           "{}: memory measured while it ran, the most it held at once beyond the rows it\n"
-          "returned (every operator new counted); its MFLOP are a tiled kernel's.\n",
+          "returned (every operator new counted).\n",
           r.name);
+      if (r.flops_measured) {
+        fmt::print(
+            "Its MFLOP are measured too: it read {} (query tile, key tile) pairs, a causal kernel\n"
+            "needs {} (a key tile counts as read when setting its keys and values to NaN\n"
+            "changes your rows); each pair read counts its two products in full.\n",
+            r.tiles_read, r.tile_pairs);
+      } else {
+        fmt::print(
+            "Its MFLOP are not measured at {} tiles a side: the probe (each key tile set to NaN\n"
+            "once per query tile) is run up to 16.\n",
+            (o.block_size + o.tile - 1) / o.tile);
+      }
     }
   }
   if (timing) {
@@ -138,6 +150,15 @@ void show_ladder(const Ladder& ladder, const Options& o) {
              smaller ? "no (T, T) matrix, and its tiles do not grow with T."
                      : "at a T this small the tiles outweigh the (T, T) matrix, but they do not "
                        "grow with T.");
+}
+
+void show_backward_mine(const BackwardCheck& b) {
+  fmt::print(
+      "\nyours (ex12.4): a head of the same shape, its backward from your tiles ({} pairs\n"
+      "summed) against attn::fast::flash_attention_backward from the same out and lse:\n"
+      "max |diff| {:.1e} over dq, dk, dv, {}.\n",
+      b.pairs, b.max_diff,
+      b.ok ? "within the golden tolerance" : "TOO FAR (beyond 1e-5 + 1e-4 |ref|)");
 }
 
 // ---- 3. Long contexts: the memory the reference would need.

@@ -46,6 +46,19 @@ struct RungResult {
   double flops = 0.0, floats = 0.0, seconds = 0.0;
   bool threaded = false;  // memory per thread, timed against the threaded GEMM peak
   bool measured = false;  // memory measured while it ran (--mine), not worked out from T and tile
+  // --mine: FLOPs from the key tiles it was seen to read (main.cpp, probe_key_tiles), when
+  // flops_measured; tile_pairs is the number of (query tile, key tile) pairs on or below the
+  // diagonal, the ones a causal kernel must read.
+  bool flops_measured = false;
+  std::size_t tiles_read = 0, tile_pairs = 0;
+};
+
+// --mine: the learner's ex12.4 over every pair of tiles of a head of the ladder's shape, summed,
+// against attn::fast::flash_attention_backward.
+struct BackwardCheck {
+  std::size_t pairs = 0;  // tile pairs the learner's function was called on
+  double max_diff = 0.0;  // max |yours - library| over dq, dk, dv
+  bool ok = false;        // within the golden tolerance 1e-5 + 1e-4 |ref|
 };
 
 struct Ladder {
@@ -67,6 +80,7 @@ void show_online_scores(const OnlineByHand& h);            // 1: the scores
 void show_online_tile(const TileStep& step);               // 1: after each tile
 void show_online_result(const OnlineResult& r);            // 1: against two passes
 void show_ladder(const Ladder& ladder, const Options& o);  // 2
+void show_backward_mine(const BackwardCheck& b);           // 2, --mine: ex12.4
 void show_long_preview(const LongPreview& p);              // 3
 
 }  // namespace ch12

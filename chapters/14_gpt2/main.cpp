@@ -10,6 +10,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -192,6 +194,58 @@ std::vector<ch14::TraceStep> trace_prompt(const attn::Gpt2Model& m, std::span<co
   return steps;
 }
 
+// --mine, ex14.3: the learner's step_qkv in every block, on the row that ln_1 gives the prompt's
+// last token in the full forward (traced), with the block's c_attn weight and bias put back
+// together; its q, k, v must be that forward's rows, h w + b, to float rounding.
+void check_step_qkv_mine(const attn::Gpt2Model& m, std::span<const int> prompt) {
+  const attn::ModelSpec& s = m.spec;
+  const std::size_t T = std::min(prompt.size(), s.block_size), C = s.n_embd;
+  const std::span<const int> context = prompt.last(T);
+  Tensor<3> x = Tensor<3>::from_shape({1, T, C});
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t c = 0; c < C; ++c)
+      x(0, t, c) = m.weights.wte(static_cast<std::size_t>(context[t]), c) + m.weights.wpe(t, c);
+  const attn::BlockConfig bc = attn::lm_block_config(s);
+  for (std::size_t l = 0; l < s.n_layers; ++l) {
+    attn::Vector h = xt::zeros<float>({C});
+    const attn::BlockTrace trace = [&](std::string_view step, const Tensor<3>& v) {
+      if (step == "ln1")
+        for (std::size_t c = 0; c < C; ++c) h(c) = v(0, T - 1, c);
+    };
+    attn::BlockResult r = attn::block_forward(x, m.weights.blocks[l], bc, trace);
+    const attn::MhaWeights& a = m.weights.blocks[l].attn;
+    const std::array<const attn::Matrix*, 3> w{&a.w_q, &a.w_k, &a.w_v};
+    const std::array<const attn::Vector*, 3> b{&a.b_q, &a.b_k, &a.b_v};
+    const attn::Matrix fused = xt::concatenate(xt::xtuple(a.w_q, a.w_k, a.w_v), 1);
+    attn::Vector bias = xt::zeros<float>({3 * C});
+    for (std::size_t j = 0; j < 3; ++j)
+      for (std::size_t c = 0; c < b[j]->size() && c < C; ++c) bias(j * C + c) = (*b[j])(c);
+    const std::array<attn::Vector, 3> yours = ex14::step_qkv(h, fused, bias);
+    for (std::size_t j = 0; j < 3; ++j) {
+      const char* name = j == 0 ? "q" : j == 1 ? "k" : "v";
+      if (yours[j].size() != C) {
+        throw attn::Gpt2Error(
+            fmt::format("block {}: your step_qkv (ex14.3) returns {} of {} "
+                        "values, expected C = {}",
+                        l, name, yours[j].size(), C));
+      }
+      for (std::size_t c = 0; c < C; ++c) {
+        double want = c < b[j]->size() ? static_cast<double>((*b[j])(c)) : 0.0;
+        for (std::size_t i = 0; i < C; ++i)
+          want += static_cast<double>(h(i)) * static_cast<double>((*w[j])(i, c));
+        const double got = static_cast<double>(yours[j](c));
+        if (!(std::abs(got - want) <= 1e-5 + 1e-4 * std::abs(want))) {
+          throw attn::Gpt2Error(fmt::format(
+              "block {}: your step_qkv (ex14.3) gives the last prompt token {}[{}] = {:.6f}, "
+              "but the full forward's row holds {:.6f}",
+              l, name, c, got, want));
+        }
+      }
+    }
+    x = std::move(r.out);
+  }
+}
+
 void run(const attn::CommonOptions& common, const Options& o) {
   const bool shipped = o.weights_dir.empty();
   const fs::path folder = shipped ? shipped_model() : fs::path(o.weights_dir);
@@ -261,6 +315,9 @@ void run(const attn::CommonOptions& common, const Options& o) {
   } else {
     prompt = {static_cast<int>(V - 1)};
   }
+  // --mine: the KV-cache step's q, k, v of every block by the learner's step_qkv (ex14.3),
+  // against the rows of the full forward.
+  if (common.mine) check_step_qkv_mine(m, prompt);
   attn::GenerateOptions g;
   g.max_new_tokens = o.tokens;
   g.temperature = o.temperature;

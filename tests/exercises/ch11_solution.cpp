@@ -8,6 +8,7 @@
 #include "attn/ops/rmsnorm.hpp"
 #include "attn/ops/rope.hpp"
 #include "attn/ops/swa.hpp"
+#include "attn/ops/swiglu.hpp"
 #include "exercises.hpp"
 #include "reference.hpp"
 
@@ -62,6 +63,16 @@ ATTN_REFERENCE std::vector<std::size_t> rolling_slots(std::size_t length, std::s
   std::vector<std::size_t> slots;
   for (std::size_t p = length - n; p < length; ++p) slots.push_back(p % capacity);
   return slots;
+}
+
+ATTN_REFERENCE attn::Tensor<4> rope_rotate_half(const attn::Tensor<4>& x, double theta,
+                                                std::size_t offset) {
+  return attn::rope<float>(x, theta, offset, attn::RopeLayout::rotate_half);
+}
+
+ATTN_REFERENCE attn::Tensor<3> swiglu(const attn::Tensor<3>& x,
+                                      const attn::SwigluWeights<float>& w) {
+  return attn::swiglu_forward<float>(x, w);
 }
 
 }  // namespace ex11

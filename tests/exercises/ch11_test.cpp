@@ -555,3 +555,215 @@ TEST_CASE("capacity 0 is rejected" * doctest::description("hint 1")) {
   CHECK_THROWS_AS(ex11::rolling_slots(3, 0), std::invalid_argument);
 }
 }  // TEST_SUITE
+
+TEST_SUITE("ex11.9 RoPE in the rotate-half layout") {
+// The rotate-half layout's order: the interleaved head's even features first, then its odd
+// ones, written out here (not attn::rope_half_permutation).
+Tensor<4> evens_then_odds(const Tensor<4>& x) {
+  Tensor<4> y = x;
+  const std::size_t B = x.shape()[0], H = x.shape()[1], T = x.shape()[2], hs = x.shape()[3];
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t i = 0; i < hs / 2; ++i) {
+          y(b, h, t, i) = x(b, h, t, 2 * i);
+          y(b, h, t, hs / 2 + i) = x(b, h, t, 2 * i + 1);
+        }
+  return y;
+}
+// One row of hs features, all 0 but feature `one`.
+Tensor<4> unit_row(std::size_t hs, std::size_t one) {
+  Tensor<4> x = xt::zeros<float>(std::array<std::size_t, 4>{1, 1, 1, hs});
+  x(0, 0, 0, one) = 1.0f;
+  return x;
+}
+TEST_CASE("feature 0 at position 1 turns into features 0 and hs/2, by +1 radian" *
+          doctest::description("hint 1")) {
+  const std::size_t hs = 8;
+  const Tensor<4> y = ex11::rope_rotate_half(unit_row(hs, 0), 10000.0, 1);
+  REQUIRE(y.shape() == (std::array<std::size_t, 4>{1, 1, 1, hs}));
+  for (std::size_t j = 1; j < hs; ++j) {
+    if (j == hs / 2) continue;
+    INFO("feature " << j << " is " << y(0, 0, 0, j) << ", expected 0: feature 0's partner is "
+                    << "feature hs/2 = " << hs / 2
+                    << std::string(j == 1 ? ", not its neighbour 1 (that is ex11.1's interleaved "
+                                            "layout)"
+                                          : ""));
+    CHECK(std::abs(y(0, 0, 0, j)) < 1e-6f);
+  }
+  INFO(
+      "pair (0, hs/2) = (1, 0) turned by +1 radian is (cos 1, sin 1) = (0.5403, 0.8415); "
+      "got ("
+      << y(0, 0, 0, 0) << ", " << y(0, 0, 0, hs / 2) << ")"
+      << std::string(y(0, 0, 0, hs / 2) < 0.0f ? ": it turned clockwise, the sign of sin is flipped"
+                                               : ""));
+  CHECK(static_cast<double>(y(0, 0, 0, 0)) == doctest::Approx(std::cos(1.0)).epsilon(1e-6));
+  CHECK(static_cast<double>(y(0, 0, 0, hs / 2)) == doctest::Approx(std::sin(1.0)).epsilon(1e-6));
+}
+TEST_CASE("the second half turns with its pair: feature hs/2 + 1 at position 5, theta 10000" *
+          doctest::description("hint 2")) {
+  // hs 8: pair 1 is (1, 5) and turns at 10000^(-2/8) = 0.1 radian a position, 0.5 at p = 5.
+  // (0, 1) turned by +0.5 is (-sin 0.5, cos 0.5).
+  const Tensor<4> y = ex11::rope_rotate_half(unit_row(8, 5), 10000.0, 5);
+  REQUIRE(y.shape() == (std::array<std::size_t, 4>{1, 1, 1, 8}));
+  const double got_angle =
+      std::atan2(-static_cast<double>(y(0, 0, 0, 1)), static_cast<double>(y(0, 0, 0, 5)));
+  INFO(
+      "pair (1, 5) must turn by 5 * 10000^(-2 * 1 / 8) = 0.5 radian; from features 1 and 5 it "
+      "turned by "
+      << got_angle
+      << ". Both features of a pair turn by the angle of pair i (i < hs/2): the feature index "
+         "of the second half is not the pair's");
+  CHECK(static_cast<double>(y(0, 0, 0, 1)) == doctest::Approx(-std::sin(0.5)).epsilon(1e-6));
+  CHECK(static_cast<double>(y(0, 0, 0, 5)) == doctest::Approx(std::cos(0.5)).epsilon(1e-6));
+}
+TEST_CASE("it is ex11.1's rotation, reordered: rope_rotate_half(P x) = P rope(x)" *
+          doctest::description("hint 3")) {
+  const Tensor<4> x = wiggly<4>({2, 3, 5, 8}, 0.4, 1.5);
+  for (const std::size_t offset : {std::size_t{0}, std::size_t{7}}) {
+    INFO("offset " << offset << ": P x through rope_rotate_half against P (x through a "
+                   << "double-precision loop of the interleaved rotation)");
+    CHECK_TENSOR_NEAR(ex11::rope_rotate_half(evens_then_odds(x), 50.0, offset),
+                      evens_then_odds(rope_loop(x, 50.0, offset)), 1e-5, 1e-4);
+  }
+  const Tensor<4> wide = wiggly<4>({1, 1, 3, 64}, 1.3);
+  INFO("hs 64, theta 10000, offset 1000: the slow pairs too");
+  CHECK_TENSOR_NEAR(ex11::rope_rotate_half(evens_then_odds(wide), 10000.0, 1000),
+                    evens_then_odds(rope_loop(wide, 10000.0, 1000)), 1e-5, 1e-4);
+}
+TEST_CASE("an odd or zero head size, or a theta that is not > 0, is rejected" *
+          doctest::description("hint 1")) {
+  {
+    INFO(
+        "hs 5: no layout pairs 5 features (pair i with i + hs/2 leaves one out), throw "
+        "std::invalid_argument");
+    CHECK_THROWS_AS(ex11::rope_rotate_half(wiggly<4>({1, 1, 2, 5}, 0.0), 10000.0, 0),
+                    std::invalid_argument);
+  }
+  CHECK_THROWS_AS(ex11::rope_rotate_half(xt::zeros<float>({1, 1, 2, 0}), 10000.0, 0),
+                  std::invalid_argument);
+  for (const double theta : {0.0, -2.0, std::numeric_limits<double>::infinity()}) {
+    INFO("theta " << theta);
+    CHECK_THROWS_AS(ex11::rope_rotate_half(wiggly<4>({1, 1, 2, 4}, 0.0), theta, 0),
+                    std::invalid_argument);
+  }
+}
+}  // TEST_SUITE
+
+TEST_SUITE("ex11.10 The SwiGLU feed-forward network") {
+attn::Matrix matrix(std::size_t R, std::size_t K, const std::vector<float>& values) {
+  attn::Matrix m(std::array<std::size_t, 2>{R, K});
+  for (std::size_t i = 0; i < values.size(); ++i) m.data()[i] = values[i];
+  return m;
+}
+double sigmoid_d(double a) { return 1.0 / (1.0 + std::exp(-a)); }
+// The FFN in double: y = (silu(x w_gate) * (x w_up)) w_down, token by token.
+Tensor<3> swiglu_loop(const Tensor<3>& x, const attn::SwigluWeights<float>& w) {
+  const std::size_t B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
+  const std::size_t F = w.w_gate.shape()[1];
+  Tensor<3> y = xt::zeros<float>({B, T, C});
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t t = 0; t < T; ++t) {
+      std::vector<double> h(F, 0.0);
+      for (std::size_t f = 0; f < F; ++f) {
+        double a = 0.0, u = 0.0;
+        for (std::size_t c = 0; c < C; ++c) {
+          a += static_cast<double>(x(b, t, c)) * static_cast<double>(w.w_gate(c, f));
+          u += static_cast<double>(x(b, t, c)) * static_cast<double>(w.w_up(c, f));
+        }
+        h[f] = a * sigmoid_d(a) * u;
+      }
+      for (std::size_t c = 0; c < C; ++c) {
+        double s = 0.0;
+        for (std::size_t f = 0; f < F; ++f) s += h[f] * static_cast<double>(w.w_down(f, c));
+        y(b, t, c) = static_cast<float>(s);
+      }
+    }
+  return y;
+}
+// One token, C = F = 1: x = 1, w_gate 2, w_up 3, w_down 0.5, so a = 2, u = 3.
+TEST_CASE("one number through it: silu on the gate's branch, times the value's" *
+          doctest::description("hint 1")) {
+  const attn::SwigluWeights<float> w{matrix(1, 1, {2.0f}), matrix(1, 1, {3.0f}),
+                                     matrix(1, 1, {0.5f})};
+  Tensor<3> x = xt::ones<float>({1, 1, 1});
+  const Tensor<3> y = ex11::swiglu(x, w);
+  REQUIRE(y.shape() == (std::array<std::size_t, 3>{1, 1, 1}));
+  const double got = static_cast<double>(y(0, 0, 0));
+  const double want = 0.5 * 2.0 * sigmoid_d(2.0) * 3.0;  // w_down silu(a) u
+  const struct {
+    double value;
+    const char* mistake;
+  } mistakes[] = {
+      {0.5 * 3.0 * sigmoid_d(3.0) * 2.0,
+       "silu(x w_up) * (x w_gate): the branches are swapped, silu belongs to the gate's (w_gate)"},
+      {0.5 * sigmoid_d(2.0) * 3.0,
+       "sigmoid(a) * u: the gate is silu(a) = a sigmoid(a), not "
+       "sigmoid(a)"},
+      {0.5 * 6.0 * sigmoid_d(6.0),
+       "silu(a * u): silu acts on the gate's branch alone, before "
+       "the product"},
+      {0.5 * 2.0 * 3.0, "a * u: the gate never went through silu"},
+  };
+  for (const auto& m : mistakes) {
+    if (std::abs(got - m.value) < 1e-4 && std::abs(got - want) > 1e-4)
+      FAIL_CHECK("x 1, w_gate 2, w_up 3, w_down 0.5 gave " << got << " = "
+                                                           << std::string(m.mistake));
+  }
+  INFO("x 1, w_gate 2, w_up 3, w_down 0.5: a = 2, u = 3, expected 0.5 * silu(2) * 3 = " << want);
+  CHECK(got == doctest::Approx(want).epsilon(1e-5));
+}
+TEST_CASE("a gate of 0 lets nothing through" * doctest::description("hint 1")) {
+  const attn::SwigluWeights<float> w{xt::zeros<float>({3, 4}),
+                                     matrix(3, 4, std::vector<float>(12, 1.0f)),
+                                     matrix(4, 3, std::vector<float>(12, 1.0f))};
+  const Tensor<3> x = wiggly<3>({1, 2, 3}, 0.7, 2.0);
+  INFO("w_gate all 0: every a is 0, silu(0) = 0, so y must be 0 whatever w_up carries");
+  CHECK_TENSOR_NEAR(ex11::swiglu(x, w), xt::zeros<float>({1, 2, 3}), 1e-7, 0.0);
+}
+TEST_CASE("gates of +100 and -100: silu(100) = 100, silu(-100) = about 0, never NaN" *
+          doctest::description("hint 2")) {
+  const attn::SwigluWeights<float> w{matrix(1, 1, {1.0f}), matrix(1, 1, {1.0f}),
+                                     matrix(1, 1, {1.0f})};
+  Tensor<3> x(std::array<std::size_t, 3>{1, 2, 1});
+  x(0, 0, 0) = 100.0f;
+  x(0, 1, 0) = -100.0f;
+  const Tensor<3> y = ex11::swiglu(x, w);
+  REQUIRE(y.shape() == (std::array<std::size_t, 3>{1, 2, 1}));
+  INFO(
+      "a = u = x: y = silu(x) * x, expected 10000 at x = 100 and about 0 (3.7e-40) at x = -100, "
+      "got "
+      << y(0, 0, 0) << " and " << y(0, 1, 0)
+      << ". exp(100) overflows float (exp(89) already does): inf / inf or 0 * inf is NaN. "
+         "Write sigmoid so that no inf meets another inf or a 0, e.g. 1 / (1 + exp(-a)), or "
+         "compute it in double");
+  CHECK(std::isfinite(y(0, 0, 0)));
+  CHECK(std::isfinite(y(0, 1, 0)));
+  CHECK(static_cast<double>(y(0, 0, 0)) == doctest::Approx(10000.0).epsilon(1e-5));
+  CHECK(std::abs(y(0, 1, 0)) < 1e-6f);
+}
+TEST_CASE("every token matches a double-precision loop" * doctest::description("hint 3")) {
+  const Tensor<3> x = wiggly<3>({2, 3, 4}, 0.3, 1.5);
+  const attn::SwigluWeights<float> w{wiggly<2>({4, 6}, 1.1), wiggly<2>({4, 6}, 2.3),
+                                     wiggly<2>({6, 4}, 0.9)};
+  CHECK_TENSOR_NEAR(ex11::swiglu(x, w), swiglu_loop(x, w), 1e-5, 1e-4);
+}
+TEST_CASE("weights whose shapes disagree are rejected" * doctest::description("hint 1")) {
+  const Tensor<3> x = wiggly<3>({1, 2, 4}, 0.3);
+  const auto gate = wiggly<2>({4, 6}, 1.1), up = wiggly<2>({4, 6}, 2.3),
+             down = wiggly<2>({6, 4}, 0.9);
+  {
+    INFO("w_up (4, 5) where w_gate is (4, 6)");
+    CHECK_THROWS_AS(ex11::swiglu(x, {gate, wiggly<2>({4, 5}, 0.0), down}), std::invalid_argument);
+  }
+  {
+    INFO("w_down (6, 3) where x has C = 4");
+    CHECK_THROWS_AS(ex11::swiglu(x, {gate, up, wiggly<2>({6, 3}, 0.0)}), std::invalid_argument);
+  }
+  {
+    INFO("w_gate (3, 6) where x has C = 4");
+    CHECK_THROWS_AS(ex11::swiglu(x, {wiggly<2>({3, 6}, 0.0), wiggly<2>({3, 6}, 0.0), down}),
+                    std::invalid_argument);
+  }
+}
+}  // TEST_SUITE

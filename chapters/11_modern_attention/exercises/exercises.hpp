@@ -1,6 +1,6 @@
 // chapters/11_modern_attention/exercises/exercises.hpp: the exercises of chapter 11, modern
 // attention. Each function mirrors a piece of attn/ops/ (rope.hpp, rmsnorm.hpp, gqa.hpp,
-// swa.hpp) and is written in its own file beside this one. Check them with
+// swa.hpp, swiglu.hpp) and is written in its own file beside this one. Check them with
 // `build/default/bin/attn-check 11`.
 #pragma once
 
@@ -10,6 +10,7 @@
 #include "attn/core/xt.hpp"
 #include "attn/ops/rmsnorm.hpp"
 #include "attn/ops/swa.hpp"
+#include "attn/ops/swiglu.hpp"
 
 namespace ex11 {
 
@@ -58,5 +59,16 @@ attn::Tensor<3> alibi_bias(std::size_t n_heads, std::size_t T);
 // p in slot p % capacity) that hold the visible positions after `length` were written, oldest
 // first. Throws std::invalid_argument for capacity 0.
 std::vector<std::size_t> rolling_slots(std::size_t length, std::size_t capacity);
+
+// ex11.9, ex11_9_rope_rotate_half.cpp: RoPE in the rotate-half layout of GPT-NeoX and Hugging
+// Face, like attn::rope with attn::RopeLayout::rotate_half: the rotation of ex11.1 on features
+// stored evens first, odds after, x (B, H, T, hs) -> y (B, H, T, hs). Throws
+// std::invalid_argument for an odd or zero hs, or theta not > 0.
+attn::Tensor<4> rope_rotate_half(const attn::Tensor<4>& x, double theta, std::size_t offset);
+
+// ex11.10, ex11_10_swiglu.cpp: the SwiGLU feed-forward network, like attn::swiglu_forward:
+// x (B, T, C) -> y (B, T, C) through w_gate, w_up (C, F) and w_down (F, C), no biases. Throws
+// std::invalid_argument when a weight's shape disagrees with x and w_gate.
+attn::Tensor<3> swiglu(const attn::Tensor<3>& x, const attn::SwigluWeights<float>& w);
 
 }  // namespace ex11

@@ -1,6 +1,7 @@
 // chapters/12_fast_attention/exercises/exercises.hpp: the exercises of chapter 12, making
-// attention fast and long. Each function mirrors one of attn/ops/online_softmax.hpp and is written
-// in its own file beside this one. Check them with `build/default/bin/attn-check 12`.
+// attention fast and long. Each function mirrors one of attn/ops/online_softmax.hpp (ex12.4 a
+// step of attn/fast/flash.hpp's backward) and is written in its own file beside this one. Check
+// them with `build/default/bin/attn-check 12`.
 #pragma once
 
 #include <cstddef>
@@ -28,5 +29,22 @@ attn::Matrix attention_tile(const attn::Matrix& q, const attn::Matrix& k, const 
 // after every key was folded in (row.m, row.l), as a flash forward keeps it for its backward.
 // A row that saw no key gives -inf.
 float row_lse(const attn::OnlineRow& row);
+
+// What one (query tile, key tile) pair adds to the gradients of one causal head (ex12.4).
+struct TileGrads {
+  attn::Matrix dq;  // (rows, hs): added to dq's rows i0 .. i0 + rows - 1
+  attn::Matrix dk;  // (cols, hs): added to dk's rows j0 .. j0 + cols - 1
+  attn::Matrix dv;  // (cols, hs): added to dv's rows j0 .. j0 + cols - 1
+};
+
+// ex12.4, ex12_4_flash_backward_tile.cpp: one tile of the flash backward, like a step of
+// attn::fast::flash_attention_backward: queries [i0, i0 + rows) against keys [j0, j0 + cols),
+// rows = min(tile, T - i0), cols = min(tile, T - j0), from q, k, v, dout (T, hs), the forward's
+// lse (T,) and d (T,), d_t = dout_t . out_t. Summed over every tile pair: dL/dq, dL/dk, dL/dv.
+// Throws std::invalid_argument for tile 0, i0 or j0 >= T, or shapes that disagree.
+TileGrads flash_backward_tile(const attn::Matrix& q, const attn::Matrix& k, const attn::Matrix& v,
+                              const attn::Matrix& dout, const attn::Vector& lse,
+                              const attn::Vector& d, std::size_t i0, std::size_t j0,
+                              std::size_t tile);
 
 }  // namespace ex12
