@@ -60,6 +60,13 @@ struct Dims {
   bool causal;
 };
 
+// The same dimensions with the tile no larger than the sequence: one tile covers it either way
+// (the same products, the same bits), and the scratch of a short sequence stays small.
+Dims clamped(Dims n) {
+  n.tile = std::max<std::size_t>(1, std::min(n.tile, std::max(n.T, n.S)));
+  return n;
+}
+
 void check_blas_size(const char* fn, std::size_t n) {
   require(n <= static_cast<std::size_t>(INT_MAX), fn,
           [&] { return "size " + std::to_string(n) + " is too large for BLAS (int)"; });
@@ -194,8 +201,9 @@ void forward_tile(const Dims& n, Heads<const float> q, Heads<const float> k, Hea
 // head do more work than the first: tiles are handed out in the order 0, n-1, 1, n-2, ... so
 // that contiguous ranges of items carry about equal work. Each tile is computed the same way
 // whichever thread runs it.
-void flash_forward(const Dims& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
-                   Heads<float> out, float* lse) {
+void flash_forward(const Dims& dims, Heads<const float> q, Heads<const float> k,
+                   Heads<const float> v, Heads<float> out, float* lse) {
+  const Dims n = clamped(dims);
   const std::size_t tiles = (n.T + n.tile - 1) / n.tile;
   const std::size_t items = n.B * n.H * tiles;
   if (items == 0) return;
@@ -351,9 +359,10 @@ bool split_into_tiles(std::size_t pairs, std::size_t threads) {
 }
 
 // dq, dk, dv of every (b, h) over the library's threads, the same bits on any thread count.
-void flash_backward(const Dims& n, Heads<const float> q, Heads<const float> k, Heads<const float> v,
-                    Heads<const float> out, Heads<const float> dout, const float* lse,
-                    Heads<float> dq, Heads<float> dk, Heads<float> dv) {
+void flash_backward(const Dims& dims, Heads<const float> q, Heads<const float> k,
+                    Heads<const float> v, Heads<const float> out, Heads<const float> dout,
+                    const float* lse, Heads<float> dq, Heads<float> dk, Heads<float> dv) {
+  const Dims n = clamped(dims);
   const std::size_t pairs = n.B * n.H;
   if (pairs == 0 || n.T == 0) return;
   // 1. D = dO . O for every query: (B, H, T).
