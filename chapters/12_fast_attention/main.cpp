@@ -221,6 +221,10 @@ Ladder run_ladder(const Kernels& k, const Options& o, bool mine, bool timing, at
   }
   ladder_result.timing = timing;
   ladder_result.threads = threads;
+  if (threads == 1) {  // every row ran on one thread: one peak, the best of all the measurements
+    ladder_result.peak1 = ladder_result.peak_n =
+        std::max(ladder_result.peak1, ladder_result.peak_n);
+  }
   return ladder_result;
 }
 

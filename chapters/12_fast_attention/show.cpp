@@ -125,7 +125,13 @@ void show_ladder(const Ladder& ladder, const Options& o) {
           r.name);
     }
   }
-  if (timing) {
+  if (timing && ladder.threads == 1) {
+    fmt::print(
+        "GEMM peak ((1024, 1024) @ (1024, 1024)), measured after each row in this run, the\n"
+        "best kept: {} GFLOP/s; every row ran on 1 thread.\n",
+        num(ladder.peak1, 1));
+    print_blas_core();
+  } else if (timing) {
     fmt::print(
         "GEMM peak ((1024, 1024) @ (1024, 1024)), measured after each row in this run, the\n"
         "best kept: {} GFLOP/s on 1 thread, {} GFLOP/s on {} (rows 7 and the library kernel,\n"
