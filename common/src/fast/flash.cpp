@@ -266,10 +266,16 @@ void row_dots(const Dims& n, Heads<const float> out, Heads<const float> dout, st
 
 // One row of P: p_j = exp(s_j - L) for the first `visible` of `cols` scores, 0 after them (and
 // everywhere for a row that saw no finite score, L = -inf). Compiled for SSE2 and AVX2, like
-// online_softmax_row: 8 exps per instruction on AVX2, the same bits as one at a time.
+// online_softmax_row: 8 exps per instruction on AVX2, the same bits as one at a time. Written in
+// blocks of 8 as online_softmax_row is: GCC vectorises the 8 exps of a block (a plain loop over j
+// stayed scalar, one exp at a time, and took a sixth of the backward's time).
 ATTN_SIMD_CLONES void exp_row_minus(float* p, std::size_t visible, std::size_t cols, float L) {
   if (L == kNegInf) visible = 0;
-  for (std::size_t j = 0; j < visible; ++j) p[j] = detail::exp_nonpositive(p[j] - L);
+  constexpr std::size_t W = 8;
+  std::size_t j = 0;
+  for (; j + W <= visible; j += W)
+    for (std::size_t u = 0; u < W; ++u) p[j + u] = detail::exp_nonpositive(p[j + u] - L);
+  for (; j < visible; ++j) p[j] = detail::exp_nonpositive(p[j] - L);
   std::fill(p + visible, p + cols, 0.0f);
 }
 
