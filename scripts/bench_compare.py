@@ -45,6 +45,16 @@ over the context cropped to T_max for every token). Its math is checked before t
 window 16 (the last token then depends on at most 61 <= T_max tokens, so cropping changes
 nothing) its 150 greedy tokens must equal those of the whole-sequence sliding-window forward,
 written another way.
+
+Long context (chapter 12, --cases long): one causal multi-head forward (and, with --ops
+mha_fwd_bwd, forward + backward) with B 1, C 512, H 8, the four projections included, at T = 4096,
+8192, 16384, 32768 (--long-t; the backward up to 16384). Ours: `12_fast_attention --long T --kernel flash --timing` (the
+flash kernel, --chapter); PyTorch 2.x: x @ w_qkv, F.scaled_dot_product_attention(is_causal=True),
+@ w_o, in float32. Each run is a process of its own, ours and PyTorch's taking turns at each T,
+at the same thread count (each of --threads, default 1,2: OPENBLAS_NUM_THREADS and
+torch.set_num_threads);
+each prints its wall time, its CPU time (user + system) and its peak resident memory
+(getrusage), and the table gives the ratios. One pass at each T, the best of --rounds kept.
 """
 
 import argparse
@@ -760,7 +770,15 @@ def main():
                         help="seconds per repetition (default: 0.2)")
     parser.add_argument("--markdown", action="store_true", help="print one markdown table")
     parser.add_argument("--json", metavar="FILE", help="also write every measurement to FILE")
-    parser.add_argument("--cases", choices=["all", "forward", "generate", "train"], default="all",
+    parser.add_argument("--chapter", default="build/default/bin/12_fast_attention",
+                        help="with --cases long: chapter 12's binary (default: %(default)s)")
+    parser.add_argument("--long-t", metavar="LIST",
+                        help="with --cases long: the lengths (default: 4096,8192,16384,32768)")
+    parser.add_argument("--long-worker", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--long-backward", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--long-threads", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--cases", choices=["all", "forward", "generate", "train", "long"],
+                        default="all",
                         help="attention/block forward (and forward+backward, --ops), chapter "
                              "10's generation, chapter 09's training step, or all three "
                              "(default: %(default)s)")
@@ -811,6 +829,14 @@ def main():
             parser.error(f"--shapes {args.shapes}: expected some of " +
                          ", ".join("x".join(map(str, s)) for s in SHAPES))
         SHAPES[:] = chosen
+    if args.long_worker is not None:
+        torch_long_worker(args.long_worker, args.long_threads, args.long_backward)
+        return 0
+    if args.cases == "long":
+        if not (os.path.isfile(args.chapter) and os.access(args.chapter, os.X_OK)):
+            die(f"{args.chapter}: no such executable; build it first: "
+                "cmake --build --preset default --target 12_fast_attention")
+        return run_long(args, ops)
     if args.torch_worker is not None:
         torch_worker(args.torch_worker, args.repetitions, args.min_time, args.worker_cases, ops)
         return 0
@@ -849,6 +875,102 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1, default=str)
+    return 0
+
+
+LONG_TS = [4096, 8192, 16384, 32768]
+LONG_BACKWARD_MAX = 16384  # 12_fast_attention refuses --long 32768 --backward (its time limit)
+
+
+def torch_long_worker(T, threads, backward):
+    """One causal MHA forward (+ backward) at length T in PyTorch; prints a JSON line."""
+    import resource
+    import torch
+    import torch.nn.functional as F
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    B, C, H = 1, 512, 8
+    hs = C // H
+
+    def run(t):
+        x = torch.randn(B, t, C, requires_grad=backward)
+        w_qkv = (torch.randn(C, 3 * C) / math.sqrt(C)).requires_grad_(backward)
+        w_o = (torch.randn(C, C) / math.sqrt(C)).requires_grad_(backward)
+        start, cpu0 = time.perf_counter(), time.process_time()
+        with torch.set_grad_enabled(backward):
+            q, k, v = (x @ w_qkv).split(C, dim=2)
+            q, k, v = (z.view(B, t, H, hs).transpose(1, 2) for z in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            out = y.transpose(1, 2).reshape(B, t, C) @ w_o
+            if backward:
+                out.backward(torch.randn_like(out))
+        return time.perf_counter() - start, time.process_time() - cpu0
+
+    run(256)  # loads the kernels
+    wall, cpu = run(T)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"wall": wall, "cpu": cpu, "rss": rss, "version": torch.__version__}))
+
+
+def ours_long(chapter, T, threads, backward):
+    cmd = [chapter, "--long", str(T), "--kernel", "flash", "--timing"] + (
+        ["--backward"] if backward else [])
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        die(f"{' '.join(cmd)} exited with {proc.returncode}: {proc.stderr.strip()}")
+    row = next(line.split() for line in proc.stdout.splitlines() if line.startswith("flash "))
+    rss = next(line for line in proc.stdout.splitlines() if line.startswith("peak resident"))
+    value, unit = rss.split(": ")[1].split()
+    scale = {"KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}[unit]
+    # flash <heap> <unit> <time> s <cpu> s <GFLOP/s> <x floor>
+    return {"wall": float(row[3]), "cpu": float(row[5]), "rss": float(value) * scale}
+
+
+def torch_long(python, T, threads, backward):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+    cmd = [python, os.path.abspath(__file__), "--long-worker", str(T), "--long-threads",
+           str(threads)]
+    if backward:
+        cmd.append("--long-backward")
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        die(f"{' '.join(cmd)} exited with {proc.returncode}: {proc.stderr.strip()[-400:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run_long(args, ops):
+    python = (args.torch_python or [sys.executable])[-1]
+    modes = [False] + ([True] if "mha_fwd_bwd" in ops else [])
+    ts = [int(t) for t in args.long_t.split(",")] if args.long_t else LONG_TS
+    load = os.getloadavg()
+    print(f"long context: causal MHA B 1, C 512, H 8, projections included; the same threads "
+          f"on each side; load average {load[0]:.2f} at the start")
+    print(f"{'case':<20} {'ours wall':>10} {'torch wall':>10} {'ratio':>6} {'ours CPU':>9} "
+          f"{'torch CPU':>9} {'ratio':>6} {'ours RSS':>9} {'torch RSS':>9}")
+    version = ""
+    for threads, backward, T in ((n, b, T) for n in THREADS for b in modes for T in ts):
+        if backward and T > LONG_BACKWARD_MAX:
+            print(f"fwd+bwd T={T}: not run (above {LONG_BACKWARD_MAX}, the chapter's time limit "
+                  "refuses it)")
+            continue
+        best = {}
+        for _ in range(args.rounds):  # ours and PyTorch take turns
+            for side in ("ours", "torch"):
+                r = (ours_long(args.chapter, T, threads, backward) if side == "ours"
+                     else torch_long(python, T, threads, backward))
+                version = r.get("version", version)
+                if side not in best or r["cpu"] < best[side]["cpu"]:
+                    best[side] = r
+        o, t = best["ours"], best["torch"]
+        name = f"{'fwd+bwd' if backward else 'forward'} T={T} {threads}t"
+        mib = 1024.0 ** 2
+        print(f"{name:<20} {o['wall']:>9.3f}s {t['wall']:>9.3f}s {o['wall'] / t['wall']:>6.2f} "
+              f"{o['cpu']:>8.3f}s {t['cpu']:>8.3f}s {o['cpu'] / t['cpu']:>6.2f} "
+              f"{o['rss'] / mib:>6.0f}MiB {t['rss'] / mib:>6.0f}MiB", flush=True)
+    load = os.getloadavg()
+    print(f"PyTorch {version} ({python}); load average {load[0]:.2f} at the end; ratio: ours / "
+          "PyTorch (below 1: ours faster); RSS: each process's peak resident memory")
     return 0
 
 

@@ -27,6 +27,7 @@
 #include "attn/core/random.hpp"
 #include "attn/core/threads.hpp"
 #include "attn/fast/flash.hpp"
+#include "attn/fast/attention.hpp"
 #include "attn/fast/gemm.hpp"
 #include "ladder.hpp"
 #include "attn/term/cli.hpp"
@@ -36,6 +37,7 @@
 #include "attn/ops/attention.hpp"
 #include "exercises.hpp"
 
+#include "heap_count.hpp"
 #include "long_context.hpp"
 
 namespace ch12 {
@@ -80,6 +82,26 @@ double gemm_peak(std::size_t threads) {
   return 2.0 * static_cast<double>(n * n * n) / t / 1e9;
 }
 
+// The same product's GFLOP per CPU second (user + system over all threads), the best of 3: the
+// rate of a core while it runs, which other programs on a busy machine disturb much less than
+// the wall-clock rate.
+double gemm_peak_per_cpu(std::size_t threads) {
+  const std::size_t saved = attn::num_threads();
+  attn::set_num_threads(threads);
+  const std::size_t n = 1024;
+  attn::Rng rng(1);
+  const Matrix a = attn::randn(rng, n, n), b = attn::randn(rng, n, n);
+  Matrix c(Matrix::shape_type{n, n});
+  double best = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < 3; ++i) {
+    const double cpu0 = cpu_seconds();
+    attn::fast::gemm(n, n, n, 1.0f, a.data(), false, b.data(), false, 0.0f, c.data());
+    best = std::min(best, cpu_seconds() - cpu0);
+  }
+  attn::set_num_threads(saved);
+  return 2.0 * static_cast<double>(n * n * n) / best / 1e9;
+}
+
 double peak_rss_bytes() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -97,8 +119,9 @@ double cpu_seconds() {
   return sec(u.ru_utime) + sec(u.ru_stime);
 }
 
-// ---- --long T: one multi-head forward (and backward) through the flash kernel.
-// The reference's (B, H, T, T) weights at length T (B 1), in floats, and whether they fit its cap.
+// ---- --long T: one multi-head forward (and backward) through each kernel, side by side.
+// The (B, H, T, T) weights that the BLAS kernel and the reference keep at length T (B 1), in
+// floats, and whether they fit their cap.
 double reference_floats(std::size_t T) {
   return static_cast<double>(kLongH) * static_cast<double>(T) * static_cast<double>(T);
 }
@@ -124,45 +147,143 @@ double long_flops(std::size_t T, bool backward) {
   return flops;
 }
 
-double long_seconds(std::size_t T, std::size_t tile, bool backward, bool flash) {
+// The estimated seconds of one kernel's run: its FLOPs at the rate it reached on this course's
+// machine (flash ~25 GFLOP/s plus ~1 us per pair of tiles, BLAS ~10, the loops ~1).
+double kernel_seconds(std::size_t T, std::size_t tile, bool backward, const std::string& kernel) {
   const double flops = long_flops(T, backward);
-  if (!flash) return flops / 1e9;
+  if (kernel == "reference") return flops / 1e9;
+  if (kernel == "blas") return flops / 10e9;
   const double tiles = std::ceil(static_cast<double>(T) / static_cast<double>(tile));
   const double pairs = static_cast<double>(kLongH) * tiles * (tiles + 1.0) / 2.0;
   return flops / 25e9 + pairs * 1e-6 * (backward ? 3.0 : 1.0);
+}
+
+double long_seconds(std::size_t T, std::size_t tile, bool backward, bool flash) {
+  return kernel_seconds(T, tile, backward, flash ? "flash" : "reference");
 }
 
 double sweep_seconds(const std::vector<std::size_t>& ts, std::size_t tile, bool backward) {
   double seconds = 0.0;
   for (const std::size_t T : ts) {
     // Each child starts a process and measures the GEMM peak (--timing): about half a second.
-    seconds += 0.5 + long_seconds(T, tile, backward, true);
-    if (reference_fits(T)) seconds += 0.5 + long_seconds(T, tile, backward, false);
+    seconds += 0.5 + kernel_seconds(T, tile, backward, "flash");
+    if (reference_fits(T)) seconds += 0.5 + kernel_seconds(T, tile, backward, "blas");
   }
   return seconds;
 }
 
+namespace {
+
+// What one kernel's run measured.
+struct KernelRun {
+  std::string kernel;
+  bool ran = false;         // false: refused, its weights above the cap
+  double seconds = 0.0;     // wall clock
+  double cpu = 0.0;         // user + system, all threads
+  double heap_bytes = 0.0;  // the most it held at once through operator new (heap_count.hpp)
+  std::size_t threads = 1;
+  bool finite = true;
+};
+
+// What each kernel does, in one line of the table's legend.
+std::string kernel_what(const std::string& kernel, std::size_t tile) {
+  if (kernel == "flash") {
+    return fmt::format(
+        "attn::fast::mha_flash_forward: BLAS products on ({0}, {0}) tiles, online softmax, "
+        "no (T, T) matrix",
+        tile);
+  }
+  if (kernel == "blas") {
+    return "attn::fast::mha_forward keeping the weights: per head q k^T by BLAS (row blocks "
+           "up to their last key), a SIMD row softmax, weights @ v by BLAS; holds the (B, H, T, "
+           "T) weights";
+  }
+  return "attn::mha_forward, the reference: plain loops on one thread, sums in double; holds "
+         "the (B, H, T, T) weights";
+}
+
+KernelRun run_kernel(const std::string& kernel, const Tensor<3>& x, const attn::MhaWeights& w,
+                     const Tensor<3>& dout, bool backward, std::size_t tile) {
+  const std::size_t H = kLongH;
+  KernelRun r;
+  r.kernel = kernel;
+  r.ran = true;
+  r.threads = kernel == "reference" ? 1 : attn::num_threads();
+  const auto check_finite = [&](const Tensor<3>& t) {
+    r.finite =
+        r.finite && std::all_of(t.begin(), t.end(), [](float f) { return std::isfinite(f); });
+  };
+  const long before = heap_bytes();
+  reset_heap_peak();
+  const auto t0 = Clock::now();
+  const double cpu0 = cpu_seconds();
+  if (!backward) {
+    if (kernel == "flash") {
+      check_finite(attn::fast::mha_flash_forward(x, w, H, true, tile));
+    } else if (kernel == "blas") {
+      check_finite(attn::fast::mha_forward(x, w, H, true, /*need_weights=*/true).out);
+    } else {
+      check_finite(attn::mha_forward(x, w, H, true, /*need_weights=*/false).out);
+    }
+  } else {
+    attn::MhaWeights g = w;
+    for (attn::Matrix* m : {&g.w_q, &g.w_k, &g.w_v, &g.w_o}) m->fill(0.0f);
+    Tensor<3> dx;
+    if (kernel == "flash") {
+      attn::fast::FlashMhaCache cache;
+      check_finite(attn::fast::mha_flash_forward(x, w, H, true, cache, tile));
+      attn::fast::mha_flash_backward(dout, cache, w, H, true, dx, g, tile);
+    } else if (kernel == "blas") {
+      attn::fast::MhaCache cache;
+      check_finite(attn::fast::mha_forward(x, w, H, true, cache, /*need_weights=*/true));
+      attn::fast::mha_backward(dout, cache, w, H, true, dx, g);
+    } else {
+      attn::MhaCache cache;
+      check_finite(attn::mha_forward(x, w, H, true, cache));
+      attn::mha_backward(dout, cache, w, H, true, dx, g);
+    }
+    check_finite(dx);
+  }
+  r.seconds = seconds_since(t0);
+  r.cpu = cpu_seconds() - cpu0;
+  r.heap_bytes = static_cast<double>(heap_peak() - before);
+  return r;
+}
+
+}  // namespace
+
 void run_long(const attn::CommonOptions& common, const Options& o) {
   const std::size_t T = o.long_t, C = kLongC, H = kLongH, hs = C / H;
-  const bool flash = o.kernel == "flash";
-  if (!flash && o.kernel != "reference") {
-    throw attn::UsageError(fmt::format("--kernel must be flash or reference, got '{}'", o.kernel));
+  if (!o.kernel.empty() && o.kernel != "flash" && o.kernel != "blas" && o.kernel != "reference") {
+    throw attn::UsageError(
+        fmt::format("--kernel must be flash, blas or reference, got '{}'", o.kernel));
   }
-  if (!flash && !reference_fits(T)) {
+  const bool one = !o.kernel.empty();
+  if (one && o.kernel != "flash" && !reference_fits(T)) {
     throw attn::UsageError(fmt::format(
-        "--long {} with --kernel reference needs the (B, H, T, T) weights, {} x {} x {} floats "
+        "--long {} with --kernel {} needs the (B, H, T, T) weights, {} x {} x {} floats "
         "= {}, above the cap of {}: use --kernel flash, or T at most {}",
-        T, H, T, T, bytes_text(reference_floats(T) * 4.0),
+        T, o.kernel, H, T, T, bytes_text(reference_floats(T) * 4.0),
         bytes_text(static_cast<double>(kReferenceCap) * 4.0), reference_max_t()));
   }
-  if (const double seconds = long_seconds(T, o.tile, o.backward, flash);
-      seconds > kMaxLongSeconds) {
+  // Without --kernel: flash and, where its weights fit, the BLAS kernel, in this order.
+  std::vector<std::string> kernels;
+  if (one) {
+    kernels.push_back(o.kernel);
+  } else {
+    kernels.emplace_back("flash");
+    if (reference_fits(T)) kernels.emplace_back("blas");
+  }
+  double seconds = 0.0;
+  for (const std::string& k : kernels) seconds += kernel_seconds(T, o.tile, o.backward, k);
+  if (seconds > kMaxLongSeconds) {
     // What would help: a shorter T always; a larger tile where the tiles' count dominates.
     std::vector<std::string> ways{"lower --long"};
     if (o.backward) ways.emplace_back("drop --backward");
-    if (!flash) ways.emplace_back("use --kernel flash");
-    if (flash && o.tile < 64 && long_seconds(T, 64, o.backward, true) < seconds / 2.0) {
-      ways.emplace_back("raise --tile (64 by default)");
+    if (o.kernel == "reference") ways.emplace_back("use --kernel flash");
+    if (o.kernel != "reference" && o.tile < attn::fast::kFlashTile &&
+        kernel_seconds(T, attn::fast::kFlashTile, o.backward, "flash") < seconds / 2.0) {
+      ways.emplace_back(fmt::format("raise --tile ({} by default)", attn::fast::kFlashTile));
     }
     std::string lower = ways[0];
     for (std::size_t i = 1; i < ways.size(); ++i) {
@@ -171,74 +292,101 @@ void run_long(const attn::CommonOptions& common, const Options& o) {
     throw attn::UsageError(fmt::format(
         "--long {}{} with --kernel {}{} would run for about {:.0f} s here, more than the limit of "
         "{:.0f} s: {}",
-        T, o.backward ? " --backward" : "", o.kernel,
-        flash ? fmt::format(" and --tile {}", o.tile) : std::string(), seconds, kMaxLongSeconds,
-        lower));
+        T, o.backward ? " --backward" : "", one ? o.kernel : "flash",
+        o.kernel != "reference" ? fmt::format(" and --tile {}", o.tile) : std::string(), seconds,
+        kMaxLongSeconds, lower));
   }
+  const std::size_t threads = attn::num_threads();
   fmt::print("Chapter 12: long context\n");
-  fmt::print("causal multi-head attention, B 1, T {}, C {}, H {} (hs {}), kernel {}{}\n", T, C, H,
-             hs, o.kernel, o.backward ? ", forward + backward" : ", forward");
+  fmt::print("causal multi-head attention, B 1, T {}, C {}, H {} (hs {}), {}, {} thread{}{}\n", T,
+             C, H, hs, o.backward ? "forward + backward" : "forward", threads,
+             threads == 1 ? "" : "s",
+             o.kernel == "reference" ? " (the reference runs on one)" : " for every kernel");
   attn::Rng rng(common.seed);
   const Tensor<3> x = attn::randn<3>(rng, {1, T, C});
   const attn::MhaWeights w = attn::mha_init(rng, C, 1.0f / std::sqrt(static_cast<float>(C)));
+  const Tensor<3> dout = o.backward ? attn::randn<3>(rng, {1, T, C}) : Tensor<3>();
   const double proj = projection_flops(T);
   const double flops = long_flops(T, o.backward);
-  const auto t0 = Clock::now();
-  const double cpu0 = cpu_seconds();
-  bool finite = true;
-  const auto check_finite = [&](const Tensor<3>& t) {
-    finite = finite && std::all_of(t.begin(), t.end(), [](float f) { return std::isfinite(f); });
-  };
-  if (!o.backward) {
-    const Tensor<3> out = flash ? attn::fast::mha_flash_forward(x, w, H, true, o.tile)
-                                : attn::mha_forward(x, w, H, true, /*need_weights=*/false).out;
-    check_finite(out);
-  } else {
-    const Tensor<3> dout = attn::randn<3>(rng, {1, T, C});
-    attn::MhaWeights g = w;
-    for (attn::Matrix* m : {&g.w_q, &g.w_k, &g.w_v, &g.w_o}) m->fill(0.0f);
-    Tensor<3> dx;
-    if (flash) {
-      attn::fast::FlashMhaCache cache;
-      check_finite(attn::fast::mha_flash_forward(x, w, H, true, cache, o.tile));
-      attn::fast::mha_flash_backward(dout, cache, w, H, true, dx, g, o.tile);
-    } else {
-      attn::MhaCache cache;
-      check_finite(attn::mha_forward(x, w, H, true, cache));
-      attn::mha_backward(dout, cache, w, H, true, dx, g);
-    }
-    check_finite(dx);
-  }
-  const double seconds = seconds_since(t0);
-  const double cpu = cpu_seconds() - cpu0;
+  std::vector<KernelRun> runs;
+  for (const std::string& k : kernels)
+    runs.push_back(run_kernel(k, x, w, dout, o.backward, o.tile));
   const double rss = peak_rss_bytes();  // before the GEMM peak below allocates its matrices
-  fmt::print("{} GFLOP ({} in the attention products); outputs {}\n",
+  bool finite = true;
+  for (const KernelRun& r : runs) finite = finite && r.finite;
+  fmt::print("{} GFLOP ({} in the attention products, the visible pairs only); outputs {}\n",
              attn::format_significant(flops / 1e9),
              attn::format_significant((flops - proj * (o.backward ? 3.0 : 1.0)) / 1e9),
              finite ? "all finite" : "NOT all finite");
   attn::claim(finite, "the long-context outputs are all finite");
-  if (!common.timing) {
-    fmt::print("(add --timing for the time, GFLOP/s, the GEMM peak and the peak memory)\n");
+  const bool timing = common.timing;
+  // The GEMM peak at the kernels' thread count, measured now, in this run.
+  const double peak = timing ? gemm_peak(threads) : 0.0;
+  const double cpu_peak = timing ? gemm_peak_per_cpu(threads) : 0.0;
+  fmt::print("\n{} {}", attn::align_left("kernel", 10), attn::align_right("peak heap", 11));
+  if (timing) {
+    fmt::print(" {} {} {} {} {}", attn::align_right("time", 9), attn::align_right("CPU time", 9),
+               attn::align_right("GFLOP/s", 8), attn::align_right("x floor", 8),
+               attn::align_right("CPU x floor", 11));
+  }
+  fmt::print("\n");
+  for (const KernelRun& r : runs) {
+    fmt::print("{} {}", attn::align_left(r.kernel, 10),
+               attn::align_right(bytes_text(r.heap_bytes), 11));
+    if (timing) {
+      const double p = r.threads == threads ? peak : gemm_peak(r.threads);
+      const double pc = r.threads == threads ? cpu_peak : gemm_peak_per_cpu(r.threads);
+      fmt::print(" {} {} {} {} {}", attn::align_right(num(r.seconds, 3) + " s", 9),
+                 attn::align_right(num(r.cpu, 3) + " s", 9),
+                 attn::align_right(num(flops / r.seconds / 1e9, 1), 8),
+                 attn::align_right(num(r.seconds / (flops / (p * 1e9)), 2) + "x", 8),
+                 attn::align_right(num(r.cpu / (flops / (pc * 1e9)), 2) + "x", 11));
+    }
+    fmt::print("\n");
+  }
+  if (!one && !reference_fits(T)) {
+    fmt::print("{} {}\n", attn::align_left("blas", 10),
+               fmt::format("refused: its (B, H, T, T) weights would be {}, above the cap of {}",
+                           bytes_text(reference_floats(T) * 4.0),
+                           bytes_text(static_cast<double>(kReferenceCap) * 4.0)));
+  }
+  for (const KernelRun& r : runs) fmt::print("  {}: {}\n", r.kernel, kernel_what(r.kernel, o.tile));
+  fmt::print(
+      "peak heap: the most the kernel held at once through operator new (every allocation\n"
+      "counted), its output included, beyond x and the weights.\n");
+  if (runs.size() == 2) {
+    const double ratio = runs[1].heap_bytes / runs[0].heap_bytes;
+    fmt::print("The BLAS kernel held {}x the flash kernel's memory.\n", num(ratio, 1));
+  }
+  if (!timing) {
+    fmt::print("(add --timing for the times, GFLOP/s and the GEMM floor)\n");
     return;
   }
-  const std::size_t threads = attn::num_threads();
-  const double peak = gemm_peak(threads);
-  const double at_peak = flops / (peak * 1e9);
-  fmt::print("time {} s, {} GFLOP/s on {} thread{}\n", num(seconds, 3),
-             num(flops / seconds / 1e9, 1), threads, threads == 1 ? "" : "s");
-  fmt::print("CPU time {} s over all threads ({} of {} cores busy on average)\n", num(cpu, 2),
-             num(cpu / seconds, 2), threads);
-  fmt::print("GEMM peak {} GFLOP/s: these FLOPs at peak take {} s, this run {}x that\n",
-             num(peak, 1), num(at_peak, 2), num(seconds / at_peak, 2));
+  fmt::print(
+      "x floor: the time over what these FLOPs take at the GEMM peak measured now, {} GFLOP/s\n"
+      "on {} thread{} ((1024, 1024) @ (1024, 1024)); CPU time: user + system over all threads;\n"
+      "CPU x floor: the CPU time over what these FLOPs take at that GEMM's {} GFLOP per CPU\n"
+      "second (on a shared machine the steadier of the two).\n",
+      num(peak, 1), threads, threads == 1 ? "" : "s", num(cpu_peak, 1));
+  if (runs.size() == 2) {
+    fmt::print(
+        "flash took {}x the BLAS kernel's time and {}x its CPU time, on the same {} "
+        "thread{}.\n",
+        num(runs[0].seconds / runs[1].seconds, 2), num(runs[0].cpu / runs[1].cpu, 2), threads,
+        threads == 1 ? "" : "s");
+  }
   print_blas_core();
-  fmt::print("peak resident memory of the process (getrusage): {}\n", bytes_text(rss));
+  if (runs.size() == 1) {
+    fmt::print("time {} s\n", num(runs[0].seconds, 3));
+    fmt::print("peak resident memory of the process (getrusage): {}\n", bytes_text(rss));
+  }
 }
 
-// ---- --sweep T1,T2,...: --long at each T, for the reference and the flash kernel, each run in
+// ---- --sweep T1,T2,...: --long at each T, for the BLAS kernel and the flash kernel, each run in
 // its own process (this binary again, /proc/self/exe) so that each peak memory is its own.
 struct SweepPoint {
   std::size_t T = 0;
-  bool ran = false;        // false: the reference refused (its weights above the cap)
+  bool ran = false;        // false: the BLAS kernel refused (its weights above the cap)
   double seconds = 0.0;    // the child's "time" line (with --timing)
   double rss_bytes = 0.0;  // the child's peak resident memory
 };
@@ -358,7 +506,7 @@ SweepPoint run_child(const attn::CommonOptions& common, const Options& o, std::s
 std::vector<attn::Series> sweep_series(const std::vector<SweepPoint>& ref,
                                        const std::vector<SweepPoint>& flash, bool memory) {
   std::vector<attn::Series> series(2);
-  series[0].name = "reference (keeps the weights)";
+  series[0].name = "BLAS (keeps the weights)";
   series[1].name = "flash kernel";
   series[1].dashed = true;
   for (std::size_t k = 0; k < 2; ++k) {
@@ -382,7 +530,7 @@ void write_sweep_svgs(const std::filesystem::path& dir, const std::vector<SweepP
   c.x_label = "T (log scale)";
   const std::string what = backward ? "forward + backward" : "forward";
   const std::string stop =
-      fmt::format("the reference stops above T = {} (1 GiB of weights)", reference_max_t());
+      fmt::format("BLAS stops above T = {} (1 GiB of weights)", reference_max_t());
   c.title = fmt::format("Causal MHA {} (B 1, C 512, H 8): peak memory; {}", what, stop);
   c.y_label = "peak resident memory, MiB";
   attn::write_svg(dir / "long_memory.svg", attn::line_chart_svg(sweep_series(ref, flash, true), c));
@@ -397,12 +545,14 @@ void run_sweep(const attn::CommonOptions& common, const Options& o) {
   if (const double seconds = sweep_seconds(ts, o.tile, o.backward); seconds > kMaxLongSeconds) {
     throw attn::UsageError(fmt::format(
         "--sweep of {} length{}{} with --tile {} would run for about {:.0f} s here (each length "
-        "once with flash, and with the reference up to T = {}), more than the limit of {:.0f} s: "
+        "once with flash, and with the BLAS kernel up to T = {}), more than the limit of {:.0f} s: "
         "give fewer or shorter lengths{}",
         ts.size(), ts.size() == 1 ? "" : "s", o.backward ? " --backward" : "", o.tile, seconds,
         reference_max_t(), kMaxLongSeconds,
-        o.tile < 64 && sweep_seconds(ts, 64, o.backward) < seconds / 2.0 ? ", or raise --tile"
-                                                                         : ""));
+        o.tile < attn::fast::kFlashTile &&
+                sweep_seconds(ts, attn::fast::kFlashTile, o.backward) < seconds / 2.0
+            ? ", or raise --tile"
+            : ""));
   }
   fmt::print("Chapter 12: time and peak memory against T\n");
   fmt::print(
@@ -411,7 +561,7 @@ void run_sweep(const attn::CommonOptions& common, const Options& o) {
       o.backward ? "forward + backward" : "forward", kLongC, kLongH, o.tile);
   const bool timing = common.timing;
   fmt::print("{}", attn::align_right("T", 6));
-  for (const char* k : {"reference", "flash"}) {
+  for (const char* k : {"blas", "flash"}) {
     if (timing) fmt::print("  {}", attn::align_right(std::string(k) + " time", 15));
     fmt::print("  {}", attn::align_right(std::string(k) + " memory", 17));
   }
@@ -420,7 +570,7 @@ void run_sweep(const attn::CommonOptions& common, const Options& o) {
   for (const std::size_t T : ts) {
     SweepPoint r;
     r.T = T;
-    if (reference_fits(T)) r = run_child(common, o, T, "reference");
+    if (reference_fits(T)) r = run_child(common, o, T, "blas");
     const SweepPoint f = run_child(common, o, T, "flash");
     ref.push_back(r);
     flash.push_back(f);
@@ -437,7 +587,7 @@ void run_sweep(const attn::CommonOptions& common, const Options& o) {
     fmt::print("\n");
   }
   fmt::print(
-      "refused: the reference's (B, H, T, T) weights would pass its cap of {} (T above {})\n",
+      "refused: the BLAS kernel's (B, H, T, T) weights would pass its cap of {} (T above {})\n",
       bytes_text(static_cast<double>(kReferenceCap) * 4.0), reference_max_t());
   if (common.svg_dir) {
     write_sweep_svgs(*common.svg_dir, ref, flash, timing, o.backward);

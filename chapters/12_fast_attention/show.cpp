@@ -26,7 +26,9 @@ void show_header(std::uint64_t seed, bool mine) {
 // ---- 1. The online softmax, by hand.
 void show_online_scores(const OnlineByHand& h) {
   attn::section(1, "The online softmax, by hand");
-  fmt::print("One query's 8 scores, arriving in two tiles of 4, and their values v (8, 2):\n");
+  fmt::print(
+      "One query's 8 scores, arriving in two tiles of 4, and their values v (8, 2){}:\n",
+      h.swapped ? "\n(drawn, then the two tiles swapped so that the second raises the max)" : "");
   fmt::print("  s = [");
   for (std::size_t j = 0; j < h.s.shape()[1]; ++j) {
     fmt::print("{}{}", j ? ", " : "", num(h.s(0, j), 3));
@@ -41,10 +43,16 @@ void show_online_tile(const TileStep& step) {
   if (step.number > 1) {
     const std::string a = num(step.rescale, 4);
     if (row.m > step.m_before) {
-      fmt::print("  (the max grew: the old l and acc were rescaled by a = {})\n", a);
+      fmt::print(
+          "\n  the max grew from {} to {}: the old l and acc were rescaled by\n"
+          "  a = exp({} - {}) = {} before this tile's terms were added\n",
+          num(step.m_before, 4), num(row.m, 4), num(step.m_before, 4), num(row.m, 4), a);
     } else {
       fmt::print("  (the max stayed: a = exp(0) = {}, nothing rescaled)\n", a);
     }
+    // The example is chosen so that tile 2 raises the max (main.cpp, draw_online_row).
+    attn::claim(row.m > step.m_before && step.rescale < 1.0,
+                "the worked online softmax rescales at its second tile");
   } else {
     fmt::print("\n");
   }
@@ -129,11 +137,17 @@ void show_ladder(const Ladder& ladder, const Options& o) {
       }
     }
   }
-  if (timing) {
+  if (timing && ladder.threads == 1) {
     fmt::print(
-        "GEMM peak measured in this run ((1024, 1024) @ (1024, 1024)): {} GFLOP/s on 1\n"
-        "thread, {} GFLOP/s on {} (rows 7 and the library kernel are measured against the\n"
-        "second).\n",
+        "GEMM peak ((1024, 1024) @ (1024, 1024)), measured after each row in this run, the\n"
+        "best kept: {} GFLOP/s; every row ran on 1 thread.\n",
+        num(ladder.peak1, 1));
+    print_blas_core();
+  } else if (timing) {
+    fmt::print(
+        "GEMM peak ((1024, 1024) @ (1024, 1024)), measured after each row in this run, the\n"
+        "best kept: {} GFLOP/s on 1 thread, {} GFLOP/s on {} (rows 7 and the library kernel,\n"
+        "which run on those threads, are measured against the second).\n",
         num(ladder.peak1, 1), num(ladder.peak_n, 1), ladder.threads);
     print_blas_core();
   }

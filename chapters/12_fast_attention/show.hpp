@@ -20,6 +20,9 @@ using attn::Matrix;
 struct OnlineByHand {
   Matrix s;  // (1, 8): the query's scores
   Matrix v;  // (8, 2): their values
+  // The tiles in the order that makes the second raise the running max (so it rescales): drawn,
+  // then swapped when the first held the larger max.
+  bool swapped = false;
 };
 
 // The running state of the row after one tile.

@@ -21,12 +21,26 @@ attn_cli_test(ch12.head_size_zero EXIT 2 MATCH "--head-size must be at least 1, 
 attn_cli_test(ch12.reference_above_cap EXIT 2
               MATCH "--long 16384 with --kernel reference needs the \\(B, H, T, T\\) weights, .* above the cap of 1.00 GiB: use --kernel flash, or T at most 5792"
               COMMAND 12_fast_attention --long 16384 --kernel reference)
-attn_cli_test(ch12.kernel_unknown EXIT 2 MATCH "--kernel must be flash or reference, got 'turbo'"
+attn_cli_test(ch12.kernel_unknown EXIT 2 MATCH "--kernel must be flash, blas or reference, got 'turbo'"
               COMMAND 12_fast_attention --long 64 --kernel turbo)
 attn_cli_test(ch12.kernel_without_long EXIT 2 MATCH "--kernel needs --long T"
               COMMAND 12_fast_attention --kernel reference)
 attn_cli_test(ch12.backward_without_long EXIT 2 MATCH "--backward needs --long T"
               COMMAND 12_fast_attention --backward)
+# The BLAS kernel keeps the (B, H, T, T) weights too: the same cap as the reference.
+attn_cli_test(ch12.blas_above_cap EXIT 2
+              MATCH "--long 8192 with --kernel blas needs the \\(B, H, T, T\\) weights, .* above the cap of 1.00 GiB: use --kernel flash, or T at most 5792"
+              COMMAND 12_fast_attention --long 8192 --kernel blas)
+# Without --kernel, --long runs flash and the BLAS kernel side by side, each one's peak heap
+# measured by the allocation counter: at T = 2048 the BLAS kernel's (8, 2048, 2048) weights
+# alone are 128 MiB, flash holds the (T, 3C) projections and the output, 16 MiB.
+attn_cli_test(ch12.long_side_by_side EXIT 0 STDOUT
+              MATCH "flash +16\\.[0-9] MiB\nblas +14[0-9]\\.[0-9] MiB\n"
+              COMMAND 12_fast_attention --long 2048)
+# Above the cap the BLAS row says why it did not run, and flash runs alone.
+attn_cli_test(ch12.long_blas_refused EXIT 0 STDOUT
+              MATCH "\nblas +refused: its \\(B, H, T, T\\) weights would be 2.00 GiB"
+              COMMAND 12_fast_attention --long 8192)
 # --sweep: a list of lengths for the chart of time and memory against T.
 attn_cli_test(ch12.sweep_no_value EXIT 2 MATCH "--sweep needs a value"
               COMMAND 12_fast_attention --sweep=)
@@ -77,12 +91,12 @@ set_tests_properties(cli.ch12.sweep_sigterm PROPERTIES LABELS "cli;ch12;robust")
 # and tile pairs, long_context.hpp) and held to about two and a half minutes; past it, refused
 # at once, naming the flags that would help.
 attn_cli_test(ch12.long_tile_1_past_the_time_budget EXIT 2
-              MATCH "^12_fast_attention: error: --long 32768 with --kernel flash and --tile 1 would run for about [0-9]+ s here, more than the limit of 150 s: lower --long or raise --tile \\(64 by default\\)"
+              MATCH "^12_fast_attention: error: --long 32768 with --kernel flash and --tile 1 would run for about [0-9]+ s here, more than the limit of 150 s: lower --long or raise --tile \\(256 by default\\)"
               COMMAND 12_fast_attention --long 32768 --tile 1)
 attn_cli_test(ch12.long_backward_past_the_time_budget EXIT 2
-              MATCH "^12_fast_attention: error: --long 32768 --backward with --kernel flash and --tile 64 would run for about [0-9]+ s here, more than the limit of 150 s: lower --long or drop --backward"
+              MATCH "^12_fast_attention: error: --long 32768 --backward with --kernel flash and --tile 256 would run for about [0-9]+ s here, more than the limit of 150 s: lower --long or drop --backward"
               COMMAND 12_fast_attention --long 32768 --backward)
 string(REPEAT "64," 499 sweep_500)  # 500 lengths, each short: the children add up
 attn_cli_test(ch12.sweep_past_the_time_budget EXIT 2
-              MATCH "^12_fast_attention: error: --sweep of 500 lengths with --tile 64 would run for about [0-9]+ s here .*: give fewer or shorter lengths"
+              MATCH "^12_fast_attention: error: --sweep of 500 lengths with --tile 256 would run for about [0-9]+ s here .*: give fewer or shorter lengths"
               COMMAND 12_fast_attention --sweep ${sweep_500}64)

@@ -1,10 +1,10 @@
 // Tests for attn/fast/flash.hpp: the flash-style forward and backward against the reference
 // attn::scaled_dot_product_attention / its backward / attn::mha_forward / mha_backward, over
 // shapes where the tiles change paths (T = 1, T not a multiple of the tile, odd head sizes,
-// S != T, tiles of 1, 3, 64), causal and not, on 1 and 3 threads; the log-sum-exp against a
-// naive double loop; the same bits on any thread count (whole heads or tiles per thread); no
-// allocation as large as a (T, T) matrix; the fast path's switch to this kernel for long
-// sequences; and the training path through it (the block and the model, forward and backward,
+// S != T, tiles of 1, 3, 64, 100 and the default 256), causal and not, on 1 and 3 threads; the
+// log-sum-exp against a naive double loop; the same bits on any thread count (whole heads or tiles
+// per thread); no allocation as large as a (T, T) matrix; the fast path's switch to this kernel for
+// long sequences; and the training path through it (the block and the model, forward and backward,
 // against their float64 twins on both sides of kFlashMinT).
 #include <doctest/doctest.h>
 
@@ -177,6 +177,61 @@ TEST_CASE("the flash backward equals the reference backward at many shapes, tile
   }
 }
 
+TEST_CASE("the default tile (256) at T below, above and not a multiple of it, odd T and hs") {
+  // kFlashTile and a tile that divides none of these lengths: forward and backward against the
+  // reference, on 1 and 3 threads.
+  const std::vector<Shape> shapes = {{1, 2, 255, 255, 16, 16},
+                                     {1, 1, 257, 257, 7, 5},
+                                     {2, 1, 600, 600, 8, 8},
+                                     {1, 1, 3, 300, 4, 4}};
+  attn::Rng rng(1203);
+  for (const Shape& s : shapes) {
+    const Inputs in = inputs(rng, s);
+    for (const bool causal : {false, true}) {
+      if (causal && s.S != s.T) continue;
+      const attn::AttentionResult ref =
+          attn::scaled_dot_product_attention(in.q, in.k, in.v, causal);
+      const attn::AttentionGrads g = attn::scaled_dot_product_attention_backward(
+          in.dout, in.q, in.k, in.v, ref.weights, causal);
+      for (const std::size_t tile : {attn::fast::kFlashTile, std::size_t{100}}) {
+        CAPTURE(s.T);
+        CAPTURE(s.S);
+        CAPTURE(causal);
+        CAPTURE(tile);
+        on_1_and_3_threads([&] {
+          const attn::fast::FlashResult f =
+              attn::fast::flash_attention(in.q, in.k, in.v, causal, tile);
+          CHECK_TENSOR_NEAR(f.out, ref.out, kAtol, kRtol);
+          const attn::AttentionGrads fg = attn::fast::flash_attention_backward(
+              in.dout, in.q, in.k, in.v, f.out, f.lse, causal, tile);
+          CHECK_TENSOR_NEAR(fg.dq, g.dq, kAtol, kRtol);
+          CHECK_TENSOR_NEAR(fg.dk, g.dk, kAtol, kRtol);
+          CHECK_TENSOR_NEAR(fg.dv, g.dv, kAtol, kRtol);
+        });
+      }
+    }
+  }
+}
+
+TEST_CASE("a tile longer than the sequence computes what a tile of exactly its length does") {
+  // The kernel clamps the tile to the sequence (one tile either way): the same bits, forward and
+  // backward.
+  attn::Rng rng(1204);
+  const Shape s{1, 2, 67, 67, 8, 8};
+  const Inputs in = inputs(rng, s);
+  const attn::fast::FlashResult exact = attn::fast::flash_attention(in.q, in.k, in.v, true, 67);
+  const attn::fast::FlashResult longer =
+      attn::fast::flash_attention(in.q, in.k, in.v, true, attn::fast::kMaxFlashTile);
+  CHECK(same_bits(exact.out, longer.out));
+  const attn::AttentionGrads ge = attn::fast::flash_attention_backward(
+      in.dout, in.q, in.k, in.v, exact.out, exact.lse, true, 67);
+  const attn::AttentionGrads gl = attn::fast::flash_attention_backward(
+      in.dout, in.q, in.k, in.v, exact.out, exact.lse, true, attn::fast::kMaxFlashTile);
+  CHECK(same_bits(ge.dq, gl.dq));
+  CHECK(same_bits(ge.dk, gl.dk));
+  CHECK(same_bits(ge.dv, gl.dv));
+}
+
 TEST_CASE("a forgotten rescale of the partial output would fail the comparison") {
   // The test's teeth: the flash output differs from a one-tile-only softmax (what a kernel that
   // never rescales by exp(m - m') computes for the first tile) by far more than the tolerance.
@@ -218,13 +273,20 @@ TEST_CASE("the flash kernel never allocates a (T, T) matrix") {
   attn::Rng rng(1204);
   const std::size_t T = 2048, hs = 16;
   const Inputs in = inputs(rng, {1, 2, T, T, hs, hs});
+  const std::size_t saved = attn::num_threads(), threads = 2;
+  attn::set_num_threads(threads);
   g_largest.store(0);
   const attn::fast::FlashResult f = attn::fast::flash_attention(in.q, in.k, in.v, true);
   const attn::AttentionGrads g =
       attn::fast::flash_attention_backward(in.dout, in.q, in.k, in.v, f.out, f.lse, true);
+  attn::set_num_threads(saved);
   const std::size_t largest = g_largest.load();
   INFO("largest allocation " << largest << " bytes; one head's (T, T) scores " << T * T * 4);
-  CHECK(largest <= 2 * T * hs * 4);  // q, k, v, out: (B, H, T, hs) floats, B H = 2
+  // The largest of q, k, v, out ((B, H, T, hs) floats, B H = 2) and the threads' scratch (the
+  // backward's two (tile, tile) blocks per thread): a sixteenth of one (T, T) matrix here.
+  const std::size_t tile = attn::fast::kFlashTile;
+  CHECK(largest <= std::max(2 * T * hs * 4, threads * 2 * tile * tile * 4));
+  CHECK(largest * 16 <= T * T * 4);
   CHECK(g.dq.size() == in.q.size());
 }
 
