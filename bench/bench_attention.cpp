@@ -44,6 +44,7 @@
 #include "attn/model/model.hpp"
 #include "attn/core/random.hpp"
 #include "attn/core/threads.hpp"
+#include "attn/io/text.hpp"
 
 namespace {
 
@@ -453,7 +454,18 @@ int main(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);  // a write past `ulimit -f` fails (EFBIG) instead of killing
   std::atexit(check_stdout_at_exit);
   benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  // What Google Benchmark left is not a flag it knows: one line naming the first of them, in
+  // this program's name (its own report prints argv[0] with its whole path, a line for each).
+  if (argc > 1) {
+    const std::string arg = attn::printable_bytes(argv[1]);
+    std::fprintf(
+        stderr,
+        "attn-bench: error: %s '%s': Google Benchmark's flags start with --benchmark_ "
+        "(attn-bench --help lists them)\n",
+        arg.rfind('-', 0) == 0 && arg.size() > 1 ? "unknown option" : "unexpected argument",
+        arg.c_str());
+    return 2;
+  }
   benchmark::AddCustomContext("openblas_core", attn::blas_core());
   if (const std::string warning = attn::blas_core_warning(); !warning.empty()) {
     std::fprintf(stderr, "attn-bench: warning: %s\n", warning.c_str());

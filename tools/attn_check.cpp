@@ -37,6 +37,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -958,8 +959,20 @@ void print_help() {
       kUsage);
 }
 
+// An argument quoted in a message reaches the terminal escaped: a control character (ESC, a
+// newline) or a byte above 0x7e as \xNN, never raw (this tool does not link attn_io's
+// printable_bytes, so non-ASCII letters are escaped too).
+std::string escaped(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    const auto b = static_cast<unsigned char>(c);
+    out += b < 0x20 || b > 0x7e ? fmt::format("\\x{:02x}", b) : std::string(1, c);
+  }
+  return out;
+}
+
 int usage_error(const std::string& message) {
-  fmt::print(stderr, "attn-check: error: {} ({})\n", message, kUsage);
+  fmt::print(stderr, "attn-check: error: {} ({})\n", escaped(message), kUsage);
   return 2;
 }
 

@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "attn/io/text.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/ops/attention_ref.hpp"
 #include "attn/ops/gqa.hpp"
@@ -1363,7 +1364,9 @@ std::string fmt_err(double e) {
 }
 
 int usage_error(std::string_view what) {
-  fmt::print(stderr, "attn-golden: error: {} (run attn-golden --help)\n", what);
+  // A path quoted in the message reaches the terminal escaped (ESC, a newline as \xNN, \n).
+  fmt::print(stderr, "attn-golden: error: {} (run attn-golden --help)\n",
+             attn::printable_bytes(what));
   return 2;
 }
 

@@ -285,6 +285,12 @@ void run(const attn::CommonOptions& common, Options o, int argc, char** argv) {
         "of the two",
         o.optimizer));
   }
+  // The ladder's own flags without --ladder would be ignored without a word (issue 29).
+  for (const char* flag : {"--ladder-steps", "--ladder-rows"}) {
+    if (!o.ladder && attn::flag_given(argc, argv, flag)) {
+      throw attn::UsageError(fmt::format("{} sets up the ladder: it needs --ladder", flag));
+    }
+  }
   if (o.ladder) return run_ladder(common, o.ladder_steps, o.ladder_rows);
   const Kernels k = common.mine ? learner_kernels() : reference_kernels();
   const bool resuming = !o.resume_dir.empty();

@@ -185,6 +185,10 @@ void check_part_flags(const Options& o) {
   const attn::Positions positions = parsed("--positions", attn::parse_positions, o.positions);
   const attn::FfnKind ffn = parsed("--ffn", attn::parse_ffn_kind, o.ffn);
   (void)parsed("--normalization", attn::parse_normalization, o.normalization);
+  // Each word-valued flag is named in its own message ("--init: unknown init 'x': ...").
+  (void)parsed("--activation", attn::parse_activation, o.activation);
+  (void)parsed("--init", attn::parse_init, o.init);
+  (void)parsed("--schedule", attn::parse_lr_shape, o.schedule);
   if (o.rope_theta_given && positions != attn::Positions::rope) {
     throw attn::UsageError("--rope-theta sets RoPE's base: it needs --positions rope");
   }

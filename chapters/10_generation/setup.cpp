@@ -11,6 +11,7 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "attn/term/cli.hpp"
 #include "attn/io/npy.hpp"
@@ -75,10 +76,13 @@ attn::Vocab read_vocab_file(const fs::path& path) {
     std::u32string chars = attn::decode_utf8(bytes);
     return attn::Vocab(std::move(chars));
   } catch (const std::exception& e) {
-    throw std::runtime_error(
-        fmt::format("'{}': {} (expected the vocabulary's characters, "
-                    "sorted, each once)",
-                    path.string(), e.what()));
+    // The library's check, in the file's terms: without the class name it reports from.
+    std::string what = e.what();
+    if (constexpr std::string_view from = "attn::Vocab: "; what.starts_with(from)) {
+      what.erase(0, from.size());
+    }
+    throw std::runtime_error(fmt::format(
+        "'{}': {} (expected the vocabulary's characters, sorted, each once)", path.string(), what));
   }
 }
 

@@ -405,7 +405,10 @@ std::vector<std::size_t> parse_sweep(const std::string& text) {
     const bool digits = !item.empty() && item.size() <= 9 &&
                         item.find_first_not_of("0123456789") == std::string::npos;
     if (!digits) {
-      throw attn::UsageError(fmt::format("--sweep: '{}' is not a length in '{}'", item, text));
+      // The whole list is quoted only when it holds more than the item at fault.
+      throw attn::UsageError(
+          fmt::format("--sweep: '{}' is not a length (a whole number from 1 to {}){}", item,
+                      kMaxLong, item == text ? std::string() : fmt::format(" in '{}'", text)));
     }
     const std::size_t T = std::stoul(item);
     if (T < 1 || T > kMaxLong) {

@@ -22,6 +22,7 @@
 #include <fstream>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -249,6 +250,20 @@ void check_step_qkv_mine(const attn::Gpt2Model& m, std::span<const int> prompt) 
 void run(const attn::CommonOptions& common, const Options& o) {
   const bool shipped = o.weights_dir.empty();
   const fs::path folder = shipped ? shipped_model() : fs::path(o.weights_dir);
+  if (!shipped) {  // named by its flag, not as a missing config.json inside it (issue 29)
+    std::error_code ec;
+    const fs::file_status st = fs::status(folder, ec);
+    constexpr std::string_view expected =
+        "expected a GPT-2 folder: config.json, model.safetensors, vocab.json, merges.txt";
+    if (!fs::exists(st)) {
+      throw std::runtime_error(
+          fmt::format("--weights: '{}' does not exist ({})", o.weights_dir, expected));
+    }
+    if (!fs::is_directory(st)) {
+      throw std::runtime_error(
+          fmt::format("--weights: '{}' is not a folder ({})", o.weights_dir, expected));
+    }
+  }
   // --data: its first line of at least 30 bytes is the default prompt (the chapter reads a corpus
   // only when given one).
   std::string default_prompt(kDefaultPrompt);

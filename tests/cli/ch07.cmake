@@ -22,7 +22,7 @@ attn_cli_test(ch07.temperature_negative EXIT 2 MATCH "--temperature must be > 0,
 attn_cli_test(ch07.prompt_needs_a_value EXIT 2 MATCH "--prompt needs a value"
               COMMAND 07_causal_lm --prompt)
 attn_cli_test(ch07.weights_not_a_folder EXIT 1
-              MATCH "--weights: '/nonexistent/model' is not a folder"
+              MATCH "--weights: '/nonexistent/model' does not exist \\(expected a model folder\\)"
               COMMAND 07_causal_lm --weights /nonexistent/model)
 
 # --prompt "": attn_cli_test cannot pass an empty argument (a CMake list drops it), so this case

@@ -48,7 +48,7 @@ attn_cli_test(ch10.prompt_unknown_character EXIT 1
               MATCH "--prompt: character 'Z' \\(U\\+005A\\) is not in the model's vocabulary \\(59 characters\\)"
               COMMAND 10_generation --prompt Zebra)
 attn_cli_test(ch10.weights_not_a_folder EXIT 1
-              MATCH "--weights: '/nonexistent/model' is not a folder"
+              MATCH "--weights: '/nonexistent/model' does not exist \\(expected a model folder\\)"
               COMMAND 10_generation --weights /nonexistent/model)
 
 # --prompt "": attn_cli_test cannot pass an empty argument (a CMake list drops it).

@@ -47,7 +47,7 @@ attn_cli_test(ch13.decode_huge EXIT 2 MATCH "--decode: '99999999999999999999' is
 attn_cli_test(ch13.train_missing_file EXIT 1 MATCH "cannot read corpus '/nonexistent/x.txt': No such file"
               COMMAND 13_tokens --train /nonexistent/x.txt)
 attn_cli_test(ch13.tokenizer_missing EXIT 1
-              MATCH "tokenizer file '/nonexistent/vocab.json': No such file or directory"
+              MATCH "tokenizer folder '/nonexistent' does not exist \\(expected a folder with vocab.json and merges.txt\\)$"
               COMMAND 13_tokens --tokenizer /nonexistent --encode a)
 set(ch13_bad ${CMAKE_CURRENT_BINARY_DIR}/ch13_bad)
 attn_cli_test(ch13.vocab_not_object EXIT 1

@@ -69,6 +69,7 @@ endforeach()
 attn_cli_test(ch14.prompt_without_tokenizer EXIT 1
               MATCH "--prompt needs a tokenizer: .*no_tokenizer has no vocab.json and merges.txt"
               COMMAND 14_gpt2 --weights ${ch14_dir}/no_tokenizer --prompt hello)
-attn_cli_test(ch14.weights_missing EXIT 1 MATCH "^14_gpt2: error: /nonexistent/config.json: cannot read: no such file$"
+attn_cli_test(ch14.weights_missing EXIT 1
+              MATCH "^14_gpt2: error: --weights: '/nonexistent' does not exist \\(expected a GPT-2 folder: config.json, model.safetensors, vocab.json, merges.txt\\)$"
               COMMAND 14_gpt2 --weights /nonexistent)
 set_tests_properties(cli.ch14.prompt_without_tokenizer PROPERTIES FIXTURES_REQUIRED ch14_folders)

@@ -296,7 +296,9 @@ TEST_CASE("every bad tokenizer file is refused in one line naming the file and t
     contains(load_error(dir.path), "merges.txt': No such file");
     fs::remove(vocab);
     contains(load_error(dir.path), "vocab.json': No such file");
-    contains(load_error(dir.path / "nowhere"), "No such file");
+    // A folder that is not there is named as the folder, not as a vocab.json inside it.
+    contains(load_error(dir.path / "nowhere"),
+             "nowhere' does not exist (expected a folder with vocab.json and merges.txt)");
   }
   SUBCASE("a folder where a file should be") {
     fs::remove(merges);

@@ -149,6 +149,32 @@ TEST_CASE("the common flags are parsed") {
   CHECK(ch.seen.timing);
 }
 
+// Issue 29: each message says what happened and what to do, in the learner's terms.
+TEST_CASE("an empty --svg is refused: it would write the figures into the current folder") {
+  Chapter ch;
+  check_usage_error(ch({"--svg", ""}), "--svg needs a folder to write the figures into, got ''");
+  CHECK_FALSE(ch.called);
+}
+
+TEST_CASE("a value quoted in an error reaches the terminal escaped, never raw") {
+  check_usage_error(Chapter()({"--steps", "\x1b[31m\xff"}),
+                    "--steps expects an integer, got '\\x1b[31m\\xff'");
+  check_usage_error(Chapter()({"--steps", "a\nb"}), "--steps expects an integer, got 'a\\nb'");
+  check_usage_error(Chapter()({"\x1b]0;title\x07"}), "unexpected argument '\\x1b]0;title\\x07'");
+  // ... and so does a chapter's own message, whatever it quotes.
+  attn::Cli cli("prog", "Throws.");
+  const Result r = run(cli, {}, [](const attn::CommonOptions&) {
+    throw std::runtime_error("model.txt line 3: activation is '\x1b[31mbogus'");
+  });
+  CHECK(r.code == 1);
+  CHECK(r.err == "prog: error: model.txt line 3: activation is '\\x1b[31mbogus'\n");
+}
+
+TEST_CASE("an on/off flag given a value says so, not CLI11's \"could not convert\"") {
+  check_usage_error(Chapter()({"--verbose=maybe"}),
+                    "--verbose is an on/off flag: give it alone, without '=maybe'");
+}
+
 TEST_CASE("the seed takes the whole unsigned 64-bit range, and nothing else") {
   Chapter ch;
   CHECK(ch({"--seed", "18446744073709551615"}).code == 0);

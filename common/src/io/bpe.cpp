@@ -480,6 +480,18 @@ Bpe Bpe::train(std::string_view text, std::size_t vocab_size,
 // ---- Files -----------------------------------------------------------------------------------
 
 Bpe Bpe::load(const std::filesystem::path& dir) {
+  // The folder itself first: a file or a missing path is named as such, not as a vocab.json
+  // missing inside it (issue 29).
+  std::error_code ec;
+  const auto st = std::filesystem::status(dir, ec);
+  if (!std::filesystem::exists(st)) {
+    throw BpeError("tokenizer folder " + quoted(dir) +
+                   " does not exist (expected a folder with vocab.json and merges.txt)");
+  }
+  if (!std::filesystem::is_directory(st)) {
+    throw BpeError("tokenizer folder " + quoted(dir) +
+                   " is not a folder (expected a folder with vocab.json and merges.txt)");
+  }
   const std::string vocab = read_file(dir / "vocab.json");
   const std::string merges = read_file(dir / "merges.txt");
   return parse(vocab, merges, dir);
@@ -508,8 +520,11 @@ Bpe Bpe::parse(std::string_view vocab_json, std::string_view merges_txt,
     nlohmann::json vocab;
     try {
       vocab = nlohmann::json::parse(text, on_event);
-    } catch (const nlohmann::json::exception& e) {
-      file_error(vocab_path, std::string("not valid JSON: ") + e.what());
+    } catch (const nlohmann::json::parse_error& e) {
+      // Where, in the file's terms (the parser's own text names its exception classes).
+      file_error(vocab_path, "not valid JSON (error at byte " + std::to_string(e.byte) + ")");
+    } catch (const nlohmann::json::exception&) {  // out_of_range: a number too large
+      file_error(vocab_path, "not valid JSON (a number out of range)");
     }
     if (!vocab.is_object()) {
       file_error(vocab_path, std::string("expected one JSON object {\"token\": id, ...}, got ") +
@@ -616,11 +631,21 @@ void Bpe::save(const std::filesystem::path& dir) const {
     merges += gpt2_token_text(tokens_[static_cast<std::size_t>(m.left)]) + " " +
               gpt2_token_text(tokens_[static_cast<std::size_t>(m.right)]) + "\n";
   }
+  // C stdio, for the reason of a failure (a full disk, `ulimit -f`): errno, which iostreams do
+  // not promise.
   const auto write = [](const std::filesystem::path& path, const std::string& text) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) throw BpeError("cannot write tokenizer file " + quoted(path));
+    errno = 0;
+    std::FILE* out = std::fopen(path.c_str(), "wb");
+    bool ok = out != nullptr && std::fwrite(text.data(), 1, text.size(), out) == text.size();
+    int error = ok ? 0 : errno;
+    if (out != nullptr && std::fclose(out) != 0 && ok) {
+      ok = false;
+      error = errno;
+    }
+    if (!ok) {
+      throw BpeError("cannot write tokenizer file " + quoted(path) + ": " +
+                     (error != 0 ? std::strerror(error) : "write error"));
+    }
   };
   write(dir / "vocab.json", vocab.dump() + "\n");
   write(dir / "merges.txt", merges);

@@ -150,6 +150,11 @@ ModelSpec read_gpt2_config(const fs::path& path) {
   c.n_heads = config_size(path, config, "n_head", 1 << 10);
   c.n_layers = config_size(path, config, "n_layer", 1 << 10);
   c.vocab_size = config_size(path, config, "vocab_size", 1 << 24);
+  // n_positions, or n_ctx in older configs: a config with neither names the one it lacks.
+  if (!config.contains("n_positions") && !config.contains("n_ctx")) {
+    fail(path,
+         "no n_positions (nor its older name n_ctx): a GPT-2 config names its context length");
+  }
   c.block_size = config.contains("n_positions") ? config_size(path, config, "n_positions", 1 << 20)
                                                 : config_size(path, config, "n_ctx", 1 << 20);
   if (config.contains("n_inner") && !config["n_inner"].is_null()) {

@@ -494,7 +494,20 @@ LmWeights load_lm(const std::filesystem::path& dir, const ModelChoices& asked, M
   const auto in_file = [&](const char* key) {
     return std::find(seen.begin(), seen.end(), key) != seen.end();
   };
-  if (n_layers < 1) r.fail("n_layers must be at least 1, got 0");
+  if (n_layers < 1) {
+    // No h0.* files: an empty or unrelated folder is said as such (issue 29), not as a model of
+    // zero layers.
+    std::error_code none;
+    const bool wte = fs::exists(dir / "wte.npy", none);
+    const bool block = fs::exists(dir / "h0.w_q.npy", none);
+    if (!wte && !block) {
+      r.fail(
+          "holds no model (no wte.npy, no h0.w_q.npy): give a folder written by "
+          "07_causal_lm --export, or a chapter-09 run or checkpoint");
+    }
+    r.fail(block ? "n_layers must be at least 1, got 0"
+                 : "holds wte.npy but no block (no h0.w_q.npy): a model has at least one layer");
+  }
 
   // 1. wte (V, C) and wpe (T_max, C) define the sizes; a model.txt that names them must agree.
   const NpyArray wte = r.read("wte.npy");
@@ -629,6 +642,10 @@ fs::path resolve_model_folder(const fs::path& given) {
   fs::path folder = given;
   if (fs::is_directory(given / "model", ec) && !fs::exists(given / "wte.npy", ec)) {
     folder = given / "model";  // a chapter-09 run (DIR/model) or checkpoint (DIR/ckpt-N/model)
+  }
+  if (!fs::exists(fs::symlink_status(folder, ec))) {
+    throw std::runtime_error(
+        fmt::format("--weights: '{}' does not exist (expected a model folder)", given.string()));
   }
   if (!fs::is_directory(folder, ec)) {
     throw std::runtime_error(fmt::format("--weights: '{}' is not a folder", given.string()));

@@ -8,6 +8,7 @@
 
 #include "attn/core/limits.hpp"
 #include "attn/core/threads.hpp"
+#include "attn/io/text.hpp"
 
 // GCC 12 reports a false "potential null pointer dereference" inside CLI11's inline string
 // helpers (CLI::detail::split) at -O2; the code is fine, so that one warning is off for CLI11.
@@ -56,6 +57,10 @@ std::string one_line(std::string_view text) {
   return out.substr(first, out.find_last_not_of(' ') - first + 1);
 }
 
+// A value as the learner typed it, shown on one line: a newline as \n, ESC or a byte that is
+// not UTF-8 as \xNN (never raw, where it would act on the terminal).
+std::string shown(std::string_view text) { return printable_bytes(text); }
+
 // Thrown by the value conversions below; Cli::run reports it as a usage error.
 struct BadValue : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -73,18 +78,20 @@ std::errc parse_number(std::string_view text, T& out) {
 
 std::size_t parse_size(const std::string& flag, const std::string& text, std::size_t min,
                        std::size_t max, const std::string& why) {
-  const std::string too_large = fmt::format("{} must be at most {}, got {}{}", flag, max, text,
-                                            why.empty() ? "" : " (" + why + ")");
+  const std::string too_large = fmt::format("{} must be at most {}, got {}{}", flag, max,
+                                            shown(text), why.empty() ? "" : " (" + why + ")");
   long long v = 0;
   const std::errc ec = parse_number(text, v);
   if (ec == std::errc::result_out_of_range) {
     const bool negative = !text.empty() && text.front() == '-';
-    throw BadValue(negative ? fmt::format("{} must be at least {}, got {}", flag, min, text)
+    throw BadValue(negative ? fmt::format("{} must be at least {}, got {}", flag, min, shown(text))
                             : too_large);
   }
-  if (ec != std::errc{}) throw BadValue(fmt::format("{} expects an integer, got '{}'", flag, text));
+  if (ec != std::errc{}) {
+    throw BadValue(fmt::format("{} expects an integer, got '{}'", flag, shown(text)));
+  }
   if (v < 0 || static_cast<unsigned long long>(v) < min) {
-    throw BadValue(fmt::format("{} must be at least {}, got {}", flag, min, text));
+    throw BadValue(fmt::format("{} must be at least {}, got {}", flag, min, shown(text)));
   }
   if (static_cast<unsigned long long>(v) > max) throw BadValue(too_large);
   return static_cast<std::size_t>(v);
@@ -95,14 +102,16 @@ float parse_float(const std::string& flag, const std::string& text,
   float v = 0.0f;
   const std::errc ec = parse_number(text, v);
   if (ec == std::errc::result_out_of_range || (ec == std::errc{} && !std::isfinite(v))) {
-    throw BadValue(fmt::format("{} must be a finite number, got {}", flag, text));
+    throw BadValue(fmt::format("{} must be a finite number, got {}", flag, shown(text)));
   }
-  if (ec != std::errc{}) throw BadValue(fmt::format("{} expects a number, got '{}'", flag, text));
+  if (ec != std::errc{}) {
+    throw BadValue(fmt::format("{} expects a number, got '{}'", flag, shown(text)));
+  }
   if (greater_than && !(v > *greater_than)) {
-    throw BadValue(fmt::format("{} must be > {}, got {}", flag, *greater_than, text));
+    throw BadValue(fmt::format("{} must be > {}, got {}", flag, *greater_than, shown(text)));
   }
   if (at_most && v > *at_most) {
-    throw BadValue(fmt::format("{} must be at most {}, got {}", flag, *at_most, text));
+    throw BadValue(fmt::format("{} must be at most {}, got {}", flag, *at_most, shown(text)));
   }
   return v;
 }
@@ -110,8 +119,8 @@ float parse_float(const std::string& flag, const std::string& text,
 std::uint64_t parse_seed(const std::string& text) {
   std::uint64_t v = 0;
   if (text.empty() || text.front() == '-' || parse_number(text, v) != std::errc{}) {
-    throw BadValue(
-        fmt::format("--seed expects an integer from 0 to 18446744073709551615, got '{}'", text));
+    throw BadValue(fmt::format("--seed expects an integer from 0 to 18446744073709551615, got '{}'",
+                               shown(text)));
   }
   return v;
 }
@@ -158,6 +167,16 @@ std::string parse_error_message(const CLI::ParseError& e) {
   // "--steps: At Most 1 required but received 2" -> "--steps was given more than once"
   if (const auto colon = message.find(": At Most 1 required"); colon != std::string::npos) {
     return message.substr(0, colon) + " was given more than once";
+  }
+  // "Could not convert: --timing = maybe" (an on/off flag given a value CLI11 cannot read) ->
+  // "--timing is an on/off flag: give it alone, without '=maybe'"
+  constexpr std::string_view convert = "Could not convert: ";
+  if (message.rfind(convert, 0) == 0) {
+    const std::string rest = message.substr(convert.size());
+    if (const auto eq = rest.find(" = "); eq != std::string::npos && rest.rfind("--", 0) == 0) {
+      return fmt::format("{} is an on/off flag: give it alone, without '={}'", rest.substr(0, eq),
+                         shown(rest.substr(eq + 3)));
+    }
   }
   if (!message.empty()) message.front() = static_cast<char>(std::tolower(message.front()));
   return message;
@@ -214,7 +233,10 @@ struct Cli::Impl {
             ->type_name("DIR")
             ->group(group);
     converters.emplace_back([this, &svg, svg_opt] {
-      if (svg_opt->count() > 0) common.svg_dir = std::filesystem::path(svg);
+      if (svg_opt->count() == 0) return;
+      // An empty name would write the figures into the current folder without a word.
+      if (svg.empty()) throw BadValue("--svg needs a folder to write the figures into, got ''");
+      common.svg_dir = std::filesystem::path(svg);
     });
     app.add_flag("--mine", common.mine, "run on your exercise solutions instead of the reference")
         ->group(group);
@@ -246,8 +268,10 @@ struct Cli::Impl {
   void print_error(std::string_view message, bool usage) const {
     std::cout.flush();
     std::fflush(stdout);
-    // A message that already points to --help is not told to again.
-    const std::string line = one_line(message);
+    // A message that already points to --help is not told to again. Whatever a message quotes
+    // (a value, a path, a line of a file) reaches the terminal escaped: ESC and bytes that are
+    // not UTF-8 as \xNN, never raw.
+    const std::string line = printable_bytes(one_line(message));
     const bool points =
         line.size() >= 12 && line.compare(line.size() - 12, 12, "(see --help)") == 0;
     fmt::print(stderr, "{}: error: {}{}\n", program, line, usage && !points ? " (see --help)" : "");
@@ -352,8 +376,8 @@ int Cli::run(int argc, char** argv, const std::function<void(const CommonOptions
     if (!extras.empty()) {
       const std::string& first = extras.front();
       throw BadValue(first.rfind('-', 0) == 0 && first.size() > 1
-                         ? fmt::format("unknown option '{}'", first)
-                         : fmt::format("unexpected argument '{}'", first));
+                         ? fmt::format("unknown option '{}'", shown(first))
+                         : fmt::format("unexpected argument '{}'", shown(first)));
     }
     for (const auto& convert : d.converters) convert();
   } catch (const BadValue& e) {
@@ -490,7 +514,7 @@ std::size_t parse_top_k(std::string_view text, std::size_t V) {
   const char* end = begin + text.size();
   const auto [ptr, ec] = std::from_chars(begin, end, k);
   if (ec != std::errc{} || ptr != end) {
-    throw UsageError(fmt::format("--top-k expects an integer, got '{}'", text));
+    throw UsageError(fmt::format("--top-k expects an integer, got '{}'", shown(text)));
   }
   if (k < 1) throw UsageError(fmt::format("--top-k must be at least 1, got {}", k));
   if (static_cast<unsigned long long>(k) > V) {
