@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "attn/ops/attention_ref.hpp"  // alibi_slopes
+#include "attn/ops/attention_ref.hpp"  // score_slopes
 #include "attn/fast/attention.hpp"
 #include "attn/fast/layernorm.hpp"
 #include "attn/fast/rmsnorm.hpp"
@@ -506,21 +506,19 @@ const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const
     const float* tok = w.wte.data() + static_cast<std::size_t>(tokens[b]) * C;
     for (std::size_t j = 0; j < C; ++j) x(b, j) = table ? tok[j] + w.wpe(p, j) : tok[j];
   }
-  // ALiBi: query head hh = g * group + r penalises slot j by m_hh times its distance from p. Slot
-  // `slot` holds position p, and the ring runs backwards from it: slot j holds position
-  // p - ((slot - j) mod W). A (KV, group, n) bias, the same for every layer.
-  std::vector<float> alibi;
-  if (config.alibi()) {
-    const std::vector<double> m = alibi_slopes(H);
-    alibi.resize(KV * group * n);
-    for (std::size_t hh = 0; hh < H; ++hh)
-      for (std::size_t j = 0; j < n; ++j) {
-        const std::size_t distance = (slot + W - j) % W;
-        alibi[hh * n + j] = static_cast<float>(-m[hh] * static_cast<double>(distance));
-      }
+  // The model's score-level parts (attention_options), computed in the kernel's score loop:
+  // step 5 runs K/V head g's `group` query heads as its rows, so query head g * group + r is
+  // (kernel head g, row r), every row at position p, in slot `slot` of the ring of W slots.
+  const std::vector<double> slopes = score_slopes(attention_options(config, p).score, H);
+  fast::ScoreBias score_bias;
+  if (!slopes.empty()) {
+    score_bias.slopes = slopes.data();
+    score_bias.head = group;
+    score_bias.row = 1;
+    score_bias.query = slot;
+    score_bias.step = 0;
+    score_bias.ring = W;
   }
-  const fast::ScoreBias score_bias =
-      alibi.empty() ? fast::ScoreBias{} : fast::ScoreBias{alibi.data(), group * n, n};
   Matrix h(std::array<std::size_t, 2>{B, C}), q(std::array<std::size_t, 2>{B, C});
   Matrix k(std::array<std::size_t, 2>{B, KV * hs}), v(std::array<std::size_t, 2>{B, KV * hs});
   Matrix heads(std::array<std::size_t, 2>{B, C}), proj(std::array<std::size_t, 2>{B, C});
@@ -628,9 +626,9 @@ std::vector<int> generate_rolling(RollingKvCache& cache, const LmWeights& w,
   generated.reserve(n_new);
   std::vector<int> context(prompt.begin(), prompt.end());
   context.reserve(prompt.size() + n_new);
-  // A model with a window and no position table (RoPE or ALiBi) sees its whole context, like
-  // lm_generate (never cropped); any other model the last T_max tokens, re-filled whenever the
-  // context moves.
+  // A model with a window and no position table (positions inside attention) sees its whole
+  // context, like lm_generate (never cropped); any other model the last T_max tokens, re-filled
+  // whenever the context moves.
   const bool endless = !config.learned_positions() && config.window.has_value();
   TokenSampler sampler(V);
   const SamplingOptions sampling = detail::sampling_options(options);

@@ -216,9 +216,7 @@ bool parse_model_txt(const fs::path& dir, ModelChoices& out, std::vector<std::st
         if (key == "normalization") out.normalization = parse_normalization(value);
         if (key == "ffn") out.ffn = parse_ffn_kind(value);
       } catch (const std::invalid_argument&) {
-        bad(key == "positions"       ? "learned, rope, alibi or none"
-            : key == "normalization" ? "layernorm or rmsnorm"
-                                     : "mlp or swiglu");
+        bad(choice_names(key));  // the names the spec accepts
       }
     } else if (key == "rope_theta") {
       double theta = 0.0;

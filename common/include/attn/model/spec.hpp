@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "attn/core/limits.hpp"
+#include "attn/ops/attention_ref.hpp"
 #include "attn/ops/ffn.hpp"
 
 namespace attn {
@@ -36,13 +37,15 @@ enum class Normalization { layernorm, rmsnorm };
 // matrices, no biases: silu(x w_gate) * (x w_up) @ w_down).
 enum class FfnKind { mlp, swiglu };
 // "learned" | "rope" | "alibi" | "none", "layernorm" | "rmsnorm", "mlp" | "swiglu": parse throws
-// std::invalid_argument listing the accepted names.
+// std::invalid_argument listing the accepted names (choice_names: those names in words, by the
+// model.txt key, "positions", "normalization" or "ffn"; empty for any other key).
 Positions parse_positions(std::string_view name);
 std::string_view positions_name(Positions p);
 Normalization parse_normalization(std::string_view name);
 std::string_view normalization_name(Normalization n);
 FfnKind parse_ffn_kind(std::string_view name);
 std::string_view ffn_kind_name(FfnKind f);
+std::string_view choice_names(std::string_view key);
 // SwiGLU's default width: 2/3 of the MLP's 4C, so its three matrices hold about as many
 // parameters as the MLP's two, rounded up to a multiple of 8 (Llama's multiple_of rule, with 8
 // in place of Llama's 256, which would swamp a model of C = 64):
@@ -149,6 +152,14 @@ struct ModelSpec {
   friend ModelSpec resolve_spec(const ModelChoices&, SpecNames, std::size_t);
   ModelChoices choices_;
 };
+
+// The attention every path of the model runs, described once: the block's forward and backward
+// (fast and reference), both caches' steps and the reference's step pass these options to the
+// reference attention or the fast kernels, so none of them names a part. causal; the window; the
+// position of the first query (`offset`: a cache step's position); the score-level parts
+// (ALiBi's positions). K/V head groups come from n_kv_heads, in the shapes the paths pass.
+AttentionOptions attention_options(const ModelSpec& spec, std::size_t offset = 0,
+                                   bool causal = true);
 
 // Every default applied and every rule checked:
 //   sizes >= 1; n_heads divides n_embd; n_kv_heads divides n_heads; ffn_hidden >= 1;
