@@ -18,6 +18,14 @@ std::string_view choice_names(std::string_view key) {
   return {};
 }
 
+std::span<const PartSwitch> part_switches() {
+  static constexpr PartSwitch kSwitches[] = {
+      {"bias", &ModelChoices::bias, true},
+      {"attn_bias", &ModelChoices::attn_bias, false},  // chapter 14's GPT-2 attention biases
+  };
+  return kSwitches;
+}
+
 Positions parse_positions(std::string_view name) {
   if (name == "learned") return Positions::learned;
   if (name == "rope") return Positions::rope;

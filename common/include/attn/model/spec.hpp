@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -91,6 +92,18 @@ struct ModelChoices {
   std::optional<std::size_t> window;      // sliding window W: query t sees keys t-W+1..t
   bool operator==(const ModelChoices&) const = default;
 };
+
+// The on/off parts of a model as model.txt names them, in the file's order: the spec's one table
+// of part switches, which parse_model_txt and model_txt (model/lm_files.cpp) walk, so a new
+// switch is a row here and lm_files never names a part. `written_off`: false for a switch that
+// came after folders existed, written only when on (such a folder's model.txt stays the same,
+// byte for byte, and one without the key reads as off).
+struct PartSwitch {
+  std::string_view key;
+  bool ModelChoices::*choice;
+  bool written_off;
+};
+std::span<const PartSwitch> part_switches();
 
 // How an error names what was wrong: by the file key / field ("n_kv_heads 3 does not divide
 // n_heads 4"), or by the flag a learner typed ("--n-kv-heads 3 does not divide --n-heads 4").
