@@ -63,8 +63,8 @@ constexpr std::size_t kMaxHeads = 64;
 struct Kernels {
   void (*append)(Tensor<4>&, const Matrix&, std::size_t);                            // ex10.1
   Matrix (*attend)(const Matrix&, const Tensor<4>&, const Tensor<4>&, std::size_t);  // ex10.2
-  std::vector<int> (*generate)(const attn::LmWeights&, const attn::ModelSpec&, std::span<const int>,
-                               const attn::GenerateOptions&, attn::Rng&,
+  std::vector<int> (*generate)(attn::KvCache&, const attn::LmWeights&, const attn::ModelSpec&,
+                               std::span<const int>, const attn::GenerateOptions&, attn::Rng&,
                                const attn::TokenCallback&);  // ex10.3
 };
 
@@ -130,9 +130,10 @@ StepByHand step_by_hand(const Kernels& k, const Model& m, std::span<const int> p
 // 4. The generation loop with the cache, written out: what attn::lm_generate_cached does (and
 // ex10.3 asks for). `kept`, when given, receives the number of ids each draw could pick (what
 // top-k and top-p left).
-std::vector<int> generate_with_cache(const attn::LmWeights& w, const attn::ModelSpec& c,
-                                     std::span<const int> prompt, const attn::GenerateOptions& g,
-                                     attn::Rng& rng, const attn::TokenCallback& on_token,
+std::vector<int> generate_with_cache(attn::KvCache& cache, const attn::LmWeights& w,
+                                     const attn::ModelSpec& c, std::span<const int> prompt,
+                                     const attn::GenerateOptions& g, attn::Rng& rng,
+                                     const attn::TokenCallback& on_token,
                                      std::vector<std::size_t>* kept = nullptr) {
   const std::size_t V = c.vocab_size, T_max = c.block_size;
   std::vector<int> context(prompt.begin(), prompt.end()), generated;
@@ -140,7 +141,6 @@ std::vector<int> generate_with_cache(const attn::LmWeights& w, const attn::Model
   const auto window = [&] {
     return std::span<const int>(context).last(std::min(context.size(), T_max));
   };
-  attn::KvCache cache = attn::kv_cache_init(c, 1);  // every buffer allocated once, here
   attn::TokenSampler sampler(V);
   const attn::SamplingOptions sampling{g.temperature, g.top_k, g.top_p, g.greedy};
   // 1. Prefill: the prompt in one batched pass; its last row of logits predicts the next token.
@@ -174,13 +174,14 @@ GenerationRun generate_text(const Kernels& k, const Model& m, std::span<const in
   const attn::ModelSpec& c = m.config;
   show_generation_start(m.vocab, prompt, g, seed, no_cache);  // the heading, then the prompt
   const attn::TokenCallback stream = [&m](int id) { put_char(m.vocab, id); };
-  // The cached loop (the learner's with --mine), with the work it did counted by the library:
-  // the prefills, steps and positions it pushed through the model.
+  // The cached loop (the learner's with --mine) through a cache made here, every buffer
+  // allocated once; the cache counts the work done with it: the prefills, steps and positions
+  // pushed through the model.
   attn::KvWork work;
   const auto cached = [&](attn::Rng& r, const attn::TokenCallback& on_token) {
-    const attn::KvWork before = attn::kv_work();
-    std::vector<int> tokens = k.generate(m.weights, c, prompt, g, r, on_token);
-    work = attn::kv_work() - before;
+    attn::KvCache cache = attn::kv_cache_init(c, 1);
+    std::vector<int> tokens = k.generate(cache, m.weights, c, prompt, g, r, on_token);
+    work = cache.work;
     return tokens;
   };
   attn::Rng rng(seed);
@@ -202,7 +203,8 @@ GenerationRun generate_text(const Kernels& k, const Model& m, std::span<const in
   r.identical = r.same == r.checked && r.checked <= shown.size();
   // The loop written out above against the library's, from the same seed.
   attn::Rng hand_rng(seed), library_rng(seed);
-  r.same_loop = generate_with_cache(m.weights, c, prompt, g, hand_rng, {}, &r.kept) ==
+  attn::KvCache hand_cache = attn::kv_cache_init(c, 1);
+  r.same_loop = generate_with_cache(hand_cache, m.weights, c, prompt, g, hand_rng, {}, &r.kept) ==
                 attn::lm_generate_cached(m.weights, c, prompt, g, library_rng, {});
   // How the cached loop should produce them: steps while positions are left, then re-fills.
   r.n0 = std::min(prompt.size(), c.block_size);
@@ -224,9 +226,10 @@ GenerationRun generate_text(const Kernels& k, const Model& m, std::span<const in
 
 Kernels reference_kernels() {
   return {&attn::kv_append, &attn::attend_cache,
-          [](const attn::LmWeights& w, const attn::ModelSpec& c, std::span<const int> prompt,
-             const attn::GenerateOptions& g, attn::Rng& rng, const attn::TokenCallback& on_token) {
-            return generate_with_cache(w, c, prompt, g, rng, on_token);
+          [](attn::KvCache& cache, const attn::LmWeights& w, const attn::ModelSpec& c,
+             std::span<const int> prompt, const attn::GenerateOptions& g, attn::Rng& rng,
+             const attn::TokenCallback& on_token) {
+            return generate_with_cache(cache, w, c, prompt, g, rng, on_token);
           }};
 }
 

@@ -224,12 +224,15 @@ void show_generation(const GenerationRun& r, const attn::ModelSpec& c,
   attn::claim(steps == std::min(g.max_new_tokens - 1, c.block_size - n0),
               "the cache steps until the context reaches T_max");
   if (mine) {
-    // The learner's loop, counted: the same tokens can hide a loop that never uses the cache.
+    // The learner's loop, counted by the cache it was handed: the same tokens can hide a loop
+    // that never uses it.
     fmt::print(
         "Your generate_cached (ex10.3), counted as it ran: {} prefills, {} steps, {} "
         "positions through the model for {} characters; {}.\n",
         work.prefills, work.steps, work.positions, g.max_new_tokens,
         as_planned ? "the cache used as above"
+        : work.positions == 0
+            ? "the cache it was handed stayed idle: your loop uses a cache of its own, or none"
         : work.positions > positions
             ? fmt::format("the cache needs {}: your loop recomputes what the cache holds",
                           positions)

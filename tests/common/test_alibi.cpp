@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attn/core/random.hpp"
+#include "attn/fast/attention.hpp"
 #include "attn/fast/gqa.hpp"
 #include "attn/model/kvcache.hpp"
 #include "attn/model/lm_files.hpp"
@@ -95,6 +96,73 @@ TEST_CASE("the bias is -m_h times the distance, from the query's absolute positi
   CHECK(b(1, 0, 4) == 2.0 / 256);  // a key after the query: hidden by any causal mask
 }
 
+TEST_CASE(
+    "the score part as an option equals the bias tensor bit for bit; the fast kernel's "
+    "bias, computed in its score loop, equals it over a sequence and a ring of slots") {
+  attn::Rng rng(4200);
+  const std::size_t H = 4, T = 9, hs = 8, W = 5;
+  const xt::xtensor<float, 4> q = attn::randn<4>(rng, {1, H, T, hs});
+  const xt::xtensor<float, 4> k = attn::randn<4>(rng, {1, H, T, hs});
+  const xt::xtensor<float, 4> v = attn::randn<4>(rng, {1, H, T, hs});
+  const std::vector<double> slopes = attn::alibi_slopes(H);
+  const attn::fast::HeadStrides seq{H * T * hs, T * hs, hs};
+  std::vector<float> scratch(attn::fast::attention_scratch_floats(T, T, hs));
+  for (const bool causal : {true, false}) {
+    attn::AttentionOptions with_tensor;
+    with_tensor.causal = causal;
+    attn::AttentionOptions with_part = with_tensor;
+    with_part.score.alibi = true;
+    const auto a = attn::attention_ref<float>(q, k, v, with_part);
+    const auto b =
+        attn::attention_ref<float>(q, k, v, with_tensor, attn::alibi_bias<float>(H, T, T));
+    CHECK(a.out == b.out);
+    CHECK(a.probs == b.probs);
+    xt::xtensor<float, 4> out = xt::zeros<float>({std::size_t{1}, H, T, hs});
+    attn::fast::ScoreBias bias;
+    bias.slopes = slopes.data();
+    attn::fast::attention_strided(1, H, T, T, hs, q.data(), seq, k.data(), seq, v.data(), seq,
+                                  out.data(), seq, causal, scratch.data(), bias);
+    INFO("causal " << causal);
+    CHECK(xt::amax(xt::abs(out - a.out))() < 1e-6);
+  }
+  // A ring of W slots (the rolling cache): the query at position p = 7 sits in slot p % W = 2;
+  // slot j holds position p - ((2 - j) mod W), so slots 3 and 4 hold positions 3 and 4.
+  const std::size_t p = 7, slot = p % W;
+  xt::xtensor<float, 4> ring_k = xt::zeros<float>({std::size_t{1}, H, W, hs});
+  xt::xtensor<float, 4> ring_v = ring_k;
+  for (std::size_t j = 0; j < W; ++j) {
+    const std::size_t pos = p - (slot + W - j) % W;
+    xt::view(ring_k, 0, xt::all(), j) = xt::view(k, 0, xt::all(), pos);
+    xt::view(ring_v, 0, xt::all(), j) = xt::view(v, 0, xt::all(), pos);
+  }
+  const xt::xtensor<float, 4> q1 = xt::view(q, xt::all(), xt::all(), xt::range(p, p + 1));
+  attn::AttentionOptions o;
+  o.causal = true;
+  o.window = W;
+  o.offset = p;
+  o.score.alibi = true;
+  const xt::xtensor<float, 4> k8 = xt::view(k, xt::all(), xt::all(), xt::range(0, p + 1));
+  const xt::xtensor<float, 4> v8 = xt::view(v, xt::all(), xt::all(), xt::range(0, p + 1));
+  const auto want = attn::attention_ref<float>(q1, k8, v8, o);
+  xt::xtensor<float, 4> out = xt::zeros<float>({std::size_t{1}, H, std::size_t{1}, hs});
+  attn::fast::ScoreBias bias;
+  bias.slopes = slopes.data();
+  bias.query = slot;
+  bias.step = 0;
+  bias.ring = W;
+  const attn::fast::HeadStrides one{H * hs, hs, hs}, ring{H * W * hs, W * hs, hs};
+  attn::fast::attention_strided(1, H, 1, W, hs, q1.data(), one, ring_k.data(), ring, ring_v.data(),
+                                ring, out.data(), one, /*causal=*/false, scratch.data(), bias);
+  CHECK(xt::amax(xt::abs(out - want.out))() < 1e-6);
+  // Without the ring the slots would read as positions 0..4: a different answer.
+  bias.ring = 0;
+  bias.query = p;
+  xt::xtensor<float, 4> wrong = out;
+  attn::fast::attention_strided(1, H, 1, W, hs, q1.data(), one, ring_k.data(), ring, ring_v.data(),
+                                ring, wrong.data(), one, /*causal=*/false, scratch.data(), bias);
+  CHECK(xt::amax(xt::abs(wrong - want.out))() > 1e-3);
+}
+
 TEST_CASE("the fast kernel with ALiBi equals the reference attention, forward and backward") {
   for (const std::size_t KV : {4, 2, 1})
     for (const std::optional<std::size_t> window : {std::optional<std::size_t>{}, {3}}) {
@@ -104,7 +172,7 @@ TEST_CASE("the fast kernel with ALiBi equals the reference attention, forward an
       config.n_heads = H;
       config.n_kv_heads = KV;
       config.window = window;
-      config.alibi = true;
+      config.score.alibi = true;
       const Tensor<3> x = attn::randn<3>(rng, {B, T, C});
       attn::MhaWeights w;
       w.w_q = attn::randn(rng, C, C, 0.6f);
@@ -125,7 +193,7 @@ TEST_CASE("the fast kernel with ALiBi equals the reference attention, forward an
       CHECK(xt::amax(xt::abs(xt::cast<double>(cache.weights) - ref_cache.weights))() < 1e-6);
       // Without ALiBi the outputs differ: the bias is really applied.
       attn::GqaConfig plain = config;
-      plain.alibi = false;
+      plain.score.alibi = false;
       CHECK(xt::amax(xt::abs(attn::fast::gqa_forward(x, w, plain).out - out))() > 1e-3);
 
       const Tensor<3> dout = attn::randn<3>(rng, {B, T, C});

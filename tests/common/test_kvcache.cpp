@@ -182,6 +182,35 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "a KvCache counts its own work: one prefill, then a step per token, re-fills past T_max") {
+  const attn::ModelSpec tiny = attn::testing::lm_config(11, 6, 8, 2, 2);  // T_max 6
+  attn::Rng init(31);
+  const attn::LmWeights w = attn::lm_init(init, tiny);
+  attn::GenerateOptions g;
+  g.max_new_tokens = 9;
+  attn::Rng r1(4), r2(4);
+  const std::vector<int> prompt{1, 2, 3};
+  attn::KvCache cache = attn::kv_cache_init(tiny, 1);
+  attn::KvCache other = attn::kv_cache_init(tiny, 1);
+  CHECK(attn::lm_generate_cached(cache, w, tiny, prompt, g, r1) ==
+        attn::lm_generate(w, tiny, prompt, g, r2));
+  // 3 (the prompt's prefill) + 3 steps (positions 3, 4, 5) + 5 re-fills of 6 positions.
+  CHECK(cache.work.prefills == 6);
+  CHECK(cache.work.steps == 3);
+  CHECK(cache.work.positions == 3 + 3 + 5 * 6);
+  CHECK(other.work.positions == 0);  // another cache's work is its own
+  // lm_prefill and lm_step count B positions per sequence.
+  attn::KvCache two = attn::kv_cache_init(tiny, 2);
+  const std::vector<int> tokens{1, 2, 3, 4};  // B = 2 sequences of 2
+  (void)attn::lm_prefill(two, tokens, w, tiny);
+  (void)attn::lm_step(two, std::span<const int>(tokens.data(), 2), w, tiny);
+  CHECK(two.work.prefills == 1);
+  CHECK(two.work.steps == 1);
+  CHECK(two.work.positions == 4 + 2);
+  CHECK_THROWS_AS(attn::lm_generate_cached(two, w, tiny, prompt, g, r1), std::invalid_argument);
+}
+
 TEST_CASE("lm_generate_cached gives lm_generate's tokens, token for token") {
   struct Case {
     const char* name;
@@ -669,7 +698,8 @@ TEST_CASE("parts without the rolling window re-fill past T_max: lm_generate's to
   }
 }
 
-TEST_CASE("rolling cache: kv_work counts each fill as one prefill and each token after as a step") {
+TEST_CASE(
+    "rolling cache: its work counts each fill as one prefill and each token after as a step") {
   // No window, learned positions: the context is cropped to T_max = 8, so past it every token
   // re-fills the cache (one prefill of T_max positions) instead of stepping.
   const attn::ModelSpec c = mistral_config(std::nullopt, attn::Positions::learned);
@@ -677,25 +707,37 @@ TEST_CASE("rolling cache: kv_work counts each fill as one prefill and each token
   const attn::LmWeights w = parts_model(rng, c);
   attn::GenerateOptions g;
   g.max_new_tokens = 10;
-  attn::Rng r(3);
+  attn::Rng r(3), r_plain(3);
   const std::vector<int> prompt{1, 2, 3};
-  const attn::KvWork before = attn::kv_work();
-  (void)attn::lm_generate_cached(w, c, prompt, g, r);
-  const attn::KvWork work = attn::kv_work() - before;
+  attn::RollingKvCache cache = attn::rolling_cache_init(c, 1);
+  const std::vector<int> got = attn::lm_generate_cached(cache, w, c, prompt, g, r);
+  CHECK(got == attn::lm_generate_cached(w, c, prompt, g, r_plain));
   // The prompt's fill (3 positions); tokens 2..6 step (context 4..8 <= T_max); tokens 7..10
   // each re-fill 8 positions.
+  const attn::KvWork work = cache.work;
   CHECK(work.prefills == 1 + 4);
   CHECK(work.steps == 5);
   CHECK(work.positions == 3 + 5 + 4 * 8);
-  // A rope model with a window never re-fills: one prefill, then a step per token.
+  // A rope model with a window never re-fills: one prefill, then a step per token. The work is
+  // the cache's own: a second loop through the same cache adds to it, another cache's does not.
   const attn::ModelSpec m = mistral_config(4);
   const attn::LmWeights wm = parts_model(rng, m);
-  const attn::KvWork before_m = attn::kv_work();
-  (void)attn::lm_generate_cached(wm, m, prompt, g, r);
-  const attn::KvWork work_m = attn::kv_work() - before_m;
-  CHECK(work_m.prefills == 1);
-  CHECK(work_m.steps == 9);
-  CHECK(work_m.positions == 3 + 9);
+  attn::RollingKvCache cache_m = attn::rolling_cache_init(m, 1);
+  (void)attn::lm_generate_cached(cache_m, wm, m, prompt, g, r);
+  CHECK(cache_m.work.prefills == 1);
+  CHECK(cache_m.work.steps == 9);
+  CHECK(cache_m.work.positions == 3 + 9);
+  const attn::KvWork first = cache_m.work;
+  (void)attn::lm_generate_cached(cache_m, wm, m, prompt, g, r);
+  const attn::KvWork second = cache_m.work - first;
+  CHECK(second.prefills == 1);
+  CHECK(second.steps == 9);
+  CHECK(second.positions == 3 + 9);
+  CHECK(cache.work.positions == work.positions);
+  // A cache of the wrong kind, or of another model, is refused by name.
+  attn::KvCache plain = attn::kv_cache_init(attn::testing::lm_config(11, 6, 8, 2, 2), 1);
+  CHECK_THROWS_AS(attn::lm_generate_cached(plain, wm, m, prompt, g, r), std::invalid_argument);
+  CHECK_THROWS_AS(attn::lm_generate_cached(cache, wm, m, prompt, g, r), std::invalid_argument);
 }
 
 TEST_CASE("rolling cache: a full cache, a wrong cache and bad ids are refused") {

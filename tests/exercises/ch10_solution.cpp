@@ -17,10 +17,13 @@ ATTN_REFERENCE attn::Matrix attend_cache(const attn::Matrix& q, const attn::Tens
   return attn::attend_cache(q, keys, values, n);
 }
 
-ATTN_REFERENCE std::vector<int> generate_cached(
-    const attn::LmWeights& w, const attn::ModelSpec& config, std::span<const int> prompt,
-    const attn::GenerateOptions& options, attn::Rng& rng, const attn::TokenCallback& on_token) {
-  return attn::lm_generate_cached(w, config, prompt, options, rng, on_token);
+ATTN_REFERENCE std::vector<int> generate_cached(attn::KvCache& cache, const attn::LmWeights& w,
+                                                const attn::ModelSpec& config,
+                                                std::span<const int> prompt,
+                                                const attn::GenerateOptions& options,
+                                                attn::Rng& rng,
+                                                const attn::TokenCallback& on_token) {
+  return attn::lm_generate_cached(cache, w, config, prompt, options, rng, on_token);
 }
 
 ATTN_REFERENCE std::vector<float> top_p_filter(std::span<const float> probs, float top_p) {

@@ -120,8 +120,9 @@ std::vector<int> generate(const attn::LmWeights& w, const attn::ModelSpec& confi
                           const std::vector<int>& prompt, const attn::GenerateOptions& o,
                           std::uint64_t seed, bool cached) {
   attn::Rng rng(seed);
-  return cached ? ex10::generate_cached(w, config, prompt, o, rng, {})
-                : attn::lm_generate(w, config, prompt, o, rng);
+  if (!cached) return attn::lm_generate(w, config, prompt, o, rng);
+  attn::KvCache cache = attn::kv_cache_init(config, 1);
+  return ex10::generate_cached(cache, w, config, prompt, o, rng, {});
 }
 
 // Tokens in words: "[3, 1, 4]".
@@ -391,17 +392,45 @@ TEST_CASE("on_token sees every new token, in order, as it is drawn" *
   o.max_new_tokens = 10;
   std::vector<int> seen;
   attn::Rng rng(8);
-  const std::vector<int> got = ex10::generate_cached(w, config, std::vector<int>{2}, o, rng,
+  attn::KvCache cache = attn::kv_cache_init(config, 1);
+  const std::vector<int> got = ex10::generate_cached(cache, w, config, std::vector<int>{2}, o, rng,
                                                      [&seen](int t) { seen.push_back(t); });
   CHECK(got.size() == 10);
   check_same_tokens(seen, got, "on_token called once per returned token, in order");
 }
 
+// The work the handed cache did, in words, and the mistake it points to when it is not the
+// cached loop's: an idle cache (a cache of the loop's own, or no cache at all), or a prefill of
+// the whole context for every token.
+void check_cache_work(const attn::KvWork& work, std::size_t prompt, std::size_t tokens,
+                      std::size_t T_max) {
+  const std::uint64_t want = positions_of_cached_loop(prompt, tokens, T_max);
+  INFO("prompt of " << prompt << " tokens, " << tokens << " new tokens, T_max " << T_max
+                    << ": expected " << want << " positions in the cache you were handed; it"
+                    << " computed " << work.positions << " in " << work.prefills << " prefills and "
+                    << work.steps << " steps");
+  if (work.positions == 0) {
+    FAIL_CHECK(
+        "the cache you were handed did no work: your loop generates through a cache of "
+        "its own (a fresh one per token?) or none at all (lm_generate); call "
+        "attn::lm_prefill and attn::lm_step on `cache`");
+    return;
+  }
+  if (work.steps == 0 && work.prefills > 1) {
+    FAIL_CHECK(
+        "every token was a prefill and none a step: your loop prefills the whole context "
+        "again for every token; while the cache has room, attn::lm_step adds one "
+        "position");
+  }
+  CHECK(work.positions == want);
+}
+
 TEST_CASE("the cache is used: one position per new token while it has room" *
           doctest::description("hint 2")) {
-  // The positions the model computes, counted by the library (attn::kv_work) around the loop: a
+  // The positions the model computes, counted by the cache handed to the loop (cache.work): a
   // prefill of the prompt, one step per token; a loop that runs the whole context again for
-  // every token gives the same tokens at many times the work.
+  // every token gives the same tokens at many times the work, and a loop that makes its own
+  // caches leaves the handed one idle.
   const attn::ModelSpec config = [] {
     attn::ModelChoices c = tiny_choices();
     c.block_size = 40;
@@ -416,18 +445,11 @@ TEST_CASE("the cache is used: one position per new token while it has room" *
     attn::GenerateOptions o;
     o.max_new_tokens = run.tokens;
     attn::Rng rng(3);
-    const attn::KvWork before = attn::kv_work();
-    const std::vector<int> got = ex10::generate_cached(w, config, run.prompt, o, rng, {});
-    const attn::KvWork work = attn::kv_work() - before;
-    const std::uint64_t want = positions_of_cached_loop(run.prompt.size(), run.tokens, 40);
-    INFO("prompt of " << run.prompt.size() << " tokens, " << run.tokens
-                      << " new tokens, T_max 40: expected one prefill of the prompt ("
-                      << run.prompt.size() << " positions) and one position per step, " << want
-                      << " positions in all; your loop computed " << work.positions << " in "
-                      << work.prefills << " prefills and " << work.steps << " steps");
+    attn::KvCache cache = attn::kv_cache_init(config, 1);
+    const std::vector<int> got = ex10::generate_cached(cache, w, config, run.prompt, o, rng, {});
     CHECK(got.size() == run.tokens);
-    CHECK(work.positions == want);
-    CHECK(work.prefills == 1);
+    check_cache_work(cache.work, run.prompt.size(), run.tokens, 40);
+    CHECK(cache.work.prefills == 1);
   }
 }
 
@@ -438,17 +460,13 @@ TEST_CASE("past T_max the cache is re-filled once per token, from the cropped co
   attn::GenerateOptions o;
   o.max_new_tokens = 9;
   attn::Rng rng(4);
-  const attn::KvWork before = attn::kv_work();
-  ex10::generate_cached(w, config, std::vector<int>{1, 2, 3}, o, rng, {});
-  const attn::KvWork work = attn::kv_work() - before;
+  attn::KvCache cache = attn::kv_cache_init(config, 1);
+  ex10::generate_cached(cache, w, config, std::vector<int>{1, 2, 3}, o, rng, {});
   // 3 (prefill) + 3 steps (positions 3, 4, 5) + 5 re-fills of 6 positions.
-  const std::uint64_t want = positions_of_cached_loop(3, 9, 6);
-  INFO("prompt of 3 tokens, 9 new tokens, T_max 6: expected 1 prefill, 3 steps and 5 re-fills ("
-       << want << " positions); your loop computed " << work.positions << " in " << work.prefills
-       << " prefills and " << work.steps << " steps");
-  CHECK(work.positions == want);
-  CHECK(work.steps == 3);
-  CHECK(work.prefills == 6);
+  INFO("expected 1 prefill, 3 steps and 5 re-fills");
+  check_cache_work(cache.work, 3, 9, 6);
+  CHECK(cache.work.steps == 3);
+  CHECK(cache.work.prefills == 6);
 }
 
 TEST_CASE("no new tokens gives nothing; an empty prompt is rejected" *
@@ -458,9 +476,10 @@ TEST_CASE("no new tokens gives nothing; an empty prompt is rejected" *
   attn::GenerateOptions o;
   o.max_new_tokens = 0;
   attn::Rng rng(1);
-  CHECK(ex10::generate_cached(w, config, std::vector<int>{1}, o, rng, {}).empty());
+  attn::KvCache cache = attn::kv_cache_init(config, 1);
+  CHECK(ex10::generate_cached(cache, w, config, std::vector<int>{1}, o, rng, {}).empty());
   o.max_new_tokens = 3;
-  CHECK_THROWS_AS(ex10::generate_cached(w, config, std::vector<int>{}, o, rng, {}),
+  CHECK_THROWS_AS(ex10::generate_cached(cache, w, config, std::vector<int>{}, o, rng, {}),
                   std::invalid_argument);
 }
 }

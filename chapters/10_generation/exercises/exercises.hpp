@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "attn/model/kvcache.hpp"
 #include "attn/model/model.hpp"
 #include "attn/core/random.hpp"
 #include "attn/core/xt.hpp"
@@ -29,10 +30,13 @@ attn::Matrix attend_cache(const attn::Matrix& q, const attn::Tensor<4>& keys,
 
 // ex10.3, ex10_3_generate_cached.cpp: the generation loop with the cache, like
 // attn::lm_generate_cached: prefill the (cropped) prompt, then draw a token and step, re-filling
-// from the cropped context once the cache is full. The same tokens as attn::lm_generate.
-std::vector<int> generate_cached(const attn::LmWeights& w, const attn::ModelSpec& config,
-                                 std::span<const int> prompt, const attn::GenerateOptions& options,
-                                 attn::Rng& rng, const attn::TokenCallback& on_token);
+// from the cropped context once the cache is full. The same tokens as attn::lm_generate. The
+// loop runs through `cache` (an empty kv_cache_init(config, 1), handed in), whose `work` counts
+// what it did.
+std::vector<int> generate_cached(attn::KvCache& cache, const attn::LmWeights& w,
+                                 const attn::ModelSpec& config, std::span<const int> prompt,
+                                 const attn::GenerateOptions& options, attn::Rng& rng,
+                                 const attn::TokenCallback& on_token);
 
 // ex10.4, ex10_4_top_p_filter.cpp: top-p (nucleus) sampling's cut, like attn::top_p_filter:
 // probs (V,) -> (V,), the fewest most likely ids whose probabilities reach top_p, renormalised,

@@ -29,7 +29,7 @@
 #include "attn/fast/gqa.hpp"
 #include "attn/fast/linear.hpp"  // bias_backward_strided
 #include "attn/fast/rope.hpp"
-#include "attn/ops/attention_ref.hpp"  // alibi_bias
+#include "attn/ops/attention_ref.hpp"  // score_slopes
 #include "../ops/attention_checks.hpp"
 #include "attn/fast/exp_nonpositive.hpp"
 #include "flash_mha.hpp"
@@ -82,16 +82,29 @@ struct Sizes {
   std::size_t B, H, T, S, hs, hv;  // q (B,H,T,hs), k (B,H,S,hs), v (B,H,S,hv)
   // A sliding window W (chapter 11; needs causal): query t sees keys t-W+1..t. 0 = none.
   std::size_t window = 0;
-  // An additive score bias (ALiBi, chapter 11), or none: added to the visible scores before the
-  // softmax (the weights keep it; the backward, which reads the weights, needs nothing else).
+  // The score-level parts' bias (ScoreBias: slopes and positions), or none: added to the visible
+  // scores before the softmax (the weights keep it; the backward, which reads the weights, needs
+  // nothing else).
   ScoreBias bias = {};
 };
 
-// Adds the bias of head h's query row t to the scores row[first, end).
+// Adds the bias of head h's query row t to the scores row[first, end): -m (p - j), computed as
+// it goes (the distance steps down by 1 per key, exactly in double), rounded to float as
+// attn::alibi_bias<float> rounds it.
 inline void add_bias(const Sizes& n, std::size_t h, std::size_t t, float* row, std::size_t first,
                      std::size_t end) {
-  const float* b = n.bias.data + h * n.bias.head + t * n.bias.row;
-  for (std::size_t j = first; j < end; ++j) row[j] += b[j];
+  const ScoreBias& b = n.bias;
+  const double m = b.slopes[h * b.head + t * b.row];
+  const std::size_t p = b.query + t * b.step;
+  // Keys up to p stand at their own index; in a ring, the slots after p hold positions `ring`
+  // earlier (slot j: p - j + ring), elsewhere keys after p are in the future (p - j < 0).
+  const std::size_t split = b.ring != 0 ? std::clamp(p + 1, first, end) : end;
+  double distance = static_cast<double>(p) - static_cast<double>(first);
+  for (std::size_t j = first; j < split; ++j, distance -= 1.0)
+    row[j] += static_cast<float>(-m * distance);
+  distance += static_cast<double>(b.ring);
+  for (std::size_t j = split; j < end; ++j, distance -= 1.0)
+    row[j] += static_cast<float>(-m * distance);
 }
 
 // The first key query t may see: t - W + 1 with a window W (never below 0), else 0.
@@ -254,14 +267,14 @@ void attend_range(const Sizes& n, Heads<const float> q, Heads<const float> k, He
         for (std::size_t r = 0; r < rows; ++r) {
           float* row = sc + r * S;  // (S,)
           const std::size_t first = first_key(n, i0 + r), visible = i0 + r + 1;
-          if (n.bias.data != nullptr) add_bias(n, h, i0 + r, row, first, visible);
+          if (n.bias.slopes != nullptr) add_bias(n, h, i0 + r, row, first, visible);
           softmax_row(row + first, visible - first);
           std::fill(row + row_begin, row + first, 0.0f);
           std::fill(row + visible, row + row_end, 0.0f);
         }
       } else {
         for (std::size_t r = 0; r < rows; ++r) {
-          if (n.bias.data != nullptr) add_bias(n, h, i0 + r, sc + r * S, 0, S);
+          if (n.bias.slopes != nullptr) add_bias(n, h, i0 + r, sc + r * S, 0, S);
           softmax_row(sc + r * S, S);  // each sums to 1
         }
       }
@@ -651,25 +664,24 @@ struct Parts {
   std::optional<std::size_t> window;
   bool rope;
   double theta;
-  bool alibi;
+  ScoreParts score;  // the score-level parts (ALiBi), computed in the score loop
 };
 
 Parts mha_parts(std::size_t n_heads, bool causal) {
-  return {n_heads, n_heads, causal, std::nullopt, false, 10000.0, false};
+  return {n_heads, n_heads, causal, std::nullopt, false, 10000.0, ScoreParts{}};
 }
 
-// ALiBi's (H, T, S) bias (attn::alibi_bias, the reference's), or an empty tensor without it.
-xt::xtensor<float, 3> alibi_of(const Parts& a, std::size_t T, std::size_t S) {
-  if (!a.alibi) return xt::xtensor<float, 3>(xt::xtensor<float, 3>::shape_type{0, 0, 0});
-  return alibi_bias<float>(a.H, T, S);
-}
-ScoreBias bias_view(const xt::xtensor<float, 3>& bias) {
-  if (bias.size() == 0) return {};
-  return {bias.data(), bias.shape()[1] * bias.shape()[2], bias.shape()[2]};
+// The score-level parts' bias of a block's attention, over its slopes (score_slopes: empty, and
+// no bias, without a score part).
+ScoreBias bias_view(const std::vector<double>& slopes) {
+  if (slopes.empty()) return {};
+  ScoreBias b;
+  b.slopes = slopes.data();
+  return b;
 }
 
 Parts gqa_parts(const GqaConfig& c) {
-  return {c.n_heads, c.n_kv_heads, c.causal, c.window, c.rope, c.theta, c.alibi};
+  return {c.n_heads, c.n_kv_heads, c.causal, c.window, c.rope, c.theta, c.score};
 }
 
 // The grouped-query checks, one line each (like attn::gqa_forward's). `what` prefixes the
@@ -782,7 +794,7 @@ QkvHeads qkv_heads(const float* qkv, std::size_t T, std::size_t C, std::size_t w
 // The flash kernel (fast/flash.cpp) takes over as fast::takes_flash says (flash.hpp): the cache
 // then keeps each query's log-sum-exp (B, H, T) in place of the (B, H, T, T) weights.
 bool flash_path(const Parts& a, std::size_t T, bool need_weights) {
-  return takes_flash(T, need_weights, a.H, a.KV, a.window) && !a.alibi;
+  return takes_flash(T, need_weights, a.H, a.KV, a.window) && !a.score.any();
 }
 
 void attention_forward(const Tensor<3>& x, const MhaWeights& w, const Parts& a, MhaCache& cache,
@@ -813,8 +825,8 @@ void attention_forward(const Tensor<3>& x, const MhaWeights& w, const Parts& a, 
     const QkvHeads in = qkv_heads(qkv, T, C, width, a);
     Sizes n{B, H, T, T, hs, hs};
     n.window = a.window.value_or(0);  // the kernel's 0: no window
-    const xt::xtensor<float, 3> bias = alibi_of(a, T, T);
-    n.bias = bias_view(bias);
+    const std::vector<double> slopes = score_slopes(a.score, H);
+    n.bias = bias_view(slopes);
     attend(n, in.q, in.k, in.v, column_heads(cache.heads.data(), T, C, hs), a.causal,
            cache.weights.data(), ws);
   }
@@ -1051,10 +1063,10 @@ MhaResult gqa_forward(const Tensor<3>& x, const MhaWeights& w, const GqaConfig& 
   float* qkv = at_least(ws.buffer, B * T * (C + 2 * kvc));  // (B, T, C + 2 KV hs)
   const std::size_t width = project_qkv(x, w, a, qkv, ws);
   // 2-4. Attention per head, written over q, then w_o: as mha_forward, with shared K/V heads.
-  const xt::xtensor<float, 3> bias = alibi_of(a, T, T);
+  const std::vector<double> slopes = score_slopes(a.score, a.H);
   return attend_heads_and_project(qkv, width, qkv + C, qkv + C + kvc, width, B, T, T, C, a.H, w.w_o,
                                   a.causal, need_weights, ws, a.KV, a.window.value_or(0),
-                                  bias_view(bias));
+                                  bias_view(slopes));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -49,14 +49,15 @@ ModelSpec block_spec(std::size_t C, std::size_t n_heads, Activation activation) 
 }
 
 GqaConfig gqa_config(const BlockConfig& c) {
+  const AttentionOptions o = attention_options(c.spec, 0, c.causal);  // the model's attention
   GqaConfig g;
   g.n_heads = c.spec.n_heads;
   g.n_kv_heads = c.spec.n_kv_heads;
-  g.causal = c.causal;
+  g.causal = o.causal;
   g.rope = c.spec.rope();
-  g.alibi = c.spec.alibi();
   g.theta = c.spec.rope_theta;
-  g.window = c.spec.window;
+  g.window = o.window;
+  g.score = o.score;
   return g;
 }
 

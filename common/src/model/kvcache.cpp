@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -16,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "attn/ops/attention_ref.hpp"  // alibi_slopes
+#include "attn/ops/attention_ref.hpp"  // score_slopes
 #include "attn/fast/attention.hpp"
 #include "attn/fast/layernorm.hpp"
 #include "attn/fast/rmsnorm.hpp"
@@ -337,16 +336,6 @@ std::size_t kv_cache_workspace_floats(const KvCache& c) {
          c.scratch.size() + c.logits.size();
 }
 
-namespace {
-// kv_work()'s counters, process-wide: the loop being measured may run anywhere.
-std::atomic<std::uint64_t> g_prefills{0}, g_steps{0}, g_positions{0};
-}  // namespace
-
-KvWork kv_work() {
-  return {g_prefills.load(std::memory_order_relaxed), g_steps.load(std::memory_order_relaxed),
-          g_positions.load(std::memory_order_relaxed)};
-}
-
 KvWork operator-(const KvWork& b, const KvWork& a) {
   return {b.prefills - a.prefills, b.steps - a.steps, b.positions - a.positions};
 }
@@ -373,8 +362,8 @@ const Matrix& lm_prefill(KvCache& cache, std::span<const int> tokens, const LmWe
   cache.length = T - 1;
   run_positions(cache, tokens.data() + (T - 1), T, 1, T - 1, w, config, /*finish=*/true);
   cache.length = T;
-  g_prefills.fetch_add(1, std::memory_order_relaxed);
-  g_positions.fetch_add(tokens.size(), std::memory_order_relaxed);
+  ++cache.work.prefills;
+  cache.work.positions += tokens.size();
   return cache.logits;
 }
 
@@ -399,8 +388,8 @@ const Matrix& lm_step(KvCache& cache, std::span<const int> tokens, const LmWeigh
   check_ids(tokens.data(), tokens.size(), config.vocab_size, kFn);
   run_positions(cache, tokens.data(), 1, 1, cache.length, w, config, /*finish=*/true);
   ++cache.length;
-  g_steps.fetch_add(1, std::memory_order_relaxed);
-  g_positions.fetch_add(tokens.size(), std::memory_order_relaxed);
+  ++cache.work.steps;
+  cache.work.positions += tokens.size();
   return cache.logits;
 }
 
@@ -484,7 +473,7 @@ std::size_t rolling_cache_floats(const ModelSpec& config, std::size_t batch) {
 namespace {
 
 // One position per sequence through the rolling cache (lm_step_rolling without its checks and
-// its kv_work() count).
+// its count in cache.work).
 const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const LmWeights& w,
                            const ModelSpec& config) {
   const std::size_t B = c.batch, C = config.n_embd, H = config.n_heads, hs = C / H;
@@ -517,21 +506,19 @@ const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const
     const float* tok = w.wte.data() + static_cast<std::size_t>(tokens[b]) * C;
     for (std::size_t j = 0; j < C; ++j) x(b, j) = table ? tok[j] + w.wpe(p, j) : tok[j];
   }
-  // ALiBi: query head hh = g * group + r penalises slot j by m_hh times its distance from p. Slot
-  // `slot` holds position p, and the ring runs backwards from it: slot j holds position
-  // p - ((slot - j) mod W). A (KV, group, n) bias, the same for every layer.
-  std::vector<float> alibi;
-  if (config.alibi()) {
-    const std::vector<double> m = alibi_slopes(H);
-    alibi.resize(KV * group * n);
-    for (std::size_t hh = 0; hh < H; ++hh)
-      for (std::size_t j = 0; j < n; ++j) {
-        const std::size_t distance = (slot + W - j) % W;
-        alibi[hh * n + j] = static_cast<float>(-m[hh] * static_cast<double>(distance));
-      }
+  // The model's score-level parts (attention_options), computed in the kernel's score loop:
+  // step 5 runs K/V head g's `group` query heads as its rows, so query head g * group + r is
+  // (kernel head g, row r), every row at position p, in slot `slot` of the ring of W slots.
+  const std::vector<double> slopes = score_slopes(attention_options(config, p).score, H);
+  fast::ScoreBias score_bias;
+  if (!slopes.empty()) {
+    score_bias.slopes = slopes.data();
+    score_bias.head = group;
+    score_bias.row = 1;
+    score_bias.query = slot;
+    score_bias.step = 0;
+    score_bias.ring = W;
   }
-  const fast::ScoreBias score_bias =
-      alibi.empty() ? fast::ScoreBias{} : fast::ScoreBias{alibi.data(), group * n, n};
   Matrix h(std::array<std::size_t, 2>{B, C}), q(std::array<std::size_t, 2>{B, C});
   Matrix k(std::array<std::size_t, 2>{B, KV * hs}), v(std::array<std::size_t, 2>{B, KV * hs});
   Matrix heads(std::array<std::size_t, 2>{B, C}), proj(std::array<std::size_t, 2>{B, C});
@@ -620,17 +607,18 @@ const Matrix& lm_step_rolling(RollingKvCache& c, std::span<const int> tokens, co
     });
   }
   check_ids(tokens.data(), tokens.size(), config.vocab_size, kFn);
-  g_steps.fetch_add(1, std::memory_order_relaxed);  // kv_work(): one step, one new position each
-  g_positions.fetch_add(tokens.size(), std::memory_order_relaxed);
+  ++c.work.steps;  // one step, one new position per sequence
+  c.work.positions += tokens.size();
   return step_rolling(c, tokens, w, config);
 }
 
 namespace {
 
 // lm_generate_cached for a model with parts: the rolling cache, one step per token.
-std::vector<int> generate_rolling(const LmWeights& w, const ModelSpec& config,
-                                  std::span<const int> prompt, const GenerateOptions& options,
-                                  Rng& rng, const TokenCallback& on_token) {
+std::vector<int> generate_rolling(RollingKvCache& cache, const LmWeights& w,
+                                  const ModelSpec& config, std::span<const int> prompt,
+                                  const GenerateOptions& options, Rng& rng,
+                                  const TokenCallback& on_token) {
   const std::size_t V = config.vocab_size, T_max = config.block_size;
   const std::size_t n_new = options.max_new_tokens;
   std::vector<int> generated;
@@ -638,23 +626,22 @@ std::vector<int> generate_rolling(const LmWeights& w, const ModelSpec& config,
   generated.reserve(n_new);
   std::vector<int> context(prompt.begin(), prompt.end());
   context.reserve(prompt.size() + n_new);
-  // A model with a window and no position table (RoPE or ALiBi) sees its whole context, like
-  // lm_generate (never cropped); any other model the last T_max tokens, re-filled whenever the
-  // context moves.
+  // A model with a window and no position table (positions inside attention) sees its whole
+  // context, like lm_generate (never cropped); any other model the last T_max tokens, re-filled
+  // whenever the context moves.
   const bool endless = !config.learned_positions() && config.window.has_value();
-  RollingKvCache cache = rolling_cache_init(config, 1);
   TokenSampler sampler(V);
   const SamplingOptions sampling = detail::sampling_options(options);
   const Matrix* logits = nullptr;
   // Fills the cache from nothing with the context's last T tokens, one position at a time:
-  // kv_work() counts it as one prefill of T positions.
+  // cache.work counts it as one prefill of T positions.
   const auto fill = [&] {
     const std::size_t T = endless ? context.size() : std::min(context.size(), T_max);
     cache.length = 0;
     for (std::size_t i = context.size() - T; i < context.size(); ++i)
       logits = &step_rolling(cache, std::span<const int>(&context[i], 1), w, config);
-    g_prefills.fetch_add(1, std::memory_order_relaxed);
-    g_positions.fetch_add(T, std::memory_order_relaxed);
+    ++cache.work.prefills;
+    cache.work.positions += T;
   };
   fill();
   for (std::size_t i = 0; i < n_new; ++i) {
@@ -672,18 +659,10 @@ std::vector<int> generate_rolling(const LmWeights& w, const ModelSpec& config,
   return generated;
 }
 
-}  // namespace
-
-std::vector<int> lm_generate_cached(const LmWeights& w, const ModelSpec& config,
-                                    std::span<const int> prompt, const GenerateOptions& options,
-                                    Rng& rng, const TokenCallback& on_token) {
-  constexpr const char* kFn = "attn::lm_generate_cached";
-  detail::check_generate_inputs(w, config, prompt, options, kFn);
-  if (uses_rolling_cache(config)) {
-    check_variant(config, kFn);
-    return generate_rolling(w, config, prompt, options, rng, on_token);
-  }
-  check_blocks(w, config, kFn);
+// lm_generate_cached's loop for chapter 07's model through `cache` (checked by the caller).
+std::vector<int> generate_with(KvCache& cache, const LmWeights& w, const ModelSpec& config,
+                               std::span<const int> prompt, const GenerateOptions& options,
+                               Rng& rng, const TokenCallback& on_token, const char* kFn) {
   const std::size_t V = config.vocab_size, T_max = config.block_size;
   const std::size_t n_new = options.max_new_tokens;
   // Everything the loop touches is allocated here, before the first token.
@@ -695,7 +674,6 @@ std::vector<int> lm_generate_cached(const LmWeights& w, const ModelSpec& config,
     require(false, kFn, [&] { return fmt::format("max_new_tokens = {} is too large", n_new); });
   }
   context.reserve(prompt.size() + n_new);
-  KvCache cache = kv_cache_init(config, 1);
   TokenSampler sampler(V);
   const SamplingOptions sampling = detail::sampling_options(options);
 
@@ -719,6 +697,50 @@ std::vector<int> lm_generate_cached(const LmWeights& w, const ModelSpec& config,
                                   : &lm_prefill(cache, window(), w, config);
   }
   return generated;
+}
+
+}  // namespace
+
+std::vector<int> lm_generate_cached(const LmWeights& w, const ModelSpec& config,
+                                    std::span<const int> prompt, const GenerateOptions& options,
+                                    Rng& rng, const TokenCallback& on_token) {
+  constexpr const char* kFn = "attn::lm_generate_cached";
+  detail::check_generate_inputs(w, config, prompt, options, kFn);
+  if (uses_rolling_cache(config)) {
+    check_variant(config, kFn);
+    RollingKvCache cache = rolling_cache_init(config, 1);
+    return generate_rolling(cache, w, config, prompt, options, rng, on_token);
+  }
+  check_blocks(w, config, kFn);
+  KvCache cache = kv_cache_init(config, 1);
+  return generate_with(cache, w, config, prompt, options, rng, on_token, kFn);
+}
+
+std::vector<int> lm_generate_cached(KvCache& cache, const LmWeights& w, const ModelSpec& config,
+                                    std::span<const int> prompt, const GenerateOptions& options,
+                                    Rng& rng, const TokenCallback& on_token) {
+  constexpr const char* kFn = "attn::lm_generate_cached";
+  detail::check_generate_inputs(w, config, prompt, options, kFn);
+  require(!uses_rolling_cache(config), kFn,
+          "a model with chapter 11's parts generates through a RollingKvCache "
+          "(rolling_cache_init), not a KvCache");
+  check_blocks(w, config, kFn);
+  check_cache(cache, config, kFn);
+  require(cache.batch == 1, kFn, "expected a cache of one sequence (kv_cache_init(config, 1))");
+  return generate_with(cache, w, config, prompt, options, rng, on_token, kFn);
+}
+
+std::vector<int> lm_generate_cached(RollingKvCache& cache, const LmWeights& w,
+                                    const ModelSpec& config, std::span<const int> prompt,
+                                    const GenerateOptions& options, Rng& rng,
+                                    const TokenCallback& on_token) {
+  constexpr const char* kFn = "attn::lm_generate_cached";
+  detail::check_generate_inputs(w, config, prompt, options, kFn);
+  check_variant(config, kFn);
+  check_rolling(cache, config, kFn);
+  require(cache.batch == 1, kFn,
+          "expected a cache of one sequence (rolling_cache_init(config, 1))");
+  return generate_rolling(cache, w, config, prompt, options, rng, on_token);
 }
 
 double lm_token_flops_uncached(const ModelSpec& config, std::size_t T) {

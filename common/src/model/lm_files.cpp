@@ -216,9 +216,7 @@ bool parse_model_txt(const fs::path& dir, ModelChoices& out, std::vector<std::st
         if (key == "normalization") out.normalization = parse_normalization(value);
         if (key == "ffn") out.ffn = parse_ffn_kind(value);
       } catch (const std::invalid_argument&) {
-        bad(key == "positions"       ? "learned, rope, alibi or none"
-            : key == "normalization" ? "layernorm or rmsnorm"
-                                     : "mlp or swiglu");
+        bad(choice_names(key));  // the names the spec accepts
       }
     } else if (key == "rope_theta") {
       double theta = 0.0;
@@ -234,10 +232,9 @@ bool parse_model_txt(const fs::path& dir, ModelChoices& out, std::vector<std::st
       out.n_kv_heads = kv;
     } else if (key == "window") {
       optional_size(out.window);
-    } else if (key == "bias") {
-      flag(out.bias);
-    } else if (key == "attn_bias") {
-      flag(out.attn_bias);
+    } else if (const auto sw = std::ranges::find(part_switches(), key, &PartSwitch::key);
+               sw != part_switches().end()) {
+      flag(out.*(sw->choice));  // an on/off part: the spec's table of part switches
     } else if (key == "block_size") {
       size(out.block_size);
     } else if (key == "dropout") {
@@ -620,10 +617,11 @@ std::string model_txt(const ModelSpec& s) {
   line("ffn", ffn_kind_name(s.ffn));
   line("n_kv_heads", s.n_kv_heads);
   if (s.window) line("window", *s.window);  // absent: no window
-  line("bias", flag_text(s.bias));
-  // Written only when on: every folder without attention biases keeps its model.txt, byte for
-  // byte, and one written before the key existed reads as off.
-  if (s.attn_bias) line("attn_bias", flag_text(s.attn_bias));
+  // The on/off parts, the spec's table of part switches; a later one only when on.
+  for (const PartSwitch& sw : part_switches()) {
+    const bool on = s.choices().*(sw.choice);
+    if (on || sw.written_off) line(sw.key, flag_text(on));
+  }
   return text;
 }
 

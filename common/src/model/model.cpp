@@ -94,7 +94,7 @@ void check_weights(const LmWeights& w, const ModelSpec& config, const char* func
                 shape_str(w.wpe.shape()));
   }
   if (!config.learned_positions() && w.wpe.size() != 0) {
-    shape_error(function, "an empty wpe (rope and alibi positions have no table)",
+    shape_error(function, "an empty wpe (positions other than learned have no table)",
                 shape_str(w.wpe.shape()));
   }
   if (w.blocks.size() != config.n_layers) {  // (formatted only on failure: called per token)
@@ -434,7 +434,7 @@ double forward_backward_rows(const int* tokens, const int* targets, std::size_t 
     for (std::size_t t = 0; t < T; ++t) {
       const float* tok = w.wte.data() + static_cast<std::size_t>(tokens[b * T + t]) * C;
       float* out = x.data() + (b * T + t) * C;
-      if (!config.learned_positions()) {  // no table: RoPE or ALiBi acts inside attention
+      if (!config.learned_positions()) {  // no table: the positions act inside attention
         std::copy_n(tok, C, out);
         continue;
       }

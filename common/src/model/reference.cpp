@@ -401,16 +401,12 @@ T3<S> attend_step(const T3<S>& a, const GqaWeights<S>& w, const BlockConfig& c, 
     std::copy(t.begin(), t.end(), out.begin());
     return out;
   };
-  AttentionOptions options;
-  options.causal = true;
-  options.window = c.spec.window;
-  options.offset = pos;
+  // The model's attention (causal, its window, its score-level parts) for the one new query at
+  // position pos over the pos + 1 cached keys.
+  AttentionOptions options = attention_options(c.spec, pos);
   options.need_probs = false;
-  // ALiBi: the new query at position pos penalises key j by m_h (pos - j).
   const AttentionRefResult<S> r =
-      c.spec.alibi() ? attention_ref<S>(q, batch_of_one(keys), batch_of_one(values), options,
-                                        alibi_bias<S>(H, 1, pos + 1, pos))
-                     : attention_ref<S>(q, batch_of_one(keys), batch_of_one(values), options);
+      attention_ref<S>(q, batch_of_one(keys), batch_of_one(values), options);
   // (1, H, 1, hs)
   T3<S> o({1, 1, C});
   std::copy(r.out.begin(), r.out.end(), o.begin());  // the heads side by side: (1, 1, H * hs)

@@ -11,13 +11,28 @@
 
 namespace attn {
 
+std::string_view choice_names(std::string_view key) {
+  if (key == "positions") return "learned, rope, alibi or none";
+  if (key == "normalization") return "layernorm or rmsnorm";
+  if (key == "ffn") return "mlp or swiglu";
+  return {};
+}
+
+std::span<const PartSwitch> part_switches() {
+  static constexpr PartSwitch kSwitches[] = {
+      {"bias", &ModelChoices::bias, true},
+      {"attn_bias", &ModelChoices::attn_bias, false},  // chapter 14's GPT-2 attention biases
+  };
+  return kSwitches;
+}
+
 Positions parse_positions(std::string_view name) {
   if (name == "learned") return Positions::learned;
   if (name == "rope") return Positions::rope;
   if (name == "alibi") return Positions::alibi;
   if (name == "none") return Positions::none;
-  throw std::invalid_argument("unknown positions '" + std::string(name) +
-                              "': expected learned, rope, alibi or none");
+  throw std::invalid_argument("unknown positions '" + std::string(name) + "': expected " +
+                              std::string(choice_names("positions")));
 }
 std::string_view positions_name(Positions p) {
   switch (p) {
@@ -36,8 +51,8 @@ std::string_view positions_name(Positions p) {
 Normalization parse_normalization(std::string_view name) {
   if (name == "layernorm") return Normalization::layernorm;
   if (name == "rmsnorm") return Normalization::rmsnorm;
-  throw std::invalid_argument("unknown normalization '" + std::string(name) +
-                              "': expected layernorm or rmsnorm");
+  throw std::invalid_argument("unknown normalization '" + std::string(name) + "': expected " +
+                              std::string(choice_names("normalization")));
 }
 std::string_view normalization_name(Normalization n) {
   return n == Normalization::rmsnorm ? "rmsnorm" : "layernorm";
@@ -46,7 +61,8 @@ std::string_view normalization_name(Normalization n) {
 FfnKind parse_ffn_kind(std::string_view name) {
   if (name == "mlp") return FfnKind::mlp;
   if (name == "swiglu") return FfnKind::swiglu;
-  throw std::invalid_argument("unknown ffn '" + std::string(name) + "': expected mlp or swiglu");
+  throw std::invalid_argument("unknown ffn '" + std::string(name) + "': expected " +
+                              std::string(choice_names("ffn")));
 }
 std::string_view ffn_kind_name(FfnKind f) { return f == FfnKind::swiglu ? "swiglu" : "mlp"; }
 
@@ -56,6 +72,15 @@ std::size_t swiglu_width(std::size_t C) {
 }
 
 ModelSpec::ModelSpec() : ModelSpec(resolve_spec(ModelChoices{})) {}
+
+AttentionOptions attention_options(const ModelSpec& spec, std::size_t offset, bool causal) {
+  AttentionOptions o;
+  o.causal = causal;
+  o.window = spec.window;
+  o.offset = offset;
+  o.score.alibi = spec.alibi();
+  return o;
+}
 
 bool ModelSpec::grouped_attention() const {
   return n_kv_heads != n_heads || rope() || alibi() || window;

@@ -63,11 +63,20 @@ Dims check_inputs(const char* fn, const xt::xtensor<S, 4>& q, const xt::xtensor<
   return n;
 }
 
+// The score-level parts' bias of query position p and key j for a head of slope m, rounded to
+// S as a bias tensor of S would hold it (alibi_bias's values, bit for bit).
+template <class S>
+double score_bias_value(double m, std::size_t p, std::size_t j) {
+  const double distance = static_cast<double>(p) - static_cast<double>(j);
+  return static_cast<double>(static_cast<S>(-m * distance));
+}
+
 template <class S>
 AttentionRefResult<S> attend(const char* fn, const xt::xtensor<S, 4>& q, const xt::xtensor<S, 4>& k,
                              const xt::xtensor<S, 4>& v, const AttentionOptions& o,
                              const xt::xtensor<S, 3>* bias) {
   const Dims n = check_inputs(fn, q, k, v, o);
+  const std::vector<double> slopes = score_slopes(o.score, n.H);  // empty: no score part
   if (bias && !(bias->shape()[0] == n.H && bias->shape()[1] == n.T && bias->shape()[2] == n.S)) {
     shape_error(fn,
                 "a score bias (H, T, S) = (" + std::to_string(n.H) + ", " + std::to_string(n.T) +
@@ -97,6 +106,7 @@ AttentionRefResult<S> attend(const char* fn, const xt::xtensor<S, 4>& q, const x
             dot += static_cast<double>(q(b, h, i, d)) * static_cast<double>(k(b, g, j, d));
           p[j] = dot * scale;
           if (bias) p[j] += static_cast<double>((*bias)(h, i, j));
+          if (!slopes.empty()) p[j] += score_bias_value<S>(slopes[h], o.offset + i, j);
           max_score = std::max(max_score, p[j]);
         }
         // 2. The stable softmax over the visible keys (chapter 03): subtract the row's maximum.
@@ -212,6 +222,10 @@ std::vector<double> alibi_slopes(std::size_t n_heads) {
   const std::vector<double> finer = power_of_two(2 * n);
   for (std::size_t k = 0; m.size() < n_heads; ++k) m.push_back(finer[2 * k]);
   return m;
+}
+
+std::vector<double> score_slopes(const ScoreParts& parts, std::size_t n_heads) {
+  return parts.alibi ? alibi_slopes(n_heads) : std::vector<double>{};
 }
 
 template <class S>

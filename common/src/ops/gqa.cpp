@@ -120,6 +120,7 @@ AttentionOptions attention_options(const GqaConfig& config) {
   AttentionOptions o;
   o.causal = config.causal;
   o.window = config.window;
+  o.score = config.score;
   return o;
 }
 
@@ -177,12 +178,8 @@ xt::xtensor<S, 3> gqa_forward(const xt::xtensor<S, 3>& x, const GqaWeights<S>& w
   //    copy; the reference attention reads the shared head in place).
   // 4. Attention per head, causal and windowed as configured: out (B, H, T, hs), probs
   //    (B, H, T, T).
-  //    With ALiBi, the scores get its distance penalty first.
-  const std::size_t T = cache.q.shape()[2];
-  AttentionRefResult<S> a =
-      config.alibi ? attention_ref<S>(cache.q, cache.k, cache.v, attention_options(config),
-                                      alibi_bias<S>(config.n_heads, T, T))
-                   : attention_ref<S>(cache.q, cache.k, cache.v, attention_options(config));
+  //    The score-level parts (config.score) add their bias to the scores first.
+  AttentionRefResult<S> a = attention_ref<S>(cache.q, cache.k, cache.v, attention_options(config));
   cache.weights = std::move(a.probs);
   // 5. Merge the heads and mix them: (B, H, T, hs) -> (B, T, C) @ (C, C) -> (B, T, C) (+ b_o).
   cache.heads = merge_heads_any(a.out);

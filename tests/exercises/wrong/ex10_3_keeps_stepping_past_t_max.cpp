@@ -10,14 +10,14 @@
 
 namespace ex10 {
 
-std::vector<int> generate_cached(const attn::LmWeights& w, const attn::ModelSpec& config,
-                                 std::span<const int> prompt, const attn::GenerateOptions& options,
-                                 attn::Rng& rng, const attn::TokenCallback& on_token) {
+std::vector<int> generate_cached(attn::KvCache& cache, const attn::LmWeights& w,
+                                 const attn::ModelSpec& config, std::span<const int> prompt,
+                                 const attn::GenerateOptions& options, attn::Rng& rng,
+                                 const attn::TokenCallback& on_token) {
   if (prompt.empty()) throw std::invalid_argument("generate_cached: empty prompt");
   std::vector<int> out;
   if (options.max_new_tokens == 0) return out;
   const std::size_t V = config.vocab_size, T_max = config.block_size;
-  attn::KvCache cache = attn::kv_cache_init(config, 1);
   attn::TokenSampler sampler(V);
   const attn::SamplingOptions s{options.temperature, options.top_k, options.top_p, options.greedy};
   const std::size_t T = std::min(prompt.size(), T_max);

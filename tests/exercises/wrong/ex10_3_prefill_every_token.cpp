@@ -8,13 +8,13 @@
 
 namespace ex10 {
 
-std::vector<int> generate_cached(const attn::LmWeights& w, const attn::ModelSpec& config,
-                                 std::span<const int> prompt, const attn::GenerateOptions& options,
-                                 attn::Rng& rng, const attn::TokenCallback& on_token) {
+std::vector<int> generate_cached(attn::KvCache& cache, const attn::LmWeights& w,
+                                 const attn::ModelSpec& config, std::span<const int> prompt,
+                                 const attn::GenerateOptions& options, attn::Rng& rng,
+                                 const attn::TokenCallback& on_token) {
   if (prompt.empty()) throw std::invalid_argument("generate_cached: empty prompt");
   const std::size_t T_max = config.block_size;
   std::vector<int> context(prompt.begin(), prompt.end()), out;
-  attn::KvCache cache = attn::kv_cache_init(config, 1);
   attn::TokenSampler sampler(config.vocab_size);
   const attn::SamplingOptions sampling{options.temperature, options.top_k, options.top_p,
                                        options.greedy};

@@ -82,12 +82,19 @@ void mha_backward(const Tensor<3>& dout, const MhaCache& cache, const MhaWeights
 struct HeadStrides {
   std::size_t batch, head, row;
 };
-// An additive score bias (ALiBi, chapter 11): head h's query row t adds
-// data[h * head + t * row + s] to its score of key s (h in 0..H-1, the same for every b). None
-// when data is null.
+// The score-level parts' bias (attn::ScoreParts, a line in the distance between query and key,
+// attn/ops/attention_ref.hpp), computed in the score loop, never stored: head h's query row t
+// adds -m (p - s) to its score of key s, rounded to float as the reference's bias tensor is, with
+//   m = slopes[h * head + t * row]       (attn::score_slopes: one per query head)
+//   p = query + t * step                 the query's position; key s stands at position s,
+// except in a ring of `ring` slots (the rolling cache), where a slot after p holds the position
+// `ring` earlier. None when slopes is null. The defaults are a block's attention over one
+// sequence: kernel head h is query head h, row t at position t.
 struct ScoreBias {
-  const float* data = nullptr;
-  std::size_t head = 0, row = 0;
+  const double* slopes = nullptr;
+  std::size_t head = 1, row = 0;
+  std::size_t query = 0, step = 1;
+  std::size_t ring = 0;
 };
 void attention_strided(std::size_t B, std::size_t H, std::size_t T, std::size_t S, std::size_t hs,
                        const float* q, HeadStrides q_strides, const float* k, HeadStrides k_strides,

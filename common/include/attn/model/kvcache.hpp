@@ -20,6 +20,21 @@
 
 namespace attn {
 
+// The work a cache has done, counted as it runs, in the cache it counts (KvCache::work,
+// RollingKvCache::work): prefills (lm_prefill calls, or fills of a rolling cache), steps and the
+// positions they pushed through the model (B * T for a prefill of T tokens, B for a step). It
+// says how a loop used its cache: n new tokens from a prompt of p <= T_max tokens cost p + n - 1
+// positions in one prefill while the cache has room, where a loop that prefills its whole context
+// for every token computes about p n + n^2 / 2 (chapter 10's exercise ex10.3 is handed a cache and
+// checked this way; a loop that makes caches of its own leaves the one it was handed idle).
+struct KvWork {
+  std::uint64_t prefills = 0;   // prefills (lm_prefill calls, rolling fills)
+  std::uint64_t steps = 0;      // steps (lm_step, lm_step_rolling calls)
+  std::uint64_t positions = 0;  // positions computed by both (per sequence, summed over B)
+};
+// b - a, counter by counter: the work done between two readings.
+KvWork operator-(const KvWork& b, const KvWork& a);
+
 struct KvCache {
   std::size_t batch = 0;          // B
   std::size_t length = 0;         // n, positions filled (0..T_max); the next token goes to n
@@ -34,6 +49,7 @@ struct KvCache {
   Matrix hidden;   // (rows, F) FFN hidden layer, F = config.ffn_hidden (4C by default)
   Vector scratch;  // attention scores, attention_scratch_floats(T_max, T_max, hs)
   Matrix logits;   // (B, V) the logits of the last position
+  KvWork work;     // what lm_prefill and lm_step have done with this cache
 };
 
 // An empty cache (length 0) for `batch` sequences of the model `config`, with every buffer
@@ -73,23 +89,6 @@ const Matrix& lm_prefill(KvCache& cache, std::span<const int> tokens, const LmWe
 const Matrix& lm_step(KvCache& cache, std::span<const int> tokens, const LmWeights& w,
                       const ModelSpec& config);
 
-// The work lm_prefill and lm_step have done in this process, counted as they run (thread-safe):
-// calls of each and the positions they pushed through the model (B * T for a prefill of T
-// tokens, B for a step). The difference of two readings around a generation loop says how it
-// used the cache: n new tokens from a prompt of p <= T_max tokens cost p + n - 1 positions while
-// the cache has room, where a loop that prefills its whole context for every token computes
-// about p n + n^2 / 2 (chapter 10's exercise ex10.3 is checked this way). The counters are the
-// process's, not a cache's, on purpose: a learner's loop makes its own caches (a wrong one makes
-// a fresh cache per token), and the check must count the work of every one of them.
-struct KvWork {
-  std::uint64_t prefills = 0;   // lm_prefill calls
-  std::uint64_t steps = 0;      // lm_step calls
-  std::uint64_t positions = 0;  // positions computed by both (per sequence, summed over B)
-};
-KvWork kv_work();
-// b - a, counter by counter: the work done between two readings.
-KvWork operator-(const KvWork& b, const KvWork& a);
-
 // lm_generate with the cache: the same tokens for the same seed (greedy, temperature, top-k,
 // top-p). A model with chapter 11's parts runs through the rolling cache (above): a rope model
 // with a window steps on past T_max at O(W) per token, never re-filled. Prefill of the prompt
@@ -102,6 +101,18 @@ KvWork operator-(const KvWork& b, const KvWork& a);
 std::vector<int> lm_generate_cached(const LmWeights& w, const ModelSpec& config,
                                     std::span<const int> prompt, const GenerateOptions& options,
                                     Rng& rng, const TokenCallback& on_token = {});
+struct RollingKvCache;  // below
+// The same loop through a cache the caller made and keeps: kv_cache_init(config, 1) for a model of
+// chapter 07's parts, rolling_cache_init(config, 1) for one with chapter 11's
+// (uses_rolling_cache); its `work` then says what the loop did. Throws std::invalid_argument for
+// a cache of the wrong kind or not made for `config`.
+std::vector<int> lm_generate_cached(KvCache& cache, const LmWeights& w, const ModelSpec& config,
+                                    std::span<const int> prompt, const GenerateOptions& options,
+                                    Rng& rng, const TokenCallback& on_token = {});
+std::vector<int> lm_generate_cached(RollingKvCache& cache, const LmWeights& w,
+                                    const ModelSpec& config, std::span<const int> prompt,
+                                    const GenerateOptions& options, Rng& rng,
+                                    const TokenCallback& on_token = {});
 
 // ---- The rolling cache: models with chapter 11's parts (RoPE, grouped-query attention, a
 // sliding window, RMSNorm, SwiGLU, no biases). Each layer keeps `capacity` positions per K/V
@@ -126,6 +137,7 @@ struct RollingKvCache {
   std::vector<Tensor<4>> values;  // L x (B, KV, capacity, hs)
   Matrix logits;                  // (B, V) the logits of the last step
   fast::Workspace scratch;        // the fast kernels' scratch (RoPE's angles), kept between steps
+  KvWork work;                    // the fills and steps done with this cache
 };
 // True for a model with any part other than chapter 07's (block_default_parts false, or rope):
 // lm_generate_cached runs it through the rolling cache.

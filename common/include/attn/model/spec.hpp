@@ -11,11 +11,13 @@
 
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include "attn/core/limits.hpp"
+#include "attn/ops/attention_ref.hpp"
 #include "attn/ops/ffn.hpp"
 
 namespace attn {
@@ -36,13 +38,15 @@ enum class Normalization { layernorm, rmsnorm };
 // matrices, no biases: silu(x w_gate) * (x w_up) @ w_down).
 enum class FfnKind { mlp, swiglu };
 // "learned" | "rope" | "alibi" | "none", "layernorm" | "rmsnorm", "mlp" | "swiglu": parse throws
-// std::invalid_argument listing the accepted names.
+// std::invalid_argument listing the accepted names (choice_names: those names in words, by the
+// model.txt key, "positions", "normalization" or "ffn"; empty for any other key).
 Positions parse_positions(std::string_view name);
 std::string_view positions_name(Positions p);
 Normalization parse_normalization(std::string_view name);
 std::string_view normalization_name(Normalization n);
 FfnKind parse_ffn_kind(std::string_view name);
 std::string_view ffn_kind_name(FfnKind f);
+std::string_view choice_names(std::string_view key);
 // SwiGLU's default width: 2/3 of the MLP's 4C, so its three matrices hold about as many
 // parameters as the MLP's two, rounded up to a multiple of 8 (Llama's multiple_of rule, with 8
 // in place of Llama's 256, which would swamp a model of C = 64):
@@ -88,6 +92,18 @@ struct ModelChoices {
   std::optional<std::size_t> window;      // sliding window W: query t sees keys t-W+1..t
   bool operator==(const ModelChoices&) const = default;
 };
+
+// The on/off parts of a model as model.txt names them, in the file's order: the spec's one table
+// of part switches, which parse_model_txt and model_txt (model/lm_files.cpp) walk, so a new
+// switch is a row here and lm_files never names a part. `written_off`: false for a switch that
+// came after folders existed, written only when on (such a folder's model.txt stays the same,
+// byte for byte, and one without the key reads as off).
+struct PartSwitch {
+  std::string_view key;
+  bool ModelChoices::*choice;
+  bool written_off;
+};
+std::span<const PartSwitch> part_switches();
 
 // How an error names what was wrong: by the file key / field ("n_kv_heads 3 does not divide
 // n_heads 4"), or by the flag a learner typed ("--n-kv-heads 3 does not divide --n-heads 4").
@@ -149,6 +165,14 @@ struct ModelSpec {
   friend ModelSpec resolve_spec(const ModelChoices&, SpecNames, std::size_t);
   ModelChoices choices_;
 };
+
+// The attention every path of the model runs, described once: the block's forward and backward
+// (fast and reference), both caches' steps and the reference's step pass these options to the
+// reference attention or the fast kernels, so none of them names a part. causal; the window; the
+// position of the first query (`offset`: a cache step's position); the score-level parts
+// (ALiBi's positions). K/V head groups come from n_kv_heads, in the shapes the paths pass.
+AttentionOptions attention_options(const ModelSpec& spec, std::size_t offset = 0,
+                                   bool causal = true);
 
 // Every default applied and every rule checked:
 //   sizes >= 1; n_heads divides n_embd; n_kv_heads divides n_heads; ffn_hidden >= 1;

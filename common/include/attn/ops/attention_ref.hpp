@@ -18,9 +18,10 @@
 // g = h / (H / KV): KV = H is multi-head attention (chapter 05), KV = 1 multi-query, anything
 // between grouped-query attention (chapter 11).
 //
-// The bias is added to the scores before the mask and the softmax: ALiBi's distance penalty, a
-// padding mask, a relative-position table. It is an input, not a parameter: the backward gives
-// no gradient for it.
+// A model's score-level parts (ScoreParts: ALiBi's distance penalty) are options like the
+// others, computed as the scores are. A bias tensor, the other overload, is added the same way:
+// a padding mask, a relative-position table. Both go to the scores before the mask and the
+// softmax; they are inputs, not parameters: the backward gives no gradient for them.
 //
 // Shapes: q (B, H, T, hs), k (B, KV, S, hs), v (B, KV, S, hv), bias (H, T, S)
 //   -> out (B, H, T, hv), probs (B, H, T, S) (0 wherever a key is hidden).
@@ -36,11 +37,20 @@
 
 namespace attn {
 
+// What a model adds to the scores q . k / sqrt(hs) of every head: its score-level parts. A new
+// one is a field here, its formula in score_bias_value (attention_ref.cpp) and in the fast
+// kernel (fast/attention.cpp), and its choice in the spec (model/spec.cpp: attention_options).
+struct ScoreParts {
+  bool alibi = false;  // ALiBi's distance penalty, bias[h, i, j] = -m_h (p - j) (below)
+  bool any() const { return alibi; }
+};
+
 struct AttentionOptions {
   bool causal = false;                // query p sees keys 0..p only
   std::optional<std::size_t> window;  // W >= 1: keys p-W+1..p only (needs causal); none: all
   std::size_t offset = 0;             // the position of query row 0 (keys start at position 0)
   bool need_probs = true;             // false: probs left empty (shape all 0)
+  ScoreParts score;                   // the model's score-level parts, none by default
 };
 
 template <class S>
@@ -88,8 +98,10 @@ AttentionRefGrads<S> attention_ref_backward(const xt::xtensor<S, 4>& dout,
 //   m_h = 2^(-8 (h + 1) / H)                H = 8: 1/2, 1/4, ..., 1/256
 // otherwise the closest power of two n < H gives its n slopes, then every other slope of 2n
 // (the first H - n of 2^(-8 (2k + 1) / 2n), k = 0, 1, ...). Throws std::invalid_argument for
-// H = 0.
+// H = 0. (ScoreParts::alibi asks attention_ref, and the fast kernels, for this bias.)
 std::vector<double> alibi_slopes(std::size_t n_heads);
+// The slopes of the score-level parts that have them (ALiBi's, one per query head), or none.
+std::vector<double> score_slopes(const ScoreParts& parts, std::size_t n_heads);
 // The (H, T, S) bias above (keys after p get -m_h (p - j) > 0, but a causal mask hides them).
 template <class S>
 xt::xtensor<S, 3> alibi_bias(std::size_t n_heads, std::size_t T, std::size_t S_keys,

@@ -15,6 +15,7 @@
 
 #include "attn/core/xt.hpp"
 #include "attn/ops/attention.hpp"
+#include "attn/ops/attention_ref.hpp"
 
 namespace attn {
 
@@ -30,7 +31,7 @@ struct GqaConfig {
   bool rope = false;           // rotate q and k by their positions (attn/ops/rope.hpp)
   double theta = 10000.0;      // RoPE's base, when rope
   std::optional<std::size_t> window;  // sliding window W (needs causal); none: every key
-  bool alibi = false;  // ALiBi's distance penalty on the scores (attn/ops/attention_ref.hpp)
+  ScoreParts score;  // the score-level parts (attn/ops/attention_ref.hpp); none by default
 };
 
 template <class S>
