@@ -19,10 +19,12 @@
 #include <string_view>
 #include <vector>
 
+#include "attn/core/random.hpp"
 #include "attn/io/corpus.hpp"
 #include "attn/term/narrate.hpp"
 #include "attn/io/text.hpp"
 #include "attn/model/kvcache.hpp"
+#include "attn/model/model.hpp"
 #include "attn/io/data.hpp"
 #include "attn/train/train.hpp"
 #include "modern.hpp"
@@ -312,11 +314,36 @@ void show_verdicts(const std::vector<Row>& rows, const std::vector<std::size_t>&
   }
 }
 
+// The premise of the comparison by position, checked: the window row's weights run with and
+// without the window give the same logits at positions 0..W-1 (no key is out of reach there) and
+// other ones from W on. Fresh weights from the seed; the largest differences, (0..W-1, W..T-1).
+struct SameKeys {
+  double near = 0.0, far = 0.0;
+};
+SameKeys same_keys(const attn::ModelSpec& windowed, const attn::ModelSpec& full,
+                   const attn::Batch& windows, std::uint64_t seed) {
+  attn::Rng rng(seed, 1107);
+  const attn::LmWeights w = attn::lm_init(rng, windowed);
+  const attn::Tensor<3> a = attn::lm_forward(windows.x, w, windowed);  // (kWindows, T, V)
+  const attn::Tensor<3> b = attn::lm_forward(windows.x, w, full);
+  const std::size_t T = windows.x.shape()[1], W = *windowed.window, V = windowed.vocab_size;
+  SameKeys d;
+  for (std::size_t i = 0; i < kWindows; ++i)
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t v = 0; v < V; ++v) {
+        const double diff =
+            std::abs(static_cast<double>(a(i, t, v)) - static_cast<double>(b(i, t, v)));
+        double& into = t < W ? d.near : d.far;
+        into = std::max(into, diff);
+      }
+  return d;
+}
+
 // The window row against the full Llama row (the same model, attending to every earlier
 // position): best val, the train loss of the same estimate, and the val loss by position: at
 // 0..W-1 both attend to exactly the same keys; from W on the full model sees more of them.
 void show_window_against_full(const std::vector<Run>& full, const std::vector<Run>& windowed,
-                              std::size_t W) {
+                              std::size_t W, const SameKeys& check) {
   const std::size_t n = full.size(), T = full.front().by_position.size();
   struct Side {
     std::vector<double> val, train, near, far;
@@ -337,11 +364,16 @@ void show_window_against_full(const std::vector<Run>& full, const std::vector<Ru
     for (std::size_t i = 0; i < n; ++i) k += y[i] < x[i] ? 1 : 0;
     return k;
   };
+  const std::size_t T0 = full.front().by_position.size();
+  attn::claim(check.near < 1e-5, "with and without the window, the same logits at 0..W-1");
   fmt::print(
       "\nThe window row against the full model (llama), mean of {} seed{}, each run read at its\n"
       "best estimate: the train loss of that estimate, and the val loss by position over {} fixed\n"
-      "validation windows (at 0..{} both models attend to exactly the same keys):\n",
-      n, n == 1 ? "" : "s", kWindows, W - 1);
+      "validation windows. At 0..{} both models attend to the same keys (the window row's "
+      "weights,\n"
+      "run with and without the window: logits that differ by {} there{}).\n",
+      n, n == 1 ? "" : "s", kWindows, W - 1, attn::rounding_text(check.near),
+      W < T0 ? fmt::format(",\nby up to {} from {} on", num(check.far), W) : "");
   fmt::print("  {:<16} {:>9} {:>10} {:>11} {:>11} {:>11}\n", "", "best val", "train loss",
              "val - train", fmt::format("val 0..{}", W - 1),
              W < T ? fmt::format("val {}..{}", W, T - 1) : std::string("-"));
@@ -364,9 +396,9 @@ void show_window_against_full(const std::vector<Run>& full, const std::vector<Ru
   fmt::print("  window - llama   {:>+9.4f} {:>+10.4f} {:>11} {:>+11.4f} {:>11}\n", d_val, d_train,
              "", d_near, W < T ? fmt::format("{:+.4f}", mean(b.far) - mean(a.far)) : "-");
   fmt::print(
-      "  (the window lower in {} of {} seeds by best val, {} by train loss, {} at 0..{}{})\n",
-      lower(a.val, b.val), n, lower(a.train, b.train), lower(a.near, b.near), W - 1,
-      W < T ? fmt::format(", {} at {}..{}", lower(a.far, b.far), W, T - 1) : "");
+      "  (the window lower in {} of {} seed{} by best val, {} by train loss, {} at 0..{}{})\n",
+      lower(a.val, b.val), n, n == 1 ? "" : "s", lower(a.train, b.train), lower(a.near, b.near),
+      W - 1, W < T ? fmt::format(", {} at {}..{}", lower(a.far, b.far), W, T - 1) : "");
   fmt::print("By the table's rule, with llama in the base row's place, the window is\n  {}.\n",
              verdict_text(judge(b.val, a.val), "llama"));
   if (d_val >= 0.0) {
@@ -522,8 +554,10 @@ void run_table(const attn::CommonOptions& common, const Options& o) {
   };
   if (ran("base") && chosen.size() > 1) show_verdicts(rows, chosen, runs, seeds.size());
   if (ran("llama") && ran("window")) {
-    show_window_against_full(runs[index_of(rows, "llama")], runs[index_of(rows, "window")],
-                             table_window(o, z));
+    const std::size_t llama = index_of(rows, "llama"), window = index_of(rows, "window");
+    show_window_against_full(
+        runs[llama], runs[window], table_window(o, z),
+        same_keys(rows[window].model, rows[llama].model, windows, common.seed));
   }
 }
 
