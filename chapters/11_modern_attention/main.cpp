@@ -39,8 +39,8 @@ namespace ch11 {
 
 TableSize table_size(bool full) {
   // The CPU model of the full table; the default is a smaller one that trains in about a minute.
-  if (full) return {64, 4, 4, 64, 32, 2000, 3, 200, 100};
-  return {32, 4, 2, 32, 16, 500, 3, 100, 20};
+  if (full) return {64, 4, 4, 64, 32, 2000, 5, 200, 100};
+  return {32, 4, 2, 32, 16, 500, 5, 100, 20};
 }
 
 std::size_t table_window(const Options& o, const TableSize& z) {
@@ -287,7 +287,7 @@ int main(int argc, char** argv) {
                 "sliding-window attention: each computed and shown, then the model trained "
                 "with each change alone and all together (the Llama recipe), measured on the "
                 "same budget. The default table is a small one (about a minute); --table runs "
-                "the full one (C 64, H 4, L 4, T 64, B 32, 2000 steps, 3 seeds).");
+                "the full one (C 64, H 4, L 4, T 64, B 32, 2000 steps, 5 seeds).");
   Options o;
   cli.add_size("--head-size", o.head_size, "hs of section 1's rotation, even", 2, kMaxHeadSize);
   cli.add_float("--rope-theta", o.rope_theta, "RoPE's base theta (> 0)", 0.0f, 1e9f);
@@ -297,7 +297,7 @@ int main(int argc, char** argv) {
                "W, the window of section 5 and the window row (default: T / 4 of the table)", 1,
                64);
   cli.add_flag("--table", o.table,
-               "the full table: C 64, H 4, L 4, T 64, B 32, 2000 steps, 3 seeds (24 runs; split "
+               "the full table: C 64, H 4, L 4, T 64, B 32, 2000 steps, 5 seeds (40 runs; split "
                "it with --table-rows and --table-seeds)");
   cli.add_string("--table-rows", o.table_rows,
                  "LIST: only these rows, by name, e.g. base,llama (default: all)");

@@ -19,7 +19,7 @@ struct Options {
   float rope_theta = 10000.0f;  // RoPE's base, > 0
   std::size_t n_kv_heads = 2;   // K/V heads of the gqa rows and sections 4-5; divides H = 4
   std::size_t window = 0;       // W of the window row and section 5; 0: T / 4 of the table
-  bool table = false;           // the full table (C 64, H 4, L 4, T 64, B 32, 2000 steps, 3 seeds)
+  bool table = false;           // the full table (C 64, H 4, L 4, T 64, B 32, 2000 steps, 5 seeds)
   std::string table_rows;       // "" = all; names, e.g. "base,llama"
   std::string table_seeds;      // "" = the table's own (from --seed)
   std::size_t table_steps = 0;  // 0 = the table's own
@@ -50,8 +50,8 @@ void check_table_flags(const Options& o, std::uint64_t seed);
 // each estimate 2 x eval_iters forwards, a forward being attn::lm_token_flops_uncached(T) FLOPs
 // and T positions. Measured on this course's 2-vCPU machine, one thread, a run takes about
 //   seconds = FLOPs / 62e9 + 1.05e-6 x the positions pushed through the model
-// (the full table's run, C 64 L 4, about 140 s; the default table's 24 runs, C 32 L 2, about
-// 43 s: small models spend more of their time per position than per FLOP). A command is held to
+// (the full table's run, C 64 L 4, about 140 s; the default table's 40 runs, C 32 L 2, about
+// 70 s: small models spend more of their time per position than per FLOP). A command is held to
 // kMaxTrainingSeconds, one run of the full table.
 inline constexpr double kMaxTrainingSeconds = 150.0;
 double training_seconds(const attn::ModelSpec& model, std::size_t batch_size, std::size_t steps,

@@ -9,21 +9,26 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <cstdio>
 #include <limits>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "attn/core/random.hpp"
 #include "attn/io/corpus.hpp"
 #include "attn/term/narrate.hpp"
 #include "attn/io/text.hpp"
 #include "attn/model/kvcache.hpp"
+#include "attn/model/model.hpp"
 #include "attn/io/data.hpp"
 #include "attn/train/train.hpp"
 #include "modern.hpp"
+#include "verdict.hpp"
 
 namespace ch11 {
 
@@ -151,16 +156,55 @@ std::vector<std::uint64_t> chosen_seeds(const std::string& text, std::uint64_t s
   return out;
 }
 
+// kWindows windows of T + 1 validation tokens, evenly spaced, the same for every row and seed:
+// where each run's loss by position is read.
+constexpr std::size_t kWindows = 64;
+attn::Batch position_windows(const std::vector<int>& val, std::size_t T) {
+  attn::Batch w{xt::xtensor<int, 2>({kWindows, T}), xt::xtensor<int, 2>({kWindows, T})};
+  const std::size_t room = val.size() - T - 1;
+  for (std::size_t i = 0; i < kWindows; ++i) {
+    const std::size_t start = room * i / (kWindows - 1);
+    for (std::size_t t = 0; t < T; ++t) {
+      w.x(i, t) = val[start + t];
+      w.y(i, t) = val[start + t + 1];
+    }
+  }
+  return w;
+}
+
+// The cross-entropy at each position t of the windows, averaged over them: (T,).
+std::vector<double> loss_by_position(const attn::LmWeights& w, const attn::ModelSpec& m,
+                                     const attn::Batch& win) {
+  const attn::Tensor<3> logits = attn::lm_forward(win.x, w, m);  // (kWindows, T, V)
+  const std::size_t T = win.x.shape()[1], V = m.vocab_size;
+  std::vector<double> loss(T, 0.0);
+  for (std::size_t i = 0; i < kWindows; ++i)
+    for (std::size_t t = 0; t < T; ++t) {
+      const float* row = &logits(i, t, 0);
+      const double top = *std::max_element(row, row + V);
+      double sum = 0.0;
+      for (std::size_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(row[v]) - top);
+      const double target = static_cast<double>(row[static_cast<std::size_t>(win.y(i, t))]);
+      loss[t] += (std::log(sum) + top - target) / static_cast<double>(kWindows);
+    }
+  return loss;
+}
+
 // One run: trained from scratch, the val loss estimated every eval_interval steps and at the end.
+// At the best estimate it also keeps the train loss of the same estimate and the val loss by
+// position over the fixed windows (what section 6 compares the window row with the full model by).
 struct Run {
   double best_val = std::numeric_limits<double>::infinity();
+  double train_at_best = 0.0;
+  std::vector<double> by_position;  // (T,), at the best estimate
+  std::vector<double> val_curve;    // the val loss of every estimate, in step order
   std::size_t best_step = 0;
   std::size_t params = 0;
   double seconds = 0.0;  // the training steps only
 };
 
 Run train_row(const attn::ModelSpec& model, const TableSize& z, std::size_t steps,
-              std::uint64_t seed, const attn::Split& split) {
+              std::uint64_t seed, const attn::Split& split, const attn::Batch& windows) {
   attn::TrainConfig c;
   c.model = model;
   c.batch_size = z.batch_size;
@@ -180,9 +224,12 @@ Run train_row(const attn::ModelSpec& model, const TableSize& z, std::size_t step
     if (s.step % c.eval_interval == 0 || s.step == c.steps) {
       const attn::EvalRecord e =
           attn::estimate_loss(s.weights, c.model, split, c.batch_size, c.eval_iters, seed, s.step);
+      r.val_curve.push_back(e.val_loss);
       if (e.val_loss < r.best_val) {
         r.best_val = e.val_loss;
+        r.train_at_best = e.train_loss;
         r.best_step = s.step;
+        r.by_position = loss_by_position(s.weights, c.model, windows);
       }
     }
   }
@@ -202,29 +249,6 @@ std::size_t kv_bytes_per_token(const attn::ModelSpec& m) {
   return formula;
 }
 
-struct Summary {
-  double mean = 0.0, lo = 0.0, hi = 0.0;
-};
-Summary summarise(const std::vector<double>& v) {
-  Summary s{0.0, v.front(), v.front()};
-  for (const double x : v) {
-    s.mean += x / static_cast<double>(v.size());
-    s.lo = std::min(s.lo, x);
-    s.hi = std::max(s.hi, x);
-  }
-  return s;
-}
-
-// What the row does against the base row, chosen by the numbers: a mean below the base's range
-// helps, above it hurts, else it is within the seeds' spread.
-std::string verdict(const Summary& row, const Summary& base, std::size_t seeds) {
-  const double d = row.mean - base.mean;
-  if (seeds > 1 && row.hi < base.lo) return fmt::format("helps ({:+.4f}, beyond the spread)", d);
-  if (seeds > 1 && row.lo > base.hi) return fmt::format("hurts ({:+.4f}, beyond the spread)", d);
-  if (seeds > 1) return fmt::format("within the seeds' spread ({:+.4f})", d);
-  return fmt::format("{:+.4f} (one seed: no spread to judge by)", d);
-}
-
 // Everything printed must reach its destination: a run with stdout on a full disk stops before
 // it trains for a minute (Cli::run would report it only at the end).
 void flush_or_throw() {
@@ -233,6 +257,176 @@ void flush_or_throw() {
     throw std::runtime_error(fmt::format("cannot write the output (stdout): {}",
                                          errno != 0 ? std::strerror(errno) : "write error"));
   }
+}
+
+double mean(std::span<const double> v) {
+  double s = 0.0;
+  for (const double x : v) s += x / static_cast<double>(v.size());
+  return s;
+}
+double mean_over(std::span<const double> v, std::size_t begin, std::size_t end) {
+  return mean(v.subspan(begin, end - begin));
+}
+
+std::size_t index_of(const std::vector<Row>& rows, std::string_view name) {
+  return static_cast<std::size_t>(
+      std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.name == name; }) -
+      rows.begin());
+}
+
+// Every row against the base row, by the one rule of verdict.hpp, stated first.
+void show_verdicts(const std::vector<Row>& rows, const std::vector<std::size_t>& chosen,
+                   const std::vector<std::vector<Run>>& runs, std::size_t n_seeds) {
+  const auto best_vals = [&](std::size_t r) {
+    std::vector<double> v;
+    for (const Run& run : runs[r]) v.push_back(run.best_val);
+    return v;
+  };
+  fmt::print(
+      "\nAgainst the base row, seed by seed (the same seed gives both rows the same batches and\n"
+      "the same validation batches). The rule, the same for every row: a change helps when its\n"
+      "best val is below the base row's in every seed and its mean is lower by more than the\n"
+      "base row's own spread over the seeds (max - min); it hurts when both hold the other way;\n"
+      "else it is within the seeds' spread. It judges with {} seeds or more.\n",
+      kVerdictSeeds);
+  const std::vector<double> base = best_vals(0);
+  std::size_t helped = 0, hurt = 0, measured = 0;
+  for (const std::size_t r : chosen) {
+    if (r == 0) continue;
+    ++measured;
+    const Verdict v = judge(best_vals(r), base);
+    if (v.effect == Effect::helps) ++helped;
+    if (v.effect == Effect::hurts) ++hurt;
+    std::string line = fmt::format("  {:<8} {}", rows[r].name, verdict_text(v));
+    if (v.effect != Effect::helps && !rows[r].matters.empty())
+      line += fmt::format(";\n           known to matter for {}", rows[r].matters);
+    fmt::print("{}\n", line);
+  }
+  if (n_seeds == 1) {
+    fmt::print("One seed has no spread to judge a change by: give --table-seeds 1,2,3,4,5.\n");
+  } else if (n_seeds < kVerdictSeeds) {
+    fmt::print(
+        "{} seeds are fewer than the rule's {}: no verdicts; give --table-seeds 1,2,3,4,5.\n",
+        n_seeds, kVerdictSeeds);
+  } else {
+    fmt::print("By this rule, {} of {} changes help and {} hurt{} at this size.\n", helped,
+               measured, hurt, hurt == 1 ? "s" : "");
+  }
+}
+
+// The premise of the comparison by position, checked: the window row's weights run with and
+// without the window give the same logits at positions 0..W-1 (no key is out of reach there) and
+// other ones from W on. Fresh weights from the seed; the largest differences, (0..W-1, W..T-1).
+struct SameKeys {
+  double near = 0.0, far = 0.0;
+};
+SameKeys same_keys(const attn::ModelSpec& windowed, const attn::ModelSpec& full,
+                   const attn::Batch& windows, std::uint64_t seed) {
+  attn::Rng rng(seed, 1107);
+  const attn::LmWeights w = attn::lm_init(rng, windowed);
+  const attn::Tensor<3> a = attn::lm_forward(windows.x, w, windowed);  // (kWindows, T, V)
+  const attn::Tensor<3> b = attn::lm_forward(windows.x, w, full);
+  const std::size_t T = windows.x.shape()[1], W = *windowed.window, V = windowed.vocab_size;
+  SameKeys d;
+  for (std::size_t i = 0; i < kWindows; ++i)
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t v = 0; v < V; ++v) {
+        const double diff =
+            std::abs(static_cast<double>(a(i, t, v)) - static_cast<double>(b(i, t, v)));
+        double& into = t < W ? d.near : d.far;
+        into = std::max(into, diff);
+      }
+  return d;
+}
+
+// The window row against the full Llama row (the same model, attending to every earlier
+// position): best val, the train loss of the same estimate, and the val loss by position: at
+// 0..W-1 both attend to exactly the same keys; from W on the full model sees more of them.
+void show_window_against_full(const std::vector<Run>& full, const std::vector<Run>& windowed,
+                              std::size_t W, const SameKeys& check) {
+  const std::size_t n = full.size(), T = full.front().by_position.size();
+  struct Side {
+    std::vector<double> val, train, near, far;
+  };
+  const auto side = [&](const std::vector<Run>& runs) {
+    Side s;
+    for (const Run& r : runs) {
+      s.val.push_back(r.best_val);
+      s.train.push_back(r.train_at_best);
+      s.near.push_back(mean_over(r.by_position, 0, W));
+      s.far.push_back(W < T ? mean_over(r.by_position, W, T) : 0.0);
+    }
+    return s;
+  };
+  const Side a = side(full), b = side(windowed);
+  const auto lower = [&](const std::vector<double>& x, const std::vector<double>& y) {
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < n; ++i) k += y[i] < x[i] ? 1 : 0;
+    return k;
+  };
+  const std::size_t T0 = full.front().by_position.size();
+  attn::claim(check.near < 1e-5, "with and without the window, the same logits at 0..W-1");
+  fmt::print(
+      "\nThe window row against the full model (llama), mean of {} seed{}, each run read at its\n"
+      "best estimate: the train loss of that estimate, and the val loss by position over {} fixed\n"
+      "validation windows. At 0..{} both models attend to the same keys (the window row's "
+      "weights,\n"
+      "run with and without the window: logits that differ by {} there{}).\n",
+      n, n == 1 ? "" : "s", kWindows, W - 1, attn::rounding_text(check.near),
+      W < T0 ? fmt::format(",\nby up to {} from {} on", num(check.far), W) : "");
+  fmt::print("  {:<16} {:>9} {:>10} {:>11} {:>11} {:>11}\n", "", "best val", "train loss",
+             "val - train", fmt::format("val 0..{}", W - 1),
+             W < T ? fmt::format("val {}..{}", W, T - 1) : std::string("-"));
+  const auto line = [&](std::string_view name, const Side& s) {
+    std::vector<double> gap(n);
+    for (std::size_t i = 0; i < n; ++i) gap[i] = s.val[i] - s.train[i];
+    fmt::print("  {:<16} {:>9} {:>10} {:>11} {:>11} {:>11}\n", name, num(mean(s.val)),
+               num(mean(s.train)), num(mean(gap)), num(mean(s.near)),
+               W < T ? num(mean(s.far)) : std::string("-"));
+  };
+  line("llama", a);
+  line("window", b);
+  std::vector<double> first(n), last(n);  // window - llama at the first and the last estimate
+  for (std::size_t i = 0; i < n; ++i) {
+    first[i] = windowed[i].val_curve.front() - full[i].val_curve.front();
+    last[i] = windowed[i].val_curve.back() - full[i].val_curve.back();
+  }
+  const double d_val = mean(b.val) - mean(a.val), d_train = mean(b.train) - mean(a.train);
+  const double d_near = mean(b.near) - mean(a.near);
+  fmt::print("  window - llama   {:>+9.4f} {:>+10.4f} {:>11} {:>+11.4f} {:>11}\n", d_val, d_train,
+             "", d_near, W < T ? fmt::format("{:+.4f}", mean(b.far) - mean(a.far)) : "-");
+  fmt::print(
+      "  (the window lower in {} of {} seed{} by best val, {} by train loss, {} at 0..{}{})\n",
+      lower(a.val, b.val), n, n == 1 ? "" : "s", lower(a.train, b.train), lower(a.near, b.near),
+      W - 1, W < T ? fmt::format(", {} at {}..{}", lower(a.far, b.far), W, T - 1) : "");
+  fmt::print("By the table's rule, with llama in the base row's place, the window is\n  {}.\n",
+             verdict_text(judge(b.val, a.val), "llama"));
+  if (d_val >= 0.0) {
+    fmt::print("The window row is not below the full model here ({:+.4f}).\n", d_val);
+    return;
+  }
+  // What each measurement says, chosen by its sign.
+  fmt::print(
+      "The window's best val is {:.4f} lower.\n{}\n{}\n"
+      "At the first estimate the window was {:+.4f} from the full model, at the last {:+.4f}.\n",
+      -d_val,
+      d_train < 0.0
+          ? fmt::format("Its train loss is lower too ({:+.4f}): it fits the training text better, "
+                        "so it is\nnot acting as a regulariser (one trades a higher train loss "
+                        "for a lower val loss).",
+                        d_train)
+          : fmt::format("Its train loss is not lower ({:+.4f}): it fits the training text no "
+                        "better and the\nvalidation text better, as a regulariser does.",
+                        d_train),
+      d_near < 0.0
+          ? fmt::format("At 0..{}, where both attend to the same keys, it is lower as well "
+                        "({:+.4f}): the gain is\nin what its weights learned, not in keys it "
+                        "leaves out.",
+                        W - 1, d_near)
+          : fmt::format("At 0..{}, where both attend to the same keys, it is not lower "
+                        "({:+.4f}): the gain\nis where the full model attends to more keys.",
+                        W - 1, d_near),
+      mean(first), mean(last));
 }
 
 }  // namespace
@@ -297,6 +491,7 @@ void run_table(const attn::CommonOptions& common, const Options& o) {
   const std::vector<std::size_t> chosen = chosen_rows(o.table_rows, rows);
   const std::vector<std::uint64_t> seeds = chosen_seeds(o.table_seeds, common.seed, z.seeds);
   const std::size_t steps = o.table_steps != 0 ? o.table_steps : z.steps;
+  const attn::Batch windows = position_windows(split.val, z.block_size);
 
   section(6, o.table ? "The measured table" : "The measured table (a small one)");
   fmt::print(
@@ -312,17 +507,15 @@ void run_table(const attn::CommonOptions& common, const Options& o) {
         return s;
       }(),
       o.table ? ""
-              : "\n(The full table, C 64, H 4, L 4, T 64, B 32, 2000 steps, 3 seeds, is --table.)");
+              : "\n(The full table, C 64, H 4, L 4, T 64, B 32, 2000 steps, 5 seeds, is --table.)");
   flush_or_throw();
-  std::vector<std::vector<double>> vals(rows.size());
-  std::vector<Run> last(rows.size());
+  std::vector<std::vector<Run>> runs(rows.size());
   std::vector<double> tokens_per_s(rows.size(), 0.0);
   for (const std::size_t r : chosen) {
     double tokens = 0.0, seconds = 0.0;
     for (const std::uint64_t seed : seeds) {
-      const Run run = train_row(rows[r].model, z, steps, seed, split);
-      vals[r].push_back(run.best_val);
-      last[r] = run;
+      const Run run = train_row(rows[r].model, z, steps, seed, split, windows);
+      runs[r].push_back(run);
       tokens += static_cast<double>(steps * z.batch_size * z.block_size);
       seconds += run.seconds;
       fmt::print(
@@ -337,41 +530,34 @@ void run_table(const attn::CommonOptions& common, const Options& o) {
     }
     tokens_per_s[r] = tokens / seconds;
   }
+  const auto best_vals = [&](std::size_t r) {
+    std::vector<double> v;
+    for (const Run& run : runs[r]) v.push_back(run.best_val);
+    return v;
+  };
 
   fmt::print("\n  {:<8} {:<38} {:>7} {:>9} {:>17} {:>9}{}\n", "row", "model", "params", "best val",
              "min-max", "KV B/tok", common.timing ? "   tokens/s" : "");
-  std::vector<Summary> sums(rows.size());
   for (const std::size_t r : chosen) {
-    sums[r] = summarise(vals[r]);
+    const std::vector<double> v = best_vals(r);
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
     fmt::print(
         "  {:<8} {:<38} {:>7} {:>9} {:>17} {:>9}{}\n", rows[r].name, rows[r].what,
-        attn::grouped(static_cast<double>(last[r].params)), num(sums[r].mean),
-        num(sums[r].lo) + "-" + num(sums[r].hi),
+        attn::grouped(static_cast<double>(runs[r].front().params)), num(mean(v)),
+        num(*lo) + "-" + num(*hi),
         attn::grouped(static_cast<double>(kv_bytes_per_token(rows[r].model))),
         common.timing ? fmt::format(" {:>10}", attn::grouped(tokens_per_s[r])) : std::string());
   }
-  // The verdicts, against the base row when it ran.
-  if (std::find(chosen.begin(), chosen.end(), 0) == chosen.end()) return;
-  fmt::print("\nAgainst the base row (mean best val, {} seed{}):\n", seeds.size(),
-             seeds.size() == 1 ? "" : "s");
-  std::size_t helped = 0, measured = 0;
-  for (const std::size_t r : chosen) {
-    if (r == 0) continue;
-    ++measured;
-    const std::string v = verdict(sums[r], sums[0], seeds.size());
-    const bool helps = seeds.size() > 1 && sums[r].hi < sums[0].lo;
-    attn::claim(helps == (v.rfind("helps", 0) == 0), "the verdict follows the spreads");
-    if (helps) ++helped;
-    std::string line = fmt::format("  {:<8} {}", rows[r].name, v);
-    if (!helps && !rows[r].matters.empty())
-      line += fmt::format(";\n           known to matter for {}", rows[r].matters);
-    fmt::print("{}\n", line);
-  }
-  if (seeds.size() == 1) {
-    fmt::print("One seed has no spread to judge a change by: give --table-seeds 1,2,3.\n");
-  } else {
-    fmt::print("{} of {} changes beat the base row by more than the seeds' spread at this size.\n",
-               helped, measured);
+  const auto ran = [&](std::string_view name) {
+    return std::find_if(chosen.begin(), chosen.end(),
+                        [&](std::size_t r) { return rows[r].name == name; }) != chosen.end();
+  };
+  if (ran("base") && chosen.size() > 1) show_verdicts(rows, chosen, runs, seeds.size());
+  if (ran("llama") && ran("window")) {
+    const std::size_t llama = index_of(rows, "llama"), window = index_of(rows, "window");
+    show_window_against_full(
+        runs[llama], runs[window], table_window(o, z),
+        same_keys(rows[window].model, rows[llama].model, windows, common.seed));
   }
 }
 

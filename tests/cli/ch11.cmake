@@ -37,10 +37,14 @@ attn_cli_test(ch11.table_steps_zero EXIT 2 MATCH "--table-steps must be at least
 # --mine on the shipped stubs: the first unfinished exercise is named, exit code 1.
 attn_cli_test(ch11.mine_unfinished EXIT 1 MATCH "ex11.1"
               COMMAND 11_modern_attention --mine --table-steps 1)
-# One seed: the table says "Seed 1." and that it cannot judge a change without a spread.
+# One seed: the table says "Seed 1." and that it cannot judge a change without a spread; fewer
+# seeds than the rule's 5 get each row's gap and no verdict.
 attn_cli_test(ch11.one_seed EXIT 0 STDOUT
-              MATCH "its best estimate counts\\. Seed 7\\..*One seed has no spread to judge a change by: give --table-seeds 1,2,3\\."
+              MATCH "its best estimate counts\\. Seed 7\\..*One seed has no spread to judge a change by: give --table-seeds 1,2,3,4,5\\."
               COMMAND 11_modern_attention --table-rows base,rope --table-seeds 7 --table-steps 2)
+attn_cli_test(ch11.three_seeds EXIT 0 STDOUT
+              MATCH "rope +[-+][0-9.]+ \\(lower in [0-3] of 3 seeds: too few to judge by\\).*3 seeds are fewer than the rule's 5: no verdicts; give --table-seeds 1,2,3,4,5\\."
+              COMMAND 11_modern_attention --table-rows base,rope --table-seeds 1,2,3 --table-steps 2)
 # Section 7 alone (--extrapolate) on a budget: its flags are bounded, and a short run prints the
 # table, the learned table's refusal past T and a verdict for every other row.
 attn_cli_test(ch11.extrapolate_steps_zero EXIT 2 MATCH "--extrapolate-steps must be at least 1, got 0"
@@ -54,10 +58,10 @@ attn_cli_test(ch11.extrapolate_small EXIT 0 STDOUT
 # Time bounds (issue 29): the training a command asks for is estimated before it starts and held
 # to about two and a half minutes (one run of the full table); past it, refused at once.
 attn_cli_test(ch11.table_steps_past_the_time_budget EXIT 2
-              MATCH "^11_modern_attention: error: the table would train 24 runs \\(8 rows x 3 seeds\\) of 100000 steps for about [0-9]+ s here, more than the limit of 150 s: lower --table-steps, or train fewer rows and seeds at a time \\(--table-rows, --table-seeds\\)"
+              MATCH "^11_modern_attention: error: the table would train 40 runs \\(8 rows x 5 seeds\\) of 100000 steps for about [0-9]+ s here, more than the limit of 150 s: lower --table-steps, or train fewer rows and seeds at a time \\(--table-rows, --table-seeds\\)"
               COMMAND 11_modern_attention --table-steps 100000)
 attn_cli_test(ch11.full_table_in_one_command EXIT 2
-              MATCH "^11_modern_attention: error: the table \\(--table\\) would train 24 runs .*--table-rows, --table-seeds"
+              MATCH "^11_modern_attention: error: the table \\(--table\\) would train 40 runs .*--table-rows, --table-seeds"
               COMMAND 11_modern_attention --table)
 attn_cli_test(ch11.extrapolate_past_the_time_budget EXIT 2
               MATCH "^11_modern_attention: error: --extrapolate with --extrapolate-steps 20000 and --extrapolate-seeds 5 would train 5 models x 5 seeds for about [0-9]+ s here, more than the limit of 150 s: lower --extrapolate-steps or --extrapolate-seeds"
