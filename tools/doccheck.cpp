@@ -404,6 +404,7 @@ class Page {
     }
     ends_with_newline_ = !text->empty() && text->back() == '\n';
     lines_ = split_lines(*text);
+    check_control_bytes();
     check_headings();
     check_links();
 
@@ -452,6 +453,21 @@ class Page {
       fmt::print("{}: {}\n", display(), message);
     } else {
       fmt::print("{}:{}: {}\n", display(), line_index + 1, message);
+    }
+  }
+
+  // A control byte in a page is almost always a LaTeX command eaten by an escape ("\\text"
+  // written as "\text" in a script: a TAB then "ext"); it renders as garbage, so none may pass.
+  void check_control_bytes() {
+    for (std::size_t i = 0; i < lines_.size(); ++i) {
+      for (std::size_t c = 0; c < lines_[i].size(); ++c) {
+        const auto byte = static_cast<unsigned char>(lines_[i][c]);
+        if (byte < 0x20 || byte == 0x7f) {
+          fail(i, fmt::format("control byte 0x{:02x} at column {} (a LaTeX \\t, \\b or \\f eaten "
+                              "by an escape?); write the character it stands for",
+                              byte, c + 1));
+        }
+      }
     }
   }
 
