@@ -266,6 +266,7 @@ struct Cli::Impl {
   }
 
   void print_error(std::string_view message, bool usage) const {
+    std::cout.exceptions(std::ios::goodbit);  // reporting one error never raises another
     std::cout.flush();
     std::fflush(stdout);
     // A message that already points to --help is not told to again. Whatever a message quotes
