@@ -368,7 +368,7 @@ Model make_model(const Options& o, attn::Vocab& vocab, std::uint64_t seed) {
         o.weights_dir, parts, o.weights_dir));
   }
   attn::Vocab own(U"?");
-  const bool has_vocab = attn::find_vocab(dir, own);
+  const bool has_vocab = attn::find_vocab(dir, own, "model folder");
   if (has_vocab && own.size() != m.config.vocab_size) {
     throw std::runtime_error(fmt::format(
         "model '{}' has a vocabulary of {} tokens (wte.npy is ({}, {})) but its vocab.txt has {} "

@@ -312,5 +312,9 @@ int main(int argc, char** argv) {
                "N: section 7's training steps per model (default 600)", 1, 20000);
   cli.add_size("--extrapolate-seeds", o.extrapolate_seeds,
                "N: section 7's seeds, --seed and the next ones (default 5)", 1, 16);
-  return cli.run(argc, argv, [&](const attn::CommonOptions& common) { run(common, o); });
+  return cli.run(argc, argv, [&](const attn::CommonOptions& common) {
+    o.table_rows_given = attn::flag_given(argc, argv, "--table-rows");
+    o.table_seeds_given = attn::flag_given(argc, argv, "--table-seeds");
+    run(common, o);
+  });
 }

@@ -22,8 +22,10 @@ struct Options {
   bool table = false;           // the full table (C 64, H 4, L 4, T 64, B 32, 2000 steps, 5 seeds)
   std::string table_rows;       // "" = all; names, e.g. "base,llama"
   std::string table_seeds;      // "" = the table's own (from --seed)
-  std::size_t table_steps = 0;  // 0 = the table's own
-  bool extrapolate = false;     // section 7: train short, test long
+  bool table_rows_given = false;        // --table-rows was given (an empty list is refused)
+  bool table_seeds_given = false;       // --table-seeds was given (likewise)
+  std::size_t table_steps = 0;          // 0 = the table's own
+  bool extrapolate = false;             // section 7: train short, test long
   std::size_t extrapolate_steps = 600;  // its training steps per model
   std::size_t extrapolate_seeds = 5;    // and its seeds, from --seed
 };

@@ -100,10 +100,15 @@ std::vector<Row> table_rows(const TableSize& z, std::size_t V, const Options& o)
 }
 
 // "base,llama" -> the rows' indices, in the order given; UsageError naming an unknown name.
-std::vector<std::size_t> chosen_rows(const std::string& text, const std::vector<Row>& rows) {
+std::vector<std::size_t> chosen_rows(const std::string& text, bool given,
+                                     const std::vector<Row>& rows) {
   std::vector<std::size_t> out;
   std::string names;
   for (const Row& r : rows) names += (names.empty() ? "" : ", ") + r.name;
+  if (text.empty() && given) {
+    throw attn::UsageError(
+        fmt::format("--table-rows is empty: give row names separated by commas ({})", names));
+  }
   if (text.empty()) {
     for (std::size_t i = 0; i < rows.size(); ++i) out.push_back(i);
     return out;
@@ -125,9 +130,14 @@ std::vector<std::size_t> chosen_rows(const std::string& text, const std::vector<
   return out;
 }
 
-std::vector<std::uint64_t> chosen_seeds(const std::string& text, std::uint64_t seed,
+std::vector<std::uint64_t> chosen_seeds(const std::string& text, bool given, std::uint64_t seed,
                                         std::size_t n) {
   std::vector<std::uint64_t> out;
+  if (text.empty() && given) {
+    throw attn::UsageError(
+        "--table-seeds is empty: give up to 16 seeds (whole numbers >= 0) separated by commas, "
+        "e.g. 1,2");
+  }
   if (text.empty()) {
     for (std::size_t i = 0; i < n; ++i) out.push_back(seed + i);
     return out;
@@ -444,8 +454,9 @@ double training_seconds(const attn::ModelSpec& model, std::size_t batch_size, st
 void check_table_flags(const Options& o, std::uint64_t seed) {
   const TableSize z = table_size(o.table);
   const std::vector<Row> rows = table_rows(z, 65, o);  // V: Tiny Shakespeare's, for the estimate
-  const std::vector<std::size_t> chosen = chosen_rows(o.table_rows, rows);
-  const std::vector<std::uint64_t> seeds = chosen_seeds(o.table_seeds, seed, z.seeds);
+  const std::vector<std::size_t> chosen = chosen_rows(o.table_rows, o.table_rows_given, rows);
+  const std::vector<std::uint64_t> seeds =
+      chosen_seeds(o.table_seeds, o.table_seeds_given, seed, z.seeds);
   // The time it would train, up front: past the budget, refused with the flags to lower.
   if (o.extrapolate) {
     const double seconds = extrapolation_seconds(o);
@@ -488,8 +499,9 @@ void run_table(const attn::CommonOptions& common, const Options& o) {
                     corpus.origin, z.block_size + 1));
   }
   const std::vector<Row> rows = table_rows(z, vocab.size(), o);
-  const std::vector<std::size_t> chosen = chosen_rows(o.table_rows, rows);
-  const std::vector<std::uint64_t> seeds = chosen_seeds(o.table_seeds, common.seed, z.seeds);
+  const std::vector<std::size_t> chosen = chosen_rows(o.table_rows, o.table_rows_given, rows);
+  const std::vector<std::uint64_t> seeds =
+      chosen_seeds(o.table_seeds, o.table_seeds_given, common.seed, z.seeds);
   const std::size_t steps = o.table_steps != 0 ? o.table_steps : z.steps;
   const attn::Batch windows = position_windows(split.val, z.block_size);
 

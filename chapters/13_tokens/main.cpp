@@ -293,12 +293,27 @@ void run_train(const Options& o, bool timing) {
 
 std::vector<int> parse_ids(std::string_view text, std::size_t V, const std::string& dir) {
   std::vector<int> ids;
+  // A comma stands between two ids: "1,,2", ",1" and "1," hold an empty id, named by its place.
+  const auto empty_id = [&] {
+    return attn::UsageError(fmt::format(
+        "--decode: id {} is empty (a comma with no id on one side): ids are whole numbers, "
+        "separated by spaces or commas",
+        ids.size() + 1));
+  };
+  bool comma = false;  // a comma was read since the last id
   std::size_t i = 0;
   while (i < text.size()) {
-    if (text[i] == ' ' || text[i] == ',' || text[i] == '\t' || text[i] == '\n') {
+    if (text[i] == ',') {
+      if (comma || ids.empty()) throw empty_id();
+      comma = true;
       ++i;
       continue;
     }
+    if (text[i] == ' ' || text[i] == '\t' || text[i] == '\n') {
+      ++i;
+      continue;
+    }
+    comma = false;
     std::size_t j = i;
     while (j < text.size() && text[j] != ' ' && text[j] != ',' && text[j] != '\t' &&
            text[j] != '\n')
@@ -322,6 +337,7 @@ std::vector<int> parse_ids(std::string_view text, std::size_t V, const std::stri
     ids.push_back(static_cast<int>(value));
     i = j;
   }
+  if (comma) throw empty_id();
   return ids;
 }
 

@@ -106,3 +106,47 @@ attn_cli_test(robust.ch10.vocab_txt_empty EXIT 1
               PREPARE "rm -rf ${empty_vocab} && cp -R ${PROJECT_SOURCE_DIR}/data/sonnets-model ${empty_vocab} && rm -f ${empty_vocab}/MANIFEST.txt && : > ${empty_vocab}/vocab.txt"
               MATCH "vocab.txt': a vocabulary needs at least one character \\(expected the vocabulary's characters, sorted, each once\\)$"
               COMMAND 10_generation --weights ${empty_vocab})
+
+# Leftovers of the sweep. A model.txt size past what size_t holds says its key, the file, the
+# value and the range, as a size within size_t but past 2^20 does (07 and 10 read it alike).
+foreach(chapter 07_causal_lm 10_generation)
+  string(SUBSTRING ${chapter} 0 2 nn)
+  set(overflow ${messages_dir}/model_heads_overflow_${nn})
+  attn_cli_test(robust.ch${nn}.model_txt_size_overflow EXIT 1
+                PREPARE "rm -rf ${overflow} && cp -R ${PROJECT_SOURCE_DIR}/data/sonnets-model ${overflow} && rm -f ${overflow}/MANIFEST.txt && sed -i 's/^n_heads .*/n_heads 99999999999999999999/' ${overflow}/model.txt"
+                MATCH "^${chapter}: error: model '.*model_heads_overflow_${nn}': model.txt line 3: n_heads is '99999999999999999999', expected a whole number in \\[1, 1048576\\]$"
+                COMMAND ${chapter} --weights ${overflow})
+endforeach()
+# ffn_hidden takes 0 (unset), and says so in its range.
+set(ffn_minus ${messages_dir}/model_ffn_minus)
+attn_cli_test(robust.ch07.model_txt_optional_size_range EXIT 1
+              PREPARE "rm -rf ${ffn_minus} && cp -R ${PROJECT_SOURCE_DIR}/data/sonnets-model ${ffn_minus} && rm -f ${ffn_minus}/MANIFEST.txt && sed -i 's/^ffn_hidden .*/ffn_hidden -1/' ${ffn_minus}/model.txt"
+              MATCH "model.txt line [0-9]+: ffn_hidden is '-1', expected a whole number in \\[0, 1048576\\]$"
+              COMMAND 07_causal_lm --weights ${ffn_minus})
+
+# An empty id in --decode's list (two commas, a comma first or last) is named by its place.
+set(ch13_tok ${PROJECT_SOURCE_DIR}/tests/tokens/sonnets-1024)
+foreach(entry "between;842,,308;2" "first;,842;1" "last;842 308,;3")
+  list(GET entry 0 where)
+  list(GET entry 1 ids)
+  list(GET entry 2 place)
+  attn_cli_test(robust.ch13.decode_empty_id_${where} EXIT 2
+                MATCH "^13_tokens: error: --decode: id ${place} is empty \\(a comma with no id on one side\\): ids are whole numbers, separated by spaces or commas \\(see --help\\)$"
+                COMMAND 13_tokens --tokenizer ${ch13_tok} --decode "${ids}")
+endforeach()
+
+# An empty --table-rows or --table-seeds is refused, naming the flag (and the row names), not
+# read as "all rows" or "the table's own seeds".
+attn_cli_test(robust.ch11.table_rows_empty EXIT 2 EMPTY_LAST_ARG
+              MATCH "^11_modern_attention: error: --table-rows is empty: give row names separated by commas \\(base, .*\\) \\(see --help\\)$"
+              COMMAND 11_modern_attention --table-rows)
+attn_cli_test(robust.ch11.table_seeds_empty EXIT 2 EMPTY_LAST_ARG
+              MATCH "^11_modern_attention: error: --table-seeds is empty: give up to 16 seeds \\(whole numbers >= 0\\) separated by commas, e.g. 1,2 \\(see --help\\)$"
+              COMMAND 11_modern_attention --table-seeds)
+
+# 07 calls a loose model folder's broken vocab.txt the model folder's, not a checkpoint's.
+set(empty_vocab_07 ${messages_dir}/model_empty_vocab_07)
+attn_cli_test(robust.ch07.vocab_txt_empty EXIT 1
+              PREPARE "rm -rf ${empty_vocab_07} && cp -R ${PROJECT_SOURCE_DIR}/data/sonnets-model ${empty_vocab_07} && rm -f ${empty_vocab_07}/MANIFEST.txt && : > ${empty_vocab_07}/vocab.txt"
+              MATCH "^07_causal_lm: error: model folder '.*model_empty_vocab_07': vocab.txt: empty vocabulary$"
+              COMMAND 07_causal_lm --weights ${empty_vocab_07})

@@ -222,7 +222,7 @@ endforeach()
 set(huge_t ${robust_dir}/model_block_2_pow_22)
 attn_cli_test(robust.ch10.model_txt_block_size_past_2_pow_20 EXIT 1
               PREPARE "rm -rf ${huge_t} && cp -RL ${ch09_parts_model}/current/model ${huge_t} && rm ${huge_t}/MANIFEST.txt && sed -i 's/^block_size .*/block_size 4194304/' ${huge_t}/model.txt"
-              MATCH "model.txt line [0-9]+: block_size is '4194304', expected at most 1048576$"
+              MATCH "model.txt line [0-9]+: block_size is '4194304', expected a whole number in \\[1, 1048576\\]$"
               COMMAND 10_generation --weights ${huge_t})
 set_tests_properties(cli.robust.ch10.model_txt_block_size_past_2_pow_20
                      PROPERTIES FIXTURES_REQUIRED ch09_parts_run)

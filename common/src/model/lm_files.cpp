@@ -167,20 +167,21 @@ bool parse_model_txt(const fs::path& dir, ModelChoices& out, std::vector<std::st
       o = value == "1";
     };
     seen.push_back(key);
-    const auto number_of = [&] {
+    // A size is a whole number in [least, 2^20]; any other value (text, -1, one past what
+    // size_t holds) is told that range, as check_model_bounds tells a chapter's bound.
+    constexpr std::size_t most = std::size_t{1} << 20;
+    const auto number_of = [&](std::size_t least) {
       std::size_t n = 0;
       const auto [end, err] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (err != std::errc() || end != value.data() + value.size()) bad("a whole number");
-      if (n > (1u << 20)) bad(fmt::format("at most {}", 1u << 20));
+      if (err != std::errc() || end != value.data() + value.size() || n < least || n > most) {
+        bad(fmt::format("a whole number in [{}, {}]", least, most));
+      }
       return n;
     };
-    const auto size = [&](std::size_t& o) {
-      o = number_of();
-      if (o == 0) bad("a whole number >= 1");
-    };
+    const auto size = [&](std::size_t& o) { o = number_of(1); };
     // ffn_hidden and window: 0 (in files written before ModelSpec) means unset.
     const auto optional_size = [&](std::optional<std::size_t>& o) {
-      const std::size_t n = number_of();
+      const std::size_t n = number_of(0);
       o = n == 0 ? std::nullopt : std::optional<std::size_t>(n);
     };
     if (key == "n_layers") {

@@ -504,21 +504,26 @@ void save_checkpoint(const fs::path& dir, const TrainState& s, const TrainConfig
   write_run_list(dir, {name});
 }
 
-bool find_vocab(const fs::path& model_dir, Vocab& out) {
+bool find_vocab(const fs::path& model_dir, Vocab& out, std::string_view kind) {
   for (const fs::path& candidate : {model_dir / "vocab.txt", model_dir / ".." / "vocab.txt"}) {
     std::error_code ec;
     if (!fs::is_regular_file(candidate, ec)) continue;
+    const auto bad = [&](const std::string& what) {
+      if (kind == "checkpoint") checkpoint_error(candidate, what);
+      throw std::runtime_error(
+          fmt::format("{} '{}': vocab.txt: {}", kind, candidate.parent_path().string(), what));
+    };
     const std::string bytes = read_text(candidate);
     std::u32string chars;
     try {
       chars = decode_utf8(bytes);
     } catch (const std::runtime_error& e) {  // "invalid UTF-8 at byte N": say in which file
-      checkpoint_error(candidate, e.what());
+      bad(e.what());
     }
-    if (chars.empty()) checkpoint_error(candidate, "empty vocabulary");
+    if (chars.empty()) bad("empty vocabulary");
     if (!std::is_sorted(chars.begin(), chars.end()) ||
         std::adjacent_find(chars.begin(), chars.end()) != chars.end()) {
-      checkpoint_error(candidate, "the characters must be sorted and unique");
+      bad("the characters must be sorted and unique");
     }
     out = Vocab(chars);
     return true;

@@ -60,8 +60,10 @@ struct Checkpoint {
 // the file for anything missing, corrupt or inconsistent.
 Checkpoint load_checkpoint(const std::filesystem::path& dir);
 // The vocabulary file of a checkpoint or model folder: vocab.txt beside or above `model_dir`.
-// Returns false when there is none (out is then unchanged).
-bool find_vocab(const std::filesystem::path& model_dir, Vocab& out);
+// Returns false when there is none (out is then unchanged). A broken one throws, naming the
+// folder as `kind` ("checkpoint", or "model folder" for a loose model folder).
+bool find_vocab(const std::filesystem::path& model_dir, Vocab& out,
+                std::string_view kind = "checkpoint");
 
 // The bounds of a training config, the same for a flag and for train.txt: throws
 // std::invalid_argument with one line naming the key (train.txt's name), the value and the bound,
