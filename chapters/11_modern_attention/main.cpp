@@ -85,7 +85,9 @@ struct Kernels {
                                                     const attn::Vector&, double);  // ex11.5
   Tensor<4> (*repeat_kv)(const Tensor<4>&, std::size_t);                           // ex11.3
   attn::WindowAttention<float> (*window)(const Tensor<4>&, const Tensor<4>&, const Tensor<4>&,
-                                         std::size_t);  // ex11.4
+                                         std::size_t);                       // ex11.4
+  Tensor<4> (*rope_half)(const Tensor<4>&, double, std::size_t);             // ex11.9
+  Tensor<3> (*swiglu)(const Tensor<3>&, const attn::SwigluWeights<float>&);  // ex11.10
 };
 
 Tensor<4> reference_rope(const Tensor<4>& x, double theta, std::size_t offset) {
@@ -106,6 +108,12 @@ Tensor<4> reference_repeat_kv(const Tensor<4>& kv, std::size_t n_heads) {
 attn::WindowAttention<float> reference_window(const Tensor<4>& q, const Tensor<4>& k,
                                               const Tensor<4>& v, std::size_t window) {
   return attn::sliding_window_attention<float>(q, k, v, window);
+}
+Tensor<4> reference_rope_half(const Tensor<4>& x, double theta, std::size_t offset) {
+  return attn::rope<float>(x, theta, offset, attn::RopeLayout::rotate_half);
+}
+Tensor<3> reference_swiglu(const Tensor<3>& x, const attn::SwigluWeights<float>& w) {
+  return attn::swiglu_forward<float>(x, w);
 }
 
 // A (1, 1, 1, n) tensor from n numbers drawn N(0, 1).
@@ -144,9 +152,13 @@ RopeDemo rope_demo(const Kernels& k, std::size_t hs, double theta, std::uint64_t
   r.other_gap = dot(k.rope(q, theta, r.gap + 1), k.rope(key, theta, 0));
   // The rotate-half layout: the same rotation after the permutation of the features.
   const Tensor<4> x = attn::randn<4>(rng, std::array<std::size_t, 4>{1, 2, 5, hs});
-  const Tensor<4> via_half = attn::rope<float>(attn::rope_to_half_layout<float>(x), theta, 0,
-                                               attn::RopeLayout::rotate_half);
+  const Tensor<4> x_half = attn::rope_to_half_layout<float>(x);
+  const Tensor<4> via_half = k.rope_half(x_half, theta, 0);  // ex11.9 with --mine
   r.half_diff = attn::max_abs_diff(via_half, attn::rope_to_half_layout<float>(k.rope(x, theta, 0)));
+  const Tensor<4> want_half = reference_rope_half(x_half, theta, 0);
+  r.half_vs_library.max_diff = attn::max_abs_diff(via_half, want_half);
+  for (const float v : want_half)
+    r.half_vs_library.scale = std::max(r.half_vs_library.scale, std::abs(static_cast<double>(v)));
   r.perm = attn::rope_half_permutation(hs);
   return r;
 }
@@ -181,7 +193,22 @@ NormDemo norm_demo(const Kernels& k, std::uint64_t seed) {
   d.dx_norm = std::sqrt(d.dx_norm);
   return d;
 }
-// 3. SwiGLU needs no computing here: show_swiglu prints its widths from the formulas.
+// 3. SwiGLU: show_swiglu prints its widths from the formulas; with --mine, ex11.10 on a small
+// random FFN against attn::swiglu_forward.
+MineCheck swiglu_check(const Kernels& k, std::uint64_t seed) {
+  const std::size_t C = 8, F = attn::swiglu_width(C);
+  attn::Rng rng(seed, 1103);
+  const Tensor<3> x = attn::randn<3>(rng, std::array<std::size_t, 3>{2, 3, C});
+  attn::SwigluWeights<float> w;
+  w.w_gate = attn::randn<2>(rng, std::array<std::size_t, 2>{C, F});
+  w.w_up = attn::randn<2>(rng, std::array<std::size_t, 2>{C, F});
+  w.w_down = attn::randn<2>(rng, std::array<std::size_t, 2>{F, C});
+  const Tensor<3> want = reference_swiglu(x, w);
+  MineCheck c;
+  c.max_diff = attn::max_abs_diff(k.swiglu(x, w), want);
+  for (const float v : want) c.scale = std::max(c.scale, std::abs(static_cast<double>(v)));
+  return c;
+}
 
 // 4. Grouped-query attention: K/V heads shared by groups of query heads.
 GqaDemo gqa_demo(const Kernels& k, std::size_t H, std::size_t KV) {
@@ -235,10 +262,16 @@ void run(const attn::CommonOptions& common, const Options& o) {
   check_options(o);
   check_table_flags(o, common.seed);
   const Kernels k =
-      common.mine ? Kernels{&ex11::rope, &ex11::rms_norm, &ex11::rms_norm_backward,
-                            &ex11::repeat_kv, &ex11::sliding_window_attention}
-                  : Kernels{&reference_rope, &reference_rms_norm, &reference_rms_norm_backward,
-                            &reference_repeat_kv, &reference_window};
+      common.mine ? Kernels{&ex11::rope,
+                            &ex11::rms_norm,
+                            &ex11::rms_norm_backward,
+                            &ex11::repeat_kv,
+                            &ex11::sliding_window_attention,
+                            &ex11::rope_rotate_half,
+                            &ex11::swiglu}
+                  : Kernels{&reference_rope,      &reference_rms_norm, &reference_rms_norm_backward,
+                            &reference_repeat_kv, &reference_window,   &reference_rope_half,
+                            &reference_swiglu};
   const attn::Corpus corpus = attn::load_corpus(common.data);
   const attn::Vocab vocab = attn::Vocab::from_text(corpus.text);
   const std::vector<int> ids = vocab.encode(corpus.text);
@@ -270,11 +303,14 @@ void run(const attn::CommonOptions& common, const Options& o) {
     show_next();
     return;
   }
-  show_rope(rope_demo(k, o.head_size, o.rope_theta, common.seed));  // 1
-  show_norm(norm_demo(k, common.seed), cpu);                        // 2
-  show_swiglu(cpu);                                                 // 3
-  show_gqa(gqa_demo(k, cpu.n_heads, o.n_kv_heads), cpu, W);         // 4
-  show_window(window_demo(k, windowed, ids, common.seed));          // 5
+  const RopeDemo rope = rope_demo(k, o.head_size, o.rope_theta, common.seed);
+  show_rope(rope);  // 1
+  if (common.mine) show_rope_half_mine(rope);
+  show_norm(norm_demo(k, common.seed), cpu);  // 2
+  show_swiglu(cpu);                           // 3
+  if (common.mine) show_swiglu_mine(swiglu_check(k, common.seed));
+  show_gqa(gqa_demo(k, cpu.n_heads, o.n_kv_heads), cpu, W);  // 4
+  show_window(window_demo(k, windowed, ids, common.seed));   // 5
   run_table(common, o);  // table.cpp: every change trained alone and all together
   show_next();
 }

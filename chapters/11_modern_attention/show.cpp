@@ -106,6 +106,21 @@ void show_norm(const NormDemo& d, const attn::ModelSpec& cpu) {
 }
 
 // 3. SwiGLU: a gate, and the width that keeps the parameters.
+// The tests' tolerance for ex11.9 and ex11.10 (tests/exercises/ch11_test.cpp): 1e-5 + 1e-4 |want|.
+static std::string mine_verdict(const MineCheck& c) {
+  return fmt::format("max |diff| {:.1e}, {}", c.max_diff,
+                     c.max_diff <= 1e-5 + 1e-4 * c.scale
+                         ? "within the tests' tolerance"
+                         : "TOO FAR (beyond the tests' 1e-5 + 1e-4 |ref|)");
+}
+
+void show_rope_half_mine(const RopeDemo& r) {
+  fmt::print(
+      "yours (ex11.9): that rotate-half RoPE, on the same (1, 2, 5, {}) input, against\n"
+      "attn::rope with RopeLayout::rotate_half: {}.\n",
+      r.hs, mine_verdict(r.half_vs_library));
+}
+
 void show_swiglu(const attn::ModelSpec& cpu) {
   section(3, "SwiGLU: a gated FFN");
   fmt::print(
@@ -127,6 +142,13 @@ void show_swiglu(const attn::ModelSpec& cpu) {
     fmt::print("  {:>6} {:>6} {:>13} {:>13} {:>7}\n", C, F, attn::grouped(mlp), attn::grouped(glu),
                num(glu / mlp, 3));
   }
+}
+
+void show_swiglu_mine(const MineCheck& c) {
+  fmt::print(
+      "yours (ex11.10): SwiGLU on a random (2, 3, 8) input, F = {}, against\n"
+      "attn::swiglu_forward with the same weights: {}.\n",
+      attn::swiglu_width(8), mine_verdict(c));
 }
 
 void show_gqa(const GqaDemo& d, const attn::ModelSpec& cpu, std::size_t W) {

@@ -14,6 +14,12 @@
 
 namespace ch11 {
 
+// An exercise's output against the library's on the same input (--mine).
+struct MineCheck {
+  double max_diff = 0.0;  // max |yours - library|
+  double scale = 0.0;     // max |library|
+};
+
 // 1. RoPE: the score of a rotated query and key depends only on their offset.
 struct RopeDemo {
   std::size_t hs = 0, gap = 3;
@@ -26,6 +32,7 @@ struct RopeDemo {
   double plain = 0.0;                              // q . k, no rotation
   double norm_change = 0.0;                        // | |rope(q, m)| - |q| |, largest
   double half_diff = 0.0;                          // rope(P x, half) against P rope(x)
+  MineCheck half_vs_library;                       // the same rope(P x, half) against attn::rope
   std::vector<std::size_t> perm;
 };
 
@@ -58,9 +65,12 @@ struct WindowDemo {
 
 // ---- show.cpp: one function per section, in teaching order.
 void show_header(std::uint64_t seed, const std::string& corpus_origin, bool mine);
-void show_rope(const RopeDemo& r);                                           // 1
-void show_norm(const NormDemo& d, const attn::ModelSpec& cpu);               // 2
-void show_swiglu(const attn::ModelSpec& cpu);                                // 3
+void show_rope(const RopeDemo& r);                              // 1
+void show_norm(const NormDemo& d, const attn::ModelSpec& cpu);  // 2
+void show_swiglu(const attn::ModelSpec& cpu);                   // 3
+// With --mine: the learner's ex11.9 (section 1) and ex11.10 (section 3) against the library.
+void show_rope_half_mine(const RopeDemo& r);
+void show_swiglu_mine(const MineCheck& c);
 void show_gqa(const GqaDemo& d, const attn::ModelSpec& cpu, std::size_t W);  // 4
 void show_window(const WindowDemo& d);                                       // 5
 void show_next();  // after the table: what chapter 12 does
