@@ -7,8 +7,8 @@ threads (OPENBLAS_NUM_THREADS for the course, torch.set_num_threads for PyTorch)
 set by memory bandwidth: a cached step reads every weight once, so no loop can beat
 bandwidth / weight bytes tokens per second. Also the course's peak memory against the weights.
 
-    /work/venv-gpt2/bin/python scripts/make_gpt2_fixture.py --size 124m --out /tmp/gpt2-124m
-    /work/venv-gpt2/bin/python scripts/bench_gpt2.py --weights /tmp/gpt2-124m [--threads 1 2]
+    ~/venv-torch/bin/python scripts/make_gpt2_fixture.py --size 124m --out /tmp/gpt2-124m
+    ~/venv-torch/bin/python scripts/bench_gpt2.py --weights /tmp/gpt2-124m [--threads 1 2]
 
 Never committed: the 124M folder (500 MB) is made locally.
 """

@@ -7,10 +7,10 @@ transformers computes with it: the logits of a prompt and the greedy continuatio
 without its KV cache. Regeneration only: the committed files are what the tests read; nothing
 is downloaded at build or test time.
 
-    python3 -m venv /work/venv-gpt2
-    /work/venv-gpt2/bin/pip install torch --index-url https://download.pytorch.org/whl/cpu
-    /work/venv-gpt2/bin/pip install transformers safetensors
-    /work/venv-gpt2/bin/python scripts/make_gpt2_fixture.py [--tokenizer DIR] [--out DIR]
+    python3 -m venv ~/venv-torch   # any folder
+    ~/venv-torch/bin/pip install torch --index-url https://download.pytorch.org/whl/cpu
+    ~/venv-torch/bin/pip install transformers safetensors
+    ~/venv-torch/bin/python scripts/make_gpt2_fixture.py [--tokenizer DIR] [--out DIR]
 
 --tokenizer DIR takes vocab.json and merges.txt from DIR (a tokenizer trained by 13_tokens);
 without it, a small byte-level BPE is trained here on the shipped corpus.
