@@ -23,6 +23,36 @@
 
 namespace ch11 {
 
+attn::Batch val_windows(const std::vector<int>& val, std::size_t length, std::size_t count) {
+  attn::Batch w{xt::xtensor<int, 2>({count, length}), xt::xtensor<int, 2>({count, length})};
+  const std::size_t room = val.size() - length - 1;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t start = count == 1 ? 0 : room * i / (count - 1);
+    for (std::size_t t = 0; t < length; ++t) {
+      w.x(i, t) = val[start + t];
+      w.y(i, t) = val[start + t + 1];
+    }
+  }
+  return w;
+}
+
+std::vector<double> loss_by_position(const attn::LmWeights& w, const attn::ModelSpec& m,
+                                     const attn::Batch& win) {
+  const attn::Tensor<3> logits = attn::lm_forward(win.x, w, m);  // (count, length, V)
+  const std::size_t count = win.x.shape()[0], length = win.x.shape()[1], V = m.vocab_size;
+  std::vector<double> loss(length, 0.0);
+  for (std::size_t i = 0; i < count; ++i)
+    for (std::size_t t = 0; t < length; ++t) {
+      const float* row = &logits(i, t, 0);
+      const double top = *std::max_element(row, row + V);
+      double sum = 0.0;
+      for (std::size_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(row[v]) - top);
+      const double target = static_cast<double>(row[static_cast<std::size_t>(win.y(i, t))]);
+      loss[t] += (std::log(sum) + top - target) / static_cast<double>(count);
+    }
+  return loss;
+}
+
 namespace {
 
 using attn::num;
@@ -56,42 +86,6 @@ std::vector<Variant> variants(std::size_t V) {
   add("ALiBi", attn::Positions::alibi, std::nullopt);
   add("no positions", attn::Positions::none, std::nullopt);
   return out;
-}
-
-// kWindows windows of `length` + 1 validation tokens, evenly spaced: x (kWindows, length), and
-// y the same shifted by one.
-struct Windows {
-  xt::xtensor<int, 2> x, y;
-};
-Windows val_windows(const std::vector<int>& val, std::size_t length) {
-  Windows w{xt::xtensor<int, 2>({kWindows, length}), xt::xtensor<int, 2>({kWindows, length})};
-  const std::size_t room = val.size() - length - 1;
-  for (std::size_t i = 0; i < kWindows; ++i) {
-    const std::size_t start = room * i / (kWindows - 1);
-    for (std::size_t t = 0; t < length; ++t) {
-      w.x(i, t) = val[start + t];
-      w.y(i, t) = val[start + t + 1];
-    }
-  }
-  return w;
-}
-
-// The mean cross-entropy at each position of the windows: (length,).
-std::vector<double> loss_by_position(const attn::LmWeights& w, const attn::ModelSpec& m,
-                                     const Windows& win) {
-  const attn::Tensor<3> logits = attn::lm_forward(win.x, w, m);  // (kWindows, length, V)
-  const std::size_t length = win.x.shape()[1], V = m.vocab_size;
-  std::vector<double> loss(length, 0.0);
-  for (std::size_t i = 0; i < kWindows; ++i)
-    for (std::size_t t = 0; t < length; ++t) {
-      const float* row = &logits(i, t, 0);
-      const double top = *std::max_element(row, row + V);
-      double sum = 0.0;
-      for (std::size_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(row[v]) - top);
-      const double target = static_cast<double>(row[static_cast<std::size_t>(win.y(i, t))]);
-      loss[t] += (std::log(sum) + top - target) / static_cast<double>(kWindows);
-    }
-  return loss;
 }
 
 double mean_over(const std::vector<double>& v, std::size_t begin, std::size_t end) {
@@ -143,7 +137,8 @@ void run_extrapolation(const attn::CommonOptions& common, const Options& o) {
       "windows of T = {} tokens ({} steps of B 16, C 32, H 4, L 2, lr 1e-3), then reads the\n"
       "same {} validation windows of 8T = {} tokens.\nCorpus {}; {} seeds from {}.\n\n",
       kT, kT / 4, kT, steps, kWindows, kLong, corpus.origin, n_seeds, common.seed);
-  const Windows short_win = val_windows(val, kT), long_win = val_windows(val, kLong);
+  const attn::Batch short_win = val_windows(val, kT, kWindows),
+                    long_win = val_windows(val, kLong, kWindows);
   const std::vector<Variant> rows = variants(vocab.size());
   // loss[row][seed][bucket], and each row's loss by position averaged over the seeds.
   std::vector<std::vector<std::vector<double>>> loss(rows.size());

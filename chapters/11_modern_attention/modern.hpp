@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/io/data.hpp"
 #include "attn/term/cli.hpp"
 #include "attn/model/model.hpp"
 
@@ -66,5 +67,13 @@ void run_table(const attn::CommonOptions& common, const Options& o);
 // Section 7 (--extrapolate, extrapolation.cpp): five ways of knowing positions, trained at T and
 // read at 8T, over --extrapolate-seeds seeds.
 void run_extrapolation(const attn::CommonOptions& common, const Options& o);
+
+// ---- Loss by position, which sections 6 and 7 read (extrapolation.cpp).
+// `count` windows of `length` + 1 tokens spread evenly over `val` (which must hold at least
+// length + 1): x (count, length), and y the same shifted by one.
+attn::Batch val_windows(const std::vector<int>& val, std::size_t length, std::size_t count);
+// The cross-entropy at each position, averaged over the windows: (length,).
+std::vector<double> loss_by_position(const attn::LmWeights& w, const attn::ModelSpec& m,
+                                     const attn::Batch& win);
 
 }  // namespace ch11

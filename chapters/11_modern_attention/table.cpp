@@ -166,39 +166,9 @@ std::vector<std::uint64_t> chosen_seeds(const std::string& text, bool given, std
   return out;
 }
 
-// kWindows windows of T + 1 validation tokens, evenly spaced, the same for every row and seed:
-// where each run's loss by position is read.
+// The validation windows where section 6 reads each run's loss by position: the same for every
+// row and seed.
 constexpr std::size_t kWindows = 64;
-attn::Batch position_windows(const std::vector<int>& val, std::size_t T) {
-  attn::Batch w{xt::xtensor<int, 2>({kWindows, T}), xt::xtensor<int, 2>({kWindows, T})};
-  const std::size_t room = val.size() - T - 1;
-  for (std::size_t i = 0; i < kWindows; ++i) {
-    const std::size_t start = room * i / (kWindows - 1);
-    for (std::size_t t = 0; t < T; ++t) {
-      w.x(i, t) = val[start + t];
-      w.y(i, t) = val[start + t + 1];
-    }
-  }
-  return w;
-}
-
-// The cross-entropy at each position t of the windows, averaged over them: (T,).
-std::vector<double> loss_by_position(const attn::LmWeights& w, const attn::ModelSpec& m,
-                                     const attn::Batch& win) {
-  const attn::Tensor<3> logits = attn::lm_forward(win.x, w, m);  // (kWindows, T, V)
-  const std::size_t T = win.x.shape()[1], V = m.vocab_size;
-  std::vector<double> loss(T, 0.0);
-  for (std::size_t i = 0; i < kWindows; ++i)
-    for (std::size_t t = 0; t < T; ++t) {
-      const float* row = &logits(i, t, 0);
-      const double top = *std::max_element(row, row + V);
-      double sum = 0.0;
-      for (std::size_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(row[v]) - top);
-      const double target = static_cast<double>(row[static_cast<std::size_t>(win.y(i, t))]);
-      loss[t] += (std::log(sum) + top - target) / static_cast<double>(kWindows);
-    }
-  return loss;
-}
 
 // One run: trained from scratch, the val loss estimated every eval_interval steps and at the end.
 // At the best estimate it also keeps the train loss of the same estimate and the val loss by
@@ -503,7 +473,7 @@ void run_table(const attn::CommonOptions& common, const Options& o) {
   const std::vector<std::uint64_t> seeds =
       chosen_seeds(o.table_seeds, o.table_seeds_given, common.seed, z.seeds);
   const std::size_t steps = o.table_steps != 0 ? o.table_steps : z.steps;
-  const attn::Batch windows = position_windows(split.val, z.block_size);
+  const attn::Batch windows = val_windows(split.val, z.block_size, kWindows);
 
   section(6, o.table ? "The measured table" : "The measured table (a small one)");
   fmt::print(
