@@ -67,39 +67,27 @@ void print_blas_core() {
   }
 }
 
-// GEMM peak: GFLOP/s of a (n, n) @ (n, n) product through attn::fast::gemm on `threads` threads.
-double gemm_peak(std::size_t threads) {
+// GEMM peak: GFLOP/s of a (n, n) @ (n, n) product through attn::fast::gemm on `threads` threads,
+// the best of 3, per wall-clock second and per CPU second (user + system over all threads: the
+// rate of a core while it runs, which other programs on a busy machine disturb much less).
+GemmPeak gemm_peak(std::size_t threads) {
   const std::size_t saved = attn::num_threads();
   attn::set_num_threads(threads);
   const std::size_t n = 1024;
   attn::Rng rng(1);
   const Matrix a = attn::randn(rng, n, n), b = attn::randn(rng, n, n);
   Matrix c(Matrix::shape_type{n, n});
-  const double t = best_time(3, [&] {
-    attn::fast::gemm(n, n, n, 1.0f, a.data(), false, b.data(), false, 0.0f, c.data());
-  });
-  attn::set_num_threads(saved);
-  return 2.0 * static_cast<double>(n * n * n) / t / 1e9;
-}
-
-// The same product's GFLOP per CPU second (user + system over all threads), the best of 3: the
-// rate of a core while it runs, which other programs on a busy machine disturb much less than
-// the wall-clock rate.
-double gemm_peak_per_cpu(std::size_t threads) {
-  const std::size_t saved = attn::num_threads();
-  attn::set_num_threads(threads);
-  const std::size_t n = 1024;
-  attn::Rng rng(1);
-  const Matrix a = attn::randn(rng, n, n), b = attn::randn(rng, n, n);
-  Matrix c(Matrix::shape_type{n, n});
-  double best = std::numeric_limits<double>::infinity();
+  double wall = std::numeric_limits<double>::infinity(), cpu = wall;
   for (int i = 0; i < 3; ++i) {
+    const auto t0 = Clock::now();
     const double cpu0 = cpu_seconds();
     attn::fast::gemm(n, n, n, 1.0f, a.data(), false, b.data(), false, 0.0f, c.data());
-    best = std::min(best, cpu_seconds() - cpu0);
+    cpu = std::min(cpu, cpu_seconds() - cpu0);
+    wall = std::min(wall, seconds_since(t0));
   }
   attn::set_num_threads(saved);
-  return 2.0 * static_cast<double>(n * n * n) / best / 1e9;
+  const double flop = 2.0 * static_cast<double>(n * n * n);
+  return {flop / wall / 1e9, flop / cpu / 1e9};
 }
 
 double peak_rss_bytes() {
@@ -321,8 +309,7 @@ void run_long(const attn::CommonOptions& common, const Options& o) {
   attn::claim(finite, "the long-context outputs are all finite");
   const bool timing = common.timing;
   // The GEMM peak at the kernels' thread count, measured now, in this run.
-  const double peak = timing ? gemm_peak(threads) : 0.0;
-  const double cpu_peak = timing ? gemm_peak_per_cpu(threads) : 0.0;
+  const GemmPeak peak = timing ? gemm_peak(threads) : GemmPeak{};
   fmt::print("\n{} {}", attn::align_left("kernel", 10), attn::align_right("peak heap", 11));
   if (timing) {
     fmt::print(" {} {} {} {} {}", attn::align_right("time", 9), attn::align_right("CPU time", 9),
@@ -334,13 +321,12 @@ void run_long(const attn::CommonOptions& common, const Options& o) {
     fmt::print("{} {}", attn::align_left(r.kernel, 10),
                attn::align_right(bytes_text(r.heap_bytes), 11));
     if (timing) {
-      const double p = r.threads == threads ? peak : gemm_peak(r.threads);
-      const double pc = r.threads == threads ? cpu_peak : gemm_peak_per_cpu(r.threads);
+      const GemmPeak p = r.threads == threads ? peak : gemm_peak(r.threads);
       fmt::print(" {} {} {} {} {}", attn::align_right(num(r.seconds, 3) + " s", 9),
                  attn::align_right(num(r.cpu, 3) + " s", 9),
                  attn::align_right(num(flops / r.seconds / 1e9, 1), 8),
-                 attn::align_right(num(r.seconds / (flops / (p * 1e9)), 2) + "x", 8),
-                 attn::align_right(num(r.cpu / (flops / (pc * 1e9)), 2) + "x", 11));
+                 attn::align_right(num(r.seconds / (flops / (p.wall * 1e9)), 2) + "x", 8),
+                 attn::align_right(num(r.cpu / (flops / (p.cpu * 1e9)), 2) + "x", 11));
     }
     fmt::print("\n");
   }
@@ -367,7 +353,7 @@ void run_long(const attn::CommonOptions& common, const Options& o) {
       "on {} thread{} ((1024, 1024) @ (1024, 1024)); CPU time: user + system over all threads;\n"
       "CPU x floor: the CPU time over what these FLOPs take at that GEMM's {} GFLOP per CPU\n"
       "second (on a shared machine the steadier of the two).\n",
-      num(peak, 1), threads, threads == 1 ? "" : "s", num(cpu_peak, 1));
+      num(peak.wall, 1), threads, threads == 1 ? "" : "s", num(peak.cpu, 1));
   if (runs.size() == 2) {
     fmt::print(
         "flash took {}x the BLAS kernel's time and {}x its CPU time, on the same {} "

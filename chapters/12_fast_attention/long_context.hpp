@@ -61,8 +61,12 @@ double best_time(int repeats, F&& f) {
 }
 // With --timing, beside the GEMM peak: OpenBLAS's kernels, and a warning when they are old.
 void print_blas_core();
-// GFLOP/s of a (1024, 1024) @ (1024, 1024) product through attn::fast::gemm on `threads` threads.
-double gemm_peak(std::size_t threads);
+// GFLOP/s of a (1024, 1024) @ (1024, 1024) product through attn::fast::gemm on `threads` threads:
+// per wall-clock second, and per CPU second (all threads' user + system time).
+struct GemmPeak {
+  double wall = 0.0, cpu = 0.0;
+};
+GemmPeak gemm_peak(std::size_t threads);
 // The process's peak resident memory so far, in bytes (getrusage).
 double peak_rss_bytes();
 // CPU seconds the process has used so far, all threads (user + system).

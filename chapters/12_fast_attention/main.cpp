@@ -274,7 +274,7 @@ Ladder run_ladder(const Kernels& k, const Options& o, bool mine, bool timing, at
   const std::size_t threads = attn::num_threads();
   const auto note_peak = [&](bool threaded) {
     double& peak = threaded ? ladder_result.peak_n : ladder_result.peak1;
-    peak = std::max(peak, gemm_peak(threaded ? threads : 1));
+    peak = std::max(peak, gemm_peak(threaded ? threads : 1).wall);
   };
   for (std::size_t i = 0; i < ladder::kRungs; ++i) {
     const ladder::RungInfo& rung = ladder::rung(i);
