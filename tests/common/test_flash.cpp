@@ -9,6 +9,9 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <bit>
+#include <cstdint>
+#include <cstring>
 #include <cmath>
 #include <cstdlib>
 #include <new>
@@ -19,6 +22,7 @@
 #include "attn/core/random.hpp"
 #include "attn/core/threads.hpp"
 #include "attn/fast/attention.hpp"
+#include "attn/fast/exp_nonpositive.hpp"
 #include "attn/fast/flash.hpp"
 #include "attn/model/block.hpp"
 #include "attn/model/model.hpp"
@@ -120,6 +124,38 @@ bool same_bits(const Tensor<4>& a, const Tensor<4>& b) {
 }  // namespace
 
 TEST_SUITE("common.flash") {
+
+#if defined(__GNUC__)
+TEST_CASE("the 8-lane exp of the flash rows gives the scalar exp's bits in every lane") {
+  // Every float exponent, both signs, 2,047 mantissas each, then the edges: the clamp at -88.5
+  // and its neighbours, the last normal results, -inf, +inf, NaNs of both signs, +-0.
+  std::vector<float> xs;
+  for (const std::uint32_t sign : {0u, 0x80000000u})
+    for (std::uint32_t e = 0; e < 256; ++e)
+      for (std::uint32_t m = 0; m < (1u << 23); m += 4099)
+        xs.push_back(std::bit_cast<float>(sign | e << 23 | m));
+  for (const std::uint32_t bits :
+       {0xC2B0FFFFu, 0xC2B10000u, 0xC2B10001u, 0xC2AEAC4Fu, 0xC2AEAC50u, 0xFF800000u, 0x7F800000u,
+        0x7FC00000u, 0xFFC00000u, 0xFF800001u, 0x80000000u, 0u})
+    xs.push_back(std::bit_cast<float>(bits));
+  while (xs.size() % 8 != 0) xs.push_back(-1.0f);
+  std::size_t differ = 0, first = xs.size();
+  for (std::size_t i = 0; i < xs.size(); i += 8) {
+    attn::detail::float8 v;
+    std::memcpy(&v, xs.data() + i, sizeof v);
+    const attn::detail::float8 e = attn::detail::exp_nonpositive8(v);
+    for (std::size_t u = 0; u < 8; ++u) {
+      const float want = attn::detail::exp_nonpositive(xs[i + u]);
+      const bool same = (std::isnan(want) && std::isnan(e[u])) ||
+                        std::bit_cast<std::uint32_t>(want) == std::bit_cast<std::uint32_t>(e[u]);
+      if (!same && differ++ == 0) first = i + u;
+    }
+  }
+  INFO("first difference at x = " << (first < xs.size() ? xs[first] : 0.0f));
+  CHECK(differ == 0);
+  CHECK(xs.size() > 1'000'000);
+}
+#endif
 
 TEST_CASE("the flash forward equals the reference sdpa at many shapes, tiles and thread counts") {
   attn::Rng rng(1200);

@@ -41,4 +41,45 @@ inline float exp_nonpositive(float x) {
   return er * std::bit_cast<float>((static_cast<std::uint32_t>(biased) << 23) & keep);
 }
 
+#if defined(__GNUC__)
+// The same function on 8 floats at once, for the rows of the flash kernel (fast/flash.cpp), with
+// the GCC/Clang vector extension. Why a second copy: g++ vectorises the scalar one above, but its
+// clamp (step 1, done on the bits so that the loop vectorises at all) costs six instructions a
+// lane; a vector select does it in one, and the whole exp takes a fifth less time. Every lane
+// does exactly the scalar's IEEE operations in the same order (no FMA: -ffp-contract=off), so
+// lane i of exp_nonpositive8(x) is bit for bit exp_nonpositive(x[i]), NaN, -inf and the
+// underflow included (tests/common/test_flash.cpp checks it over every float exponent).
+//
+// Always inlined into the caller, a function compiled for SSE2 and AVX2 (ATTN_SIMD_CLONES): an
+// 8-float vector is one AVX register or two SSE ones, and no vector ever crosses a call. GCC
+// still notes that ABI difference (-Wpsabi) where the file that includes this one ends, so the
+// note stays switched off for that file.
+#pragma GCC diagnostic ignored "-Wpsabi"
+using float8 = float __attribute__((vector_size(32)));
+using int8 = std::int32_t __attribute__((vector_size(32)));
+
+[[gnu::always_inline]] inline float8 splat8(float v) { return float8{v, v, v, v, v, v, v, v}; }
+
+[[gnu::always_inline]] inline float8 exp_nonpositive8(float8 x) {
+  // 1. Below -88.5, -88.5 (a NaN lane fails the test and stays NaN; -inf becomes -88.5).
+  x = x < -88.5f ? splat8(-88.5f) : x;
+  // 2.-4. As the scalar version.
+  const float8 t = x * 1.44269504088896341f + 12582912.0f;
+  const float8 n = t - 12582912.0f;
+  float8 r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float8 p = splat8(1.9875691500e-4f);
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float8 er = p * r * r + r + 1.0f;
+  // 5. 2^n from the bits of t, or 0 below the normal range (a lane mask is all ones or zeros).
+  const int8 biased = __builtin_bit_cast(int8, t) - 0x4B400000 + 127;
+  const int8 keep = biased > 0;
+  return er * __builtin_bit_cast(float8, (biased << 23) & keep);
+}
+#endif
+
 }  // namespace attn::detail
