@@ -135,15 +135,18 @@ double long_flops(std::size_t T, bool backward) {
   return flops;
 }
 
-// The estimated seconds of one kernel's run: its FLOPs at the rate it reached on this course's
-// machine (flash ~25 GFLOP/s plus ~1 us per pair of tiles, BLAS ~10, the loops ~1).
+// The estimated seconds of one kernel's run: its FLOPs at a rate below what it reaches on one
+// thread of this course's machine, so that a slower or busier one still finishes near the
+// estimate: flash 50 GFLOP/s (it measured 80-88, forward and backward, tile 256) plus 1 us per
+// pair of tiles forward, 3 backward (what dominates at small tiles: 0.45 us measured at tile 8),
+// BLAS 10 GFLOP/s, the loops 1.
 double kernel_seconds(std::size_t T, std::size_t tile, bool backward, const std::string& kernel) {
   const double flops = long_flops(T, backward);
   if (kernel == "reference") return flops / 1e9;
   if (kernel == "blas") return flops / 10e9;
   const double tiles = std::ceil(static_cast<double>(T) / static_cast<double>(tile));
   const double pairs = static_cast<double>(kLongH) * tiles * (tiles + 1.0) / 2.0;
-  return flops / 25e9 + pairs * 1e-6 * (backward ? 3.0 : 1.0);
+  return flops / 50e9 + pairs * 1e-6 * (backward ? 3.0 : 1.0);
 }
 
 double long_seconds(std::size_t T, std::size_t tile, bool backward, bool flash) {

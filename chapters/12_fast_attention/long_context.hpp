@@ -23,13 +23,13 @@ constexpr std::size_t kLongC = 512, kLongH = 8;
 // floats (1 GiB).
 constexpr std::size_t kReferenceCap = attn::limits::kMaxElements;
 
-// The time of a --long run, estimated before it starts: its FLOPs at the rate each kernel
-// reached on this course's 2-core machine (flash ~25 GFLOP/s; the reference ~1 GFLOP/s, its
-// (H, T, T) weights written and read again; the BLAS kernel ~10), plus ~1 us for each pair of tiles
-// the flash kernel visits (H (T/tile)^2 / 2 of them; 3x with the backward): with --tile 1, --long
-// 4096 visits 67 million and takes ~54 s, --long 32768 would take over an hour. A --long run or a
-// whole
-// --sweep is held to kMaxLongSeconds (about two and a half minutes), or refused up front.
+// The time of a --long run, estimated before it starts (kernel_seconds): its FLOPs at a rate
+// each kernel beats on one thread of this course's 2-core machine (flash 50 GFLOP/s, measured
+// 80-88; the BLAS kernel 10; the reference 1, its (H, T, T) weights written and read again), plus
+// ~1 us for each pair of tiles the flash kernel visits (H (T/tile)^2 / 2 of them; 3x with the
+// backward): with --tile 1, --long 4096 visits 67 million and takes ~54 s, --long 32768 would
+// take over an hour. A --long run or a whole --sweep is held to kMaxLongSeconds (about two and a
+// half minutes), or refused up front.
 inline constexpr double kMaxLongSeconds = 150.0;
 
 struct Options {

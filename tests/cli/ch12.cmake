@@ -96,8 +96,8 @@ attn_cli_test(ch12.long_tile_1_past_the_time_budget EXIT 2
               MATCH "^12_fast_attention: error: --long 32768 with --kernel flash and --tile 1 would run for about [0-9]+ s here, more than the limit of 150 s: lower --long or raise --tile \\(256 by default\\)"
               COMMAND 12_fast_attention --long 32768 --tile 1)
 attn_cli_test(ch12.long_backward_past_the_time_budget EXIT 2
-              MATCH "^12_fast_attention: error: --long 32768 --backward with --kernel flash and --tile 256 would run for about [0-9]+ s here, more than the limit of 150 s: lower --long or drop --backward"
-              COMMAND 12_fast_attention --long 32768 --backward)
+              MATCH "^12_fast_attention: error: --long 32768 --backward with --kernel flash and --tile 8 would run for about [0-9]+ s here, more than the limit of 150 s: lower --long, drop --backward or raise --tile \\(256 by default\\)"
+              COMMAND 12_fast_attention --long 32768 --backward --tile 8)
 string(REPEAT "64," 499 sweep_500)  # 500 lengths, each short: the children add up
 attn_cli_test(ch12.sweep_past_the_time_budget EXIT 2
               MATCH "^12_fast_attention: error: --sweep of 500 lengths with --tile 256 would run for about [0-9]+ s here .*: give fewer or shorter lengths"
