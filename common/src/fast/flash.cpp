@@ -10,7 +10,9 @@
 //   at the end:             out = o / l,  L = m + log l         L: the row's log-sum-exp
 //
 // so every exponent is <= 0 and the result equals the two-pass softmax up to rounding
-// (docs/12-fast-attention.md derives it). Memory: the output, L and a few tiles per thread.
+// (docs/12-fast-attention.md derives it). Memory: the output, L and a few tiles per thread
+// (plus, for heads read in place from a (B, T, 3C) projection, a contiguous copy of the rows of
+// the one head a thread works on: flash_forward says why).
 // Tested equal to the reference (tests/common/test_flash.cpp).
 #include "attn/fast/flash.hpp"
 
