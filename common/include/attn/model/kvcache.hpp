@@ -53,7 +53,10 @@ struct KvCache {
 };
 
 // An empty cache (length 0) for `batch` sequences of the model `config`, with every buffer
-// allocated. Throws std::invalid_argument for batch 0 or a bad config.
+// allocated. Chapter 07's model only (a position table, multi-head attention without a window,
+// LayerNorm and the MLP with biases; GPT-2's attention biases or not): throws
+// std::invalid_argument naming the parts of a model with chapter 11's (uses_rolling_cache:
+// use a RollingKvCache), for batch 0, a bad config or one of chapter 09's reduced variants.
 KvCache kv_cache_init(const ModelSpec& config, std::size_t batch);
 
 // Memory of the keys and values by the formula 2 * L * B * T_max * C floats (hs * H = C), and the
@@ -79,8 +82,9 @@ Matrix attend_cache(const Matrix& q, const Tensor<4>& keys, const Tensor<4>& val
 // into an emptied cache: positions 0..T-2 in one batched pass (at the last layer only their keys
 // and values, which is all the future needs), then the last position as a step. Returns the
 // logits of the last position (B, V), a view of cache.logits valid until the next call.
-// Throws std::invalid_argument for a size that does not fit, ids outside [0, V) or weights that
-// do not match the config.
+// Throws std::invalid_argument for a size that does not fit, ids outside [0, V), a model
+// kv_cache_init refuses, or weights that do not match the config (the first tensor whose shape
+// is not its row's in the parameter table, by name: "h1.w1 is (8, 16), expected (8, 32)").
 const Matrix& lm_prefill(KvCache& cache, std::span<const int> tokens, const LmWeights& w,
                          const ModelSpec& config);
 
