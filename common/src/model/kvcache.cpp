@@ -15,7 +15,6 @@
 
 #include <fmt/format.h>
 
-#include "attn/ops/attention_ref.hpp"  // score_slopes
 #include "attn/fast/attention.hpp"
 #include "attn/fast/layernorm.hpp"
 #include "attn/fast/rmsnorm.hpp"
@@ -512,10 +511,10 @@ const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const
   // The model's score-level parts (attention_options), computed in the kernel's score loop:
   // step 5 runs K/V head g's `group` query heads as its rows, so query head g * group + r is
   // (kernel head g, row r), every row at position p, in slot `slot` of the ring of W slots.
-  const std::vector<double> slopes = score_slopes(attention_options(config, p).score, H);
   fast::ScoreBias score_bias;
-  if (!slopes.empty()) {
-    score_bias.slopes = slopes.data();
+  score_bias.parts = attention_options(config, p).score;
+  if (score_bias.parts.any()) {
+    score_bias.n_heads = H;
     score_bias.head = group;
     score_bias.row = 1;
     score_bias.query = slot;
