@@ -848,6 +848,43 @@ TEST_CASE("rolling cache: a full cache, a wrong cache and bad ids are refused") 
   CHECK_THROWS_AS(attn::rolling_cache_init(c, 0), std::invalid_argument);
 }
 
+TEST_CASE(
+    "no allocation per generated token through the rolling cache: ALiBi, chapter 11's parts") {
+  // A rolling step keeps its activations in the cache (RollingKvCache::step) and computes
+  // ALiBi's slopes per score row: 10 or 40 new tokens allocate the same. T_max = 8: past it, a
+  // model without a window re-fills the cache for every token.
+  const attn::ModelSpec alibi =
+      attn::with_choices(attn::testing::lm_config(11, 8, 16, 4, 2),
+                         [](attn::ModelChoices& m) { m.positions = attn::Positions::alibi; });
+  const attn::ModelSpec alibi_window =
+      attn::with_choices(alibi, [](attn::ModelChoices& m) { m.window = 3; });
+  const attn::ModelSpec no_bias =
+      attn::with_choices(alibi, [](attn::ModelChoices& m) { m.bias = false; });
+  for (const attn::ModelSpec& config : {alibi, alibi_window, no_bias, mistral_config(4)}) {
+    attn::Rng init(13);
+    const attn::LmWeights w = parts_model(init, config);
+    const auto allocations = [&](std::size_t n) {
+      attn::GenerateOptions o;
+      o.max_new_tokens = n;
+      o.top_k = 5;
+      attn::Rng rng(1);
+      const long before = attn_test::allocations();
+      const std::vector<int> out =
+          attn::lm_generate_cached(w, config, std::vector<int>{7, 3}, o, rng);
+      const long after = attn_test::allocations();
+      REQUIRE(out.size() == n);
+      return after - before;
+    };
+    const long few = allocations(10);
+    const long many = allocations(40);
+    CAPTURE(attn::positions_name(config.positions));
+    CAPTURE(config.window.value_or(0));
+    CAPTURE(config.bias);
+    CHECK(few > 0);
+    CHECK(many == few);
+  }
+}
+
 }  // TEST_SUITE
 
 TEST_SUITE("sampler") {

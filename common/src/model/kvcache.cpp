@@ -422,22 +422,27 @@ std::size_t rolling_capacity(const ModelSpec& c) { return c.window.value_or(c.bl
 
 // rows (n, in) @ w (in, out) (+ b (out,), when not empty) -> y (n, out): the training
 // forward's GEMM.
-void project_rows(const float* x, std::size_t n, const Matrix& w, float* y,
-                  const Vector& b = Vector(Vector::shape_type{0})) {
+void project_rows(const float* x, std::size_t n, const Matrix& w, float* y, const Vector& b) {
   const std::size_t out = w.shape()[1];
   const float beta = fill_bias_strided(y, n, out, b);
   fast::gemm(n, out, w.shape()[0], 1.0f, x, false, w.data(), false, beta, y);
 }
 
-// The norm of `config` over B rows of C, x -> y (layer_norm_rows or rms_norm_rows).
+// t resized to `shape` only when it has another (a step's buffers: sized once, then reused).
+template <class T>
+void fit(T& t, const typename T::shape_type& shape) {
+  if (t.shape() != shape) t.resize(shape);
+}
+
+// The norm of `config` over B rows of C, x -> y (layer_norm_rows or rms_norm_rows). A LayerNorm
+// without biases adds `zeros` (C,) as its beta.
 void norm_rows(const Matrix& x, const Vector& gamma, const Vector& beta, const ModelSpec& config,
-               Matrix& y) {
+               const Vector& zeros, Matrix& y) {
   const std::size_t rows = x.shape()[0], C = x.shape()[1];
   if (config.normalization == Normalization::rmsnorm) {
     fast::rms_norm_rows(x.data(), rows, C, gamma.data(), static_cast<double>(kEps), y.data());
     return;
   }
-  const Vector zeros = beta.size() == 0 ? Vector(xt::zeros<float>({C})) : Vector();
   fast::layer_norm_rows(x.data(), rows, C, gamma.data(),
                         beta.size() == 0 ? zeros.data() : beta.data(), kEps, y.data());
 }
@@ -502,8 +507,21 @@ const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const
   const std::size_t n = std::min(p + 1, W);
   const std::size_t slot = p % W;
 
+  // The step's buffers, sized by the first step (nothing is allocated after it).
+  RollingStepBuffers& s = c.step;
+  fit(s.x, {B, C});
+  fit(s.h, {B, C});
+  fit(s.q, {B, C});
+  fit(s.heads, {B, C});
+  fit(s.proj, {B, C});
+  fit(s.k, {B, KV * hs});
+  fit(s.v, {B, KV * hs});
+  fit(s.ffn_in, {B, 1, C});
+  if (s.zeros.size() != C) s.zeros = xt::zeros<float>({C});
+  float* scratch = fast::at_least(s.attn_scratch, fast::attention_scratch_floats(group, W, hs));
+  Matrix &x = s.x, &h = s.h, &q = s.q, &k = s.k, &v = s.v, &heads = s.heads, &proj = s.proj;
+
   // 1. x = wte[token] (+ wpe[p] with learned positions)                        (B, C)
-  Matrix x(std::array<std::size_t, 2>{B, C});
   for (std::size_t b = 0; b < B; ++b) {
     const float* tok = w.wte.data() + static_cast<std::size_t>(tokens[b]) * C;
     for (std::size_t j = 0; j < C; ++j) x(b, j) = table ? tok[j] + w.wpe(p, j) : tok[j];
@@ -521,14 +539,10 @@ const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const
     score_bias.step = 0;
     score_bias.ring = W;
   }
-  Matrix h(std::array<std::size_t, 2>{B, C}), q(std::array<std::size_t, 2>{B, C});
-  Matrix k(std::array<std::size_t, 2>{B, KV * hs}), v(std::array<std::size_t, 2>{B, KV * hs});
-  Matrix heads(std::array<std::size_t, 2>{B, C}), proj(std::array<std::size_t, 2>{B, C});
-  std::vector<float> scratch(fast::attention_scratch_floats(group, W, hs));
   for (std::size_t l = 0; l < config.n_layers; ++l) {
     const BlockWeights& bw = w.blocks[l];
     // 2. h = norm1(x); q = h w_q (B, H hs), k = h w_k and v = h w_v (B, KV hs)
-    norm_rows(x, bw.ln1_gamma, bw.ln1_beta, config, h);
+    norm_rows(x, bw.ln1_gamma, bw.ln1_beta, config, s.zeros, h);
     project_rows(h.data(), B, bw.attn.w_q, q.data(), bw.attn.b_q);  // (+ b_q, b_k, b_v: GPT-2)
     project_rows(h.data(), B, bw.attn.w_k, k.data(), bw.attn.b_k);
     project_rows(h.data(), B, bw.attn.w_v, v.data(), bw.attn.b_v);
@@ -552,29 +566,34 @@ const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const
     const fast::HeadStrides q_strides{C, group * hs, hs};
     const fast::HeadStrides kv_strides{KV * W * hs, W * hs, hs};
     fast::attention_strided(B, KV, group, n, hs, q.data(), q_strides, kc, kv_strides, vc,
-                            kv_strides, heads.data(), q_strides, /*causal=*/false, scratch.data(),
+                            kv_strides, heads.data(), q_strides, /*causal=*/false, scratch,
                             score_bias);
     // 6. x = x + heads w_o
     project_rows(heads.data(), B, bw.attn.w_o, proj.data(), bw.attn.b_o);
     for (std::size_t i = 0; i < B * C; ++i) x.data()[i] = proj.data()[i] + x.data()[i];
-    // 7. x = x + FFN(norm2(x)): SwiGLU, or the MLP (its biases zero when off)
-    norm_rows(x, bw.ln2_gamma, bw.ln2_beta, config, h);
-    const Tensor<3> h3 =
-        xt::adapt(h.data(), B * C, xt::no_ownership(), std::array<std::size_t, 3>{B, 1, C});
-    Tensor<3> f;
+    // 7. x = x + FFN(norm2(x)): SwiGLU, or the MLP (its biases zero when off), on the B rows
+    //    as (B, 1, C)
+    norm_rows(x, bw.ln2_gamma, bw.ln2_beta, config, s.zeros, h);
+    std::copy(h.begin(), h.end(), s.ffn_in.begin());
     if (config.ffn == FfnKind::swiglu) {
-      f = fast::swiglu_forward(h3, bw.swiglu);
+      fast::swiglu_forward(s.ffn_in, bw.swiglu, s.swiglu, s.ffn_out);
     } else if (config.bias) {
-      f = fast::ffn_forward(h3, bw.ffn, config.activation);
+      fast::ffn_forward(s.ffn_in, bw.ffn, config.activation, s.mlp, s.ffn_out);
     } else {
-      FfnWeights zb{bw.ffn.w1, xt::zeros<float>({bw.ffn.w1.shape()[1]}), bw.ffn.w2,
-                    xt::zeros<float>({C})};
-      f = fast::ffn_forward(h3, zb, config.activation);
+      FfnWeights& zb = s.mlp_zero_bias;
+      fit(zb.w1, bw.ffn.w1.shape());
+      fit(zb.w2, bw.ffn.w2.shape());
+      std::copy(bw.ffn.w1.begin(), bw.ffn.w1.end(), zb.w1.begin());
+      std::copy(bw.ffn.w2.begin(), bw.ffn.w2.end(), zb.w2.begin());
+      if (zb.b1.size() != bw.ffn.w1.shape()[1]) zb.b1 = xt::zeros<float>({bw.ffn.w1.shape()[1]});
+      if (zb.b2.size() != C) zb.b2 = xt::zeros<float>({C});
+      fast::ffn_forward(s.ffn_in, zb, config.activation, s.mlp, s.ffn_out);
     }
-    for (std::size_t i = 0; i < B * C; ++i) x.data()[i] = f.data()[i] + x.data()[i];
+    const float* f = s.ffn_out.data();
+    for (std::size_t i = 0; i < B * C; ++i) x.data()[i] = f[i] + x.data()[i];
   }
   // 8. logits = norm_f(x) @ wte^T (tied) or @ lm_head (+ lm_head_bias)          (B, V)
-  norm_rows(x, w.ln_f_gamma, w.ln_f_beta, config, h);
+  norm_rows(x, w.ln_f_gamma, w.ln_f_beta, config, s.zeros, h);
   if (config.ablations.tied_head) {
     fast::gemm(B, V, C, 1.0f, h.data(), false, w.wte.data(), /*trans_b=*/true, 0.0f,
                c.logits.data());

@@ -133,6 +133,19 @@ std::vector<int> lm_generate_cached(RollingKvCache& cache, const LmWeights& w,
 // (the window) and has no position table: generation goes on past T_max at O(W) per token,
 // the cache never refilled. Learned positions, or no window, still end at T_max (the table, or
 // a context cropped to T_max, which moves every token): lm_generate_cached re-fills then.
+
+// A rolling step's buffers (RollingKvCache::step): sized by the first step, reused by
+// every step after, so that a step allocates nothing.
+struct RollingStepBuffers {
+  Matrix x, h, q, heads, proj;      // (B, C): the residual stream, a norm's output, q, ...
+  Matrix k, v;                      // (B, KV hs)
+  Tensor<3> ffn_in, ffn_out;        // (B, 1, C): the FFN's input and output
+  FfnCache mlp;                     // the MLP's hidden values (B, 1, F)
+  SwigluCache<float> swiglu;        // or SwiGLU's
+  FfnWeights mlp_zero_bias;         // a model without biases: the MLP's weights, zero biases
+  Vector zeros;                     // (C,): LayerNorm's beta in a model without biases
+  std::vector<float> attn_scratch;  // the attention kernel's
+};
 struct RollingKvCache {
   std::size_t batch = 0;          // B
   std::size_t capacity = 0;       // W with a window, else T_max
@@ -141,6 +154,7 @@ struct RollingKvCache {
   std::vector<Tensor<4>> values;  // L x (B, KV, capacity, hs)
   Matrix logits;                  // (B, V) the logits of the last step
   fast::Workspace scratch;        // the fast kernels' scratch (RoPE's angles), kept between steps
+  RollingStepBuffers step;        // a step's activations, kept between steps
   KvWork work;                    // the fills and steps done with this cache
 };
 // True for a model with any part other than chapter 07's (block_default_parts false, or rope):
