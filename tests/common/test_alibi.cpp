@@ -85,6 +85,16 @@ TEST_CASE("ALiBi's slopes are the paper's: powers of two, and the interleaved ru
   CHECK(h12[11] == doctest::Approx(std::exp2(-3.5)));
   CHECK_THROWS_WITH_AS(attn::alibi_slopes(0), doctest::Contains("n_heads must be at least 1"),
                        std::invalid_argument);
+  // One slope alone, as the fast kernels compute it per row: the same bits; 0 without ALiBi.
+  attn::ScoreParts alibi;
+  alibi.alibi = true;
+  for (const std::size_t H : {1, 3, 6, 8, 12, 32}) {
+    const std::vector<double> all = attn::score_slopes(alibi, H);
+    for (std::size_t h = 0; h < H; ++h) CHECK(attn::score_slope(alibi, h, H) == all[h]);
+  }
+  CHECK(attn::score_slope(alibi, 3, 6) == 1.0 / 256);
+  CHECK(attn::score_slope(alibi, 5, 6) == 0.125);
+  CHECK(attn::score_slope(attn::ScoreParts{}, 2, 8) == 0.0);
 }
 
 TEST_CASE("the bias is -m_h times the distance, from the query's absolute position") {
@@ -104,7 +114,6 @@ TEST_CASE(
   const xt::xtensor<float, 4> q = attn::randn<4>(rng, {1, H, T, hs});
   const xt::xtensor<float, 4> k = attn::randn<4>(rng, {1, H, T, hs});
   const xt::xtensor<float, 4> v = attn::randn<4>(rng, {1, H, T, hs});
-  const std::vector<double> slopes = attn::alibi_slopes(H);
   const attn::fast::HeadStrides seq{H * T * hs, T * hs, hs};
   std::vector<float> scratch(attn::fast::attention_scratch_floats(T, T, hs));
   for (const bool causal : {true, false}) {
@@ -119,7 +128,8 @@ TEST_CASE(
     CHECK(a.probs == b.probs);
     xt::xtensor<float, 4> out = xt::zeros<float>({std::size_t{1}, H, T, hs});
     attn::fast::ScoreBias bias;
-    bias.slopes = slopes.data();
+    bias.parts.alibi = true;
+    bias.n_heads = H;
     attn::fast::attention_strided(1, H, T, T, hs, q.data(), seq, k.data(), seq, v.data(), seq,
                                   out.data(), seq, causal, scratch.data(), bias);
     INFO("causal " << causal);
@@ -146,7 +156,8 @@ TEST_CASE(
   const auto want = attn::attention_ref<float>(q1, k8, v8, o);
   xt::xtensor<float, 4> out = xt::zeros<float>({std::size_t{1}, H, std::size_t{1}, hs});
   attn::fast::ScoreBias bias;
-  bias.slopes = slopes.data();
+  bias.parts.alibi = true;
+  bias.n_heads = H;
   bias.query = slot;
   bias.step = 0;
   bias.ring = W;

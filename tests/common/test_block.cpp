@@ -392,19 +392,19 @@ TEST_CASE("block_forward names the mis-shaped weight") {
   const attn::BlockConfig cfg;
   attn::BlockWeights w = good;
   w.ffn.w2 = attn::randn(rng, 256, 32);
-  CHECK(error_of(x, w, cfg) == "attn::block_forward: ffn.w2 is (256, 32), expected (256, 64)");
+  CHECK(error_of(x, w, cfg) == "attn::block_forward: w2 is (256, 32), expected (256, 64)");
   w = good;
   w.attn.w_k = attn::randn(rng, 64, 32);
-  CHECK(error_of(x, w, cfg) == "attn::block_forward: attn.w_k is (64, 32), expected (64, 64)");
+  CHECK(error_of(x, w, cfg) == "attn::block_forward: w_k is (64, 32), expected (64, 64)");
   w = good;
   w.ln2_beta = xt::zeros<float>({63});
   CHECK(error_of(x, w, cfg) == "attn::block_forward: ln2_beta is (63,), expected (64,)");
   w = good;
   w.ffn.w1 = attn::randn(rng, 32, 256);
-  CHECK(error_of(x, w, cfg) == "attn::block_forward: ffn.w1 is (32, 256), expected (64, 256)");
+  CHECK(error_of(x, w, cfg) == "attn::block_forward: w1 is (32, 256), expected (64, 256)");
   w = good;
   w.ffn.b1 = xt::zeros<float>({255});
-  CHECK(error_of(x, w, cfg) == "attn::block_forward: ffn.b1 is (255,), expected (256,)");
+  CHECK(error_of(x, w, cfg) == "attn::block_forward: b1 is (255,), expected (256,)");
   // x itself of the wrong width: it disagrees with the spec, which is named before any weight.
   const Tensor<3> narrow = attn::randn<3>(rng, {1, 4, 32});
   CHECK(error_of(narrow, good, cfg) ==
@@ -561,12 +561,12 @@ TEST_CASE("block variants compute what they say") {
                     1e-6, 1e-6);
   // A variant's unused weights must be empty, and the used ones present: named errors.
   CHECK(error_of(x, w, cfg) ==
-        "attn::block_forward: attn.w_o is (8, 8), expected an empty matrix (attn_proj = false)");
+        "attn::block_forward: w_o is (8, 8), expected empty (this model has no w_o)");
   const attn::BlockConfig with_ffn =
       block_config(C, 2, [](attn::ModelChoices& m) { m.ablations.ffn = false; });
   attn::BlockWeights full = random_weights(rng, C, 16);
   CHECK(error_of(x, full, with_ffn) ==
-        "attn::block_forward: ffn.w1 is (8, 16), expected empty FFN weights (use_ffn = false)");
+        "attn::block_forward: w1 is (8, 16), expected empty (this model has no w1)");
 }
 
 TEST_CASE(
@@ -896,13 +896,67 @@ TEST_CASE("the parts' bad combinations get one-line errors") {
       attn::SpecError);
   cfg = rechoose(cfg, [](attn::ModelChoices& m) { m.n_kv_heads = 2; });
   // the weights are still MHA's: w_k (8, 8)
-  CHECK(error_of(x, w, cfg) == "attn::block_forward: attn.w_k is (8, 8), expected (8, 4)");
+  CHECK(error_of(x, w, cfg) == "attn::block_forward: w_k is (8, 8), expected (8, 4)");
   cfg = rechoose(cfg, [](attn::ModelChoices& m) {
     m.n_kv_heads = std::nullopt;
     m.ffn = attn::FfnKind::swiglu;
   });
   CHECK(error_of(x, w, cfg) ==
-        "attn::block_forward: swiglu.w_gate is empty, expected (C, F) = (8, F) (ffn = swiglu)");
+        "attn::block_forward: w1 is (8, 16), expected empty (this model has no w1)");
+}
+
+TEST_CASE("a block's weights are checked against the parameter table, row by row") {
+  // Every tensor of the table, the ones the spec's model does not have included: those must be
+  // empty. (The hand-written checks before the table let SwiGLU's matrices ride along in a
+  // block whose FFN is switched off.)
+  attn::Rng rng(11);
+  const Tensor<3> x = attn::randn<3>(rng, {1, 3, 8});
+  const attn::BlockConfig no_ffn =
+      block_config(8, 2, [](attn::ModelChoices& m) { m.ablations.ffn = false; });
+  attn::BlockWeights w = attn::block_init(rng, 8, 16);
+  w.ffn = attn::FfnWeights{};
+  REQUIRE(error_of(x, w, no_ffn) == "no exception");
+  w.swiglu.w_gate = attn::randn(rng, 8, 16);
+  CHECK(error_of(x, w, no_ffn) ==
+        "attn::block_forward: w_gate is (8, 16), expected empty (this model has no w_gate)");
+  // A SwiGLU block: F from w_gate (a lone block may have any width), the rest agree with it.
+  const attn::BlockConfig gated =
+      block_config(8, 2, [](attn::ModelChoices& m) { m.ffn = attn::FfnKind::swiglu; });
+  attn::BlockWeights g = attn::block_init(rng, 8, 16);
+  g.ffn = attn::FfnWeights{};
+  g.swiglu.w_gate = attn::randn(rng, 8, 16);
+  g.swiglu.w_up = attn::randn(rng, 8, 16);
+  g.swiglu.w_down = attn::randn(rng, 16, 8);
+  REQUIRE(error_of(x, g, gated) == "no exception");
+  attn::BlockWeights bad = g;
+  bad.swiglu.w_up = attn::randn(rng, 8, 12);
+  CHECK(error_of(x, bad, gated) == "attn::block_forward: w_up is (8, 12), expected (8, 16)");
+  bad = g;
+  bad.swiglu.w_down = attn::randn(rng, 16, 4);
+  CHECK(error_of(x, bad, gated) == "attn::block_forward: w_down is (16, 4), expected (16, 8)");
+  // Without w_gate, F is the spec's (swiglu_width(8) = 24).
+  bad = g;
+  bad.swiglu.w_gate = attn::Matrix(attn::Matrix::shape_type{0, 0});
+  CHECK(error_of(x, bad, gated) == "attn::block_forward: w_gate is (0, 0), expected (8, 24)");
+  // RMSNorm has no beta: a LayerNorm's beta in its place is named.
+  const attn::BlockConfig rms = block_config(
+      8, 2, [](attn::ModelChoices& m) { m.normalization = attn::Normalization::rmsnorm; });
+  attn::BlockWeights r = attn::block_init(rng, 8, 16);
+  r.ln1_beta = r.ln2_beta = attn::Vector(attn::Vector::shape_type{0});
+  REQUIRE(error_of(x, r, rms) == "no exception");
+  r.ln2_beta = xt::zeros<float>({8});
+  CHECK(error_of(x, r, rms) ==
+        "attn::block_forward: ln2_beta is (8,), expected empty (this model has no ln2_beta)");
+  // Without LayerNorm (chapter 06's ablation) the norms' weights are ignored: all empty, or all
+  // four of shape (C,) (block_init's), but not half of them.
+  const attn::BlockConfig no_ln =
+      block_config(8, 2, [](attn::ModelChoices& m) { m.ablations.layer_norm = false; });
+  attn::BlockWeights n = attn::block_init(rng, 8, 16);
+  CHECK(error_of(x, n, no_ln) == "no exception");
+  n.ln1_gamma = n.ln1_beta = n.ln2_gamma = n.ln2_beta = attn::Vector(attn::Vector::shape_type{0});
+  CHECK(error_of(x, n, no_ln) == "no exception");
+  n.ln2_gamma = xt::ones<float>({8});
+  CHECK(error_of(x, n, no_ln) == "attn::block_forward: ln1_gamma is (0,), expected (8,)");
 }
 
 }  // TEST_SUITE

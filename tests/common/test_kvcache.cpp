@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "attn/ops/attention.hpp"
@@ -528,12 +529,9 @@ TEST_CASE("bad input: sizes, ids, a full cache, mismatched weights and options")
   CHECK_THROWS_AS(
       attn::lm_prefill(one, std::vector<int>{1}, w, attn::testing::lm_config(11, 6, 8, 2, 3)),
       std::invalid_argument);
-  CHECK_THROWS_WITH_AS(
-      attn::lm_prefill(one, std::vector<int>{1}, broken, config),
-      "attn::lm_prefill: block 1 does not have the shapes of C = 8, F = 32 (w_q, w_k, w_v, w_o "
-      "(C, C), LayerNorms (C,), w1 (C, F), b1 (F,), w2 (F, C), b2 (C,), attention biases (C,) "
-      "with attn_bias, else none)",
-      std::invalid_argument);
+  CHECK_THROWS_WITH_AS(attn::lm_prefill(one, std::vector<int>{1}, broken, config),
+                       "attn::lm_prefill: h1.w1 is (8, 16), expected (8, 32)",
+                       std::invalid_argument);
   // Attention biases the spec does not have, or a spec with biases the weights lack: refused
   // before anything is written (the step writes them row by row into the spec's widths).
   attn::LmWeights biased = w;
@@ -740,6 +738,91 @@ TEST_CASE(
   CHECK_THROWS_AS(attn::lm_generate_cached(cache, wm, m, prompt, g, r), std::invalid_argument);
 }
 
+TEST_CASE("a KvCache refuses chapter 11's parts by name, before anything runs") {
+  // A KvCache step reads the position table and runs chapter 05's attention without a window:
+  // a model with any other part would be read past its weights, or run wrong. The ladder's
+  // reduced variants are refused by both caches.
+  const attn::ModelSpec plain = attn::testing::lm_config(11, 6, 8, 2, 2);
+  attn::Rng rng(950);
+  const attn::LmWeights w = random_model(rng, plain);
+  const attn::ModelSpec windowed =
+      attn::with_choices(plain, [](attn::ModelChoices& m) { m.window = 4; });
+  CHECK_THROWS_WITH_AS(attn::kv_cache_init(windowed, 1),
+                       "attn::kv_cache_init: a KvCache runs chapter 07's parts only; this model "
+                       "has window = 4: use a RollingKvCache (rolling_cache_init, lm_step_rolling)",
+                       std::invalid_argument);
+  // A cache of the same sizes, handed a windowed model: its weights have the same shapes, so
+  // only the parts tell them apart. Nothing written.
+  attn::KvCache cache = attn::kv_cache_init(plain, 1);
+  CHECK_THROWS_WITH_AS(attn::lm_prefill(cache, std::vector<int>{1, 2}, w, windowed),
+                       "attn::lm_prefill: a KvCache runs chapter 07's parts only; this model has "
+                       "window = 4: use a RollingKvCache (rolling_cache_init, lm_step_rolling)",
+                       std::invalid_argument);
+  CHECK(cache.length == 0);
+  (void)attn::lm_prefill(cache, std::vector<int>{1, 2}, w, plain);
+  CHECK_THROWS_WITH_AS(attn::lm_step(cache, std::vector<int>{3}, w, windowed),
+                       doctest::Contains("this model has window = 4"), std::invalid_argument);
+  CHECK(cache.length == 2);
+  // Every part is named, as model.txt names it.
+  CHECK_THROWS_WITH_AS(attn::kv_cache_init(mistral_config(4), 1),
+                       "attn::kv_cache_init: a KvCache runs chapter 07's parts only; this model "
+                       "has positions = rope, n_kv_heads = 2, window = 4, normalization = rmsnorm, "
+                       "ffn = swiglu, bias = false: use a RollingKvCache (rolling_cache_init, "
+                       "lm_step_rolling)",
+                       std::invalid_argument);
+  const attn::ModelSpec alibi = attn::with_choices(
+      plain, [](attn::ModelChoices& m) { m.positions = attn::Positions::alibi; });
+  CHECK_THROWS_WITH_AS(attn::kv_cache_init(alibi, 1), doctest::Contains("has positions = alibi:"),
+                       std::invalid_argument);
+  // GPT-2's attention biases are chapter 07's model with four more tensors: a KvCache runs them.
+  const attn::ModelSpec gpt2 =
+      attn::with_choices(plain, [](attn::ModelChoices& m) { m.attn_bias = true; });
+  CHECK(attn::kv_cache_init(gpt2, 1).keys.size() == 2);
+}
+
+TEST_CASE("both caches check every tensor against the parameter table, by name") {
+  const attn::ModelSpec c = mistral_config(4);  // RMSNorm, SwiGLU, 2 K/V heads, no bias
+  attn::Rng rng(951);
+  const attn::LmWeights w = parts_model(rng, c);
+  const int id = 1;
+  const auto step_error = [&](const attn::LmWeights& weights) -> std::string {
+    attn::RollingKvCache cache = attn::rolling_cache_init(c, 1);
+    try {
+      (void)attn::lm_step_rolling(cache, std::span<const int>(&id, 1), weights, c);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "no exception";
+  };
+  REQUIRE(step_error(w) == "no exception");
+  // A tensor the model does not have (RMSNorm has no beta), which the rolling step ignored.
+  attn::LmWeights beta = w;
+  beta.blocks[1].ln1_beta = xt::zeros<float>({16});
+  CHECK(step_error(beta) ==
+        "attn::lm_step_rolling: h1.ln1_beta is (16,), expected empty (this model has no ln1_beta)");
+  // Multi-head w_k in a model of 2 K/V heads of 4: the step would write 16 columns into a
+  // buffer of 8.
+  attn::LmWeights mha = w;
+  mha.blocks[0].attn.w_k = attn::Matrix(std::array<std::size_t, 2>{16, 16});
+  CHECK(step_error(mha) == "attn::lm_step_rolling: h0.w_k is (16, 16), expected (16, 8)");
+  // lm_generate_cached checks before it fills the cache.
+  attn::GenerateOptions o;
+  o.max_new_tokens = 2;
+  attn::Rng r(1);
+  CHECK_THROWS_WITH_AS(attn::lm_generate_cached(mha, c, std::vector<int>{1}, o, r),
+                       "attn::lm_generate_cached: h0.w_k is (16, 16), expected (16, 8)",
+                       std::invalid_argument);
+  // A KvCache model with an FFN the spec does not have: SwiGLU's matrices beside the MLP's.
+  const attn::ModelSpec plain = attn::testing::lm_config(11, 6, 8, 2, 2);
+  attn::LmWeights extra = random_model(rng, plain);
+  extra.blocks[0].swiglu.w_up = attn::Matrix(std::array<std::size_t, 2>{8, 32});
+  attn::KvCache cache = attn::kv_cache_init(plain, 1);
+  CHECK_THROWS_WITH_AS(attn::lm_prefill(cache, std::vector<int>{1}, extra, plain),
+                       "attn::lm_prefill: h0.w_up is (8, 32), expected empty (this model has no "
+                       "w_up)",
+                       std::invalid_argument);
+}
+
 TEST_CASE("rolling cache: a full cache, a wrong cache and bad ids are refused") {
   const attn::ModelSpec c = mistral_config(std::nullopt);  // no window: T_max positions
   attn::Rng rng(930);
@@ -763,6 +846,43 @@ TEST_CASE("rolling cache: a full cache, a wrong cache and bad ids are refused") 
                        "this config",
                        std::invalid_argument);
   CHECK_THROWS_AS(attn::rolling_cache_init(c, 0), std::invalid_argument);
+}
+
+TEST_CASE(
+    "no allocation per generated token through the rolling cache: ALiBi, chapter 11's parts") {
+  // A rolling step keeps its activations in the cache (RollingKvCache::step) and computes
+  // ALiBi's slopes per score row: 10 or 40 new tokens allocate the same. T_max = 8: past it, a
+  // model without a window re-fills the cache for every token.
+  const attn::ModelSpec alibi =
+      attn::with_choices(attn::testing::lm_config(11, 8, 16, 4, 2),
+                         [](attn::ModelChoices& m) { m.positions = attn::Positions::alibi; });
+  const attn::ModelSpec alibi_window =
+      attn::with_choices(alibi, [](attn::ModelChoices& m) { m.window = 3; });
+  const attn::ModelSpec no_bias =
+      attn::with_choices(alibi, [](attn::ModelChoices& m) { m.bias = false; });
+  for (const attn::ModelSpec& config : {alibi, alibi_window, no_bias, mistral_config(4)}) {
+    attn::Rng init(13);
+    const attn::LmWeights w = parts_model(init, config);
+    const auto allocations = [&](std::size_t n) {
+      attn::GenerateOptions o;
+      o.max_new_tokens = n;
+      o.top_k = 5;
+      attn::Rng rng(1);
+      const long before = attn_test::allocations();
+      const std::vector<int> out =
+          attn::lm_generate_cached(w, config, std::vector<int>{7, 3}, o, rng);
+      const long after = attn_test::allocations();
+      REQUIRE(out.size() == n);
+      return after - before;
+    };
+    const long few = allocations(10);
+    const long many = allocations(40);
+    CAPTURE(attn::positions_name(config.positions));
+    CAPTURE(config.window.value_or(0));
+    CAPTURE(config.bias);
+    CHECK(few > 0);
+    CHECK(many == few);
+  }
 }
 
 }  // TEST_SUITE

@@ -226,12 +226,43 @@ TEST_CASE("lm_forward rejects empty, too long and out-of-vocabulary input") {
   attn::ModelSpec wrong =
       attn::with_choices(config, [](attn::ModelChoices& m) { m.vocab_size = 12; });
   CHECK_THROWS_WITH_AS(attn::lm_forward(xt::xtensor<int, 2>{{1}}, w, wrong),
-                       "attn::lm_forward: expected wte of shape (V, C) = (12, 8), got (11, 8)",
-                       std::invalid_argument);
+                       "attn::lm_forward: wte is (11, 8), expected (12, 8)", std::invalid_argument);
   wrong = attn::with_choices(config, [](attn::ModelChoices& m) { m.n_layers = 3; });
   CHECK_THROWS_WITH_AS(attn::lm_forward(xt::xtensor<int, 2>{{1}}, w, wrong),
                        "attn::lm_forward: config has n_layers = 3 but the weights hold 2 blocks",
                        std::invalid_argument);
+}
+
+TEST_CASE("lm_forward names the tensor outside the blocks that does not fit the config") {
+  attn::Rng rng(5);
+  const xt::xtensor<int, 2> one = {{1}};
+  SUBCASE("an untied head without biases has no lm_head_bias") {
+    const attn::ModelSpec config = attn::with_choices(tiny_config(), [](attn::ModelChoices& m) {
+      m.ablations.tied_head = false;
+      m.bias = false;
+    });
+    attn::LmWeights w = attn::lm_init(rng, config);  // the table's tensors
+    CHECK(attn::lm_forward(one, w, config).shape()[2] == 11);
+    w.lm_head_bias = xt::zeros<float>({std::size_t{11}});
+    CHECK_THROWS_WITH_AS(
+        attn::lm_forward(one, w, config),
+        "attn::lm_forward: lm_head_bias is (11,), expected empty (this model has no lm_head_bias)",
+        std::invalid_argument);
+  }
+  SUBCASE("without LayerNorm, ln_f is empty or of the norm's shapes, nothing else") {
+    const attn::ModelSpec config = attn::with_choices(
+        tiny_config(), [](attn::ModelChoices& m) { m.ablations.layer_norm = false; });
+    attn::LmWeights w = attn::lm_init(rng, config);  // the table's tensors
+    const auto logits = attn::lm_forward(one, w, config);
+    // The tolerance: the weights of the same model with norms give the same logits (ln_f unread).
+    w.ln_f_gamma = xt::ones<float>({std::size_t{8}});
+    w.ln_f_beta = xt::zeros<float>({std::size_t{8}});
+    CHECK_TENSOR_NEAR(attn::lm_forward(one, w, config), logits, 0.0, 0.0);
+    w.ln_f_gamma = xt::ones<float>({std::size_t{3}});
+    CHECK_THROWS_WITH_AS(attn::lm_forward(one, w, config),
+                         "attn::lm_forward: ln_f_gamma is (3,), expected (8,)",
+                         std::invalid_argument);
+  }
 }
 
 TEST_CASE("save_lm then load_lm gives the same model and the same logits") {

@@ -193,6 +193,15 @@ TEST_CASE("after the first step, a step allocates nothing") {
     m.window = 4;
   });
   CHECK(allocations_per_step(parts) == 0);
+  // ALiBi: its slopes are computed per score row, not in a vector per attention call.
+  attn::TrainConfig alibi = small_config();
+  alibi.model = attn::with_choices(alibi.model, [](attn::ModelChoices& m) {
+    m.positions = attn::Positions::alibi;
+    m.window = 4;
+  });
+  CHECK(allocations_per_step(alibi) == 0);
+  alibi.model = attn::with_choices(alibi.model, [](attn::ModelChoices& m) { m.window.reset(); });
+  CHECK(allocations_per_step(alibi) == 0);
 }
 
 TEST_CASE("an estimate depends only on the weights, the seed and the step") {

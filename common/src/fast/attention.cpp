@@ -29,7 +29,7 @@
 #include "attn/fast/gqa.hpp"
 #include "attn/fast/linear.hpp"  // bias_backward_strided
 #include "attn/fast/rope.hpp"
-#include "attn/ops/attention_ref.hpp"  // score_slopes
+#include "attn/ops/attention_ref.hpp"  // score_slope
 #include "../ops/attention_checks.hpp"
 #include "attn/fast/exp_nonpositive.hpp"
 #include "flash_mha.hpp"
@@ -94,7 +94,7 @@ struct Sizes {
 inline void add_bias(const Sizes& n, std::size_t h, std::size_t t, float* row, std::size_t first,
                      std::size_t end) {
   const ScoreBias& b = n.bias;
-  const double m = b.slopes[h * b.head + t * b.row];
+  const double m = score_slope(b.parts, h * b.head + t * b.row, b.n_heads);
   const std::size_t p = b.query + t * b.step;
   // Keys up to p stand at their own index; in a ring, the slots after p hold positions `ring`
   // earlier (slot j: p - j + ring), elsewhere keys after p are in the future (p - j < 0).
@@ -267,14 +267,14 @@ void attend_range(const Sizes& n, Heads<const float> q, Heads<const float> k, He
         for (std::size_t r = 0; r < rows; ++r) {
           float* row = sc + r * S;  // (S,)
           const std::size_t first = first_key(n, i0 + r), visible = i0 + r + 1;
-          if (n.bias.slopes != nullptr) add_bias(n, h, i0 + r, row, first, visible);
+          if (n.bias.parts.any()) add_bias(n, h, i0 + r, row, first, visible);
           softmax_row(row + first, visible - first);
           std::fill(row + row_begin, row + first, 0.0f);
           std::fill(row + visible, row + row_end, 0.0f);
         }
       } else {
         for (std::size_t r = 0; r < rows; ++r) {
-          if (n.bias.slopes != nullptr) add_bias(n, h, i0 + r, sc + r * S, 0, S);
+          if (n.bias.parts.any()) add_bias(n, h, i0 + r, sc + r * S, 0, S);
           softmax_row(sc + r * S, S);  // each sums to 1
         }
       }
@@ -671,12 +671,12 @@ Parts mha_parts(std::size_t n_heads, bool causal) {
   return {n_heads, n_heads, causal, std::nullopt, false, 10000.0, ScoreParts{}};
 }
 
-// The score-level parts' bias of a block's attention, over its slopes (score_slopes: empty, and
-// no bias, without a score part).
-ScoreBias bias_view(const std::vector<double>& slopes) {
-  if (slopes.empty()) return {};
+// The score-level parts' bias of a block's attention over one sequence of H query heads (no
+// bias without a score part): its slopes are computed per row, nothing is allocated.
+ScoreBias block_bias(const ScoreParts& parts, std::size_t H) {
   ScoreBias b;
-  b.slopes = slopes.data();
+  b.parts = parts;
+  b.n_heads = H;
   return b;
 }
 
@@ -825,8 +825,7 @@ void attention_forward(const Tensor<3>& x, const MhaWeights& w, const Parts& a, 
     const QkvHeads in = qkv_heads(qkv, T, C, width, a);
     Sizes n{B, H, T, T, hs, hs};
     n.window = a.window.value_or(0);  // the kernel's 0: no window
-    const std::vector<double> slopes = score_slopes(a.score, H);
-    n.bias = bias_view(slopes);
+    n.bias = block_bias(a.score, H);
     attend(n, in.q, in.k, in.v, column_heads(cache.heads.data(), T, C, hs), a.causal,
            cache.weights.data(), ws);
   }
@@ -1063,10 +1062,9 @@ MhaResult gqa_forward(const Tensor<3>& x, const MhaWeights& w, const GqaConfig& 
   float* qkv = at_least(ws.buffer, B * T * (C + 2 * kvc));  // (B, T, C + 2 KV hs)
   const std::size_t width = project_qkv(x, w, a, qkv, ws);
   // 2-4. Attention per head, written over q, then w_o: as mha_forward, with shared K/V heads.
-  const std::vector<double> slopes = score_slopes(a.score, a.H);
   return attend_heads_and_project(qkv, width, qkv + C, qkv + C + kvc, width, B, T, T, C, a.H, w.w_o,
                                   a.causal, need_weights, ws, a.KV, a.window.value_or(0),
-                                  bias_view(slopes));
+                                  block_bias(a.score, a.H));
 }
 
 // ---------------------------------------------------------------------------------------------

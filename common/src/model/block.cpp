@@ -78,20 +78,11 @@ namespace {
 
 constexpr const char* kFunction = "attn::block_forward";
 
-// "attn::block_forward: ffn.w2 is (256, 32), expected (256, 64)"
-template <std::size_t R>
-void check_shape(std::string_view name, const Tensor<R>& t,
-                 const std::array<std::size_t, R>& want) {
-  if (t.shape() != want) {
-    require(false, kFunction, [&] {
-      return std::string(name) + " is " + shape_str(t.shape()) + ", expected " + shape_str(want);
-    });
-  }
-}
-
-// C comes from x, F from ffn.w1; every other size must agree with them. A variant's unused
-// weights must be empty (attn_proj false: w_o; use_ffn false: the FFN); without LayerNorm its
-// weights may be empty or (C,) (they are ignored).
+// Every weight of the block has its row's shape in the parameter table (model/params.hpp), for
+// the spec's sizes, or is empty where the model has no such tensor (attn_proj false: w_o; ffn
+// false: the FFN; SwiGLU: the MLP's, and the reverse). One line names the first that does not:
+// "attn::block_forward: w2 is (256, 32), expected (256, 64)". Two sizes come from elsewhere:
+// C from x (checked against the spec first), and F from the FFN's first matrix.
 void check_block(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& config) {
   const std::size_t C = x.shape()[2];
   require(C >= 1, kFunction,
@@ -100,62 +91,21 @@ void check_block(const Tensor<3>& x, const BlockWeights& w, const BlockConfig& c
     return "x is " + shape_str(x.shape()) + ", but the spec's n_embd is " +
            std::to_string(config.spec.n_embd);
   });
-  const std::size_t kv_cols = config.spec.n_kv_heads * config.spec.head_size;  // KV heads of hs
-  check_shape<2>("attn.w_q", w.attn.w_q, {C, C});
-  check_shape<2>("attn.w_k", w.attn.w_k, {C, kv_cols});
-  check_shape<2>("attn.w_v", w.attn.w_v, {C, kv_cols});
-  if (config.spec.ablations.attn_proj) {
-    check_shape<2>("attn.w_o", w.attn.w_o, {C, C});
-  } else {
-    require(w.attn.w_o.size() == 0, kFunction, [&] {
-      return "attn.w_o is " + shape_str(w.attn.w_o.shape()) +
-             ", expected an empty matrix (attn_proj = false)";
-    });
-  }
-  // Attention biases (GPT-2's, attn_bias): b_q, b_o (C,), b_k, b_v (KV hs,); else all empty.
-  const bool ab = config.spec.attn_bias;
-  check_shape<1>("attn.b_q", w.attn.b_q, {ab ? C : 0});
-  check_shape<1>("attn.b_k", w.attn.b_k, {ab ? kv_cols : 0});
-  check_shape<1>("attn.b_v", w.attn.b_v, {ab ? kv_cols : 0});
-  check_shape<1>("attn.b_o", w.attn.b_o, {ab && config.spec.ablations.attn_proj ? C : 0});
+  ParamDims dims = param_dims(config.spec);
+  // A lone block (chapters 06 and 08) runs an FFN of any width F under block_spec's 4 C: F is
+  // the columns of w1 (or w_gate), when the block has that matrix at all; the other FFN
+  // matrices must agree with it.
+  const Matrix& first = dims.swiglu ? w.swiglu.w_gate : w.ffn.w1;
+  if ((dims.mlp || dims.swiglu) && first.size() != 0) dims.F = first.shape()[1];
+  // A block without LayerNorm (chapter 06's ablation) ignores its norms' weights, and chapter
+  // 06 runs it on block_init's: the table's empty gammas and betas, or all four of shape (C,),
+  // are both accepted.
   const bool ln_given =
       w.ln1_gamma.size() + w.ln1_beta.size() + w.ln2_gamma.size() + w.ln2_beta.size() != 0;
-  // LayerNorm with biases has a beta; RMSNorm, or no biases, has none (empty).
-  const bool betas = config.spec.normalization == Normalization::layernorm && config.spec.bias;
-  if (config.spec.ablations.layer_norm || ln_given) {
-    const std::size_t beta_size = !config.spec.ablations.layer_norm || betas ? C : 0;
-    check_shape<1>("ln1_gamma", w.ln1_gamma, {C});
-    check_shape<1>("ln1_beta", w.ln1_beta, {beta_size});
-    check_shape<1>("ln2_gamma", w.ln2_gamma, {C});
-    check_shape<1>("ln2_beta", w.ln2_beta, {beta_size});
-  }
-  const std::size_t swiglu_floats =
-      w.swiglu.w_gate.size() + w.swiglu.w_up.size() + w.swiglu.w_down.size();
-  if (config.spec.ablations.ffn && config.spec.ffn == FfnKind::swiglu) {
-    require(w.swiglu.w_gate.size() != 0, kFunction, [&] {
-      return "swiglu.w_gate is empty, expected (C, F) = (" + std::to_string(C) +
-             ", F) (ffn = swiglu)";
-    });
-    const std::size_t F = w.swiglu.w_gate.shape()[1];
-    check_shape<2>("swiglu.w_gate", w.swiglu.w_gate, {C, F});
-    check_shape<2>("swiglu.w_up", w.swiglu.w_up, {C, F});
-    check_shape<2>("swiglu.w_down", w.swiglu.w_down, {F, C});
-    require(w.ffn.w1.size() + w.ffn.b1.size() + w.ffn.w2.size() + w.ffn.b2.size() == 0, kFunction,
-            "ffn.w1 ... b2 must be empty in a SwiGLU block (its weights are swiglu.*)");
-  } else if (config.spec.ablations.ffn) {
-    const std::size_t F = w.ffn.w1.shape()[1];
-    check_shape<2>("ffn.w1", w.ffn.w1, {C, F});
-    check_shape<1>("ffn.b1", w.ffn.b1, {config.spec.bias ? F : 0});
-    check_shape<2>("ffn.w2", w.ffn.w2, {F, C});
-    check_shape<1>("ffn.b2", w.ffn.b2, {config.spec.bias ? C : 0});
-    require(swiglu_floats == 0, kFunction, "swiglu.* must be empty in an MLP block");
-  } else {
-    require(w.ffn.w1.size() + w.ffn.b1.size() + w.ffn.w2.size() + w.ffn.b2.size() == 0, kFunction,
-            [&] {
-              return "ffn.w1 is " + shape_str(w.ffn.w1.shape()) +
-                     ", expected empty FFN weights (use_ffn = false)";
-            });
-  }
+  if (!dims.norms && ln_given) dims.norms = dims.norm_betas = true;
+  visit_block_params(w, w, &dims, -1, [&](const ParamRow& row, const auto& t, const auto&) {
+    if (!fits_row(row, t)) require(false, kFunction, [&] { return param_misfit(row, t); });
+  });
 }
 
 // LayerNorm(x) into `storage`, or x itself when the config switches LayerNorm off (chapter 06's

@@ -15,7 +15,6 @@
 
 #include <fmt/format.h>
 
-#include "attn/ops/attention_ref.hpp"  // score_slopes
 #include "attn/fast/attention.hpp"
 #include "attn/fast/layernorm.hpp"
 #include "attn/fast/rmsnorm.hpp"
@@ -29,6 +28,7 @@
 #include "attn/ops/layernorm.hpp"
 #include "attn/ops/linear.hpp"
 #include "attn/model/sample.hpp"
+#include "attn/model/params.hpp"
 #include "model_internal.hpp"
 
 namespace attn {
@@ -50,8 +50,8 @@ bool has_shape(const Tensor<N>& t, const std::array<std::size_t, N>& want) {
   return std::equal(want.begin(), want.end(), t.shape().begin());
 }
 
-// The cache runs the pre-norm block of chapter 07 with any activation, FFN width and output head;
-// the ladder's variants without LayerNorm, residuals, FFN or projection are not supported.
+// Both caches run pre-norm blocks with any activation, FFN width and output head; the ladder's
+// variants without LayerNorm, residuals, FFN or projection are not supported.
 void check_variant(const ModelSpec& config, const char* function) {
   const Ablations& a = config.ablations;  // the head may be tied or not
   if (!(a.layer_norm && a.residual && a.ffn && a.attn_proj)) {
@@ -61,9 +61,48 @@ void check_variant(const ModelSpec& config, const char* function) {
   }
 }
 
-// The attention biases b_q, b_k, b_v, b_o: each (n,) (n = C with attn_bias), or all empty (n = 0).
-bool attn_biases_fit(const MhaWeights& a, std::size_t n) {
-  return a.b_q.size() == n && a.b_k.size() == n && a.b_v.size() == n && a.b_o.size() == n;
+// The parts of `config` that chapter 10's KvCache does not run, named as model.txt names them:
+// "positions = rope, window = 4". Formatted only when the check below fails.
+std::string rolling_parts(const ModelSpec& c) {
+  std::string parts;
+  const auto add = [&](const std::string& part) { parts += (parts.empty() ? "" : ", ") + part; };
+  if (!c.learned_positions()) add(fmt::format("positions = {}", positions_name(c.positions)));
+  if (c.n_kv_heads != c.n_heads) add(fmt::format("n_kv_heads = {}", c.n_kv_heads));
+  if (c.window) add(fmt::format("window = {}", *c.window));
+  if (c.normalization != Normalization::layernorm)
+    add(fmt::format("normalization = {}", normalization_name(c.normalization)));
+  if (c.ffn != FfnKind::mlp) add(fmt::format("ffn = {}", ffn_kind_name(c.ffn)));
+  if (!c.bias) add("bias = false");
+  return parts;
+}
+
+// Chapter 10's KvCache runs chapter 07's model only: a position table, multi-head attention
+// without a window, LayerNorm and the MLP with biases (GPT-2's attention biases or not). A model
+// with chapter 11's parts generates through the rolling cache: refused here by name, before a
+// step reads a position table the model does not have or skips a part it has.
+void check_kv_parts(const ModelSpec& config, const char* function) {
+  check_variant(config, function);
+  if (uses_rolling_cache(config)) {
+    require(false, function, [&] {
+      return "a KvCache runs chapter 07's parts only; this model has " + rolling_parts(config) +
+             ": use a RollingKvCache (rolling_cache_init, lm_step_rolling)";
+    });
+  }
+}
+
+// Every block's weights have their rows' shapes in the parameter table (model/params.hpp) for
+// this spec, or are empty where the model has no such tensor: both caches write them into
+// buffers of the spec's widths. One line names the first that does not: "h1.w1 is (8, 16),
+// expected (8, 32)". Nothing is formatted unless a check fails: this runs for every step.
+void check_blocks(const LmWeights& w, const ModelSpec& config, const char* function) {
+  const ParamDims dims = param_dims(config);
+  for (std::size_t l = 0; l < w.blocks.size(); ++l) {
+    visit_block_params(w.blocks[l], w.blocks[l], &dims, static_cast<int>(l),
+                       [&](const ParamRow& row, const auto& t, const auto&) {
+                         if (!fits_row(row, t))
+                           require(false, function, [&] { return param_misfit(row, t); });
+                       });
+  }
 }
 
 // Every row of the (rows, n) column block at `out` (rows `stride` floats apart) starts as the bias
@@ -73,32 +112,6 @@ float fill_bias_strided(float* out, std::size_t rows, std::size_t stride, const 
   if (bias.size() == 0) return 0.0f;
   for (std::size_t r = 0; r < rows; ++r) std::copy(bias.begin(), bias.end(), out + r * stride);
   return 1.0f;
-}
-
-// The weights of every block, which lm_forward leaves to block_forward. Nothing is formatted
-// unless a check fails: this runs for every step.
-void check_blocks(const LmWeights& w, const ModelSpec& config, const char* function) {
-  check_variant(config, function);
-  const std::size_t C = config.n_embd, F = config.ffn_hidden;
-  for (std::size_t l = 0; l < w.blocks.size(); ++l) {
-    const BlockWeights& b = w.blocks[l];
-    const bool ok = has_shape<2>(b.attn.w_q, {C, C}) && has_shape<2>(b.attn.w_k, {C, C}) &&
-                    has_shape<2>(b.attn.w_v, {C, C}) && has_shape<2>(b.attn.w_o, {C, C}) &&
-                    has_shape<1>(b.ln1_gamma, {C}) && has_shape<1>(b.ln1_beta, {C}) &&
-                    has_shape<1>(b.ln2_gamma, {C}) && has_shape<1>(b.ln2_beta, {C}) &&
-                    has_shape<2>(b.ffn.w1, {C, F}) && has_shape<1>(b.ffn.b1, {F}) &&
-                    has_shape<2>(b.ffn.w2, {F, C}) && has_shape<1>(b.ffn.b2, {C}) &&
-                    attn_biases_fit(b.attn, config.attn_bias ? C : 0);
-    if (!ok) {
-      require(false, function, [&] {
-        return fmt::format(
-            "block {} does not have the shapes of C = {}, F = {} (w_q, w_k, w_v, "
-            "w_o (C, C), LayerNorms (C,), w1 (C, F), b1 (F,), w2 (F, C), b2 (C,), attention "
-            "biases (C,) with attn_bias, else none)",
-            l, C, F);
-      });
-    }
-  }
 }
 
 // The cache must have been made for this config: run_positions writes every buffer of it by the
@@ -298,6 +311,7 @@ KvCache kv_cache_init(const ModelSpec& config, std::size_t batch) {
   const std::size_t V = config.vocab_size, T_max = config.block_size, C = config.n_embd;
   const std::size_t H = config.n_heads, L = config.n_layers;
   require(batch >= 1, kFn, "batch must be at least 1, got 0");
+  check_kv_parts(config, kFn);
   const std::size_t rows = checked_mul(batch, T_max, kFn);
   (void)checked_mul(checked_mul(rows, 3 * C, kFn), L + 1, kFn);  // the largest buffers fit
   KvCache c;
@@ -343,6 +357,7 @@ KvWork operator-(const KvWork& b, const KvWork& a) {
 const Matrix& lm_prefill(KvCache& cache, std::span<const int> tokens, const LmWeights& w,
                          const ModelSpec& config) {
   constexpr const char* kFn = "attn::lm_prefill";
+  check_kv_parts(config, kFn);
   check_cache(cache, config, kFn);
   detail::check_weights(w, config, kFn);
   check_blocks(w, config, kFn);
@@ -370,6 +385,7 @@ const Matrix& lm_prefill(KvCache& cache, std::span<const int> tokens, const LmWe
 const Matrix& lm_step(KvCache& cache, std::span<const int> tokens, const LmWeights& w,
                       const ModelSpec& config) {
   constexpr const char* kFn = "attn::lm_step";
+  check_kv_parts(config, kFn);
   check_cache(cache, config, kFn);
   detail::check_weights(w, config, kFn);
   check_blocks(w, config, kFn);
@@ -406,22 +422,27 @@ std::size_t rolling_capacity(const ModelSpec& c) { return c.window.value_or(c.bl
 
 // rows (n, in) @ w (in, out) (+ b (out,), when not empty) -> y (n, out): the training
 // forward's GEMM.
-void project_rows(const float* x, std::size_t n, const Matrix& w, float* y,
-                  const Vector& b = Vector(Vector::shape_type{0})) {
+void project_rows(const float* x, std::size_t n, const Matrix& w, float* y, const Vector& b) {
   const std::size_t out = w.shape()[1];
   const float beta = fill_bias_strided(y, n, out, b);
   fast::gemm(n, out, w.shape()[0], 1.0f, x, false, w.data(), false, beta, y);
 }
 
-// The norm of `config` over B rows of C, x -> y (layer_norm_rows or rms_norm_rows).
+// t resized to `shape` only when it has another (a step's buffers: sized once, then reused).
+template <class T>
+void fit(T& t, const typename T::shape_type& shape) {
+  if (t.shape() != shape) t.resize(shape);
+}
+
+// The norm of `config` over B rows of C, x -> y (layer_norm_rows or rms_norm_rows). A LayerNorm
+// without biases adds `zeros` (C,) as its beta.
 void norm_rows(const Matrix& x, const Vector& gamma, const Vector& beta, const ModelSpec& config,
-               Matrix& y) {
+               const Vector& zeros, Matrix& y) {
   const std::size_t rows = x.shape()[0], C = x.shape()[1];
   if (config.normalization == Normalization::rmsnorm) {
     fast::rms_norm_rows(x.data(), rows, C, gamma.data(), static_cast<double>(kEps), y.data());
     return;
   }
-  const Vector zeros = beta.size() == 0 ? Vector(xt::zeros<float>({C})) : Vector();
   fast::layer_norm_rows(x.data(), rows, C, gamma.data(),
                         beta.size() == 0 ? zeros.data() : beta.data(), kEps, y.data());
 }
@@ -485,23 +506,22 @@ const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const
   // all W slots are visible.
   const std::size_t n = std::min(p + 1, W);
   const std::size_t slot = p % W;
-  // The attention biases are written row by row into buffers of the spec's widths: checked first.
-  const std::size_t with_bias = config.attn_bias ? 1 : 0;
-  for (std::size_t l = 0; l < config.n_layers; ++l) {
-    const MhaWeights& a = w.blocks[l].attn;
-    if (a.b_q.size() != with_bias * C || a.b_k.size() != with_bias * KV * hs ||
-        a.b_v.size() != with_bias * KV * hs || a.b_o.size() != with_bias * C) {
-      require(false, "attn::lm_step_rolling", [&] {
-        return fmt::format(
-            "block {}: attention biases b_q, b_o ({},), b_k, b_v ({},) with "
-            "attn_bias, else none",
-            l, C, KV * hs);
-      });
-    }
-  }
+
+  // The step's buffers, sized by the first step (nothing is allocated after it).
+  RollingStepBuffers& s = c.step;
+  fit(s.x, {B, C});
+  fit(s.h, {B, C});
+  fit(s.q, {B, C});
+  fit(s.heads, {B, C});
+  fit(s.proj, {B, C});
+  fit(s.k, {B, KV * hs});
+  fit(s.v, {B, KV * hs});
+  fit(s.ffn_in, {B, 1, C});
+  if (s.zeros.size() != C) s.zeros = xt::zeros<float>({C});
+  float* scratch = fast::at_least(s.attn_scratch, fast::attention_scratch_floats(group, W, hs));
+  Matrix &x = s.x, &h = s.h, &q = s.q, &k = s.k, &v = s.v, &heads = s.heads, &proj = s.proj;
 
   // 1. x = wte[token] (+ wpe[p] with learned positions)                        (B, C)
-  Matrix x(std::array<std::size_t, 2>{B, C});
   for (std::size_t b = 0; b < B; ++b) {
     const float* tok = w.wte.data() + static_cast<std::size_t>(tokens[b]) * C;
     for (std::size_t j = 0; j < C; ++j) x(b, j) = table ? tok[j] + w.wpe(p, j) : tok[j];
@@ -509,24 +529,20 @@ const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const
   // The model's score-level parts (attention_options), computed in the kernel's score loop:
   // step 5 runs K/V head g's `group` query heads as its rows, so query head g * group + r is
   // (kernel head g, row r), every row at position p, in slot `slot` of the ring of W slots.
-  const std::vector<double> slopes = score_slopes(attention_options(config, p).score, H);
   fast::ScoreBias score_bias;
-  if (!slopes.empty()) {
-    score_bias.slopes = slopes.data();
+  score_bias.parts = attention_options(config, p).score;
+  if (score_bias.parts.any()) {
+    score_bias.n_heads = H;
     score_bias.head = group;
     score_bias.row = 1;
     score_bias.query = slot;
     score_bias.step = 0;
     score_bias.ring = W;
   }
-  Matrix h(std::array<std::size_t, 2>{B, C}), q(std::array<std::size_t, 2>{B, C});
-  Matrix k(std::array<std::size_t, 2>{B, KV * hs}), v(std::array<std::size_t, 2>{B, KV * hs});
-  Matrix heads(std::array<std::size_t, 2>{B, C}), proj(std::array<std::size_t, 2>{B, C});
-  std::vector<float> scratch(fast::attention_scratch_floats(group, W, hs));
   for (std::size_t l = 0; l < config.n_layers; ++l) {
     const BlockWeights& bw = w.blocks[l];
     // 2. h = norm1(x); q = h w_q (B, H hs), k = h w_k and v = h w_v (B, KV hs)
-    norm_rows(x, bw.ln1_gamma, bw.ln1_beta, config, h);
+    norm_rows(x, bw.ln1_gamma, bw.ln1_beta, config, s.zeros, h);
     project_rows(h.data(), B, bw.attn.w_q, q.data(), bw.attn.b_q);  // (+ b_q, b_k, b_v: GPT-2)
     project_rows(h.data(), B, bw.attn.w_k, k.data(), bw.attn.b_k);
     project_rows(h.data(), B, bw.attn.w_v, v.data(), bw.attn.b_v);
@@ -550,29 +566,34 @@ const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const
     const fast::HeadStrides q_strides{C, group * hs, hs};
     const fast::HeadStrides kv_strides{KV * W * hs, W * hs, hs};
     fast::attention_strided(B, KV, group, n, hs, q.data(), q_strides, kc, kv_strides, vc,
-                            kv_strides, heads.data(), q_strides, /*causal=*/false, scratch.data(),
+                            kv_strides, heads.data(), q_strides, /*causal=*/false, scratch,
                             score_bias);
     // 6. x = x + heads w_o
     project_rows(heads.data(), B, bw.attn.w_o, proj.data(), bw.attn.b_o);
     for (std::size_t i = 0; i < B * C; ++i) x.data()[i] = proj.data()[i] + x.data()[i];
-    // 7. x = x + FFN(norm2(x)): SwiGLU, or the MLP (its biases zero when off)
-    norm_rows(x, bw.ln2_gamma, bw.ln2_beta, config, h);
-    const Tensor<3> h3 =
-        xt::adapt(h.data(), B * C, xt::no_ownership(), std::array<std::size_t, 3>{B, 1, C});
-    Tensor<3> f;
+    // 7. x = x + FFN(norm2(x)): SwiGLU, or the MLP (its biases zero when off), on the B rows
+    //    as (B, 1, C)
+    norm_rows(x, bw.ln2_gamma, bw.ln2_beta, config, s.zeros, h);
+    std::copy(h.begin(), h.end(), s.ffn_in.begin());
     if (config.ffn == FfnKind::swiglu) {
-      f = fast::swiglu_forward(h3, bw.swiglu);
+      fast::swiglu_forward(s.ffn_in, bw.swiglu, s.swiglu, s.ffn_out);
     } else if (config.bias) {
-      f = fast::ffn_forward(h3, bw.ffn, config.activation);
+      fast::ffn_forward(s.ffn_in, bw.ffn, config.activation, s.mlp, s.ffn_out);
     } else {
-      FfnWeights zb{bw.ffn.w1, xt::zeros<float>({bw.ffn.w1.shape()[1]}), bw.ffn.w2,
-                    xt::zeros<float>({C})};
-      f = fast::ffn_forward(h3, zb, config.activation);
+      FfnWeights& zb = s.mlp_zero_bias;
+      fit(zb.w1, bw.ffn.w1.shape());
+      fit(zb.w2, bw.ffn.w2.shape());
+      std::copy(bw.ffn.w1.begin(), bw.ffn.w1.end(), zb.w1.begin());
+      std::copy(bw.ffn.w2.begin(), bw.ffn.w2.end(), zb.w2.begin());
+      if (zb.b1.size() != bw.ffn.w1.shape()[1]) zb.b1 = xt::zeros<float>({bw.ffn.w1.shape()[1]});
+      if (zb.b2.size() != C) zb.b2 = xt::zeros<float>({C});
+      fast::ffn_forward(s.ffn_in, zb, config.activation, s.mlp, s.ffn_out);
     }
-    for (std::size_t i = 0; i < B * C; ++i) x.data()[i] = f.data()[i] + x.data()[i];
+    const float* f = s.ffn_out.data();
+    for (std::size_t i = 0; i < B * C; ++i) x.data()[i] = f[i] + x.data()[i];
   }
   // 8. logits = norm_f(x) @ wte^T (tied) or @ lm_head (+ lm_head_bias)          (B, V)
-  norm_rows(x, w.ln_f_gamma, w.ln_f_beta, config, h);
+  norm_rows(x, w.ln_f_gamma, w.ln_f_beta, config, s.zeros, h);
   if (config.ablations.tied_head) {
     fast::gemm(B, V, C, 1.0f, h.data(), false, w.wte.data(), /*trans_b=*/true, 0.0f,
                c.logits.data());
@@ -591,8 +612,10 @@ const Matrix& step_rolling(RollingKvCache& c, std::span<const int> tokens, const
 const Matrix& lm_step_rolling(RollingKvCache& c, std::span<const int> tokens, const LmWeights& w,
                               const ModelSpec& config) {
   constexpr const char* kFn = "attn::lm_step_rolling";
+  check_variant(config, kFn);
   check_rolling(c, config, kFn);
   detail::check_weights(w, config, kFn);
+  check_blocks(w, config, kFn);
   const bool table = config.learned_positions();
   if (tokens.size() != c.batch) {
     require(false, kFn, [&] {
@@ -708,9 +731,11 @@ std::vector<int> lm_generate_cached(const LmWeights& w, const ModelSpec& config,
   detail::check_generate_inputs(w, config, prompt, options, kFn);
   if (uses_rolling_cache(config)) {
     check_variant(config, kFn);
+    check_blocks(w, config, kFn);
     RollingKvCache cache = rolling_cache_init(config, 1);
     return generate_rolling(cache, w, config, prompt, options, rng, on_token);
   }
+  check_kv_parts(config, kFn);
   check_blocks(w, config, kFn);
   KvCache cache = kv_cache_init(config, 1);
   return generate_with(cache, w, config, prompt, options, rng, on_token, kFn);
@@ -724,6 +749,7 @@ std::vector<int> lm_generate_cached(KvCache& cache, const LmWeights& w, const Mo
   require(!uses_rolling_cache(config), kFn,
           "a model with chapter 11's parts generates through a RollingKvCache "
           "(rolling_cache_init), not a KvCache");
+  check_kv_parts(config, kFn);
   check_blocks(w, config, kFn);
   check_cache(cache, config, kFn);
   require(cache.batch == 1, kFn, "expected a cache of one sequence (kv_cache_init(config, 1))");
@@ -738,6 +764,7 @@ std::vector<int> lm_generate_cached(RollingKvCache& cache, const LmWeights& w,
   detail::check_generate_inputs(w, config, prompt, options, kFn);
   check_variant(config, kFn);
   check_rolling(cache, config, kFn);
+  check_blocks(w, config, kFn);
   require(cache.batch == 1, kFn,
           "expected a cache of one sequence (rolling_cache_init(config, 1))");
   return generate_rolling(cache, w, config, prompt, options, rng, on_token);

@@ -62,4 +62,10 @@ std::string param_name(const ParamRow& row) {
   return row.block < 0 ? std::string(row.field) : fmt::format("h{}.{}", row.block, row.field);
 }
 
+std::string param_shape_text(const ParamRow& row) {
+  if (!row.present) return fmt::format("empty (this model has no {})", row.field);
+  return row.rank == 1 ? fmt::format("({},)", row.shape[0])
+                       : fmt::format("({}, {})", row.shape[0], row.shape[1]);
+}
+
 }  // namespace attn

@@ -208,24 +208,33 @@ AttentionRefGrads<S> attention_ref_backward(const xt::xtensor<S, 4>& dout,
   return {xt::cast<S>(dq), xt::cast<S>(dk), xt::cast<S>(dv)};
 }
 
-std::vector<double> alibi_slopes(std::size_t n_heads) {
-  require(n_heads >= 1, "attn::alibi_slopes", "n_heads must be at least 1, got 0");
-  const auto power_of_two = [](std::size_t n) {  // 2^(-8 (h + 1) / n), h = 0..n-1
-    std::vector<double> m(n);
-    for (std::size_t h = 0; h < n; ++h)
-      m[h] = std::exp2(-8.0 * static_cast<double>(h + 1) / static_cast<double>(n));
-    return m;
-  };
+namespace {
+
+// Slope h of H >= 1 heads (alibi_slopes below): with n the largest power of two <= H, the first
+// n are 2^(-8 (h + 1) / n), the rest every other slope of 2n heads, 2^(-8 (2k + 1) / 2n).
+double alibi_slope(std::size_t h, std::size_t n_heads) {
   std::size_t n = 1;  // the largest power of two <= n_heads
   while (2 * n <= n_heads) n *= 2;
-  std::vector<double> m = power_of_two(n);
-  const std::vector<double> finer = power_of_two(2 * n);
-  for (std::size_t k = 0; m.size() < n_heads; ++k) m.push_back(finer[2 * k]);
+  if (h < n) return std::exp2(-8.0 * static_cast<double>(h + 1) / static_cast<double>(n));
+  const std::size_t k = h - n;
+  return std::exp2(-8.0 * static_cast<double>(2 * k + 1) / static_cast<double>(2 * n));
+}
+
+}  // namespace
+
+std::vector<double> alibi_slopes(std::size_t n_heads) {
+  require(n_heads >= 1, "attn::alibi_slopes", "n_heads must be at least 1, got 0");
+  std::vector<double> m(n_heads);
+  for (std::size_t h = 0; h < n_heads; ++h) m[h] = alibi_slope(h, n_heads);
   return m;
 }
 
 std::vector<double> score_slopes(const ScoreParts& parts, std::size_t n_heads) {
   return parts.alibi ? alibi_slopes(n_heads) : std::vector<double>{};
+}
+
+double score_slope(const ScoreParts& parts, std::size_t h, std::size_t n_heads) {
+  return parts.alibi ? alibi_slope(h, n_heads) : 0.0;
 }
 
 template <class S>

@@ -13,7 +13,8 @@
 #include <cstddef>
 
 #include "attn/core/xt.hpp"
-#include "attn/ops/attention.hpp"  // AttentionResult, AttentionGrads, MhaWeights, MhaResult
+#include "attn/ops/attention.hpp"      // AttentionResult, AttentionGrads, MhaWeights, MhaResult
+#include "attn/ops/attention_ref.hpp"  // ScoreParts, score_slope
 #include "attn/fast/workspace.hpp"
 
 namespace attn::fast {
@@ -85,13 +86,15 @@ struct HeadStrides {
 // The score-level parts' bias (attn::ScoreParts, a line in the distance between query and key,
 // attn/ops/attention_ref.hpp), computed in the score loop, never stored: head h's query row t
 // adds -m (p - s) to its score of key s, rounded to float as the reference's bias tensor is, with
-//   m = slopes[h * head + t * row]       (attn::score_slopes: one per query head)
+//   m = score_slope(parts, h * head + t * row, n_heads)   (attn::score_slope: query head i of
+//                                        n_heads, computed per row: nothing is allocated)
 //   p = query + t * step                 the query's position; key s stands at position s,
 // except in a ring of `ring` slots (the rolling cache), where a slot after p holds the position
-// `ring` earlier. None when slopes is null. The defaults are a block's attention over one
+// `ring` earlier. None when parts has none. The defaults are a block's attention over one
 // sequence: kernel head h is query head h, row t at position t.
 struct ScoreBias {
-  const double* slopes = nullptr;
+  ScoreParts parts;         // the model's score-level parts (none: no bias)
+  std::size_t n_heads = 0;  // H, the model's query heads
   std::size_t head = 1, row = 0;
   std::size_t query = 0, step = 1;
   std::size_t ring = 0;

@@ -53,7 +53,10 @@ struct KvCache {
 };
 
 // An empty cache (length 0) for `batch` sequences of the model `config`, with every buffer
-// allocated. Throws std::invalid_argument for batch 0 or a bad config.
+// allocated. Chapter 07's model only (a position table, multi-head attention without a window,
+// LayerNorm and the MLP with biases; GPT-2's attention biases or not): throws
+// std::invalid_argument naming the parts of a model with chapter 11's (uses_rolling_cache:
+// use a RollingKvCache), for batch 0, a bad config or one of chapter 09's reduced variants.
 KvCache kv_cache_init(const ModelSpec& config, std::size_t batch);
 
 // Memory of the keys and values by the formula 2 * L * B * T_max * C floats (hs * H = C), and the
@@ -79,8 +82,9 @@ Matrix attend_cache(const Matrix& q, const Tensor<4>& keys, const Tensor<4>& val
 // into an emptied cache: positions 0..T-2 in one batched pass (at the last layer only their keys
 // and values, which is all the future needs), then the last position as a step. Returns the
 // logits of the last position (B, V), a view of cache.logits valid until the next call.
-// Throws std::invalid_argument for a size that does not fit, ids outside [0, V) or weights that
-// do not match the config.
+// Throws std::invalid_argument for a size that does not fit, ids outside [0, V), a model
+// kv_cache_init refuses, or weights that do not match the config (the first tensor whose shape
+// is not its row's in the parameter table, by name: "h1.w1 is (8, 16), expected (8, 32)").
 const Matrix& lm_prefill(KvCache& cache, std::span<const int> tokens, const LmWeights& w,
                          const ModelSpec& config);
 
@@ -129,6 +133,19 @@ std::vector<int> lm_generate_cached(RollingKvCache& cache, const LmWeights& w,
 // (the window) and has no position table: generation goes on past T_max at O(W) per token,
 // the cache never refilled. Learned positions, or no window, still end at T_max (the table, or
 // a context cropped to T_max, which moves every token): lm_generate_cached re-fills then.
+
+// A rolling step's buffers (RollingKvCache::step): sized by the first step, reused by
+// every step after, so that a step allocates nothing.
+struct RollingStepBuffers {
+  Matrix x, h, q, heads, proj;      // (B, C): the residual stream, a norm's output, q, ...
+  Matrix k, v;                      // (B, KV hs)
+  Tensor<3> ffn_in, ffn_out;        // (B, 1, C): the FFN's input and output
+  FfnCache mlp;                     // the MLP's hidden values (B, 1, F)
+  SwigluCache<float> swiglu;        // or SwiGLU's
+  FfnWeights mlp_zero_bias;         // a model without biases: the MLP's weights, zero biases
+  Vector zeros;                     // (C,): LayerNorm's beta in a model without biases
+  std::vector<float> attn_scratch;  // the attention kernel's
+};
 struct RollingKvCache {
   std::size_t batch = 0;          // B
   std::size_t capacity = 0;       // W with a window, else T_max
@@ -137,6 +154,7 @@ struct RollingKvCache {
   std::vector<Tensor<4>> values;  // L x (B, KV, capacity, hs)
   Matrix logits;                  // (B, V) the logits of the last step
   fast::Workspace scratch;        // the fast kernels' scratch (RoPE's angles), kept between steps
+  RollingStepBuffers step;        // a step's activations, kept between steps
   KvWork work;                    // the fills and steps done with this cache
 };
 // True for a model with any part other than chapter 07's (block_default_parts false, or rope):

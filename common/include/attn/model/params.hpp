@@ -20,17 +20,19 @@
 // A tensor the model does not have is empty (size 0) in the weights and absent from the folder.
 //
 // Everything that goes over a model's tensors walks this list, in this order (the order of
-// lm_parameters and of the files): saving and loading (lm_files.cpp), the gradients' shape
-// checks, zeros-like, the reference's casts to float64 and its gradient checks
-// (model/reference.cpp), the training step's views (train.cpp). A new tensor is one new row
-// here. Initialisation draws the default model's numbers in this order too, then drops or
-// narrows what a variant does not use (lm_init), so that variants start from the same draws.
+// lm_parameters and of the files): saving and loading (lm_files.cpp), the shape checks (of the
+// gradients, and of the weights a block or a KV cache runs: fits_row, param_misfit), zeros-like,
+// the reference's casts to float64 and its gradient checks (model/reference.cpp), the training
+// step's views (train.cpp). A new tensor is one new row here. Initialisation draws the default
+// model's numbers in this order too, then drops or narrows what a variant does not use (lm_init),
+// so that variants start from the same draws.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <string>
 
+#include "attn/core/check.hpp"  // shape_str
 #include "attn/model/model.hpp"
 
 namespace attn {
@@ -174,6 +176,16 @@ bool fits_row(const ParamRow& row, const Tensor& t) {
   for (std::size_t i = 0; i < row.rank; ++i)
     if (t.shape()[i] != row.shape[i]) return false;
   return true;
+}
+
+// What a row expects, as a message says it: "(64, 16)", "(64,)", or "empty (this model has no
+// w_o)" for a tensor the model does not have.
+std::string param_shape_text(const ParamRow& row);
+// The one line for a tensor that does not fit its row (fits_row false), the shape checks' one
+// wording: "h0.w_k is (64, 64), expected (64, 16)".
+template <class Tensor>
+std::string param_misfit(const ParamRow& row, const Tensor& t) {
+  return param_name(row) + " is " + shape_str(t.shape()) + ", expected " + param_shape_text(row);
 }
 
 }  // namespace attn

@@ -102,6 +102,9 @@ AttentionRefGrads<S> attention_ref_backward(const xt::xtensor<S, 4>& dout,
 std::vector<double> alibi_slopes(std::size_t n_heads);
 // The slopes of the score-level parts that have them (ALiBi's, one per query head), or none.
 std::vector<double> score_slopes(const ScoreParts& parts, std::size_t n_heads);
+// One of them alone, score_slopes(parts, n_heads)[h] to the bit, 0 without a part that has
+// slopes: what a fast kernel computes per query row, with no vector to allocate per call.
+double score_slope(const ScoreParts& parts, std::size_t h, std::size_t n_heads);
 // The (H, T, S) bias above (keys after p get -m_h (p - j) > 0, but a causal mask hides them).
 template <class S>
 xt::xtensor<S, 3> alibi_bias(std::size_t n_heads, std::size_t T, std::size_t S_keys,
