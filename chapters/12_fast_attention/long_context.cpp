@@ -135,11 +135,9 @@ double long_flops(std::size_t T, bool backward) {
   return flops;
 }
 
-// The estimated seconds of one kernel's run: its FLOPs at a rate below what it reaches on one
-// thread of this course's machine, so that a slower or busier one still finishes near the
-// estimate: flash 50 GFLOP/s (it measured 80-88, forward and backward, tile 256) plus 1 us per
-// pair of tiles forward, 3 backward (what dominates at small tiles: 0.45 us measured at tile 8),
-// BLAS 10 GFLOP/s, the loops 1.
+// The estimated seconds of one kernel's run, at the rates long_context.hpp gives (each below what
+// the kernel measured on one thread, so that a slower or busier machine still finishes near the
+// estimate; the cost per pair of tiles, 0.45 us measured at tile 8, is taken at 1 us).
 double kernel_seconds(std::size_t T, std::size_t tile, bool backward, const std::string& kernel) {
   const double flops = long_flops(T, backward);
   if (kernel == "reference") return flops / 1e9;
